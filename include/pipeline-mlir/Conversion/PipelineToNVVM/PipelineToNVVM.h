@@ -1,0 +1,42 @@
+//===- PipelineToNVVM.h - pipeline to NVVM conversion -----------*- C++ -*-===//
+
+#ifndef PIPELINE_MLIR_CONVERSION_PIPELINETONVVM_PIPELINETONVVM_H
+#define PIPELINE_MLIR_CONVERSION_PIPELINETONVVM_PIPELINETONVVM_H
+
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+class LLVMTypeConverter;
+class RewritePatternSet;
+
+namespace pipeline {
+
+#define GEN_PASS_DECL
+#include "pipeline-mlir/Conversion/PipelineToNVVM/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "pipeline-mlir/Conversion/PipelineToNVVM/Passes.h.inc"
+
+/// Options that change the emitted code (not which ops are legal).
+struct PipelineLoweringOptions {
+  std::string chip = "sm_90a";
+  bool watchdog = false;
+  int64_t watchdogTimeoutNs = 2000000000;
+};
+
+/// Adds the type conversions for !pipeline.pipeline and !pipeline.state.
+void populatePipelineToNVVMTypeConversions(LLVMTypeConverter &converter);
+
+/// Adds one pattern per pipeline op.
+void populatePipelineToNVVMConversionPatterns(
+    LLVMTypeConverter &converter, RewritePatternSet &patterns,
+    const PipelineLoweringOptions &options);
+
+/// Registers `pipeline-to-cubin` (and `pipeline-to-nvvm`): the whole way from
+/// pipeline IR to a gpu.binary for one chip.
+void registerPipelineToCubinPipeline();
+
+} // namespace pipeline
+} // namespace mlir
+
+#endif // PIPELINE_MLIR_CONVERSION_PIPELINETONVVM_PIPELINETONVVM_H

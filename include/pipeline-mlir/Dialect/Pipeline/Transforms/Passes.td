@@ -1,0 +1,25 @@
+//===- Passes.td - pipeline dialect passes ------------------*- tablegen -*-===//
+
+#ifndef PIPELINE_TRANSFORMS_PASSES_TD
+#define PIPELINE_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def PipelineVerifyProtocol : Pass<"pipeline-verify-protocol", "ModuleOp"> {
+  let summary = "Check statically how pipeline ops are used (deadlock classes)";
+  let description = [{
+    Catches the synchronization bugs that otherwise surface as a hung kernel:
+    unbalanced acquire/commit and wait/release per role and loop, states that
+    do not advance exactly once per loop iteration, producer states that do
+    not start at phase 1 (consumer: 0), a producer role that exits without
+    `producer.tail`, expect_tx bytes that differ from the bytes of the copies
+    bound to the stage, and arrive counts that disagree with who arrives.
+    Each diagnostic points at the op and says how to fix it.
+  }];
+  let options = [
+    Option<"blockDim", "block-dim", "int64_t", /*default=*/"0",
+           "Threads per CTA, when known, to check threadblock arrive counts">
+  ];
+}
+
+#endif // PIPELINE_TRANSFORMS_PASSES_TD

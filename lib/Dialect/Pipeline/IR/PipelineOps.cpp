@@ -1,0 +1,329 @@
+//===- PipelineOps.cpp - op verifiers ---------------------------*- C++ -*-===//
+//
+// Rules that relate an op to its pipeline and state types. Messages name the
+// op (MLIR prefixes it with "'pipeline.xxx' op") and the rule that failed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeline-mlir/Dialect/Pipeline/IR/PipelineDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::pipeline;
+
+#define GET_OP_CLASSES
+#include "pipeline-mlir/Dialect/Pipeline/IR/PipelineOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Shared checks
+//===----------------------------------------------------------------------===//
+
+static StringRef roleName(Role role) { return stringifyRole(role); }
+
+/// The state must walk the same ring as the pipeline and belong to the side
+/// that the verb is for.
+static LogicalResult verifyStateFor(Operation *op, PipelineType pipe,
+                                    StateType state, Role side) {
+  if (state.getStages() != pipe.getStages())
+    return op->emitOpError() << "state has " << state.getStages()
+                             << " stages but the pipeline has "
+                             << pipe.getStages();
+  if (state.getRole() != side && state.getRole() != Role::ProducerConsumer)
+    return op->emitOpError()
+           << "is a " << roleName(side) << " verb but the state is a "
+           << roleName(state.getRole())
+           << " state (make it with make_pipeline_state(PipelineUserType."
+           << (side == Role::Producer ? "Producer" : "Consumer") << ", ...))";
+  return success();
+}
+
+static LogicalResult verifyProducerVerb(Operation *op, PipelineType pipe,
+                                        StateType state) {
+  if (pipe.getKind() == PipelineKind::Order)
+    return op->emitOpError() << "order pipelines use pipeline.order.wait / "
+                                "pipeline.order.arrive, not producer verbs";
+  return verifyStateFor(op, pipe, state, Role::Producer);
+}
+
+static LogicalResult verifyConsumerVerb(Operation *op, PipelineType pipe,
+                                        StateType state) {
+  if (pipe.getKind() == PipelineKind::TmaStore)
+    return op->emitOpError()
+           << "PipelineTmaStore has no consumer side (completion is tracked "
+              "by bulk groups)";
+  if (pipe.getKind() == PipelineKind::Order)
+    return op->emitOpError() << "order pipelines use pipeline.order.wait / "
+                                "pipeline.order.arrive, not consumer verbs";
+  return verifyStateFor(op, pipe, state, Role::Consumer);
+}
+
+static bool isTmaLoadKind(PipelineKind kind) {
+  return kind == PipelineKind::TmaAsync || kind == PipelineKind::TmaUmma ||
+         kind == PipelineKind::TmaMultiConsumersAsync;
+}
+
+/// TMA tensor copies address 1 to 5 dimensions.
+static LogicalResult verifyTensorRank(Operation *op, size_t rank) {
+  if (rank < 1 || rank > 5)
+    return op->emitOpError() << "TMA tensor copies take 1 to 5 coordinates, got "
+                             << rank;
+  return success();
+}
+
+static constexpr int64_t kMaxClusterSize = 16;
+
+static LogicalResult verifyClusterSize(Operation *op, int64_t size) {
+  if (size < 1 || size > kMaxClusterSize)
+    return op->emitOpError() << "cluster_size must be in 1.." << kMaxClusterSize
+                             << ", got " << size;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Creation and initialization
+//===----------------------------------------------------------------------===//
+
+LogicalResult CreateOp::verify() {
+  PipelineType pipe = getType();
+  if (getBarrierStorage() && !pipe.hasBarriers())
+    return emitOpError() << "PipelineTmaStore owns no mbarriers and takes no "
+                            "barrier storage";
+  if (getName() && getName()->empty())
+    return emitOpError() << "name must not be empty";
+  return success();
+}
+
+LogicalResult InitArriveOp::verify() {
+  return verifyClusterSize(*this, getClusterSize());
+}
+
+LogicalResult InitWaitOp::verify() {
+  return verifyClusterSize(*this, getClusterSize());
+}
+
+//===----------------------------------------------------------------------===//
+// State
+//===----------------------------------------------------------------------===//
+
+LogicalResult StateMakeOp::verify() {
+  StateType type = getType();
+  if (type.getSimple()) {
+    if (getPhase() || getCount())
+      return emitOpError() << "a simple state is one packed phase_index: give "
+                              "only 'index'";
+    return success();
+  }
+  if (static_cast<bool>(getIndex()) != static_cast<bool>(getPhase()))
+    return emitOpError() << "give both 'index' and 'phase', or neither for the "
+                            "role's start state";
+  if (getCount() && !getIndex())
+    return emitOpError() << "'count' needs 'index' and 'phase'";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Producer verbs
+//===----------------------------------------------------------------------===//
+
+LogicalResult ProducerAcquireOp::verify() {
+  auto pipe = cast<PipelineType>(getPipeline().getType());
+  if (failed(verifyProducerVerb(*this, pipe, getState().getType())))
+    return failure();
+  if (getExtraTx() && !pipe.hasTxCount())
+    return emitOpError() << "extra_tx adds transaction bytes and needs a "
+                            "TMA/CLC pipeline, not "
+                         << getCuteClassName(pipe.getKind());
+  if (getToken() && pipe.getKind() == PipelineKind::TmaStore)
+    return emitOpError() << "PipelineTmaStore has no try_acquire, so no token";
+  return success();
+}
+
+LogicalResult ProducerTryAcquireOp::verify() {
+  auto pipe = cast<PipelineType>(getPipeline().getType());
+  if (pipe.getKind() == PipelineKind::TmaStore)
+    return emitOpError() << "PipelineTmaStore has no try_acquire (bulk groups "
+                            "cannot be polled)";
+  return verifyProducerVerb(*this, pipe, getState().getType());
+}
+
+/// `elect_one` / `syncwarp_before` replace per-thread arrives by one arrive
+/// per warp, which only exists for mbarrier.arrive sides.
+template <typename OpTy>
+static LogicalResult verifyElectOne(OpTy op, OpType sideOpType) {
+  if (op.getSyncwarpBefore() && !op.getElectOne())
+    return op.emitOpError() << "syncwarp_before only makes sense with elect_one";
+  if (op.getElectOne() && sideOpType != OpType::AsyncThread)
+    return op.emitOpError() << "elect_one turns per-thread mbarrier.arrive "
+                               "into one arrive per warp; this side signals "
+                               "through "
+                            << stringifyOpType(sideOpType);
+  return success();
+}
+
+LogicalResult ProducerCommitOp::verify() {
+  auto pipe = cast<PipelineType>(getPipeline().getType());
+  if (failed(verifyProducerVerb(*this, pipe, getState().getType())))
+    return failure();
+  return verifyElectOne(*this, pipe.getProducerOpType());
+}
+
+LogicalResult ProducerTailOp::verify() {
+  auto pipe = cast<PipelineType>(getPipeline().getType());
+  return verifyProducerVerb(*this, pipe, getState().getType());
+}
+
+LogicalResult ProducerBarrierOp::verify() {
+  auto pipe = cast<PipelineType>(getPipeline().getType());
+  if (!pipe.hasBarriers())
+    return emitOpError() << "PipelineTmaStore owns no mbarriers";
+  return verifyProducerVerb(*this, pipe, getState().getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Consumer verbs
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConsumerWaitOp::verify() {
+  auto pipe = cast<PipelineType>(getPipeline().getType());
+  return verifyConsumerVerb(*this, pipe, getState().getType());
+}
+
+LogicalResult ConsumerTryWaitOp::verify() {
+  auto pipe = cast<PipelineType>(getPipeline().getType());
+  return verifyConsumerVerb(*this, pipe, getState().getType());
+}
+
+LogicalResult ConsumerReleaseOp::verify() {
+  auto pipe = cast<PipelineType>(getPipeline().getType());
+  if (failed(verifyConsumerVerb(*this, pipe, getState().getType())))
+    return failure();
+  OpType side = pipe.getConsumerOpType();
+  if (pipe.getKind() == PipelineKind::TmaMultiConsumersAsync) {
+    if (!getOpType())
+      return emitOpError() << "PipelineTmaMultiConsumersAsync has MMA and "
+                              "async consumers: name this release's with "
+                              "op_type = #pipeline.op_type<tcgen05_mma> or "
+                              "#pipeline.op_type<async_thread>";
+    side = *getOpType();
+    if (side != OpType::TCGen05Mma && side != OpType::AsyncThread)
+      return emitOpError() << "op_type must be tcgen05_mma or async_thread, got "
+                           << stringifyOpType(side);
+  } else if (getOpType() && *getOpType() != side) {
+    return emitOpError() << getCuteClassName(pipe.getKind())
+                         << " consumers release through "
+                         << stringifyOpType(side) << ", not "
+                         << stringifyOpType(*getOpType());
+  }
+  return verifyElectOne(*this, side);
+}
+
+//===----------------------------------------------------------------------===//
+// Copies
+//===----------------------------------------------------------------------===//
+
+LogicalResult TmaLoadOp::verify() {
+  auto pipe = cast<PipelineType>(getPipeline().getType());
+  if (!isTmaLoadKind(pipe.getKind()))
+    return emitOpError() << "binds a TMA load to a stage's full barrier, which "
+                            "needs a TMA pipeline, not "
+                         << getCuteClassName(pipe.getKind());
+  if (failed(verifyStateFor(*this, pipe, getState().getType(), Role::Producer)))
+    return failure();
+  if (getMulticastMask() && pipe.getClusterSize() <= 1)
+    return emitOpError() << "multicast needs a pipeline with a cluster of more "
+                            "than one CTA";
+  return verifyTensorRank(*this, getCoordinates().size());
+}
+
+LogicalResult BulkLoadOp::verify() {
+  auto pipe = cast<PipelineType>(getPipeline().getType());
+  if (!isTmaLoadKind(pipe.getKind()))
+    return emitOpError() << "binds a bulk copy to a stage's full barrier, "
+                            "which needs a TMA pipeline, not "
+                         << getCuteClassName(pipe.getKind());
+  return verifyStateFor(*this, pipe, getState().getType(), Role::Producer);
+}
+
+LogicalResult TmaStoreOp::verify() {
+  return verifyTensorRank(*this, getCoordinates().size());
+}
+
+LogicalResult BulkGroupWaitOp::verify() {
+  // The PTX immediate is a small non-negative integer.
+  if (getPending() < 0 || getPending() > 63)
+    return emitOpError() << "pending must be in 0..63, got " << getPending();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PipelineOrder
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyOrderPipeline(Operation *op, PipelineType pipe) {
+  if (pipe.getKind() != PipelineKind::Order)
+    return op->emitOpError() << "needs an order pipeline (PipelineOrder), not "
+                             << getCuteClassName(pipe.getKind());
+  return success();
+}
+
+LogicalResult OrderStateOp::verify() {
+  auto pipe = cast<PipelineType>(getPipeline().getType());
+  if (failed(verifyOrderPipeline(*this, pipe)))
+    return failure();
+  StateType state = getType();
+  if (state.getStages() != pipe.getStages())
+    return emitOpError() << "state has " << state.getStages()
+                         << " stages but the order pipeline has depth "
+                         << pipe.getStages();
+  if (state.getRole() != Role::ProducerConsumer || state.getSimple())
+    return emitOpError() << "an order state is a (non-simple) "
+                            "producer_consumer state";
+  return success();
+}
+
+LogicalResult OrderWaitOp::verify() {
+  auto pipe = cast<PipelineType>(getPipeline().getType());
+  if (failed(verifyOrderPipeline(*this, pipe)))
+    return failure();
+  if (getState().getType().getStages() != pipe.getStages())
+    return emitOpError() << "state has " << getState().getType().getStages()
+                         << " stages but the order pipeline has depth "
+                         << pipe.getStages();
+  return success();
+}
+
+LogicalResult OrderArriveOp::verify() {
+  auto pipe = cast<PipelineType>(getPipeline().getType());
+  if (failed(verifyOrderPipeline(*this, pipe)))
+    return failure();
+  if (getState().getType().getStages() != pipe.getStages())
+    return emitOpError() << "state has " << getState().getType().getStages()
+                         << " stages but the order pipeline has depth "
+                         << pipe.getStages();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// NamedBarrier
+//===----------------------------------------------------------------------===//
+
+/// The CTA has 16 hardware barriers; `bar` counts must be warp multiples.
+template <typename OpTy>
+static LogicalResult verifyNamedBarrier(OpTy op) {
+  if (op.getBarrierId() > 15)
+    return op.emitOpError() << "barrier id must be in 0..15, got "
+                            << op.getBarrierId();
+  if (op.getNumThreads() % 32 != 0)
+    return op.emitOpError() << "thread count must be a multiple of the warp "
+                               "size (32), got "
+                            << op.getNumThreads();
+  if (op.getNumThreads() > 1024)
+    return op.emitOpError() << "thread count must be at most 1024 (a CTA), got "
+                            << op.getNumThreads();
+  return success();
+}
+
+LogicalResult NamedBarrierArriveOp::verify() { return verifyNamedBarrier(*this); }
+LogicalResult NamedBarrierSyncOp::verify() { return verifyNamedBarrier(*this); }
