@@ -9,7 +9,6 @@ import sys
 import sysconfig
 
 import lit.formats
-from lit.llvm import llvm_config  # noqa: F401  (sets up lit.llvm helpers)
 
 config.name = "pipeline-mlir"
 config.test_format = lit.formats.ShTest(execute_external=False)

@@ -19,6 +19,12 @@ MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(Pipeline, pipeline);
 /// pipeline-to-cubin pass pipeline with the global registry.
 MLIR_CAPI_EXPORTED void mlirPipelineRegisterPasses(void);
 
+/* TypeIDs, so that Python returns values of our types as our classes. */
+MLIR_CAPI_EXPORTED MlirTypeID mlirPipelinePipelineTypeGetTypeID(void);
+MLIR_CAPI_EXPORTED MlirTypeID mlirPipelineStateTypeGetTypeID(void);
+MLIR_CAPI_EXPORTED MlirTypeID mlirPipelineCooperativeGroupGetTypeID(void);
+MLIR_CAPI_EXPORTED MlirTypeID mlirPipelineClusterLayoutGetTypeID(void);
+
 /* #pipeline.group<agent, size> */
 MLIR_CAPI_EXPORTED bool mlirAttributeIsAPipelineCooperativeGroup(MlirAttribute a);
 MLIR_CAPI_EXPORTED MlirAttribute

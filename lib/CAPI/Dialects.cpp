@@ -8,6 +8,7 @@
 
 #include "mlir/CAPI/IR.h"
 #include "mlir/CAPI/Registration.h"
+#include "mlir/CAPI/Support.h"
 #include "mlir/IR/Diagnostics.h"
 
 using namespace mlir;
@@ -24,6 +25,19 @@ void mlirPipelineRegisterPasses(void) {
   mlir::pipeline::registerPipelineVerifyProtocol();
   mlir::pipeline::registerConvertPipelineToNVVM();
   mlir::pipeline::registerPipelineToCubinPipeline();
+}
+
+MlirTypeID mlirPipelinePipelineTypeGetTypeID(void) {
+  return wrap(PipelineType::getTypeID());
+}
+MlirTypeID mlirPipelineStateTypeGetTypeID(void) {
+  return wrap(StateType::getTypeID());
+}
+MlirTypeID mlirPipelineCooperativeGroupGetTypeID(void) {
+  return wrap(CooperativeGroupAttr::getTypeID());
+}
+MlirTypeID mlirPipelineClusterLayoutGetTypeID(void) {
+  return wrap(ClusterLayoutAttr::getTypeID());
 }
 
 //===----------------------------------------------------------------------===//

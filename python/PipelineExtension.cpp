@@ -1,0 +1,190 @@
+//===- PipelineExtension.cpp - Python module _pipeline ----------*- C++ -*-===//
+//
+// Registers the pipeline dialect and passes with the upstream `mlir` Python
+// package's MLIR (one copy per process) and gives the dialect's types and
+// attributes real Python classes, subclasses of mlir.ir.Type / Attribute.
+// Enums cross as their integer values; pipeline_mlir.dialects.pipeline wraps
+// them into the generated Python enums.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeline-mlir-c/Dialects.h"
+
+#include "mlir-c/Diagnostics.h"
+#include "mlir-c/IR.h"
+#include "mlir/Bindings/Python/Nanobind.h"
+#include "mlir/Bindings/Python/NanobindAdaptors.h"
+
+namespace nb = nanobind;
+using namespace mlir::python::nanobind_adaptors;
+
+namespace {
+MlirAttribute optionalAttr(std::optional<MlirAttribute> a) {
+  return a ? *a : MlirAttribute{nullptr};
+}
+nb::object attrOrNone(MlirAttribute a) {
+  if (mlirAttributeIsNull(a))
+    return nb::none();
+  return nb::cast(a);
+}
+/// MLIR reports why a parameter set is invalid through the context's
+/// diagnostic handlers and returns a null object. While alive, this collects
+/// those messages so that they become the text of a ValueError instead of
+/// going to stderr.
+class DiagnosticCapture {
+public:
+  explicit DiagnosticCapture(MlirContext ctx) : ctx(ctx) {
+    id = mlirContextAttachDiagnosticHandler(ctx, &handle, this, nullptr);
+  }
+  ~DiagnosticCapture() { mlirContextDetachDiagnosticHandler(ctx, id); }
+  void raiseIfNull(bool isNull, const char *what) {
+    if (!isNull)
+      return;
+    std::string msg = std::string("invalid ") + what;
+    if (!messages.empty())
+      msg += ": " + messages;
+    throw nb::value_error(msg.c_str());
+  }
+
+private:
+  static MlirLogicalResult handle(MlirDiagnostic diag, void *userData) {
+    auto *self = static_cast<DiagnosticCapture *>(userData);
+    if (!self->messages.empty())
+      self->messages += "; ";
+    mlirDiagnosticPrint(
+        diag,
+        [](MlirStringRef s, void *out) {
+          static_cast<std::string *>(out)->append(s.data, s.length);
+        },
+        &self->messages);
+    return mlirLogicalResultSuccess();
+  }
+  MlirContext ctx;
+  MlirDiagnosticHandlerID id;
+  std::string messages;
+};
+} // namespace
+
+NB_MODULE(_pipeline, m) {
+  m.doc() = "pipeline-mlir native extension";
+
+  m.def(
+      "register_dialect",
+      [](MlirContext context, bool load) {
+        MlirDialectHandle handle = mlirGetDialectHandle__pipeline__();
+        mlirDialectHandleRegisterDialect(handle, context);
+        if (load)
+          mlirDialectHandleLoadDialect(handle, context);
+      },
+      nb::arg("context").none() = nb::none(), nb::arg("load") = true,
+      "Register (and load) the pipeline dialect in an mlir.ir.Context.");
+
+  m.def("register_passes", &mlirPipelineRegisterPasses,
+        "Register pipeline-verify-protocol, convert-pipeline-to-nvvm and the "
+        "pipeline-to-cubin pass pipeline for PassManager.parse.");
+
+  //===--------------------------------------------------------------------===//
+  // Attributes
+  //===--------------------------------------------------------------------===//
+
+  mlir_attribute_subclass(m, "CooperativeGroupAttr",
+                          mlirAttributeIsAPipelineCooperativeGroup,
+                          mlirPipelineCooperativeGroupGetTypeID)
+      .def_classmethod(
+          "get",
+          [](nb::object cls, int32_t agent, int64_t size, MlirContext ctx) {
+            DiagnosticCapture capture(ctx);
+            MlirAttribute a = mlirPipelineCooperativeGroupGet(ctx, agent, size);
+            capture.raiseIfNull(mlirAttributeIsNull(a), "#pipeline.group");
+            return cls(a);
+          },
+          nb::arg("cls"), nb::arg("agent"), nb::arg("size"),
+          nb::arg("context").none() = nb::none())
+      .def_property_readonly("agent_value",
+                             mlirPipelineCooperativeGroupGetAgent)
+      .def_property_readonly("size", mlirPipelineCooperativeGroupGetSize);
+
+  mlir_attribute_subclass(m, "ClusterLayoutAttr",
+                          mlirAttributeIsAPipelineClusterLayout,
+                          mlirPipelineClusterLayoutGetTypeID)
+      .def_classmethod(
+          "get",
+          [](nb::object cls, int64_t v, int64_t mm, int64_t n, int64_t l,
+             MlirContext ctx) {
+            DiagnosticCapture capture(ctx);
+            MlirAttribute a = mlirPipelineClusterLayoutGet(ctx, v, mm, n, l);
+            capture.raiseIfNull(mlirAttributeIsNull(a), "#pipeline.cluster");
+            return cls(a);
+          },
+          nb::arg("cls"), nb::arg("v"), nb::arg("m"), nb::arg("n"),
+          nb::arg("l"), nb::arg("context").none() = nb::none())
+      .def_property_readonly(
+          "v", [](MlirAttribute a) { return mlirPipelineClusterLayoutGetMode(a, 0); })
+      .def_property_readonly(
+          "m", [](MlirAttribute a) { return mlirPipelineClusterLayoutGetMode(a, 1); })
+      .def_property_readonly(
+          "n", [](MlirAttribute a) { return mlirPipelineClusterLayoutGetMode(a, 2); })
+      .def_property_readonly(
+          "l", [](MlirAttribute a) { return mlirPipelineClusterLayoutGetMode(a, 3); });
+
+  //===--------------------------------------------------------------------===//
+  // Types
+  //===--------------------------------------------------------------------===//
+
+  mlir_type_subclass(m, "PipelineType", mlirTypeIsAPipelinePipelineType,
+                     mlirPipelinePipelineTypeGetTypeID)
+      .def_classmethod(
+          "get",
+          [](nb::object cls, int32_t kind, int64_t stages,
+             std::optional<MlirAttribute> producer,
+             std::optional<MlirAttribute> consumer, int64_t txCount,
+             std::optional<MlirAttribute> cluster, int32_t multicast,
+             int64_t ctaGroup, int64_t length, MlirContext ctx) {
+            DiagnosticCapture capture(ctx);
+            MlirType t = mlirPipelinePipelineTypeGet(
+                ctx, kind, stages, optionalAttr(producer),
+                optionalAttr(consumer), txCount, optionalAttr(cluster),
+                multicast, ctaGroup, length);
+            capture.raiseIfNull(mlirTypeIsNull(t), "!pipeline.pipeline");
+            return cls(t);
+          },
+          nb::arg("cls"), nb::arg("kind"), nb::arg("stages"),
+          nb::arg("producer").none() = nb::none(),
+          nb::arg("consumer").none() = nb::none(), nb::arg("tx_count") = 0,
+          nb::arg("cluster").none() = nb::none(), nb::arg("multicast") = 0,
+          nb::arg("cta_group") = 1, nb::arg("length") = 0,
+          nb::arg("context").none() = nb::none())
+      .def_property_readonly("kind_value", mlirPipelinePipelineTypeGetKind)
+      .def_property_readonly("stages", mlirPipelinePipelineTypeGetStages)
+      .def_property_readonly(
+          "producer",
+          [](MlirType t) { return attrOrNone(mlirPipelinePipelineTypeGetProducer(t)); })
+      .def_property_readonly(
+          "consumer",
+          [](MlirType t) { return attrOrNone(mlirPipelinePipelineTypeGetConsumer(t)); })
+      .def_property_readonly("tx_count", mlirPipelinePipelineTypeGetTxCount)
+      .def_property_readonly(
+          "cluster",
+          [](MlirType t) { return attrOrNone(mlirPipelinePipelineTypeGetCluster(t)); })
+      .def_property_readonly("multicast_value",
+                             mlirPipelinePipelineTypeGetMulticast)
+      .def_property_readonly("cta_group", mlirPipelinePipelineTypeGetCtaGroup)
+      .def_property_readonly("length", mlirPipelinePipelineTypeGetLength);
+
+  mlir_type_subclass(m, "StateType", mlirTypeIsAPipelineStateType,
+                     mlirPipelineStateTypeGetTypeID)
+      .def_classmethod(
+          "get",
+          [](nb::object cls, int64_t stages, int32_t role, bool simple,
+             MlirContext ctx) {
+            DiagnosticCapture capture(ctx);
+            MlirType t = mlirPipelineStateTypeGet(ctx, stages, role, simple);
+            capture.raiseIfNull(mlirTypeIsNull(t), "!pipeline.state");
+            return cls(t);
+          },
+          nb::arg("cls"), nb::arg("stages"), nb::arg("role"),
+          nb::arg("simple") = false, nb::arg("context").none() = nb::none())
+      .def_property_readonly("stages", mlirPipelineStateTypeGetStages)
+      .def_property_readonly("role_value", mlirPipelineStateTypeGetRole)
+      .def_property_readonly("simple", mlirPipelineStateTypeGetSimple);
+}

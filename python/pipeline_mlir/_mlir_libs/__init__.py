@@ -1,0 +1,1 @@
+# Native extension modules of pipeline_mlir live here (built by CMake).

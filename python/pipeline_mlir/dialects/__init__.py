@@ -1,0 +1,1 @@
+"""Python bindings of the pipeline dialect (generated ops + type classes)."""
