@@ -4,25 +4,40 @@ Importing this package registers nothing globally; use :func:`register_dialect`
 on an ``mlir.ir.Context`` or create one with :func:`make_context`. The upstream
 ``mlir`` package provides the (single) MLIR copy of the process, so
 ``mlir.ir`` is imported before our native module.
+
+The MLIR side loads on first use, not at import: ``pipeline_mlir.runtime``
+(cuda-bindings + numpy only) must import on a GPU machine that has prebuilt
+cubins but no MLIR wheels.
 """
-
-import mlir.ir as _ir  # noqa: F401  (must load before our extension)
-
-from ._mlir_libs import _pipeline as _native
 
 __version__ = "0.1.0"
 
-_native.register_passes()
+_native_module = None
+
+
+def _native():
+    """The native extension, loaded (after mlir.ir) on first use."""
+    global _native_module
+    if _native_module is None:
+        import mlir.ir  # noqa: F401  (the one MLIR copy; must load first)
+
+        from ._mlir_libs import _pipeline
+
+        _pipeline.register_passes()
+        _native_module = _pipeline
+    return _native_module
 
 
 def register_dialect(context=None, load=True):
     """Register (and load) the pipeline dialect in ``context`` (default: current)."""
-    _native.register_dialect(context, load)
+    _native().register_dialect(context, load)
 
 
 def make_context():
     """A new ``mlir.ir.Context`` with the upstream dialects and ``pipeline`` loaded."""
-    ctx = _ir.Context()
+    import mlir.ir as ir
+
+    ctx = ir.Context()
     register_dialect(ctx)
     return ctx
 

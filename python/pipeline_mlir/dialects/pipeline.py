@@ -9,6 +9,10 @@
   ``mlir.ir.Type`` / ``mlir.ir.Attribute``, built through the C API).
 """
 
+import pipeline_mlir as _pkg
+
+_pkg._native()  # load mlir.ir, then our extension, and register passes
+
 from .._mlir_libs._pipeline import (
     ClusterLayoutAttr,
     CooperativeGroupAttr,

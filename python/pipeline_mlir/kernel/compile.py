@@ -1,0 +1,97 @@
+"""Compiling a kernel module: verify, lower, extract the gpu.binary object.
+
+One call does the whole lowering: the named pass pipeline
+``pipeline-to-cubin{chip=... format=bin|isa}`` (pipeline dialect -> NVVM ->
+LLVM -> PTX -> cubin through ``gpu-module-to-binary``, which runs ptxas from
+PATH for ``format=bin``). Modules are cloned first, so a kernel can be
+compiled for several chips or formats.
+"""
+
+import mlir.ir as ir
+import mlir.passmanager as pm
+from mlir._mlir_libs._mlirDialectsGPU import ObjectAttr
+
+PIPELINE = "pipeline-to-cubin"
+
+
+class LoweringUnavailable(RuntimeError):
+    """The ``pipeline-to-cubin`` pass pipeline is not registered (yet)."""
+
+
+def _parse(spec):
+    return pm.PassManager.parse(f"builtin.module({spec})")
+
+
+def has_pipeline_to_cubin(context=None):
+    """True if the installed package registers ``pipeline-to-cubin``."""
+    ctx = context or _any_context()
+    with ctx:
+        try:
+            _parse(f"{PIPELINE}{{chip=sm_90a format=isa}}")
+            return True
+        except (ValueError, ir.MLIRError, RuntimeError):
+            return False
+
+
+def _any_context():
+    try:
+        ctx = ir.Context.current
+    except ValueError:
+        ctx = None
+    if ctx is None:
+        import pipeline_mlir
+        ctx = pipeline_mlir.make_context()
+    return ctx
+
+
+def verify(module):
+    """Verify ``module``; raises ``mlir.ir.MLIRError`` with the diagnostics."""
+    with module.context:
+        module.operation.verify()
+    return True
+
+
+def run_passes(module, spec):
+    """Run ``builtin.module(spec)`` on a clone of ``module``; return the clone."""
+    with module.context:
+        clone = module.operation.clone()
+        _parse(spec).run(clone)
+    return clone
+
+
+def lower(module, chip, fmt):
+    """Lower a clone of ``module`` to a ``gpu.binary``; return its objects.
+
+    Returns ``{gpu.module name: object bytes}``.
+    """
+    with module.context:
+        try:
+            passes = _parse(f"{PIPELINE}{{chip={chip} format={fmt}}}")
+        except (ValueError, ir.MLIRError, RuntimeError) as e:
+            raise LoweringUnavailable(
+                f"the '{PIPELINE}' pass pipeline is not registered in this "
+                "build of pipeline_mlir (it lowers pipeline ops to NVVM and "
+                "runs gpu-module-to-binary); rebuild the package once it has "
+                f"landed. ({e})") from None
+        clone = module.operation.clone()
+        passes.run(clone)
+        return binaries(clone)
+
+
+def binaries(op):
+    """``{name: bytes}`` of every ``gpu.binary`` directly inside ``op``."""
+    out = {}
+    region = op.regions[0]
+    for inner in region.blocks[0].operations:
+        if inner.operation.name != "gpu.binary":
+            continue
+        name = ir.StringAttr(inner.attributes["sym_name"]).value
+        objects = inner.attributes["objects"]
+        if len(objects) != 1:
+            raise RuntimeError(
+                f"gpu.binary @{name} has {len(objects)} objects; expected one "
+                "target per kernel module")
+        out[name] = ObjectAttr(objects[0]).object
+    if not out:
+        raise RuntimeError("lowering produced no gpu.binary")
+    return out

@@ -1,0 +1,214 @@
+"""`Kernel`: one GPU kernel being built, and the module that holds it.
+
+The module is::
+
+    module attributes {gpu.container_module} {
+      gpu.module @kernels [#nvvm.target<chip = "sm_90a">] {
+        gpu.func @kernel(...) kernel attributes {known_block_size = ...,
+                                                 known_cluster_size = ...}
+      }
+    }
+
+``known_block_size`` becomes ``.maxntid`` and ``known_cluster_size`` becomes
+``.explicitcluster .reqnctapercluster`` in the PTX (the upstream gpu.func
+lowering of MLIR 22 does both). The ``#nvvm.target`` is attached with the
+upstream ``nvvm-attach-target`` pass, so no IR is built from strings.
+
+Use it as a context manager; inside, the builders of ``pipeline_mlir.pipeline``
+and the helpers below emit at the end of the kernel body::
+
+    k = Kernel("copy", chip="sm_90a", block_dim=128,
+               params={"src": GlobalPtr(), "n": Int32()})
+    with k:
+        with k.if_(k.warp_idx() == 0):
+            ...
+    cubin = k.compile()
+"""
+
+from collections import namedtuple
+
+import mlir.ir as ir
+import mlir.passmanager as pm
+from mlir.dialects import arith, gpu, nvvm
+
+from . import compile as _compile
+from .control import If, elect_one, range_
+from .params import as_param
+from .smem import SharedMemory
+from .values import Scalar, i32
+
+
+def _dims(value, what):
+    if value is None:
+        return None
+    if isinstance(value, int):
+        value = (value,)
+    value = tuple(value)
+    if not 1 <= len(value) <= 3 or not all(
+            isinstance(v, int) and v > 0 for v in value):
+        raise ValueError(f"{what} must be 1 to 3 positive ints, got {value!r}")
+    return value + (1,) * (3 - len(value))
+
+
+class Kernel:
+    """A ``gpu.func`` kernel under construction (see the module docstring).
+
+    Args:
+      name: symbol of the gpu.func (the name to launch).
+      chip: ``sm_90a``, ``sm_100a``, ...: the ``#nvvm.target`` chip.
+      block_dim: threads per CTA (int or up to 3 ints); launch bound.
+      cluster_dim: CTAs per cluster (int or up to 3 ints), or None.
+      params: ``{name: Param}`` or ``[(name, Param)]`` (see ``params.py``).
+      context: an ``mlir.ir.Context`` with the pipeline dialect (default: a
+        new one from ``pipeline_mlir.make_context()``).
+    """
+
+    def __init__(self, name="kernel", *, chip="sm_90a", block_dim=128,
+                 cluster_dim=None, params=(), context=None,
+                 module_name="kernels"):
+        import pipeline_mlir
+
+        self.name = name
+        self.chip = chip
+        self.block_dim = _dims(block_dim, "block_dim")
+        self.cluster_dim = _dims(cluster_dim, "cluster_dim")
+        if self.cluster_dim == (1, 1, 1):
+            self.cluster_dim = None
+        if self.block_dim[0] * self.block_dim[1] * self.block_dim[2] > 1024:
+            raise ValueError(f"block_dim {self.block_dim} exceeds 1024 threads")
+        items = list(params.items()) if isinstance(params, dict) else list(params)
+        self.context = context or pipeline_mlir.make_context()
+        self._entered = []
+        with self.context, ir.Location.unknown():
+            specs = [(n, as_param(p, n)) for n, p in items]
+            self.module = ir.Module.create()
+            self.module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
+            with ir.InsertionPoint(self.module.body):
+                self.gpu_module = gpu.GPUModuleOp(module_name)
+                self.gpu_module.bodyRegion.blocks.append()
+            pm.PassManager.parse(
+                f"builtin.module(nvvm-attach-target{{chip={chip}}})").run(
+                    self.module.operation)
+            ftype = ir.FunctionType.get([p.ir_type() for _, p in specs], [])
+            with ir.InsertionPoint(self.gpu_module.bodyRegion.blocks[0]):
+                self.func = gpu.GPUFuncOp(ftype, sym_name=name, kernel=True,
+                                          known_block_size=list(self.block_dim))
+                if self.cluster_dim:
+                    self.func.attributes["known_cluster_size"] = \
+                        ir.DenseI32ArrayAttr.get(list(self.cluster_dim))
+                self.entry = self.func.add_entry_block()
+            with ir.InsertionPoint(self.entry):
+                # The prologue (shared-memory pointers) goes before `anchor`;
+                # the body goes before the return.
+                anchor = arith.constant(i32(), 0)
+                self._return = gpu.ReturnOp([])
+            self.smem = SharedMemory(self.entry, anchor.owner)
+            values = []
+            for (n, _), arg in zip(specs, self.entry.arguments):
+                is_int = isinstance(arg.type, ir.IntegerType)
+                values.append(Scalar(arg) if is_int else arg)
+            names = [n for n, _ in specs]
+            self.args = namedtuple("Args", names)(*values) if names else ()
+
+    # -- building -----------------------------------------------------------
+
+    def __enter__(self):
+        managers = [self.context, ir.Location.unknown(self.context),
+                    ir.InsertionPoint(self._return)]
+        for m in managers:
+            m.__enter__()
+        self._entered.append(managers)
+        return self
+
+    def __exit__(self, *exc):
+        for m in reversed(self._entered.pop()):
+            m.__exit__(*exc)
+        return False
+
+    def arg(self, name):
+        """The kernel parameter called ``name``."""
+        return getattr(self.args, name)
+
+    # Thread, warp, block and cluster indices (i32 Scalars).
+    def thread_idx(self, dim="x"):
+        return Scalar(getattr(nvvm, f"read_ptx_sreg_tid_{dim}")(i32()))
+
+    def block_idx(self, dim="x"):
+        return Scalar(getattr(nvvm, f"read_ptx_sreg_ctaid_{dim}")(i32()))
+
+    def lane_idx(self):
+        return Scalar(nvvm.read_ptx_sreg_laneid(i32()))
+
+    def linear_thread_idx(self):
+        x, y, _ = self.block_dim
+        t = self.thread_idx("x")
+        if self.block_dim[1] > 1 or self.block_dim[2] > 1:
+            t = t + (self.thread_idx("y") + self.thread_idx("z") * y) * x
+        return t
+
+    def warp_idx(self):
+        """Warp index in the CTA, made warp-uniform with a shfl.sync from lane
+        0 (as CUTLASS's canonical_warp_idx_sync), so branches on it do not
+        diverge inside a warp."""
+        w = self.linear_thread_idx() // 32
+        v = nvvm.shfl_sync(i32(), arith.constant(i32(), -1), w.ir_value,
+                           arith.constant(i32(), 0), arith.constant(i32(), 0x1f),
+                           nvvm.ShflKind.idx)
+        return Scalar(v)
+
+    def cluster_cta_rank(self):
+        """``%cluster_ctarank``: this CTA's rank in its cluster."""
+        return Scalar(nvvm.read_ptx_sreg_cluster_ctarank(i32()))
+
+    def sync_threads(self):
+        """``bar.sync 0`` (``__syncthreads``)."""
+        nvvm.barrier0()
+
+    def cluster_sync(self):
+        """``barrier.cluster.arrive`` + ``barrier.cluster.wait``."""
+        nvvm.cluster_arrive()
+        nvvm.cluster_wait()
+
+    # Shared memory.
+    def smem_alloc(self, nbytes, align=16, name=None):
+        """``nbytes`` of shared memory (an ``SmemPtr``, ``!llvm.ptr<3>``)."""
+        return self.smem.alloc(nbytes, align, name)
+
+    def alloc_barriers(self, count, name=None):
+        """Storage for ``count`` 8-byte mbarriers (a pipeline of S stages
+        needs ``2 * S``; PipelineOrder ``depth * length``)."""
+        return self.smem.alloc(8 * count, 8, name)
+
+    @property
+    def smem_bytes(self):
+        """Dynamic shared memory to launch with."""
+        return self.smem.size
+
+    # Control flow.
+    def range(self, start, stop=None, step=1, *, carry=()):
+        return range_(start, stop, step, carry=carry)
+
+    def if_(self, cond):
+        return If(cond)
+
+    def elect_one(self):
+        return elect_one()
+
+    # -- checking and compiling --------------------------------------------
+
+    def verify(self):
+        """Verify the module (raises ``mlir.ir.MLIRError`` on failure)."""
+        return _compile.verify(self.module)
+
+    def compile(self, chip=None):
+        """cubin bytes for ``chip`` (default: the kernel's chip)."""
+        objs = _compile.lower(self.module, chip or self.chip, "bin")
+        return next(iter(objs.values()))
+
+    def to_ptx(self, chip=None):
+        """PTX text for ``chip`` (default: the kernel's chip)."""
+        objs = _compile.lower(self.module, chip or self.chip, "isa")
+        return next(iter(objs.values())).decode()
+
+    def __str__(self):
+        return str(self.module)

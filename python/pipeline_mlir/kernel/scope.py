@@ -1,0 +1,70 @@
+"""Where SSA values may be used: insertion-point and region checks.
+
+The builders emit at ``mlir.ir.InsertionPoint.current``. A value defined
+inside a region (an ``scf.if`` branch, a loop body) cannot be used after that
+region ends; MLIR would only report it later as a dominance error, far from
+the Python line that caused it. These helpers let the builders refuse at the
+call instead, with a message naming the object.
+"""
+
+import mlir.ir as ir
+
+
+class ScopeError(ValueError):
+    """A value, state or handle was used outside the region it belongs to."""
+
+
+def current_block(what="this call"):
+    """The block of the current insertion point, or a clear error."""
+    try:
+        return ir.InsertionPoint.current.block
+    except ValueError:
+        raise ScopeError(
+            f"{what} emits IR and needs an insertion point: call it inside a "
+            "kernel body (`with Kernel(...) as k:`) or an `ir.InsertionPoint`"
+        ) from None
+
+
+def defining_block(value):
+    """The block that defines ``value`` (its op's block, or its own block)."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return owner
+    return owner.operation.block
+
+
+def block_encloses(outer, inner):
+    """True if ``inner`` is ``outer`` or nested (at any depth) inside it."""
+    b = inner
+    while b is not None:
+        if b == outer:
+            return True
+        parent = b.owner
+        if parent is None:
+            return False
+        op = parent.operation
+        if op.parent is None:  # a top-level op: asking for its block aborts
+            return False
+        b = op.block
+    return False
+
+
+def require_visible(value, what):
+    """Raise ScopeError unless ``value`` may be used at the insertion point."""
+    here = current_block(what)
+    home = defining_block(value)
+    if not block_encloses(home, here):
+        raise ScopeError(
+            f"{what} was defined inside a region (an if-branch or loop body) "
+            "that has ended; it cannot be used here. Carry it through the "
+            "loop (`k.range(..., carry=[...])`) or create it in an enclosing "
+            "scope")
+
+
+def require_inside(block, what):
+    """Raise ScopeError unless the insertion point is inside ``block``."""
+    here = current_block(what)
+    if not block_encloses(block, here):
+        raise ScopeError(
+            f"{what} belongs to a region that has ended (it was made inside "
+            "an if-branch or loop body that the insertion point has left)")

@@ -1,0 +1,277 @@
+"""What every barrier-based pipeline class shares: create and the verbs.
+
+A pipeline object holds the ``!pipeline.pipeline`` SSA value returned by
+``pipeline.create`` and emits one dialect op per CuTe DSL verb. Everything the
+dialect verifiers would reject later is checked here first (state type,
+stage count, side, scope), so misuse raises at the Python call.
+"""
+
+from ..dialects import pipeline as pl
+from ..kernel.scope import current_block, require_visible
+from ..kernel.smem import SmemPtr
+from .agent import PipelineOp, PipelineUserType, require_group
+from .emit import (cluster_layout, i32_value, positive_int, smem_pointer,
+                   token_value)
+from .errors import PipelineError
+from .state import PipelineState, as_state
+
+Producer = PipelineUserType.Producer
+Consumer = PipelineUserType.Consumer
+
+# (producer side, consumer side) op types, as the dialect derives them.
+_SIDES = {
+    pl.PipelineKind.Async: (PipelineOp.AsyncThread, PipelineOp.AsyncThread),
+    pl.PipelineKind.CpAsync: (PipelineOp.AsyncLoad, PipelineOp.AsyncThread),
+    pl.PipelineKind.TmaAsync: (PipelineOp.TmaLoad, PipelineOp.AsyncThread),
+    pl.PipelineKind.TmaUmma: (PipelineOp.TmaLoad, PipelineOp.TCGen05Mma),
+    pl.PipelineKind.AsyncUmma: (PipelineOp.AsyncThread, PipelineOp.TCGen05Mma),
+    pl.PipelineKind.UmmaAsync: (PipelineOp.TCGen05Mma, PipelineOp.AsyncThread),
+    pl.PipelineKind.TmaMultiConsumersAsync: (PipelineOp.TmaLoad, None),
+    pl.PipelineKind.ClcFetchAsync: (PipelineOp.ClcLoad, PipelineOp.AsyncThread),
+    pl.PipelineKind.TmaStore: (PipelineOp.TmaStore, None),
+}
+_TX_KINDS = {pl.PipelineKind.TmaAsync, pl.PipelineKind.TmaUmma,
+             pl.PipelineKind.TmaMultiConsumersAsync,
+             pl.PipelineKind.ClcFetchAsync}
+
+
+def multicast_mode(shape, mcast_mode_mn, what):
+    """The type's multicast mode from CuTe DSL's ``mcast_mode_mn`` flags:
+    along M if requested and the cluster's M > 1, likewise N."""
+    if shape is None:
+        return pl.Multicast.None_
+    try:
+        along_m, along_n = (bool(x) for x in mcast_mode_mn)
+    except (TypeError, ValueError):
+        raise PipelineError(f"{what}: mcast_mode_mn must be a pair of 0/1 "
+                            f"flags, got {mcast_mode_mn!r}") from None
+    m = along_m and shape[1] > 1
+    n = along_n and shape[2] > 1
+    return {(False, False): pl.Multicast.None_, (True, False): pl.Multicast.M,
+            (False, True): pl.Multicast.N, (True, True): pl.Multicast.MN}[(m, n)]
+
+
+class PipelineBase:
+    """Base of the barrier-based pipeline classes (not itself in CuTe DSL)."""
+
+    kind = None
+
+    @classmethod
+    def _build(cls, *, num_stages, producer_group, consumer_group, tx_count=0,
+               barrier_storage=None, cta_layout_vmnk=None,
+               multicast=pl.Multicast.None_, defer_sync=False, name=None,
+               elect_one_commit=False, syncwarp_before_commit=True,
+               elect_one_release=False, syncwarp_before_release=True,
+               consumer_attr=None):
+        what = f"{cls.__name__}.create"
+        current_block(what)
+        positive_int(num_stages, f"{what}: num_stages")
+        if producer_group is not None:
+            require_group(producer_group, f"{what}: producer_group")
+        if consumer_group is not None:
+            require_group(consumer_group, f"{what}: consumer_group")
+        if not isinstance(tx_count, int) or tx_count < 0:
+            raise PipelineError(f"{what}: tx_count must be a non-negative int "
+                                f"(bytes per stage), got {tx_count!r}")
+        shape = cluster_layout(cta_layout_vmnk, what)
+        cluster = pl.ClusterLayoutAttr.get(*shape) if shape else None
+        cta_group = 2 if shape and shape[0] == 2 else 1
+        prod_side, cons_side = _SIDES[cls.kind]
+        if elect_one_commit and prod_side is not PipelineOp.AsyncThread:
+            raise PipelineError(
+                f"{what}: elect_one_commit turns per-thread arrives into one "
+                f"per warp, but this producer signals through {prod_side.name}")
+        if elect_one_release and cons_side not in (PipelineOp.AsyncThread, None):
+            raise PipelineError(
+                f"{what}: elect_one_release turns per-thread arrives into one "
+                f"per warp, but this consumer signals through {cons_side.name}")
+        try:
+            ptype = pl.PipelineType.get(
+                cls.kind, num_stages,
+                producer=producer_group.attr() if producer_group else None,
+                consumer=consumer_attr if consumer_attr is not None else (
+                    consumer_group.attr() if consumer_group else None),
+                tx_count=tx_count, cluster=cluster, multicast=multicast,
+                cta_group=cta_group, length=0)
+        except ValueError as e:
+            raise PipelineError(f"{what}: {e}") from None
+        storage = None
+        if barrier_storage is not None:
+            storage = smem_pointer(barrier_storage, f"{what}: barrier_storage")
+        value = pl.create_(ptype, barrier_storage=storage,
+                           defer_sync=bool(defer_sync) or None, name=name)
+        obj = cls.__new__(cls)
+        obj._init(value, producer_group, consumer_group, shape,
+                  elect_one_commit, syncwarp_before_commit,
+                  elect_one_release, syncwarp_before_release)
+        return obj
+
+    def _init(self, value, producer_group, consumer_group, shape,
+              elect_one_commit=False, syncwarp_before_commit=True,
+              elect_one_release=False, syncwarp_before_release=True):
+        self._value = value
+        self.type = value.type
+        self.num_stages = self.type.stages
+        self.producer_group = producer_group
+        self.consumer_group = consumer_group
+        self.cta_layout_vmnk = shape
+        self.elect_one_commit = bool(elect_one_commit)
+        self.syncwarp_before_commit = bool(syncwarp_before_commit)
+        self.elect_one_release = bool(elect_one_release)
+        self.syncwarp_before_release = bool(syncwarp_before_release)
+
+    @property
+    def ir_value(self):
+        return self._value
+
+    value = ir_value
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.type})"
+
+    # -- checks -------------------------------------------------------------
+
+    def _operands(self, state, side, verb):
+        what = f"{type(self).__name__}.{verb}"
+        require_visible(self._value, f"{what}: the pipeline")
+        st = as_state(state, what)
+        if st.stages != self.num_stages:
+            raise PipelineError(
+                f"{what}: the state has {st.stages} stages but the pipeline has "
+                f"{self.num_stages} (a state walks its own pipeline's ring)")
+        if st.user_type not in (side, PipelineUserType.ProducerConsumer):
+            raise PipelineError(
+                f"{what} is a {side.name.lower()} verb but the state was made "
+                f"for the {st.user_type.name.lower()} (make it with "
+                f"make_pipeline_state(PipelineUserType.{side.name}, stages))")
+        return self._value, st._use(what)
+
+    def _has_tx(self):
+        return self.kind in _TX_KINDS
+
+    def _extra_tx(self, extra_tx_count, what):
+        if extra_tx_count is None or (isinstance(extra_tx_count, int)
+                                      and extra_tx_count == 0):
+            return None
+        if not self._has_tx():
+            raise PipelineError(
+                f"{what}: extra_tx_count adds transaction bytes and needs a "
+                f"TMA/CLC pipeline, not {type(self).__name__}")
+        return i32_value(extra_tx_count, f"{what}: extra_tx_count")
+
+    # -- producer verbs -----------------------------------------------------
+
+    def producer_acquire(self, state, try_acquire_token=None,
+                         extra_tx_count=None):
+        """Wait until the stage's buffer is empty; TMA kinds then arm the
+        full barrier with ``tx_count (+ extra_tx_count)`` bytes."""
+        what = f"{type(self).__name__}.producer_acquire"
+        p, s = self._operands(state, Producer, "producer_acquire")
+        pl.producer_acquire(p, s, token=token_value(try_acquire_token,
+                                                    f"{what}: try_acquire_token"),
+                            extra_tx=self._extra_tx(extra_tx_count, what))
+
+    def producer_try_acquire(self, state):
+        """One test of the empty barrier; returns an i1 token."""
+        from ..kernel.values import Scalar
+        p, s = self._operands(state, Producer, "producer_try_acquire")
+        return Scalar(pl.producer_try_acquire(p, s))
+
+    def producer_commit(self, state):
+        """Signal that the stage's buffer is full."""
+        p, s = self._operands(state, Producer, "producer_commit")
+        pl.producer_commit(p, s, elect_one=self.elect_one_commit or None,
+                           syncwarp_before=(self.elect_one_commit and
+                                            self.syncwarp_before_commit) or None)
+
+    def producer_tail(self, state):
+        """Acquire every stage once more so no arrive is in flight when the
+        CTA exits."""
+        p, s = self._operands(state, Producer, "producer_tail")
+        pl.producer_tail(p, s)
+
+    def producer_get_barrier(self, state):
+        """The stage's full barrier (``!llvm.ptr<3>``), for a TMA copy."""
+        p, s = self._operands(state, Producer, "producer_get_barrier")
+        return SmemPtr(pl.producer_barrier(p, s))
+
+    # -- consumer verbs -----------------------------------------------------
+
+    def consumer_wait(self, state, try_wait_token=None):
+        """Wait until the stage's buffer is full."""
+        what = f"{type(self).__name__}.consumer_wait"
+        p, s = self._operands(state, Consumer, "consumer_wait")
+        pl.consumer_wait(p, s, token=token_value(try_wait_token,
+                                                 f"{what}: try_wait_token"))
+
+    def consumer_try_wait(self, state):
+        """One test of the full barrier; returns an i1 token."""
+        from ..kernel.values import Scalar
+        p, s = self._operands(state, Consumer, "consumer_try_wait")
+        return Scalar(pl.consumer_try_wait(p, s))
+
+    def consumer_release(self, state):
+        """Signal that the stage's buffer may be refilled."""
+        p, s = self._operands(state, Consumer, "consumer_release")
+        self._release(p, s, None)
+
+    def _release(self, p, s, op_type):
+        pl.consumer_release(p, s, elect_one=self.elect_one_release or None,
+                            syncwarp_before=(self.elect_one_release and
+                                             self.syncwarp_before_release) or None,
+                            op_type=op_type)
+
+    # -- flash-attention: (index, phase) instead of a state -----------------
+
+    def _state_at(self, user_type, index, phase, what):
+        return PipelineState(self.num_stages, 0, index, phase,
+                             user_type=user_type)
+
+    def producer_acquire_w_index_phase(self, index, phase,
+                                       try_acquire_token=None,
+                                       extra_tx_count=None):
+        s = self._state_at(Producer, index, phase, "producer_acquire_w_index_phase")
+        self.producer_acquire(s, try_acquire_token, extra_tx_count)
+
+    def producer_commit_w_index(self, index):
+        self.producer_commit(self._state_at(Producer, index, 0,
+                                            "producer_commit_w_index"))
+
+    def consumer_wait_w_index_phase(self, index, phase, try_wait_token=None):
+        s = self._state_at(Consumer, index, phase, "consumer_wait_w_index_phase")
+        self.consumer_wait(s, try_wait_token)
+
+    def consumer_release_w_index(self, index):
+        self.consumer_release(self._state_at(Consumer, index, 0,
+                                             "consumer_release_w_index"))
+
+    # -- participants -------------------------------------------------------
+
+    def make_producer(self):
+        from .participants import PipelineProducer
+        from .state import make_pipeline_state
+        return PipelineProducer(self, make_pipeline_state(Producer,
+                                                          self.num_stages),
+                                self.producer_group)
+
+    def make_consumer(self):
+        from .participants import PipelineConsumer
+        from .state import make_pipeline_state
+        return PipelineConsumer(self, make_pipeline_state(Consumer,
+                                                          self.num_stages),
+                                self.consumer_group)
+
+    def make_participants(self):
+        """``(PipelineProducer, PipelineConsumer)`` at their start states."""
+        return self.make_producer(), self.make_consumer()
+
+
+def reject_masks(producer_mask, consumer_mask, what):
+    if producer_mask is not None or consumer_mask is not None:
+        raise PipelineError(
+            f"{what}: producer_mask / consumer_mask (arrives on another CTA's "
+            "barrier chosen at run time) are not supported by the pipeline "
+            "dialect; use a TMA pipeline with cta_layout_vmnk for clusters")
+
+
+__all__ = ["PipelineBase", "multicast_mode", "reject_masks"]

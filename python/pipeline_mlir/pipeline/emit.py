@@ -1,0 +1,80 @@
+"""Small helpers shared by the builders: operands and checks."""
+
+import mlir.ir as ir
+
+from ..kernel.scope import current_block, require_visible
+from ..kernel.smem import SmemPtr
+from ..kernel.values import Scalar, i1, i32, to_value
+from .errors import PipelineError
+
+
+def i32_value(x, what):
+    """An i32 operand from a Python int, a Scalar or an i32 value."""
+    if isinstance(x, bool):
+        raise TypeError(f"{what}: expected an i32, got a bool")
+    v = to_value(x, i32(), what=what)
+    if not isinstance(x, int):
+        require_visible(v, what)
+    return v
+
+
+def token_value(token, what):
+    """An i1 token operand (None stays None; Python bools become constants)."""
+    if token is None:
+        return None
+    v = to_value(token, i1(), what=what)
+    if not isinstance(token, bool):
+        require_visible(v, what)
+    return v
+
+
+def smem_pointer(ptr, what):
+    """A ``!llvm.ptr<3>`` operand from an SmemPtr or a value."""
+    v = ptr.ir_value if isinstance(ptr, SmemPtr) else to_value(ptr, what=what)
+    t = v.type
+    if str(t) != "!llvm.ptr<3>":
+        raise TypeError(f"{what}: expected a shared-memory pointer "
+                        f"(!llvm.ptr<3>), got {t}")
+    require_visible(v, what)
+    return v
+
+
+def cluster_layout(cta_layout_vmnk, what):
+    """Validate a (V, M, N, L) tuple; None stays None."""
+    if cta_layout_vmnk is None:
+        return None
+    shape = getattr(cta_layout_vmnk, "shape", cta_layout_vmnk)
+    try:
+        shape = tuple(shape)
+    except TypeError:
+        shape = None
+    if shape is None or len(shape) != 4 or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s > 0
+            for s in shape):
+        raise PipelineError(
+            f"{what}: cta_layout_vmnk must be a tuple of 4 positive ints "
+            f"(V, M, N, L), got {cta_layout_vmnk!r}")
+    return shape
+
+
+def cluster_size(cta_layout_vmnk, what="cta_layout_vmnk"):
+    shape = cluster_layout(cta_layout_vmnk, what)
+    if shape is None:
+        return 1
+    v, m, n, l = shape
+    return v * m * n * l
+
+
+def positive_int(x, what):
+    if not isinstance(x, int) or isinstance(x, bool) or x <= 0:
+        raise PipelineError(f"{what} must be a positive int, got {x!r}")
+    return x
+
+
+def wrap_i32(v):
+    return Scalar(v)
+
+
+__all__ = ["i32_value", "token_value", "smem_pointer", "cluster_layout",
+           "cluster_size", "positive_int", "wrap_i32", "current_block",
+           "require_visible", "ir"]

@@ -1,0 +1,409 @@
+"""Modules, kernels and launches (cuModuleLoadData + cuLaunchKernelEx).
+
+    mod = Module(cubin_bytes)                      # checks the cubin's SM first
+    k = mod.kernel("copy", signature=["ptr", "ptr", "i32"])
+    run = k.launch(grid=(128,), block=(64,), cluster=(2, 1, 1), smem=64 << 10,
+                   args=[src, dst, 1024], timeout=5.0)
+    run.elapsed_ms
+
+Every check that can be made without the driver is made before it is
+called, so a bad launch fails with a message naming the rule instead of
+CUDA_ERROR_INVALID_VALUE.
+"""
+
+import ctypes
+import os
+import struct
+from dataclasses import dataclass
+
+from . import _driver, arch, watchdog
+from .args import Pointer, Scalar, Tma, bind, device_address
+from .device import default_device
+from .errors import ArgumentError, CudaError, LaunchConfigError
+from .memory import DeviceBuffer, HostMappedBuffer
+
+STATIC_SMEM_DEFAULT_LIMIT = 48 * 1024
+
+
+def default_timeout():
+    return float(os.environ.get("PIPELINE_MLIR_KERNEL_TIMEOUT", "60"))
+
+
+@dataclass
+class FuncAttrs:
+    """What the launch checks need to know about a compiled kernel."""
+
+    static_smem: int = 0
+    max_threads_per_block: int = 1024
+    num_regs: int = 0
+    required_cluster: tuple = None  # compiled-in cluster dims, if any
+
+
+def _dims(value, what, kernel):
+    if isinstance(value, int):
+        value = (value,)
+    try:
+        dims = tuple(int(v) for v in value)
+    except TypeError:
+        raise LaunchConfigError(f"kernel '{kernel}': {what} must be an int or a tuple of "
+                                f"1-3 ints, got {value!r}") from None
+    if not 1 <= len(dims) <= 3:
+        raise LaunchConfigError(f"kernel '{kernel}': {what} has {len(dims)} dimensions; 1-3 allowed")
+    if any(d < 1 for d in dims):
+        raise LaunchConfigError(f"kernel '{kernel}': every {what} dimension must be >= 1, got {dims}")
+    return dims + (1,) * (3 - len(dims))
+
+
+def validate_config(kernel, device, attrs, grid, block, cluster=None, smem=0):
+    """Normalized (grid, block, cluster or None, smem); LaunchConfigError if
+    the device or the kernel cannot take this configuration."""
+    lim = device.limits
+    grid = _dims(grid, "grid", kernel)
+    block = _dims(block, "block", kernel)
+    for axis, g, m in zip("xyz", grid, lim.max_grid_dims):
+        if g > m:
+            raise LaunchConfigError(f"kernel '{kernel}': grid {axis} = {g} exceeds the device limit {m}")
+    for axis, b, m in zip("xyz", block, lim.max_block_dims):
+        if b > m:
+            raise LaunchConfigError(f"kernel '{kernel}': block {axis} = {b} exceeds the device limit {m}")
+    threads = block[0] * block[1] * block[2]
+    cap = min(lim.max_threads_per_block, attrs.max_threads_per_block or lim.max_threads_per_block)
+    if threads > cap:
+        why = (f" (the kernel uses {attrs.num_regs} registers per thread)"
+               if attrs.max_threads_per_block < lim.max_threads_per_block else "")
+        raise LaunchConfigError(f"kernel '{kernel}': block {block} has {threads} threads, "
+                                f"more than the {cap} allowed{why}")
+    if not isinstance(smem, int) or smem < 0:
+        raise LaunchConfigError(f"kernel '{kernel}': smem must be a non-negative int, got {smem!r}")
+    total = smem + attrs.static_smem
+    if total > lim.max_smem_per_block_optin:
+        raise LaunchConfigError(
+            f"kernel '{kernel}': {smem} bytes of dynamic shared memory + {attrs.static_smem} "
+            f"static = {total} bytes, more than the {lim.max_smem_per_block_optin} bytes a block "
+            f"can have on {device.name} ({device.sm})")
+    if cluster is not None:
+        cluster = _dims(cluster, "cluster", kernel)
+        if device.cc < (9, 0):
+            raise LaunchConfigError(f"kernel '{kernel}': thread block clusters need compute "
+                                    f"capability 9.0+, {device.name} is {device.sm}")
+        for axis, g, c in zip("xyz", grid, cluster):
+            if g % c:
+                raise LaunchConfigError(f"kernel '{kernel}': cluster {cluster} does not divide "
+                                        f"grid {grid} in {axis} ({g} % {c} != 0)")
+        size = cluster[0] * cluster[1] * cluster[2]
+        if size > lim.max_cluster_size_nonportable:
+            raise LaunchConfigError(f"kernel '{kernel}': cluster {cluster} has {size} blocks; at "
+                                    f"most {lim.max_cluster_size_nonportable} are possible "
+                                    f"({lim.max_cluster_size_portable} portably)")
+        if attrs.required_cluster and tuple(attrs.required_cluster) != cluster:
+            raise LaunchConfigError(f"kernel '{kernel}' was compiled for cluster "
+                                    f"{tuple(attrs.required_cluster)}, launched with {cluster}")
+        if cluster == (1, 1, 1) and not attrs.required_cluster:
+            cluster = None  # a 1x1x1 cluster is an ordinary launch
+    return grid, block, cluster, smem
+
+
+def describe(grid, block, cluster, smem):
+    s = f"grid {grid}, block {block}"
+    if cluster:
+        s += f", cluster {cluster}"
+    return s + f", smem {smem} B"
+
+
+class _ParamPack:
+    """The void*[] array cuLaunchKernelEx reads, and the storage it points at."""
+
+    def __init__(self, blobs):
+        self._keep = []
+        self.array = (ctypes.c_void_p * max(len(blobs), 1))()
+        for i, (data, align) in enumerate(blobs):
+            raw = ctypes.create_string_buffer(len(data) + align)
+            addr = ctypes.addressof(raw)
+            addr += (-addr) % align
+            ctypes.memmove(addr, data, len(data))
+            self._keep.append(raw)
+            self.array[i] = addr
+
+    @property
+    def address(self):
+        return ctypes.addressof(self.array)
+
+
+def plan_arguments(kernel, bound):
+    """First pass, no allocation: resolve device addresses and check their
+    alignment. Returns [(arg, address or None, host array or None)]."""
+    planned = []
+    for i, a in enumerate(bound):
+        if isinstance(a, Pointer):
+            try:
+                addr, host = device_address(a.obj)
+            except ArgumentError as err:
+                raise ArgumentError(f"argument {i} of kernel '{kernel}': {err}") from None
+            if addr is not None and addr % a.align:
+                raise ArgumentError(
+                    f"argument {i} of kernel '{kernel}': address {addr:#x} is not "
+                    f"{a.align}-byte aligned ({addr % a.align} bytes past); declare "
+                    f"ptr(x, align=N) / 'ptr:N' if the kernel needs less")
+            planned.append((a, addr, host))
+        else:
+            planned.append((a, None, None))
+    return planned
+
+
+class Launch:
+    """One kernel launch: wait for it, read its time, get outputs back."""
+
+    def __init__(self, kernel, grid, block, cluster, smem, stream, events, temps, copy_back,
+                 params):
+        self.kernel, self.grid, self.block, self.cluster, self.smem = kernel, grid, block, cluster, smem
+        self.stream = stream
+        self._events, self._temps, self._copy_back, self._params = events, temps, copy_back, params
+        self._elapsed = None
+        self.done = False
+
+    def _describe(self):
+        return self.kernel.name, describe(self.grid, self.block, self.cluster, self.smem)
+
+    def wait(self, timeout=None):
+        """Block until the kernel finished (at most `timeout` s, default
+        PIPELINE_MLIR_KERNEL_TIMEOUT or 60); copy host arrays back."""
+        if self.done:
+            return self
+        timeout = default_timeout() if timeout is None else timeout
+        wd = self.kernel.module._watchdog
+        code, name = watchdog.wait_event(self._events[1], timeout, self._describe)
+        if code:
+            record = None
+            if wd is not None:
+                try:
+                    record = watchdog.decode_record(wd.read())
+                except ValueError:
+                    record = None
+            self.done = True
+            raise watchdog.fault_error("kernel launch", code, name, self.kernel.name, record,
+                                       self.kernel.module.watchdog_names,
+                                       describe(self.grid, self.block, self.cluster, self.smem))
+        drv = _driver.cuda()
+        self._elapsed = _driver.check(drv.cuEventElapsedTime(*self._events), "cuEventElapsedTime")
+        for ev in self._events:
+            drv.cuEventDestroy(ev)
+        self._events = ()
+        for buf, host in self._copy_back:
+            buf.copy_to_host(host)
+        for buf in self._temps:
+            buf.free()
+        self._temps, self._copy_back, self._params = [], [], None
+        self.done = True
+        return self
+
+    @property
+    def elapsed_ms(self):
+        """Kernel time between the CUDA events around the launch (waits first)."""
+        self.wait()
+        return self._elapsed
+
+
+class Kernel:
+    """A function of a loaded Module (or a stand-in with `attrs` for tests)."""
+
+    def __init__(self, module, name, signature=None, *, device=None, attrs=None, function=None):
+        self.module, self.name, self.signature = module, name, signature
+        self.device = device or module.device
+        self.function = function
+        self.attrs = attrs or FuncAttrs()
+        self._dynamic_smem_set = STATIC_SMEM_DEFAULT_LIMIT
+        self._nonportable_set = False
+
+    @classmethod
+    def _load(cls, module, name, signature):
+        drv = _driver.cuda()
+        try:
+            fn = _driver.check(drv.cuModuleGetFunction(module.handle, name.encode()),
+                               "cuModuleGetFunction")
+        except CudaError as err:
+            raise CudaError(err.call, err.code, err.name,
+                            f"no kernel named '{name}' in {module.label}") from None
+
+        def attr(n):
+            return _driver.check(drv.cuFuncGetAttribute(getattr(drv.CUfunction_attribute, n), fn),
+                                 n)
+
+        req = tuple(attr(f"CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_{a}") for a in ("WIDTH", "HEIGHT", "DEPTH"))
+        attrs = FuncAttrs(static_smem=attr("CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES"),
+                          max_threads_per_block=attr("CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK"),
+                          num_regs=attr("CU_FUNC_ATTRIBUTE_NUM_REGS"),
+                          required_cluster=req if any(req) else None)
+        return cls(module, name, signature, attrs=attrs, function=fn)
+
+    def _set_attr(self, name, value):
+        drv = _driver.cuda()
+        _driver.check(drv.cuFuncSetAttribute(self.function, getattr(drv.CUfunction_attribute, name),
+                                             value), f"cuFuncSetAttribute({name}={value})")
+
+    def launch(self, grid, block, cluster=None, smem=0, args=(), stream=None, sync=True,
+               timeout=None):
+        """Launch; with `sync` (default) wait for it (see Launch.wait)."""
+        grid, block, cluster, smem = validate_config(self.name, self.device, self.attrs, grid,
+                                                     block, cluster, smem)
+        bound = bind(args, self.signature, self.name)
+        planned = plan_arguments(self.name, bound)
+        self.device.require_real(f"launch of kernel '{self.name}'")
+        self.device.make_current()
+        drv = _driver.cuda()
+        temps, copy_back, blobs = [], [], []
+        try:
+            for a, addr, host in planned:
+                if isinstance(a, Scalar):
+                    blobs.append(a.pack())
+                elif isinstance(a, Pointer):
+                    if host is not None:
+                        buf = DeviceBuffer(host.nbytes, self.device)
+                        temps.append(buf)
+                        buf.copy_from_host(host)
+                        if host.flags["WRITEABLE"]:
+                            copy_back.append((buf, host))
+                        addr = buf.address
+                    blobs.append((struct.pack("<Q", addr), 8))
+                elif isinstance(a, Tma):
+                    if a.by_value:
+                        blobs.append((a.desc.bytes, 64))
+                    else:
+                        blobs.append((struct.pack("<Q", a.desc.device_copy(self.device).address), 8))
+            params = _ParamPack(blobs)
+            if smem > self._dynamic_smem_set:
+                self._set_attr("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", smem)
+                self._dynamic_smem_set = smem
+            config = drv.CUlaunchConfig()
+            config.gridDimX, config.gridDimY, config.gridDimZ = grid
+            config.blockDimX, config.blockDimY, config.blockDimZ = block
+            config.sharedMemBytes = smem
+            config.hStream = _stream_handle(stream)
+            if cluster is not None:
+                if cluster[0] * cluster[1] * cluster[2] > self.device.limits.max_cluster_size_portable \
+                        and not self._nonportable_set:
+                    self._set_attr("CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1)
+                    self._nonportable_set = True
+                attr = drv.CUlaunchAttribute()
+                attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+                attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+                config.attrs = [attr]
+                config.numAttrs = 1
+            else:
+                config.numAttrs = 0
+            events = tuple(_driver.check(drv.cuEventCreate(0), "cuEventCreate") for _ in range(2))
+            self.module._arm_watchdog()
+            _driver.check(drv.cuEventRecord(events[0], config.hStream), "cuEventRecord")
+            try:
+                _driver.check(drv.cuLaunchKernelEx(config, self.function, params.address, 0),
+                              "cuLaunchKernelEx")
+            except CudaError as err:
+                for ev in events:
+                    drv.cuEventDestroy(ev)
+                raise CudaError(err.call, err.code, err.name,
+                                f"kernel '{self.name}' ({describe(grid, block, cluster, smem)})") from None
+            _driver.check(drv.cuEventRecord(events[1], config.hStream), "cuEventRecord")
+        except BaseException:
+            for buf in temps:
+                buf.free()
+            raise
+        run = Launch(self, grid, block, cluster, smem, config.hStream, events, temps, copy_back,
+                     params)
+        return run.wait(timeout) if sync else run
+
+
+def _stream_handle(stream):
+    drv = _driver.cuda()
+    if stream is None:
+        return drv.CUstream(0)
+    if isinstance(stream, drv.CUstream):
+        return stream
+    if hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
+        return drv.CUstream(int(stream.cuda_stream))
+    return drv.CUstream(int(stream))
+
+
+class Module:
+    """A loaded cubin (or PTX, JIT-compiled by the driver).
+
+    `image`: bytes, PTX text, or a path to a .cubin/.ptx file. The image's
+    SM target is checked against the device before anything is loaded.
+    `watchdog_names`: pipeline names by id (else read from the module's
+    ``__pipeline_watchdog_names`` global when it has one).
+    """
+
+    def __init__(self, image, device=None, name=None, watchdog_names=None):
+        if isinstance(image, os.PathLike) or (isinstance(image, str) and
+                                              image.endswith((".cubin", ".ptx"))):
+            path = os.fspath(image)
+            name = name or os.path.basename(path)
+            with open(path, "rb") as f:
+                image = f.read()
+        self.label = name or "module"
+        self.target = arch.image_target(image)
+        self.device = device or default_device()
+        arch.check_compatible(self.target, self.device.cc,
+                              f"device '{self.device.name}'",
+                              f"{self.target.kind} '{self.label}'")
+        self.device.require_real(f"cuModuleLoadData({self.label})")
+        self.device.make_current()
+        drv = _driver.cuda()
+        data = image.encode() if isinstance(image, str) else bytes(image)
+        if self.target.kind == "ptx" and not data.endswith(b"\0"):
+            data += b"\0"
+        self.handle = _driver.check(drv.cuModuleLoadData(data), f"cuModuleLoadData({self.label})")
+        self._kernels = {}
+        self.watchdog_names = list(watchdog_names) if watchdog_names else self._read_names()
+        self._watchdog = None
+        gp = self._global(watchdog.BUFFER_SYMBOL)
+        if gp is not None:
+            addr, size = gp
+            if size != 8:
+                raise CudaError("cuModuleGetGlobal", 0, "CUDA_SUCCESS",
+                                f"{watchdog.BUFFER_SYMBOL} is {size} bytes, expected 8 (i64)")
+            self._watchdog = HostMappedBuffer(watchdog.RECORD_BYTES, self.device)
+            ptr = ctypes.c_uint64(self._watchdog.device_address)
+            _driver.check(drv.cuMemcpyHtoD(addr, ctypes.addressof(ptr), 8),
+                          "cuMemcpyHtoD(watchdog buffer)")
+
+    @property
+    def has_watchdog(self):
+        return self._watchdog is not None
+
+    def _global(self, symbol):
+        drv = _driver.cuda()
+        ret = drv.cuModuleGetGlobal(self.handle, symbol.encode())
+        if int(ret[0]) != 0:
+            return None
+        return int(ret[1]), int(ret[2])
+
+    def _read_names(self):
+        g = self._global(watchdog.NAMES_SYMBOL)
+        if g is None:
+            return []
+        addr, size = g
+        buf = ctypes.create_string_buffer(size)
+        _driver.check(_driver.cuda().cuMemcpyDtoH(ctypes.addressof(buf), addr, size),
+                      "cuMemcpyDtoH(watchdog names)")
+        return watchdog.decode_names(buf.raw)
+
+    def _arm_watchdog(self):
+        if self._watchdog is not None:
+            self._watchdog.clear()
+
+    def watchdog_record(self):
+        """The decoded record in the host buffer (None: nothing written)."""
+        return watchdog.decode_record(self._watchdog.read()) if self._watchdog else None
+
+    def kernel(self, name, signature=None):
+        key = (name, tuple(signature) if signature else None)
+        if key not in self._kernels:
+            self._kernels[key] = Kernel._load(self, name, signature)
+        return self._kernels[key]
+
+    def unload(self):
+        if getattr(self, "handle", None) is not None:
+            _driver.cuda().cuModuleUnload(self.handle)
+            self.handle = None
+        if getattr(self, "_watchdog", None) is not None:
+            self._watchdog.free()
+            self._watchdog = None

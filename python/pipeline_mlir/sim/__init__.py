@@ -1,0 +1,28 @@
+"""``pipeline_mlir.sim``: run the pipeline-level program of a kernel on the CPU.
+
+The roles of a kernel run as concurrent agents over a model of mbarriers
+(phases, arrival counts, tx bytes), named and cluster barriers, TMA copies
+and tcgen05.commit completions; schedulers explore their interleavings and
+report deadlocks, phase overruns, buffers overwritten before their release,
+reads before a copy finished, arrivals on exited CTAs and misuse of the
+verbs (docs: ``pipeline-sim --help`` and the module docstrings).
+
+Granularity: one agent per warp. Pipeline code is warp-uniform except for
+elected lanes and lane-indexed signalling, so a warp with a mask of active
+lanes reproduces the per-thread arrive counts (an arrive by a warp with k
+active lanes is k arrivals, an elected one is 1) at a fraction of the
+interleavings of per-thread agents. Lane-divergent ``scf.if`` runs its two
+halves in program order.
+
+- :mod:`.model`: Mbarrier, NamedBarrier, Cta, Cluster, SimError (no MLIR);
+- :mod:`.engine`: agents, steps, events, random and bounded-DFS schedulers;
+- :mod:`.verbs`: the pipeline verbs on the model (reference semantics);
+- :mod:`.frontend`: mlir.ir.Module -> agents; :mod:`.cli`: ``pipeline-sim``.
+"""
+
+from .engine import Agent, Event, Report, Step, World, explore
+from .model import Cluster, Mbarrier, NamedBarrier, SimError
+from .verbs import Group, PipelineSpec, PipeRef, State
+
+__all__ = ["Agent", "Cluster", "Event", "Group", "Mbarrier", "NamedBarrier", "PipeRef",
+           "PipelineSpec", "Report", "SimError", "State", "Step", "World", "explore"]

@@ -1,0 +1,362 @@
+"""Agents, asynchronous events and the schedulers that interleave them.
+
+An *agent* is one warp of one CTA (see ``sim/__init__.py`` for why warps):
+a Python generator that runs its local code and yields a :class:`Step`
+before each operation other agents can observe (an mbarrier arrive or
+wait, a copy issue, a named-barrier sync). A step is *enabled* when it can
+run now (a wait whose phase has completed); running it may raise
+:class:`SimError`.
+
+An *event* is an asynchronous effect that the hardware completes later: a
+TMA copy landing (complete_tx + the end of the write), a ``tcgen05.commit``
+arriving once the MMAs it tracks are done, a ``cp.async`` noinc arrive, a
+bulk async-group finishing. Events of one *channel* (the commits of one
+thread) complete in issue order; others in any order. Letting the scheduler
+delay events is what exposes "commit before the copy finished".
+
+One *schedule* runs until every agent has finished (OK), nothing can run
+while an agent has not finished (deadlock), or a step raises. The
+schedulers choose among enabled steps and ready events:
+
+- random: uniform choice from a seeded ``random.Random``;
+- exhaustive (stateless DFS, replaying choice prefixes from scratch) with a
+  preemption bound in the manner of CHESS's iterative context bounding:
+  continuing the agent that ran last is free, switching away from it while
+  it could still run (to another agent or to an event) costs one
+  preemption.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from .model import Cluster, SimError
+
+
+class Step:
+    """One observable operation of an agent."""
+
+    __slots__ = ("fire", "enabled", "what", "pipe")
+
+    def __init__(self, fire: Callable[[], object], enabled: Callable[[], bool] | None = None,
+                 what: Callable[[], str] | None = None, pipe: str | None = None):
+        self.fire = fire
+        self.enabled = enabled
+        self.what = what
+        self.pipe = pipe
+
+
+class Event:
+    """An asynchronous completion the scheduler may fire at any later point."""
+
+    __slots__ = ("fire", "what", "channel", "cta")
+
+    def __init__(self, fire: Callable[[], None], what: str, channel=None, cta: int | None = None):
+        self.fire = fire
+        self.what = what
+        self.channel = channel
+        self.cta = cta
+
+
+class Agent:
+    """One warp of one CTA running a program (a generator of steps)."""
+
+    def __init__(self, world: "World", aid: int, cta: int, warp: int, threads: int):
+        self.world = world
+        self.id = aid
+        self.cta = cta
+        self.warp = warp
+        self.threads = threads  # threads in this warp (32 but for a partial last warp)
+        self.gen: Iterator[Step] | None = None
+        self.step: Step | None = None
+        self.done = False
+        self.roles: dict[str, set] = {}
+        self.acquired: Counter = Counter()  # (pipe, stage) -> open producer windows
+        self.holding: Counter = Counter()  # (pipe, stage) -> open consumer holds
+        self.bulk_open = 0  # TMA stores in the open bulk async-group
+        self.bulk_pending: list[int] = []  # committed groups not yet complete
+        self.cluster_gen: int | None = None
+        self.exit_checks: list[Callable[[], None]] = []
+
+    # -- naming --------------------------------------------------------------
+    def role(self, pipe: str | None) -> str:
+        if pipe is not None and pipe in self.roles:
+            return "+".join(sorted(self.roles[pipe], reverse=True))
+        return ""
+
+    def label(self, pipe: str | None = None) -> str:
+        r = self.role(pipe)
+        return f"{r + ' ' if r else ''}warp {self.warp} of CTA {self.cta}"
+
+    def use(self, pipe: str, side: str, verb: str, mixed_ok: bool = False) -> None:
+        """Record that this agent acts as ``side`` of ``pipe``; one agent on
+        both sides of the same pipeline is the "consumer verb from producer
+        threads" bug (cutlass#2126) unless its state is producer_consumer."""
+        sides = self.roles.setdefault(pipe, set())
+        if not mixed_ok and sides and side not in sides:
+            other = next(iter(sides))
+            raise SimError(
+                "role",
+                f"{other} warp {self.warp} of CTA {self.cta} issues {verb} on pipeline '{pipe}': "
+                f"a {side} verb from the {other} role (it used {other} verbs of that pipeline before)")
+        sides.add(side)
+
+    # -- running -------------------------------------------------------------
+    def start(self, gen: Iterator[Step]) -> None:
+        self.gen = gen
+        self._advance(None)
+
+    def run(self) -> None:
+        step = self.step
+        assert step is not None
+        result = step.fire()
+        self._advance(result)
+
+    def _advance(self, value) -> None:
+        try:
+            self.step = self.gen.send(value)
+        except StopIteration:
+            self.step = None
+            self.done = True
+            self.world.agent_finished(self)
+
+
+@dataclass
+class World:
+    """The state of one schedule: a cluster, its agents, pending events."""
+
+    cluster_shape: tuple[int, int, int] = (1, 1, 1)
+    block_threads: int = 128
+    max_steps: int = 200000
+
+    def __post_init__(self):
+        self.cluster = Cluster(self.cluster_shape)
+        self.agents: list[Agent] = []
+        self.events: list[Event] = []
+        self.readers: dict[tuple, Counter] = {}
+        self.writers: dict[tuple, Counter] = {}
+        self.steps = 0
+        self.trace: list[str] | None = None
+
+    @property
+    def warps_per_cta(self) -> int:
+        return (self.block_threads + 31) // 32
+
+    def spawn(self, body: Callable[[Agent], Iterator[Step]]) -> None:
+        """One agent per warp of every CTA, each running ``body(agent)``."""
+        for cta in self.cluster.ctas:
+            for w in range(self.warps_per_cta):
+                threads = min(32, self.block_threads - 32 * w)
+                a = Agent(self, len(self.agents), cta.rank, w, threads)
+                self.agents.append(a)
+                cta.live_agents += 1
+        for a in self.agents:
+            a.start(body(a))
+
+    def post(self, event: Event) -> None:
+        self.events.append(event)
+
+    # -- buffer ownership (overwrite / early-read detection) -----------------
+    def start_read(self, key: tuple, who: str, what: str) -> None:
+        w = self.writers.get(key)
+        if w and +w:
+            writers = ", ".join(k for k, v in w.items() if v > 0)
+            raise SimError(
+                "early-read",
+                f"{who} reads {what} while {writers} still writes it: the full barrier "
+                f"completed before the data landed (commit before the copy finished)")
+        self.readers.setdefault(key, Counter())[who] += 1
+
+    def end_read(self, key: tuple, who: str) -> None:
+        r = self.readers.get(key)
+        if r is not None and r[who] > 0:
+            r[who] -= 1
+
+    def start_write(self, key: tuple, who: str, what: str) -> None:
+        r = self.readers.get(key)
+        if r and +r:
+            holders = ", ".join(k for k, v in r.items() if v > 0)
+            raise SimError(
+                "overwrite",
+                f"{who} writes {what} while {holders} still holds it (between its wait and its "
+                f"release): buffer overwritten before its release")
+        self.writers.setdefault(key, Counter())[who] += 1
+
+    def end_write(self, key: tuple, who: str) -> None:
+        w = self.writers.get(key)
+        if w is not None and w[who] > 0:
+            w[who] -= 1
+
+    # -- lifecycle -----------------------------------------------------------
+    def agent_finished(self, agent: Agent) -> None:
+        for check in agent.exit_checks:
+            check()
+        if agent.bulk_open:
+            raise SimError(
+                "unbalanced",
+                f"{agent.label()} finished with {agent.bulk_open} TMA store(s) never committed "
+                f"to a bulk async-group")
+        cta = self.cluster.ctas[agent.cta]
+        cta.live_agents -= 1
+        if cta.live_agents == 0:
+            pending = [e for e in self.events if e.cta == cta.rank]
+            if pending:
+                raise SimError(
+                    "exited-cta",
+                    f"CTA {cta.rank} exits while {pending[0].what} is still in flight "
+                    f"(missing producer_tail / bulk_group.wait before exit)")
+            cta.exit()
+
+    def _ready_events(self) -> list[Event]:
+        heads: dict = {}
+        out = []
+        for e in self.events:
+            if e.channel is None:
+                out.append(e)
+            elif e.channel not in heads:
+                heads[e.channel] = e
+                out.append(e)
+        return out
+
+    def deadlock_message(self) -> str:
+        blocked = [a for a in self.agents if not a.done]
+        pipes = {a.step.pipe for a in blocked if a.step and a.step.pipe}
+        parts = [a.step.what() if a.step and a.step.what else f"{a.label()} is blocked"
+                 for a in blocked]
+        finished = [a for a in self.agents if a.done and (not pipes or pipes & set(a.roles))]
+        for a in finished:
+            pipe = next((p for p in a.roles if p in pipes), None)
+            parts.append(f"{a.label(pipe)} finished")
+        return "; ".join(parts)
+
+    def run(self, choose: Callable[[int, int | None], int]) -> None:
+        """Run one schedule; ``choose(n, cont)`` picks one of n options, where
+        ``cont`` is the index of the agent that ran last (if still enabled)."""
+        last: Agent | None = None
+        while True:
+            options: list = [a for a in self.agents
+                             if not a.done and (a.step.enabled is None or a.step.enabled())]
+            options += self._ready_events()
+            if not options:
+                if all(a.done for a in self.agents):
+                    return
+                raise SimError("deadlock", self.deadlock_message())
+            self.steps += 1
+            if self.steps > self.max_steps:
+                raise SimError("step-limit", f"no end after {self.max_steps} steps (livelock?)")
+            cont = options.index(last) if last in options else None
+            pick = options[choose(len(options), cont)]
+            if isinstance(pick, Event):
+                self.events.remove(pick)
+                if self.trace is not None:
+                    self.trace.append(f"event: {pick.what}")
+                pick.fire()
+            else:
+                if self.trace is not None:
+                    self.trace.append(pick.step.what() if pick.step.what else f"{pick.label()}: step")
+                pick.run()
+                last = pick
+
+
+class DfsChooser:
+    """Replays ``prefix`` and then always takes the first option, recording
+    how many options each choice point had (within the preemption bound)."""
+
+    def __init__(self, prefix: list[int], bound: int):
+        self.prefix = prefix
+        self.bound = bound
+        self.trace: list[tuple[int, int]] = []
+        self.preemptions = 0
+
+    def __call__(self, n: int, cont: int | None) -> int:
+        if cont is None:
+            order = list(range(n))
+        elif self.preemptions >= self.bound:
+            order = [cont]
+        else:
+            order = [cont] + [i for i in range(n) if i != cont]
+        j = len(self.trace)
+        k = self.prefix[j] if j < len(self.prefix) else 0
+        self.trace.append((k, len(order)))
+        pick = order[k]
+        if cont is not None and pick != cont:
+            self.preemptions += 1
+        return pick
+
+    def next_prefix(self) -> list[int] | None:
+        for j in range(len(self.trace) - 1, -1, -1):
+            k, n = self.trace[j]
+            if k + 1 < n:
+                return [t[0] for t in self.trace[:j]] + [k + 1]
+        return None
+
+
+@dataclass
+class Report:
+    """What exploring one program found."""
+
+    schedules: int = 0
+    complete: bool = False  # exhaustive mode explored every schedule in the bound
+    counts: Counter = field(default_factory=Counter)  # error kind -> schedules
+    first: dict = field(default_factory=dict)  # kind -> (schedule, SimError), first seen
+
+    @property
+    def ok(self) -> bool:
+        return not self.counts
+
+    def add(self, index: int, err: SimError) -> None:
+        self.counts[err.kind] += 1
+        self.first.setdefault(err.kind, (index, err))
+
+
+def run_one(make_world: Callable[[], World], choose) -> World:
+    world = make_world()
+    world.run(choose)
+    return world
+
+
+def explore(make_world: Callable[[], World], *, seed: int = 0, schedules: int = 100,
+            exhaustive_bound: int | None = None, stop_on_error: bool = False) -> Report:
+    """Run ``schedules`` seeded random schedules, or with ``exhaustive_bound``
+    every schedule with at most that many preemptions (at most ``schedules``
+    of them). ``make_world()`` must build a fresh, deterministic world."""
+    rep = Report()
+    if exhaustive_bound is None:
+        for i in range(schedules):
+            rng = random.Random(seed * 1000003 + i)
+            try:
+                run_one(make_world, lambda n, cont: rng.randrange(n))
+            except SimError as e:
+                rep.add(i, e)
+            rep.schedules += 1
+            if (stop_on_error and not rep.ok) or rep.counts["unsupported"]:
+                break
+        return rep
+    prefix: list[int] | None = []
+    while prefix is not None and rep.schedules < schedules:
+        chooser = DfsChooser(prefix, exhaustive_bound)
+        try:
+            run_one(make_world, chooser)
+        except SimError as e:
+            rep.add(rep.schedules, e)
+        rep.schedules += 1
+        prefix = chooser.next_prefix()
+        if (stop_on_error and not rep.ok) or rep.counts["unsupported"]:
+            break
+    rep.complete = prefix is None
+    return rep
+
+
+def replay(make_world: Callable[[], World], *, seed: int, index: int) -> list[str]:
+    """The step-by-step trace of random schedule ``index`` (for --trace)."""
+    rng = random.Random(seed * 1000003 + index)
+    world = make_world()
+    world.trace = []
+    try:
+        world.run(lambda n, cont: rng.randrange(n))
+    except SimError as e:
+        world.trace.append(f"error: {e.message}")
+    return world.trace

@@ -1,0 +1,537 @@
+"""From an ``mlir.ir.Module`` to simulator agents.
+
+A kernel is a ``gpu.func`` or ``func.func`` that contains pipeline ops. Its
+body is compiled once into a light tree of :class:`Node` (op name, operand
+and result slots, the attributes the interpreter needs, nested regions) so
+that running hundreds of schedules does not go back through the bindings.
+Every warp of every CTA then interprets that tree as one agent
+(:func:`warp_program`), yielding a step at each pipeline verb.
+
+Values are Python ints (integers as unsigned bit patterns of their width,
+i1 as 0/1), :data:`UNKNOWN` (kernel arguments, pointers, loads), lane
+vectors (:class:`Lanes`, for values that differ between the lanes of a warp:
+thread and lane ids, ``elect.sync``), :class:`~.verbs.State` and
+:class:`~.verbs.PipeRef`. Pipeline facts come from the op types through the
+Python type classes (``pl.PipelineType``, ``pl.StateType``).
+
+Divergence: an ``scf.if`` whose condition differs between the active lanes
+runs its then-region with those lanes, then its else-region with the others
+(program order, no interleaving between the two halves of one warp).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mlir.ir as ir
+
+from . import verbs as V
+from .engine import Agent, World
+from .model import SimError
+from .verbs import Group, PipelineSpec, PipeRef, State
+
+
+class _Unknown:
+    def __repr__(self):
+        return "?"
+
+
+UNKNOWN = _Unknown()
+
+
+class Lanes(tuple):
+    """Per-lane values of a warp (32 entries)."""
+
+
+# -- compiled IR --------------------------------------------------------------
+
+class Node:
+    __slots__ = ("name", "ins", "outs", "a", "regions", "loc")
+
+    def __init__(self, name, ins, outs, a, regions, loc):
+        self.name, self.ins, self.outs, self.a, self.regions, self.loc = name, ins, outs, a, regions, loc
+
+
+@dataclass
+class Kernel:
+    name: str
+    args: list[int]
+    body: list[Node]
+    nslots: int
+    block_dim: tuple[int, int, int] | None
+    pipes: dict[int, PipelineSpec] = field(default_factory=dict)  # create index -> spec
+
+    @property
+    def cluster_size(self) -> int:
+        return max([s.cluster_size for s in self.pipes.values()] or [1])
+
+
+def _width(t) -> int:
+    try:
+        return ir.IntegerType(t).width
+    except Exception:  # index and anything else: 64 bits
+        return 64
+
+
+def _enum_name(x) -> str:
+    return str(x).split(".")[-1].lower()
+
+
+def _group(g) -> Group | None:
+    if g is None:
+        return None
+    return Group({"thread": "thread", "warp": "warp", "threadblock": "threadblock",
+                  "threadblockcluster": "cluster", "cluster": "cluster"}[
+                      _enum_name(g.agent).replace("_", "")], g.size)
+
+
+_KINDS = {"async": "async", "cpasync": "cp_async", "tmaasync": "tma_async",
+          "tmastore": "tma_store", "order": "order", "tmaumma": "tma_umma",
+          "asyncumma": "async_umma", "ummaasync": "umma_async",
+          "tmamulticonsumersasync": "tma_multi_consumers_async",
+          "clcfetchasync": "clc_fetch_async"}
+
+
+def pipeline_spec(t, name: str) -> PipelineSpec:
+    """A PipelineSpec from a ``pl.PipelineType`` (never from its string)."""
+    from ..dialects import pipeline as pl
+    pt = pl.PipelineType(t)
+    c = pt.cluster
+    return PipelineSpec(
+        name=name, kind=_KINDS[_enum_name(pt.kind).replace("_", "")], stages=pt.stages,
+        producer=_group(pt.producer), consumer=_group(pt.consumer), tx_count=pt.tx_count,
+        cluster=None if c is None else (c.v, c.m, c.n, c.l),
+        multicast=_enum_name(pt.multicast), cta_group=pt.cta_group, length=pt.length)
+
+
+class _Compiler:
+    def __init__(self):
+        self.slots: dict = {}
+        self.pipes: dict[int, PipelineSpec] = {}
+
+    def slot(self, v) -> int:
+        s = self.slots.get(v)
+        if s is None:
+            s = self.slots[v] = len(self.slots)
+        return s
+
+    def block(self, block) -> tuple[list[int], list[Node]]:
+        args = [self.slot(a) for a in block.arguments]
+        return args, [self.op(op) for op in block.operations]
+
+    def op(self, op) -> Node:
+        op = op.operation
+        name = op.name
+        a: dict = {}
+        attrs = op.attributes
+        if name == "arith.constant":
+            try:
+                v = ir.IntegerAttr(attrs["value"]).value
+                a["value"] = v & ((1 << _width(op.results[0].type)) - 1)
+            except Exception:
+                a["value"] = UNKNOWN
+        elif name == "arith.cmpi":
+            a["pred"] = ir.IntegerAttr(attrs["predicate"]).value
+        elif name in ("gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.cluster_block_id"):
+            a["dim"] = str(attrs["dimension"]).split()[-1].rstrip(">")
+        elif name == "pipeline.create":
+            from ..dialects import pipeline as pl  # noqa: F401  (registers the type classes)
+            pname = attrs["name"].value if "name" in attrs else op.results[0].get_name()
+            pid = len(self.pipes)
+            self.pipes[pid] = pipeline_spec(op.results[0].type, pname)
+            a["pipe"] = pid
+            a["defer"] = "defer_sync" in attrs
+        elif name in ("pipeline.state.make",):
+            from ..dialects import pipeline as pl
+            st = pl.StateType(op.results[0].type)
+            a["stages"], a["role"], a["simple"] = st.stages, _enum_name(st.role), st.simple
+            a["segs"] = list(ir.DenseI32ArrayAttr(attrs["operandSegmentSizes"])) \
+                if "operandSegmentSizes" in attrs else None
+        if name.startswith(("arith.", "nvvm.", "gpu.")) and op.results:
+            a["width"] = _width(op.results[0].type)
+        if name in ("arith.cmpi", "arith.extsi", "arith.trunci", "arith.extui", "arith.divsi",
+                    "arith.remsi", "arith.shrsi", "arith.index_cast") and op.operands:
+            a["in_width"] = _width(op.operands[0].type)
+        for key in ("bytes", "pending", "barrier_id", "num_threads", "cluster_size"):
+            if key in attrs:
+                a[key] = ir.IntegerAttr(attrs[key]).value
+        for key in ("elect_one", "read", "unaligned", "relaxed"):
+            a[key] = key in attrs
+        if "op_type" in attrs:
+            a["op_type"] = str(attrs["op_type"]).split("<")[-1].rstrip(">")
+        if "operandSegmentSizes" in attrs and "segs" not in a:
+            a["segs"] = list(ir.DenseI32ArrayAttr(attrs["operandSegmentSizes"]))
+        ins = [self.slot(v) for v in op.operands]
+        outs = [self.slot(r) for r in op.results]
+        regions = [[self.block(b) for b in r.blocks] for r in op.regions]
+        return Node(name, ins, outs, a, regions, str(op.location))
+
+
+def kernels(module: ir.Module) -> list[Kernel]:
+    """Every gpu.func / func.func of the module that uses pipeline ops."""
+    out = []
+
+    def uses_pipeline(op) -> bool:
+        found = False
+
+        def cb(o):
+            nonlocal found
+            if o.name.startswith("pipeline."):
+                found = True
+                return ir.WalkResult.INTERRUPT
+            return ir.WalkResult.ADVANCE
+        op.walk(cb)
+        return found
+
+    def visit(op):
+        op = op.operation
+        if op.name in ("gpu.func", "func.func"):
+            if len(op.regions[0].blocks) and uses_pipeline(op):
+                out.append(compile_kernel(op))
+            return
+        for r in op.regions:
+            for b in r.blocks:
+                for o in b.operations:
+                    visit(o)
+    visit(module.operation)
+    return out
+
+
+def compile_kernel(func) -> Kernel:
+    c = _Compiler()
+    if len(func.regions[0].blocks) != 1:
+        raise SimError("unsupported", f"@{func.attributes['sym_name'].value}: "
+                                      f"only single-block kernels are supported (use scf)")
+    args, body = c.block(func.regions[0].blocks[0])
+    bd = None
+    if "known_block_size" in func.attributes:
+        bd = tuple(ir.DenseI32ArrayAttr(func.attributes["known_block_size"]))
+    return Kernel(func.attributes["sym_name"].value, args, body, len(c.slots), bd, c.pipes)
+
+
+# -- evaluation ---------------------------------------------------------------
+
+def _lanes_of(mask: int) -> list[int]:
+    return [i for i in range(32) if mask >> i & 1]
+
+
+def _map(f, *xs):
+    """Apply f to scalars, elementwise to lane vectors; UNKNOWN propagates."""
+    if any(isinstance(x, Lanes) for x in xs):
+        cols = [x if isinstance(x, Lanes) else (x,) * 32 for x in xs]
+        return Lanes(_map(f, *vals) for vals in zip(*cols))
+    if any(x is UNKNOWN or not isinstance(x, int) for x in xs):
+        return UNKNOWN
+    return f(*xs)
+
+
+def _signed(x: int, w: int) -> int:
+    return x - (1 << w) if x >> (w - 1) & 1 else x
+
+
+def _cmp(pred: int, w: int):
+    s = lambda x: _signed(x, w)  # noqa: E731
+    return [lambda x, y: x == y, lambda x, y: x != y,
+            lambda x, y: s(x) < s(y), lambda x, y: s(x) <= s(y),
+            lambda x, y: s(x) > s(y), lambda x, y: s(x) >= s(y),
+            lambda x, y: x < y, lambda x, y: x <= y, lambda x, y: x > y, lambda x, y: x >= y][pred]
+
+
+def _binop(name: str, w: int, iw: int):
+    m = (1 << w) - 1
+    s = lambda x: _signed(x, iw)  # noqa: E731
+
+    def sdiv(x, y):
+        q = abs(s(x)) // abs(s(y))
+        return q if (s(x) < 0) == (s(y) < 0) else -q
+    return {
+        "arith.addi": lambda x, y: (x + y) & m, "arith.subi": lambda x, y: (x - y) & m,
+        "arith.muli": lambda x, y: (x * y) & m, "arith.divui": lambda x, y: x // y,
+        "arith.remui": lambda x, y: x % y, "arith.andi": lambda x, y: x & y,
+        "arith.ori": lambda x, y: x | y, "arith.xori": lambda x, y: x ^ y,
+        "arith.shli": lambda x, y: (x << y) & m, "arith.shrui": lambda x, y: x >> y,
+        "arith.shrsi": lambda x, y: (s(x) >> y) & m,
+        "arith.divsi": lambda x, y: sdiv(x, y) & m,
+        "arith.remsi": lambda x, y: (s(x) - sdiv(x, y) * s(y)) & m,
+        "arith.minui": min, "arith.maxui": max,
+        "arith.minsi": lambda x, y: x if s(x) <= s(y) else y,
+        "arith.maxsi": lambda x, y: x if s(x) >= s(y) else y,
+        "arith.ceildivui": lambda x, y: -(-x // y),
+    }.get(name)
+
+
+@dataclass
+class Launch:
+    block_dim: tuple[int, int, int]
+    cluster: tuple[int, int, int]
+    trip_count: int | None = None
+
+    @property
+    def block_threads(self) -> int:
+        return self.block_dim[0] * self.block_dim[1] * self.block_dim[2]
+
+
+class _Interp:
+    """Runs a kernel's node tree for one warp agent."""
+
+    def __init__(self, k: Kernel, launch: Launch, w: World, agent: Agent, pipes: dict):
+        self.k, self.launch, self.w, self.a, self.pipes = k, launch, w, agent, pipes
+        self.env: list = [UNKNOWN] * k.nslots
+        bx, by, _ = launch.block_dim
+        tids = [32 * agent.warp + lane for lane in range(32)]
+        self.tid = {"x": Lanes(t % bx for t in tids), "y": Lanes((t // bx) % by for t in tids),
+                    "z": Lanes(t // (bx * by) for t in tids)}
+        cx, cy, cz = w.cluster.cta_id(agent.cta)
+        self.ctaid = {"x": cx, "y": cy, "z": cz}
+
+    def fail(self, node: Node, msg: str):
+        raise SimError("unsupported", f"{node.name} at {node.loc}: {msg}")
+
+    def uniform(self, node: Node, v, mask: int, what: str):
+        if isinstance(v, Lanes):
+            vals = {v[i] for i in _lanes_of(mask)}
+            if len(vals) != 1:
+                self.fail(node, f"{what} differs between the lanes of a warp")
+            v = vals.pop()
+        if v is UNKNOWN:
+            self.fail(node, f"cannot evaluate {what} (depends on a kernel argument or memory)")
+        return v
+
+    def run(self, nodes: list[Node], mask: int):
+        env = self.env
+        for n in nodes:
+            name = n.name
+            if name in ("scf.yield", "func.return", "gpu.return"):
+                return [env[i] for i in n.ins]
+            if name.startswith("pipeline."):
+                res = yield from self.pipeline_op(n, mask)
+                if n.outs:
+                    env[n.outs[0]] = res
+            elif name == "scf.if":
+                yield from self.scf_if(n, mask)
+            elif name == "scf.for":
+                yield from self.scf_for(n, mask)
+            elif name in ("gpu.barrier", "nvvm.barrier0"):
+                yield from V.named_sync(self.w, self.a, 0, self.launch.block_threads, False,
+                                        _lanes_of(mask))
+            elif n.regions and any(n.regions):
+                self.fail(n, "unsupported op with regions")
+            else:
+                self.scalar(n, mask)
+        return []
+
+    def scalar(self, n: Node, mask: int):
+        env, name, a = self.env, n.name, n.a
+        args = [env[i] for i in n.ins]
+        w = a.get("width", 64)
+        r = UNKNOWN
+        f = _binop(name, w, a.get("in_width", w))
+        if f is not None:
+            r = _map(f, *args)
+        elif name == "arith.constant":
+            r = a["value"]
+        elif name == "arith.cmpi":
+            r = _map(lambda x, y: int(_cmp(a["pred"], a["in_width"])(x, y)), *args)
+        elif name == "arith.select":
+            r = _map(lambda c, x, y: x if c else y, *args) if all(
+                isinstance(x, (int, Lanes)) for x in args) else (
+                args[1] if args[0] == 1 else args[2] if args[0] == 0 else UNKNOWN)
+        elif name in ("arith.index_cast", "arith.index_castui", "arith.extui", "arith.trunci"):
+            m = (1 << w) - 1
+            iw = a.get("in_width", w)
+            r = _map((lambda x: _signed(x, iw) & m) if name == "arith.index_cast" else
+                     (lambda x: x & m), args[0])
+        elif name == "arith.extsi":
+            r = _map(lambda x: _signed(x, a["in_width"]) & ((1 << w) - 1), args[0])
+        elif name in ("nvvm.read.ptx.sreg.tid.x", "nvvm.read.ptx.sreg.tid.y", "nvvm.read.ptx.sreg.tid.z"):
+            r = self.tid[name[-1]]
+        elif name == "gpu.thread_id":
+            r = self.tid[a["dim"]]
+        elif name in ("nvvm.read.ptx.sreg.laneid", "gpu.lane_id"):
+            r = Lanes(range(32))
+        elif name == "nvvm.read.ptx.sreg.warpid":
+            r = self.a.warp
+        elif name in ("nvvm.read.ptx.sreg.cluster.ctarank", "gpu.cluster_block_id_linear"):
+            r = self.a.cta
+        elif name.startswith("nvvm.read.ptx.sreg.ctaid.") or name.startswith(
+                "nvvm.read.ptx.sreg.cluster.ctaid."):
+            r = self.ctaid[name[-1]]
+        elif name in ("gpu.block_id", "gpu.cluster_block_id"):
+            r = self.ctaid[a["dim"]]
+        elif name.startswith("nvvm.read.ptx.sreg.ntid.") or name == "gpu.block_dim":
+            r = self.launch.block_dim["xyz".index(a["dim"] if "dim" in a else name[-1])]
+        elif name == "nvvm.read.ptx.sreg.cluster.nctarank":
+            r = self.w.cluster.size
+        elif name == "nvvm.elect.sync":
+            first = _lanes_of(mask)[0]
+            r = Lanes(int(i == first) for i in range(32))
+        for o in n.outs:
+            env[o] = r
+
+    def scf_if(self, n: Node, mask: int):
+        env = self.env
+        c = env[n.ins[0]]
+        then_r, else_r = n.regions[0], n.regions[1] if len(n.regions) > 1 else []
+        if isinstance(c, Lanes):
+            active = _lanes_of(mask)
+            if any(c[i] is UNKNOWN for i in active):
+                self.fail(n, "cannot evaluate the condition")
+            tmask = sum(1 << i for i in active if c[i])
+            emask = mask & ~tmask
+            if tmask and emask:  # divergence: then-lanes first, then else-lanes
+                tv = (yield from self.run(then_r[0][1], tmask)) if then_r else []
+                ev = (yield from self.run(else_r[0][1], emask)) if else_r else []
+                for o, x, y in zip(n.outs, tv, ev):
+                    env[o] = x if x is y else Lanes(
+                        x[i] if isinstance(x, Lanes) else x if tmask >> i & 1 else
+                        (y[i] if isinstance(y, Lanes) else y) for i in range(32))
+                return
+            c = 1 if tmask else 0
+        elif c is UNKNOWN:
+            self.fail(n, "cannot evaluate the condition (depends on a kernel argument or memory)")
+        region = then_r if c else else_r
+        vals = (yield from self.run(region[0][1], mask)) if region else []
+        for o, v in zip(n.outs, vals):
+            env[o] = v
+
+    def scf_for(self, n: Node, mask: int):
+        env = self.env
+        lb, ub, step = (env[i] for i in n.ins[:3])
+        inits = [env[i] for i in n.ins[3:]]
+        if any(isinstance(x, Lanes) for x in (lb, ub, step)):
+            lb, ub, step = (self.uniform(n, x, mask, "a loop bound") for x in (lb, ub, step))
+        if UNKNOWN in (lb, ub, step) or not all(isinstance(x, int) for x in (lb, ub, step)):
+            if self.launch.trip_count is None:
+                self.fail(n, "loop bounds are not constants; pass --trip-count")
+            trips = self.launch.trip_count
+        else:
+            trips = max(0, -(-(ub - lb) // step)) if step else 0
+        (args, body), = n.regions[0]
+        vals = inits
+        for i in range(trips):
+            env[args[0]] = lb + i * step if isinstance(lb, int) and isinstance(step, int) else UNKNOWN
+            for s, v in zip(args[1:], vals):
+                env[s] = v
+            vals = yield from self.run(body, mask)
+        for o, v in zip(n.outs, vals):
+            env[o] = v
+
+    # -- the pipeline ops ------------------------------------------------------
+    def pipeline_op(self, n: Node, mask: int):
+        env, a, w = self.env, self.a, self.w
+        name, attrs = n.name[len("pipeline."):], n.a
+        args = [env[i] for i in n.ins]
+        lanes = _lanes_of(mask)
+
+        def u(v, what):
+            return self.uniform(n, v, mask, what)
+
+        def opt(seg_index):
+            """Value of an optional operand by its segment (AttrSizedOperandSegments)."""
+            segs = attrs["segs"]
+            if not segs[seg_index]:
+                return None
+            return env[n.ins[sum(segs[:seg_index])]]
+
+        if name == "create":
+            pid = attrs["pipe"]
+            p = self.pipes[pid]
+            yield from V.create(w, a, p, attrs["defer"], lanes)
+            return p
+        if name == "init_arrive":
+            yield from V.init_arrive(w, a, attrs["cluster_size"], lanes)
+            return None
+        if name == "init_wait":
+            yield from V.init_wait(w, a, attrs["cluster_size"], lanes)
+            return None
+        if name == "state.make":
+            stages, role = attrs["stages"], attrs["role"]
+            segs = attrs["segs"] or [0, 0, 0]
+            if not any(segs):
+                if attrs["simple"]:
+                    return State(stages, 0, 1 if role == "producer" else 0, 0, role)
+                return State.start(stages, role)
+            vals = [u(x, "a state operand") for x in args]
+            if attrs["simple"]:
+                pi = vals[0]
+                start = stages if role == "producer" else 0
+                return State(stages, pi % stages, (pi // stages) & 1, pi - start, role)
+            return State(stages, vals[0], vals[1] & 1, vals[2] if len(vals) > 2 else 0, role)
+        if name in ("state.advance", "state.index", "state.phase", "state.count"):
+            st = u(args[0], "the pipeline state")
+            if name == "state.advance":
+                return st.advance(u(args[1], "the advance amount") if len(args) > 1 else 1)
+            return getattr(st, name.split(".")[1])
+        if name in ("named_barrier.arrive", "named_barrier.sync"):
+            bar = attrs["barrier_id"] + (u(args[0], "the barrier index") if args else 0)
+            f = V.named_arrive if name.endswith("arrive") else V.named_sync
+            yield from f(w, a, bar, attrs["num_threads"], attrs["unaligned"], lanes)
+            return None
+        if name == "copy.tma_store":
+            yield from V.tma_store(w, a, lanes)
+            return None
+        if name == "bulk_group.commit":
+            yield from V.bulk_commit(w, a)
+            return None
+        if name == "bulk_group.wait":
+            yield from V.bulk_wait(w, a, attrs.get("pending", 0))
+            return None
+        p = u(args[0], "the pipeline")
+        if not isinstance(p, PipeRef):
+            self.fail(n, "the pipeline value does not come from a pipeline.create")
+        if name == "order.state":
+            return V.order_state(p, u(args[1], "the group id"))
+        st = u(args[1], "the pipeline state")
+        if not isinstance(st, State):
+            self.fail(n, "the state value is not a pipeline state")
+        if name == "producer.acquire":
+            tok, extra = opt(2), opt(3)
+            tok = None if tok is None else u(tok, "the token")
+            extra = 0 if extra is None else u(extra, "extra_tx")
+            yield from V.producer_acquire(w, a, p, st, lanes, tok, extra)
+        elif name == "producer.try_acquire":
+            return (yield from V.producer_try_acquire(w, a, p, st, lanes))
+        elif name == "producer.commit":
+            yield from V.producer_commit(w, a, p, st, lanes, attrs["elect_one"])
+        elif name == "producer.tail":
+            yield from V.producer_tail(w, a, p, st, lanes)
+        elif name == "producer.barrier":
+            return UNKNOWN
+        elif name == "consumer.wait":
+            tok = u(args[2], "the token") if len(args) > 2 else None
+            yield from V.consumer_wait(w, a, p, st, lanes, tok)
+        elif name == "consumer.try_wait":
+            return (yield from V.consumer_try_wait(w, a, p, st, lanes))
+        elif name == "consumer.release":
+            yield from V.consumer_release(w, a, p, st, lanes, attrs["elect_one"],
+                                          attrs.get("op_type"))
+        elif name == "copy.tma_load":
+            m = opt(5)
+            m = None if m is None else u(m, "the multicast mask")
+            yield from V.copy_load(w, a, p, st, lanes, attrs["bytes"], m, "copy.tma_load")
+        elif name == "copy.bulk":
+            size = u(args[4], "the bulk copy size")
+            yield from V.copy_load(w, a, p, st, lanes, size, None, "copy.bulk")
+        elif name == "order.wait":
+            yield from V.order_wait(w, a, p, st, u(args[2], "the group id"), lanes)
+        elif name == "order.arrive":
+            return (yield from V.order_arrive(w, a, p, st, u(args[2], "the group id"), lanes))
+        else:
+            self.fail(n, "not modelled by pipeline-sim")
+        return None
+
+
+def make_world_factory(k: Kernel, launch: Launch, max_steps: int = 200000):
+    """A function that builds a fresh world running kernel ``k``."""
+
+    def make() -> World:
+        w = World(launch.cluster, launch.block_threads, max_steps)
+        pipes = {pid: PipeRef(spec, pid) for pid, spec in k.pipes.items()}
+
+        def body(agent: Agent):
+            agent.exit_checks.append(lambda: V.finish_checks(w, agent, pipes))
+            interp = _Interp(k, launch, w, agent, pipes)
+            yield from interp.run(k.body, (1 << agent.threads) - 1)
+        w.spawn(body)
+        return w
+    return make

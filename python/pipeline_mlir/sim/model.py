@@ -1,0 +1,253 @@
+"""Hardware objects of the simulator, independent of MLIR.
+
+- :class:`Mbarrier`: an mbarrier as the PTX ISA describes it (expected
+  arrival count, pending arrivals, signed tx-count, phase), plus what the
+  checker needs: which phase each waiter observed last and, per phase, the
+  bytes armed with expect_tx and delivered by complete_tx.
+- :class:`NamedBarrier`: ``bar.sync`` / ``bar.arrive`` (hardware barriers
+  0..15) and the cluster barrier (``barrier.cluster.arrive/wait``).
+- :class:`Cta` / :class:`Cluster`: one CTA's barrier arrays and whether it
+  has exited; a cluster of CTAs with the (x, y, z) launch shape.
+
+Every rule violation raises :class:`SimError` with a message that names
+the barrier, its stage and phase; the engine turns it into a report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class SimError(Exception):
+    """A protocol bug found while running one schedule.
+
+    ``kind`` is one of: deadlock, overrun, overwrite, early-read, arrive-count,
+    tx-count, exited-cta, unbalanced, role, initial-phase, uninitialized,
+    unsupported, step-limit.
+    """
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+@dataclass
+class BarrierName:
+    """How reports name a barrier: pipeline 'ab' full barrier stage 2 of CTA 0."""
+
+    pipeline: str
+    side: str  # "full", "empty", "order"
+    stage: int
+    cta: int
+
+    def __str__(self) -> str:
+        return f"pipeline '{self.pipeline}' {self.side} barrier stage {self.stage} of CTA {self.cta}"
+
+
+class Mbarrier:
+    """An mbarrier object (PTX ISA "Contents of the mbarrier object").
+
+    ``completed`` counts completed phases; the phase in progress is number
+    ``completed`` and its parity is ``completed & 1``. ``try_wait.parity P``
+    succeeds when the phase of parity P has completed, i.e. when the parity
+    of the current phase differs from P, so a fresh barrier lets parity 1
+    through (why producer states start at phase 1).
+    """
+
+    def __init__(self, count: int, name: BarrierName):
+        if count <= 0:
+            raise SimError("arrive-count", f"{name} initialized with arrive count {count}")
+        self.expected = count
+        self.pending = count
+        self.tx = 0
+        self.completed = 0
+        self.name = name
+        self.initialized = True
+        self.armed = 0  # bytes armed with expect_tx in the current phase
+        self.delivered = 0  # bytes delivered by complete_tx in the current phase
+        self.arrivals_by: dict[str, int] = {}  # who arrived in the current phase
+        # last[waiter] = number of the phase that waiter observed last;
+        # -1 is the phase "before" a fresh barrier, which counts as complete.
+        self.last: dict[object, int] = {}
+        self.exited = False  # set when the owning CTA exits
+
+    @property
+    def parity(self) -> int:
+        return self.completed & 1
+
+    # -- arrivals and transactions -------------------------------------------
+    def _check_alive(self, who: str) -> None:
+        if self.exited:
+            raise SimError(
+                "exited-cta",
+                f"{who} arrives on {self.name}, but CTA {self.name.cta} has already exited "
+                f"(missing producer_tail: a CTA must not exit while peers still signal its barriers)")
+
+    def arrive(self, n: int, who: str, expect_tx: int = 0) -> None:
+        """``n`` arrivals (mbarrier.arrive[.expect_tx]); expect_tx is applied first."""
+        self._check_alive(who)
+        if expect_tx:
+            self.tx += expect_tx
+            self.armed += expect_tx
+        if n > self.pending:
+            raise SimError(
+                "arrive-count",
+                f"{who} arrives {n} time(s) on {self.name} in phase {self.parity} "
+                f"(#{self.completed}), which expects only {self.pending} more of its "
+                f"{self.expected} arrivals: the barrier's arrive count is smaller than the "
+                f"number of arrivals per phase (arrived so far: {self._arrivals()})")
+        self.pending -= n
+        self.arrivals_by[who] = self.arrivals_by.get(who, 0) + n
+        self._check_tx(who)
+        self._maybe_complete()
+
+    def complete_tx(self, nbytes: int, who: str, target_parity: int | None = None) -> None:
+        """A copy's ``complete_tx::bytes`` landing on this barrier.
+
+        ``target_parity`` is the parity of the phase the copy was issued for;
+        bytes landing in another phase mean that earlier copies delivered more
+        than expect_tx armed, so that phase completed without them.
+        """
+        self._check_alive(who)
+        if target_parity is not None and target_parity != self.parity:
+            raise SimError(
+                "tx-count",
+                f"{who} completes {nbytes} tx bytes on {self.name} after phase "
+                f"{target_parity} (#{self.completed - 1}) had already completed: the copies deliver more "
+                f"bytes than expect_tx armed for that phase")
+        self.tx -= nbytes
+        self.delivered += nbytes
+        self._check_tx(who)
+        self._maybe_complete()
+
+    def _check_tx(self, who: str) -> None:
+        if self.pending == 0 and self.tx < 0:
+            raise SimError(
+                "tx-count",
+                f"{who}: {self.name} phase {self.parity} (#{self.completed}) received "
+                f"{self.delivered} tx bytes but expect_tx armed only {self.armed}: "
+                f"expect_tx bytes differ from what the copies deliver")
+
+    def _maybe_complete(self) -> None:
+        if self.pending == 0 and self.tx == 0:
+            self.completed += 1
+            self.pending = self.expected
+            self.armed = self.delivered = 0
+            self.arrivals_by = {}
+
+    def _arrivals(self) -> str:
+        if not self.arrivals_by:
+            return "none"
+        return ", ".join(f"{w} x{n}" for w, n in self.arrivals_by.items())
+
+    # -- waiting -------------------------------------------------------------
+    def target_phase(self, waiter: object, parity: int) -> int:
+        """Number of the phase that ``waiter``'s next wait with ``parity`` means:
+        the first phase after the one it observed last with that parity."""
+        last = self.last.get(waiter, -2)
+        n = last + 1
+        if (n & 1) != parity:
+            n += 1
+        return n
+
+    def phase_done(self, n: int) -> bool:
+        return self.completed >= n + 1
+
+    def observe(self, waiter: object, n: int, who: str) -> None:
+        """Record that ``waiter`` passed its wait for phase ``n``.
+
+        If phase n+1 completed too, the waiter's parity now names a phase it
+        has not seen: the other side ran a whole phase ahead (hardware would
+        block until phase n+2; either way the protocol is broken).
+        """
+        if self.completed > n + 1:
+            raise SimError(
+                "overrun",
+                f"{who} waits on {self.name} for phase {n & 1} (#{n}), but phases #{n} and "
+                f"#{n + 1} have both completed: the barrier's phase advanced by 2 while this "
+                f"waiter still expected the old parity (the other side overran it: too many "
+                f"arrivals per phase, or a stage used twice without a wait)")
+        self.last[waiter] = n
+
+    def describe(self) -> str:
+        s = (f"phase {self.parity} (#{self.completed}) has {self.expected - self.pending} of "
+             f"{self.expected} arrivals")
+        if self.tx or self.armed:
+            s += f", {self.tx} tx bytes outstanding (armed {self.armed}, delivered {self.delivered})"
+        return s
+
+
+class NamedBarrier:
+    """A CTA hardware barrier (``bar.sync id, n``) or the cluster barrier.
+
+    Arrivals count threads; when ``n`` have arrived the generation advances
+    and everyone who synced on the previous generation is released.
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+        self.expected: int | None = None
+        self.count = 0
+        self.generation = 0
+        self.waiting: dict[str, int] = {}
+
+    def arrive(self, threads: int, expected: int, who: str) -> int:
+        if self.expected is not None and self.count and expected != self.expected:
+            raise SimError(
+                "arrive-count",
+                f"{who} arrives on {self.name} expecting {expected} threads while the "
+                f"barrier is in use with {self.expected}")
+        self.expected = expected
+        self.count += threads
+        gen = self.generation
+        if self.count > expected:
+            raise SimError(
+                "arrive-count",
+                f"{who}: {self.count} threads arrived on {self.name}, which expects {expected}")
+        if self.count == expected:
+            self.generation += 1
+            self.count = 0
+            self.expected = None
+        return gen
+
+
+@dataclass
+class Cta:
+    """One CTA: its rank in the cluster, its pipelines' barriers, exit state."""
+
+    rank: int
+    barriers: dict = field(default_factory=dict)  # (pipe id, slot) -> Mbarrier
+    named: dict = field(default_factory=dict)  # bar id -> NamedBarrier
+    exited: bool = False
+    live_agents: int = 0
+
+    def named_barrier(self, bar_id: int) -> NamedBarrier:
+        if bar_id not in self.named:
+            self.named[bar_id] = NamedBarrier(f"named barrier {bar_id} of CTA {self.rank}")
+        return self.named[bar_id]
+
+    def exit(self) -> None:
+        self.exited = True
+        for bar in self.barriers.values():
+            bar.exited = True
+
+
+class Cluster:
+    """The CTAs of one cluster; ranks are x fastest (``%cluster_ctarank``)."""
+
+    def __init__(self, shape: tuple[int, int, int]):
+        self.shape = shape
+        size = shape[0] * shape[1] * shape[2]
+        if not 1 <= size <= 16:
+            raise SimError("unsupported", f"cluster of {size} CTAs (must be 1..16)")
+        self.ctas = [Cta(r) for r in range(size)]
+        self.barrier = NamedBarrier("the cluster barrier")
+
+    @property
+    def size(self) -> int:
+        return len(self.ctas)
+
+    def cta_id(self, rank: int) -> tuple[int, int, int]:
+        x, y, _ = self.shape
+        return rank % x, (rank // x) % y, rank // (x * y)

@@ -1,0 +1,623 @@
+"""The pipeline verbs as steps on the model (reference/pipeline-semantics.md).
+
+Each verb is a generator function ``verb(world, agent, pipe, state, lanes,
+...)`` that yields the :class:`~.engine.Step` objects of one warp executing
+the op with active ``lanes`` (a list of lane ids; ``lanes[0]`` is the lane
+``elect.sync`` picks). Arrive counts per agent kind, the starting phases,
+expect_tx, complete_tx, multicast and signalling lanes follow the reference
+tables; the barrier counts follow the lowering (``groupArriveCount``).
+
+Besides the barriers themselves the verbs keep the bookkeeping the checker
+needs: which stages a consumer holds (wait .. release, or until its
+tcgen05.commit lands), which stages a producer or a copy writes, and which
+agent acts on which side of which pipeline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .engine import Agent, Event, Step, World
+from .model import BarrierName, Mbarrier, SimError
+
+# Mechanisms (PipelineOp) that signal a barrier.
+ASYNC, TMA, UMMA, CPASYNC, CLC, STORE = "async_thread", "tma_load", "tcgen05_mma", "cp_async", "clc_load", "tma_store"
+
+# kind -> (producer op, consumer op), reference §1.
+KIND_OPS = {
+    "async": (ASYNC, ASYNC),
+    "cp_async": (CPASYNC, ASYNC),
+    "tma_async": (TMA, ASYNC),
+    "tma_store": (STORE, None),
+    "order": (ASYNC, ASYNC),
+    "tma_umma": (TMA, UMMA),
+    "async_umma": (ASYNC, UMMA),
+    "umma_async": (UMMA, ASYNC),
+    "tma_multi_consumers_async": (TMA, UMMA),
+    "clc_fetch_async": (CLC, ASYNC),
+}
+TX_KINDS = ("tma_async", "tma_umma", "tma_multi_consumers_async", "clc_fetch_async")
+UMMA_KINDS = ("tma_umma", "async_umma", "umma_async", "tma_multi_consumers_async")
+
+
+@dataclass(frozen=True)
+class Group:
+    agent: str  # thread | warp | threadblock | cluster
+    size: int
+
+    def arrive_count(self, block_threads: int, cluster_size: int) -> int:
+        return {"thread": self.size, "warp": 32 * self.size,
+                "threadblock": self.size * block_threads,
+                "cluster": self.size * cluster_size * block_threads}[self.agent]
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    """The static facts of a ``!pipeline.pipeline`` type, plus its name."""
+
+    name: str
+    kind: str
+    stages: int
+    producer: Group | None = None
+    consumer: Group | None = None
+    tx_count: int = 0
+    cluster: tuple[int, int, int, int] | None = None  # (V, M, N, L)
+    multicast: str = "none"  # none | m | n | mn
+    cta_group: int = 1
+    length: int = 0
+
+    @property
+    def cluster_size(self) -> int:
+        if self.cluster is None:
+            return 1
+        v, m, n, l = self.cluster
+        return v * m * n * l
+
+    @property
+    def producer_op(self) -> str:
+        return KIND_OPS[self.kind][0]
+
+    @property
+    def consumer_op(self) -> str | None:
+        return KIND_OPS[self.kind][1]
+
+    @property
+    def v(self) -> int:
+        return self.cluster[0] if self.cluster else 1
+
+    def coord(self, rank: int) -> tuple[int, int, int, int]:
+        v, m, n, _ = self.cluster or (1, 1, 1, 1)
+        return rank % v, (rank // v) % m, (rank // (v * m)) % n, rank // (v * m * n)
+
+    def shares_tile(self, a: int, b: int, ignore_v: bool) -> bool:
+        """Do CTAs a and b share a multicast tile (ClusterMasks.cpp)?"""
+        ca, cb = self.coord(a), self.coord(b)
+        if ca[3] != cb[3] or (not ignore_v and ca[0] != cb[0]):
+            return False
+        same_m, same_n = ca[1] == cb[1], ca[2] == cb[2]
+        mc = self.multicast
+        if mc == "mn":
+            return same_m or same_n
+        if mc == "m":
+            return same_n
+        if mc == "n":
+            return same_m
+        return same_m and same_n
+
+    def umma_mask(self, rank: int) -> list[int]:
+        """CTAs a tcgen05.commit of CTA ``rank`` arrives on (ummaArrivalMask)."""
+        if self.cluster is None or (self.v == 1 and self.multicast == "none"):
+            return [rank]
+        return [r for r in range(self.cluster_size) if self.shares_tile(rank, r, ignore_v=True)]
+
+    def leader(self, rank: int) -> int:
+        return rank - rank % self.v
+
+
+class State:
+    """A PipelineState (index, phase, count); simple states share the math."""
+
+    __slots__ = ("stages", "index", "phase", "count", "role")
+
+    def __init__(self, stages: int, index: int, phase: int, count: int, role: str):
+        self.stages, self.index, self.phase, self.count, self.role = stages, index, phase, count, role
+
+    @classmethod
+    def start(cls, stages: int, role: str) -> "State":
+        return cls(stages, 0, 1 if role == "producer" else 0, 0, role)
+
+    def advance(self, n: int = 1) -> "State":
+        index = self.index + n
+        phase = self.phase ^ ((index // self.stages) & 1)
+        return State(self.stages, index % self.stages, phase, self.count + n, self.role)
+
+    def __repr__(self) -> str:
+        return f"State(index={self.index}, phase={self.phase}, count={self.count})"
+
+
+class PipeRef:
+    """The value of a ``pipeline.create``: which pipeline, per CTA arrays."""
+
+    __slots__ = ("spec", "pid")
+
+    def __init__(self, spec: PipelineSpec, pid: int):
+        self.spec, self.pid = spec, pid
+
+
+# -- helpers ------------------------------------------------------------------
+
+def _slot_name(spec: PipelineSpec, slot: int, cta: int) -> BarrierName:
+    if spec.kind == "order":
+        return BarrierName(spec.name, "order", slot, cta)
+    if slot < spec.stages:
+        return BarrierName(spec.name, "full", slot, cta)
+    return BarrierName(spec.name, "empty", slot - spec.stages, cta)
+
+
+def _barrier(w: World, a: Agent, p: PipeRef, slot: int, cta: int) -> Mbarrier:
+    if cta >= w.cluster.size:
+        raise SimError("unsupported", f"pipeline '{p.spec.name}' signals CTA {cta}, outside the "
+                                      f"launched cluster of {w.cluster.size} CTA(s)")
+    bar = w.cluster.ctas[cta].barriers.get((p.pid, slot))
+    if bar is None:
+        name = _slot_name(p.spec, slot, cta)
+        raise SimError(
+            "uninitialized",
+            f"{a.label(p.spec.name)} uses {name} before warp 0 of CTA {cta} initialized it "
+            f"(missing sync after pipeline.create, or init_wait)")
+    return bar
+
+
+def _where(name: BarrierName, a: Agent) -> str:
+    s = f"pipeline '{name.pipeline}' {name.side} barrier stage {name.stage}"
+    return s if name.cta == a.cta else f"{s} of CTA {name.cta}"
+
+
+def _key(p: PipeRef, cta: int, stage: int) -> tuple:
+    return (cta, p.pid, stage)
+
+
+def _buf(p: PipeRef, cta: int, stage: int) -> str:
+    return f"pipeline '{p.spec.name}' stage {stage} of CTA {cta}"
+
+
+def wait(w: World, a: Agent, p: PipeRef, slot: int, cta: int, parity: int, verb: str, after=None):
+    """A blocking try_wait.parity loop, as one step enabled when it passes."""
+    name = _slot_name(p.spec, slot, cta)
+
+    def bar():
+        return w.cluster.ctas[cta].barriers.get((p.pid, slot))
+
+    def enabled():
+        b = bar()
+        return b is None or b.phase_done(b.target_phase(a.id, parity))
+
+    def fire():
+        b = _barrier(w, a, p, slot, cta)
+        n = b.target_phase(a.id, parity)
+        who = a.label(p.spec.name)
+        if n == -1 and name.side == "full":
+            raise SimError(
+                "initial-phase",
+                f"{who} passes {verb} on {_where(name, a)} phase {parity} before any phase of it "
+                f"completed: a consumer state must start at phase 0 (wrong initial phase)")
+        b.observe(a.id, n, who)
+        if after:
+            after()
+
+    def what():
+        b = bar()
+        detail = f" ({b.describe()})" if b else " (not initialized)"
+        return f"{a.label(p.spec.name)} waits on {_where(name, a)} phase {parity} in {verb}{detail}"
+
+    yield Step(fire, enabled, what, p.spec.name)
+
+
+def _try_wait(w: World, a: Agent, p: PipeRef, slot: int, parity: int):
+    def fire():
+        b = _barrier(w, a, p, slot, a.cta)
+        n = b.target_phase(a.id, parity)
+        if not b.phase_done(n):
+            return 0
+        b.observe(a.id, n, a.label(p.spec.name))
+        return 1
+    return (yield Step(fire, None, lambda: f"{a.label(p.spec.name)} try_wait", p.spec.name))
+
+
+def _lanes_arrivals(lanes: list[int], elect_one: bool) -> int:
+    return 1 if elect_one else len(lanes)
+
+
+# -- creation and init sync ---------------------------------------------------
+
+def create(w: World, a: Agent, p: PipeRef, defer_sync: bool, lanes: list[int]):
+    spec = p.spec
+
+    def fire():
+        if a.warp != 0:
+            return
+        cta = w.cluster.ctas[a.cta]
+        csize = w.cluster.size
+        if spec.kind == "tma_store":
+            return
+        if spec.kind == "order":
+            count = spec.producer.arrive_count(w.block_threads, csize)
+            slots = [(s, count) for s in range(spec.stages * spec.length)]
+        else:
+            full = spec.producer.arrive_count(w.block_threads, csize)
+            empty = spec.consumer.arrive_count(w.block_threads, csize)
+            slots = [(s, full) for s in range(spec.stages)]
+            slots += [(spec.stages + s, empty) for s in range(spec.stages)]
+        for slot, count in slots:
+            cta.barriers.setdefault((p.pid, slot), Mbarrier(count, _slot_name(spec, slot, a.cta)))
+
+    yield Step(fire, None, lambda: f"{a.label()} creates pipeline '{spec.name}'", spec.name)
+    if not defer_sync:
+        if spec.cluster_size > 1:
+            yield from init_arrive(w, a, spec.cluster_size, lanes)
+            yield from init_wait(w, a, spec.cluster_size, lanes)
+        else:
+            yield from named_sync(w, a, 0, w.block_threads, False, lanes)
+
+
+def init_arrive(w: World, a: Agent, cluster_size: int, lanes: list[int]):
+    if cluster_size <= 1:
+        return
+
+    def fire():
+        a.cluster_gen = w.cluster.barrier.arrive(len(lanes), w.cluster.size * w.block_threads,
+                                                 a.label())
+    yield Step(fire, None, lambda: f"{a.label()} arrives on the cluster barrier")
+
+
+def init_wait(w: World, a: Agent, cluster_size: int, lanes: list[int]):
+    if cluster_size <= 1:
+        yield from named_sync(w, a, 0, w.block_threads, False, lanes)
+        return
+    if a.cluster_gen is None:
+        raise SimError("unbalanced", f"{a.label()} runs pipeline.init_wait without init_arrive")
+    gen = a.cluster_gen
+
+    def fire():
+        a.cluster_gen = None
+    yield Step(fire, lambda: w.cluster.barrier.generation > gen,
+               lambda: f"{a.label()} waits on the cluster barrier "
+                       f"({w.cluster.barrier.count} of {w.cluster.size * w.block_threads} threads arrived)")
+
+
+def named_arrive(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool, lanes: list[int]):
+    nb = w.cluster.ctas[a.cta].named_barrier(bar_id)
+    k = len(lanes) if unaligned else a.threads
+    yield Step(lambda: nb.arrive(k, threads, a.label()), None,
+               lambda: f"{a.label()} arrives on {nb.name}")
+
+
+def named_sync(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool, lanes: list[int]):
+    nb = w.cluster.ctas[a.cta].named_barrier(bar_id)
+    k = len(lanes) if unaligned else a.threads
+    gen = yield Step(lambda: nb.arrive(k, threads, a.label()), None,
+                     lambda: f"{a.label()} arrives on {nb.name}")
+    yield Step(lambda: None, lambda: nb.generation > gen,
+               lambda: f"{a.label()} waits on {nb.name} ({nb.count} of {threads} threads arrived)")
+
+
+# -- producer side ------------------------------------------------------------
+
+def _arrive_kind(p: PipeRef) -> bool:
+    return p.spec.producer_op in (ASYNC, CPASYNC, UMMA)
+
+
+def producer_acquire(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int],
+                     token: int | None = None, extra_tx: int = 0):
+    spec = p.spec
+    a.use(spec.name, "producer", "producer.acquire", st.role == "producer_consumer")
+    if spec.kind == "tma_store":
+        yield from bulk_wait(w, a, spec.stages - 1)
+        return
+    if spec.kind == "clc_fetch_async":
+        raise SimError("unsupported", "pipeline-sim does not model CLC responses (clc_fetch_async)")
+    idx = st.index
+    who = a.label(spec.name)
+    key = (p.pid, idx)
+
+    def opened():
+        if _arrive_kind(p):
+            if a.acquired[key]:
+                raise SimError(
+                    "unbalanced",
+                    f"{who} acquires {_buf(p, a.cta, idx)} again before committing it "
+                    f"(unbalanced producer.acquire / producer.commit)")
+            w.start_write(_key(p, a.cta, idx), _window(who), _buf(p, a.cta, idx))
+        a.acquired[key] += 1
+
+    if not token:
+        yield from wait(w, a, p, spec.stages + idx, a.cta, st.phase, "producer.acquire", opened)
+    else:
+        yield Step(opened, None, lambda: f"{who} acquires stage {idx} (token)", spec.name)
+    if spec.kind in TX_KINDS and (spec.kind not in UMMA_KINDS or spec.leader(a.cta) == a.cta):
+        nbytes = spec.tx_count + extra_tx
+
+        def arm():
+            _barrier(w, a, p, idx, a.cta).arrive(1, who, expect_tx=nbytes)
+        yield Step(arm, None, lambda: f"{who} arrive.expect_tx({nbytes}) on stage {idx}", spec.name)
+
+
+def producer_try_acquire(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]):
+    a.use(p.spec.name, "producer", "producer.try_acquire", st.role == "producer_consumer")
+    return (yield from _try_wait(w, a, p, p.spec.stages + st.index, st.phase))
+
+
+def _window(who: str) -> str:
+    return f"{who} (between its acquire and its commit)"
+
+
+def _close_window(a: Agent, p: PipeRef, idx: int, verb: str) -> None:
+    key = (p.pid, idx)
+    if a.acquired[key] == 0:
+        raise SimError(
+            "unbalanced",
+            f"{a.label(p.spec.name)} runs {verb} on {_buf(p, a.cta, idx)} without acquiring it "
+            f"(unbalanced producer.acquire / producer.commit)")
+    a.acquired[key] -= 1
+
+
+def producer_commit(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int],
+                    elect_one: bool = False):
+    spec = p.spec
+    a.use(spec.name, "producer", "producer.commit", st.role == "producer_consumer")
+    idx, who, op = st.index, a.label(spec.name), spec.producer_op
+    if spec.kind == "tma_store":
+        yield from bulk_commit(w, a)
+        return
+    _close_window(a, p, idx, "producer.commit")
+    own = _key(p, a.cta, idx)
+    if op == TMA:
+        return  # the copies' complete_tx signal the full barrier
+    if op == ASYNC:
+        n = _lanes_arrivals(lanes, elect_one)
+        dst = spec.leader(a.cta) if spec.kind == "async_umma" else a.cta
+
+        def fire():
+            w.end_write(own, _window(who))
+            _barrier(w, a, p, idx, dst).arrive(n, who)
+        yield Step(fire, None, lambda: f"{who} commits stage {idx} ({n} arrive(s))", spec.name)
+    elif op == CPASYNC:
+        n = len(lanes)
+
+        def land():
+            w.end_write(own, _window(who))
+            _barrier(w, a, p, idx, a.cta).arrive(n, who + " (cp.async.mbarrier.arrive.noinc)")
+
+        def fire():
+            w.post(Event(land, f"cp.async arrive of {who} on stage {idx}", ("cpasync", a.id), a.cta))
+        yield Step(fire, None, lambda: f"{who} cp.async.mbarrier.arrive.noinc stage {idx}", spec.name)
+    elif op == UMMA:
+        yield from _umma_commit(w, a, p, idx, [own], "producer.commit", slot=idx)
+
+
+def _umma_commit(w: World, a: Agent, p: PipeRef, idx: int, keys: list, verb: str, slot: int):
+    """Elected tcgen05.commit: one arrive on ``slot`` of every CTA of the
+    mask once the MMAs issued so far are done (an in-order event)."""
+    spec, who = p.spec, a.label(p.spec.name)
+    mask = spec.umma_mask(a.cta)
+    src = f"tcgen05.commit of {who}"
+
+    def land():
+        for k in keys:
+            if verb == "producer.commit":
+                w.end_write(k, _window(who))
+            else:
+                w.end_read(k, who)
+        for r in mask:
+            _barrier(w, a, p, slot, r).arrive(1, src)
+
+    def fire():
+        w.post(Event(land, f"{src} on stage {idx} (CTAs {mask})", ("umma", a.id), a.cta))
+    yield Step(fire, None, lambda: f"{who} tcgen05.commit stage {idx} ({verb})", spec.name)
+
+
+def producer_tail(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]):
+    spec = p.spec
+    a.use(spec.name, "producer", "producer.tail", st.role == "producer_consumer")
+    if spec.kind == "tma_store":
+        yield from bulk_wait(w, a, 0)
+        return
+    if spec.kind == "umma_async":
+        if spec.leader(a.cta) != a.cta:
+            return
+        st = st.advance(spec.stages - 1)
+        yield from wait(w, a, p, spec.stages + st.index, a.cta, st.phase, "producer.tail")
+        return
+    for _ in range(spec.stages):
+        yield from wait(w, a, p, spec.stages + st.index, a.cta, st.phase, "producer.tail")
+        st = st.advance()
+
+
+# -- consumer side ------------------------------------------------------------
+
+def _hold_keys(p: PipeRef, cta: int, idx: int, op: str) -> list:
+    # A 2-CTA MMA reads the stage in both CTAs of its pair.
+    if op == UMMA and p.spec.cta_group == 2:
+        lead = p.spec.leader(cta)
+        return [_key(p, lead + v, idx) for v in range(p.spec.v)]
+    return [_key(p, cta, idx)]
+
+
+def consumer_wait(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int],
+                  token: int | None = None):
+    spec = p.spec
+    a.use(spec.name, "consumer", "consumer.wait", st.role == "producer_consumer")
+    idx, who = st.index, a.label(spec.name)
+    op = spec.consumer_op
+
+    def hold():
+        key = (p.pid, idx)
+        if a.holding[key]:
+            raise SimError(
+                "unbalanced",
+                f"{who} waits on {_buf(p, a.cta, idx)} again before releasing it "
+                f"(unbalanced consumer.wait / consumer.release)")
+        a.holding[key] += 1
+        for k in _hold_keys(p, a.cta, idx, op):
+            w.start_read(k, who, _buf(p, k[0], idx))
+
+    if not token:
+        yield from wait(w, a, p, idx, a.cta, st.phase, "consumer.wait", hold)
+    else:
+        yield Step(hold, None, lambda: f"{who} consumer.wait stage {idx} (token)", spec.name)
+
+
+def consumer_try_wait(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]):
+    a.use(p.spec.name, "consumer", "consumer.try_wait", st.role == "producer_consumer")
+    return (yield from _try_wait(w, a, p, st.index, st.phase))
+
+
+def consumer_release(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int],
+                     elect_one: bool = False, op_type: str | None = None):
+    spec = p.spec
+    a.use(spec.name, "consumer", "consumer.release", st.role == "producer_consumer")
+    idx, who = st.index, a.label(spec.name)
+    op = op_type or spec.consumer_op
+    key = (p.pid, idx)
+    if a.holding[key] == 0:
+        raise SimError(
+            "unbalanced",
+            f"{who} releases {_buf(p, a.cta, idx)} without waiting on it first "
+            f"(unbalanced consumer.wait / consumer.release)")
+    a.holding[key] -= 1
+    keys = _hold_keys(p, a.cta, idx, op)
+    slot = spec.stages + idx
+    if op == UMMA:
+        yield from _umma_commit(w, a, p, idx, keys, "consumer.release", slot=slot)
+        return
+    if spec.kind == "tma_async":
+        # Signalling lanes: lane < cluster_size arrives on CTA lane % size
+        # when that CTA shares this CTA's multicast tile.
+        cs = spec.cluster_size
+        signal = [lanes[0]] if elect_one else lanes
+        dsts = [l % cs for l in signal if l < cs and spec.shares_tile(a.cta % cs, l % cs, False)]
+        if cs > 1:
+            base = a.cta - a.cta % cs
+            dsts = [base + d for d in dsts]
+        else:
+            dsts = [a.cta for _ in dsts]
+        arrivals = [(d, 1) for d in dsts]
+    else:
+        dst = spec.leader(a.cta) if spec.kind == "umma_async" else a.cta
+        arrivals = [(dst, _lanes_arrivals(lanes, elect_one))]
+
+    def fire():
+        for k in keys:
+            w.end_read(k, who)
+        for d, n in arrivals:
+            _barrier(w, a, p, slot, d).arrive(n, who)
+    yield Step(fire, None, lambda: f"{who} releases stage {idx}", spec.name)
+
+
+# -- copies -------------------------------------------------------------------
+
+def copy_load(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int], nbytes: int,
+              mask: int | None, verb: str):
+    """TMA tensor load / bulk copy into stage ``st.index`` of the CTAs in
+    ``mask`` (this CTA without one), completing tx on their full barriers
+    (the pair leader's for cta_group 2). Every active lane issues one copy."""
+    spec = p.spec
+    a.use(spec.name, "producer", verb, st.role == "producer_consumer")
+    idx, who = st.index, a.label(spec.name)
+    if mask is None:
+        dests = [a.cta]
+    else:
+        dests = [r for r in range(16) if mask >> r & 1]
+        if not dests:
+            raise SimError("tx-count", f"{who} issues {verb} with an empty multicast mask")
+    parity = st.phase ^ 1  # the full-barrier phase this production fills
+    for d in dests:
+        if d >= w.cluster.size:
+            raise SimError("unsupported", f"{who}: {verb} multicast mask {mask:#x} names CTA {d}, "
+                                          f"outside the cluster of {w.cluster.size}")
+    targets = [spec.leader(d) if spec.cta_group == 2 else d for d in dests]
+    src = f"{verb} of {who} into stage {idx}"
+
+    def issue():
+        for _ in lanes:
+            for d in dests:
+                w.start_write(_key(p, d, idx), src, _buf(p, d, idx))
+
+            def land():
+                for d, t in zip(dests, targets):
+                    w.end_write(_key(p, d, idx), src)
+                    _barrier(w, a, p, idx, t).complete_tx(nbytes, src, parity)
+            w.post(Event(land, src + f" ({nbytes} bytes)", None, a.cta))
+    yield Step(issue, None, lambda: f"{who} issues {verb} ({len(lanes)} lane(s), {nbytes} bytes)",
+               spec.name)
+
+
+# -- TMA stores: bulk async-groups -------------------------------------------
+
+def tma_store(w: World, a: Agent, lanes: list[int]):
+    def fire():
+        a.bulk_open += len(lanes)
+    yield Step(fire, None, lambda: f"{a.label()} issues a TMA store")
+
+
+def bulk_commit(w: World, a: Agent):
+    def fire():
+        n, a.bulk_open = a.bulk_open, 0
+        a.bulk_pending.append(n)
+
+        def land():
+            a.bulk_pending.pop(0)
+        w.post(Event(land, f"bulk async-group of {a.label()} ({n} store(s))", ("bulk", a.id), a.cta))
+    yield Step(fire, None, lambda: f"{a.label()} cp.async.bulk.commit_group")
+
+
+def bulk_wait(w: World, a: Agent, pending: int):
+    yield Step(lambda: None, lambda: len(a.bulk_pending) <= pending,
+               lambda: f"{a.label()} waits until at most {pending} bulk async-group(s) are "
+                       f"pending ({len(a.bulk_pending)} are)")
+
+
+# -- PipelineOrder ------------------------------------------------------------
+
+def order_state(p: PipeRef, gid: int) -> State:
+    return State(p.spec.stages, 0, 1 if gid == 0 else 0, 0, "producer_consumer")
+
+
+def _check_group(a: Agent, p: PipeRef, gid: int) -> None:
+    if not 0 <= gid < p.spec.length:
+        raise SimError("role", f"{a.label()} acts as group {gid} of pipeline '{p.spec.name}', "
+                               f"which orders only {p.spec.length} groups")
+
+
+def order_wait(w: World, a: Agent, p: PipeRef, st: State, gid: int, lanes: list[int]):
+    _check_group(a, p, gid)
+    a.use(p.spec.name, "group", "order.wait", True)
+    yield from wait(w, a, p, st.index * p.spec.length + gid, a.cta, st.phase, "order.wait")
+
+
+def order_arrive(w: World, a: Agent, p: PipeRef, st: State, gid: int, lanes: list[int]):
+    _check_group(a, p, gid)
+    a.use(p.spec.name, "group", "order.arrive", True)
+    slot = st.index * p.spec.length + (gid + 1) % p.spec.length
+    n = len(lanes)
+    yield Step(lambda: _barrier(w, a, p, slot, a.cta).arrive(n, a.label(p.spec.name)), None,
+               lambda: f"{a.label(p.spec.name)} order.arrive slot {slot}", p.spec.name)
+    return st.advance()
+
+
+def finish_checks(w: World, a: Agent, pipes: dict) -> None:
+    """At agent exit: stages still acquired (arrive kinds) or held."""
+    for (pid, idx), n in a.holding.items():
+        if n:
+            p = pipes[pid]
+            raise SimError(
+                "unbalanced",
+                f"{a.label(p.spec.name)} finished while holding {_buf(p, a.cta, idx)} "
+                f"(consumer.wait without consumer.release)")
+    for (pid, idx), n in a.acquired.items():
+        p = pipes[pid]
+        if n and _arrive_kind(p):
+            raise SimError(
+                "unbalanced",
+                f"{a.label(p.spec.name)} finished with {_buf(p, a.cta, idx)} acquired but never "
+                f"committed (producer.acquire without producer.commit)")

@@ -1,0 +1,138 @@
+"""Runs one manifest entry: the library of test_gpu.py, and the child
+process for the tests that leave the CUDA context unusable (a watchdog trap,
+a hung kernel):
+
+    python3 gpu_child.py watchdog|hang ENTRY_NAME   -> one JSON line on stdout
+"""
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+from pipeline_mlir import runtime as rt  # noqa: E402
+
+
+def bundle_dir():
+    """Where manifest.json is: $PIPELINE_GPU_BUNDLE, this directory (inside
+    a bundle) or <repo>/.gpu-bundle."""
+    for d in (os.environ.get("PIPELINE_GPU_BUNDLE"), HERE,
+              os.path.join(HERE, "..", "..", ".gpu-bundle")):
+        if d and os.path.exists(os.path.join(d, "manifest.json")):
+            return os.path.abspath(d)
+    return None
+
+
+def load_manifest():
+    d = bundle_dir()
+    if d is None:
+        return None
+    with open(os.path.join(d, "manifest.json")) as f:
+        return json.load(f)
+
+
+def find_entry(manifest, name):
+    for e in manifest["kernels"]:
+        if e["name"] == name:
+            return e
+    raise KeyError(f"no kernel {name!r} in the manifest")
+
+
+class Prepared:
+    """Device buffers, host copies and parameters of one manifest entry."""
+
+    def __init__(self, entry, device, bundle, seed=1234):
+        self.entry, self.device = entry, device
+        self.host, self.dev, self.params = {}, {}, []
+        rng = np.random.default_rng(seed)
+        for a in entry["args"]:
+            role = a["role"]
+            if role in ("in", "out"):
+                if role == "in":
+                    h = rng.integers(0, 256, size=a["bytes"], dtype=np.uint8)
+                else:
+                    h = np.zeros(a["bytes"], dtype=np.uint8)
+                d = rt.DeviceBuffer(a["bytes"], device)
+                d.copy_from_host(h)
+                self.host[a["name"]], self.dev[a["name"]] = h, d
+                if a.get("param", True):
+                    self.params.append(d.pointer())
+            elif role == "scalar":
+                self.params.append(a["value"])
+            elif role == "tma":
+                desc = rt.make_tma_descriptor(self.dev[a["of"]].pointer(), shape=a["shape"],
+                                              dtype=a["dtype"], box_shape=a["box"],
+                                              swizzle=a["swizzle"] or None)
+                self.params.append(desc)
+            else:
+                raise ValueError(f"unknown arg role {role!r}")
+        self.module = rt.Module(os.path.join(bundle, entry["image"]), device=device,
+                                watchdog_names=entry.get("watchdog_names"))
+        self.kernel = self.module.kernel(entry["kernel"], signature=entry.get("signature"))
+
+    def launch(self, timeout=None, **kw):
+        e = self.entry
+        return self.kernel.launch(grid=e["grid"], block=e["block"], cluster=e.get("cluster"),
+                                  smem=e.get("smem", 0), args=self.params,
+                                  timeout=e.get("timeout") if timeout is None else timeout, **kw)
+
+    def check_outputs(self):
+        """[] when every output equals its expectation, else messages."""
+        problems = []
+        for name, spec in self.entry["expect"]["outputs"].items():
+            got = np.empty_like(self.host[name])
+            self.dev[name].copy_to_host(got)
+            want = np.tile(self.host[spec["from"]], spec.get("times", 1))
+            if "xor32" in spec:
+                want = (want.view(np.uint32) ^ np.uint32(spec["xor32"])).view(np.uint8)
+            if not np.array_equal(got, want):
+                bad = np.flatnonzero(got != want)
+                problems.append(f"{name}: {bad.size} of {got.size} bytes differ, first at byte "
+                                f"{bad[0]} (tile {bad[0] // 4096}): got {got[bad[0]]}, "
+                                f"want {want[bad[0]]}")
+        return problems
+
+    def free(self):
+        for d in self.dev.values():
+            d.free()
+        for p in self.params:
+            if isinstance(p, rt.TmaDescriptor):
+                p.free()
+
+
+def main(mode, name):
+    entry = find_entry(load_manifest(), name)
+    dev = rt.default_device()
+    prep = Prepared(entry, dev, bundle_dir())
+    t0 = time.monotonic()
+    out = {"mode": mode, "name": name}
+    try:
+        if mode == "hang":
+            prep.launch(timeout=entry["expect"]["host_timeout"])
+        else:
+            prep.launch()
+        out.update(ok=False, error="the launch finished normally")
+    except rt.PipelineWatchdogError as err:
+        r = err.record
+        out.update(ok=(mode == "watchdog"), exc="PipelineWatchdogError", message=str(err),
+                   record={"pipeline_id": r.pipeline_id, "role": r.role_name, "stage": r.stage,
+                           "phase": r.phase, "block": list(r.block), "warp": r.warp,
+                           "elapsed_us": r.elapsed_us},
+                   names=prep.module.watchdog_names)
+    except rt.KernelTimeoutError as err:
+        out.update(ok=(mode == "hang"), exc="KernelTimeoutError", message=str(err))
+    except Exception as err:  # report, never hang
+        out.update(ok=False, exc=type(err).__name__, message=str(err))
+    out["seconds"] = round(time.monotonic() - t0, 3)
+    print(json.dumps(out), flush=True)
+    os._exit(0)  # the context is unusable (trap) or busy (hung kernel): skip teardown
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,226 @@
+"""The GPU suite: run the bundle's kernels and check every byte.
+
+Driven by manifest.json (scripts/build-gpu-bundle.py). Without a GPU or
+cuda-bindings every test is skipped with the reason (conftest.py).
+
+    cd .gpu-bundle && python3 -m pytest -q test_gpu.py
+"""
+
+import gc
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gpu_child import bundle_dir, load_manifest
+
+MANIFEST = load_manifest() or {"kernels": [], "skipped": []}
+KERNELS = {e["name"]: e for e in MANIFEST["kernels"]}
+
+
+def by_check(check):
+    return [n for n, e in KERNELS.items() if e.get("check") == check] or [
+        pytest.param(None, marks=pytest.mark.skip(reason=f"no '{check}' kernel in the manifest"))]
+
+
+def prepare(name, device):
+    import gpu_child
+    from pipeline_mlir import runtime as rt
+
+    try:
+        return gpu_child.Prepared(KERNELS[name], device, bundle_dir())
+    except rt.ArchMismatchError as err:
+        pytest.skip(str(err))
+
+
+def test_bundle_present():
+    assert bundle_dir() is not None, "no manifest.json: run scripts/build-gpu-bundle.py"
+    assert MANIFEST["kernels"], "the manifest lists no kernels"
+
+
+def test_device_is_hopper(device):
+    print(f"{device} limits={device.limits}")
+    assert device.cc >= (9, 0), f"{device.name} is {device.sm}; the suite needs sm_90+"
+
+
+@pytest.mark.parametrize("name", [s["name"] for s in MANIFEST["skipped"]] or [
+    pytest.param(None, marks=pytest.mark.skip(reason="nothing was skipped at build time"))])
+def test_not_built(name):
+    reason = next(s["reason"] for s in MANIFEST["skipped"] if s["name"] == name)
+    pytest.skip(f"{name} was not built: {reason}")
+
+
+@pytest.mark.parametrize("name", by_check("copy"))
+def test_copy_every_byte(name, device):
+    """>= 64 MiB through >= 3 stages (or one TMA tile at a time), every byte checked."""
+    e = KERNELS[name]
+    prep = prepare(name, device)
+    try:
+        run = prep.launch()
+        problems = prep.check_outputs()
+        ms = run.elapsed_ms
+        moved = e["bytes"] * 2 * e["expect"]["outputs"]["dst"].get("times", 1)
+        print(f"{name} ({e['pipeline']}, {e['stages']} stages): {e['bytes'] >> 20} MiB in "
+              f"{ms:.3f} ms = {moved / ms / 1e6:.1f} GB/s read+write")
+        assert not problems, f"{name}: " + "; ".join(problems)
+        assert ms > 0
+        # a second launch on the same buffers must also be right (state reset)
+        for d in (prep.dev[n] for n in e["expect"]["outputs"]):
+            d.copy_from_host(np.zeros(d.nbytes, dtype=np.uint8))
+        prep.launch()
+        assert not prep.check_outputs()
+    finally:
+        prep.free()
+
+
+def _child(mode, name, limit=90):
+    try:
+        proc = subprocess.run([sys.executable, os.path.join(bundle_dir(), "gpu_child.py"), mode, name],
+                              capture_output=True, text=True, timeout=limit, cwd=bundle_dir())
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the {mode} child for {name} did not exit within {limit} s")
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert lines, f"no result from the child (rc {proc.returncode}): {proc.stderr[-2000:]}"
+    return json.loads(lines[-1])
+
+
+@pytest.mark.parametrize("name", by_check("watchdog"))
+def test_watchdog_names_the_stuck_wait(name, device):
+    """A producer state starting at phase 0 deadlocks on stage 0 phase 0; the
+    device watchdog traps and the host reports which wait, where."""
+    e = KERNELS[name]
+    out = _child("watchdog", name)
+    print(json.dumps(out, indent=1))
+    assert out["ok"], out
+    rec, want = out["record"], e["expect"]
+    assert rec["role"] in want["roles"], rec
+    assert rec["warp"] == want["roles"][rec["role"]], rec
+    assert (rec["stage"], rec["phase"]) == (want["stage"], want["phase"]), rec
+    assert 0 <= rec["block"][0] < e["grid"][0] and rec["block"][1:] == [0, 0], rec
+    expected = (f"{rec['role']} on pipeline '{want['pipeline']}' stage {want['stage']} phase "
+                f"{want['phase']} timed out in block ({rec['block'][0]},0,0) warp {rec['warp']}")
+    assert expected in out["message"], out["message"]
+    assert "context is unusable" in out["message"]
+
+
+@pytest.mark.parametrize("name", by_check("hang"))
+def test_host_deadline_on_hung_kernel(name, device):
+    e = KERNELS[name]
+    out = _child("hang", name)
+    print(json.dumps(out, indent=1))
+    assert out["ok"], out
+    t = e["expect"]["host_timeout"]
+    assert out["message"].startswith(
+        f"kernel '{e['kernel']}' did not finish within {t:.1f} s (grid {tuple(e['grid'])}, "
+        f"block {tuple(e['block'])}"), out["message"]
+    assert "cannot be reused" in out["message"]
+    assert t <= out["seconds"] < t + 10
+
+
+def test_ptx_jit_and_scalars(device):
+    from pipeline_mlir import runtime as rt
+
+    if "fill_ptx" not in KERNELS:
+        pytest.skip("fill_ptx not in the manifest")
+    mod = rt.Module(os.path.join(bundle_dir(), KERNELS["fill_ptx"]["image"]), device=device)
+    assert mod.target.kind == "ptx"
+    k = mod.kernel("fill")
+    n = 1_000_003
+    out = np.zeros(n, dtype=np.uint32)           # host array: copied in and back
+    run = k.launch(grid=((n + 255) // 256,), block=(256,), args=[rt.ptr(out, align=4),
+                                                                 rt.u32(5), rt.u32(n)])
+    assert run.elapsed_ms > 0
+    assert np.array_equal(out, np.arange(n, dtype=np.uint32) + 5)
+
+
+def test_sm100a_cubin_refused_on_hopper(device):
+    from pipeline_mlir import runtime as rt
+
+    if "tiny_sm100a" not in KERNELS:
+        pytest.skip("tiny_sm100a not in the manifest")
+    path = os.path.join(bundle_dir(), KERNELS["tiny_sm100a"]["image"])
+    if device.cc == (10, 0):
+        pytest.skip("this device is sm_100; the cubin is valid here")
+    with pytest.raises(rt.ArchMismatchError, match=r"built for sm_100a .* compute capability "
+                       rf"{device.cc[0]}\.{device.cc[1]}"):
+        rt.Module(path, device=device)
+
+
+def test_torch_tensors(device):
+    torch = pytest.importorskip("torch")
+    from pipeline_mlir import runtime as rt
+
+    if "async_ref" not in KERNELS:
+        pytest.skip("async_ref not in the manifest")
+    e = KERNELS["async_ref"]
+    mod = rt.Module(os.path.join(bundle_dir(), e["image"]), device=device)
+    k = mod.kernel(e["kernel"], signature=e["signature"])
+    tiles = 64
+    src = torch.randint(0, 256, (e["grid"][0] * tiles * 4096,), dtype=torch.uint8, device="cuda")
+    dst = torch.zeros_like(src)
+    torch.cuda.synchronize()
+    k.launch(grid=e["grid"], block=e["block"], args=[src, dst, tiles])
+    assert torch.equal(src, dst)
+    # a misaligned view is refused before the launch
+    with pytest.raises(rt.ArgumentError, match="not 16-byte aligned"):
+        k.launch(grid=e["grid"], block=e["block"], args=[src[4:], dst, tiles])
+
+
+def test_launch_validation_uses_device_limits(device):
+    from pipeline_mlir import runtime as rt
+
+    e = KERNELS.get("async_ref")
+    if e is None:
+        pytest.skip("async_ref not in the manifest")
+    mod = rt.Module(os.path.join(bundle_dir(), e["image"]), device=device)
+    k = mod.kernel(e["kernel"], signature=e["signature"])
+    assert k.attrs.static_smem >= 4 * 4096
+    with pytest.raises(rt.LaunchConfigError, match="more than the"):
+        k.launch(grid=(1,), block=(64,), smem=device.limits.max_smem_per_block_optin,
+                 args=[0, 0, 0])
+    with pytest.raises(rt.LaunchConfigError, match="does not divide"):
+        k.launch(grid=(3,), block=(64,), cluster=(2, 1, 1), args=[0, 0, 0])
+
+
+def test_no_device_memory_leak_over_1000_launches(device):
+    """1,000 launches with host arrays (temporary device copies) and fresh TMA
+    descriptors: cuMemGetInfo and the runtime's allocation count come back."""
+    from pipeline_mlir import runtime as rt
+
+    if "async_ref" not in KERNELS:
+        pytest.skip("async_ref not in the manifest")
+    e = KERNELS["async_ref"]
+    mod = rt.Module(os.path.join(bundle_dir(), e["image"]), device=device)
+    k = mod.kernel(e["kernel"], signature=e["signature"])
+    tiles = 16
+    src = np.random.default_rng(0).integers(0, 256, tiles * 4096 * 2, dtype=np.uint8)
+    dst = np.zeros_like(src)
+    desc_target = rt.DeviceBuffer(1 << 20, device)
+
+    def once():
+        k.launch(grid=(2,), block=(64,), args=[src, dst, tiles])
+        d = rt.make_tma_descriptor(desc_target.pointer(), shape=(4096, 64), dtype="uint32",
+                                   box_shape=(16, 64))
+        d.device_copy(device)  # allocate its device copy, freed with the descriptor
+
+    for _ in range(10):
+        once()
+    gc.collect()
+    device.synchronize()
+    free0, _ = device.mem_info()
+    live0 = rt.live_allocations()
+    for _ in range(1000):
+        once()
+    gc.collect()
+    device.synchronize()
+    free1, _ = device.mem_info()
+    assert np.array_equal(src, dst)
+    assert rt.live_allocations() == live0
+    leaked = free0 - free1
+    print(f"free before {free0}, after {free1}: {leaked} bytes")
+    # each launch allocates 2 x 128 KiB + 128 B; a leak would be >= 250 MiB
+    assert leaked <= 2 << 20, f"{leaked} bytes of device memory leaked over 1000 launches"
+    desc_target.free()
