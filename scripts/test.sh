@@ -9,7 +9,7 @@ unset PIPELINE_MLIR_BIN
 
 status=0
 echo "== lit =="
-python -m lit -sv test || status=1
+lit -sv test || status=1
 echo "== pytest =="
 python -m pytest -q -rs test/python
 rc=$?

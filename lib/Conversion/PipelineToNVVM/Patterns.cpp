@@ -1,6 +1,6 @@
 //===- Patterns.cpp - collects the per-family lowering patterns -*- C++ -*-===//
 
-#include "pipeline-mlir/Conversion/PipelineToNVVM/PipelineToNVVM.h"
+#include "LoweringUtils.h"
 
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/IR/PatternMatch.h"
@@ -10,4 +10,10 @@ using namespace mlir::pipeline;
 
 void mlir::pipeline::populatePipelineToNVVMConversionPatterns(
     LLVMTypeConverter &converter, RewritePatternSet &patterns,
-    const PipelineLoweringOptions &options) {}
+    const PipelineLoweringOptions &options) {
+  populateStateLoweringPatterns(converter, patterns, options);
+  populateBarrierLoweringPatterns(converter, patterns, options);
+  populateProducerConsumerLoweringPatterns(converter, patterns, options);
+  populateCopyLoweringPatterns(converter, patterns, options);
+  populateOrderNamedBarrierLoweringPatterns(converter, patterns, options);
+}

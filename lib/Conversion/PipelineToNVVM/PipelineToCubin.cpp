@@ -1,13 +1,131 @@
-//===- PipelineToCubin.cpp - the named pass pipeline ------------*- C++ -*-===//
+//===- PipelineToCubin.cpp - the named pass pipelines -----------*- C++ -*-===//
+//
+// pipeline-to-nvvm:  pipeline IR -> LLVM/NVVM dialect inside gpu.modules
+//   [pipeline-verify-protocol] -> convert-pipeline-to-nvvm ->
+//   gpu.module(convert-scf-to-cf, convert-gpu-to-nvvm) -> convert-nvvm-to-llvm
+//   -> reconcile-unrealized-casts
+// pipeline-to-cubin: nvvm-attach-target{chip, features} -> pipeline-to-nvvm
+//   -> gpu-module-to-binary{format}
+//
+// Both are usable from Python:
+//   PassManager.parse("builtin.module(pipeline-to-cubin{chip=sm_90a})")
+//
+//===----------------------------------------------------------------------===//
 
 #include "pipeline-mlir/Conversion/PipelineToNVVM/PipelineToNVVM.h"
 
 #include "pipeline-mlir/Dialect/Pipeline/Transforms/Passes.h"
 
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
 
 using namespace mlir;
 using namespace mlir::pipeline;
 
-void mlir::pipeline::registerPipelineToCubinPipeline() {}
+namespace {
+
+/// PTX ISA 8.8 is the newest that LLVM 22 emits and that ptxas 13.0 accepts
+/// for both sm_90a and sm_100a (tcgen05 needs >= 8.6).
+constexpr const char *kDefaultFeatures = "+ptx88";
+
+struct PipelineToNVVMOptions
+    : public PassPipelineOptions<PipelineToNVVMOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip",
+      llvm::cl::desc("Target chip (tcgen05 kinds need sm_100a/101a/103a)"),
+      llvm::cl::init("sm_90a")};
+  PassOptions::Option<bool> verifyProtocol{
+      *this, "verify-protocol",
+      llvm::cl::desc("Run pipeline-verify-protocol before lowering"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> watchdog{
+      *this, "watchdog",
+      llvm::cl::desc("Bound every barrier wait and trap with a report"),
+      llvm::cl::init(false)};
+  PassOptions::Option<int64_t> watchdogTimeoutNs{
+      *this, "watchdog-timeout-ns",
+      llvm::cl::desc("Watchdog timeout per wait, in ns"),
+      llvm::cl::init(2000000000)};
+};
+
+struct PipelineToCubinOptions
+    : public PassPipelineOptions<PipelineToCubinOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip",
+      llvm::cl::desc("Target chip (tcgen05 kinds need sm_100a/101a/103a)"),
+      llvm::cl::init("sm_90a")};
+  PassOptions::Option<std::string> features{
+      *this, "features", llvm::cl::desc("NVVM target features (PTX version)"),
+      llvm::cl::init(kDefaultFeatures)};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("gpu-module-to-binary format: bin (cubin, runs "
+                     "ptxas), isa (PTX), fatbin, llvm, offloading"),
+      llvm::cl::init("bin")};
+  PassOptions::Option<unsigned> optLevel{
+      *this, "O", llvm::cl::desc("LLVM optimization level"),
+      llvm::cl::init(2)};
+  PassOptions::Option<bool> verifyProtocol{
+      *this, "verify-protocol",
+      llvm::cl::desc("Run pipeline-verify-protocol before lowering"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> watchdog{
+      *this, "watchdog",
+      llvm::cl::desc("Bound every barrier wait and trap with a report"),
+      llvm::cl::init(false)};
+  PassOptions::Option<int64_t> watchdogTimeoutNs{
+      *this, "watchdog-timeout-ns",
+      llvm::cl::desc("Watchdog timeout per wait, in ns"),
+      llvm::cl::init(2000000000)};
+};
+
+void buildPipelineToNVVM(OpPassManager &pm, StringRef chip,
+                         bool verifyProtocol, bool watchdog,
+                         int64_t watchdogTimeoutNs) {
+  if (verifyProtocol)
+    pm.addPass(createPipelineVerifyProtocol());
+  ConvertPipelineToNVVMOptions convert;
+  convert.chip = chip.str();
+  convert.watchdog = watchdog;
+  convert.watchdogTimeoutNs = watchdogTimeoutNs;
+  pm.addPass(createConvertPipelineToNVVM(convert));
+  // Wait loops and guarded arrives are scf.while / scf.if.
+  pm.addNestedPass<gpu::GPUModuleOp>(createSCFToControlFlowPass());
+  // gpu.func, special registers, arith, cf, index -> LLVM/NVVM.
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  // NVVM ops without an intrinsic (PTX builder ops) -> inline PTX.
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+} // namespace
+
+void mlir::pipeline::registerPipelineToCubinPipeline() {
+  PassPipelineRegistration<PipelineToNVVMOptions>(
+      "pipeline-to-nvvm",
+      "Lower pipeline IR in gpu.modules to LLVM/NVVM dialect IR",
+      [](OpPassManager &pm, const PipelineToNVVMOptions &opts) {
+        buildPipelineToNVVM(pm, opts.chip, opts.verifyProtocol, opts.watchdog,
+                            opts.watchdogTimeoutNs);
+      });
+
+  PassPipelineRegistration<PipelineToCubinOptions>(
+      "pipeline-to-cubin",
+      "Lower pipeline IR to a gpu.binary for one chip (PTX, cubin, fatbin)",
+      [](OpPassManager &pm, const PipelineToCubinOptions &opts) {
+        GpuNVVMAttachTargetOptions target;
+        target.chip = opts.chip;
+        target.features = opts.features;
+        target.optLevel = opts.optLevel;
+        pm.addPass(createGpuNVVMAttachTarget(target));
+        buildPipelineToNVVM(pm, opts.chip, opts.verifyProtocol, opts.watchdog,
+                            opts.watchdogTimeoutNs);
+        GpuModuleToBinaryPassOptions binary;
+        binary.compilationTarget = opts.format;
+        pm.addPass(createGpuModuleToBinaryPass(binary));
+      });
+}

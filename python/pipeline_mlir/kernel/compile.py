@@ -74,8 +74,18 @@ def lower(module, chip, fmt):
                 "runs gpu-module-to-binary); rebuild the package once it has "
                 f"landed. ({e})") from None
         clone = module.operation.clone()
+        _drop_targets(clone)
         passes.run(clone)
         return binaries(clone)
+
+
+def _drop_targets(op):
+    """pipeline-to-cubin attaches the #nvvm.target for the requested chip;
+    drop the one the kernel was built with so each gpu.module has exactly
+    one target (and compiling for another chip is possible)."""
+    for inner in op.regions[0].blocks[0].operations:
+        if inner.operation.name == "gpu.module" and "targets" in inner.attributes:
+            del inner.attributes["targets"]
 
 
 def binaries(op):

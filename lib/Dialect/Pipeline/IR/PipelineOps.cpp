@@ -29,7 +29,8 @@ static LogicalResult verifyStateFor(Operation *op, PipelineType pipe,
   if (state.getStages() != pipe.getStages())
     return op->emitOpError() << "state has " << state.getStages()
                              << " stages but the pipeline has "
-                             << pipe.getStages();
+                             << pipe.getStages()
+                             << " (a state walks its own pipeline's ring)";
   if (state.getRole() != side && state.getRole() != Role::ProducerConsumer)
     return op->emitOpError()
            << "is a " << roleName(side) << " verb but the state is a "
@@ -109,6 +110,13 @@ LogicalResult InitWaitOp::verify() {
 
 LogicalResult StateMakeOp::verify() {
   StateType type = getType();
+  // make_pipeline_state only knows the producer (phase 1) and consumer
+  // (phase 0) start states; a producer_consumer start would be a guess.
+  if (type.getRole() == Role::ProducerConsumer && !getIndex())
+    return emitOpError() << "a producer_consumer state has no start state "
+                            "(producers start at phase 1, consumers at 0): "
+                            "give 'index' and 'phase', or use "
+                            "pipeline.order.state";
   if (type.getSimple()) {
     if (getPhase() || getCount())
       return emitOpError() << "a simple state is one packed phase_index: give "
@@ -121,6 +129,41 @@ LogicalResult StateMakeOp::verify() {
   if (getCount() && !getIndex())
     return emitOpError() << "'count' needs 'index' and 'phase'";
   return success();
+}
+
+OpFoldResult StateAdvanceOp::fold(FoldAdaptor adaptor) {
+  auto amount = dyn_cast_or_null<IntegerAttr>(adaptor.getAmount());
+  if (amount && amount.getValue().isZero())
+    return getState();
+  return {};
+}
+
+/// The `pipeline.state.make` that built `state` with explicit fields, if any.
+/// A simple state packs phase_index into `index`, so its fields are derived
+/// values, not operands.
+static StateMakeOp getFieldwiseMake(Value state) {
+  auto make = state.getDefiningOp<StateMakeOp>();
+  if (!make || make.getType().getSimple())
+    return {};
+  return make;
+}
+
+OpFoldResult StateIndexOp::fold(FoldAdaptor) {
+  if (StateMakeOp make = getFieldwiseMake(getState()))
+    return make.getIndex();
+  return {};
+}
+
+OpFoldResult StatePhaseOp::fold(FoldAdaptor) {
+  if (StateMakeOp make = getFieldwiseMake(getState()))
+    return make.getPhase();
+  return {};
+}
+
+OpFoldResult StateCountOp::fold(FoldAdaptor) {
+  if (StateMakeOp make = getFieldwiseMake(getState()))
+    return make.getCount();
+  return {};
 }
 
 //===----------------------------------------------------------------------===//
@@ -234,6 +277,12 @@ LogicalResult TmaLoadOp::verify() {
   if (getMulticastMask() && pipe.getClusterSize() <= 1)
     return emitOpError() << "multicast needs a pipeline with a cluster of more "
                             "than one CTA";
+  // The consumers release the stage to every CTA that may write into it only
+  // when the pipeline type says that loads are multicast.
+  if (getMulticastMask() && pipe.getMulticast() == Multicast::None)
+    return emitOpError() << "multicast needs a pipeline declared with "
+                            "multicast = m, n or mn, so that consumers release "
+                            "the stage to the CTAs that write into it";
   return verifyTensorRank(*this, getCoordinates().size());
 }
 
@@ -251,9 +300,11 @@ LogicalResult TmaStoreOp::verify() {
 }
 
 LogicalResult BulkGroupWaitOp::verify() {
-  // The PTX immediate is a small non-negative integer.
-  if (getPending() < 0 || getPending() > 63)
-    return emitOpError() << "pending must be in 0..63, got " << getPending();
+  // The PTX immediate is a small non-negative integer. I64Attr reads back as
+  // uint64_t, so reinterpret it to report negative values as such.
+  auto pending = static_cast<int64_t>(getPending());
+  if (pending < 0 || pending > 63)
+    return emitOpError() << "pending must be in 0..63, got " << pending;
   return success();
 }
 
@@ -261,48 +312,37 @@ LogicalResult BulkGroupWaitOp::verify() {
 // PipelineOrder
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifyOrderPipeline(Operation *op, PipelineType pipe) {
+/// Every group of a PipelineOrder both waits and arrives, on a ring of
+/// `depth` stages, so its state is a full producer_consumer state.
+static LogicalResult verifyOrderOp(Operation *op, PipelineType pipe,
+                                   StateType state) {
   if (pipe.getKind() != PipelineKind::Order)
     return op->emitOpError() << "needs an order pipeline (PipelineOrder), not "
                              << getCuteClassName(pipe.getKind());
+  if (state.getStages() != pipe.getStages())
+    return op->emitOpError() << "state has " << state.getStages()
+                             << " stages but the order pipeline has depth "
+                             << pipe.getStages();
+  if (state.getRole() != Role::ProducerConsumer || state.getSimple())
+    return op->emitOpError() << "an order state is a (non-simple) "
+                                "producer_consumer state, got "
+                             << state;
   return success();
 }
 
 LogicalResult OrderStateOp::verify() {
-  auto pipe = cast<PipelineType>(getPipeline().getType());
-  if (failed(verifyOrderPipeline(*this, pipe)))
-    return failure();
-  StateType state = getType();
-  if (state.getStages() != pipe.getStages())
-    return emitOpError() << "state has " << state.getStages()
-                         << " stages but the order pipeline has depth "
-                         << pipe.getStages();
-  if (state.getRole() != Role::ProducerConsumer || state.getSimple())
-    return emitOpError() << "an order state is a (non-simple) "
-                            "producer_consumer state";
-  return success();
+  return verifyOrderOp(*this, cast<PipelineType>(getPipeline().getType()),
+                       getType());
 }
 
 LogicalResult OrderWaitOp::verify() {
-  auto pipe = cast<PipelineType>(getPipeline().getType());
-  if (failed(verifyOrderPipeline(*this, pipe)))
-    return failure();
-  if (getState().getType().getStages() != pipe.getStages())
-    return emitOpError() << "state has " << getState().getType().getStages()
-                         << " stages but the order pipeline has depth "
-                         << pipe.getStages();
-  return success();
+  return verifyOrderOp(*this, cast<PipelineType>(getPipeline().getType()),
+                       getState().getType());
 }
 
 LogicalResult OrderArriveOp::verify() {
-  auto pipe = cast<PipelineType>(getPipeline().getType());
-  if (failed(verifyOrderPipeline(*this, pipe)))
-    return failure();
-  if (getState().getType().getStages() != pipe.getStages())
-    return emitOpError() << "state has " << getState().getType().getStages()
-                         << " stages but the order pipeline has depth "
-                         << pipe.getStages();
-  return success();
+  return verifyOrderOp(*this, cast<PipelineType>(getPipeline().getType()),
+                       getState().getType());
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,8 +1,14 @@
 //===- VerifyProtocol.cpp - static pipeline protocol checks -----*- C++ -*-===//
+//
+// The pass runs every check on every function (func.func, gpu.func, ...) of
+// the module and fails if any of them reported an error. The checks live in
+// BalanceChecks.cpp, StartAndTailChecks.cpp and TxArriveChecks.cpp.
+//
+//===----------------------------------------------------------------------===//
 
 #include "pipeline-mlir/Dialect/Pipeline/Transforms/Passes.h"
 
-#include "pipeline-mlir/Dialect/Pipeline/IR/PipelineDialect.h"
+#include "ProtocolChecks.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -19,6 +25,34 @@ struct PipelineVerifyProtocolPass
     : public pipeline::impl::PipelineVerifyProtocolBase<
           PipelineVerifyProtocolPass> {
   using Base::Base;
-  void runOnOperation() override {}
+
+  void runOnOperation() override {
+    protocol::Options options;
+    options.blockDim = blockDim;
+    options.singleCtaTail = singleCtaTail;
+
+    bool failed = false;
+    getOperation()->walk([&](FunctionOpInterface fn) {
+      // Functions without pipeline ops are the common case: skip them early.
+      bool usesPipelines = false;
+      fn->walk([&](Operation *op) {
+        if (isa<PipelineDialect>(op->getDialect()))
+          usesPipelines = true;
+      });
+      if (!usesPipelines)
+        return;
+      DominanceInfo domInfo(fn);
+      // Run all checks so one compile reports every problem.
+      failed |= protocol::checkInitialPhases(fn).failed();
+      failed |= protocol::checkBalance(fn, options).failed();
+      failed |= protocol::checkStateThreading(fn, domInfo).failed();
+      failed |= protocol::checkProducerTail(fn, options).failed();
+      failed |= protocol::checkTxBytes(fn, domInfo).failed();
+      failed |= protocol::checkArriveCounts(fn, options).failed();
+    });
+    if (failed)
+      signalPassFailure();
+    markAllAnalysesPreserved();
+  }
 };
 } // namespace

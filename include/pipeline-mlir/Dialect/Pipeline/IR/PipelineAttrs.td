@@ -11,6 +11,13 @@ include "pipeline-mlir/Dialect/Pipeline/IR/PipelineDialect.td"
 // Enums
 //===----------------------------------------------------------------------===//
 
+// Enum attributes print as `#pipeline.op_type<tma_load>` (the upstream NVVM
+// spelling), which is what the op descriptions and diagnostics show.
+class Pipeline_EnumAttr<EnumAttrInfo enumInfo, string name>
+    : EnumAttr<Pipeline_Dialect, enumInfo, name> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 // CuTe DSL `Agent`: the granularity at which a cooperative group arrives.
 def Pipeline_Agent : I32EnumAttr<"Agent", "who arrives on a barrier", [
     I32EnumAttrCase<"Thread", 0, "thread">,
@@ -20,7 +27,7 @@ def Pipeline_Agent : I32EnumAttr<"Agent", "who arrives on a barrier", [
   let cppNamespace = "::mlir::pipeline";
   let genSpecializedAttr = 0;
 }
-def Pipeline_AgentAttr : EnumAttr<Pipeline_Dialect, Pipeline_Agent, "agent">;
+def Pipeline_AgentAttr : Pipeline_EnumAttr<Pipeline_Agent, "agent">;
 
 // CuTe DSL `PipelineOp`: the hardware mechanism that arrives on a barrier.
 def Pipeline_OpType : I32EnumAttr<"OpType", "mechanism that signals a barrier", [
@@ -33,7 +40,7 @@ def Pipeline_OpType : I32EnumAttr<"OpType", "mechanism that signals a barrier", 
   let cppNamespace = "::mlir::pipeline";
   let genSpecializedAttr = 0;
 }
-def Pipeline_OpTypeAttr : EnumAttr<Pipeline_Dialect, Pipeline_OpType, "op_type">;
+def Pipeline_OpTypeAttr : Pipeline_EnumAttr<Pipeline_OpType, "op_type">;
 
 // One case per CuTe DSL pipeline class (NamedBarrier has its own ops).
 def Pipeline_Kind : I32EnumAttr<"PipelineKind", "CuTe DSL pipeline class", [
@@ -50,7 +57,7 @@ def Pipeline_Kind : I32EnumAttr<"PipelineKind", "CuTe DSL pipeline class", [
   let cppNamespace = "::mlir::pipeline";
   let genSpecializedAttr = 0;
 }
-def Pipeline_KindAttr : EnumAttr<Pipeline_Dialect, Pipeline_Kind, "kind">;
+def Pipeline_KindAttr : Pipeline_EnumAttr<Pipeline_Kind, "kind">;
 
 // CuTe DSL `PipelineUserType`: which side of the pipeline a state walks.
 def Pipeline_Role : I32EnumAttr<"Role", "side of the pipeline a state belongs to", [
@@ -60,7 +67,7 @@ def Pipeline_Role : I32EnumAttr<"Role", "side of the pipeline a state belongs to
   let cppNamespace = "::mlir::pipeline";
   let genSpecializedAttr = 0;
 }
-def Pipeline_RoleAttr : EnumAttr<Pipeline_Dialect, Pipeline_Role, "role">;
+def Pipeline_RoleAttr : Pipeline_EnumAttr<Pipeline_Role, "role">;
 
 // Along which cluster modes the producer's loads are multicast.
 def Pipeline_Multicast : I32EnumAttr<"Multicast", "cluster modes a load is multicast along", [
@@ -71,7 +78,7 @@ def Pipeline_Multicast : I32EnumAttr<"Multicast", "cluster modes a load is multi
   let cppNamespace = "::mlir::pipeline";
   let genSpecializedAttr = 0;
 }
-def Pipeline_MulticastAttr : EnumAttr<Pipeline_Dialect, Pipeline_Multicast, "multicast">;
+def Pipeline_MulticastAttr : Pipeline_EnumAttr<Pipeline_Multicast, "multicast">;
 
 //===----------------------------------------------------------------------===//
 // Attributes

@@ -106,7 +106,9 @@ def Pipeline_StateMakeOp : Pipeline_Op<"state.make", [Pure, AttrSizedOperandSegm
     `(0, 0, 0)` for consumers. With `index` and `phase` (and optionally
     `count`): that state, as `PipelineState(stages, count, index, phase)` or
     the flash-attention `*_w_index_phase` forms. For the `simple` form the
-    single `index` operand is the packed `phase_index`.
+    single `index` operand is the packed `phase_index`. A `producer_consumer`
+    state has no start state (producers start at phase 1, consumers at 0), so
+    it needs `index` and `phase` (or `pipeline.order.state`).
 
     ```mlir
     %ps = pipeline.state.make : !pipeline.state<4, producer>
@@ -138,6 +140,8 @@ def Pipeline_StateAdvanceOp : Pipeline_Op<"state.advance",
   let arguments = (ins Pipeline_AnyState:$state, Optional<I32>:$amount);
   let results = (outs Pipeline_AnyState:$result);
   let assemblyFormat = "$state (`by` $amount^)? attr-dict `:` type($state)";
+  // Advancing by a constant 0 is the identity.
+  let hasFolder = 1;
 }
 
 class Pipeline_StateFieldOp<string fieldName>
@@ -152,6 +156,9 @@ class Pipeline_StateFieldOp<string fieldName>
   let arguments = (ins Pipeline_AnyState:$state);
   let results = (outs I32:$result);
   let assemblyFormat = "$state attr-dict `:` type($state)";
+  // Reading a field of a non-simple `pipeline.state.make` that was given the
+  // field as an operand yields that operand.
+  let hasFolder = 1;
 }
 def Pipeline_StateIndexOp : Pipeline_StateFieldOp<"index">;
 def Pipeline_StatePhaseOp : Pipeline_StateFieldOp<"phase">;
@@ -319,7 +326,9 @@ def Pipeline_TmaLoadOp : Pipeline_VerbOp<"copy.tma_load", [AttrSizedOperandSegme
     `cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes`
     from the tensor map `desc` at `coordinates` into `dst`, signalling the
     state's full barrier; with `multicast` the 16-bit CTA mask of the
-    `.multicast::cluster` form. `bytes` is the box size in bytes, which the
+    `.multicast::cluster` form, allowed only when the pipeline type declares
+    `multicast = m|n|mn` (its consumers then release the stage to every CTA
+    that writes into it). `bytes` is the box size in bytes, which the
     protocol checker compares against the pipeline's `tx_count`.
 
     ```mlir
@@ -413,7 +422,9 @@ def Pipeline_OrderStateOp : Pipeline_Op<"order.state", [Pure]> {
   let summary = "the start state of one group of a PipelineOrder";
   let description = [{
     `(index 0, phase = group_id == 0, count 0)` over `depth` stages: group 0
-    goes first, every other group waits for its predecessor.
+    goes first, every other group waits for its predecessor. Order states
+    are non-simple `producer_consumer` states, since every group both waits
+    and arrives.
 
     ```mlir
     %s = pipeline.order.state %p, %gid : !pipeline.pipeline<order, ...> -> !pipeline.state<2, producer_consumer>

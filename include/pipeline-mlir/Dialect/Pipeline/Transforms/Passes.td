@@ -15,10 +15,21 @@ def PipelineVerifyProtocol : Pass<"pipeline-verify-protocol", "ModuleOp"> {
     `producer.tail`, expect_tx bytes that differ from the bytes of the copies
     bound to the stage, and arrive counts that disagree with who arrives.
     Each diagnostic points at the op and says how to fix it.
+
+    Roles: each branch of an `scf.if` that splits warps (not an elect, lane or
+    thread-id guard) and each function body is a role region. Checks that
+    depend on values the IR does not fix (dynamic trip counts, byte counts,
+    multicast masks, extra_tx) are skipped rather than guessed; see
+    docs/VerifyProtocol.md for the exact rules.
   }];
   let options = [
     Option<"blockDim", "block-dim", "int64_t", /*default=*/"0",
-           "Threads per CTA, when known, to check threadblock arrive counts">
+           "Threads per CTA, when known, to check threadblock arrive counts">,
+    Option<"singleCtaTail", "single-cta-tail", "bool", /*default=*/"true",
+           "Also require producer.tail for single-CTA pipelines whose "
+           "consumers arrive synchronously (nothing can arrive after the CTA "
+           "exits there, but CuTe DSL kernels always end producers with "
+           "producer_tail)">
   ];
 }
 

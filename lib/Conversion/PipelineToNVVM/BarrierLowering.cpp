@@ -1,0 +1,209 @@
+//===- BarrierLowering.cpp - pipeline.create and init_arrive/init_wait ----===//
+//
+// MbarrierArray construction (pipeline-semantics.md §0, §1, §3): warp 0
+// elects one thread that runs one mbarrier.init per barrier with the arrive
+// count its side implies; all threads then fence the inits
+// (fence.mbarrier_init.release.cluster) and synchronize the CTA (bar.sync 0)
+// or the cluster (barrier.cluster.arrive.relaxed + wait) unless the sync is
+// deferred to pipeline.init_arrive / init_wait.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+using namespace mlir::pipeline;
+
+namespace {
+
+/// count * num / den (rounded up), folded when the count is static.
+Value scaleCount(OpBuilder &b, Location loc, Value count, int64_t num,
+                 int64_t den = 1) {
+  if (std::optional<int64_t> c = getConstantIntValue(count))
+    return constI32(b, loc, (*c * num + den - 1) / den);
+  if (den != 1)
+    count = arith::DivUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, count, constI32(b, loc, den - 1)),
+        constI32(b, loc, den));
+  return arith::MulIOp::create(b, loc, count, constI32(b, loc, num));
+}
+
+/// Arrive counts of the full and empty barriers of one stage.
+struct InitCounts {
+  Value full, empty;
+};
+
+InitCounts computeInitCounts(OpBuilder &b, Location loc, PipelineType type) {
+  InitCounts counts;
+  counts.full = groupArriveCount(b, loc, type.getProducer(), type);
+  if (type.getKind() == PipelineKind::Order)
+    return counts;
+  counts.empty = groupArriveCount(b, loc, type.getConsumer(), type);
+  int64_t v = type.getCluster() ? type.getCluster().getV() : 1;
+  switch (type.getKind()) {
+  case PipelineKind::TmaAsync:
+    // With a cluster, each consumer warp arrives once on every CTA whose
+    // multicast loads it reads (signalling lanes, see consumer.release), so
+    // a CTA's empty barrier hears mcast_size arrives per consumer warp.
+    if (type.getClusterSize() > 1)
+      counts.empty = scaleCount(b, loc, counts.empty,
+                                multicastPeerCount(type), /*den=*/32);
+    break;
+  case PipelineKind::AsyncUmma:
+    // The MMA runs in the pair leader, so both CTAs' producers arrive on
+    // the leader's full barrier.
+    if (v > 1)
+      counts.full = scaleCount(b, loc, counts.full, v);
+    break;
+  case PipelineKind::UmmaAsync:
+    // Epilogue threads of both CTAs of a pair release the leader's stage.
+    if (v > 1)
+      counts.empty = scaleCount(b, loc, counts.empty, v);
+    break;
+  default:
+    break;
+  }
+  return counts;
+}
+
+/// A fresh `llvm.mlir.global internal` of `numBarriers` i64 in shared memory,
+/// named after the pipeline and unique in the enclosing symbol table.
+Value createBarrierStorage(ConversionPatternRewriter &rewriter, CreateOp op,
+                           int64_t numBarriers) {
+  Location loc = op.getLoc();
+  Operation *symbolTable = op->getParentWithTrait<OpTrait::SymbolTable>();
+  std::string stem = "__pipeline_barriers";
+  if (std::optional<StringRef> name = op.getName()) {
+    stem += "_";
+    for (char c : *name)
+      stem += llvm::isAlnum(c) ? c : '_';
+  }
+  std::string symbol = stem;
+  for (unsigned i = 0; SymbolTable::lookupSymbolIn(symbolTable, symbol); ++i)
+    symbol = stem + "_" + std::to_string(i);
+
+  auto arrayTy = LLVM::LLVMArrayType::get(rewriter.getI64Type(), numBarriers);
+  unsigned shared = static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared);
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(&symbolTable->getRegion(0).front());
+    LLVM::GlobalOp::create(rewriter, loc, arrayTy, /*isConstant=*/false,
+                           LLVM::Linkage::Internal, symbol,
+                           /*value=*/Attribute(), /*alignment=*/8, shared);
+  }
+  auto ptrTy = LLVM::LLVMPointerType::get(rewriter.getContext(), shared);
+  return LLVM::AddressOfOp::create(rewriter, loc, ptrTy, symbol);
+}
+
+/// CTA (bar.sync 0) or cluster (relaxed arrive + wait) synchronization that
+/// publishes the initialized barriers.
+void emitInitSync(OpBuilder &b, Location loc, int64_t clusterSize) {
+  if (clusterSize > 1) {
+    NVVM::ClusterArriveRelaxedOp::create(b, loc, UnitAttr());
+    NVVM::ClusterWaitOp::create(b, loc, UnitAttr());
+    return;
+  }
+  NVVM::Barrier0Op::create(b, loc);
+}
+
+struct CreateLowering : PipelineOpLowering<CreateOp> {
+  using PipelineOpLowering::PipelineOpLowering;
+
+  LogicalResult
+  matchAndRewrite(CreateOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    PipelineType type = op.getType();
+    auto ptrTy = LLVM::LLVMPointerType::get(
+        rewriter.getContext(),
+        static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared));
+    // PipelineTmaStore synchronizes through bulk groups: no barriers, and no
+    // code. Its value is never dereferenced.
+    if (!type.hasBarriers()) {
+      rewriter.replaceOpWithNewOp<LLVM::ZeroOp>(op, ptrTy);
+      return success();
+    }
+
+    int64_t numBarriers = type.getNumBarriers();
+    Value base = adaptor.getBarrierStorage()
+                     ? adaptor.getBarrierStorage()
+                     : createBarrierStorage(rewriter, op, numBarriers);
+
+    InitCounts counts = computeInitCounts(rewriter, loc, type);
+    Value warp0 =
+        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                              warpIndex(rewriter, loc),
+                              constI32(rewriter, loc, 0));
+    emitIf(rewriter, loc, warp0, [&](OpBuilder &b, Location l) {
+      emitIf(b, l, electOne(b, l), [&](OpBuilder &eb, Location el) {
+        int64_t stages = type.getStages();
+        for (int64_t i = 0; i < numBarriers; ++i) {
+          // Order: every barrier counts the producer group; otherwise full
+          // barriers are [0, S) and empty ones [S, 2S).
+          Value count =
+              (type.getKind() == PipelineKind::Order || i < stages)
+                  ? counts.full
+                  : counts.empty;
+          Value bar = barrierAt(eb, el, base, constI32(eb, el, i));
+          NVVM::MBarrierInitOp::create(eb, el, bar, count, Value());
+        }
+      });
+    });
+    // Inits must be visible to the async proxy and to the cluster before
+    // any arrive, also when the sync itself is deferred.
+    NVVM::FenceMbarrierInitOp::create(rewriter, loc);
+    if (!op.getDeferSync())
+      emitInitSync(rewriter, loc, type.getClusterSize());
+    rewriter.replaceOp(op, base);
+    return success();
+  }
+};
+
+struct InitArriveLowering : PipelineOpLowering<InitArriveOp> {
+  using PipelineOpLowering::PipelineOpLowering;
+
+  LogicalResult
+  matchAndRewrite(InitArriveOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    // One CTA: the CTA barrier in init_wait does all the work.
+    if (op.getClusterSize() > 1) {
+      if (op.getRelaxed())
+        NVVM::ClusterArriveRelaxedOp::create(rewriter, op.getLoc(),
+                                             UnitAttr());
+      else
+        NVVM::ClusterArriveOp::create(rewriter, op.getLoc(), UnitAttr());
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct InitWaitLowering : PipelineOpLowering<InitWaitOp> {
+  using PipelineOpLowering::PipelineOpLowering;
+
+  LogicalResult
+  matchAndRewrite(InitWaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op.getClusterSize() > 1)
+      NVVM::ClusterWaitOp::create(rewriter, op.getLoc(), UnitAttr());
+    else
+      NVVM::Barrier0Op::create(rewriter, op.getLoc());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::pipeline::populateBarrierLoweringPatterns(
+    LLVMTypeConverter &converter, RewritePatternSet &patterns,
+    const PipelineLoweringOptions &options) {
+  patterns.add<CreateLowering, InitArriveLowering, InitWaitLowering>(
+      converter, options);
+}

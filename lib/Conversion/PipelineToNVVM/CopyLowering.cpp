@@ -1,0 +1,156 @@
+//===- CopyLowering.cpp - TMA / bulk copies and bulk groups ---------------===//
+//
+// copy.tma_load  -> cp.async.bulk.tensor.Nd.shared::cluster.global
+//                   .mbarrier::complete_tx::bytes[.multicast::cluster]
+//                   [.cta_group::2] on the stage's full barrier
+// copy.bulk      -> cp.async.bulk.shared::cluster.global.mbarrier::...
+// copy.tma_store -> cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group
+// bulk_group.*   -> cp.async.bulk.commit_group / wait_group[.read]
+//
+// Copies are issued by every thread that executes them: callers elect the
+// issuing thread (as with CuTe DSL's TMA copies inside the producer warp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace mlir::pipeline;
+
+namespace {
+
+/// The TMA descriptor operand of the NVVM ops is a generic pointer.
+Value toGeneric(OpBuilder &b, Location loc, Value ptr) {
+  auto ptrTy = cast<LLVM::LLVMPointerType>(ptr.getType());
+  if (ptrTy.getAddressSpace() == 0)
+    return ptr;
+  return LLVM::AddrSpaceCastOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), ptr);
+}
+
+/// Destinations are named in the shared::cluster window; this CTA's
+/// shared::cta addresses are valid there.
+Value toSharedCluster(OpBuilder &b, Location loc, Value ptr) {
+  return LLVM::AddrSpaceCastOp::create(
+      b, loc,
+      LLVM::LLVMPointerType::get(
+          b.getContext(),
+          static_cast<unsigned>(NVVM::NVVMMemorySpace::SharedCluster)),
+      ptr);
+}
+
+/// With 2-CTA MMA both CTAs' loads complete on the pair leader's full
+/// barrier. The leader's shared address differs from the peer's only in the
+/// CTA-pair bit (bit 24), which CUTLASS clears the same way
+/// (Sm100MmaPeerBitMask) for the `.cta_group::2` TMA form.
+Value leaderBarrier(OpBuilder &b, Location loc, Value barrier) {
+  Value addr = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), barrier);
+  Value mask = arith::ConstantIntOp::create(b, loc, b.getI64Type(),
+                                            ~(int64_t(1) << 24));
+  Value leader = arith::AndIOp::create(b, loc, addr, mask);
+  return LLVM::IntToPtrOp::create(b, loc, barrier.getType(), leader);
+}
+
+struct TmaLoadLowering : PipelineOpLowering<TmaLoadOp> {
+  using PipelineOpLowering::PipelineOpLowering;
+
+  LogicalResult
+  matchAndRewrite(TmaLoadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<PipelineType>(op.getPipeline().getType());
+    StateFields f = unpackState(rewriter, loc, adaptor.getState(),
+                                op.getState().getType());
+    Value bar = fullBarrier(rewriter, loc, adaptor.getPipeline(), f.index);
+    NVVM::CTAGroupKindAttr group;
+    if (type.getCtaGroup() == 2) {
+      bar = leaderBarrier(rewriter, loc, bar);
+      group = NVVM::CTAGroupKindAttr::get(rewriter.getContext(),
+                                          NVVM::CTAGroupKind::CTA_2);
+    }
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        rewriter, loc, toSharedCluster(rewriter, loc, adaptor.getDst()),
+        toGeneric(rewriter, loc, adaptor.getDesc()), adaptor.getCoordinates(),
+        bar, /*im2colOffsets=*/ValueRange{}, adaptor.getMulticastMask(),
+        /*l2CacheHint=*/Value(), NVVM::TMALoadMode::TILE,
+        /*isCTAOnly=*/false, group, /*predicate=*/Value());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct BulkLoadLowering : PipelineOpLowering<BulkLoadOp> {
+  using PipelineOpLowering::PipelineOpLowering;
+
+  LogicalResult
+  matchAndRewrite(BulkLoadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<PipelineType>(op.getPipeline().getType());
+    StateFields f = unpackState(rewriter, loc, adaptor.getState(),
+                                op.getState().getType());
+    Value bar = fullBarrier(rewriter, loc, adaptor.getPipeline(), f.index);
+    if (type.getCtaGroup() == 2)
+      bar = leaderBarrier(rewriter, loc, bar);
+    NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(
+        rewriter, loc, toSharedCluster(rewriter, loc, adaptor.getDst()),
+        adaptor.getSrc(), bar, adaptor.getSize(), /*multicastMask=*/Value(),
+        /*l2CacheHint=*/Value());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct TmaStoreLowering : PipelineOpLowering<TmaStoreOp> {
+  using PipelineOpLowering::PipelineOpLowering;
+
+  LogicalResult
+  matchAndRewrite(TmaStoreOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
+        rewriter, loc, toGeneric(rewriter, loc, adaptor.getDesc()),
+        adaptor.getSrc(), adaptor.getCoordinates(), /*l2CacheHint=*/Value(),
+        NVVM::TMAStoreMode::TILE, /*predicate=*/Value());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct BulkGroupCommitLowering : PipelineOpLowering<BulkGroupCommitOp> {
+  using PipelineOpLowering::PipelineOpLowering;
+
+  LogicalResult
+  matchAndRewrite(BulkGroupCommitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<NVVM::CpAsyncBulkCommitGroupOp>(op);
+    return success();
+  }
+};
+
+struct BulkGroupWaitLowering : PipelineOpLowering<BulkGroupWaitOp> {
+  using PipelineOpLowering::PipelineOpLowering;
+
+  LogicalResult
+  matchAndRewrite(BulkGroupWaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<NVVM::CpAsyncBulkWaitGroupOp>(
+        op, static_cast<uint32_t>(op.getPending()),
+        op.getRead() ? rewriter.getUnitAttr() : UnitAttr());
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::pipeline::populateCopyLoweringPatterns(
+    LLVMTypeConverter &converter, RewritePatternSet &patterns,
+    const PipelineLoweringOptions &options) {
+  patterns.add<TmaLoadLowering, BulkLoadLowering, TmaStoreLowering,
+               BulkGroupCommitLowering, BulkGroupWaitLowering>(converter,
+                                                               options);
+}

@@ -1,0 +1,206 @@
+//===- LoweringUtils.h - helpers shared by the pipeline lowerings -*- C++ -*-===//
+//
+// Internal to lib/Conversion/PipelineToNVVM. Every helper emits NVVM/LLVM/
+// arith/scf ops at the builder's insertion point. Control flow is built with
+// scf.if / scf.while (never by splitting blocks) because pipeline ops usually
+// sit in single-block scf.for bodies.
+//
+// Barrier array layout (pipeline-semantics.md §0): 8-byte mbarriers, full
+// barriers at [0, S), empty barriers at [S, 2S); PipelineOrder has S*length
+// barriers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LIB_CONVERSION_PIPELINETONVVM_LOWERINGUTILS_H
+#define LIB_CONVERSION_PIPELINETONVVM_LOWERINGUTILS_H
+
+#include "pipeline-mlir/Conversion/PipelineToNVVM/PipelineToNVVM.h"
+#include "pipeline-mlir/Dialect/Pipeline/IR/PipelineDialect.h"
+
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir {
+class LLVMTypeConverter;
+class RewritePatternSet;
+
+namespace pipeline {
+
+/// Suspend-time hint of every blocking try_wait (same as CUTLASS C++ and
+/// CuTe DSL: 0x989680 ns).
+constexpr int64_t kTryWaitSuspendTimeHint = 10000000;
+
+/// Base of every pattern: an LLVM conversion pattern that also sees the
+/// lowering options.
+template <typename OpTy>
+class PipelineOpLowering : public ConvertOpToLLVMPattern<OpTy> {
+public:
+  PipelineOpLowering(const LLVMTypeConverter &converter,
+                     const PipelineLoweringOptions &options)
+      : ConvertOpToLLVMPattern<OpTy>(converter), options(options) {}
+
+protected:
+  PipelineLoweringOptions options;
+};
+
+//===----------------------------------------------------------------------===//
+// Constants and special registers
+//===----------------------------------------------------------------------===//
+
+Value constI32(OpBuilder &b, Location loc, int64_t v);
+Value constI16(OpBuilder &b, Location loc, int64_t v);
+Value constI1(OpBuilder &b, Location loc, bool v);
+
+/// tid.x + ntid.x * (tid.y + ntid.y * tid.z).
+Value linearThreadId(OpBuilder &b, Location loc);
+/// linearThreadId / 32 (warp index in the CTA).
+Value warpIndex(OpBuilder &b, Location loc);
+Value laneId(OpBuilder &b, Location loc);
+/// ntid.x * ntid.y * ntid.z.
+Value blockSize(OpBuilder &b, Location loc);
+/// %cluster_ctarank.
+Value clusterCtaRank(OpBuilder &b, Location loc);
+/// nvvm.elect.sync over the full warp: true in one lane.
+Value electOne(OpBuilder &b, Location loc);
+/// True in the leader CTA of a 2-CTA pair (cta rank % V == 0); null when
+/// every CTA is a leader (V == 1), so callers can skip the test.
+Value isLeaderCta(OpBuilder &b, Location loc, PipelineType type);
+
+/// Emits `scf.if cond { body }` (no results).
+void emitIf(OpBuilder &b, Location loc, Value cond,
+            function_ref<void(OpBuilder &, Location)> body);
+
+/// The chip a module is compiled for: the chip of its gpu.module's
+/// #nvvm.target when there is one, else the pass option.
+std::string getChipFor(Operation *op, const PipelineLoweringOptions &options);
+
+//===----------------------------------------------------------------------===//
+// Barriers
+//===----------------------------------------------------------------------===//
+
+/// Address of barrier `index` (i32) of the array at `base` (!llvm.ptr<3>).
+Value barrierAt(OpBuilder &b, Location loc, Value base, Value index);
+Value fullBarrier(OpBuilder &b, Location loc, Value base, Value index);
+Value emptyBarrier(OpBuilder &b, Location loc, Value base, PipelineType type,
+                   Value index);
+
+/// Arrive count a cooperative group implies (thread: n, warp: 32n,
+/// threadblock: n*blockDim, cluster: n*clusterSize*blockDim).
+Value groupArriveCount(OpBuilder &b, Location loc, CooperativeGroupAttr group,
+                       PipelineType type);
+
+/// What the watchdog reports about a wait (see Watchdog.cpp).
+struct WaitSite {
+  int32_t pipelineId = -1;
+  int32_t role = 0; // 0 producer, 1 consumer
+  Value stage;      // i32
+  Value phase;      // i32
+};
+
+/// Blocking wait: loop on mbarrier.try_wait.parity until `phase` completed.
+void emitWaitLoop(OpBuilder &b, Location loc, Value barrier, Value phase,
+                  const PipelineLoweringOptions &options, const WaitSite &site);
+/// Same, skipped when `token` (may be null) is true.
+void emitWaitUnlessToken(OpBuilder &b, Location loc, Value barrier,
+                         Value phase, Value token,
+                         const PipelineLoweringOptions &options,
+                         const WaitSite &site);
+/// One mbarrier.try_wait.parity, returns i1.
+Value emitTryWait(OpBuilder &b, Location loc, Value barrier, Value phase);
+
+/// mbarrier.arrive from an AsyncThread side. `dstRank` (may be null) makes
+/// it a remote arrive on that CTA's barrier (mapa + shared::cluster, cluster
+/// scope). `electOneLane` arrives once per warp (after bar.warp.sync when
+/// `syncwarpBefore`).
+void emitAsyncArrive(OpBuilder &b, Location loc, Value barrier, Value dstRank,
+                     bool electOneLane, bool syncwarpBefore);
+
+/// Elected tcgen05.commit on `barrier` with the pipeline's CTA group and the
+/// 16-bit multicast `mask` (may be null: the unmasked form, keeping the
+/// CTA group).
+void emitUmmaCommit(OpBuilder &b, Location loc, Value barrier, Value mask,
+                    PipelineType type);
+
+/// The pipeline id that the watchdog reports for `pipeline` (the value
+/// before conversion), or -1.
+int32_t getWatchdogPipelineId(Value pipeline);
+
+/// Watchdog hook used by emitWaitLoop: when `now - start > timeout`, record
+/// the site in `__pipeline_watchdog` and trap.
+void emitWatchdogCheck(OpBuilder &b, Location loc, Value start,
+                       const PipelineLoweringOptions &options,
+                       const WaitSite &site);
+
+//===----------------------------------------------------------------------===//
+// Pipeline state
+//===----------------------------------------------------------------------===//
+
+struct StateFields {
+  Value index, phase, count;
+};
+
+/// Index and phase (and count) of a converted state value.
+StateFields unpackState(OpBuilder &b, Location loc, Value state,
+                        StateType type);
+/// Builds the (index, phase, count) struct of a non-simple state.
+Value packState(OpBuilder &b, Location loc, Value index, Value phase,
+                Value count);
+/// state.advance: by one, or by `amount` (may be null).
+Value advanceState(OpBuilder &b, Location loc, Value state, StateType type,
+                   Value amount);
+
+//===----------------------------------------------------------------------===//
+// Clusters (ClusterMasks.cpp)
+//===----------------------------------------------------------------------===//
+
+/// A CTA's coordinate in the (V, M, N, L) cluster layout.
+struct CtaCoord {
+  Value v, m, n, l;
+};
+CtaCoord ctaCoord(OpBuilder &b, Location loc, ClusterLayoutAttr layout,
+                  Value rank);
+
+/// Number of CTAs whose loads land in this CTA's stage (this CTA included):
+/// the CTAs that differ from it only along a multicast mode.
+int64_t multicastPeerCount(PipelineType type);
+
+/// i1: does CTA `other` share a multicast tile with CTA `self` (same coord
+/// except along the multicast modes)? `ignoreV` also accepts the CTA-pair
+/// peer.
+Value sharesMulticastTile(OpBuilder &b, Location loc, PipelineType type,
+                          const CtaCoord &self, const CtaCoord &other,
+                          bool ignoreV);
+
+/// i16 mask of the CTAs an MMA-side arrive must reach: the CTAs sharing a
+/// multicast tile with this one, plus the CTA-pair peer when V = 2. Null
+/// when that is only this CTA (no cluster, no multicast, V = 1).
+Value ummaArrivalMask(OpBuilder &b, Location loc, PipelineType type);
+
+/// Rank of the leader CTA of this CTA's pair (rank rounded down to a
+/// multiple of V).
+Value leaderCtaRank(OpBuilder &b, Location loc, PipelineType type);
+
+//===----------------------------------------------------------------------===//
+// Pattern registration, one function per family
+//===----------------------------------------------------------------------===//
+
+void populateStateLoweringPatterns(LLVMTypeConverter &converter,
+                                   RewritePatternSet &patterns,
+                                   const PipelineLoweringOptions &options);
+void populateBarrierLoweringPatterns(LLVMTypeConverter &converter,
+                                     RewritePatternSet &patterns,
+                                     const PipelineLoweringOptions &options);
+void populateProducerConsumerLoweringPatterns(
+    LLVMTypeConverter &converter, RewritePatternSet &patterns,
+    const PipelineLoweringOptions &options);
+void populateCopyLoweringPatterns(LLVMTypeConverter &converter,
+                                  RewritePatternSet &patterns,
+                                  const PipelineLoweringOptions &options);
+void populateOrderNamedBarrierLoweringPatterns(
+    LLVMTypeConverter &converter, RewritePatternSet &patterns,
+    const PipelineLoweringOptions &options);
+
+} // namespace pipeline
+} // namespace mlir
+
+#endif // LIB_CONVERSION_PIPELINETONVVM_LOWERINGUTILS_H

@@ -1,0 +1,375 @@
+//===- ProducerConsumerLowering.cpp - producer.* and consumer.* -----------===//
+//
+// The method table of pipeline-semantics.md §1: producers wait on empty[i]
+// and fill full[i]; consumers wait on full[i] and free empty[i]. How a side
+// signals depends on its op type (AsyncThread arrive, cp.async noinc arrive,
+// TMA/CLC expect_tx, tcgen05.commit, bulk groups).
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace mlir::pipeline;
+
+namespace {
+
+constexpr int32_t kProducerRole = 0;
+constexpr int32_t kConsumerRole = 1;
+
+/// TMA kinds whose MMA consumer runs in the pair leader: only the leader
+/// arms the full barrier, with the bytes of both CTAs.
+bool isTmaUmmaKind(PipelineKind kind) {
+  return kind == PipelineKind::TmaUmma ||
+         kind == PipelineKind::TmaMultiConsumersAsync;
+}
+
+int64_t ctaPairSize(PipelineType type) {
+  return type.getCluster() ? type.getCluster().getV() : 1;
+}
+
+WaitSite makeSite(Value pipeline, int32_t role, const StateFields &f) {
+  return {getWatchdogPipelineId(pipeline), role, f.index, f.phase};
+}
+
+/// The expect_tx half of producer_acquire for TMA/CLC producers.
+void emitArmFullBarrier(OpBuilder &b, Location loc, PipelineType type,
+                        Value base, Value index, Value extraTx) {
+  Value tx = constI32(b, loc, type.getTxCount());
+  if (extraTx)
+    tx = arith::AddIOp::create(b, loc, tx, extraTx);
+  Value full = fullBarrier(b, loc, base, index);
+
+  if (type.getKind() == PipelineKind::ClcFetchAsync) {
+    // The CLC response is multicast to every CTA of the cluster, so lane r
+    // of the producer warp arms CTA r's full barrier.
+    int64_t ctas = type.getClusterSize();
+    Value lane = laneId(b, loc);
+    Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         lane, constI32(b, loc, ctas));
+    emitIf(b, loc, active, [&](OpBuilder &nb, Location nl) {
+      if (ctas == 1) {
+        NVVM::MBarrierArriveExpectTxOp::create(nb, nl, Type(), full, tx,
+                                               NVVM::MemScopeKind::CTA, false,
+                                               Value());
+        return;
+      }
+      auto clusterPtr = LLVM::LLVMPointerType::get(
+          nb.getContext(),
+          static_cast<unsigned>(NVVM::NVVMMemorySpace::SharedCluster));
+      Value remote = NVVM::MapaOp::create(nb, nl, clusterPtr, full, lane);
+      NVVM::MBarrierArriveExpectTxOp::create(nb, nl, Type(), remote, tx,
+                                             NVVM::MemScopeKind::CLUSTER,
+                                             false, Value());
+    });
+    return;
+  }
+
+  Value cond = electOne(b, loc);
+  if (isTmaUmmaKind(type.getKind()))
+    if (Value leader = isLeaderCta(b, loc, type))
+      cond = arith::AndIOp::create(b, loc, leader, cond);
+  emitIf(b, loc, cond, [&](OpBuilder &nb, Location nl) {
+    NVVM::MBarrierArriveExpectTxOp::create(nb, nl, Type(), full, tx,
+                                           NVVM::MemScopeKind::CTA, false,
+                                           Value());
+  });
+}
+
+struct ProducerAcquireLowering : PipelineOpLowering<ProducerAcquireOp> {
+  using PipelineOpLowering::PipelineOpLowering;
+
+  LogicalResult
+  matchAndRewrite(ProducerAcquireOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<PipelineType>(op.getPipeline().getType());
+    if (type.getKind() == PipelineKind::TmaStore) {
+      // At most S-1 stores may still read their shared-memory source.
+      NVVM::CpAsyncBulkWaitGroupOp::create(rewriter, loc,
+                                           type.getStages() - 1,
+                                           rewriter.getUnitAttr());
+      rewriter.eraseOp(op);
+      return success();
+    }
+    StateFields f = unpackState(rewriter, loc, adaptor.getState(),
+                                op.getState().getType());
+    Value base = adaptor.getPipeline();
+    emitWaitUnlessToken(rewriter, loc,
+                        emptyBarrier(rewriter, loc, base, type, f.index),
+                        f.phase, adaptor.getToken(), options,
+                        makeSite(op.getPipeline(), kProducerRole, f));
+    if (type.hasTxCount())
+      emitArmFullBarrier(rewriter, loc, type, base, f.index,
+                         adaptor.getExtraTx());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct ProducerTryAcquireLowering : PipelineOpLowering<ProducerTryAcquireOp> {
+  using PipelineOpLowering::PipelineOpLowering;
+
+  LogicalResult
+  matchAndRewrite(ProducerTryAcquireOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<PipelineType>(op.getPipeline().getType());
+    StateFields f = unpackState(rewriter, loc, adaptor.getState(),
+                                op.getState().getType());
+    Value empty =
+        emptyBarrier(rewriter, loc, adaptor.getPipeline(), type, f.index);
+    rewriter.replaceOp(op, emitTryWait(rewriter, loc, empty, f.phase));
+    return success();
+  }
+};
+
+struct ProducerCommitLowering : PipelineOpLowering<ProducerCommitOp> {
+  using PipelineOpLowering::PipelineOpLowering;
+
+  LogicalResult
+  matchAndRewrite(ProducerCommitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<PipelineType>(op.getPipeline().getType());
+    auto full = [&]() {
+      StateFields f = unpackState(rewriter, loc, adaptor.getState(),
+                                  op.getState().getType());
+      return fullBarrier(rewriter, loc, adaptor.getPipeline(), f.index);
+    };
+    switch (type.getProducerOpType()) {
+    case OpType::AsyncThread: {
+      // AsyncUmma with a CTA pair: the MMA waits in the leader, so both
+      // CTAs' producers arrive on the leader's full barrier.
+      Value dst;
+      if (type.getKind() == PipelineKind::AsyncUmma && ctaPairSize(type) > 1)
+        dst = leaderCtaRank(rewriter, loc, type);
+      emitAsyncArrive(rewriter, loc, full(), dst, op.getElectOne(),
+                      op.getSyncwarpBefore());
+      break;
+    }
+    case OpType::AsyncLoad:
+      // noinc: the init count already includes these arrives.
+      NVVM::CpAsyncMBarrierArriveOp::create(rewriter, loc, full(),
+                                            /*noinc=*/true);
+      break;
+    case OpType::TmaLoad:
+    case OpType::ClcLoad:
+      // The copy's (or CLC response's) complete_tx completes the phase; an
+      // arrive here would count twice (pipeline-semantics.md §5).
+      break;
+    case OpType::TCGen05Mma:
+      emitUmmaCommit(rewriter, loc, full(), ummaArrivalMask(rewriter, loc, type),
+                     type);
+      break;
+    case OpType::TmaStore:
+      NVVM::CpAsyncBulkCommitGroupOp::create(rewriter, loc);
+      break;
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct ProducerTailLowering : PipelineOpLowering<ProducerTailOp> {
+  using PipelineOpLowering::PipelineOpLowering;
+
+  LogicalResult
+  matchAndRewrite(ProducerTailOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<PipelineType>(op.getPipeline().getType());
+    if (type.getKind() == PipelineKind::TmaStore) {
+      NVVM::CpAsyncBulkWaitGroupOp::create(rewriter, loc, 0,
+                                           rewriter.getUnitAttr());
+      rewriter.eraseOp(op);
+      return success();
+    }
+    StateType stateTy = op.getState().getType();
+    Value base = adaptor.getPipeline();
+    auto waitEmpty = [&](OpBuilder &b, Location l, Value state) {
+      StateFields f = unpackState(b, l, state, stateTy);
+      emitWaitLoop(b, l, emptyBarrier(b, l, base, type, f.index), f.phase,
+                   options, makeSite(op.getPipeline(), kProducerRole, f));
+    };
+
+    if (type.getKind() == PipelineKind::UmmaAsync) {
+      // Only the leader's MMA produced; stages are released in order, so
+      // waiting for the last one in flight covers all of them.
+      auto body = [&](OpBuilder &b, Location l) {
+        Value state = adaptor.getState();
+        if (type.getStages() > 1)
+          state = advanceState(b, l, state, stateTy,
+                               constI32(b, l, type.getStages() - 1));
+        waitEmpty(b, l, state);
+      };
+      if (Value leader = isLeaderCta(rewriter, loc, type))
+        emitIf(rewriter, loc, leader, body);
+      else
+        body(rewriter, loc);
+      rewriter.eraseOp(op);
+      return success();
+    }
+
+    // Wait until every stage was released once more, so that no consumer
+    // arrive is still in flight towards this CTA when it exits.
+    Value state = adaptor.getState();
+    for (int64_t i = 0; i < type.getStages(); ++i) {
+      waitEmpty(rewriter, loc, state);
+      if (i + 1 < type.getStages())
+        state = advanceState(rewriter, loc, state, stateTy, Value());
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct ProducerBarrierLowering : PipelineOpLowering<ProducerBarrierOp> {
+  using PipelineOpLowering::PipelineOpLowering;
+
+  LogicalResult
+  matchAndRewrite(ProducerBarrierOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    StateFields f = unpackState(rewriter, op.getLoc(), adaptor.getState(),
+                                op.getState().getType());
+    rewriter.replaceOp(op, fullBarrier(rewriter, op.getLoc(),
+                                       adaptor.getPipeline(), f.index));
+    return success();
+  }
+};
+
+struct ConsumerWaitLowering : PipelineOpLowering<ConsumerWaitOp> {
+  using PipelineOpLowering::PipelineOpLowering;
+
+  LogicalResult
+  matchAndRewrite(ConsumerWaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    StateFields f = unpackState(rewriter, loc, adaptor.getState(),
+                                op.getState().getType());
+    emitWaitUnlessToken(rewriter, loc,
+                        fullBarrier(rewriter, loc, adaptor.getPipeline(),
+                                    f.index),
+                        f.phase, adaptor.getToken(), options,
+                        makeSite(op.getPipeline(), kConsumerRole, f));
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct ConsumerTryWaitLowering : PipelineOpLowering<ConsumerTryWaitOp> {
+  using PipelineOpLowering::PipelineOpLowering;
+
+  LogicalResult
+  matchAndRewrite(ConsumerTryWaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    StateFields f = unpackState(rewriter, loc, adaptor.getState(),
+                                op.getState().getType());
+    Value full = fullBarrier(rewriter, loc, adaptor.getPipeline(), f.index);
+    rewriter.replaceOp(op, emitTryWait(rewriter, loc, full, f.phase));
+    return success();
+  }
+};
+
+struct ConsumerReleaseLowering : PipelineOpLowering<ConsumerReleaseOp> {
+  using PipelineOpLowering::PipelineOpLowering;
+
+  LogicalResult
+  matchAndRewrite(ConsumerReleaseOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<PipelineType>(op.getPipeline().getType());
+    StateFields f = unpackState(rewriter, loc, adaptor.getState(),
+                                op.getState().getType());
+    Value empty =
+        emptyBarrier(rewriter, loc, adaptor.getPipeline(), type, f.index);
+    OpType side = type.getKind() == PipelineKind::TmaMultiConsumersAsync
+                      ? *op.getOpType()
+                      : type.getConsumerOpType();
+    if (side == OpType::TCGen05Mma) {
+      emitUmmaCommit(rewriter, loc, empty,
+                     ummaArrivalMask(rewriter, loc, type), type);
+      rewriter.eraseOp(op);
+      return success();
+    }
+
+    bool electOneLane = op.getElectOne(), syncwarp = op.getSyncwarpBefore();
+    int64_t ctas = type.getClusterSize();
+    switch (type.getKind()) {
+    case PipelineKind::TmaAsync:
+      if (ctas > 1) {
+        emitSignallingLaneRelease(rewriter, loc, type, empty, syncwarp);
+        rewriter.eraseOp(op);
+        return success();
+      }
+      break;
+    case PipelineKind::UmmaAsync:
+      // The MMA producer waits in the pair leader only.
+      if (ctaPairSize(type) > 1) {
+        emitAsyncArrive(rewriter, loc, empty,
+                        leaderCtaRank(rewriter, loc, type), electOneLane,
+                        syncwarp);
+        rewriter.eraseOp(op);
+        return success();
+      }
+      break;
+    case PipelineKind::ClcFetchAsync:
+      // The CLC producer (and its empty barrier) lives in CTA 0.
+      if (ctas > 1) {
+        emitAsyncArrive(rewriter, loc, empty, constI32(rewriter, loc, 0),
+                        electOneLane, syncwarp);
+        rewriter.eraseOp(op);
+        return success();
+      }
+      break;
+    default:
+      break;
+    }
+    emitAsyncArrive(rewriter, loc, empty, Value(), electOneLane, syncwarp);
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+private:
+  /// PipelineTmaAsync with a cluster: in every consumer warp, lane r
+  /// (r < cluster size) arrives on CTA r's empty barrier if CTA r's loads
+  /// land in this CTA (it differs only along a multicast mode).
+  static void emitSignallingLaneRelease(OpBuilder &b, Location loc,
+                                        PipelineType type, Value empty,
+                                        bool syncwarp) {
+    if (syncwarp)
+      NVVM::SyncWarpOp::create(b, loc, constI32(b, loc, -1));
+    int64_t ctas = type.getClusterSize();
+    Value lane = laneId(b, loc);
+    Value signalling = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ult, lane, constI32(b, loc, ctas));
+    Value dst = arith::RemUIOp::create(b, loc, lane, constI32(b, loc, ctas));
+    ClusterLayoutAttr layout = type.getCluster();
+    CtaCoord self = ctaCoord(b, loc, layout, clusterCtaRank(b, loc));
+    CtaCoord other = ctaCoord(b, loc, layout, dst);
+    Value keep = sharesMulticastTile(b, loc, type, self, other,
+                                     /*ignoreV=*/false);
+    Value cond = arith::AndIOp::create(b, loc, signalling, keep);
+    emitIf(b, loc, cond, [&](OpBuilder &nb, Location nl) {
+      emitAsyncArrive(nb, nl, empty, dst, /*electOneLane=*/false,
+                      /*syncwarpBefore=*/false);
+    });
+  }
+};
+
+} // namespace
+
+void mlir::pipeline::populateProducerConsumerLoweringPatterns(
+    LLVMTypeConverter &converter, RewritePatternSet &patterns,
+    const PipelineLoweringOptions &options) {
+  patterns.add<ProducerAcquireLowering, ProducerTryAcquireLowering,
+               ProducerCommitLowering, ProducerTailLowering,
+               ProducerBarrierLowering, ConsumerWaitLowering,
+               ConsumerTryWaitLowering, ConsumerReleaseLowering>(converter,
+                                                                 options);
+}

@@ -1,0 +1,552 @@
+//===- BalanceChecks.cpp - verb balance and state threading ---------------===//
+//
+// Properties 1 and 2 of pipeline-verify-protocol:
+// - every producer.acquire has a producer.commit and every consumer.wait a
+//   consumer.release, per loop body and per role;
+// - a state carried by a loop advances once per stage the body uses, and the
+//   second verb of a pair uses the state of the first one (not an advanced
+//   one).
+//
+// Counting is structural. An scf.if whose branches do the same thing counts
+// once; a one-sided scf.if (an elect guard around a commit) counts its then
+// branch; branches that differ (warp roles) add up. A nested loop that is
+// balanced per iteration adds nothing; an unbalanced one adds its count
+// times its constant trip count, or makes the count unknown (and unchecked).
+//
+// Loops that only hold one half of a pair are legal when the other half is
+// elsewhere in the role: the CUTLASS mainloop waits on a few stages in a
+// prologue loop and releases them in an epilogue loop. Those are checked at
+// the level of the role, when trip counts are constant.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ProtocolChecks.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+using namespace mlir::pipeline;
+using namespace mlir::pipeline::protocol;
+
+namespace {
+
+/// One pipeline, one side: producer (acquire/commit, or order wait/arrive)
+/// or consumer (wait/release).
+using PairKey = std::pair<Value, unsigned>;
+constexpr unsigned kProducerSide = 0;
+constexpr unsigned kConsumerSide = 1;
+
+struct PairCount {
+  int64_t first = 0;
+  int64_t second = 0;
+  bool unknown = false;
+  SmallVector<Operation *> firstOps;
+  SmallVector<Operation *> secondOps;
+
+  bool balanced() const { return !unknown && first == second; }
+  void add(const PairCount &other, int64_t times = 1) {
+    first += times * other.first;
+    second += times * other.second;
+    unknown |= other.unknown;
+    firstOps.append(other.firstOps);
+    secondOps.append(other.secondOps);
+  }
+};
+
+using Summary = llvm::MapVector<PairKey, PairCount>;
+
+/// Which half of which pair an op is, if any.
+std::optional<std::pair<PairKey, bool>> classifyPairVerb(Operation *op) {
+  std::optional<VerbRef> verb = getVerb(op);
+  if (!verb)
+    return std::nullopt;
+  PipelineKind kind = getPipelineType(verb->pipeline).getKind();
+  switch (verb->verb) {
+  case Verb::Acquire:
+  case Verb::Commit:
+    // TMA commits are no-ops (the copies complete the stage: checked by the
+    // TX-bytes property); the CLC producer's inherited commit is a known
+    // peer bug, so its use is not demanded either.
+    if (isTmaLoadKind(kind) || kind == PipelineKind::ClcFetchAsync)
+      return std::nullopt;
+    return std::make_pair(PairKey{verb->pipeline, kProducerSide},
+                          verb->verb == Verb::Acquire);
+  case Verb::OrderWait:
+  case Verb::OrderArrive:
+    return std::make_pair(PairKey{verb->pipeline, kProducerSide},
+                          verb->verb == Verb::OrderWait);
+  case Verb::Wait:
+  case Verb::Release:
+    return std::make_pair(PairKey{verb->pipeline, kConsumerSide},
+                          verb->verb == Verb::Wait);
+  default:
+    return std::nullopt;
+  }
+}
+
+Summary summarize(Block &block);
+
+/// An scf.if: equal branches count once, a one-sided if counts its then
+/// branch, different branches (roles) add up.
+void addIf(Summary &into, scf::IfOp ifOp) {
+  Summary thenSum = summarize(ifOp.getThenRegion().front());
+  bool noElse = ifOp.getElseRegion().empty() ||
+                isEmptyBlock(&ifOp.getElseRegion().front());
+  Summary elseSum;
+  if (!noElse)
+    elseSum = summarize(ifOp.getElseRegion().front());
+  llvm::SetVector<PairKey> keys;
+  for (auto &entry : thenSum)
+    keys.insert(entry.first);
+  for (auto &entry : elseSum)
+    keys.insert(entry.first);
+  for (const PairKey &key : keys) {
+    PairCount t = thenSum.lookup(key), e = elseSum.lookup(key);
+    PairCount &dst = into[key];
+    if (noElse) {
+      dst.add(t);
+    } else if (t.first == e.first && t.second == e.second) {
+      dst.first += t.first;
+      dst.second += t.second;
+      dst.unknown |= t.unknown || e.unknown;
+      dst.firstOps.append(t.firstOps);
+      dst.firstOps.append(e.firstOps);
+      dst.secondOps.append(t.secondOps);
+      dst.secondOps.append(e.secondOps);
+    } else {
+      dst.add(t);
+      dst.add(e);
+    }
+  }
+}
+
+/// A loop adds nothing when balanced per iteration, its trip count times its
+/// body otherwise (unknown without a constant trip count).
+void addLoop(Summary &into, Summary body, std::optional<int64_t> trips) {
+  for (auto &[key, count] : body) {
+    if (count.balanced())
+      continue;
+    PairCount &dst = into[key];
+    if (trips) {
+      dst.add(count, *trips);
+    } else {
+      dst.unknown = true;
+      dst.firstOps.append(count.firstOps);
+      dst.secondOps.append(count.secondOps);
+    }
+  }
+}
+
+Summary summarize(Block &block) {
+  Summary sum;
+  for (Operation &op : block) {
+    if (auto pair = classifyPairVerb(&op)) {
+      PairCount &count = sum[pair->first];
+      if (pair->second) {
+        ++count.first;
+        count.firstOps.push_back(&op);
+      } else {
+        ++count.second;
+        count.secondOps.push_back(&op);
+      }
+      continue;
+    }
+    if (auto ifOp = dyn_cast<scf::IfOp>(&op)) {
+      addIf(sum, ifOp);
+      continue;
+    }
+    if (auto loop = dyn_cast<scf::ForOp>(&op)) {
+      addLoop(sum, summarize(*loop.getBody()), getConstantTripCount(loop));
+      continue;
+    }
+    // Any other region op: a loop of unknown trip count if it is loop-like,
+    // straight-line code otherwise (execute_region, ...).
+    bool loopLike = isa<LoopLikeOpInterface>(&op);
+    for (Region &region : op.getRegions())
+      for (Block &inner : region) {
+        if (loopLike)
+          addLoop(sum, summarize(inner), std::nullopt);
+        else
+          for (auto &[key, count] : summarize(inner))
+            sum[key].add(count);
+      }
+  }
+  return sum;
+}
+
+struct PairWords {
+  StringRef firstVerb, secondVerb;   // op names
+  StringRef firstDoes, secondDoes;   // "acquires", "commits"
+};
+
+PairWords wordsFor(const PairKey &key) {
+  if (key.second == kConsumerSide)
+    return {"consumer.wait", "consumer.release", "waits on", "releases"};
+  if (getPipelineType(key.first).getKind() == PipelineKind::Order)
+    return {"order.wait", "order.arrive", "waits for its turn on",
+            "hands on"};
+  return {"producer.acquire", "producer.commit", "acquires", "commits"};
+}
+
+std::string stages(int64_t n) {
+  return std::to_string(n) + (n == 1 ? " stage" : " stages");
+}
+
+/// Reports an unbalanced pair of `unit` ("loop body", "role") on the op in
+/// excess, with notes on the other half and on `where`.
+void reportImbalance(const PairKey &key, const PairCount &count,
+                     StringRef unit, Operation *where, StringRef whereNote) {
+  PairWords w = wordsFor(key);
+  bool missingSecond = count.first > count.second;
+  Operation *culprit = missingSecond ? count.firstOps.back()
+                                     : count.secondOps.back();
+  InFlightDiagnostic diag = culprit->emitError();
+  diag << describe(key.first) << ": " << unit << " " << w.firstDoes << " "
+       << stages(count.first) << " but " << w.secondDoes << " "
+       << count.second << "; every pipeline." << w.firstVerb
+       << " needs a pipeline." << w.secondVerb << " on the same state";
+  if (missingSecond)
+    diag << " (add the missing pipeline." << w.secondVerb
+         << " before the state advances)";
+  else
+    diag << " (remove the extra pipeline." << w.secondVerb
+         << ": it signals a stage that no " << w.firstVerb << " took)";
+  for (Operation *other : missingSecond ? count.secondOps : count.firstOps)
+    diag.attachNote(other->getLoc())
+        << "pipeline." << (missingSecond ? w.secondVerb : w.firstVerb)
+        << " here";
+  if (where)
+    diag.attachNote(where->getLoc()) << whereNote;
+}
+
+/// True when some op of `block` (at any depth) is the half of `key` that is
+/// missing from a one-sided loop.
+bool hasHalfIn(Block *block, const PairKey &key, bool wantFirst) {
+  bool found = false;
+  block->walk([&](Operation *op) {
+    if (auto pair = classifyPairVerb(op);
+        pair && pair->first == key && pair->second == wantFirst)
+      found = true;
+  });
+  return found;
+}
+
+} // namespace
+
+LogicalResult protocol::checkBalance(FunctionOpInterface fn,
+                                     const Options &options) {
+  bool failed = false;
+  llvm::DenseSet<PairKey> reported;
+
+  // Loop bodies, innermost first.
+  fn->walk([&](scf::ForOp loop) {
+    Summary body = summarize(*loop.getBody());
+    for (auto &[key, count] : body) {
+      if (count.balanced() || reported.contains(key))
+        continue;
+      int64_t numStages = getPipelineType(key.first).getStages();
+      bool oneSided = count.first == 0 || count.second == 0;
+      if (oneSided &&
+          hasHalfIn(getRoleBlock(loop), key, /*wantFirst=*/count.first == 0)) {
+        // Prologue / epilogue loop: the other half is elsewhere in the
+        // role. It can still hold more stages than exist.
+        std::optional<int64_t> trips = getConstantTripCount(loop);
+        int64_t held = trips ? *trips * (count.first + count.second) : 0;
+        if (held <= numStages)
+          continue;
+        PairWords w = wordsFor(key);
+        InFlightDiagnostic diag = loop.emitError();
+        diag << describe(key.first) << ": this loop "
+             << (count.first ? w.firstDoes : w.secondDoes) << " "
+             << stages(held) << " (" << *trips << " iterations) without a "
+             << (count.first ? w.secondVerb : w.firstVerb)
+             << ", but the pipeline has only " << stages(numStages)
+             << ": the stage after the last one never comes back (bound the "
+                "loop by the number of stages)";
+        noteCreate(diag, key.first);
+        failed = true;
+        reported.insert(key);
+        continue;
+      }
+      if (count.unknown)
+        continue;
+      reportImbalance(key, count, "loop body", loop, "in this loop");
+      failed = true;
+      reported.insert(key);
+    }
+  });
+
+  // The function body, through branches: catches straight-line roles and
+  // prologue/epilogue loops that do not add up.
+  for (Region &region : fn->getRegions())
+    for (Block &block : region)
+      for (auto &[key, count] : summarize(block)) {
+        if (count.balanced() || count.unknown || reported.contains(key))
+          continue;
+        Operation *culprit = count.first > count.second
+                                 ? count.firstOps.back()
+                                 : count.secondOps.back();
+        Block *role = getRoleBlock(culprit);
+        bool branch = isa<scf::IfOp>(getRoleOwner(role));
+        reportImbalance(key, count, branch ? "this role" : "the function",
+                        branch ? getRoleOwner(role) : nullptr,
+                        "in this role region");
+        failed = true;
+        reported.insert(key);
+      }
+  (void)options;
+  return failure(failed);
+}
+
+//===----------------------------------------------------------------------===//
+// State threading
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Advances between the loop's block argument and the value it yields, with
+/// the advance ops on the way; nullopt when the path is not a plain chain
+/// (fresh state, nested loop, branches that advance differently, dynamic
+/// amount).
+std::optional<int64_t> countAdvances(Value v, Value arg,
+                                     SmallVectorImpl<Operation *> &advances,
+                                     int depth = 0) {
+  if (depth > 256)
+    return std::nullopt;
+  if (v == arg)
+    return 0;
+  Operation *def = v.getDefiningOp();
+  if (auto adv = dyn_cast_or_null<StateAdvanceOp>(def)) {
+    int64_t amount = 1;
+    if (adv.getAmount()) {
+      std::optional<int64_t> c = getConstantInt(adv.getAmount());
+      if (!c)
+        return std::nullopt;
+      amount = *c;
+    }
+    std::optional<int64_t> rest =
+        countAdvances(adv.getState(), arg, advances, depth + 1);
+    if (!rest)
+      return std::nullopt;
+    advances.push_back(def);
+    return *rest + amount;
+  }
+  if (auto arrive = dyn_cast_or_null<OrderArriveOp>(def)) {
+    std::optional<int64_t> rest =
+        countAdvances(arrive.getState(), arg, advances, depth + 1);
+    if (!rest)
+      return std::nullopt;
+    advances.push_back(def);
+    return *rest + 1;
+  }
+  if (auto ifOp = dyn_cast_or_null<scf::IfOp>(def)) {
+    unsigned idx = cast<OpResult>(v).getResultNumber();
+    SmallVector<Operation *> thenAdv, elseAdv;
+    std::optional<int64_t> t =
+        countAdvances(ifOp.thenYield().getOperand(idx), arg, thenAdv, depth + 1);
+    std::optional<int64_t> e =
+        countAdvances(ifOp.elseYield().getOperand(idx), arg, elseAdv, depth + 1);
+    if (!t || !e || *t != *e)
+      return std::nullopt;
+    advances.append(thenAdv);
+    return t;
+  }
+  return std::nullopt;
+}
+
+/// Values of the chain that starts at `arg` inside `loop`.
+llvm::SetVector<Value> chainValues(Value arg) {
+  llvm::SetVector<Value> chain;
+  chain.insert(arg);
+  for (unsigned i = 0; i < chain.size(); ++i)
+    for (OpOperand &use : chain[i].getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<StateAdvanceOp, OrderArriveOp>(user))
+        chain.insert(user->getResult(0));
+      else if (auto yield = dyn_cast<scf::YieldOp>(user))
+        if (auto ifOp = dyn_cast<scf::IfOp>(yield->getParentOp()))
+          chain.insert(ifOp.getResult(use.getOperandNumber()));
+    }
+  return chain;
+}
+
+struct ChainUse {
+  int64_t first = 0;   // acquire / wait / order.wait
+  int64_t second = 0;  // commit / release
+  bool nested = false; // used inside a nested loop
+  SmallVector<Operation *> ops;      // all of them, in program order
+  SmallVector<Operation *> firstOps; // the first verbs only
+};
+
+/// Stages used per iteration, with the same branch rule as the balance.
+ChainUse countChainUses(Block &block, const llvm::SetVector<Value> &chain) {
+  ChainUse use;
+  for (Operation &op : block) {
+    if (std::optional<VerbRef> verb = getVerb(&op)) {
+      if (!chain.contains(verb->state))
+        continue;
+      if (verb->verb == Verb::Acquire || verb->verb == Verb::Wait ||
+          verb->verb == Verb::OrderWait) {
+        ++use.first;
+        use.ops.push_back(&op);
+        use.firstOps.push_back(&op);
+      } else if (verb->verb == Verb::Commit || verb->verb == Verb::Release) {
+        ++use.second;
+        use.ops.push_back(&op);
+      }
+      continue;
+    }
+    if (auto ifOp = dyn_cast<scf::IfOp>(&op)) {
+      ChainUse t = countChainUses(ifOp.getThenRegion().front(), chain);
+      ChainUse e;
+      if (!ifOp.getElseRegion().empty())
+        e = countChainUses(ifOp.getElseRegion().front(), chain);
+      use.first += std::max(t.first, e.first);
+      use.second += std::max(t.second, e.second);
+      use.nested |= t.nested || e.nested;
+      use.ops.append(t.ops);
+      use.ops.append(e.ops);
+      use.firstOps.append(t.firstOps);
+      use.firstOps.append(e.firstOps);
+      continue;
+    }
+    if (op.getNumRegions() == 0)
+      continue;
+    op.walk([&](Operation *inner) {
+      if (auto verb = getVerb(inner); verb && chain.contains(verb->state))
+        use.nested = true;
+    });
+  }
+  return use;
+}
+
+} // namespace
+
+static bool checkLoopState(scf::ForOp loop, unsigned idx) {
+  Value arg = loop.getRegionIterArgs()[idx];
+  Value yielded = loop.getYieldedValues()[idx];
+  SmallVector<Operation *> advances;
+  std::optional<int64_t> numAdvances = countAdvances(yielded, arg, advances);
+  if (!numAdvances)
+    return false;
+  ChainUse use = countChainUses(*loop.getBody(), chainValues(arg));
+  if (use.nested || use.ops.empty())
+    return false;
+  int64_t expected = use.first ? use.first : use.second;
+  if (expected == 0 || *numAdvances == expected)
+    return false;
+
+  auto verbOf = use.ops.front();
+  Value pipe = getVerb(verbOf)->pipeline;
+  StringRef does = use.first ? (isa<ProducerAcquireOp>(verbOf) ? "acquires"
+                                                               : "waits on")
+                             : (isa<ProducerCommitOp>(verbOf) ? "commits"
+                                                              : "releases");
+  if (*numAdvances == 0) {
+    InFlightDiagnostic diag = verbOf->emitError();
+    diag << describe(pipe)
+         << ": the state carried by this loop never advances: the loop waits "
+            "on the same stage forever (yield `pipeline.state.advance` of the "
+            "state once per stage used)";
+    diag.attachNote(loop.getBody()->getTerminator()->getLoc())
+        << "the loop yields the state unchanged";
+    diag.attachNote(loop.getLoc()) << "state carried by this loop";
+    return true;
+  }
+  if (*numAdvances > expected) {
+    Operation *extra = advances[expected];
+    InFlightDiagnostic diag = extra->emitError();
+    diag << describe(pipe) << ": state advanced "
+         << (*numAdvances == 2 ? std::string("twice")
+                               : std::to_string(*numAdvances) + " times")
+         << " per iteration but the loop body " << does << " "
+         << stages(expected)
+         << ": the skipped stages are never filled or released and the "
+            "pipeline deadlocks (advance once per stage used)";
+    for (Operation *adv : advances)
+      if (adv != extra)
+        diag.attachNote(adv->getLoc()) << "the state also advances here";
+    diag.attachNote(verbOf->getLoc()) << "the stage is used here";
+    return true;
+  }
+  // The first stage the advances do not cover.
+  ArrayRef<Operation *> pairStarts = use.first ? use.firstOps : use.ops;
+  Operation *uncovered =
+      pairStarts[std::min<int64_t>(*numAdvances, pairStarts.size() - 1)];
+  InFlightDiagnostic diag = uncovered->emitError();
+  diag << describe(pipe) << ": state advanced " << stages(*numAdvances)
+       << " per iteration but the loop body " << does << " "
+       << stages(expected)
+       << ": the next iteration reuses a stage that is still in flight "
+          "(advance the state after each stage)";
+  for (Operation *adv : advances)
+    diag.attachNote(adv->getLoc()) << "the state advances here";
+  return true;
+}
+
+/// The second verb of a pair (or a copy) that uses a state advanced past the
+/// first verb's state signals a stage nobody acquired.
+static bool checkSameState(Operation *op, const VerbRef &verb,
+                           ArrayRef<Operation *> firstVerbs,
+                           DominanceInfo &domInfo) {
+  Operation *closest = nullptr;
+  int64_t distance = 0;
+  for (Operation *first : firstVerbs) {
+    VerbRef fv = *getVerb(first);
+    if (fv.pipeline != verb.pipeline || !domInfo.properlyDominates(first, op))
+      continue;
+    if (fv.state == verb.state)
+      return false;
+    std::optional<int64_t> d = getAdvanceDistance(verb.state, fv.state);
+    if (d && *d > 0 && (!closest || *d < distance)) {
+      closest = first;
+      distance = *d;
+    }
+  }
+  if (!closest)
+    return false;
+  bool release = verb.verb == Verb::Release;
+  StringRef firstName = release ? "consumer.wait" : "producer.acquire";
+  InFlightDiagnostic diag = op->emitError();
+  diag << describe(verb.pipeline) << ": " << op->getName()
+       << " uses a state advanced " << stages(distance) << " past its pipeline."
+       << firstName << ": it "
+       << (verb.verb == Verb::Copy ? "completes the barrier of"
+                                   : "signals")
+       << " a stage that was not " << (release ? "waited on" : "acquired")
+       << "; pass the state given to pipeline." << firstName
+       << " and advance after the pair";
+  diag.attachNote(closest->getLoc()) << "pipeline." << firstName << " here";
+  if (Operation *def = verb.state.getDefiningOp())
+    diag.attachNote(def->getLoc()) << "state advanced here";
+  return true;
+}
+
+LogicalResult protocol::checkStateThreading(FunctionOpInterface fn,
+                                            DominanceInfo &domInfo) {
+  bool failed = false;
+  fn->walk([&](scf::ForOp loop) {
+    for (auto [idx, arg] : llvm::enumerate(loop.getRegionIterArgs()))
+      if (isa<StateType>(arg.getType()))
+        failed |= checkLoopState(loop, idx);
+  });
+
+  SmallVector<Operation *> acquires, waits;
+  fn->walk([&](Operation *op) {
+    if (isa<ProducerAcquireOp>(op))
+      acquires.push_back(op);
+    else if (isa<ConsumerWaitOp>(op))
+      waits.push_back(op);
+  });
+  fn->walk([&](Operation *op) {
+    std::optional<VerbRef> verb = getVerb(op);
+    if (!verb)
+      return;
+    if (verb->verb == Verb::Commit || verb->verb == Verb::Copy)
+      failed |= checkSameState(op, *verb, acquires, domInfo);
+    else if (verb->verb == Verb::Release)
+      failed |= checkSameState(op, *verb, waits, domInfo);
+  });
+  return failure(failed);
+}

@@ -1,0 +1,154 @@
+//===- ProtocolChecks.h - pieces of pipeline-verify-protocol ----*- C++ -*-===//
+//
+// Private to lib/Dialect/Pipeline/Transforms. The protocol checker is split by
+// family of checks (balance and state threading, start phases and tails, TX
+// bytes and arrive counts); this header holds what they share: how a verb op
+// is recognised, how a pipeline is named in messages, what a "role region"
+// is and which guards restrict who executes an op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPELINE_MLIR_LIB_DIALECT_PIPELINE_TRANSFORMS_PROTOCOLCHECKS_H
+#define PIPELINE_MLIR_LIB_DIALECT_PIPELINE_TRANSFORMS_PROTOCOLCHECKS_H
+
+#include "pipeline-mlir/Dialect/Pipeline/IR/PipelineDialect.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::pipeline::protocol {
+
+struct Options {
+  /// Threads per CTA (0 = unknown).
+  int64_t blockDim = 0;
+  /// Require producer.tail also where nothing can arrive after the CTA
+  /// exits (single CTA, synchronous consumers).
+  bool singleCtaTail = true;
+};
+
+//===----------------------------------------------------------------------===//
+// Verbs
+//===----------------------------------------------------------------------===//
+
+enum class Verb {
+  Acquire,
+  TryAcquire,
+  Commit,
+  Tail,
+  Barrier,
+  Copy, // copy.tma_load / copy.bulk bound to a stage
+  Wait,
+  TryWait,
+  Release,
+  OrderWait,
+  OrderArrive,
+};
+
+struct VerbRef {
+  Verb verb;
+  Value pipeline;
+  Value state;
+};
+
+/// Recognises the pipeline ops that take a (pipeline, state) pair.
+std::optional<VerbRef> getVerb(Operation *op);
+
+inline bool isProducerVerb(Verb v) {
+  return v == Verb::Acquire || v == Verb::TryAcquire || v == Verb::Commit ||
+         v == Verb::Tail || v == Verb::Barrier || v == Verb::Copy;
+}
+inline bool isConsumerVerb(Verb v) {
+  return v == Verb::Wait || v == Verb::TryWait || v == Verb::Release;
+}
+
+inline PipelineType getPipelineType(Value pipe) {
+  return cast<PipelineType>(pipe.getType());
+}
+
+/// TMA kinds whose full barrier completes by copy.tma_load / copy.bulk bytes
+/// (their producer.commit is a no-op).
+bool isTmaLoadKind(PipelineKind kind);
+
+/// "pipeline 'ab'" when pipeline.create carries a name, else the CuTe class
+/// ("PipelineTmaAsync pipeline").
+std::string describe(Value pipe);
+
+/// Attaches a note at the pipeline's creation (when it is an op in the IR).
+void noteCreate(InFlightDiagnostic &diag, Value pipe);
+
+//===----------------------------------------------------------------------===//
+// Who executes an op
+//===----------------------------------------------------------------------===//
+
+/// How many threads an `scf.if` condition lets through, from the most to the
+/// least: unknown (a role split or data-dependent), one warp, one lane per
+/// warp (elect.sync, lane == c), one thread of the CTA (tid == c).
+enum class Guard { None = 0, OneWarp = 1, OneLanePerWarp = 2, OneThread = 3 };
+
+/// The guard an `scf.if` condition amounts to (through and-ed conditions).
+Guard classifyCondition(Value cond);
+
+/// The combined guard of every enclosing `scf.if` then-branch of `op`, up to
+/// its function.
+Guard getEnclosingGuard(Operation *op);
+
+/// True when this scf.if only narrows who executes inside a role (elect one,
+/// lane 0, thread 0): its branches are not roles of their own.
+bool isGuardIf(scf::IfOp ifOp);
+
+/// The role region of `op`: the nearest enclosing block that is a branch of
+/// an `scf.if` which is not a guard (a warp-role branch), or the function
+/// body.
+Block *getRoleBlock(Operation *op);
+
+/// The op that owns a role block (the scf.if or the function), for notes.
+Operation *getRoleOwner(Block *roleBlock);
+
+/// True when `op` is inside a loop nested within `ancestorBlock`.
+scf::ForOp getOutermostLoopWithin(Operation *op, Block *ancestorBlock);
+
+//===----------------------------------------------------------------------===//
+// States
+//===----------------------------------------------------------------------===//
+
+/// Number of stages `later` is ahead of `earlier` when `later` is reached
+/// from `earlier` through state.advance / order.arrive ops only (0 when equal,
+/// nullopt when not reachable or by a dynamic amount).
+std::optional<int64_t> getAdvanceDistance(Value later, Value earlier);
+
+/// Constant trip count of an scf.for, if its bounds and step are constants.
+std::optional<int64_t> getConstantTripCount(scf::ForOp loop);
+
+/// Integer value of a constant-foldable SSA value.
+std::optional<int64_t> getConstantInt(Value v);
+
+/// A body of ops with nothing but a terminator.
+bool isEmptyBlock(Block *block);
+
+//===----------------------------------------------------------------------===//
+// The checks. Each emits its diagnostics and returns failure if it found a
+// problem; all of them run so that one compile reports every problem.
+//===----------------------------------------------------------------------===//
+
+/// Property 1: acquire/commit and wait/release balance per loop and role.
+LogicalResult checkBalance(FunctionOpInterface fn, const Options &options);
+/// Property 2: states carried by loops advance once per stage used; verbs
+/// of one stage use the same state value.
+LogicalResult checkStateThreading(FunctionOpInterface fn,
+                                  DominanceInfo &domInfo);
+/// Property 3: explicit start phases.
+LogicalResult checkInitialPhases(FunctionOpInterface fn);
+/// Property 4: producer roles end with producer.tail.
+LogicalResult checkProducerTail(FunctionOpInterface fn, const Options &options);
+/// Property 5: expect_tx bytes equal the bytes of the copies of the stage.
+LogicalResult checkTxBytes(FunctionOpInterface fn, DominanceInfo &domInfo);
+/// Property 6: arrive counts agree with who arrives.
+LogicalResult checkArriveCounts(FunctionOpInterface fn, const Options &options);
+
+} // namespace mlir::pipeline::protocol
+
+#endif // PIPELINE_MLIR_LIB_DIALECT_PIPELINE_TRANSFORMS_PROTOCOLCHECKS_H

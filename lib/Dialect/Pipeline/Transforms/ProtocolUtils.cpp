@@ -1,0 +1,266 @@
+//===- ProtocolUtils.cpp - shared helpers of the protocol checker -------===//
+//
+// Verb recognition, pipeline names for messages, role regions and guards,
+// state distances. See ProtocolChecks.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ProtocolChecks.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace mlir::pipeline;
+using namespace mlir::pipeline::protocol;
+
+std::optional<VerbRef> protocol::getVerb(Operation *op) {
+  auto make = [](Verb verb, auto typedOp) -> std::optional<VerbRef> {
+    return VerbRef{verb, typedOp.getPipeline(), typedOp.getState()};
+  };
+  if (auto o = dyn_cast<ProducerAcquireOp>(op))
+    return make(Verb::Acquire, o);
+  if (auto o = dyn_cast<ProducerTryAcquireOp>(op))
+    return make(Verb::TryAcquire, o);
+  if (auto o = dyn_cast<ProducerCommitOp>(op))
+    return make(Verb::Commit, o);
+  if (auto o = dyn_cast<ProducerTailOp>(op))
+    return make(Verb::Tail, o);
+  if (auto o = dyn_cast<ProducerBarrierOp>(op))
+    return make(Verb::Barrier, o);
+  if (auto o = dyn_cast<TmaLoadOp>(op))
+    return make(Verb::Copy, o);
+  if (auto o = dyn_cast<BulkLoadOp>(op))
+    return make(Verb::Copy, o);
+  if (auto o = dyn_cast<ConsumerWaitOp>(op))
+    return make(Verb::Wait, o);
+  if (auto o = dyn_cast<ConsumerTryWaitOp>(op))
+    return make(Verb::TryWait, o);
+  if (auto o = dyn_cast<ConsumerReleaseOp>(op))
+    return make(Verb::Release, o);
+  if (auto o = dyn_cast<OrderWaitOp>(op))
+    return make(Verb::OrderWait, o);
+  if (auto o = dyn_cast<OrderArriveOp>(op))
+    return make(Verb::OrderArrive, o);
+  return std::nullopt;
+}
+
+bool protocol::isTmaLoadKind(PipelineKind kind) {
+  return kind == PipelineKind::TmaAsync || kind == PipelineKind::TmaUmma ||
+         kind == PipelineKind::TmaMultiConsumersAsync;
+}
+
+std::string protocol::describe(Value pipe) {
+  if (auto create = pipe.getDefiningOp<CreateOp>())
+    if (std::optional<StringRef> name = create.getName())
+      return ("pipeline '" + *name + "'").str();
+  return (getCuteClassName(getPipelineType(pipe).getKind()) + " pipeline")
+      .str();
+}
+
+void protocol::noteCreate(InFlightDiagnostic &diag, Value pipe) {
+  if (auto create = pipe.getDefiningOp<CreateOp>())
+    diag.attachNote(create.getLoc()) << describe(pipe) << " is created here";
+}
+
+//===----------------------------------------------------------------------===//
+// Guards
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// What a thread-identity value is.
+enum class IdKind { None, Tid, Lane, Warp };
+} // namespace
+
+static Value stripCasts(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtUIOp,
+             arith::ExtSIOp, arith::TruncIOp>(def))
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
+static IdKind classifyId(Value v) {
+  v = stripCasts(v);
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return IdKind::None;
+  if (auto tid = dyn_cast<gpu::ThreadIdOp>(def))
+    return tid.getDimension() == gpu::Dimension::x ? IdKind::Tid
+                                                   : IdKind::None;
+  if (isa<gpu::LaneIdOp>(def))
+    return IdKind::Lane;
+  if (isa<gpu::SubgroupIdOp>(def))
+    return IdKind::Warp;
+  StringRef name = def->getName().getStringRef();
+  if (name == "nvvm.read.ptx.sreg.tid.x")
+    return IdKind::Tid;
+  if (name == "nvvm.read.ptx.sreg.laneid")
+    return IdKind::Lane;
+  if (name == "nvvm.read.ptx.sreg.warpid")
+    return IdKind::Warp;
+  // tid % 32, tid & 31 -> lane; tid / 32, tid >> 5 -> warp.
+  if (def->getNumOperands() != 2)
+    return IdKind::None;
+  std::optional<int64_t> rhs = getConstantInt(def->getOperand(1));
+  if (!rhs || classifyId(def->getOperand(0)) != IdKind::Tid)
+    return IdKind::None;
+  if (isa<arith::RemUIOp, arith::RemSIOp>(def) && *rhs == 32)
+    return IdKind::Lane;
+  if (isa<arith::AndIOp>(def) && *rhs == 31)
+    return IdKind::Lane;
+  if (isa<arith::DivUIOp, arith::DivSIOp>(def) && *rhs == 32)
+    return IdKind::Warp;
+  if (isa<arith::ShRUIOp, arith::ShRSIOp>(def) && *rhs == 5)
+    return IdKind::Warp;
+  return IdKind::None;
+}
+
+static Guard combine(Guard a, Guard b) {
+  if ((a == Guard::OneWarp && b == Guard::OneLanePerWarp) ||
+      (b == Guard::OneWarp && a == Guard::OneLanePerWarp))
+    return Guard::OneThread;
+  return static_cast<int>(a) > static_cast<int>(b) ? a : b;
+}
+
+Guard protocol::classifyCondition(Value cond) {
+  Operation *def = cond.getDefiningOp();
+  if (!def)
+    return Guard::None;
+  if (def->getName().getStringRef() == "nvvm.elect.sync")
+    return Guard::OneLanePerWarp;
+  if (auto andOp = dyn_cast<arith::AndIOp>(def))
+    return combine(classifyCondition(andOp.getLhs()),
+                   classifyCondition(andOp.getRhs()));
+  auto cmp = dyn_cast<arith::CmpIOp>(def);
+  if (!cmp || cmp.getPredicate() != arith::CmpIPredicate::eq)
+    return Guard::None;
+  Value id = cmp.getLhs();
+  if (!getConstantInt(cmp.getRhs())) {
+    if (!getConstantInt(cmp.getLhs()))
+      return Guard::None;
+    id = cmp.getRhs();
+  }
+  switch (classifyId(id)) {
+  case IdKind::Tid:
+    return Guard::OneThread;
+  case IdKind::Lane:
+    return Guard::OneLanePerWarp;
+  case IdKind::Warp:
+    return Guard::OneWarp;
+  case IdKind::None:
+    return Guard::None;
+  }
+  return Guard::None;
+}
+
+Guard protocol::getEnclosingGuard(Operation *op) {
+  Guard guard = Guard::None;
+  for (Operation *cur = op; cur && !isa<FunctionOpInterface>(cur);
+       cur = cur->getParentOp()) {
+    auto ifOp = dyn_cast_or_null<scf::IfOp>(cur->getParentOp());
+    if (ifOp && cur->getParentRegion() == &ifOp.getThenRegion())
+      guard = combine(guard, classifyCondition(ifOp.getCondition()));
+  }
+  return guard;
+}
+
+bool protocol::isEmptyBlock(Block *block) {
+  return !block || block->empty() ||
+         (block->getOperations().size() == 1 &&
+          block->back().hasTrait<OpTrait::IsTerminator>());
+}
+
+bool protocol::isGuardIf(scf::IfOp ifOp) {
+  Guard g = classifyCondition(ifOp.getCondition());
+  // `warp == k` picks a warp role; lane/thread/elect conditions narrow who
+  // executes inside a role.
+  if (g == Guard::None || g == Guard::OneWarp)
+    return false;
+  return ifOp.getElseRegion().empty() ||
+         isEmptyBlock(&ifOp.getElseRegion().front());
+}
+
+Block *protocol::getRoleBlock(Operation *op) {
+  Block *block = op->getBlock();
+  while (block) {
+    Operation *parent = block->getParentOp();
+    if (!parent || isa<FunctionOpInterface>(parent))
+      return block;
+    if (auto ifOp = dyn_cast<scf::IfOp>(parent); ifOp && !isGuardIf(ifOp))
+      return block;
+    block = parent->getBlock();
+  }
+  return block;
+}
+
+Operation *protocol::getRoleOwner(Block *roleBlock) {
+  return roleBlock->getParentOp();
+}
+
+scf::ForOp protocol::getOutermostLoopWithin(Operation *op,
+                                            Block *ancestorBlock) {
+  scf::ForOp result;
+  for (Operation *cur = op; cur && cur->getBlock() != ancestorBlock;) {
+    cur = cur->getParentOp();
+    if (auto loop = dyn_cast_or_null<scf::ForOp>(cur))
+      result = loop;
+  }
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// States and constants
+//===----------------------------------------------------------------------===//
+
+std::optional<int64_t> protocol::getConstantInt(Value v) {
+  APInt value;
+  if (matchPattern(v, m_ConstantInt(&value)))
+    return value.getSExtValue();
+  return std::nullopt;
+}
+
+std::optional<int64_t> protocol::getAdvanceDistance(Value later,
+                                                    Value earlier) {
+  int64_t distance = 0;
+  // Chains are short; the bound only guards against malformed IR.
+  for (int steps = 0; steps < 1024; ++steps) {
+    if (later == earlier)
+      return distance;
+    Operation *def = later.getDefiningOp();
+    if (auto adv = dyn_cast_or_null<StateAdvanceOp>(def)) {
+      int64_t amount = 1;
+      if (adv.getAmount()) {
+        std::optional<int64_t> c = getConstantInt(adv.getAmount());
+        if (!c)
+          return std::nullopt;
+        amount = *c;
+      }
+      distance += amount;
+      later = adv.getState();
+      continue;
+    }
+    if (auto arrive = dyn_cast_or_null<OrderArriveOp>(def)) {
+      distance += 1;
+      later = arrive.getState();
+      continue;
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> protocol::getConstantTripCount(scf::ForOp loop) {
+  std::optional<int64_t> lb = getConstantInt(loop.getLowerBound());
+  std::optional<int64_t> ub = getConstantInt(loop.getUpperBound());
+  std::optional<int64_t> step = getConstantInt(loop.getStep());
+  if (!lb || !ub || !step || *step <= 0)
+    return std::nullopt;
+  if (*ub <= *lb)
+    return 0;
+  return (*ub - *lb + *step - 1) / *step;
+}

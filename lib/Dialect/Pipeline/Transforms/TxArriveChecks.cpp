@@ -1,0 +1,414 @@
+//===- TxArriveChecks.cpp - TX bytes and arrive counts --------------------===//
+//
+// Properties 5 and 6 of pipeline-verify-protocol:
+// - a TMA producer.acquire arms its full barrier with tx_count (+ extra_tx)
+//   bytes; the copies bound to that stage must deliver exactly that;
+// - the arrive counts a pipeline's groups imply must match who arrives:
+//   elect guards around async arrives, elected TMA arrives against a producer
+//   group of several, the signaling-lane arithmetic of tma_async clusters,
+//   and consumer verbs issued from a producer role.
+//
+// What is not decidable from the IR is left alone (see
+// docs/VerifyProtocol.md): dynamic bytes, masks and extra_tx; copies issued
+// through producer.barrier by other ops; how many warps an unguarded role
+// has.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ProtocolChecks.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::pipeline;
+using namespace mlir::pipeline::protocol;
+
+//===----------------------------------------------------------------------===//
+// TX bytes
+//===----------------------------------------------------------------------===//
+
+/// False when the stage's copies may be issued by ops the checker cannot see
+/// (the barrier address is taken, or the state leaves the pipeline ops).
+static bool copiesAreVisible(Value state) {
+  for (OpOperand &use : state.getUses()) {
+    Operation *user = use.getOwner();
+    if (isa<ProducerBarrierOp>(user))
+      return false;
+    if (isa<PipelineDialect>(user->getDialect()) ||
+        isa<scf::YieldOp, scf::ForOp>(user))
+      continue;
+    return false;
+  }
+  return true;
+}
+
+namespace {
+struct CopyBytes {
+  Operation *op;
+  int64_t bytes;     // bytes this copy lands in this CTA, per execution
+  int64_t times;     // executions per stage (enclosing constant loops)
+  int64_t multicast; // CTAs in the mask (1 without multicast)
+};
+} // namespace
+
+/// Bytes one execution of a copy lands in each CTA of its mask; nullopt when
+/// not constant.
+static std::optional<CopyBytes> getCopyBytes(Operation *copy, Operation *acq) {
+  CopyBytes result{copy, 0, 1, 1};
+  if (auto tma = dyn_cast<TmaLoadOp>(copy)) {
+    result.bytes = tma.getBytes();
+    if (Value mask = tma.getMulticastMask()) {
+      // A multicast copy of a slice lands in every CTA of the mask; the peers
+      // issue the other slices, so this CTA receives popcount(mask) slices.
+      std::optional<int64_t> m = getConstantInt(mask);
+      if (!m)
+        return std::nullopt;
+      result.multicast = llvm::popcount(static_cast<uint16_t>(*m));
+    }
+  } else {
+    std::optional<int64_t> size =
+        getConstantInt(cast<BulkLoadOp>(copy).getSize());
+    if (!size)
+      return std::nullopt;
+    result.bytes = *size;
+  }
+  for (Operation *p = copy->getParentOp(); p && !p->isAncestor(acq);
+       p = p->getParentOp()) {
+    if (auto loop = dyn_cast<scf::ForOp>(p)) {
+      std::optional<int64_t> trips = getConstantTripCount(loop);
+      if (!trips)
+        return std::nullopt;
+      result.times *= *trips;
+    } else if (isa<LoopLikeOpInterface>(p)) {
+      return std::nullopt;
+    }
+  }
+  return result;
+}
+
+LogicalResult protocol::checkTxBytes(FunctionOpInterface fn,
+                                     DominanceInfo &domInfo) {
+  llvm::MapVector<std::pair<Value, Value>, SmallVector<Operation *>> acquires,
+      copies;
+  fn->walk([&](Operation *op) {
+    std::optional<VerbRef> verb = getVerb(op);
+    if (!verb || !isTmaLoadKind(getPipelineType(verb->pipeline).getKind()))
+      return;
+    if (verb->verb == Verb::Acquire)
+      acquires[{verb->pipeline, verb->state}].push_back(op);
+    else if (verb->verb == Verb::Copy)
+      copies[{verb->pipeline, verb->state}].push_back(op);
+  });
+
+  bool failed = false;
+  for (auto &[key, acqs] : acquires) {
+    auto [pipe, state] = key;
+    PipelineType type = getPipelineType(pipe);
+    // 2-CTA pipelines: the leader's expect_tx also counts the peer's copies.
+    if (type.getCtaGroup() != 1 || !copiesAreVisible(state))
+      continue;
+    ArrayRef<Operation *> stageCopies = copies.lookup(key);
+    for (Operation *acq : acqs) {
+      auto acquire = cast<ProducerAcquireOp>(acq);
+      int64_t expected = type.getTxCount();
+      std::optional<int64_t> extra;
+      if (acquire.getExtraTx()) {
+        extra = getConstantInt(acquire.getExtraTx());
+        if (!extra)
+          continue;
+        expected += *extra;
+      }
+      if (stageCopies.empty()) {
+        InFlightDiagnostic diag = acq->emitError();
+        diag << describe(pipe) << ": producer.acquire arms the full barrier "
+             << "for " << expected
+             << " bytes but no pipeline.copy.tma_load or pipeline.copy.bulk "
+                "is bound to this state: the stage never completes and "
+                "consumers wait forever (issue the stage's copies with the "
+                "state given to producer.acquire)";
+        noteCreate(diag, pipe);
+        failed = true;
+        continue;
+      }
+      // The copies of this acquire: dominated by it and not by a later
+      // acquire of the same state. A copy no acquire dominates makes the
+      // grouping ambiguous: leave it.
+      SmallVector<CopyBytes> mine;
+      bool decidable = true;
+      for (Operation *copy : stageCopies) {
+        auto owner = llvm::find_if(acqs, [&](Operation *other) {
+          return domInfo.properlyDominates(other, copy) &&
+                 llvm::none_of(acqs, [&](Operation *later) {
+                   return later != other &&
+                          domInfo.properlyDominates(other, later) &&
+                          domInfo.properlyDominates(later, copy);
+                 });
+        });
+        if (owner == acqs.end()) {
+          decidable = false;
+          break;
+        }
+        if (*owner != acq)
+          continue;
+        std::optional<CopyBytes> bytes = getCopyBytes(copy, acq);
+        if (!bytes) {
+          decidable = false;
+          break;
+        }
+        mine.push_back(*bytes);
+      }
+      if (!decidable || mine.empty())
+        continue;
+      int64_t total = 0;
+      for (const CopyBytes &c : mine)
+        total += c.bytes * c.times * c.multicast;
+      if (total == expected)
+        continue;
+      InFlightDiagnostic diag = acq->emitError();
+      diag << describe(pipe) << ": producer.acquire expects " << expected
+           << " bytes (tx_count " << type.getTxCount();
+      if (extra)
+        diag << " + extra_tx " << *extra;
+      diag << ") but the " << mine.size()
+           << (mine.size() == 1 ? " copy" : " copies")
+           << " bound to this stage deliver " << total << ": "
+           << (total < expected
+                   ? "the full barrier never completes and consumers wait "
+                     "forever"
+                   : "the phase completes before every byte landed and "
+                     "consumers read a partly filled stage")
+           << " (make tx_count the bytes of one stage's copies)";
+      for (const CopyBytes &c : mine) {
+        Diagnostic &note = diag.attachNote(c.op->getLoc());
+        note << "copy of " << c.bytes << " bytes";
+        if (c.times != 1)
+          note << " x " << c.times << " iterations";
+        if (c.multicast != 1)
+          note << " x " << c.multicast << " CTAs of the multicast mask";
+      }
+      noteCreate(diag, pipe);
+      failed = true;
+    }
+  }
+  return failure(failed);
+}
+
+//===----------------------------------------------------------------------===//
+// Arrive counts
+//===----------------------------------------------------------------------===//
+
+static std::string groupString(CooperativeGroupAttr group) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "#pipeline.group<" << stringifyAgent(group.getAgent()) << ", "
+     << group.getSize() << ">";
+  return s;
+}
+
+/// The innermost enclosing scf.if whose condition restricts who runs `op`.
+static Operation *findGuardIf(Operation *op) {
+  for (Operation *p = op->getParentOp(); p && !isa<FunctionOpInterface>(p);
+       p = p->getParentOp())
+    if (auto ifOp = dyn_cast<scf::IfOp>(p))
+      if (classifyCondition(ifOp.getCondition()) != Guard::None)
+        return p;
+  return nullptr;
+}
+
+/// An mbarrier.arrive from a guarded subset of threads against a group that
+/// counts more arrivals than that subset makes.
+static bool checkGuardedArrive(Operation *op, Value pipe, bool electOneAttr,
+                               CooperativeGroupAttr group, bool producerSide,
+                               const Options &options) {
+  PipelineType type = getPipelineType(pipe);
+  Guard guard = getEnclosingGuard(op);
+  bool oneThread = guard == Guard::OneThread ||
+                   (guard == Guard::OneWarp && electOneAttr);
+  bool perWarp = !oneThread && (guard == Guard::OneLanePerWarp || electOneAttr);
+  if (!oneThread && !perWarp)
+    return false;
+  int64_t maxWarps = options.blockDim > 0 ? options.blockDim / 32 : 32;
+  bool wrong = group.getAgent() != Agent::Thread;
+  if (perWarp && group.getAgent() == Agent::Thread)
+    wrong = group.getSize() > maxWarps * type.getClusterSize();
+  if (!wrong)
+    return false;
+  std::optional<int64_t> count = getArriveCount(
+      group, options.blockDim, type.getClusterSize());
+  StringRef side = producerSide ? "producer" : "consumer";
+  InFlightDiagnostic diag = op->emitError();
+  diag << describe(pipe) << ": " << op->getName() << " runs "
+       << (oneThread ? "on one thread" : "once per warp")
+       << (electOneAttr && !findGuardIf(op) ? " (elect_one)" : " (guarded)")
+       << " but the " << side << " group " << groupString(group)
+       << " counts ";
+  if (count)
+    diag << *count << " arrivals";
+  else
+    diag << "an arrival per thread";
+  diag << " per phase, so the " << (producerSide ? "full" : "empty")
+       << " barrier never completes; "
+       << (oneThread ? "make the group #pipeline.group<thread, 1>"
+                     : "count the group in warps (#pipeline.group<thread, "
+                       "number of warps>) and use elect_one")
+       << ", or " << (producerSide ? "commit" : "release")
+       << " from every thread of the group";
+  if (Operation *guardIf = findGuardIf(op))
+    diag.attachNote(guardIf->getLoc()) << "guard that narrows who arrives";
+  noteCreate(diag, pipe);
+  return true;
+}
+
+LogicalResult protocol::checkArriveCounts(FunctionOpInterface fn,
+                                          const Options &options) {
+  bool failed = false;
+
+  // (a) + (c2): guarded or elected async arrives.
+  fn->walk([&](Operation *op) {
+    if (auto commit = dyn_cast<ProducerCommitOp>(op)) {
+      PipelineType type = getPipelineType(commit.getPipeline());
+      if (type.getProducerOpType() == OpType::AsyncThread && type.getProducer())
+        failed |= checkGuardedArrive(op, commit.getPipeline(),
+                                     commit.getElectOne(), type.getProducer(),
+                                     /*producerSide=*/true, options);
+      return;
+    }
+    auto release = dyn_cast<ConsumerReleaseOp>(op);
+    if (!release)
+      return;
+    PipelineType type = getPipelineType(release.getPipeline());
+    OpType side = release.getOpType() ? *release.getOpType()
+                                      : type.getConsumerOpType();
+    if (side != OpType::AsyncThread || !type.getConsumer())
+      return;
+    if (type.getKind() == PipelineKind::TmaAsync && type.getClusterSize() > 1) {
+      // Signaling lanes 0..cluster_size-1 of each warp arrive on one CTA each.
+      Guard guard = getEnclosingGuard(op);
+      if (!release.getElectOne() && guard != Guard::OneLanePerWarp &&
+          guard != Guard::OneThread)
+        return;
+      InFlightDiagnostic diag = op->emitError();
+      diag << describe(release.getPipeline())
+           << ": consumer.release from one lane cannot signal the cluster: "
+              "in a tma_async pipeline with a cluster of "
+           << type.getClusterSize()
+           << " CTAs, lanes 0.." << type.getClusterSize() - 1
+           << " of every consumer warp each arrive on one CTA's empty "
+              "barrier, so the peers' producers wait forever (release from "
+              "the whole warp, without elect_one or an elect guard)";
+      if (Operation *guardIf = findGuardIf(op))
+        diag.attachNote(guardIf->getLoc()) << "guard that narrows who arrives";
+      failed = true;
+      return;
+    }
+    failed |= checkGuardedArrive(op, release.getPipeline(),
+                                 release.getElectOne(), type.getConsumer(),
+                                 /*producerSide=*/false, options);
+  });
+
+  // Per pipeline facts for (b), (c1) and (d).
+  llvm::SetVector<Value> pipes;
+  fn->walk([&](Operation *op) {
+    if (std::optional<VerbRef> verb = getVerb(op))
+      pipes.insert(verb->pipeline);
+  });
+  for (Value pipe : pipes) {
+    PipelineType type = getPipelineType(pipe);
+    SmallVector<Operation *> acquires;
+    llvm::MapVector<Block *, SmallVector<Operation *>> producerRoles,
+        consumerRoles;
+    for (OpOperand &use : pipe.getUses()) {
+      Operation *user = use.getOwner();
+      std::optional<VerbRef> verb = getVerb(user);
+      if (!verb || verb->pipeline != pipe)
+        continue;
+      if (verb->verb == Verb::Acquire)
+        acquires.push_back(user);
+      if (isProducerVerb(verb->verb))
+        producerRoles[getRoleBlock(user)].push_back(user);
+      else if (isConsumerVerb(verb->verb))
+        consumerRoles[getRoleBlock(user)].push_back(user);
+    }
+    auto create = pipe.getDefiningOp<CreateOp>();
+
+    // (b) TMA: one elected arrive.expect_tx per single-warp producer role.
+    if (isTmaLoadKind(type.getKind()) && type.getProducer() &&
+        type.getProducer().getSize() > 1 && !acquires.empty() &&
+        llvm::all_of(acquires, [](Operation *acq) {
+          Guard g = getEnclosingGuard(acq);
+          return g == Guard::OneWarp || g == Guard::OneThread;
+        })) {
+      llvm::SmallPtrSet<Block *, 4> roles;
+      for (Operation *acq : acquires)
+        roles.insert(getRoleBlock(acq));
+      if (type.getProducer().getSize() > static_cast<int64_t>(roles.size())) {
+        Operation *where = create ? create.getOperation() : acquires.front();
+        InFlightDiagnostic diag = where->emitError();
+        diag << describe(pipe) << ": the producer group "
+             << groupString(type.getProducer())
+             << " makes each full barrier expect "
+             << type.getProducer().getSize()
+             << " arrivals, but producer.acquire arrives once (one elected "
+                "arrive.expect_tx) from "
+             << roles.size() << " single-warp producer role"
+             << (roles.size() == 1 ? "" : "s")
+             << ": the stage never completes and consumers wait forever (a "
+                "TMA producer group is #pipeline.group<thread, 1>)";
+        for (Operation *acq : acquires)
+          diag.attachNote(acq->getLoc()) << "elected arrive here";
+        failed = true;
+      }
+    }
+
+    // (c1) tma_async + cluster: empty count is mcast * consumer_threads / 32.
+    if (type.getKind() == PipelineKind::TmaAsync && type.getClusterSize() > 1 &&
+        create && type.getConsumer()) {
+      std::optional<int64_t> threads = getArriveCount(
+          type.getConsumer(), options.blockDim, type.getClusterSize());
+      if (threads && *threads % 32 != 0) {
+        InFlightDiagnostic diag = create.emitError();
+        diag << describe(pipe) << ": with a cluster, each consumer warp "
+             << "arrives once per CTA from its signaling lanes, so the empty "
+                "barrier counts (consumer threads / 32) x multicast CTAs; the "
+                "consumer group "
+             << groupString(type.getConsumer()) << " is " << *threads
+             << " threads, not a multiple of 32 (count the consumer group in "
+                "threads: #pipeline.group<thread, 32 * consumer warps>)";
+        failed = true;
+      }
+    }
+
+    // (d) consumer verbs from the producer role (NVIDIA/cutlass#2126).
+    if (consumerRoles.size() < 2)
+      continue;
+    for (auto &[role, consumerOps] : consumerRoles) {
+      auto prod = producerRoles.find(role);
+      if (prod == producerRoles.end() || !isa<scf::IfOp>(getRoleOwner(role)))
+        continue;
+      Operation *first = consumerOps.front();
+      if (cast<StateType>(getVerb(first)->state.getType()).getRole() ==
+          Role::ProducerConsumer)
+        continue;
+      Block *other = nullptr;
+      for (auto &entry : consumerRoles)
+        if (entry.first != role)
+          other = entry.first;
+      InFlightDiagnostic diag = first->emitError();
+      diag << describe(pipe) << ": " << first->getName()
+           << " issued from the producer role while another role consumes "
+              "this pipeline: the producer threads' consumer arrives are not "
+              "in the consumer group's count and the stages go out of step "
+              "(NVIDIA/cutlass#2126); move the consumer verbs to the consumer "
+              "role, or make a role that does both use producer_consumer "
+              "states";
+      diag.attachNote(prod->second.front()->getLoc())
+          << "this role produces here";
+      diag.attachNote(consumerRoles[other].front()->getLoc())
+          << "the consumer role consumes here";
+      failed = true;
+    }
+  }
+  return failure(failed);
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Build .gpu-bundle/: everything the GPU suite needs, compiled HERE.
+
+    .venv/bin/python scripts/build-gpu-bundle.py [--out .gpu-bundle] [--chip sm_90a]
+                                                 [--mib 64] [--only NAME ...]
+
+Writes the kernels (cubin/PTX), manifest.json (what to launch and check),
+the pure-Python runtime (pipeline_mlir/__init__.py + pipeline_mlir/runtime/,
+no MLIR needed) and the test files. On the GPU machine:
+
+    cd .gpu-bundle && python3 -m pytest -q test_gpu.py
+
+Kernels come from test/gpu/builders.py; one that cannot be built yet (the
+lowering or its builder is missing) is logged and listed under "skipped" in
+the manifest, and the suite reports it as a skip with the same reason.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LIMIT = 60 << 20  # the device tool carries at most 64 MiB
+
+
+def copy_runtime(out):
+    src = os.path.join(ROOT, "python", "pipeline_mlir")
+    dst = os.path.join(out, "pipeline_mlir")
+    os.makedirs(os.path.join(dst, "runtime"))
+    shutil.copy(os.path.join(src, "__init__.py"), dst)
+    for f in sorted(os.listdir(os.path.join(src, "runtime"))):
+        if f.endswith(".py"):
+            shutil.copy(os.path.join(src, "runtime", f), os.path.join(dst, "runtime"))
+    for f in ("conftest.py", "test_gpu.py", "gpu_child.py", "pytest.ini"):
+        shutil.copy(os.path.join(ROOT, "test", "gpu", f), out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=os.path.join(ROOT, ".gpu-bundle"))
+    ap.add_argument("--chip", default="sm_90a")
+    ap.add_argument("--mib", type=int, default=64, help="MiB moved by each copy kernel")
+    ap.add_argument("--only", nargs="*", help="build only these builders")
+    args = ap.parse_args(argv)
+
+    sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
+    import builders
+
+    out = os.path.abspath(args.out)
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    os.makedirs(os.path.join(out, "kernels"))
+    copy_runtime(out)
+
+    manifest = {"chip": args.chip, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "kernels": [], "skipped": []}
+    for name, build in builders.builders(args.mib):
+        if args.only and name not in args.only:
+            continue
+        t0 = time.monotonic()
+        try:
+            built = build(args.chip, args.mib)
+        except builders.Unavailable as err:
+            reason = str(err).strip().replace("\n", " ")
+            print(f"SKIP  {name}: {reason[:300]}")
+            manifest["skipped"].append({"name": name, "reason": reason})
+            continue
+        except Exception as err:  # a broken builder must not hide the others
+            traceback.print_exc()
+            reason = f"builder raised {type(err).__name__}: {err}"
+            print(f"SKIP  {name}: {reason[:300]}")
+            manifest["skipped"].append({"name": name, "reason": reason})
+            continue
+        for b in built:
+            e = dict(b.entry)
+            e.setdefault("chip", args.chip)
+            fname = f"kernels/{e['name']}.{e['chip']}.{b.ext}"
+            with open(os.path.join(out, fname), "wb") as f:
+                f.write(b.image)
+            e["image"] = fname
+            manifest["kernels"].append(e)
+            print(f"BUILT {e['name']:28s} {e.get('pipeline', ''):26s} {len(b.image):7d} B "
+                  f"({time.monotonic() - t0:.1f} s)")
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
+    print(f"{out}: {len(manifest['kernels'])} kernels, {len(manifest['skipped'])} skipped, "
+          f"{total / 1024:.0f} KiB")
+    if total > LIMIT:
+        print(f"error: the bundle is {total} bytes, over the {LIMIT}-byte transfer budget")
+        return 1
+    print("run on the GPU machine: cd .gpu-bundle && python3 -m pytest -q test_gpu.py")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
