@@ -13,6 +13,7 @@
 #include "LoweringUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 using namespace mlir;
 using namespace mlir::pipeline;
@@ -64,14 +65,28 @@ Value mlir::pipeline::sharesMulticastTile(OpBuilder &b, Location loc,
                                           const CtaCoord &self,
                                           const CtaCoord &other,
                                           bool ignoreV) {
+  // Modes of extent 1 give constant coordinates; fold those comparisons so
+  // that a 1-D cluster needs no coordinate arithmetic at all.
   auto eq = [&](Value x, Value y) -> Value {
+    std::optional<int64_t> cx = getConstantIntValue(x);
+    std::optional<int64_t> cy = getConstantIntValue(y);
+    if (cx && cy)
+      return constI1(b, loc, *cx == *cy);
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y);
   };
+  // (i1 constants read back sign-extended: true is -1.)
+  auto isTrue = [](Value v) {
+    std::optional<int64_t> c = getConstantIntValue(v);
+    return c && *c != 0;
+  };
   auto all = [&](ArrayRef<Value> conds) {
-    Value acc = conds.front();
-    for (Value c : conds.drop_front())
-      acc = arith::AndIOp::create(b, loc, acc, c);
-    return acc;
+    Value acc;
+    for (Value c : conds) {
+      if (isTrue(c))
+        continue;
+      acc = acc ? Value(arith::AndIOp::create(b, loc, acc, c)) : c;
+    }
+    return acc ? acc : constI1(b, loc, true);
   };
   SmallVector<Value> fixed = {eq(self.l, other.l)};
   if (!ignoreV)
@@ -79,7 +94,9 @@ Value mlir::pipeline::sharesMulticastTile(OpBuilder &b, Location loc,
   Value sameM = eq(self.m, other.m), sameN = eq(self.n, other.n);
   Multicast mode = type.getMulticast();
   if (alongM(mode) && alongN(mode))
-    fixed.push_back(arith::OrIOp::create(b, loc, sameM, sameN));
+    fixed.push_back(isTrue(sameM) || isTrue(sameN)
+                        ? constI1(b, loc, true)
+                        : Value(arith::OrIOp::create(b, loc, sameM, sameN)));
   else if (alongM(mode))
     fixed.push_back(sameN);
   else if (alongN(mode))
@@ -111,16 +128,32 @@ Value mlir::pipeline::ummaArrivalMask(OpBuilder &b, Location loc,
   // V = 2 every member brings its pair peer (bits 0b11).
   int64_t pairBits = V == 2 ? 0b11 : 0b1;
   CtaCoord me = ctaCoord(b, loc, layout, clusterCtaRank(b, loc));
+  // Folded as it is built: most coordinates are static zeros.
   auto term = [&](int64_t stride, int64_t extent, Value shift) -> Value {
     int64_t pattern = 0;
     for (int64_t i = 0; i < extent; ++i)
       pattern |= pairBits << (stride * i);
+    if (std::optional<int64_t> s = getConstantIntValue(shift))
+      return constI32(b, loc, pattern << *s);
     return arith::ShLIOp::create(b, loc, constI32(b, loc, pattern), shift);
   };
   auto mul = [&](Value x, int64_t c) -> Value {
+    std::optional<int64_t> cx = getConstantIntValue(x);
+    if (cx)
+      return constI32(b, loc, *cx * c);
+    if (c == 1)
+      return x;
     return arith::MulIOp::create(b, loc, x, constI32(b, loc, c));
   };
   auto add = [&](Value x, Value y) -> Value {
+    std::optional<int64_t> cx = getConstantIntValue(x);
+    std::optional<int64_t> cy = getConstantIntValue(y);
+    if (cx && cy)
+      return constI32(b, loc, *cx + *cy);
+    if (cx == 0)
+      return y;
+    if (cy == 0)
+      return x;
     return arith::AddIOp::create(b, loc, x, y);
   };
   // Offset of l (all sets keep l).
@@ -134,5 +167,7 @@ Value mlir::pipeline::ummaArrivalMask(OpBuilder &b, Location loc,
   }
   if (!mask) // only the pair: (*, m, n, l)
     mask = term(1, 1, add(add(mul(me.m, V), mul(me.n, V * M)), lOff));
+  if (std::optional<int64_t> c = getConstantIntValue(mask))
+    return constI16(b, loc, *c);
   return arith::TruncIOp::create(b, loc, b.getI16Type(), mask);
 }

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 using namespace mlir;
 using namespace mlir::pipeline;
@@ -354,7 +355,10 @@ private:
     CtaCoord other = ctaCoord(b, loc, layout, dst);
     Value keep = sharesMulticastTile(b, loc, type, self, other,
                                      /*ignoreV=*/false);
-    Value cond = arith::AndIOp::create(b, loc, signalling, keep);
+    std::optional<int64_t> keepConst = getConstantIntValue(keep);
+    Value cond = keepConst && *keepConst != 0
+                     ? signalling
+                     : Value(arith::AndIOp::create(b, loc, signalling, keep));
     emitIf(b, loc, cond, [&](OpBuilder &nb, Location nl) {
       emitAsyncArrive(nb, nl, empty, dst, /*electOneLane=*/false,
                       /*syncwarpBefore=*/false);

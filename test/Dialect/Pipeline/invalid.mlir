@@ -435,7 +435,7 @@ func.func @syncwarp_without_elect(%p: !async, %s: !pipeline.state<4, consumer>) 
 
 !multi = !pipeline.pipeline<tma_multi_consumers_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 5>, tx_count = 1024>
 func.func @multi_consumer_release_without_op_type(%p: !multi, %s: !pipeline.state<2, consumer>) {
-  // expected-error @+1 {{'pipeline.consumer.release' op PipelineTmaMultiConsumersAsync has MMA and async consumers: name this release's with op_type = #pipeline.op_type<tcgen05_mma> or #pipeline.op_type<async_thread>}}
+  // expected-error @+1 {{'pipeline.consumer.release' op PipelineTmaMultiConsumersAsync has MMA and async consumers: say which one releases with op_type = #pipeline.op_type<tcgen05_mma> or #pipeline.op_type<async_thread>}}
   pipeline.consumer.release %p, %s : !multi, !pipeline.state<2, consumer>
   return
 }

@@ -373,6 +373,15 @@ func.func @named_barriers(%idx: i32) {
   return
 }
 
+// The enum attributes print as `#pipeline.<enum><case>`.
+// CHECK-LABEL: func.func private @enum_attrs()
+// CHECK-SAME: a = #pipeline.agent<threadblock>
+// CHECK-SAME: k = #pipeline.kind<tma_multi_consumers_async>
+// CHECK-SAME: m = #pipeline.multicast<mn>
+// CHECK-SAME: o = #pipeline.op_type<clc_load>
+// CHECK-SAME: r = #pipeline.role<producer_consumer>
+func.func private @enum_attrs() attributes {a = #pipeline.agent<threadblock>, k = #pipeline.kind<tma_multi_consumers_async>, m = #pipeline.multicast<mn>, o = #pipeline.op_type<clc_load>, r = #pipeline.role<producer_consumer>}
+
 // The generic form spells out the properties that the custom form hides.
 // GENERIC-LABEL: sym_name = "state_ops"
 // GENERIC: "pipeline.state.make"() <{operandSegmentSizes = array<i32: 0, 0, 0>}> : () -> !pipeline.state<4, producer>

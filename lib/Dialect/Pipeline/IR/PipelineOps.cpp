@@ -246,7 +246,7 @@ LogicalResult ConsumerReleaseOp::verify() {
   if (pipe.getKind() == PipelineKind::TmaMultiConsumersAsync) {
     if (!getOpType())
       return emitOpError() << "PipelineTmaMultiConsumersAsync has MMA and "
-                              "async consumers: name this release's with "
+                              "async consumers: say which one releases with "
                               "op_type = #pipeline.op_type<tcgen05_mma> or "
                               "#pipeline.op_type<async_thread>";
     side = *getOpType();

@@ -103,6 +103,11 @@ static IdKind classifyId(Value v) {
     return IdKind::Lane;
   if (name == "nvvm.read.ptx.sreg.warpid")
     return IdKind::Warp;
+  // CUTLASS's canonical_warp_idx_sync (and the kernel layer's warp_idx):
+  // the warp index broadcast from lane 0 stays a warp index.
+  if (name == "nvvm.shfl.sync" && def->getNumOperands() >= 2 &&
+      classifyId(def->getOperand(1)) == IdKind::Warp)
+    return IdKind::Warp;
   // tid % 32, tid & 31 -> lane; tid / 32, tid >> 5 -> warp.
   if (def->getNumOperands() != 2)
     return IdKind::None;

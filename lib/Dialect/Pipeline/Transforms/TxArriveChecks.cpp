@@ -217,47 +217,95 @@ static Operation *findGuardIf(Operation *op) {
   return nullptr;
 }
 
-/// An mbarrier.arrive from a guarded subset of threads against a group that
-/// counts more arrivals than that subset makes.
-static bool checkGuardedArrive(Operation *op, Value pipe, bool electOneAttr,
-                               CooperativeGroupAttr group, bool producerSide,
-                               const Options &options) {
-  PipelineType type = getPipelineType(pipe);
+namespace {
+/// An mbarrier.arrive site of one side of a pipeline and who executes it.
+struct ArriveSite {
+  Operation *op;
+  bool electOneAttr;
+  bool oneThread; // one thread of the CTA (tid == c, or one warp + elect)
+  bool perWarp;   // one lane of each executing warp
+};
+} // namespace
+
+static ArriveSite classifyArrive(Operation *op, bool electOneAttr) {
   Guard guard = getEnclosingGuard(op);
   bool oneThread = guard == Guard::OneThread ||
                    (guard == Guard::OneWarp && electOneAttr);
   bool perWarp = !oneThread && (guard == Guard::OneLanePerWarp || electOneAttr);
-  if (!oneThread && !perWarp)
-    return false;
-  int64_t maxWarps = options.blockDim > 0 ? options.blockDim / 32 : 32;
-  bool wrong = group.getAgent() != Agent::Thread;
-  if (perWarp && group.getAgent() == Agent::Thread)
-    wrong = group.getSize() > maxWarps * type.getClusterSize();
-  if (!wrong)
-    return false;
-  std::optional<int64_t> count = getArriveCount(
-      group, options.blockDim, type.getClusterSize());
+  return {op, electOneAttr, oneThread, perWarp};
+}
+
+/// Reports arrives from fewer threads than the side's group counts.
+/// `roles` is how many single-thread roles arrive (0 for a per-warp site).
+static void reportGuardedArrive(const ArriveSite &site, Value pipe,
+                                CooperativeGroupAttr group, bool producerSide,
+                                size_t roles, const Options &options) {
+  PipelineType type = getPipelineType(pipe);
+  std::optional<int64_t> count =
+      getArriveCount(group, options.blockDim, type.getClusterSize());
   StringRef side = producerSide ? "producer" : "consumer";
-  InFlightDiagnostic diag = op->emitError();
-  diag << describe(pipe) << ": " << op->getName() << " runs "
-       << (oneThread ? "on one thread" : "once per warp")
-       << (electOneAttr && !findGuardIf(op) ? " (elect_one)" : " (guarded)")
-       << " but the " << side << " group " << groupString(group)
-       << " counts ";
+  Operation *guardIf = findGuardIf(site.op);
+  InFlightDiagnostic diag = site.op->emitError();
+  diag << describe(pipe) << ": " << site.op->getName() << " runs "
+       << (site.oneThread ? "on one thread" : "once per warp")
+       << (site.electOneAttr && !guardIf ? " (elect_one)" : " (guarded)");
+  if (roles > 1)
+    diag << " in each of " << roles << " roles";
+  diag << " but the " << side << " group " << groupString(group) << " counts ";
   if (count)
     diag << *count << " arrivals";
   else
     diag << "an arrival per thread";
   diag << " per phase, so the " << (producerSide ? "full" : "empty")
-       << " barrier never completes; "
-       << (oneThread ? "make the group #pipeline.group<thread, 1>"
-                     : "count the group in warps (#pipeline.group<thread, "
-                       "number of warps>) and use elect_one")
-       << ", or " << (producerSide ? "commit" : "release")
+       << " barrier never completes; ";
+  if (site.oneThread)
+    diag << "make the group #pipeline.group<thread, " << std::max<size_t>(roles, 1)
+         << ">";
+  else
+    diag << "count the group in warps (#pipeline.group<thread, number of "
+            "warps>) and use elect_one";
+  diag << ", or " << (producerSide ? "commit" : "release")
        << " from every thread of the group";
-  if (Operation *guardIf = findGuardIf(op))
+  if (guardIf)
     diag.attachNote(guardIf->getLoc()) << "guard that narrows who arrives";
   noteCreate(diag, pipe);
+}
+
+/// Checks the mbarrier.arrive sites of one side of a pipeline against its
+/// group: a per-warp site cannot serve a group counted per thread; single
+/// thread sites in R roles make R arrivals per phase.
+static bool checkArriveSites(Value pipe, bool producerSide,
+                             ArrayRef<ArriveSite> sites,
+                             const Options &options) {
+  PipelineType type = getPipelineType(pipe);
+  CooperativeGroupAttr group =
+      producerSide ? type.getProducer() : type.getConsumer();
+  if (!group || sites.empty())
+    return false;
+  int64_t maxWarps = options.blockDim > 0 ? options.blockDim / 32 : 32;
+  for (const ArriveSite &site : sites) {
+    if (!site.perWarp)
+      continue;
+    bool wrong = group.getAgent() != Agent::Thread ||
+                 group.getSize() > maxWarps * type.getClusterSize();
+    if (wrong) {
+      reportGuardedArrive(site, pipe, group, producerSide, 0, options);
+      return true;
+    }
+  }
+  if (!llvm::all_of(sites, [](const ArriveSite &s) { return s.oneThread; }))
+    return false;
+  llvm::SmallPtrSet<Block *, 4> roles;
+  for (const ArriveSite &site : sites)
+    roles.insert(getRoleBlock(site.op));
+  std::optional<int64_t> count =
+      getArriveCount(group, options.blockDim, type.getClusterSize());
+  bool wrong = count ? *count > static_cast<int64_t>(roles.size())
+                     : group.getAgent() != Agent::Thread;
+  if (!wrong)
+    return false;
+  reportGuardedArrive(sites.front(), pipe, group, producerSide, roles.size(),
+                      options);
   return true;
 }
 
@@ -265,23 +313,23 @@ LogicalResult protocol::checkArriveCounts(FunctionOpInterface fn,
                                           const Options &options) {
   bool failed = false;
 
-  // (a) + (c2): guarded or elected async arrives.
-  fn->walk([&](Operation *op) {
+  // (a) + (c2): guarded or elected mbarrier.arrive sites, per pipeline side.
+  llvm::MapVector<std::pair<Value, unsigned>, SmallVector<ArriveSite>> sites;
+  fn->walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (auto commit = dyn_cast<ProducerCommitOp>(op)) {
       PipelineType type = getPipelineType(commit.getPipeline());
-      if (type.getProducerOpType() == OpType::AsyncThread && type.getProducer())
-        failed |= checkGuardedArrive(op, commit.getPipeline(),
-                                     commit.getElectOne(), type.getProducer(),
-                                     /*producerSide=*/true, options);
+      if (type.getProducerOpType() == OpType::AsyncThread)
+        sites[{commit.getPipeline(), 0}].push_back(
+            classifyArrive(op, commit.getElectOne()));
       return;
     }
     auto release = dyn_cast<ConsumerReleaseOp>(op);
     if (!release)
       return;
     PipelineType type = getPipelineType(release.getPipeline());
-    OpType side = release.getOpType() ? *release.getOpType()
-                                      : type.getConsumerOpType();
-    if (side != OpType::AsyncThread || !type.getConsumer())
+    // The mixed MMA + async consumer count is not the async side's alone.
+    if (type.getConsumerOpType() != OpType::AsyncThread ||
+        type.getKind() == PipelineKind::TmaMultiConsumersAsync)
       return;
     if (type.getKind() == PipelineKind::TmaAsync && type.getClusterSize() > 1) {
       // Signaling lanes 0..cluster_size-1 of each warp arrive on one CTA each.
@@ -303,34 +351,36 @@ LogicalResult protocol::checkArriveCounts(FunctionOpInterface fn,
       failed = true;
       return;
     }
-    failed |= checkGuardedArrive(op, release.getPipeline(),
-                                 release.getElectOne(), type.getConsumer(),
-                                 /*producerSide=*/false, options);
+    sites[{release.getPipeline(), 1}].push_back(
+        classifyArrive(op, release.getElectOne()));
   });
+  for (auto &[key, list] : sites)
+    failed |= checkArriveSites(key.first, key.second == 0, list, options);
 
-  // Per pipeline facts for (b), (c1) and (d).
-  llvm::SetVector<Value> pipes;
-  fn->walk([&](Operation *op) {
-    if (std::optional<VerbRef> verb = getVerb(op))
-      pipes.insert(verb->pipeline);
-  });
-  for (Value pipe : pipes) {
-    PipelineType type = getPipelineType(pipe);
+  // Per pipeline facts for (b), (c1) and (d), in program order.
+  struct PipeUses {
     SmallVector<Operation *> acquires;
     llvm::MapVector<Block *, SmallVector<Operation *>> producerRoles,
         consumerRoles;
-    for (OpOperand &use : pipe.getUses()) {
-      Operation *user = use.getOwner();
-      std::optional<VerbRef> verb = getVerb(user);
-      if (!verb || verb->pipeline != pipe)
-        continue;
-      if (verb->verb == Verb::Acquire)
-        acquires.push_back(user);
-      if (isProducerVerb(verb->verb))
-        producerRoles[getRoleBlock(user)].push_back(user);
-      else if (isConsumerVerb(verb->verb))
-        consumerRoles[getRoleBlock(user)].push_back(user);
-    }
+  };
+  llvm::MapVector<Value, PipeUses> pipes;
+  fn->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    std::optional<VerbRef> verb = getVerb(op);
+    if (!verb)
+      return;
+    PipeUses &uses = pipes[verb->pipeline];
+    if (verb->verb == Verb::Acquire)
+      uses.acquires.push_back(op);
+    if (isProducerVerb(verb->verb))
+      uses.producerRoles[getRoleBlock(op)].push_back(op);
+    else if (isConsumerVerb(verb->verb))
+      uses.consumerRoles[getRoleBlock(op)].push_back(op);
+  });
+  for (auto &[pipe, uses] : pipes) {
+    PipelineType type = getPipelineType(pipe);
+    ArrayRef<Operation *> acquires = uses.acquires;
+    auto &producerRoles = uses.producerRoles;
+    auto &consumerRoles = uses.consumerRoles;
     auto create = pipe.getDefiningOp<CreateOp>();
 
     // (b) TMA: one elected arrive.expect_tx per single-warp producer role.

@@ -202,9 +202,9 @@ gpu.module @mcast_n {
 // CHECK: %[[LANE:.*]] = nvvm.read.ptx.sreg.laneid : i32
 // CHECK: %[[SIG:.*]] = arith.cmpi ult, %[[LANE]], %[[C2:.*]] : i32
 // CHECK: %[[DSTRANK:.*]] = arith.remui %[[LANE]], %[[C2]] : i32
-// CHECK: nvvm.read.ptx.sreg.cluster.ctarank
-// CHECK: %[[GO:.*]] = arith.andi %[[SIG]], %{{.*}} : i1
-// CHECK: scf.if %[[GO]] {
+// Both CTAs of a 1-D cluster along M share the tile: no lane is dropped.
+// CHECK-NOT: arith.andi
+// CHECK: scf.if %[[SIG]] {
 // CHECK:   %[[REMOTE:.*]] = nvvm.mapa %[[EMPTY]], %[[DSTRANK]] : !llvm.ptr<3> -> !llvm.ptr<7>
 // CHECK:   nvvm.mbarrier.arrive %[[REMOTE]] {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>
 

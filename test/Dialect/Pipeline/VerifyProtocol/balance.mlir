@@ -115,7 +115,8 @@ func.func @prologue_too_deep(%n: index) {
 // Correct: the whole producer warp acquires, lane 0 commits (the group is
 // one thread); a prologue of one stage and an epilogue of one stage around a
 // lagged mainloop.
-func.func @guarded_commit_and_prologue(%n: index, %tid: index) {
+func.func @guarded_commit_and_prologue(%n: index) {
+  %tid = gpu.thread_id x
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c32 = arith.constant 32 : index

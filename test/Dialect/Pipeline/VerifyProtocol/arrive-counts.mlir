@@ -1,0 +1,228 @@
+// Property 6: arrive counts agree with who arrives.
+// RUN: pipeline-opt --pipeline-verify-protocol -split-input-file -verify-diagnostics %s
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>>
+!ps = !pipeline.state<2, producer>
+!cs = !pipeline.state<2, consumer>
+
+// The consumer group counts 128 threads but only one lane per warp releases.
+func.func @elected_release_counted_in_threads(%n: index) {
+  %tid = gpu.thread_id x
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  // expected-note @+1 {{pipeline 'kv' is created here}}
+  %p = pipeline.create {name = "kv"} : !P
+  %warp = arith.divui %tid, %c32 : index
+  %is_consumer = arith.cmpi uge, %warp, %c1 : index
+  scf.if %is_consumer {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      %e = nvvm.elect.sync -> i1
+      // expected-note @+1 {{guard that narrows who arrives}}
+      scf.if %e {
+        // expected-error @+1 {{pipeline 'kv': pipeline.consumer.release runs once per warp (guarded) but the consumer group #pipeline.group<thread, 128> counts 128 arrivals per phase, so the empty barrier never completes; count the group in warps (#pipeline.group<thread, number of warps>) and use elect_one, or release from every thread of the group}}
+        pipeline.consumer.release %p, %s : !P, !cs
+      }
+      %s1 = pipeline.state.advance %s : !cs
+      scf.yield %s1 : !cs
+    }
+  }
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<warp, 1>, consumer = #pipeline.group<warp, 4>>
+!ps = !pipeline.state<2, producer>
+!cs = !pipeline.state<2, consumer>
+
+// Thread 0 alone commits, but a one-warp producer group counts 32 arrivals.
+func.func @one_thread_commit_with_warp_agent() {
+  %tid = gpu.thread_id x
+  %c0 = arith.constant 0 : index
+  // expected-note @+1 {{pipeline 'kv' is created here}}
+  %p = pipeline.create {name = "kv"} : !P
+  %s = pipeline.state.make : !ps
+  %t0 = arith.cmpi eq, %tid, %c0 : index
+  // expected-note @+1 {{guard that narrows who arrives}}
+  scf.if %t0 {
+    pipeline.producer.acquire %p, %s : !P, !ps
+    // expected-error @+1 {{pipeline 'kv': pipeline.producer.commit runs on one thread (guarded) but the producer group #pipeline.group<warp, 1> counts 32 arrivals per phase, so the full barrier never completes; make the group #pipeline.group<thread, 1>, or commit from every thread of the group}}
+    pipeline.producer.commit %p, %s : !P, !ps
+    pipeline.producer.tail %p, %s : !P, !ps
+  }
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<warp, 1>, consumer = #pipeline.group<warp, 4>>
+!cs = !pipeline.state<2, consumer>
+
+// elect_one arrives once per warp; a warp agent counts 32 arrivals per warp.
+func.func @elect_one_with_warp_agent() {
+  // expected-note @+1 {{pipeline 'kv' is created here}}
+  %p = pipeline.create {name = "kv"} : !P
+  %c = pipeline.state.make : !cs
+  pipeline.consumer.wait %p, %c : !P, !cs
+  // expected-error @+1 {{pipeline 'kv': pipeline.consumer.release runs once per warp (elect_one) but the consumer group #pipeline.group<warp, 4> counts 128 arrivals per phase}}
+  pipeline.consumer.release %p, %c {elect_one} : !P, !cs
+  return
+}
+
+// -----
+
+!T = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 2>, consumer = #pipeline.group<thread, 128>, tx_count = 4096>
+!ps = !pipeline.state<2, producer>
+
+// One producer warp arms each stage with one elected arrive.expect_tx, but the
+// full barrier counts two arrivals (NVIDIA/cutlass#2404).
+func.func @tma_producer_group_of_two(%n: index, %desc: !llvm.ptr, %buf: !llvm.ptr<3>) {
+  %tid = gpu.thread_id x
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %x = arith.constant 0 : i32
+  // expected-error @+1 {{pipeline 'ab': the producer group #pipeline.group<thread, 2> makes each full barrier expect 2 arrivals, but producer.acquire arrives once (one elected arrive.expect_tx) from 1 single-warp producer role: the stage never completes and consumers wait forever (a TMA producer group is #pipeline.group<thread, 1>)}}
+  %p = pipeline.create {name = "ab"} : !T
+  %warp = arith.divui %tid, %c32 : index
+  %is_producer = arith.cmpi eq, %warp, %c0 : index
+  scf.if %is_producer {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      // expected-note @+1 {{elected arrive here}}
+      pipeline.producer.acquire %p, %s : !T, !ps
+      pipeline.copy.tma_load %p, %s, %desc[%x] to %buf {bytes = 4096 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+      %s1 = pipeline.state.advance %s : !ps
+      scf.yield %s1 : !ps
+    }
+    pipeline.producer.tail %p, %sN : !T, !ps
+  }
+  return
+}
+
+// -----
+
+!T = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>, tx_count = 4096, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>
+
+// With a cluster the empty barrier counts consumer_threads / 32 warps per
+// multicast CTA: a consumer group counted in warps rounds to zero.
+func.func @cluster_consumer_in_warps() {
+  // expected-error @+1 {{pipeline 'ab': with a cluster, each consumer warp arrives once per CTA from its signaling lanes, so the empty barrier counts (consumer threads / 32) x multicast CTAs; the consumer group #pipeline.group<thread, 4> is 4 threads, not a multiple of 32}}
+  %p = pipeline.create {name = "ab"} : !T
+  %c = pipeline.state.make : !pipeline.state<2, consumer>
+  pipeline.consumer.wait %p, %c : !T, !pipeline.state<2, consumer>
+  pipeline.consumer.release %p, %c : !T, !pipeline.state<2, consumer>
+  return
+}
+
+// -----
+
+!T = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>, tx_count = 4096, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>
+!cs = !pipeline.state<2, consumer>
+
+// Lanes 0 and 1 of each consumer warp signal CTAs 0 and 1; an elected
+// release only reaches CTA 0.
+func.func @cluster_elected_release() {
+  %c0 = arith.constant 0 : index
+  %p = pipeline.create {name = "ab"} : !T
+  %c = pipeline.state.make : !cs
+  pipeline.consumer.wait %p, %c : !T, !cs
+  %lane_id = gpu.lane_id
+  %first = arith.cmpi eq, %lane_id, %c0 : index
+  // expected-note @+1 {{guard that narrows who arrives}}
+  scf.if %first {
+    // expected-error @+1 {{pipeline 'ab': consumer.release from one lane cannot signal the cluster: in a tma_async pipeline with a cluster of 2 CTAs, lanes 0..1 of every consumer warp each arrive on one CTA's empty barrier, so the peers' producers wait forever (release from the whole warp, without elect_one or an elect guard)}}
+    pipeline.consumer.release %p, %c : !T, !cs
+  }
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 128>>
+!ps = !pipeline.state<2, producer>
+!cs = !pipeline.state<2, consumer>
+
+// The producer warp also waits on and releases the stages it filled
+// (NVIDIA/cutlass#2126): its arrives are not in the consumer count.
+func.func @consumer_verbs_in_producer_role(%n: index, %warp: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %p = pipeline.create {name = "ab"} : !P
+  %is_producer = arith.cmpi eq, %warp, %c0 : index
+  scf.if %is_producer {
+    %s0 = pipeline.state.make : !ps
+    %c = pipeline.state.make : !cs
+    %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0, %t = %c) -> (!ps, !cs) {
+      // expected-note @+1 {{this role produces here}}
+      pipeline.producer.acquire %p, %s : !P, !ps
+      pipeline.producer.commit %p, %s : !P, !ps
+      // expected-error @+1 {{pipeline 'ab': pipeline.consumer.wait issued from the producer role while another role consumes this pipeline: the producer threads' consumer arrives are not in the consumer group's count and the stages go out of step (NVIDIA/cutlass#2126); move the consumer verbs to the consumer role, or make a role that does both use producer_consumer states}}
+      pipeline.consumer.wait %p, %t : !P, !cs
+      pipeline.consumer.release %p, %t : !P, !cs
+      %s1 = pipeline.state.advance %s : !ps
+      %t1 = pipeline.state.advance %t : !cs
+      scf.yield %s1, %t1 : !ps, !cs
+    }
+    pipeline.producer.tail %p, %r#0 : !P, !ps
+  } else {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      // expected-note @+1 {{the consumer role consumes here}}
+      pipeline.consumer.wait %p, %s : !P, !cs
+      pipeline.consumer.release %p, %s : !P, !cs
+      %s1 = pipeline.state.advance %s : !cs
+      scf.yield %s1 : !cs
+    }
+  }
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 8>>
+!T = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 2>, consumer = #pipeline.group<thread, 256>, tx_count = 4096, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>
+!ps = !pipeline.state<2, producer>
+!cs = !pipeline.state<2, consumer>
+
+// Correct: thread 0 commits for a one-thread producer group; 8 consumer
+// warps release once per warp; two TMA producer warps each arm the stage
+// (a producer group of 2); cluster releases from whole warps.
+func.func @arrive_counts_ok(%desc: !llvm.ptr, %buf: !llvm.ptr<3>) {
+  %tid = gpu.thread_id x
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %x = arith.constant 0 : i32
+  %p = pipeline.create {name = "kv"} : !P
+  %t = pipeline.create {name = "ab"} : !T
+  %warp = arith.divui %tid, %c32 : index
+  %t0 = arith.cmpi eq, %tid, %c0 : index
+  %s = pipeline.state.make : !ps
+  scf.if %t0 {
+    pipeline.producer.acquire %p, %s : !P, !ps
+    pipeline.producer.commit %p, %s : !P, !ps
+    pipeline.producer.tail %p, %s : !P, !ps
+  }
+  %w0 = arith.cmpi eq, %warp, %c0 : index
+  scf.if %w0 {
+    pipeline.producer.acquire %t, %s : !T, !ps
+    pipeline.copy.tma_load %t, %s, %desc[%x] to %buf {bytes = 4096 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+    pipeline.producer.tail %t, %s : !T, !ps
+  }
+  %w1 = arith.cmpi eq, %warp, %c1 : index
+  scf.if %w1 {
+    pipeline.producer.acquire %t, %s : !T, !ps
+    pipeline.copy.tma_load %t, %s, %desc[%x] to %buf {bytes = 4096 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+    pipeline.producer.tail %t, %s : !T, !ps
+  }
+  %c = pipeline.state.make : !cs
+  pipeline.consumer.wait %p, %c : !P, !cs
+  pipeline.consumer.release %p, %c {elect_one, syncwarp_before} : !P, !cs
+  pipeline.consumer.wait %t, %c : !T, !cs
+  pipeline.consumer.release %t, %c : !T, !cs
+  return
+}
