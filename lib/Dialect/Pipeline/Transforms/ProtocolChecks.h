@@ -108,17 +108,19 @@ Block *getRoleBlock(Operation *op);
 /// The op that owns a role block (the scf.if or the function), for notes.
 Operation *getRoleOwner(Block *roleBlock);
 
-/// True when `op` is inside a loop nested within `ancestorBlock`.
+/// The outermost scf.for that contains `op` and lies within `ancestorBlock`
+/// (null when `op` is in no such loop).
 scf::ForOp getOutermostLoopWithin(Operation *op, Block *ancestorBlock);
 
 //===----------------------------------------------------------------------===//
 // States
 //===----------------------------------------------------------------------===//
 
-/// Number of stages `later` is ahead of `earlier` when `later` is reached
-/// from `earlier` through state.advance / order.arrive ops only (0 when equal,
-/// nullopt when not reachable or by a dynamic amount).
-std::optional<int64_t> getAdvanceDistance(Value later, Value earlier);
+/// A state as (root, stages advanced from it): the root is the first value up
+/// the chain of state.advance (by a constant) / order.arrive ops. Two states
+/// with the same root and offset name the same stage even when they are
+/// different SSA values.
+std::pair<Value, int64_t> getStateRoot(Value state);
 
 /// Constant trip count of an scf.for, if its bounds and step are constants.
 std::optional<int64_t> getConstantTripCount(scf::ForOp loop);
@@ -135,7 +137,7 @@ bool isEmptyBlock(Block *block);
 //===----------------------------------------------------------------------===//
 
 /// Property 1: acquire/commit and wait/release balance per loop and role.
-LogicalResult checkBalance(FunctionOpInterface fn, const Options &options);
+LogicalResult checkBalance(FunctionOpInterface fn);
 /// Property 2: states carried by loops advance once per stage used; verbs
 /// of one stage use the same state value.
 LogicalResult checkStateThreading(FunctionOpInterface fn,

@@ -90,8 +90,7 @@ static IdKind classifyId(Value v) {
   if (!def)
     return IdKind::None;
   if (auto tid = dyn_cast<gpu::ThreadIdOp>(def))
-    return tid.getDimension() == gpu::Dimension::x ? IdKind::Tid
-                                                   : IdKind::None;
+    return tid.getDimension() == gpu::Dimension::x ? IdKind::Tid : IdKind::None;
   if (isa<gpu::LaneIdOp>(def))
     return IdKind::Lane;
   if (isa<gpu::SubgroupIdOp>(def))
@@ -229,34 +228,31 @@ std::optional<int64_t> protocol::getConstantInt(Value v) {
   return std::nullopt;
 }
 
-std::optional<int64_t> protocol::getAdvanceDistance(Value later,
-                                                    Value earlier) {
-  int64_t distance = 0;
+std::pair<Value, int64_t> protocol::getStateRoot(Value state) {
+  int64_t offset = 0;
   // Chains are short; the bound only guards against malformed IR.
   for (int steps = 0; steps < 1024; ++steps) {
-    if (later == earlier)
-      return distance;
-    Operation *def = later.getDefiningOp();
+    Operation *def = state.getDefiningOp();
     if (auto adv = dyn_cast_or_null<StateAdvanceOp>(def)) {
       int64_t amount = 1;
       if (adv.getAmount()) {
         std::optional<int64_t> c = getConstantInt(adv.getAmount());
         if (!c)
-          return std::nullopt;
+          break;
         amount = *c;
       }
-      distance += amount;
-      later = adv.getState();
+      offset += amount;
+      state = adv.getState();
       continue;
     }
     if (auto arrive = dyn_cast_or_null<OrderArriveOp>(def)) {
-      distance += 1;
-      later = arrive.getState();
+      offset += 1;
+      state = arrive.getState();
       continue;
     }
-    return std::nullopt;
+    break;
   }
-  return std::nullopt;
+  return {state, offset};
 }
 
 std::optional<int64_t> protocol::getConstantTripCount(scf::ForOp loop) {

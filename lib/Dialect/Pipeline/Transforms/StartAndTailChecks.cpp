@@ -31,8 +31,7 @@ LogicalResult protocol::checkInitialPhases(FunctionOpInterface fn) {
     std::optional<int64_t> value = getConstantInt(operand);
     if (!value || *value < 0)
       return;
-    int64_t phase =
-        (type.getSimple() ? *value / type.getStages() : *value) & 1;
+    int64_t phase = (type.getSimple() ? *value / type.getStages() : *value) & 1;
     bool producer = type.getRole() == Role::Producer;
     if (phase == (producer ? 1 : 0))
       return;
@@ -100,11 +99,13 @@ LogicalResult protocol::checkProducerTail(FunctionOpInterface fn,
     if (!verb)
       return;
     PipelineType type = getPipelineType(verb->pipeline);
-    bool triggers =
-        verb->verb == Verb::Acquire ||
-        (verb->verb == Verb::Commit && type.getKind() == PipelineKind::TmaStore);
+    bool triggers = verb->verb == Verb::Acquire ||
+                    (verb->verb == Verb::Commit &&
+                     type.getKind() == PipelineKind::TmaStore);
+    // A pipeline passed in as an argument belongs to the caller's role,
+    // which owns the tail.
     if (!triggers || type.getKind() == PipelineKind::Order ||
-        !tailMatters(type, options))
+        !tailMatters(type, options) || !verb->pipeline.getDefiningOp())
       return;
     roles[{getRoleBlock(op), verb->pipeline}].push_back(op);
   });

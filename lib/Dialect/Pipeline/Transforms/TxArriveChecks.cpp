@@ -18,7 +18,6 @@
 #include "ProtocolChecks.h"
 
 #include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -229,8 +228,8 @@ struct ArriveSite {
 
 static ArriveSite classifyArrive(Operation *op, bool electOneAttr) {
   Guard guard = getEnclosingGuard(op);
-  bool oneThread = guard == Guard::OneThread ||
-                   (guard == Guard::OneWarp && electOneAttr);
+  bool oneThread =
+      guard == Guard::OneThread || (guard == Guard::OneWarp && electOneAttr);
   bool perWarp = !oneThread && (guard == Guard::OneLanePerWarp || electOneAttr);
   return {op, electOneAttr, oneThread, perWarp};
 }
@@ -248,7 +247,9 @@ static void reportGuardedArrive(const ArriveSite &site, Value pipe,
   InFlightDiagnostic diag = site.op->emitError();
   diag << describe(pipe) << ": " << site.op->getName() << " runs "
        << (site.oneThread ? "on one thread" : "once per warp")
-       << (site.electOneAttr && !guardIf ? " (elect_one)" : " (guarded)");
+       << (site.electOneAttr
+               ? (guardIf ? " (elect_one under a guard)" : " (elect_one)")
+               : " (guarded)");
   if (roles > 1)
     diag << " in each of " << roles << " roles";
   diag << " but the " << side << " group " << groupString(group) << " counts ";
@@ -259,8 +260,8 @@ static void reportGuardedArrive(const ArriveSite &site, Value pipe,
   diag << " per phase, so the " << (producerSide ? "full" : "empty")
        << " barrier never completes; ";
   if (site.oneThread)
-    diag << "make the group #pipeline.group<thread, " << std::max<size_t>(roles, 1)
-         << ">";
+    diag << "make the group #pipeline.group<thread, "
+         << std::max<size_t>(roles, 1) << ">";
   else
     diag << "count the group in warps (#pipeline.group<thread, number of "
             "warps>) and use elect_one";
@@ -341,8 +342,8 @@ LogicalResult protocol::checkArriveCounts(FunctionOpInterface fn,
       diag << describe(release.getPipeline())
            << ": consumer.release from one lane cannot signal the cluster: "
               "in a tma_async pipeline with a cluster of "
-           << type.getClusterSize()
-           << " CTAs, lanes 0.." << type.getClusterSize() - 1
+           << type.getClusterSize() << " CTAs, lanes 0.."
+           << type.getClusterSize() - 1
            << " of every consumer warp each arrive on one CTA's empty "
               "barrier, so the peers' producers wait forever (release from "
               "the whole warp, without elect_one or an elect guard)";

@@ -44,7 +44,7 @@ struct PipelineVerifyProtocolPass
       DominanceInfo domInfo(fn);
       // Run all checks so one compile reports every problem.
       failed |= protocol::checkInitialPhases(fn).failed();
-      failed |= protocol::checkBalance(fn, options).failed();
+      failed |= protocol::checkBalance(fn).failed();
       failed |= protocol::checkStateThreading(fn, domInfo).failed();
       failed |= protocol::checkProducerTail(fn, options).failed();
       failed |= protocol::checkTxBytes(fn, domInfo).failed();

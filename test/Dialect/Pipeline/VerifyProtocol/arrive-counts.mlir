@@ -226,3 +226,66 @@ func.func @arrive_counts_ok(%desc: !llvm.ptr, %buf: !llvm.ptr<3>) {
   pipeline.consumer.release %t, %c : !T, !cs
   return
 }
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 64>>
+!cs = !pipeline.state<4, consumer>
+
+// The consumer role is one warp (warp_idx broadcast with shfl.sync, as the
+// kernel layer emits it) and releases with elect_one: one arrival per phase,
+// not 64.
+func.func @one_warp_elect_one(%n: i32) {
+  %tid = nvvm.read.ptx.sreg.tid.x : i32
+  %c32 = arith.constant 32 : i32
+  %all = arith.constant -1 : i32
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %clamp = arith.constant 31 : i32
+  // expected-note @+1 {{pipeline 'kv' is created here}}
+  %p = pipeline.create {name = "kv"} : !P
+  %w = arith.divsi %tid, %c32 : i32
+  %warp = nvvm.shfl.sync idx %all, %w, %c0, %clamp : i32 -> i32
+  %is_consumer = arith.cmpi eq, %warp, %c1 : i32
+  // expected-note @+1 {{guard that narrows who arrives}}
+  scf.if %is_consumer {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) : i32 {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      // expected-error @+1 {{pipeline 'kv': pipeline.consumer.release runs on one thread (elect_one under a guard) but the consumer group #pipeline.group<thread, 64> counts 64 arrivals per phase, so the empty barrier never completes; make the group #pipeline.group<thread, 1>, or release from every thread of the group}}
+      pipeline.consumer.release %p, %s {elect_one} : !P, !cs
+      %s1 = pipeline.state.advance %s : !cs
+      scf.yield %s1 : !cs
+    }
+  }
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 2>>
+!cs = !pipeline.state<4, consumer>
+
+// Correct: two one-warp consumer roles release with elect_one, two arrivals
+// per phase for a group of two.
+func.func @two_roles_elect_one() {
+  %tid = nvvm.read.ptx.sreg.tid.x : i32
+  %c32 = arith.constant 32 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %p = pipeline.create {name = "kv"} : !P
+  %warp = arith.divsi %tid, %c32 : i32
+  %w1 = arith.cmpi eq, %warp, %c1 : i32
+  scf.if %w1 {
+    %c = pipeline.state.make : !cs
+    pipeline.consumer.wait %p, %c : !P, !cs
+    pipeline.consumer.release %p, %c {elect_one} : !P, !cs
+  }
+  %w2 = arith.cmpi eq, %warp, %c2 : i32
+  scf.if %w2 {
+    %c = pipeline.state.make : !cs
+    pipeline.consumer.wait %p, %c : !P, !cs
+    pipeline.consumer.release %p, %c {elect_one} : !P, !cs
+  }
+  return
+}

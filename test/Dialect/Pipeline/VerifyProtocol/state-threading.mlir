@@ -184,6 +184,14 @@ func.func @threading_ok(%n: index, %cond: i1) {
     %u = pipeline.state.advance %s by %two : !cs
     scf.yield %u : !cs
   }
+  // The same stage reached by two different advance ops is the same stage.
+  %w0 = pipeline.state.make : !cs
+  %w1 = pipeline.state.advance %w0 : !cs
+  pipeline.consumer.wait %p, %w0 : !P, !cs
+  pipeline.consumer.wait %p, %w1 : !P, !cs
+  pipeline.consumer.release %p, %w0 : !P, !cs
+  %w1_again = pipeline.state.advance %w0 : !cs
+  pipeline.consumer.release %p, %w1_again : !P, !cs
   pipeline.producer.tail %p, %r#0 : !P, !ps
   return
 }
