@@ -211,7 +211,7 @@ def tma_async(name, stages=4):
     arrive.expect_tx of 4096 B), lane 0 issues the TMA load of 16 rows x 64
     u32 into the stage; the consumer warp stores the stage to global."""
     t = (f"!pipeline.pipeline<tma_async, stages = {stages}, producer = #pipeline.group<thread, 1>, "
-         f"consumer = #pipeline.group<thread, 32>, tx_count = 4096>")
+         f"consumer = #pipeline.group<thread, 1>, tx_count = 4096>")
     ps, cs = f"!pipeline.state<{stages}, producer>", f"!pipeline.state<{stages}, consumer>"
     body = f"""
     %p = pipeline.create {{name = "ab"}} : {t}

@@ -54,19 +54,15 @@ class Prepared:
         for a in entry["args"]:
             role = a["role"]
             if role in ("in", "out"):
-                if role == "in":
-                    h = rng.integers(0, 256, size=a["bytes"], dtype=np.uint8)
-                else:
-                    h = np.zeros(a["bytes"], dtype=np.uint8)
-                d = rt.DeviceBuffer(a["bytes"], device)
-                d.copy_from_host(h)
-                self.host[a["name"]], self.dev[a["name"]] = h, d
+                d = self._buffer(a, rng)
                 if a.get("param", True):
                     self.params.append(d.pointer())
             elif role == "scalar":
                 self.params.append(a["value"])
             elif role == "tma":
-                desc = rt.make_tma_descriptor(self.dev[a["of"]].pointer(), shape=a["shape"],
+                # A descriptor may name a buffer listed after it.
+                target = next(b for b in entry["args"] if b.get("name") == a["of"])
+                desc = rt.make_tma_descriptor(self._buffer(target, rng).pointer(), shape=a["shape"],
                                               dtype=a["dtype"], box_shape=a["box"],
                                               swizzle=a["swizzle"] or None)
                 self.params.append(desc)
@@ -75,6 +71,18 @@ class Prepared:
         self.module = rt.Module(os.path.join(bundle, entry["image"]), device=device,
                                 watchdog_names=entry.get("watchdog_names"))
         self.kernel = self.module.kernel(entry["kernel"], signature=entry.get("signature"))
+
+    def _buffer(self, a, rng):
+        """The device buffer of an in/out argument, made (and filled) once."""
+        if a["name"] not in self.dev:
+            if a["role"] == "in":
+                h = rng.integers(0, 256, size=a["bytes"], dtype=np.uint8)
+            else:
+                h = np.zeros(a["bytes"], dtype=np.uint8)
+            d = rt.DeviceBuffer(a["bytes"], self.device)
+            d.copy_from_host(h)
+            self.host[a["name"]], self.dev[a["name"]] = h, d
+        return self.dev[a["name"]]
 
     def launch(self, timeout=None, **kw):
         e = self.entry

@@ -48,12 +48,10 @@ InitCounts computeInitCounts(OpBuilder &b, Location loc, PipelineType type) {
   int64_t v = type.getCluster() ? type.getCluster().getV() : 1;
   switch (type.getKind()) {
   case PipelineKind::TmaAsync:
-    // With a cluster, each consumer warp arrives once on every CTA whose
-    // multicast loads it reads (signalling lanes, see consumer.release), so
-    // a CTA's empty barrier hears mcast_size arrives per consumer warp.
-    if (type.getClusterSize() > 1)
-      counts.empty = scaleCount(b, loc, counts.empty,
-                                multicastPeerCount(type), /*den=*/32);
+    // As in CuTe DSL, the consumer group already counts arrivals: each
+    // consumer warp releases from its signalling lanes, once on every CTA
+    // whose multicast loads it reads (see consumer.release), so the user
+    // passes CooperativeGroup(Agent.Thread, mcast_size * consumer_warps).
     break;
   case PipelineKind::AsyncUmma:
     // The MMA runs in the pair leader, so both CTAs' producers arrive on

@@ -303,12 +303,11 @@ struct ConsumerReleaseLowering : PipelineOpLowering<ConsumerReleaseOp> {
     int64_t ctas = type.getClusterSize();
     switch (type.getKind()) {
     case PipelineKind::TmaAsync:
-      if (ctas > 1) {
-        emitSignallingLaneRelease(rewriter, loc, type, empty, syncwarp);
-        rewriter.eraseOp(op);
-        return success();
-      }
-      break;
+      // Always through signalling lanes (lane 0 alone for one CTA), so the
+      // empty barrier counts mcast_size arrivals per consumer warp.
+      emitSignallingLaneRelease(rewriter, loc, type, empty, syncwarp);
+      rewriter.eraseOp(op);
+      return success();
     case PipelineKind::UmmaAsync:
       // The MMA producer waits in the pair leader only.
       if (ctaPairSize(type) > 1) {
@@ -349,6 +348,14 @@ private:
     Value lane = laneId(b, loc);
     Value signalling = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::ult, lane, constI32(b, loc, ctas));
+    if (ctas == 1) {
+      // One CTA: lane 0 of each consumer warp arrives on the local barrier.
+      emitIf(b, loc, signalling, [&](OpBuilder &nb, Location nl) {
+        emitAsyncArrive(nb, nl, empty, Value(), /*electOneLane=*/false,
+                        /*syncwarpBefore=*/false);
+      });
+      return;
+    }
     Value dst = arith::RemUIOp::create(b, loc, lane, constI32(b, loc, ctas));
     ClusterLayoutAttr layout = type.getCluster();
     CtaCoord self = ctaCoord(b, loc, layout, clusterCtaRank(b, loc));

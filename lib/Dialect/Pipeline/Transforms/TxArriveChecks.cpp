@@ -413,20 +413,30 @@ LogicalResult protocol::checkArriveCounts(FunctionOpInterface fn,
       }
     }
 
-    // (c1) tma_async + cluster: empty count is mcast * consumer_threads / 32.
-    if (type.getKind() == PipelineKind::TmaAsync && type.getClusterSize() > 1 &&
-        create && type.getConsumer()) {
-      std::optional<int64_t> threads = getArriveCount(
-          type.getConsumer(), options.blockDim, type.getClusterSize());
-      if (threads && *threads % 32 != 0) {
+    // (c1) tma_async: as in CuTe DSL, each consumer warp releases a stage
+    // from its signaling lanes, once on every CTA whose multicast loads it
+    // reads, so the consumer group counts `mcast_size * consumer warps`
+    // arrivals (CooperativeGroup(Agent.Thread, mcast_size * warps)).
+    if (type.getKind() == PipelineKind::TmaAsync && create &&
+        type.getConsumer() && type.getConsumer().getAgent() == Agent::Thread) {
+      int64_t mcast = 1;
+      if (ClusterLayoutAttr c = type.getCluster()) {
+        Multicast mode = type.getMulticast();
+        int64_t alongM = (mode == Multicast::M || mode == Multicast::MN) ? c.getM() : 1;
+        int64_t alongN = (mode == Multicast::N || mode == Multicast::MN) ? c.getN() : 1;
+        mcast = alongM + alongN - 1;
+      }
+      int64_t size = type.getConsumer().getSize();
+      if (size % mcast != 0) {
         InFlightDiagnostic diag = create.emitError();
-        diag << describe(pipe) << ": with a cluster, each consumer warp "
-             << "arrives once per CTA from its signaling lanes, so the empty "
-                "barrier counts (consumer threads / 32) x multicast CTAs; the "
-                "consumer group "
-             << groupString(type.getConsumer()) << " is " << *threads
-             << " threads, not a multiple of 32 (count the consumer group in "
-                "threads: #pipeline.group<thread, 32 * consumer warps>)";
+        diag << describe(pipe) << ": each consumer warp releases a stage "
+             << "once on each of the " << mcast
+             << " CTAs whose multicast loads it reads, so the consumer group "
+                "counts (consumer warps x "
+             << mcast << ") arrivals; " << groupString(type.getConsumer())
+             << " is not a multiple of " << mcast
+             << " (CuTe DSL: CooperativeGroup(Agent.Thread, mcast_size * "
+                "num_consumer_warps))";
         failed = true;
       }
     }

@@ -10,12 +10,12 @@
 // RUN: %if ptxas %{ pipeline-opt %s --pipeline-to-cubin="chip=sm_100a format=bin" | FileCheck %s --check-prefix=BIN100 %}
 
 !P1 = !pipeline.pipeline<tma_async, stages = 3, producer = #pipeline.group<thread, 1>,
-                         consumer = #pipeline.group<warp, 4>, tx_count = 4096>
+                         consumer = #pipeline.group<thread, 4>, tx_count = 4096>
 !PM = !pipeline.pipeline<tma_async, stages = 3, producer = #pipeline.group<thread, 1>,
-                         consumer = #pipeline.group<warp, 4>, tx_count = 4096,
+                         consumer = #pipeline.group<thread, 8>, tx_count = 4096,
                          cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>
 !PN = !pipeline.pipeline<tma_async, stages = 3, producer = #pipeline.group<thread, 1>,
-                         consumer = #pipeline.group<warp, 4>, tx_count = 4096,
+                         consumer = #pipeline.group<thread, 8>, tx_count = 4096,
                          cluster = #pipeline.cluster<1, 1, 2, 1>, multicast = n>
 !PS = !pipeline.state<3, producer>
 !CS = !pipeline.state<3, consumer>
@@ -155,13 +155,14 @@ gpu.module @mcast_n {
 
 }
 
-// One CTA: full count 1 (the elected expect_tx), empty count 128 (4 warps).
+// One CTA: full count 1 (the elected expect_tx), empty count 4: as in CuTe
+// DSL, lane 0 of each of the 4 consumer warps releases.
 // CHECK-LABEL: gpu.module @one_cta
 // CHECK: llvm.mlir.global internal @__pipeline_barriers_ab() {addr_space = 3 : i32, alignment = 8 : i64} : !llvm.array<6 x i64>
 // CHECK-DAG: %[[C1:.*]] = arith.constant 1 : i32
-// CHECK-DAG: %[[C128:.*]] = arith.constant 128 : i32
+// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : i32
 // CHECK-COUNT-3: nvvm.mbarrier.init %{{.*}}, %[[C1]] : !llvm.ptr<3>, i32
-// CHECK-COUNT-3: nvvm.mbarrier.init %{{.*}}, %[[C128]] : !llvm.ptr<3>, i32
+// CHECK-COUNT-3: nvvm.mbarrier.init %{{.*}}, %[[C4]] : !llvm.ptr<3>, i32
 // CHECK: nvvm.fence.mbarrier.init
 // CHECK-NEXT: nvvm.barrier0
 // Acquire = wait on empty[index], then one elected lane arms full[index].

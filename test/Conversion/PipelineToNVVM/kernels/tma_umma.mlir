@@ -224,6 +224,7 @@ gpu.module @mcast_n {
 // MMA release: one elected tcgen05.commit on empty[index], no mask.
 // Consumer (MMA warp) loop: state starts at phase 0.
 // CHECK: llvm.insertvalue %c0_i32, %{{.*}}[1]
+// CHECK: nvvm.mbarrier.try_wait
 // CHECK: %[[EMPTY:.*]] = llvm.getelementptr
 // CHECK: %[[E:.*]] = nvvm.elect.sync -> i1
 // CHECK: scf.if %[[E]] {

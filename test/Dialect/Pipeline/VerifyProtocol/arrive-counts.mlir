@@ -105,12 +105,12 @@ func.func @tma_producer_group_of_two(%n: index, %desc: !llvm.ptr, %buf: !llvm.pt
 
 // -----
 
-!T = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>, tx_count = 4096, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>
+!T = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 3>, tx_count = 4096, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>
 
-// With a cluster the empty barrier counts consumer_threads / 32 warps per
-// multicast CTA: a consumer group counted in warps rounds to zero.
-func.func @cluster_consumer_in_warps() {
-  // expected-error @+1 {{pipeline 'ab': with a cluster, each consumer warp arrives once per CTA from its signaling lanes, so the empty barrier counts (consumer threads / 32) x multicast CTAs; the consumer group #pipeline.group<thread, 4> is 4 threads, not a multiple of 32}}
+// Each consumer warp arrives once on each of the 2 CTAs of its multicast
+// column, so the consumer group must count 2 x warps arrivals.
+func.func @cluster_consumer_count_not_multiple_of_mcast() {
+  // expected-error @+1 {{pipeline 'ab': each consumer warp releases a stage once on each of the 2 CTAs whose multicast loads it reads, so the consumer group counts (consumer warps x 2) arrivals; #pipeline.group<thread, 3> is not a multiple of 2}}
   %p = pipeline.create {name = "ab"} : !T
   %c = pipeline.state.make : !pipeline.state<2, consumer>
   pipeline.consumer.wait %p, %c : !T, !pipeline.state<2, consumer>

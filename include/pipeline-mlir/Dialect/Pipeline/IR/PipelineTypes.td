@@ -32,7 +32,7 @@ def Pipeline_PipelineType : Pipeline_Type<"Pipeline", "pipeline"> {
     ```mlir
     !pipeline.pipeline<tma_async, stages = 4,
         producer = #pipeline.group<thread, 1>,
-        consumer = #pipeline.group<warp, 4>, tx_count = 16384,
+        consumer = #pipeline.group<thread, 8>, tx_count = 16384,
         cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>
     ```
   }];
