@@ -15,4 +15,9 @@ python -m pytest -q -rs test/python
 rc=$?
 # pytest exit 5 = no tests collected; treat as failure of the suite.
 [ $rc -eq 0 ] || status=1
+echo "== pytest: GPU suite (skips with the reason when there is no GPU) =="
+# Its own session: test/gpu/conftest.py marks its items for the GPU check.
+python -m pytest -q -rs test/gpu
+rc=$?
+[ $rc -eq 0 ] || status=1
 exit $status
