@@ -85,10 +85,13 @@ Value mlir::pipeline::isLeaderCta(OpBuilder &b, Location loc,
 
 void mlir::pipeline::emitIf(OpBuilder &b, Location loc, Value cond,
                             function_ref<void(OpBuilder &, Location)> body) {
-  scf::IfOp::create(b, loc, cond, [&](OpBuilder &nb, Location nl) {
-    body(nb, nl);
-    scf::YieldOp::create(nb, nl);
-  });
+  // Build the body once the scf.if is in the IR (not from a body-builder
+  // callback), so that helpers can look at enclosing ops and symbol tables.
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, cond,
+                                /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  body(b, loc);
 }
 
 std::string mlir::pipeline::getChipFor(Operation *op,
@@ -164,8 +167,11 @@ void mlir::pipeline::emitWaitLoop(OpBuilder &b, Location loc, Value barrier,
   // The watchdog measures from the first try; without it the loop is just
   // `while (!try_wait(bar, phase, hint)) {}`.
   Value start;
-  if (options.watchdog)
+  LLVM::GlobalOp buffer;
+  if (options.watchdog) {
+    buffer = getOrCreateWatchdogGlobal(b, loc);
     start = NVVM::GlobalTimerOp::create(b, loc, b.getI64Type());
+  }
   Value ticks = constI32(b, loc, kTryWaitSuspendTimeHint);
   auto loop = scf::WhileOp::create(b, loc, TypeRange{}, ValueRange{});
   {
@@ -177,7 +183,7 @@ void mlir::pipeline::emitWaitLoop(OpBuilder &b, Location loc, Value barrier,
         arith::XOrIOp::create(b, loc, done, constI1(b, loc, true));
     if (options.watchdog)
       emitIf(b, loc, notDone, [&](OpBuilder &nb, Location nl) {
-        emitWatchdogCheck(nb, nl, start, options, site);
+        emitWatchdogCheck(nb, nl, start, buffer, options, site);
       });
     scf::ConditionOp::create(b, loc, notDone, ValueRange{});
     b.createBlock(&loop.getAfter());
@@ -212,7 +218,8 @@ void mlir::pipeline::emitAsyncArrive(OpBuilder &b, Location loc, Value barrier,
     // A barrier of another CTA: its shared::cluster address, and cluster
     // scope so that the release is visible to that CTA's waiters.
     auto clusterPtr = LLVM::LLVMPointerType::get(
-        nb.getContext(), static_cast<unsigned>(NVVM::NVVMMemorySpace::SharedCluster));
+        nb.getContext(),
+        static_cast<unsigned>(NVVM::NVVMMemorySpace::SharedCluster));
     Value remote = NVVM::MapaOp::create(nb, nl, clusterPtr, barrier, dstRank);
     NVVM::MBarrierArriveOp::create(nb, nl, Type(), remote, /*count=*/Value(),
                                    NVVM::MemScopeKind::CLUSTER);

@@ -1,4 +1,4 @@
-//===- LoweringUtils.h - helpers shared by the pipeline lowerings -*- C++ -*-===//
+//===- LoweringUtils.h - shared helpers of the lowerings --------*- C++ -*-===//
 //
 // Internal to lib/Conversion/PipelineToNVVM. Every helper emits NVVM/LLVM/
 // arith/scf ops at the builder's insertion point. Control flow is built with
@@ -18,6 +18,7 @@
 #include "pipeline-mlir/Dialect/Pipeline/IR/PipelineDialect.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir {
@@ -125,9 +126,15 @@ void emitUmmaCommit(OpBuilder &b, Location loc, Value barrier, Value mask,
 /// before conversion), or -1.
 int32_t getWatchdogPipelineId(Value pipeline);
 
+/// The watchdog report buffer `__pipeline_watchdog` of the symbol table
+/// around the builder's insertion point, created on first use. Call it where
+/// the insertion block is attached (not inside an op being built).
+LLVM::GlobalOp getOrCreateWatchdogGlobal(OpBuilder &b, Location loc);
+
 /// Watchdog hook used by emitWaitLoop: when `now - start > timeout`, record
-/// the site in `__pipeline_watchdog` and trap.
+/// the site in `buffer` and trap.
 void emitWatchdogCheck(OpBuilder &b, Location loc, Value start,
+                       LLVM::GlobalOp buffer,
                        const PipelineLoweringOptions &options,
                        const WaitSite &site);
 

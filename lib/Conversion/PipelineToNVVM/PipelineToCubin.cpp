@@ -105,6 +105,12 @@ void buildPipelineToNVVM(OpPassManager &pm, StringRef chip,
 } // namespace
 
 void mlir::pipeline::registerPipelineToCubinPipeline() {
+  // Both the C API (Python) and pipeline-opt call this; registering a
+  // pipeline name twice is a fatal error in MLIR.
+  static bool registered = false;
+  if (registered)
+    return;
+  registered = true;
   PassPipelineRegistration<PipelineToNVVMOptions>(
       "pipeline-to-nvvm",
       "Lower pipeline IR in gpu.modules to LLVM/NVVM dialect IR",

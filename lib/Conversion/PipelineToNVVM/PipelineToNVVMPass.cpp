@@ -1,4 +1,4 @@
-//===- PipelineToNVVMPass.cpp - the convert-pipeline-to-nvvm pass -*- C++ -*-===//
+//===- PipelineToNVVMPass.cpp - convert-pipeline-to-nvvm -------*- C++ -*-===//
 
 #include "pipeline-mlir/Conversion/PipelineToNVVM/PipelineToNVVM.h"
 

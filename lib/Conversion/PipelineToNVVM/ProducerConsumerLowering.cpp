@@ -164,8 +164,8 @@ struct ProducerCommitLowering : PipelineOpLowering<ProducerCommitOp> {
       // arrive here would count twice (pipeline-semantics.md §5).
       break;
     case OpType::TCGen05Mma:
-      emitUmmaCommit(rewriter, loc, full(), ummaArrivalMask(rewriter, loc, type),
-                     type);
+      emitUmmaCommit(rewriter, loc, full(),
+                     ummaArrivalMask(rewriter, loc, type), type);
       break;
     case OpType::TmaStore:
       NVVM::CpAsyncBulkCommitGroupOp::create(rewriter, loc);

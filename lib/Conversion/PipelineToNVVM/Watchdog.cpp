@@ -38,10 +38,12 @@ int32_t mlir::pipeline::getWatchdogPipelineId(Value pipeline) {
 
 /// The report buffer, created once per gpu.module (external linkage so the
 /// runner finds it with cuModuleGetGlobal).
-static LLVM::GlobalOp getOrCreateWatchdogGlobal(OpBuilder &b, Location loc) {
-  Operation *symbolTable =
-      b.getInsertionBlock()->getParentOp()->getParentWithTrait<
-          OpTrait::SymbolTable>();
+LLVM::GlobalOp mlir::pipeline::getOrCreateWatchdogGlobal(OpBuilder &b,
+                                                         Location loc) {
+  Operation *symbolTable = b.getInsertionBlock()->getParentOp();
+  while (symbolTable && !symbolTable->hasTrait<OpTrait::SymbolTable>())
+    symbolTable = symbolTable->getParentOp();
+  assert(symbolTable && "wait loop outside of any symbol table");
   if (auto existing = dyn_cast_or_null<LLVM::GlobalOp>(
           SymbolTable::lookupSymbolIn(symbolTable, kWatchdogGlobal)))
     return existing;
@@ -59,6 +61,7 @@ static LLVM::GlobalOp getOrCreateWatchdogGlobal(OpBuilder &b, Location loc) {
 }
 
 void mlir::pipeline::emitWatchdogCheck(OpBuilder &b, Location loc, Value start,
+                                       LLVM::GlobalOp buffer,
                                        const PipelineLoweringOptions &options,
                                        const WaitSite &site) {
   Value now = NVVM::GlobalTimerOp::create(b, loc, b.getI64Type());
@@ -68,13 +71,13 @@ void mlir::pipeline::emitWatchdogCheck(OpBuilder &b, Location loc, Value start,
   Value expired = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
                                         elapsed, limit);
   emitIf(b, loc, expired, [&](OpBuilder &nb, Location nl) {
-    LLVM::GlobalOp global = getOrCreateWatchdogGlobal(nb, nl);
-    Value base = LLVM::AddressOfOp::create(nb, nl, global);
+    Value base = LLVM::AddressOfOp::create(nb, nl, buffer);
     // Claim the record: only the first expired wait writes it.
     auto claim = LLVM::AtomicCmpXchgOp::create(
         nb, nl, base, constI32(nb, nl, 0), constI32(nb, nl, kWatchdogMagic),
         LLVM::AtomicOrdering::monotonic, LLVM::AtomicOrdering::monotonic);
-    Value won = LLVM::ExtractValueOp::create(nb, nl, claim, ArrayRef<int64_t>{1});
+    Value won =
+        LLVM::ExtractValueOp::create(nb, nl, claim, ArrayRef<int64_t>{1});
     emitIf(nb, nl, won, [&](OpBuilder &wb, Location wl) {
       Type i32 = wb.getI32Type();
       SmallVector<Value> words = {

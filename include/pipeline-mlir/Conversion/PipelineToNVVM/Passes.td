@@ -15,6 +15,27 @@ def ConvertPipelineToNVVM : Pass<"convert-pipeline-to-nvvm", "ModuleOp"> {
     barriers. Pipeline values become `!llvm.ptr<3>` (the barrier array),
     states `!llvm.struct<(i32, i32, i32)>` (index, phase, count) or one i32
     for the simple form.
+
+    - Barrier storage: the `storage` operand, or a new `llvm.mlir.global
+      internal` array of i64 in address space 3 named
+      `__pipeline_barriers[_<name>][_<n>]` in the enclosing symbol table.
+    - Arrive counts: the cooperative group's (thread n, warp 32n,
+      threadblock n*blockDim, cluster n*clusterSize*blockDim); with a CTA
+      pair (V = 2) the AsyncUmma full and UmmaAsync empty counts are doubled
+      because both CTAs arrive on the leader's barrier.
+    - Waits are `scf.while` loops on `nvvm.mbarrier.try_wait` (parity, hint
+      10000000 ns) and guarded arrives are `scf.if`, so the output needs
+      `convert-scf-to-cf` (done by the `pipeline-to-nvvm` pipeline).
+    - The chip is the one of the enclosing gpu.module's `#nvvm.target` when
+      it has one, else the `chip` option; tcgen05 kinds on a chip other than
+      sm_100a/sm_101a/sm_103a are an error on the op that creates (or, for
+      block arguments, uses) the pipeline.
+    - `watchdog=true`: each wait reads `%globaltimer`; after
+      `watchdog-timeout-ns` the first stuck thread writes {0x50495045
+      ("PIPE"), pipeline id, role, stage, phase, ctaid.x/y/z, warp} to the
+      device global `__pipeline_watchdog` (i32[16], address space 1) and
+      traps. Pipeline ids index the module attribute
+      `pipeline.watchdog_names`. Without the option nothing changes.
   }];
   let dependentDialects = [
     "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
@@ -23,7 +44,8 @@ def ConvertPipelineToNVVM : Pass<"convert-pipeline-to-nvvm", "ModuleOp"> {
   ];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
-           "Target chip; tcgen05 kinds are rejected unless it is sm_100a/sm_101a">,
+           "Target chip when the gpu.module has no #nvvm.target; tcgen05 "
+           "kinds are rejected unless it is sm_100a/sm_101a/sm_103a">,
     Option<"watchdog", "watchdog", "bool", /*default=*/"false",
            "Bound every barrier wait by the global timer and trap with a report">,
     Option<"watchdogTimeoutNs", "watchdog-timeout-ns", "int64_t",

