@@ -42,10 +42,21 @@ def _options(chip, verify_protocol, watchdog, extra=None):
     return " ".join(f"{k}={v}" for k, v in opts.items())
 
 
-def _run(module, pipeline):
+def _drop_targets(module):
+    """pipeline-to-cubin attaches the #nvvm.target of the requested chip;
+    drop any target the module was built with so that each gpu.module ends
+    up with exactly one (and one module compiles for any chip)."""
+    for op in module.body.operations:
+        if op.operation.name == "gpu.module" and "targets" in op.attributes:
+            del op.attributes["targets"]
+
+
+def _run(module, pipeline, drop_targets=False):
     """Run a textual pass pipeline on a clone of `module`; return the clone."""
     with module.context:
         clone = ir.Module.parse(str(module))
+        if drop_targets:
+            _drop_targets(clone)
         try:
             passmanager.PassManager.parse(
                 f"builtin.module({pipeline})").run(clone.operation)
@@ -100,7 +111,8 @@ def _compile(module, chip, fmt, verify_protocol, watchdog, use_cache):
         with open(path, "rb") as f:
             return f.read()
     lowered = _run(module, "pipeline-to-cubin{" +
-                   _options(chip, verify_protocol, watchdog, {"format": fmt}) + "}")
+                   _options(chip, verify_protocol, watchdog, {"format": fmt}) + "}",
+                   drop_targets=True)
     objects = _binary_objects(lowered)
     if len(objects) != 1:
         raise CompileError(f"expected one gpu.module, found {len(objects)}")
