@@ -7,15 +7,19 @@ from pipeline_mlir.kernel import LoweringUnavailable
 
 
 def main(kernel, stem):
+    # With --print-ir, stdout is the module alone (status lines go to stderr)
+    # so that it pipes into pipeline-opt or `python -m pipeline_mlir.sim -`.
+    print_ir = "--print-ir" in sys.argv
+    log = sys.stderr if print_ir else sys.stdout
     kernel.verify()
     print(f"{stem}: built and verified {kernel.name} for {kernel.chip} "
-          f"({kernel.smem_bytes} bytes of dynamic shared memory)")
-    if "--print-ir" in sys.argv:
-        print(kernel)
+          f"({kernel.smem_bytes} bytes of dynamic shared memory)", file=log)
+    if print_ir:
+        print(kernel, flush=True)
     try:
         cubin = kernel.compile()
     except LoweringUnavailable as e:
-        print(f"{stem}: not lowered: {e}")
+        print(f"{stem}: not lowered: {e}", file=log)
         return 0
     out_dir = os.environ.get("PIPELINE_EXAMPLES_OUT",
                              os.path.join(os.path.dirname(__file__), "out"))
@@ -23,5 +27,5 @@ def main(kernel, stem):
     path = os.path.join(out_dir, f"{stem}.{kernel.chip}.cubin")
     with open(path, "wb") as f:
         f.write(cubin)
-    print(f"{stem}: cubin {len(cubin)} bytes -> {path}")
+    print(f"{stem}: cubin {len(cubin)} bytes -> {path}", file=log)
     return 0

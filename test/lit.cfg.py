@@ -12,7 +12,7 @@ import lit.formats
 
 config.name = "pipeline-mlir"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".mlir", ".py"]
+config.suffixes = [".mlir", ".py", ".test"]
 config.excludes = ["lit.cfg.py", "Inputs", "python", "gpu"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.test_source_root, "Output")

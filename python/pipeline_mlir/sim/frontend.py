@@ -157,6 +157,9 @@ class _Compiler:
                 a[key] = ir.IntegerAttr(attrs[key]).value
         for key in ("elect_one", "read", "unaligned", "relaxed"):
             a[key] = key in attrs
+        if name == "nvvm.shfl.sync":
+            a["shfl"] = str(attrs["kind"]).split()[-1].rstrip(">")
+            a["pair"] = "return_value_and_is_valid" in attrs
         if "op_type" in attrs:
             a["op_type"] = str(attrs["op_type"]).split("<")[-1].rstrip(">")
         if "operandSegmentSizes" in attrs and "segs" not in a:
@@ -258,6 +261,32 @@ def _binop(name: str, w: int, iw: int):
         "arith.maxsi": lambda x, y: x if s(x) >= s(y) else y,
         "arith.ceildivui": lambda x, y: -(-x // y),
     }.get(name)
+
+
+def _shuffle(kind: str, val, b, c):
+    """``shfl.sync`` by the PTX rule (source lane from b and the clamp/segment
+    operand c); kernels use it to make the warp index warp-uniform, so a
+    result that is the same in every lane comes back as a scalar."""
+    if any(x is UNKNOWN for x in (b, c)) or isinstance(c, Lanes):
+        return UNKNOWN
+    bs = b if isinstance(b, Lanes) else (b,) * 32
+    vs = val if isinstance(val, Lanes) else (val,) * 32
+    seg, clamp = (c >> 8) & 31, c & 31
+    out = []
+    for lane in range(32):
+        bv = bs[lane]
+        if bv is UNKNOWN:
+            return UNKNOWN
+        top = (lane & seg) | (clamp & ~seg)
+        j, ok = {"up": (lane - bv, lane - bv >= top),
+                 "down": (lane + bv, lane + bv <= top),
+                 "bfly": (lane ^ bv, (lane ^ bv) <= top),
+                 "idx": ((lane & seg) | (bv & 31 & ~seg), ((lane & seg) | (bv & 31 & ~seg)) <= top),
+                 }[kind]
+        out.append(vs[j] if ok else vs[lane])
+    if all(x == out[0] and type(x) is type(out[0]) for x in out):
+        return out[0]
+    return Lanes(out)
 
 
 @dataclass
@@ -365,6 +394,8 @@ class _Interp:
         elif name == "nvvm.elect.sync":
             first = _lanes_of(mask)[0]
             r = Lanes(int(i == first) for i in range(32))
+        elif name == "nvvm.shfl.sync" and not a["pair"]:
+            r = _shuffle(a["shfl"], *args[1:4])
         for o in n.outs:
             env[o] = r
 
