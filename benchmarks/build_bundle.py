@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Build .bench-bundle/: the GPU benchmarks, compiled HERE (no MLIR on the GPU).
+
+    .venv/bin/python benchmarks/build_bundle.py [--out .bench-bundle] [--chip sm_90a] [--quick]
+
+Writes kernels/*.cubin (streaming copies per kind x stages x tile, ping-pong
+per stages), manifest.json (name, kind, stages, tile, block, smem, params),
+the pure-Python runtime (pipeline_mlir/__init__.py + pipeline_mlir/runtime/),
+run_bench.py and reference/*.cu (built with nvcc on the GPU machine). Then:
+
+    cd .bench-bundle && python3 run_bench.py --out "$OUT"
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+LIMIT = 60 << 20  # the device tool carries at most 64 MiB
+
+
+def copy_runtime(out):
+    src = os.path.join(ROOT, "python", "pipeline_mlir")
+    dst = os.path.join(out, "pipeline_mlir")
+    os.makedirs(os.path.join(dst, "runtime"))
+    shutil.copy(os.path.join(src, "__init__.py"), dst)
+    for f in sorted(os.listdir(os.path.join(src, "runtime"))):
+        if f.endswith(".py"):
+            shutil.copy(os.path.join(src, "runtime", f), os.path.join(dst, "runtime"))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=os.path.join(ROOT, ".bench-bundle"))
+    ap.add_argument("--chip", default="sm_90a")
+    ap.add_argument("--quick", action="store_true", help="a few configurations only")
+    args = ap.parse_args(argv)
+
+    sys.path.insert(0, HERE)
+    import kernels
+
+    out = os.path.abspath(args.out)
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    os.makedirs(os.path.join(out, "kernels"))
+    os.makedirs(os.path.join(out, "reference"))
+    copy_runtime(out)
+    shutil.copy(os.path.join(HERE, "run_bench.py"), out)
+    for f in ("tma_pipe.cu", "pingpong.cu"):
+        shutil.copy(os.path.join(HERE, "reference", f), os.path.join(out, "reference"))
+
+    manifest = {"chip": args.chip, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "stream": [], "pingpong": []}
+    configs = kernels.stream_configs()
+    if args.quick:
+        configs = [c for c in configs if c[1] in (1, 4) and c[2] == 16384]
+    t_all = time.monotonic()
+    for kind, stages, tile in configs:
+        k = kernels.build_stream(kind, stages, tile, args.chip)
+        t0 = time.monotonic()
+        image = k.compile()
+        path = f"kernels/{k.name}.{args.chip}.cubin"
+        with open(os.path.join(out, path), "wb") as f:
+            f.write(image)
+        manifest["stream"].append({
+            "name": k.name, "kind": kind, "stages": stages, "tile": tile,
+            "block": kernels.block_threads(kind), "smem": k.smem_bytes,
+            "signature": ["ptr", "ptr", "i32"], "image": path})
+        print(f"BUILT {k.name:28s} {len(image):7d} B smem {k.smem_bytes:6d} "
+              f"({time.monotonic() - t0:.2f} s)")
+    for stages in (1, 2, 4):
+        k = kernels.build_pingpong(stages, args.chip)
+        image = k.compile()
+        path = f"kernels/{k.name}.{args.chip}.cubin"
+        with open(os.path.join(out, path), "wb") as f:
+            f.write(image)
+        manifest["pingpong"].append({"name": k.name, "stages": stages, "block": 64,
+                                     "smem": k.smem_bytes, "signature": ["i32", "ptr"],
+                                     "image": path})
+        print(f"BUILT {k.name:28s} {len(image):7d} B")
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
+    print(f"{out}: {len(manifest['stream'])} streaming + {len(manifest['pingpong'])} "
+          f"ping-pong kernels, {total / 1024:.0f} KiB, {time.monotonic() - t_all:.1f} s")
+    if total > LIMIT:
+        print(f"error: the bundle is {total} bytes, over the {LIMIT}-byte transfer budget")
+        return 1
+    print('run on the GPU machine: cd .bench-bundle && python3 run_bench.py --out "$OUT"')
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
