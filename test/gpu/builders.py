@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
+import builder_kernels
 import dialect_kernels
 import ptx_kernels
 import ref_kernels
@@ -223,13 +224,45 @@ def _dialect(name, pipeline, text_fn, mib, grid, block, stages, cluster=(1, 1, 1
 
 
 def build_pipeline_async_watchdog(chip, mib):
-    image, names = compile_text(dialect_kernels.pipeline_async(
-        "pipeline_async_bug", producer_phase=0), chip, watchdog=True, uses_pipeline=True,
-        timeout_ns=500_000_000, verify=False)
+    """The producer-phase-0 deadlock written with the dialect, lowered with
+    the device watchdog (docs/watchdog.md) bounding each wait to 0.5 s.
+
+    Both warps hang on stage 0 phase 0 (the producer's acquire on empty[0],
+    the consumer's wait on full[0]); whichever times out first in any block
+    writes the record, e.g. "producer_acquire on pipeline 'ab' stage 0
+    phase 0 timed out in block (3,0,0) warp 0" or "consumer_wait ... warp 1".
+
+    Lowered here with pipeline-to-cubin (compiler.to_cubin has no timeout
+    option) and verify-protocol=false: the protocol checker rejects this
+    very bug at compile time."""
+    import mlir.ir as ir
+    import mlir.passmanager as pm
+
+    import pipeline_mlir
+
+    timeout_ns = 500_000_000
+    text = dialect_kernels.pipeline_async("pipeline_async_bug", producer_phase=0)
+    opts = (f"chip={chip} format=bin verify-protocol=false watchdog=true "
+            f"watchdog-timeout-ns={timeout_ns}")
+    with pipeline_mlir.make_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        try:
+            pm.PassManager.parse(f"builtin.module(pipeline-to-cubin{{{opts}}})").run(
+                module.operation)
+        except (ir.MLIRError, ValueError) as err:
+            raise Unavailable(f"pipeline-to-cubin{{watchdog=true}} failed: {str(err)[:600]}") from None
+        image, names = _gpu_binary(module), _watchdog_names(module)
+    # What the runner needs from the cubin: the pointer it sets, the names.
+    for symbol in (b"__pipeline_watchdog_buffer", b"__pipeline_watchdog_names"):
+        if symbol not in image:
+            raise Unavailable(f"the watchdog cubin has no {symbol.decode()} symbol, so the "
+                              "runner could not read a record (docs/watchdog.md)")
+    if names != ["ab"]:
+        raise Unavailable(f"pipeline.watchdog_names is {names}, expected ['ab']")
     e = _copy_entry("pipeline_async_watchdog", "PipelineAsync",
                     "pipeline dialect, producer phase 0 bug", "pipeline_async_bug", 1,
                     (8, 1, 1), (64, 1, 1), 4)
-    e.update(check="watchdog", timeout=20.0, watchdog_names=names or ["ab"],
+    e.update(check="watchdog", timeout=20.0, watchdog_names=names, watchdog_timeout_ns=timeout_ns,
              expect={"pipeline": "ab", "stage": 0, "phase": 0,
                      "roles": {"producer_acquire": 0, "consumer_wait": 1}})
     return [Built(e, image)]
@@ -263,4 +296,15 @@ def _all_builders(dk, mib):
         ("pipeline_tma_async", dk.tma_builder("pipeline_tma_async", cluster=1, mib=mib)),
         ("pipeline_tma_async_mcast", dk.tma_builder("pipeline_tma_async_mcast", cluster=2, mib=mib)),
         ("pipeline_tma_store", dk.tma_builder("pipeline_tma_store", cluster=1, mib=mib, store=True)),
+        # the same pipelines built with the Python builders (test/gpu/builder_kernels.py)
+        ("builders_pipeline_async", builder_kernels.bundle_builder("pipeline_async", mib)),
+        ("builders_pipeline_cp_async",
+         builder_kernels.bundle_builder("pipeline_cp_async", mib)),
+        ("builders_pipeline_tma_async",
+         builder_kernels.bundle_builder("pipeline_tma_async", mib)),
+        ("builders_pipeline_tma_async_mcast",
+         builder_kernels.bundle_builder("pipeline_tma_async_mcast", mib)),
+        ("builders_pipeline_tma_store", builder_kernels.bundle_builder("pipeline_tma_store", mib)),
+        ("builders_pipeline_order", builder_kernels.bundle_builder("pipeline_order", mib)),
+        ("builders_named_barrier", builder_kernels.bundle_builder("named_barrier", mib)),
     ]
