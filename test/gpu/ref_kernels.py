@@ -74,6 +74,26 @@ def _wait(t, bar, phase, watchdog, role, stage, pipeline_id):
             t(f"        llvm.store volatile {v}, {p} {{alignment = 4 : i64}} : i32, !llvm.ptr")
         t("        nvvm.memory.barrier #nvvm.mem_scope<sys>")
         t("      }")
+        # the record is complete: release the losers
+        rel = t.fresh("rel")
+        t(f"      {rel} = llvm.atomicrmw xchg %wd_claim, %c2 monotonic : !llvm.ptr<1>, i32")
+        t("    } else {")
+        # a loser waits (at most 1 ms) for the record: its trap would abort
+        # the grid before the winner's stores reached the host
+        since = t.fresh("since")
+        t(f"      {since} = nvvm.read.ptx.sreg.globaltimer : i64")
+        t("      scf.while : () -> () {")
+        st, pend, tn, dt, pat, again = (t.fresh(x) for x in ("cl", "pend", "tn", "dt", "pat", "ag"))
+        t(f"        {st} = llvm.load volatile %wd_claim {{alignment = 4 : i64}} : !llvm.ptr<1> -> i32")
+        t(f"        {pend} = arith.cmpi ne, {st}, %c2 : i32")
+        t(f"        {tn} = nvvm.read.ptx.sreg.globaltimer : i64")
+        t(f"        {dt} = arith.subi {tn}, {since} : i64")
+        t(f"        {pat} = arith.cmpi ult, {dt}, %wd_loser_ns : i64")
+        t(f"        {again} = arith.andi {pend}, {pat} : i1")
+        t(f"        scf.condition({again})")
+        t("      } do {")
+        t("        scf.yield")
+        t("      }")
         t("    }")
         t("    llvm.intr.trap")
         t("  }")
@@ -124,12 +144,13 @@ def async_copy_kernel(name="async_ref", stages=4, producer_phase=1, watchdog=Fal
     t(f"  gpu.func @{name}(%src: !llvm.ptr<1>, %dst: !llvm.ptr<1>, %ntiles: i32) kernel {{")
     body = _Text()
     body.n = 1000
-    for c, v in (("c0", 0), ("c1", 1), ("c32", 32), ("c16", 16), ("c512", 512),
+    for c, v in (("c0", 0), ("c1", 1), ("c2", 2), ("c32", 32), ("c16", 16), ("c512", 512),
                  ("c4096", TILE_BYTES), ("cS", S), ("cPP", producer_phase)):
         body(f"%{c} = arith.constant {v} : i32")
     body("%c0_64 = arith.constant 0 : i64")
     body("%c1000_64 = arith.constant 1000 : i64")
     body(f"%wd_limit = arith.constant {timeout_ns} : i64")
+    body("%wd_loser_ns = arith.constant 1000000 : i64")
     body("%hint = arith.constant 10000000 : i32")
     body("%true = arith.constant true")
     for c, v in (("i0", 0), ("i1", 1), ("i8", 8), ("iS", S)):

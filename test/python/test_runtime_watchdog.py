@@ -136,3 +136,48 @@ def test_reference_kernel_follows_the_contract():
     assert offsets[:11] == [4 * w for w in range(1, 11)] + [0]
     assert stores[10][1].strip() == str(watchdog.MAGIC)
     assert "membar.sys" in ptx and "trap" in ptx
+
+
+def test_lowering_follows_the_contract():
+    """convert-pipeline-to-nvvm{watchdog=true} on a dialect kernel (the GPU
+    suite's pipeline_async) emits what this module decodes: the pointer
+    global the runner sets, the names, and at every wait (producer acquire,
+    producer tail, consumer wait) words 1..10 then the magic, then trap."""
+    pytest.importorskip("mlir.ir")
+    sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
+    try:
+        import dialect_kernels
+    finally:
+        sys.path.pop(0)
+    import mlir.ir as ir
+
+    import pipeline_mlir
+    from pipeline_mlir import compiler
+
+    text = dialect_kernels.pipeline_async("k", producer_phase=0)
+    with pipeline_mlir.make_context(), ir.Location.unknown():
+        m = ir.Module.parse(text)
+        ptx, plain = (compiler.to_ptx(m, watchdog=on, verify_protocol=False, use_cache=False)
+                      for on in (True, False))
+    ptx, plain = (p.decode() if isinstance(p, bytes) else p for p in (ptx, plain))
+    assert re.search(r"\.visible \.global \.align 8 \.u64 __pipeline_watchdog_buffer;", ptx)
+    assert re.search(r"\.global \.align 4 \.u32 __pipeline_watchdog_claim;", ptx)
+    assert ".visible .global .align 1 .b8 __pipeline_watchdog_names[3] = {97, 98" in ptx
+    assert re.search(r"atom\.global\.exch\.b32\s+%r\d+, \[__pipeline_watchdog_claim\], 1;", ptx)
+    stores = re.findall(r"st\.volatile(?:\.global)?\.b32\s+\[%rd\d+(?:\+(\d+))?\], ([^;]+);", ptx)
+    # six wait sites: producer acquire, producer tail (one per stage), consumer wait
+    assert len(stores) == 6 * 11, stores
+    for site in range(6):
+        words = stores[11 * site:11 * (site + 1)]
+        assert [int(o or 0) for o, _ in words] == [4 * w for w in range(1, 11)] + [0]
+        assert words[0][1].strip() == "0"                           # pipeline id of 'ab'
+        assert words[8][1].strip() == str(watchdog.RECORD_VERSION)  # word 9
+        assert words[10][1].strip() == str(watchdog.MAGIC)
+    # the producer waits report role 0, the consumer wait role 1
+    assert sorted(stores[11 * s + 1][1].strip() for s in range(6)) == ["0"] * 5 + ["1"]
+    assert ptx.count("membar.sys") == 12 and ptx.count("trap;") >= 6
+    # the winner releases the losers (claim = 2), who wait for it before trapping
+    assert len(re.findall(r"atom\.global\.exch\.b32\s+%r\d+, \[__pipeline_watchdog_claim\], 2;",
+                          ptx)) == 6
+    assert re.search(r"ld\.volatile\.global\.[bu]32\s+%r\d+, \[__pipeline_watchdog_claim\];", ptx)
+    assert "globaltimer" not in plain and "__pipeline_watchdog" not in plain

@@ -167,9 +167,9 @@ void mlir::pipeline::emitWaitLoop(OpBuilder &b, Location loc, Value barrier,
   // The watchdog measures from the first try; without it the loop is just
   // `while (!try_wait(bar, phase, hint)) {}`.
   Value start;
-  LLVM::GlobalOp buffer;
+  WatchdogGlobals globals;
   if (options.watchdog) {
-    buffer = getOrCreateWatchdogGlobal(b, loc);
+    globals = getOrCreateWatchdogGlobals(b, loc);
     start = NVVM::GlobalTimerOp::create(b, loc, b.getI64Type());
   }
   Value ticks = constI32(b, loc, kTryWaitSuspendTimeHint);
@@ -183,7 +183,7 @@ void mlir::pipeline::emitWaitLoop(OpBuilder &b, Location loc, Value barrier,
         arith::XOrIOp::create(b, loc, done, constI1(b, loc, true));
     if (options.watchdog)
       emitIf(b, loc, notDone, [&](OpBuilder &nb, Location nl) {
-        emitWatchdogCheck(nb, nl, start, buffer, options, site);
+        emitWatchdogCheck(nb, nl, start, globals, options, site);
       });
     scf::ConditionOp::create(b, loc, notDone, ValueRange{});
     b.createBlock(&loop.getAfter());

@@ -20,6 +20,7 @@
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 
 namespace mlir {
 class LLVMTypeConverter;
@@ -90,12 +91,19 @@ Value emptyBarrier(OpBuilder &b, Location loc, Value base, PipelineType type,
 Value groupArriveCount(OpBuilder &b, Location loc, CooperativeGroupAttr group,
                        PipelineType type);
 
+/// Watchdog record roles (word 2, docs/watchdog.md).
+enum WatchdogRole : int32_t {
+  kWatchdogProducer = 0, // producer_acquire, producer_tail
+  kWatchdogConsumer = 1, // consumer_wait
+  kWatchdogOrder = 2,    // order_wait
+};
+
 /// What the watchdog reports about a wait (see Watchdog.cpp).
 struct WaitSite {
   int32_t pipelineId = -1;
-  int32_t role = 0; // 0 producer, 1 consumer
-  Value stage;      // i32
-  Value phase;      // i32
+  int32_t role = kWatchdogProducer;
+  Value stage; // i32
+  Value phase; // i32
 };
 
 /// Blocking wait: loop on mbarrier.try_wait.parity until `phase` completed.
@@ -126,15 +134,37 @@ void emitUmmaCommit(OpBuilder &b, Location loc, Value barrier, Value mask,
 /// before conversion), or -1.
 int32_t getWatchdogPipelineId(Value pipeline);
 
-/// The watchdog report buffer `__pipeline_watchdog` of the symbol table
-/// around the builder's insertion point, created on first use. Call it where
-/// the insertion block is attached (not inside an op being built).
-LLVM::GlobalOp getOrCreateWatchdogGlobal(OpBuilder &b, Location loc);
+/// Symbols of the watchdog contract (docs/watchdog.md).
+constexpr llvm::StringLiteral kWatchdogBufferSymbol =
+    "__pipeline_watchdog_buffer";
+constexpr llvm::StringLiteral kWatchdogClaimSymbol =
+    "__pipeline_watchdog_claim";
+constexpr llvm::StringLiteral kWatchdogNamesSymbol =
+    "__pipeline_watchdog_names";
 
-/// Watchdog hook used by emitWaitLoop: when `now - start > timeout`, record
-/// the site in `buffer` and trap.
+/// The device globals a bounded wait uses: the i64 record pointer that the
+/// runner sets and the i32 claim word.
+struct WatchdogGlobals {
+  LLVM::GlobalOp buffer, claim;
+};
+
+/// The watchdog globals of the symbol table around the builder's insertion
+/// point, created on first use. Call it where the insertion block is
+/// attached (not inside an op being built).
+WatchdogGlobals getOrCreateWatchdogGlobals(OpBuilder &b, Location loc);
+
+/// Fails (with an error on the op) when a symbol of the module already uses
+/// a watchdog global's name with another meaning.
+LogicalResult checkWatchdogSymbols(ModuleOp module);
+
+/// Adds `__pipeline_watchdog_names` (the NUL-separated `names`) next to
+/// every `__pipeline_watchdog_buffer` of `module` that has none.
+void addWatchdogNames(ModuleOp module, ArrayAttr names);
+
+/// Watchdog hook used by emitWaitLoop: when `now - start > timeout`, write
+/// the record for `site` (first expired thread) and trap.
 void emitWatchdogCheck(OpBuilder &b, Location loc, Value start,
-                       LLVM::GlobalOp buffer,
+                       const WatchdogGlobals &globals,
                        const PipelineLoweringOptions &options,
                        const WaitSite &site);
 

@@ -43,7 +43,7 @@ struct OrderWaitLowering : PipelineOpLowering<OrderWaitOp> {
                                 op.getState().getType());
     Value bar = orderBarrier(rewriter, loc, adaptor.getPipeline(), type,
                              f.index, adaptor.getGroupId());
-    WaitSite site{getWatchdogPipelineId(op.getPipeline()), /*role=*/0,
+    WaitSite site{getWatchdogPipelineId(op.getPipeline()), kWatchdogOrder,
                   f.index, f.phase};
     emitWaitLoop(rewriter, loc, bar, f.phase, options, site);
     rewriter.eraseOp(op);

@@ -99,8 +99,11 @@ struct ConvertPipelineToNVVMPass
 
     if (failed(checkTcgen05Targets(module, options)))
       return signalPassFailure();
-    if (options.watchdog)
+    if (options.watchdog) {
+      if (failed(checkWatchdogSymbols(module)))
+        return signalPassFailure();
       assignWatchdogIds(module);
+    }
 
     LowerToLLVMOptions llvmOptions(ctx);
     LLVMTypeConverter converter(ctx, llvmOptions);
@@ -119,7 +122,13 @@ struct ConvertPipelineToNVVMPass
     scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
                                                          target);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    // The names go into each gpu.module with a bounded wait, where the
+    // runner can read them (the module attribute stays for compile-time
+    // tools such as the GPU bundle builder).
+    if (options.watchdog)
+      addWatchdogNames(module, module->getAttrOfType<ArrayAttr>(
+                                   "pipeline.watchdog_names"));
   }
 };
 } // namespace

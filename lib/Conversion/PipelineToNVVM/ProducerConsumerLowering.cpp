@@ -19,8 +19,8 @@ using namespace mlir::pipeline;
 
 namespace {
 
-constexpr int32_t kProducerRole = 0;
-constexpr int32_t kConsumerRole = 1;
+constexpr int32_t kProducerRole = kWatchdogProducer;
+constexpr int32_t kConsumerRole = kWatchdogConsumer;
 
 /// TMA kinds whose MMA consumer runs in the pair leader: only the leader
 /// arms the full barrier, with the bytes of both CTAs.

@@ -14,8 +14,10 @@ Device side (emitted by convert-pipeline-to-nvvm with watchdog=true):
   atomic exchange on a *device* global ``__pipeline_watchdog_claim`` (i32;
   atomics on host memory over PCIe are not guaranteed), and the winner, if
   the buffer pointer is non-zero, writes RECORD_WORDS i32 words with
-  volatile stores, **word 0 (the magic) last**, then ``membar.sys`` and
-  ``trap``. Losers trap at once.
+  volatile stores, **word 0 (the magic) last** between ``membar.sys``,
+  sets the claim to 2 and traps. Losers wait (at most 1 ms) for the claim
+  to reach 2, then trap: a trap aborts the grid, and an early one could cut
+  the record short.
 * Pipeline names: a global ``__pipeline_watchdog_names`` (i8 array, the
   names NUL-separated, indexed by pipeline id) and/or a JSON sidecar
   ``{"watchdog_names": [...]}`` written at compile time. The runner reads
