@@ -294,7 +294,6 @@ def _all_builders(dk, mib):
                                     lambda: dk.pipeline_order("pipeline_order"), mib,
                                     (128, 1, 1), (96, 1, 1), 3, xor32=0x5A5A5A5A)),
         ("pipeline_tma_async", dk.tma_builder("pipeline_tma_async", cluster=1, mib=mib)),
-        ("pipeline_tma_async_mcast", dk.tma_builder("pipeline_tma_async_mcast", cluster=2, mib=mib)),
         ("pipeline_tma_store", dk.tma_builder("pipeline_tma_store", cluster=1, mib=mib, store=True)),
         # the same pipelines built with the Python builders (test/gpu/builder_kernels.py)
         ("builders_pipeline_async", builder_kernels.bundle_builder("pipeline_async", mib)),
