@@ -12,9 +12,14 @@ Each measurement is a NEW process (cold), run --runs times, medians reported:
   import  importing the package (pipeline_mlir + mlir / cutlass + cute)
   build   Python builders -> IR module (ours; CuTe traces inside compile)
   ptx     ours: pass pipeline to PTX (pipeline-to-cubin format=isa, no ptxas)
-  cubin   ours: pass pipeline + ptxas through gpu-module-to-binary (format=bin)
+  cubin   ours: pass pipeline to PTX + the assembler compiler.to_cubin picks:
+          nvJitLink in-process when installed (the `fast` extra), else ptxas
+          through gpu-module-to-binary (format=bin); PIPELINE_MLIR_ASSEMBLER=
+          ptxas|nvjitlink forces one (the table's first line says which)
           CuTe: cute.compile (its file cache in a fresh empty directory)
   ptxas   ptxas alone on ours' PTX (subprocess, -arch=sm_90a)
+  nvjitlink  nvJitLink alone on that PTX, in-process, after the compile above
+          loaded it (absent: the library is not installed)
   warm    the same compile again in the same process, on a freshly built
           kernel (no in-memory cache hit on either side)
 """
@@ -84,6 +89,11 @@ def child_ours():
         t0 = time.perf_counter()
         subprocess.run(["ptxas", "-arch=sm_90a", p, "-o", os.path.join(d, "k.cubin")], check=True)
         r["ptxas"] = time.perf_counter() - t0
+    from pipeline_mlir import _nvjitlink
+    if _nvjitlink.available():
+        t0 = time.perf_counter()
+        _nvjitlink.assemble(ptx, "sm_90a")
+        r["nvjitlink"] = time.perf_counter() - t0
     t0 = time.perf_counter(); k2 = build("lat_b"); r["warm_build"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     compiler.to_ptx(k2.module, use_cache=False, verify_protocol=False)
@@ -171,13 +181,18 @@ def main():
         return 0
     runs = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 5
     res = {}
+    asm = subprocess.run([OURS_PY, "-c", "from pipeline_mlir import compiler; "
+                          "print(compiler.resolve_assembler())"],
+                         capture_output=True, text=True, check=True).stdout.strip()
     for side, py in (("ours", OURS_PY), ("cute", CUTE_PY)):
         rows = [run_child(side, py) for _ in range(runs)]
         med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
         med["start"] = startup(py, runs)
         res[side] = med
+    res["ours_assembler"] = asm
     o, c = res["ours"], res["cute"]
     ms = lambda x: f"{x * 1e3:8.1f}"  # noqa: E731
+    print(f"ours' assembler (PTX -> cubin): {asm}")
     print(f"median of {runs} cold processes, ms     ours    CuTe DSL   ours/CuTe")
     print(f"interpreter start-up              {ms(o['start'])} {ms(c['start'])}")
     print(f"import                            {ms(o['import'])} {ms(c['import'])}  "
@@ -185,6 +200,8 @@ def main():
     print(f"build (Python builders -> IR)     {ms(o['build'])}        -")
     print(f"-> PTX (pass pipeline, no ptxas)  {ms(o['ptx'])}        -")
     print(f"ptxas alone on that PTX           {ms(o['ptxas'])}        -")
+    if "nvjitlink" in o:
+        print(f"nvJitLink alone on that PTX       {ms(o['nvjitlink'])}        -")
     print(f"cold compile -> cubin (build+bin) {ms(o['build'] + o['cubin'])} {ms(c['cubin'])}  "
           f"{(o['build'] + o['cubin']) / c['cubin']:.2f}")
     print(f"   ours -> cubin incl. verify-protocol {ms(o['build'] + o['cubin_verify'])}")

@@ -21,9 +21,16 @@ def _native():
     if _native_module is None:
         import mlir.ir  # noqa: F401  (the one MLIR copy; must load first)
 
+        from mlir._mlir_libs import _mlir
+
         from ._mlir_libs import _pipeline
 
         _pipeline.register_passes()
+        # Each op built looks its dialect's Python module up under the search
+        # prefixes; without ours, every pipeline op retried (and failed) the
+        # import of mlir.dialects.pipeline (~0.05 ms each, uncached on failure).
+        if __name__ + ".dialects" not in _mlir.globals.dialect_search_modules:
+            _mlir.globals.append_dialect_search_prefix(__name__ + ".dialects")
         _native_module = _pipeline
     return _native_module
 

@@ -2,9 +2,12 @@
 
 Each stage is one pass pipeline run in-process through the upstream
 PassManager (the `pipeline-to-nvvm` / `pipeline-to-cubin` pipelines that the
-native extension registers). Compiled artifacts are cached by content hash:
-the key covers the module's text, the chip, every option and the package
-version, so a stale entry can never be returned.
+native extension registers). PTX -> cubin is the assembler's job: nvJitLink
+in-process when it is installed (the `fast` extra), else ptxas as a
+subprocess through `gpu-module-to-binary format=bin` (see `_assemble`).
+Compiled artifacts are cached by content hash: the key covers the module's
+text, the chip, every option, the assembler and the package version, so a
+stale entry can never be returned.
 
     from pipeline_mlir import compiler
     ptx = compiler.to_ptx(module, chip="sm_90a")
@@ -20,6 +23,10 @@ import mlir.passmanager as passmanager
 from mlir.dialects import gpu
 
 import pipeline_mlir
+from pipeline_mlir import _nvjitlink
+
+ASSEMBLERS = ("auto", "nvjitlink", "ptxas")
+ENV_ASSEMBLER = "PIPELINE_MLIR_ASSEMBLER"  # default for assembler=None
 
 SUPPORTED_CHIPS = ("sm_90a", "sm_100a", "sm_101a", "sm_103a")
 
@@ -42,21 +49,24 @@ def _options(chip, verify_protocol, watchdog, extra=None):
     return " ".join(f"{k}={v}" for k, v in opts.items())
 
 
-def _drop_targets(module):
+def _drop_targets(op):
     """pipeline-to-cubin attaches the #nvvm.target of the requested chip;
     drop any target the module was built with so that each gpu.module ends
     up with exactly one (and one module compiles for any chip)."""
-    for op in module.body.operations:
-        if op.operation.name == "gpu.module" and "targets" in op.attributes:
-            del op.attributes["targets"]
+    for inner in op.regions[0].blocks[0].operations:
+        if inner.operation.name == "gpu.module" and "targets" in inner.attributes:
+            del inner.attributes["targets"]
 
 
-def _run(module, pipeline, drop_targets=False):
-    """Run a textual pass pipeline on a clone of `module`; return the clone."""
+def _run(module, pipeline, drop_targets=False, as_module=False):
+    """Run a textual pass pipeline on a clone of `module`; return the clone's
+    operation, or an ir.Module with `as_module` (print + parse, ~0.5 ms on a
+    small kernel; operation.clone() copies in memory)."""
     with module.context:
-        clone = ir.Module.parse(str(module))
+        clone = (ir.Module.parse(str(module)) if as_module
+                 else module.operation.clone())
         if drop_targets:
-            _drop_targets(clone)
+            _drop_targets(clone.operation)
         try:
             passmanager.PassManager.parse(
                 f"builtin.module({pipeline})").run(clone.operation)
@@ -65,17 +75,49 @@ def _run(module, pipeline, drop_targets=False):
     return clone
 
 
+def resolve_assembler(assembler=None):
+    """'nvjitlink' or 'ptxas': what `assembler` (None: $PIPELINE_MLIR_ASSEMBLER,
+    else 'auto') means here. 'auto' takes nvJitLink when it loads."""
+    assembler = assembler or os.environ.get(ENV_ASSEMBLER) or "auto"
+    if assembler not in ASSEMBLERS:
+        raise ValueError(f"unknown assembler {assembler!r}; expected one of "
+                         f"{', '.join(ASSEMBLERS)}")
+    if assembler == "auto":
+        return "nvjitlink" if _nvjitlink.available() else "ptxas"
+    if assembler == "nvjitlink" and not _nvjitlink.available():
+        raise CompileError(_nvjitlink.unavailable_reason())
+    return assembler
+
+
+def assemble(ptx, chip, assembler, ptxas_fallback):
+    """cubin bytes of `ptx` for `chip` with the resolved `assembler`.
+
+    `ptxas_fallback()` produces the cubin through the subprocess path; 'auto'
+    uses it when nvJitLink rejects the PTX (an nvJitLink older than the
+    chip, say), so installing the `fast` extra never breaks a compile that
+    ptxas accepts."""
+    requested = assembler or os.environ.get(ENV_ASSEMBLER) or "auto"
+    if resolve_assembler(assembler) == "ptxas":
+        return ptxas_fallback()
+    try:
+        return _nvjitlink.assemble(ptx, chip)
+    except _nvjitlink.NvJitLinkError as err:
+        if requested == "auto":
+            return ptxas_fallback()
+        raise CompileError(str(err)) from None
+
+
 def to_nvvm(module, chip="sm_90a", verify_protocol=True, watchdog=False):
     """Lower pipeline ops (and the kernel's arith/scf/gpu ops) to NVVM + LLVM."""
     _check_chip(chip)
     return _run(module, "pipeline-to-nvvm{" +
-                _options(chip, verify_protocol, watchdog) + "}")
+                _options(chip, verify_protocol, watchdog) + "}", as_module=True)
 
 
 def _binary_objects(module):
     """(name, bytes) for every gpu.binary in the module."""
     found = []
-    for op in module.body.operations:
+    for op in module.operation.regions[0].blocks[0].operations:
         if op.operation.name != "gpu.binary":
             continue
         name = ir.StringAttr(op.attributes["sym_name"]).value
@@ -103,20 +145,40 @@ def _cache_key(module, *parts):
     return h.hexdigest()
 
 
-def _compile(module, chip, fmt, verify_protocol, watchdog, use_cache):
-    _check_chip(chip)
-    key = _cache_key(module, chip, fmt, verify_protocol, watchdog)
-    path = os.path.join(_cache_dir(), key + "." + fmt)
-    if use_cache and os.path.exists(path):
-        with open(path, "rb") as f:
-            return f.read()
+def _lower_one(module, chip, fmt, verify_protocol, watchdog):
     lowered = _run(module, "pipeline-to-cubin{" +
                    _options(chip, verify_protocol, watchdog, {"format": fmt}) + "}",
                    drop_targets=True)
     objects = _binary_objects(lowered)
     if len(objects) != 1:
         raise CompileError(f"expected one gpu.module, found {len(objects)}")
-    data = bytes(objects[0][1])
+    return bytes(objects[0][1])
+
+
+def _compile(module, chip, fmt, verify_protocol, watchdog, use_cache,
+             assembler=None):
+    _check_chip(chip)
+    parts = [chip, fmt, verify_protocol, watchdog]
+    if fmt == "bin":
+        tool = resolve_assembler(assembler)
+        # Different assemblers (and versions) give different, equally valid
+        # cubins; keep their entries apart.
+        parts.append(tool if tool == "ptxas" else f"nvjitlink{_nvjitlink.version()}")
+    if use_cache:  # the key prints the module: skip it when not caching
+        path = os.path.join(_cache_dir(), _cache_key(module, *parts) + "." + fmt)
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                return f.read()
+    if fmt == "bin":
+        def ptxas():
+            return _lower_one(module, chip, "bin", verify_protocol, watchdog)
+        if tool == "ptxas":
+            data = ptxas()
+        else:
+            ptx = _lower_one(module, chip, "isa", verify_protocol, watchdog)
+            data = assemble(ptx, chip, assembler, ptxas)
+    else:
+        data = _lower_one(module, chip, fmt, verify_protocol, watchdog)
     if use_cache:
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
         with os.fdopen(fd, "wb") as f:
@@ -133,6 +195,11 @@ def to_ptx(module, chip="sm_90a", verify_protocol=True, watchdog=False,
 
 
 def to_cubin(module, chip="sm_90a", verify_protocol=True, watchdog=False,
-             use_cache=True):
-    """cubin bytes of the module's (single) gpu.module (ptxas runs here)."""
-    return _compile(module, chip, "bin", verify_protocol, watchdog, use_cache)
+             use_cache=True, assembler=None):
+    """cubin bytes of the module's (single) gpu.module.
+
+    assembler: 'nvjitlink' (in-process, needs the `fast` extra), 'ptxas'
+    (subprocess through gpu-module-to-binary) or 'auto' (nvJitLink when it
+    loads); None reads $PIPELINE_MLIR_ASSEMBLER, default 'auto'."""
+    return _compile(module, chip, "bin", verify_protocol, watchdog, use_cache,
+                    assembler)

@@ -3,8 +3,10 @@
 One call does the whole lowering: the named pass pipeline
 ``pipeline-to-cubin{chip=... format=bin|isa}`` (pipeline dialect -> NVVM ->
 LLVM -> PTX -> cubin through ``gpu-module-to-binary``, which runs ptxas from
-PATH for ``format=bin``). Modules are cloned first, so a kernel can be
-compiled for several chips or formats.
+PATH for ``format=bin``). For cubins the assembler is chosen as in
+``pipeline_mlir.compiler``: with nvJitLink installed (the ``fast`` extra) the
+PTX is assembled in-process, else ptxas runs. Modules are cloned first, so a
+kernel can be compiled for several chips or formats.
 """
 
 import mlir.ir as ir
@@ -59,11 +61,26 @@ def run_passes(module, spec):
     return clone
 
 
-def lower(module, chip, fmt):
+def lower(module, chip, fmt, assembler=None):
     """Lower a clone of ``module`` to a ``gpu.binary``; return its objects.
 
-    Returns ``{gpu.module name: object bytes}``.
+    Returns ``{gpu.module name: object bytes}``. ``assembler`` ('auto',
+    'nvjitlink', 'ptxas'; None: $PIPELINE_MLIR_ASSEMBLER or 'auto') picks
+    how ``fmt="bin"`` turns PTX into a cubin.
     """
+    if fmt == "bin":
+        from pipeline_mlir import compiler
+
+        if compiler.resolve_assembler(assembler) == "nvjitlink":
+            ptx = _lower(module, chip, "isa")
+            return {name: compiler.assemble(
+                        text, chip, assembler,
+                        lambda name=name: _lower(module, chip, "bin")[name])
+                    for name, text in ptx.items()}
+    return _lower(module, chip, fmt)
+
+
+def _lower(module, chip, fmt):
     with module.context:
         try:
             passes = _parse(f"{PIPELINE}{{chip={chip} format={fmt}}}")

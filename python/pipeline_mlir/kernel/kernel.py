@@ -200,9 +200,12 @@ class Kernel:
         """Verify the module (raises ``mlir.ir.MLIRError`` on failure)."""
         return _compile.verify(self.module)
 
-    def compile(self, chip=None):
-        """cubin bytes for ``chip`` (default: the kernel's chip)."""
-        objs = _compile.lower(self.module, chip or self.chip, "bin")
+    def compile(self, chip=None, assembler=None):
+        """cubin bytes for ``chip`` (default: the kernel's chip).
+
+        ``assembler``: 'nvjitlink' (in-process), 'ptxas' (subprocess) or
+        'auto'; see ``pipeline_mlir.compiler.to_cubin``."""
+        objs = _compile.lower(self.module, chip or self.chip, "bin", assembler)
         return next(iter(objs.values()))
 
     def to_ptx(self, chip=None):
