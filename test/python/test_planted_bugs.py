@@ -9,7 +9,9 @@ pipeline.create, '%6'), the barrier, stage and phase, and what to fix.
 
 | bug class                               | example              | verifier | simulator |
 |-----------------------------------------|----------------------|----------|-----------|
-| wrong arrive count (consumer group)     | async_participants   |    -     | deadlock  |
+| wrong arrive count (consumer group)     | async_participants   |   yes    | deadlock  |
+| wrong arrive count (tma_async consumers)| tma_reduction (2 CTA)|   yes    | deadlock  |
+| wrong arrive count (tcgen05 consumer)   | tma_umma_mainloop    |   yes    | deadlock  |
 | wrong arrive count (TMA producer group) | tma_umma_mainloop    |   yes    | deadlock  |
 | wrong initial phase                     | async_participants   |   yes    | deadlock  |
 | missing producer tail                   | tma_reduction (2 CTA)|   yes    | exited-cta|
@@ -80,11 +82,53 @@ def test_consumer_group_counting_more_threads_than_release():
     # barrier phase gets 32 of 64 arrivals.
     text = planted(ASYNC, lambda t: edit(t, "consumer = <thread, 32>>", "consumer = <thread, 64>>",
                                          count=0))
+    err = one_error(verify_protocol(text))
+    assert err.startswith(
+        "PipelineAsync pipeline: the consumer group #pipeline.group<thread, 64> expects 64 "
+        "arrivals per phase, but the consumer role (one warp, whole-warp consumer.release) gives "
+        "32: the empty barrier never completes and the producers wait forever; use "
+        "#pipeline.group<thread, 32>")
+    assert "note: the consumer role releases here" in err
     found = sim_findings(text, ASYNC)
     assert list(found) == ["deadlock"]
     assert found["deadlock"].startswith(
         "producer warp 0 of CTA 0 waits on pipeline '%6' empty barrier stage 0 phase 0 in "
         "producer.acquire (phase 0 (#0) has 32 of 64 arrivals)")
+
+
+@pytest.mark.parametrize("group", ["<thread, 128>", "<warp, 4>"])
+def test_tma_async_consumer_group_counting_threads(group):
+    # tma_async consumers release from signalling lanes: one arrive per
+    # consumer warp (4) on each of the 2 multicast CTAs, 8 per phase.
+    text = planted(CLUSTER, lambda t: edit(t, "consumer = <thread, 8>", f"consumer = {group}",
+                                           count=0))
+    err = one_error(verify_protocol(text))
+    assert err.startswith(
+        f"PipelineTmaAsync pipeline: the consumer group #pipeline.group{group} expects 128 "
+        "arrivals per phase, but the consumer role (4 warps, whole-warp consumer.release: one "
+        "signalling-lane arrive per warp from each of the 2 multicast CTAs) gives 8: the empty "
+        "barrier never completes and the producers wait forever; use #pipeline.group<thread, 8>")
+    found = sim_findings(text, CLUSTER)
+    assert found["deadlock"].startswith(
+        "producer warp 0 of CTA 0 waits on pipeline '%6' empty barrier stage 0 phase 0 in "
+        "producer.acquire (phase 0 (#0) has 8 of 128 arrivals)")
+
+
+def test_tcgen05_consumer_group_counting_a_warp():
+    # The MMA warp releases with one elected tcgen05.commit: 1 arrival, not 32.
+    text = planted(UMMA, lambda t: edit(t, "producer = <thread, 1>, consumer = <thread, 1>",
+                                        "producer = <thread, 1>, consumer = <thread, 32>",
+                                        count=0))
+    err = one_error(verify_protocol(text))
+    assert err.startswith(
+        "PipelineTmaUmma pipeline: the consumer group #pipeline.group<thread, 32> expects 32 "
+        "arrivals per phase, but the consumer role (one warp, one elected tcgen05.commit per "
+        "warp) gives 1: the empty barrier never completes and the producers wait forever; use "
+        "#pipeline.group<thread, 1>")
+    found = sim_findings(text, UMMA)
+    assert found["deadlock"].startswith(
+        "producer warp 0 of CTA 0 waits on pipeline '%7' empty barrier stage 0 phase 0 in "
+        "producer.acquire (phase 0 (#0) has 1 of 32 arrivals)")
 
 
 def test_tma_producer_group_counting_two_arrivals():

@@ -105,6 +105,22 @@ bool isGuardIf(scf::IfOp ifOp);
 /// body.
 Block *getRoleBlock(Operation *op);
 
+/// Who executes an op, as far as the enclosing scf.if conditions tell: a
+/// number of warps and whether all 32 lanes of each (else one lane per warp).
+struct Executors {
+  int64_t warps;
+  bool wholeWarps;
+};
+
+/// The executors of `op`, from every enclosing scf.if branch up to the
+/// function (warp == k, warp </>= k, tid == c, tid </>= 32k, lane == c,
+/// elect, and-ed; an else branch negates a single comparison). `blockDim`
+/// (threads per CTA, 0 = unknown) bounds open warp ranges and the whole block.
+/// nullopt when anything on the way is not decidable (a data-dependent
+/// condition, an op other than scf.if/scf.for around `op`, an open range
+/// without a block size).
+std::optional<Executors> getExecutors(Operation *op, int64_t blockDim);
+
 /// The op that owns a role block (the scf.if or the function), for notes.
 Operation *getRoleOwner(Block *roleBlock);
 

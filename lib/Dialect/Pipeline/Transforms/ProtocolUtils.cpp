@@ -173,6 +173,177 @@ Guard protocol::getEnclosingGuard(Operation *op) {
   return guard;
 }
 
+namespace {
+/// Warps [lo, hi) minus `excluded`, and whether only one lane per warp runs.
+struct ExecutorRange {
+  int64_t lo = 0;
+  std::optional<int64_t> hi;
+  SmallVector<int64_t> excluded;
+  bool oneLane = false;
+
+  void below(int64_t k) { hi = hi ? std::min(*hi, k) : k; }
+  void from(int64_t k) { lo = std::max(lo, k); }
+};
+} // namespace
+
+/// The predicate that holds for (b, a) when `pred` holds for (a, b).
+static arith::CmpIPredicate swapOperands(arith::CmpIPredicate pred) {
+  using P = arith::CmpIPredicate;
+  switch (pred) {
+  case P::slt:
+    return P::sgt;
+  case P::sgt:
+    return P::slt;
+  case P::sle:
+    return P::sge;
+  case P::sge:
+    return P::sle;
+  case P::ult:
+    return P::ugt;
+  case P::ugt:
+    return P::ult;
+  case P::ule:
+    return P::uge;
+  case P::uge:
+    return P::ule;
+  default:
+    return pred; // eq, ne
+  }
+}
+
+/// Narrows `range` by `cond` (or by its negation, for an else branch);
+/// false when the condition is not one the checker can count.
+static bool narrow(ExecutorRange &range, Value cond, bool negate) {
+  Operation *def = cond.getDefiningOp();
+  if (!def)
+    return false;
+  if (def->getName().getStringRef() == "nvvm.elect.sync") {
+    range.oneLane = true;
+    return !negate;
+  }
+  if (auto andOp = dyn_cast<arith::AndIOp>(def))
+    return !negate && narrow(range, andOp.getLhs(), false) &&
+           narrow(range, andOp.getRhs(), false);
+  auto cmp = dyn_cast<arith::CmpIOp>(def);
+  if (!cmp)
+    return false;
+  arith::CmpIPredicate pred = cmp.getPredicate();
+  Value id = cmp.getLhs();
+  std::optional<int64_t> k = getConstantInt(cmp.getRhs());
+  if (!k) {
+    k = getConstantInt(cmp.getLhs());
+    id = cmp.getRhs();
+    pred = swapOperands(pred);
+  }
+  if (!k || *k < 0)
+    return false;
+  if (negate)
+    pred = arith::invertPredicate(pred);
+  using P = arith::CmpIPredicate;
+  IdKind kind = classifyId(id);
+  if (kind == IdKind::Lane) {
+    range.oneLane = true;
+    return pred == P::eq;
+  }
+  if (kind == IdKind::Tid) {
+    if (pred == P::eq) {
+      range.oneLane = true;
+      range.from(*k / 32);
+      range.below(*k / 32 + 1);
+      return true;
+    }
+    // Thread ranges count whole warps only on warp boundaries.
+    int64_t w = *k / 32;
+    switch (pred) {
+    case P::ult:
+    case P::slt:
+      range.below(w);
+      return *k % 32 == 0;
+    case P::uge:
+    case P::sge:
+      range.from(w);
+      return *k % 32 == 0;
+    case P::ule:
+    case P::sle:
+      range.below(w + 1);
+      return *k % 32 == 31;
+    case P::ugt:
+    case P::sgt:
+      range.from(w + 1);
+      return *k % 32 == 31;
+    default:
+      return false;
+    }
+  }
+  if (kind != IdKind::Warp)
+    return false;
+  switch (pred) {
+  case P::eq:
+    range.from(*k);
+    range.below(*k + 1);
+    return true;
+  case P::ne:
+    range.excluded.push_back(*k);
+    return true;
+  case P::ult:
+  case P::slt:
+    range.below(*k);
+    return true;
+  case P::ule:
+  case P::sle:
+    range.below(*k + 1);
+    return true;
+  case P::ugt:
+  case P::sgt:
+    range.from(*k + 1);
+    return true;
+  case P::uge:
+  case P::sge:
+    range.from(*k);
+    return true;
+  }
+  return false;
+}
+
+std::optional<Executors> protocol::getExecutors(Operation *op,
+                                                int64_t blockDim) {
+  ExecutorRange range;
+  for (Operation *cur = op;;) {
+    Operation *parent = cur->getParentOp();
+    if (!parent)
+      return std::nullopt;
+    if (isa<FunctionOpInterface>(parent))
+      break;
+    if (auto ifOp = dyn_cast<scf::IfOp>(parent)) {
+      bool inElse = cur->getParentRegion() == &ifOp.getElseRegion();
+      if (!narrow(range, ifOp.getCondition(), inElse))
+        return std::nullopt;
+    } else if (!isa<scf::ForOp>(parent)) {
+      // Loops with early exits, switches, ...: who gets here is not known.
+      return std::nullopt;
+    }
+    cur = parent;
+  }
+  if (blockDim > 0) {
+    // A partial last warp would make the warp arithmetic wrong.
+    if (blockDim % 32 != 0)
+      return std::nullopt;
+    range.below(blockDim / 32);
+  }
+  if (!range.hi)
+    return std::nullopt;
+  int64_t warps = *range.hi - range.lo;
+  llvm::sort(range.excluded);
+  const int64_t *end = std::unique(range.excluded.begin(), range.excluded.end());
+  for (const int64_t *e = range.excluded.begin(); e != end; ++e)
+    if (*e >= range.lo && *e < *range.hi)
+      --warps;
+  // No warp at all is dead code (or an out-of-range constant): not counted.
+  if (warps <= 0)
+    return std::nullopt;
+  return Executors{warps, !range.oneLane};
+}
+
 bool protocol::isEmptyBlock(Block *block) {
   return !block || block->empty() ||
          (block->getOperations().size() == 1 &&

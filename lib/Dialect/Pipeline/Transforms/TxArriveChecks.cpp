@@ -6,17 +6,22 @@
 // - the arrive counts a pipeline's groups imply must match who arrives:
 //   elect guards around async arrives, elected TMA arrives against a producer
 //   group of several, the signaling-lane arithmetic of tma_async clusters,
-//   and consumer verbs issued from a producer role.
+//   consumer verbs issued from a producer role, and the arrivals per phase
+//   that the one role signalling a side makes (its warps from the guards,
+//   times what the verb's mechanism arrives) against the group's count.
 //
 // What is not decidable from the IR is left alone (see
 // docs/VerifyProtocol.md): dynamic bytes, masks and extra_tx; copies issued
-// through producer.barrier by other ops; how many warps an unguarded role
-// has.
+// through producer.barrier by other ops; roles whose warps the guards leave
+// open; sides signalled from several roles.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ProtocolChecks.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -310,9 +315,201 @@ static bool checkArriveSites(Value pipe, bool producerSide,
   return true;
 }
 
+/// Multicast CTAs whose loads land in each CTA of a tma_async pipeline: as
+/// in CuTe DSL's mcast_size, the CTAs along each multicast mode, the CTA
+/// itself counted once.
+static int64_t getMcastSize(PipelineType type) {
+  ClusterLayoutAttr c = type.getCluster();
+  if (!c)
+    return 1;
+  Multicast mode = type.getMulticast();
+  int64_t alongM =
+      (mode == Multicast::M || mode == Multicast::MN) ? c.getM() : 1;
+  int64_t alongN =
+      (mode == Multicast::N || mode == Multicast::MN) ? c.getN() : 1;
+  return alongM + alongN - 1;
+}
+
+/// Threads per CTA: the pass option, else a 1-D known_block_size of the
+/// gpu.func (with y or z extents, tid.x / 32 is not the warp index).
+static int64_t getBlockDim(FunctionOpInterface fn, const Options &options) {
+  if (options.blockDim > 0)
+    return options.blockDim;
+  auto gpuFn = dyn_cast<gpu::GPUFuncOp>(fn.getOperation());
+  if (!gpuFn)
+    return 0;
+  std::optional<ArrayRef<int32_t>> size = gpuFn.getKnownBlockSize();
+  if (!size || size->size() != 3 || (*size)[1] != 1 || (*size)[2] != 1)
+    return 0;
+  return (*size)[0];
+}
+
+namespace {
+/// What one signalling site contributes to a phase of its barrier.
+struct ImpliedArrives {
+  int64_t count;
+  Executors who;
+  std::string how; // the mechanism, for the message
+};
+} // namespace
+
+/// Arrivals per phase that one execution of `op` (a producer.commit or
+/// consumer.release) by its role makes on this CTA's barrier; nullopt when
+/// not decidable.
+static std::optional<ImpliedArrives>
+getImpliedArrives(Operation *op, PipelineType type, bool producerSide,
+                  int64_t blockDim) {
+  PipelineKind kind = type.getKind();
+  // Mixed MMA + async consumers, CLC, order and store pipelines count
+  // otherwise; pairs and clusters other than tma_async's signalling lanes
+  // arrive on another CTA's barrier.
+  if (kind == PipelineKind::TmaMultiConsumersAsync ||
+      kind == PipelineKind::ClcFetchAsync || kind == PipelineKind::Order ||
+      kind == PipelineKind::TmaStore)
+    return std::nullopt;
+  bool signallingLanes = !producerSide && kind == PipelineKind::TmaAsync;
+  if (type.getClusterSize() > 1 && !signallingLanes)
+    return std::nullopt;
+  std::optional<Executors> who = getExecutors(op, blockDim);
+  if (!who)
+    return std::nullopt;
+  int64_t threads = who->warps * (who->wholeWarps ? 32 : 1);
+  OpType opType =
+      producerSide ? type.getProducerOpType() : type.getConsumerOpType();
+  StringRef verb = producerSide ? "producer.commit" : "consumer.release";
+  switch (opType) {
+  case OpType::AsyncThread: {
+    if (signallingLanes) {
+      // Lanes 0..cluster-1 of every warp; a lane guard may leave them out.
+      if (!who->wholeWarps)
+        return std::nullopt;
+      int64_t mcast = getMcastSize(type);
+      std::string how = "whole-warp " + verb.str() + ": one signalling-lane "
+                        "arrive per warp";
+      if (mcast > 1)
+        how += " from each of the " + std::to_string(mcast) +
+               " multicast CTAs";
+      return ImpliedArrives{who->warps * mcast, *who, how};
+    }
+    bool elect = producerSide
+                     ? cast<ProducerCommitOp>(op).getElectOne()
+                     : cast<ConsumerReleaseOp>(op).getElectOne();
+    if (elect)
+      return ImpliedArrives{who->warps, *who,
+                            verb.str() + " elect_one: one arrive per warp"};
+    return ImpliedArrives{threads, *who,
+                          who->wholeWarps
+                              ? "whole-warp " + verb.str()
+                              : verb.str() + " from one lane per warp"};
+  }
+  case OpType::AsyncLoad:
+    return ImpliedArrives{threads, *who,
+                          "cp.async.mbarrier.arrive.noinc from every thread"};
+  case OpType::TCGen05Mma:
+    return ImpliedArrives{who->warps, *who,
+                          "one elected tcgen05.commit per warp"};
+  default:
+    return std::nullopt;
+  }
+}
+
+static std::string describeExecutors(const Executors &who) {
+  std::string warps = who.warps == 1 ? "one warp"
+                                     : std::to_string(who.warps) + " warps";
+  if (who.wholeWarps)
+    return warps;
+  return who.warps == 1 ? "one lane of one warp"
+                        : "one lane in each of " + warps;
+}
+
+/// Compares the arrivals per phase that the one role issuing a side's
+/// signalling verb makes with the count its group gives the barrier. Sides
+/// already reported by the guard checks, sides signalled from several roles
+/// (ping-pong consumers split the stages between them), and anything not
+/// decidable are left alone.
+static bool checkImpliedArriveCounts(
+    FunctionOpInterface fn, const Options &options,
+    const llvm::DenseSet<std::pair<Value, unsigned>> &reported) {
+  int64_t blockDim = getBlockDim(fn, options);
+  llvm::MapVector<std::pair<Value, unsigned>, SmallVector<Operation *>> sites;
+  fn->walk([&](Operation *op) {
+    if (auto commit = dyn_cast<ProducerCommitOp>(op))
+      sites[{commit.getPipeline(), 0}].push_back(op);
+    else if (auto release = dyn_cast<ConsumerReleaseOp>(op))
+      sites[{release.getPipeline(), 1}].push_back(op);
+  });
+  bool failed = false;
+  for (auto &[key, ops] : sites) {
+    if (reported.contains(key))
+      continue;
+    Value pipe = key.first;
+    bool producerSide = key.second == 0;
+    auto create = pipe.getDefiningOp<CreateOp>();
+    if (!create)
+      continue;
+    PipelineType type = getPipelineType(pipe);
+    CooperativeGroupAttr group =
+        producerSide ? type.getProducer() : type.getConsumer();
+    if (!group)
+      continue;
+    std::optional<int64_t> expected =
+        getArriveCount(group, blockDim, type.getClusterSize());
+    if (!expected)
+      continue;
+    // tma_async groups not a multiple of mcast_size have their own error.
+    if (!producerSide && type.getKind() == PipelineKind::TmaAsync &&
+        group.getAgent() == Agent::Thread &&
+        group.getSize() % getMcastSize(type) != 0)
+      continue;
+    Block *role = getRoleBlock(ops.front());
+    std::optional<ImpliedArrives> implied;
+    bool decidable = true;
+    for (Operation *op : ops) {
+      std::optional<ImpliedArrives> here =
+          getImpliedArrives(op, type, producerSide, blockDim);
+      if (!here || getRoleBlock(op) != role ||
+          (implied && implied->count != here->count)) {
+        decidable = false;
+        break;
+      }
+      if (!implied)
+        implied = here;
+    }
+    if (!decidable || implied->count == *expected)
+      continue;
+    StringRef side = producerSide ? "producer" : "consumer";
+    InFlightDiagnostic diag = create.emitError();
+    diag << describe(pipe) << ": the " << side << " group "
+         << groupString(group) << " expects " << *expected
+         << " arrivals per phase, but the " << side << " role ("
+         << describeExecutors(implied->who) << ", " << implied->how
+         << ") gives " << implied->count << ": ";
+    if (implied->count < *expected)
+      diag << "the " << (producerSide ? "full" : "empty")
+           << " barrier never completes and the "
+           << (producerSide ? "consumers" : "producers") << " wait forever";
+    else
+      diag << "phases complete early and "
+           << (producerSide ? "consumers read a stage before it is filled"
+                            : "producers overwrite a stage still being read");
+    diag << "; use #pipeline.group<thread, " << implied->count << ">";
+    Operation *owner = getRoleOwner(role);
+    if (owner && !isa<FunctionOpInterface>(owner))
+      diag.attachNote(owner->getLoc()) << "the " << side << " role";
+    diag.attachNote(ops.front()->getLoc())
+        << "the " << side << " role " << (producerSide ? "commits" : "releases")
+        << " here";
+    failed = true;
+  }
+  return failed;
+}
+
 LogicalResult protocol::checkArriveCounts(FunctionOpInterface fn,
                                           const Options &options) {
   bool failed = false;
+  // Pipeline sides already reported, so that the implied-count check does
+  // not report them twice.
+  llvm::DenseSet<std::pair<Value, unsigned>> reported;
 
   // (a) + (c2): guarded or elected mbarrier.arrive sites, per pipeline side.
   llvm::MapVector<std::pair<Value, unsigned>, SmallVector<ArriveSite>> sites;
@@ -349,14 +546,19 @@ LogicalResult protocol::checkArriveCounts(FunctionOpInterface fn,
               "the whole warp, without elect_one or an elect guard)";
       if (Operation *guardIf = findGuardIf(op))
         diag.attachNote(guardIf->getLoc()) << "guard that narrows who arrives";
+      reported.insert({release.getPipeline(), 1});
       failed = true;
       return;
     }
     sites[{release.getPipeline(), 1}].push_back(
         classifyArrive(op, release.getElectOne()));
   });
-  for (auto &[key, list] : sites)
-    failed |= checkArriveSites(key.first, key.second == 0, list, options);
+  for (auto &[key, list] : sites) {
+    if (checkArriveSites(key.first, key.second == 0, list, options)) {
+      reported.insert(key);
+      failed = true;
+    }
+  }
 
   // Per pipeline facts for (b), (c1) and (d), in program order.
   struct PipeUses {
@@ -419,13 +621,7 @@ LogicalResult protocol::checkArriveCounts(FunctionOpInterface fn,
     // arrivals (CooperativeGroup(Agent.Thread, mcast_size * warps)).
     if (type.getKind() == PipelineKind::TmaAsync && create &&
         type.getConsumer() && type.getConsumer().getAgent() == Agent::Thread) {
-      int64_t mcast = 1;
-      if (ClusterLayoutAttr c = type.getCluster()) {
-        Multicast mode = type.getMulticast();
-        int64_t alongM = (mode == Multicast::M || mode == Multicast::MN) ? c.getM() : 1;
-        int64_t alongN = (mode == Multicast::N || mode == Multicast::MN) ? c.getN() : 1;
-        mcast = alongM + alongN - 1;
-      }
+      int64_t mcast = getMcastSize(type);
       int64_t size = type.getConsumer().getSize();
       if (size % mcast != 0) {
         InFlightDiagnostic diag = create.emitError();
@@ -471,5 +667,8 @@ LogicalResult protocol::checkArriveCounts(FunctionOpInterface fn,
       failed = true;
     }
   }
+
+  // (e) arrivals implied by who signals, against the group's count.
+  failed |= checkImpliedArriveCounts(fn, options, reported);
   return failure(failed);
 }

@@ -289,3 +289,371 @@ func.func @two_roles_elect_one() {
   }
   return
 }
+
+// -----
+
+// Implied arrive counts (check (e)): what the role that signals gives per
+// phase against what the group makes the barrier expect.
+//
+// (a) PipelineAsync: the consumer role is one warp (warp == 1) releasing with
+// the whole warp: 32 arrivals per phase, not 64.
+
+!P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 64>>
+!ps = !pipeline.state<4, producer>
+!cs = !pipeline.state<4, consumer>
+
+func.func @one_warp_release_against_64_threads(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %tid = gpu.thread_id x
+  %warp = arith.divui %tid, %c32 : index
+  // expected-error @+1 {{pipeline 'kv': the consumer group #pipeline.group<thread, 64> expects 64 arrivals per phase, but the consumer role (one warp, whole-warp consumer.release) gives 32: the empty barrier never completes and the producers wait forever; use #pipeline.group<thread, 32>}}
+  %p = pipeline.create {name = "kv"} : !P
+  %is_producer = arith.cmpi eq, %warp, %c0 : index
+  scf.if %is_producer {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !P, !ps
+      pipeline.producer.commit %p, %s : !P, !ps
+      %next = pipeline.state.advance %s : !ps
+      scf.yield %next : !ps
+    }
+    pipeline.producer.tail %p, %sN : !P, !ps
+  }
+  %is_consumer = arith.cmpi eq, %warp, %c1 : index
+  // expected-note @+1 {{the consumer role}}
+  scf.if %is_consumer {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      // expected-note @+1 {{the consumer role releases here}}
+      pipeline.consumer.release %p, %s : !P, !cs
+      %next = pipeline.state.advance %s : !cs
+      scf.yield %next : !cs
+    }
+  }
+  return
+}
+
+// -----
+
+// (a) passing: two consumer warps (warp >= 1 of a 96-thread block, from
+// known_block_size) release with every thread: 64 arrivals, as counted.
+
+!P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 64>>
+!ps = !pipeline.state<4, producer>
+!cs = !pipeline.state<4, consumer>
+
+gpu.module @kernels {
+gpu.func @two_warps_release_64(%n: index) kernel attributes {known_block_size = array<i32: 96, 1, 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %tid = gpu.thread_id x
+  %warp = arith.divui %tid, %c32 : index
+  %p = pipeline.create {name = "kv"} : !P
+  %is_producer = arith.cmpi eq, %warp, %c0 : index
+  scf.if %is_producer {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !P, !ps
+      pipeline.producer.commit %p, %s : !P, !ps
+      %next = pipeline.state.advance %s : !ps
+      scf.yield %next : !ps
+    }
+    pipeline.producer.tail %p, %sN : !P, !ps
+  } else {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      pipeline.consumer.release %p, %s : !P, !cs
+      %next = pipeline.state.advance %s : !cs
+      scf.yield %next : !cs
+    }
+  }
+  gpu.return
+}
+}
+
+// -----
+
+// Not decidable, so no diagnostic: without a block size, `warp >= 1` is an
+// open range of warps, whatever the consumer group says.
+
+!P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 1000>>
+!ps = !pipeline.state<4, producer>
+!cs = !pipeline.state<4, consumer>
+
+func.func @open_warp_range_is_not_counted(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %tid = gpu.thread_id x
+  %warp = arith.divui %tid, %c32 : index
+  %p = pipeline.create {name = "kv"} : !P
+  %is_producer = arith.cmpi eq, %warp, %c0 : index
+  scf.if %is_producer {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !P, !ps
+      pipeline.producer.commit %p, %s : !P, !ps
+      %next = pipeline.state.advance %s : !ps
+      scf.yield %next : !ps
+    }
+    pipeline.producer.tail %p, %sN : !P, !ps
+  }
+  %is_consumer = arith.cmpi uge, %warp, %c1 : index
+  scf.if %is_consumer {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      pipeline.consumer.release %p, %s : !P, !cs
+      %next = pipeline.state.advance %s : !cs
+      scf.yield %next : !cs
+    }
+  }
+  return
+}
+
+// -----
+
+// (b) PipelineTmaAsync in a 2-CTA cluster multicasting along M: each of the
+// 4 consumer warps (warp >= 1 of 160 threads) arrives once per multicast CTA
+// from its signalling lanes, 8 arrivals per phase, not 128.
+
+!P = !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>, tx_count = 12288, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>
+!ps = !pipeline.state<4, producer>
+!cs = !pipeline.state<4, consumer>
+
+gpu.module @kernels {
+gpu.func @mcast_release_against_128_threads(%desc: !llvm.ptr, %buf: !llvm.ptr<3>, %n: index) kernel attributes {known_block_size = array<i32: 160, 1, 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %x = arith.constant 0 : i32
+  %mask = arith.constant 3 : i16
+  // expected-error @+1 {{pipeline 'ab': the consumer group #pipeline.group<thread, 128> expects 128 arrivals per phase, but the consumer role (4 warps, whole-warp consumer.release: one signalling-lane arrive per warp from each of the 2 multicast CTAs) gives 8: the empty barrier never completes and the producers wait forever; use #pipeline.group<thread, 8>}}
+  %p = pipeline.create {name = "ab"} : !P
+  %tid = gpu.thread_id x
+  %warp = arith.divui %tid, %c32 : index
+  %is_producer = arith.cmpi eq, %warp, %c0 : index
+  scf.if %is_producer {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !P, !ps
+      %elected = nvvm.elect.sync -> i1
+      scf.if %elected {
+        pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %buf multicast %mask {bytes = 4096 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+        pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %buf {bytes = 4096 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+      }
+      pipeline.producer.commit %p, %s : !P, !ps
+      %next = pipeline.state.advance %s : !ps
+      scf.yield %next : !ps
+    }
+    pipeline.producer.tail %p, %sN : !P, !ps
+  }
+  %is_consumer = arith.cmpi uge, %warp, %c1 : index
+  // expected-note @+1 {{the consumer role}}
+  scf.if %is_consumer {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      // expected-note @+1 {{the consumer role releases here}}
+      pipeline.consumer.release %p, %s : !P, !cs
+      %next = pipeline.state.advance %s : !cs
+      scf.yield %next : !cs
+    }
+  }
+  gpu.return
+}
+}
+
+// -----
+
+// (b) The same with the group counted in warps (4 x 32 = 128 arrivals).
+
+!P = !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<warp, 4>, tx_count = 12288, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>
+!ps = !pipeline.state<4, producer>
+!cs = !pipeline.state<4, consumer>
+
+gpu.module @kernels {
+gpu.func @mcast_release_against_4_warps(%desc: !llvm.ptr, %buf: !llvm.ptr<3>, %n: index) kernel attributes {known_block_size = array<i32: 160, 1, 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %x = arith.constant 0 : i32
+  %mask = arith.constant 3 : i16
+  // expected-error @+1 {{pipeline 'ab': the consumer group #pipeline.group<warp, 4> expects 128 arrivals per phase, but the consumer role (4 warps, whole-warp consumer.release: one signalling-lane arrive per warp from each of the 2 multicast CTAs) gives 8: the empty barrier never completes and the producers wait forever; use #pipeline.group<thread, 8>}}
+  %p = pipeline.create {name = "ab"} : !P
+  %tid = gpu.thread_id x
+  %warp = arith.divui %tid, %c32 : index
+  %is_producer = arith.cmpi eq, %warp, %c0 : index
+  scf.if %is_producer {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !P, !ps
+      %elected = nvvm.elect.sync -> i1
+      scf.if %elected {
+        pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %buf multicast %mask {bytes = 4096 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+        pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %buf {bytes = 4096 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+      }
+      pipeline.producer.commit %p, %s : !P, !ps
+      %next = pipeline.state.advance %s : !ps
+      scf.yield %next : !ps
+    }
+    pipeline.producer.tail %p, %sN : !P, !ps
+  }
+  %is_consumer = arith.cmpi uge, %warp, %c1 : index
+  // expected-note @+1 {{the consumer role}}
+  scf.if %is_consumer {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      // expected-note @+1 {{the consumer role releases here}}
+      pipeline.consumer.release %p, %s : !P, !cs
+      %next = pipeline.state.advance %s : !cs
+      scf.yield %next : !cs
+    }
+  }
+  gpu.return
+}
+}
+
+// -----
+
+// (b) passing: consumer warps x mcast_size = 4 x 2 = 8.
+
+!P = !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 8>, tx_count = 12288, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>
+!ps = !pipeline.state<4, producer>
+!cs = !pipeline.state<4, consumer>
+
+gpu.module @kernels {
+gpu.func @mcast_release_against_8(%desc: !llvm.ptr, %buf: !llvm.ptr<3>, %n: index) kernel attributes {known_block_size = array<i32: 160, 1, 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %x = arith.constant 0 : i32
+  %mask = arith.constant 3 : i16
+  %p = pipeline.create {name = "ab"} : !P
+  %tid = gpu.thread_id x
+  %warp = arith.divui %tid, %c32 : index
+  %is_producer = arith.cmpi eq, %warp, %c0 : index
+  scf.if %is_producer {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !P, !ps
+      %elected = nvvm.elect.sync -> i1
+      scf.if %elected {
+        pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %buf multicast %mask {bytes = 4096 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+        pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %buf {bytes = 4096 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+      }
+      pipeline.producer.commit %p, %s : !P, !ps
+      %next = pipeline.state.advance %s : !ps
+      scf.yield %next : !ps
+    }
+    pipeline.producer.tail %p, %sN : !P, !ps
+  }
+  %is_consumer = arith.cmpi uge, %warp, %c1 : index
+  scf.if %is_consumer {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      pipeline.consumer.release %p, %s : !P, !cs
+      %next = pipeline.state.advance %s : !cs
+      scf.yield %next : !cs
+    }
+  }
+  gpu.return
+}
+}
+
+// -----
+
+// (c) PipelineTmaUmma: the MMA warp releases with one elected tcgen05.commit,
+// one arrival per phase, not 32.
+
+!P = !pipeline.pipeline<tma_umma, stages = 3, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 32>, tx_count = 16384>
+!ps = !pipeline.state<3, producer>
+!cs = !pipeline.state<3, consumer>
+
+func.func @umma_commit_against_32_threads(%desc: !llvm.ptr, %buf: !llvm.ptr<3>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %x = arith.constant 0 : i32
+  // expected-error @+1 {{pipeline 'ab': the consumer group #pipeline.group<thread, 32> expects 32 arrivals per phase, but the consumer role (one warp, one elected tcgen05.commit per warp) gives 1: the empty barrier never completes and the producers wait forever; use #pipeline.group<thread, 1>}}
+  %p = pipeline.create {name = "ab"} : !P
+  %tid = gpu.thread_id x
+  %warp = arith.divui %tid, %c32 : index
+  %is_tma = arith.cmpi eq, %warp, %c0 : index
+  scf.if %is_tma {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !P, !ps
+      %elected = nvvm.elect.sync -> i1
+      scf.if %elected {
+        pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %buf {bytes = 16384 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+      }
+      %next = pipeline.state.advance %s : !ps
+      scf.yield %next : !ps
+    }
+    pipeline.producer.tail %p, %sN : !P, !ps
+  }
+  %is_mma = arith.cmpi eq, %warp, %c1 : index
+  // expected-note @+1 {{the consumer role}}
+  scf.if %is_mma {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      // expected-note @+1 {{the consumer role releases here}}
+      pipeline.consumer.release %p, %s : !P, !cs
+      %next = pipeline.state.advance %s : !cs
+      scf.yield %next : !cs
+    }
+  }
+  return
+}
+
+// -----
+
+// (c) passing: one tcgen05.commit, a group of one.
+
+!P = !pipeline.pipeline<tma_umma, stages = 3, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 16384>
+!ps = !pipeline.state<3, producer>
+!cs = !pipeline.state<3, consumer>
+
+func.func @umma_commit_against_1(%desc: !llvm.ptr, %buf: !llvm.ptr<3>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %x = arith.constant 0 : i32
+  %p = pipeline.create {name = "ab"} : !P
+  %tid = gpu.thread_id x
+  %warp = arith.divui %tid, %c32 : index
+  %is_tma = arith.cmpi eq, %warp, %c0 : index
+  scf.if %is_tma {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !P, !ps
+      %elected = nvvm.elect.sync -> i1
+      scf.if %elected {
+        pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %buf {bytes = 16384 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+      }
+      %next = pipeline.state.advance %s : !ps
+      scf.yield %next : !ps
+    }
+    pipeline.producer.tail %p, %sN : !P, !ps
+  }
+  %is_mma = arith.cmpi eq, %warp, %c1 : index
+  scf.if %is_mma {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      pipeline.consumer.release %p, %s : !P, !cs
+      %next = pipeline.state.advance %s : !cs
+      scf.yield %next : !cs
+    }
+  }
+  return
+}

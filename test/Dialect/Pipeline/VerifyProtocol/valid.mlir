@@ -4,7 +4,9 @@
 // RUN: diff %t.before %t.after
 // RUN: pipeline-opt --pipeline-verify-protocol=block-dim=256 %s | FileCheck %s
 
-!ab = !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>, tx_count = 16384>
+// With block-dim=256 the consumer roles below are 7 warps; a tma_async
+// consumer group counts one signalling-lane arrive per warp (x mcast_size).
+!ab = !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 7>, tx_count = 16384>
 !ps = !pipeline.state<4, producer>
 !cs = !pipeline.state<4, consumer>
 
@@ -115,9 +117,9 @@ gpu.func @lagged_release(%desc: !llvm.ptr, %bars: !llvm.ptr<3>, %buf: !llvm.ptr<
   gpu.return
 }
 
-// PipelineAsync between warps: warp 0's lane 0 produces; four consumer warps
-// release once per warp (elect_one), so the consumer group is counted in
-// warps. The consumer releases the previous stage after waiting on the next
+// PipelineAsync between warps: warp 0's lane 0 produces; the other seven
+// warps (block-dim=256) release once per warp (elect_one), so the consumer
+// group is counted in warps. The consumer releases the previous stage after waiting on the next
 // one (flash-attention style), on one state chain.
 // CHECK-LABEL: gpu.func @async_elect_one
 // CHECK: pipeline.consumer.release {{.*}} {elect_one}
@@ -125,7 +127,7 @@ gpu.func @async_elect_one(%n: index) kernel {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c32 = arith.constant 32 : index
-  %p = pipeline.create {name = "kv"} : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>>
+  %p = pipeline.create {name = "kv"} : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 7>>
   %tid = gpu.thread_id x
   %warp = arith.divui %tid, %c32 : index
   %lane = arith.remui %tid, %c32 : index
@@ -135,24 +137,24 @@ gpu.func @async_elect_one(%n: index) kernel {
     scf.if %lane0 {
       %s0 = pipeline.state.make : !pipeline.state<2, producer>
       %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!pipeline.state<2, producer>) {
-        pipeline.producer.acquire %p, %s : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>>, !pipeline.state<2, producer>
-        pipeline.producer.commit %p, %s : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>>, !pipeline.state<2, producer>
+        pipeline.producer.acquire %p, %s : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 7>>, !pipeline.state<2, producer>
+        pipeline.producer.commit %p, %s : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 7>>, !pipeline.state<2, producer>
         %next = pipeline.state.advance %s : !pipeline.state<2, producer>
         scf.yield %next : !pipeline.state<2, producer>
       }
-      pipeline.producer.tail %p, %sN : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>>, !pipeline.state<2, producer>
+      pipeline.producer.tail %p, %sN : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 7>>, !pipeline.state<2, producer>
     }
   } else {
     %c = pipeline.state.make : !pipeline.state<2, consumer>
-    pipeline.consumer.wait %p, %c : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>>, !pipeline.state<2, consumer>
+    pipeline.consumer.wait %p, %c : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 7>>, !pipeline.state<2, consumer>
     %n1 = arith.subi %n, %c1 : index
     %last = scf.for %i = %c0 to %n1 step %c1 iter_args(%cur = %c) -> (!pipeline.state<2, consumer>) {
       %next = pipeline.state.advance %cur : !pipeline.state<2, consumer>
-      pipeline.consumer.wait %p, %next : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>>, !pipeline.state<2, consumer>
-      pipeline.consumer.release %p, %cur {elect_one} : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>>, !pipeline.state<2, consumer>
+      pipeline.consumer.wait %p, %next : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 7>>, !pipeline.state<2, consumer>
+      pipeline.consumer.release %p, %cur {elect_one} : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 7>>, !pipeline.state<2, consumer>
       scf.yield %next : !pipeline.state<2, consumer>
     }
-    pipeline.consumer.release %p, %last {elect_one} : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>>, !pipeline.state<2, consumer>
+    pipeline.consumer.release %p, %last {elect_one} : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 7>>, !pipeline.state<2, consumer>
   }
   gpu.return
 }
@@ -160,7 +162,8 @@ gpu.func @async_elect_one(%n: index) kernel {
 // Blackwell persistent GEMM: a TMA warp feeds the MMA warp (tma_umma), the
 // MMA warp feeds the epilogue warps (umma_async accumulator). The MMA warp
 // consumes one pipeline and produces the other; tile loops carry the states
-// through the k loops.
+// through the k loops. The six epilogue warps (block-dim=256) release from
+// every thread: 192 arrivals per phase.
 // CHECK-LABEL: gpu.func @umma_persistent
 gpu.func @umma_persistent(%desc: !llvm.ptr, %buf: !llvm.ptr<3>, %tiles: index, %k_tiles: index) kernel {
   %c0 = arith.constant 0 : index
@@ -169,7 +172,7 @@ gpu.func @umma_persistent(%desc: !llvm.ptr, %buf: !llvm.ptr<3>, %tiles: index, %
   %c32 = arith.constant 32 : index
   %x = arith.constant 0 : i32
   %ab = pipeline.create {name = "ab"} : !pipeline.pipeline<tma_umma, stages = 3, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 32768>
-  %acc = pipeline.create {name = "acc"} : !pipeline.pipeline<umma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>>
+  %acc = pipeline.create {name = "acc"} : !pipeline.pipeline<umma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 192>>
   %tid = gpu.thread_id x
   %warp = arith.divui %tid, %c32 : index
   %is_tma = arith.cmpi eq, %warp, %c0 : index
@@ -196,25 +199,25 @@ gpu.func @umma_persistent(%desc: !llvm.ptr, %buf: !llvm.ptr<3>, %tiles: index, %
     %c = pipeline.state.make : !pipeline.state<3, consumer>
     %a0 = pipeline.state.make : !pipeline.state<2, producer>
     %r:2 = scf.for %t = %c0 to %tiles step %c1 iter_args(%ct = %c, %at = %a0) -> (!pipeline.state<3, consumer>, !pipeline.state<2, producer>) {
-      pipeline.producer.acquire %acc, %at : !pipeline.pipeline<umma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>>, !pipeline.state<2, producer>
+      pipeline.producer.acquire %acc, %at : !pipeline.pipeline<umma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 192>>, !pipeline.state<2, producer>
       %cK = scf.for %k = %c0 to %k_tiles step %c1 iter_args(%s = %ct) -> (!pipeline.state<3, consumer>) {
         pipeline.consumer.wait %ab, %s : !pipeline.pipeline<tma_umma, stages = 3, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 32768>, !pipeline.state<3, consumer>
         pipeline.consumer.release %ab, %s : !pipeline.pipeline<tma_umma, stages = 3, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 32768>, !pipeline.state<3, consumer>
         %next = pipeline.state.advance %s : !pipeline.state<3, consumer>
         scf.yield %next : !pipeline.state<3, consumer>
       }
-      pipeline.producer.commit %acc, %at : !pipeline.pipeline<umma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>>, !pipeline.state<2, producer>
+      pipeline.producer.commit %acc, %at : !pipeline.pipeline<umma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 192>>, !pipeline.state<2, producer>
       %at1 = pipeline.state.advance %at : !pipeline.state<2, producer>
       scf.yield %cK, %at1 : !pipeline.state<3, consumer>, !pipeline.state<2, producer>
     }
-    pipeline.producer.tail %acc, %r#1 : !pipeline.pipeline<umma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>>, !pipeline.state<2, producer>
+    pipeline.producer.tail %acc, %r#1 : !pipeline.pipeline<umma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 192>>, !pipeline.state<2, producer>
   }
   %is_epi = arith.cmpi uge, %warp, %c2 : index
   scf.if %is_epi {
     %e0 = pipeline.state.make : !pipeline.state<2, consumer>
     %eN = scf.for %t = %c0 to %tiles step %c1 iter_args(%s = %e0) -> (!pipeline.state<2, consumer>) {
-      pipeline.consumer.wait %acc, %s : !pipeline.pipeline<umma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>>, !pipeline.state<2, consumer>
-      pipeline.consumer.release %acc, %s : !pipeline.pipeline<umma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>>, !pipeline.state<2, consumer>
+      pipeline.consumer.wait %acc, %s : !pipeline.pipeline<umma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 192>>, !pipeline.state<2, consumer>
+      pipeline.consumer.release %acc, %s : !pipeline.pipeline<umma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 192>>, !pipeline.state<2, consumer>
       %next = pipeline.state.advance %s : !pipeline.state<2, consumer>
       scf.yield %next : !pipeline.state<2, consumer>
     }
@@ -266,7 +269,8 @@ gpu.func @cp_async_store_order(%desc: !llvm.ptr, %src: !llvm.ptr<3>, %n: index) 
 
 // A cluster of 2 CTAs along M with A multicast to both: each CTA loads half
 // of A (4096 bytes, landing in 2 CTAs) and all of B. Explicit start states,
-// simple (packed) states, try_acquire tokens and extra_tx.
+// simple (packed) states, try_acquire tokens and extra_tx. The 7 consumer
+// warps release on both CTAs: 14 arrivals per phase.
 // CHECK-LABEL: gpu.func @multicast_cluster
 gpu.func @multicast_cluster(%desc: !llvm.ptr, %buf: !llvm.ptr<3>, %n: index) kernel {
   %c0 = arith.constant 0 : index
@@ -277,7 +281,7 @@ gpu.func @multicast_cluster(%desc: !llvm.ptr, %buf: !llvm.ptr<3>, %n: index) ker
   %four = arith.constant 4 : i32
   %extra = arith.constant 1024 : i32
   %mask = arith.constant 3 : i16
-  %p = pipeline.create {defer_sync, name = "mc"} : !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 256>, tx_count = 15360, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>
+  %p = pipeline.create {defer_sync, name = "mc"} : !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 14>, tx_count = 15360, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>
   pipeline.init_arrive {cluster_size = 2}
   pipeline.init_wait {cluster_size = 2}
   %tid = gpu.thread_id x
@@ -286,22 +290,22 @@ gpu.func @multicast_cluster(%desc: !llvm.ptr, %buf: !llvm.ptr<3>, %n: index) ker
   scf.if %is_producer {
     %s0 = pipeline.state.make index %x phase %one : !pipeline.state<4, producer>
     %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!pipeline.state<4, producer>) {
-      %t = pipeline.producer.try_acquire %p, %s : !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 256>, tx_count = 15360, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>, !pipeline.state<4, producer>
-      pipeline.producer.acquire %p, %s token %t extra_tx %extra : !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 256>, tx_count = 15360, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>, !pipeline.state<4, producer>
+      %t = pipeline.producer.try_acquire %p, %s : !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 14>, tx_count = 15360, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>, !pipeline.state<4, producer>
+      pipeline.producer.acquire %p, %s token %t extra_tx %extra : !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 14>, tx_count = 15360, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>, !pipeline.state<4, producer>
       %elected = nvvm.elect.sync -> i1
       scf.if %elected {
-        pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %buf multicast %mask {bytes = 4096 : i64} : !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 256>, tx_count = 15360, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>, !pipeline.state<4, producer>, !llvm.ptr, !llvm.ptr<3>
-        pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %buf {bytes = 8192 : i64} : !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 256>, tx_count = 15360, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>, !pipeline.state<4, producer>, !llvm.ptr, !llvm.ptr<3>
+        pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %buf multicast %mask {bytes = 4096 : i64} : !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 14>, tx_count = 15360, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>, !pipeline.state<4, producer>, !llvm.ptr, !llvm.ptr<3>
+        pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %buf {bytes = 8192 : i64} : !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 14>, tx_count = 15360, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>, !pipeline.state<4, producer>, !llvm.ptr, !llvm.ptr<3>
       }
       %next = pipeline.state.advance %s : !pipeline.state<4, producer>
       scf.yield %next : !pipeline.state<4, producer>
     }
-    pipeline.producer.tail %p, %sN : !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 256>, tx_count = 15360, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>, !pipeline.state<4, producer>
+    pipeline.producer.tail %p, %sN : !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 14>, tx_count = 15360, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>, !pipeline.state<4, producer>
   } else {
     %c = pipeline.state.make index %x phase %x : !pipeline.state<4, consumer>
     %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!pipeline.state<4, consumer>) {
-      pipeline.consumer.wait %p, %s : !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 256>, tx_count = 15360, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>, !pipeline.state<4, consumer>
-      pipeline.consumer.release %p, %s : !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 256>, tx_count = 15360, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>, !pipeline.state<4, consumer>
+      pipeline.consumer.wait %p, %s : !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 14>, tx_count = 15360, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>, !pipeline.state<4, consumer>
+      pipeline.consumer.release %p, %s : !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 14>, tx_count = 15360, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>, !pipeline.state<4, consumer>
       %next = pipeline.state.advance %s : !pipeline.state<4, consumer>
       scf.yield %next : !pipeline.state<4, consumer>
     }
