@@ -124,9 +124,12 @@ Value mlir::pipeline::fullBarrier(OpBuilder &b, Location loc, Value base,
 
 Value mlir::pipeline::emptyBarrier(OpBuilder &b, Location loc, Value base,
                                    PipelineType type, Value index) {
-  Value slot = arith::AddIOp::create(b, loc, index,
-                                     constI32(b, loc, type.getStages()));
-  return barrierAt(b, loc, base, slot);
+  // &full[index] + S, constant part last: a verb that touches both barriers
+  // (acquire + arm, wait + release) computes `base + index * 8` once, and
+  // ptxas folds `+ 8 * S` into the SASS address immediate. The form
+  // `base + sext(index + S) * 8` recomputes the product for each barrier.
+  return barrierAt(b, loc, barrierAt(b, loc, base, index),
+                   constI32(b, loc, type.getStages()));
 }
 
 Value mlir::pipeline::groupArriveCount(OpBuilder &b, Location loc,

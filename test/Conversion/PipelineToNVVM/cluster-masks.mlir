@@ -13,7 +13,8 @@ gpu.module @m {
     %p = pipeline.create storage(%smem : !llvm.ptr<3>) : !P
     %cs = pipeline.state.make : !pipeline.state<2, consumer>
     // CHECK: nvvm.cluster.wait
-    // CHECK: %[[EMPTY:.*]] = llvm.getelementptr
+    // CHECK: %[[STAGE:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+    // CHECK: %[[EMPTY:.*]] = llvm.getelementptr %[[STAGE]][%c2_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
     // CHECK: %[[LANE:.*]] = nvvm.read.ptx.sreg.laneid : i32
     // CHECK: %[[C4:.*]] = arith.constant 4 : i32
     // CHECK: %[[SIG:.*]] = arith.cmpi ult, %[[LANE]], %[[C4]] : i32
@@ -67,7 +68,8 @@ gpu.module @m {
     %p = pipeline.create storage(%smem : !llvm.ptr<3>) : !P
     %cs = pipeline.state.make : !pipeline.state<2, consumer>
     // CHECK: nvvm.cluster.wait
-    // CHECK: %[[EMPTY:.*]] = llvm.getelementptr
+    // CHECK: %[[STAGE:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+    // CHECK: %[[EMPTY:.*]] = llvm.getelementptr %[[STAGE]][%c2_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
     // CHECK: %[[RANK:.*]] = nvvm.read.ptx.sreg.cluster.ctarank : i32
     // CHECK: %[[M:.*]] = arith.remui %[[RANK]], %[[C2:.*]] : i32
     // CHECK: %[[Q:.*]] = arith.divui %[[RANK]], %[[C2]] : i32

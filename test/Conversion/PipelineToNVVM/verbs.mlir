@@ -20,7 +20,8 @@ gpu.module @m {
     // CHECK:   nvvm.mbarrier.arrive %[[FULL]] : !llvm.ptr<3> -> i64
     pipeline.producer.commit %p, %ps {elect_one, syncwarp_before} : !P, !pipeline.state<2, producer>
     // Without syncwarp_before: no bar.warp.sync.
-    // CHECK: %[[EMPTY:.*]] = llvm.getelementptr
+    // CHECK: %[[STAGE:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+    // CHECK: %[[EMPTY:.*]] = llvm.getelementptr %[[STAGE]][%c2_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
     // CHECK-NOT: nvvm.bar.warp.sync
     // CHECK: %[[E2:.*]] = nvvm.elect.sync -> i1
     // CHECK: scf.if %[[E2]] {
@@ -43,9 +44,11 @@ gpu.module @m {
     // CHECK: nvvm.fence.mbarrier.init
     // CHECK-NOT: nvvm.barrier0
     %ps = pipeline.state.make : !pipeline.state<2, producer>
+    // CHECK: %[[FULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+    // CHECK: %[[EMPTY:.*]] = llvm.getelementptr %[[FULL]][%c2_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+    // CHECK: nvvm.mbarrier.try_wait %[[EMPTY]]
     // CHECK: %[[TX:.*]] = arith.constant 1024 : i32
     // CHECK: %[[SUM:.*]] = arith.addi %[[TX]], %[[EXTRA]] : i32
-    // CHECK: %[[FULL:.*]] = llvm.getelementptr
     // CHECK: nvvm.mbarrier.arrive.expect_tx %[[FULL]], %[[SUM]] : !llvm.ptr<3>, i32
     pipeline.producer.acquire %p, %ps extra_tx %extra : !T, !pipeline.state<2, producer>
     // producer.barrier is full[index] of the same state (CSE'd with the

@@ -65,18 +65,19 @@ gpu.module @async {
 // CHECK-NEXT: nvvm.barrier0
 // Producer start state (0, 1, 0).
 // CHECK: %[[PS:.*]] = llvm.insertvalue %{{.*}}[1]
-// Acquire: wait on empty[index] = barrier index + S with the state's phase.
+// Acquire: wait on empty[index] = &full[index] + S (S = 2) with the state's
+// phase; full[index] is shared with the commit (CSE).
 // CHECK: scf.for {{.*}} iter_args(%[[ST:.*]] = %{{.*}}) -> (!llvm.struct<(i32, i32, i32)>)
 // CHECK:   %[[IDX:.*]] = llvm.extractvalue %[[ST]][0]
 // CHECK:   %[[PH:.*]] = llvm.extractvalue %[[ST]][1]
-// CHECK:   %[[SLOT:.*]] = arith.addi %[[IDX]], %{{.*}} : i32
-// CHECK:   %[[EMPTY:.*]] = llvm.getelementptr %[[BASE]][%[[SLOT]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK:   %[[FULL:.*]] = llvm.getelementptr %[[BASE]][%[[IDX]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK:   %[[EMPTY:.*]] = llvm.getelementptr %[[FULL]][%c2_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK:   %[[HINT:.*]] = arith.constant 10000000 : i32
 // CHECK:   scf.while
 // CHECK:     %[[DONE:.*]] = nvvm.mbarrier.try_wait %[[EMPTY]], %[[PH]], %[[HINT]] : !llvm.ptr<3>, i32, i32 -> i1
 // CHECK:     scf.condition
 // Commit: every producer thread arrives on full[index].
-// CHECK:   %[[FULL:.*]] = llvm.getelementptr %[[BASE]][%[[IDX]]]
+// CHECK-NOT: llvm.getelementptr
 // CHECK:   nvvm.mbarrier.arrive %[[FULL]] : !llvm.ptr<3> -> i64
 // Tail: one wait per stage on the empty barriers.
 // CHECK: scf.while

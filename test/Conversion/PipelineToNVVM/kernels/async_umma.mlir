@@ -116,11 +116,12 @@ gpu.module @pair {
 // CHECK-COUNT-2: nvvm.mbarrier.init %{{.*}}, %[[C1]]
 // CHECK: nvvm.cluster.arrive.relaxed
 // CHECK: scf.for
-// CHECK:   nvvm.mbarrier.try_wait
+// CHECK:   %[[FULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK:   %[[EMPTY:.*]] = llvm.getelementptr %[[FULL]][%c2_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK:   nvvm.mbarrier.try_wait %[[EMPTY]]
 // Leader rank = rank - rank % 2 (the remainder is shared with the kernel's
 // own leader test after CSE).
 // CHECK:   %[[LEAD:.*]] = arith.subi %[[RANK:.*]], %[[ODD:.*]] : i32
-// CHECK:   %[[FULL:.*]] = llvm.getelementptr
 // CHECK:   %[[REMOTE:.*]] = nvvm.mapa %[[FULL]], %[[LEAD]] : !llvm.ptr<3> -> !llvm.ptr<7>
 // CHECK:   nvvm.mbarrier.arrive %[[REMOTE]] {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>
 // CHECK: %[[MASK:.*]] = arith.constant 3 : i16

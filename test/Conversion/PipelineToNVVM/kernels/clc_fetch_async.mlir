@@ -118,9 +118,10 @@ gpu.module @pair {
 // the 16-byte response; commit adds nothing (the response completes it).
 // CHECK-LABEL: gpu.module @one_cta
 // CHECK: scf.for
-// CHECK:   nvvm.mbarrier.try_wait
+// CHECK:   %[[FULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK:   %[[EMPTY0:.*]] = llvm.getelementptr %[[FULL]][%c2_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK:   nvvm.mbarrier.try_wait %[[EMPTY0]]
 // CHECK:   %[[TX:.*]] = arith.constant 16 : i32
-// CHECK:   %[[FULL:.*]] = llvm.getelementptr
 // CHECK:   %[[LANE:.*]] = nvvm.read.ptx.sreg.laneid : i32
 // CHECK:   %[[L0:.*]] = arith.cmpi ult, %[[LANE]], %{{.*}} : i32
 // CHECK:   scf.if %[[L0]] {
@@ -131,8 +132,9 @@ gpu.module @pair {
 // CHECK-LABEL: gpu.module @pair
 // Lane r arms CTA r's full barrier.
 // CHECK: scf.for
-// CHECK:   nvvm.mbarrier.try_wait
-// CHECK:   %[[FULL:.*]] = llvm.getelementptr
+// CHECK:   %[[FULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK:   %[[EMPTY0:.*]] = llvm.getelementptr %[[FULL]][%c2_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK:   nvvm.mbarrier.try_wait %[[EMPTY0]]
 // CHECK:   %[[LANE:.*]] = nvvm.read.ptx.sreg.laneid : i32
 // CHECK:   %[[ACTIVE:.*]] = arith.cmpi ult, %[[LANE]], %{{.*}} : i32
 // CHECK:   scf.if %[[ACTIVE]] {
@@ -140,8 +142,9 @@ gpu.module @pair {
 // CHECK:     nvvm.mbarrier.arrive.expect_tx %[[REMOTE]], %{{.*}} {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>, i32
 // Consumers of every CTA release CTA 0's empty barrier.
 // CHECK: llvm.insertvalue %c0_i32, %{{.*}}[1]
-// CHECK: nvvm.mbarrier.try_wait
-// CHECK: %[[EMPTY:.*]] = llvm.getelementptr
+// CHECK: %[[CFULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK: nvvm.mbarrier.try_wait %[[CFULL]]
+// CHECK: %[[EMPTY:.*]] = llvm.getelementptr %[[CFULL]][%c2_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK: %[[R0:.*]] = nvvm.mapa %[[EMPTY]], %c0_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
 // CHECK: nvvm.mbarrier.arrive %[[R0]] {scope = #nvvm.mem_scope<cluster>}
 

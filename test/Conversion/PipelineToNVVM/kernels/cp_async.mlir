@@ -62,13 +62,14 @@ gpu.module @cp_async {
 // Producer: one try_wait (no suspend hint), the wait loop only when the
 // token is false, then the cp.async arrive without pending-count increment.
 // CHECK: scf.for
-// CHECK:   %[[EMPTY:.*]] = llvm.getelementptr %[[SMEM]]
+// CHECK:   %[[FULL:.*]] = llvm.getelementptr %[[SMEM]][%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK:   %[[EMPTY:.*]] = llvm.getelementptr %[[FULL]][%c4_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK:   %[[TOKEN:.*]] = nvvm.mbarrier.try_wait %[[EMPTY]], %{{.*}} : !llvm.ptr<3>, i32 -> i1
 // CHECK:   %[[NOT:.*]] = arith.xori %[[TOKEN]], %true : i1
 // CHECK:   scf.if %[[NOT]] {
 // CHECK:     scf.while
 // CHECK:       nvvm.mbarrier.try_wait %[[EMPTY]], %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32, i32 -> i1
-// CHECK:   %[[FULL:.*]] = llvm.getelementptr %[[SMEM]]
+// CHECK-NOT: llvm.getelementptr
 // CHECK:   nvvm.cp.async.mbarrier.arrive %[[FULL]] {noinc = true} : !llvm.ptr<3>
 // CHECK: } else {
 // CHECK:   nvvm.mbarrier.try_wait %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32 -> i1

@@ -168,8 +168,9 @@ gpu.module @mcast_n {
 // Acquire = wait on empty[index], then one elected lane arms full[index].
 // CHECK: scf.for
 // CHECK:   %[[IDX:.*]] = llvm.extractvalue %{{.*}}[0]
-// CHECK:   nvvm.mbarrier.try_wait
 // CHECK:   %[[FULL:.*]] = llvm.getelementptr %{{.*}}[%[[IDX]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK:   %[[EMPTY0:.*]] = llvm.getelementptr %[[FULL]][%c3_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK:   nvvm.mbarrier.try_wait %[[EMPTY0]]
 // CHECK:   %[[E:.*]] = nvvm.elect.sync -> i1
 // CHECK:   scf.if %[[E]] {
 // CHECK:     nvvm.mbarrier.arrive.expect_tx %[[FULL]], %{{.*}} : !llvm.ptr<3>, i32
@@ -198,8 +199,9 @@ gpu.module @mcast_n {
 // CHECK: nvvm.mbarrier.arrive.expect_tx
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask = %{{.*}} : !llvm.ptr<7>, !llvm.ptr
 // CHECK: } else {
-// CHECK: nvvm.mbarrier.try_wait
-// CHECK: %[[EMPTY:.*]] = llvm.getelementptr
+// CHECK: %[[CFULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK: nvvm.mbarrier.try_wait %[[CFULL]]
+// CHECK: %[[EMPTY:.*]] = llvm.getelementptr %[[CFULL]][%c3_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK: %[[LANE:.*]] = nvvm.read.ptx.sreg.laneid : i32
 // CHECK: %[[SIG:.*]] = arith.cmpi ult, %[[LANE]], %[[C2:.*]] : i32
 // CHECK: %[[DSTRANK:.*]] = arith.remui %[[LANE]], %[[C2]] : i32

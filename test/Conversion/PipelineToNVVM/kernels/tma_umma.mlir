@@ -224,8 +224,9 @@ gpu.module @mcast_n {
 // MMA release: one elected tcgen05.commit on empty[index], no mask.
 // Consumer (MMA warp) loop: state starts at phase 0.
 // CHECK: llvm.insertvalue %c0_i32, %{{.*}}[1]
-// CHECK: nvvm.mbarrier.try_wait
-// CHECK: %[[EMPTY:.*]] = llvm.getelementptr
+// CHECK: %[[CFULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK: nvvm.mbarrier.try_wait %[[CFULL]]
+// CHECK: %[[EMPTY:.*]] = llvm.getelementptr %[[CFULL]][%c4_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK: %[[E:.*]] = nvvm.elect.sync -> i1
 // CHECK: scf.if %[[E]] {
 // CHECK:   nvvm.tcgen05.commit %[[EMPTY]] : !llvm.ptr<3>
@@ -236,8 +237,10 @@ gpu.module @mcast_n {
 // CHECK-LABEL: gpu.module @pair
 // CHECK: nvvm.cluster.arrive.relaxed
 // CHECK: scf.for
+// CHECK:   %[[FULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK:   %[[EMPTY0:.*]] = llvm.getelementptr %[[FULL]][%c4_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK:   nvvm.mbarrier.try_wait %[[EMPTY0]]
 // CHECK:   %[[TX:.*]] = arith.constant 8192 : i32
-// CHECK:   %[[FULL:.*]] = llvm.getelementptr
 // CHECK:   %[[E:.*]] = nvvm.elect.sync -> i1
 // CHECK:   %[[RANK:.*]] = nvvm.read.ptx.sreg.cluster.ctarank : i32
 // CHECK:   %[[V:.*]] = arith.remui %[[RANK]], %{{.*}} : i32

@@ -102,8 +102,9 @@ gpu.module @pair {
 // CHECK-COUNT-3: nvvm.mbarrier.init %{{.*}}, %[[C128]]
 // Producer commit: elected, unmasked tcgen05.commit on full[index].
 // CHECK: scf.for
-// CHECK:   nvvm.mbarrier.try_wait
-// CHECK:   %[[FULL:.*]] = llvm.getelementptr
+// CHECK:   %[[FULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK:   %[[EMPTY0:.*]] = llvm.getelementptr %[[FULL]][%c3_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK:   nvvm.mbarrier.try_wait %[[EMPTY0]]
 // CHECK:   %[[E:.*]] = nvvm.elect.sync -> i1
 // CHECK:   scf.if %[[E]] {
 // CHECK:     nvvm.tcgen05.commit %[[FULL]] : !llvm.ptr<3>
@@ -135,8 +136,9 @@ gpu.module @pair {
 // CHECK-NOT: nvvm.mbarrier.try_wait
 // Epilogue release: remote arrive on the leader's empty barrier.
 // CHECK: llvm.insertvalue %c0_i32, %{{.*}}[1]
-// CHECK: nvvm.mbarrier.try_wait
-// CHECK: %[[EMPTY:.*]] = llvm.getelementptr
+// CHECK: %[[CFULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
+// CHECK: nvvm.mbarrier.try_wait %[[CFULL]]
+// CHECK: %[[EMPTY:.*]] = llvm.getelementptr %[[CFULL]][%c3_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK: %[[L:.*]] = arith.subi %{{.*}}, %{{.*}} : i32
 // CHECK: %[[REMOTE:.*]] = nvvm.mapa %[[EMPTY]], %[[L]] : !llvm.ptr<3> -> !llvm.ptr<7>
 // CHECK: nvvm.mbarrier.arrive %[[REMOTE]] {scope = #nvvm.mem_scope<cluster>}
