@@ -12,7 +12,6 @@ run_bench.py and reference/*.cu (built with nvcc on the GPU machine). Then:
 """
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -20,17 +19,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-LIMIT = 60 << 20  # the device tool carries at most 64 MiB
-
-
-def copy_runtime(out):
-    src = os.path.join(ROOT, "python", "pipeline_mlir")
-    dst = os.path.join(out, "pipeline_mlir")
-    os.makedirs(os.path.join(dst, "runtime"))
-    shutil.copy(os.path.join(src, "__init__.py"), dst)
-    for f in sorted(os.listdir(os.path.join(src, "runtime"))):
-        if f.endswith(".py"):
-            shutil.copy(os.path.join(src, "runtime", f), os.path.join(dst, "runtime"))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from bundle_common import copy_runtime, write_manifest  # noqa: E402
 
 
 def main(argv=None):
@@ -82,14 +72,11 @@ def main(argv=None):
                                      "smem": k.smem_bytes, "signature": ["i32", "ptr"],
                                      "image": path})
         print(f"BUILT {k.name:28s} {len(image):7d} B")
-    with open(os.path.join(out, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
-    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
+    total = write_manifest(out, manifest)
+    if total is None:
+        return 1
     print(f"{out}: {len(manifest['stream'])} streaming + {len(manifest['pingpong'])} "
           f"ping-pong kernels, {total / 1024:.0f} KiB, {time.monotonic() - t_all:.1f} s")
-    if total > LIMIT:
-        print(f"error: the bundle is {total} bytes, over the {LIMIT}-byte transfer budget")
-        return 1
     print('run on the GPU machine: cd .bench-bundle && python3 run_bench.py --out "$OUT"')
     return 0
 

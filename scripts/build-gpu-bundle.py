@@ -16,25 +16,19 @@ the manifest, and the suite reports it as a skip with the same reason.
 """
 
 import argparse
-import json
 import os
 import shutil
 import sys
 import time
 import traceback
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LIMIT = 60 << 20  # the device tool carries at most 64 MiB
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bundle_common import ROOT, copy_runtime, write_manifest  # noqa: E402
 
 
-def copy_runtime(out):
-    src = os.path.join(ROOT, "python", "pipeline_mlir")
-    dst = os.path.join(out, "pipeline_mlir")
-    os.makedirs(os.path.join(dst, "runtime"))
-    shutil.copy(os.path.join(src, "__init__.py"), dst)
-    for f in sorted(os.listdir(os.path.join(src, "runtime"))):
-        if f.endswith(".py"):
-            shutil.copy(os.path.join(src, "runtime", f), os.path.join(dst, "runtime"))
+def copy_suite(out):
+    """The runtime and the GPU tests that run from the bundle."""
+    copy_runtime(out)
     for f in ("conftest.py", "test_gpu.py", "gpu_child.py", "pytest.ini"):
         shutil.copy(os.path.join(ROOT, "test", "gpu", f), out)
 
@@ -54,7 +48,7 @@ def main(argv=None):
     if os.path.exists(out):
         shutil.rmtree(out)
     os.makedirs(os.path.join(out, "kernels"))
-    copy_runtime(out)
+    copy_suite(out)
 
     manifest = {"chip": args.chip, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
                 "kernels": [], "skipped": []}
@@ -85,14 +79,11 @@ def main(argv=None):
             manifest["kernels"].append(e)
             print(f"BUILT {e['name']:28s} {e.get('pipeline', ''):26s} {len(b.image):7d} B "
                   f"({time.monotonic() - t0:.1f} s)")
-    with open(os.path.join(out, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
-    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
+    total = write_manifest(out, manifest)
+    if total is None:
+        return 1
     print(f"{out}: {len(manifest['kernels'])} kernels, {len(manifest['skipped'])} skipped, "
           f"{total / 1024:.0f} KiB")
-    if total > LIMIT:
-        print(f"error: the bundle is {total} bytes, over the {LIMIT}-byte transfer budget")
-        return 1
     print("run on the GPU machine: cd .gpu-bundle && python3 -m pytest -q test_gpu.py")
     return 0
 

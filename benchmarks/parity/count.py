@@ -39,6 +39,15 @@ def ptx_instructions(text):
     return out
 
 
+def _portable(path):
+    """The tool's path relative to the repository when inside it, so the
+    JSON that is checked in names no machine-specific directory."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if path and os.path.abspath(path).startswith(root + os.sep):
+        return os.path.relpath(path, root)
+    return path
+
+
 def nvdisasm():
     exe = shutil.which("nvdisasm")
     if exe:
@@ -104,7 +113,7 @@ def main():
         for k, b in baselines.items()))
     if out_json:
         with open(out_json, "w") as f:
-            json.dump({"nvdisasm": tool, "rows": table, "baselines": baselines}, f, indent=1)
+            json.dump({"nvdisasm": _portable(tool), "rows": table, "baselines": baselines}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,15 @@ class CompileError(RuntimeError):
     """A pass failed; the message carries MLIR's diagnostics."""
 
 
+class LoweringUnavailable(CompileError):
+    """The pass pipeline is not registered in this build of pipeline_mlir."""
+
+
+# The named pass pipelines the native extension registers.
+PIPELINE_TO_NVVM = "pipeline-to-nvvm"
+PIPELINE_TO_CUBIN = "pipeline-to-cubin"
+
+
 def _check_chip(chip):
     if chip not in SUPPORTED_CHIPS:
         raise ValueError(f"unsupported chip {chip!r}; pipeline-mlir targets "
@@ -68,8 +77,13 @@ def _run(module, pipeline, drop_targets=False, as_module=False):
         if drop_targets:
             _drop_targets(clone.operation)
         try:
-            passmanager.PassManager.parse(
-                f"builtin.module({pipeline})").run(clone.operation)
+            passes = passmanager.PassManager.parse(f"builtin.module({pipeline})")
+        except (ValueError, ir.MLIRError) as err:
+            raise LoweringUnavailable(
+                f"{pipeline}: the pass pipeline is not registered in this "
+                f"build of pipeline_mlir ({err})") from None
+        try:
+            passes.run(clone.operation)
         except ir.MLIRError as err:
             raise CompileError(f"{pipeline}: {err}") from None
     return clone
@@ -110,7 +124,7 @@ def assemble(ptx, chip, assembler, ptxas_fallback):
 def to_nvvm(module, chip="sm_90a", verify_protocol=True, watchdog=False):
     """Lower pipeline ops (and the kernel's arith/scf/gpu ops) to NVVM + LLVM."""
     _check_chip(chip)
-    return _run(module, "pipeline-to-nvvm{" +
+    return _run(module, PIPELINE_TO_NVVM + "{" +
                 _options(chip, verify_protocol, watchdog) + "}", as_module=True)
 
 
@@ -146,7 +160,7 @@ def _cache_key(module, *parts):
 
 
 def _lower_one(module, chip, fmt, verify_protocol, watchdog):
-    lowered = _run(module, "pipeline-to-cubin{" +
+    lowered = _run(module, PIPELINE_TO_CUBIN + "{" +
                    _options(chip, verify_protocol, watchdog, {"format": fmt}) + "}",
                    drop_targets=True)
     objects = _binary_objects(lowered)
@@ -158,7 +172,7 @@ def _lower_one(module, chip, fmt, verify_protocol, watchdog):
 def _compile(module, chip, fmt, verify_protocol, watchdog, use_cache,
              assembler=None):
     _check_chip(chip)
-    parts = [chip, fmt, verify_protocol, watchdog]
+    parts = [PIPELINE_TO_CUBIN, chip, fmt, verify_protocol, watchdog]
     if fmt == "bin":
         tool = resolve_assembler(assembler)
         # Different assemblers (and versions) give different, equally valid

@@ -190,7 +190,8 @@ def test_launch_bounds_reach_ptx_through_upstream_passes():
 
 
 def test_compile_without_lowering_raises_clearly(monkeypatch):
-    monkeypatch.setattr(kcompile, "PIPELINE", "pipeline-to-cubin-missing")
+    from pipeline_mlir import compiler
+    monkeypatch.setattr(compiler, "PIPELINE_TO_CUBIN", "pipeline-to-cubin-missing")
     k = Kernel()
     with pytest.raises(LoweringUnavailable, match="not registered"):
         k.compile()

@@ -1,23 +1,17 @@
-"""Compiling a kernel module: verify, lower, extract the gpu.binary object.
+"""Checking a kernel module and running passes on it.
 
-One call does the whole lowering: the named pass pipeline
-``pipeline-to-cubin{chip=... format=bin|isa}`` (pipeline dialect -> NVVM ->
-LLVM -> PTX -> cubin through ``gpu-module-to-binary``, which runs ptxas from
-PATH for ``format=bin``). For cubins the assembler is chosen as in
-``pipeline_mlir.compiler``: with nvJitLink installed (the ``fast`` extra) the
-PTX is assembled in-process, else ptxas runs. Modules are cloned first, so a
-kernel can be compiled for several chips or formats.
+Lowering to PTX / cubin is ``pipeline_mlir.compiler`` (one implementation,
+with its cache and assembler choice); ``Kernel.compile`` / ``Kernel.to_ptx``
+call it. This module keeps the small helpers the kernel layer and its tests
+use: verification, running an arbitrary pass pipeline on a clone, and
+reading ``gpu.binary`` objects.
 """
 
 import mlir.ir as ir
 import mlir.passmanager as pm
 from mlir._mlir_libs._mlirDialectsGPU import ObjectAttr
 
-PIPELINE = "pipeline-to-cubin"
-
-
-class LoweringUnavailable(RuntimeError):
-    """The ``pipeline-to-cubin`` pass pipeline is not registered (yet)."""
+from pipeline_mlir.compiler import PIPELINE_TO_CUBIN, LoweringUnavailable  # noqa: F401
 
 
 def _parse(spec):
@@ -29,7 +23,7 @@ def has_pipeline_to_cubin(context=None):
     ctx = context or _any_context()
     with ctx:
         try:
-            _parse(f"{PIPELINE}{{chip=sm_90a format=isa}}")
+            _parse(f"{PIPELINE_TO_CUBIN}{{chip=sm_90a format=isa}}")
             return True
         except (ValueError, ir.MLIRError, RuntimeError):
             return False
@@ -59,50 +53,6 @@ def run_passes(module, spec):
         clone = module.operation.clone()
         _parse(spec).run(clone)
     return clone
-
-
-def lower(module, chip, fmt, assembler=None):
-    """Lower a clone of ``module`` to a ``gpu.binary``; return its objects.
-
-    Returns ``{gpu.module name: object bytes}``. ``assembler`` ('auto',
-    'nvjitlink', 'ptxas'; None: $PIPELINE_MLIR_ASSEMBLER or 'auto') picks
-    how ``fmt="bin"`` turns PTX into a cubin.
-    """
-    if fmt == "bin":
-        from pipeline_mlir import compiler
-
-        if compiler.resolve_assembler(assembler) == "nvjitlink":
-            ptx = _lower(module, chip, "isa")
-            return {name: compiler.assemble(
-                        text, chip, assembler,
-                        lambda name=name: _lower(module, chip, "bin")[name])
-                    for name, text in ptx.items()}
-    return _lower(module, chip, fmt)
-
-
-def _lower(module, chip, fmt):
-    with module.context:
-        try:
-            passes = _parse(f"{PIPELINE}{{chip={chip} format={fmt}}}")
-        except (ValueError, ir.MLIRError, RuntimeError) as e:
-            raise LoweringUnavailable(
-                f"the '{PIPELINE}' pass pipeline is not registered in this "
-                "build of pipeline_mlir (it lowers pipeline ops to NVVM and "
-                "runs gpu-module-to-binary); rebuild the package once it has "
-                f"landed. ({e})") from None
-        clone = module.operation.clone()
-        _drop_targets(clone)
-        passes.run(clone)
-        return binaries(clone)
-
-
-def _drop_targets(op):
-    """pipeline-to-cubin attaches the #nvvm.target for the requested chip;
-    drop the one the kernel was built with so each gpu.module has exactly
-    one target (and compiling for another chip is possible)."""
-    for inner in op.regions[0].blocks[0].operations:
-        if inner.operation.name == "gpu.module" and "targets" in inner.attributes:
-            del inner.attributes["targets"]
 
 
 def binaries(op):

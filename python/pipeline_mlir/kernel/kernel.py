@@ -205,13 +205,16 @@ class Kernel:
 
         ``assembler``: 'nvjitlink' (in-process), 'ptxas' (subprocess) or
         'auto'; see ``pipeline_mlir.compiler.to_cubin``."""
-        objs = _compile.lower(self.module, chip or self.chip, "bin", assembler)
-        return next(iter(objs.values()))
+        from pipeline_mlir import compiler
+
+        return compiler.to_cubin(self.module, chip=chip or self.chip,
+                                 assembler=assembler)
 
     def to_ptx(self, chip=None):
         """PTX text for ``chip`` (default: the kernel's chip)."""
-        objs = _compile.lower(self.module, chip or self.chip, "isa")
-        return next(iter(objs.values())).decode()
+        from pipeline_mlir import compiler
+
+        return compiler.to_ptx(self.module, chip=chip or self.chip)
 
     def __str__(self):
         return str(self.module)
