@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Build .gemm-bundle/: the GEMM variants compiled HERE (no MLIR on the GPU).
+
+    .venv/bin/python benchmarks/gemm/build_bundle.py [--out .gemm-bundle]
+
+Writes kernels/*.cubin and manifest.json (each variant's launch facts),
+the pure-Python runtime, examples/hopper_gemm_host.py, run_gemm.py and
+triton_matmul.py. On the GPU machine:
+
+    cd .gemm-bundle && python3 run_gemm.py --out "$OUT"
+"""
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from dataclasses import replace
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "examples"), HERE]
+from bundle_common import copy_runtime, write_manifest  # noqa: E402
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=os.path.join(ROOT, ".gemm-bundle"))
+    ap.add_argument("--chip", default="sm_90a")
+    args = ap.parse_args(argv)
+
+    import hopper_gemm
+    import hopper_gemm_host
+    from variants import LADDER
+
+    out = os.path.abspath(args.out)
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    os.makedirs(os.path.join(out, "kernels"))
+    copy_runtime(out)
+    for f in ("run_gemm.py", "triton_matmul.py", "variants.py"):
+        shutil.copy(os.path.join(HERE, f), out)
+    shutil.copy(os.path.join(ROOT, "examples", "hopper_gemm_host.py"), out)
+
+    manifest = {"chip": args.chip, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "variants": []}
+    for dtype in ("bf16", "f16"):
+        for step, overrides, persistent, what in LADDER:
+            if dtype == "f16" and not step.startswith(("5", "6")):
+                continue   # the ladder is measured in bf16 only
+            cfg = replace(hopper_gemm.GemmConfig(dtype=dtype), **overrides)
+            t0 = time.monotonic()
+            k = hopper_gemm.build(cfg, chip=args.chip)
+            image = k.compile()
+            path = f"kernels/{cfg.name}.{args.chip}.cubin"
+            with open(os.path.join(out, path), "wb") as f:
+                f.write(image)
+            meta = hopper_gemm_host.meta_of(cfg, k)
+            meta.update(step=step, persistent=persistent, what=what, image=path,
+                        stages=k.stages)
+            manifest["variants"].append(meta)
+            print(f"BUILT {dtype} {step:22s} {cfg.name:38s} stages {k.stages} "
+                  f"smem {k.smem_bytes} ({time.monotonic() - t0:.1f} s)")
+    total = write_manifest(out, manifest)
+    if total is None:
+        return 1
+    print(f"{out}: {len(manifest['variants'])} variants, {total / 1024:.0f} KiB")
+    print('run on the GPU machine: cd .gemm-bundle && python3 run_gemm.py --out "$OUT"')
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

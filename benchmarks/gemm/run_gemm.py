@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""GPU side of the GEMM benchmark (no MLIR): check every variant against
+torch.matmul, then time cuBLAS (torch.matmul), Triton and ours in one
+process on the same gaussian inputs.
+
+    python3 run_gemm.py --out DIR [--check-only] [--quick]
+
+Writes DIR/gemm.json and DIR/gemm.log. Times are CUDA-event times of 10
+back-to-back launches on torch's current stream, median of 7 rounds after
+warm-up; TFLOP/s = 2 M N K / time.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+CHECK_SHAPES = [(512, 768, 256), (1000, 1032, 520), (128, 256, 64), (4096, 4096, 4096)]
+BENCH_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024)]
+LADDER_SHAPE = (8192, 8192, 8192)
+
+
+def log(msg, fh):
+    print(msg, flush=True)
+    fh.write(msg + "\n")
+    fh.flush()
+
+
+def bench(fn, rounds=7, iters=10, warmup=3):
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(rounds):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(iters):
+            fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) / iters)
+    return statistics.median(times)
+
+
+def rel_err(c, ref, k):
+    return ((c.float() - ref.float()).abs() / (ref.float().abs() + k ** 0.5)).max().item()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--check-only", action="store_true")
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    fh = open(os.path.join(args.out, "gemm.log"), "w")
+
+    import torch
+    from hopper_gemm_host import REL_ERROR_BOUND, HopperGemm, check
+
+    manifest = json.load(open(os.path.join(HERE, "manifest.json")))
+    dev = torch.cuda.get_device_name()
+    log(f"device: {dev}, torch {torch.__version__}, "
+        f"SMs {torch.cuda.get_device_properties(0).multi_processor_count}", fh)
+    result = {"device": dev, "checks": [], "bench": [], "ladder": []}
+    gemms = {}
+    failures = 0
+    for v in manifest["variants"]:
+        image = open(os.path.join(HERE, v["image"]), "rb").read()
+        g = HopperGemm(image, v, persistent=v["persistent"])
+        gemms[(v["dtype"], v["step"])] = g
+        log(f"LOADED {v['dtype']} {v['step']} {v['name']} regs {g.kernel.attrs.num_regs} "
+            f"smem {v['smem']} stages {v['stages']}", fh)
+        for shape in CHECK_SHAPES[:2] if args.quick else CHECK_SHAPES:
+            try:
+                err = check(g, *shape)
+                ok = True
+            except AssertionError as e:
+                err, ok = str(e), False
+                failures += 1
+            result["checks"].append({"dtype": v["dtype"], "step": v["step"],
+                                     "shape": shape, "err": err, "ok": ok})
+            log(f"CHECK {v['dtype']} {v['step']:22s} {shape} "
+                f"{'ok' if ok else 'FAILED'} max rel err {err}", fh)
+    if args.check_only:
+        json.dump(result, open(os.path.join(args.out, "gemm.json"), "w"), indent=1)
+        return 1 if failures else 0
+
+    from triton_matmul import matmul_nt
+    from variants import BEST
+
+    dtypes = {"bf16": torch.bfloat16, "f16": torch.float16}
+    for dname, dt in dtypes.items():
+        for (m, n, k) in BENCH_SHAPES:
+            torch.manual_seed(0)
+            a = torch.randn(m, k, device="cuda", dtype=dt)
+            b = torch.randn(n, k, device="cuda", dtype=dt)
+            flop = 2.0 * m * n * k
+            row = {"dtype": dname, "shape": [m, n, k]}
+            c_ref = torch.matmul(a, b.T)
+            row["cublas_ms"] = bench(lambda: torch.matmul(a, b.T))
+            c_tr = matmul_nt(a, b)
+            row["triton_err"] = rel_err(c_tr, c_ref, k)
+            row["triton_ms"] = bench(lambda: matmul_nt(a, b, c_tr))
+            for step in BEST[dname]:
+                g = gemms.get((dname, step))
+                if g is None:
+                    continue
+                c = torch.empty(m, n, device="cuda", dtype=dt)
+                g(a, b, c, sync=True)
+                err = rel_err(c, c_ref, k)
+                row[f"ours_{step}_err"] = err
+                row[f"ours_{step}_ms"] = bench(lambda: g(a, b, c))
+                if not err <= REL_ERROR_BOUND[dname]:
+                    failures += 1
+            best = min((row[key], key) for key in row if key.startswith("ours_") and key.endswith("_ms"))
+            row["ours_ms"], row["ours_best"] = best[0], best[1][5:-3]
+            for key in ("cublas", "triton", "ours"):
+                row[f"{key}_tflops"] = flop / row[f"{key}_ms"] / 1e9
+            row["ours_vs_cublas"] = row["cublas_ms"] / row["ours_ms"]
+            row["triton_vs_cublas"] = row["cublas_ms"] / row["triton_ms"]
+            result["bench"].append(row)
+            log(f"BENCH {dname} {m}x{n}x{k}: cuBLAS {row['cublas_tflops']:.0f} TFLOP/s, "
+                f"Triton {row['triton_tflops']:.0f} ({row['triton_vs_cublas']:.3f}x), ours "
+                f"{row['ours_tflops']:.0f} ({row['ours_vs_cublas']:.3f}x, {row['ours_best']}); "
+                f"errs triton {row['triton_err']:.2g} ours "
+                + " ".join(f"{key[5:-4]}={row[key]:.2g}" for key in row
+                           if key.startswith("ours_") and key.endswith("_err")), fh)
+    # The ladder: bf16 at 8192^3, each step one more ingredient.
+    m, n, k = LADDER_SHAPE
+    torch.manual_seed(0)
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    c_ref = torch.matmul(a, b.T)
+    cublas_ms = bench(lambda: torch.matmul(a, b.T))
+    for v in manifest["variants"]:
+        if v["dtype"] != "bf16":
+            continue
+        g = gemms[("bf16", v["step"])]
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        g(a, b, c, sync=True)
+        err = rel_err(c, c_ref, k)
+        ms = bench(lambda: g(a, b, c))
+        entry = {"step": v["step"], "what": v["what"], "ms": ms,
+                 "tflops": 2.0 * m * n * k / ms / 1e9, "vs_cublas": cublas_ms / ms,
+                 "err": err, "cublas_ms": cublas_ms}
+        result["ladder"].append(entry)
+        log(f"LADDER {v['step']:22s} {entry['tflops']:.0f} TFLOP/s "
+            f"({entry['vs_cublas']:.3f}x cuBLAS {2.0 * m * n * k / cublas_ms / 1e9:.0f}) "
+            f"err {err:.2g}", fh)
+    result["failures"] = failures
+    result["time"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    json.dump(result, open(os.path.join(args.out, "gemm.json"), "w"), indent=1)
+    log(f"DONE failures {failures}", fh)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

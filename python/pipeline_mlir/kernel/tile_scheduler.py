@@ -1,0 +1,65 @@
+"""A persistent tile scheduler: a grid of (about) one CTA per SM walks the
+output tiles ``tile = blockIdx.x, blockIdx.x + gridDim.x, ...``.
+
+Tiles are visited in *grouped* order: ``group_m`` rows of tiles are swept
+column by column, so CTAs running at the same time share A row-panels and B
+column-panels in L2 (the order of Triton's grouped matmul tutorial and
+CUTLASS's rasterization with a swizzle size). With a cluster of ``cluster_m``
+CTAs along M, consecutive CTA ranks get vertically adjacent tiles that share
+the same B tile, which a multicast B load needs.
+"""
+
+from mlir.dialects import arith, nvvm
+
+from .values import Scalar, i32
+
+
+def _min(a, b):
+    return Scalar(arith.minsi(a.ir_value, b.ir_value))
+
+
+class PersistentTileScheduler:
+    """Maps a linear tile id to ``(m_block, n_block)``.
+
+    Args:
+      m, n: problem size (i32 Scalars).
+      block_m, block_n: tile size (ints).
+      group_m: tile rows swept together (a multiple of ``cluster_m``).
+      cluster_m: CTAs of a cluster along M (1 or 2): work units are
+        ``cluster_m`` vertically stacked tiles, one per CTA.
+    """
+
+    def __init__(self, m, n, block_m, block_n, group_m=8, cluster_m=1):
+        if group_m % cluster_m:
+            raise ValueError(f"group_m ({group_m}) must be a multiple of "
+                             f"cluster_m ({cluster_m})")
+        self.cluster_m = cluster_m
+        self.tiles_m = (m + (block_m * cluster_m - 1)) // (block_m * cluster_m)
+        self.tiles_n = (n + (block_n - 1)) // block_n
+        self.group_m = group_m // cluster_m
+        # Work units (cluster-sized groups of tiles).
+        self.num_units = self.tiles_m * self.tiles_n
+
+    def first_and_stride(self):
+        """This CTA's (cluster's) first unit and the stride between its
+        units: ``(clusterid.x, nclusterid.x)`` (block index and grid size
+        when there is no cluster)."""
+        if self.cluster_m > 1:
+            return (Scalar(nvvm.read_ptx_sreg_clusterid_x(i32())),
+                    Scalar(nvvm.read_ptx_sreg_nclusterid_x(i32())))
+        return (Scalar(nvvm.read_ptx_sreg_ctaid_x(i32())),
+                Scalar(nvvm.read_ptx_sreg_nctaid_x(i32())))
+
+    def tile(self, unit, cta_rank=None):
+        """``(m_block, n_block)`` of ``unit`` for this CTA (``cta_rank`` in
+        the cluster along M)."""
+        per_group = self.tiles_n * self.group_m
+        group = unit // per_group
+        first_m = group * self.group_m
+        rows = _min(self.tiles_m - first_m, Scalar(arith.constant(i32(), self.group_m)))
+        in_group = unit % per_group
+        m_unit = first_m + in_group % rows
+        n_block = in_group // rows
+        if self.cluster_m > 1:
+            return m_unit * self.cluster_m + cta_rank, n_block
+        return m_unit, n_block
