@@ -61,6 +61,7 @@ class GemmConfig:
     producer_registers: int = 40
     consumer_registers: int = 232
     tma_store_epilogue: bool = True
+    epilogue_passes: int = 2          # through half the C tile: room for 4 stages
     group_m: int = 8                  # grouped tile order (L2 reuse)
 
     @property
@@ -75,13 +76,15 @@ class GemmConfig:
     def name(self):
         return (f"gemm_{self.dtype}_{self.block_m}x{self.block_n}_c{self.cluster_m}"
                 f"{'_r' if self.setmaxnreg else ''}"
-                f"{'_tmastore' if self.tma_store_epilogue else '_direct'}")
+                f"{'_tmastore' if self.tma_store_epilogue else '_direct'}"
+                f"{self.epilogue_passes if self.tma_store_epilogue and self.epilogue_passes > 1 else ''}")
 
     def tiles(self):
         """(A tile, B tile as loaded by one CTA, epilogue bytes)."""
         a = TmaTile(self.block_m, BLOCK_K, self.dtype)
         b = TmaTile(self.block_n // self.cluster_m, BLOCK_K, self.dtype)
-        epi = self.block_m * self.block_n * 2 if self.tma_store_epilogue else 0
+        epi = (self.block_m * self.block_n * 2 // self.epilogue_passes
+               if self.tma_store_epilogue else 0)
         return a, b, epi
 
     def num_stages(self):
@@ -223,22 +226,25 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
 
                 row0 = m_blk * cfg.block_m + cw * 64
                 if c_buf is not None:
-                    tile = c_buf + cw * (64 * cfg.block_n * 2)
-                    # The previous tile's TMA stores must have read the buffer.
-                    with k.if_(leader):
-                        store.producer_acquire()
-                    epi_sync.arrive_and_wait_w_index(cw)
-                    nboxes = epilogue.store_fragment(acc, tile, warp_in_wg, lane,
-                                                     cfg.dtype)
-                    # Generic-proxy writes -> visible to the TMA (async proxy).
-                    fence_view_async_shared()
-                    epi_sync.arrive_and_wait_w_index(cw)
-                    with k.if_(leader):
-                        for box in range(nboxes):
-                            store.tma_store(desc_c, [n_blk * cfg.block_n +
-                                                     box * epilogue.BOX_COLS, row0],
-                                            tile + box * epilogue.BOX_BYTES)
-                        store.producer_commit()
+                    per_pass = epilogue.boxes(cfg.block_n) // cfg.epilogue_passes
+                    tile = c_buf + cw * (64 * cfg.block_n * 2 // cfg.epilogue_passes)
+                    for p in range(cfg.epilogue_passes):
+                        boxes = range(p * per_pass, (p + 1) * per_pass)
+                        # The previous TMA stores must have read the buffer.
+                        with k.if_(leader):
+                            store.producer_acquire()
+                        epi_sync.arrive_and_wait_w_index(cw)
+                        epilogue.store_fragment(acc, tile, warp_in_wg, lane, cfg.dtype,
+                                                box_range=boxes)
+                        # Generic-proxy writes -> visible to TMA (async proxy).
+                        fence_view_async_shared()
+                        epi_sync.arrive_and_wait_w_index(cw)
+                        with k.if_(leader):
+                            for i, box in enumerate(boxes):
+                                store.tma_store(desc_c, [n_blk * cfg.block_n +
+                                                         box * epilogue.BOX_COLS, row0],
+                                                tile + i * epilogue.BOX_BYTES)
+                            store.producer_commit()
                 else:
                     epilogue.store_fragment_global(acc, c_ptr, row0,
                                                    n_blk * cfg.block_n, m, n,

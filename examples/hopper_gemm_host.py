@@ -43,6 +43,7 @@ class HopperGemm:
         self.module = runtime.Module(image, name=meta["name"])
         self.kernel = self.module.kernel(meta["name"], signature=SIGNATURE)
         self._descs = {}
+        self._resident = None
 
     def _check(self, a, b, c):
         import torch
@@ -77,11 +78,16 @@ class HopperGemm:
         return self._descs[key]
 
     def grid(self, m, n, sms):
+        """Persistent: as many CTAs (clusters) as run at once, never more
+        than there are tiles; else one CTA (cluster) per tile."""
         meta = self.meta
         cl = meta["cluster_m"]
         units = math.ceil(m / (meta["block_m"] * cl)) * math.ceil(n / meta["block_n"])
         if self.persistent:
-            units = min(units, sms // cl)
+            if self._resident is None:
+                self._resident = sms if cl == 1 else self.kernel.max_active_clusters(
+                    (meta["threads"], 1, 1), (cl, 1, 1), meta["smem"])
+            units = min(units, self._resident)
         return (units * cl, 1, 1)
 
     def __call__(self, a, b, c=None, stream=None, sync=False):

@@ -31,7 +31,7 @@ def main(argv=None):
 
     import hopper_gemm
     import hopper_gemm_host
-    from variants import LADDER
+    from variants import CANDIDATES, EXTRA, LADDER
 
     out = os.path.abspath(args.out)
     if os.path.exists(out):
@@ -45,8 +45,8 @@ def main(argv=None):
     manifest = {"chip": args.chip, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
                 "variants": []}
     for dtype in ("bf16", "f16"):
-        for step, overrides, persistent, what in LADDER:
-            if dtype == "f16" and not step.startswith(("5", "6")):
+        for step, overrides, persistent, what in LADDER + EXTRA:
+            if dtype == "f16" and step not in CANDIDATES:
                 continue   # the ladder is measured in bf16 only
             cfg = replace(hopper_gemm.GemmConfig(dtype=dtype), **overrides)
             t0 = time.monotonic()

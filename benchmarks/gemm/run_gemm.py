@@ -6,8 +6,10 @@ process on the same gaussian inputs.
     python3 run_gemm.py --out DIR [--check-only] [--quick]
 
 Writes DIR/gemm.json and DIR/gemm.log. Times are CUDA-event times of 10
-back-to-back launches on torch's current stream, median of 7 rounds after
-warm-up; TFLOP/s = 2 M N K / time.
+back-to-back launches on torch's current stream; the contenders are timed in
+alternating rounds (9, after warm-up) so that the GPU's clock and power
+drift hit all alike; a ratio is the median over rounds of cuBLAS time / time.
+TFLOP/s = 2 M N K / median time.
 """
 
 import argparse
@@ -31,22 +33,30 @@ def log(msg, fh):
     fh.flush()
 
 
-def bench(fn, rounds=7, iters=10, warmup=3):
+def bench_interleaved(fns, rounds=9, iters=10, warmup=3):
+    """Median ms per call of each of ``fns`` ({name: fn}), timed in
+    alternating rounds so that clock and power drift hit every contender
+    alike; also the median over rounds of cuBLAS time / each time."""
     import torch
 
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(rounds):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(iters):
+    for fn in fns.values():
+        for _ in range(warmup):
             fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) / iters)
-    return statistics.median(times)
+    torch.cuda.synchronize()
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            for _ in range(iters):
+                fn()
+            e.record()
+            e.synchronize()
+            times[name].append(s.elapsed_time(e) / iters)
+    med = {name: statistics.median(t) for name, t in times.items()}
+    ratio = {name: statistics.median(c / t for c, t in zip(times["cublas"], times[name]))
+             for name in fns}
+    return med, ratio
 
 
 def rel_err(c, ref, k):
@@ -94,7 +104,7 @@ def main(argv=None):
         return 1 if failures else 0
 
     from triton_matmul import matmul_nt
-    from variants import BEST
+    from variants import CANDIDATES, LADDER
 
     dtypes = {"bf16": torch.bfloat16, "f16": torch.float16}
     for dname, dt in dtypes.items():
@@ -105,56 +115,62 @@ def main(argv=None):
             flop = 2.0 * m * n * k
             row = {"dtype": dname, "shape": [m, n, k]}
             c_ref = torch.matmul(a, b.T)
-            row["cublas_ms"] = bench(lambda: torch.matmul(a, b.T))
             c_tr = matmul_nt(a, b)
             row["triton_err"] = rel_err(c_tr, c_ref, k)
-            row["triton_ms"] = bench(lambda: matmul_nt(a, b, c_tr))
-            for step in BEST[dname]:
+            fns = {"cublas": lambda: torch.matmul(a, b.T),
+                   "triton": lambda: matmul_nt(a, b, c_tr)}
+            outs = {}
+            for step in CANDIDATES:
                 g = gemms.get((dname, step))
                 if g is None:
                     continue
-                c = torch.empty(m, n, device="cuda", dtype=dt)
+                c = outs[step] = torch.empty(m, n, device="cuda", dtype=dt)
                 g(a, b, c, sync=True)
-                err = rel_err(c, c_ref, k)
-                row[f"ours_{step}_err"] = err
-                row[f"ours_{step}_ms"] = bench(lambda: g(a, b, c))
+                err = row[f"ours_{step}_err"] = rel_err(c, c_ref, k)
                 if not err <= REL_ERROR_BOUND[dname]:
                     failures += 1
-            best = min((row[key], key) for key in row if key.startswith("ours_") and key.endswith("_ms"))
-            row["ours_ms"], row["ours_best"] = best[0], best[1][5:-3]
+                fns[step] = (lambda g=g, c=c: g(a, b, c))
+            med, ratio = bench_interleaved(fns)
+            for name in fns:
+                row[f"{name}_ms"] = med[name]
+                row[f"{name}_vs_cublas"] = ratio[name]
+            best = max((ratio[st], st) for st in fns if st not in ("cublas", "triton"))[1]
+            row["ours_best"], row["ours_ms"] = best, med[best]
+            row["ours_vs_cublas"] = ratio[best]
             for key in ("cublas", "triton", "ours"):
                 row[f"{key}_tflops"] = flop / row[f"{key}_ms"] / 1e9
-            row["ours_vs_cublas"] = row["cublas_ms"] / row["ours_ms"]
-            row["triton_vs_cublas"] = row["cublas_ms"] / row["triton_ms"]
             result["bench"].append(row)
             log(f"BENCH {dname} {m}x{n}x{k}: cuBLAS {row['cublas_tflops']:.0f} TFLOP/s, "
                 f"Triton {row['triton_tflops']:.0f} ({row['triton_vs_cublas']:.3f}x), ours "
                 f"{row['ours_tflops']:.0f} ({row['ours_vs_cublas']:.3f}x, {row['ours_best']}); "
                 f"errs triton {row['triton_err']:.2g} ours "
                 + " ".join(f"{key[5:-4]}={row[key]:.2g}" for key in row
-                           if key.startswith("ours_") and key.endswith("_err")), fh)
+                           if key.startswith("ours_") and key.endswith("_err"))
+                + "; candidates " + " ".join(f"{st}={row[st + '_vs_cublas']:.3f}"
+                                             for st in CANDIDATES if st + "_ms" in row), fh)
     # The ladder: bf16 at 8192^3, each step one more ingredient.
     m, n, k = LADDER_SHAPE
     torch.manual_seed(0)
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
     c_ref = torch.matmul(a, b.T)
-    cublas_ms = bench(lambda: torch.matmul(a, b.T))
-    for v in manifest["variants"]:
-        if v["dtype"] != "bf16":
-            continue
-        g = gemms[("bf16", v["step"])]
+    fns = {"cublas": lambda: torch.matmul(a, b.T)}
+    for step, *_ in LADDER:
+        g = gemms[("bf16", step)]
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         g(a, b, c, sync=True)
         err = rel_err(c, c_ref, k)
-        ms = bench(lambda: g(a, b, c))
-        entry = {"step": v["step"], "what": v["what"], "ms": ms,
-                 "tflops": 2.0 * m * n * k / ms / 1e9, "vs_cublas": cublas_ms / ms,
-                 "err": err, "cublas_ms": cublas_ms}
-        result["ladder"].append(entry)
-        log(f"LADDER {v['step']:22s} {entry['tflops']:.0f} TFLOP/s "
-            f"({entry['vs_cublas']:.3f}x cuBLAS {2.0 * m * n * k / cublas_ms / 1e9:.0f}) "
-            f"err {err:.2g}", fh)
+        if not err <= REL_ERROR_BOUND["bf16"]:
+            failures += 1
+        fns[step] = (lambda g=g, c=c: g(a, b, c))
+        result["ladder"].append({"step": step, "what": g.meta["what"], "err": err})
+    med, ratio = bench_interleaved(fns, rounds=5)
+    for entry in result["ladder"]:
+        st = entry["step"]
+        entry.update(ms=med[st], tflops=2.0 * m * n * k / med[st] / 1e9,
+                     vs_cublas=ratio[st], cublas_ms=med["cublas"])
+        log(f"LADDER {st:22s} {entry['tflops']:.0f} TFLOP/s ({entry['vs_cublas']:.3f}x cuBLAS "
+            f"{2.0 * m * n * k / med['cublas'] / 1e9:.0f}) err {entry['err']:.2g}", fh)
     result["failures"] = failures
     result["time"] = time.strftime("%Y-%m-%d %H:%M:%S")
     json.dump(result, open(os.path.join(args.out, "gemm.json"), "w"), indent=1)

@@ -14,6 +14,8 @@ Manifest entry (the contract with test_gpu.py):
   check: "copy"   -> every output named in expect["outputs"] equals its source repeated
          "watchdog" -> PipelineWatchdogError with expect["stage"/"phase"/"roles"/"pipeline"]
          "hang"   -> KernelTimeoutError within expect["host_timeout"] s (no device watchdog)
+         "gemm"   -> examples/hopper_gemm_host.check on several shapes (entry["gemm"]: its
+                     launch facts), against torch.matmul
 """
 
 import os
@@ -268,6 +270,28 @@ def build_pipeline_async_watchdog(chip, mib):
     return [Built(e, image)]
 
 
+def build_hopper_gemm(chip, _mib):
+    """examples/hopper_gemm.py: the fastest configuration, a narrower tile and
+    the 2-CTA multicast variant (each checked against torch.matmul)."""
+    import sys
+    from dataclasses import replace
+
+    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+    sys.path.insert(0, os.path.abspath(examples))
+    import hopper_gemm
+    import hopper_gemm_host
+
+    base = hopper_gemm.GemmConfig(epilogue_passes=2)
+    out = []
+    for cfg in (base, replace(base, block_n=128, dtype="f16"), replace(base, cluster_m=2)):
+        k = hopper_gemm.build(cfg, chip)
+        e = {"name": cfg.name, "pipeline": "PipelineTmaAsync+wgmma",
+             "source": "examples/hopper_gemm.py", "kernel": cfg.name, "chip": chip,
+             "check": "gemm", "gemm": hopper_gemm_host.meta_of(cfg, k)}
+        out.append(Built(e, k.compile()))
+    return out
+
+
 def builders(mib):
     """(name, function(chip, mib)) in build order."""
     dk = dialect_kernels
@@ -306,4 +330,5 @@ def _all_builders(dk, mib):
         ("builders_pipeline_tma_store", builder_kernels.bundle_builder("pipeline_tma_store", mib)),
         ("builders_pipeline_order", builder_kernels.bundle_builder("pipeline_order", mib)),
         ("builders_named_barrier", builder_kernels.bundle_builder("named_barrier", mib)),
+        ("hopper_gemm", build_hopper_gemm),
     ]

@@ -224,3 +224,21 @@ def test_no_device_memory_leak_over_1000_launches(device):
     # each launch allocates 2 x 128 KiB + 128 B; a leak would be >= 250 MiB
     assert leaked <= 2 << 20, f"{leaked} bytes of device memory leaked over 1000 launches"
     desc_target.free()
+
+
+GEMM_SHAPES = [(256, 512, 128), (1000, 1032, 520), (2048, 2048, 2048), (64, 8, 8)]
+
+
+@pytest.mark.parametrize("name", by_check("gemm"))
+def test_gemm_matches_torch(name, device):
+    """examples/hopper_gemm.py on gaussian inputs, including shapes the tile
+    does not divide, within the stated relative-error bound of torch.matmul."""
+    pytest.importorskip("torch", reason="the GEMM check compares with torch.matmul")
+    from hopper_gemm_host import HopperGemm, check
+
+    e = KERNELS[name]
+    with open(os.path.join(bundle_dir(), e["image"]), "rb") as f:
+        gemm = HopperGemm(f.read(), e["gemm"])
+    for shape in GEMM_SHAPES:
+        err = check(gemm, *shape)
+        print(f"{name} {shape}: max rel err {err:.3g}")

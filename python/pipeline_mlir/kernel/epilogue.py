@@ -43,20 +43,26 @@ def boxes(n):
     return n // BOX_COLS
 
 
-def store_fragment(acc, smem, warp, lane, dtype="bf16"):
+def store_fragment(acc, smem, warp, lane, dtype="bf16", box_range=None):
     """Write ``acc`` (an ``Accumulator`` of ``m64nN``) as ``dtype`` into
     ``smem``: ``N / 64`` boxes of 64 x 64, box ``b`` at ``smem + b * 8192``.
+    With ``box_range`` (a ``range`` of box indices) only those boxes are
+    written, the first one at ``smem`` (an epilogue in several passes
+    through a smaller buffer).
 
     ``warp`` is the warp index inside the warpgroup and ``lane`` the lane
     (i32 Scalars)."""
     out_t = _float_type(dtype)
     pair_t = ir.VectorType.get([2], out_t)
     nboxes = boxes(acc.n)
+    box_range = range(nboxes) if box_range is None else box_range
+    if not box_range or box_range.start < 0 or box_range.stop > nboxes:
+        raise ValueError(f"epilogue: box_range {box_range} is not inside 0..{nboxes}")
     quad, pair = lane // 4, lane % 4
     thread_base = (warp * 16 + quad) * SWIZZLE_BYTES + pair * 4
     # One pointer per 16-byte chunk column; everything else is an immediate.
     chunk_ptrs = [smem + (thread_base + ((quad ^ c) * 16)) for c in range(8)]
-    for j in range(acc.n // 8):
+    for j in range(box_range.start * 8, box_range.stop * 8):
         box, chunk = divmod(j, 8)
         for half in range(2):
             i = 4 * j + 2 * half
@@ -65,10 +71,10 @@ def store_fragment(acc, smem, warp, lane, dtype="bf16"):
             v = llvm.mlir_undef(pair_t)
             v = llvm.insertelement(v, lo, arith.constant(ir.IntegerType.get_signless(32), 0))
             v = llvm.insertelement(v, hi, arith.constant(ir.IntegerType.get_signless(32), 1))
-            offset = box * BOX_BYTES + half * 8 * SWIZZLE_BYTES
+            offset = (box - box_range.start) * BOX_BYTES + half * 8 * SWIZZLE_BYTES
             ptr = chunk_ptrs[chunk] + offset if offset else chunk_ptrs[chunk]
             llvm.store(v, ptr.ir_value)
-    return nboxes
+    return len(box_range)
 
 
 

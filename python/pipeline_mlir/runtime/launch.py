@@ -240,6 +240,34 @@ class Kernel:
         _driver.check(drv.cuFuncSetAttribute(self.function, getattr(drv.CUfunction_attribute, name),
                                              value), f"cuFuncSetAttribute({name}={value})")
 
+    def max_active_clusters(self, block, cluster, smem=0):
+        """How many clusters of ``cluster`` CTAs (with ``block`` threads and
+        ``smem`` dynamic shared memory each) the GPU runs at once
+        (``cuOccupancyMaxActiveClusters``). A persistent kernel launched with
+        more clusters than this runs a second, mostly idle wave: SMs are
+        grouped in GPCs, so fewer than ``multiprocessors / cluster_size``
+        clusters may fit."""
+        _, block, cluster, smem = validate_config(self.name, self.device, self.attrs,
+                                                  cluster or (1, 1, 1), block, cluster, smem)
+        self.device.require_real(f"occupancy query of kernel '{self.name}'")
+        self.device.make_current()
+        drv = _driver.cuda()
+        if smem > self._dynamic_smem_set:
+            self._set_attr("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", smem)
+            self._dynamic_smem_set = smem
+        config = drv.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = cluster or (1, 1, 1)
+        config.blockDimX, config.blockDimY, config.blockDimZ = block
+        config.sharedMemBytes = smem
+        attr = drv.CUlaunchAttribute()
+        attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = \
+            cluster or (1, 1, 1)
+        config.attrs = [attr]
+        config.numAttrs = 1
+        return _driver.check(drv.cuOccupancyMaxActiveClusters(self.function, config),
+                             "cuOccupancyMaxActiveClusters")
+
     def launch(self, grid, block, cluster=None, smem=0, args=(), stream=None, sync=True,
                timeout=None):
         """Launch; with `sync` (default) wait for it (see Launch.wait)."""

@@ -1,7 +1,7 @@
 """``pipeline-sim``: run a kernel's pipelines on the CPU and report bugs.
 
     pipeline-sim FILE [--kernel NAME] [--block-dim 128[,1,1]] [--cluster 2,1,1]
-                      [--trip-count N] [--seed S] [--schedules K]
+                      [--trip-count N] [--arg POS=VALUE ...] [--seed S] [--schedules K]
                       [--exhaustive-bound B] [--trace]
 
 Prints one line per kernel, ``pipeline-sim: OK: 200 schedules, 0 deadlocks
@@ -37,6 +37,20 @@ def _dims(text: str) -> tuple[int, int, int]:
     return tuple(vals + [1] * (3 - len(vals)))
 
 
+def _kernel_arg(text: str) -> tuple[int, int]:
+    pos, sep, value = text.partition("=")
+    try:
+        if not sep:
+            raise ValueError
+        pos, value = int(pos), int(value, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected POS=VALUE with integers (e.g. 4=256), got {text!r}") from None
+    if pos < 0:
+        raise argparse.ArgumentTypeError(f"argument position must be >= 0, got {pos}")
+    return pos, value
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="pipeline-sim",
@@ -50,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="cluster shape (default: the largest cluster of the kernel's pipelines, as X,1,1)")
     ap.add_argument("--trip-count", type=int,
                     help="trip count of scf.for loops whose bounds are not constants")
+    ap.add_argument("--arg", type=_kernel_arg, action="append", metavar="POS=VALUE",
+                    help="value of the kernel's integer argument at position POS (repeatable); "
+                         "loops bounded by arguments then run their real trip counts")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random scheduler")
     ap.add_argument("--schedules", type=int, default=100,
                     help="random schedules to run (exhaustive mode: at most this many, default 100/10000)")
@@ -99,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     for k in ks:
         block = args.block_dim or k.block_dim or (128, 1, 1)
         cluster = args.cluster or (k.cluster_size, 1, 1)
-        launch = Launch(block, cluster, args.trip_count)
+        launch = Launch(block, cluster, args.trip_count, dict(args.arg or ()))
         make = make_world_factory(k, launch, args.max_steps)
         rep = explore(make, seed=args.seed, schedules=schedules,
                       exhaustive_bound=args.exhaustive_bound)

@@ -291,9 +291,16 @@ def _shuffle(kind: str, val, b, c):
 
 @dataclass
 class Launch:
+    """What the simulated launch looks like. The simulator runs one cluster,
+    which is the whole grid (``nctaid`` = the cluster shape, ``clusterid`` =
+    0). ``args`` gives integer kernel arguments by position, so loops whose
+    bounds are computed from them (a GEMM's tile and k-block loops) run
+    their real trip counts; ``trip_count`` is the fallback for bounds that
+    still cannot be evaluated."""
     block_dim: tuple[int, int, int]
     cluster: tuple[int, int, int]
     trip_count: int | None = None
+    args: dict = field(default_factory=dict)
 
     @property
     def block_threads(self) -> int:
@@ -312,6 +319,11 @@ class _Interp:
                     "z": Lanes(t // (bx * by) for t in tids)}
         cx, cy, cz = w.cluster.cta_id(agent.cta)
         self.ctaid = {"x": cx, "y": cy, "z": cz}
+        for pos, value in launch.args.items():
+            if not 0 <= pos < len(k.args):
+                raise SimError("unsupported", f"--arg {pos}: @{k.name} has {len(k.args)} "
+                                              "arguments")
+            self.env[k.args[pos]] = value
 
     def fail(self, node: Node, msg: str):
         raise SimError("unsupported", f"{node.name} at {node.loc}: {msg}")
@@ -387,6 +399,13 @@ class _Interp:
             r = self.ctaid[name[-1]]
         elif name in ("gpu.block_id", "gpu.cluster_block_id"):
             r = self.ctaid[a["dim"]]
+        elif name.startswith("nvvm.read.ptx.sreg.nctaid.") or name.startswith(
+                "nvvm.read.ptx.sreg.cluster.nctaid."):
+            r = self.launch.cluster["xyz".index(name[-1])]
+        elif name.startswith("nvvm.read.ptx.sreg.clusterid."):
+            r = 0
+        elif name.startswith("nvvm.read.ptx.sreg.nclusterid."):
+            r = 1
         elif name.startswith("nvvm.read.ptx.sreg.ntid.") or name == "gpu.block_dim":
             r = self.launch.block_dim["xyz".index(a["dim"] if "dim" in a else name[-1])]
         elif name == "nvvm.read.ptx.sreg.cluster.nctarank":

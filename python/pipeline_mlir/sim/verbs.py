@@ -252,7 +252,10 @@ def create(w: World, a: Agent, p: PipeRef, defer_sync: bool, lanes: list[int]):
             cta.barriers.setdefault((p.pid, slot), Mbarrier(count, _slot_name(spec, slot, a.cta)))
 
     yield Step(fire, None, lambda: f"{a.label()} creates pipeline '{spec.name}'", spec.name)
-    if not defer_sync:
+    # PipelineTmaStore owns no barriers, so its create synchronizes nothing
+    # (as the lowering: BarrierLowering.cpp); a CTA-wide sync here would
+    # deadlock kernels that create it inside one warp role.
+    if not defer_sync and spec.kind != "tma_store":
         if spec.cluster_size > 1:
             yield from init_arrive(w, a, spec.cluster_size, lanes)
             yield from init_wait(w, a, spec.cluster_size, lanes)
