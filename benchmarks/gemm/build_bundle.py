@@ -31,21 +31,21 @@ def main(argv=None):
 
     import hopper_gemm
     import hopper_gemm_host
-    from variants import CANDIDATES, EXTRA, LADDER
+    from variants import CANDIDATES, LADDER
 
     out = os.path.abspath(args.out)
     if os.path.exists(out):
         shutil.rmtree(out)
     os.makedirs(os.path.join(out, "kernels"))
     copy_runtime(out)
-    for f in ("run_gemm.py", "triton_matmul.py", "variants.py"):
+    for f in ("run_gemm.py", "triton_matmul.py", "variants.py", "profile_one.py"):
         shutil.copy(os.path.join(HERE, f), out)
     shutil.copy(os.path.join(ROOT, "examples", "hopper_gemm_host.py"), out)
 
     manifest = {"chip": args.chip, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
                 "variants": []}
     for dtype in ("bf16", "f16"):
-        for step, overrides, persistent, what in LADDER + EXTRA:
+        for step, overrides, persistent, what in LADDER:
             if dtype == "f16" and step not in CANDIDATES:
                 continue   # the ladder is measured in bf16 only
             cfg = replace(hopper_gemm.GemmConfig(dtype=dtype), **overrides)

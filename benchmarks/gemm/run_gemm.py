@@ -86,8 +86,11 @@ def main(argv=None):
         image = open(os.path.join(HERE, v["image"]), "rb").read()
         g = HopperGemm(image, v, persistent=v["persistent"])
         gemms[(v["dtype"], v["step"])] = g
+        resident = (g.kernel.max_active_clusters((v["threads"], 1, 1), (v["cluster_m"], 1, 1),
+                                                 v["smem"]) if v["cluster_m"] > 1 else None)
         log(f"LOADED {v['dtype']} {v['step']} {v['name']} regs {g.kernel.attrs.num_regs} "
-            f"smem {v['smem']} stages {v['stages']}", fh)
+            f"smem {v['smem']} stages {v['stages']}"
+            + (f" max active clusters {resident}" if resident else ""), fh)
         for shape in CHECK_SHAPES[:2] if args.quick else CHECK_SHAPES:
             try:
                 err = check(g, *shape)

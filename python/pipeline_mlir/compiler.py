@@ -6,14 +6,17 @@ native extension registers). PTX -> cubin is the assembler's job: nvJitLink
 in-process when it is installed (the `fast` extra), else ptxas as a
 subprocess through `gpu-module-to-binary format=bin` (see `_assemble`).
 Compiled artifacts are cached by content hash: the key covers the module's
-text, the chip, every option, the assembler and the package version, so a
-stale entry can never be returned.
+text, the chip, every option, the assembler, the package version and the
+bytes of the native library that holds the lowering (a rebuilt lowering
+with an unchanged version string must not return stale PTX), so a stale
+entry can never be returned.
 
     from pipeline_mlir import compiler
     ptx = compiler.to_ptx(module, chip="sm_90a")
     cubin = compiler.to_cubin(module, chip="sm_90a")
 """
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -151,9 +154,20 @@ def _cache_dir():
     return root
 
 
+@functools.lru_cache(maxsize=None)
+def _lowering_identity():
+    """A digest of the native library (our passes and the lowering): 1.5 MB,
+    hashed once per process."""
+    from pipeline_mlir._mlir_libs import _pipeline
+
+    with open(_pipeline.__file__, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def _cache_key(module, *parts):
     h = hashlib.sha256()
     h.update(pipeline_mlir.__version__.encode())
+    h.update(_lowering_identity().encode())
     for part in (str(module),) + parts:
         h.update(b"\0" + str(part).encode())
     return h.hexdigest()

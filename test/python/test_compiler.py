@@ -41,3 +41,17 @@ def test_same_module_compiles_for_sm100a(kernel):
 def test_unknown_chip_is_rejected(kernel):
     with pytest.raises(ValueError, match="unsupported chip 'sm_80'"):
         compiler.to_ptx(kernel.module, chip="sm_80")
+
+
+def test_cache_key_covers_the_native_lowering(monkeypatch):
+    """A rebuilt lowering with the same package version must miss the cache
+    (the key hashes the native library), or it returns stale PTX."""
+    import mlir.ir as ir
+
+    import pipeline_mlir
+
+    with pipeline_mlir.make_context():
+        module = ir.Module.parse("module {}")
+        before = compiler._cache_key(module, "sm_90a")
+        monkeypatch.setattr(compiler, "_lowering_identity", lambda: "another build")
+        assert compiler._cache_key(module, "sm_90a") != before

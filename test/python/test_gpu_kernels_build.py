@@ -36,7 +36,7 @@ EXPECT = {
                                  ["mbarrier.arrive.expect_tx.shared.b64",
                                   ".mbarrier::complete_tx::bytes.multicast::cluster",
                                   "mapa.shared::cluster", "barrier.cluster.wait",
-                                  "mbarrier.arrive.release.cluster.shared::cluster.b64",
+                                  "mbarrier.arrive.shared::cluster.b64",
                                   ".reqnctapercluster 2, 1, 1"]),
     "pipeline_tma_store": (pl.PipelineKind.TmaStore,
                            ["cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group",

@@ -28,7 +28,7 @@ gpu.module @m {
     // CHECK: %[[GO:.*]] = arith.andi %[[SIG]], %[[SAME_N]] : i1
     // CHECK: scf.if %[[GO]] {
     // CHECK:   %[[R:.*]] = nvvm.mapa %[[EMPTY]], %[[DST]] : !llvm.ptr<3> -> !llvm.ptr<7>
-    // CHECK:   nvvm.mbarrier.arrive %[[R]] {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>
+    // CHECK:   nvvm.mbarrier.arrive %[[R]] : !llvm.ptr<7>
     pipeline.consumer.release %p, %cs : !P, !pipeline.state<2, consumer>
     gpu.return
   }

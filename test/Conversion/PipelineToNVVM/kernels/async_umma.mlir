@@ -123,7 +123,7 @@ gpu.module @pair {
 // own leader test after CSE).
 // CHECK:   %[[LEAD:.*]] = arith.subi %[[RANK:.*]], %[[ODD:.*]] : i32
 // CHECK:   %[[REMOTE:.*]] = nvvm.mapa %[[FULL]], %[[LEAD]] : !llvm.ptr<3> -> !llvm.ptr<7>
-// CHECK:   nvvm.mbarrier.arrive %[[REMOTE]] {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>
+// CHECK:   nvvm.mbarrier.arrive %[[REMOTE]] : !llvm.ptr<7>
 // CHECK: %[[MASK:.*]] = arith.constant 3 : i16
 // CHECK: nvvm.tcgen05.commit %{{.*}}, multicast_mask = %[[MASK]] {group = #nvvm.cta_group<cta_2>}
 
@@ -132,7 +132,7 @@ gpu.module @pair {
 // PTX-DAG: tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64
 // PTX-LABEL: // gpu.binary @pair sm_100a
 // PTX-DAG: mapa.shared::cluster.u64
-// PTX-DAG: mbarrier.arrive.release.cluster.shared::cluster.b64
+// PTX-DAG: mbarrier.arrive.shared::cluster.b64
 // PTX-DAG: tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64
 
 // BIN100: gpu.binary @one_cta [#gpu.object<#nvvm.target<chip = "sm_100a", features = "+ptx88">, {{.*}}bin = "\7FELF

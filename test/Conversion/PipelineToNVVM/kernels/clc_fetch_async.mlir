@@ -146,7 +146,7 @@ gpu.module @pair {
 // CHECK: nvvm.mbarrier.try_wait %[[CFULL]]
 // CHECK: %[[EMPTY:.*]] = llvm.getelementptr %[[CFULL]][%c2_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK: %[[R0:.*]] = nvvm.mapa %[[EMPTY]], %c0_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
-// CHECK: nvvm.mbarrier.arrive %[[R0]] {scope = #nvvm.mem_scope<cluster>}
+// CHECK: nvvm.mbarrier.arrive %[[R0]]
 
 // PTX-LABEL: // gpu.binary @one_cta sm_100a
 // PTX-DAG: mbarrier.arrive.expect_tx.shared.b64
@@ -156,7 +156,7 @@ gpu.module @pair {
 // PTX-DAG: mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64
 // PTX-DAG: clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.multicast::cluster::all.b128
 // PTX-DAG: mapa.shared::cluster.u64 {{.*}}, 0;
-// PTX-DAG: mbarrier.arrive.release.cluster.shared::cluster.b64
+// PTX-DAG: mbarrier.arrive.shared::cluster.b64
 
 // BIN100: gpu.binary @one_cta [#gpu.object<#nvvm.target<chip = "sm_100a", features = "+ptx88">, {{.*}}bin = "\7FELF
 // BIN100: gpu.binary @pair [#gpu.object<#nvvm.target<chip = "sm_100a", features = "+ptx88">, {{.*}}bin = "\7FELF

@@ -209,7 +209,7 @@ gpu.module @mcast_n {
 // CHECK-NOT: arith.andi
 // CHECK: scf.if %[[SIG]] {
 // CHECK:   %[[REMOTE:.*]] = nvvm.mapa %[[EMPTY]], %[[DSTRANK]] : !llvm.ptr<3> -> !llvm.ptr<7>
-// CHECK:   nvvm.mbarrier.arrive %[[REMOTE]] {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>
+// CHECK:   nvvm.mbarrier.arrive %[[REMOTE]] : !llvm.ptr<7>
 
 // Deferred sync: create emits only inits + fence; init_arrive/init_wait
 // are the cluster barrier.
@@ -238,14 +238,14 @@ gpu.module @mcast_n {
 // PTX-DAG: mbarrier.arrive.expect_tx.shared.b64
 // PTX-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [
 // PTX-DAG: mapa.shared::cluster.u64
-// PTX-DAG: mbarrier.arrive.release.cluster.shared::cluster.b64
+// PTX-DAG: mbarrier.arrive.shared::cluster.b64
 // PTX-LABEL: // gpu.binary @mcast_n sm_90a
 // PTX: fence.mbarrier_init.release.cluster;
 // PTX-NEXT: barrier.cluster.arrive.relaxed;
 // PTX-NEXT: barrier.cluster.wait;
 // PTX-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [
 // PTX-DAG: mapa.shared::cluster.u64
-// PTX-DAG: mbarrier.arrive.release.cluster.shared::cluster.b64
+// PTX-DAG: mbarrier.arrive.shared::cluster.b64
 
 // BIN90: gpu.binary @one_cta [#gpu.object<#nvvm.target<chip = "sm_90a", features = "+ptx88">, {{.*}}bin = "\7FELF
 // BIN90: gpu.binary @mcast_m [#gpu.object<#nvvm.target<chip = "sm_90a", features = "+ptx88">, {{.*}}bin = "\7FELF

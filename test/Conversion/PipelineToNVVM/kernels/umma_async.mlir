@@ -141,7 +141,7 @@ gpu.module @pair {
 // CHECK: %[[EMPTY:.*]] = llvm.getelementptr %[[CFULL]][%c3_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK: %[[L:.*]] = arith.subi %{{.*}}, %{{.*}} : i32
 // CHECK: %[[REMOTE:.*]] = nvvm.mapa %[[EMPTY]], %[[L]] : !llvm.ptr<3> -> !llvm.ptr<7>
-// CHECK: nvvm.mbarrier.arrive %[[REMOTE]] {scope = #nvvm.mem_scope<cluster>}
+// CHECK: nvvm.mbarrier.arrive %[[REMOTE]]
 
 // PTX-LABEL: // gpu.binary @one_cta sm_100a
 // PTX-DAG: tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64
@@ -149,7 +149,7 @@ gpu.module @pair {
 // PTX-LABEL: // gpu.binary @pair sm_100a
 // PTX-DAG: tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64
 // PTX-DAG: mapa.shared::cluster.u64
-// PTX-DAG: mbarrier.arrive.release.cluster.shared::cluster.b64
+// PTX-DAG: mbarrier.arrive.shared::cluster.b64
 
 // BIN100: gpu.binary @one_cta [#gpu.object<#nvvm.target<chip = "sm_100a", features = "+ptx88">, {{.*}}bin = "\7FELF
 // BIN100: gpu.binary @pair [#gpu.object<#nvvm.target<chip = "sm_100a", features = "+ptx88">, {{.*}}bin = "\7FELF
