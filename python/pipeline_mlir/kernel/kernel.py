@@ -223,6 +223,10 @@ class Kernel:
         from pipeline_mlir.runtime.compiled import CompiledKernel
 
         chip = chip or self.chip
+        for n, p in self.params:
+            if p.kind is None:
+                raise TypeError(f"parameter {n!r}: {type(p).__name__} names no runtime argument "
+                                "kind (set its `kind`, e.g. 'ptr' or 'i32')")
         cubin = compiler.to_cubin(self.module, chip=chip, assembler=assembler)
         return CompiledKernel.cached(
             cubin, name=self.name, params=[(n, p.kind) for n, p in self.params],
