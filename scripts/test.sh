@@ -5,7 +5,7 @@
 #
 # The last line is the total over all three suites, alone on its line:
 #   N passed, M failed, K skipped
-# (one line per suite just above it; scripts/test_counts.py says how each
+# (one line per suite just above it; scripts/suite_totals.py says how each
 # outcome is counted). The exit status is non-zero when any suite failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +14,7 @@ unset PIPELINE_MLIR_BIN
 
 counts=$(mktemp -d)
 trap 'rm -rf "$counts"' EXIT
-# scripts/ on the path for the pytest plugin (-p test_counts) only.
+# scripts/ on the path for the pytest plugin (-p suite_totals) only.
 plugin=(env "PYTHONPATH=$PWD/scripts${PYTHONPATH:+:$PYTHONPATH}")
 
 status=0
@@ -25,7 +25,7 @@ lit_rc=$?
 
 echo "== pytest =="
 "${plugin[@]}" PIPELINE_TEST_COUNTS="$counts/python.json" \
-  python -m pytest -q -rs -p test_counts test/python
+  python -m pytest -q -rs -p suite_totals test/python
 py_rc=$?
 # pytest exit 5 = no tests collected; treat as failure of the suite.
 [ $py_rc -eq 0 ] || status=1
@@ -33,12 +33,12 @@ py_rc=$?
 echo "== pytest: GPU suite (skips with the reason when there is no GPU) =="
 # Its own session: test/gpu/conftest.py marks its items for the GPU check.
 "${plugin[@]}" PIPELINE_TEST_COUNTS="$counts/gpu.json" \
-  python -m pytest -q -rs -p test_counts test/gpu
+  python -m pytest -q -rs -p suite_totals test/gpu
 gpu_rc=$?
 [ $gpu_rc -eq 0 ] || status=1
 
 echo "== total (lit + pytest test/python + pytest test/gpu) =="
-python scripts/test_counts.py total \
+python scripts/suite_totals.py total \
   "lit=$counts/lit.json:$lit_rc" \
   "pytest test/python=$counts/python.json:$py_rc" \
   "pytest test/gpu=$counts/gpu.json:$gpu_rc" || status=1

@@ -1,4 +1,4 @@
-"""scripts/test_counts.py: the total line that ends scripts/test.sh."""
+"""scripts/suite_totals.py: the total line that ends scripts/test.sh."""
 
 import json
 import os
@@ -11,7 +11,7 @@ SCRIPTS = os.path.join(ROOT, "scripts")
 
 
 def run_total(*specs):
-    proc = subprocess.run([sys.executable, os.path.join(SCRIPTS, "test_counts.py"), "total",
+    proc = subprocess.run([sys.executable, os.path.join(SCRIPTS, "suite_totals.py"), "total",
                            *specs], capture_output=True, text=True, check=True)
     return proc.stdout.splitlines()
 
@@ -34,7 +34,7 @@ def test_plugin_counts_every_outcome_like_pytest(tmp_path):
     out = tmp_path / "counts.json"
     env = dict(os.environ, PIPELINE_TEST_COUNTS=str(out),
                PYTHONPATH=SCRIPTS + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "test_counts",
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "suite_totals",
                            "-p", "no:cacheprovider", str(tmp_path)],
                           env=env, capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 1
@@ -50,7 +50,7 @@ def test_plugin_is_silent_without_the_variable(tmp_path):
     (tmp_path / "test_y.py").write_text("def test_ok(): pass\n")
     env = {k: v for k, v in os.environ.items() if k != "PIPELINE_TEST_COUNTS"}
     env["PYTHONPATH"] = SCRIPTS
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "test_counts",
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "suite_totals",
                            "-p", "no:cacheprovider", str(tmp_path)],
                           env=env, capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout

@@ -2,11 +2,11 @@
 
 Two roles in one file:
 
-- a pytest plugin (``python -m pytest -p test_counts``, with this directory
+- a pytest plugin (``python -m pytest -p suite_totals``, with this directory
   on PYTHONPATH): at the end of the session it writes the outcome counts
   of pytest's terminal summary to ``$PIPELINE_TEST_COUNTS`` (JSON), or does
   nothing when that variable is unset;
-- the summary (``python scripts/test_counts.py total lit=FILE:RC
+- the summary (``python scripts/suite_totals.py total lit=FILE:RC
   pytest...=FILE:RC ...``): one line per suite, then the total alone on the
   last line, ``N passed, M failed, K skipped``.
 
@@ -109,5 +109,5 @@ def total(specs):
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] != "total":
-        sys.exit("usage: test_counts.py total LABEL=FILE:RC ...")
+        sys.exit("usage: suite_totals.py total LABEL=FILE:RC ...")
     total(sys.argv[2:])
