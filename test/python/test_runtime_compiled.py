@@ -217,6 +217,15 @@ def test_call_launches_with_the_compiled_configuration(monkeypatch):
     assert (last["stream"], last["sync"], last["timeout"]) == (7, False, 3.0)
 
 
+def test_device_follows_torch_tensors():
+    class Tensor:  # stands for a torch tensor on cuda:1
+        __module__ = "torch"
+        device = types.SimpleNamespace(type="cuda", index=1)
+
+    assert rc._tensor_ordinal([1, Tensor(), 2]) == 1
+    assert rc._tensor_ordinal([np.zeros(2), 3]) is None
+
+
 def test_stream_follows_torch_when_torch_uses_cuda(monkeypatch):
     stream = types.SimpleNamespace(cuda_stream=0xABC)
     state = {"init": False}

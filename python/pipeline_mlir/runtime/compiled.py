@@ -32,8 +32,9 @@ initialized CUDA, else the default stream; or an int handle, a
 torch.cuda.Stream, a CUstream, an object with ``__cuda_stream__``),
 ``sync`` (default True: wait for the kernel, with the host deadline
 ``timeout``, and copy host arrays back; False returns the running Launch),
-``timeout`` and ``device``. Parameters whose names collide with these can
-still be passed positionally.
+``timeout`` and ``device`` (default: the GPU of the torch CUDA tensors
+passed, else GPU 0). Parameters whose names collide with these can still be
+passed positionally.
 
 The module is loaded on the first call, once per CUDA context, and stays
 loaded while the object lives. ``CompiledKernel.cached(...)`` (what
@@ -99,6 +100,15 @@ def current_stream(device):
         return torch.cuda.current_stream(device.ordinal)
     except Exception:  # a CPU-only or broken torch: no stream of its own
         return None
+
+
+def _tensor_ordinal(values):
+    """The CUDA ordinal of the first torch CUDA tensor among ``values``."""
+    for v in values:
+        dev = getattr(v, "device", None)
+        if getattr(dev, "type", None) == "cuda" and type(v).__module__.startswith("torch"):
+            return dev.index or 0
+    return None
 
 
 def _context_key(device):
@@ -295,7 +305,8 @@ class CompiledKernel(bytes):
     def __call__(self, *args, grid, stream=None, sync=True, timeout=None, device=None,
                  **kwargs):
         bound = self.bind(*args, **kwargs)
-        device = device or default_device()
+        if device is None:  # the device of the torch tensors given, else GPU 0
+            device = default_device(_tensor_ordinal([*args, *kwargs.values()]) or 0)
         # the checks that need no loaded module, before loading it
         validate_config(self.name, device, FuncAttrs(required_cluster=self.cluster), grid,
                         self.block, self.cluster, self.smem)
