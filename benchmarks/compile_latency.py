@@ -13,7 +13,7 @@ Each measurement is a NEW process (cold), run --runs times, medians reported:
   build   Python builders -> IR module (ours; CuTe traces inside compile)
   ptx     ours: pass pipeline to PTX (pipeline-to-cubin format=isa, no ptxas)
   cubin   ours: pass pipeline to PTX + the assembler compiler.to_cubin picks:
-          nvJitLink in-process when installed (the `fast` extra), else ptxas
+          nvJitLink in-process (the default, a package dependency), else ptxas
           through gpu-module-to-binary (format=bin); PIPELINE_MLIR_ASSEMBLER=
           ptxas|nvjitlink forces one (the table's first line says which)
           CuTe: cute.compile (its file cache in a fresh empty directory)

@@ -1,4 +1,5 @@
-"""Shared `main()` of the example scripts: verify, lower, write the cubin."""
+"""Shared `main()` of the example scripts: verify, lower, write the cubin
+(and its launch metadata beside it, for `runtime.CompiledKernel.from_file`)."""
 
 import os
 import sys
@@ -17,15 +18,14 @@ def main(kernel, stem):
     if print_ir:
         print(kernel, flush=True)
     try:
-        cubin = kernel.compile()
+        fn = kernel.compile()
     except LoweringUnavailable as e:
         print(f"{stem}: not lowered: {e}", file=log)
         return 0
     out_dir = os.environ.get("PIPELINE_EXAMPLES_OUT",
                              os.path.join(os.path.dirname(__file__), "out"))
     os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, f"{stem}.{kernel.chip}.cubin")
-    with open(path, "wb") as f:
-        f.write(cubin)
-    print(f"{stem}: cubin {len(cubin)} bytes -> {path}", file=log)
+    path = fn.save(os.path.join(out_dir, f"{stem}.{kernel.chip}.cubin"))
+    print(f"{stem}: cubin {len(fn)} bytes -> {path} (launch metadata: "
+          f"{os.path.splitext(path)[0]}.json)", file=log)
     return 0

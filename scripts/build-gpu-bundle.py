@@ -74,6 +74,8 @@ def main(argv=None):
         for b in built:
             e = dict(b.entry)
             e.setdefault("chip", args.chip)
+            if hasattr(b.image, "metadata"):  # a CompiledKernel (Kernel.compile())
+                e["launch"] = b.image.metadata()
             fname = f"kernels/{e['name']}.{e['chip']}.{b.ext}"
             with open(os.path.join(out, fname), "wb") as f:
                 f.write(b.image)

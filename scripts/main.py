@@ -2,7 +2,8 @@
 """The main job (run by scripts/setup.sh): build a pipelined kernel with the
 Python builders, verify it (the dialect verifiers and the protocol checker),
 round-trip it through `pipeline-opt`, lower it to PTX and a cubin for
-sm_90a, and, when a Hopper GPU is present, launch it and check its result.
+sm_90a, and, when a Hopper GPU is present, launch it through its compiled
+callable (``fn(out, n, grid=1)``) and check its result.
 
 Every stage prints one line; any failure exits non-zero.
 """
@@ -52,9 +53,10 @@ def main():
         print("main: pipeline-opt round trip: identical")
 
         ptx = kernel.to_ptx(chip="sm_90a")
-        cubin = kernel.compile(chip="sm_90a")
+        fn = kernel.compile(chip="sm_90a")
+        from pipeline_mlir import compiler
         print(f"main: lowered to PTX ({len(ptx)} chars) and a cubin for sm_90a "
-              f"({len(cubin)} bytes)")
+              f"({len(fn)} bytes, assembled by {compiler.resolve_assembler()})")
 
         from pipeline_mlir import runtime
         reason = runtime.no_gpu_reason()
@@ -63,7 +65,7 @@ def main():
                   "running the kernel (docs/gpu-results.md has the Hopper runs)")
             return 0
         from examples import async_participants_run
-        async_participants_run.run_and_check(cubin, kernel.smem_bytes)
+        async_participants_run.run_and_check(fn)
         print("main: ran on the GPU: 10000 handoffs through 4 stages, all 32 "
               "sums correct")
     return 0

@@ -12,8 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 find_python312() {
-  for cand in "${PYTHON:-}" python3.12 "$HOME/.pyenv/versions/3.12.1/bin/python3.12" \
-              /root/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12; do
+  # $PYTHON, then PATH, then pyenv's versions (PYENV_ROOT, default ~/.pyenv).
+  local pyenv_root="${PYENV_ROOT:-$HOME/.pyenv}"
+  for cand in "${PYTHON:-}" python3.12 "$pyenv_root"/versions/3.12*/bin/python3.12 \
+              /usr/bin/python3.12; do
     [ -n "$cand" ] || continue
     if command -v "$cand" >/dev/null 2>&1 && \
        "$cand" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then

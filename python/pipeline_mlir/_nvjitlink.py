@@ -1,10 +1,11 @@
-"""PTX -> cubin in-process through NVIDIA's nvJitLink library (optional).
+"""PTX -> cubin in-process through NVIDIA's nvJitLink library (the default).
 
-The default lowering assembles PTX with ``gpu-module-to-binary format=bin``,
+The upstream lowering assembles PTX with ``gpu-module-to-binary format=bin``,
 which writes temporary files and runs ptxas as a subprocess: a process start
 and a file round trip per kernel. nvJitLink is the same assembler as a shared
-library (``pip install nvidia-nvjitlink``, the ``fast`` extra), so the cubin
-comes back in memory.
+library (the ``nvidia-nvjitlink`` wheel, a dependency of the package), so the
+cubin comes back in memory. When it cannot be loaded, compiles fall back to
+ptxas on PATH.
 
 Bound with ctypes rather than through ``cuda.bindings.nvjitlink``: importing
 cuda-bindings' wrapper costs ~30 ms (cuda.pathfinder), which is more than the

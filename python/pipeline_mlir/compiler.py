@@ -3,8 +3,8 @@
 Each stage is one pass pipeline run in-process through the upstream
 PassManager (the `pipeline-to-nvvm` / `pipeline-to-cubin` pipelines that the
 native extension registers). PTX -> cubin is the assembler's job: nvJitLink
-in-process when it is installed (the `fast` extra), else ptxas as a
-subprocess through `gpu-module-to-binary format=bin` (see `_assemble`).
+in-process by default (the nvidia-nvjitlink dependency), else ptxas as a
+subprocess through `gpu-module-to-binary format=bin` (see `assemble`).
 Compiled artifacts are cached by content hash: the key covers the module's
 text, the chip, every option, the assembler, the package version and the
 bytes of the native library that holds the lowering (a rebuilt lowering
@@ -111,8 +111,7 @@ def assemble(ptx, chip, assembler, ptxas_fallback):
 
     `ptxas_fallback()` produces the cubin through the subprocess path; 'auto'
     uses it when nvJitLink rejects the PTX (an nvJitLink older than the
-    chip, say), so installing the `fast` extra never breaks a compile that
-    ptxas accepts."""
+    chip, say), so nvJitLink never breaks a compile that ptxas accepts."""
     requested = assembler or os.environ.get(ENV_ASSEMBLER) or "auto"
     if resolve_assembler(assembler) == "ptxas":
         return ptxas_fallback()
@@ -226,8 +225,9 @@ def to_cubin(module, chip="sm_90a", verify_protocol=True, watchdog=False,
              use_cache=True, assembler=None):
     """cubin bytes of the module's (single) gpu.module.
 
-    assembler: 'nvjitlink' (in-process, needs the `fast` extra), 'ptxas'
-    (subprocess through gpu-module-to-binary) or 'auto' (nvJitLink when it
-    loads); None reads $PIPELINE_MLIR_ASSEMBLER, default 'auto'."""
+    assembler: 'nvjitlink' (in-process, the default dependency), 'ptxas'
+    (subprocess through gpu-module-to-binary, needs ptxas on PATH) or 'auto'
+    (nvJitLink when it loads, else ptxas); None reads
+    $PIPELINE_MLIR_ASSEMBLER, default 'auto'."""
     return _compile(module, chip, "bin", verify_protocol, watchdog, use_cache,
                     assembler)

@@ -338,7 +338,7 @@ def manifest_entry(kind, kernel, mib, grid=GRID):
     ntiles = tiles // grid * cluster
     src = {"role": "in", "name": "src", "bytes": nbytes}
     dst = {"role": "out", "name": "dst", "bytes": nbytes * times}
-    count = {"role": "scalar", "type": "i32", "value": ntiles}
+    count = {"role": "scalar", "name": "ntiles", "type": "i32", "value": ntiles}
     args = {"src": src, "dst": dst, "ntiles": count}
     if "desc" in order:
         of = "dst" if "src" in order else "src"

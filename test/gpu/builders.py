@@ -8,8 +8,12 @@ where test_gpu.py turns it into a visible skip.
 Manifest entry (the contract with test_gpu.py):
   name, pipeline (class exercised), source, kernel (symbol), image (file),
   chip, grid, block, cluster, smem, signature, args, check, expect, timeout,
-  bytes (data moved), stages, watchdog_names.
-  args: {"role": "in"|"out", "name", "bytes"} | {"role": "scalar", "type", "value"}
+  bytes (data moved), stages, watchdog_names, and "launch" (the launch metadata of a
+  kernel compiled with Kernel.compile(), added by scripts/build-gpu-bundle.py).
+  The suite launches every entry through its runtime.CompiledKernel
+  (gpu_child.compiled_kernel): from "launch" when present, else from kernel,
+  signature, block, cluster, smem and the parameter names of args.
+  args: {"role": "in"|"out", "name", "bytes"} | {"role": "scalar", "name", "type", "value"}
         | {"role": "tma", "of": arg name, "dtype", "shape", "box", "swizzle", "by_value"}
   check: "copy"   -> every output named in expect["outputs"] equals its source repeated
          "watchdog" -> PipelineWatchdogError with expect["stage"/"phase"/"roles"/"pipeline"]
@@ -141,7 +145,7 @@ def _copy_entry(name, pipeline, source, kernel, mib, grid, block, stages, cluste
         "args": [{"role": "in", "name": "src", "bytes": nbytes},
                  {"role": "out", "name": "dst", "bytes": nbytes * times},
                  *extra_args,
-                 {"role": "scalar", "type": "i32", "value": tiles_per_block}],
+                 {"role": "scalar", "name": "ntiles", "type": "i32", "value": tiles_per_block}],
         "check": "copy", "expect": {"outputs": {"dst": {"from": "src", "times": times}}},
         "timeout": 30.0, "bytes": nbytes, "stages": stages,
     }

@@ -44,8 +44,37 @@ def find_entry(manifest, name):
     raise KeyError(f"no kernel {name!r} in the manifest")
 
 
+def param_names(entry):
+    """Names of the kernel parameters of a manifest entry, in order: an
+    in/out buffer's name, ``<buffer>_desc`` for a TMA descriptor, ``argN``
+    for a scalar."""
+    names = []
+    for a in (a for a in entry["args"] if a.get("param", True)):
+        if a["role"] == "tma":
+            names.append(f"{a['of']}_desc")
+        else:
+            names.append(a.get("name") or f"arg{len(names)}")
+    return names
+
+
+def compiled_kernel(entry, bundle):
+    """The entry's ``runtime.CompiledKernel``: the callable the suite
+    launches. Kernels compiled from a ``pipeline_mlir.kernel.Kernel`` carry
+    its launch metadata ("launch"); the others (MLIR text, PTX) get it from
+    the manifest's kernel, signature, block, cluster and smem."""
+    with open(os.path.join(bundle, entry["image"]), "rb") as f:
+        image = f.read()
+    if "launch" in entry:
+        return rt.CompiledKernel.from_metadata(image, entry["launch"])
+    return rt.CompiledKernel.cached(
+        image, name=entry["kernel"], params=list(zip(param_names(entry), entry["signature"])),
+        block=entry["block"], cluster=entry.get("cluster"), smem=entry.get("smem", 0),
+        chip=entry.get("chip"), watchdog_names=entry.get("watchdog_names"))
+
+
 class Prepared:
-    """Device buffers, host copies and parameters of one manifest entry."""
+    """Device buffers, host copies and parameters of one manifest entry,
+    and its compiled kernel (``self.fn``), through which it is launched."""
 
     def __init__(self, entry, device, bundle, seed=1234):
         self.entry, self.device = entry, device
@@ -68,9 +97,8 @@ class Prepared:
                 self.params.append(desc)
             else:
                 raise ValueError(f"unknown arg role {role!r}")
-        self.module = rt.Module(os.path.join(bundle, entry["image"]), device=device,
-                                watchdog_names=entry.get("watchdog_names"))
-        self.kernel = self.module.kernel(entry["kernel"], signature=entry.get("signature"))
+        self.fn = compiled_kernel(entry, bundle)
+        self.module = self.fn.module(device)  # loaded now: ArchMismatchError here
 
     def _buffer(self, a, rng):
         """The device buffer of an in/out argument, made (and filled) once."""
@@ -85,10 +113,11 @@ class Prepared:
         return self.dev[a["name"]]
 
     def launch(self, timeout=None, **kw):
+        """``fn(*params, grid=...)``: block, cluster and smem are the
+        compiled kernel's own."""
         e = self.entry
-        return self.kernel.launch(grid=e["grid"], block=e["block"], cluster=e.get("cluster"),
-                                  smem=e.get("smem", 0), args=self.params,
-                                  timeout=e.get("timeout") if timeout is None else timeout, **kw)
+        return self.fn(*self.params, grid=e["grid"], device=self.device,
+                       timeout=e.get("timeout") if timeout is None else timeout, **kw)
 
     def check_outputs(self):
         """[] when every output equals its expectation, else messages."""

@@ -1,7 +1,10 @@
 """The GPU suite: run the bundle's kernels and check every byte.
 
 Driven by manifest.json (scripts/build-gpu-bundle.py). Without a GPU or
-cuda-bindings every test is skipped with the reason (conftest.py).
+cuda-bindings every test is skipped with the reason (conftest.py). Kernels
+are launched through their compiled callables (``runtime.CompiledKernel``:
+``fn(src, dst, n, grid=...)``); test_launch_validation_uses_device_limits
+keeps the explicit ``Module.kernel(...).launch(...)`` path covered.
 
     cd .gpu-bundle && python3 -m pytest -q test_gpu.py
 """
@@ -15,7 +18,7 @@ import sys
 import numpy as np
 import pytest
 
-from gpu_child import bundle_dir, load_manifest
+from gpu_child import bundle_dir, compiled_kernel, load_manifest
 
 MANIFEST = load_manifest() or {"kernels": [], "skipped": []}
 KERNELS = {e["name"]: e for e in MANIFEST["kernels"]}
@@ -125,15 +128,18 @@ def test_ptx_jit_and_scalars(device):
 
     if "fill_ptx" not in KERNELS:
         pytest.skip("fill_ptx not in the manifest")
-    mod = rt.Module(os.path.join(bundle_dir(), KERNELS["fill_ptx"]["image"]), device=device)
-    assert mod.target.kind == "ptx"
-    k = mod.kernel("fill")
+    with open(os.path.join(bundle_dir(), KERNELS["fill_ptx"]["image"]), "rb") as f:
+        fn = rt.CompiledKernel(f.read(), name="fill", block=256,
+                               params=[("out", "ptr:4"), ("value", "u32"), ("n", "u32")])
+    assert fn.module(device).target.kind == "ptx"
     n = 1_000_003
     out = np.zeros(n, dtype=np.uint32)           # host array: copied in and back
-    run = k.launch(grid=((n + 255) // 256,), block=(256,), args=[rt.ptr(out, align=4),
-                                                                 rt.u32(5), rt.u32(n)])
+    run = fn(out, np.uint32(5), n, grid=(n + 255) // 256, device=device)
     assert run.elapsed_ms > 0
     assert np.array_equal(out, np.arange(n, dtype=np.uint32) + 5)
+    with pytest.raises(rt.ArgumentError, match=r"argument 2 \('n'\) of kernel 'fill': -1 is "
+                       r"out of range for u32"):
+        fn(out, 5, -1, grid=1, device=device)
 
 
 def test_sm100a_cubin_refused_on_hopper(device):
@@ -152,21 +158,31 @@ def test_sm100a_cubin_refused_on_hopper(device):
 def test_torch_tensors(device):
     torch = pytest.importorskip("torch")
     from pipeline_mlir import runtime as rt
+    from pipeline_mlir.runtime.launch import stream_address
 
     if "async_ref" not in KERNELS:
         pytest.skip("async_ref not in the manifest")
     e = KERNELS["async_ref"]
-    mod = rt.Module(os.path.join(bundle_dir(), e["image"]), device=device)
-    k = mod.kernel(e["kernel"], signature=e["signature"])
+    fn = compiled_kernel(e, bundle_dir())
     tiles = 64
     src = torch.randint(0, 256, (e["grid"][0] * tiles * 4096,), dtype=torch.uint8, device="cuda")
     dst = torch.zeros_like(src)
-    torch.cuda.synchronize()
-    k.launch(grid=e["grid"], block=e["block"], args=[src, dst, tiles])
+    fn(src, dst, tiles, grid=e["grid"], device=device)
     assert torch.equal(src, dst)
+    # Without sync, on torch's current stream: torch's next op on that stream
+    # sees the result; no host synchronization in between.
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        dst2 = torch.zeros_like(src)
+        run = fn(src, dst2, tiles, grid=e["grid"], device=device, sync=False)
+        assert stream_address(run.stream) == side.cuda_stream
+        same = torch.equal(src, dst2)
+    run.wait()
+    assert same
     # a misaligned view is refused before the launch
-    with pytest.raises(rt.ArgumentError, match="not 16-byte aligned"):
-        k.launch(grid=e["grid"], block=e["block"], args=[src[4:], dst, tiles])
+    with pytest.raises(rt.ArgumentError, match=r"argument 0 \('src'\) of kernel 'async_ref': "
+                       r"address .* is not 16-byte aligned"):
+        fn(src[4:], dst, tiles, grid=e["grid"], device=device)
 
 
 def test_launch_validation_uses_device_limits(device):
@@ -193,15 +209,14 @@ def test_no_device_memory_leak_over_1000_launches(device):
     if "async_ref" not in KERNELS:
         pytest.skip("async_ref not in the manifest")
     e = KERNELS["async_ref"]
-    mod = rt.Module(os.path.join(bundle_dir(), e["image"]), device=device)
-    k = mod.kernel(e["kernel"], signature=e["signature"])
+    fn = compiled_kernel(e, bundle_dir())
     tiles = 16
     src = np.random.default_rng(0).integers(0, 256, tiles * 4096 * 2, dtype=np.uint8)
     dst = np.zeros_like(src)
     desc_target = rt.DeviceBuffer(1 << 20, device)
 
     def once():
-        k.launch(grid=(2,), block=(64,), args=[src, dst, tiles])
+        fn(src, dst, tiles, grid=(2,), device=device)
         d = rt.make_tma_descriptor(desc_target.pointer(), shape=(4096, 64), dtype="uint32",
                                    box_shape=(16, 64))
         d.device_copy(device)  # allocate its device copy, freed with the descriptor

@@ -1,8 +1,10 @@
 """PTX -> cubin: nvJitLink in-process vs the ptxas subprocess (deviceless).
 
-The nvJitLink tests skip when libnvJitLink cannot be loaded (it is the
-optional `fast` extra: pip install nvidia-nvjitlink); the fallback tests run
-everywhere ptxas is on PATH.
+nvJitLink is a dependency of the package and the default assembler:
+test_nvjitlink_is_installed_and_the_default fails (not skips) without it, so
+CI exercises it; the other nvJitLink tests skip with the reason then. The
+ptxas fallback is tested by forcing it (assembler='ptxas', the environment
+variable, or a missing library) everywhere ptxas is on PATH.
 """
 
 import os
@@ -99,6 +101,25 @@ def test_nvjitlink_reports_ptx_errors_with_its_log():
         compiler.assemble(bad, "sm_90a", "nvjitlink", lambda: pytest.fail("no fallback"))
     # 'auto' hands a rejected input to ptxas instead.
     assert compiler.assemble(bad, "sm_90a", "auto", lambda: b"from ptxas") == b"from ptxas"
+
+
+def test_nvjitlink_is_installed_and_the_default(monkeypatch):
+    monkeypatch.delenv(compiler.ENV_ASSEMBLER, raising=False)
+    assert _nvjitlink.available(), _nvjitlink.unavailable_reason()
+    assert compiler.resolve_assembler() == "nvjitlink"
+    assert _nvjitlink.version() >= (13, 0)
+
+
+@needs_ptxas
+def test_forced_ptxas_compiles_the_same_callable(kernel):
+    fn = kernel.compile(assembler="ptxas")
+    assert producer(fn) == "ptxas" and image_target(fn).sm == "sm_90a"
+    assert functions(fn) == {"async_participants"}
+    assert fn.params == (("out", "ptr"), ("n", "i32")) and fn.smem == kernel.smem_bytes
+    if _nvjitlink.available():
+        fast = kernel.compile()
+        assert producer(fast) == "nvjitlink" and fast is not fn
+        assert fast.metadata() == fn.metadata()
 
 
 def test_unknown_assembler_is_rejected():

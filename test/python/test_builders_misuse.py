@@ -170,6 +170,77 @@ def test_advance_inside_if_in_loop_is_refused(k):
                 s.advance()
 
 
+# --- loops: what the body updates must be carried ----------------------------
+
+def test_state_advanced_but_not_carried_is_named(k):
+    """`for i, _ in k.range(n)` (the shape of a carrying loop, without
+    carry=) used to fail with "cannot unpack non-iterable Scalar object"."""
+    state = make_pipeline_state(Producer, 2)
+    p = async_pipe()
+    with pytest.raises(ScopeError, match=r"k.range: `state` \(PipelineState\(.*\)\) is advanced "
+                       r"in the loop body but not carried by the loop.*Carry it: `for i, "
+                       r"\(state,\) in k.range\(n, carry=\[state\]\):`"):
+        for i, _ in k.range(4):
+            p.producer_acquire(state)
+            state.advance()
+
+
+def test_participant_advanced_but_not_carried_is_named(k):
+    producer, _ = async_pipe().make_participants()
+    with pytest.raises(ScopeError, match=r"`producer` \(a PipelineProducer; its state\) is "
+                       r"advanced.*carry=\[producer\]"):
+        for _ in k.range(4):
+            producer.commit(producer.acquire_and_advance())
+
+
+def test_order_and_scalar_updated_but_not_carried(k):
+    order = PipelineOrder.create(None, depth=2, length=2, group_id=0, producer_group=T32)
+    with pytest.raises(ScopeError, match=r"`order` .* is advanced \(arrive\)"):
+        for _ in k.range(4):
+            order.wait()
+            order.arrive()
+    from pipeline_mlir.kernel import Scalar
+    total = Scalar(0)
+    with pytest.raises(ScopeError, match=r"`total` \(Scalar\(.*\)\) is set in the loop body "
+                       r"but not carried.*carry=\[total\]"):
+        for i in k.range(4):
+            total.set(total + i)
+
+
+def test_inner_loop_must_carry_what_it_advances(k):
+    state = make_pipeline_state(Producer, 2)
+    with pytest.raises(ScopeError, match="`state` .* is advanced"):
+        for _ in k.range(4, carry=[state]):
+            for _ in k.range(2):
+                state.advance()
+
+
+def test_objects_made_in_the_body_and_carried_ones_are_fine(k):
+    from pipeline_mlir.kernel.scope import _loops
+
+    state = make_pipeline_state(Producer, 2)
+    for i, (s,) in k.range(4, carry=[state]):
+        local = make_pipeline_state(Consumer, 2)   # made in the body: not carried
+        local.advance()
+        s.advance()
+        for _ in k.range(2, carry=[s]):
+            s.advance()
+    for i, _ in k.range(4):                        # nothing to carry: fine
+        make_pipeline_state(Producer, 2).advance()
+    assert _loops == []
+    k.verify()
+
+
+def test_unpacking_carried_objects_of_a_loop_without_carry(k):
+    from pipeline_mlir.kernel.scope import _loops
+
+    with pytest.raises(TypeError, match=r"no carry=\[...\], so there are no carried objects "
+                       r"to unpack.*carry=\[state\]"):
+        for i, (a,) in k.range(4):
+            pass
+    assert _loops == []
+
+
 def test_no_insertion_point():
     Kernel("k")  # built, but its body is not entered
     with pytest.raises(ScopeError, match="needs an insertion point"):

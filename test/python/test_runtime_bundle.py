@@ -20,7 +20,7 @@ def bundle(tmp_path_factory):
     out = tmp_path_factory.mktemp("b") / "bundle"
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "build-gpu-bundle.py"),
                            "--out", str(out), "--mib", "1", "--only", "async_ref", "misc",
-                           "builders_pipeline_tma_async_mcast"],
+                           "tma_ref", "builders_pipeline_tma_async_mcast"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out, proc.stdout
@@ -66,3 +66,88 @@ def test_suite_skips_visibly_without_gpu(bundle):
     assert "no usable GPU: PIPELINE_MLIR_NO_GPU is set" in proc.stdout
     assert " passed" not in proc.stdout and "failed" not in proc.stdout
     assert "skipped" in proc.stdout
+
+
+# What the GPU suite launches, checked without a GPU: gpu_child.Prepared runs
+# with stand-ins for device memory, TMA encoding and the module load, and the
+# launch that its compiled callable would make is recorded.
+_LAUNCHES = r"""
+import json, sys
+bundle = sys.argv[1]
+sys.path.insert(0, bundle)
+import gpu_child
+from pipeline_mlir import runtime as rt
+from pipeline_mlir.runtime import compiled as rc
+
+class Buffer:
+    next = 1 << 32
+    def __init__(self, nbytes, device):
+        self.address, Buffer.next = Buffer.next, Buffer.next + (1 << 30)
+    def copy_from_host(self, host):
+        pass
+    def pointer(self):
+        return rt.DevicePointer(self.address, owner=self)
+    def free(self):
+        pass
+
+class Module:
+    def __init__(self, image, device, name, watchdog_names):
+        self.watchdog_names = watchdog_names
+
+class Function:
+    def __init__(self, fn):
+        self.fn = fn
+    def launch(self, **kw):
+        return kw
+
+class Device:
+    ordinal, context, cc, name, sm = 0, 1, (9, 0), "stand-in", "sm_90"
+    limits = rt.DeviceLimits()
+    def require_real(self, what):
+        pass
+
+rt.DeviceBuffer = Buffer
+rt.make_tma_descriptor = lambda target, **kw: rt.TmaDescriptor(bytes(128), kw)
+rc.Module = Module
+rc.CompiledKernel.function = lambda self, device=None: Function(self)
+out = {}
+for e in gpu_child.load_manifest()["kernels"]:
+    if e.get("check") not in ("copy", "watchdog", "hang"):
+        continue
+    prep = gpu_child.Prepared(e, Device(), bundle)
+    kw = prep.launch()
+    out[e["name"]] = {"kinds": [a.kind for a in kw["args"]], "grid": list(kw["grid"]),
+                      "block": list(kw["block"]), "smem": kw["smem"],
+                      "cluster": list(kw["cluster"]) if kw["cluster"] else None,
+                      "names": prep.fn.param_names, "launch": "launch" in e,
+                      "watchdog_names": prep.module.watchdog_names}
+print(json.dumps(out))
+"""
+
+
+def test_suite_launches_every_entry_through_its_callable(bundle):
+    out, _ = bundle
+    proc = subprocess.run([sys.executable, "-c", _LAUNCHES, str(out)], capture_output=True,
+                          text=True, cwd=out)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    m = {e["name"]: e for e in json.loads((out / "manifest.json").read_text())["kernels"]}
+    assert set(got) == {"async_ref", "async_ref_watchdog", "async_ref_hang", "tma_copy_ref",
+                        "tma_copy_byval_ref", "builders_pipeline_tma_async_mcast"}
+    for name, g in got.items():
+        e = m[name]
+        assert g["kinds"] == [k.partition(":")[0] for k in e["signature"]], name
+        assert g["grid"] == e["grid"] and g["block"] == e["block"], name
+        assert g["smem"] == e["smem"], name
+        assert g["cluster"] == (None if e["cluster"] == [1, 1, 1] else e["cluster"]), name
+    # the builder-made kernel carries the launch metadata of Kernel.compile()
+    mcast = got["builders_pipeline_tma_async_mcast"]
+    assert mcast["launch"] and mcast["names"] == ["desc", "dst", "ntiles"]
+    assert mcast["cluster"] == [2, 1, 1] and mcast["smem"] > 0
+    assert m["builders_pipeline_tma_async_mcast"]["launch"]["params"] == [
+        ["desc", "tma"], ["dst", "ptr"], ["ntiles", "i32"]]
+    # the others get it from the manifest
+    assert got["async_ref"]["names"] == ["src", "dst", "ntiles"] and not got["async_ref"]["launch"]
+    assert got["tma_copy_byval_ref"]["kinds"] == ["tma_byval", "tma_byval", "i32"]
+    assert got["tma_copy_ref"]["names"] == ["src_desc", "dst_desc", "ntiles"]
+    assert got["async_ref_watchdog"]["watchdog_names"] == ["ab"]

@@ -5,15 +5,20 @@
   consumers, Scalars) are rebound *in place*: inside the body they hold the
   loop's iteration arguments, ``state.advance()`` rebinds them as usual, the
   final values are yielded, and after the loop they hold the ``scf.for``
-  results. So CuTe DSL loops that mutate their states port unchanged.
+  results. So CuTe DSL loops that mutate their states port unchanged. An
+  object made before the loop that the body advances or sets without
+  carrying it raises ScopeError naming the variable and the ``carry=`` fix
+  (``for i, _ in k.range(n)`` traces the body so that it can).
 - ``If(cond)``: ``scf.if`` as a context manager, with ``.else_()``.
 - ``elect_one()``: ``nvvm.elect.sync`` + ``scf.if`` (one lane of the warp).
 """
 
+import sys
+
 import mlir.ir as ir
 from mlir.dialects import nvvm, scf
 
-from .scope import ScopeError, block_encloses, defining_block
+from .scope import LoopTrace, ScopeError, _loops, block_encloses, defining_block
 from .values import Scalar, i1, i32, to_value
 
 
@@ -27,11 +32,81 @@ def _carriable(obj):
         f"PipelineOrder, Scalars or i32 values, got {type(obj).__name__}")
 
 
+class _NoCarry:
+    """What ``for i, _ in k.range(n)`` binds to ``_`` when nothing is
+    carried: unpacking it further fails with the fix."""
+
+    def __iter__(self):
+        raise TypeError(
+            "k.range(...) was given no carry=[...], so there are no carried "
+            "objects to unpack: list them, `for i, (state,) in "
+            "k.range(n, carry=[state]):`")
+
+    def __len__(self):
+        return 0
+
+    def __repr__(self):
+        return "<nothing carried>"
+
+
+class _LoopIndex(Scalar):
+    """The induction variable of a loop without ``carry``. It also unpacks as
+    ``(i, <nothing carried>)``, so that ``for i, _ in k.range(n):`` (the
+    shape of a carrying loop) traces its body; a state the body advances
+    without carrying it is then reported by name when the body ends."""
+
+    def __iter__(self):
+        return iter((self, _NoCarry()))
+
+
+def _names_of(obj, frame):
+    """[(name, text)] for the caller's variables bound to ``obj`` or to an
+    object holding it as its state (a producer/consumer's PipelineState)."""
+    if frame is None:
+        return []
+    found = []
+    for scope in (frame.f_locals, frame.f_globals):
+        for name, value in list(scope.items()):
+            if name.startswith("__") or name in (n for n, _ in found):
+                continue
+            if value is obj:
+                found.append((name, f"`{name}` ({obj!r})"))
+            elif getattr(value, "_state", None) is obj:
+                found.append((name, f"`{name}` (a {type(value).__name__}; its state)"))
+        if found:
+            break
+    return found
+
+
+def _uncarried_update_error(obj, verb, frame):
+    found = _names_of(obj, frame)
+    if found:
+        what = " / ".join(text for _, text in found)
+        name = found[0][0]
+    else:
+        what = f"a {obj!r} made before the loop"
+        name = "state"
+    return ScopeError(
+        f"k.range: {what} is {verb} in the loop body but not carried by the "
+        "loop, so each iteration would restart from its value before the "
+        "loop (and after the loop it would hold a value of the ended body). "
+        f"Carry it: `for i, ({name},) in k.range(n, carry=[{name}]):` (list "
+        "every state, producer, consumer, PipelineOrder or Scalar that the "
+        "body advances or sets; they are not carried automatically)")
+
+
 def range_(start, stop=None, step=1, *, carry=()):
     """``for i in range_(n)`` / ``for i, (a, b) in range_(n, carry=[a, b])``.
 
     Bounds are i32 (Python ints or values). Yields the induction variable as a
     Scalar, plus the tuple of carried objects when ``carry`` is given.
+
+    Every object made before the loop that the body updates (a state it
+    advances, a producer/consumer, a PipelineOrder, a Scalar it sets) must be
+    in ``carry``; one that is not raises ScopeError naming it when the body
+    ends. It is not carried automatically: the body is traced once, so the
+    uses already emitted before the update would keep reading the value from
+    before the loop.
     """
     if stop is None:
         start, stop = 0, start
@@ -56,24 +131,40 @@ def range_(start, stop=None, step=1, *, carry=()):
     loop = scf.ForOp(lb, ub, st, init)
     body = loop.body
     rebind(loop.inner_iter_args)
-    with ir.InsertionPoint(body):
-        iv = Scalar(loop.induction_variable)
-        yield (iv, tuple(objs)) if objs else iv
-        final = []
-        for o in objs:
-            final.extend(o._carry_values())
-        for v, a in zip(final, init):
-            if v.type != a.type:
-                raise TypeError(
-                    f"a carried value changed type in the loop body: {a.type} "
-                    f"-> {v.type}")
-            if not block_encloses(defining_block(v), body):
-                raise ScopeError(
-                    "a carried object was last updated inside a nested region "
-                    "(an if-branch) of the loop body; its new value does not "
-                    "reach the end of the iteration. Update it in the loop "
-                    "body itself (e.g. advance the state outside the if)")
-        scf.YieldOp(final)
+    trace = LoopTrace(body)
+    _loops.append(trace)
+    try:
+        with ir.InsertionPoint(body):
+            if objs:
+                yield Scalar(loop.induction_variable), tuple(objs)
+            else:
+                yield _LoopIndex(loop.induction_variable)
+            # The body has been traced (the caller's `for` resumed us).
+            caller = sys._getframe(1)
+            final = []
+            for o in objs:
+                final.extend(o._carry_values())
+            for obj, before, verb in trace.updated.values():
+                made_inside = all(block_encloses(body, defining_block(v)) for v in before)
+                now = obj._carry_values()
+                carried = all(any(v == f for f in final) for v in now)
+                changed = any(block_encloses(body, defining_block(v)) for v in now)
+                if not made_inside and changed and not carried:
+                    raise _uncarried_update_error(obj, verb, caller)
+            for v, a in zip(final, init):
+                if v.type != a.type:
+                    raise TypeError(
+                        f"a carried value changed type in the loop body: {a.type} "
+                        f"-> {v.type}")
+                if not block_encloses(defining_block(v), body):
+                    raise ScopeError(
+                        "a carried object was last updated inside a nested region "
+                        "(an if-branch) of the loop body; its new value does not "
+                        "reach the end of the iteration. Update it in the loop "
+                        "body itself (e.g. advance the state outside the if)")
+            scf.YieldOp(final)
+    finally:
+        _loops.remove(trace)
     rebind(loop.results)
 
 

@@ -22,7 +22,8 @@ and the helpers below emit at the end of the kernel body::
     with k:
         with k.if_(k.warp_idx() == 0):
             ...
-    cubin = k.compile()
+    fn = k.compile()          # the cubin, and a callable that launches it
+    fn(src, 4096, grid=(8,))
 """
 
 from collections import namedtuple
@@ -81,6 +82,7 @@ class Kernel:
         self._entered = []
         with self.context, ir.Location.unknown():
             specs = [(n, as_param(p, n)) for n, p in items]
+            self.params = tuple(specs)
             self.module = ir.Module.create()
             self.module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
             with ir.InsertionPoint(self.module.body):
@@ -201,14 +203,35 @@ class Kernel:
         return _compile.verify(self.module)
 
     def compile(self, chip=None, assembler=None):
-        """cubin bytes for ``chip`` (default: the kernel's chip).
+        """The compiled kernel for ``chip`` (default: the kernel's chip): a
+        ``pipeline_mlir.runtime.CompiledKernel``, which is the cubin (a
+        ``bytes`` subclass: write it, load it, compare it) and launches the
+        kernel when called::
+
+            fn = k.compile()
+            fn(src, dst, n, grid=(128,))    # torch tensors, numpy arrays, ints...
+
+        It knows the kernel's name, its parameters (names and kinds from
+        ``params``), ``block_dim``, ``cluster_dim`` and ``smem_bytes`` (as
+        they are now: allocate shared memory before compiling). Compiles
+        are cached by content hash (the cubin on disk, the callable and its
+        loaded module in the process).
 
         ``assembler``: 'nvjitlink' (in-process), 'ptxas' (subprocess) or
         'auto'; see ``pipeline_mlir.compiler.to_cubin``."""
         from pipeline_mlir import compiler
+        from pipeline_mlir.runtime.compiled import CompiledKernel
 
-        return compiler.to_cubin(self.module, chip=chip or self.chip,
-                                 assembler=assembler)
+        chip = chip or self.chip
+        for n, p in self.params:
+            if p.kind is None:
+                raise TypeError(f"parameter {n!r}: {type(p).__name__} names no runtime argument "
+                                "kind (set its `kind`, e.g. 'ptr' or 'i32')")
+        cubin = compiler.to_cubin(self.module, chip=chip, assembler=assembler)
+        return CompiledKernel.cached(
+            cubin, name=self.name, params=[(n, p.kind) for n, p in self.params],
+            block=self.block_dim, cluster=self.cluster_dim, smem=self.smem_bytes,
+            chip=chip)
 
     def to_ptx(self, chip=None):
         """PTX text for ``chip`` (default: the kernel's chip)."""

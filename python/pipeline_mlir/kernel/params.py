@@ -2,6 +2,9 @@
 
 - :class:`GlobalPtr`: ``!llvm.ptr<1>``, a device (global memory) pointer.
 - :class:`Int32`, :class:`Int64`, :class:`Float32`: scalars passed by value.
+Each kind also names the runtime's argument kind (``kind``: "ptr", "i32",
+"tma", ...), so a compiled kernel knows its launch signature.
+
 - :class:`TmaDescriptor`: ``!llvm.ptr`` (generic address space) pointing at a
   128-byte ``CUtensorMap`` that the host copied into global memory before the
   launch. This is the convention of upstream MLIR's NVGPU TMA lowering and
@@ -16,7 +19,10 @@ from mlir.dialects import llvm
 
 
 class Param:
-    """Base of parameter kinds; ``ir_type()`` is the gpu.func argument type."""
+    """Base of parameter kinds; ``ir_type()`` is the gpu.func argument type,
+    ``kind`` the runtime argument kind (``pipeline_mlir.runtime.args``)."""
+
+    kind = None
 
     def ir_type(self):
         raise NotImplementedError
@@ -26,26 +32,50 @@ class Param:
 
 
 class GlobalPtr(Param):
+    """A global-memory pointer. ``align``: the alignment in bytes the kernel
+    relies on (16 by default: vector loads); a launch refuses a pointer that
+    is not aligned to it."""
+
+    def __init__(self, align=16):
+        if not isinstance(align, int) or align < 1 or align & (align - 1):
+            raise ValueError(f"GlobalPtr: align must be a power of two, got {align!r}")
+        self.align = align
+
+    @property
+    def kind(self):
+        return "ptr" if self.align == 16 else f"ptr:{self.align}"
+
     def ir_type(self):
         return llvm.PointerType.get(1)
 
+    def __repr__(self):
+        return "GlobalPtr()" if self.align == 16 else f"GlobalPtr(align={self.align})"
+
 
 class TmaDescriptor(Param):
+    kind = "tma"
+
     def ir_type(self):
         return llvm.PointerType.get(0)
 
 
 class Int32(Param):
+    kind = "i32"
+
     def ir_type(self):
         return ir.IntegerType.get_signless(32)
 
 
 class Int64(Param):
+    kind = "i64"
+
     def ir_type(self):
         return ir.IntegerType.get_signless(64)
 
 
 class Float32(Param):
+    kind = "f32"
+
     def ir_type(self):
         return ir.F32Type.get()
 

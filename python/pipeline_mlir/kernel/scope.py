@@ -68,3 +68,39 @@ def require_inside(block, what):
         raise ScopeError(
             f"{what} belongs to a region that has ended (it was made inside "
             "an if-branch or loop body that the insertion point has left)")
+
+
+# -- updates of objects that loops must carry ----------------------------------
+#
+# ``k.range`` (kernel.control.range_) traces its body once. An object made
+# before the loop and updated in the body (``state.advance()``,
+# ``producer.acquire_and_advance()``, ``order.arrive()``, ``total.set(...)``)
+# must be listed in ``carry=[...]``: otherwise every iteration starts from the
+# value it had before the loop, and after the loop it holds a value of the
+# ended body. The mutators call :func:`note_update`; ``range_`` checks at the
+# end of its body that every object updated there is carried.
+
+class LoopTrace:
+    """The objects updated while one ``k.range`` body was being traced."""
+
+    def __init__(self, body):
+        self.body = body
+        self.updated = {}  # id(obj) -> (obj, values before its first update, verb)
+
+
+_loops = []  # bodies being traced, outermost first
+
+
+def note_update(obj, verb):
+    """Called by a mutator of a loop-carriable object (one with
+    ``_carry_values``) before it rebinds the object; ``verb`` says how
+    ("advanced", "set", ...) for the error message."""
+    if not _loops:
+        return
+    try:
+        here = ir.InsertionPoint.current.block
+    except ValueError:
+        return
+    for loop in _loops:
+        if id(obj) not in loop.updated and block_encloses(loop.body, here):
+            loop.updated[id(obj)] = (obj, list(obj._carry_values()), verb)

@@ -12,6 +12,8 @@ A Scalar is a runtime value, so ``bool(s)`` raises: branch on it with
 import mlir.ir as ir
 from mlir.dialects import arith
 
+from .scope import note_update
+
 
 def i1():
     return ir.IntegerType.get_signless(1)
@@ -111,6 +113,7 @@ class Scalar:
         """Rebind this Scalar to ``value`` (of the same type): how a
         loop-carried accumulator is updated (``total.set(total + x)``)."""
         v = to_value(value, self.type, what="Scalar.set")
+        note_update(self, "set")
         self._value = v
 
     def __repr__(self):

@@ -7,7 +7,7 @@ carry=[order])``.
 """
 
 from ..dialects import pipeline as pl
-from ..kernel.scope import current_block, require_visible
+from ..kernel.scope import current_block, note_update, require_visible
 from .agent import require_group
 from .emit import i32_value, positive_int, smem_pointer
 from .errors import PipelineError
@@ -67,6 +67,7 @@ class PipelineOrder:
     def arrive(self):
         """Hand the turn to the next group and advance to the next stage."""
         self._check("arrive")
+        note_update(self, "advanced (arrive)")
         self._state = pl.order_arrive(self._value, self._state, self._group_id)
 
     def get_barrier_for_current_stage_idx(self, group_id):

@@ -6,7 +6,7 @@ other (or to another pipeline), a consumer verb on a producer handle, or a
 handle used after the region (if-branch, loop body) it was made in ended.
 """
 
-from ..kernel.scope import current_block, require_inside
+from ..kernel.scope import current_block, note_update, require_inside
 from .agent import PipelineUserType
 from .errors import PipelineError
 from .state import make_pipeline_state
@@ -65,6 +65,7 @@ class _Participant:
 
     def reset(self):
         """Back to the side's start state."""
+        note_update(self, "reset")
         self._state = make_pipeline_state(self._user_type,
                                           self._pipeline.num_stages)
 

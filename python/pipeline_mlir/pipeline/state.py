@@ -11,7 +11,7 @@ import mlir.ir as ir
 from mlir.dialects import arith
 
 from ..dialects import pipeline as pl
-from ..kernel.scope import current_block, require_visible
+from ..kernel.scope import current_block, note_update, require_visible
 from ..kernel.values import Scalar, i32
 from .agent import PipelineUserType
 from .emit import i32_value, positive_int
@@ -80,6 +80,7 @@ class _StateBase:
         """Move to the next stage (or ``amount`` stages on); rebinds self."""
         v = self._use(f"{type(self).__name__}.advance")
         amt = None if amount is None else i32_value(amount, "advance amount")
+        note_update(self, "advanced")
         self._value = pl.state_advance(v, amount=amt)
 
     def clone(self):
@@ -124,6 +125,7 @@ class PipelineState(_StateBase):
         """Keep index and phase, set count to 0 (rebinds self)."""
         index, phase = self.index, self.phase
         t = self._value.type
+        note_update(self, "reset (reset_count)")
         self._value = pl.state_make(t, index=index.ir_value,
                                     phase=phase.ir_value,
                                     count=arith.constant(i32(), 0))
@@ -135,6 +137,7 @@ class PipelineState(_StateBase):
         wrap = index == 0
         new_index = wrap.select(self._stages - 1, (index - 1).ir_value)
         new_phase = wrap.select((phase ^ 1).ir_value, phase.ir_value)
+        note_update(self, "moved back (reverse)")
         self._value = pl.state_make(self._value.type, index=new_index.ir_value,
                                     phase=new_phase.ir_value,
                                     count=(count - 1).ir_value)

@@ -13,6 +13,7 @@ before the launch and copied back after it.
 """
 
 import ctypes
+import operator
 import struct
 
 from .errors import ArgumentError
@@ -39,13 +40,10 @@ class Scalar(Arg):
             raise ArgumentError(f"unknown scalar type {kind!r}; one of {', '.join(SCALARS)}")
         fmt, lo, hi = SCALARS[kind]
         if lo is not None:
-            if isinstance(value, bool) or not isinstance(value, int):
-                try:
-                    import numpy as np
-
-                    if isinstance(value, np.integer):
-                        value = int(value)
-                except ImportError:  # pragma: no cover
+            if not isinstance(value, (int, bool, float)) and hasattr(value, "__index__"):
+                try:  # numpy integers, 0-d integer tensors
+                    value = operator.index(value)
+                except TypeError:
                     pass
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ArgumentError(f"{kind} needs an int, got {type(value).__name__} {value!r}")
@@ -134,14 +132,26 @@ def parse_signature(signature):
     return out
 
 
+def _is_numpy_scalar(obj):
+    return type(obj).__module__ == "numpy" and getattr(obj, "shape", None) == () and \
+        hasattr(obj, "item")
+
+
 def _is_array_like(obj):
     return (hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__")
             or hasattr(obj, "__array_interface__") or hasattr(obj, "data_ptr")
             or isinstance(obj, (DeviceBuffer, DevicePointer)))
 
 
-def bind(args, signature, kernel):
-    """Typed Args for `args`, checked against `signature` (may be None)."""
+def where(i, kernel, names=None):
+    """How messages name argument ``i``: "argument 2 ('n') of kernel 'k'"."""
+    name = f" ({names[i]!r})" if names and i < len(names) else ""
+    return f"argument {i}{name} of kernel '{kernel}'"
+
+
+def bind(args, signature, kernel, names=None):
+    """Typed Args for `args`, checked against `signature` (may be None).
+    `names`: the parameters' names, for the messages."""
     args = list(args)
     if signature is not None:
         sig = parse_signature(signature)
@@ -153,10 +163,10 @@ def bind(args, signature, kernel):
         sig = [None] * len(args)
     bound = []
     for i, (value, spec) in enumerate(zip(args, sig)):
-        where = f"argument {i} of kernel '{kernel}'"
+        at = where(i, kernel, names)
         if isinstance(value, Arg):
             if spec is not None and spec[0] != value.kind:
-                raise ArgumentError(f"{where} is declared {spec[0]} but was given {value!r}")
+                raise ArgumentError(f"{at} is declared {spec[0]} but was given {value!r}")
             bound.append(value)
             continue
         if spec is None:
@@ -164,27 +174,29 @@ def bind(args, signature, kernel):
                 bound.append(Pointer(value))
                 continue
             raise ArgumentError(
-                f"{where} is a bare {type(value).__name__} ({value!r}); say its type, "
+                f"{at} is a bare {type(value).__name__} ({value!r}); say its type, "
                 f"e.g. i32({value!r}) or ptr({value!r}), or give the kernel a signature")
         kind, align = spec
         if kind in SCALARS:
+            if _is_numpy_scalar(value):  # np.int32(3), np.float32(0.5), np.array(7)
+                value = value.item()
             if _is_array_like(value):
-                raise ArgumentError(f"{where} is declared {kind} but was given an array "
+                raise ArgumentError(f"{at} is declared {kind} but was given an array "
                                     f"({type(value).__name__})")
             try:
                 bound.append(Scalar(kind, value))
             except ArgumentError as err:
-                raise ArgumentError(f"{where}: {err}") from None
+                raise ArgumentError(f"{at}: {err}") from None
         elif kind == "ptr":
             if isinstance(value, (float, bool, str, bytes)) or value is None:
-                raise ArgumentError(f"{where} is declared ptr but was given "
+                raise ArgumentError(f"{at} is declared ptr but was given "
                                     f"{type(value).__name__} {value!r}")
             bound.append(Pointer(value, align))
         else:
             try:
                 bound.append(Tma(value, by_value=(kind == "tma_byval")))
             except ArgumentError as err:
-                raise ArgumentError(f"{where}: {err}") from None
+                raise ArgumentError(f"{at}: {err}") from None
     return bound
 
 

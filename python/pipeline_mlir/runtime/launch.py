@@ -17,7 +17,7 @@ import struct
 from dataclasses import dataclass
 
 from . import _driver, arch, watchdog
-from .args import Pointer, Scalar, Tma, bind, device_address
+from .args import Pointer, Scalar, Tma, bind, device_address, where
 from .device import default_device
 from .errors import ArgumentError, CudaError, LaunchConfigError
 from .memory import DeviceBuffer, HostMappedBuffer
@@ -129,7 +129,7 @@ class _ParamPack:
         return ctypes.addressof(self.array)
 
 
-def plan_arguments(kernel, bound):
+def plan_arguments(kernel, bound, names=None):
     """First pass, no allocation: resolve device addresses and check their
     alignment. Returns [(arg, address or None, host array or None)]."""
     planned = []
@@ -138,10 +138,10 @@ def plan_arguments(kernel, bound):
             try:
                 addr, host = device_address(a.obj)
             except ArgumentError as err:
-                raise ArgumentError(f"argument {i} of kernel '{kernel}': {err}") from None
+                raise ArgumentError(f"{where(i, kernel, names)}: {err}") from None
             if addr is not None and addr % a.align:
                 raise ArgumentError(
-                    f"argument {i} of kernel '{kernel}': address {addr:#x} is not "
+                    f"{where(i, kernel, names)}: address {addr:#x} is not "
                     f"{a.align}-byte aligned ({addr % a.align} bytes past); declare "
                     f"ptr(x, align=N) / 'ptr:N' if the kernel needs less")
             planned.append((a, addr, host))
@@ -339,15 +339,31 @@ class Kernel:
         return run.wait(timeout) if sync else run
 
 
+def stream_address(stream):
+    """The CUstream handle (an int) of `stream`: None or 0 (the legacy
+    default stream), an int, a ``torch.cuda.Stream`` (``.cuda_stream``), an
+    object with the CUDA stream protocol (``__cuda_stream__()``) or a
+    cuda-bindings CUstream (``getPtr()``)."""
+    if stream is None:
+        return 0
+    if hasattr(stream, "__cuda_stream__"):  # CUDA Python stream protocol
+        return int(stream.__cuda_stream__()[1])
+    if hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
+        return int(stream.cuda_stream)
+    if hasattr(stream, "getPtr"):  # cuda.bindings CUstream
+        return int(stream.getPtr())
+    if isinstance(stream, int) and not isinstance(stream, bool) and stream >= 0:
+        return stream
+    raise ArgumentError(f"stream must be None, a CUstream handle (int), a torch.cuda.Stream, "
+                        f"a CUstream or an object with __cuda_stream__, got "
+                        f"{type(stream).__name__} {stream!r}")
+
+
 def _stream_handle(stream):
     drv = _driver.cuda()
-    if stream is None:
-        return drv.CUstream(0)
     if isinstance(stream, drv.CUstream):
         return stream
-    if hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
-        return drv.CUstream(int(stream.cuda_stream))
-    return drv.CUstream(int(stream))
+    return drv.CUstream(stream_address(stream))
 
 
 class Module:
