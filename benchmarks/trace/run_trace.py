@@ -51,7 +51,9 @@ def main():
         if e["what"] == "stream":
             mod = rt.Module(image, name=e["name"])
             kern = mod.kernel(e["name"], signature=["ptr", "ptr", "i32"])
-            tb = rtrace.TraceBuffer(mod, capacity=1 << 22) if e["mode"] == "traced" else None
+            tb = (rtrace.TraceBuffer(mod, pipelines=len(e["names"]), ctas=sms,
+                                     warps_per_cta=e["block"] // 32, per_verb=64)
+                  if e["mode"] == "traced" else None)
             n = 64 << 20
             src = torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda")
             dst = torch.zeros_like(src)
@@ -75,7 +77,11 @@ def main():
             c = torch.empty(m, m, device="cuda", dtype=torch.bfloat16)
             tb = None
             if e["mode"] == "traced":
-                tb = rtrace.TraceBuffer(g.module, capacity=1 << 23)
+                # Slots per verb: the states' counts of one launch (~2,000
+                # k-blocks per CTA at 8192^3).
+                tb = rtrace.TraceBuffer(g.module, pipelines=len(e["names"]), ctas=sms,
+                                        warps_per_cta=e["gemm"]["threads"] // 32,
+                                        per_verb=4096)
             ms = timed(lambda: g(a, b, c))
             if tb:   # one tile column of work: 1024 x 1024 x 2048 on the whole grid
                 tb.reset()

@@ -28,7 +28,7 @@ def test_instrument_records_every_verb_and_nothing_when_off():
     # acquire, commit, wait, release: one record site each.
     assert ptx.count("%globaltimer") == 4
     assert f".visible .global .align 8 .u64 {trace.BUFFER_SYMBOL}" in ptx
-    assert "atom.global.add.u32" in ptx
+    assert "atom." not in ptx          # slots from the state's count: stores only
     # The original module is untouched.
     assert trace.BUFFER_SYMBOL not in str(k.module)
 
@@ -41,10 +41,19 @@ def test_instrument_names_pipelines():
     assert str(traced).count("nvvm.read.ptx.sreg.globaltimer") >= 6
 
 
-def _raw(records):
-    body = b"".join(struct.pack("<QII", t, v | (p << 2) | (s << 8) | (w << 16), c)
-                    for t, v, p, s, w, c in records)
-    return struct.pack("<II", len(records), 100) + bytes(8) + body
+def _raw(records, per_verb=8, warps_per_cta=2, ctas=1, pipelines=1):
+    """The buffer as the device writes it: header, then per (warp, pipeline,
+    verb) ``per_verb`` slots indexed by the state's count (here: the order
+    of the records of that row)."""
+    rows = {}
+    for t, v, p, s, w, c in records:
+        row = ((c * warps_per_cta + w) * pipelines + p) * 4 + v
+        rows.setdefault(row, []).append(
+            struct.pack("<QII", t, v | (p << 2) | (s << 8) | (w << 16), c))
+    nrows = ctas * warps_per_cta * pipelines * 4
+    body = b"".join(b"".join(rows.get(r, [])) + bytes(16 * (per_verb - len(rows.get(r, []))))
+                    for r in range(nrows))
+    return struct.pack("<IIII", per_verb, warps_per_cta, ctas, 0) + body
 
 
 ACQ, COMMIT, WAIT, REL = range(4)
@@ -58,7 +67,7 @@ RECS = [  # time, verb, pipeline, stage, warp, cta
 
 
 def test_decode_and_spans():
-    recs = rtrace.decode(_raw(RECS), len(RECS))
+    recs = rtrace.decode(_raw(RECS), 1)
     assert [r.time_ns for r in recs] == sorted(t for t, *_ in RECS)
     assert recs[0] == rtrace.TraceRecord(1000, "producer.acquire", 0, 0, 0, 0)
     sp = sorted(rtrace.spans(recs), key=lambda s: (s[1], s[4]))
@@ -70,7 +79,7 @@ def test_decode_and_spans():
 
 
 def test_chrome_trace_and_png(tmp_path):
-    recs = rtrace.decode(_raw(RECS), len(RECS))
+    recs = rtrace.decode(_raw(RECS), 1)
     n = rtrace.write_chrome_trace(recs, ["ab"], tmp_path / "t.json")
     data = json.load(open(tmp_path / "t.json"))
     spans = [e for e in data["traceEvents"] if e["ph"] == "X"]
@@ -87,6 +96,11 @@ def test_chrome_trace_and_png(tmp_path):
     assert len(zlib.decompress(idat)) == height * (1 + 3 * width)
 
 
+def test_empty_slots_are_skipped():
+    assert rtrace.decode(_raw([]), 1) == []
+    assert len(rtrace.decode(_raw(RECS[:3], per_verb=4, ctas=2), 1)) == 3
+
+
 def test_trace_buffer_needs_an_instrumented_module():
     class Plain:
         label = "plain.cubin"
@@ -95,6 +109,6 @@ def test_trace_buffer_needs_an_instrumented_module():
             return None
 
     with pytest.raises(ValueError, match="compile the module returned by"):
-        rtrace.TraceBuffer(Plain())
-    with pytest.raises(ValueError, match="capacity"):
-        rtrace.TraceBuffer(Plain(), capacity=0)
+        rtrace.TraceBuffer(Plain(), pipelines=1, ctas=1, warps_per_cta=4)
+    with pytest.raises(ValueError, match="per_verb must be a positive int"):
+        rtrace.TraceBuffer(Plain(), pipelines=1, ctas=1, warps_per_cta=4, per_verb=0)

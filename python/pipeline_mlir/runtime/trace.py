@@ -5,7 +5,7 @@ a PNG of stage occupancy over time.
 
     traced, names = pipeline_mlir.trace.instrument(kernel.module)  # compile side
     mod = runtime.Module(compiler.to_cubin(traced))
-    tb = TraceBuffer(mod, capacity=1 << 20)
+    tb = TraceBuffer(mod, pipelines=len(names), ctas=grid, warps_per_cta=block // 32)
     ... launch ...
     recs = tb.records()
     write_chrome_trace(recs, names, "trace.json")
@@ -39,53 +39,62 @@ class TraceRecord:
     cta: int
 
 
-def decode(raw, count):
-    """Records from the buffer's bytes (``count`` of them, header skipped)."""
-    out = []
-    for i in range(count):
-        t, info, cta = struct.unpack_from("<QII", raw, HEADER_BYTES + i * RECORD_BYTES)
-        out.append(TraceRecord(t, VERBS[info & 3], (info >> 2) & 63, (info >> 8) & 0xFF,
-                               info >> 16, cta))
-    out.sort(key=lambda r: r.time_ns)
-    return out
+RECORD_DTYPE = [("t", "<u8"), ("info", "<u4"), ("cta", "<u4")]
+
+
+def decode(raw, pipelines):
+    """Records from the whole buffer's bytes, by time (``pipelines``: how
+    many pipelines the instrumented module has, ``len(names)``). Slots
+    whose timestamp is 0 were not written."""
+    import numpy as np
+
+    cap, per_cta, ctas = struct.unpack_from("<III", raw)
+    n = per_cta * ctas * pipelines * len(VERBS) * cap
+    recs = np.frombuffer(raw, dtype=RECORD_DTYPE, count=n, offset=HEADER_BYTES)
+    recs = recs[recs["t"] != 0]
+    recs = recs[np.argsort(recs["t"], kind="stable")]
+    return [TraceRecord(int(t), VERBS[int(info) & 3], (int(info) >> 2) & 63,
+                        (int(info) >> 8) & 0xFF, int(info) >> 16, int(cta))
+            for t, info, cta in recs.tolist()]
 
 
 class TraceBuffer:
-    """The device buffer behind a traced module's ``__pipeline_trace_buffer``."""
+    """The device buffer behind a traced module's ``__pipeline_trace_buffer``:
+    ``per_verb`` records for each verb of each of ``pipelines`` pipelines
+    in each of ``warps_per_cta`` warps of ``ctas`` CTAs (a record's slot is
+    its state's count; later counts, warps and CTAs record nothing)."""
 
-    def __init__(self, module, capacity=1 << 20):
-        if not isinstance(capacity, int) or not 0 < capacity < 2**31:
-            raise ValueError(f"capacity must be a positive int below 2^31, got {capacity!r}")
+    def __init__(self, module, pipelines, ctas, warps_per_cta, per_verb=4096):
+        for name, v in (("pipelines", pipelines), ("ctas", ctas),
+                        ("warps_per_cta", warps_per_cta), ("per_verb", per_verb)):
+            if not isinstance(v, int) or not 0 < v < 2**31:
+                raise ValueError(f"{name} must be a positive int below 2^31, got {v!r}")
         g = module._global(BUFFER_SYMBOL)
         if g is None:
             raise ValueError(f"{module.label} has no {BUFFER_SYMBOL}: compile the module "
                              "returned by pipeline_mlir.trace.instrument")
-        self.module, self.capacity = module, capacity
-        self.buffer = DeviceBuffer(HEADER_BYTES + capacity * RECORD_BYTES, module.device)
+        self.module, self.pipelines = module, pipelines
+        self.header = struct.pack("<IIII", per_verb, warps_per_cta, ctas, 0)
+        self.nbytes = HEADER_BYTES + (ctas * warps_per_cta * pipelines * len(VERBS) *
+                                      per_verb * RECORD_BYTES)
+        self.buffer = DeviceBuffer(self.nbytes, module.device)
         self.reset()
         ptr = ctypes.c_uint64(self.buffer.address)
         _driver.check(_driver.cuda().cuMemcpyHtoD(g[0], ctypes.addressof(ptr), 8),
                       "cuMemcpyHtoD(trace buffer)")
 
     def reset(self):
-        """Forget the records (before the next launch)."""
-        self.buffer.copy_bytes_from_host(struct.pack("<II", 0, self.capacity) + bytes(8))
+        """Forget the records (before the next launch): zero the buffer."""
+        drv = _driver.cuda()
+        _driver.check(drv.cuMemsetD8(self.buffer.address, 0, self.nbytes), "cuMemsetD8(trace)")
+        self.buffer.copy_bytes_from_host(self.header)
 
     def records(self):
-        """The records of the launches since the last reset, by time; raises
-        if the buffer overflowed (records were dropped)."""
-        head = ctypes.create_string_buffer(HEADER_BYTES)
-        drv = _driver.cuda()
-        _driver.check(drv.cuMemcpyDtoH(ctypes.addressof(head), self.buffer.address,
-                                       HEADER_BYTES), "cuMemcpyDtoH(trace header)")
-        count = struct.unpack_from("<I", head.raw)[0]
-        if count > self.capacity:
-            raise OverflowError(f"the trace buffer holds {self.capacity} records but "
-                                f"{count} were written: raise capacity")
-        raw = ctypes.create_string_buffer(HEADER_BYTES + count * RECORD_BYTES)
-        _driver.check(drv.cuMemcpyDtoH(ctypes.addressof(raw), self.buffer.address,
-                                       len(raw)), "cuMemcpyDtoH(trace records)")
-        return decode(raw.raw, count)
+        """The records of the launches since the last reset, by time."""
+        raw = ctypes.create_string_buffer(self.nbytes)
+        _driver.check(_driver.cuda().cuMemcpyDtoH(ctypes.addressof(raw), self.buffer.address,
+                                                  self.nbytes), "cuMemcpyDtoH(trace)")
+        return decode(raw.raw, self.pipelines)
 
     def free(self):
         self.buffer.free()
