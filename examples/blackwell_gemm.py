@@ -182,10 +182,11 @@ def build(cfg=GemmConfig(), chip="sm_100a"):
         with k.if_(warp == MMA_WARP):
             tmem.alloc(tmem_slot, cfg.tmem_columns, cfg.cta_group)
             tmem.relinquish_alloc_permit(cfg.cta_group)
+        # The init barrier (bar.sync 0, or the cluster barrier) also
+        # publishes the TMEM address slot.
         tcgen05.fence_before_thread_sync()
         pipeline_init_arrive(cta_layout_vmnk=layout)
         pipeline_init_wait(cta_layout_vmnk=layout)
-        k.sync_threads()          # the TMEM address slot, also with a cluster
         tcgen05.fence_after_thread_sync()
 
         tiles = PersistentTileScheduler(m, n, BLOCK_M, cfg.block_n,
