@@ -197,8 +197,8 @@ def test_variant_builds_checks_and_lowers(variant):
     assert (".reqnctapercluster 2, 1, 1" in ptx) == (g == 2)
     if g == 2:
         # Both CTAs' loads complete on the leader's barrier; commits reach both.
-        assert "cp.async.bulk.tensor.2d.cta_group::2" in ptx or ".cta_group::2" in ptx
-        assert "multicast::cluster" in ptx
+        assert "mbarrier::complete_tx::bytes.cta_group::2" in ptx
+        assert "shared::cluster.multicast::cluster.b64" in ptx
     assert f".maxntid {cfg.threads}, 1, 1" in ptx
     assert k.smem_bytes <= blackwell_gemm.SMEM_LIMIT
     # The instruction descriptor is an immediate of the MMA.
@@ -232,27 +232,48 @@ def test_stages_follow_shared_memory():
 
 # --- the simulator --------------------------------------------------------------------
 
-def _simulate(cfg, args, schedules=2):
+def _simulate(cfg, args, schedules=2, patch=None, extra=()):
     from pipeline_mlir.sim.cli import main as sim_main
 
-    k = blackwell_gemm.build(cfg)
+    text = str(blackwell_gemm.build(cfg))
+    if patch:
+        text, n = re.subn(patch[0], patch[1], text)
+        assert n, f"the patch {patch[0]!r} matched nothing"
     path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"bw_{cfg.name}_{os.getpid()}.mlir")
     with open(path, "w") as f:
-        f.write(str(k))
+        f.write(text)
     try:
         return sim_main([path, *sum((["--arg", a] for a in args), []),
-                         "--schedules", str(schedules)])
+                         "--schedules", str(schedules), *extra])
     finally:
         os.remove(path)
 
 
+ONE_CTA_ARGS = ["3=256", "4=512", "5=192"]
+PAIR_ARGS = ["3=512", "4=512", "5=128"]
+
+
 def test_simulator_runs_the_static_one_cta_gemm():
     cfg = blackwell_gemm.GemmConfig(scheduler="static")
-    assert _simulate(cfg, ["3=256", "4=512", "5=192"]) == 0
+    assert _simulate(cfg, ONE_CTA_ARGS) == 0
 
 
-def test_simulator_runs_the_clc_one_cta_gemm():
-    assert _simulate(blackwell_gemm.GemmConfig(), ["3=256", "4=512", "5=192"]) == 0
+@pytest.mark.parametrize("clusters", ["0", "3"])
+def test_simulator_runs_the_clc_one_cta_gemm(clusters, capsys):
+    """The CLC loop (scf.while) with try_cancel succeeding ``clusters`` times."""
+    cfg = blackwell_gemm.GemmConfig()
+    assert _simulate(cfg, ONE_CTA_ARGS, extra=["--clc-clusters", clusters]) == 0
+    assert "OK: 2 schedules, 0 deadlocks" in capsys.readouterr().out
+
+
+def test_simulator_catches_a_wrong_clc_consumer_count(capsys):
+    """One warp too many in the CLC consumer count: the next response can
+    never be requested (the empty barrier never completes)."""
+    cfg = blackwell_gemm.GemmConfig()
+    bad = (r"(clc_fetch_async, stages = 2, producer = <thread, 1>, consumer = <thread, )224>",
+           r"\g<1>256>")
+    assert _simulate(cfg, ONE_CTA_ARGS, patch=bad) == 1
+    assert "deadlock" in capsys.readouterr().out
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -263,7 +284,18 @@ def test_simulator_runs_the_clc_one_cta_gemm():
 @pytest.mark.parametrize("scheduler", ["static", "clc"])
 def test_simulator_runs_the_pair_gemm(scheduler):
     cfg = blackwell_gemm.GemmConfig(cta_group=2, scheduler=scheduler)
-    assert _simulate(cfg, ["3=512", "4=512", "5=128"]) == 0
+    assert _simulate(cfg, PAIR_ARGS) == 0
+
+
+@pytest.mark.parametrize("scheduler", ["static", "clc"])
+def test_pair_gemm_passes_the_simulator_with_the_lowerings_count(scheduler):
+    """What the xfail above is about and nothing else: with the accumulator
+    consumer count written as the lowering initializes it (128 epilogue
+    threads x 2 CTAs), the pair runs clean in the simulator."""
+    cfg = blackwell_gemm.GemmConfig(cta_group=2, scheduler=scheduler)
+    doubled = (r"(umma_async, stages = 2, producer = <thread, 1>, consumer = <thread, )128>",
+               r"\g<1>256>")
+    assert _simulate(cfg, PAIR_ARGS, patch=doubled) == 0
 
 
 # --- the runner ------------------------------------------------------------------------
