@@ -323,3 +323,18 @@ def test_host_grid():
     g.meta.update(cta_group=1, scheduler="static")
     g._resident = None
     assert g.grid(4096, 4096, 148) == (148, 1, 1)
+
+
+@needs_ptxas
+def test_gpu_bundle_builds_the_blackwell_gemms():
+    """The GPU suite's entries: sm_100a cubins whatever the bundle's chip,
+    checked by test_blackwell_gemm_matches_torch on sm_100 only."""
+    sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "gpu")))
+    import builders
+
+    built = builders.build_blackwell_gemm("sm_90a", 0)
+    assert len(built) == 4
+    for b in built:
+        assert b.entry["chip"] == "sm_100a" and b.entry["check"] == "bw_gemm"
+        assert set(blackwell_gemm_host.META_KEYS) <= set(b.entry["gemm"])
+        assert rt.arch.cubin_target(b.image).sm == "sm_100a"
