@@ -57,7 +57,8 @@ from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
 BLOCK_M = 128                   # rows per CTA (TMEM lanes)
 BLOCK_K = 64                    # one 128-byte swizzle row of 16-bit elements
 SMEM_LIMIT = 227 * 1024         # dynamic shared memory per block on sm_100
-EPILOGUE_WARPS, MMA_WARP, TMA_WARP, SCHED_WARP = 4, 4, 5, 6
+EPILOGUE_WARPS = 4                  # warps 0-3 (TMEM lane quarter = warp)
+MMA_WARP, TMA_WARP, SCHED_WARP = 4, 5, 6
 EPILOGUE_BARRIER = 1
 CLC_STAGES = 2
 Producer, Consumer = PipelineUserType.Producer, PipelineUserType.Consumer
