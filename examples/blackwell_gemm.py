@@ -154,11 +154,11 @@ def build(cfg=GemmConfig(), chip="sm_100a"):
             tx_count=(a_tile.bytes + b_tile.bytes) * cfg.cta_group,
             barrier_storage=ring_bars, cta_layout_vmnk=layout, defer_sync=True,
             name="ab")
-        # Accumulators: the MMA's commit fills one, the 128 epilogue threads
-        # (of each CTA of the pair) empty it.
+        # Accumulators: the MMA's commit fills one, one elected lane of each
+        # epilogue warp (of each CTA of the pair) empties it.
         acc = PipelineUmmaAsync.create(
             num_stages=cfg.acc_stages, producer_group=CooperativeGroup(Agent.Thread, 1),
-            consumer_group=CooperativeGroup(Agent.Thread, 32 * EPILOGUE_WARPS),
+            consumer_group=CooperativeGroup(Agent.Thread, EPILOGUE_WARPS),
             barrier_storage=acc_bars, cta_layout_vmnk=layout, defer_sync=True,
             name="acc")
         scheduler = None
@@ -353,7 +353,8 @@ def epilogue(k, cfg, acc, work, desc_c, tmem_slot, c_buf, c_box, warp):
             if s == segments - 1:
                 # Everything read: the MMA may overwrite this stage.
                 tcgen05.fence_before_thread_sync()
-                acc.consumer_release(drain)
+                with k.elect_one():
+                    acc.consumer_release(drain)
             box = c_buf + (s % cfg.epilogue_buffers) * c_box.bytes
             with k.if_(issuer):
                 store.producer_acquire()        # the box's last store has read it

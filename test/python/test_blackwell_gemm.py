@@ -290,11 +290,11 @@ def test_simulator_runs_the_pair_gemm(scheduler):
 @pytest.mark.parametrize("scheduler", ["static", "clc"])
 def test_pair_gemm_passes_the_simulator_with_the_lowerings_count(scheduler):
     """What the xfail above is about and nothing else: with the accumulator
-    consumer count written as the lowering initializes it (128 epilogue
-    threads x 2 CTAs), the pair runs clean in the simulator."""
+    consumer count written as the lowering initializes it (4 epilogue warps
+    x 2 CTAs), the pair runs clean in the simulator."""
     cfg = blackwell_gemm.GemmConfig(cta_group=2, scheduler=scheduler)
-    doubled = (r"(umma_async, stages = 2, producer = <thread, 1>, consumer = <thread, )128>",
-               r"\g<1>256>")
+    doubled = (r"(umma_async, stages = 2, producer = <thread, 1>, consumer = <thread, )4>",
+               r"\g<1>8>")
     assert _simulate(cfg, PAIR_ARGS, patch=doubled) == 0
 
 
