@@ -31,8 +31,9 @@ def copy_suite(out):
     copy_runtime(out)
     for f in ("conftest.py", "test_gpu.py", "gpu_child.py", "pytest.ini"):
         shutil.copy(os.path.join(ROOT, "test", "gpu", f), out)
-    # The GEMM's launcher (runtime + torch only).
+    # The GEMMs' launchers (runtime + torch only).
     shutil.copy(os.path.join(ROOT, "examples", "hopper_gemm_host.py"), out)
+    shutil.copy(os.path.join(ROOT, "examples", "blackwell_gemm_host.py"), out)
 
 
 def main(argv=None):

@@ -20,6 +20,7 @@ Manifest entry (the contract with test_gpu.py):
          "hang"   -> KernelTimeoutError within expect["host_timeout"] s (no device watchdog)
          "gemm"   -> examples/hopper_gemm_host.check on several shapes (entry["gemm"]: its
                      launch facts), against torch.matmul
+         "bw_gemm" -> the same with examples/blackwell_gemm_host.py, on sm_100 only
 """
 
 import os
@@ -296,6 +297,30 @@ def build_hopper_gemm(chip, _mib):
     return out
 
 
+def build_blackwell_gemm(_chip, _mib):
+    """examples/blackwell_gemm.py for sm_100a whatever the bundle's chip:
+    1-CTA and CTA-pair, CLC and static schedulers. The suite runs them only
+    on compute capability 10.0 (elsewhere it skips with the reason)."""
+    import sys
+    from dataclasses import replace
+
+    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+    sys.path.insert(0, os.path.abspath(examples))
+    import blackwell_gemm
+    import blackwell_gemm_host
+
+    base = blackwell_gemm.GemmConfig()
+    out = []
+    for cfg in (base, replace(base, cta_group=2), replace(base, scheduler="static"),
+                replace(base, dtype="f16", block_n=128)):
+        k = blackwell_gemm.build(cfg, "sm_100a")
+        e = {"name": cfg.name, "pipeline": "PipelineTmaUmma+UmmaAsync+ClcFetchAsync",
+             "source": "examples/blackwell_gemm.py", "kernel": cfg.name, "chip": "sm_100a",
+             "check": "bw_gemm", "gemm": blackwell_gemm_host.meta_of(cfg, k)}
+        out.append(Built(e, k.compile(chip="sm_100a")))
+    return out
+
+
 def builders(mib):
     """(name, function(chip, mib)) in build order."""
     dk = dialect_kernels
@@ -335,4 +360,5 @@ def _all_builders(dk, mib):
         ("builders_pipeline_order", builder_kernels.bundle_builder("pipeline_order", mib)),
         ("builders_named_barrier", builder_kernels.bundle_builder("named_barrier", mib)),
         ("hopper_gemm", build_hopper_gemm),
+        ("blackwell_gemm", build_blackwell_gemm),
     ]

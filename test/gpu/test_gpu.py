@@ -257,3 +257,23 @@ def test_gemm_matches_torch(name, device):
     for shape in GEMM_SHAPES:
         err = check(gemm, *shape)
         print(f"{name} {shape}: max rel err {err:.3g}")
+
+
+@pytest.mark.parametrize("name", by_check("bw_gemm"))
+def test_blackwell_gemm_matches_torch(name, device):
+    """examples/blackwell_gemm.py (tcgen05 + TMEM + CLC, sm_100a) against
+    torch.matmul. Only a compute capability 10.0 device (B200/GB200) runs
+    it; no such GPU has been lent yet, so everywhere else it skips and says
+    so (the runner refuses the sm_100a cubin with ArchMismatchError)."""
+    if device.cc != (10, 0):
+        pytest.skip(f"the Blackwell GEMM needs an sm_100 GPU (B200/GB200); this device is "
+                    f"{device.name} ({device.sm})")
+    pytest.importorskip("torch", reason="the GEMM check compares with torch.matmul")
+    from blackwell_gemm_host import BlackwellGemm, check
+
+    e = KERNELS[name]
+    with open(os.path.join(bundle_dir(), e["image"]), "rb") as f:
+        gemm = BlackwellGemm(f.read(), e["gemm"], device=device)
+    for shape in GEMM_SHAPES:
+        err = check(gemm, *shape)
+        print(f"{name} {shape}: max rel err {err:.3g}")

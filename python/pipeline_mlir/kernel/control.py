@@ -224,3 +224,54 @@ class _At:
 def elect_one():
     """``with elect_one():`` -- the body runs in one lane of the warp."""
     return If(Scalar(nvvm.elect_sync(i1())))
+
+
+def while_(cond, *, carry=()):
+    """``for _ in while_(valid, carry=[valid, state, ...])``: an ``scf.while``
+    that runs the body as long as the carried i1 Scalar ``valid`` is true
+    (checked before each iteration, so possibly never). The body updates
+    ``valid`` with ``valid.set(...)``; carried objects are rebound as in
+    :func:`range_`. For loops whose trip count is known only at run time
+    (cluster launch control hands out work until the grid is exhausted)."""
+    objs = [_carriable(c) for c in carry]
+    if not any(o is cond for o in objs):
+        raise ValueError("while_: the condition must be one of the carried "
+                         "objects (carry=[valid, ...]), so the body can update it")
+    counts, init = [], []
+    for o in objs:
+        vals = o._carry_values()
+        counts.append(len(vals))
+        init.extend(vals)
+    if cond.ir_value.type != i1():
+        raise TypeError(f"while_: the condition must be an i1, got {cond.ir_value.type}")
+
+    def rebind(values):
+        values, pos = list(values), 0
+        for o, n in zip(objs, counts):
+            o._carry_rebind(values[pos:pos + n])
+            pos += n
+
+    types = [v.type for v in init]
+    loop = scf.WhileOp(types, init)
+    before = loop.before.blocks.append(*types)
+    after = loop.after.blocks.append(*types)
+    with ir.InsertionPoint(before):
+        rebind(before.arguments)
+        scf.ConditionOp(cond.ir_value, list(before.arguments))
+    rebind(after.arguments)
+    with ir.InsertionPoint(after):
+        yield None
+        final = []
+        for o in objs:
+            final.extend(o._carry_values())
+        for v, a in zip(final, init):
+            if v.type != a.type:
+                raise TypeError(f"a carried value changed type in the loop body: "
+                                f"{a.type} -> {v.type}")
+            if not block_encloses(defining_block(v), after):
+                raise ScopeError(
+                    "a carried object was last updated inside a nested region "
+                    "(an if-branch) of the loop body; update it in the loop body "
+                    "itself")
+        scf.YieldOp(final)
+    rebind(loop.results)

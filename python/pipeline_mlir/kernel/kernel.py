@@ -33,7 +33,7 @@ import mlir.passmanager as pm
 from mlir.dialects import arith, gpu, nvvm
 
 from . import compile as _compile
-from .control import If, elect_one, range_
+from .control import If, elect_one, range_, while_
 from .params import as_param
 from .smem import SharedMemory
 from .values import Scalar, i32
@@ -189,6 +189,9 @@ class Kernel:
     # Control flow.
     def range(self, start, stop=None, step=1, *, carry=()):
         return range_(start, stop, step, carry=carry)
+
+    def while_(self, cond, *, carry=()):
+        return while_(cond, carry=carry)
 
     def if_(self, cond):
         return If(cond)

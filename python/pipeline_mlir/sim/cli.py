@@ -67,6 +67,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--arg", type=_kernel_arg, action="append", metavar="POS=VALUE",
                     help="value of the kernel's integer argument at position POS (repeatable); "
                          "loops bounded by arguments then run their real trip counts")
+    ap.add_argument("--clc-clusters", type=int, default=2, metavar="N",
+                    help="cluster launch control: pending clusters that try_cancel takes "
+                         "over before it fails (default 2)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random scheduler")
     ap.add_argument("--schedules", type=int, default=100,
                     help="random schedules to run (exhaustive mode: at most this many, default 100/10000)")
@@ -116,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     for k in ks:
         block = args.block_dim or k.block_dim or (128, 1, 1)
         cluster = args.cluster or (k.cluster_size, 1, 1)
-        launch = Launch(block, cluster, args.trip_count, dict(args.arg or ()))
+        launch = Launch(block, cluster, args.trip_count, dict(args.arg or ()),
+                        clc_clusters=args.clc_clusters)
         make = make_world_factory(k, launch, args.max_steps)
         rep = explore(make, seed=args.seed, schedules=schedules,
                       exhaustive_bound=args.exhaustive_bound)

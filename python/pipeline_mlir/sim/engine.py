@@ -140,6 +140,11 @@ class World:
         self.writers: dict[tuple, Counter] = {}
         self.steps = 0
         self.trace: list[str] | None = None
+        # Cluster launch control: pending clusters a try_cancel may still
+        # take (set from the launch), and the responses that landed.
+        self.clc_left = 0
+        self.clc_next = 0
+        self.clc_responses: dict[tuple, tuple[int, int]] = {}
 
     @property
     def warps_per_cta(self) -> int:

@@ -160,6 +160,10 @@ class _Compiler:
         if name == "nvvm.shfl.sync":
             a["shfl"] = str(attrs["kind"]).split()[-1].rstrip(">")
             a["pair"] = "return_value_and_is_valid" in attrs
+        if name == "nvvm.clusterlaunchcontrol.query.cancel":
+            a["query"] = str(attrs["query_type"]).split("<")[-1].rstrip(">")
+        if name == "nvvm.clusterlaunchcontrol.try.cancel":
+            a["multicast"] = "multicast" in attrs
         if "op_type" in attrs:
             a["op_type"] = str(attrs["op_type"]).split("<")[-1].rstrip(">")
         if "operandSegmentSizes" in attrs and "segs" not in a:
@@ -296,15 +300,29 @@ class Launch:
     0). ``args`` gives integer kernel arguments by position, so loops whose
     bounds are computed from them (a GEMM's tile and k-block loops) run
     their real trip counts; ``trip_count`` is the fallback for bounds that
-    still cannot be evaluated."""
+    still cannot be evaluated. ``clc_clusters``: how many pending clusters
+    cluster launch control lets the simulated one cancel and take over
+    before a ``try_cancel`` fails (the run-time end of a CLC loop);
+    ``max_while_trips`` bounds an ``scf.while``."""
     block_dim: tuple[int, int, int]
     cluster: tuple[int, int, int]
     trip_count: int | None = None
     args: dict = field(default_factory=dict)
+    clc_clusters: int = 2
+    max_while_trips: int = 10000
 
     @property
     def block_threads(self) -> int:
         return self.block_dim[0] * self.block_dim[1] * self.block_dim[2]
+
+
+@dataclass(frozen=True)
+class _ClcStage:
+    """The full barrier of a clc_fetch_async stage, as a try_cancel names
+    it (``phase``: the barrier phase the response completes)."""
+    pid: int
+    index: int
+    phase: int
 
 
 class _Interp:
@@ -312,6 +330,7 @@ class _Interp:
 
     def __init__(self, k: Kernel, launch: Launch, w: World, agent: Agent, pipes: dict):
         self.k, self.launch, self.w, self.a, self.pipes = k, launch, w, agent, pipes
+        self.clc_seen = None     # (pipeline, stage) of the last CLC consumer.wait
         self.env: list = [UNKNOWN] * k.nslots
         bx, by, _ = launch.block_dim
         tids = [32 * agent.warp + lane for lane in range(32)]
@@ -342,7 +361,7 @@ class _Interp:
         env = self.env
         for n in nodes:
             name = n.name
-            if name in ("scf.yield", "func.return", "gpu.return"):
+            if name in ("scf.yield", "scf.condition", "func.return", "gpu.return"):
                 return [env[i] for i in n.ins]
             if name.startswith("pipeline."):
                 res = yield from self.pipeline_op(n, mask)
@@ -352,6 +371,21 @@ class _Interp:
                 yield from self.scf_if(n, mask)
             elif name == "scf.for":
                 yield from self.scf_for(n, mask)
+            elif name == "scf.while":
+                yield from self.scf_while(n, mask)
+            elif name == "nvvm.clusterlaunchcontrol.try.cancel":
+                stage = env[n.ins[1]]
+                if not isinstance(stage, _ClcStage):
+                    self.fail(n, "the mbarrier is not a pipeline.producer.barrier of a "
+                                 "clc_fetch_async pipeline")
+                yield from V.clc_try_cancel(self.w, self.a, self.pipes[stage.pid], stage.index,
+                                            stage.phase, _lanes_of(mask), n.a["multicast"])
+            elif name == "nvvm.clusterlaunchcontrol.query.cancel":
+                if self.clc_seen is None:
+                    self.fail(n, "no consumer.wait on a clc_fetch_async pipeline before it")
+                pid, idx = self.clc_seen
+                env[n.outs[0]] = V.clc_response(self.w, self.a, self.pipes[pid], idx,
+                                                n.a["query"])
             elif name in ("gpu.barrier", "nvvm.barrier0"):
                 yield from V.named_sync(self.w, self.a, 0, self.launch.block_threads, False,
                                         _lanes_of(mask))
@@ -466,6 +500,25 @@ class _Interp:
         for o, v in zip(n.outs, vals):
             env[o] = v
 
+    def scf_while(self, n: Node, mask: int):
+        env = self.env
+        (bargs, before), = n.regions[0]
+        (aargs, after), = n.regions[1]
+        vals = [env[i] for i in n.ins]
+        for _ in range(self.launch.max_while_trips):
+            for s, v in zip(bargs, vals):
+                env[s] = v
+            res = yield from self.run(before, mask)
+            if not self.uniform(n, res[0], mask, "the loop condition"):
+                break
+            for s, v in zip(aargs, res[1:]):
+                env[s] = v
+            vals = yield from self.run(after, mask)
+        else:
+            self.fail(n, f"the loop ran {self.launch.max_while_trips} times without ending")
+        for o, v in zip(n.outs, res[1:]):
+            env[o] = v
+
     # -- the pipeline ops ------------------------------------------------------
     def pipeline_op(self, n: Node, mask: int):
         env, a, w = self.env, self.a, self.w
@@ -546,10 +599,15 @@ class _Interp:
         elif name == "producer.tail":
             yield from V.producer_tail(w, a, p, st, lanes)
         elif name == "producer.barrier":
+            # CLC requests name their barrier; other uses are not modelled.
+            if p.spec.kind == "clc_fetch_async":
+                return _ClcStage(p.pid, st.index, st.phase ^ 1)
             return UNKNOWN
         elif name == "consumer.wait":
             tok = u(args[2], "the token") if len(args) > 2 else None
             yield from V.consumer_wait(w, a, p, st, lanes, tok)
+            if p.spec.kind == "clc_fetch_async":
+                self.clc_seen = (p.pid, st.index)
         elif name == "consumer.try_wait":
             return (yield from V.consumer_try_wait(w, a, p, st, lanes))
         elif name == "consumer.release":
@@ -576,6 +634,7 @@ def make_world_factory(k: Kernel, launch: Launch, max_steps: int = 200000):
 
     def make() -> World:
         w = World(launch.cluster, launch.block_threads, max_steps)
+        w.clc_left = launch.clc_clusters
         pipes = {pid: PipeRef(spec, pid) for pid, spec in k.pipes.items()}
 
         def body(agent: Agent):

@@ -317,8 +317,6 @@ def producer_acquire(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]
     if spec.kind == "tma_store":
         yield from bulk_wait(w, a, spec.stages - 1)
         return
-    if spec.kind == "clc_fetch_async":
-        raise SimError("unsupported", "pipeline-sim does not model CLC responses (clc_fetch_async)")
     idx = st.index
     who = a.label(spec.name)
     key = (p.pid, idx)
@@ -337,6 +335,17 @@ def producer_acquire(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]
         yield from wait(w, a, p, spec.stages + idx, a.cta, st.phase, "producer.acquire", opened)
     else:
         yield Step(opened, None, lambda: f"{who} acquires stage {idx} (token)", spec.name)
+    if spec.kind == "clc_fetch_async":
+        # The response is multicast to the whole cluster: lane r arms CTA r.
+        nbytes = spec.tx_count + extra_tx
+        ctas = [r for r in range(w.cluster.size) if r in lanes]
+
+        def arm_all():
+            for r in ctas:
+                _barrier(w, a, p, idx, r).arrive(1, who, expect_tx=nbytes)
+        yield Step(arm_all, None, lambda: f"{who} arrive.expect_tx({nbytes}) on stage {idx} "
+                                          f"of CTA(s) {ctas}", spec.name)
+        return
     if spec.kind in TX_KINDS and (spec.kind not in UMMA_KINDS or spec.leader(a.cta) == a.cta):
         nbytes = spec.tx_count + extra_tx
 
@@ -506,7 +515,10 @@ def consumer_release(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]
             dsts = [a.cta for _ in dsts]
         arrivals = [(d, 1) for d in dsts]
     else:
-        dst = spec.leader(a.cta) if spec.kind == "umma_async" else a.cta
+        # umma_async: the MMA waits in the pair leader; clc_fetch_async: the
+        # scheduler (and its empty barrier) lives in the cluster's CTA 0.
+        dst = (spec.leader(a.cta) if spec.kind == "umma_async" else
+               0 if spec.kind == "clc_fetch_async" else a.cta)
         arrivals = [(dst, _lanes_arrivals(lanes, elect_one))]
 
     def fire():
@@ -553,6 +565,47 @@ def copy_load(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int], nbyte
             w.post(Event(land, src + f" ({nbytes} bytes)", None, a.cta))
     yield Step(issue, None, lambda: f"{who} issues {verb} ({len(lanes)} lane(s), {nbytes} bytes)",
                spec.name)
+
+
+# -- cluster launch control ---------------------------------------------------
+
+def clc_try_cancel(w: World, a: Agent, p: PipeRef, idx: int, phase: int, lanes: list[int],
+                   multicast: bool):
+    """``clusterlaunchcontrol.try_cancel`` into stage ``idx``: the response
+    (cancelled the next pending cluster, while ``w.clc_left`` > 0; else
+    failed) lands in this CTA (every CTA with ``multicast``) and completes
+    the stage's tx bytes there. Every active lane issues one request."""
+    spec = p.spec
+    who = a.label(spec.name)
+    dests = list(range(w.cluster.size)) if multicast else [a.cta]
+
+    def issue():
+        for _ in lanes:
+            if w.clc_left > 0:
+                w.clc_left -= 1
+                w.clc_next += 1
+                response = (1, w.clc_next * w.cluster.size)
+            else:
+                response = (0, 0)
+
+            def land(response=response):
+                for d in dests:
+                    w.clc_responses[(p.pid, d, idx)] = response
+                    _barrier(w, a, p, idx, d).complete_tx(spec.tx_count, who + " (CLC response)",
+                                                          phase)
+            w.post(Event(land, f"CLC response to {who} in stage {idx}", None, a.cta))
+    yield Step(issue, None, lambda: f"{who} clusterlaunchcontrol.try_cancel into stage {idx}",
+               spec.name)
+
+
+def clc_response(w: World, a: Agent, p: PipeRef, idx: int, query: str):
+    """What ``clusterlaunchcontrol.query_cancel`` reads from stage ``idx``
+    of this CTA (after a consumer.wait on it)."""
+    response = w.clc_responses.get((p.pid, a.cta, idx))
+    if response is None:
+        raise SimError("unbalanced", f"{a.label(p.spec.name)} reads the CLC response of stage "
+                                     f"{idx} before one arrived")
+    return response[0] if query == "is_canceled" else response[1]
 
 
 # -- TMA stores: bulk async-groups -------------------------------------------
