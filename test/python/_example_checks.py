@@ -66,6 +66,24 @@ def verify_protocol(text: str) -> list[str]:
     return []
 
 
+def protocol_warnings(text: str) -> list[str]:
+    """Warnings of a pipeline-verify-protocol run that succeeds (a missing
+    tail where nothing can arrive after the CTA exits)."""
+    found = []
+
+    def handler(d):
+        if d.severity == ir.DiagnosticSeverity.WARNING:
+            found.append(_diag_text(d))
+        return True
+
+    with pipeline_mlir.make_context() as ctx:
+        module = ir.Module.parse(text)
+        ctx.attach_diagnostic_handler(handler)
+        passmanager.PassManager.parse(
+            "builtin.module(pipeline-verify-protocol)").run(module.operation)
+    return found
+
+
 def simulate(text: str, *, schedules: int = 30, seed: int = 0, trip_count: int = TRIP_COUNT,
              cluster=None) -> dict:
     """``{kernel name: Report}`` of the simulator on every kernel of ``text``."""

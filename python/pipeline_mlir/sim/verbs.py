@@ -224,6 +224,22 @@ def _try_wait(w: World, a: Agent, p: PipeRef, slot: int, parity: int):
     return (yield Step(fire, None, lambda: f"{a.label(p.spec.name)} try_wait", p.spec.name))
 
 
+def init_counts(spec: PipelineSpec, block_threads: int, cluster_size: int) -> tuple[int, int]:
+    """The (full, empty) ``mbarrier.init`` counts of a stage, as the lowering
+    computes them (BarrierLowering.cpp, docs/Rationale.md section 5): the
+    groups' arrive counts, doubled on the pair leader's side for 2-CTA
+    tcgen05 pipelines -- both CTAs' producers arrive on the leader's full
+    barrier (async_umma), both CTAs' epilogue threads release the leader's
+    stage (umma_async)."""
+    full = spec.producer.arrive_count(block_threads, cluster_size)
+    empty = spec.consumer.arrive_count(block_threads, cluster_size)
+    if spec.kind == "async_umma":
+        full *= spec.v
+    elif spec.kind == "umma_async":
+        empty *= spec.v
+    return full, empty
+
+
 def _lanes_arrivals(lanes: list[int], elect_one: bool) -> int:
     return 1 if elect_one else len(lanes)
 
@@ -244,8 +260,7 @@ def create(w: World, a: Agent, p: PipeRef, defer_sync: bool, lanes: list[int]):
             count = spec.producer.arrive_count(w.block_threads, csize)
             slots = [(s, count) for s in range(spec.stages * spec.length)]
         else:
-            full = spec.producer.arrive_count(w.block_threads, csize)
-            empty = spec.consumer.arrive_count(w.block_threads, csize)
+            full, empty = init_counts(spec, w.block_threads, csize)
             slots = [(s, full) for s in range(spec.stages)]
             slots += [(spec.stages + s, empty) for s in range(spec.stages)]
         for slot, count in slots:

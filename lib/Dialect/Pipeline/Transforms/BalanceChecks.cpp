@@ -88,7 +88,9 @@ std::optional<std::pair<PairKey, bool>> classifyPairVerb(Operation *op) {
 Summary summarize(Block &block);
 
 /// An scf.if: equal branches count once, a one-sided if counts its then
-/// branch, different branches (roles) add up.
+/// branch, different branches (roles) add up; branches that differ on a
+/// condition that is not a thread split (kernel arguments, loop variables)
+/// make the count unknown.
 void addIf(Summary &into, scf::IfOp ifOp) {
   Summary thenSum = summarize(ifOp.getThenRegion().front());
   bool noElse = ifOp.getElseRegion().empty() ||
@@ -104,7 +106,18 @@ void addIf(Summary &into, scf::IfOp ifOp) {
   for (const PairKey &key : keys) {
     PairCount t = thenSum.lookup(key), e = elseSum.lookup(key);
     PairCount &dst = into[key];
-    if (noElse) {
+    if (t.first - t.second != e.first - e.second &&
+        (isUniformCondition(ifOp.getCondition()) ||
+         isLoopVariableCondition(ifOp.getCondition()))) {
+      // Not a role split: which branch runs is data (reported by
+      // checkUniformBranches) or the iteration (a peeled first or last
+      // iteration): not counted.
+      dst.unknown = true;
+      dst.firstOps.append(t.firstOps);
+      dst.firstOps.append(e.firstOps);
+      dst.secondOps.append(t.secondOps);
+      dst.secondOps.append(e.secondOps);
+    } else if (noElse) {
       dst.add(t);
     } else if (t.first == e.first && t.second == e.second) {
       dst.first += t.first;
@@ -231,11 +244,62 @@ bool hasHalfIn(Block *block, const PairKey &key, bool wantFirst) {
   return found;
 }
 
+/// An scf.if whose condition is the same for every thread (a kernel
+/// argument, not a warp-role split) must do the same with each pipeline in
+/// both branches: a consumer.release in the then branch only leaves the
+/// stage held whenever the condition is false.
+bool checkUniformBranches(scf::IfOp ifOp, llvm::DenseSet<PairKey> &reported) {
+  Summary thenSum = summarize(ifOp.getThenRegion().front());
+  Summary elseSum;
+  if (!ifOp.getElseRegion().empty())
+    elseSum = summarize(ifOp.getElseRegion().front());
+  llvm::SetVector<PairKey> keys;
+  for (auto &entry : thenSum)
+    keys.insert(entry.first);
+  for (auto &entry : elseSum)
+    keys.insert(entry.first);
+  bool failed = false;
+  for (const PairKey &key : keys) {
+    PairCount t = thenSum.lookup(key), e = elseSum.lookup(key);
+    if (t.unknown || e.unknown || reported.contains(key) ||
+        t.first - t.second == e.first - e.second)
+      continue;
+    PairWords w = wordsFor(key);
+    // The branch that leaves a pair open, and which half it has in excess.
+    bool thenOpen = t.first - t.second != 0;
+    const PairCount &open = thenOpen ? t : e;
+    bool excessFirst = open.first > open.second;
+    Operation *culprit =
+        excessFirst ? open.firstOps.back() : open.secondOps.back();
+    StringRef verb = excessFirst ? w.firstVerb : w.secondVerb;
+    StringRef other = thenOpen ? "else" : "then";
+    InFlightDiagnostic diag = culprit->emitError();
+    diag << describe(key.first) << ": pipeline." << verb << " in the "
+         << (thenOpen ? "then" : "else")
+         << " branch of an scf.if has no match in the " << other
+         << " branch; the condition is the same for every thread (not a "
+            "warp-role split), so whenever the "
+         << other << " branch runs that pipeline." << verb
+         << " does not happen and the pipeline deadlocks (do it in both "
+            "branches, or move it out of the scf.if)";
+    diag.attachNote(ifOp.getLoc()) << "branches on a uniform condition here";
+    reported.insert(key);
+    failed = true;
+  }
+  return failed;
+}
+
 } // namespace
 
 LogicalResult protocol::checkBalance(FunctionOpInterface fn) {
   bool failed = false;
   llvm::DenseSet<PairKey> reported;
+
+  // Branches on a condition that does not split threads: both decided.
+  fn->walk([&](scf::IfOp ifOp) {
+    if (isUniformCondition(ifOp.getCondition()))
+      failed |= checkUniformBranches(ifOp, reported);
+  });
 
   // Loop bodies, innermost first.
   fn->walk([&](scf::ForOp loop) {
@@ -379,13 +443,39 @@ struct ChainUse {
   SmallVector<Operation *> firstOps; // the first verbs only
 };
 
-/// Stages used per iteration, with the same branch rule as the balance.
-ChainUse countChainUses(Block &block, const llvm::SetVector<Value> &chain) {
-  ChainUse use;
+/// Stages of each pipeline used per iteration, with the same branch rule
+/// as the balance. One state may drive several pipelines in step
+/// (flash-attention advances one state for its K and V pipelines): each
+/// pipeline uses the state once per advance.
+using ChainUses = llvm::MapVector<Value, ChainUse>;
+
+void addChainUses(ChainUses &into, const ChainUses &then,
+                  const ChainUses &other) {
+  llvm::SetVector<Value> pipes;
+  for (auto &entry : then)
+    pipes.insert(entry.first);
+  for (auto &entry : other)
+    pipes.insert(entry.first);
+  for (Value pipe : pipes) {
+    ChainUse t = then.lookup(pipe), e = other.lookup(pipe);
+    ChainUse &use = into[pipe];
+    use.first += std::max(t.first, e.first);
+    use.second += std::max(t.second, e.second);
+    use.nested |= t.nested || e.nested;
+    use.ops.append(t.ops);
+    use.ops.append(e.ops);
+    use.firstOps.append(t.firstOps);
+    use.firstOps.append(e.firstOps);
+  }
+}
+
+ChainUses countChainUses(Block &block, const llvm::SetVector<Value> &chain) {
+  ChainUses uses;
   for (Operation &op : block) {
     if (std::optional<VerbRef> verb = getVerb(&op)) {
       if (!chain.contains(verb->state))
         continue;
+      ChainUse &use = uses[verb->pipeline];
       if (verb->verb == Verb::Acquire || verb->verb == Verb::Wait ||
           verb->verb == Verb::OrderWait) {
         ++use.first;
@@ -398,43 +488,34 @@ ChainUse countChainUses(Block &block, const llvm::SetVector<Value> &chain) {
       continue;
     }
     if (auto ifOp = dyn_cast<scf::IfOp>(&op)) {
-      ChainUse t = countChainUses(ifOp.getThenRegion().front(), chain);
-      ChainUse e;
+      ChainUses t = countChainUses(ifOp.getThenRegion().front(), chain);
+      ChainUses e;
       if (!ifOp.getElseRegion().empty())
         e = countChainUses(ifOp.getElseRegion().front(), chain);
-      use.first += std::max(t.first, e.first);
-      use.second += std::max(t.second, e.second);
-      use.nested |= t.nested || e.nested;
-      use.ops.append(t.ops);
-      use.ops.append(e.ops);
-      use.firstOps.append(t.firstOps);
-      use.firstOps.append(e.firstOps);
+      addChainUses(uses, t, e);
       continue;
     }
     if (op.getNumRegions() == 0)
       continue;
     op.walk([&](Operation *inner) {
       if (auto verb = getVerb(inner); verb && chain.contains(verb->state))
-        use.nested = true;
+        uses[verb->pipeline].nested = true;
     });
   }
-  return use;
+  return uses;
 }
 
 } // namespace
 
-static bool checkLoopState(scf::ForOp loop, unsigned idx) {
-  Value arg = loop.getRegionIterArgs()[idx];
-  Value yielded = loop.getYieldedValues()[idx];
-  SmallVector<Operation *> advances;
-  std::optional<int64_t> numAdvances = countAdvances(yielded, arg, advances);
-  if (!numAdvances)
-    return false;
-  ChainUse use = countChainUses(*loop.getBody(), chainValues(arg));
+/// Whether one pipeline uses a loop-carried state once per advance
+/// (reports it when not).
+static bool checkLoopStateUse(scf::ForOp loop, int64_t numAdvances,
+                              ArrayRef<Operation *> advances,
+                              const ChainUse &use) {
   if (use.nested || use.ops.empty())
     return false;
   int64_t expected = use.first ? use.first : use.second;
-  if (expected == 0 || *numAdvances == expected)
+  if (expected == 0 || numAdvances == expected)
     return false;
 
   auto verbOf = use.ops.front();
@@ -442,7 +523,7 @@ static bool checkLoopState(scf::ForOp loop, unsigned idx) {
   StringRef does =
       use.first ? (isa<ProducerAcquireOp>(verbOf) ? "acquires" : "waits on")
                 : (isa<ProducerCommitOp>(verbOf) ? "commits" : "releases");
-  if (*numAdvances == 0) {
+  if (numAdvances == 0) {
     InFlightDiagnostic diag = verbOf->emitError();
     diag << describe(pipe)
          << ": the state carried by this loop never advances: the loop waits "
@@ -453,12 +534,12 @@ static bool checkLoopState(scf::ForOp loop, unsigned idx) {
     diag.attachNote(loop.getLoc()) << "state carried by this loop";
     return true;
   }
-  if (*numAdvances > expected) {
+  if (numAdvances > expected) {
     Operation *extra = advances[expected];
     InFlightDiagnostic diag = extra->emitError();
     diag << describe(pipe) << ": state advanced "
-         << (*numAdvances == 2 ? std::string("twice")
-                               : std::to_string(*numAdvances) + " times")
+         << (numAdvances == 2 ? std::string("twice")
+                               : std::to_string(numAdvances) + " times")
          << " per iteration but the loop body " << does << " "
          << stages(expected)
          << ": the skipped stages are never filled or released and the "
@@ -472,15 +553,29 @@ static bool checkLoopState(scf::ForOp loop, unsigned idx) {
   // The first stage the advances do not cover.
   ArrayRef<Operation *> pairStarts = use.first ? use.firstOps : use.ops;
   Operation *uncovered =
-      pairStarts[std::min<int64_t>(*numAdvances, pairStarts.size() - 1)];
+      pairStarts[std::min<int64_t>(numAdvances, pairStarts.size() - 1)];
   InFlightDiagnostic diag = uncovered->emitError();
-  diag << describe(pipe) << ": state advanced " << stages(*numAdvances)
+  diag << describe(pipe) << ": state advanced " << stages(numAdvances)
        << " per iteration but the loop body " << does << " " << stages(expected)
        << ": the next iteration reuses a stage that is still in flight "
           "(advance the state after each stage)";
   for (Operation *adv : advances)
     diag.attachNote(adv->getLoc()) << "the state advances here";
   return true;
+}
+
+static bool checkLoopState(scf::ForOp loop, unsigned idx) {
+  Value arg = loop.getRegionIterArgs()[idx];
+  Value yielded = loop.getYieldedValues()[idx];
+  SmallVector<Operation *> advances;
+  std::optional<int64_t> numAdvances = countAdvances(yielded, arg, advances);
+  if (!numAdvances)
+    return false;
+  // One report per carried state: the first pipeline that disagrees.
+  for (auto &[pipe, use] : countChainUses(*loop.getBody(), chainValues(arg)))
+    if (checkLoopStateUse(loop, *numAdvances, advances, use))
+      return true;
+  return false;
 }
 
 /// The second verb of a pair (or a copy) that uses a state advanced past the

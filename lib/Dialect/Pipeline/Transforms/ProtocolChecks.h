@@ -25,9 +25,9 @@ namespace mlir::pipeline::protocol {
 struct Options {
   /// Threads per CTA (0 = unknown).
   int64_t blockDim = 0;
-  /// Require producer.tail also where nothing can arrive after the CTA
-  /// exits (single CTA, synchronous consumers).
-  bool singleCtaTail = true;
+  /// Make a missing producer.tail an error also where nothing can arrive
+  /// after the CTA exits (single CTA, synchronous consumers); else a warning.
+  bool singleCtaTail = false;
 };
 
 //===----------------------------------------------------------------------===//
@@ -120,6 +120,20 @@ struct Executors {
 /// condition, an op other than scf.if/scf.for around `op`, an open range
 /// without a block size).
 std::optional<Executors> getExecutors(Operation *op, int64_t blockDim);
+
+/// True when an `scf.if` condition is the same for every thread of the CTA
+/// and for every iteration of the loops around it: built only from
+/// constants and kernel (`gpu.func ... kernel`) arguments with pure arith
+/// ops. Such a branch is
+/// not a warp-role split, so both branches must do the same with each
+/// pipeline. Conditions on thread, lane, warp or CTA ids, loop variables
+/// (peeled first/last iterations) or memory are not decided (false).
+bool isUniformCondition(Value cond);
+
+/// True when an `scf.if` condition is uniform across threads but depends on
+/// a loop variable (`k > 0`: a peeled first iteration). How often each
+/// branch runs is not decided.
+bool isLoopVariableCondition(Value cond);
 
 /// The op that owns a role block (the scf.if or the function), for notes.
 Operation *getRoleOwner(Block *roleBlock);

@@ -373,6 +373,56 @@ Block *protocol::getRoleBlock(Operation *op) {
   return block;
 }
 
+namespace {
+/// Where the leaves of a condition come from, through pure arith ops.
+struct ConditionSources {
+  bool loopVariable = false; // an scf.for induction variable or iter_arg
+  bool other = false;        // thread ids, memory, helper arguments, ...
+};
+} // namespace
+
+static void collectSources(Value v, ConditionSources &sources, int depth) {
+  if (depth > 64) {
+    sources.other = true;
+    return;
+  }
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    Operation *owner = arg.getOwner()->getParentOp();
+    if (isa_and_nonnull<scf::ForOp>(owner)) {
+      sources.loopVariable = true;
+      return;
+    }
+    // Arguments of a kernel are the same for every thread; a helper
+    // function's arguments may be thread ids (lit tests pass warp ids so).
+    auto gpuFunc = dyn_cast_or_null<gpu::GPUFuncOp>(owner);
+    if (!gpuFunc || !gpuFunc.isKernel() || !arg.getOwner()->isEntryBlock())
+      sources.other = true;
+    return;
+  }
+  if (matchPattern(v, m_Constant()))
+    return;
+  Operation *def = v.getDefiningOp();
+  if (!def || !isa<arith::ArithDialect>(def->getDialect()) ||
+      def->getNumRegions() != 0) {
+    sources.other = true;
+    return;
+  }
+  for (Value operand : def->getOperands())
+    collectSources(operand, sources, depth + 1);
+}
+
+bool protocol::isUniformCondition(Value cond) {
+  ConditionSources sources;
+  collectSources(cond, sources, 0);
+  return !sources.loopVariable && !sources.other;
+}
+
+bool protocol::isLoopVariableCondition(Value cond) {
+  ConditionSources sources;
+  collectSources(cond, sources, 0);
+  return sources.loopVariable && !sources.other;
+}
+
 Operation *protocol::getRoleOwner(Block *roleBlock) {
   return roleBlock->getParentOp();
 }

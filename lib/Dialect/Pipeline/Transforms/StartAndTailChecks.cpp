@@ -1,14 +1,18 @@
 //===- StartAndTailChecks.cpp - start phases and producer tails -----------===//
 //
-// Properties 3 and 4 of pipeline-verify-protocol: a state made with an
-// explicit constant phase must start where its role starts (producer 1,
-// consumer 0), and a producer role must reach producer.tail before it ends.
+// Properties 3 and 4 of pipeline-verify-protocol: a state made as a start
+// state (explicit constant phase, index 0, count 0) whose phase the first
+// wait of its side reads must start where its role starts (producer 1,
+// consumer 0), and a producer role must reach producer.tail before it ends
+// when something can still arrive on its CTA after the CTA exits (else the
+// missing tail is a warning).
 //
 //===----------------------------------------------------------------------===//
 
 #include "ProtocolChecks.h"
 
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace mlir::pipeline;
@@ -18,23 +22,124 @@ using namespace mlir::pipeline::protocol;
 // Start phases
 //===----------------------------------------------------------------------===//
 
+/// The verbs whose barrier wait reads the state's phase, per side: a state
+/// that only reaches commits and releases (`producer_commit_w_index` builds
+/// one with phase 0) has a phase nobody reads.
+static bool readsPhase(Verb v) {
+  return v == Verb::Acquire || v == Verb::TryAcquire || v == Verb::Tail ||
+         v == Verb::Wait || v == Verb::TryWait || v == Verb::OrderWait;
+}
+
+/// The phase-reading verbs that `start` reaches, following the state
+/// through advances, loop carries and scf.if results.
+static SmallVector<Operation *> phaseReaders(Value start) {
+  SmallVector<Operation *> readers;
+  llvm::SetVector<Value> values;
+  values.insert(start);
+  for (unsigned i = 0; i < values.size(); ++i)
+    for (OpOperand &use : values[i].getUses()) {
+      Operation *user = use.getOwner();
+      if (std::optional<VerbRef> verb = getVerb(user);
+          verb && verb->state == values[i] && readsPhase(verb->verb))
+        readers.push_back(user);
+      if (isa<StateAdvanceOp, OrderArriveOp>(user)) {
+        values.insert(user->getResult(0));
+      } else if (auto loop = dyn_cast<scf::ForOp>(user)) {
+        if (use.getOperandNumber() >= loop.getNumControlOperands()) {
+          unsigned idx = use.getOperandNumber() - loop.getNumControlOperands();
+          values.insert(loop.getRegionIterArgs()[idx]);
+          values.insert(loop.getResult(idx));
+        }
+      } else if (auto yield = dyn_cast<scf::YieldOp>(user)) {
+        Operation *parent = yield->getParentOp();
+        unsigned idx = use.getOperandNumber();
+        if (auto loop = dyn_cast<scf::ForOp>(parent)) {
+          values.insert(loop.getRegionIterArgs()[idx]);
+          values.insert(loop.getResult(idx));
+        } else if (isa<scf::IfOp>(parent)) {
+          values.insert(parent->getResult(idx));
+        }
+      }
+    }
+  return readers;
+}
+
+/// True when `before` runs earlier than `op` in program order: an ancestor
+/// of `before` precedes an ancestor of `op` in a common block.
+static bool runsBefore(Operation *before, Operation *op) {
+  for (Operation *b = before; b; b = b->getParentOp())
+    for (Operation *o = op; o; o = o->getParentOp())
+      if (o->getBlock() && o->getBlock() == b->getBlock())
+        return b != o && b->isBeforeInBlock(o);
+  return false;
+}
+
+/// The phase of a state.make when it claims to be the role's start state
+/// (nullopt when it is a position mid-stream, or not constant):
+/// - index / phase / count: count absent or 0 and index 0. A count > 0 (or
+///   a runtime count) is a state resumed mid-stream, and an index other
+///   than 0 is past the start.
+/// - the packed `simple` form counts stages from the start, which is
+///   phase_index `stages` for producers and 0 for consumers: a producer
+///   below `stages` is before its own start; a consumer at or above
+///   `stages` is one lap in, which is legal.
+static std::optional<int64_t> claimedStartPhase(StateMakeOp make) {
+  StateType type = make.getType();
+  if (type.getSimple()) {
+    std::optional<int64_t> packed =
+        make.getIndex() ? getConstantInt(make.getIndex()) : std::nullopt;
+    if (!packed || *packed < 0 || type.getRole() != Role::Producer ||
+        *packed >= type.getStages())
+      return std::nullopt;
+    return 0;
+  }
+  if (!make.getPhase())
+    return std::nullopt;
+  std::optional<int64_t> phase = getConstantInt(make.getPhase());
+  std::optional<int64_t> index =
+      make.getIndex() ? getConstantInt(make.getIndex()) : 0;
+  std::optional<int64_t> count =
+      make.getCount() ? getConstantInt(make.getCount()) : 0;
+  if (!phase || *phase < 0 || !index || *index != 0 || !count || *count != 0)
+    return std::nullopt;
+  return *phase & 1;
+}
+
 LogicalResult protocol::checkInitialPhases(FunctionOpInterface fn) {
+  // The phase-reading verbs per (pipeline, side), to tell a stage's first
+  // wait from a later one.
+  llvm::DenseMap<std::pair<Value, unsigned>, SmallVector<Operation *>> waiters;
+  fn->walk([&](Operation *op) {
+    if (std::optional<VerbRef> verb = getVerb(op); verb && readsPhase(verb->verb))
+      waiters[{verb->pipeline, unsigned(isProducerVerb(verb->verb))}].push_back(op);
+  });
+
   bool failed = false;
   fn->walk([&](StateMakeOp make) {
     StateType type = make.getType();
     if (type.getRole() == Role::ProducerConsumer)
       return;
-    // The packed simple form holds phase * stages + index.
-    Value operand = type.getSimple() ? make.getIndex() : make.getPhase();
-    if (!operand)
-      return;
-    std::optional<int64_t> value = getConstantInt(operand);
-    if (!value || *value < 0)
-      return;
-    int64_t phase = (type.getSimple() ? *value / type.getStages() : *value) & 1;
     bool producer = type.getRole() == Role::Producer;
-    if (phase == (producer ? 1 : 0))
+    std::optional<int64_t> phase = claimedStartPhase(make);
+    if (!phase || *phase == (producer ? 1 : 0))
       return;
+    // Only a state whose phase is read by the first wait of its side on a
+    // pipeline starts that side; later waits are mid-stream positions
+    // (flash-attention's *_w_index_phase calls in an unrolled loop).
+    Operation *firstReader = nullptr;
+    for (Operation *reader : phaseReaders(make.getResult())) {
+      VerbRef verb = *getVerb(reader);
+      auto &same = waiters[{verb.pipeline, unsigned(isProducerVerb(verb.verb))}];
+      if (llvm::none_of(same, [&](Operation *other) {
+            return runsBefore(other, reader);
+          })) {
+        firstReader = reader;
+        break;
+      }
+    }
+    if (!firstReader)
+      return;
+    Value operand = type.getSimple() ? make.getIndex() : make.getPhase();
     InFlightDiagnostic diag = make.emitError();
     if (producer)
       diag << "producer state starts at phase 0: producer states start at "
@@ -50,9 +155,13 @@ LogicalResult protocol::checkInitialPhases(FunctionOpInterface fn) {
            << "pipeline.state.make without operands)";
     else
       diag << "(use phase " << (producer ? 1 : 0)
-           << ", or pipeline.state.make without operands)";
+           << ", or pipeline.state.make without operands; a state resumed "
+              "mid-stream gives its count)";
     if (Operation *def = operand.getDefiningOp())
       diag.attachNote(def->getLoc()) << "phase given here";
+    diag.attachNote(firstReader->getLoc())
+        << "first " << firstReader->getName() << " of this side on "
+        << describe(getVerb(firstReader)->pipeline) << " reads it";
     failed = true;
   });
   return failure(failed);
@@ -80,13 +189,36 @@ static bool reachesTail(Operation *op, Value pipe) {
   return false;
 }
 
-/// Whether something can still arrive on the producer CTA's barriers (or
-/// read its shared memory) after a producer role stops waiting.
-static bool tailMatters(PipelineType type, const Options &options) {
-  return options.singleCtaTail || type.getClusterSize() > 1 ||
-         type.getKind() == PipelineKind::TmaStore ||
-         type.getConsumerOpType() == OpType::TCGen05Mma ||
-         type.getKind() == PipelineKind::TmaMultiConsumersAsync;
+/// Why something can still arrive on the producer CTA's barriers (or read
+/// its shared memory) after the CTA exits, or nullptr when nothing can.
+///
+/// The tail matters only for arrivals that no thread of this CTA waits for
+/// before it exits:
+/// - a cluster: consumers in peer CTAs arrive remotely on this CTA's empty
+///   barriers (and 2-CTA peers send bytes to the leader), whenever they
+///   finish, independently of this CTA;
+/// - a tcgen05 consumer (tma_umma, async_umma, the MMA side of
+///   tma_multi_consumers_async): its release is a tcgen05.commit, which
+///   arrives when the MMAs complete, after the MMA warp has moved on;
+/// - tma_store: the bulk stores read shared memory asynchronously.
+/// Otherwise (one CTA, consumer threads arriving with mbarrier.arrive) every
+/// arrive is an instruction of a thread of this CTA, which cannot exit before
+/// it retires, and the TMA / cp.async bytes of a full barrier are waited for
+/// by the consumers; the CTA's shared memory lives until its last thread
+/// exits. A missing tail there is only a departure from CuTe DSL's
+/// convention: a warning.
+static const char *lateArriveReason(PipelineType type) {
+  if (type.getClusterSize() > 1)
+    return "consumers in peer CTAs may still arrive on this CTA's barriers";
+  if (type.getKind() == PipelineKind::TmaStore)
+    return "TMA stores may still be reading shared memory when the CTA "
+           "exits (add pipeline.producer.tail after the last commit; it "
+           "waits for every bulk group)";
+  if (type.getConsumerOpType() == OpType::TCGen05Mma ||
+      type.getKind() == PipelineKind::TmaMultiConsumersAsync)
+    return "the consumer's tcgen05.commit arrives when its MMAs complete, "
+           "which may be after the CTA exits";
+  return nullptr;
 }
 
 LogicalResult protocol::checkProducerTail(FunctionOpInterface fn,
@@ -105,7 +237,7 @@ LogicalResult protocol::checkProducerTail(FunctionOpInterface fn,
     // A pipeline passed in as an argument belongs to the caller's role,
     // which owns the tail.
     if (!triggers || type.getKind() == PipelineKind::Order ||
-        !tailMatters(type, options) || !verb->pipeline.getDefiningOp())
+        !verb->pipeline.getDefiningOp())
       return;
     roles[{getRoleBlock(op), verb->pipeline}].push_back(op);
   });
@@ -122,27 +254,29 @@ LogicalResult protocol::checkProducerTail(FunctionOpInterface fn,
     PipelineType type = getPipelineType(pipe);
     scf::ForOp loop = getOutermostLoopWithin(missing, role);
     Operation *where = loop ? loop.getOperation() : missing;
-    InFlightDiagnostic diag = where->emitError();
+    const char *reason = lateArriveReason(type);
+    bool error = reason || options.singleCtaTail;
+    InFlightDiagnostic diag = error ? where->emitError() : where->emitWarning();
     diag << describe(pipe)
          << ": producer role exits without pipeline.producer.tail: ";
-    if (type.getKind() == PipelineKind::TmaStore)
-      diag << "TMA stores may still be reading shared memory when the CTA "
-              "exits (add pipeline.producer.tail after the last commit; it "
-              "waits for every bulk group)";
-    else
-      diag << (type.getClusterSize() > 1
-                   ? "consumers in peer CTAs may still arrive on this CTA's "
-                     "barriers"
-                   : "consumer arrives may still be in flight towards this "
-                     "CTA's barriers")
-           << " (add pipeline.producer.tail with the state the producer "
+    if (type.getKind() == PipelineKind::TmaStore) {
+      diag << reason;
+    } else {
+      if (reason)
+        diag << reason;
+      else
+        diag << "not needed here (one CTA, consumers arrive synchronously: "
+                "nothing can arrive after the CTA exits), but CuTe DSL "
+                "producers end with producer_tail";
+      diag << " (add pipeline.producer.tail with the state the producer "
               "ends with"
            << (loop ? ", after the loop)" : ")");
+    }
     diag.attachNote(missing->getLoc())
         << "last " << missing->getName() << " of this role";
     if (isa<scf::IfOp>(getRoleOwner(role)))
       diag.attachNote(getRoleOwner(role)->getLoc()) << "producer role region";
-    failed = true;
+    failed |= error;
   }
   return failure(failed);
 }

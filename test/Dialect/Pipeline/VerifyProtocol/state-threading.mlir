@@ -195,3 +195,74 @@ func.func @threading_ok(%n: index, %cond: i1) {
   pipeline.producer.tail %p, %r#0 : !P, !ps
   return
 }
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>, tx_count = 8192>
+!ps = !pipeline.state<2, producer>
+!cs = !pipeline.state<2, consumer>
+
+// Correct: one state drives two pipelines in step (flash-attention's K and V
+// pipelines advance together): each pipeline uses the state once per
+// advance.
+func.func @one_state_two_pipelines(%n: index, %warp: index, %desc: !llvm.ptr, %buf: !llvm.ptr<3>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %x = arith.constant 0 : i32
+  %k = pipeline.create {name = "k"} : !P
+  %v = pipeline.create {name = "v"} : !P
+  %is_producer = arith.cmpi eq, %warp, %c0 : index
+  scf.if %is_producer {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %k, %s : !P, !ps
+      pipeline.copy.tma_load %k, %s, %desc[%x] to %buf {bytes = 8192 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+      pipeline.producer.acquire %v, %s : !P, !ps
+      pipeline.copy.tma_load %v, %s, %desc[%x] to %buf {bytes = 8192 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+      %s1 = pipeline.state.advance %s : !ps
+      scf.yield %s1 : !ps
+    }
+    pipeline.producer.tail %k, %sN : !P, !ps
+    pipeline.producer.tail %v, %sN : !P, !ps
+  } else {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %k, %s : !P, !cs
+      pipeline.consumer.wait %v, %s : !P, !cs
+      pipeline.consumer.release %k, %s : !P, !cs
+      pipeline.consumer.release %v, %s : !P, !cs
+      %s1 = pipeline.state.advance %s : !cs
+      scf.yield %s1 : !cs
+    }
+  }
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 32>>
+!cs = !pipeline.state<4, consumer>
+
+// The bug twin: one state, two pipelines, but pipeline 'v' uses two stages
+// per iteration while the state advances once: the second wait on 'v' reuses
+// the first one's stage.
+func.func @one_state_two_pipelines_one_reused(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %k = pipeline.create {name = "k"} : !P
+  %v = pipeline.create {name = "v"} : !P
+  %c = pipeline.state.make : !cs
+  %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+    pipeline.consumer.wait %k, %s : !P, !cs
+    pipeline.consumer.release %k, %s : !P, !cs
+    pipeline.consumer.wait %v, %s : !P, !cs
+    pipeline.consumer.release %v, %s : !P, !cs
+    // expected-error @+1 {{pipeline 'v': state advanced 1 stage per iteration but the loop body waits on 2 stages: the next iteration reuses a stage that is still in flight (advance the state after each stage)}}
+    pipeline.consumer.wait %v, %s : !P, !cs
+    pipeline.consumer.release %v, %s : !P, !cs
+    // expected-note @+1 {{the state advances here}}
+    %s1 = pipeline.state.advance %s : !cs
+    scf.yield %s1 : !cs
+  }
+  return
+}

@@ -12,7 +12,8 @@ def PipelineVerifyProtocol : Pass<"pipeline-verify-protocol", "ModuleOp"> {
     unbalanced acquire/commit and wait/release per role and loop, states that
     do not advance exactly once per loop iteration, producer states that do
     not start at phase 1 (consumer: 0), a producer role that exits without
-    `producer.tail`, expect_tx bytes that differ from the bytes of the copies
+    `producer.tail` while arrives can still land on its CTA (a warning where
+    none can), expect_tx bytes that differ from the bytes of the copies
     bound to the stage, and arrive counts that disagree with who arrives.
     Each diagnostic points at the op and says how to fix it.
 
@@ -25,11 +26,11 @@ def PipelineVerifyProtocol : Pass<"pipeline-verify-protocol", "ModuleOp"> {
   let options = [
     Option<"blockDim", "block-dim", "int64_t", /*default=*/"0",
            "Threads per CTA, when known, to check threadblock arrive counts">,
-    Option<"singleCtaTail", "single-cta-tail", "bool", /*default=*/"true",
-           "Also require producer.tail for single-CTA pipelines whose "
-           "consumers arrive synchronously (nothing can arrive after the CTA "
-           "exits there, but CuTe DSL kernels always end producers with "
-           "producer_tail)">
+    Option<"singleCtaTail", "single-cta-tail", "bool", /*default=*/"false",
+           "Make a missing producer.tail an error also for single-CTA "
+           "pipelines whose consumers arrive synchronously (nothing can "
+           "arrive after the CTA exits there, so by default it is a warning; "
+           "CuTe DSL kernels always end producers with producer_tail)">
   ];
 }
 

@@ -1,0 +1,134 @@
+"""The simulator initializes every barrier with the count the lowering gives
+``mbarrier.init``, for every pipeline kind x cluster layout x cta_group.
+
+Each combination the type verifier accepts is lowered with
+``convert-pipeline-to-nvvm`` (+ canonicalize, which folds the 2-CTA scaling
+to a constant); the constants of its ``nvvm.mbarrier.init`` ops, in barrier
+order (full barriers [0, S), empty barriers [S, 2S); every barrier of an
+order pipeline counts the producer group), must equal
+``pipeline_mlir.sim.verbs.init_counts`` on the simulator's spec of the same
+type. Groups are counted in threads and warps, whose counts are static
+(threadblock / cluster groups scale with the launch).
+"""
+
+import itertools
+
+import mlir.ir as ir
+import mlir.passmanager as passmanager
+import pytest
+
+import pipeline_mlir
+from pipeline_mlir.sim.frontend import pipeline_spec
+from pipeline_mlir.sim.verbs import init_counts
+
+STAGES = 2
+BLOCK_THREADS = 256  # irrelevant for thread/warp groups; fixed for the spec
+
+# Producer and consumer groups per kind: one elected issuer where the hardware
+# arrives once (TMA, tcgen05, CLC), thread and warp groups for AsyncThread
+# sides.
+_ONE = "#pipeline.group<thread, 1>"
+_ASYNC_GROUPS = ["#pipeline.group<thread, 64>", "#pipeline.group<warp, 3>"]
+KIND_GROUPS = {
+    "async": (_ASYNC_GROUPS, _ASYNC_GROUPS),
+    "cp_async": (_ASYNC_GROUPS, _ASYNC_GROUPS),
+    "tma_async": ([_ONE], ["#pipeline.group<thread, 8>"]),
+    "tma_umma": ([_ONE], [_ONE, "#pipeline.group<thread, 3>"]),
+    "async_umma": (_ASYNC_GROUPS, [_ONE]),
+    "umma_async": ([_ONE], _ASYNC_GROUPS),
+    "tma_multi_consumers_async": ([_ONE], ["#pipeline.group<thread, 5>"]),
+    "clc_fetch_async": ([_ONE], ["#pipeline.group<thread, 128>"]),
+    "order": (["#pipeline.group<thread, 128>"], [None]),
+    "tma_store": (["#pipeline.group<thread, 32>"], [None]),
+}
+TX_KINDS = {"tma_async", "tma_umma", "tma_multi_consumers_async", "clc_fetch_async"}
+CLUSTERS = [None, (1, 2, 1, 1), (1, 1, 2, 1), (1, 2, 2, 1), (2, 1, 1, 1), (2, 2, 1, 1),
+            (2, 1, 2, 1)]
+CTA_GROUPS = [1, 2]
+
+
+def type_text(kind, producer, consumer, cluster, cta_group):
+    parts = [kind, f"stages = {STAGES}", f"producer = {producer}"]
+    if consumer:
+        parts.append(f"consumer = {consumer}")
+    if kind in TX_KINDS:
+        parts.append("tx_count = 1024")
+    if kind == "order":
+        parts.append("length = 2")
+    if cluster:
+        parts.append("cluster = #pipeline.cluster<{}, {}, {}, {}>".format(*cluster))
+    if cta_group != 1:
+        parts.append(f"cta_group = {cta_group}")
+    return "!pipeline.pipeline<" + ", ".join(parts) + ">"
+
+
+def combinations():
+    for kind, (producers, consumers) in KIND_GROUPS.items():
+        for producer, consumer, cluster, cta_group in itertools.product(
+                producers, consumers, CLUSTERS, CTA_GROUPS):
+            yield kind, producer, consumer, cluster, cta_group
+
+
+def _lowered_init_counts(ctx, t):
+    module = ir.Module.parse(f"""
+      gpu.module @m {{
+        gpu.func @k() kernel {{
+          %p = pipeline.create {{defer_sync}} : {t}
+          gpu.return
+        }}
+      }}""")
+    passmanager.PassManager.parse(
+        "builtin.module(gpu.module(convert-pipeline-to-nvvm, canonicalize))").run(
+            module.operation)
+    counts = []
+
+    def visit(op):
+        if op.name == "nvvm.mbarrier.init":
+            count = op.operands[1].owner
+            assert count.name == "arith.constant", f"{t}: count is not static: {count}"
+            counts.append(ir.IntegerAttr(count.attributes["value"]).value)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return counts
+
+
+def _verified_type(t):
+    """The parsed type, or None when the type verifier rejects it."""
+    try:
+        return ir.Type.parse(t)
+    except ir.MLIRError:
+        return None
+
+
+def test_simulator_init_counts_equal_the_lowering():
+    checked = set()
+    doubled = []
+    with pipeline_mlir.make_context() as ctx, ir.Location.unknown():
+        for kind, producer, consumer, cluster, cta_group in combinations():
+            t = type_text(kind, producer, consumer, cluster, cta_group)
+            parsed = _verified_type(t)
+            if parsed is None:
+                continue
+            lowered = _lowered_init_counts(ctx, t)
+            spec = pipeline_spec(parsed, "p")
+            if kind == "tma_store":
+                assert lowered == [], t
+            else:
+                full, empty = init_counts(spec, BLOCK_THREADS, spec.cluster_size)
+                want = ([full] * (STAGES * spec.length) if kind == "order"
+                        else [full] * STAGES + [empty] * STAGES)
+                assert lowered == want, f"{t}: lowering {lowered}, simulator {want}"
+                single = (spec.producer.arrive_count(BLOCK_THREADS, spec.cluster_size),
+                          spec.consumer.arrive_count(BLOCK_THREADS, spec.cluster_size)
+                          if spec.consumer else None)
+                if (full, empty) != single:
+                    doubled.append((kind, cluster))
+            checked.add((kind, cluster, cta_group))
+    # Every kind was checked, with and without a cluster, and the 2-CTA
+    # doublings were among the combinations.
+    assert {k for k, _, _ in checked} == set(KIND_GROUPS)
+    for kind in KIND_GROUPS:
+        assert any(c is not None for k, c, _ in checked if k == kind), kind
+    assert {k for k, _ in doubled} == {"async_umma", "umma_async"}
+    assert ("tma_umma", (2, 1, 1, 1), 2) in checked
