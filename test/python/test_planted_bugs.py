@@ -155,8 +155,10 @@ def test_producer_state_made_at_phase_0():
     assert err.startswith(
         "producer state starts at phase 0: producer states start at phase 1 because buffers "
         "start empty; with phase 0 the first producer.acquire waits forever (use phase 1, or "
-        "pipeline.state.make without operands)")
+        "pipeline.state.make without operands; a state resumed mid-stream gives its count)")
     assert "note: phase given here" in err
+    assert ("note: first pipeline.producer.acquire of this side on PipelineAsync pipeline "
+            "reads it") in err
     found = sim_findings(text, ASYNC)
     assert found["deadlock"].startswith(
         "producer warp 0 of CTA 0 waits on pipeline '%6' empty barrier stage 0 phase 0 in "

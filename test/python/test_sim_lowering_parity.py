@@ -39,7 +39,7 @@ KIND_GROUPS = {
     "tma_multi_consumers_async": ([_ONE], ["#pipeline.group<thread, 5>"]),
     "clc_fetch_async": ([_ONE], ["#pipeline.group<thread, 128>"]),
     "order": (["#pipeline.group<thread, 128>"], [None]),
-    "tma_store": (["#pipeline.group<thread, 32>"], [None]),
+    "tma_store": ([None], [None]),
 }
 TX_KINDS = {"tma_async", "tma_umma", "tma_multi_consumers_async", "clc_fetch_async"}
 CLUSTERS = [None, (1, 2, 1, 1), (1, 1, 2, 1), (1, 2, 2, 1), (2, 1, 1, 1), (2, 2, 1, 1),
@@ -48,7 +48,9 @@ CTA_GROUPS = [1, 2]
 
 
 def type_text(kind, producer, consumer, cluster, cta_group):
-    parts = [kind, f"stages = {STAGES}", f"producer = {producer}"]
+    parts = [kind, f"stages = {STAGES}"]
+    if producer:
+        parts.append(f"producer = {producer}")
     if consumer:
         parts.append(f"consumer = {consumer}")
     if kind in TX_KINDS:
@@ -78,7 +80,7 @@ def _lowered_init_counts(ctx, t):
         }}
       }}""")
     passmanager.PassManager.parse(
-        "builtin.module(gpu.module(convert-pipeline-to-nvvm, canonicalize))").run(
+        "builtin.module(convert-pipeline-to-nvvm{chip=sm_100a}, canonicalize)").run(
             module.operation)
     counts = []
 

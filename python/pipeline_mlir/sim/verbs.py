@@ -224,14 +224,17 @@ def _try_wait(w: World, a: Agent, p: PipeRef, slot: int, parity: int):
     return (yield Step(fire, None, lambda: f"{a.label(p.spec.name)} try_wait", p.spec.name))
 
 
-def init_counts(spec: PipelineSpec, block_threads: int, cluster_size: int) -> tuple[int, int]:
+def init_counts(spec: PipelineSpec, block_threads: int,
+                cluster_size: int) -> tuple[int, int | None]:
     """The (full, empty) ``mbarrier.init`` counts of a stage, as the lowering
     computes them (BarrierLowering.cpp, docs/Rationale.md section 5): the
     groups' arrive counts, doubled on the pair leader's side for 2-CTA
     tcgen05 pipelines -- both CTAs' producers arrive on the leader's full
     barrier (async_umma), both CTAs' epilogue threads release the leader's
-    stage (umma_async)."""
+    stage (umma_async). An order pipeline has no consumer: empty is None."""
     full = spec.producer.arrive_count(block_threads, cluster_size)
+    if spec.consumer is None:
+        return full, None
     empty = spec.consumer.arrive_count(block_threads, cluster_size)
     if spec.kind == "async_umma":
         full *= spec.v

@@ -1,0 +1,118 @@
+"""Code ported from CuTe DSL and flash-attention the way a user writes it
+passes pipeline-verify-protocol (issue 13's false positives), through the
+builders; the bug twin of each is still rejected.
+
+- flash-attention's ``*_w_index_phase`` / ``producer_commit_w_index``: the
+  library builds a state per call, with phase 0 for the commit (whose phase
+  nothing reads);
+- a producer state resumed mid-stream, ``PipelineState(S, count, index,
+  phase)`` with count > 0.
+"""
+
+import pytest
+
+from pipeline_mlir.kernel import Int32, Kernel
+from pipeline_mlir.pipeline import (Agent, CooperativeGroup, PipelineAsync,
+                                    PipelineState, PipelineUserType,
+                                    make_pipeline_state)
+
+from _example_checks import protocol_warnings, simulate, verify_protocol
+
+STAGES = 2
+
+
+def _kernel(produce):
+    """Warp 0 produces with ``produce(k, pipeline, n)``, warp 1 consumes with
+    states (wait, release, advance)."""
+    k = Kernel("precision", block_dim=64, params={"n": Int32()})
+    with k:
+        (n,) = k.args
+        pipeline = PipelineAsync.create(
+            num_stages=STAGES, producer_group=CooperativeGroup(Agent.Thread, 32),
+            consumer_group=CooperativeGroup(Agent.Thread, 32),
+            barrier_storage=k.alloc_barriers(2 * STAGES))
+        warp_idx = k.warp_idx()
+        with k.if_(warp_idx == 0):
+            produce(k, pipeline, n)
+        with k.if_(warp_idx == 1):
+            cons = make_pipeline_state(PipelineUserType.Consumer, STAGES)
+            for _, _ in k.range(n, carry=[cons]):
+                pipeline.consumer_wait(cons)
+                pipeline.consumer_release(cons)
+                cons.advance()
+    return str(k.module)
+
+
+def produce_w_index_phase(k, pipeline, n):
+    # flash-attention: (index, phase) computed from the iteration; the commit
+    # names only the index.
+    state = make_pipeline_state(PipelineUserType.Producer, STAGES)
+    for _, _ in k.range(n, carry=[state]):
+        pipeline.producer_acquire_w_index_phase(state.index, state.phase)
+        pipeline.producer_commit_w_index(state.index)
+        state.advance()
+    pipeline.producer_tail(state)
+
+
+def produce_unrolled_w_index_phase(k, pipeline, n):
+    # Three trace-time stages: (0, 1), (1, 1), then stage 0 a lap later at
+    # phase 0; each commit's state has phase 0.
+    for i in range(3):
+        pipeline.producer_acquire_w_index_phase(i % STAGES, (i // STAGES + 1) & 1)
+        pipeline.producer_commit_w_index(i % STAGES)
+    pipeline.producer_tail(PipelineState(STAGES, 3, 1, 0,
+                                         user_type=PipelineUserType.Producer))
+
+
+def produce_resumed(k, pipeline, n):
+    # Two stages produced, then the producer state is rebuilt mid-stream
+    # (count 2: index 0, phase 0 after one lap).
+    first = make_pipeline_state(PipelineUserType.Producer, STAGES)
+    for _ in range(STAGES):
+        pipeline.producer_acquire(first)
+        pipeline.producer_commit(first)
+        first.advance()
+    state = PipelineState(STAGES, STAGES, 0, 0, user_type=PipelineUserType.Producer)
+    for _, _ in k.range(n, carry=[state]):
+        pipeline.producer_acquire(state)
+        pipeline.producer_commit(state)
+        state.advance()
+    pipeline.producer_tail(state)
+
+
+@pytest.mark.parametrize("produce", [produce_w_index_phase, produce_unrolled_w_index_phase,
+                                     produce_resumed])
+def test_ported_producer_is_accepted(produce):
+    text = _kernel(produce)
+    assert verify_protocol(text) == []
+    assert protocol_warnings(text) == []
+
+
+def test_w_index_phase_kernel_runs_in_the_simulator():
+    report = simulate(_kernel(produce_w_index_phase))["precision"]
+    assert report.ok, report
+
+
+def produce_started_at_phase_0(k, pipeline, n):
+    # The bug twin: a hand-made start state at phase 0 (count 0).
+    state = PipelineState(STAGES, 0, 0, 0, user_type=PipelineUserType.Producer)
+    for _, _ in k.range(n, carry=[state]):
+        pipeline.producer_acquire(state)
+        pipeline.producer_commit(state)
+        state.advance()
+    pipeline.producer_tail(state)
+
+
+def produce_first_w_index_at_phase_0(k, pipeline, n):
+    # The bug twin: the first acquire of the pipeline at phase 0.
+    pipeline.producer_acquire_w_index_phase(0, 0)
+    pipeline.producer_commit_w_index(0)
+    pipeline.producer_tail(PipelineState(STAGES, 1, 1, 1,
+                                         user_type=PipelineUserType.Producer))
+
+
+@pytest.mark.parametrize("produce", [produce_started_at_phase_0,
+                                     produce_first_w_index_at_phase_0])
+def test_a_start_at_phase_0_is_rejected(produce):
+    (error,) = verify_protocol(_kernel(produce))
+    assert error.startswith("producer state starts at phase 0")
