@@ -22,6 +22,16 @@ from .._mlir_libs._pipeline import (
 from ._pipeline_enum_gen import *  # noqa: F401,F403
 from ._pipeline_enum_gen import Agent, Multicast, PipelineKind, Role
 from ._pipeline_ops_gen import *  # noqa: F401,F403
+from . import _pipeline_ops_gen as _ops_gen
+from ..user_location import at_user_line as _at_user_line
+
+# The op builder functions (``producer_acquire(...)``, ...) put the op at the
+# calling user's line when no location is given (see user_location.py).
+for _name, _fn in list(vars(_ops_gen).items()):
+    if (callable(_fn) and not isinstance(_fn, type) and _name[0].islower()
+            and getattr(_fn, "__module__", None) == _ops_gen.__name__):
+        globals()[_name] = _at_user_line(_fn)
+del _name, _fn
 
 
 def _downcast(prop, cls):

@@ -18,6 +18,7 @@ import sys
 import mlir.ir as ir
 from mlir.dialects import nvvm, scf
 
+from ..user_location import UserLine
 from .scope import LoopTrace, ScopeError, _loops, block_encloses, defining_block
 from .values import Scalar, i1, i32, to_value
 
@@ -128,7 +129,8 @@ def range_(start, stop=None, step=1, *, carry=()):
             o._carry_rebind(values[pos:pos + n])
             pos += n
 
-    loop = scf.ForOp(lb, ub, st, init)
+    with UserLine():  # diagnostics on the loop name the user's `for` line
+        loop = scf.ForOp(lb, ub, st, init)
     body = loop.body
     rebind(loop.inner_iter_args)
     trace = LoopTrace(body)
@@ -181,8 +183,9 @@ class If:
             raise TypeError(
                 "If(cond): cond is a Python bool; use a Python `if` for "
                 "trace-time conditions")
-        self.op = scf.IfOp(to_value(c, i1(), what="if condition"), [],
-                           has_else=False)
+        with UserLine():  # role-region notes name the user's `with` line
+            self.op = scf.IfOp(to_value(c, i1(), what="if condition"), [],
+                               has_else=False)
         with ir.InsertionPoint(self.op.then_block):
             self._then_yield = scf.YieldOp([])
         self._ip = None
