@@ -1,6 +1,8 @@
 """Ported kernels check clean: the synchronization skeletons of
 FlashAttention-3's Hopper forward kernel and of CuTe DSL's Hopper and
-Blackwell dense GEMMs (test/python/skeletons) get no finding -- no error, no
+Blackwell dense GEMMs (test/python/skeletons; the Blackwell one also as a
+2-CTA pair, whose accumulator barrier the simulator must count twice as the
+lowering does) get no finding -- no error, no
 warning -- from pipeline-verify-protocol, and the simulator runs them to the
 end on every explored schedule.
 
@@ -17,6 +19,7 @@ SKELETONS = {
     "fa3_hopper_fwd": fa3_hopper_fwd.build,
     "cute_hopper_gemm": cute_hopper_gemm.build,
     "cute_blackwell_gemm": cute_blackwell_gemm.build,
+    "cute_blackwell_gemm_2cta": lambda: cute_blackwell_gemm.build(cta_pair=True),
 }
 
 

@@ -14,6 +14,13 @@ warp 5 loads A and B with TMA. Two pipelines:
 
 A static persistent scheduler hands each CTA ``num_tiles`` tiles; every state
 runs across tiles. Both producer warps end with their pipeline's tail.
+
+``cta_pair=True`` is the 2-CTA (``cta_group::2``) form: a cluster of two CTAs
+whose TMA warps each load half of the operands onto the pair leader's full
+barrier (tx_count is the pair's bytes), whose MMA warp runs in the leader
+only (its tcgen05.commit signals both CTAs), and whose epilogue threads of
+both CTAs release the leader's accumulator stage -- the empty barrier
+counts twice the consumer group, as the lowering initializes it.
 """
 
 from pipeline_mlir.kernel import Int32, Kernel, TmaDescriptor
@@ -29,8 +36,11 @@ ACC_STAGES = 2
 MMA_WARP, TMA_WARP = 4, 5
 
 
-def build(num_stages=4, chip="sm_100a"):
-    k = Kernel("cute_blackwell_gemm", chip=chip, block_dim=EPILOGUE_THREADS + 64,
+def build(num_stages=4, chip="sm_100a", cta_pair=False):
+    pair = 2 if cta_pair else 1
+    layout = (2, 1, 1, 1) if cta_pair else None
+    k = Kernel("cute_blackwell_gemm" + ("_2cta" if cta_pair else ""), chip=chip,
+               block_dim=EPILOGUE_THREADS + 64, cluster_dim=(pair, 1, 1),
                params={"a_desc": TmaDescriptor(), "b_desc": TmaDescriptor(),
                        "num_tiles": Int32(), "k_tiles": Int32()})
     with k:
@@ -42,12 +52,13 @@ def build(num_stages=4, chip="sm_100a"):
             num_stages=num_stages,
             producer_group=CooperativeGroup(Agent.Thread, 1),
             consumer_group=CooperativeGroup(Agent.Thread, 1),
-            tx_count=A_BYTES + B_BYTES,
+            tx_count=pair * (A_BYTES + B_BYTES), cta_layout_vmnk=layout,
             barrier_storage=k.alloc_barriers(2 * num_stages), name="ab")
         acc = PipelineUmmaAsync.create(
             num_stages=ACC_STAGES,
             producer_group=CooperativeGroup(Agent.Thread, 1),
             consumer_group=CooperativeGroup(Agent.Thread, EPILOGUE_THREADS),
+            cta_layout_vmnk=layout,
             barrier_storage=k.alloc_barriers(2 * ACC_STAGES), name="acc")
 
         warp_idx = k.warp_idx()
@@ -66,7 +77,10 @@ def build(num_stages=4, chip="sm_100a"):
                     prod.advance()
             ab.producer_tail(prod)
 
-        with k.if_(warp_idx == MMA_WARP):
+        is_mma = warp_idx == MMA_WARP
+        if cta_pair:  # the pair leader issues the 2-CTA MMAs
+            is_mma = is_mma & (k.cluster_cta_rank() % 2 == 0)
+        with k.if_(is_mma):
             ab_cons = make_pipeline_state(PipelineUserType.Consumer, num_stages)
             acc_prod = make_pipeline_state(PipelineUserType.Producer, ACC_STAGES)
             for tile, _ in k.range(num_tiles, carry=[ab_cons, acc_prod]):
