@@ -10,6 +10,9 @@
 // CHECK: pipeline-sim: unbalanced: producer warp 0 of CTA 0 runs producer.commit on pipeline 'ab' stage 0 of CTA 0 without acquiring it (unbalanced producer.acquire / producer.commit)
 // CHECK: pipeline-sim: FAILED: 100 schedules, 100 unbalanced (@commit_twice
 // CHECK: pipeline-sim: deadlock: producer warp 0 of CTA 0 waits on pipeline 'ab' empty barrier stage 0 phase 0 in producer.acquire (phase 0 (#0) has 0 of 2 arrivals); consumer warp 1 of CTA 0 waits on pipeline 'ab' full barrier stage 0 phase 0 in consumer.wait (phase 0 (#0) has 0 of 32 arrivals)
+// Each waiting warp at its op's line in this file:
+// CHECK: pipeline-sim: note: producer warp 0 of CTA 0 at {{.*}}bug_unbalanced.mlir:66:9
+// CHECK: pipeline-sim: note: consumer warp 1 of CTA 0 at {{.*}}bug_unbalanced.mlir:74:9
 // CHECK: pipeline-sim: FAILED: 100 schedules, 100 deadlock (@no_commit
 // CHECK: pipeline-sim: unbalanced: consumer warp {{[12]}} of CTA 0 releases pipeline 'ab' stage 0 of CTA 0 without waiting on it first (unbalanced consumer.wait / consumer.release)
 // CHECK: pipeline-sim: FAILED: 100 schedules, 100 unbalanced (@release_twice

@@ -97,3 +97,20 @@ def test_verifier_error_names_the_user_line():
     with pytest.raises(ir.MLIRError) as info:
         k.verify()
     assert f'"{HERE}":{line}:9' in str(info.value)
+
+
+def test_simulator_deadlock_names_the_user_line():
+    # The producer acquires without committing: after two stages its third
+    # acquire waits forever. The simulator's report names the waiting op's
+    # line (Report.first's SimError.where; the CLI prints them as notes).
+    from pipeline_mlir.sim.engine import explore
+    from pipeline_mlir.sim.frontend import Launch, kernels, make_world_factory
+    k, _, acquire_line = build_without_commit()
+    with k.context:
+        (kernel,) = kernels(k.module)
+        report = explore(make_world_factory(kernel, Launch((64, 1, 1), (1, 1, 1), 6)),
+                         schedules=3)
+    _, error = report.first["deadlock"]
+    # Both warps of the CTA run the producer loop (no role split).
+    assert error.where == [f"producer warp {w} of CTA 0 at {HERE}:{acquire_line}:13"
+                           for w in (0, 1)]

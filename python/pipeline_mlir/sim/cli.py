@@ -137,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         failed = True
         for index, err in sorted(rep.first.values(), key=lambda ie: ie[0]):
             print(f"pipeline-sim: {_KIND_TITLES.get(err.kind, err.kind)}: {err.message}")
+            for where in err.where:
+                print(f"pipeline-sim: note: {where}")
             print(f"pipeline-sim: note: @{k.name}, schedule {index} ({mode})")
         counts = ", ".join(f"{n} {kind}" for kind, n in sorted(rep.counts.items()))
         print(f"pipeline-sim: FAILED: {rep.schedules} schedules, {counts} ({shape}; {mode})")

@@ -33,7 +33,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from .model import Cluster, SimError
+from .model import Cluster, SimError, source_location
 
 
 class Step:
@@ -72,6 +72,7 @@ class Agent:
         self.threads = threads  # threads in this warp (32 but for a partial last warp)
         self.gen: Iterator[Step] | None = None
         self.step: Step | None = None
+        self.where: str | None = None  # location of the pipeline op it runs
         self.done = False
         self.roles: dict[str, set] = {}
         self.acquired: Counter = Counter()  # (pipe, stage) -> open producer windows
@@ -248,7 +249,10 @@ class World:
             if not options:
                 if all(a.done for a in self.agents):
                     return
-                raise SimError("deadlock", self.deadlock_message())
+                raise SimError("deadlock", self.deadlock_message(), [
+                    f"{a.label(a.step.pipe if a.step else None)} at {loc}"
+                    for a in self.agents
+                    if not a.done and (loc := source_location(a.where))])
             self.steps += 1
             if self.steps > self.max_steps:
                 raise SimError("step-limit", f"no end after {self.max_steps} steps (livelock?)")

@@ -522,6 +522,7 @@ class _Interp:
     # -- the pipeline ops ------------------------------------------------------
     def pipeline_op(self, n: Node, mask: int):
         env, a, w = self.env, self.a, self.w
+        a.where = n.loc  # a deadlock report names the op each warp waits in
         name, attrs = n.name[len("pipeline."):], n.a
         args = [env[i] for i in n.ins]
         lanes = _lanes_of(mask)

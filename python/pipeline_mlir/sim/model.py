@@ -15,6 +15,8 @@ the barrier, its stage and phase; the engine turns it into a report.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 
 
@@ -26,10 +28,22 @@ class SimError(Exception):
     unsupported, step-limit.
     """
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, where: list[str] | None = None):
         super().__init__(message)
         self.kind = kind
         self.message = message
+        # "<agent> at <file>:<line>:<col>" for each agent involved whose op
+        # has a source location (IR built from Python, or parsed from a file).
+        self.where = where or []
+
+
+def source_location(loc: str) -> str | None:
+    """``file:line:col`` of a printed ``loc("file":line:col)``; None for
+    unknown locations and text parsed from a string ("-")."""
+    m = re.fullmatch(r'loc\("(.*)":(\d+):(\d+)\)', loc or "")
+    if not m or m.group(1) in ("-", ""):
+        return None
+    return f"{m.group(1)}:{m.group(2)}:{m.group(3)}"
 
 
 @dataclass
