@@ -63,6 +63,40 @@ LogicalResult checkTcgen05Targets(ModuleOp module,
   return success(ok);
 }
 
+/// Upstream's gpu.thread_id lowering asserts on a `known_block_size` that
+/// does not fit its range attributes (e.g. 2^31): reject launch bounds no
+/// GPU accepts before that lowering runs, naming the kernel's attribute.
+LogicalResult checkLaunchBounds(ModuleOp module) {
+  bool ok = true;
+  module.walk([&](gpu::GPUFuncOp fn) {
+    auto check = [&](DenseI32ArrayAttr dims, StringRef name, int64_t limit,
+                     StringRef what) {
+      if (!dims)
+        return;
+      int64_t product = 1;
+      for (int32_t d : dims.asArrayRef()) {
+        if (d <= 0) {
+          fn.emitOpError() << name << " entries must be positive, got " << d;
+          ok = false;
+          return;
+        }
+        product *= d;
+        if (product > limit)
+          break;
+      }
+      if (product > limit) {
+        fn.emitOpError() << name << " exceeds the " << limit << " " << what;
+        ok = false;
+      }
+    };
+    check(fn.getKnownBlockSizeAttr(), "known_block_size", 1024,
+          "threads of a CTA");
+    check(fn.getKnownClusterSizeAttr(), "known_cluster_size", 16,
+          "CTAs of a cluster");
+  });
+  return success(ok);
+}
+
 /// Numbers the pipelines for the watchdog report and records their names as
 /// the module attribute `pipeline.watchdog_names`.
 void assignWatchdogIds(ModuleOp module) {
@@ -97,7 +131,8 @@ struct ConvertPipelineToNVVMPass
     options.watchdog = watchdog;
     options.watchdogTimeoutNs = watchdogTimeoutNs;
 
-    if (failed(checkTcgen05Targets(module, options)))
+    if (failed(checkLaunchBounds(module)) ||
+        failed(checkTcgen05Targets(module, options)))
       return signalPassFailure();
     if (options.watchdog) {
       if (failed(checkWatchdogSymbols(module)))
