@@ -56,7 +56,7 @@ OUTCOMES = ("ok", "error", "crash", "hang", "broken")
 
 # Integers that sit on the limits of the dialect and of the hardware.
 INTERESTING_INTS = [0, 1, -1, 2, 3, 7, 8, 9, 16, 17, 31, 32, 33, 64, 127, 128,
-                    255, 256, 1023, 1024, 1025, 14592, 14593, 65535, 65536,
+                    255, 256, 1023, 1024, 1025, 14528, 14529, 65535, 65536,
                     (1 << 20) - 1, 1 << 20, (1 << 31) - 1, 1 << 31,
                     -(1 << 31), (1 << 32), (1 << 63) - 1, -(1 << 63),
                     1 << 64, 10 ** 30]
@@ -345,16 +345,16 @@ def run_campaign(args) -> dict:
             local, bad = f.result()
             for s in STAGES:
                 counts[s].update(local[s])
-            found.extend(bad)
+            for stage, outcome, text, err in bad:  # written as found
+                out_dir.mkdir(parents=True, exist_ok=True)
+                (out_dir / f"{outcome}-{stage}-{len(found)}.mlir").write_text(
+                    text + "\n// " + "\n// ".join(err.splitlines()) + "\n")
+                found.append((stage, outcome))
             done += 1
             if args.progress and done % args.progress == 0:
                 print(f"fuzz: {done}/{len(batches)} batches, "
                       f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
 
-    for k, (stage, outcome, text, err) in enumerate(found):
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / f"{outcome}-{stage}-{k}.mlir").write_text(
-            text + "\n// " + "\n// ".join(err.splitlines()) + "\n")
     return {"mutants": args.mutants, "seed": args.seed, "seeds": len(seeds),
             "parsing_seeds": len(valid), "lowerable_seeds": len(lowerable),
             "seconds": round(time.monotonic() - t0, 1),

@@ -21,7 +21,7 @@ from pipeline_mlir.pipeline import (
     PipelineTmaAsync, PipelineTmaStore, PipelineTmaUmma, PipelineUserType,
     ScopeError, make_pipeline_state)
 
-INTS = [0, 1, 2, 3, 4, 7, 8, 9, 32, 128, 1024, 14592, 14593, (1 << 20) - 1, 1 << 20,
+INTS = [0, 1, 2, 3, 4, 7, 8, 9, 32, 128, 1024, 14528, 14529, (1 << 20) - 1, 1 << 20,
         (1 << 31) - 1, 1 << 31, -1, -(1 << 31), (1 << 63) - 1, 1 << 63, -(1 << 63),
         10 ** 20, 10 ** 30]
 OTHERS = [None, True, 2.0, "2", b"2", [2], (2,), object(), Agent.Thread,

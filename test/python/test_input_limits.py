@@ -62,10 +62,10 @@ def test_native_gets_name_the_bad_argument(ctx, call, arg):
 
 def test_verifier_limits_reach_python(ctx):
     g = pl.CooperativeGroupAttr.get(0, 32)
-    with pytest.raises(ValueError, match="at most 14592 stages"):
-        pl.PipelineType.get(0, 14593, producer=g, consumer=g)
-    assert pl.PipelineType.get(0, 14592, producer=g, consumer=g).stages == 14592
-    with pytest.raises(ValueError, match="exceeds the 14592 stages"):
+    with pytest.raises(ValueError, match="at most 14528 stages"):
+        pl.PipelineType.get(0, 14529, producer=g, consumer=g)
+    assert pl.PipelineType.get(0, 14528, producer=g, consumer=g).stages == 14528
+    with pytest.raises(ValueError, match="exceeds the 14528 stages"):
         pl.StateType.get(2 ** 31 - 1, 0)
     with pytest.raises(ValueError, match="arrival-count limit"):
         pl.CooperativeGroupAttr.get(1, 1 << 15)
@@ -105,11 +105,11 @@ def test_builder_huge_tx_count(k):
 
 
 def test_builder_huge_num_stages(k):
-    with pytest.raises(PipelineError, match=r"num_stages = 10{20} exceeds 14592"):
+    with pytest.raises(PipelineError, match=r"num_stages = 10{20} exceeds 14528"):
         PipelineAsync.create(num_stages=10 ** 20, producer_group=T32, consumer_group=T32)
-    with pytest.raises(PipelineError, match=r"depth = 10{20} exceeds 14592"):
+    with pytest.raises(PipelineError, match=r"depth = 10{20} exceeds 14528"):
         PipelineOrder.create(None, 10 ** 20, 2, 0, T32)
-    with pytest.raises(PipelineError, match=r"stages = 10{20} exceeds 14592"):
+    with pytest.raises(PipelineError, match=r"stages = 10{20} exceeds 14528"):
         make_pipeline_state(PipelineUserType.Producer, 10 ** 20)
 
 

@@ -67,7 +67,7 @@ def cluster_size(cta_layout_vmnk, what="cta_layout_vmnk"):
 
 # Limits the dialect verifiers enforce (PipelineDialect.h), checked here first
 # so that the error names the Python argument.
-MAX_STAGES = 228 * 1024 // (2 * 8)  # 2 * stages mbarriers in 228 KiB of smem
+MAX_STAGES = 227 * 1024 // (2 * 8)  # 2 * stages mbarriers in 227 KiB of smem
 MAX_TX_COUNT = (1 << 20) - 1        # mbarrier tx-count is 20 bits
 MAX_I32 = (1 << 31) - 1
 
@@ -83,7 +83,7 @@ def positive_int(x, what, limit=MAX_I32, why="the largest i32"):
 def stage_count(x, what):
     """A stage count: positive, and small enough for its barriers to fit."""
     return positive_int(x, what, MAX_STAGES,
-                        "2 * stages 8-byte mbarriers must fit in the 228 KiB "
+                        "2 * stages 8-byte mbarriers must fit in the 227 KiB "
                         "of shared memory of a CTA")
 
 

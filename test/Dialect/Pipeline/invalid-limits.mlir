@@ -2,16 +2,16 @@
 
 // Limits that no GPU can exceed (issue 15: fuzzed inputs used to pass the
 // verifier and then exhaust memory or crash the lowering). Barriers live in
-// shared memory: 2 * stages mbarriers of 8 bytes must fit in 228 KiB, so at
-// most 14592 stages; arrival counts are 20 bits.
+// shared memory: 2 * stages mbarriers of 8 bytes must fit in 227 KiB, so at
+// most 14528 stages; arrival counts are 20 bits.
 
 // The largest stage count whose barriers fit is accepted.
-func.func private @stages_max(!pipeline.pipeline<async, stages = 14592, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>>)
+func.func private @stages_max(!pipeline.pipeline<async, stages = 14528, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>>)
 
 // -----
 
-// expected-error @+1 {{(PipelineAsync): stages = 14593 needs 29186 mbarriers of 8 bytes, more than the 233472 bytes of shared memory of a CTA (at most 14592 stages)}}
-func.func private @stages_too_many(!pipeline.pipeline<async, stages = 14593, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>>)
+// expected-error @+1 {{(PipelineAsync): stages = 14529 needs 29058 mbarriers of 8 bytes, more than the 232448 bytes of shared memory of a CTA (at most 14528 stages)}}
+func.func private @stages_too_many(!pipeline.pipeline<async, stages = 14529, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>>)
 
 // -----
 
@@ -20,12 +20,12 @@ func.func private @stages_int_max(!pipeline.pipeline<tma_async, stages = 2147483
 
 // -----
 
-// expected-error @+1 {{(PipelineOrder): stages = 4096 x length = 8 mbarriers of 8 bytes do not fit in the 233472 bytes of shared memory of a CTA}}
+// expected-error @+1 {{(PipelineOrder): stages = 4096 x length = 8 mbarriers of 8 bytes do not fit in the 232448 bytes of shared memory of a CTA}}
 func.func private @order_too_many(!pipeline.pipeline<order, stages = 4096, producer = #pipeline.group<thread, 128>, length = 8>)
 
 // -----
 
-// expected-error @+1 {{!pipeline.state: stages = 9223372036854775807 exceeds the 14592 stages whose barriers fit in shared memory}}
+// expected-error @+1 {{!pipeline.state: stages = 9223372036854775807 exceeds the 14528 stages whose barriers fit in shared memory}}
 func.func private @state_too_many(!pipeline.state<9223372036854775807, consumer>)
 
 // -----

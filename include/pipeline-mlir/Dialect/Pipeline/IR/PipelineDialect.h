@@ -41,12 +41,13 @@ public:
   }
 };
 
-/// Largest shared memory of one CTA on sm_90/sm_100 (227 KiB usable + 1 KiB
-/// reserved = 228 KiB per SM); every pipeline's barriers must fit in it.
-inline constexpr int64_t kMaxSharedMemoryBytes = 228 * 1024;
+/// Largest shared memory of one CTA on sm_90/sm_100: 227 KiB (228 KiB per SM
+/// less 1 KiB the system reserves; ptxas: "0x38c00 max"). Every pipeline's
+/// barriers must fit in it.
+inline constexpr int64_t kMaxSharedMemoryBytes = 227 * 1024;
 /// An mbarrier is 8 bytes.
 inline constexpr int64_t kMbarrierBytes = 8;
-/// Stages whose 2 * stages mbarriers fit in shared memory (14592). A state of
+/// Stages whose 2 * stages mbarriers fit in shared memory (14528). A state of
 /// more stages could never index a real pipeline either.
 inline constexpr int64_t kMaxStages =
     kMaxSharedMemoryBytes / (2 * kMbarrierBytes);
