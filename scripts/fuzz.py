@@ -354,6 +354,12 @@ def run_campaign(args) -> dict:
             if args.progress and done % args.progress == 0:
                 print(f"fuzz: {done}/{len(batches)} batches, "
                       f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+                if args.report:  # a long run that is cut short still reports
+                    partial = {"mutants_done": sum(counts["parse"].values()),
+                               "seconds": round(time.monotonic() - t0, 1),
+                               "counts": {s: dict(counts[s]) for s in STAGES},
+                               "bad": len(found)}
+                    Path(args.report).write_text(json.dumps(partial, indent=2) + "\n")
 
     return {"mutants": args.mutants, "seed": args.seed, "seeds": len(seeds),
             "parsing_seeds": len(valid), "lowerable_seeds": len(lowerable),
