@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -141,15 +142,33 @@ struct CreateLowering : PipelineOpLowering<CreateOp> {
     emitIf(rewriter, loc, warp0, [&](OpBuilder &b, Location l) {
       emitIf(b, l, electOne(b, l), [&](OpBuilder &eb, Location el) {
         int64_t stages = type.getStages();
-        for (int64_t i = 0; i < numBarriers; ++i) {
-          // Order: every barrier counts the producer group; otherwise full
-          // barriers are [0, S) and empty ones [S, 2S).
-          Value count =
-              (type.getKind() == PipelineKind::Order || i < stages)
-                  ? counts.full
-                  : counts.empty;
-          Value bar = barrierAt(eb, el, base, constI32(eb, el, i));
-          NVVM::MBarrierInitOp::create(eb, el, bar, count, Value());
+        bool order = type.getKind() == PipelineKind::Order;
+        if (numBarriers <= 2 * kMaxUnrolledStages) {
+          for (int64_t i = 0; i < numBarriers; ++i) {
+            // Order: every barrier counts the producer group; otherwise full
+            // barriers are [0, S) and empty ones [S, 2S).
+            Value count = (order || i < stages) ? counts.full : counts.empty;
+            Value bar = barrierAt(eb, el, base, constI32(eb, el, i));
+            NVVM::MBarrierInitOp::create(eb, el, bar, count, Value());
+          }
+          return;
+        }
+        // Many barriers: one loop over the full barriers [0, S) that also
+        // initializes empty barrier i + S (order: one loop over all).
+        int64_t trips = order ? numBarriers : stages;
+        auto loop = scf::ForOp::create(eb, el, constI32(eb, el, 0),
+                                       constI32(eb, el, trips),
+                                       constI32(eb, el, 1));
+        OpBuilder::InsertionGuard guard(eb);
+        eb.setInsertionPoint(loop.getBody()->getTerminator());
+        Value i = loop.getInductionVar();
+        NVVM::MBarrierInitOp::create(eb, el, barrierAt(eb, el, base, i),
+                                     counts.full, Value());
+        if (!order) {
+          Value empty = arith::AddIOp::create(eb, el, i,
+                                              constI32(eb, el, stages));
+          NVVM::MBarrierInitOp::create(eb, el, barrierAt(eb, el, base, empty),
+                                       counts.empty, Value());
         }
       });
     });

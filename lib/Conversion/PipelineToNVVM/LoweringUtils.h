@@ -32,6 +32,11 @@ namespace pipeline {
 /// CuTe DSL: 0x989680 ns).
 constexpr int64_t kTryWaitSuspendTimeHint = 10000000;
 
+/// Per-stage code (barrier init, the producer tail's waits) is unrolled up to
+/// this many stages and a run-time loop beyond, so that the IR, and the time
+/// and memory of every later pass, grow linearly with the stage count.
+constexpr int64_t kMaxUnrolledStages = 8;
+
 /// Base of every pattern: an LLVM conversion pattern that also sees the
 /// lowering options.
 template <typename OpTy>

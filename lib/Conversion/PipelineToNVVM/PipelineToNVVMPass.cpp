@@ -63,6 +63,86 @@ LogicalResult checkTcgen05Targets(ModuleOp module,
   return success(ok);
 }
 
+/// Upstream's gpu.thread_id lowering asserts on a `known_block_size` that
+/// does not fit its range attributes (e.g. 2^31): reject launch bounds no
+/// GPU accepts before that lowering runs, naming the kernel's attribute.
+LogicalResult checkLaunchBounds(ModuleOp module) {
+  bool ok = true;
+  module.walk([&](gpu::GPUFuncOp fn) {
+    auto check = [&](DenseI32ArrayAttr dims, StringRef name, int64_t limit,
+                     StringRef what) {
+      if (!dims)
+        return;
+      int64_t product = 1;
+      for (int32_t d : dims.asArrayRef()) {
+        if (d <= 0) {
+          fn.emitOpError() << name << " entries must be positive, got " << d;
+          ok = false;
+          return;
+        }
+        product *= d;
+        if (product > limit)
+          break;
+      }
+      if (product > limit) {
+        fn.emitOpError() << name << " exceeds the " << limit << " " << what;
+        ok = false;
+      }
+    };
+    check(fn.getKnownBlockSizeAttr(), "known_block_size", 1024,
+          "threads of a CTA");
+    check(fn.getKnownClusterSizeAttr(), "known_cluster_size", 16,
+          "CTAs of a cluster");
+  });
+  return success(ok);
+}
+
+/// The NVPTX backend aborts the process ("LLVM ERROR: Bad address space
+/// found while emitting PTX") on a pointer into an address space PTX lacks.
+/// Reject such pointers and globals in gpu.modules before lowering.
+bool isPtxAddressSpace(unsigned as) {
+  // generic, global, shared, const, local, shared::cluster, param.
+  return as <= 1 || as == 3 || as == 4 || as == 5 || as == 7 || as == 101;
+}
+
+LogicalResult checkAddressSpaces(ModuleOp module) {
+  bool ok = true;
+  auto bad = [](Type type) {
+    auto ptr = dyn_cast<LLVM::LLVMPointerType>(type);
+    return ptr && !isPtxAddressSpace(ptr.getAddressSpace());
+  };
+  module.walk([&](gpu::GPUModuleOp gpuModule) {
+    gpuModule.walk([&](Operation *op) {
+      if (!ok)
+        return WalkResult::interrupt();
+      if (auto global = dyn_cast<LLVM::GlobalOp>(op)) {
+        if (!isPtxAddressSpace(global.getAddrSpace())) {
+          global.emitOpError() << "addr_space = " << global.getAddrSpace()
+                               << " is not a PTX address space (0, 1, 3, 4, "
+                                  "5, 7 or 101)";
+          ok = false;
+        }
+      }
+      auto report = [&](Type type) {
+        op->emitOpError() << "uses " << type
+                          << ", a pointer into an address space PTX does not "
+                             "have (0, 1, 3, 4, 5, 7 or 101)";
+        ok = false;
+      };
+      for (Type t : op->getResultTypes())
+        if (ok && bad(t))
+          report(t);
+      for (Region &region : op->getRegions())
+        for (Block &block : region)
+          for (BlockArgument arg : block.getArguments())
+            if (ok && bad(arg.getType()))
+              report(arg.getType());
+      return WalkResult::advance();
+    });
+  });
+  return success(ok);
+}
+
 /// Numbers the pipelines for the watchdog report and records their names as
 /// the module attribute `pipeline.watchdog_names`.
 void assignWatchdogIds(ModuleOp module) {
@@ -97,7 +177,9 @@ struct ConvertPipelineToNVVMPass
     options.watchdog = watchdog;
     options.watchdogTimeoutNs = watchdogTimeoutNs;
 
-    if (failed(checkTcgen05Targets(module, options)))
+    if (failed(checkLaunchBounds(module)) ||
+        failed(checkAddressSpaces(module)) ||
+        failed(checkTcgen05Targets(module, options)))
       return signalPassFailure();
     if (options.watchdog) {
       if (failed(checkWatchdogSymbols(module)))

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 using namespace mlir;
@@ -219,10 +220,28 @@ struct ProducerTailLowering : PipelineOpLowering<ProducerTailOp> {
     // Wait until every stage was released once more, so that no consumer
     // arrive is still in flight towards this CTA when it exits.
     Value state = adaptor.getState();
-    for (int64_t i = 0; i < type.getStages(); ++i) {
-      waitEmpty(rewriter, loc, state);
-      if (i + 1 < type.getStages())
-        state = advanceState(rewriter, loc, state, stateTy, Value());
+    if (type.getStages() <= kMaxUnrolledStages) {
+      for (int64_t i = 0; i < type.getStages(); ++i) {
+        waitEmpty(rewriter, loc, state);
+        if (i + 1 < type.getStages())
+          state = advanceState(rewriter, loc, state, stateTy, Value());
+      }
+      rewriter.eraseOp(op);
+      return success();
+    }
+    // Many stages: a loop of S waits instead of S unrolled wait loops.
+    auto loop = scf::ForOp::create(
+        rewriter, loc, constI32(rewriter, loc, 0),
+        constI32(rewriter, loc, type.getStages()), constI32(rewriter, loc, 1),
+        ValueRange{state});
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(loop.getBody());
+      Value current = loop.getRegionIterArgs().front();
+      waitEmpty(rewriter, loc, current);
+      Value next = advanceState(rewriter, loc, current, stateTy, Value());
+      // With iter_args the builder leaves the body without a terminator.
+      scf::YieldOp::create(rewriter, loc, next);
     }
     rewriter.eraseOp(op);
     return success();

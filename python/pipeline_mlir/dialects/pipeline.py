@@ -57,3 +57,83 @@ def _cluster_size(self):
 
 
 PipelineType.cluster_size = property(_cluster_size)
+
+
+# -- argument checks in front of the native constructors --------------------
+# The native `get`s take C integers: a Python int out of range, a value of the
+# wrong type or an enum integer that names no case would otherwise surface as
+# nanobind's "incompatible function arguments" (listing C++ signatures) or as
+# a type whose enum prints empty. Check here and name the argument.
+
+_I64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def _int_arg(what, value, lo=_I64[0], hi=_I64[1]):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, got {type(value).__name__}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{what} must be in [{lo}, {hi}], got {value}")
+    return int(value)
+
+
+def _enum_arg(what, value, enum):
+    """An enum member or its integer value; anything else is rejected."""
+    if isinstance(value, enum):
+        return int(value.value) if hasattr(value, "value") else int(value)
+    n = _int_arg(what, value, -(1 << 31), (1 << 31) - 1)
+    valid = sorted(int(m.value) if hasattr(m, "value") else int(m) for m in enum)
+    if n not in valid:
+        raise ValueError(f"{what} = {n} is not a {enum.__name__} "
+                         f"(valid: {', '.join(map(str, valid))})")
+    return n
+
+
+def _attr_arg(what, value, cls):
+    if value is None:
+        return None
+    if not isinstance(value, cls):
+        raise TypeError(f"{what} must be a {cls.__name__} or None, got "
+                        f"{type(value).__name__}")
+    return value
+
+
+def _checked_get(native, check):
+    def get(cls, *args, **kwargs):
+        return native(*check(*args, **kwargs))
+    get.__doc__ = native.__doc__
+    return classmethod(get)
+
+
+def _group_args(agent, size, context=None):
+    return (_enum_arg("agent", agent, Agent), _int_arg("size", size), context)
+
+
+def _cluster_args(v, m, n, l, context=None):
+    return (_int_arg("v", v), _int_arg("m", m), _int_arg("n", n),
+            _int_arg("l", l), context)
+
+
+def _pipeline_args(kind, stages, producer=None, consumer=None, tx_count=0,
+                   cluster=None, multicast=0, cta_group=1, length=0,
+                   context=None):
+    return (_enum_arg("kind", kind, PipelineKind), _int_arg("stages", stages),
+            _attr_arg("producer", producer, CooperativeGroupAttr),
+            _attr_arg("consumer", consumer, CooperativeGroupAttr),
+            _int_arg("tx_count", tx_count),
+            _attr_arg("cluster", cluster, ClusterLayoutAttr),
+            _enum_arg("multicast", multicast, Multicast),
+            _int_arg("cta_group", cta_group), _int_arg("length", length),
+            context)
+
+
+def _state_args(stages, role, simple=False, context=None):
+    if not isinstance(simple, bool):
+        raise TypeError(f"simple must be a bool, got {type(simple).__name__}")
+    return (_int_arg("stages", stages), _enum_arg("role", role, Role), simple,
+            context)
+
+
+CooperativeGroupAttr.get = _checked_get(CooperativeGroupAttr.get, _group_args)
+ClusterLayoutAttr.get = _checked_get(ClusterLayoutAttr.get, _cluster_args)
+PipelineType.get = _checked_get(PipelineType.get, _pipeline_args)
+StateType.get = _checked_get(StateType.get, _state_args)

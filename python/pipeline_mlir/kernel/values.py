@@ -39,9 +39,18 @@ def _as_value(x):
     return None
 
 
-def constant(value, type):
-    """``arith.constant`` of ``type`` (bools become i1 0/1)."""
-    return arith.constant(type, int(value))
+def constant(value, type, what="value"):
+    """``arith.constant`` of ``type`` (bools become i1 0/1).
+
+    A Python int that does not fit the integer type raises ValueError here,
+    naming ``what``, instead of a native-layer error about C++ signatures.
+    """
+    width = _int_width(type)
+    value = int(value)
+    if width is not None and width > 1 and not (
+            -(1 << (width - 1)) <= value < (1 << width)):
+        raise ValueError(f"{what}: {value} does not fit in i{width}")
+    return arith.constant(type, value)
 
 
 def to_value(x, type=None, what="value"):
@@ -51,9 +60,9 @@ def to_value(x, type=None, what="value"):
     for bools). An SSA value must already have ``type`` when one is given.
     """
     if isinstance(x, bool):
-        return constant(x, type if type is not None else i1())
+        return constant(x, type if type is not None else i1(), what)
     if isinstance(x, int):
-        return constant(x, type if type is not None else i32())
+        return constant(x, type if type is not None else i32(), what)
     v = _as_value(x)
     if v is None:
         raise TypeError(

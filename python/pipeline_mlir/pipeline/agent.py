@@ -37,6 +37,10 @@ class PipelineUserType(enum.Enum):
     ProducerConsumer = pl.Role.ProducerConsumer
 
 
+# mbarrier arrival counts are 20 bits (PipelineDialect.h kMaxArriveCount).
+_MAX_ARRIVE_COUNT = (1 << 20) - 1
+
+
 class CooperativeGroup:
     """``CooperativeGroup(agent, size)``: an agent and how many of them.
 
@@ -53,6 +57,11 @@ class CooperativeGroup:
         if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
             raise PipelineError(
                 f"CooperativeGroup: size must be a positive int, got {size!r}")
+        per_unit = 32 if agent is Agent.Warp else 1
+        if size * per_unit > _MAX_ARRIVE_COUNT:
+            raise PipelineError(
+                f"CooperativeGroup: size {size} of {agent.name} implies more "
+                f"than {_MAX_ARRIVE_COUNT} arrivals (the mbarrier limit)")
         if alignment is not None and (not isinstance(alignment, int)
                                       or alignment <= 0):
             raise PipelineError(

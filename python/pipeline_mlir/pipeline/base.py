@@ -10,8 +10,8 @@ from ..dialects import pipeline as pl
 from ..kernel.scope import current_block, require_visible
 from ..kernel.smem import SmemPtr
 from .agent import PipelineOp, PipelineUserType, require_group
-from .emit import (cluster_layout, i32_value, positive_int, smem_pointer,
-                   token_value)
+from .emit import (MAX_TX_COUNT, cluster_layout, i32_value, optional_name,
+                   smem_pointer, stage_count, token_value)
 from .errors import PipelineError
 from .state import PipelineState, as_state
 
@@ -65,14 +65,20 @@ class PipelineBase:
                consumer_attr=None):
         what = f"{cls.__name__}.create"
         current_block(what)
-        positive_int(num_stages, f"{what}: num_stages")
+        stage_count(num_stages, f"{what}: num_stages")
+        name = optional_name(name, what)
         if producer_group is not None:
             require_group(producer_group, f"{what}: producer_group")
         if consumer_group is not None:
             require_group(consumer_group, f"{what}: consumer_group")
-        if not isinstance(tx_count, int) or tx_count < 0:
+        if (not isinstance(tx_count, int) or isinstance(tx_count, bool)
+                or tx_count < 0):
             raise PipelineError(f"{what}: tx_count must be a non-negative int "
                                 f"(bytes per stage), got {tx_count!r}")
+        if tx_count > MAX_TX_COUNT:
+            raise PipelineError(f"{what}: tx_count = {tx_count} exceeds the "
+                                f"mbarrier limit of {MAX_TX_COUNT} bytes per "
+                                f"phase")
         shape = cluster_layout(cta_layout_vmnk, what)
         cluster = pl.ClusterLayoutAttr.get(*shape) if shape else None
         cta_group = 2 if shape and shape[0] == 2 else 1

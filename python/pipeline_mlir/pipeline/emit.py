@@ -65,10 +65,38 @@ def cluster_size(cta_layout_vmnk, what="cta_layout_vmnk"):
     return v * m * n * l
 
 
-def positive_int(x, what):
+# Limits the dialect verifiers enforce (PipelineDialect.h), checked here first
+# so that the error names the Python argument.
+MAX_STAGES = 227 * 1024 // (2 * 8)  # 2 * stages mbarriers in 227 KiB of smem
+MAX_TX_COUNT = (1 << 20) - 1        # mbarrier tx-count is 20 bits
+MAX_I32 = (1 << 31) - 1
+
+
+def positive_int(x, what, limit=MAX_I32, why="the largest i32"):
     if not isinstance(x, int) or isinstance(x, bool) or x <= 0:
         raise PipelineError(f"{what} must be a positive int, got {x!r}")
+    if x > limit:
+        raise PipelineError(f"{what} = {x} exceeds {limit} ({why})")
     return x
+
+
+def stage_count(x, what):
+    """A stage count: positive, and small enough for its barriers to fit."""
+    return positive_int(x, what, MAX_STAGES,
+                        "2 * stages 8-byte mbarriers must fit in the 227 KiB "
+                        "of shared memory of a CTA")
+
+
+def optional_name(name, what):
+    """A pipeline's label: None or a non-empty str."""
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        raise TypeError(f"{what}: name must be a str or None, got "
+                        f"{type(name).__name__}")
+    if not name:
+        raise PipelineError(f"{what}: name must not be empty")
+    return name
 
 
 def wrap_i32(v):
@@ -76,5 +104,6 @@ def wrap_i32(v):
 
 
 __all__ = ["i32_value", "token_value", "smem_pointer", "cluster_layout",
-           "cluster_size", "positive_int", "wrap_i32", "current_block",
+           "cluster_size", "positive_int", "stage_count", "optional_name",
+           "MAX_STAGES", "MAX_TX_COUNT", "wrap_i32", "current_block",
            "require_visible", "ir"]

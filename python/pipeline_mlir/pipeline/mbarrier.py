@@ -14,7 +14,7 @@ from ..kernel.control import If, elect_one
 from ..kernel.smem import SmemPtr
 from ..kernel.values import Scalar, i1, i32, i64, to_value
 from .agent import Agent, CooperativeGroup, PipelineOp
-from .emit import i32_value, positive_int, smem_pointer
+from .emit import MAX_STAGES, i32_value, smem_pointer, stage_count
 from .errors import PipelineError
 
 # Suspend-time hint of a blocking try_wait (CUTLASS C++ and CuTe DSL).
@@ -58,7 +58,7 @@ class MbarrierArray(SyncObject):
     def __init__(self, barrier_storage, num_stages, agent, tx_count=0):
         what = "MbarrierArray"
         self._base = smem_pointer(barrier_storage, f"{what}: barrier_storage")
-        self.num_stages = positive_int(num_stages, f"{what}: num_stages")
+        self.num_stages = stage_count(num_stages, f"{what}: num_stages")
         try:
             op_type, group = agent
         except (TypeError, ValueError):
@@ -167,7 +167,8 @@ class TmaStoreFence(SyncObject):
     """Bulk async-group fence of a TMA-store epilogue (no mbarriers)."""
 
     def __init__(self, num_stages=0):
-        if not isinstance(num_stages, int) or num_stages < 0:
+        if (not isinstance(num_stages, int) or isinstance(num_stages, bool)
+                or not 0 <= num_stages <= MAX_STAGES):
             raise PipelineError(f"TmaStoreFence: num_stages must be a "
                                 f"non-negative int, got {num_stages!r}")
         self.num_stages = num_stages

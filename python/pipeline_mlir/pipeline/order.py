@@ -9,7 +9,7 @@ carry=[order])``.
 from ..dialects import pipeline as pl
 from ..kernel.scope import current_block, note_update, require_visible
 from .agent import require_group
-from .emit import i32_value, positive_int, smem_pointer
+from .emit import i32_value, optional_name, positive_int, smem_pointer, stage_count
 from .errors import PipelineError
 
 
@@ -21,7 +21,8 @@ class PipelineOrder:
                defer_sync=False, name=None):
         what = f"{cls.__name__}.create"
         current_block(what)
-        positive_int(depth, f"{what}: depth")
+        stage_count(depth, f"{what}: depth")
+        name = optional_name(name, what)
         positive_int(length, f"{what}: length")
         require_group(producer_group, f"{what}: producer_group")
         if isinstance(group_id, int) and not 0 <= group_id < length:

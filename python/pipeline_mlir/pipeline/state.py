@@ -14,7 +14,7 @@ from ..dialects import pipeline as pl
 from ..kernel.scope import current_block, note_update, require_visible
 from ..kernel.values import Scalar, i32
 from .agent import PipelineUserType
-from .emit import i32_value, positive_int
+from .emit import i32_value, stage_count
 from .errors import PipelineError
 
 
@@ -109,7 +109,7 @@ class PipelineState(_StateBase):
     def __init__(self, stages, count, index, phase, *,
                  user_type=PipelineUserType.ProducerConsumer):
         current_block("PipelineState")
-        positive_int(stages, "PipelineState: stages")
+        stage_count(stages, "PipelineState: stages")
         _role(user_type, "PipelineState")
         t = pl.StateType.get(stages, user_type.value)
         v = pl.state_make(t, index=i32_value(index, "PipelineState index"),
@@ -155,7 +155,7 @@ class PipelineStateSimple(_StateBase):
     def __init__(self, stages, phase_index, *,
                  user_type=PipelineUserType.ProducerConsumer):
         current_block("PipelineStateSimple")
-        positive_int(stages, "PipelineStateSimple: stages")
+        stage_count(stages, "PipelineStateSimple: stages")
         _role(user_type, "PipelineStateSimple")
         t = pl.StateType.get(stages, user_type.value, simple=True)
         v = pl.state_make(t, index=i32_value(phase_index,
@@ -175,7 +175,7 @@ def make_pipeline_state(type, stages, *, simple=False):
     form (producer phase_index = stages)."""
     current_block("make_pipeline_state")
     _role(type, "make_pipeline_state")
-    positive_int(stages, "make_pipeline_state: stages")
+    stage_count(stages, "make_pipeline_state: stages")
     if type is PipelineUserType.ProducerConsumer:
         raise PipelineError(
             "make_pipeline_state: a ProducerConsumer state has no start "

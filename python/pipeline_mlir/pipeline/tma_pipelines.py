@@ -8,7 +8,8 @@ from ..kernel.values import Scalar, to_value
 from .agent import (Agent, CooperativeGroup, PipelineOp, PipelineUserType,
                     require_group)
 from .base import PipelineBase, multicast_mode
-from .emit import cluster_layout, i32_value, positive_int, smem_pointer
+from .emit import (cluster_layout, i32_value, optional_name, positive_int,
+                   smem_pointer, stage_count)
 from .errors import PipelineError
 from .state import make_pipeline_state
 
@@ -146,7 +147,8 @@ class PipelineTmaStore(PipelineBase):
         what = f"{cls.__name__}.create"
         current_block(what)
         require_group(producer_group, f"{what}: producer_group")
-        positive_int(num_stages, f"{what}: num_stages")
+        stage_count(num_stages, f"{what}: num_stages")
+        name = optional_name(name, what)
         try:
             ptype = pl.PipelineType.get(cls.kind, num_stages)
         except ValueError as e:

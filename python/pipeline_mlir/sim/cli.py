@@ -51,6 +51,33 @@ def _kernel_arg(text: str) -> tuple[int, int]:
     return pos, value
 
 
+def _block_dims(text: str) -> tuple[int, int, int]:
+    dims = _dims(text)
+    if dims[0] * dims[1] * dims[2] > 1024:
+        raise argparse.ArgumentTypeError(f"a CTA holds at most 1024 threads, got {text!r}")
+    return dims
+
+
+def _cluster_dims(text: str) -> tuple[int, int, int]:
+    dims = _dims(text)
+    if dims[0] * dims[1] * dims[2] > 16:
+        raise argparse.ArgumentTypeError(f"a cluster holds at most 16 CTAs, got {text!r}")
+    return dims
+
+
+def _count(minimum: int):
+    """argparse type: an int of at least ``minimum``, named in the error."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if n < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {n}")
+        return n
+    return parse
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="pipeline-sim",
@@ -58,11 +85,11 @@ def _parser() -> argparse.ArgumentParser:
                     "agents and report deadlocks, phase overruns and buffer overwrites.")
     ap.add_argument("file", help="a .mlir file (use - for stdin)")
     ap.add_argument("--kernel", help="simulate only this gpu.func/func.func")
-    ap.add_argument("--block-dim", type=_dims,
+    ap.add_argument("--block-dim", type=_block_dims,
                     help="threads per CTA (default: known_block_size, else 128)")
-    ap.add_argument("--cluster", type=_dims,
+    ap.add_argument("--cluster", type=_cluster_dims,
                     help="cluster shape (default: the largest cluster of the kernel's pipelines, as X,1,1)")
-    ap.add_argument("--trip-count", type=int,
+    ap.add_argument("--trip-count", type=_count(0),
                     help="trip count of scf.for loops whose bounds are not constants")
     ap.add_argument("--arg", type=_kernel_arg, action="append", metavar="POS=VALUE",
                     help="value of the kernel's integer argument at position POS (repeatable); "
@@ -71,11 +98,11 @@ def _parser() -> argparse.ArgumentParser:
                     help="cluster launch control: pending clusters that try_cancel takes "
                          "over before it fails (default 2)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random scheduler")
-    ap.add_argument("--schedules", type=int, default=100,
+    ap.add_argument("--schedules", type=_count(1), default=100,
                     help="random schedules to run (exhaustive mode: at most this many, default 100/10000)")
-    ap.add_argument("--exhaustive-bound", type=int, metavar="B",
+    ap.add_argument("--exhaustive-bound", type=_count(0), metavar="B",
                     help="explore every schedule with at most B preemptions (DFS) instead of random ones")
-    ap.add_argument("--max-steps", type=int, default=200000, help="steps per schedule before giving up")
+    ap.add_argument("--max-steps", type=_count(1), default=200000, help="steps per schedule before giving up")
     ap.add_argument("--trace", action="store_true",
                     help="print the steps of the first failing (random) schedule")
     return ap
@@ -119,8 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     for k in ks:
         block = args.block_dim or k.block_dim or (128, 1, 1)
         cluster = args.cluster or (k.cluster_size, 1, 1)
-        launch = Launch(block, cluster, args.trip_count, dict(args.arg or ()),
-                        clc_clusters=args.clc_clusters)
+        try:  # the kernel's own known_block_size may exceed the limits
+            launch = Launch(block, cluster, args.trip_count, dict(args.arg or ()),
+                            clc_clusters=args.clc_clusters)
+        except ValueError as e:
+            print(f"pipeline-sim: error: @{k.name}: {e}", file=sys.stderr)
+            return 2
         make = make_world_factory(k, launch, args.max_steps)
         rep = explore(make, seed=args.seed, schedules=schedules,
                       exhaustive_bound=args.exhaustive_bound)

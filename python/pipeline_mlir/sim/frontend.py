@@ -293,6 +293,22 @@ def _shuffle(kind: str, val, b, c):
     return Lanes(out)
 
 
+# Hardware limits a launch must respect (a CTA holds at most 1024 threads, a
+# cluster at most 16 CTAs); beyond them the simulation would model a launch
+# no GPU runs, and its cost grows with the thread count.
+MAX_BLOCK_THREADS = 1024
+MAX_CLUSTER_CTAS = 16
+
+
+def _check_dims(name: str, dims, limit: int, unit: str) -> None:
+    if (not isinstance(dims, tuple) or len(dims) != 3
+            or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims)):
+        raise ValueError(f"Launch: {name} must be 3 positive ints, got {dims!r}")
+    if dims[0] * dims[1] * dims[2] > limit:
+        raise ValueError(f"Launch: {name} {dims} has {dims[0] * dims[1] * dims[2]} {unit}, "
+                         f"more than the {limit} a GPU allows")
+
+
 @dataclass
 class Launch:
     """What the simulated launch looks like. The simulator runs one cluster,
@@ -310,6 +326,15 @@ class Launch:
     args: dict = field(default_factory=dict)
     clc_clusters: int = 2
     max_while_trips: int = 10000
+
+    def __post_init__(self):
+        _check_dims("block_dim", self.block_dim, MAX_BLOCK_THREADS, "threads")
+        _check_dims("cluster", self.cluster, MAX_CLUSTER_CTAS, "CTAs")
+        if self.trip_count is not None and (
+                not isinstance(self.trip_count, int) or isinstance(self.trip_count, bool)
+                or self.trip_count < 0):
+            raise ValueError(f"Launch: trip_count must be a non-negative int, "
+                             f"got {self.trip_count!r}")
 
     @property
     def block_threads(self) -> int:
@@ -632,6 +657,8 @@ class _Interp:
 
 def make_world_factory(k: Kernel, launch: Launch, max_steps: int = 200000):
     """A function that builds a fresh world running kernel ``k``."""
+    if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps <= 0:
+        raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
 
     def make() -> World:
         w = World(launch.cluster, launch.block_threads, max_steps)

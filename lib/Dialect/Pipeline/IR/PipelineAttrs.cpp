@@ -8,9 +8,23 @@ using namespace mlir::pipeline;
 LogicalResult
 CooperativeGroupAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                              Agent agent, int64_t size) {
+  if (!symbolizeAgent(static_cast<uint32_t>(agent)))
+    return emitError() << "#pipeline.group: agent "
+                       << static_cast<int32_t>(agent)
+                       << " is not an agent (0.." << getMaxEnumValForAgent()
+                       << ")";
   if (size <= 0)
     return emitError() << "#pipeline.group: size must be positive, got "
                        << size;
+  // The group's arrivals must fit in an mbarrier's 20-bit arrival count
+  // (a warp arrives 32 times; block and cluster sizes multiply further at
+  // run time, the checker compares those against the launch).
+  int64_t perUnit = agent == Agent::Warp ? 32 : 1;
+  if (size > kMaxArriveCount / perUnit)
+    return emitError() << "#pipeline.group<" << stringifyAgent(agent)
+                       << ", " << size << "> implies more than "
+                       << kMaxArriveCount
+                       << " arrivals, the mbarrier arrival-count limit";
   return success();
 }
 

@@ -9,6 +9,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::pipeline;
@@ -80,6 +81,14 @@ static LogicalResult verifyClusterSize(Operation *op, int64_t size) {
     return op->emitOpError() << "cluster_size must be in 1.." << kMaxClusterSize
                              << ", got " << size;
   return success();
+}
+
+LogicalResult mlir::pipeline::verifyInsideFunction(Operation *op) {
+  if (op->getParentOfType<FunctionOpInterface>())
+    return success();
+  return op->emitOpError()
+         << "must be nested in a function (func.func, gpu.func, llvm.func): "
+            "it lowers to device code, which a module body cannot hold";
 }
 
 //===----------------------------------------------------------------------===//

@@ -125,6 +125,18 @@ LogicalResult PipelineType::verify(function_ref<InFlightDiagnostic()> emitError,
                                    int64_t txCount, ClusterLayoutAttr cluster,
                                    Multicast multicast, int64_t ctaGroup,
                                    int64_t length) {
+  // Enums arrive as integers through the C API and Python: reject values
+  // that name no case before anything prints or switches on them.
+  if (!symbolizePipelineKind(static_cast<uint32_t>(kind)))
+    return emitError() << "!pipeline.pipeline: kind " << static_cast<int32_t>(kind)
+                       << " is not a pipeline kind (0.."
+                       << getMaxEnumValForPipelineKind() << ")";
+  if (!symbolizeMulticast(static_cast<uint32_t>(multicast)))
+    return emitError() << "!pipeline.pipeline: multicast "
+                       << static_cast<int32_t>(multicast)
+                       << " is not a multicast mode (0.."
+                       << getMaxEnumValForMulticast() << ")";
+
   StringRef cls = getCuteClassName(kind);
   auto fail = [&]() {
     return emitError() << "!pipeline.pipeline<" << stringifyPipelineKind(kind)
@@ -133,6 +145,12 @@ LogicalResult PipelineType::verify(function_ref<InFlightDiagnostic()> emitError,
 
   if (stages <= 0)
     return fail() << "stages must be positive, got " << stages;
+  if (stages > kMaxStages)
+    return fail() << "stages = " << stages << " needs " << 2 * stages
+                  << " mbarriers of " << kMbarrierBytes
+                  << " bytes, more than the " << kMaxSharedMemoryBytes
+                  << " bytes of shared memory of a CTA (at most " << kMaxStages
+                  << " stages)";
 
   // Cooperative groups.
   bool hasConsumerSide =
@@ -241,6 +259,14 @@ LogicalResult PipelineType::verify(function_ref<InFlightDiagnostic()> emitError,
                   << length;
   if (kind != PipelineKind::Order && length != 0)
     return fail() << "length is only meaningful for order pipelines";
+  // An order pipeline owns stages * length barriers (compare by division,
+  // the product may overflow).
+  if (kind == PipelineKind::Order &&
+      length > kMaxSharedMemoryBytes / kMbarrierBytes / stages)
+    return fail() << "stages = " << stages << " x length = " << length
+                  << " mbarriers of " << kMbarrierBytes
+                  << " bytes do not fit in the " << kMaxSharedMemoryBytes
+                  << " bytes of shared memory of a CTA";
   return success();
 }
 
@@ -250,9 +276,17 @@ LogicalResult PipelineType::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult StateType::verify(function_ref<InFlightDiagnostic()> emitError,
                                 int64_t stages, Role role, bool simple) {
+  if (!symbolizeRole(static_cast<uint32_t>(role)))
+    return emitError() << "!pipeline.state: role " << static_cast<int32_t>(role)
+                       << " is not a role (0.." << getMaxEnumValForRole()
+                       << ")";
   if (stages <= 0)
     return emitError() << "!pipeline.state: stages must be positive, got "
                        << stages;
+  if (stages > kMaxStages)
+    return emitError() << "!pipeline.state: stages = " << stages
+                       << " exceeds the " << kMaxStages
+                       << " stages whose barriers fit in shared memory";
   return success();
 }
 

@@ -24,6 +24,7 @@
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include <algorithm>
 
 using namespace mlir;
 using namespace mlir::pipeline;
@@ -419,6 +420,15 @@ std::optional<int64_t> countAdvances(Value v, Value arg,
   return std::nullopt;
 }
 
+/// Stages one op of a chain advances by (countAdvances only records ops
+/// whose amount is 1 or a constant).
+int64_t advanceAmount(Operation *op) {
+  if (auto adv = dyn_cast<StateAdvanceOp>(op))
+    if (adv.getAmount())
+      return getConstantInt(adv.getAmount()).value_or(1);
+  return 1;
+}
+
 /// Values of the chain that starts at `arg` inside `loop`.
 llvm::SetVector<Value> chainValues(Value arg) {
   llvm::SetVector<Value> chain;
@@ -535,7 +545,17 @@ static bool checkLoopStateUse(scf::ForOp loop, int64_t numAdvances,
     return true;
   }
   if (numAdvances > expected) {
-    Operation *extra = advances[expected];
+    // `advance by N` counts N stages in one op, so the op count and the stage
+    // count differ: blame the op whose advances pass the stages used.
+    Operation *extra = advances.back();
+    int64_t passed = 0;
+    for (Operation *adv : advances) {
+      passed += advanceAmount(adv);
+      if (passed > expected) {
+        extra = adv;
+        break;
+      }
+    }
     InFlightDiagnostic diag = extra->emitError();
     diag << describe(pipe) << ": state advanced "
          << (numAdvances == 2 ? std::string("twice")
@@ -552,8 +572,10 @@ static bool checkLoopStateUse(scf::ForOp loop, int64_t numAdvances,
   }
   // The first stage the advances do not cover.
   ArrayRef<Operation *> pairStarts = use.first ? use.firstOps : use.ops;
-  Operation *uncovered =
-      pairStarts[std::min<int64_t>(numAdvances, pairStarts.size() - 1)];
+  // Advances may sum to a negative count (`advance by -3`): clamp to the
+  // first verb.
+  Operation *uncovered = pairStarts[std::clamp<int64_t>(
+      numAdvances, 0, static_cast<int64_t>(pairStarts.size()) - 1)];
   InFlightDiagnostic diag = uncovered->emitError();
   diag << describe(pipe) << ": state advanced " << stages(numAdvances)
        << " per iteration but the loop body " << does << " " << stages(expected)

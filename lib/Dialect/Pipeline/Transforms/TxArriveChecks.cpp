@@ -113,7 +113,8 @@ LogicalResult protocol::checkTxBytes(FunctionOpInterface fn,
     // 2-CTA pipelines: the leader's expect_tx also counts the peer's copies.
     if (type.getCtaGroup() != 1 || !copiesAreVisible(state))
       continue;
-    ArrayRef<Operation *> stageCopies = copies.lookup(key);
+    // lookup() returns a copy: keep it alive (an ArrayRef would dangle).
+    SmallVector<Operation *> stageCopies = copies.lookup(key);
     for (Operation *acq : acqs) {
       auto acquire = cast<ProducerAcquireOp>(acq);
       int64_t expected = type.getTxCount();

@@ -25,6 +25,38 @@
 #define GET_TYPEDEF_CLASSES
 #include "pipeline-mlir/Dialect/Pipeline/IR/PipelineTypes.h.inc"
 
+namespace mlir::pipeline {
+
+/// Pipeline ops lower to device code (thread-id reads, mbarrier.init,
+/// arithmetic on states), which only a function body can hold: an op placed
+/// directly in a module would be lowered into the module body and break the
+/// lowering later, blaming the module. Every pipeline op carries this trait.
+LogicalResult verifyInsideFunction(Operation *op);
+
+template <typename ConcreteType>
+class InsideFunction : public OpTrait::TraitBase<ConcreteType, InsideFunction> {
+public:
+  static LogicalResult verifyTrait(Operation *op) {
+    return verifyInsideFunction(op);
+  }
+};
+
+/// Largest shared memory of one CTA on sm_90/sm_100: 227 KiB (228 KiB per SM
+/// less 1 KiB the system reserves; ptxas: "0x38c00 max"). Every pipeline's
+/// barriers must fit in it.
+inline constexpr int64_t kMaxSharedMemoryBytes = 227 * 1024;
+/// An mbarrier is 8 bytes.
+inline constexpr int64_t kMbarrierBytes = 8;
+/// Stages whose 2 * stages mbarriers fit in shared memory (14528). A state of
+/// more stages could never index a real pipeline either.
+inline constexpr int64_t kMaxStages =
+    kMaxSharedMemoryBytes / (2 * kMbarrierBytes);
+/// mbarrier pending/expected arrival counts are 20-bit (PTX ISA, mbarrier
+/// contents): no cooperative group may imply more arrivals.
+inline constexpr int64_t kMaxArriveCount = (1 << 20) - 1;
+
+} // namespace mlir::pipeline
+
 #define GET_OP_CLASSES
 #include "pipeline-mlir/Dialect/Pipeline/IR/PipelineOps.h.inc"
 

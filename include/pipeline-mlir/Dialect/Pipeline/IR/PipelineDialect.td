@@ -26,7 +26,14 @@ def Pipeline_Dialect : Dialect {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+// Every pipeline op must sit inside a function (see InsideFunction in
+// PipelineDialect.h).
+def Pipeline_InsideFunction : NativeOpTrait<"InsideFunction"> {
+  let cppNamespace = "::mlir::pipeline";
+}
+
 class Pipeline_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Pipeline_Dialect, mnemonic, traits>;
+    : Op<Pipeline_Dialect, mnemonic,
+         !listconcat(traits, [Pipeline_InsideFunction])>;
 
 #endif // PIPELINE_DIALECT_TD
