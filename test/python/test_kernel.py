@@ -12,6 +12,7 @@ from pipeline_mlir.kernel import compile as kcompile
 from pipeline_mlir.kernel.values import i32
 
 from _ir_utils import ops_named
+from pipeline_mlir.pipeline import Agent, CooperativeGroup, PipelineAsync
 
 needs_lowering = pytest.mark.skipif(
     not has_pipeline_to_cubin(),
@@ -80,13 +81,37 @@ def test_smem_offsets_alignment_and_size():
         assert isinstance(b, SmemPtr)
     assert k.smem.allocations == [(None, 0, 10), (None, 128, 100),
                                   (None, 232, 32)]
-    assert k.smem_bytes == 264 + 1024
-    assert len(ops_named(k, "gpu.dynamic_shared_memory")) == 1
+    # The base is declared 1024-byte aligned, not rounded up at run time:
+    # no slack to launch with.
+    assert k.smem_bytes == 264
+    [g] = ops_named(k, "llvm.mlir.global")
+    assert ir.StringAttr(g.attributes["sym_name"]).value == "__pipeline_dynamic_smem"
+    assert ir.IntegerAttr(g.attributes["alignment"]).value == 1024
+    assert ir.IntegerAttr(g.attributes["addr_space"]).value == 3
+    assert "external" in str(g.attributes["linkage"])
+    assert not ops_named(k, "arith.andi")
     assert str(a.ir_value.type) == "!llvm.ptr<3>"
     with k:
         with pytest.raises(ValueError, match="power of two"):
             k.smem_alloc(8, align=3)
     k.verify()
+
+
+def test_smem_base_declared_aligned_in_ptx():
+    """TMA 128B-swizzle buffers need 1024-byte alignment: the PTX declares
+    the dynamic shared array with it (as CuTe DSL does) and computes no
+    realignment."""
+    k = Kernel(block_dim=32)
+    with k:
+        buf = k.smem_alloc(2048, align=1024)
+        bars = k.alloc_barriers(2)
+        PipelineAsync.create(num_stages=1, producer_group=CooperativeGroup(Agent.Thread, 1),
+                             consumer_group=CooperativeGroup(Agent.Thread, 1),
+                             barrier_storage=bars)
+    ptx = k.to_ptx()
+    assert ".extern .shared .align 1024 .b8 __pipeline_dynamic_smem[];" in ptx
+    assert "and.b32" not in ptx and "and.b64" not in ptx
+    assert k.smem_bytes == 2048 + 8 * 2
 
 
 def test_smem_pointers_dominate_nested_uses():
