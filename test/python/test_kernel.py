@@ -230,3 +230,67 @@ def test_compile_and_ptx():
     assert ".entry trivial" in k.to_ptx()
     cubin = k.compile()
     assert cubin[:4] == b"\x7fELF"
+
+
+def _pingpong_like(unroll=None, unroll_full=False, trips=8):
+    """Producer warp 0, consumer warp 1, a constant-trip loop per role."""
+    from pipeline_mlir.pipeline import PipelineUserType, make_pipeline_state
+    k = Kernel(block_dim=64)
+    with k:
+        pipe = PipelineAsync.create(
+            num_stages=2, producer_group=CooperativeGroup(Agent.Thread, 1),
+            consumer_group=CooperativeGroup(Agent.Thread, 1),
+            barrier_storage=k.alloc_barriers(4), elect_one_commit=True,
+            elect_one_release=True)
+        warp = k.warp_idx()
+        kw = {} if unroll is None and not unroll_full else {
+            "unroll": unroll, "unroll_full": unroll_full}
+        with k.if_(warp == 0):
+            st = make_pipeline_state(PipelineUserType.Producer, 2)
+            for _, _ in k.range(trips, carry=[st], **kw):
+                pipe.producer_acquire(st)
+                pipe.producer_commit(st)
+                st.advance()
+            pipe.producer_tail(st)
+        with k.if_(warp == 1):
+            st = make_pipeline_state(PipelineUserType.Consumer, 2)
+            for _, _ in k.range(trips, carry=[st], **kw):
+                pipe.consumer_wait(st)
+                pipe.consumer_release(st)
+                st.advance()
+    return k
+
+
+def test_range_carrying_states_is_not_unrolled_by_default():
+    k = _pingpong_like()
+    loops = ops_named(k, "scf.for")
+    assert len(loops) == 2
+    for loop in loops:
+        assert str(loop.attributes["loop_annotation"]) == \
+            "#llvm.loop_annotation<unroll = <disable = true>>"
+    ptx = k.to_ptx()
+    # One wait per loop body and two in the producer tail: no copies.
+    assert ptx.count("mbarrier.try_wait.parity") == 4
+
+
+def test_range_unroll_full_and_count():
+    full = _pingpong_like(unroll_full=True)
+    assert "full = true" in str(ops_named(full, "scf.for")[0].attributes["loop_annotation"])
+    # 8 trips per role fully unrolled, plus the two tail waits.
+    assert full.to_ptx().count("mbarrier.try_wait.parity") == 8 + 8 + 2
+    two = _pingpong_like(unroll=2)
+    assert "count = 2" in str(ops_named(two, "scf.for")[0].attributes["loop_annotation"])
+
+
+def test_range_without_states_keeps_llvm_default_and_checks_unroll():
+    k = Kernel()
+    with k:
+        for _ in k.range(4):
+            pass
+        with pytest.raises(ValueError, match="unroll must be an int >= 1"):
+            for _ in k.range(4, unroll=0):
+                pass
+        with pytest.raises(ValueError, match="not both"):
+            for _ in k.range(4, unroll=2, unroll_full=True):
+                pass
+    assert "loop_annotation" not in ops_named(k, "scf.for")[0].attributes
