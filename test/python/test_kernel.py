@@ -12,6 +12,7 @@ from pipeline_mlir.kernel import compile as kcompile
 from pipeline_mlir.kernel.values import i32
 
 from _ir_utils import ops_named
+from pipeline_mlir.pipeline import Agent, CooperativeGroup, PipelineAsync
 
 needs_lowering = pytest.mark.skipif(
     not has_pipeline_to_cubin(),
@@ -80,13 +81,37 @@ def test_smem_offsets_alignment_and_size():
         assert isinstance(b, SmemPtr)
     assert k.smem.allocations == [(None, 0, 10), (None, 128, 100),
                                   (None, 232, 32)]
-    assert k.smem_bytes == 264 + 1024
-    assert len(ops_named(k, "gpu.dynamic_shared_memory")) == 1
+    # The base is declared 1024-byte aligned, not rounded up at run time:
+    # no slack to launch with.
+    assert k.smem_bytes == 264
+    [g] = ops_named(k, "llvm.mlir.global")
+    assert ir.StringAttr(g.attributes["sym_name"]).value == "__pipeline_dynamic_smem"
+    assert ir.IntegerAttr(g.attributes["alignment"]).value == 1024
+    assert ir.IntegerAttr(g.attributes["addr_space"]).value == 3
+    assert "external" in str(g.attributes["linkage"])
+    assert not ops_named(k, "arith.andi")
     assert str(a.ir_value.type) == "!llvm.ptr<3>"
     with k:
         with pytest.raises(ValueError, match="power of two"):
             k.smem_alloc(8, align=3)
     k.verify()
+
+
+def test_smem_base_declared_aligned_in_ptx():
+    """TMA 128B-swizzle buffers need 1024-byte alignment: the PTX declares
+    the dynamic shared array with it (as CuTe DSL does) and computes no
+    realignment."""
+    k = Kernel(block_dim=32)
+    with k:
+        buf = k.smem_alloc(2048, align=1024)
+        bars = k.alloc_barriers(2)
+        PipelineAsync.create(num_stages=1, producer_group=CooperativeGroup(Agent.Thread, 1),
+                             consumer_group=CooperativeGroup(Agent.Thread, 1),
+                             barrier_storage=bars)
+    ptx = k.to_ptx()
+    assert ".extern .shared .align 1024 .b8 __pipeline_dynamic_smem[];" in ptx
+    assert "and.b32" not in ptx and "and.b64" not in ptx
+    assert k.smem_bytes == 2048 + 8 * 2
 
 
 def test_smem_pointers_dominate_nested_uses():
@@ -205,3 +230,67 @@ def test_compile_and_ptx():
     assert ".entry trivial" in k.to_ptx()
     cubin = k.compile()
     assert cubin[:4] == b"\x7fELF"
+
+
+def _pingpong_like(unroll=None, unroll_full=False, trips=8):
+    """Producer warp 0, consumer warp 1, a constant-trip loop per role."""
+    from pipeline_mlir.pipeline import PipelineUserType, make_pipeline_state
+    k = Kernel(block_dim=64)
+    with k:
+        pipe = PipelineAsync.create(
+            num_stages=2, producer_group=CooperativeGroup(Agent.Thread, 1),
+            consumer_group=CooperativeGroup(Agent.Thread, 1),
+            barrier_storage=k.alloc_barriers(4), elect_one_commit=True,
+            elect_one_release=True)
+        warp = k.warp_idx()
+        kw = {} if unroll is None and not unroll_full else {
+            "unroll": unroll, "unroll_full": unroll_full}
+        with k.if_(warp == 0):
+            st = make_pipeline_state(PipelineUserType.Producer, 2)
+            for _, _ in k.range(trips, carry=[st], **kw):
+                pipe.producer_acquire(st)
+                pipe.producer_commit(st)
+                st.advance()
+            pipe.producer_tail(st)
+        with k.if_(warp == 1):
+            st = make_pipeline_state(PipelineUserType.Consumer, 2)
+            for _, _ in k.range(trips, carry=[st], **kw):
+                pipe.consumer_wait(st)
+                pipe.consumer_release(st)
+                st.advance()
+    return k
+
+
+def test_range_carrying_states_is_not_unrolled_by_default():
+    k = _pingpong_like()
+    loops = ops_named(k, "scf.for")
+    assert len(loops) == 2
+    for loop in loops:
+        assert str(loop.attributes["loop_annotation"]) == \
+            "#llvm.loop_annotation<unroll = <disable = true>>"
+    ptx = k.to_ptx()
+    # One wait per loop body and two in the producer tail: no copies.
+    assert ptx.count("mbarrier.try_wait.parity") == 4
+
+
+def test_range_unroll_full_and_count():
+    full = _pingpong_like(unroll_full=True)
+    assert "full = true" in str(ops_named(full, "scf.for")[0].attributes["loop_annotation"])
+    # 8 trips per role fully unrolled, plus the two tail waits.
+    assert full.to_ptx().count("mbarrier.try_wait.parity") == 8 + 8 + 2
+    two = _pingpong_like(unroll=2)
+    assert "count = 2" in str(ops_named(two, "scf.for")[0].attributes["loop_annotation"])
+
+
+def test_range_without_states_keeps_llvm_default_and_checks_unroll():
+    k = Kernel()
+    with k:
+        for _ in k.range(4):
+            pass
+        with pytest.raises(ValueError, match="unroll must be an int >= 1"):
+            for _ in k.range(4, unroll=0):
+                pass
+        with pytest.raises(ValueError, match="not both"):
+            for _ in k.range(4, unroll=2, unroll_full=True):
+                pass
+    assert "loop_annotation" not in ops_named(k, "scf.for")[0].attributes

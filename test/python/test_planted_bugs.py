@@ -5,7 +5,7 @@ themselves stay correct: test_examples_protocol.py). Each test asserts what
 pipeline-verify-protocol and/or pipeline_mlir.sim report, on the message text:
 the op, the pipeline (the examples' pipelines are unnamed: the verifier calls
 them by class, "PipelineAsync pipeline", the simulator by the SSA name of the
-pipeline.create, '%6'), the barrier, stage and phase, and what to fix.
+pipeline.create, '%5'), the barrier, stage and phase, and what to fix.
 
 | bug class                               | example              | verifier | simulator |
 |-----------------------------------------|----------------------|----------|-----------|
@@ -93,7 +93,7 @@ def test_consumer_group_counting_more_threads_than_release():
     found = sim_findings(text, ASYNC)
     assert list(found) == ["deadlock"]
     assert found["deadlock"].startswith(
-        "producer warp 0 of CTA 0 waits on pipeline '%6' empty barrier stage 0 phase 0 in "
+        "producer warp 0 of CTA 0 waits on pipeline '%5' empty barrier stage 0 phase 0 in "
         "producer.acquire (phase 0 (#0) has 32 of 64 arrivals)")
 
 
@@ -111,7 +111,7 @@ def test_tma_async_consumer_group_counting_threads(group):
         "barrier never completes and the producers wait forever; use #pipeline.group<thread, 8>")
     found = sim_findings(text, CLUSTER)
     assert found["deadlock"].startswith(
-        "producer warp 0 of CTA 0 waits on pipeline '%6' empty barrier stage 0 phase 0 in "
+        "producer warp 0 of CTA 0 waits on pipeline '%5' empty barrier stage 0 phase 0 in "
         "producer.acquire (phase 0 (#0) has 8 of 128 arrivals)")
 
 
@@ -128,7 +128,7 @@ def test_tcgen05_consumer_group_counting_a_warp():
         "#pipeline.group<thread, 1>")
     found = sim_findings(text, UMMA)
     assert found["deadlock"].startswith(
-        "producer warp 0 of CTA 0 waits on pipeline '%7' empty barrier stage 0 phase 0 in "
+        "producer warp 0 of CTA 0 waits on pipeline '%6' empty barrier stage 0 phase 0 in "
         "producer.acquire (phase 0 (#0) has 1 of 32 arrivals)")
 
 
@@ -141,7 +141,7 @@ def test_tma_producer_group_counting_two_arrivals():
         "arrive.expect_tx) from 1 single-warp producer role: the stage never completes and "
         "consumers wait forever (a TMA producer group is #pipeline.group<thread, 1>)")
     found = sim_findings(text, UMMA)
-    assert "consumer warp 1 of CTA 0 waits on pipeline '%7' full barrier stage 0 phase 0 in " \
+    assert "consumer warp 1 of CTA 0 waits on pipeline '%6' full barrier stage 0 phase 0 in " \
            "consumer.wait (phase 0 (#0) has 1 of 2 arrivals" in found["deadlock"]
 
 
@@ -149,8 +149,8 @@ def test_tma_producer_group_counting_two_arrivals():
 
 def test_producer_state_made_at_phase_0():
     text = planted(ASYNC, lambda t: edit(
-        t, "%7 = pipeline.state.make : <4, producer>",
-        "%7 = pipeline.state.make index %c0_i32 phase %c0_i32 : <4, producer>"))
+        t, "%6 = pipeline.state.make : <4, producer>",
+        "%6 = pipeline.state.make index %c0_i32 phase %c0_i32 : <4, producer>"))
     err = one_error(verify_protocol(text))
     assert err.startswith(
         "producer state starts at phase 0: producer states start at phase 1 because buffers "
@@ -161,7 +161,7 @@ def test_producer_state_made_at_phase_0():
             "reads it") in err
     found = sim_findings(text, ASYNC)
     assert found["deadlock"].startswith(
-        "producer warp 0 of CTA 0 waits on pipeline '%6' empty barrier stage 0 phase 0 in "
+        "producer warp 0 of CTA 0 waits on pipeline '%5' empty barrier stage 0 phase 0 in "
         "producer.acquire (phase 0 (#0) has 0 of 32 arrivals)")
 
 
@@ -180,7 +180,7 @@ def test_missing_producer_tail_in_a_cluster():
     assert found["exited-cta"].endswith(
         "has already exited (missing producer_tail: a CTA must not exit while peers still "
         "signal its barriers)")
-    assert "arrives on pipeline '%6' empty barrier stage" in found["exited-cta"]
+    assert "arrives on pipeline '%5' empty barrier stage" in found["exited-cta"]
 
 
 def test_missing_producer_tail_in_one_cta_is_a_warning():
@@ -206,7 +206,7 @@ def test_dropped_producer_commit():
         "missing pipeline.producer.commit before the state advances)")
     found = sim_findings(text, ASYNC)
     assert found["deadlock"].endswith(
-        "consumer warp 1 of CTA 0 waits on pipeline '%6' full barrier stage 0 phase 0 in "
+        "consumer warp 1 of CTA 0 waits on pipeline '%5' full barrier stage 0 phase 0 in "
         "consumer.wait (phase 0 (#0) has 0 of 32 arrivals)")
 
 
@@ -218,7 +218,7 @@ def test_dropped_consumer_release():
         "missing pipeline.consumer.release before the state advances)")
     found = sim_findings(text, ASYNC)
     assert found["deadlock"].startswith(
-        "producer warp 0 of CTA 0 waits on pipeline '%6' empty barrier stage 0 phase 0 in "
+        "producer warp 0 of CTA 0 waits on pipeline '%5' empty barrier stage 0 phase 0 in "
         "producer.acquire (phase 0 (#0) has 0 of 32 arrivals)")
 
 
@@ -226,9 +226,9 @@ def test_dropped_consumer_release():
 
 def test_consumer_release_in_the_producer_branch():
     text = planted(ASYNC, lambda t: edit(
-        t, "          pipeline.producer.commit %6, %arg3",
-        f"          pipeline.consumer.release %6, %8 : {P_ASYNC}, <4, consumer>\n"
-        "          pipeline.producer.commit %6, %arg3"))
+        t, "          pipeline.producer.commit %5, %arg3",
+        f"          pipeline.consumer.release %5, %7 : {P_ASYNC}, <4, consumer>\n"
+        "          pipeline.producer.commit %5, %arg3"))
     diags = verify_protocol(text)
     role = [d for d in diags if "issued from the producer role" in d]
     assert len(role) == 1, diags
@@ -241,18 +241,18 @@ def test_consumer_release_in_the_producer_branch():
     assert "note: this role produces here" in role[0]
     found = sim_findings(text, ASYNC)
     assert found["role"] == (
-        "producer warp 0 of CTA 0 issues consumer.release on pipeline '%6': a consumer verb "
+        "producer warp 0 of CTA 0 issues consumer.release on pipeline '%5': a consumer verb "
         "from the producer role (it used producer verbs of that pipeline before)")
 
 
 # -- a state advanced twice or not at all --------------------------------------
 
-YIELD = "          scf.yield %16 : !pipeline.state<4, producer>"
+YIELD = "          scf.yield %15 : !pipeline.state<4, producer>"
 
 
 def test_state_advanced_twice():
     text = planted(ASYNC, lambda t: edit(
-        t, YIELD, "          %twice = pipeline.state.advance %16 : <4, producer>\n"
+        t, YIELD, "          %twice = pipeline.state.advance %15 : <4, producer>\n"
                   "          scf.yield %twice : !pipeline.state<4, producer>"))
     err = one_error(verify_protocol(text))
     assert err.startswith(
@@ -262,7 +262,7 @@ def test_state_advanced_twice():
     assert "note: the state also advances here" in err
     found = sim_findings(text, ASYNC)
     # Stage 1 is skipped: the consumer waits there while the producer moves on.
-    assert "consumer warp 1 of CTA 0 waits on pipeline '%6' full barrier stage 1 phase 0 in " \
+    assert "consumer warp 1 of CTA 0 waits on pipeline '%5' full barrier stage 1 phase 0 in " \
            "consumer.wait (phase 0 (#0) has 0 of 32 arrivals)" in found["deadlock"]
 
 
@@ -277,7 +277,7 @@ def test_state_not_advanced():
     assert "note: the loop yields the state unchanged" in err
     found = sim_findings(text, ASYNC)
     assert found["deadlock"].startswith(
-        "producer warp 0 of CTA 0 waits on pipeline '%6' empty barrier stage 0 phase 1 in "
+        "producer warp 0 of CTA 0 waits on pipeline '%5' empty barrier stage 0 phase 1 in "
         "producer.acquire (phase 1 (#1) has 0 of 32 arrivals)")
 
 
@@ -340,7 +340,7 @@ def test_tx_count_above_the_copies():
     assert err.count("note: copy of 16384 bytes") == 2
     found = sim_findings(text, UMMA)
     assert found["deadlock"].endswith(
-        "consumer warp 1 of CTA 0 waits on pipeline '%7' full barrier stage 0 phase 0 in "
+        "consumer warp 1 of CTA 0 waits on pipeline '%6' full barrier stage 0 phase 0 in "
         "consumer.wait (phase 0 (#0) has 1 of 1 arrivals, 16384 tx bytes outstanding (armed "
         "49152, delivered 32768))")
 
@@ -353,11 +353,11 @@ def test_tx_count_below_the_copies():
         "landed and consumers read a partly filled stage")
     found = sim_findings(text, UMMA)
     assert found.get("tx-count", "").endswith(
-        "completes 16384 tx bytes on pipeline '%7' full barrier stage 0 of CTA 0 after phase 0 "
+        "completes 16384 tx bytes on pipeline '%6' full barrier stage 0 of CTA 0 after phase 0 "
         "(#0) had already completed: the copies deliver more bytes than expect_tx armed for "
         "that phase")
     assert found.get("early-read", "").startswith(
-        "consumer warp 1 of CTA 0 reads pipeline '%7' stage 0 of CTA 0 while copy.tma_load of "
+        "consumer warp 1 of CTA 0 reads pipeline '%6' stage 0 of CTA 0 while copy.tma_load of "
         "producer warp 0 of CTA 0 into stage 0 still writes it")
 
 

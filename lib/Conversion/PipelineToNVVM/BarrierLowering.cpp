@@ -17,6 +17,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::pipeline;
@@ -111,6 +112,23 @@ void emitInitSync(OpBuilder &b, Location loc, int64_t clusterSize) {
   NVVM::Barrier0Op::create(b, loc);
 }
 
+/// A deferred create whose inits the next create's fence covers: the next
+/// op with memory effects in the block is another create that initializes
+/// barriers. fence.mbarrier_init orders all earlier mbarrier.init of the
+/// thread, and nothing in between can arrive on or wait for a barrier, so
+/// one fence per group of creates is enough (CuTe DSL: one per kernel).
+bool fenceCoveredByNextCreate(CreateOp op) {
+  if (!op.getDeferSync())
+    return false; // its own sync must follow its own fence
+  for (Operation *next = op->getNextNode(); next; next = next->getNextNode()) {
+    if (auto create = dyn_cast<CreateOp>(next))
+      return create.getType().hasBarriers();
+    if (!isMemoryEffectFree(next))
+      return false;
+  }
+  return false;
+}
+
 struct CreateLowering : PipelineOpLowering<CreateOp> {
   using PipelineOpLowering::PipelineOpLowering;
 
@@ -174,7 +192,8 @@ struct CreateLowering : PipelineOpLowering<CreateOp> {
     });
     // Inits must be visible to the async proxy and to the cluster before
     // any arrive, also when the sync itself is deferred.
-    NVVM::FenceMbarrierInitOp::create(rewriter, loc);
+    if (!fenceCoveredByNextCreate(op))
+      NVVM::FenceMbarrierInitOp::create(rewriter, loc);
     if (!op.getDeferSync())
       emitInitSync(rewriter, loc, type.getClusterSize());
     rewriter.replaceOp(op, base);

@@ -33,14 +33,21 @@ Value toGeneric(OpBuilder &b, Location loc, Value ptr) {
 }
 
 /// Destinations are named in the shared::cluster window; this CTA's
-/// shared::cta addresses are valid there.
+/// shared::cta addresses are valid there with the same value (PTX ISA,
+/// state spaces), so the address is reinterpreted as a 32-bit integer
+/// rather than cast: NVPTX lowers an addrspacecast 3 -> 7 through the
+/// generic window (cvt + cvta.shared + cvta.to.shared::cluster + cvt, four
+/// instructions that ptxas keeps). With 32-bit shared pointers the two
+/// casts below are no-ops; with 64-bit ones a truncation and a zero
+/// extension of an address below 4 GiB.
 Value toSharedCluster(OpBuilder &b, Location loc, Value ptr) {
-  return LLVM::AddrSpaceCastOp::create(
+  Value bits = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), ptr);
+  return LLVM::IntToPtrOp::create(
       b, loc,
       LLVM::LLVMPointerType::get(
           b.getContext(),
           static_cast<unsigned>(NVVM::NVVMMemorySpace::SharedCluster)),
-      ptr);
+      bits);
 }
 
 /// With 2-CTA MMA both CTAs' loads complete on the pair leader's full

@@ -7,6 +7,8 @@
 
 #include "LoweringUtils.h"
 
+#include "ElectOnce.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -45,9 +47,34 @@ Value mlir::pipeline::linearThreadId(OpBuilder &b, Location loc) {
                                arith::MulIOp::create(b, loc, nx, yz));
 }
 
+std::optional<std::array<int64_t, 3>>
+mlir::pipeline::knownBlockSize(Operation *at) {
+  if (!at)
+    return std::nullopt;
+  auto func = dyn_cast<gpu::GPUFuncOp>(at);
+  if (!func)
+    func = at->getParentOfType<gpu::GPUFuncOp>();
+  if (!func)
+    return std::nullopt;
+  std::optional<ArrayRef<int32_t>> known = func.getKnownBlockSize();
+  if (!known || known->size() != 3)
+    return std::nullopt;
+  return std::array<int64_t, 3>{(*known)[0], (*known)[1], (*known)[2]};
+}
+
+/// The known block size of the function the builder inserts into.
+static std::optional<std::array<int64_t, 3>> knownBlockSizeAt(OpBuilder &b) {
+  Block *block = b.getInsertionBlock();
+  return knownBlockSize(block ? block->getParentOp() : nullptr);
+}
+
 Value mlir::pipeline::warpIndex(OpBuilder &b, Location loc) {
-  return arith::DivUIOp::create(b, loc, linearThreadId(b, loc),
-                                constI32(b, loc, 32));
+  // In a 1-D block the linear id is tid.x: no tid.y/z, ntid or mad.
+  std::optional<std::array<int64_t, 3>> known = knownBlockSizeAt(b);
+  Value tid = known && (*known)[1] == 1 && (*known)[2] == 1
+                  ? Value(NVVM::ThreadIdXOp::create(b, loc, b.getI32Type()))
+                  : linearThreadId(b, loc);
+  return arith::DivUIOp::create(b, loc, tid, constI32(b, loc, 32));
 }
 
 Value mlir::pipeline::laneId(OpBuilder &b, Location loc) {
@@ -55,6 +82,8 @@ Value mlir::pipeline::laneId(OpBuilder &b, Location loc) {
 }
 
 Value mlir::pipeline::blockSize(OpBuilder &b, Location loc) {
+  if (std::optional<std::array<int64_t, 3>> known = knownBlockSizeAt(b))
+    return constI32(b, loc, (*known)[0] * (*known)[1] * (*known)[2]);
   Type i32 = b.getI32Type();
   Value nx = NVVM::BlockDimXOp::create(b, loc, i32);
   Value ny = NVVM::BlockDimYOp::create(b, loc, i32);
@@ -167,15 +196,21 @@ void mlir::pipeline::emitWaitLoop(OpBuilder &b, Location loc, Value barrier,
                                   Value phase,
                                   const PipelineLoweringOptions &options,
                                   const WaitSite &site) {
-  // The watchdog measures from the first try; without it the loop is just
-  // `while (!try_wait(bar, phase, hint)) {}`.
-  Value start;
-  WatchdogGlobals globals;
-  if (options.watchdog) {
-    globals = getOrCreateWatchdogGlobals(b, loc);
-    start = NVVM::GlobalTimerOp::create(b, loc, b.getI64Type());
-  }
   Value ticks = constI32(b, loc, kTryWaitSuspendTimeHint);
+  if (!options.watchdog) {
+    // The upstream blocking wait: convert-nvvm-to-llvm turns it into CuTe
+    // DSL's loop (`try_wait P, [bar], phase, hint; @P bra DONE; bra LOOP`)
+    // with the hint as an immediate. The scf.while below, through the
+    // intrinsic, costs a `mov` of the hint and an inverted back edge, which
+    // ptxas expands into 2-3 more SASS instructions per wait (measured in
+    // docs/benchmarks.md section 3).
+    NVVM::MBarrierTryWaitParityOp::create(b, loc, barrier, phase, ticks);
+    return;
+  }
+  // The watchdog measures from the first try and checks after every failed
+  // one, so it needs the loop in IR.
+  WatchdogGlobals globals = getOrCreateWatchdogGlobals(b, loc);
+  Value start = NVVM::GlobalTimerOp::create(b, loc, b.getI64Type());
   auto loop = scf::WhileOp::create(b, loc, TypeRange{}, ValueRange{});
   {
     OpBuilder::InsertionGuard guard(b);
@@ -184,10 +219,9 @@ void mlir::pipeline::emitWaitLoop(OpBuilder &b, Location loc, Value barrier,
                                                  phase, ticks);
     Value notDone =
         arith::XOrIOp::create(b, loc, done, constI1(b, loc, true));
-    if (options.watchdog)
-      emitIf(b, loc, notDone, [&](OpBuilder &nb, Location nl) {
-        emitWatchdogCheck(nb, nl, start, globals, options, site);
-      });
+    emitIf(b, loc, notDone, [&](OpBuilder &nb, Location nl) {
+      emitWatchdogCheck(nb, nl, start, globals, options, site);
+    });
     scf::ConditionOp::create(b, loc, notDone, ValueRange{});
     b.createBlock(&loop.getAfter());
     scf::YieldOp::create(b, loc);
@@ -211,7 +245,8 @@ void mlir::pipeline::emitWaitUnlessToken(OpBuilder &b, Location loc,
 
 void mlir::pipeline::emitAsyncArrive(OpBuilder &b, Location loc, Value barrier,
                                      Value dstRank, bool electOneLane,
-                                     bool syncwarpBefore) {
+                                     bool syncwarpBefore, Operation *verb,
+                                     const PipelineLoweringOptions *options) {
   auto arrive = [&](OpBuilder &nb, Location nl) {
     if (!dstRank) {
       NVVM::MBarrierArriveOp::create(nb, nl, nb.getI64Type(), barrier,
@@ -239,16 +274,21 @@ void mlir::pipeline::emitAsyncArrive(OpBuilder &b, Location loc, Value barrier,
   }
   if (syncwarpBefore)
     NVVM::SyncWarpOp::create(b, loc, constI32(b, loc, -1));
-  emitIf(b, loc, electOne(b, loc), arrive);
+  Value elected = options ? electedLane(b, loc, verb, *options)
+                          : electOne(b, loc);
+  emitIf(b, loc, elected, arrive);
 }
 
 void mlir::pipeline::emitUmmaCommit(OpBuilder &b, Location loc, Value barrier,
-                                    Value mask, PipelineType type) {
+                                    Value mask, PipelineType type,
+                                    Operation *verb,
+                                    const PipelineLoweringOptions &options) {
   // The CTA group always comes from the type, also without a mask (CuTe DSL
   // 4.8.1 drops cta_group::2 there; pipeline-semantics.md §5).
   auto group = type.getCtaGroup() == 2 ? NVVM::CTAGroupKind::CTA_2
                                        : NVVM::CTAGroupKind::CTA_1;
-  emitIf(b, loc, electOne(b, loc), [&](OpBuilder &nb, Location nl) {
+  emitIf(b, loc, electedLane(b, loc, verb, options), [&](OpBuilder &nb,
+                                                          Location nl) {
     NVVM::Tcgen05CommitOp::create(nb, nl, barrier, mask, group);
   });
 }

@@ -22,6 +22,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <array>
+#include <optional>
+
 namespace mlir {
 class LLVMTypeConverter;
 class RewritePatternSet;
@@ -58,12 +61,16 @@ Value constI32(OpBuilder &b, Location loc, int64_t v);
 Value constI16(OpBuilder &b, Location loc, int64_t v);
 Value constI1(OpBuilder &b, Location loc, bool v);
 
+/// The `known_block_size` of the gpu.func that is or holds `at`, if any.
+std::optional<std::array<int64_t, 3>> knownBlockSize(Operation *at);
+
 /// tid.x + ntid.x * (tid.y + ntid.y * tid.z).
 Value linearThreadId(OpBuilder &b, Location loc);
-/// linearThreadId / 32 (warp index in the CTA).
+/// linearThreadId / 32 (warp index in the CTA); tid.x / 32 where the
+/// function's known block size is 1-D.
 Value warpIndex(OpBuilder &b, Location loc);
 Value laneId(OpBuilder &b, Location loc);
-/// ntid.x * ntid.y * ntid.z.
+/// ntid.x * ntid.y * ntid.z, a constant where the block size is known.
 Value blockSize(OpBuilder &b, Location loc);
 /// %cluster_ctarank.
 Value clusterCtaRank(OpBuilder &b, Location loc);
@@ -125,15 +132,19 @@ Value emitTryWait(OpBuilder &b, Location loc, Value barrier, Value phase);
 /// mbarrier.arrive from an AsyncThread side. `dstRank` (may be null) makes
 /// it a remote arrive on that CTA's barrier (mapa + shared::cluster, cluster
 /// scope). `electOneLane` arrives once per warp (after bar.warp.sync when
-/// `syncwarpBefore`).
+/// `syncwarpBefore`), from the lane `electedLane` picks for `verb` (may be
+/// null: a fresh elect.sync).
 void emitAsyncArrive(OpBuilder &b, Location loc, Value barrier, Value dstRank,
-                     bool electOneLane, bool syncwarpBefore);
+                     bool electOneLane, bool syncwarpBefore,
+                     Operation *verb = nullptr,
+                     const PipelineLoweringOptions *options = nullptr);
 
 /// Elected tcgen05.commit on `barrier` with the pipeline's CTA group and the
 /// 16-bit multicast `mask` (may be null: the unmasked form, keeping the
-/// CTA group).
+/// CTA group), from the lane `electedLane` picks for `verb`.
 void emitUmmaCommit(OpBuilder &b, Location loc, Value barrier, Value mask,
-                    PipelineType type);
+                    PipelineType type, Operation *verb,
+                    const PipelineLoweringOptions &options);
 
 /// The pipeline id that the watchdog reports for `pipeline` (the value
 /// before conversion), or -1.

@@ -5,7 +5,8 @@
 //   gpu.module(convert-scf-to-cf, convert-gpu-to-nvvm) -> convert-nvvm-to-llvm
 //   -> reconcile-unrealized-casts
 // pipeline-to-cubin: nvvm-attach-target{chip, features} -> pipeline-to-nvvm
-//   -> gpu-module-to-binary{format}
+//   -> gpu-module-to-binary{format}, with 32-bit shared pointers in the
+//   NVPTX back end unless short-ptr=false
 //
 // Both are usable from Python:
 //   PassManager.parse("builtin.module(pipeline-to-cubin{chip=sm_90a})")
@@ -22,6 +23,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
+
+#include "llvm/Support/CommandLine.h"
 
 using namespace mlir;
 using namespace mlir::pipeline;
@@ -81,7 +84,29 @@ struct PipelineToCubinOptions
       *this, "watchdog-timeout-ns",
       llvm::cl::desc("Watchdog timeout per wait, in ns"),
       llvm::cl::init(2000000000)};
+  PassOptions::Option<bool> shortPtr{
+      *this, "short-ptr",
+      llvm::cl::desc("32-bit shared/const/local pointers in the NVPTX back "
+                     "end (nvptx-short-ptr, data layout p3:32:32)"),
+      llvm::cl::init(true)};
 };
+
+/// Sets the NVPTX back end's `nvptx-short-ptr` option. CuTe DSL and nvcc
+/// address shared memory with 32-bit registers; with 64-bit `!llvm.ptr<3>`
+/// every barrier address is a `mul.wide` + `add.s64` (two SASS integer ops
+/// each) and inline-PTX `r` operands need a `cvt.u32.u64`. The option is
+/// only a command-line flag of the back end (gpu-module-to-binary builds
+/// the TargetMachine itself), so it is set in LLVM's option registry; it is
+/// read when gpu-module-to-binary creates the TargetMachine. Every target
+/// of this project (sm_90a, sm_100a) has shared windows below 4 GiB.
+void setNVPTXShortPointers(bool enable) {
+  auto &registered = llvm::cl::getRegisteredOptions();
+  auto it = registered.find("nvptx-short-ptr");
+  if (it == registered.end())
+    return; // no NVPTX back end linked in: nothing to configure
+  it->second->addOccurrence(/*pos=*/0, "nvptx-short-ptr",
+                            enable ? "true" : "false");
+}
 
 void buildPipelineToNVVM(OpPassManager &pm, StringRef chip,
                          bool verifyProtocol, bool watchdog,
@@ -123,6 +148,7 @@ void mlir::pipeline::registerPipelineToCubinPipeline() {
       "pipeline-to-cubin",
       "Lower pipeline IR to a gpu.binary for one chip (PTX, cubin, fatbin)",
       [](OpPassManager &pm, const PipelineToCubinOptions &opts) {
+        setNVPTXShortPointers(opts.shortPtr);
         GpuNVVMAttachTargetOptions target;
         target.chip = opts.chip;
         target.features = opts.features;

@@ -2,6 +2,7 @@
 
 #include "pipeline-mlir/Conversion/PipelineToNVVM/PipelineToNVVM.h"
 
+#include "ElectOnce.h"
 #include "LoweringUtils.h"
 #include "pipeline-mlir/Dialect/Pipeline/IR/PipelineDialect.h"
 
@@ -185,6 +186,13 @@ struct ConvertPipelineToNVVMPass
       if (failed(checkWatchdogSymbols(module)))
         return signalPassFailure();
       assignWatchdogIds(module);
+    }
+
+    // Decided on the pipeline IR, before any region is rewritten.
+    ElectHoisting hoisting;
+    if (electOnce) {
+      analyzeElectHoisting(module, hoisting);
+      options.electHoisting = &hoisting;
     }
 
     LowerToLLVMOptions llvmOptions(ctx);

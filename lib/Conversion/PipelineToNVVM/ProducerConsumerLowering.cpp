@@ -9,6 +9,8 @@
 
 #include "LoweringUtils.h"
 
+#include "ElectOnce.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -40,7 +42,9 @@ WaitSite makeSite(Value pipeline, int32_t role, const StateFields &f) {
 
 /// The expect_tx half of producer_acquire for TMA/CLC producers.
 void emitArmFullBarrier(OpBuilder &b, Location loc, PipelineType type,
-                        Value base, Value index, Value extraTx) {
+                        Value base, Value index, Value extraTx,
+                        Operation *verb,
+                        const PipelineLoweringOptions &options) {
   Value tx = constI32(b, loc, type.getTxCount());
   if (extraTx)
     tx = arith::AddIOp::create(b, loc, tx, extraTx);
@@ -71,7 +75,7 @@ void emitArmFullBarrier(OpBuilder &b, Location loc, PipelineType type,
     return;
   }
 
-  Value cond = electOne(b, loc);
+  Value cond = electedLane(b, loc, verb, options);
   if (isTmaUmmaKind(type.getKind()))
     if (Value leader = isLeaderCta(b, loc, type))
       cond = arith::AndIOp::create(b, loc, leader, cond);
@@ -107,7 +111,7 @@ struct ProducerAcquireLowering : PipelineOpLowering<ProducerAcquireOp> {
                         makeSite(op.getPipeline(), kProducerRole, f));
     if (type.hasTxCount())
       emitArmFullBarrier(rewriter, loc, type, base, f.index,
-                         adaptor.getExtraTx());
+                         adaptor.getExtraTx(), op, options);
     rewriter.eraseOp(op);
     return success();
   }
@@ -151,7 +155,7 @@ struct ProducerCommitLowering : PipelineOpLowering<ProducerCommitOp> {
       if (type.getKind() == PipelineKind::AsyncUmma && ctaPairSize(type) > 1)
         dst = leaderCtaRank(rewriter, loc, type);
       emitAsyncArrive(rewriter, loc, full(), dst, op.getElectOne(),
-                      op.getSyncwarpBefore());
+                      op.getSyncwarpBefore(), op, &options);
       break;
     }
     case OpType::AsyncLoad:
@@ -166,7 +170,7 @@ struct ProducerCommitLowering : PipelineOpLowering<ProducerCommitOp> {
       break;
     case OpType::TCGen05Mma:
       emitUmmaCommit(rewriter, loc, full(),
-                     ummaArrivalMask(rewriter, loc, type), type);
+                     ummaArrivalMask(rewriter, loc, type), type, op, options);
       break;
     case OpType::TmaStore:
       NVVM::CpAsyncBulkCommitGroupOp::create(rewriter, loc);
@@ -313,7 +317,7 @@ struct ConsumerReleaseLowering : PipelineOpLowering<ConsumerReleaseOp> {
                       : type.getConsumerOpType();
     if (side == OpType::TCGen05Mma) {
       emitUmmaCommit(rewriter, loc, empty,
-                     ummaArrivalMask(rewriter, loc, type), type);
+                     ummaArrivalMask(rewriter, loc, type), type, op, options);
       rewriter.eraseOp(op);
       return success();
     }
@@ -332,7 +336,7 @@ struct ConsumerReleaseLowering : PipelineOpLowering<ConsumerReleaseOp> {
       if (ctaPairSize(type) > 1) {
         emitAsyncArrive(rewriter, loc, empty,
                         leaderCtaRank(rewriter, loc, type), electOneLane,
-                        syncwarp);
+                        syncwarp, op, &options);
         rewriter.eraseOp(op);
         return success();
       }
@@ -341,7 +345,7 @@ struct ConsumerReleaseLowering : PipelineOpLowering<ConsumerReleaseOp> {
       // The CLC producer (and its empty barrier) lives in CTA 0.
       if (ctas > 1) {
         emitAsyncArrive(rewriter, loc, empty, constI32(rewriter, loc, 0),
-                        electOneLane, syncwarp);
+                        electOneLane, syncwarp, op, &options);
         rewriter.eraseOp(op);
         return success();
       }
@@ -349,7 +353,8 @@ struct ConsumerReleaseLowering : PipelineOpLowering<ConsumerReleaseOp> {
     default:
       break;
     }
-    emitAsyncArrive(rewriter, loc, empty, Value(), electOneLane, syncwarp);
+    emitAsyncArrive(rewriter, loc, empty, Value(), electOneLane, syncwarp, op,
+                    &options);
     rewriter.eraseOp(op);
     return success();
   }

@@ -187,8 +187,12 @@ class Kernel:
         return self.smem.size
 
     # Control flow.
-    def range(self, start, stop=None, step=1, *, carry=()):
-        return range_(start, stop, step, carry=carry)
+    def range(self, start, stop=None, step=1, *, carry=(), unroll=None,
+              unroll_full=False):
+        """``scf.for`` (see ``control.range_``); ``unroll=1`` keeps the loop
+        rolled, the default for loops that carry pipeline states."""
+        return range_(start, stop, step, carry=carry, unroll=unroll,
+                      unroll_full=unroll_full)
 
     def while_(self, cond, *, carry=()):
         return while_(cond, carry=carry)

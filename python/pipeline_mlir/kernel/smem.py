@@ -1,10 +1,12 @@
 """Shared memory: one dynamic shared-memory arena per kernel, bump-allocated.
 
-Every allocation is a byte offset into the kernel's dynamic shared memory
-(``gpu.dynamic_shared_memory``), whose base is rounded up to
-:data:`BASE_ALIGN` bytes at run time so that offsets aligned in Python are
-aligned in memory (TMA with 128B swizzle needs 1024-byte aligned buffers).
-The pointers are ``!llvm.ptr<3>`` values, computed once in the kernel's
+Every allocation is a byte offset into the kernel's dynamic shared memory:
+the external shared array :data:`DYNAMIC_SMEM_SYMBOL`, declared with
+:data:`BASE_ALIGN`-byte alignment (PTX ``.extern .shared .align 1024 .b8
+__pipeline_dynamic_smem[];``, as CuTe DSL declares its own), so offsets
+aligned in Python are aligned in memory (TMA with 128B swizzle needs
+1024-byte aligned buffers) without rounding the base up at run time. The
+pointers are ``!llvm.ptr<3>`` values, computed once in the kernel's
 prologue, so they may be used anywhere in the kernel.
 
 Why dynamic: the total is only known when the kernel body is complete, CuTe
@@ -14,11 +16,12 @@ memory (``Kernel.smem_bytes``).
 """
 
 import mlir.ir as ir
-from mlir.dialects import arith, gpu, llvm, memref
+from mlir.dialects import arith, llvm, nvvm
 
-from .values import Scalar, i32, i64, to_value
+from .values import Scalar, i32, to_value
 
 BASE_ALIGN = 1024
+DYNAMIC_SMEM_SYMBOL = "__pipeline_dynamic_smem"
 
 
 def _gep_bytes(base, offset):
@@ -70,19 +73,40 @@ class SharedMemory:
     @property
     def size(self):
         """Dynamic shared memory bytes to launch with (0 if none is used)."""
-        return self.used + BASE_ALIGN if self.used else 0
+        return self.used
+
+    def _declare_dynamic_smem(self):
+        """``llvm.mlir.global external @__pipeline_dynamic_smem() {addr_space
+        = 3, alignment = 1024} : !llvm.array<0 x i8>`` in the gpu.module,
+        once per module (kernels of one module share the declaration, as
+        every extern shared array aliases the dynamic shared memory)."""
+        module = self._entry.owner.parent  # gpu.func -> gpu.module
+        body = module.regions[0].blocks[0]
+        for op in body.operations:
+            if (op.operation.name == "llvm.mlir.global" and
+                    ir.StringAttr(op.attributes["sym_name"]).value == DYNAMIC_SMEM_SYMBOL):
+                return
+        # The Python bindings have no builder for these two LLVM types.
+        with ir.InsertionPoint.at_block_begin(body):
+            llvm.GlobalOp(ir.Type.parse("!llvm.array<0 x i8>"), DYNAMIC_SMEM_SYMBOL,
+                          ir.Attribute.parse("#llvm.linkage<external>"),
+                          alignment=BASE_ALIGN, addr_space=3)
 
     def _make_base(self):
-        i8 = ir.IntegerType.get_signless(8)
-        space = ir.AttrBuilder.get("GPU_AddressSpaceAttr")(
-            gpu.AddressSpace.Workgroup, context=ir.Context.current)
-        mtype = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], i8,
-                                  memory_space=space)
-        dyn = gpu.dynamic_shared_memory(mtype)
-        addr = arith.index_cast(i64(), memref.extract_aligned_pointer_as_index(dyn))
-        addr = arith.addi(addr, arith.constant(i64(), BASE_ALIGN - 1))
-        addr = arith.andi(addr, arith.constant(i64(), -BASE_ALIGN))
-        return llvm.inttoptr(llvm.PointerType.get(3), addr)
+        """The array's address, passed once through ``shfl.sync.idx`` (as
+        CuTe DSL does): the NVPTX back end would otherwise rematerialize the
+        symbol in every block that uses it, and on sm_90 each copy is three
+        SASS instructions (the CTA's shared window from SR_CgaCtaId); the
+        shuffle makes it one register, known warp-uniform by ptxas."""
+        self._declare_dynamic_smem()
+        ptr3 = llvm.PointerType.get(3)
+        sym = llvm.mlir_addressof(ptr3, DYNAMIC_SMEM_SYMBOL)
+        bits = llvm.ptrtoint(i32(), sym)
+        full = arith.constant(i32(), -1)
+        lane0 = arith.constant(i32(), 0)
+        clamp = arith.constant(i32(), 0x1f)
+        bits = nvvm.shfl_sync(i32(), full, bits, lane0, clamp, nvvm.ShflKind.idx)
+        return llvm.inttoptr(ptr3, bits)
 
     def alloc(self, nbytes, align=16, name=None):
         if not isinstance(nbytes, int) or nbytes <= 0:

@@ -46,7 +46,7 @@ gpu.module @m {
     %ps = pipeline.state.make : !pipeline.state<2, producer>
     // CHECK: %[[FULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
     // CHECK: %[[EMPTY:.*]] = llvm.getelementptr %[[FULL]][%c2_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
-    // CHECK: nvvm.mbarrier.try_wait %[[EMPTY]]
+    // CHECK: nvvm.mbarrier.try_wait.parity %[[EMPTY]]
     // CHECK: %[[TX:.*]] = arith.constant 1024 : i32
     // CHECK: %[[SUM:.*]] = arith.addi %[[TX]], %[[EXTRA]] : i32
     // CHECK: nvvm.mbarrier.arrive.expect_tx %[[FULL]], %[[SUM]] : !llvm.ptr<3>, i32

@@ -23,9 +23,14 @@ def ConvertPipelineToNVVM : Pass<"convert-pipeline-to-nvvm", "ModuleOp"> {
       threadblock n*blockDim, cluster n*clusterSize*blockDim); with a CTA
       pair (V = 2) the AsyncUmma full and UmmaAsync empty counts are doubled
       because both CTAs arrive on the leader's barrier.
-    - Waits are `scf.while` loops on `nvvm.mbarrier.try_wait` (parity, hint
-      10000000 ns) and guarded arrives are `scf.if`, so the output needs
-      `convert-scf-to-cf` (done by the `pipeline-to-nvvm` pipeline).
+    - Waits are `nvvm.mbarrier.try_wait.parity` (hint 10000000 ns; with the
+      watchdog, `scf.while` loops on `nvvm.mbarrier.try_wait`) and guarded
+      arrives are `scf.if`, so the output needs `convert-scf-to-cf` and
+      `convert-nvvm-to-llvm` (done by the `pipeline-to-nvvm` pipeline).
+    - Elect once (`elect-once`, on by default): a verb that elects one lane
+      inside a converged warp-role region (an `scf.if` on a warp-uniform
+      condition, only uniform `scf.if`/`scf.for` around it and inside it up
+      to the verb) reuses one `nvvm.elect.sync` at the start of that region.
     - The chip is the one of the enclosing gpu.module's `#nvvm.target` when
       it has one, else the `chip` option; tcgen05 kinds on a chip other than
       sm_100a/sm_101a/sm_103a are an error on the op that creates (or, for
@@ -49,7 +54,9 @@ def ConvertPipelineToNVVM : Pass<"convert-pipeline-to-nvvm", "ModuleOp"> {
     Option<"watchdog", "watchdog", "bool", /*default=*/"false",
            "Bound every barrier wait by the global timer and trap with a report">,
     Option<"watchdogTimeoutNs", "watchdog-timeout-ns", "int64_t",
-           /*default=*/"2000000000", "Watchdog timeout per wait, in ns">
+           /*default=*/"2000000000", "Watchdog timeout per wait, in ns">,
+    Option<"electOnce", "elect-once", "bool", /*default=*/"true",
+           "Compute elect.sync once per converged warp-role region">
   ];
 }
 

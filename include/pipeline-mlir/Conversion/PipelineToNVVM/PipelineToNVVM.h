@@ -17,11 +17,17 @@ namespace pipeline {
 #define GEN_PASS_REGISTRATION
 #include "pipeline-mlir/Conversion/PipelineToNVVM/Passes.h.inc"
 
+/// Where the lowering may reuse one `elect.sync` per converged warp-role
+/// region (lib/Conversion/PipelineToNVVM/ElectOnce.cpp).
+struct ElectHoisting;
+
 /// Options that change the emitted code (not which ops are legal).
 struct PipelineLoweringOptions {
   std::string chip = "sm_90a";
   bool watchdog = false;
   int64_t watchdogTimeoutNs = 2000000000;
+  /// Owned by the pass run; null: every verb elects its own lane.
+  ElectHoisting *electHoisting = nullptr;
 };
 
 /// Adds the type conversions for !pipeline.pipeline and !pipeline.state.

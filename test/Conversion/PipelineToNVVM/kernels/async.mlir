@@ -73,21 +73,18 @@ gpu.module @async {
 // CHECK:   %[[FULL:.*]] = llvm.getelementptr %[[BASE]][%[[IDX]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK:   %[[EMPTY:.*]] = llvm.getelementptr %[[FULL]][%c2_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK:   %[[HINT:.*]] = arith.constant 10000000 : i32
-// CHECK:   scf.while
-// CHECK:     %[[DONE:.*]] = nvvm.mbarrier.try_wait %[[EMPTY]], %[[PH]], %[[HINT]] : !llvm.ptr<3>, i32, i32 -> i1
-// CHECK:     scf.condition
+// CHECK:   nvvm.mbarrier.try_wait.parity %[[EMPTY]], %[[PH]], %[[HINT]] : !llvm.ptr<3>, i32, i32
 // Commit: every producer thread arrives on full[index].
 // CHECK-NOT: llvm.getelementptr
 // CHECK:   nvvm.mbarrier.arrive %[[FULL]] : !llvm.ptr<3> -> i64
 // Tail: one wait per stage on the empty barriers.
-// CHECK: scf.while
-// CHECK: nvvm.mbarrier.try_wait
-// CHECK: scf.while
-// CHECK: nvvm.mbarrier.try_wait
+// CHECK-NOT: scf.while
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK-NOT: nvvm.mbarrier.try_wait
 // CHECK: } else {
 // Consumer: wait on full[index], release empty[index].
-// CHECK: nvvm.mbarrier.try_wait
+// CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive
 
 // PTX-LABEL: // gpu.binary @async sm_90a
@@ -97,9 +94,13 @@ gpu.module @async {
 // PTX-NOT: mbarrier.init
 // PTX: fence.mbarrier_init.release.cluster;
 // PTX-NEXT: bar.sync 0;
-// Producer loop (1), tail (2) and consumer loop (1) waits; one arrive per loop.
-// PTX-COUNT-4: mbarrier.try_wait.parity.shared.b64
+// Producer loop (1), tail (2) and consumer loop (1) waits, each CuTe DSL's
+// loop: the hint as an immediate, exit on success, back edge unconditional;
+// 32-bit shared addresses (no 64-bit barrier arithmetic). One arrive per loop.
+// PTX-COUNT-4: mbarrier.try_wait.parity.shared.b64 P1, [%r{{[0-9]+}}], %r{{[0-9]+}}, 10000000;
 // PTX-NOT: mbarrier.try_wait
+// PTXN-NOT: %rd{{[0-9]+}}, __pipeline_barriers
+// PTXN-NOT: mul.wide
 // PTXN-COUNT-2: mbarrier.arrive.shared.b64
 // PTXN-NOT: mbarrier.arrive
 // PTXN-NOT: mapa

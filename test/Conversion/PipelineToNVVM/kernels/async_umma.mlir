@@ -105,7 +105,7 @@ gpu.module @pair {
 // CHECK-COUNT-2: nvvm.mbarrier.init %{{.*}}, %[[C1]]
 // CHECK: nvvm.barrier0
 // CHECK: scf.for
-// CHECK:   nvvm.mbarrier.try_wait
+// CHECK:   nvvm.mbarrier.try_wait.parity
 // CHECK:   nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3> -> i64
 // CHECK: nvvm.elect.sync
 // CHECK: nvvm.tcgen05.commit %{{.*}} : !llvm.ptr<3>
@@ -118,7 +118,7 @@ gpu.module @pair {
 // CHECK: scf.for
 // CHECK:   %[[FULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK:   %[[EMPTY:.*]] = llvm.getelementptr %[[FULL]][%c2_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
-// CHECK:   nvvm.mbarrier.try_wait %[[EMPTY]]
+// CHECK:   nvvm.mbarrier.try_wait.parity %[[EMPTY]]
 // Leader rank = rank - rank % 2 (the remainder is shared with the kernel's
 // own leader test after CSE).
 // CHECK:   %[[LEAD:.*]] = arith.subi %[[RANK:.*]], %[[ODD:.*]] : i32
@@ -131,7 +131,7 @@ gpu.module @pair {
 // PTX-DAG: mbarrier.arrive.shared.b64
 // PTX-DAG: tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64
 // PTX-LABEL: // gpu.binary @pair sm_100a
-// PTX-DAG: mapa.shared::cluster.u64
+// PTX-DAG: mapa.shared::cluster.u32
 // PTX-DAG: mbarrier.arrive.shared::cluster.b64
 // PTX-DAG: tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64
 

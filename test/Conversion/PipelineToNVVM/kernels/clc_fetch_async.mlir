@@ -120,7 +120,7 @@ gpu.module @pair {
 // CHECK: scf.for
 // CHECK:   %[[FULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK:   %[[EMPTY0:.*]] = llvm.getelementptr %[[FULL]][%c2_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
-// CHECK:   nvvm.mbarrier.try_wait %[[EMPTY0]]
+// CHECK:   nvvm.mbarrier.try_wait.parity %[[EMPTY0]]
 // CHECK:   %[[TX:.*]] = arith.constant 16 : i32
 // CHECK:   %[[LANE:.*]] = nvvm.read.ptx.sreg.laneid : i32
 // CHECK:   %[[L0:.*]] = arith.cmpi ult, %[[LANE]], %{{.*}} : i32
@@ -134,7 +134,7 @@ gpu.module @pair {
 // CHECK: scf.for
 // CHECK:   %[[FULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK:   %[[EMPTY0:.*]] = llvm.getelementptr %[[FULL]][%c2_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
-// CHECK:   nvvm.mbarrier.try_wait %[[EMPTY0]]
+// CHECK:   nvvm.mbarrier.try_wait.parity %[[EMPTY0]]
 // CHECK:   %[[LANE:.*]] = nvvm.read.ptx.sreg.laneid : i32
 // CHECK:   %[[ACTIVE:.*]] = arith.cmpi ult, %[[LANE]], %{{.*}} : i32
 // CHECK:   scf.if %[[ACTIVE]] {
@@ -143,7 +143,7 @@ gpu.module @pair {
 // Consumers of every CTA release CTA 0's empty barrier.
 // CHECK: llvm.insertvalue %c0_i32, %{{.*}}[1]
 // CHECK: %[[CFULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
-// CHECK: nvvm.mbarrier.try_wait %[[CFULL]]
+// CHECK: nvvm.mbarrier.try_wait.parity %[[CFULL]]
 // CHECK: %[[EMPTY:.*]] = llvm.getelementptr %[[CFULL]][%c2_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK: %[[R0:.*]] = nvvm.mapa %[[EMPTY]], %c0_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
 // CHECK: nvvm.mbarrier.arrive %[[R0]]
@@ -155,7 +155,7 @@ gpu.module @pair {
 // PTX-LABEL: // gpu.binary @pair sm_100a
 // PTX-DAG: mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64
 // PTX-DAG: clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.multicast::cluster::all.b128
-// PTX-DAG: mapa.shared::cluster.u64 {{.*}}, 0;
+// PTX-DAG: mapa.shared::cluster.u32 {{.*}}, 0;
 // PTX-DAG: mbarrier.arrive.shared::cluster.b64
 
 // BIN100: gpu.binary @one_cta [#gpu.object<#nvvm.target<chip = "sm_100a", features = "+ptx88">, {{.*}}bin = "\7FELF

@@ -67,14 +67,12 @@ gpu.module @cp_async {
 // CHECK:   %[[TOKEN:.*]] = nvvm.mbarrier.try_wait %[[EMPTY]], %{{.*}} : !llvm.ptr<3>, i32 -> i1
 // CHECK:   %[[NOT:.*]] = arith.xori %[[TOKEN]], %true : i1
 // CHECK:   scf.if %[[NOT]] {
-// CHECK:     scf.while
-// CHECK:       nvvm.mbarrier.try_wait %[[EMPTY]], %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32, i32 -> i1
+// CHECK:       nvvm.mbarrier.try_wait.parity %[[EMPTY]], %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32, i32
 // CHECK-NOT: llvm.getelementptr
 // CHECK:   nvvm.cp.async.mbarrier.arrive %[[FULL]] {noinc = true} : !llvm.ptr<3>
 // CHECK: } else {
 // CHECK:   nvvm.mbarrier.try_wait %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32 -> i1
 // CHECK:   scf.if
-// CHECK:     scf.while
 // CHECK:   nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3> -> i64
 
 // PTX-LABEL: // gpu.binary @cp_async sm_90a

@@ -48,8 +48,7 @@ gpu.module @order {
 // CHECK:   %[[ROW:.*]] = arith.muli %[[IDX]], %[[L]] : i32
 // CHECK:   %[[SLOT:.*]] = arith.addi %[[ROW]], %[[GID]] : i32
 // CHECK:   %[[BAR:.*]] = llvm.getelementptr %[[BASE]][%[[SLOT]]]
-// CHECK:   scf.while
-// CHECK:     nvvm.mbarrier.try_wait %[[BAR]], %[[PH]], %{{.*}} : !llvm.ptr<3>, i32, i32 -> i1
+// CHECK:     nvvm.mbarrier.try_wait.parity %[[BAR]], %[[PH]], %{{.*}} : !llvm.ptr<3>, i32, i32
 // arrive: barrier index * length + (group_id + 1) % length, then advance.
 // CHECK:   %[[G1:.*]] = arith.addi %[[GID]], %{{.*}} : i32
 // CHECK:   %[[NEXTG:.*]] = arith.remui %[[G1]], %[[L]] : i32

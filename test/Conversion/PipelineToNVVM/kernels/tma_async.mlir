@@ -170,20 +170,22 @@ gpu.module @mcast_n {
 // CHECK:   %[[IDX:.*]] = llvm.extractvalue %{{.*}}[0]
 // CHECK:   %[[FULL:.*]] = llvm.getelementptr %{{.*}}[%[[IDX]]] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK:   %[[EMPTY0:.*]] = llvm.getelementptr %[[FULL]][%c3_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
-// CHECK:   nvvm.mbarrier.try_wait %[[EMPTY0]]
+// CHECK:   nvvm.mbarrier.try_wait.parity %[[EMPTY0]]
 // CHECK:   %[[E:.*]] = nvvm.elect.sync -> i1
 // CHECK:   scf.if %[[E]] {
 // CHECK:     nvvm.mbarrier.arrive.expect_tx %[[FULL]], %{{.*}} : !llvm.ptr<3>, i32
 // The copy signals the same full barrier; commit adds nothing for TMA.
 // CHECK:   scf.if
-// CHECK:     %[[DST:.*]] = llvm.addrspacecast %{{.*}} : !llvm.ptr<3> to !llvm.ptr<7>
+// The destination's shared::cta address reused as its shared::cluster one.
+// CHECK:     %[[BITS:.*]] = llvm.ptrtoint %{{.*}} : !llvm.ptr<3> to i32
+// CHECK:     %[[DST:.*]] = llvm.inttoptr %[[BITS]] : i32 to !llvm.ptr<7>
 // CHECK:     nvvm.cp.async.bulk.tensor.shared.cluster.global %[[DST]], %{{.*}}, %[[FULL]], box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
 // CHECK-NOT: nvvm.mbarrier.arrive
 // CHECK: scf.yield
 // Tail: S = 3 waits.
-// CHECK-COUNT-3: nvvm.mbarrier.try_wait
+// CHECK-COUNT-3: nvvm.mbarrier.try_wait.parity
 // CHECK: } else {
-// CHECK: nvvm.mbarrier.try_wait
+// CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3> -> i64
 
 // Cluster of 2 along M: each consumer warp signals both CTAs, so the empty
@@ -200,7 +202,7 @@ gpu.module @mcast_n {
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask = %{{.*}} : !llvm.ptr<7>, !llvm.ptr
 // CHECK: } else {
 // CHECK: %[[CFULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
-// CHECK: nvvm.mbarrier.try_wait %[[CFULL]]
+// CHECK: nvvm.mbarrier.try_wait.parity %[[CFULL]]
 // CHECK: %[[EMPTY:.*]] = llvm.getelementptr %[[CFULL]][%c3_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK: %[[LANE:.*]] = nvvm.read.ptx.sreg.laneid : i32
 // CHECK: %[[SIG:.*]] = arith.cmpi ult, %[[LANE]], %[[C2:.*]] : i32
@@ -229,6 +231,7 @@ gpu.module @mcast_n {
 // PTX-DAG: mbarrier.arrive.expect_tx.shared.b64
 // PTX-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [
 // PTX-DAG: mbarrier.arrive.shared.b64
+// PTX-NOT: cvta
 // PTX-NOT: mapa
 // PTX-NOT: multicast
 // PTX-LABEL: // gpu.binary @mcast_m sm_90a
@@ -237,14 +240,14 @@ gpu.module @mcast_n {
 // PTX-NEXT: barrier.cluster.wait;
 // PTX-DAG: mbarrier.arrive.expect_tx.shared.b64
 // PTX-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [
-// PTX-DAG: mapa.shared::cluster.u64
+// PTX-DAG: mapa.shared::cluster.u32
 // PTX-DAG: mbarrier.arrive.shared::cluster.b64
 // PTX-LABEL: // gpu.binary @mcast_n sm_90a
 // PTX: fence.mbarrier_init.release.cluster;
 // PTX-NEXT: barrier.cluster.arrive.relaxed;
 // PTX-NEXT: barrier.cluster.wait;
 // PTX-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [
-// PTX-DAG: mapa.shared::cluster.u64
+// PTX-DAG: mapa.shared::cluster.u32
 // PTX-DAG: mbarrier.arrive.shared::cluster.b64
 
 // BIN90: gpu.binary @one_cta [#gpu.object<#nvvm.target<chip = "sm_90a", features = "+ptx88">, {{.*}}bin = "\7FELF

@@ -225,7 +225,7 @@ gpu.module @mcast_n {
 // Consumer (MMA warp) loop: state starts at phase 0.
 // CHECK: llvm.insertvalue %c0_i32, %{{.*}}[1]
 // CHECK: %[[CFULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
-// CHECK: nvvm.mbarrier.try_wait %[[CFULL]]
+// CHECK: nvvm.mbarrier.try_wait.parity %[[CFULL]]
 // CHECK: %[[EMPTY:.*]] = llvm.getelementptr %[[CFULL]][%c4_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK: %[[E:.*]] = nvvm.elect.sync -> i1
 // CHECK: scf.if %[[E]] {
@@ -239,7 +239,7 @@ gpu.module @mcast_n {
 // CHECK: scf.for
 // CHECK:   %[[FULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK:   %[[EMPTY0:.*]] = llvm.getelementptr %[[FULL]][%c4_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
-// CHECK:   nvvm.mbarrier.try_wait %[[EMPTY0]]
+// CHECK:   nvvm.mbarrier.try_wait.parity %[[EMPTY0]]
 // CHECK:   %[[TX:.*]] = arith.constant 8192 : i32
 // CHECK:   %[[E:.*]] = nvvm.elect.sync -> i1
 // CHECK:   %[[RANK:.*]] = nvvm.read.ptx.sreg.cluster.ctarank : i32

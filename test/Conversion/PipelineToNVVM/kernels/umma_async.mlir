@@ -104,7 +104,7 @@ gpu.module @pair {
 // CHECK: scf.for
 // CHECK:   %[[FULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK:   %[[EMPTY0:.*]] = llvm.getelementptr %[[FULL]][%c3_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
-// CHECK:   nvvm.mbarrier.try_wait %[[EMPTY0]]
+// CHECK:   nvvm.mbarrier.try_wait.parity %[[EMPTY0]]
 // CHECK:   %[[E:.*]] = nvvm.elect.sync -> i1
 // CHECK:   scf.if %[[E]] {
 // CHECK:     nvvm.tcgen05.commit %[[FULL]] : !llvm.ptr<3>
@@ -112,11 +112,10 @@ gpu.module @pair {
 // CHECK: scf.yield
 // CHECK: %[[ADV:.*]] = arith.addi %{{.*}}, %c2_i32 : i32
 // CHECK: arith.divui %[[ADV]], %c3_i32 : i32
-// CHECK: scf.while
-// CHECK: nvvm.mbarrier.try_wait
-// CHECK-NOT: nvvm.mbarrier.try_wait
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NOT: nvvm.mbarrier.try_wait.parity
 // CHECK: llvm.insertvalue %c0_i32, %{{.*}}[1]
-// CHECK: nvvm.mbarrier.try_wait
+// CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3> -> i64
 
 // CHECK-LABEL: gpu.module @pair
@@ -131,13 +130,12 @@ gpu.module @pair {
 // CHECK: scf.yield
 // CHECK: scf.if %{{.*}} {
 // CHECK:   %[[ADV:.*]] = arith.addi %{{.*}}, %c2_i32 : i32
-// CHECK:   scf.while
-// CHECK:     nvvm.mbarrier.try_wait
-// CHECK-NOT: nvvm.mbarrier.try_wait
+// CHECK:     nvvm.mbarrier.try_wait.parity
+// CHECK-NOT: nvvm.mbarrier.try_wait.parity
 // Epilogue release: remote arrive on the leader's empty barrier.
 // CHECK: llvm.insertvalue %c0_i32, %{{.*}}[1]
 // CHECK: %[[CFULL:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
-// CHECK: nvvm.mbarrier.try_wait %[[CFULL]]
+// CHECK: nvvm.mbarrier.try_wait.parity %[[CFULL]]
 // CHECK: %[[EMPTY:.*]] = llvm.getelementptr %[[CFULL]][%c3_i32{{(_[0-9]+)?}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK: %[[L:.*]] = arith.subi %{{.*}}, %{{.*}} : i32
 // CHECK: %[[REMOTE:.*]] = nvvm.mapa %[[EMPTY]], %[[L]] : !llvm.ptr<3> -> !llvm.ptr<7>
@@ -148,7 +146,7 @@ gpu.module @pair {
 // PTX-DAG: mbarrier.arrive.shared.b64
 // PTX-LABEL: // gpu.binary @pair sm_100a
 // PTX-DAG: tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64
-// PTX-DAG: mapa.shared::cluster.u64
+// PTX-DAG: mapa.shared::cluster.u32
 // PTX-DAG: mbarrier.arrive.shared::cluster.b64
 
 // BIN100: gpu.binary @one_cta [#gpu.object<#nvvm.target<chip = "sm_100a", features = "+ptx88">, {{.*}}bin = "\7FELF
