@@ -102,8 +102,9 @@ LogicalResult checkLaunchBounds(ModuleOp module) {
 /// found while emitting PTX") on a pointer into an address space PTX lacks.
 /// Reject such pointers and globals in gpu.modules before lowering.
 bool isPtxAddressSpace(unsigned as) {
-  // generic, global, shared, const, local, shared::cluster, param.
-  return as <= 1 || as == 3 || as == 4 || as == 5 || as == 7 || as == 101;
+  // generic, global, shared, const, local, tensor memory (sm_100: tcgen05
+  // ld/st and TMEM alloc take !llvm.ptr<6>), shared::cluster, param.
+  return as <= 1 || (as >= 3 && as <= 7) || as == 101;
 }
 
 LogicalResult checkAddressSpaces(ModuleOp module) {
@@ -120,14 +121,14 @@ LogicalResult checkAddressSpaces(ModuleOp module) {
         if (!isPtxAddressSpace(global.getAddrSpace())) {
           global.emitOpError() << "addr_space = " << global.getAddrSpace()
                                << " is not a PTX address space (0, 1, 3, 4, "
-                                  "5, 7 or 101)";
+                                  "5, 6, 7 or 101)";
           ok = false;
         }
       }
       auto report = [&](Type type) {
         op->emitOpError() << "uses " << type
                           << ", a pointer into an address space PTX does not "
-                             "have (0, 1, 3, 4, 5, 7 or 101)";
+                             "have (0, 1, 3, 4, 5, 6, 7 or 101)";
         ok = false;
       };
       for (Type t : op->getResultTypes())

@@ -31,14 +31,14 @@ gpu.module @m {
 // -----
 
 gpu.module @m {
-  // expected-error @+1 {{'llvm.mlir.global' op addr_space = 9 is not a PTX address space (0, 1, 3, 4, 5, 7 or 101)}}
+  // expected-error @+1 {{'llvm.mlir.global' op addr_space = 9 is not a PTX address space (0, 1, 3, 4, 5, 6, 7 or 101)}}
   llvm.mlir.global external @g(0 : i32) {addr_space = 9 : i32} : i32
 }
 
 // -----
 
 gpu.module @m {
-  // expected-error @+1 {{'gpu.func' op uses !llvm.ptr<9>, a pointer into an address space PTX does not have}}
+  // expected-error @+1 {{'gpu.func' op uses '!llvm.ptr<9>', a pointer into an address space PTX does not have}}
   gpu.func @bad_pointer(%p: !llvm.ptr<9>) kernel {
     gpu.return
   }
@@ -46,9 +46,9 @@ gpu.module @m {
 
 // -----
 
-// Within the limits: accepted.
+// Within the limits: accepted (tensor memory, address space 6, included).
 gpu.module @m {
-  gpu.func @ok(%p: !llvm.ptr<3>) kernel attributes {known_block_size = array<i32: 32, 32, 1>, known_cluster_size = array<i32: 2, 2, 1>} {
+  gpu.func @ok(%p: !llvm.ptr<3>, %tmem: !llvm.ptr<6>) kernel attributes {known_block_size = array<i32: 32, 32, 1>, known_cluster_size = array<i32: 2, 2, 1>} {
     gpu.return
   }
 }
