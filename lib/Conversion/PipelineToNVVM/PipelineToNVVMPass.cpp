@@ -107,6 +107,40 @@ bool isPtxAddressSpace(unsigned as) {
   return as <= 1 || (as >= 3 && as <= 7) || as == 101;
 }
 
+/// A global variable needs a state space PTX can declare one in (generic
+/// globals become .global); the backend aborts on tensor memory,
+/// shared::cluster and param globals as on unknown spaces.
+bool isPtxGlobalVariableSpace(unsigned as) { return as <= 1 || (as >= 3 && as <= 5); }
+
+/// PTX cannot initialize shared (3) or local (5) variables: the backend
+/// aborts ("initial value of 'x' is not allowed in addrspace(3)") unless the
+/// initial value is zero or undefined, the form it ignores.
+bool hasForbiddenInitialValue(LLVM::GlobalOp global) {
+  unsigned as = global.getAddrSpace();
+  if (as != 3 && as != 5)
+    return false;
+  if (Attribute value = global.getValueOrNull()) {
+    if (auto i = dyn_cast<IntegerAttr>(value))
+      return !i.getValue().isZero();
+    if (auto f = dyn_cast<FloatAttr>(value))
+      return !f.getValue().isZero();
+    if (auto dense = dyn_cast<DenseElementsAttr>(value))
+      return !(dense.isSplat() && ((isa<IntegerType>(dense.getElementType()) &&
+                                    dense.getSplatValue<APInt>().isZero()) ||
+                                   (isa<FloatType>(dense.getElementType()) &&
+                                    dense.getSplatValue<APFloat>().isZero())));
+    return true; // strings and other attributes: not provably zero
+  }
+  if (Block *init = global.getInitializerBlock()) {
+    Operation *ret = init->getTerminator();
+    Operation *def = ret && ret->getNumOperands() == 1
+                         ? ret->getOperand(0).getDefiningOp()
+                         : nullptr;
+    return !(def && isa<LLVM::UndefOp, LLVM::PoisonOp, LLVM::ZeroOp>(def));
+  }
+  return false;
+}
+
 LogicalResult checkAddressSpaces(ModuleOp module) {
   bool ok = true;
   auto bad = [](Type type) {
@@ -118,10 +152,17 @@ LogicalResult checkAddressSpaces(ModuleOp module) {
       if (!ok)
         return WalkResult::interrupt();
       if (auto global = dyn_cast<LLVM::GlobalOp>(op)) {
-        if (!isPtxAddressSpace(global.getAddrSpace())) {
+        if (!isPtxGlobalVariableSpace(global.getAddrSpace())) {
           global.emitOpError() << "addr_space = " << global.getAddrSpace()
-                               << " is not a PTX address space (0, 1, 3, 4, "
-                                  "5, 6, 7 or 101)";
+                               << " is not a PTX address space a global "
+                                  "variable can live in (0, 1, 3, 4 or 5)";
+          ok = false;
+        } else if (hasForbiddenInitialValue(global)) {
+          global.emitOpError()
+              << "addr_space = " << global.getAddrSpace()
+              << ": PTX cannot initialize a "
+              << (global.getAddrSpace() == 3 ? "shared" : "local")
+              << " variable; leave the initial value out (or make it zero)";
           ok = false;
         }
       }
