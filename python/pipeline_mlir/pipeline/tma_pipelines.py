@@ -1,6 +1,9 @@
 """TMA pipelines: ``PipelineTmaAsync``, ``PipelineTmaMultiConsumersAsync``,
 ``PipelineTmaStore``, and the stage-bound copies (``tma_load``, ``bulk_copy``,
-``tma_store``)."""
+``tma_store``).
+
+``tx_count`` may be left out of ``create``: it is then the bytes one stage
+receives from the copies the kernel builds (tx_bytes.py)."""
 
 from ..dialects import pipeline as pl
 from ..kernel.scope import current_block
