@@ -9,7 +9,7 @@
 // pipeline.state.index of the committed state. @stores_first is the correct
 // twin: both stores before the commit.
 
-// CHECK: pipeline-sim: commit before write: producer warp 0 of CTA 0 writes pipeline 'ring' stage 0 of CTA 0 with llvm.store at {{.*}}bug_commit_before_write.mlir:[[#STORE:]]:{{[0-9]+}} after its producer.commit of that stage (committed at {{.*}}bug_commit_before_write.mlir:[[#STORE-2]]:{{[0-9]+}}) and before acquiring it again: the consumers may read the stage before the write lands (move the write before producer.commit)
+// CHECK: pipeline-sim: commit before write: producer warp 0 of CTA 0 writes pipeline 'ring' stage 0 of CTA 0 with llvm.store at {{.*}}bug_commit_before_write.mlir:[[#@LINE+32]]:{{[0-9]+}} after its producer.commit of that stage (committed at {{.*}}bug_commit_before_write.mlir:[[#@LINE+30]]:{{[0-9]+}}) and before acquiring it again: the consumers may read the stage before the write lands (move the write before producer.commit)
 // CHECK: pipeline-sim: FAILED: 100 schedules, 100 commit-before-write (@late_store
 // CHECK: pipeline-sim: OK: 100 schedules, 0 deadlocks (@stores_first
 
