@@ -450,8 +450,7 @@ class _Interp:
                 for slot in n.a["stage_states"]:
                     st = env[slot]
                     if isinstance(st, State):
-                        yield from V.plain_store(self.w, self.a, st, _lanes_of(mask),
-                                                 name, n.loc)
+                        V.plain_store(self.a, st, name, n.loc)
             elif name in ("gpu.barrier", "nvvm.barrier0"):
                 yield from V.named_sync(self.w, self.a, 0, self.launch.block_threads, False,
                                         _lanes_of(mask))

@@ -603,49 +603,35 @@ def _tie_state(a: Agent, p: PipeRef, st: State) -> None:
         a.state_pipes.setdefault(st.origin, {})[p.pid] = p
 
 
-def plain_store(w: World, a: Agent, st: State, lanes: list[int], op: str, loc: str | None):
+def plain_store(a: Agent, st: State, op: str, loc: str | None) -> None:
     """A store (``llvm.store``, ``memref.store``, ...) whose address is
     computed from ``st.index`` (the frontend ties it statically), into that
     stage of every pipeline whose producer verbs this agent runs with states
     of the same origin. Only producers whose commit publishes stores
-    (AsyncThread, cp.async) are checked.
-
-    - Inside an acquire .. commit window: the write the commit publishes.
-    - After this agent committed the stage and before it acquires it again:
-      a commit before write (error kind ``commit-before-write``), whatever
-      the schedule: the consumers may read the stage before the store lands.
-    - Otherwise (a producer writing a stage it never acquired): a write
-      tracked like a copy's, so that a consumer holding the stage makes it
-      an ``overwrite``.
-    """
+    (AsyncThread, cp.async) are checked: after this agent committed the
+    stage and before it acquires it again, the store is a commit before
+    write (error kind ``commit-before-write``), whatever the schedule: the
+    consumers may read the stage before the store lands. Inside an acquire
+    .. commit window it is the write the commit publishes. It is not a
+    scheduling point (it touches no barrier)."""
     pipes = [p for p in a.state_pipes.get(st.origin, {}).values()
              if p.spec.producer_op in (ASYNC, CPASYNC)]
-    if not pipes:
-        return
     idx = st.index
     if any(a.acquired[(p.pid, idx)] for p in pipes):
         return
     for p in pipes:
-        if (p.pid, idx) in a.committed:
-            commit_at = a.committed[(p.pid, idx)]
-            who = a.label(p.spec.name)
-            at = f" at {source_location(loc)}" if source_location(loc) else ""
-            committed = (f" (committed at {source_location(commit_at)})"
-                         if source_location(commit_at) else "")
-            raise SimError(
-                "commit-before-write",
-                f"{who} writes {_buf(p, a.cta, idx)} with {op}{at} after its producer.commit of "
-                f"that stage{committed} and before acquiring it again: the consumers may read "
-                f"the stage before the write lands (move the write before producer.commit)",
-                where=[f"{who} at {source_location(loc)}"] if source_location(loc) else [])
-    p = pipes[0]
-    who = f"{op} of {a.label(p.spec.name)}"
-
-    def fire():
-        key = _key(p, a.cta, idx)
-        w.start_write(key, who, _buf(p, a.cta, idx))
-        w.end_write(key, who)
-    yield Step(fire, None, lambda: f"{who} stores into stage {idx}", p.spec.name)
+        if (p.pid, idx) not in a.committed:
+            continue
+        who = a.label(p.spec.name)
+        store_at, commit_at = source_location(loc), source_location(a.committed[(p.pid, idx)])
+        raise SimError(
+            "commit-before-write",
+            f"{who} writes {_buf(p, a.cta, idx)} with {op}"
+            f"{f' at {store_at}' if store_at else ''} after its producer.commit of that stage"
+            f"{f' (committed at {commit_at})' if commit_at else ''} and before acquiring it "
+            f"again: the consumers may read the stage before the write lands (move the write "
+            f"before producer.commit)",
+            where=[f"{who} at {store_at}"] if store_at else [])
 
 
 # -- cluster launch control ---------------------------------------------------
