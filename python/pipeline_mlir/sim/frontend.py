@@ -126,10 +126,9 @@ def _address_states(store) -> list:
         if isinstance(owner, ir.Block):
             continue
         op = owner.operation if hasattr(owner, "operation") else owner
-        key = op
-        if key in seen:
+        if op in seen:
             continue
-        seen.add(key)
+        seen.add(op)
         if op.name == "pipeline.state.index":
             found.append(op.operands[0])
         elif op.name.startswith("arith.") or op.name in _ADDRESS_OPS:
