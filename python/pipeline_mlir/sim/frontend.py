@@ -104,6 +104,38 @@ def pipeline_spec(t, name: str) -> PipelineSpec:
         multicast=_enum_name(pt.multicast), cta_group=pt.cta_group, length=pt.length)
 
 
+# Stores whose address may name a stage buffer: the stored value is operand
+# 0, the address (a pointer, or a memref and its indices) the rest.
+STORE_OPS = ("llvm.store", "memref.store", "vector.store")
+# Ops an address computation goes through (pure pointer and integer math).
+_ADDRESS_OPS = ("llvm.getelementptr", "llvm.inttoptr", "llvm.ptrtoint", "llvm.addrspacecast",
+                "llvm.bitcast", "memref.subview", "memref.reinterpret_cast", "memref.view",
+                "memref.cast")
+
+
+def _address_states(store) -> list:
+    """The state values whose ``pipeline.state.index`` the address of
+    ``store`` is computed from (through _ADDRESS_OPS and arith ops; block
+    arguments, loads and other ops end the walk). This is how a plain store
+    is tied to a stage, as in the checker's CommitBeforeWrite.cpp."""
+    found, seen = [], set()
+    work = list(store.operands)[1:]
+    while work:
+        v = work.pop()
+        owner = v.owner
+        if isinstance(owner, ir.Block):
+            continue
+        op = owner.operation if hasattr(owner, "operation") else owner
+        if op in seen:
+            continue
+        seen.add(op)
+        if op.name == "pipeline.state.index":
+            found.append(op.operands[0])
+        elif op.name.startswith("arith.") or op.name in _ADDRESS_OPS:
+            work.extend(op.operands)
+    return found
+
+
 class _Compiler:
     def __init__(self):
         self.slots: dict = {}
@@ -168,6 +200,8 @@ class _Compiler:
             a["op_type"] = str(attrs["op_type"]).split("<")[-1].rstrip(">")
         if "operandSegmentSizes" in attrs and "segs" not in a:
             a["segs"] = list(ir.DenseI32ArrayAttr(attrs["operandSegmentSizes"]))
+        if name in STORE_OPS:
+            a["stage_states"] = [self.slot(v) for v in _address_states(op)]
         ins = [self.slot(v) for v in op.operands]
         outs = [self.slot(r) for r in op.results]
         regions = [[self.block(b) for b in r.blocks] for r in op.regions]
@@ -411,6 +445,11 @@ class _Interp:
                 pid, idx = self.clc_seen
                 env[n.outs[0]] = V.clc_response(self.w, self.a, self.pipes[pid], idx,
                                                 n.a["query"])
+            elif name in STORE_OPS and n.a["stage_states"]:
+                for slot in n.a["stage_states"]:
+                    st = env[slot]
+                    if isinstance(st, State):
+                        V.plain_store(self.a, st, name, n.loc)
             elif name in ("gpu.barrier", "nvvm.barrier0"):
                 yield from V.named_sync(self.w, self.a, 0, self.launch.block_threads, False,
                                         _lanes_of(mask))
@@ -575,17 +614,17 @@ class _Interp:
             return None
         if name == "state.make":
             stages, role = attrs["stages"], attrs["role"]
+            origin = n.outs[0]  # this state.make: the lineage of its advances
             segs = attrs["segs"] or [0, 0, 0]
             if not any(segs):
-                if attrs["simple"]:
-                    return State(stages, 0, 1 if role == "producer" else 0, 0, role)
-                return State.start(stages, role)
+                return State(stages, 0, 1 if role == "producer" else 0, 0, role, origin)
             vals = [u(x, "a state operand") for x in args]
             if attrs["simple"]:
                 pi = vals[0]
                 start = stages if role == "producer" else 0
-                return State(stages, pi % stages, (pi // stages) & 1, pi - start, role)
-            return State(stages, vals[0], vals[1] & 1, vals[2] if len(vals) > 2 else 0, role)
+                return State(stages, pi % stages, (pi // stages) & 1, pi - start, role, origin)
+            return State(stages, vals[0], vals[1] & 1, vals[2] if len(vals) > 2 else 0, role,
+                         origin)
         if name in ("state.advance", "state.index", "state.phase", "state.count"):
             st = u(args[0], "the pipeline state")
             if name == "state.advance":

@@ -180,6 +180,9 @@ LogicalResult checkProducerTail(FunctionOpInterface fn, const Options &options);
 LogicalResult checkTxBytes(FunctionOpInterface fn, DominanceInfo &domInfo);
 /// Property 6: arrive counts agree with who arrives.
 LogicalResult checkArriveCounts(FunctionOpInterface fn, const Options &options);
+/// Property 7: no store into a stage after its producer.commit, before the
+/// next producer.acquire (CommitBeforeWrite.cpp).
+LogicalResult checkCommitBeforeWrite(FunctionOpInterface fn);
 
 } // namespace mlir::pipeline::protocol
 

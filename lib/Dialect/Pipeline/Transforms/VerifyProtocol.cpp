@@ -49,6 +49,7 @@ struct PipelineVerifyProtocolPass
       failed |= protocol::checkProducerTail(fn, options).failed();
       failed |= protocol::checkTxBytes(fn, domInfo).failed();
       failed |= protocol::checkArriveCounts(fn, options).failed();
+      failed |= protocol::checkCommitBeforeWrite(fn).failed();
     });
     if (failed)
       signalPassFailure();

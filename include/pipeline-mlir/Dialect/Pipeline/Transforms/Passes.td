@@ -14,7 +14,9 @@ def PipelineVerifyProtocol : Pass<"pipeline-verify-protocol", "ModuleOp"> {
     not start at phase 1 (consumer: 0), a producer role that exits without
     `producer.tail` while arrives can still land on its CTA (a warning where
     none can), expect_tx bytes that differ from the bytes of the copies
-    bound to the stage, and arrive counts that disagree with who arrives.
+    bound to the stage (multicast receivers and 2-CTA pairs included),
+    arrive counts that disagree with who arrives, and stores into a stage
+    after the producer.commit that published it.
     Each diagnostic points at the op and says how to fix it.
 
     Roles: each branch of an `scf.if` that splits warps (not an elect, lane or
