@@ -140,3 +140,31 @@ def test_comments_cite_only_files_in_the_repository():
                     found.append(f"{f}:{n}: {m.group(1)!r} in: {comment.strip()[:100]}")
     assert not found, ("comments cite files that are not in this repository (say what "
                        "they say instead, or cite a file here):\n" + "\n".join(found))
+
+
+def test_relative_markdown_links_resolve():
+    """Every relative link of a tracked Markdown file (README, docs/, the
+    benchmarks' READMEs) names a tracked file or folder: moving a result or
+    a doc must update its links."""
+    files = tracked_files()
+    present = set(files)
+    for f in files:
+        d = os.path.dirname(f)
+        while d:
+            present.add(d)
+            d = os.path.dirname(d)
+    link = re.compile(r"\]\(([^)\s]+)\)")
+    broken = []
+    for f in files:
+        if not f.endswith(".md"):
+            continue
+        with open(os.path.join(ROOT, f), encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                for m in link.finditer(line):
+                    target = m.group(1).split("#")[0]
+                    if not target or re.match(r"[a-z]+:", target):
+                        continue   # an anchor in the same file, or a URL
+                    path = os.path.normpath(os.path.join(os.path.dirname(f), target))
+                    if path not in present:
+                        broken.append(f"{f}:{n}: {m.group(1)}")
+    assert not broken, "Markdown links to missing files:\n" + "\n".join(broken)
