@@ -34,7 +34,9 @@ explicit states.
 
 Parameters of the kernel: ``(src, dst, ntiles)``.
 
-Usage: python examples/copy_ring.py [--print-ir]
+Usage: python examples/copy_ring.py [--kind async|cpasync|tma] [--print-ir]
+(the GPU suite's shape: blocked, one warp per role; ``tma``: 4 consumer
+warps, 16 KiB tiles, persistent, as the benchmark)
 """
 
 import sys
@@ -200,6 +202,16 @@ def build(kind="async", stages=4, tile=4096, *, producer_warps=1, consumer_warps
     return k
 
 
-if __name__ == "__main__":
+def _main(argv):
     from _common import main
-    sys.exit(main(build(), "copy_ring"))
+
+    kind = argv[argv.index("--kind") + 1] if "--kind" in argv else "async"
+    if kind == "tma":
+        kernel = build("tma", 4, 16384, consumer_warps=4, schedule="persistent", per_warp=True)
+    else:
+        kernel = build(kind, participants=kind == "async")
+    return main(kernel, "copy_ring")
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

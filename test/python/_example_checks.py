@@ -24,7 +24,6 @@ if EXAMPLES_DIR not in sys.path:
 
 import async_participants  # noqa: E402
 import copy_ring  # noqa: E402
-import cp_async_copy  # noqa: E402
 import pingpong  # noqa: E402
 import tma_reduction  # noqa: E402
 import tma_store_epilogue  # noqa: E402
@@ -32,7 +31,6 @@ import tma_umma_mainloop  # noqa: E402
 
 EXAMPLES = {
     "async_participants": async_participants.build,
-    "cp_async_copy": cp_async_copy.build,
     # the copy ring as the GPU suite builds it (blocked, one warp per role,
     # every lane arrives) and as the streaming benchmark does (persistent,
     # 4 + 4 warps, one arrive per warp)

@@ -16,7 +16,6 @@ sys.path.insert(0, os.path.abspath(EXAMPLES))
 
 import async_participants  # noqa: E402
 import copy_ring  # noqa: E402
-import cp_async_copy  # noqa: E402
 import pingpong  # noqa: E402
 import tma_reduction  # noqa: E402
 import tma_store_epilogue  # noqa: E402
@@ -40,8 +39,6 @@ CASES = {
     "tma_reduction_cluster": (lambda: tma_reduction.build(cluster=2),
                               pl.PipelineKind.TmaAsync,
                               ["pipeline.copy.tma_load"]),
-    "cp_async": (lambda: cp_async_copy.build(), pl.PipelineKind.CpAsync,
-                 ["nvvm.cp.async.shared.global", "pipeline.producer.commit"]),
     "copy_ring_async": (lambda: copy_ring.build("async", participants=True),
                         pl.PipelineKind.Async,
                         ["pipeline.producer.acquire", "pipeline.consumer.release"]),
