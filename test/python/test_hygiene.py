@@ -34,7 +34,7 @@ def test_no_machine_specific_absolute_paths():
     assert not found, "machine-specific paths in tracked files:\n" + "\n".join(found)
 
 
-# --- Comments cite only files a reader of this repository can open ---------
+# --- Comments and docs cite only files a reader of this repository can open
 
 # A cited file: a name with a source/doc extension, or a path under a folder
 # that lives outside the repository (the project's shared notes, CuTe DSL's
@@ -43,14 +43,15 @@ def test_no_machine_specific_absolute_paths():
 _EXT = r"(?:md|py|cpp|h|hpp|td|cu|cuh|mlir|sh)"
 _CITED = re.compile(r"(?<![\w./$%@<{-])((?:[\w+-][\w.+-]*/)*[\w+-][\w.+-]*\." + _EXT
                     + r"|(?:shared|reference|cutlass|cute)/[\w./+-]*)(?!\.?\w)(?!/)")
-# Names that stand for the reader's own file in an example message.
-_ILLUSTRATIVE = {"my_kernel.py"}
+# Names that stand for the reader's own file in an example command or message.
+_ILLUSTRATIVE = {"my_kernel.py", "kernel.mlir", "producer.mlir"}
 
 
 def _comments(path, text):
     """(line, text) of each comment of a source file: Python comments and
-    docstrings, `//` comments of C++/TableGen/CUDA/MLIR, `#` comments of
-    shell and CMake files."""
+    docstrings, `//` comments of C++/CUDA/MLIR, `#` comments of shell and
+    CMake files; every line of TableGen files (their descriptions become
+    docs/reference) and of Markdown files."""
     import ast
     import io
     import tokenize
@@ -71,7 +72,10 @@ def _comments(path, text):
                     first = node.body[0].lineno
                     for i, line in enumerate(doc.splitlines()):
                         yield first + i, line
-    elif path.endswith((".cpp", ".h", ".td", ".cu", ".mlir", ".c", ".inc")):
+    elif path.endswith((".td", ".md")):
+        # TableGen descriptions become docs/reference; Markdown is all prose
+        yield from enumerate(text.splitlines(), 1)
+    elif path.endswith((".cpp", ".h", ".cu", ".mlir", ".c", ".inc")):
         for n, line in enumerate(text.splitlines(), 1):
             if "//" in line:
                 yield n, line[line.index("//"):]
@@ -99,7 +103,7 @@ def _upstream_roots():
     return roots
 
 
-def test_comments_cite_only_files_in_the_repository():
+def test_comments_and_docs_cite_only_files_in_the_repository():
     files = tracked_files()
     tracked = set(files)
     folders = {os.path.dirname(f) for f in files}
@@ -138,8 +142,8 @@ def test_comments_cite_only_files_in_the_repository():
             for m in _CITED.finditer(comment):
                 if not exists(m.group(1), f):
                     found.append(f"{f}:{n}: {m.group(1)!r} in: {comment.strip()[:100]}")
-    assert not found, ("comments cite files that are not in this repository (say what "
-                       "they say instead, or cite a file here):\n" + "\n".join(found))
+    assert not found, ("comments or docs cite files that are not in this repository (say "
+                       "what they say instead, or cite a file here):\n" + "\n".join(found))
 
 
 def test_relative_markdown_links_resolve():
