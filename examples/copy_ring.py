@@ -71,7 +71,7 @@ def producer_warps_of(kind, producer_warps):
     return 1 if kind == "tma" else producer_warps
 
 
-def block_threads(kind, producer_warps=4, consumer_warps=4):
+def block_threads(kind, producer_warps=1, consumer_warps=1):
     return 32 * (consumer_warps + producer_warps_of(kind, producer_warps))
 
 
