@@ -2,7 +2,7 @@
 """Seeded mutation fuzzer of ``pipeline-opt`` over the lit corpus.
 
     python scripts/fuzz.py --mutants 2000 --seed 1 --jobs 2
-    python scripts/fuzz.py --mutants 100000 --seed 7 --jobs 2 --report docs/fuzz-run.json
+    python scripts/fuzz.py --mutants 100000 --seed 7 --jobs 2 --report fuzz-out/run.json
 
 Seeds are the ``.mlir`` files under ``test/`` (split at ``// -----``). Each
 mutant is one seed with 1-3 mutations (integer literals swapped for boundary

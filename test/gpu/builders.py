@@ -348,7 +348,8 @@ def _all_builders(dk, mib):
                                     (128, 1, 1), (96, 1, 1), 3, xor32=0x5A5A5A5A)),
         ("pipeline_tma_async", dk.tma_builder("pipeline_tma_async", cluster=1, mib=mib)),
         ("pipeline_tma_store", dk.tma_builder("pipeline_tma_store", cluster=1, mib=mib, store=True)),
-        # the same pipelines built with the Python builders (test/gpu/builder_kernels.py)
+        # the same pipelines built with the Python builders (examples/copy_ring.py and
+        # examples/tile_copies.py, launched as test/gpu/builder_kernels.py says)
         ("builders_pipeline_async", builder_kernels.bundle_builder("pipeline_async", mib)),
         ("builders_pipeline_cp_async",
          builder_kernels.bundle_builder("pipeline_cp_async", mib)),

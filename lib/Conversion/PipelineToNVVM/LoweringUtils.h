@@ -5,7 +5,7 @@
 // scf.if / scf.while (never by splitting blocks) because pipeline ops usually
 // sit in single-block scf.for bodies.
 //
-// Barrier array layout (pipeline-semantics.md §0): 8-byte mbarriers, full
+// Barrier array layout (CuTe DSL's MbarrierArray): 8-byte mbarriers, full
 // barriers at [0, S), empty barriers at [S, 2S); PipelineOrder has S*length
 // barriers.
 //

@@ -1,4 +1,5 @@
-"""The pipeline verbs as steps on the model (reference/pipeline-semantics.md).
+"""The pipeline verbs as steps on the model: what each CuTe DSL pipeline
+method does to the barriers.
 
 Each verb is a generator function ``verb(world, agent, pipe, state, lanes,
 ...)`` that yields the :class:`~.engine.Step` objects of one warp executing
@@ -23,7 +24,7 @@ from .model import BarrierName, Mbarrier, SimError, source_location
 # Mechanisms (PipelineOp) that signal a barrier.
 ASYNC, TMA, UMMA, CPASYNC, CLC, STORE = "async_thread", "tma_load", "tcgen05_mma", "cp_async", "clc_load", "tma_store"
 
-# kind -> (producer op, consumer op), reference §1.
+# kind -> (producer op, consumer op): who signals full and empty.
 KIND_OPS = {
     "async": (ASYNC, ASYNC),
     "cp_async": (CPASYNC, ASYNC),
