@@ -153,6 +153,7 @@ SmallVector<WatchdogPipeInfo> assignWatchdogIds(ModuleOp module) {
   module.walk([&](CreateOp create) {
     PipelineType type = create.getType();
     WatchdogPipeInfo info;
+    info.scope = create->getParentWithTrait<OpTrait::SymbolTable>();
     if (type.hasBarriers()) {
       info.numBarriers = type.getNumBarriers();
       info.stages = type.getStages();

@@ -102,7 +102,7 @@ LLVM::GlobalOp getOrCreateIntGlobal(OpBuilder &b, Location loc,
 /// memory has none; the kernel zeroes what it reads) of `symbolTable`.
 LLVM::GlobalOp getOrCreateSharedArray(OpBuilder &b, Location loc,
                                       Operation *symbolTable, StringRef name,
-                                      IntegerType elem, int64_t n) {
+                                      Type elem, int64_t n) {
   if (auto existing = dyn_cast_or_null<LLVM::GlobalOp>(
           SymbolTable::lookupSymbolIn(symbolTable, name)))
     return existing;
@@ -494,7 +494,8 @@ void defineDump(LLVM::LLVMFuncOp dump, Operation *symbolTable,
                              static_cast<int64_t>(pipes.size()));
   int32_t entryIndex = 0;
   for (auto [id, info] : llvm::enumerate(pipes)) {
-    if (info.numBarriers == 0 || entryIndex >= kMaxBarrierEntries)
+    if (info.numBarriers == 0 || info.scope != symbolTable ||
+        entryIndex >= kMaxBarrierEntries)
       continue;
     Value tagged = LLVM::LoadOp::create(
         b, loc, i32,
