@@ -94,3 +94,43 @@ def test_manifest_entries_launch_like_the_copy_kernels():
         # more tiles per CTA than stages: the missing release must bite
         ntiles = next(a["value"] for a in e["args"] if a["role"] == "scalar")
         assert ntiles > ph.STAGES
+
+
+def _child_output(waits, parities, ok=True):
+    """What gpu_child.py forensics prints, for a made-up dump whose wait
+    table holds ``waits`` (warp -> (role, stage, phase)) and whose 'ab'
+    barriers are in the phase ``parities[i]`` (full[0..4), empty[0..4))."""
+    import base64
+
+    from pipeline_mlir.runtime import forensics as fx
+    from pipeline_mlir.runtime import watchdog as wd
+
+    table = [fx.wait_word(role, 0, stage, phase) for _, (role, stage, phase) in sorted(waits.items())]
+    bars = [(0, i, ph.STAGES, False, True, 0b10 if p == 0 else 0b01, 0)
+            for i, p in enumerate(parities)]
+    head = wd.encode_record(0, 1, 0, 0, (0, 0, 0), 1, version=2)
+    buf = fx.encode_dump(head, table, [], bars)
+    return {"ok": ok, "buffer_b64": base64.b64encode(buf).decode(), "message": "m"}
+
+
+def test_run_forensics_check_accepts_the_expected_dump_only():
+    """run_forensics.check (what the H100 run reports) on made-up dumps: the
+    expected waits with the probes agreeing pass; a wrong phase, a warp not
+    waiting, or probes naming another phase are each reported."""
+    from run_forensics import check
+
+    entry = {"expect_waits": {"0": ["producer_acquire", "empty", 0, 0],
+                              "1": ["consumer_wait", "full", 0, 1]}}
+    good = _child_output({0: (0, 0, 0), 1: (1, 0, 1)}, [1, 0, 0, 0, 0, 0, 0, 0])
+    assert check(entry, good) == []
+    wrong_phase = _child_output({0: (0, 0, 0), 1: (1, 0, 0)}, [1, 0, 0, 0, 0, 0, 0, 0])
+    assert check(entry, wrong_phase) == [
+        "warp 1: expected consumer_wait full[0] phase 1, got ('consumer_wait', 'full', 0, 0)"]
+    probes_disagree = _child_output({0: (0, 0, 0), 1: (1, 0, 1)}, [0] * 8)
+    assert check(entry, probes_disagree) == [
+        "warp 1: full[0] probes say phase parity 0 in progress, the warp waits on 1"]
+    one_warp = _child_output({0: (0, 0, 0)}, [1, 0, 0, 0, 0, 0, 0, 0])
+    (problem,) = check(entry, one_warp)
+    assert problem.startswith("warp 1: expected waiting (consumer_wait on full[0] phase 1)")
+    assert check(entry, {"ok": False, "exc": "KernelTimeoutError", "message": "late"}) == [
+        "no forensic report: KernelTimeoutError: late"]

@@ -12,7 +12,7 @@
 //     volatile stores through that generic pointer, membar.sys, the magic
 //     0x57444F47 to word 0, membar.sys;
 //   * the winner then sets the claim to 2; the other expired threads wait
-//     for that (at most 1 ms: a trap aborts the grid, and would cut the
+//     for that (at most 20 ms: a trap aborts the grid, and would cut the
 //     record short) and every expired thread traps.
 //
 // The record lives in host memory because after a trap the context is
@@ -48,8 +48,10 @@ constexpr int64_t kWatchdogVersion = 2;
 constexpr int64_t kClaimTaken = 1;
 constexpr int64_t kClaimDone = 2;
 /// How long a thread that lost the claim waits for the record before it
-/// traps anyway (the winner needs a few microseconds).
-constexpr int64_t kLoserWaitNs = 1000000;
+/// traps anyway. The winner needs a few microseconds for the record and
+/// about a hundred more stores across PCIe for the forensic dump; 20 ms
+/// leaves a wide margin and only delays a trap that is already due.
+constexpr int64_t kLoserWaitNs = 20000000;
 constexpr unsigned kGlobalAddrSpace =
     static_cast<unsigned>(NVVM::NVVMMemorySpace::Global);
 constexpr unsigned kSharedAddrSpace =

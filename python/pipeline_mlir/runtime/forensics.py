@@ -330,6 +330,16 @@ def _cycles(edges):
     return found
 
 
+def _describe_fields(fields):
+    """e.g. "bits 0..19" or "-(bits 32..51) mod 2^20"; several candidates
+    joined with " or " (they agree on every barrier the report decodes)."""
+    parts = []
+    for f in fields:
+        bits = f"bits {f.lo}..{f.lo + f.width - 1}"
+        parts.append(f"-({bits}) mod 2^{f.width}" if f.neg else bits)
+    return " or ".join(parts)
+
+
 def report(record, names=None, kernel=None):
     """The multi-line forensic report of a version-2 record."""
     names = list(names or [])
@@ -338,10 +348,15 @@ def report(record, names=None, kernel=None):
            f"(the first wait to time out: warp {record.warp}, {record.role_name})"]
     if dump is None:
         return out[0] + ": no dump in this record (version 1 kernel)"
-    layout = ("mbarrier word decoded with fields fitted to this GPU's calibration samples"
-              if dump.pending_fields and dump.tx_fields else
-              "mbarrier word layout not pinned down by the calibration samples: raw words shown")
-    out.append(f"  ({layout})")
+    if dump.pending_fields and dump.tx_fields:
+        out.append("  (mbarrier word decoded with fields fitted to this GPU's calibration "
+                   f"samples: pending arrivals = {_describe_fields(dump.pending_fields)}; "
+                   f"pending tx bytes = {_describe_fields(dump.tx_fields)})")
+    else:
+        out.append("  (mbarrier word layout not pinned down by the calibration samples: "
+                   "raw words shown)")
+    out.append("  calibration samples: " + (", ".join(f"{s:#018x}" for s in dump.samples)
+                                            or "none"))
     out.append("barriers:")
     last = None
     for b in dump.barriers:

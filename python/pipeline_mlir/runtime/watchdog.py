@@ -15,7 +15,7 @@ Device side (emitted by convert-pipeline-to-nvvm with watchdog=true):
   atomics on host memory over PCIe are not guaranteed), and the winner, if
   the buffer pointer is non-zero, writes RECORD_WORDS i32 words with
   volatile stores, **word 0 (the magic) last** between ``membar.sys``,
-  sets the claim to 2 and traps. Losers wait (at most 1 ms) for the claim
+  sets the claim to 2 and traps. Losers wait (at most 20 ms) for the claim
   to reach 2, then trap: a trap aborts the grid, and an early one could cut
   the record short.
 * Pipeline names: a global ``__pipeline_watchdog_names`` (i8 array, the

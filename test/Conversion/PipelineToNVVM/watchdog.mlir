@@ -111,7 +111,7 @@ gpu.module @ord {
 // CHECK-NEXT:    %[[DONE2:.*]] = arith.constant 2 : i32
 // CHECK-NEXT:    llvm.atomicrmw xchg %[[CLAIM]], %[[DONE2]] monotonic : !llvm.ptr<1>, i32
 // CHECK-NEXT:  } else {
-// ... the losers wait for that (at most 1 ms) instead of trapping at once,
+// ... the losers wait for that (at most 20 ms) instead of trapping at once,
 // which would abort the grid before the record reached the host ...
 // CHECK-NEXT:    %[[SINCE:.*]] = nvvm.read.ptx.sreg.globaltimer : i64
 // CHECK-NEXT:    scf.while : () -> () {
@@ -120,7 +120,7 @@ gpu.module @ord {
 // CHECK-NEXT:      %[[PENDING:.*]] = arith.cmpi ne, %[[STATE]], %[[C2]] : i32
 // CHECK-NEXT:      %[[T:.*]] = nvvm.read.ptx.sreg.globaltimer : i64
 // CHECK-NEXT:      %[[WAITED:.*]] = arith.subi %[[T]], %[[SINCE]] : i64
-// CHECK-NEXT:      %[[MS:.*]] = arith.constant 1000000 : i64
+// CHECK-NEXT:      %[[MS:.*]] = arith.constant 20000000 : i64
 // CHECK-NEXT:      %[[PATIENT:.*]] = arith.cmpi ult, %[[WAITED]], %[[MS]] : i64
 // CHECK-NEXT:      %[[AGAIN:.*]] = arith.andi %[[PENDING]], %[[PATIENT]] : i1
 // CHECK-NEXT:      scf.condition(%[[AGAIN]])
