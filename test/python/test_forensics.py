@@ -127,6 +127,9 @@ def test_warp_table_states():
     assert "  warp 3: exited" in lines
     assert "  warp 4: waits (order_wait) on an unnamed pipeline barrier[5] phase 1" in lines
     assert dump.warps[4].pipeline_id == -1
+    # ids past the 8-bit field read as unknown, never as another pipeline
+    (big,) = fx.decode_dump(buffer([W(1, 300, 0, 0)], [], samples_of(ENC))).warps
+    assert big.pipeline_id == -1 and big.waiting
 
 
 def test_not_created_and_order_pipelines():

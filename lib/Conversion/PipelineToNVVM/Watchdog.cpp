@@ -361,7 +361,11 @@ void mlir::pipeline::emitWatchdogWaitMark(OpBuilder &b, Location loc,
                                           const WatchdogGlobals &globals,
                                           const WaitSite &site, bool waiting) {
   Type i32 = b.getI32Type();
-  int64_t pid = site.pipelineId < 0 ? 0 : std::min(site.pipelineId + 1, 255);
+  // 8 bits of id + 1; an id that does not fit reads as unknown (0) rather
+  // than as another pipeline.
+  int64_t pid = site.pipelineId < 0 || site.pipelineId >= 255
+                    ? 0
+                    : site.pipelineId + 1;
   int64_t fixed = kMarkValid | (waiting ? kMarkWaiting : 0) |
                   (int64_t(site.role & 3) << 27) | (pid << 19);
   // stage (18 bits) << 1 | phase & 1

@@ -203,7 +203,7 @@ def encode_dump(header, warps=(), samples=(), barriers=(), warp_count=None):
 
 def wait_word(role, pipeline_id, stage, phase, waiting=True, exited=False):
     """The wait-table word the kernel writes (emitWatchdogWaitMark)."""
-    pid = 0 if pipeline_id < 0 else min(pipeline_id + 1, 255)
+    pid = 0 if pipeline_id < 0 or pipeline_id >= 255 else pipeline_id + 1
     return (MARK_VALID | (MARK_WAITING if waiting else 0) | (MARK_EXITED if exited else 0)
             | (role & 3) << 27 | pid << 19 | (stage & 0x3FFFF) << 1 | (phase & 1))
 
