@@ -89,7 +89,8 @@ def main(argv=None):
         return 1
     print(f"{out}: {len(manifest['kernels'])} kernels, {len(manifest['skipped'])} skipped, "
           f"{total / 1024:.0f} KiB")
-    print("run on the GPU machine: cd .gpu-bundle && python3 -m pytest -q test_gpu.py")
+    print(f"run on the GPU machine: cd {os.path.relpath(out, ROOT)} && "
+          "python3 -m pytest -q test_gpu.py")
     return 0
 
 
