@@ -66,12 +66,13 @@ def _params(*names):
 
 
 def pipeline_tma_async(chip="sm_90a", name=None, num_stages=4, cluster=1,
-                       consumer_arrivals=None):
+                       consumer_arrivals=None, tx_count=TILE):
     """TMA loads into the ring; ``cluster=2`` multicasts half-tiles across a
     2-CTA cluster (see the module docstring). ``ntiles`` counts the tiles of
     a CTA (cluster 1) or of a cluster (cluster 2). ``consumer_arrivals``
     overrides the consumer group's count (tests use it to build the classic
-    wrong-count bug)."""
+    wrong-count bug), ``tx_count`` the bytes each stage expects (the planted
+    wrong-tx hang of test/gpu/planted_hangs.py)."""
     name = name or ("builders_pipeline_tma_async" + ("_mcast" if cluster > 1 else ""))
     layout = (1, cluster, 1, 1) if cluster > 1 else None
     consumer_warps = 1
@@ -87,7 +88,7 @@ def pipeline_tma_async(chip="sm_90a", name=None, num_stages=4, cluster=1,
             # one signalling lane per consumer warp and per CTA it releases
             consumer_group=CooperativeGroup(
                 Agent.Thread, consumer_arrivals or cluster * consumer_warps),
-            tx_count=TILE, barrier_storage=barriers, cta_layout_vmnk=layout,
+            tx_count=tx_count, barrier_storage=barriers, cta_layout_vmnk=layout,
             defer_sync=True, name="ab")
         pipeline_init_arrive(cta_layout_vmnk=layout)
         pipeline_init_wait(cta_layout_vmnk=layout)

@@ -18,6 +18,8 @@ Manifest entry (the contract with test_gpu.py):
   check: "copy"   -> every output named in expect["outputs"] equals its source repeated
          "watchdog" -> PipelineWatchdogError with expect["stage"/"phase"/"roles"/"pipeline"]
          "hang"   -> KernelTimeoutError within expect["host_timeout"] s (no device watchdog)
+         "forensics" -> PipelineWatchdogError whose forensic dump shows expect_waits
+                     (warp -> [role, barrier side, stage, phase]; run_forensics.py)
          "gemm"   -> examples/hopper_gemm_host.check on several shapes (entry["gemm"]: its
                      launch facts), against torch.matmul
          "bw_gemm" -> the same with examples/blackwell_gemm_host.py, on sm_100 only
@@ -275,6 +277,22 @@ def build_pipeline_async_watchdog(chip, mib):
     return [Built(e, image)]
 
 
+def build_forensics_hangs(chip, _mib):
+    """The three planted hangs of planted_hangs.py (wrong start phase,
+    missing release, wrong tx bytes), device watchdog on: run_forensics.py
+    and test_gpu.py's forensics test launch them and check the report."""
+    import planted_hangs
+
+    out = []
+    for name in planted_hangs.HANGS:
+        try:
+            k, fn, names = planted_hangs.compile_hang(name, chip)
+        except Exception as err:  # lowering/ptxas diagnostics -> a visible skip
+            raise Unavailable(f"{name}: pipeline-to-cubin failed: {str(err)[:600]}") from None
+        out.append(Built(planted_hangs.manifest(name, k, fn, names), bytes(fn)))
+    return out
+
+
 def build_hopper_gemm(chip, _mib):
     """examples/hopper_gemm.py: the fastest configuration, a narrower tile and
     the 2-CTA multicast variant (each checked against torch.matmul)."""
@@ -337,6 +355,7 @@ def _all_builders(dk, mib):
                                     lambda: dk.pipeline_async("pipeline_async"), mib,
                                     (128, 1, 1), (64, 1, 1), 4)),
         ("pipeline_async_watchdog", build_pipeline_async_watchdog),
+        ("forensics_hangs", build_forensics_hangs),
         ("pipeline_cp_async", _dialect("pipeline_cp_async", "PipelineCpAsync",
                                        lambda: dk.pipeline_cp_async("pipeline_cp_async"), mib,
                                        (128, 1, 1), (64, 1, 1), 4)),

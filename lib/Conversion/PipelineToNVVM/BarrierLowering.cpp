@@ -152,6 +152,8 @@ struct CreateLowering : PipelineOpLowering<CreateOp> {
                      ? adaptor.getBarrierStorage()
                      : createBarrierStorage(rewriter, op, numBarriers);
 
+    if (options.watchdog)
+      emitWatchdogPipeEntry(rewriter, loc, op, base);
     InitCounts counts = computeInitCounts(rewriter, loc, type);
     Value warp0 =
         arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,

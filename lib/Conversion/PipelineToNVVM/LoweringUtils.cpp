@@ -210,6 +210,8 @@ void mlir::pipeline::emitWaitLoop(OpBuilder &b, Location loc, Value barrier,
   // The watchdog measures from the first try and checks after every failed
   // one, so it needs the loop in IR.
   WatchdogGlobals globals = getOrCreateWatchdogGlobals(b, loc);
+  // The wait table says what this warp waits on if the dump runs now.
+  emitWatchdogWaitMark(b, loc, globals, site, /*waiting=*/true);
   Value start = NVVM::GlobalTimerOp::create(b, loc, b.getI64Type());
   auto loop = scf::WhileOp::create(b, loc, TypeRange{}, ValueRange{});
   {
@@ -226,6 +228,7 @@ void mlir::pipeline::emitWaitLoop(OpBuilder &b, Location loc, Value barrier,
     b.createBlock(&loop.getAfter());
     scf::YieldOp::create(b, loc);
   }
+  emitWatchdogWaitMark(b, loc, globals, site, /*waiting=*/false);
 }
 
 void mlir::pipeline::emitWaitUnlessToken(OpBuilder &b, Location loc,

@@ -188,10 +188,20 @@ LogicalResult checkAddressSpaces(ModuleOp module) {
 
 /// Numbers the pipelines for the watchdog report and records their names as
 /// the module attribute `pipeline.watchdog_names`.
-void assignWatchdogIds(ModuleOp module) {
+SmallVector<WatchdogPipeInfo> assignWatchdogIds(ModuleOp module) {
   Builder b(module.getContext());
   SmallVector<Attribute> names;
+  SmallVector<WatchdogPipeInfo> infos;
   module.walk([&](CreateOp create) {
+    PipelineType type = create.getType();
+    WatchdogPipeInfo info;
+    info.scope = create->getParentWithTrait<OpTrait::SymbolTable>();
+    if (type.hasBarriers()) {
+      info.numBarriers = type.getNumBarriers();
+      info.stages = type.getStages();
+      info.order = type.getKind() == PipelineKind::Order;
+    }
+    infos.push_back(info);
     std::string name;
     if (std::optional<StringRef> given = create.getName()) {
       name = given->str();
@@ -204,6 +214,7 @@ void assignWatchdogIds(ModuleOp module) {
     names.push_back(b.getStringAttr(name));
   });
   module->setAttr("pipeline.watchdog_names", b.getArrayAttr(names));
+  return infos;
 }
 
 struct ConvertPipelineToNVVMPass
@@ -224,10 +235,11 @@ struct ConvertPipelineToNVVMPass
         failed(checkAddressSpaces(module)) ||
         failed(checkTcgen05Targets(module, options)))
       return signalPassFailure();
+    SmallVector<WatchdogPipeInfo> pipeInfos;
     if (options.watchdog) {
       if (failed(checkWatchdogSymbols(module)))
         return signalPassFailure();
-      assignWatchdogIds(module);
+      pipeInfos = assignWatchdogIds(module);
     }
 
     // Decided on the pipeline IR, before any region is rewritten.
@@ -258,9 +270,11 @@ struct ConvertPipelineToNVVMPass
     // The names go into each gpu.module with a bounded wait, where the
     // runner can read them (the module attribute stays for compile-time
     // tools such as the GPU bundle builder).
-    if (options.watchdog)
+    if (options.watchdog) {
       addWatchdogNames(module, module->getAttrOfType<ArrayAttr>(
                                    "pipeline.watchdog_names"));
+      finalizeWatchdog(module, pipeInfos);
+    }
   }
 };
 } // namespace
