@@ -49,6 +49,8 @@ struct PipelineVerifyProtocolPass
       failed |= protocol::checkProducerTail(fn, options).failed();
       failed |= protocol::checkTxBytes(fn, domInfo).failed();
       failed |= protocol::checkArriveCounts(fn, options).failed();
+      failed |= protocol::checkAsyncReads(fn).failed();
+      failed |= protocol::checkNamedBarriers(fn, options).failed();
     });
     if (failed)
       signalPassFailure();
