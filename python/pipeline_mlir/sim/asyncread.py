@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import mlir.ir as ir
 
-from .model import SimError
+from .model import SimError, source_location
 
 WGMMA = "nvvm.wgmma.mma_async"
 WGMMA_COMMIT = "nvvm.wgmma.commit.group.sync.aligned"
@@ -86,6 +86,7 @@ def stage_state_operands(op) -> list:
 @dataclass
 class Read:
     what: str        # the op and its location
+    loc: str | None  # file:line:col, when known
     kind: str        # wgmma, tcgen05, bulk
     stages: set      # {(pipe id, stage index)}
 
@@ -124,11 +125,13 @@ def held_stages(a, pipes: dict, states: list) -> set:
     return out
 
 
-def issue(a, kind: str, what: str, stages: set) -> None:
+def issue(a, kind: str, op: str, loc: str, stages: set) -> None:
+    """Record that this warp issued ``op`` reading ``stages``."""
     if not stages:
         return
     f = _state(a)
-    r = Read(what, kind, stages)
+    where = source_location(loc)
+    r = Read(f"{op} at {where}" if where else op, where, kind, stages)
     {"wgmma": f.wgmma_open, "tcgen05": f.tcgen05, "bulk": f.bulk_open}[kind].append(r)
 
 
@@ -179,10 +182,13 @@ def check_hand_back(a, p, idx: int, verb: str, where: str, tcgen05_commit_: bool
     found += [(r, "the bulk store's group is not committed yet") for r in f.bulk_open]
     for r, why in found:
         if key in r.stages:
+            loc = source_location(where)
+            at = f" at {loc}" if loc else ""
             raise SimError(
                 "async-read",
                 f"{a.label(p.spec.name)} runs {verb} on stage {idx} of pipeline "
-                f"'{p.spec.name}' at {where} while {r.what} may still read that stage "
-                f"asynchronously: {why}", [where])
+                f"'{p.spec.name}'{at} while {r.what} may still read that stage "
+                f"asynchronously: {why}",
+                [w for w in (loc and f"{verb}{at}", r.loc and f"{r.what}") if w])
     if tcgen05_commit_:
         f.tcgen05.clear()

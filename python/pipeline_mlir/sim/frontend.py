@@ -557,7 +557,7 @@ class _Interp:
     # -- asynchronous readers of stage buffers (asyncread.py) -----------------
     def issue_read(self, n: Node, kind: str):
         states = [self.env[s] for s in n.a.get("reads", ())]
-        AR.issue(self.a, kind, f"{n.name} at {n.loc}",
+        AR.issue(self.a, kind, n.name, n.loc,
                  AR.held_stages(self.a, self.pipes, states))
 
     def async_op(self, n: Node):
