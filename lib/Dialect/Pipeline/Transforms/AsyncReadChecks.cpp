@@ -112,39 +112,64 @@ private:
 
   /// Iter arg `idx` of `loop` as (leader iter arg, offset).
   Canon iterArgCanon(scf::ForOp loop, unsigned idx, int depth) {
-    auto key = std::make_pair(loop.getOperation(), idx);
-    if (auto it = decided.find(key); it != decided.end())
+    decideLoop(loop, depth);
+    if (auto it = decided.find({loop.getOperation(), idx}); it != decided.end())
       return it->second;
+    return {loop.getRegionIterArgs()[idx], 0}; // being decided
+  }
+
+  /// Relates the state iter args of `loop`, enclosing loops first: an inner
+  /// loop's start states are the outer loop's iter args, and the outer
+  /// loop's yields are the inner loop's results.
+  void decideLoop(scf::ForOp loop, int depth) {
+    if (!started.insert(loop.getOperation()).second)
+      return;
+    if (auto parent = loop->getParentOfType<scf::ForOp>())
+      decideLoop(parent, depth + 1);
+    for (unsigned idx = 0; idx < loop.getNumRegionIterArgs(); ++idx)
+      decideIterArg(loop, idx, depth);
+  }
+
+  /// Tentatively relates `idx` to the first earlier leader iter arg whose
+  /// initial value has the same root; keeps it only if both yields advance
+  /// them in step.
+  void decideIterArg(scf::ForOp loop, unsigned idx, int depth) {
+    auto key = std::make_pair(loop.getOperation(), idx);
     BlockArgument self = loop.getRegionIterArgs()[idx];
-    // Tentatively relate `idx` to the first earlier state iter arg whose
-    // initial value has the same root; keep it only if both yields advance
-    // them in step.
     decided[key] = {self, 0};
     if (!isa<StateType>(self.getType()))
-      return decided[key];
+      return;
     Canon init = get(loop.getInitArgs()[idx], depth + 1);
+    Operation *term = loop.getBody()->getTerminator();
     for (unsigned j = 0; j < idx; ++j) {
       BlockArgument other = loop.getRegionIterArgs()[j];
-      if (!isa<StateType>(other.getType()))
-        continue;
-      Canon lead = iterArgCanon(loop, j, depth + 1);
-      if (lead.root != other)
+      if (!isa<StateType>(other.getType()) ||
+          decided[{loop.getOperation(), j}].root != other)
         continue; // only leaders of groups
       Canon leadInit = get(loop.getInitArgs()[j], depth + 1);
       if (!sameRoot(leadInit.root, init.root))
         continue;
       int64_t d = init.offset - leadInit.offset;
       decided[key] = {other, d};
-      Operation *term = loop.getBody()->getTerminator();
       Canon yLead = get(term->getOperand(j), depth + 1);
       Canon yThis = get(term->getOperand(idx), depth + 1);
       if (yLead.root == yThis.root && yThis.offset - yLead.offset == d)
-        return decided[key];
+        return;
       decided[key] = {self, 0};
+      forgetNested(loop);
     }
-    return decided[key];
   }
 
+  /// Inner loops decided under a rejected assumption are decided again.
+  void forgetNested(scf::ForOp loop) {
+    loop.getBody()->walk([&](scf::ForOp inner) {
+      started.erase(inner.getOperation());
+      for (unsigned i = 0; i < inner.getNumRegionIterArgs(); ++i)
+        decided.erase({inner.getOperation(), i});
+    });
+  }
+
+  llvm::DenseSet<Operation *> started;
   DenseMap<std::pair<Operation *, unsigned>, Canon> decided;
 };
 
@@ -283,7 +308,9 @@ private:
       return ((d % stages) + stages) % stages == 0;
     };
     auto report = [&](const Read &r, const std::string &why) {
-      if (!reported.insert({op, r.op}).second)
+      // One error per hand-back: the oldest read in flight (the others of
+      // its group read the same stage for the same reason).
+      if (!reported.insert(op).second)
         return;
       failedAny = true;
       InFlightDiagnostic diag =
@@ -495,7 +522,7 @@ private:
 
   StateCanon canon;
   DenseMap<Value, SmallVector<Value, 2>> pipesOfRoot;
-  llvm::DenseSet<std::pair<Operation *, Operation *>> reported;
+  llvm::DenseSet<Operation *> reported;
 };
 
 } // namespace

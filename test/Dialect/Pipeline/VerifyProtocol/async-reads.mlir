@@ -97,7 +97,6 @@ func.func @lagged_release_wait_group_too_large(%n: index, %base: i64, %acc0: !ac
     %off = arith.muli %idx64, %step : i64
     %desc = arith.addi %base, %off : i64
     nvvm.wgmma.fence.aligned
-    // expected-note @+1 {{the asynchronous read of that stage, still in flight at the release}}
     %d = nvvm.wgmma.mma_async %desc, %desc, %acc, <m = 64, n = 8, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !acc -> !acc
     nvvm.wgmma.commit.group.sync.aligned
     nvvm.wgmma.wait.group.sync.aligned 2
