@@ -2,7 +2,8 @@
 // RUN: FileCheck %s < %t
 
 // Release after the last asynchronous read (sim/asyncread.py): a stage
-// released while a wgmma group or a TMA store that reads it is in flight.
+// released while a wgmma group, a TMA store or an uncommitted tcgen05.mma
+// that reads it is in flight.
 // Each bug is followed by its correct twin, which must pass.
 
 // CHECK: pipeline-sim: async-read: consumer warp 1 of CTA 0 runs pipeline.consumer.release on stage 0 of pipeline 'ab' at {{.*}}bug_async_read.mlir:53:9 while nvvm.wgmma.mma_async at {{.*}}bug_async_read.mlir:51:15 may still read that stage asynchronously: its wgmma group is committed but not retired (needs wgmma.wait_group N with N <= 0)
@@ -14,8 +15,12 @@
 // CHECK: pipeline-sim: async-read: consumer warp 1 of CTA 0 runs pipeline.consumer.release on stage 0 of pipeline 'ab' {{.*}} while pipeline.copy.tma_store at {{.*}} its bulk group may still read shared memory (needs cp.async.bulk.wait_group.read N with N <= 0)
 // CHECK: pipeline-sim: FAILED: 100 schedules, 100 async-read (@tma_store_release_unwaited
 // CHECK: pipeline-sim: OK: 100 schedules, 0 deadlocks (@tma_store_release_waited
+// CHECK: pipeline-sim: async-read: consumer warp 1 of CTA 0 runs pipeline.consumer.release on stage 0 of pipeline 'ab' {{.*}} while nvvm.tcgen05.mma at {{.*}} may still read that stage asynchronously: no tcgen05.commit covers the tcgen05.mma, and this release is a plain mbarrier arrive
+// CHECK: pipeline-sim: FAILED: 100 schedules, 100 async-read (@tcgen05_mma_plain_release
+// CHECK: pipeline-sim: OK: 100 schedules, 0 deadlocks (@tcgen05_mma_umma_release
 
 !p = !pipeline.pipeline<async, stages = 3, producer = #pipeline.group<warp, 1>, consumer = #pipeline.group<thread, 1>>
+!pu = !pipeline.pipeline<async_umma, stages = 3, producer = #pipeline.group<warp, 1>, consumer = #pipeline.group<thread, 1>>
 !ps = !pipeline.state<3, producer>
 !cs = !pipeline.state<3, consumer>
 !acc = !llvm.struct<(f32, f32, f32, f32)>
@@ -269,6 +274,84 @@ gpu.module @kernels {
         scf.yield %nx : !cs
       }
       pipeline.bulk_group.wait {read}
+    }
+    gpu.return
+  }
+
+  gpu.func @tcgen05_mma_plain_release(%base: i64, %d: !llvm.ptr<6>, %idesc: i32) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %c0 = arith.constant 0 : i32
+    %lb = arith.constant 0 : index
+    %ub = arith.constant 6 : index
+    %one = arith.constant 1 : index
+    %step = arith.constant 1024 : i64
+    %true = arith.constant true
+    %p = pipeline.create {name = "ab"} : !p
+    %warp = nvvm.read.ptx.sreg.warpid : i32
+    %is_producer = arith.cmpi eq, %warp, %c0 : i32
+    scf.if %is_producer {
+      %s0 = pipeline.state.make : !ps
+      %sN = scf.for %k = %lb to %ub step %one iter_args(%s = %s0) -> (!ps) {
+        pipeline.producer.acquire %p, %s : !p, !ps
+        pipeline.producer.commit %p, %s : !p, !ps
+        %nx = pipeline.state.advance %s : !ps
+        scf.yield %nx : !ps
+      }
+      pipeline.producer.tail %p, %sN : !p, !ps
+    } else {
+      %c = pipeline.state.make : !cs
+      %sN = scf.for %k = %lb to %ub step %one iter_args(%s = %c) -> (!cs) {
+        pipeline.consumer.wait %p, %s : !p, !cs
+        %idx = pipeline.state.index %s : !cs
+        %idx64 = arith.extui %idx : i32 to i64
+        %off = arith.muli %idx64, %step : i64
+        %desc = arith.addi %base, %off : i64
+        %e = nvvm.elect.sync -> i1
+        scf.if %e {
+          nvvm.tcgen05.mma %d, %desc, %desc, %idesc, %true {ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.tcgen05_mma_kind<f16>} : (!llvm.ptr<6>, i64, i64, i32, i1)
+        }
+        pipeline.consumer.release %p, %s {elect_one} : !p, !cs
+        %nx = pipeline.state.advance %s : !cs
+        scf.yield %nx : !cs
+      }
+    }
+    gpu.return
+  }
+
+  gpu.func @tcgen05_mma_umma_release(%base: i64, %d: !llvm.ptr<6>, %idesc: i32) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %c0 = arith.constant 0 : i32
+    %lb = arith.constant 0 : index
+    %ub = arith.constant 6 : index
+    %one = arith.constant 1 : index
+    %step = arith.constant 1024 : i64
+    %true = arith.constant true
+    %p = pipeline.create {name = "ab"} : !pu
+    %warp = nvvm.read.ptx.sreg.warpid : i32
+    %is_producer = arith.cmpi eq, %warp, %c0 : i32
+    scf.if %is_producer {
+      %s0 = pipeline.state.make : !ps
+      %sN = scf.for %k = %lb to %ub step %one iter_args(%s = %s0) -> (!ps) {
+        pipeline.producer.acquire %p, %s : !pu, !ps
+        pipeline.producer.commit %p, %s : !pu, !ps
+        %nx = pipeline.state.advance %s : !ps
+        scf.yield %nx : !ps
+      }
+      pipeline.producer.tail %p, %sN : !pu, !ps
+    } else {
+      %c = pipeline.state.make : !cs
+      %sN = scf.for %k = %lb to %ub step %one iter_args(%s = %c) -> (!cs) {
+        pipeline.consumer.wait %p, %s : !pu, !cs
+        %idx = pipeline.state.index %s : !cs
+        %idx64 = arith.extui %idx : i32 to i64
+        %off = arith.muli %idx64, %step : i64
+        %desc = arith.addi %base, %off : i64
+        %e = nvvm.elect.sync -> i1
+        scf.if %e {
+          nvvm.tcgen05.mma %d, %desc, %desc, %idesc, %true {ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.tcgen05_mma_kind<f16>} : (!llvm.ptr<6>, i64, i64, i32, i1)
+        }
+        pipeline.consumer.release %p, %s : !pu, !cs
+        %nx = pipeline.state.advance %s : !cs
+        scf.yield %nx : !cs
+      }
     }
     gpu.return
   }
