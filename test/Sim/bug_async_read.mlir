@@ -6,7 +6,7 @@
 // that reads it is in flight.
 // Each bug is followed by its correct twin, which must pass.
 
-// CHECK: pipeline-sim: async-read: consumer warp 1 of CTA 0 runs pipeline.consumer.release on stage 0 of pipeline 'ab' at {{.*}}bug_async_read.mlir:53:9 while nvvm.wgmma.mma_async at {{.*}}bug_async_read.mlir:51:15 may still read that stage asynchronously: its wgmma group is committed but not retired (needs wgmma.wait_group N with N <= 0)
+// CHECK: pipeline-sim: async-read: consumer warp 1 of CTA 0 runs pipeline.consumer.release on stage 0 of pipeline 'ab' at {{.*}}bug_async_read.mlir:{{[0-9]+}}:9 while nvvm.wgmma.mma_async at {{.*}}bug_async_read.mlir:{{[0-9]+}}:15 may still read that stage asynchronously: its wgmma group is committed but not retired (needs wgmma.wait_group N with N <= 0)
 // CHECK: pipeline-sim: FAILED: 100 schedules, 100 async-read (@release_before_wgmma_wait
 // CHECK: pipeline-sim: OK: 100 schedules, 0 deadlocks (@release_after_wgmma_wait
 // CHECK: pipeline-sim: async-read: consumer warp 1 of CTA 0 runs pipeline.consumer.release on stage 0 of pipeline 'ab' {{.*}} its wgmma group is committed but not retired (needs wgmma.wait_group N with N <= 1)
