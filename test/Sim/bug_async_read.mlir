@@ -6,16 +6,16 @@
 // that reads it is in flight.
 // Each bug is followed by its correct twin, which must pass.
 
-// CHECK: pipeline-sim: async-read: consumer warp 1 of CTA 0 runs pipeline.consumer.release on stage 0 of pipeline 'ab' at {{.*}}bug_async_read.mlir:{{[0-9]+}}:9 while nvvm.wgmma.mma_async at {{.*}}bug_async_read.mlir:{{[0-9]+}}:15 may still read that stage asynchronously: its wgmma group is committed but not retired (needs wgmma.wait_group N with N <= 0)
+// CHECK: pipeline-sim: asynchronous read in flight: consumer warp 1 of CTA 0 runs pipeline.consumer.release on stage 0 of pipeline 'ab' at {{.*}}bug_async_read.mlir:{{[0-9]+}}:9 while nvvm.wgmma.mma_async at {{.*}}bug_async_read.mlir:{{[0-9]+}}:15 may still read that stage asynchronously: its wgmma group is committed but not retired (needs wgmma.wait_group N with N <= 0)
 // CHECK: pipeline-sim: FAILED: 100 schedules, 100 async-read (@release_before_wgmma_wait
 // CHECK: pipeline-sim: OK: 100 schedules, 0 deadlocks (@release_after_wgmma_wait
-// CHECK: pipeline-sim: async-read: consumer warp 1 of CTA 0 runs pipeline.consumer.release on stage 0 of pipeline 'ab' {{.*}} its wgmma group is committed but not retired (needs wgmma.wait_group N with N <= 1)
+// CHECK: pipeline-sim: asynchronous read in flight: consumer warp 1 of CTA 0 runs pipeline.consumer.release on stage 0 of pipeline 'ab' {{.*}} its wgmma group is committed but not retired (needs wgmma.wait_group N with N <= 1)
 // CHECK: pipeline-sim: FAILED: 100 schedules, 100 async-read (@lagged_release_wait_group_2
 // CHECK: pipeline-sim: OK: 100 schedules, 0 deadlocks (@lagged_release_wait_group_1
-// CHECK: pipeline-sim: async-read: consumer warp 1 of CTA 0 runs pipeline.consumer.release on stage 0 of pipeline 'ab' {{.*}} while pipeline.copy.tma_store at {{.*}} its bulk group may still read shared memory (needs cp.async.bulk.wait_group.read N with N <= 0)
+// CHECK: pipeline-sim: asynchronous read in flight: consumer warp 1 of CTA 0 runs pipeline.consumer.release on stage 0 of pipeline 'ab' {{.*}} while pipeline.copy.tma_store at {{.*}} its bulk group may still read shared memory (needs cp.async.bulk.wait_group.read N with N <= 0)
 // CHECK: pipeline-sim: FAILED: 100 schedules, 100 async-read (@tma_store_release_unwaited
 // CHECK: pipeline-sim: OK: 100 schedules, 0 deadlocks (@tma_store_release_waited
-// CHECK: pipeline-sim: async-read: consumer warp 1 of CTA 0 runs pipeline.consumer.release on stage 0 of pipeline 'ab' {{.*}} while nvvm.tcgen05.mma at {{.*}} may still read that stage asynchronously: no tcgen05.commit covers the tcgen05.mma, and this release is a plain mbarrier arrive
+// CHECK: pipeline-sim: asynchronous read in flight: consumer warp 1 of CTA 0 runs pipeline.consumer.release on stage 0 of pipeline 'ab' {{.*}} while nvvm.tcgen05.mma at {{.*}} may still read that stage asynchronously: no tcgen05.commit covers the tcgen05.mma, and this release is a plain mbarrier arrive
 // CHECK: pipeline-sim: FAILED: 100 schedules, 100 async-read (@tcgen05_mma_plain_release
 // CHECK: pipeline-sim: OK: 100 schedules, 0 deadlocks (@tcgen05_mma_umma_release
 

@@ -98,7 +98,7 @@ def test_checker_catches_release_with_wgmma_in_flight(plant, newer):
 def test_simulator_catches_release_with_wgmma_in_flight(plant, capsys):
     rc, out = simulate(plant(hopper_ir()), HOPPER_ARGS, capsys)
     assert rc == 1, out
-    assert re.search(r"pipeline-sim: async-read: consumer warp \d+ of CTA 0 runs "
+    assert re.search(r"pipeline-sim: asynchronous read in flight: consumer warp \d+ of CTA 0 runs "
                      r"pipeline.consumer.release on stage \d of pipeline 'ab' at \S+ while "
                      r"nvvm.wgmma.mma_async at \S+ may still read that stage asynchronously: its "
                      r"wgmma group is committed but not retired", out), out
