@@ -166,3 +166,34 @@ def test_automatic_ids_check_clean_in_a_kernel():
     text = str(k.module)
     assert "id = 15, threads = 128" in text and "id = 14, threads = 128" in text
     assert verify_protocol(text) == []
+
+
+# -- a planted twin in the Blackwell GEMM ----------------------------------------
+
+BW_ONE_CTA_ARGS = ["3=256", "4=512", "5=192"]
+
+
+def blackwell_plain_release():
+    """The operand ring as tma_async instead of tma_umma: its release becomes
+    a plain mbarrier arrive while the MMAs issued on the stage run on."""
+    text = str(blackwell_gemm.build(blackwell_gemm.GemmConfig(scheduler="static")).module)
+    assert text.count("<tma_umma, stages = 4") > 0
+    return text.replace("<tma_umma, stages = 4", "<tma_async, stages = 4")
+
+
+def test_checker_catches_plain_release_after_tcgen05_mma():
+    diags = verify_protocol(blackwell_plain_release())
+    assert len(diags) == 1, diags
+    assert diags[0].startswith(
+        "pipeline.consumer.release hands back a stage of pipeline 'ab' while nvvm.tcgen05.mma "
+        "may still read it asynchronously: the tcgen05.mma is not covered by a tcgen05.commit "
+        "and this op is a plain mbarrier arrive"), diags[0]
+
+
+def test_simulator_catches_plain_release_after_tcgen05_mma(capsys):
+    rc, out = simulate(blackwell_plain_release(), BW_ONE_CTA_ARGS, capsys)
+    assert rc == 1, out
+    assert re.search(r"asynchronous read in flight: consumer warp \d+ of CTA 0 runs "
+                     r"pipeline.consumer.release on stage \d of pipeline 'ab' at \S+ while "
+                     r"nvvm.tcgen05.mma at \S+ may still read that stage asynchronously: no "
+                     r"tcgen05.commit covers the tcgen05.mma", out), out
