@@ -197,3 +197,19 @@ def test_simulator_catches_plain_release_after_tcgen05_mma(capsys):
                      r"pipeline.consumer.release on stage \d of pipeline 'ab' at \S+ while "
                      r"nvvm.tcgen05.mma at \S+ may still read that stage asynchronously: no "
                      r"tcgen05.commit covers the tcgen05.mma", out), out
+
+
+# -- named barriers in the FlashAttention-3 skeleton -----------------------------
+
+def test_fa3_epilogue_barrier_counts_both_mma_warpgroups():
+    from skeletons import fa3_hopper_fwd
+    text = str(fa3_hopper_fwd.build().module)
+    assert verify_protocol(text) == []
+    # Planted: the count of one warpgroup, but both MMA warpgroups sync it.
+    diags = verify_protocol(edit(text, "named_barrier.sync id = 2, threads = 256",
+                                 "named_barrier.sync id = 2, threads = 128"))
+    assert diags == ["named barrier id 2 counts 128 threads but 256 threads (warps 4-11) "
+                     "reach it; num_threads must equal the threads of the warps that reach it"]
+    # Planted: id 0, next to the block-wide sync that ends pipeline.create.
+    diags = verify_protocol(edit(text, "named_barrier.sync id = 2,", "named_barrier.sync id = 0,"))
+    assert any("uses barrier id 0, which" in d and "the two collide" in d for d in diags), diags
