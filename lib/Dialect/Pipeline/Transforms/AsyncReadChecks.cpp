@@ -440,8 +440,9 @@ private:
       InFlight t = f;
       walk(*ifOp.thenBlock(), t);
       if (isGuardIf(ifOp)) {
-        // One elected thread goes on with what it issued.
-        f = mergePaths(f, t);
+        // The threads that pass the guard issued (or retired) what the
+        // branch did; the others issued nothing in it. Follow the former.
+        f = t;
         return;
       }
       InFlight e = f;

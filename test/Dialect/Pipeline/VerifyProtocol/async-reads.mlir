@@ -294,3 +294,52 @@ func.func @other_pipeline_same_index(%base: i64, %acc: !acc) {
   pipeline.consumer.release %k, %sk : !P, !cs
   return
 }
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>>
+!cs = !pipeline.state<2, consumer>
+
+// No false positive: one elected thread stores from the stage and waits for
+// the store's reads in its own guarded branch before the release.
+func.func @elected_store_waited_in_the_guard(%desc: !llvm.ptr, %ring: !llvm.ptr<3>, %x: i32) {
+  %p = pipeline.create {name = "st"} : !P
+  %s = pipeline.state.make : !cs
+  pipeline.consumer.wait %p, %s : !P, !cs
+  %idx = pipeline.state.index %s : !cs
+  %src = llvm.getelementptr %ring[%idx] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, !llvm.array<1024 x i8>
+  %e = nvvm.elect.sync -> i1
+  scf.if %e {
+    pipeline.copy.tma_store %desc[%x, %x] from %src : !llvm.ptr, !llvm.ptr<3>
+    pipeline.bulk_group.commit
+  }
+  %e2 = nvvm.elect.sync -> i1
+  scf.if %e2 {
+    pipeline.bulk_group.wait {read}
+  }
+  pipeline.consumer.release %p, %s {elect_one} : !P, !cs
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>>
+!cs = !pipeline.state<2, consumer>
+
+// Its bug twin: the elected thread stores and commits, nobody waits.
+func.func @elected_store_never_waited(%desc: !llvm.ptr, %ring: !llvm.ptr<3>, %x: i32) {
+  %p = pipeline.create {name = "st"} : !P
+  %s = pipeline.state.make : !cs
+  pipeline.consumer.wait %p, %s : !P, !cs
+  %idx = pipeline.state.index %s : !cs
+  %src = llvm.getelementptr %ring[%idx] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, !llvm.array<1024 x i8>
+  %e = nvvm.elect.sync -> i1
+  scf.if %e {
+    // expected-note @+1 {{still in flight at the release}}
+    pipeline.copy.tma_store %desc[%x, %x] from %src : !llvm.ptr, !llvm.ptr<3>
+    pipeline.bulk_group.commit
+  }
+  // expected-error @+1 {{its bulk group is committed but may still be reading shared memory}}
+  pipeline.consumer.release %p, %s {elect_one} : !P, !cs
+  return
+}
