@@ -2,7 +2,8 @@
 //
 // The pass runs every check on every function (func.func, gpu.func, ...) of
 // the module and fails if any of them reported an error. The checks live in
-// BalanceChecks.cpp, StartAndTailChecks.cpp and TxArriveChecks.cpp.
+// BalanceChecks.cpp, StartAndTailChecks.cpp, TxArriveChecks.cpp,
+// AsyncReadChecks.cpp and NamedBarrierChecks.cpp.
 //
 //===----------------------------------------------------------------------===//
 
