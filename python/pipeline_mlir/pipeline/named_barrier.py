@@ -18,14 +18,14 @@ from .errors import PipelineError
 from .mbarrier import SyncObject
 
 
-def _kernel_ids(what):
+def _kernel_ids():
     from ..kernel.kernel import active_kernel
     k = active_kernel()
     return None if k is None else k.named_barrier_ids
 
 
 def _take_free_ids(count, num_threads):
-    taken = _kernel_ids("NamedBarrier")
+    taken = _kernel_ids()
     if taken is None:
         raise PipelineError(
             "NamedBarrier: barrier_id=None assigns a free id of the kernel being "
@@ -42,7 +42,7 @@ def _take_free_ids(count, num_threads):
 
 
 def _note_explicit_id(barrier_id, count):
-    taken = _kernel_ids("NamedBarrier")
+    taken = _kernel_ids()
     if taken is None or not isinstance(barrier_id, int):
         return
     for i in range(barrier_id, barrier_id + count):
