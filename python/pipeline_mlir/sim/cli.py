@@ -27,6 +27,7 @@ _KIND_TITLES = {
     "role": "wrong role", "initial-phase": "wrong initial phase",
     "uninitialized": "uninitialized barrier", "unsupported": "unsupported",
     "step-limit": "step limit", "commit-before-write": "commit before write",
+    "async-read": "asynchronous read in flight",
 }
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import mlir.ir as ir
 
+from . import asyncread as AR
 from . import verbs as V
 from .engine import Agent, World
 from .model import SimError
@@ -196,6 +197,11 @@ class _Compiler:
             a["query"] = str(attrs["query_type"]).split("<")[-1].rstrip(">")
         if name == "nvvm.clusterlaunchcontrol.try.cancel":
             a["multicast"] = "multicast" in attrs
+        if name in AR.NVVM_BULK_STORES or name in (AR.WGMMA, AR.TCGEN05_MMA,
+                                                     "pipeline.copy.tma_store"):
+            a["reads"] = [self.slot(v) for v in AR.stage_state_operands(op)]
+        if name in (AR.WGMMA_WAIT, AR.NVVM_BULK_WAIT):
+            a["group"] = ir.IntegerAttr(attrs["group"]).value
         if "op_type" in attrs:
             a["op_type"] = str(attrs["op_type"]).split("<")[-1].rstrip(">")
         if "operandSegmentSizes" in attrs and "segs" not in a:
@@ -453,6 +459,10 @@ class _Interp:
             elif name in ("gpu.barrier", "nvvm.barrier0"):
                 yield from V.named_sync(self.w, self.a, 0, self.launch.block_threads, False,
                                         _lanes_of(mask))
+            elif name in AR.NVVM_OPS:
+                self.async_op(n)
+                if n.outs:
+                    self.scalar(n, mask)
             elif n.regions and any(n.regions):
                 self.fail(n, "unsupported op with regions")
             else:
@@ -583,6 +593,31 @@ class _Interp:
         for o, v in zip(n.outs, res[1:]):
             env[o] = v
 
+    # -- asynchronous readers of stage buffers (asyncread.py) -----------------
+    def issue_read(self, n: Node, kind: str):
+        states = [self.env[s] for s in n.a.get("reads", ())]
+        AR.issue(self.a, kind, n.name, n.loc,
+                 AR.held_stages(self.a, self.pipes, states))
+
+    def async_op(self, n: Node):
+        name, a = n.name, self.a
+        if name == AR.WGMMA:
+            self.issue_read(n, "wgmma")
+        elif name == AR.TCGEN05_MMA:
+            self.issue_read(n, "tcgen05")
+        elif name in AR.NVVM_BULK_STORES:
+            self.issue_read(n, "bulk")
+        elif name == AR.WGMMA_COMMIT:
+            AR.wgmma_commit(a)
+        elif name == AR.WGMMA_WAIT:
+            AR.wgmma_wait(a, n.a["group"])
+        elif name == AR.TCGEN05_COMMIT:
+            AR.tcgen05_commit(a)
+        elif name == AR.NVVM_BULK_COMMIT:
+            AR.bulk_commit(a)
+        elif name == AR.NVVM_BULK_WAIT:
+            AR.bulk_wait(a, n.a["group"])
+
     # -- the pipeline ops ------------------------------------------------------
     def pipeline_op(self, n: Node, mask: int):
         env, a, w = self.env, self.a, self.w
@@ -636,12 +671,15 @@ class _Interp:
             yield from f(w, a, bar, attrs["num_threads"], attrs["unaligned"], lanes)
             return None
         if name == "copy.tma_store":
+            self.issue_read(n, "bulk")
             yield from V.tma_store(w, a, lanes)
             return None
         if name == "bulk_group.commit":
+            AR.bulk_commit(a)
             yield from V.bulk_commit(w, a)
             return None
         if name == "bulk_group.wait":
+            AR.bulk_wait(a, attrs.get("pending", 0))
             yield from V.bulk_wait(w, a, attrs.get("pending", 0))
             return None
         p = u(args[0], "the pipeline")
@@ -652,6 +690,21 @@ class _Interp:
         st = u(args[1], "the pipeline state")
         if not isinstance(st, State):
             self.fail(n, "the state value is not a pipeline state")
+        if p.spec.kind == "tma_store":
+            # PipelineTmaStore: commit = commit_group, acquire =
+            # wait_group.read (stages - 1), tail = wait_group 0.
+            if name == "producer.commit":
+                AR.bulk_commit(a)
+            elif name == "producer.acquire":
+                AR.bulk_wait(a, p.spec.stages - 1)
+            elif name == "producer.tail":
+                AR.bulk_wait(a, 0)
+        elif name in ("producer.acquire", "producer.try_acquire", "consumer.release"):
+            umma = (name == "consumer.release"
+                    and (attrs.get("op_type") or p.spec.consumer_op) == V.UMMA)
+            AR.check_hand_back(a, p, st.index, f"pipeline.{name}", n.loc, umma)
+        elif name == "producer.commit" and p.spec.kind == "umma_async":
+            AR.tcgen05_commit(a)
         if name == "producer.acquire":
             tok, extra = opt(2), opt(3)
             tok = None if tok is None else u(tok, "the token")
