@@ -27,19 +27,6 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIMIT = 60 << 20
 
-RUN_FUZZ = """#!/usr/bin/env bash
-# Unpack pipeline-opt and run the fuzzer with one job per core.
-set -euo pipefail
-cd "$(dirname "$0")"
-mutants=${1:-100000}; seed=${2:-2026}; out=${3:-fuzz-out}
-mkdir -p site && tar -xJf libs.tar.xz -C site && cp -r opt/pipeline_mlir site/
-export PATH="/usr/local/cuda/bin:$PATH"
-opt="$PWD/site/pipeline_mlir/bin/pipeline-opt"
-"$opt" --version | head -2
-mkdir -p "$out"
-python3 scripts/fuzz.py --mutants "$mutants" --seed "$seed" --jobs "$(nproc)" \\
-  --progress 200 --opt "$opt" --out "$out/reproducers" --report "$out/report.json"
-"""
 
 
 def main(argv=None):
@@ -102,8 +89,7 @@ def main(argv=None):
                 dst = os.path.join(out, "test", os.path.relpath(src, os.path.join(ROOT, "test")))
                 os.makedirs(os.path.dirname(dst), exist_ok=True)
                 shutil.copy2(src, dst)
-    with open(os.path.join(out, "run_fuzz.sh"), "w") as f:
-        f.write(RUN_FUZZ)
+    shutil.copy2(os.path.join(ROOT, "scripts", "run_fuzz.sh"), out)
 
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
     if size > LIMIT:

@@ -36,18 +36,26 @@ def ConvertPipelineToNVVM : Pass<"convert-pipeline-to-nvvm", "ModuleOp"> {
       sm_100a/sm_101a/sm_103a are an error on the op that creates (or, for
       block arguments, uses) the pipeline.
     - `watchdog=true` (docs/watchdog.md): each wait reads `%globaltimer`
-      before its first try and after every failed one. After
-      `watchdog-timeout-ns` the first expired thread (an `atomicrmw xchg`
-      on the i32 global `__pipeline_watchdog_claim`) writes a 64-byte
-      record through the pointer that the runner stored in the i64 global
+      before its first try and after every failed one, and records what it
+      waits on (pipeline id, role, stage, phase) in its warp's word of the
+      shared wait table `__pipeline_watchdog_warps` (cleared at entry,
+      marked on exit); thread 0 stores each pipeline's barrier address in
+      `__pipeline_watchdog_pipes` at create. After `watchdog-timeout-ns` the
+      first expired thread (an `atomicrmw xchg` on the i32 global
+      `__pipeline_watchdog_claim`) writes a record of up to 4096 bytes
+      through the pointer that the runner stored in the i64 global
       `__pipeline_watchdog_buffer` (pinned, mapped host memory; nothing is
       written while it is 0): words 1..10 = pipeline id, role (0 producer,
-      1 consumer, 2 order), stage, phase, ctaid.x/y/z, warp, version 1,
-      elapsed us; `membar.sys`; then word 0, the magic 0x57444F47
-      ("WDOG"), and `membar.sys` again. The other expired threads wait (at
-      most 1 ms) for the record; every expired thread then traps. Pipeline
-      ids index the module attribute `pipeline.watchdog_names`, which is
-      also emitted as the NUL-separated global `__pipeline_watchdog_names`.
+      1 consumer, 2 order), stage, phase, ctaid.x/y/z, warp, version 2,
+      elapsed us; then `__pipeline_watchdog_dump` writes the wait table,
+      calibration samples of the scratch barrier `__pipeline_watchdog_probe`
+      and, for every barrier of every pipeline of the CTA, two parity
+      probes and its raw word; `membar.sys`; then word 0, the magic
+      0x57444F47 ("WDOG"), and `membar.sys` again. The other expired
+      threads wait (at most 20 ms) for the record; every expired thread
+      then traps. Pipeline ids index the module attribute
+      `pipeline.watchdog_names`, which is also emitted as the NUL-separated
+      global `__pipeline_watchdog_names`.
       Without the option nothing changes.
   }];
   let dependentDialects = [

@@ -36,6 +36,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::pipeline;
 using namespace mlir::pipeline::protocol;
@@ -212,6 +214,10 @@ struct InFlight {
 };
 
 static void keepNewest(SmallVector<Group, 2> &groups, int64_t n) {
+  // The group count is an i32 immediate the op verifiers leave unchecked: a
+  // negative one retires nothing we can model, so treat it as 0 (the fuzzer
+  // found `wait.group -1` asserting in erase).
+  n = std::max<int64_t>(n, 0);
   if (static_cast<int64_t>(groups.size()) > n)
     groups.erase(groups.begin(), groups.end() - n);
 }

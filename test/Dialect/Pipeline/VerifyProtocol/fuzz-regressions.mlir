@@ -64,3 +64,29 @@ func.func @two_acquires_one_state(%desc: !llvm.ptr, %buf: !llvm.ptr<3>, %w0: i1,
 }
 // CHECK: error: pipeline 'ab': producer.acquire expects 4096 bytes (tx_count 4096) but the 1 copy bound to this stage deliver 256
 // CHECK-NOT: PLEASE submit a bug report
+
+// -----
+
+// A negative wgmma wait count (`wait.group -1`, an immediate the NVVM
+// verifier accepts) made the asynchronous-read check erase past the start
+// of its queue (SmallVector erase assert). A negative count is read as 0
+// (nothing left in flight), so the release after it is clean.
+
+!P = !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>, tx_count = 1024>
+!cs = !pipeline.state<4, consumer>
+!acc = !llvm.struct<(f32, f32, f32, f32)>
+func.func @negative_wait_group(%base: i64, %acc0: !acc) {
+  %p = pipeline.create {name = "neg"} : !P
+  %s = pipeline.state.make : !cs
+  pipeline.consumer.wait %p, %s : !P, !cs
+  %i = pipeline.state.index %s : !cs
+  %i64 = arith.extui %i : i32 to i64
+  %d = arith.addi %base, %i64 : i64
+  nvvm.wgmma.fence.aligned
+  %acc1 = nvvm.wgmma.mma_async %d, %d, %acc0, <m = 64, n = 8, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !acc -> !acc
+  nvvm.wgmma.commit.group.sync.aligned
+  nvvm.wgmma.wait.group.sync.aligned -1
+  pipeline.consumer.release %p, %s : !P, !cs
+  return
+}
+// CHECK-NOT: pipeline 'neg'
