@@ -199,7 +199,7 @@ def test_variant_builds_checks_and_lowers(variant):
         # Both CTAs' loads complete on the leader's barrier; commits reach both.
         assert "mbarrier::complete_tx::bytes.cta_group::2" in ptx
         assert "shared::cluster.multicast::cluster.b64" in ptx
-    assert f".maxntid {cfg.threads}, 1, 1" in ptx
+    assert f".reqntid {cfg.threads}, 1, 1" in ptx
     assert k.smem_bytes <= blackwell_gemm.SMEM_LIMIT
     # The instruction descriptor is an immediate of the MMA.
     assert str(tcgen05.instruction_descriptor(cfg.mma_m, cfg.block_n, cfg.dtype, g)) in ptx
@@ -276,11 +276,8 @@ def test_simulator_catches_a_wrong_clc_consumer_count(capsys):
     assert "deadlock" in capsys.readouterr().out
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "simulator/lowering disagreement on 2-CTA UmmaAsync: the lowering doubles the "
-    "accumulator empty barrier's count for the pair (docs/Rationale.md section 5), the "
-    "simulator does not, so both CTAs' epilogue releases overrun the leader's stage "
-    "(being fixed on branch 'checker')"))
+# The simulator doubles a 2-CTA UmmaAsync's consumer count as the lowering
+# does (docs/Rationale.md section 5), so the pair runs clean as written.
 @pytest.mark.parametrize("scheduler", ["static", "clc"])
 def test_simulator_runs_the_pair_gemm(scheduler):
     cfg = blackwell_gemm.GemmConfig(cta_group=2, scheduler=scheduler)
@@ -288,14 +285,15 @@ def test_simulator_runs_the_pair_gemm(scheduler):
 
 
 @pytest.mark.parametrize("scheduler", ["static", "clc"])
-def test_pair_gemm_passes_the_simulator_with_the_lowerings_count(scheduler):
-    """What the xfail above is about and nothing else: with the accumulator
-    consumer count written as the lowering initializes it (4 epilogue warps
-    x 2 CTAs), the pair runs clean in the simulator."""
+def test_simulator_doubles_the_pair_accumulator_count(scheduler):
+    """The twin of the test above: the simulator doubles the pair's
+    accumulator consumer count itself, so writing it already doubled (4
+    epilogue warps x 2 CTAs) makes it wait for 16 releases of which 8 come:
+    deadlock."""
     cfg = blackwell_gemm.GemmConfig(cta_group=2, scheduler=scheduler)
     doubled = (r"(umma_async, stages = 2, producer = <thread, 1>, consumer = <thread, )4>",
                r"\g<1>8>")
-    assert _simulate(cfg, PAIR_ARGS, patch=doubled) == 0
+    assert _simulate(cfg, PAIR_ARGS, patch=doubled) != 0
 
 
 # --- the runner ------------------------------------------------------------------------

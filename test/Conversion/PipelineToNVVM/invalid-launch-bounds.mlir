@@ -38,7 +38,7 @@ gpu.module @m {
 // -----
 
 gpu.module @m {
-  // expected-error @+1 {{'gpu.func' op uses !llvm.ptr<9>, a pointer into an address space PTX does not have}}
+  // expected-error @+1 {{'gpu.func' op uses '!llvm.ptr<9>', a pointer into an address space PTX does not have}}
   gpu.func @bad_pointer(%p: !llvm.ptr<9>) kernel {
     gpu.return
   }
