@@ -3,8 +3,9 @@ synchronization order (the table of docs/gemm.md, "Blackwell").
 
     # 1. CuTe side (in .bench-venv, no GPU):
     .bench-venv/bin/python benchmarks/parity/cute_blackwell_gemm.py OUT
-    # 2. ours + the table (in .venv):
-    .venv/bin/python benchmarks/parity/bw_gemm_compare.py OUT
+    # 2. ours + the table (in .venv); --write also saves our PTX as
+    #    OUT/ours_bw_gemm_cta{1,2}[_static].ptx for count.py --whole OUT:
+    .venv/bin/python benchmarks/parity/bw_gemm_compare.py OUT [--write]
 
 Counts are static: instructions in the PTX text of the kernel (a loop body
 counts once; a loop the compiler unrolled counts once per copy). The order
@@ -66,7 +67,7 @@ def table(columns):
     return "\n".join(rows)
 
 
-def main(cute_dir):
+def main(cute_dir, write=False):
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     import blackwell_gemm
     base = blackwell_gemm.GemmConfig()
@@ -76,8 +77,13 @@ def main(cute_dir):
             cols[f"CuTe DSL cta{g}"] = f.read()
         cols[f"ours static cta{g}"] = ours(replace(base, cta_group=g, scheduler="static"))
         cols[f"ours CLC cta{g}"] = ours(replace(base, cta_group=g))
+        if write:
+            for col, suffix in ((f"ours static cta{g}", "_static"), (f"ours CLC cta{g}", "")):
+                with open(os.path.join(cute_dir, f"ours_bw_gemm_cta{g}{suffix}.ptx"), "w") as f:
+                    f.write(cols[col])
     print(table(cols))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "parity-out/bw-gemm")
+    args = [a for a in sys.argv[1:] if a != "--write"]
+    main(args[0] if args else "parity-out/bw-gemm", write="--write" in sys.argv)

@@ -127,7 +127,7 @@ def test_variant_builds_checks_and_lowers(variant):
     assert ("setmaxnreg.inc" in ptx) == cfg.setmaxnreg
     assert ("cp.async.bulk.tensor.2d.global.shared::cta" in ptx) == cfg.tma_store_epilogue
     assert ("multicast::cluster" in ptx) == (cfg.cluster_m > 1)
-    assert f".maxntid {cfg.threads}, 1, 1" in ptx
+    assert f".reqntid {cfg.threads}, 1, 1" in ptx
     assert k.smem_bytes <= hopper_gemm.SMEM_LIMIT
 
 

@@ -12,7 +12,7 @@ from pipeline_mlir.kernel import compile as kcompile
 from pipeline_mlir.kernel.values import i32
 
 from _ir_utils import ops_named
-from pipeline_mlir.pipeline import Agent, CooperativeGroup, PipelineAsync
+from pipeline_mlir.pipeline import Agent, CooperativeGroup, NamedBarrier, PipelineAsync
 
 needs_lowering = pytest.mark.skipif(
     not has_pipeline_to_cubin(),
@@ -114,6 +114,31 @@ def test_smem_base_declared_aligned_in_ptx():
     assert k.smem_bytes == 2048 + 8 * 2
 
 
+def test_unused_smem_allocation_emits_nothing():
+    """An allocation is only materialized (base shfl.sync + offset) when its
+    pointer is first used: a kernel whose allocation nothing reads has no
+    shared-memory code at all; reading it brings the base back, in the
+    prologue."""
+    unused = Kernel(block_dim=32)
+    with unused:
+        unused.alloc_barriers(4)
+        NamedBarrier(barrier_id=1, num_threads=32).arrive()
+    assert not ops_named(unused, "nvvm.shfl.sync")
+    assert not ops_named(unused, "llvm.mlir.addressof")
+    assert unused.smem_bytes == 32
+    ptx = unused.to_ptx()
+    assert "shfl.sync" not in ptx and "bar.arrive 1, 32" in ptx
+
+    used = Kernel(block_dim=32)
+    with used:
+        used.alloc_barriers(4)
+        buf = used.smem_alloc(64)
+        store(1, buf, 0)
+    [shfl] = ops_named(used, "nvvm.shfl.sync")
+    assert shfl.operation.block == used.entry
+    used.verify()
+
+
 def test_smem_pointers_dominate_nested_uses():
     k = Kernel()
     with k:
@@ -212,6 +237,19 @@ def test_launch_bounds_reach_ptx_through_upstream_passes():
     assert ".maxntid 192, 1, 1" in ptx
     assert ".reqnctapercluster 2, 1, 1" in ptx
     assert ".entry bounds" in ptx
+
+
+def test_block_size_is_exact_in_ptx():
+    """pipeline-to-cubin turns known_block_size into .reqntid (an exact block
+    size, as CuTe DSL declares it), not upstream's .maxntid: with it ptxas
+    drops the reconvergence code around warp-0 and elected-lane branches."""
+    k = Kernel("exact", chip="sm_90a", block_dim=64)
+    with k:
+        PipelineAsync.create(num_stages=2, producer_group=CooperativeGroup(Agent.Thread, 32),
+                             consumer_group=CooperativeGroup(Agent.Thread, 32),
+                             barrier_storage=k.alloc_barriers(4))
+    ptx = k.to_ptx()
+    assert ".reqntid 64, 1, 1" in ptx and ".maxntid" not in ptx
 
 
 def test_compile_without_lowering_raises_clearly(monkeypatch):

@@ -9,9 +9,10 @@ The module is::
       }
     }
 
-``known_block_size`` becomes ``.maxntid`` and ``known_cluster_size`` becomes
-``.explicitcluster .reqnctapercluster`` in the PTX (the upstream gpu.func
-lowering of MLIR 22 does both). The ``#nvvm.target`` is attached with the
+``known_block_size`` becomes ``.reqntid`` (the exact block size; upstream's
+gpu.func lowering emits ``.maxntid``, which pipeline-to-cubin turns into
+``.reqntid`` as CuTe DSL declares it) and ``known_cluster_size`` becomes
+``.explicitcluster .reqnctapercluster`` in the PTX. The ``#nvvm.target`` is attached with the
 upstream ``nvvm-attach-target`` pass, so no IR is built from strings.
 
 Use it as a context manager; inside, the builders of ``pipeline_mlir.pipeline``

@@ -32,7 +32,12 @@ def _gep_bytes(base, offset):
 
 
 class SmemPtr:
-    """A ``!llvm.ptr<3>`` with byte-offset arithmetic (``ptr + 128``)."""
+    """A ``!llvm.ptr<3>`` with byte-offset arithmetic (``ptr + 128``).
+
+    ``value`` may be a function that builds the pointer: an allocation's
+    pointer is only emitted when first used, so an allocation nothing reads
+    (a barrier array of a pipeline that keeps none, say) costs no
+    instruction."""
 
     __hash__ = object.__hash__
 
@@ -42,12 +47,14 @@ class SmemPtr:
 
     @property
     def ir_value(self):
+        if callable(self._value):
+            self._value = self._value()
         return self._value
 
     value = ir_value
 
     def __add__(self, offset):
-        return SmemPtr(_gep_bytes(self._value, offset))
+        return SmemPtr(_gep_bytes(self.ir_value, offset))
 
     def stage(self, index, stage_bytes):
         """Pointer to buffer ``index`` of a ring of ``stage_bytes`` buffers."""
@@ -94,11 +101,10 @@ class SharedMemory:
 
     def _make_base(self):
         """The array's address, passed once through ``shfl.sync.idx`` (as
-        CuTe DSL does): the NVPTX back end would otherwise rematerialize the
+        CuTe DSL does; the array is declared by ``alloc``): the NVPTX back end would otherwise rematerialize the
         symbol in every block that uses it, and on sm_90 each copy is three
         SASS instructions (the CTA's shared window from SR_CgaCtaId); the
         shuffle makes it one register, known warp-uniform by ptxas."""
-        self._declare_dynamic_smem()
         ptr3 = llvm.PointerType.get(3)
         sym = llvm.mlir_addressof(ptr3, DYNAMIC_SMEM_SYMBOL)
         bits = llvm.ptrtoint(i32(), sym)
@@ -117,9 +123,15 @@ class SharedMemory:
             raise ValueError(f"smem_alloc: align is at most {BASE_ALIGN}, got {align}")
         offset = (self.used + align - 1) // align * align
         self.used = offset + nbytes
-        with ir.InsertionPoint(self._anchor):
-            if self._base is None:
-                self._base = self._make_base()
-            ptr = _gep_bytes(self._base, offset) if offset else self._base
+        self._declare_dynamic_smem()
+        loc = ir.Location.current
+
+        def pointer():
+            # In the prologue, whenever the first use asks for it.
+            with loc, ir.InsertionPoint(self._anchor):
+                if self._base is None:
+                    self._base = self._make_base()
+                return _gep_bytes(self._base, offset) if offset else self._base
+
         self.allocations.append((name, offset, nbytes))
-        return SmemPtr(ptr, nbytes)
+        return SmemPtr(pointer, nbytes)

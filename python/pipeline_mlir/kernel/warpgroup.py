@@ -5,7 +5,7 @@
 n`` (``nvvm.setmaxregister``). It reallocates registers between warpgroup
 roles: a TMA producer needs few, MMA consumers holding fp32 accumulators need
 many. ptxas honours it only when the kernel has a register cap at entry
-(``.maxntid``, which ``Kernel(block_dim=...)`` emits) and each role is its
+(``.reqntid``, which ``Kernel(block_dim=...)`` emits) and each role is its
 own branch; it must be executed by all threads of the warpgroup.
 """
 

@@ -10,6 +10,11 @@ gpu.module @m {
     %p = pipeline.create storage(%smem : !llvm.ptr<3>) : !P
     %ps = pipeline.state.make : !pipeline.state<2, producer>
     %cs = pipeline.state.make : !pipeline.state<2, consumer>
+    // Equal full and empty counts: one elected block initializes all four
+    // barriers (a block per group only where the counts differ).
+    // CHECK: nvvm.elect.sync
+    // CHECK-COUNT-4: nvvm.mbarrier.init
+    // CHECK-NOT: nvvm.elect.sync
     // One arrive per warp: __syncwarp, then the elected lane arrives.
     // CHECK: nvvm.barrier0
     // CHECK: %[[FULL:.*]] = llvm.getelementptr

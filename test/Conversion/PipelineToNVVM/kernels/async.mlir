@@ -54,10 +54,13 @@ gpu.module @async {
 // CHECK: %[[WARP:.*]] = arith.divui %{{.*}}, %[[C32]] : i32
 // CHECK: %[[W0:.*]] = arith.cmpi eq, %[[WARP]], %{{.*}} : i32
 // CHECK: scf.if %[[W0]] {
+// Two counts: one elected block per barrier group.
 // CHECK:   %[[E:.*]] = nvvm.elect.sync -> i1
 // CHECK:   scf.if %[[E]] {
 // CHECK:     nvvm.mbarrier.init %{{.*}}, %[[C32]] : !llvm.ptr<3>, i32
 // CHECK:     nvvm.mbarrier.init %{{.*}}, %[[C32]] : !llvm.ptr<3>, i32
+// CHECK:   %[[E2:.*]] = nvvm.elect.sync -> i1
+// CHECK:   scf.if %[[E2]] {
 // CHECK:     nvvm.mbarrier.init %{{.*}}, %[[C64]] : !llvm.ptr<3>, i32
 // CHECK:     nvvm.mbarrier.init %{{.*}}, %[[C64]] : !llvm.ptr<3>, i32
 // CHECK-NOT: nvvm.mbarrier.init

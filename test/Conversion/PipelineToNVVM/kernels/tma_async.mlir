@@ -161,7 +161,12 @@ gpu.module @mcast_n {
 // CHECK: llvm.mlir.global internal @__pipeline_barriers_ab() {addr_space = 3 : i32, alignment = 8 : i64} : !llvm.array<6 x i64>
 // CHECK-DAG: %[[C1:.*]] = arith.constant 1 : i32
 // CHECK-DAG: %[[C4:.*]] = arith.constant 4 : i32
+// Two counts: one elected lane per barrier group (full, then empty), which
+// ptxas makes straight-line code.
+// CHECK: nvvm.elect.sync
 // CHECK-COUNT-3: nvvm.mbarrier.init %{{.*}}, %[[C1]] : !llvm.ptr<3>, i32
+// CHECK-NOT: nvvm.mbarrier.init
+// CHECK: nvvm.elect.sync
 // CHECK-COUNT-3: nvvm.mbarrier.init %{{.*}}, %[[C4]] : !llvm.ptr<3>, i32
 // CHECK: nvvm.fence.mbarrier.init
 // CHECK-NEXT: nvvm.barrier0
