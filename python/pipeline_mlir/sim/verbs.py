@@ -3,9 +3,13 @@
 Each verb is a generator function ``verb(world, agent, pipe, state, lanes,
 ...)`` that yields the :class:`~.engine.Step` objects of one warp executing
 the op with active ``lanes`` (a list of lane ids; ``lanes[0]`` is the lane
-``elect.sync`` picks). Arrive counts per agent kind, the starting phases,
-expect_tx, complete_tx, multicast and signalling lanes follow the reference
-tables; the barrier counts follow the lowering (``groupArriveCount``).
+``elect.sync`` picks). What each pipeline kind means -- which mechanism
+signals each side, init counts with the 2-CTA doubling, who arms expect_tx,
+where commits and releases land, signalling lanes -- is read from the
+dialect's table (KindTraits.h, through ``pipeline.kind_traits`` and
+``pipeline.barrier_plan``), the one the lowering and the checker use; the
+starting phases, complete_tx and the multicast geometry follow the reference
+tables.
 
 Besides the barriers themselves the verbs keep the bookkeeping the checker
 needs: which stages a consumer holds (wait .. release, or until its
@@ -23,7 +27,6 @@ from .model import BarrierName, Mbarrier, SimError
 
 # Mechanisms (PipelineOp) that signal a barrier.
 ASYNC, TMA, UMMA, CPASYNC, CLC, STORE = "async_thread", "tma_load", "tcgen05_mma", "cp_async", "clc_load", "tma_store"
-
 
 
 def _pl():
