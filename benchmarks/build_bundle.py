@@ -4,7 +4,8 @@
     .venv/bin/python benchmarks/build_bundle.py [--out .bench-bundle] [--chip sm_90a] [--quick]
 
 Writes kernels/*.cubin (streaming copies per kind x stages x tile, ping-pong
-per stages), manifest.json (name, kind, stages, tile, block, smem, params),
+per stages: examples/copy_ring.py and examples/pingpong.py with the
+parameters of benchmarks/streaming.py), manifest.json (name, kind, stages, tile, block, smem, params),
 the pure-Python runtime (pipeline_mlir/__init__.py + pipeline_mlir/runtime/),
 run_bench.py and reference/*.cu (built with nvcc on the GPU machine). Then:
 
@@ -31,7 +32,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     sys.path.insert(0, HERE)
-    import kernels
+    import streaming
 
     out = os.path.abspath(args.out)
     if os.path.exists(out):
@@ -45,12 +46,12 @@ def main(argv=None):
 
     manifest = {"chip": args.chip, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
                 "stream": [], "pingpong": []}
-    configs = kernels.stream_configs()
+    configs = streaming.stream_configs()
     if args.quick:
         configs = [c for c in configs if c[1] in (1, 4) and c[2] == 16384]
     t_all = time.monotonic()
     for kind, stages, tile in configs:
-        k = kernels.build_stream(kind, stages, tile, args.chip)
+        k = streaming.build_stream(kind, stages, tile, args.chip)
         t0 = time.monotonic()
         image = k.compile()
         path = f"kernels/{k.name}.{args.chip}.cubin"
@@ -58,12 +59,12 @@ def main(argv=None):
             f.write(image)
         manifest["stream"].append({
             "name": k.name, "kind": kind, "stages": stages, "tile": tile,
-            "block": kernels.block_threads(kind), "smem": k.smem_bytes,
+            "block": streaming.block_threads(kind), "smem": k.smem_bytes,
             "signature": ["ptr", "ptr", "i32"], "image": path})
         print(f"BUILT {k.name:28s} {len(image):7d} B smem {k.smem_bytes:6d} "
               f"({time.monotonic() - t0:.2f} s)")
     for stages in (1, 2, 4):
-        k = kernels.build_pingpong(stages, args.chip)
+        k = streaming.build_pingpong(stages, args.chip)
         image = k.compile()
         path = f"kernels/{k.name}.{args.chip}.cubin"
         with open(os.path.join(out, path), "wb") as f:

@@ -215,7 +215,9 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
                     # wait_group(1) retires every older group, so no wgmma
                     # reads stage `release` any more and its producer may
                     # overwrite it. Releasing before this wait would let TMA
-                    # overwrite operands an in-flight wgmma still reads.
+                    # overwrite operands an in-flight wgmma still reads
+                    # (pipeline-verify-protocol check 8 and pipeline-sim's
+                    # async-read report it: docs/VerifyProtocol.md).
                     wgmma.wait_group(1)
                     ring.consumer_release(release)
                     read.advance()

@@ -29,7 +29,7 @@ from bundle_common import ROOT, copy_runtime, write_manifest  # noqa: E402
 def copy_suite(out):
     """The runtime and the GPU tests that run from the bundle."""
     copy_runtime(out)
-    for f in ("conftest.py", "test_gpu.py", "gpu_child.py", "pytest.ini"):
+    for f in ("conftest.py", "test_gpu.py", "gpu_child.py", "pytest.ini", "run_forensics.py"):
         shutil.copy(os.path.join(ROOT, "test", "gpu", f), out)
     # The GEMMs' launchers (runtime + torch only).
     shutil.copy(os.path.join(ROOT, "examples", "hopper_gemm_host.py"), out)
@@ -89,7 +89,8 @@ def main(argv=None):
         return 1
     print(f"{out}: {len(manifest['kernels'])} kernels, {len(manifest['skipped'])} skipped, "
           f"{total / 1024:.0f} KiB")
-    print("run on the GPU machine: cd .gpu-bundle && python3 -m pytest -q test_gpu.py")
+    print(f"run on the GPU machine: cd {os.path.relpath(out, ROOT)} && "
+          "python3 -m pytest -q test_gpu.py")
     return 0
 
 

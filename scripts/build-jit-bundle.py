@@ -2,7 +2,7 @@
 """Build .jit-bundle/: a stripped MLIR Python runtime + pipeline_mlir, so
 that on the GPU machine ONE Python process builds a kernel from Python,
 lowers it, assembles it (ptxas there) and launches and checks it ("JIT
-there", DESIGN.md section 6), instead of compiling here and shipping cubins.
+there"), instead of compiling here and shipping cubins.
 
     .venv/bin/python scripts/build-jit-bundle.py [--out .jit-bundle]
 

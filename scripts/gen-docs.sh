@@ -5,10 +5,15 @@
 # markdown it produces into the source tree, where it is checked in so that
 # the docs can be read without a build.
 #
-# Usage: scripts/gen-docs.sh [build-dir]    (default: build-docs)
-# The build directory is configured with the project's venv if it has not
-# been configured yet. Run it after changing any .td file and commit the
-# resulting docs/reference/*.md together with the .td change.
+# Usage: scripts/gen-docs.sh [build-dir [out-dir]]
+#   (relative paths are taken from the repository root)
+#   build-dir: default build-docs; configured with the project's venv if it
+#              has not been configured yet;
+#   out-dir:   default docs/reference; test/python/test_docs_reference.py
+#              writes elsewhere and compares, so the checked-in docs cannot
+#              drift from the .td files.
+# Run it after changing any .td file and commit the resulting
+# docs/reference/*.md together with the .td change.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +30,8 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 ninja -C "$build" pipeline-docs
 
-out=$root/docs/reference
+out=${2:-$root/docs/reference}
+case "$out" in /*) ;; *) out=$root/$out ;; esac
 mkdir -p "$out"
 docs=(PipelineDialect PipelineOps PipelineTypes PipelineAttrs PipelineEnums PipelinePasses
       PipelineConversionPasses)
@@ -38,4 +44,4 @@ for name in "${docs[@]}"; do
     cat "$src"
   } >"$out/$name.md"
 done
-echo "gen-docs: wrote ${#docs[@]} files to docs/reference/"
+echo "gen-docs: wrote ${#docs[@]} files to $out"

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Build .trace-bundle/: the streaming TmaAsync copy (benchmarks/kernels.py)
-and the Hopper GEMM (examples/hopper_gemm.py), each compiled plain and with
+"""Build .trace-bundle/: the streaming TmaAsync copy (examples/copy_ring.py with
+the parameters of benchmarks/streaming.py) and the Hopper GEMM
+(examples/hopper_gemm.py), each compiled plain and with
 ``pipeline_mlir.trace.instrument``, for run_trace.py on the GPU machine:
 
     .venv/bin/python benchmarks/trace/build_bundle.py
@@ -24,7 +25,7 @@ STREAM = ("tma", 4, 16384)      # kind, stages, tile bytes
 def main():
     import hopper_gemm
     import hopper_gemm_host
-    import kernels
+    import streaming
 
     from pipeline_mlir import compiler, trace
 
@@ -36,11 +37,11 @@ def main():
     shutil.copy(os.path.join(HERE, "run_trace.py"), out)
     shutil.copy(os.path.join(ROOT, "examples", "hopper_gemm_host.py"), out)
     manifest = {"kernels": []}
-    stream = kernels.build_stream(*STREAM)
+    stream = streaming.build_stream(*STREAM)
     cfg = hopper_gemm.GemmConfig()
     gemm = hopper_gemm.build(cfg)
     for what, k, extra in (("stream", stream, {"tile": STREAM[2],
-                                               "block": kernels.block_threads(STREAM[0])}),
+                                               "block": streaming.block_threads(STREAM[0])}),
                            ("gemm", gemm, {"gemm": hopper_gemm_host.meta_of(cfg, gemm)})):
         traced, names = trace.instrument(k.module)
         for mode, module in (("plain", k.module), ("traced", traced)):

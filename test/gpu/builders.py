@@ -18,6 +18,8 @@ Manifest entry (the contract with test_gpu.py):
   check: "copy"   -> every output named in expect["outputs"] equals its source repeated
          "watchdog" -> PipelineWatchdogError with expect["stage"/"phase"/"roles"/"pipeline"]
          "hang"   -> KernelTimeoutError within expect["host_timeout"] s (no device watchdog)
+         "forensics" -> PipelineWatchdogError whose forensic dump shows expect_waits
+                     (warp -> [role, barrier side, stage, phase]; run_forensics.py)
          "gemm"   -> examples/hopper_gemm_host.check on several shapes (entry["gemm"]: its
                      launch facts), against torch.matmul
          "bw_gemm" -> the same with examples/blackwell_gemm_host.py, on sm_100 only
@@ -275,6 +277,22 @@ def build_pipeline_async_watchdog(chip, mib):
     return [Built(e, image)]
 
 
+def build_forensics_hangs(chip, _mib):
+    """The three planted hangs of planted_hangs.py (wrong start phase,
+    missing release, wrong tx bytes), device watchdog on: run_forensics.py
+    and test_gpu.py's forensics test launch them and check the report."""
+    import planted_hangs
+
+    out = []
+    for name in planted_hangs.HANGS:
+        try:
+            k, fn, names = planted_hangs.compile_hang(name, chip)
+        except Exception as err:  # lowering/ptxas diagnostics -> a visible skip
+            raise Unavailable(f"{name}: pipeline-to-cubin failed: {str(err)[:600]}") from None
+        out.append(Built(planted_hangs.manifest(name, k, fn, names), bytes(fn)))
+    return out
+
+
 def build_hopper_gemm(chip, _mib):
     """examples/hopper_gemm.py: the fastest configuration, a narrower tile and
     the 2-CTA multicast variant (each checked against torch.matmul)."""
@@ -337,6 +355,7 @@ def _all_builders(dk, mib):
                                     lambda: dk.pipeline_async("pipeline_async"), mib,
                                     (128, 1, 1), (64, 1, 1), 4)),
         ("pipeline_async_watchdog", build_pipeline_async_watchdog),
+        ("forensics_hangs", build_forensics_hangs),
         ("pipeline_cp_async", _dialect("pipeline_cp_async", "PipelineCpAsync",
                                        lambda: dk.pipeline_cp_async("pipeline_cp_async"), mib,
                                        (128, 1, 1), (64, 1, 1), 4)),
@@ -348,7 +367,8 @@ def _all_builders(dk, mib):
                                     (128, 1, 1), (96, 1, 1), 3, xor32=0x5A5A5A5A)),
         ("pipeline_tma_async", dk.tma_builder("pipeline_tma_async", cluster=1, mib=mib)),
         ("pipeline_tma_store", dk.tma_builder("pipeline_tma_store", cluster=1, mib=mib, store=True)),
-        # the same pipelines built with the Python builders (test/gpu/builder_kernels.py)
+        # the same pipelines built with the Python builders (examples/copy_ring.py and
+        # examples/tile_copies.py, launched as test/gpu/builder_kernels.py says)
         ("builders_pipeline_async", builder_kernels.bundle_builder("pipeline_async", mib)),
         ("builders_pipeline_cp_async",
          builder_kernels.bundle_builder("pipeline_cp_async", mib)),

@@ -2,8 +2,14 @@
 process for the tests that leave the CUDA context unusable (a watchdog trap,
 a hung kernel):
 
-    python3 gpu_child.py watchdog|hang ENTRY_NAME   -> one JSON line on stdout
+    python3 gpu_child.py watchdog|hang|forensics ENTRY_NAME   -> one JSON line on stdout
+
+"forensics" is "watchdog" plus the forensic report (runtime/forensics.py)
+and the whole host buffer (base64), so that the report can be decoded
+again off the GPU.
 """
+
+import base64
 
 import json
 import os
@@ -157,11 +163,16 @@ def main(mode, name):
         out.update(ok=False, error="the launch finished normally")
     except rt.PipelineWatchdogError as err:
         r = err.record
-        out.update(ok=(mode == "watchdog"), exc="PipelineWatchdogError", message=str(err),
+        out.update(ok=(mode != "hang"), exc="PipelineWatchdogError", message=str(err),
                    record={"pipeline_id": r.pipeline_id, "role": r.role_name, "stage": r.stage,
                            "phase": r.phase, "block": list(r.block), "warp": r.warp,
                            "elapsed_us": r.elapsed_us},
                    names=prep.module.watchdog_names)
+        if mode == "forensics":
+            from pipeline_mlir.runtime import forensics
+            out.update(ok=r.dump is not None, version=r.version,
+                       report=forensics.report(r, prep.module.watchdog_names),
+                       buffer_b64=base64.b64encode(prep.module._watchdog.read()).decode())
     except rt.KernelTimeoutError as err:
         out.update(ok=(mode == "hang"), exc="KernelTimeoutError", message=str(err))
     except Exception as err:  # report, never hang

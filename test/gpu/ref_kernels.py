@@ -1,6 +1,6 @@
 """Hand-lowered reference kernels (upstream NVVM/LLVM ops only).
 
-They implement PipelineAsync exactly as pipeline-semantics.md says
+They implement PipelineAsync as CuTe DSL's PipelineAsync does
 (2*S mbarriers, producer starts at phase 1, consumer at phase 0) and the
 device half of the watchdog contract (docs/watchdog.md), so the GPU suite has
 real kernels and a real watchdog trap before the pipeline lowering lands,

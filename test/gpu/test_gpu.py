@@ -109,6 +109,19 @@ def test_watchdog_names_the_stuck_wait(name, device):
     assert "context is unusable" in out["message"]
 
 
+@pytest.mark.parametrize("name", by_check("forensics"))
+def test_forensic_report(name, device):
+    """A planted hang (planted_hangs.py): the watchdog's forensic dump shows
+    every expected warp waiting on the expected barrier and phase, and the
+    probes agree that this phase is the one in progress."""
+    from run_forensics import check
+
+    out = _child("forensics", name)
+    print(out.get("message", out))
+    assert check(KERNELS[name], out) == []
+    assert "wait-for graph:" in out["message"], out["message"]
+
+
 @pytest.mark.parametrize("name", by_check("hang"))
 def test_host_deadline_on_hung_kernel(name, device):
     e = KERNELS[name]

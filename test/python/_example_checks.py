@@ -23,14 +23,30 @@ if EXAMPLES_DIR not in sys.path:
     sys.path.insert(0, EXAMPLES_DIR)
 
 import async_participants  # noqa: E402
-import cp_async_copy  # noqa: E402
+import copy_ring  # noqa: E402
+import pingpong  # noqa: E402
 import tma_reduction  # noqa: E402
 import tma_store_epilogue  # noqa: E402
 import tma_umma_mainloop  # noqa: E402
 
 EXAMPLES = {
     "async_participants": async_participants.build,
-    "cp_async_copy": cp_async_copy.build,
+    # the copy ring as the GPU suite builds it (blocked, one warp per role,
+    # every lane arrives) and as the streaming benchmark does (persistent,
+    # 4 + 4 warps, one arrive per warp)
+    "copy_ring_async": lambda: copy_ring.build("async", participants=True,
+                                               name="copy_ring_async"),
+    "copy_ring_cpasync": lambda: copy_ring.build("cpasync", name="copy_ring_cpasync"),
+    "copy_ring_stream_async": lambda: copy_ring.build(
+        "async", 3, 16384, producer_warps=4, consumer_warps=4, schedule="persistent",
+        per_warp=True, name="copy_ring_stream_async"),
+    "copy_ring_stream_cpasync": lambda: copy_ring.build(
+        "cpasync", 2, 16384, producer_warps=4, consumer_warps=4, schedule="persistent",
+        per_warp=True, name="copy_ring_stream_cpasync"),
+    "copy_ring_stream_tma": lambda: copy_ring.build(
+        "tma", 4, 16384, consumer_warps=4, schedule="persistent", per_warp=True,
+        name="copy_ring_stream_tma"),
+    "pingpong": lambda: pingpong.build(2, name="pingpong"),
     "tma_reduction": tma_reduction.build,
     "tma_reduction_cluster": lambda: tma_reduction.build(cluster=2),
     "tma_store_epilogue": tma_store_epilogue.build,

@@ -276,26 +276,24 @@ def test_simulator_catches_a_wrong_clc_consumer_count(capsys):
     assert "deadlock" in capsys.readouterr().out
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "simulator/lowering disagreement on 2-CTA UmmaAsync: the lowering doubles the "
-    "accumulator empty barrier's count for the pair (docs/Rationale.md section 5), the "
-    "simulator does not, so both CTAs' epilogue releases overrun the leader's stage "
-    "(being fixed on branch 'checker')"))
 @pytest.mark.parametrize("scheduler", ["static", "clc"])
 def test_simulator_runs_the_pair_gemm(scheduler):
+    """The simulator doubles the 2-CTA accumulator empty count as the
+    lowering does (docs/Rationale.md section 5), so the pair runs clean."""
     cfg = blackwell_gemm.GemmConfig(cta_group=2, scheduler=scheduler)
     assert _simulate(cfg, PAIR_ARGS) == 0
 
 
 @pytest.mark.parametrize("scheduler", ["static", "clc"])
-def test_pair_gemm_passes_the_simulator_with_the_lowerings_count(scheduler):
-    """What the xfail above is about and nothing else: with the accumulator
-    consumer count written as the lowering initializes it (4 epilogue warps
-    x 2 CTAs), the pair runs clean in the simulator."""
+def test_simulator_catches_a_pair_count_doubled_by_hand(scheduler, capsys):
+    """The bug twin: the accumulator consumer count written already doubled
+    (4 epilogue warps x 2 CTAs) is doubled again by the lowering and the
+    simulator, so the empty barrier waits for arrivals that never come."""
     cfg = blackwell_gemm.GemmConfig(cta_group=2, scheduler=scheduler)
     doubled = (r"(umma_async, stages = 2, producer = <thread, 1>, consumer = <thread, )4>",
                r"\g<1>8>")
-    assert _simulate(cfg, PAIR_ARGS, patch=doubled) == 0
+    assert _simulate(cfg, PAIR_ARGS, patch=doubled) == 1
+    assert "deadlock" in capsys.readouterr().out
 
 
 # --- the runner ------------------------------------------------------------------------

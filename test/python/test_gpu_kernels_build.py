@@ -1,5 +1,6 @@
-"""The GPU suite's builder-made kernels (test/gpu/builder_kernels.py), checked
-without a GPU: each builds and verifies, the CPU simulator finds no bug in
+"""The GPU suite's builder-made kernels (examples/copy_ring.py and
+examples/tile_copies.py, as test/gpu/builder_kernels.py launches them),
+checked without a GPU: each builds and verifies, the CPU simulator finds no bug in
 it, it compiles to an sm_90a cubin (pipeline-to-cubin runs
 pipeline-verify-protocol), its PTX has the instructions its pipeline class
 stands for, and its manifest entry launches it the way it was built."""

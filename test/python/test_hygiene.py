@@ -32,3 +32,143 @@ def test_no_machine_specific_absolute_paths():
                 if MACHINE_PATH.search(line):
                     found.append(f"{f}:{n}: {line.decode(errors='replace').strip()[:120]}")
     assert not found, "machine-specific paths in tracked files:\n" + "\n".join(found)
+
+
+# --- Comments and docs cite only files a reader of this repository can open
+
+# A cited file: a name with a source/doc extension, or a path under a folder
+# that lives outside the repository (the project's shared notes, CuTe DSL's
+# sources). Not preceded by characters that make it an expansion (%S/, $OUT/)
+# or part of a longer name; not followed by `.word` (llvm.mlir.global).
+_EXT = r"(?:md|py|cpp|h|hpp|td|cu|cuh|mlir|sh)"
+_CITED = re.compile(r"(?<![\w./$%@<{-])((?:[\w+-][\w.+-]*/)*[\w+-][\w.+-]*\." + _EXT
+                    + r"|(?:shared|reference|cutlass|cute)/[\w./+-]*)(?!\.?\w)(?!/)")
+# Names that stand for the reader's own file in an example command or message.
+_ILLUSTRATIVE = {"my_kernel.py", "kernel.mlir", "producer.mlir"}
+
+
+def _comments(path, text):
+    """(line, text) of each comment of a source file: Python comments and
+    docstrings, `//` comments of C++/CUDA/MLIR, `#` comments of shell and
+    CMake files; every line of TableGen files (their descriptions become
+    docs/reference) and of Markdown files."""
+    import ast
+    import io
+    import tokenize
+
+    if path.endswith(".py"):
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+                if tok.type == tokenize.COMMENT:
+                    yield tok.start[0], tok.string
+            tree = ast.parse(text)
+        except (SyntaxError, tokenize.TokenError):
+            return
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                 ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node, clean=False)
+                if doc is not None:
+                    first = node.body[0].lineno
+                    for i, line in enumerate(doc.splitlines()):
+                        yield first + i, line
+    elif path.endswith((".td", ".md")):
+        # TableGen descriptions become docs/reference; Markdown is all prose
+        yield from enumerate(text.splitlines(), 1)
+    elif path.endswith((".cpp", ".h", ".cu", ".mlir", ".c", ".inc")):
+        for n, line in enumerate(text.splitlines(), 1):
+            if "//" in line:
+                yield n, line[line.index("//"):]
+    elif path.endswith((".sh", ".cmake")) or os.path.basename(path) in ("CMakeLists.txt", "run"):
+        for n, line in enumerate(text.splitlines(), 1):
+            stripped = line.lstrip()
+            if stripped.startswith("#"):
+                yield n, stripped
+            elif " #" in line:
+                yield n, line[line.index(" #"):]
+
+
+def _upstream_roots():
+    """Where a cited upstream file may be found: the MLIR wheel's include
+    tree (mlir/Pass/Pass.h, LLVMOpBase.td) and the installed package
+    (generated files such as _pipeline_ops_gen.py)."""
+    roots = []
+    try:
+        import mlir
+        roots += [os.path.join(p, "include") for p in mlir.__path__]
+    except ImportError:
+        pass
+    import pipeline_mlir
+    roots.append(os.path.dirname(pipeline_mlir.__file__))
+    return roots
+
+
+def test_comments_and_docs_cite_only_files_in_the_repository():
+    files = tracked_files()
+    tracked = set(files)
+    folders = {os.path.dirname(f) for f in files}
+    for f in list(folders):
+        while f:
+            folders.add(f)
+            f = os.path.dirname(f)
+    upstream = {}
+    for root in _upstream_roots():
+        for d, _, names in os.walk(root):
+            for name in names:
+                upstream.setdefault(name, []).append(os.path.relpath(os.path.join(d, name), root))
+
+    def exists(cited, where):
+        c = cited.rstrip("/")
+        if not c or c in _ILLUSTRATIVE:
+            return True
+        candidates = {c, os.path.normpath(os.path.join(os.path.dirname(where), c))}
+        if candidates & (tracked | folders):
+            return True
+        if any(t.endswith("/" + c) for t in tracked | folders):
+            return True
+        return any(p == c or p.endswith("/" + c) for p in upstream.get(os.path.basename(c), ()))
+
+    found = []
+    for f in files:
+        path = os.path.join(ROOT, f)
+        if not os.path.isfile(path):
+            continue
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except UnicodeDecodeError:
+            continue
+        for n, comment in _comments(f, text):
+            for m in _CITED.finditer(comment):
+                if not exists(m.group(1), f):
+                    found.append(f"{f}:{n}: {m.group(1)!r} in: {comment.strip()[:100]}")
+    assert not found, ("comments or docs cite files that are not in this repository (say "
+                       "what they say instead, or cite a file here):\n" + "\n".join(found))
+
+
+def test_relative_markdown_links_resolve():
+    """Every relative link of a tracked Markdown file (README, docs/, the
+    benchmarks' READMEs) names a tracked file or folder: moving a result or
+    a doc must update its links."""
+    files = tracked_files()
+    present = set(files)
+    for f in files:
+        d = os.path.dirname(f)
+        while d:
+            present.add(d)
+            d = os.path.dirname(d)
+    link = re.compile(r"\]\(([^)\s]+)\)")
+    broken = []
+    for f in files:
+        if not f.endswith(".md"):
+            continue
+        with open(os.path.join(ROOT, f), encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                for m in link.finditer(line):
+                    target = m.group(1).split("#")[0]
+                    if not target or re.match(r"[a-z]+:", target):
+                        continue   # an anchor in the same file, or a URL
+                    path = os.path.normpath(os.path.join(os.path.dirname(f), target))
+                    if path not in present:
+                        broken.append(f"{f}:{n}: {m.group(1)}")
+    assert not broken, "Markdown links to missing files:\n" + "\n".join(broken)

@@ -24,6 +24,7 @@ pipeline.create, '%5'), the barrier, stage and phase, and what to fix.
 | cross-CTA arrive without cluster scope  | tma_reduction (2 CTA)| rejected | overwrite (model) |
 | expect_tx above the copies' bytes       | tma_umma_mainloop    |   yes    | deadlock  |
 | expect_tx below the copies' bytes       | tma_umma_mainloop    |   yes    | early-read/tx-count |
+| store after producer.commit            | async_participants   |   yes    | commit-before-write |
 """
 
 import dataclasses
@@ -359,6 +360,28 @@ def test_tx_count_below_the_copies():
     assert found.get("early-read", "").startswith(
         "consumer warp 1 of CTA 0 reads pipeline '%6' stage 0 of CTA 0 while copy.tma_load of "
         "producer warp 0 of CTA 0 into stage 0 still writes it")
+
+
+# -- a commit that precedes the writes it publishes ----------------------------
+
+def test_store_after_producer_commit():
+    # The producer's store into the stage moved below producer.commit: the
+    # consumer may read the stage before the value lands.
+    store = "          llvm.store %17, %21 : i32, !llvm.ptr<3>\n"
+    commit = f"          pipeline.producer.commit %5, %arg3 : {P_ASYNC}, <4, producer>\n"
+    text = planted(ASYNC, lambda t: edit(t, store + commit, commit + store))
+    err = one_error(verify_protocol(text))
+    assert err.startswith(
+        "PipelineAsync pipeline: llvm.store writes the stage that producer.commit already "
+        "published (its address comes from the committed state's index), before the next "
+        "producer.acquire: the consumers may read the stage before this write lands (silent "
+        "corruption); move the write before producer.commit")
+    assert "note: the stage is committed here" in err
+    assert "note: the write's address is computed from this stage index" in err
+    found = sim_findings(text, ASYNC)
+    assert list(found) == ["commit-before-write"]
+    assert found["commit-before-write"].startswith(
+        "producer warp 0 of CTA 0 writes pipeline '%5' stage 0 of CTA 0 with llvm.store")
 
 
 @pytest.mark.parametrize("case", [ASYNC, UMMA, CLUSTER])

@@ -164,9 +164,24 @@ def test_lowering_follows_the_contract():
     assert re.search(r"\.global \.align 4 \.u32 __pipeline_watchdog_claim;", ptx)
     assert ".visible .global .align 1 .b8 __pipeline_watchdog_names[3] = {97, 98" in ptx
     assert re.search(r"atom\.global\.exch\.b32\s+%r\d+, \[__pipeline_watchdog_claim\], 1;", ptx)
-    stores = re.findall(r"st\.volatile(?:\.global)?\.b32\s+\[%rd\d+(?:\+(\d+))?\], ([^;]+);", ptx)
+    # The kernel, then the forensic dump it calls (defined after it).
+    dump_at = ptx.index(".func __pipeline_watchdog_dump(")
+    kernel, dump = ptx[ptx.index(".entry"):dump_at], ptx[dump_at:]
+    stores = re.findall(r"st\.volatile(?:\.global)?\.b32\s+\[%rd\d+(?:\+(\d+))?\], ([^;]+);",
+                        kernel)
     # six wait sites: producer acquire, producer tail (one per stage), consumer wait
     assert len(stores) == 6 * 11, stores
+    # each winner calls the dump between word 10 and the magic
+    assert len(re.findall(r"call\.uni\s+__pipeline_watchdog_dump", kernel)) == 6
+    assert re.search(r"st\.volatile(?:\.global)?\.b32\s+\[%rd\d+\+40\], [^;]+;\s*"
+                     r"(?:[^\n]*\n){0,8}?\s*call\.uni\s+__pipeline_watchdog_dump", kernel)
+    # the dump: words 11..13, the wait table (16..47), the samples (48..57)
+    # and 4 words per barrier from word 64 (4 stages: 8 barriers)
+    offsets = {int(o or 0) for o, _ in re.findall(
+        r"st\.volatile(?:\.global)?\.b32\s+\[%rd\d+(?:\+(\d+))?\], ([^;]+);", dump)}
+    assert {44, 48, 52} | {4 * w for w in range(16, 58)} | {
+        256 + 4 * w for w in range(4 * 8)} == offsets, sorted(offsets)
+    assert dump.count("mbarrier.test_wait.parity.shared.b64") == 2 * 8
     for site in range(6):
         words = stores[11 * site:11 * (site + 1)]
         assert [int(o or 0) for o, _ in words] == [4 * w for w in range(1, 11)] + [0]

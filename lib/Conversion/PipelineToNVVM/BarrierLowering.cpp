@@ -1,6 +1,6 @@
 //===- BarrierLowering.cpp - pipeline.create and init_arrive/init_wait ----===//
 //
-// MbarrierArray construction (pipeline-semantics.md §0, §1, §3): warp 0
+// MbarrierArray construction, as CuTe DSL's pipelines create it: warp 0
 // elects one thread that runs one mbarrier.init per barrier with the arrive
 // count its side implies; all threads then fence the inits
 // (fence.mbarrier_init.release.cluster) and synchronize the CTA (bar.sync 0)
@@ -141,6 +141,8 @@ struct CreateLowering : PipelineOpLowering<CreateOp> {
                      ? adaptor.getBarrierStorage()
                      : createBarrierStorage(rewriter, op, numBarriers);
 
+    if (options.watchdog)
+      emitWatchdogPipeEntry(rewriter, loc, op, base);
     InitCounts counts = computeInitCounts(rewriter, loc, type);
     Value warp0 =
         arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,

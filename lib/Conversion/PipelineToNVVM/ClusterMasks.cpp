@@ -6,7 +6,7 @@
 // N in every CTA with the same (v, m, l). The CTAs whose loads land in a
 // CTA's stage are therefore those that differ from it only along a multicast
 // mode; every arrive that frees or fills that stage must reach exactly them
-// (pipeline-semantics.md "Clusters and multicast").
+// (docs/Rationale.md section 6).
 //
 //===----------------------------------------------------------------------===//
 

@@ -210,6 +210,8 @@ void mlir::pipeline::emitWaitLoop(OpBuilder &b, Location loc, Value barrier,
   // The watchdog measures from the first try and checks after every failed
   // one, so it needs the loop in IR.
   WatchdogGlobals globals = getOrCreateWatchdogGlobals(b, loc);
+  // The wait table says what this warp waits on if the dump runs now.
+  emitWatchdogWaitMark(b, loc, globals, site, /*waiting=*/true);
   Value start = NVVM::GlobalTimerOp::create(b, loc, b.getI64Type());
   auto loop = scf::WhileOp::create(b, loc, TypeRange{}, ValueRange{});
   {
@@ -226,6 +228,7 @@ void mlir::pipeline::emitWaitLoop(OpBuilder &b, Location loc, Value barrier,
     b.createBlock(&loop.getAfter());
     scf::YieldOp::create(b, loc);
   }
+  emitWatchdogWaitMark(b, loc, globals, site, /*waiting=*/false);
 }
 
 void mlir::pipeline::emitWaitUnlessToken(OpBuilder &b, Location loc,
@@ -254,9 +257,9 @@ void mlir::pipeline::emitAsyncArrive(OpBuilder &b, Location loc, Value barrier,
       return;
     }
     // A barrier of another CTA: named by its shared::cluster address (the
-    // form whose absence is the bug class of reference section 6), with the
+    // form whose absence makes a remote arrive land on the wrong CTA), with the
     // default .release.cta semantics, as CuTe DSL and CUTLASS emit
-    // (`mbarrier.arrive.shared::cluster.b64`, reference section 2). A
+    // (`mbarrier.arrive.shared::cluster.b64`). A
     // consumer releases a stage after its reads of it have completed, so
     // nothing needs a cluster-scope release; `.release.cluster` costs a
     // memory barrier per arrive, measured as 69% of the warp stalls and
@@ -284,7 +287,7 @@ void mlir::pipeline::emitUmmaCommit(OpBuilder &b, Location loc, Value barrier,
                                     Operation *verb,
                                     const PipelineLoweringOptions &options) {
   // The CTA group always comes from the type, also without a mask (CuTe DSL
-  // 4.8.1 drops cta_group::2 there; pipeline-semantics.md §5).
+  // 4.8.1 drops cta_group::2 there; docs/Rationale.md section 8).
   auto group = type.getCtaGroup() == 2 ? NVVM::CTAGroupKind::CTA_2
                                        : NVVM::CTAGroupKind::CTA_1;
   emitIf(b, loc, electedLane(b, loc, verb, options), [&](OpBuilder &nb,

@@ -5,7 +5,7 @@
 // scf.if / scf.while (never by splitting blocks) because pipeline ops usually
 // sit in single-block scf.for bodies.
 //
-// Barrier array layout (pipeline-semantics.md §0): 8-byte mbarriers, full
+// Barrier array layout (CuTe DSL's MbarrierArray): 8-byte mbarriers, full
 // barriers at [0, S), empty barriers at [S, 2S); PipelineOrder has S*length
 // barriers.
 //
@@ -158,11 +158,48 @@ constexpr llvm::StringLiteral kWatchdogClaimSymbol =
 constexpr llvm::StringLiteral kWatchdogNamesSymbol =
     "__pipeline_watchdog_names";
 
+constexpr llvm::StringLiteral kWatchdogWarpsSymbol =
+    "__pipeline_watchdog_warps";
+constexpr llvm::StringLiteral kWatchdogPipesSymbol =
+    "__pipeline_watchdog_pipes";
+constexpr llvm::StringLiteral kWatchdogProbeSymbol =
+    "__pipeline_watchdog_probe";
+constexpr llvm::StringLiteral kWatchdogDumpSymbol = "__pipeline_watchdog_dump";
+
 /// The device globals a bounded wait uses: the i64 record pointer that the
-/// runner sets and the i32 claim word.
+/// runner sets, the i32 claim word, and the per-warp wait table in shared
+/// memory (docs/watchdog.md, "The forensic dump").
 struct WatchdogGlobals {
-  LLVM::GlobalOp buffer, claim;
+  LLVM::GlobalOp buffer, claim, warps;
 };
+
+/// What the forensic dump needs to know about pipeline id i (collected
+/// before the conversion, from its pipeline.create).
+struct WatchdogPipeInfo {
+  int64_t numBarriers = 0;
+  int64_t stages = 0;
+  bool order = false;
+  /// The symbol table (gpu.module) of its pipeline.create: a dump reads
+  /// only the pipelines of its own module.
+  Operation *scope = nullptr;
+};
+
+/// Watchdog on: records the barrier array `base` of the pipeline created by
+/// `op` in the shared table `__pipeline_watchdog_pipes` (linear thread 0,
+/// the thread that zeroed the table at kernel entry), so that the dump finds
+/// every pipeline of the CTA.
+void emitWatchdogPipeEntry(OpBuilder &b, Location loc, CreateOp op, Value base);
+
+/// Watchdog on: the warp's entry in the wait table, marked waiting on
+/// `site` (before a bounded wait) or done with it (after).
+void emitWatchdogWaitMark(OpBuilder &b, Location loc,
+                          const WatchdogGlobals &globals, const WaitSite &site,
+                          bool waiting);
+
+/// After the conversion (watchdog on): defines `__pipeline_watchdog_dump`
+/// in every symbol table that calls it, and instruments its kernels (wait
+/// table and pipes table zeroed at entry, warp marked exited at return).
+void finalizeWatchdog(ModuleOp module, ArrayRef<WatchdogPipeInfo> pipes);
 
 /// The watchdog globals of the symbol table around the builder's insertion
 /// point, created on first use. Call it where the insertion block is

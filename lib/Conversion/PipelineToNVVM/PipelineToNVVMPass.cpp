@@ -102,8 +102,43 @@ LogicalResult checkLaunchBounds(ModuleOp module) {
 /// found while emitting PTX") on a pointer into an address space PTX lacks.
 /// Reject such pointers and globals in gpu.modules before lowering.
 bool isPtxAddressSpace(unsigned as) {
-  // generic, global, shared, const, local, shared::cluster, param.
-  return as <= 1 || as == 3 || as == 4 || as == 5 || as == 7 || as == 101;
+  // generic, global, shared, const, local, tensor memory (sm_100: tcgen05
+  // ld/st and TMEM alloc take !llvm.ptr<6>), shared::cluster, param.
+  return as <= 1 || (as >= 3 && as <= 7) || as == 101;
+}
+
+/// A global variable needs a state space PTX can declare one in (generic
+/// globals become .global); the backend aborts on tensor memory,
+/// shared::cluster and param globals as on unknown spaces.
+bool isPtxGlobalVariableSpace(unsigned as) { return as <= 1 || (as >= 3 && as <= 5); }
+
+/// PTX cannot initialize shared (3) or local (5) variables: the backend
+/// aborts ("initial value of 'x' is not allowed in addrspace(3)") unless the
+/// initial value is zero or undefined, the form it ignores.
+bool hasForbiddenInitialValue(LLVM::GlobalOp global) {
+  unsigned as = global.getAddrSpace();
+  if (as != 3 && as != 5)
+    return false;
+  if (Attribute value = global.getValueOrNull()) {
+    if (auto i = dyn_cast<IntegerAttr>(value))
+      return !i.getValue().isZero();
+    if (auto f = dyn_cast<FloatAttr>(value))
+      return !f.getValue().isZero();
+    if (auto dense = dyn_cast<DenseElementsAttr>(value))
+      return !(dense.isSplat() && ((isa<IntegerType>(dense.getElementType()) &&
+                                    dense.getSplatValue<APInt>().isZero()) ||
+                                   (isa<FloatType>(dense.getElementType()) &&
+                                    dense.getSplatValue<APFloat>().isZero())));
+    return true; // strings and other attributes: not provably zero
+  }
+  if (Block *init = global.getInitializerBlock()) {
+    Operation *ret = init->getTerminator();
+    Operation *def = ret && ret->getNumOperands() == 1
+                         ? ret->getOperand(0).getDefiningOp()
+                         : nullptr;
+    return !(def && isa<LLVM::UndefOp, LLVM::PoisonOp, LLVM::ZeroOp>(def));
+  }
+  return false;
 }
 
 LogicalResult checkAddressSpaces(ModuleOp module) {
@@ -117,17 +152,24 @@ LogicalResult checkAddressSpaces(ModuleOp module) {
       if (!ok)
         return WalkResult::interrupt();
       if (auto global = dyn_cast<LLVM::GlobalOp>(op)) {
-        if (!isPtxAddressSpace(global.getAddrSpace())) {
+        if (!isPtxGlobalVariableSpace(global.getAddrSpace())) {
           global.emitOpError() << "addr_space = " << global.getAddrSpace()
-                               << " is not a PTX address space (0, 1, 3, 4, "
-                                  "5, 7 or 101)";
+                               << " is not a PTX address space a global "
+                                  "variable can live in (0, 1, 3, 4 or 5)";
+          ok = false;
+        } else if (hasForbiddenInitialValue(global)) {
+          global.emitOpError()
+              << "addr_space = " << global.getAddrSpace()
+              << ": PTX cannot initialize a "
+              << (global.getAddrSpace() == 3 ? "shared" : "local")
+              << " variable; leave the initial value out (or make it zero)";
           ok = false;
         }
       }
       auto report = [&](Type type) {
         op->emitOpError() << "uses " << type
                           << ", a pointer into an address space PTX does not "
-                             "have (0, 1, 3, 4, 5, 7 or 101)";
+                             "have (0, 1, 3, 4, 5, 6, 7 or 101)";
         ok = false;
       };
       for (Type t : op->getResultTypes())
@@ -146,10 +188,20 @@ LogicalResult checkAddressSpaces(ModuleOp module) {
 
 /// Numbers the pipelines for the watchdog report and records their names as
 /// the module attribute `pipeline.watchdog_names`.
-void assignWatchdogIds(ModuleOp module) {
+SmallVector<WatchdogPipeInfo> assignWatchdogIds(ModuleOp module) {
   Builder b(module.getContext());
   SmallVector<Attribute> names;
+  SmallVector<WatchdogPipeInfo> infos;
   module.walk([&](CreateOp create) {
+    PipelineType type = create.getType();
+    WatchdogPipeInfo info;
+    info.scope = create->getParentWithTrait<OpTrait::SymbolTable>();
+    if (type.hasBarriers()) {
+      info.numBarriers = type.getNumBarriers();
+      info.stages = type.getStages();
+      info.order = type.getKind() == PipelineKind::Order;
+    }
+    infos.push_back(info);
     std::string name;
     if (std::optional<StringRef> given = create.getName()) {
       name = given->str();
@@ -162,6 +214,7 @@ void assignWatchdogIds(ModuleOp module) {
     names.push_back(b.getStringAttr(name));
   });
   module->setAttr("pipeline.watchdog_names", b.getArrayAttr(names));
+  return infos;
 }
 
 struct ConvertPipelineToNVVMPass
@@ -182,10 +235,11 @@ struct ConvertPipelineToNVVMPass
         failed(checkAddressSpaces(module)) ||
         failed(checkTcgen05Targets(module, options)))
       return signalPassFailure();
+    SmallVector<WatchdogPipeInfo> pipeInfos;
     if (options.watchdog) {
       if (failed(checkWatchdogSymbols(module)))
         return signalPassFailure();
-      assignWatchdogIds(module);
+      pipeInfos = assignWatchdogIds(module);
     }
 
     // Decided on the pipeline IR, before any region is rewritten.
@@ -216,9 +270,11 @@ struct ConvertPipelineToNVVMPass
     // The names go into each gpu.module with a bounded wait, where the
     // runner can read them (the module attribute stays for compile-time
     // tools such as the GPU bundle builder).
-    if (options.watchdog)
+    if (options.watchdog) {
       addWatchdogNames(module, module->getAttrOfType<ArrayAttr>(
                                    "pipeline.watchdog_names"));
+      finalizeWatchdog(module, pipeInfos);
+    }
   }
 };
 } // namespace

@@ -1,6 +1,6 @@
 //===- ProducerConsumerLowering.cpp - producer.* and consumer.* -----------===//
 //
-// The method table of pipeline-semantics.md §1: producers wait on empty[i]
+// CuTe DSL's pipeline methods: producers wait on empty[i]
 // and fill full[i]; consumers wait on full[i] and free empty[i]. How a side
 // signals depends on its op type (AsyncThread arrive, cp.async noinc arrive,
 // TMA/CLC expect_tx, tcgen05.commit, bulk groups).
@@ -158,7 +158,7 @@ struct ProducerCommitLowering : PipelineOpLowering<ProducerCommitOp> {
     case OpType::TmaLoad:
     case OpType::ClcLoad:
       // The copy's (or CLC response's) complete_tx completes the phase; an
-      // arrive here would count twice (pipeline-semantics.md §5).
+      // arrive here would count twice (docs/Rationale.md section 8).
       break;
     case OpType::TCGen05Mma:
       emitUmmaCommit(rewriter, loc, full(),

@@ -1,7 +1,7 @@
 //===- StateLowering.cpp - pipeline.state.* and order.state ---------------===//
 //
 // A state is !llvm.struct<(i32, i32, i32)> = (index, phase, count), or one
-// i32 phase_index in the simple form (pipeline-semantics.md §2). All of it is
+// i32 phase_index in the simple form (docs/Rationale.md section 3). All of it is
 // integer arithmetic; nothing touches memory.
 //
 //===----------------------------------------------------------------------===//

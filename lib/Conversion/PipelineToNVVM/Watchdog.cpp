@@ -12,7 +12,7 @@
 //     volatile stores through that generic pointer, membar.sys, the magic
 //     0x57444F47 to word 0, membar.sys;
 //   * the winner then sets the claim to 2; the other expired threads wait
-//     for that (at most 1 ms: a trap aborts the grid, and would cut the
+//     for that (at most 20 ms: a trap aborts the grid, and would cut the
 //     record short) and every expired thread traps.
 //
 // The record lives in host memory because after a trap the context is
@@ -29,26 +29,54 @@
 #include "LoweringUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::pipeline;
 
 namespace {
 constexpr int64_t kWatchdogMagic = 0x57444F47; // "WDOG"
-constexpr int64_t kWatchdogVersion = 1;
+/// Version 2: words 11.. hold the forensic dump (docs/watchdog.md).
+constexpr int64_t kWatchdogVersion = 2;
 /// Claim word: 0 free, 1 taken (record being written), 2 record written.
 constexpr int64_t kClaimTaken = 1;
 constexpr int64_t kClaimDone = 2;
 /// How long a thread that lost the claim waits for the record before it
-/// traps anyway (the winner needs a few microseconds).
-constexpr int64_t kLoserWaitNs = 1000000;
+/// traps anyway. The winner needs a few microseconds for the record and
+/// about a hundred more stores across PCIe for the forensic dump; 20 ms
+/// leaves a wide margin and only delays a trap that is already due.
+constexpr int64_t kLoserWaitNs = 20000000;
 constexpr unsigned kGlobalAddrSpace =
     static_cast<unsigned>(NVVM::NVVMMemorySpace::Global);
+constexpr unsigned kSharedAddrSpace =
+    static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared);
+
+// The forensic dump's layout in the host record (i32 words; the host
+// decoder in runtime/watchdog.py is the executable version).
+constexpr int32_t kWordWarpCount = 11;    // warps in the CTA
+constexpr int32_t kWordBarrierCount = 12; // barrier entries written
+constexpr int32_t kWordSampleCount = 13;  // calibration samples written
+constexpr int32_t kWordWarps = 16;        // 32 words: the wait table
+constexpr int32_t kWordSamples = 48;      // 5 x (lo, hi)
+constexpr int32_t kWordBarriers = 64;     // 4 words per barrier
+constexpr int32_t kRecordWords = 1024;    // the runner maps 4096 bytes
+constexpr int32_t kMaxWarps = 32;         // 1024 threads
+constexpr int32_t kMaxBarrierEntries = (kRecordWords - kWordBarriers) / 4;
+constexpr int64_t kCalibMax = (1 << 20) - 1; // mbarrier count/tx limit
+constexpr int64_t kCalibComplete = 0x12345;
+
+// Wait-table word of a warp: bit 31 waiting now, bit 30 the rest is valid
+// (the warp has waited), bit 29 a thread of the warp returned; bits 28..27
+// role, 26..19 pipeline id + 1 (0: unknown), 18..1 stage, 0 phase.
+constexpr int64_t kMarkWaiting = int64_t(1) << 31;
+constexpr int64_t kMarkValid = int64_t(1) << 30;
+constexpr int64_t kMarkExited = int64_t(1) << 29;
 
 Operation *enclosingSymbolTable(Operation *op) {
   while (op && !op->hasTrait<OpTrait::SymbolTable>())
@@ -70,6 +98,48 @@ LLVM::GlobalOp getOrCreateIntGlobal(OpBuilder &b, Location loc,
                                 name, b.getIntegerAttr(type, 0),
                                 /*alignment=*/type.getWidth() / 8,
                                 kGlobalAddrSpace);
+}
+
+/// The shared-memory array `name` ([n x elem], no initializer: shared
+/// memory has none; the kernel zeroes what it reads) of `symbolTable`.
+LLVM::GlobalOp getOrCreateSharedArray(OpBuilder &b, Location loc,
+                                      Operation *symbolTable, StringRef name,
+                                      Type elem, int64_t n) {
+  if (auto existing = dyn_cast_or_null<LLVM::GlobalOp>(
+          SymbolTable::lookupSymbolIn(symbolTable, name)))
+    return existing;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&symbolTable->getRegion(0).front());
+  return LLVM::GlobalOp::create(
+      b, loc, LLVM::LLVMArrayType::get(elem, std::max<int64_t>(n, 1)),
+      /*isConstant=*/false, LLVM::Linkage::Internal, name, Attribute(),
+      /*alignment=*/8, kSharedAddrSpace);
+}
+
+/// &global[index] (shared memory) for an i32 or constant index.
+Value sharedElement(OpBuilder &b, Location loc, LLVM::GlobalOp global,
+                    Type elem, Value index) {
+  Value base = LLVM::AddressOfOp::create(b, loc, global);
+  return LLVM::GEPOp::create(b, loc, base.getType(), elem, base,
+                             ArrayRef<LLVM::GEPArg>{index});
+}
+
+/// Declares `void __pipeline_watchdog_dump(ptr)` in `symbolTable`; its body
+/// is defined after the conversion (finalizeWatchdog), when every pipeline
+/// of the module is known.
+LLVM::LLVMFuncOp getOrDeclareDump(OpBuilder &b, Location loc,
+                                  Operation *symbolTable) {
+  if (auto existing = dyn_cast_or_null<LLVM::LLVMFuncOp>(
+          SymbolTable::lookupSymbolIn(symbolTable, kWatchdogDumpSymbol)))
+    return existing;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(&symbolTable->getRegion(0).front());
+  auto type = LLVM::LLVMFunctionType::get(
+      LLVM::LLVMVoidType::get(b.getContext()),
+      {LLVM::LLVMPointerType::get(b.getContext())});
+  auto func = LLVM::LLVMFuncOp::create(b, loc, kWatchdogDumpSymbol, type,
+                                       LLVM::Linkage::Internal);
+  return func;
 }
 
 /// The winner's half: words 1..10 of the record for `site`, membar.sys,
@@ -112,6 +182,12 @@ void emitRecord(OpBuilder &b, Location loc, Value elapsed,
                      arith::TruncIOp::create(sb, sl, i32, micros)};
     for (auto [i, word] : llvm::enumerate(words))
       store(static_cast<int32_t>(i + 1), word);
+    // Words 11..: every barrier of every pipeline of this CTA and the wait
+    // table, before the magic makes the record visible as complete.
+    Operation *symbolTable =
+        enclosingSymbolTable(sb.getInsertionBlock()->getParentOp());
+    LLVM::CallOp::create(sb, sl, getOrDeclareDump(sb, sl, symbolTable),
+                         ValueRange{record});
     // The magic last, after the rest is visible system-wide: a host that
     // sees it sees a complete record.
     NVVM::MembarOp::create(sb, sl, NVVM::MemScopeKind::SYS);
@@ -165,7 +241,9 @@ WatchdogGlobals mlir::pipeline::getOrCreateWatchdogGlobals(OpBuilder &b,
   return {getOrCreateIntGlobal(b, loc, symbolTable, kWatchdogBufferSymbol,
                                b.getI64Type(), LLVM::Linkage::External),
           getOrCreateIntGlobal(b, loc, symbolTable, kWatchdogClaimSymbol,
-                               b.getI32Type(), LLVM::Linkage::Internal)};
+                               b.getI32Type(), LLVM::Linkage::Internal),
+          getOrCreateSharedArray(b, loc, symbolTable, kWatchdogWarpsSymbol,
+                                 b.getI32Type(), kMaxWarps)};
 }
 
 LogicalResult mlir::pipeline::checkWatchdogSymbols(ModuleOp module) {
@@ -193,6 +271,17 @@ LogicalResult mlir::pipeline::checkWatchdogSymbols(ModuleOp module) {
       expect(op, b.getI64Type());
     else if (name.getValue() == kWatchdogClaimSymbol)
       expect(op, b.getI32Type());
+    else if (llvm::is_contained(
+                 {kWatchdogWarpsSymbol, kWatchdogPipesSymbol,
+                  kWatchdogProbeSymbol, kWatchdogDumpSymbol},
+                 name.getValue())) {
+      // Defined by the pass itself: a user symbol of that name would be
+      // silently reused with another meaning.
+      op->emitError() << "'" << name.getValue()
+                      << "' is reserved for the pipeline watchdog's forensic "
+                         "dump; rename this symbol";
+      ok = false;
+    }
   });
   return success(ok);
 }
@@ -262,4 +351,274 @@ void mlir::pipeline::emitWatchdogCheck(OpBuilder &b, Location loc, Value start,
     // Every expired thread traps, once the record is written.
     LLVM::Trap::create(eb, el);
   });
+}
+
+//===----------------------------------------------------------------------===//
+// The forensic dump (docs/watchdog.md, "The forensic dump")
+//===----------------------------------------------------------------------===//
+
+void mlir::pipeline::emitWatchdogWaitMark(OpBuilder &b, Location loc,
+                                          const WatchdogGlobals &globals,
+                                          const WaitSite &site, bool waiting) {
+  Type i32 = b.getI32Type();
+  // 8 bits of id + 1; an id that does not fit reads as unknown (0) rather
+  // than as another pipeline.
+  int64_t pid = site.pipelineId < 0 || site.pipelineId >= 255
+                    ? 0
+                    : site.pipelineId + 1;
+  int64_t fixed = kMarkValid | (waiting ? kMarkWaiting : 0) |
+                  (int64_t(site.role & 3) << 27) | (pid << 19);
+  // stage (18 bits) << 1 | phase & 1
+  Value stage = arith::AndIOp::create(b, loc, site.stage,
+                                      constI32(b, loc, 0x3FFFF));
+  Value phase = arith::AndIOp::create(b, loc, site.phase, constI32(b, loc, 1));
+  Value word = arith::OrIOp::create(
+      b, loc,
+      arith::ShLIOp::create(b, loc, stage, constI32(b, loc, 1)), phase);
+  word = arith::OrIOp::create(
+      b, loc, word,
+      arith::ConstantIntOp::create(b, loc, i32, static_cast<int32_t>(fixed)));
+  // Every lane of the warp writes the same word; only this warp writes it.
+  Value slot = sharedElement(b, loc, globals.warps, i32, warpIndex(b, loc));
+  LLVM::StoreOp::create(b, loc, word, slot, /*alignment=*/4,
+                        /*isVolatile=*/true);
+}
+
+void mlir::pipeline::emitWatchdogPipeEntry(OpBuilder &b, Location loc,
+                                           CreateOp op, Value base) {
+  int32_t id = getWatchdogPipelineId(op.getResult());
+  auto names = op->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
+      "pipeline.watchdog_names");
+  if (id < 0 || !names)
+    return;
+  Operation *symbolTable = enclosingSymbolTable(op->getParentOp());
+  LLVM::GlobalOp pipes =
+      getOrCreateSharedArray(b, loc, symbolTable, kWatchdogPipesSymbol,
+                             b.getI32Type(), names.size());
+  // Thread 0 zeroed the table at kernel entry (finalizeWatchdog): the same
+  // thread writes the entry, so program order suffices; the create's CTA
+  // sync publishes it before any wait can time out. The shared address + 1,
+  // so that 0 means "not created in this CTA" (barriers are 8-byte aligned).
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                      linearThreadId(b, loc),
+                                      constI32(b, loc, 0));
+  emitIf(b, loc, first, [&](OpBuilder &tb, Location tl) {
+    Value address = LLVM::PtrToIntOp::create(tb, tl, tb.getI32Type(), base);
+    Value tagged =
+        arith::AddIOp::create(tb, tl, address, constI32(tb, tl, 1));
+    LLVM::StoreOp::create(
+        tb, tl, tagged,
+        sharedElement(tb, tl, pipes, tb.getI32Type(), constI32(tb, tl, id)),
+        /*alignment=*/4, /*isVolatile=*/true);
+  });
+}
+
+namespace {
+/// Stores `value` (i32) at word `word` of the host record `record`.
+void storeWord(OpBuilder &b, Location loc, Value record, int32_t word,
+               Value value) {
+  Value at = LLVM::GEPOp::create(b, loc, record.getType(), b.getI32Type(),
+                                 record, ArrayRef<LLVM::GEPArg>{word});
+  LLVM::StoreOp::create(b, loc, value, at, /*alignment=*/4,
+                        /*isVolatile=*/true);
+}
+
+/// The raw 64-bit word of the mbarrier at `bar` into words `word`,
+/// `word + 1` (low, high).
+void storeRaw(OpBuilder &b, Location loc, Value record, int32_t word,
+              Value bar) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value raw = LLVM::LoadOp::create(b, loc, i64, bar, /*alignment=*/8,
+                                   /*isVolatile=*/true);
+  storeWord(b, loc, record, word, arith::TruncIOp::create(b, loc, i32, raw));
+  Value high = arith::ShRUIOp::create(
+      b, loc, raw, arith::ConstantIntOp::create(b, loc, i64, 32));
+  storeWord(b, loc, record, word + 1,
+            arith::TruncIOp::create(b, loc, i32, high));
+}
+
+/// Body of `__pipeline_watchdog_dump(record)`: the wait table, calibration
+/// samples of a scratch mbarrier in known states (so that the host can
+/// check its decoding of the undocumented mbarrier word on the GPU it runs
+/// on), and for every barrier of every pipeline of the CTA its raw word and
+/// two test_wait.parity probes.
+void defineDump(LLVM::LLVMFuncOp dump, Operation *symbolTable,
+                ArrayRef<WatchdogPipeInfo> pipes) {
+  OpBuilder b(dump.getContext());
+  Location loc = dump.getLoc();
+  Block *entry = dump.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value record = entry->getArgument(0);
+  auto sharedPtr = LLVM::LLVMPointerType::get(b.getContext(), kSharedAddrSpace);
+
+  // Warps in the CTA, and the wait table.
+  Value warps = arith::DivUIOp::create(
+      b, loc,
+      arith::AddIOp::create(b, loc, blockSize(b, loc), constI32(b, loc, 31)),
+      constI32(b, loc, 32));
+  storeWord(b, loc, record, kWordWarpCount, warps);
+  LLVM::GlobalOp table = getOrCreateSharedArray(
+      b, loc, symbolTable, kWatchdogWarpsSymbol, b.getI32Type(), kMaxWarps);
+  for (int32_t w = 0; w < kMaxWarps; ++w) {
+    Value slot = sharedElement(b, loc, table, i32, constI32(b, loc, w));
+    storeWord(b, loc, record, kWordWarps + w,
+              LLVM::LoadOp::create(b, loc, i32, slot, /*alignment=*/4,
+                                   /*isVolatile=*/true));
+  }
+
+  // Calibration: (phase, pending arrivals, pending tx) known by
+  // construction, with the largest legal counts (2^20 - 1) so that the
+  // host's fit pins the width of each field: A (0, M, 0) after init M;
+  // B (0, M, M) after expect_tx M; C (0, M-1, M) after an arrive;
+  // D (0, M-1, M-0x12345) after complete_tx 0x12345; E (1, 3, 0): a second
+  // barrier, init 3 and three arrives.
+  LLVM::GlobalOp probe = getOrCreateSharedArray(
+      b, loc, symbolTable, kWatchdogProbeSymbol, b.getI64Type(), 2);
+  Value p0 = sharedElement(b, loc, probe, i64, constI32(b, loc, 0));
+  Value p1 = sharedElement(b, loc, probe, i64, constI32(b, loc, 1));
+  NVVM::MBarrierInitOp::create(b, loc, p0, constI32(b, loc, kCalibMax),
+                               Value());
+  storeRaw(b, loc, record, kWordSamples + 0, p0);
+  NVVM::MBarrierExpectTxOp::create(b, loc, p0, constI32(b, loc, kCalibMax));
+  storeRaw(b, loc, record, kWordSamples + 2, p0);
+  NVVM::MBarrierArriveOp::create(b, loc, i64, p0, /*count=*/Value());
+  storeRaw(b, loc, record, kWordSamples + 4, p0);
+  NVVM::MBarrierCompleteTxOp::create(b, loc, p0,
+                                     constI32(b, loc, kCalibComplete));
+  storeRaw(b, loc, record, kWordSamples + 6, p0);
+  NVVM::MBarrierInitOp::create(b, loc, p1, constI32(b, loc, 3), Value());
+  for (int i = 0; i < 3; ++i)
+    NVVM::MBarrierArriveOp::create(b, loc, i64, p1, /*count=*/Value());
+  storeRaw(b, loc, record, kWordSamples + 8, p1);
+  storeWord(b, loc, record, kWordSampleCount, constI32(b, loc, 5));
+
+  // Every barrier of every pipeline: a header word (id << 16 | order << 15
+  // | created << 14 | stages), index << 8 | probes, raw low, raw high.
+  LLVM::GlobalOp table2 =
+      getOrCreateSharedArray(b, loc, symbolTable, kWatchdogPipesSymbol, i32,
+                             static_cast<int64_t>(pipes.size()));
+  int32_t entryIndex = 0;
+  for (auto [id, info] : llvm::enumerate(pipes)) {
+    if (info.numBarriers == 0 || info.scope != symbolTable ||
+        entryIndex >= kMaxBarrierEntries)
+      continue;
+    Value tagged = LLVM::LoadOp::create(
+        b, loc, i32,
+        sharedElement(b, loc, table2, i32,
+                      constI32(b, loc, static_cast<int64_t>(id))),
+        /*alignment=*/4, /*isVolatile=*/true);
+    Value created = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                          tagged, constI32(b, loc, 0));
+    int64_t header = (int64_t(id) << 16) | (info.order ? 1 << 15 : 0) |
+                     (info.stages & 0x3FFF);
+    Value headerWord = arith::OrIOp::create(
+        b, loc, constI32(b, loc, header),
+        arith::ShLIOp::create(b, loc,
+                              arith::ExtUIOp::create(b, loc, i32, created),
+                              constI32(b, loc, 14)));
+    int32_t first = entryIndex;
+    int64_t count = std::min<int64_t>(info.numBarriers,
+                                      kMaxBarrierEntries - entryIndex);
+    for (int64_t j = 0; j < count; ++j)
+      storeWord(b, loc, record, kWordBarriers + 4 * (first + j), headerWord);
+    entryIndex += static_cast<int32_t>(count);
+    emitIf(b, loc, created, [&](OpBuilder &cb, Location cl) {
+      Value base = arith::SubIOp::create(cb, cl, tagged, constI32(cb, cl, 1));
+      for (int64_t j = 0; j < count; ++j) {
+        int32_t word = kWordBarriers + 4 * (first + static_cast<int32_t>(j));
+        Value address = arith::AddIOp::create(cb, cl, base,
+                                              constI32(cb, cl, 8 * j));
+        Value bar = LLVM::IntToPtrOp::create(cb, cl, sharedPtr, address);
+        // test_wait.parity(p) is true when the phase of parity p has
+        // completed: exactly one of the two holds, and the other one is the
+        // current phase's parity.
+        auto probeBit = [&](int p) {
+          Value done = NVVM::MBarrierTestWaitOp::create(
+              cb, cl, cb.getI1Type(), bar, constI32(cb, cl, p));
+          return arith::ShLIOp::create(
+              cb, cl, arith::ExtUIOp::create(cb, cl, i32, done),
+              constI32(cb, cl, p));
+        };
+        Value probes = arith::OrIOp::create(cb, cl, probeBit(0), probeBit(1));
+        storeWord(cb, cl, record, word + 1,
+                  arith::OrIOp::create(cb, cl, constI32(cb, cl, j << 8),
+                                       probes));
+        storeRaw(cb, cl, record, word + 2, bar);
+      }
+    });
+  }
+  storeWord(b, loc, record, kWordBarrierCount, constI32(b, loc, entryIndex));
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+}
+
+bool isKernel(Operation *op) {
+  if (auto func = dyn_cast<gpu::GPUFuncOp>(op))
+    return func.isKernel();
+  if (auto func = dyn_cast<LLVM::LLVMFuncOp>(op))
+    return func->hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName());
+  return false;
+}
+
+/// Kernel entry: every warp clears its wait-table word, thread 0 the pipes
+/// table; each return marks the warp exited.
+void instrumentKernel(FunctionOpInterface kernel, Operation *symbolTable,
+                      int64_t numPipes) {
+  OpBuilder b(kernel.getContext());
+  Location loc = kernel.getLoc();
+  Type i32 = b.getI32Type();
+  LLVM::GlobalOp table = getOrCreateSharedArray(
+      b, loc, symbolTable, kWatchdogWarpsSymbol, i32, kMaxWarps);
+  LLVM::GlobalOp pipes = getOrCreateSharedArray(
+      b, loc, symbolTable, kWatchdogPipesSymbol, i32, numPipes);
+  Block &entry = kernel.getFunctionBody().front();
+  b.setInsertionPointToStart(&entry);
+  LLVM::StoreOp::create(b, loc, constI32(b, loc, 0),
+                        sharedElement(b, loc, table, i32, warpIndex(b, loc)),
+                        /*alignment=*/4, /*isVolatile=*/true);
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                      linearThreadId(b, loc),
+                                      constI32(b, loc, 0));
+  emitIf(b, loc, first, [&](OpBuilder &tb, Location tl) {
+    for (int64_t i = 0; i < std::max<int64_t>(numPipes, 1); ++i)
+      LLVM::StoreOp::create(tb, tl, constI32(tb, tl, 0),
+                            sharedElement(tb, tl, pipes, i32,
+                                          constI32(tb, tl, i)),
+                            /*alignment=*/4, /*isVolatile=*/true);
+  });
+  SmallVector<Operation *> returns;
+  kernel.getFunctionBody().walk([&](Operation *op) {
+    if (isa<gpu::ReturnOp, LLVM::ReturnOp>(op) &&
+        op->getParentOp() == kernel.getOperation())
+      returns.push_back(op);
+  });
+  for (Operation *ret : returns) {
+    b.setInsertionPoint(ret);
+    LLVM::AtomicRMWOp::create(
+        b, ret->getLoc(), LLVM::AtomicBinOp::_or,
+        sharedElement(b, ret->getLoc(), table, i32, warpIndex(b, ret->getLoc())),
+        constI32(b, ret->getLoc(), static_cast<int32_t>(kMarkExited)),
+        LLVM::AtomicOrdering::monotonic);
+  }
+}
+} // namespace
+
+void mlir::pipeline::finalizeWatchdog(ModuleOp module,
+                                      ArrayRef<WatchdogPipeInfo> pipes) {
+  SmallVector<LLVM::LLVMFuncOp> dumps;
+  module.walk([&](LLVM::LLVMFuncOp func) {
+    if (func.getSymName() == kWatchdogDumpSymbol && func.isExternal())
+      dumps.push_back(func);
+  });
+  for (LLVM::LLVMFuncOp dump : dumps) {
+    Operation *symbolTable = enclosingSymbolTable(dump->getParentOp());
+    defineDump(dump, symbolTable, pipes);
+    SmallVector<FunctionOpInterface> kernels;
+    for (Operation &op : symbolTable->getRegion(0).front())
+      if (isKernel(&op))
+        kernels.push_back(cast<FunctionOpInterface>(&op));
+    for (FunctionOpInterface kernel : kernels)
+      instrumentKernel(kernel, symbolTable,
+                       static_cast<int64_t>(pipes.size()));
+  }
 }

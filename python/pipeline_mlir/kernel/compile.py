@@ -42,6 +42,9 @@ def _any_context():
 
 def verify(module):
     """Verify ``module``; raises ``mlir.ir.MLIRError`` with the diagnostics."""
+    from ..pipeline.tx_bytes import check_module
+
+    check_module(module)
     with module.context:
         module.operation.verify()
     return True

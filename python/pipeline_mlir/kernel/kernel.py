@@ -38,6 +38,13 @@ from .params import as_param
 from .smem import SharedMemory
 from .values import Scalar, i32
 
+_ACTIVE = []  # kernels being built (innermost last)
+
+
+def active_kernel():
+    """The innermost Kernel whose ``with`` block is open, or None."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
 
 def _dims(value, what):
     if value is None:
@@ -80,6 +87,9 @@ class Kernel:
         items = list(params.items()) if isinstance(params, dict) else list(params)
         self.context = context or pipeline_mlir.make_context()
         self._entered = []
+        # Named barrier ids taken in this kernel: id -> who took it
+        # (pipeline/named_barrier.py assigns ids when none is given).
+        self.named_barrier_ids = {}
         with self.context, ir.Location.unknown():
             specs = [(n, as_param(p, n)) for n, p in items]
             self.params = tuple(specs)
@@ -120,9 +130,11 @@ class Kernel:
         for m in managers:
             m.__enter__()
         self._entered.append(managers)
+        _ACTIVE.append(self)
         return self
 
     def __exit__(self, *exc):
+        _ACTIVE.remove(self)
         for m in reversed(self._entered.pop()):
             m.__exit__(*exc)
         return False

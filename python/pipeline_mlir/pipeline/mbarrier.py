@@ -2,8 +2,9 @@
 
 The pipeline classes do not use these (their barriers live behind
 ``pipeline.create``); they exist for code that drives mbarriers by hand, as
-CuTe DSL allows. ``MbarrierArray`` emits upstream NVVM ops directly, with the
-sequences of reference/pipeline-semantics.md section 0.
+CuTe DSL allows. ``MbarrierArray`` emits upstream NVVM ops directly, with
+the sequences of CuTe DSL's ``MbarrierArray`` (``mbarrier.init`` of every
+stage by one elected thread of warp 0, arrives by op type).
 """
 
 import mlir.ir as ir

@@ -1,6 +1,9 @@
 """TMA pipelines: ``PipelineTmaAsync``, ``PipelineTmaMultiConsumersAsync``,
 ``PipelineTmaStore``, and the stage-bound copies (``tma_load``, ``bulk_copy``,
-``tma_store``)."""
+``tma_store``).
+
+``tx_count`` may be left out of ``create``: it is then the bytes one stage
+receives from the copies the kernel builds (tx_bytes.py)."""
 
 from ..dialects import pipeline as pl
 from ..kernel.scope import current_block
@@ -43,6 +46,7 @@ class _TmaLoads:
         what = f"{type(self).__name__}.tma_load"
         p, s = self._operands(state, Producer, "tma_load")
         positive_int(bytes, f"{what}: bytes")
+        self._tx.copy("tma_load", bytes, mcast_mask, self.type.cta_group)
         mask = None
         if mcast_mask is not None:
             import mlir.ir as ir
@@ -56,6 +60,15 @@ class _TmaLoads:
         """Non-tensor ``cp.async.bulk`` of ``size`` bytes (a multiple of 16)."""
         what = f"{type(self).__name__}.bulk_copy"
         p, s = self._operands(state, Producer, "bulk_copy")
+        if self._tx.derive:
+            from .tx_bytes import constant_int
+            nbytes = constant_int(size)
+            if nbytes is None:
+                raise PipelineError(
+                    f"{what}: a run-time size on a pipeline created without "
+                    "tx_count: the bytes to arm cannot be derived from the copies "
+                    "(pass tx_count= to create)")
+            self._tx.copy("bulk_copy", nbytes, None, self.type.cta_group)
         src_v = to_value(src, what=f"{what}: src")
         pl.copy_bulk(p, s, src_v, smem_pointer(dst, f"{what}: dst"),
                      i32_value(size, f"{what}: size"))
@@ -69,7 +82,7 @@ class PipelineTmaAsync(PipelineBase, _TmaLoads):
     kind = pl.PipelineKind.TmaAsync
 
     @classmethod
-    def create(cls, *, num_stages, producer_group, consumer_group, tx_count,
+    def create(cls, *, num_stages, producer_group, consumer_group, tx_count=None,
                barrier_storage=None, cta_layout_vmnk=None, tidx=None,
                mcast_mode_mn=(1, 1), defer_sync=False,
                elect_one_release=False, syncwarp_before_release=True,
@@ -99,7 +112,7 @@ class PipelineTmaMultiConsumersAsync(PipelineBase, _TmaLoads):
 
     @classmethod
     def create(cls, *, num_stages, producer_group, consumer_group_umma,
-               consumer_group_async, tx_count, barrier_storage=None,
+               consumer_group_async, tx_count=None, barrier_storage=None,
                cta_layout_vmnk=None, defer_sync=False, name=None):
         what = f"{cls.__name__}.create"
         umma = require_group(consumer_group_umma, f"{what}: consumer_group_umma")

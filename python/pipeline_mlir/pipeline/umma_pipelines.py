@@ -21,8 +21,8 @@ class PipelineTmaUmma(PipelineBase, _TmaLoads):
     kind = pl.PipelineKind.TmaUmma
 
     @classmethod
-    def create(cls, *, num_stages, producer_group, consumer_group, tx_count,
-               barrier_storage=None, cta_layout_vmnk=None,
+    def create(cls, *, num_stages, producer_group, consumer_group,
+               tx_count=None, barrier_storage=None, cta_layout_vmnk=None,
                mcast_mode_mn=(1, 1), defer_sync=False, name=None):
         shape = cluster_layout(cta_layout_vmnk, f"{cls.__name__}.create")
         return cls._build(num_stages=num_stages, producer_group=producer_group,

@@ -404,7 +404,7 @@ class Module:
             if size != 8:
                 raise CudaError("cuModuleGetGlobal", 0, "CUDA_SUCCESS",
                                 f"{watchdog.BUFFER_SYMBOL} is {size} bytes, expected 8 (i64)")
-            self._watchdog = HostMappedBuffer(watchdog.RECORD_BYTES, self.device)
+            self._watchdog = HostMappedBuffer(watchdog.BUFFER_BYTES, self.device)
             ptr = ctypes.c_uint64(self._watchdog.device_address)
             _driver.check(drv.cuMemcpyHtoD(addr, ctypes.addressof(ptr), 8),
                           "cuMemcpyHtoD(watchdog buffer)")

@@ -15,7 +15,7 @@ Device side (emitted by convert-pipeline-to-nvvm with watchdog=true):
   atomics on host memory over PCIe are not guaranteed), and the winner, if
   the buffer pointer is non-zero, writes RECORD_WORDS i32 words with
   volatile stores, **word 0 (the magic) last** between ``membar.sys``,
-  sets the claim to 2 and traps. Losers wait (at most 1 ms) for the claim
+  sets the claim to 2 and traps. Losers wait (at most 20 ms) for the claim
   to reach 2, then trap: a trap aborts the grid, and an early one could cut
   the record short.
 * Pipeline names: a global ``__pipeline_watchdog_names`` (i8 array, the
@@ -35,10 +35,18 @@ word  field        meaning
 4     phase        the phase parity waited on
 5-7   block        %ctaid.x, %ctaid.y, %ctaid.z
 8     warp         linear thread id / 32
-9     version      1 (RECORD_VERSION)
+9     version      2 (RECORD_VERSION; 1: no dump)
 10    elapsed_us   how long the wait had run, in microseconds (saturated)
-11-15 reserved     0
+11    warps        warps in the CTA (version 2)
+12    barriers     barrier entries at word 64 (version 2)
+13    samples      calibration samples at word 48 (version 2)
+14-15 reserved     0
 ====  ===========  ===================================================
+
+Version 2 adds the forensic dump (BUFFER_BYTES in all; see forensics.py,
+which decodes it, and docs/watchdog.md "The forensic dump"): words 16..47
+the wait table (one word per warp), 48..57 five calibration samples of a
+scratch mbarrier, 64.. four words per barrier of every pipeline of the CTA.
 """
 
 import struct
@@ -49,9 +57,10 @@ from . import _driver
 from .errors import KernelFaultError, KernelTimeoutError, PipelineWatchdogError
 
 MAGIC = 0x57444F47  # "WDOG"
-RECORD_VERSION = 1
+RECORD_VERSION = 2
 RECORD_WORDS = 16
 RECORD_BYTES = RECORD_WORDS * 4
+BUFFER_BYTES = 4096  # what the runner maps: the record and the dump
 BUFFER_SYMBOL = "__pipeline_watchdog_buffer"
 NAMES_SYMBOL = "__pipeline_watchdog_names"
 ROLE_NAMES = {0: "producer_acquire", 1: "consumer_wait", 2: "order_wait"}
@@ -67,6 +76,7 @@ class WatchdogRecord:
     warp: int
     version: int = RECORD_VERSION
     elapsed_us: int = 0
+    dump: object = None  # forensics.Dump (version 2 with the whole buffer)
 
     @property
     def role_name(self):
@@ -91,10 +101,11 @@ class WatchdogRecord:
 
 
 def encode_record(pipeline_id, role, stage, phase, block, warp, elapsed_us=0,
-                  magic=MAGIC):
-    """The bytes a kernel would write (used by tests and documentation)."""
+                  magic=MAGIC, version=1):
+    """The bytes a kernel would write (used by tests and documentation);
+    forensics.encode_dump appends a version-2 dump."""
     words = [magic, pipeline_id, role, stage, phase, *block, warp,
-             RECORD_VERSION, elapsed_us] + [0] * 5
+             version, elapsed_us] + [0] * 5
     return struct.pack("<16i", *[w if w < 2**31 else w - 2**32 for w in words])
 
 
@@ -112,9 +123,13 @@ def decode_record(raw):
                          f"not the magic {MAGIC:#x}: not a watchdog record")
     if w[2] not in ROLE_NAMES:
         raise ValueError(f"watchdog record has unknown role {w[2]}")
+    dump = None
+    if w[9] >= 2 and len(raw) >= BUFFER_BYTES:
+        from .forensics import decode_dump
+        dump = decode_dump(raw)
     return WatchdogRecord(pipeline_id=w[1], role=w[2], stage=w[3], phase=w[4],
                           block=(w[5], w[6], w[7]), warp=w[8], version=w[9],
-                          elapsed_us=w[10])
+                          elapsed_us=w[10], dump=dump)
 
 
 def decode_names(raw):
@@ -129,6 +144,9 @@ def fault_error(call, code, name, kernel, record, names, launch_desc):
         msg = (f"{record.message(names, kernel)} (device watchdog; {launch_desc}). "
                "The kernel trapped, so this process's CUDA context is unusable; "
                "start a new process to run more kernels")
+        if record.dump is not None:
+            from .forensics import report
+            msg += "\n" + report(record, names)
         return PipelineWatchdogError(call, code, name, record, msg)
     return KernelFaultError(
         call, code, name,

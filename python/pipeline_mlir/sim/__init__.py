@@ -4,8 +4,9 @@ The roles of a kernel run as concurrent agents over a model of mbarriers
 (phases, arrival counts, tx bytes), named and cluster barriers, TMA copies
 and tcgen05.commit completions; schedulers explore their interleavings and
 report deadlocks, phase overruns, buffers overwritten before their release,
-reads before a copy finished, arrivals on exited CTAs and misuse of the
-verbs (docs: ``pipeline-sim --help`` and the module docstrings).
+reads before a copy finished, arrivals on exited CTAs, stages released
+while a wgmma / tcgen05.mma / bulk store may still read them and misuse of
+the verbs (docs: ``pipeline-sim --help`` and the module docstrings).
 
 Granularity: one agent per warp. Pipeline code is warp-uniform except for
 elected lanes and lane-indexed signalling, so a warp with a mask of active
@@ -17,6 +18,8 @@ halves in program order.
 - :mod:`.model`: Mbarrier, NamedBarrier, Cta, Cluster, SimError (no MLIR);
 - :mod:`.engine`: agents, steps, events, random and bounded-DFS schedulers;
 - :mod:`.verbs`: the pipeline verbs on the model (reference semantics);
+- :mod:`.asyncread`: asynchronous readers of stage buffers (wgmma groups,
+  tcgen05.mma, bulk stores) and the release-after-last-read check;
 - :mod:`.frontend`: mlir.ir.Module -> agents; :mod:`.cli`: ``pipeline-sim``.
 """
 

@@ -26,7 +26,8 @@ _KIND_TITLES = {
     "tx-count": "tx bytes", "exited-cta": "arrive on an exited CTA", "unbalanced": "unbalanced",
     "role": "wrong role", "initial-phase": "wrong initial phase",
     "uninitialized": "uninitialized barrier", "unsupported": "unsupported",
-    "step-limit": "step limit",
+    "step-limit": "step limit", "commit-before-write": "commit before write",
+    "async-read": "asynchronous read in flight",
 }
 
 

@@ -77,6 +77,8 @@ class Agent:
         self.roles: dict[str, set] = {}
         self.acquired: Counter = Counter()  # (pipe, stage) -> open producer windows
         self.holding: Counter = Counter()  # (pipe, stage) -> open consumer holds
+        self.committed: dict = {}  # (pipe, stage) -> where its last commit ran, until reacquired
+        self.state_pipes: dict = {}  # state origin -> {pipe id: PipeRef} of producer verbs
         self.bulk_open = 0  # TMA stores in the open bulk async-group
         self.bulk_pending: list[int] = []  # committed groups not yet complete
         self.cluster_gen: int | None = None

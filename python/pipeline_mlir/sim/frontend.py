@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import mlir.ir as ir
 
+from . import asyncread as AR
 from . import verbs as V
 from .engine import Agent, World
 from .model import SimError
@@ -104,6 +105,38 @@ def pipeline_spec(t, name: str) -> PipelineSpec:
         multicast=_enum_name(pt.multicast), cta_group=pt.cta_group, length=pt.length)
 
 
+# Stores whose address may name a stage buffer: the stored value is operand
+# 0, the address (a pointer, or a memref and its indices) the rest.
+STORE_OPS = ("llvm.store", "memref.store", "vector.store")
+# Ops an address computation goes through (pure pointer and integer math).
+_ADDRESS_OPS = ("llvm.getelementptr", "llvm.inttoptr", "llvm.ptrtoint", "llvm.addrspacecast",
+                "llvm.bitcast", "memref.subview", "memref.reinterpret_cast", "memref.view",
+                "memref.cast")
+
+
+def _address_states(store) -> list:
+    """The state values whose ``pipeline.state.index`` the address of
+    ``store`` is computed from (through _ADDRESS_OPS and arith ops; block
+    arguments, loads and other ops end the walk). This is how a plain store
+    is tied to a stage, as in the checker's CommitBeforeWrite.cpp."""
+    found, seen = [], set()
+    work = list(store.operands)[1:]
+    while work:
+        v = work.pop()
+        owner = v.owner
+        if isinstance(owner, ir.Block):
+            continue
+        op = owner.operation if hasattr(owner, "operation") else owner
+        if op in seen:
+            continue
+        seen.add(op)
+        if op.name == "pipeline.state.index":
+            found.append(op.operands[0])
+        elif op.name.startswith("arith.") or op.name in _ADDRESS_OPS:
+            work.extend(op.operands)
+    return found
+
+
 class _Compiler:
     def __init__(self):
         self.slots: dict = {}
@@ -164,10 +197,17 @@ class _Compiler:
             a["query"] = str(attrs["query_type"]).split("<")[-1].rstrip(">")
         if name == "nvvm.clusterlaunchcontrol.try.cancel":
             a["multicast"] = "multicast" in attrs
+        if name in AR.NVVM_BULK_STORES or name in (AR.WGMMA, AR.TCGEN05_MMA,
+                                                     "pipeline.copy.tma_store"):
+            a["reads"] = [self.slot(v) for v in AR.stage_state_operands(op)]
+        if name in (AR.WGMMA_WAIT, AR.NVVM_BULK_WAIT):
+            a["group"] = ir.IntegerAttr(attrs["group"]).value
         if "op_type" in attrs:
             a["op_type"] = str(attrs["op_type"]).split("<")[-1].rstrip(">")
         if "operandSegmentSizes" in attrs and "segs" not in a:
             a["segs"] = list(ir.DenseI32ArrayAttr(attrs["operandSegmentSizes"]))
+        if name in STORE_OPS:
+            a["stage_states"] = [self.slot(v) for v in _address_states(op)]
         ins = [self.slot(v) for v in op.operands]
         outs = [self.slot(r) for r in op.results]
         regions = [[self.block(b) for b in r.blocks] for r in op.regions]
@@ -411,9 +451,18 @@ class _Interp:
                 pid, idx = self.clc_seen
                 env[n.outs[0]] = V.clc_response(self.w, self.a, self.pipes[pid], idx,
                                                 n.a["query"])
+            elif name in STORE_OPS and n.a["stage_states"]:
+                for slot in n.a["stage_states"]:
+                    st = env[slot]
+                    if isinstance(st, State):
+                        V.plain_store(self.a, st, name, n.loc)
             elif name in ("gpu.barrier", "nvvm.barrier0"):
                 yield from V.named_sync(self.w, self.a, 0, self.launch.block_threads, False,
                                         _lanes_of(mask))
+            elif name in AR.NVVM_OPS:
+                self.async_op(n)
+                if n.outs:
+                    self.scalar(n, mask)
             elif n.regions and any(n.regions):
                 self.fail(n, "unsupported op with regions")
             else:
@@ -544,6 +593,31 @@ class _Interp:
         for o, v in zip(n.outs, res[1:]):
             env[o] = v
 
+    # -- asynchronous readers of stage buffers (asyncread.py) -----------------
+    def issue_read(self, n: Node, kind: str):
+        states = [self.env[s] for s in n.a.get("reads", ())]
+        AR.issue(self.a, kind, n.name, n.loc,
+                 AR.held_stages(self.a, self.pipes, states))
+
+    def async_op(self, n: Node):
+        name, a = n.name, self.a
+        if name == AR.WGMMA:
+            self.issue_read(n, "wgmma")
+        elif name == AR.TCGEN05_MMA:
+            self.issue_read(n, "tcgen05")
+        elif name in AR.NVVM_BULK_STORES:
+            self.issue_read(n, "bulk")
+        elif name == AR.WGMMA_COMMIT:
+            AR.wgmma_commit(a)
+        elif name == AR.WGMMA_WAIT:
+            AR.wgmma_wait(a, n.a["group"])
+        elif name == AR.TCGEN05_COMMIT:
+            AR.tcgen05_commit(a)
+        elif name == AR.NVVM_BULK_COMMIT:
+            AR.bulk_commit(a)
+        elif name == AR.NVVM_BULK_WAIT:
+            AR.bulk_wait(a, n.a["group"])
+
     # -- the pipeline ops ------------------------------------------------------
     def pipeline_op(self, n: Node, mask: int):
         """Creation, init sync, states, named barriers and bulk groups here;
@@ -572,17 +646,17 @@ class _Interp:
             return None
         if name == "state.make":
             stages, role = attrs["stages"], attrs["role"]
+            origin = n.outs[0]  # this state.make: the lineage of its advances
             segs = attrs["segs"] or [0, 0, 0]
             if not any(segs):
-                if attrs["simple"]:
-                    return State(stages, 0, 1 if role == "producer" else 0, 0, role)
-                return State.start(stages, role)
+                return State(stages, 0, 1 if role == "producer" else 0, 0, role, origin)
             vals = [u(x, "a state operand") for x in args]
             if attrs["simple"]:
                 pi = vals[0]
                 start = stages if role == "producer" else 0
-                return State(stages, pi % stages, (pi // stages) & 1, pi - start, role)
-            return State(stages, vals[0], vals[1] & 1, vals[2] if len(vals) > 2 else 0, role)
+                return State(stages, pi % stages, (pi // stages) & 1, pi - start, role, origin)
+            return State(stages, vals[0], vals[1] & 1, vals[2] if len(vals) > 2 else 0, role,
+                         origin)
         if name in ("state.advance", "state.index", "state.phase", "state.count"):
             st = u(args[0], "the pipeline state")
             if name == "state.advance":
@@ -594,12 +668,15 @@ class _Interp:
             yield from f(w, a, bar, attrs["num_threads"], attrs["unaligned"], lanes)
             return None
         if name == "copy.tma_store":
+            self.issue_read(n, "bulk")
             yield from V.tma_store(w, a, lanes)
             return None
         if name == "bulk_group.commit":
+            AR.bulk_commit(a)
             yield from V.bulk_commit(w, a)
             return None
         if name == "bulk_group.wait":
+            AR.bulk_wait(a, attrs.get("pending", 0))
             yield from V.bulk_wait(w, a, attrs.get("pending", 0))
             return None
         self.fail(n, "not modelled by pipeline-sim")
@@ -630,6 +707,21 @@ class _Interp:
         st = u(args[1], "the pipeline state")
         if not isinstance(st, State):
             self.fail(n, "the state value is not a pipeline state")
+        if p.spec.kind == "tma_store":
+            # PipelineTmaStore: commit = commit_group, acquire =
+            # wait_group.read (stages - 1), tail = wait_group 0.
+            if name == "producer.commit":
+                AR.bulk_commit(a)
+            elif name == "producer.acquire":
+                AR.bulk_wait(a, p.spec.stages - 1)
+            elif name == "producer.tail":
+                AR.bulk_wait(a, 0)
+        elif name in ("producer.acquire", "producer.try_acquire", "consumer.release"):
+            umma = (name == "consumer.release"
+                    and (attrs.get("op_type") or p.spec.consumer_op) == V.UMMA)
+            AR.check_hand_back(a, p, st.index, f"pipeline.{name}", n.loc, umma)
+        elif name == "producer.commit" and p.spec.kind == "umma_async":
+            AR.tcgen05_commit(a)
         if name == "producer.acquire":
             tok, extra = opt(2), opt(3)
             tok = None if tok is None else u(tok, "the token")

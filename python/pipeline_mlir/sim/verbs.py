@@ -1,4 +1,5 @@
-"""The pipeline verbs as steps on the model (reference/pipeline-semantics.md).
+"""The pipeline verbs as steps on the model: what each CuTe DSL pipeline
+method does to the barriers.
 
 Each verb is a generator function ``verb(world, agent, pipe, state, lanes,
 ...)`` that yields the :class:`~.engine.Step` objects of one warp executing
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from .engine import Agent, Event, Step, World
-from .model import BarrierName, Mbarrier, SimError
+from .model import BarrierName, Mbarrier, SimError, source_location
 
 # Mechanisms (PipelineOp) that signal a barrier.
 ASYNC, TMA, UMMA, CPASYNC, CLC, STORE = "async_thread", "tma_load", "tcgen05_mma", "cp_async", "clc_load", "tma_store"
@@ -140,10 +141,14 @@ class PipelineSpec:
 class State:
     """A PipelineState (index, phase, count); simple states share the math."""
 
-    __slots__ = ("stages", "index", "phase", "count", "role")
+    __slots__ = ("stages", "index", "phase", "count", "role", "origin")
 
-    def __init__(self, stages: int, index: int, phase: int, count: int, role: str):
+    def __init__(self, stages: int, index: int, phase: int, count: int, role: str,
+                 origin=None):
         self.stages, self.index, self.phase, self.count, self.role = stages, index, phase, count, role
+        # The state.make this state advanced from: ties a store's address
+        # (computed from state.index) to the pipelines this state walks.
+        self.origin = origin
 
     @classmethod
     def start(cls, stages: int, role: str) -> "State":
@@ -152,7 +157,8 @@ class State:
     def advance(self, n: int = 1) -> "State":
         index = self.index + n
         phase = self.phase ^ ((index // self.stages) & 1)
-        return State(self.stages, index % self.stages, phase, self.count + n, self.role)
+        return State(self.stages, index % self.stages, phase, self.count + n, self.role,
+                     self.origin)
 
     def __repr__(self) -> str:
         return f"State(index={self.index}, phase={self.phase}, count={self.count})"
@@ -360,8 +366,10 @@ def producer_acquire(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]
     idx = st.index
     who = a.label(spec.name)
     key = (p.pid, idx)
+    _tie_state(a, p, st)
 
     def opened():
+        a.committed.pop(key, None)
         if _arrive_kind(p):
             if a.acquired[key]:
                 raise SimError(
@@ -423,6 +431,8 @@ def producer_commit(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int],
         yield from bulk_commit(w, a)
         return
     _close_window(a, p, idx, "producer.commit")
+    _tie_state(a, p, st)
+    a.committed[(p.pid, idx)] = a.where
     own = _key(p, a.cta, idx)
     if op == TMA:
         return  # the copies' complete_tx signal the full barrier
@@ -607,6 +617,46 @@ def copy_load(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int], nbyte
             w.post(Event(land, src + f" ({nbytes} bytes)", None, a.cta))
     yield Step(issue, None, lambda: f"{who} issues {verb} ({len(lanes)} lane(s), {nbytes} bytes)",
                spec.name)
+
+
+# -- plain stores ---------------------------------------------------------------
+
+def _tie_state(a: Agent, p: PipeRef, st: State) -> None:
+    """Remember that this agent's producer verbs walk ``p`` with states made
+    by ``st.origin`` (plain_store finds the pipelines of a store's state)."""
+    if st.origin is not None:
+        a.state_pipes.setdefault(st.origin, {})[p.pid] = p
+
+
+def plain_store(a: Agent, st: State, op: str, loc: str | None) -> None:
+    """A store (``llvm.store``, ``memref.store``, ...) whose address is
+    computed from ``st.index`` (the frontend ties it statically), into that
+    stage of every pipeline whose producer verbs this agent runs with states
+    of the same origin. Only producers whose commit publishes stores
+    (AsyncThread, cp.async) are checked: after this agent committed the
+    stage and before it acquires it again, the store is a commit before
+    write (error kind ``commit-before-write``), whatever the schedule: the
+    consumers may read the stage before the store lands. Inside an acquire
+    .. commit window it is the write the commit publishes. It is not a
+    scheduling point (it touches no barrier)."""
+    pipes = [p for p in a.state_pipes.get(st.origin, {}).values()
+             if p.spec.producer_op in (ASYNC, CPASYNC)]
+    idx = st.index
+    if any(a.acquired[(p.pid, idx)] for p in pipes):
+        return
+    for p in pipes:
+        if (p.pid, idx) not in a.committed:
+            continue
+        who = a.label(p.spec.name)
+        store_at, commit_at = source_location(loc), source_location(a.committed[(p.pid, idx)])
+        raise SimError(
+            "commit-before-write",
+            f"{who} writes {_buf(p, a.cta, idx)} with {op}"
+            f"{f' at {store_at}' if store_at else ''} after its producer.commit of that stage"
+            f"{f' (committed at {commit_at})' if commit_at else ''} and before acquiring it "
+            f"again: the consumers may read the stage before the write lands (move the write "
+            f"before producer.commit)",
+            where=[f"{who} at {store_at}"] if store_at else [])
 
 
 # -- cluster launch control ---------------------------------------------------

@@ -31,14 +31,64 @@ gpu.module @m {
 // -----
 
 gpu.module @m {
-  // expected-error @+1 {{'llvm.mlir.global' op addr_space = 9 is not a PTX address space (0, 1, 3, 4, 5, 7 or 101)}}
+  // expected-error @+1 {{'llvm.mlir.global' op addr_space = 9 is not a PTX address space a global variable can live in (0, 1, 3, 4 or 5)}}
   llvm.mlir.global external @g(0 : i32) {addr_space = 9 : i32} : i32
 }
 
 // -----
 
+// Spaces a pointer may point into but no global can live in (fuzz finding:
+// "LLVM ERROR: Bad address space found while emitting PTX: 7" aborted).
 gpu.module @m {
-  // expected-error @+1 {{'gpu.func' op uses !llvm.ptr<9>, a pointer into an address space PTX does not have}}
+  // expected-error @+1 {{'llvm.mlir.global' op addr_space = 7 is not a PTX address space a global variable can live in (0, 1, 3, 4 or 5)}}
+  llvm.mlir.global external @cluster_global(0 : i32) {addr_space = 7 : i32} : i32
+}
+
+// -----
+
+gpu.module @m {
+  // expected-error @+1 {{'llvm.mlir.global' op addr_space = 6 is not a PTX address space a global variable can live in}}
+  llvm.mlir.global external @tmem_global(0 : i32) {addr_space = 6 : i32} : i32
+}
+
+// -----
+
+gpu.module @m {
+  // expected-error @+1 {{'llvm.mlir.global' op addr_space = 101 is not a PTX address space a global variable can live in}}
+  llvm.mlir.global external @param_global(0 : i32) {addr_space = 101 : i32} : i32
+}
+
+// -----
+
+// PTX cannot initialize shared or local variables (fuzz finding: "LLVM
+// ERROR: initial value of 'x' is not allowed in addrspace(3)" aborted).
+gpu.module @m {
+  // expected-error @+1 {{'llvm.mlir.global' op addr_space = 3: PTX cannot initialize a shared variable; leave the initial value out (or make it zero)}}
+  llvm.mlir.global external @shared_init(33 : i32) {addr_space = 3 : i32} : i32
+}
+
+// -----
+
+gpu.module @m {
+  // expected-error @+1 {{'llvm.mlir.global' op addr_space = 5: PTX cannot initialize a local variable}}
+  llvm.mlir.global internal @local_init(1.5 : f32) {addr_space = 5 : i32} : f32
+}
+
+// -----
+
+// Zero or no initial value in shared memory, any value in global or
+// constant memory: accepted.
+gpu.module @m {
+  llvm.mlir.global external @shared_zero(0 : i32) {addr_space = 3 : i32} : i32
+  llvm.mlir.global internal @shared_none() {addr_space = 3 : i32} : !llvm.array<4 x i64>
+  llvm.mlir.global internal @global_init(7 : i32) {addr_space = 1 : i32} : i32
+  llvm.mlir.global internal constant @const_init(9 : i32) {addr_space = 4 : i32} : i32
+}
+
+// -----
+
+gpu.module @m {
+  // expected-error @+1 {{'gpu.func' op uses '!llvm.ptr<9>', a pointer into an address space PTX does not have}}
   gpu.func @bad_pointer(%p: !llvm.ptr<9>) kernel {
     gpu.return
   }
@@ -46,9 +96,9 @@ gpu.module @m {
 
 // -----
 
-// Within the limits: accepted.
+// Within the limits: accepted (tensor memory, address space 6, included).
 gpu.module @m {
-  gpu.func @ok(%p: !llvm.ptr<3>) kernel attributes {known_block_size = array<i32: 32, 32, 1>, known_cluster_size = array<i32: 2, 2, 1>} {
+  gpu.func @ok(%p: !llvm.ptr<3>, %tmem: !llvm.ptr<6>) kernel attributes {known_block_size = array<i32: 32, 32, 1>, known_cluster_size = array<i32: 2, 2, 1>} {
     gpu.return
   }
 }

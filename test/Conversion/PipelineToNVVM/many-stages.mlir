@@ -25,8 +25,8 @@ gpu.module @many {
 // initializes empty barrier i + 64 (producer warp: 32, consumer warps: 64).
 // CHECK: llvm.mlir.global internal @__pipeline_barriers_ab() {{.*}} : !llvm.array<128 x i64>
 // CHECK: %[[BASE:.*]] = llvm.mlir.addressof @__pipeline_barriers_ab
-// CHECK: nvvm.elect.sync
 // CHECK: %[[S:.*]] = arith.constant 64 : i32
+// CHECK: nvvm.elect.sync
 // CHECK: scf.for %[[I:.*]] = %{{.*}} to %[[S]] step
 // CHECK-NEXT: %[[FULL:.*]] = llvm.getelementptr %[[BASE]][%[[I]]]
 // CHECK-NEXT: nvvm.mbarrier.init %[[FULL]], %c32_i32
@@ -35,11 +35,10 @@ gpu.module @many {
 // CHECK-NEXT: nvvm.mbarrier.init %[[EMPTY]], %c64_i32
 // CHECK-NEXT: }
 // CHECK-NOT: nvvm.mbarrier.init
-// The producer tail: one loop of 64 waits on the empty barriers, the state
-// carried and advanced once per trip.
+// The producer tail: one loop of 64 waits on the empty barriers (one
+// try_wait.parity each), the state carried and advanced once per trip.
 // CHECK: scf.for {{.*}} iter_args(%[[ST:.*]] = %{{.*}}) -> (!llvm.struct<(i32, i32, i32)>)
-// CHECK: scf.while
-// CHECK: nvvm.mbarrier.try_wait
+// CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK-NOT: nvvm.mbarrier.try_wait
 // CHECK: scf.yield %{{.*}} : !llvm.struct<(i32, i32, i32)>
 // CHECK: gpu.return

@@ -70,14 +70,15 @@ gpu.module @ord {
 // CHECK:           %[[US:.*]] = arith.divui %[[DT]], %{{.*}} : i64
 // CHECK:           %[[SAT:.*]] = arith.minui %[[US]], %{{.*}} : i64
 // Pipeline id 1 ("second"), role 1 (consumer), stage, phase, ctaid, warp,
-// version 1, elapsed µs; then the magic 0x57444F47 at word 0.
+// version 2, elapsed µs; then the forensic dump (words 11..,
+// watchdog-forensics.mlir) and the magic 0x57444F47 at word 0.
 // CHECK:           %[[ID:.*]] = arith.constant 1 : i32
 // CHECK-NEXT:      %[[ROLE:.*]] = arith.constant 1 : i32
 // CHECK-NEXT:      %[[BX:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
 // CHECK-NEXT:      %[[BY:.*]] = nvvm.read.ptx.sreg.ctaid.y : i32
 // CHECK-NEXT:      %[[BZ:.*]] = nvvm.read.ptx.sreg.ctaid.z : i32
 // CHECK:           %[[WARP:.*]] = arith.divui %{{.*}}, %{{.*}} : i32
-// CHECK-NEXT:      %[[VERSION:.*]] = arith.constant 1 : i32
+// CHECK-NEXT:      %[[VERSION:.*]] = arith.constant 2 : i32
 // CHECK-NEXT:      %[[US32:.*]] = arith.trunci %[[SAT]] : i64 to i32
 // CHECK-NEXT:      %[[W1:.*]] = llvm.getelementptr %[[REC]][1] : (!llvm.ptr) -> !llvm.ptr, i32
 // CHECK-NEXT:      llvm.store volatile %[[ID]], %[[W1]] {alignment = 4 : i64} : i32, !llvm.ptr
@@ -99,6 +100,7 @@ gpu.module @ord {
 // CHECK-NEXT:      llvm.store volatile %[[VERSION]], %[[W9]]
 // CHECK-NEXT:      %[[W10:.*]] = llvm.getelementptr %[[REC]][10]
 // CHECK-NEXT:      llvm.store volatile %[[US32]], %[[W10]]
+// CHECK-NEXT:      llvm.call @__pipeline_watchdog_dump(%[[REC]]) : (!llvm.ptr) -> ()
 // CHECK-NEXT:      nvvm.memory.barrier <sys>
 // CHECK-NEXT:      %[[MAGIC:.*]] = arith.constant 1464094535 : i32
 // CHECK-NEXT:      %[[W0:.*]] = llvm.getelementptr %[[REC]][0]
@@ -109,7 +111,7 @@ gpu.module @ord {
 // CHECK-NEXT:    %[[DONE2:.*]] = arith.constant 2 : i32
 // CHECK-NEXT:    llvm.atomicrmw xchg %[[CLAIM]], %[[DONE2]] monotonic : !llvm.ptr<1>, i32
 // CHECK-NEXT:  } else {
-// ... the losers wait for that (at most 1 ms) instead of trapping at once,
+// ... the losers wait for that (at most 20 ms) instead of trapping at once,
 // which would abort the grid before the record reached the host ...
 // CHECK-NEXT:    %[[SINCE:.*]] = nvvm.read.ptx.sreg.globaltimer : i64
 // CHECK-NEXT:    scf.while : () -> () {
@@ -118,7 +120,7 @@ gpu.module @ord {
 // CHECK-NEXT:      %[[PENDING:.*]] = arith.cmpi ne, %[[STATE]], %[[C2]] : i32
 // CHECK-NEXT:      %[[T:.*]] = nvvm.read.ptx.sreg.globaltimer : i64
 // CHECK-NEXT:      %[[WAITED:.*]] = arith.subi %[[T]], %[[SINCE]] : i64
-// CHECK-NEXT:      %[[MS:.*]] = arith.constant 1000000 : i64
+// CHECK-NEXT:      %[[MS:.*]] = arith.constant 20000000 : i64
 // CHECK-NEXT:      %[[PATIENT:.*]] = arith.cmpi ult, %[[WAITED]], %[[MS]] : i64
 // CHECK-NEXT:      %[[AGAIN:.*]] = arith.andi %[[PENDING]], %[[PATIENT]] : i1
 // CHECK-NEXT:      scf.condition(%[[AGAIN]])
@@ -150,8 +152,8 @@ gpu.module @ord {
 // OFF-NOT: pipeline.watchdog_names
 
 // The runner's view: a .visible u64 it can find and set, the names, the
-// exchange on the claim, ten word stores through the pointer, the magic last
-// between membar.sys, then trap.
+// exchange on the claim, ten word stores through the pointer, the dump call,
+// the magic last between membar.sys, then trap.
 // PTX-LABEL: // gpu.binary @wd sm_90a
 // PTX-DAG: .global .align 4 .u32 __pipeline_watchdog_claim;
 // PTX-DAG: .visible .global .align 8 .u64 __pipeline_watchdog_buffer;
@@ -169,8 +171,10 @@ gpu.module @ord {
 // PTX-NEXT: st.volatile.b32 [[[P]]+24],
 // PTX-NEXT: st.volatile.b32 [[[P]]+28],
 // PTX-NEXT: st.volatile.b32 [[[P]]+32],
-// PTX-NEXT: st.volatile.b32 [[[P]]+36], 1;
+// PTX-NEXT: st.volatile.b32 [[[P]]+36], 2;
 // PTX-NEXT: st.volatile.b32 [[[P]]+40],
+// PTX: call.uni __pipeline_watchdog_dump, (param0);
+// PTX-NEXT: } // callseq
 // PTX-NEXT: membar.sys;
 // PTX-NEXT: st.volatile.b32 [[[P]]], 1464094535;
 // PTX-NEXT: membar.sys;

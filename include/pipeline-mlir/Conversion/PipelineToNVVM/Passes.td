@@ -9,7 +9,7 @@ def ConvertPipelineToNVVM : Pass<"convert-pipeline-to-nvvm", "ModuleOp"> {
   let summary = "Lower pipeline ops to NVVM and LLVM dialect ops";
   let description = [{
     Emits exactly the instruction sequences of CuTe DSL's pipelines
-    (shared/reference/pipeline-semantics.md): mbarrier init/arrive/expect_tx/
+    (`cutlass.pipeline`; docs/Rationale.md): mbarrier init/arrive/expect_tx/
     try_wait, tcgen05.commit, cp.async.bulk[.tensor], mapa + shared::cluster
     arrives, fence.mbarrier_init, cluster barriers, elect.sync, named
     barriers. Pipeline values become `!llvm.ptr<3>` (the barrier array),
@@ -35,12 +35,20 @@ def ConvertPipelineToNVVM : Pass<"convert-pipeline-to-nvvm", "ModuleOp"> {
       it has one, else the `chip` option; tcgen05 kinds on a chip other than
       sm_100a/sm_101a/sm_103a are an error on the op that creates (or, for
       block arguments, uses) the pipeline.
-    - `watchdog=true`: each wait reads `%globaltimer`; after
-      `watchdog-timeout-ns` the first stuck thread writes {0x50495045
-      ("PIPE"), pipeline id, role, stage, phase, ctaid.x/y/z, warp} to the
-      device global `__pipeline_watchdog` (i32[16], address space 1) and
-      traps. Pipeline ids index the module attribute
-      `pipeline.watchdog_names`. Without the option nothing changes.
+    - `watchdog=true` (docs/watchdog.md): each wait reads `%globaltimer`
+      before its first try and after every failed one. After
+      `watchdog-timeout-ns` the first expired thread (an `atomicrmw xchg`
+      on the i32 global `__pipeline_watchdog_claim`) writes a 64-byte
+      record through the pointer that the runner stored in the i64 global
+      `__pipeline_watchdog_buffer` (pinned, mapped host memory; nothing is
+      written while it is 0): words 1..10 = pipeline id, role (0 producer,
+      1 consumer, 2 order), stage, phase, ctaid.x/y/z, warp, version 1,
+      elapsed us; `membar.sys`; then word 0, the magic 0x57444F47
+      ("WDOG"), and `membar.sys` again. The other expired threads wait (at
+      most 1 ms) for the record; every expired thread then traps. Pipeline
+      ids index the module attribute `pipeline.watchdog_names`, which is
+      also emitted as the NUL-separated global `__pipeline_watchdog_names`.
+      Without the option nothing changes.
   }];
   let dependentDialects = [
     "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",

@@ -168,6 +168,16 @@ LogicalResult checkProducerTail(FunctionOpInterface fn, const Options &options);
 LogicalResult checkTxBytes(FunctionOpInterface fn, DominanceInfo &domInfo);
 /// Property 6: arrive counts agree with who arrives.
 LogicalResult checkArriveCounts(FunctionOpInterface fn, const Options &options);
+/// Property 7: no store into a stage after its producer.commit, before the
+/// next producer.acquire (CommitBeforeWrite.cpp).
+LogicalResult checkCommitBeforeWrite(FunctionOpInterface fn);
+/// Property 8: a stage is released (or re-acquired) only after the
+/// asynchronous readers of its buffer (wgmma, tcgen05.mma, bulk stores)
+/// issued before are done reading (AsyncReadChecks.cpp).
+LogicalResult checkAsyncReads(FunctionOpInterface fn);
+/// Property 9: named barrier ids, thread counts and the warps that reach
+/// them (NamedBarrierChecks.cpp).
+LogicalResult checkNamedBarriers(FunctionOpInterface fn, const Options &options);
 
 } // namespace mlir::pipeline::protocol
 

@@ -110,9 +110,12 @@ LogicalResult protocol::checkTxBytes(FunctionOpInterface fn,
   for (auto &[key, acqs] : acquires) {
     auto [pipe, state] = key;
     PipelineType type = getPipelineType(pipe);
-    // 2-CTA pipelines: the leader's expect_tx also counts the peer's copies.
-    if (type.getCtaGroup() != 1 || !copiesAreVisible(state))
+    if (!copiesAreVisible(state))
       continue;
+    // 2-CTA pipelines: both CTAs of the pair issue the same copies (SPMD)
+    // and all of them complete on the leader's full barrier, which alone is
+    // armed with tx_count: it receives ctaGroup times this CTA's bytes.
+    int64_t pair = type.getCtaGroup();
     // lookup() returns a copy: keep it alive (an ArrayRef would dangle).
     SmallVector<Operation *> stageCopies = copies.lookup(key);
     for (Operation *acq : acqs) {
@@ -168,7 +171,7 @@ LogicalResult protocol::checkTxBytes(FunctionOpInterface fn,
         continue;
       int64_t total = 0;
       for (const CopyBytes &c : mine)
-        total += c.bytes * c.times * c.multicast;
+        total += c.bytes * c.times * c.multicast * pair;
       if (total == expected)
         continue;
       InFlightDiagnostic diag = acq->emitError();
@@ -192,6 +195,9 @@ LogicalResult protocol::checkTxBytes(FunctionOpInterface fn,
           note << " x " << c.times << " iterations";
         if (c.multicast != 1)
           note << " x " << c.multicast << " CTAs of the multicast mask";
+        if (pair != 1)
+          note << " x " << pair << " CTAs of the pair (cta_group " << pair
+               << ")";
       }
       noteCreate(diag, pipe);
       failed = true;

@@ -2,7 +2,8 @@
 //
 // The pass runs every check on every function (func.func, gpu.func, ...) of
 // the module and fails if any of them reported an error. The checks live in
-// BalanceChecks.cpp, StartAndTailChecks.cpp and TxArriveChecks.cpp.
+// BalanceChecks.cpp, StartAndTailChecks.cpp, TxArriveChecks.cpp,
+// AsyncReadChecks.cpp and NamedBarrierChecks.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +50,9 @@ struct PipelineVerifyProtocolPass
       failed |= protocol::checkProducerTail(fn, options).failed();
       failed |= protocol::checkTxBytes(fn, domInfo).failed();
       failed |= protocol::checkArriveCounts(fn, options).failed();
+      failed |= protocol::checkCommitBeforeWrite(fn).failed();
+      failed |= protocol::checkAsyncReads(fn).failed();
+      failed |= protocol::checkNamedBarriers(fn, options).failed();
     });
     if (failed)
       signalPassFailure();

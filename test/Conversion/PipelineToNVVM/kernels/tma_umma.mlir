@@ -3,7 +3,10 @@
 //   @one_cta:       no cluster, cta_group::1, unmasked commit.
 //   @pair:          2-CTA MMA, cluster (2, 1, 1, 1): the leader arms and
 //                   releases for both CTAs (mask 0b11, cta_group::2).
-//   @pair_mcast_m:  cluster (2, 2, 1, 1), loads multicast along M.
+//   @pair_mcast_m:  cluster (2, 2, 1, 1), loads multicast along M: the
+//                   leader's barrier receives a 2048-byte slice from each
+//                   of the 4 CTAs of the mask, into both CTAs of the pair
+//                   (tx_count 16384, pipeline-verify-protocol check 5).
 //   @mcast_n:       cluster (1, 1, 2, 1), loads multicast along N.
 // RUN: pipeline-opt %s --convert-pipeline-to-nvvm=chip=sm_100a --cse | FileCheck %s
 // RUN: pipeline-opt %s --pipeline-to-cubin="chip=sm_100a format=isa" | %python %S/../Inputs/ptx.py > %t.ptx
@@ -18,7 +21,7 @@
                          consumer = #pipeline.group<thread, 1>, tx_count = 8192,
                          cluster = #pipeline.cluster<2, 1, 1, 1>, cta_group = 2>
 !P3 = !pipeline.pipeline<tma_umma, stages = 4, producer = #pipeline.group<thread, 1>,
-                         consumer = #pipeline.group<thread, 2>, tx_count = 8192,
+                         consumer = #pipeline.group<thread, 2>, tx_count = 16384,
                          cluster = #pipeline.cluster<2, 2, 1, 1>, multicast = m, cta_group = 2>
 !P4 = !pipeline.pipeline<tma_umma, stages = 4, producer = #pipeline.group<thread, 1>,
                          consumer = #pipeline.group<thread, 2>, tx_count = 4096,

@@ -14,7 +14,13 @@ def PipelineVerifyProtocol : Pass<"pipeline-verify-protocol", "ModuleOp"> {
     not start at phase 1 (consumer: 0), a producer role that exits without
     `producer.tail` while arrives can still land on its CTA (a warning where
     none can), expect_tx bytes that differ from the bytes of the copies
-    bound to the stage, and arrive counts that disagree with who arrives.
+    bound to the stage (multicast receivers and 2-CTA pairs included),
+    arrive counts that disagree with who arrives, stores into a stage after
+    the producer.commit that published it, a stage released (or
+    re-acquired) while a wgmma group, an uncommitted tcgen05.mma or a bulk
+    store may still read it, and named barrier ids that collide (id 0 next
+    to block-wide sync, one id for roles that run at the same time) or count
+    other threads than the warps that reach them.
     Each diagnostic points at the op and says how to fix it.
 
     Roles: each branch of an `scf.if` that splits warps (not an elect, lane or

@@ -1,0 +1,57 @@
+"""The streaming benchmarks' kernels and sweep. The kernels are the examples'
+(examples/copy_ring.py, examples/pingpong.py); this module fixes the
+benchmark's parameters and names.
+
+Streaming copy, one kernel per (kind, stages, tile): the copy ring with 4
+consumer warps (warps 0-3), producer warps 4 (``tma``) or 4-7 (``async``,
+``cpasync``), one arrive per warp, persistent CTAs (grid = #SMs x CTAs/SM)
+striding over the tiles. ``tma`` is the same shape as the hand-written
+``reference/tma_pipe.cu``.
+
+Handoff latency: the ping-pong, one kernel per stages.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "examples"))
+import copy_ring  # noqa: E402
+import pingpong  # noqa: E402
+
+KINDS = copy_ring.KINDS
+CONSUMER_WARPS = 4
+PRODUCER_WARPS = 4  # async / cpasync; tma has one
+
+
+def block_threads(kind):
+    return copy_ring.block_threads(kind, PRODUCER_WARPS, CONSUMER_WARPS)
+
+
+def stream_name(kind, stages, tile):
+    return f"stream_{kind}_s{stages}_t{tile // 1024}k"
+
+
+def build_stream(kind, stages, tile, chip="sm_90a"):
+    """The streaming-copy kernel; params (src, dst, ntiles)."""
+    return copy_ring.build(kind, stages, tile, producer_warps=PRODUCER_WARPS,
+                           consumer_warps=CONSUMER_WARPS, schedule="persistent",
+                           per_warp=True, chip=chip, name=stream_name(kind, stages, tile))
+
+
+def build_pingpong(stages, chip="sm_90a"):
+    """Producer warp 0 -> consumer warp 1, no payload; params (n, out)."""
+    return pingpong.build(stages, chip=chip)
+
+
+def stream_configs():
+    """(kind, stages, tile) of the sweep: stages 1-6 x tiles 16/32 KiB
+    (64 KiB for stages <= 3), every kind."""
+    out = []
+    for kind in KINDS:
+        for stages in range(1, 7):
+            for tile in (16384, 32768, 65536):
+                if stages * tile > 200 * 1024:
+                    continue
+                out.append((kind, stages, tile))
+    return out

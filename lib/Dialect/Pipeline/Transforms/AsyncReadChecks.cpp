@@ -1,0 +1,537 @@
+//===- AsyncReadChecks.cpp - release after the last asynchronous read -----===//
+//
+// Property 8 of pipeline-verify-protocol: a stage may be handed back
+// (consumer.release) or re-acquired by its producer (producer.acquire) only
+// after every asynchronous reader of its buffer issued by the same threads
+// has finished reading:
+//  - wgmma: a committed group is retired by `wgmma.wait_group N` once N or
+//    fewer groups were committed after it; an uncommitted wgmma by nothing;
+//  - tcgen05.mma: its reads are tracked once a tcgen05.commit covers it (a
+//    release of an MMA-consumer kind is that commit); before, nothing does;
+//  - bulk / TMA stores: a committed bulk group is done reading once
+//    `cp.async.bulk.wait_group[.read] N` (or a tma_store pipeline's
+//    producer.acquire / tail) leaves at most N newer groups pending.
+//
+// How an asynchronous op is tied to a stage: its shared-memory operand (the
+// wgmma / tcgen05 smem descriptors, the bulk store's source) is computed
+// from `pipeline.state.index %s` through pure arithmetic; the op then reads
+// the stage of state %s, in every pipeline whose verbs use a state of the
+// same chain as %s. Two states name the same stage when they are the same
+// root advanced by offsets equal modulo the stage count. Roots are related
+// across loops: states carried by one scf.for that start at offsets d1, d2
+// of one root and advance in step stay d1 - d2 apart (the Hopper GEMM's
+// `read` and `release`; identical operand-free `pipeline.state.make` ops
+// count as one start there, and only there: two pipelines may start alike).
+// Anything else (data-dependent indices, states passed through memory,
+// scf.while carries) ties to no stage, and the check stays silent.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ProtocolChecks.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+using namespace mlir;
+using namespace mlir::pipeline;
+using namespace mlir::pipeline::protocol;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// States as (root, offset), related across loops
+//===----------------------------------------------------------------------===//
+
+struct Canon {
+  Value root;
+  int64_t offset = 0;
+  bool operator==(const Canon &o) const {
+    return root == o.root && offset == o.offset;
+  }
+};
+
+class StateCanon {
+public:
+  Canon get(Value state, int depth = 0) {
+    if (depth > 64)
+      return {state, 0};
+    auto [root, offset] = getStateRoot(state);
+    Canon c = getRoot(root, depth);
+    c.offset += offset;
+    return c;
+  }
+
+  /// The per-iteration step of loop-carried state `iterArg` when it is its
+  /// own root (leader of its group) and advances by a constant; nullopt
+  /// otherwise.
+  std::optional<int64_t> constantStep(BlockArgument iterArg) {
+    auto loop = dyn_cast<scf::ForOp>(iterArg.getOwner()->getParentOp());
+    if (!loop || iterArg.getArgNumber() == 0)
+      return std::nullopt;
+    unsigned idx = iterArg.getArgNumber() - 1;
+    Value yielded = loop.getBody()->getTerminator()->getOperand(idx);
+    Canon y = get(yielded);
+    Canon self = get(iterArg);
+    if (y.root != self.root || self.root != iterArg)
+      return std::nullopt;
+    return y.offset - self.offset;
+  }
+
+  /// The same root, or identical start-state ops (same attributes, no
+  /// operands): the states of one loop's iter args that start there are
+  /// related (not states in general: two pipelines' states may start alike).
+  static bool sameRoot(Value a, Value b) {
+    if (a == b)
+      return true;
+    auto ma = a.getDefiningOp<StateMakeOp>(), mb = b.getDefiningOp<StateMakeOp>();
+    return ma && mb && ma->getNumOperands() == 0 &&
+           OperationEquivalence::isEquivalentTo(
+               ma, mb, OperationEquivalence::IgnoreLocations);
+  }
+
+private:
+  Canon getRoot(Value root, int depth) {
+    if (auto arg = dyn_cast<BlockArgument>(root)) {
+      auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+      if (loop && arg.getArgNumber() > 0)
+        return iterArgCanon(loop, arg.getArgNumber() - 1, depth);
+      return {root, 0};
+    }
+    if (auto loop = root.getDefiningOp<scf::ForOp>()) {
+      unsigned idx = cast<OpResult>(root).getResultNumber();
+      Canon in = iterArgCanon(loop, idx, depth);
+      unsigned leader = cast<BlockArgument>(in.root).getArgNumber() - 1;
+      return {loop.getResult(leader), in.offset};
+    }
+    return {root, 0};
+  }
+
+  /// Iter arg `idx` of `loop` as (leader iter arg, offset).
+  Canon iterArgCanon(scf::ForOp loop, unsigned idx, int depth) {
+    decideLoop(loop, depth);
+    if (auto it = decided.find({loop.getOperation(), idx}); it != decided.end())
+      return it->second;
+    return {loop.getRegionIterArgs()[idx], 0}; // being decided
+  }
+
+  /// Relates the state iter args of `loop`, enclosing loops first: an inner
+  /// loop's start states are the outer loop's iter args, and the outer
+  /// loop's yields are the inner loop's results.
+  void decideLoop(scf::ForOp loop, int depth) {
+    if (!started.insert(loop.getOperation()).second)
+      return;
+    if (auto parent = loop->getParentOfType<scf::ForOp>())
+      decideLoop(parent, depth + 1);
+    for (unsigned idx = 0; idx < loop.getNumRegionIterArgs(); ++idx)
+      decideIterArg(loop, idx, depth);
+  }
+
+  /// Tentatively relates `idx` to the first earlier leader iter arg whose
+  /// initial value has the same root; keeps it only if both yields advance
+  /// them in step.
+  void decideIterArg(scf::ForOp loop, unsigned idx, int depth) {
+    auto key = std::make_pair(loop.getOperation(), idx);
+    BlockArgument self = loop.getRegionIterArgs()[idx];
+    decided[key] = {self, 0};
+    if (!isa<StateType>(self.getType()))
+      return;
+    Canon init = get(loop.getInitArgs()[idx], depth + 1);
+    Operation *term = loop.getBody()->getTerminator();
+    for (unsigned j = 0; j < idx; ++j) {
+      BlockArgument other = loop.getRegionIterArgs()[j];
+      if (!isa<StateType>(other.getType()) ||
+          decided[{loop.getOperation(), j}].root != other)
+        continue; // only leaders of groups
+      Canon leadInit = get(loop.getInitArgs()[j], depth + 1);
+      if (!sameRoot(leadInit.root, init.root))
+        continue;
+      int64_t d = init.offset - leadInit.offset;
+      decided[key] = {other, d};
+      Canon yLead = get(term->getOperand(j), depth + 1);
+      Canon yThis = get(term->getOperand(idx), depth + 1);
+      if (yLead.root == yThis.root && yThis.offset - yLead.offset == d)
+        return;
+      decided[key] = {self, 0};
+      forgetNested(loop);
+    }
+  }
+
+  /// Inner loops decided under a rejected assumption are decided again.
+  void forgetNested(scf::ForOp loop) {
+    loop.getBody()->walk([&](scf::ForOp inner) {
+      started.erase(inner.getOperation());
+      for (unsigned i = 0; i < inner.getNumRegionIterArgs(); ++i)
+        decided.erase({inner.getOperation(), i});
+    });
+  }
+
+  llvm::DenseSet<Operation *> started;
+  DenseMap<std::pair<Operation *, unsigned>, Canon> decided;
+};
+
+//===----------------------------------------------------------------------===//
+// Asynchronous readers and what is in flight
+//===----------------------------------------------------------------------===//
+
+enum class Reader { Wgmma, Tcgen05, BulkStore };
+
+struct Read {
+  Operation *op;
+  Reader kind;
+  Canon stage;                   // root null: no longer nameable
+  SmallVector<Value, 2> pipes;   // pipelines whose verbs use this state chain
+};
+
+using Group = SmallVector<Read, 4>;
+
+struct InFlight {
+  SmallVector<Group, 2> wgmma;      // committed groups, oldest first
+  Group wgmmaOpen;               // issued, not yet committed
+  Group tcgen05;                 // issued, not covered by a tcgen05.commit
+  SmallVector<Group, 2> bulk;       // committed bulk groups, oldest first
+  Group bulkOpen;
+
+  template <typename Fn> void forEach(Fn fn) {
+    for (Group &g : wgmma)
+      for (Read &r : g)
+        fn(r);
+    for (Read &r : wgmmaOpen)
+      fn(r);
+    for (Read &r : tcgen05)
+      fn(r);
+    for (Group &g : bulk)
+      for (Read &r : g)
+        fn(r);
+    for (Read &r : bulkOpen)
+      fn(r);
+  }
+};
+
+static void keepNewest(SmallVector<Group, 2> &groups, int64_t n) {
+  if (static_cast<int64_t>(groups.size()) > n)
+    groups.erase(groups.begin(), groups.end() - n);
+}
+
+/// The merge of two control-flow paths: per queue, the longer one (the
+/// path that leaves more in flight).
+static InFlight mergePaths(const InFlight &a, const InFlight &b) {
+  InFlight m = a;
+  if (b.wgmma.size() > m.wgmma.size())
+    m.wgmma = b.wgmma;
+  if (b.wgmmaOpen.size() > m.wgmmaOpen.size())
+    m.wgmmaOpen = b.wgmmaOpen;
+  if (b.tcgen05.size() > m.tcgen05.size())
+    m.tcgen05 = b.tcgen05;
+  if (b.bulk.size() > m.bulk.size())
+    m.bulk = b.bulk;
+  if (b.bulkOpen.size() > m.bulkOpen.size())
+    m.bulkOpen = b.bulkOpen;
+  return m;
+}
+
+/// A release that is itself a tcgen05.commit (MMA consumers; the
+/// UmmaAsync producer's commit): it covers every earlier tcgen05.mma.
+static bool isTcgen05Commit(Operation *op) {
+  if (auto rel = dyn_cast<ConsumerReleaseOp>(op)) {
+    PipelineKind kind = getPipelineType(rel.getPipeline()).getKind();
+    if (std::optional<OpType> t = rel.getOpType())
+      return *t == OpType::TCGen05Mma;
+    return kind == PipelineKind::TmaUmma || kind == PipelineKind::AsyncUmma;
+  }
+  if (auto commit = dyn_cast<ProducerCommitOp>(op))
+    return getPipelineType(commit.getPipeline()).getKind() ==
+           PipelineKind::UmmaAsync;
+  return isa<NVVM::Tcgen05CommitOp>(op);
+}
+
+class Checker {
+public:
+  explicit Checker(FunctionOpInterface fn) {
+    fn->walk([&](Operation *op) {
+      if (std::optional<VerbRef> v = getVerb(op)) {
+        Value root = canon.get(v->state).root;
+        auto &list = pipesOfRoot[root];
+        if (!llvm::is_contained(list, v->pipeline))
+          list.push_back(v->pipeline);
+      }
+    });
+  }
+
+  void run(Block &body) {
+    InFlight f;
+    walk(body, f);
+  }
+
+  bool failedAny = false;
+
+private:
+  // --- which stages an op reads ---------------------------------------------
+  void readsOf(Operation *op, ValueRange operands, Reader kind, Group &out) {
+    SmallVector<Value> work(operands.begin(), operands.end());
+    llvm::SmallPtrSet<Operation *, 16> seen;
+    while (!work.empty() && seen.size() < 256) {
+      Value v = work.pop_back_val();
+      Operation *def = v.getDefiningOp();
+      if (!def || !seen.insert(def).second)
+        continue;
+      if (auto index = dyn_cast<StateIndexOp>(def)) {
+        Read r{op, kind, canon.get(index.getState()), {}};
+        r.pipes = pipesOfRoot.lookup(r.stage.root);
+        out.push_back(r);
+        continue;
+      }
+      // Follow pure, region-free arithmetic only (an accumulator chain
+      // through earlier MMAs or memory does not name a stage).
+      if (def->getNumRegions() || !isMemoryEffectFree(def) ||
+          isa<PipelineDialect>(def->getDialect()))
+        continue;
+      for (Value in : def->getOperands())
+        work.push_back(in);
+    }
+  }
+
+  // --- the check at a release / acquire -------------------------------------
+  void checkHandBack(Operation *op, const VerbRef &verb, InFlight &f) {
+    Canon s = canon.get(verb.state);
+    int64_t stages = getPipelineType(verb.pipeline).getStages();
+    bool tcCommit = isTcgen05Commit(op);
+    auto sameStage = [&](const Read &r) {
+      if (!r.stage.root || r.stage.root != s.root)
+        return false;
+      if (!llvm::is_contained(r.pipes, verb.pipeline))
+        return false;
+      int64_t d = r.stage.offset - s.offset;
+      return ((d % stages) + stages) % stages == 0;
+    };
+    auto report = [&](const Read &r, const std::string &why) {
+      // One error per hand-back: the oldest read in flight (the others of
+      // its group read the same stage for the same reason).
+      if (!reported.insert(op).second)
+        return;
+      failedAny = true;
+      InFlightDiagnostic diag =
+          op->emitError()
+          << op->getName() << " hands back a stage of " << describe(verb.pipeline)
+          << " while " << r.op->getName()
+          << " may still read it asynchronously: " << why;
+      diag.attachNote(r.op->getLoc())
+          << "the asynchronous read of that stage, still in flight at the "
+          << (isa<ProducerAcquireOp, ProducerTryAcquireOp>(op) ? "acquire"
+                                                                : "release");
+    };
+    for (size_t g = 0; g < f.wgmma.size(); ++g)
+      for (Read &r : f.wgmma[g])
+        if (sameStage(r)) {
+          int64_t newer = f.wgmma.size() - 1 - g;
+          report(r, "its wgmma group is committed but not retired; add "
+                    "nvvm.wgmma.wait.group.sync.aligned N with N <= " +
+                        std::to_string(newer) +
+                        " (the groups committed after it) before this op");
+        }
+    for (Read &r : f.wgmmaOpen)
+      if (sameStage(r))
+        report(r, "the wgmma is not even committed; commit its group "
+                  "(nvvm.wgmma.commit.group.sync.aligned) and wait for it "
+                  "(nvvm.wgmma.wait.group.sync.aligned) before this op");
+    if (!tcCommit)
+      for (Read &r : f.tcgen05)
+        if (sameStage(r))
+          report(r, "the tcgen05.mma is not covered by a tcgen05.commit and "
+                    "this op is a plain mbarrier arrive; release through the "
+                    "MMA (an MMA-consumer pipeline's release is the "
+                    "tcgen05.commit) or wait for a tcgen05.commit first");
+    for (size_t g = 0; g < f.bulk.size(); ++g)
+      for (Read &r : f.bulk[g])
+        if (sameStage(r)) {
+          int64_t newer = f.bulk.size() - 1 - g;
+          report(r, "its bulk group is committed but may still be reading "
+                    "shared memory; add cp.async.bulk.wait_group.read N "
+                    "(pipeline.bulk_group.wait {read, pending = N}) with N "
+                    "<= " + std::to_string(newer) + " before this op");
+        }
+    for (Read &r : f.bulkOpen)
+      if (sameStage(r))
+        report(r, "the bulk store's group is not committed; commit it and "
+                  "wait for its reads (cp.async.bulk.wait_group.read) before "
+                  "this op");
+    if (tcCommit)
+      f.tcgen05.clear();
+  }
+
+  // --- walking the function in program order -------------------------------
+  void walk(Block &block, InFlight &f) {
+    for (Operation &op : block)
+      visit(&op, f);
+  }
+
+  void visit(Operation *op, InFlight &f) {
+    if (auto mma = dyn_cast<NVVM::WgmmaMmaAsyncOp>(op)) {
+      readsOf(op, {mma.getDescriptorA(), mma.getDescriptorB()}, Reader::Wgmma,
+              f.wgmmaOpen);
+      return;
+    }
+    if (isa<NVVM::WgmmaGroupSyncAlignedOp>(op)) {
+      f.wgmma.push_back(f.wgmmaOpen);
+      f.wgmmaOpen.clear();
+      return;
+    }
+    if (auto wait = dyn_cast<NVVM::WgmmaWaitGroupSyncOp>(op)) {
+      keepNewest(f.wgmma, wait.getGroup());
+      return;
+    }
+    if (auto mma = dyn_cast<NVVM::Tcgen05MMAOp>(op)) {
+      readsOf(op, {mma.getMatrixA(), mma.getMatrixB()}, Reader::Tcgen05,
+              f.tcgen05);
+      return;
+    }
+    if (auto store = dyn_cast<TmaStoreOp>(op)) {
+      readsOf(op, store.getSrc(), Reader::BulkStore, f.bulkOpen);
+      return;
+    }
+    if (isa<NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp,
+            NVVM::CpAsyncBulkSharedCTAToGlobalOp>(op)) {
+      readsOf(op, op->getOperands(), Reader::BulkStore, f.bulkOpen);
+      return;
+    }
+    if (isa<BulkGroupCommitOp, NVVM::CpAsyncBulkCommitGroupOp>(op)) {
+      f.bulk.push_back(f.bulkOpen);
+      f.bulkOpen.clear();
+      return;
+    }
+    if (auto wait = dyn_cast<BulkGroupWaitOp>(op)) {
+      keepNewest(f.bulk, wait.getPending());
+      return;
+    }
+    if (auto wait = dyn_cast<NVVM::CpAsyncBulkWaitGroupOp>(op)) {
+      keepNewest(f.bulk, wait.getGroup());
+      return;
+    }
+    if (std::optional<VerbRef> verb = getVerb(op)) {
+      PipelineType type = getPipelineType(verb->pipeline);
+      if (type.getKind() == PipelineKind::TmaStore) {
+        // PipelineTmaStore: commit = commit_group, acquire = wait_group.read
+        // (stages - 1), tail = wait_group 0.
+        if (verb->verb == Verb::Commit) {
+          f.bulk.push_back(f.bulkOpen);
+          f.bulkOpen.clear();
+        } else if (verb->verb == Verb::Acquire) {
+          keepNewest(f.bulk, type.getStages() - 1);
+        } else if (verb->verb == Verb::Tail) {
+          keepNewest(f.bulk, 0);
+        }
+        return;
+      }
+      if (verb->verb == Verb::Release || verb->verb == Verb::Acquire ||
+          verb->verb == Verb::TryAcquire)
+        checkHandBack(op, *verb, f);
+      else if (isTcgen05Commit(op))
+        f.tcgen05.clear();
+      return;
+    }
+    if (isa<NVVM::Tcgen05CommitOp>(op)) {
+      f.tcgen05.clear();
+      return;
+    }
+    if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
+      InFlight t = f;
+      walk(*ifOp.thenBlock(), t);
+      if (isGuardIf(ifOp)) {
+        // The threads that pass the guard issued (or retired) what the
+        // branch did; the others issued nothing in it. Follow the former.
+        f = t;
+        return;
+      }
+      InFlight e = f;
+      if (ifOp.elseBlock())
+        walk(*ifOp.elseBlock(), e);
+      f = mergePaths(t, e);
+      return;
+    }
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      visitLoop(loop, f);
+      return;
+    }
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        walk(block, f);
+  }
+
+  /// Rewrites the stages of what is in flight with `fn` (a root the loop
+  /// boundary makes unnameable becomes null).
+  template <typename Fn> static void remap(InFlight &f, Fn fn) {
+    f.forEach([&](Read &r) {
+      if (r.stage.root)
+        r.stage = fn(r.stage);
+    });
+  }
+
+  void visitLoop(scf::ForOp loop, InFlight &f) {
+    Block *body = loop.getBody();
+    // Into the first iteration: a root that a leader iter arg starts from
+    // is that iter arg at an offset.
+    InFlight entry = f;
+    remap(entry, [&](Canon c) {
+      for (BlockArgument arg : loop.getRegionIterArgs()) {
+        if (!isa<StateType>(arg.getType()) || canon.get(arg).root != arg)
+          continue;
+        Canon init = canon.get(loop.getInitArgs()[arg.getArgNumber() - 1]);
+        if (StateCanon::sameRoot(init.root, c.root))
+          return Canon{arg, c.offset - init.offset};
+      }
+      return c;
+    });
+    // Three passes reach the steady state of what one iteration leaves to
+    // the next (the queues are bounded by the waits in the body).
+    InFlight exit;
+    for (int pass = 0; pass < 3; ++pass) {
+      exit = entry;
+      walk(*body, exit);
+      InFlight next = exit;
+      remap(next, [&](Canon c) -> Canon {
+        if (auto arg = dyn_cast<BlockArgument>(c.root);
+            arg && arg.getOwner() == body) {
+          if (std::optional<int64_t> step = canon.constantStep(arg))
+            return {arg, c.offset - *step};
+          return {};
+        }
+        if (loop->isAncestor(c.root.getParentBlock()->getParentOp()))
+          return {};
+        return c;
+      });
+      entry = next;
+    }
+    // Out of the loop: the last iteration's leader iter arg is the loop
+    // result less one step.
+    remap(exit, [&](Canon c) -> Canon {
+      if (auto arg = dyn_cast<BlockArgument>(c.root);
+          arg && arg.getOwner() == body) {
+        if (std::optional<int64_t> step = canon.constantStep(arg))
+          return {loop.getResult(arg.getArgNumber() - 1), c.offset - *step};
+        return {};
+      }
+      if (loop->isAncestor(c.root.getParentBlock()->getParentOp()))
+        return {};
+      return c;
+    });
+    // (A loop that may run zero times is taken to run at least once.)
+    f = exit;
+  }
+
+  StateCanon canon;
+  DenseMap<Value, SmallVector<Value, 2>> pipesOfRoot;
+  llvm::DenseSet<Operation *> reported;
+};
+
+} // namespace
+
+LogicalResult protocol::checkAsyncReads(FunctionOpInterface fn) {
+  if (fn.isExternal())
+    return success();
+  Checker checker(fn);
+  checker.run(fn.getFunctionBody().front());
+  return failure(checker.failedAny);
+}

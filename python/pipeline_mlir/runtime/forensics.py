@@ -1,0 +1,376 @@
+"""The watchdog's forensic dump (record version 2): what every barrier of
+every pipeline of the stuck CTA was doing, and which warp waits on what.
+
+The kernel side is lib/Conversion/PipelineToNVVM/Watchdog.cpp (``defineDump``,
+``emitWatchdogWaitMark``); docs/watchdog.md, "The forensic dump", is the
+prose version of this file. Layout (i32 words of the host buffer):
+
+* 11: warps in the CTA; 12: barrier entries; 13: calibration samples.
+* 16..47, the wait table, one word per warp: bit 31 waiting now, bit 30
+  valid (the warp has waited at least once), bit 29 a thread of the warp
+  returned from the kernel; bits 28..27 role (0 producer_acquire, 1
+  consumer_wait, 2 order_wait), 26..19 pipeline id + 1 (0: unknown),
+  18..1 stage, 0 phase parity.
+* 48..57, five calibration samples (low, high) of a scratch mbarrier in
+  states known by construction (CALIBRATION).
+* 64.., four words per barrier: header (pipeline id << 16 | order << 15 |
+  created in this CTA << 14 | stages), index << 8 | probes (bit p: 
+  mbarrier.test_wait.parity(p) was true, i.e. the phase of parity p has
+  completed), raw word low, raw word high.
+
+What is certain: the phase parity of each barrier (from the probes, PTX
+semantics) and the wait table (written by the kernel). What is not: the
+layout of the 64-bit mbarrier word, which PTX does not document. The kernel
+therefore samples a scratch mbarrier in known states on the GPU that hung,
+and :func:`fit_layout` accepts a bit field for "pending arrivals" or
+"pending tx bytes" only when it decodes every sample; without a field that
+fits, the report shows the raw word.
+"""
+
+import struct
+from dataclasses import dataclass, field
+
+from .watchdog import BUFFER_BYTES, ROLE_NAMES
+
+WORD_WARP_COUNT, WORD_BARRIER_COUNT, WORD_SAMPLE_COUNT = 11, 12, 13
+WORD_WARPS, WORD_SAMPLES, WORD_BARRIERS = 16, 48, 64
+MAX_WARPS = 32
+MAX_BARRIERS = (BUFFER_BYTES // 4 - WORD_BARRIERS) // 4
+
+MARK_WAITING, MARK_VALID, MARK_EXITED = 1 << 31, 1 << 30, 1 << 29
+
+CALIB_MAX = (1 << 20) - 1
+CALIB_COMPLETE = 0x12345
+#: (phase parity, pending arrivals, pending tx bytes) of each sample, in the
+#: order the kernel takes them (Watchdog.cpp, defineDump).
+CALIBRATION = (
+    (0, CALIB_MAX, 0),                              # init M
+    (0, CALIB_MAX, CALIB_MAX),                      # expect_tx M
+    (0, CALIB_MAX - 1, CALIB_MAX),                  # arrive
+    (0, CALIB_MAX - 1, CALIB_MAX - CALIB_COMPLETE),  # complete_tx
+    (1, 3, 0),                                      # second barrier: init 3, 3 arrives
+)
+
+
+@dataclass(frozen=True)
+class WarpState:
+    warp: int
+    waiting: bool
+    valid: bool
+    exited: bool
+    role: int
+    pipeline_id: int  # -1 unknown
+    stage: int
+    phase: int
+
+    @property
+    def role_name(self):
+        return ROLE_NAMES.get(self.role, f"role {self.role}")
+
+
+@dataclass(frozen=True)
+class Barrier:
+    pipeline_id: int
+    index: int
+    stages: int
+    order: bool
+    created: bool
+    probes: int   # bit p: the phase of parity p has completed
+    raw: int      # the 64-bit mbarrier word (0 when not created)
+
+    @property
+    def parity(self):
+        """Parity of the phase in progress, or None when the probes
+        disagree (both or neither phase completed)."""
+        if self.probes == 0b01:
+            return 1   # parity 0 completed: phase of parity 1 in progress
+        if self.probes == 0b10:
+            return 0
+        return None
+
+    @property
+    def side(self):
+        """("full"|"empty"|"barrier", stage index)."""
+        if self.order:
+            return "barrier", self.index
+        if self.index < self.stages:
+            return "full", self.index
+        return "empty", self.index - self.stages
+
+
+@dataclass(frozen=True)
+class Field:
+    """A bit field of the mbarrier word: value = (raw >> lo) & mask, stored
+    as is ("plain") or negated modulo 2**width ("neg")."""
+    lo: int
+    width: int
+    neg: bool
+
+    def decode(self, raw):
+        v = (raw >> self.lo) & ((1 << self.width) - 1)
+        return (-v) % (1 << self.width) if self.neg else v
+
+
+@dataclass
+class Dump:
+    warp_count: int
+    warps: list
+    samples: list
+    barriers: list
+    pending_fields: list = field(default_factory=list)
+    tx_fields: list = field(default_factory=list)
+
+    def decode(self, raw, fields):
+        """The value every fitted field agrees on, else None."""
+        if not fields:
+            return None
+        values = {f.decode(raw) for f in fields}
+        return values.pop() if len(values) == 1 else None
+
+    def pending(self, barrier):
+        return self.decode(barrier.raw, self.pending_fields)
+
+    def tx(self, barrier):
+        return self.decode(barrier.raw, self.tx_fields)
+
+
+def fit_layout(samples, index):
+    """Fields (narrowest width per start bit and encoding) that decode
+    ``CALIBRATION[i][index]`` from every ``samples[i]``; [] when the samples
+    are missing or nothing fits."""
+    if len(samples) < len(CALIBRATION):
+        return []
+    want = [c[index] for c in CALIBRATION]
+    fits = []
+    for neg in (False, True):
+        for lo in range(64):
+            for width in range(1, min(32, 64 - lo) + 1):
+                f = Field(lo, width, neg)
+                if all(f.decode(raw) == w for raw, w in zip(samples, want)):
+                    fits.append(f)
+                    break  # the narrowest: wider ones add bits no sample pins
+    return fits
+
+
+def decode_dump(raw):
+    """The Dump of a version-2 buffer (``BUFFER_BYTES``)."""
+    raw = bytes(raw)
+    if len(raw) < BUFFER_BYTES:
+        raise ValueError(f"watchdog buffer holds {len(raw)} bytes, expected {BUFFER_BYTES}")
+    w = struct.unpack_from(f"<{BUFFER_BYTES // 4}I", raw)
+    nwarps = min(w[WORD_WARP_COUNT], MAX_WARPS)
+    nbar = min(w[WORD_BARRIER_COUNT], MAX_BARRIERS)
+    nsamples = min(w[WORD_SAMPLE_COUNT], len(CALIBRATION))
+    warps = []
+    for i in range(nwarps):
+        m = w[WORD_WARPS + i]
+        pid = (m >> 19) & 0xFF
+        warps.append(WarpState(warp=i, waiting=bool(m & MARK_WAITING), valid=bool(m & MARK_VALID),
+                               exited=bool(m & MARK_EXITED), role=(m >> 27) & 3,
+                               pipeline_id=pid - 1, stage=(m >> 1) & 0x3FFFF, phase=m & 1))
+    samples = [w[WORD_SAMPLES + 2 * i] | (w[WORD_SAMPLES + 2 * i + 1] << 32)
+               for i in range(nsamples)]
+    barriers = []
+    for i in range(nbar):
+        h, idx, lo, hi = w[WORD_BARRIERS + 4 * i: WORD_BARRIERS + 4 * i + 4]
+        barriers.append(Barrier(pipeline_id=h >> 16, index=idx >> 8, stages=h & 0x3FFF,
+                                order=bool(h & (1 << 15)), created=bool(h & (1 << 14)),
+                                probes=idx & 3, raw=lo | (hi << 32)))
+    return Dump(nwarps, warps, samples, barriers,
+                pending_fields=fit_layout(samples, 1), tx_fields=fit_layout(samples, 2))
+
+
+def encode_dump(header, warps=(), samples=(), barriers=(), warp_count=None):
+    """A whole buffer: ``header`` (watchdog.encode_record(..., version=2))
+    followed by a dump; for tests. ``warps``: raw wait-table words;
+    ``barriers``: (pipeline_id, index, stages, order, created, probes, raw)."""
+    words = [0] * (BUFFER_BYTES // 4)
+    words[:16] = struct.unpack("<16I", header)
+    words[WORD_WARP_COUNT] = len(warps) if warp_count is None else warp_count
+    words[WORD_BARRIER_COUNT] = len(barriers)
+    words[WORD_SAMPLE_COUNT] = len(samples)
+    for i, m in enumerate(warps):
+        words[WORD_WARPS + i] = m
+    for i, s in enumerate(samples):
+        words[WORD_SAMPLES + 2 * i] = s & 0xFFFFFFFF
+        words[WORD_SAMPLES + 2 * i + 1] = s >> 32
+    for i, (pid, idx, stages, order, created, probes, raw) in enumerate(barriers):
+        words[WORD_BARRIERS + 4 * i:WORD_BARRIERS + 4 * i + 4] = [
+            pid << 16 | int(order) << 15 | int(created) << 14 | stages,
+            idx << 8 | probes, raw & 0xFFFFFFFF, raw >> 32]
+    return struct.pack(f"<{len(words)}I", *words)
+
+
+def wait_word(role, pipeline_id, stage, phase, waiting=True, exited=False):
+    """The wait-table word the kernel writes (emitWatchdogWaitMark)."""
+    pid = 0 if pipeline_id < 0 or pipeline_id >= 255 else pipeline_id + 1
+    return (MARK_VALID | (MARK_WAITING if waiting else 0) | (MARK_EXITED if exited else 0)
+            | (role & 3) << 27 | pid << 19 | (stage & 0x3FFFF) << 1 | (phase & 1))
+
+
+# -- the report ------------------------------------------------------------------
+
+def _pipe_name(pid, names):
+    if 0 <= pid < len(names):
+        return f"'{names[pid]}'"
+    return f"#{pid}" if pid >= 0 else "an unnamed pipeline"
+
+
+def _waited_barrier(ws):
+    """(side, stage) a waiting warp's record names: consumer_wait waits on
+    full[s], producer_acquire on empty[s], order_wait on its barrier."""
+    return {0: "empty", 1: "full"}.get(ws.role, "barrier"), ws.stage
+
+
+def _role_word(role):
+    return {0: "producer", 1: "consumer", 2: "order"}.get(role, "?")
+
+
+def _find_barrier(dump, pid, side, stage):
+    for b in dump.barriers:
+        if b.pipeline_id == pid and b.side == (side, stage):
+            return b
+    return None
+
+
+def _barrier_state(dump, b):
+    if not b.created:
+        return "not created in this CTA"
+    parts = []
+    parity = b.parity
+    parts.append(f"phase parity {parity} in progress" if parity is not None
+                 else f"phase unknown (probes {b.probes:#04b})")
+    pending, tx = dump.pending(b), dump.tx(b)
+    if pending is not None:
+        parts.append(f"{pending} arrival(s) pending")
+    if tx is not None:
+        parts.append(f"{tx} tx byte(s) pending")
+    if pending is None or tx is None:
+        parts.append(f"raw {b.raw:#018x}")
+    return ", ".join(parts)
+
+
+def _state_of(ws, names):
+    """One phrase for what warp ``ws`` is doing."""
+    if ws.waiting:
+        side, stage = _waited_barrier(ws)
+        return (f"waits ({ws.role_name}) on {_pipe_name(ws.pipeline_id, names)} "
+                f"{side}[{stage}] phase {ws.phase}")
+    last = ""
+    if ws.valid:
+        side, stage = _waited_barrier(ws)
+        last = (f" (last passed {ws.role_name} on {_pipe_name(ws.pipeline_id, names)} "
+                f"{side}[{stage}] phase {ws.phase})")
+    if ws.exited:
+        return "exited" + last
+    if ws.valid:
+        return "is not in a pipeline wait" + last
+    return "has not waited on any pipeline barrier"
+
+
+def wait_for_graph(dump, names):
+    """Lines "warp W (role) waits on ...; <who arrives on it>" and the
+    cycles among waiting warps."""
+    # Who acts as what, from the wait table (a warp's last or current wait).
+    sides = {}  # (pid, role) -> [WarpState]
+    for ws in dump.warps:
+        if ws.valid:
+            sides.setdefault((ws.pipeline_id, ws.role), []).append(ws)
+    lines, edges = [], {}
+    for ws in dump.warps:
+        if not ws.waiting:
+            continue
+        side, stage = _waited_barrier(ws)
+        pipe = _pipe_name(ws.pipeline_id, names)
+        b = _find_barrier(dump, ws.pipeline_id, side, stage)
+        head = f"warp {ws.warp} ({_role_word(ws.role)}) waits on {pipe} {side}[{stage}] phase {ws.phase}"
+        if b is not None:
+            head += f" [{_barrier_state(dump, b)}]"
+        if ws.role == 2:
+            lines.append(head)
+            continue
+        # A full barrier completes by the producers' commits (and the copies'
+        # bytes); an empty barrier by the consumers' releases.
+        arriver_role = 0 if ws.role == 1 else 1
+        who = "producer" if arriver_role == 0 else "consumer"
+        arrivers = [a for a in sides.get((ws.pipeline_id, arriver_role), []) if a.warp != ws.warp]
+        tx = dump.tx(b) if b is not None else None
+        pending = dump.pending(b) if b is not None else None
+        notes = []
+        if tx and pending == 0:
+            notes.append(f"every arrival is in but {tx} tx byte(s) never came: the copies "
+                         "deliver fewer bytes than the expect_tx")
+        if not arrivers:
+            notes.append(f"no warp of this CTA has acted as {who} of {pipe}")
+        else:
+            states = [f"{who} warp {a.warp} {_state_of(a, names)}" for a in arrivers]
+            if all(a.exited and not a.waiting for a in arrivers):
+                notes.append("nobody left who arrives on it: " + "; ".join(states))
+            else:
+                notes.append("; ".join(states))
+            edges[ws.warp] = [a.warp for a in arrivers if a.waiting]
+        lines.append(head + ": " + "; ".join(notes))
+    for cycle in _cycles(edges):
+        lines.append("deadlock cycle: " + " -> ".join(f"warp {w}" for w in cycle + cycle[:1]))
+    return lines
+
+
+def _cycles(edges):
+    """Elementary cycles of the small wait-for graph, each once (smallest
+    warp first)."""
+    found = []
+    def walk(start, node, path):
+        for nxt in edges.get(node, []):
+            if nxt == start:
+                found.append(list(path))
+            elif nxt > start and nxt not in path:
+                walk(start, nxt, path + [nxt])
+    for start in sorted(edges):
+        walk(start, start, [start])
+    return found
+
+
+def _describe_fields(fields):
+    """e.g. "bits 0..19" or "-(bits 32..51) mod 2^20"; several candidates
+    joined with " or " (they agree on every barrier the report decodes)."""
+    parts = []
+    for f in fields:
+        bits = f"bits {f.lo}..{f.lo + f.width - 1}"
+        parts.append(f"-({bits}) mod 2^{f.width}" if f.neg else bits)
+    return " or ".join(parts)
+
+
+def report(record, names=None, kernel=None):
+    """The multi-line forensic report of a version-2 record."""
+    names = list(names or [])
+    dump = record.dump
+    out = [f"forensic dump of block {tuple(record.block)} "
+           f"(the first wait to time out: warp {record.warp}, {record.role_name})"]
+    if dump is None:
+        return out[0] + ": no dump in this record (version 1 kernel)"
+    if dump.pending_fields and dump.tx_fields:
+        out.append("  (mbarrier word decoded with fields fitted to this GPU's calibration "
+                   f"samples: pending arrivals = {_describe_fields(dump.pending_fields)}; "
+                   f"pending tx bytes = {_describe_fields(dump.tx_fields)})")
+    else:
+        out.append("  (mbarrier word layout not pinned down by the calibration samples: "
+                   "raw words shown)")
+    out.append("  calibration samples: " + (", ".join(f"{s:#018x}" for s in dump.samples)
+                                            or "none"))
+    out.append("barriers:")
+    last = None
+    for b in dump.barriers:
+        if b.pipeline_id != last:
+            last = b.pipeline_id
+            kind = "order" if b.order else f"{b.stages} stage(s)"
+            out.append(f"  pipeline {_pipe_name(b.pipeline_id, names)} ({kind}):")
+        side, stage = b.side
+        out.append(f"    {side}[{stage}]: {_barrier_state(dump, b)}")
+    out.append("warps:")
+    for ws in dump.warps:
+        out.append(f"  warp {ws.warp}: {_state_of(ws, names)}")
+    graph = wait_for_graph(dump, names)
+    if graph:
+        out.append("wait-for graph:")
+        out.extend("  " + line for line in graph)
+    return "\n".join(out)

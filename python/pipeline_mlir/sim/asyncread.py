@@ -1,0 +1,194 @@
+"""Asynchronous readers of stage buffers: wgmma, tcgen05.mma, bulk stores.
+
+A stage may be released (``consumer.release``) or re-acquired
+(``producer.acquire``) only once every asynchronous read of its buffer that
+the same warp issued is done. The simulator keeps, per warp and in program
+order, what is in flight:
+
+- wgmma: committed groups (``wgmma.commit_group``), oldest first; a
+  ``wgmma.wait_group N`` keeps the N newest; an uncommitted wgmma is in
+  flight until its group is committed and waited for;
+- tcgen05.mma: in flight until a ``tcgen05.commit`` (an MMA-consumer
+  release is one) covers it;
+- bulk / TMA stores: committed bulk groups, retired by
+  ``cp.async.bulk.wait_group[.read] N`` (a tma_store pipeline's
+  producer.acquire waits for ``stages - 1``, its tail for 0).
+
+The check follows program order, not the landing of events: a release
+reached while such a read is not retired is reported in every schedule.
+
+Tie to a stage: when the IR is compiled (:func:`stage_state_operands`), the
+shared-memory operands of the op are followed back through pure arithmetic
+to ``pipeline.state.index %s``; at run time the op reads stage
+``%s.index`` of the pipelines whose stage ``%s.index`` (same stage count)
+this warp holds (waited and not released) or has acquired and not
+committed. Indices computed any other way tie to no stage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mlir.ir as ir
+
+from .model import SimError, source_location
+
+WGMMA = "nvvm.wgmma.mma_async"
+WGMMA_COMMIT = "nvvm.wgmma.commit.group.sync.aligned"
+WGMMA_WAIT = "nvvm.wgmma.wait.group.sync.aligned"
+TCGEN05_MMA = "nvvm.tcgen05.mma"
+TCGEN05_COMMIT = "nvvm.tcgen05.commit"
+NVVM_BULK_STORES = ("nvvm.cp.async.bulk.tensor.global.shared.cta",
+                    "nvvm.cp.async.bulk.global.shared.cta")
+NVVM_BULK_COMMIT = "nvvm.cp.async.bulk.commit.group"
+NVVM_BULK_WAIT = "nvvm.cp.async.bulk.wait_group"
+NVVM_OPS = (WGMMA, WGMMA_COMMIT, WGMMA_WAIT, TCGEN05_MMA, TCGEN05_COMMIT,
+            NVVM_BULK_COMMIT, NVVM_BULK_WAIT) + NVVM_BULK_STORES
+
+# Operands that carry the shared-memory address (descriptors / source).
+_SMEM_OPERANDS = {WGMMA: ("descriptorA", "descriptorB"),
+                  TCGEN05_MMA: ("matrixA", "matrixB"),
+                  "pipeline.copy.tma_store": ("src",)}
+
+
+def _pure(name: str) -> bool:
+    """Ops an address computation goes through (no memory, no regions)."""
+    if name.startswith("arith."):
+        return True
+    if name.startswith("llvm."):
+        return name not in ("llvm.load", "llvm.call", "llvm.inline_asm")
+    return name in ("builtin.unrealized_conversion_cast", "nvvm.tcgen05.mma_smem_desc")
+
+
+def stage_state_operands(op) -> list:
+    """The state values whose ``pipeline.state.index`` feeds the shared-memory
+    operands of ``op`` (an ``ir.Operation``)."""
+    names = _SMEM_OPERANDS.get(op.name)
+    view = op.opview
+    roots = [getattr(view, n) for n in names] if names else list(op.operands)
+    states, seen, work = [], set(), list(roots)
+    while work and len(seen) < 256:
+        v = work.pop()
+        owner = v.owner
+        if isinstance(owner, ir.Block):  # a block argument
+            continue
+        d = owner.operation
+        if d in seen:  # ir.Operation hashes by the op, not the Python object
+            continue
+        seen.add(d)
+        if d.name == "pipeline.state.index":
+            states.append(d.operands[0])
+        elif _pure(d.name) and not len(d.regions):
+            work.extend(d.operands)
+    return states
+
+
+@dataclass
+class Read:
+    what: str        # the op and its location
+    loc: str | None  # file:line:col, when known
+    kind: str        # wgmma, tcgen05, bulk
+    stages: set      # {(pipe id, stage index)}
+
+
+@dataclass
+class InFlight:
+    wgmma: list = field(default_factory=list)       # committed groups
+    wgmma_open: list = field(default_factory=list)
+    tcgen05: list = field(default_factory=list)
+    bulk: list = field(default_factory=list)
+    bulk_open: list = field(default_factory=list)
+
+
+def _state(a) -> InFlight:
+    f = getattr(a, "async_reads", None)
+    if f is None:
+        f = a.async_reads = InFlight()
+    return f
+
+
+def _keep_newest(groups: list, n: int) -> None:
+    del groups[:max(0, len(groups) - n)]
+
+
+def held_stages(a, pipes: dict, states: list) -> set:
+    """The (pipe, stage) this warp holds or has acquired that ``states``
+    (run-time State values) name."""
+    out = set()
+    for st in states:
+        if not hasattr(st, "index"):
+            continue
+        for pid, p in pipes.items():
+            key = (pid, st.index)
+            if p.spec.stages == st.stages and (a.holding[key] or a.acquired[key]):
+                out.add(key)
+    return out
+
+
+def issue(a, kind: str, op: str, loc: str, stages: set) -> None:
+    """Record that this warp issued ``op`` reading ``stages``."""
+    if not stages:
+        return
+    f = _state(a)
+    where = source_location(loc)
+    r = Read(f"{op} at {where}" if where else op, where, kind, stages)
+    {"wgmma": f.wgmma_open, "tcgen05": f.tcgen05, "bulk": f.bulk_open}[kind].append(r)
+
+
+def wgmma_commit(a) -> None:
+    f = _state(a)
+    f.wgmma.append(f.wgmma_open)
+    f.wgmma_open = []
+
+
+def wgmma_wait(a, n: int) -> None:
+    _keep_newest(_state(a).wgmma, n)
+
+
+def tcgen05_commit(a) -> None:
+    _state(a).tcgen05.clear()
+
+
+def bulk_commit(a) -> None:
+    f = _state(a)
+    f.bulk.append(f.bulk_open)
+    f.bulk_open = []
+
+
+def bulk_wait(a, n: int) -> None:
+    _keep_newest(_state(a).bulk, n)
+
+
+def check_hand_back(a, p, idx: int, verb: str, where: str, tcgen05_commit_: bool) -> None:
+    """Raise if an asynchronous read of stage ``idx`` of ``p`` is in flight
+    when ``verb`` hands it back."""
+    f = getattr(a, "async_reads", None)
+    if f is None:
+        return
+    key = (p.pid, idx)
+    found = []
+    for g, group in enumerate(f.wgmma):
+        newer = len(f.wgmma) - 1 - g
+        found += [(r, f"its wgmma group is committed but not retired (needs "
+                      f"wgmma.wait_group N with N <= {newer})") for r in group]
+    found += [(r, "the wgmma is not committed yet") for r in f.wgmma_open]
+    if not tcgen05_commit_:
+        found += [(r, "no tcgen05.commit covers the tcgen05.mma, and this release "
+                      "is a plain mbarrier arrive") for r in f.tcgen05]
+    for g, group in enumerate(f.bulk):
+        newer = len(f.bulk) - 1 - g
+        found += [(r, f"its bulk group may still read shared memory (needs "
+                      f"cp.async.bulk.wait_group.read N with N <= {newer})") for r in group]
+    found += [(r, "the bulk store's group is not committed yet") for r in f.bulk_open]
+    for r, why in found:
+        if key in r.stages:
+            loc = source_location(where)
+            at = f" at {loc}" if loc else ""
+            raise SimError(
+                "async-read",
+                f"{a.label(p.spec.name)} runs {verb} on stage {idx} of pipeline "
+                f"'{p.spec.name}'{at} while {r.what} may still read that stage "
+                f"asynchronously: {why}",
+                [w for w in (loc and f"{verb}{at}", r.loc and f"{r.what}") if w])
+    if tcgen05_commit_:
+        f.tcgen05.clear()

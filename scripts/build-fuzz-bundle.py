@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Build .fuzz-bundle/: pipeline-opt with the two shared libraries it links
+(libMLIR.so, libLLVM.so, stripped), scripts/fuzz.py and its seed corpus
+(the .mlir files under test/), so that the long fuzz run (docs/fuzzing.md)
+can use the 16 cores of the GPU machine instead of this 2-core one.
+
+    .venv/bin/python scripts/build-fuzz-bundle.py [--out .fuzz-bundle]
+
+On the other machine (Python 3.12, ptxas on PATH):
+
+    cd .fuzz-bundle && bash run_fuzz.sh MUTANTS SEED OUTDIR
+
+The binary is the one installed in .venv (the same build the tests use);
+the device tool carries at most 64 MiB, so the script refuses a larger
+bundle.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LIMIT = 60 << 20
+
+RUN_FUZZ = """#!/usr/bin/env bash
+# Unpack pipeline-opt and run the fuzzer with one job per core.
+set -euo pipefail
+cd "$(dirname "$0")"
+mutants=${1:-100000}; seed=${2:-2026}; out=${3:-fuzz-out}
+mkdir -p site && tar -xJf libs.tar.xz -C site && cp -r opt/pipeline_mlir site/
+export PATH="/usr/local/cuda/bin:$PATH"
+opt="$PWD/site/pipeline_mlir/bin/pipeline-opt"
+"$opt" --version | head -2
+mkdir -p "$out"
+python3 scripts/fuzz.py --mutants "$mutants" --seed "$seed" --jobs "$(nproc)" \\
+  --progress 200 --opt "$opt" --out "$out/reproducers" --report "$out/report.json"
+"""
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=os.path.join(ROOT, ".fuzz-bundle"))
+    args = ap.parse_args(argv)
+
+    site = sysconfig.get_paths()["purelib"]
+    opt = os.path.join(site, "pipeline_mlir", "bin", "pipeline-opt")
+    libs = {os.path.join("mlir", "lib", "libMLIR.so"): os.path.join(site, "mlir", "lib", "libMLIR.so"),
+            os.path.join("llvm", "lib", "libLLVM.so"): os.path.join(site, "llvm", "lib", "libLLVM.so")}
+    for path in [opt, *libs.values()]:
+        if not os.path.exists(path):
+            sys.exit(f"build-fuzz-bundle: {path} is missing (run scripts/setup.sh first)")
+
+    out = os.path.abspath(args.out)
+    # The two libraries come from the pinned wheels and take minutes to
+    # compress: keep libs.tar.xz of an earlier build when the wheels are the
+    # same (stamp: size and mtime of each), rebuild everything else.
+    stamp = " ".join(f"{os.path.getsize(p)}:{int(os.path.getmtime(p))}" for p in libs.values())
+    libs_tar, libs_stamp = os.path.join(out, "libs.tar.xz"), os.path.join(out, "libs.stamp")
+    keep = (os.path.exists(libs_tar) and os.path.exists(libs_stamp)
+            and open(libs_stamp).read() == stamp)
+    if os.path.exists(out):
+        for name in os.listdir(out):
+            if keep and name in ("libs.tar.xz", "libs.stamp"):
+                continue
+            path = os.path.join(out, name)
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+    os.makedirs(out, exist_ok=True)
+
+    def stripped_copy(src, dst):
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy2(src, dst)
+        subprocess.run(["strip", "--strip-unneeded", dst], check=True)
+
+    # pipeline-opt finds its libraries through RUNPATH $ORIGIN/../../mlir/lib
+    # and libMLIR.so finds libLLVM.so through $ORIGIN/../../llvm/lib: keep
+    # the site-packages layout (run_fuzz.sh unpacks both into site/).
+    stripped_copy(opt, os.path.join(out, "opt", "pipeline_mlir", "bin", "pipeline-opt"))
+    if not keep:
+        with tempfile.TemporaryDirectory() as stage:
+            for rel, src in libs.items():
+                stripped_copy(src, os.path.join(stage, rel))
+            with tarfile.open(libs_tar, "w:xz", preset=6) as tar:
+                for rel in libs:
+                    tar.add(os.path.join(stage, rel), arcname=rel)
+        with open(libs_stamp, "w") as f:
+            f.write(stamp)
+
+    # fuzz.py reads its seeds from test/ next to its own scripts/: mirror that.
+    os.makedirs(os.path.join(out, "scripts"))
+    shutil.copy2(os.path.join(ROOT, "scripts", "fuzz.py"), os.path.join(out, "scripts"))
+    for dirpath, _, files in os.walk(os.path.join(ROOT, "test")):
+        if "Output" in dirpath.split(os.sep):
+            continue
+        for f in files:
+            if f.endswith(".mlir"):
+                src = os.path.join(dirpath, f)
+                dst = os.path.join(out, "test", os.path.relpath(src, os.path.join(ROOT, "test")))
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copy2(src, dst)
+    with open(os.path.join(out, "run_fuzz.sh"), "w") as f:
+        f.write(RUN_FUZZ)
+
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
+    if size > LIMIT:
+        sys.exit(f"build-fuzz-bundle: {size / 2**20:.1f} MiB is over the device tool's limit")
+    print(f"{out}: {size / 2**20:.1f} MiB")
+    print("run on the other machine: cd .fuzz-bundle && bash run_fuzz.sh 100000 2026 $OUT/fuzz")
+
+
+if __name__ == "__main__":
+    main()

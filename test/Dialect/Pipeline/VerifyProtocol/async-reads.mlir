@@ -1,0 +1,345 @@
+// Property 8: a stage is released (or re-acquired) only after the
+// asynchronous readers of its buffer are done: wgmma groups retired by
+// wgmma.wait_group, tcgen05.mma covered by a tcgen05.commit, bulk stores
+// waited with cp.async.bulk.wait_group.read. Each bug has its correct twin.
+// RUN: pipeline-opt --pipeline-verify-protocol -split-input-file -verify-diagnostics %s
+
+!P = !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>, tx_count = 1024>
+!cs = !pipeline.state<4, consumer>
+!acc = !llvm.struct<(f32, f32, f32, f32)>
+
+// The wgmma group is committed but not waited for: the producer may refill
+// the stage while the tensor cores still read it.
+func.func @release_before_wgmma_wait(%n: index, %base: i64, %acc0: !acc) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %step = arith.constant 1024 : i64
+  %p = pipeline.create {name = "ab"} : !P
+  %c = pipeline.state.make : !cs
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c, %acc = %acc0) -> (!cs, !acc) {
+    pipeline.consumer.wait %p, %s : !P, !cs
+    %idx = pipeline.state.index %s : !cs
+    %idx64 = arith.extui %idx : i32 to i64
+    %off = arith.muli %idx64, %step : i64
+    %desc = arith.addi %base, %off : i64
+    nvvm.wgmma.fence.aligned
+    // expected-note @+1 {{the asynchronous read of that stage, still in flight at the release}}
+    %d = nvvm.wgmma.mma_async %desc, %desc, %acc, <m = 64, n = 8, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !acc -> !acc
+    nvvm.wgmma.commit.group.sync.aligned
+    // expected-error @+1 {{pipeline.consumer.release hands back a stage of pipeline 'ab' while nvvm.wgmma.mma_async may still read it asynchronously: its wgmma group is committed but not retired; add nvvm.wgmma.wait.group.sync.aligned N with N <= 0}}
+    pipeline.consumer.release %p, %s : !P, !cs
+    %s1 = pipeline.state.advance %s : !cs
+    scf.yield %s1, %d : !cs, !acc
+  }
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>, tx_count = 1024>
+!cs = !pipeline.state<4, consumer>
+!acc = !llvm.struct<(f32, f32, f32, f32)>
+
+// Twin: wait_group 0 retires the group before the release.
+func.func @release_after_wgmma_wait(%n: index, %base: i64, %acc0: !acc) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %step = arith.constant 1024 : i64
+  %p = pipeline.create {name = "ab"} : !P
+  %c = pipeline.state.make : !cs
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c, %acc = %acc0) -> (!cs, !acc) {
+    pipeline.consumer.wait %p, %s : !P, !cs
+    %idx = pipeline.state.index %s : !cs
+    %idx64 = arith.extui %idx : i32 to i64
+    %off = arith.muli %idx64, %step : i64
+    %desc = arith.addi %base, %off : i64
+    nvvm.wgmma.fence.aligned
+    %d = nvvm.wgmma.mma_async %desc, %desc, %acc, <m = 64, n = 8, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !acc -> !acc
+    nvvm.wgmma.commit.group.sync.aligned
+    nvvm.wgmma.wait.group.sync.aligned 0
+    pipeline.consumer.release %p, %s : !P, !cs
+    %s1 = pipeline.state.advance %s : !cs
+    scf.yield %s1, %d : !cs, !acc
+  }
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>, tx_count = 1024>
+!cs = !pipeline.state<4, consumer>
+!acc = !llvm.struct<(f32, f32, f32, f32)>
+
+// The Hopper GEMM's order with a lagging `release` state (one behind
+// `read`), but wait_group 2: the group of the previous k-block, which reads
+// the stage being released, may still be in flight.
+func.func @lagged_release_wait_group_too_large(%n: index, %base: i64, %acc0: !acc) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %step = arith.constant 1024 : i64
+  %p = pipeline.create {name = "ab"} : !P
+  %read0 = pipeline.state.make : !cs
+  %release0 = pipeline.state.make : !cs
+  pipeline.consumer.wait %p, %read0 : !P, !cs
+  %i0 = pipeline.state.index %read0 : !cs
+  %i064 = arith.extui %i0 : i32 to i64
+  %o0 = arith.muli %i064, %step : i64
+  %d0 = arith.addi %base, %o0 : i64
+  nvvm.wgmma.fence.aligned
+  // expected-note @+1 {{the asynchronous read of that stage, still in flight at the release}}
+  %acc1 = nvvm.wgmma.mma_async %d0, %d0, %acc0, <m = 64, n = 8, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !acc -> !acc
+  nvvm.wgmma.commit.group.sync.aligned
+  %read1 = pipeline.state.advance %read0 : !cs
+  %r:3 = scf.for %i = %c1 to %n step %c1 iter_args(%read = %read1, %release = %release0, %acc = %acc1) -> (!cs, !cs, !acc) {
+    pipeline.consumer.wait %p, %read : !P, !cs
+    %idx = pipeline.state.index %read : !cs
+    %idx64 = arith.extui %idx : i32 to i64
+    %off = arith.muli %idx64, %step : i64
+    %desc = arith.addi %base, %off : i64
+    nvvm.wgmma.fence.aligned
+    %d = nvvm.wgmma.mma_async %desc, %desc, %acc, <m = 64, n = 8, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !acc -> !acc
+    nvvm.wgmma.commit.group.sync.aligned
+    nvvm.wgmma.wait.group.sync.aligned 2
+    // expected-error @+1 {{may still read it asynchronously: its wgmma group is committed but not retired; add nvvm.wgmma.wait.group.sync.aligned N with N <= 1}}
+    pipeline.consumer.release %p, %release : !P, !cs
+    %read2 = pipeline.state.advance %read : !cs
+    %release2 = pipeline.state.advance %release : !cs
+    scf.yield %read2, %release2, %d : !cs, !cs, !acc
+  }
+  nvvm.wgmma.wait.group.sync.aligned 0
+  pipeline.consumer.release %p, %r#1 : !P, !cs
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>, tx_count = 1024>
+!cs = !pipeline.state<4, consumer>
+!acc = !llvm.struct<(f32, f32, f32, f32)>
+
+// Twin: wait_group 1 leaves only the group just issued (it reads `read`,
+// one stage ahead of `release`) in flight.
+func.func @lagged_release_wait_group_one(%n: index, %base: i64, %acc0: !acc) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %step = arith.constant 1024 : i64
+  %p = pipeline.create {name = "ab"} : !P
+  %read0 = pipeline.state.make : !cs
+  %release0 = pipeline.state.make : !cs
+  pipeline.consumer.wait %p, %read0 : !P, !cs
+  %i0 = pipeline.state.index %read0 : !cs
+  %i064 = arith.extui %i0 : i32 to i64
+  %o0 = arith.muli %i064, %step : i64
+  %d0 = arith.addi %base, %o0 : i64
+  nvvm.wgmma.fence.aligned
+  %acc1 = nvvm.wgmma.mma_async %d0, %d0, %acc0, <m = 64, n = 8, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !acc -> !acc
+  nvvm.wgmma.commit.group.sync.aligned
+  %read1 = pipeline.state.advance %read0 : !cs
+  %r:3 = scf.for %i = %c1 to %n step %c1 iter_args(%read = %read1, %release = %release0, %acc = %acc1) -> (!cs, !cs, !acc) {
+    pipeline.consumer.wait %p, %read : !P, !cs
+    %idx = pipeline.state.index %read : !cs
+    %idx64 = arith.extui %idx : i32 to i64
+    %off = arith.muli %idx64, %step : i64
+    %desc = arith.addi %base, %off : i64
+    nvvm.wgmma.fence.aligned
+    %d = nvvm.wgmma.mma_async %desc, %desc, %acc, <m = 64, n = 8, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !acc -> !acc
+    nvvm.wgmma.commit.group.sync.aligned
+    nvvm.wgmma.wait.group.sync.aligned 1
+    pipeline.consumer.release %p, %release : !P, !cs
+    %read2 = pipeline.state.advance %read : !cs
+    %release2 = pipeline.state.advance %release : !cs
+    scf.yield %read2, %release2, %d : !cs, !cs, !acc
+  }
+  nvvm.wgmma.wait.group.sync.aligned 0
+  pipeline.consumer.release %p, %r#1 : !P, !cs
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>, tx_count = 1024>
+!cs = !pipeline.state<4, consumer>
+!acc = !llvm.struct<(f32, f32, f32, f32)>
+
+// Release between the wgmma and its commit: not even committed.
+func.func @release_before_wgmma_commit(%base: i64, %acc: !acc) {
+  %step = arith.constant 1024 : i64
+  %p = pipeline.create {name = "ab"} : !P
+  %s = pipeline.state.make : !cs
+  pipeline.consumer.wait %p, %s : !P, !cs
+  %idx = pipeline.state.index %s : !cs
+  %idx64 = arith.extui %idx : i32 to i64
+  %off = arith.muli %idx64, %step : i64
+  %desc = arith.addi %base, %off : i64
+  nvvm.wgmma.fence.aligned
+  // expected-note @+1 {{still in flight at the release}}
+  %d = nvvm.wgmma.mma_async %desc, %desc, %acc, <m = 64, n = 8, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !acc -> !acc
+  // expected-error @+1 {{the wgmma is not even committed}}
+  pipeline.consumer.release %p, %s : !P, !cs
+  nvvm.wgmma.commit.group.sync.aligned
+  nvvm.wgmma.wait.group.sync.aligned 0
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 1024>
+!cs = !pipeline.state<2, consumer>
+
+// tcgen05.mma from a stage of a pipeline whose release is a plain mbarrier
+// arrive (tma_async): nothing tracks the MMA's reads.
+func.func @tcgen05_mma_plain_release(%d: !llvm.ptr<6>, %base: i64, %idesc: i32, %acc: i1) {
+  %step = arith.constant 1024 : i64
+  %p = pipeline.create {name = "ab"} : !P
+  %s = pipeline.state.make : !cs
+  pipeline.consumer.wait %p, %s : !P, !cs
+  %idx = pipeline.state.index %s : !cs
+  %idx64 = arith.extui %idx : i32 to i64
+  %off = arith.muli %idx64, %step : i64
+  %desc = arith.addi %base, %off : i64
+  // expected-note @+1 {{still in flight at the release}}
+  nvvm.tcgen05.mma %d, %desc, %desc, %idesc, %acc {ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.tcgen05_mma_kind<f16>} : (!llvm.ptr<6>, i64, i64, i32, i1)
+  // expected-error @+1 {{the tcgen05.mma is not covered by a tcgen05.commit and this op is a plain mbarrier arrive}}
+  pipeline.consumer.release %p, %s : !P, !cs
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<tma_umma, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 1024>
+!cs = !pipeline.state<2, consumer>
+
+// Twin: a tma_umma consumer's release is the tcgen05.commit of the MMAs.
+func.func @tcgen05_mma_umma_release(%d: !llvm.ptr<6>, %base: i64, %idesc: i32, %acc: i1) {
+  %step = arith.constant 1024 : i64
+  %p = pipeline.create {name = "ab"} : !P
+  %s = pipeline.state.make : !cs
+  pipeline.consumer.wait %p, %s : !P, !cs
+  %idx = pipeline.state.index %s : !cs
+  %idx64 = arith.extui %idx : i32 to i64
+  %off = arith.muli %idx64, %step : i64
+  %desc = arith.addi %base, %off : i64
+  nvvm.tcgen05.mma %d, %desc, %desc, %idesc, %acc {ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.tcgen05_mma_kind<f16>} : (!llvm.ptr<6>, i64, i64, i32, i1)
+  pipeline.consumer.release %p, %s : !P, !cs
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>>
+!cs = !pipeline.state<2, consumer>
+
+// A TMA store from the stage, committed but released without waiting for
+// its reads.
+func.func @tma_store_release_unwaited(%desc: !llvm.ptr, %ring: !llvm.ptr<3>, %x: i32) {
+  %p = pipeline.create {name = "st"} : !P
+  %s = pipeline.state.make : !cs
+  pipeline.consumer.wait %p, %s : !P, !cs
+  %idx = pipeline.state.index %s : !cs
+  %src = llvm.getelementptr %ring[%idx] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, !llvm.array<1024 x i8>
+  // expected-note @+1 {{still in flight at the release}}
+  pipeline.copy.tma_store %desc[%x, %x] from %src : !llvm.ptr, !llvm.ptr<3>
+  pipeline.bulk_group.commit
+  // expected-error @+1 {{its bulk group is committed but may still be reading shared memory; add cp.async.bulk.wait_group.read N (pipeline.bulk_group.wait {read, pending = N}) with N <= 0}}
+  pipeline.consumer.release %p, %s : !P, !cs
+  pipeline.bulk_group.wait {read}
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>>
+!cs = !pipeline.state<2, consumer>
+
+// Twin: wait_group.read 0 first.
+func.func @tma_store_release_waited(%desc: !llvm.ptr, %ring: !llvm.ptr<3>, %x: i32) {
+  %p = pipeline.create {name = "st"} : !P
+  %s = pipeline.state.make : !cs
+  pipeline.consumer.wait %p, %s : !P, !cs
+  %idx = pipeline.state.index %s : !cs
+  %src = llvm.getelementptr %ring[%idx] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, !llvm.array<1024 x i8>
+  pipeline.copy.tma_store %desc[%x, %x] from %src : !llvm.ptr, !llvm.ptr<3>
+  pipeline.bulk_group.commit
+  pipeline.bulk_group.wait {read}
+  pipeline.consumer.release %p, %s : !P, !cs
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 1024>
+!Q = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 1024>
+!cs = !pipeline.state<2, consumer>
+!acc = !llvm.struct<(f32, f32, f32, f32)>
+
+// Limit, no false positive: the in-flight wgmma reads a stage of pipeline
+// 'k' (its state chain is used with 'k' only); releasing the same index of
+// 'v' is fine even though both states start from identical state.make ops.
+func.func @other_pipeline_same_index(%base: i64, %acc: !acc) {
+  %step = arith.constant 1024 : i64
+  %k = pipeline.create {name = "k"} : !P
+  %v = pipeline.create {name = "v"} : !Q
+  %sk = pipeline.state.make : !cs
+  %sv = pipeline.state.make : !cs
+  pipeline.consumer.wait %k, %sk : !P, !cs
+  pipeline.consumer.wait %v, %sv : !Q, !cs
+  %idx = pipeline.state.index %sk : !cs
+  %idx64 = arith.extui %idx : i32 to i64
+  %off = arith.muli %idx64, %step : i64
+  %desc = arith.addi %base, %off : i64
+  %d = nvvm.wgmma.mma_async %desc, %desc, %acc, <m = 64, n = 8, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !acc -> !acc
+  nvvm.wgmma.commit.group.sync.aligned
+  pipeline.consumer.release %v, %sv : !Q, !cs
+  nvvm.wgmma.wait.group.sync.aligned 0
+  pipeline.consumer.release %k, %sk : !P, !cs
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>>
+!cs = !pipeline.state<2, consumer>
+
+// No false positive: one elected thread stores from the stage and waits for
+// the store's reads in its own guarded branch before the release.
+func.func @elected_store_waited_in_the_guard(%desc: !llvm.ptr, %ring: !llvm.ptr<3>, %x: i32) {
+  %p = pipeline.create {name = "st"} : !P
+  %s = pipeline.state.make : !cs
+  pipeline.consumer.wait %p, %s : !P, !cs
+  %idx = pipeline.state.index %s : !cs
+  %src = llvm.getelementptr %ring[%idx] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, !llvm.array<1024 x i8>
+  %e = nvvm.elect.sync -> i1
+  scf.if %e {
+    pipeline.copy.tma_store %desc[%x, %x] from %src : !llvm.ptr, !llvm.ptr<3>
+    pipeline.bulk_group.commit
+  }
+  %e2 = nvvm.elect.sync -> i1
+  scf.if %e2 {
+    pipeline.bulk_group.wait {read}
+  }
+  pipeline.consumer.release %p, %s {elect_one} : !P, !cs
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>>
+!cs = !pipeline.state<2, consumer>
+
+// Its bug twin: the elected thread stores and commits, nobody waits.
+func.func @elected_store_never_waited(%desc: !llvm.ptr, %ring: !llvm.ptr<3>, %x: i32) {
+  %p = pipeline.create {name = "st"} : !P
+  %s = pipeline.state.make : !cs
+  pipeline.consumer.wait %p, %s : !P, !cs
+  %idx = pipeline.state.index %s : !cs
+  %src = llvm.getelementptr %ring[%idx] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, !llvm.array<1024 x i8>
+  %e = nvvm.elect.sync -> i1
+  scf.if %e {
+    // expected-note @+1 {{still in flight at the release}}
+    pipeline.copy.tma_store %desc[%x, %x] from %src : !llvm.ptr, !llvm.ptr<3>
+    pipeline.bulk_group.commit
+  }
+  // expected-error @+1 {{its bulk group is committed but may still be reading shared memory}}
+  pipeline.consumer.release %p, %s {elect_one} : !P, !cs
+  return
+}

@@ -1,0 +1,161 @@
+"""The host half of the watchdog's forensic dump (runtime/forensics.py) on
+synthetic buffers: the layout fit from calibration samples, its fallback to
+raw words, the per-barrier lines and the wait-for graph."""
+
+import pytest
+
+from pipeline_mlir.runtime import forensics as fx
+from pipeline_mlir.runtime import watchdog as wd
+
+
+def layout(phase_bit, pending_lo, tx_lo, tx_neg):
+    """A made-up mbarrier word layout: encode(phase, pending, tx) -> u64."""
+    def encode(phase, pending, tx):
+        txv = (-tx) % (1 << 21) if tx_neg else tx
+        return (phase << phase_bit) | (pending << pending_lo) | (txv << tx_lo)
+    return encode
+
+
+def samples_of(encode):
+    return [encode(*c) for c in fx.CALIBRATION]
+
+
+def buffer(warps, barriers, samples, record=(0, 1, 0, 0), warp=1, warp_count=None):
+    pid, role, stage, phase = record
+    head = wd.encode_record(pid, role, stage, phase, (3, 0, 0), warp, elapsed_us=500_000,
+                            version=2)
+    return fx.encode_dump(head, warps, samples, barriers, warp_count)
+
+
+W = fx.wait_word
+ENC = layout(phase_bit=63, pending_lo=0, tx_lo=32, tx_neg=True)
+
+
+def ring(enc, states, pid=0, stages=2):
+    """Barrier tuples of one pipeline: states[i] = (parity in progress,
+    pending, tx) of barrier i (full[0..S), empty[0..S))."""
+    return [(pid, i, stages, False, True, 0b10 if par == 0 else 0b01, enc(par, pend, tx))
+            for i, (par, pend, tx) in enumerate(states)]
+
+
+def test_layout_fit_recovers_both_fields():
+    dump = fx.decode_dump(buffer([], ring(ENC, [(0, 1, 4112)]), samples_of(ENC)))
+    assert fx.Field(0, 20, False) in dump.pending_fields
+    assert fx.Field(32, 20, True) in dump.tx_fields
+    (b,) = dump.barriers
+    assert (dump.pending(b), dump.tx(b), b.parity) == (1, 4112, 0)
+
+
+@pytest.mark.parametrize("enc", [layout(0, 1, 22, False), layout(62, 40, 0, True)])
+def test_layout_fit_follows_the_samples(enc):
+    """Whatever the (unknown) layout, a field is accepted only where the
+    samples put it, and decodes the barriers' words with it."""
+    dump = fx.decode_dump(buffer([], ring(enc, [(1, 7, 0), (0, 0, 16)]), samples_of(enc)))
+    assert [(dump.pending(b), dump.tx(b)) for b in dump.barriers] == [(7, 0), (0, 16)]
+
+
+def test_no_fit_falls_back_to_raw_words():
+    junk = [0x1234, 0x1234, 0x1234, 0x1234, 0x1234]  # the same word for different states
+    raw = ENC(0, 1, 4112)
+    dump = fx.decode_dump(buffer([W(1, 0, 0, 0)], ring(ENC, [(0, 1, 4112)]), junk))
+    assert dump.pending_fields == [] and dump.tx_fields == []
+    text = wd.decode_record(buffer([W(1, 0, 0, 0)], ring(ENC, [(0, 1, 4112)]), junk)).dump
+    rep = fx.report(wd.decode_record(buffer([W(1, 0, 0, 0)], ring(ENC, [(0, 1, 4112)]), junk)),
+                    ["ab"])
+    assert text is not None
+    assert f"full[0]: phase parity 0 in progress, raw {raw:#018x}" in rep
+    assert "raw words shown" in rep
+    assert "arrival(s) pending" not in rep
+
+
+def test_missing_samples_fall_back_too():
+    dump = fx.decode_dump(buffer([], ring(ENC, [(0, 1, 0)]), samples_of(ENC)[:3]))
+    assert dump.pending(dump.barriers[0]) is None
+
+
+def test_probes_that_disagree_give_no_phase():
+    bars = [(0, 0, 1, False, True, 0b11, ENC(0, 1, 0)), (0, 1, 1, False, True, 0b00, ENC(0, 1, 0))]
+    dump = fx.decode_dump(buffer([], bars, samples_of(ENC)))
+    assert [b.parity for b in dump.barriers] == [None, None]
+    rep = fx.report(wd.decode_record(buffer([], bars, samples_of(ENC))), ["ab"])
+    assert "phase unknown (probes 0b11)" in rep and "phase unknown (probes 0b00)" in rep
+
+
+def test_start_phase_deadlock_is_a_cycle():
+    """Producer warp 0 waits on empty[0] phase 0, consumer warp 1 on full[0]
+    phase 0: each waits for the other."""
+    warps = [W(0, 0, 0, 0), W(1, 0, 0, 0)]
+    bars = ring(ENC, [(0, 32, 0), (0, 32, 0), (0, 32, 0), (0, 32, 0)])
+    rec = wd.decode_record(buffer(warps, bars, samples_of(ENC)))
+    rep = fx.report(rec, ["ab"])
+    assert ("warp 1 (consumer) waits on 'ab' full[0] phase 0 [phase parity 0 in progress, "
+            "32 arrival(s) pending, 0 tx byte(s) pending]: producer warp 0 waits "
+            "(producer_acquire) on 'ab' empty[0] phase 0") in rep
+    assert "warp 0 (producer) waits on 'ab' empty[0] phase 0" in rep
+    assert "deadlock cycle: warp 0 -> warp 1 -> warp 0" in rep
+    assert "pipeline 'ab' (2 stage(s)):" in rep
+    assert "forensic dump of block (3, 0, 0) (the first wait to time out: warp 1, consumer_wait)" in rep
+
+
+def test_exited_producer_leaves_nobody_to_arrive():
+    warps = [W(0, 0, 1, 1, waiting=False, exited=True), W(1, 0, 0, 1)]
+    rep = fx.report(wd.decode_record(buffer(warps, ring(ENC, [(1, 32, 0)] * 4),
+                                            samples_of(ENC))), ["ab"])
+    assert ("warp 1 (consumer) waits on 'ab' full[0] phase 1 [phase parity 1 in progress, "
+            "32 arrival(s) pending, 0 tx byte(s) pending]: nobody left who arrives on it: "
+            "producer warp 0 exited (last passed producer_acquire on 'ab' empty[1] phase 1)") in rep
+    assert "deadlock cycle" not in rep
+
+
+def test_missing_bytes_are_named():
+    warps = [W(0, 0, 0, 0), W(1, 0, 0, 0)]
+    bars = ring(ENC, [(0, 0, 16), (0, 0, 16), (0, 1, 0), (0, 1, 0)])
+    rep = fx.report(wd.decode_record(buffer(warps, bars, samples_of(ENC))), ["ab"])
+    assert ("full[0] phase 0 [phase parity 0 in progress, 0 arrival(s) pending, 16 tx byte(s) "
+            "pending]: every arrival is in but 16 tx byte(s) never came") in rep
+
+
+def test_warp_table_states():
+    warps = [0, W(1, 0, 2, 1, waiting=False), W(0, 0, 0, 0, waiting=False, exited=True),
+             fx.MARK_EXITED, W(2, -1, 5, 1)]
+    dump = fx.decode_dump(buffer(warps, [], samples_of(ENC)))
+    lines = fx.report(wd.decode_record(buffer(warps, [], samples_of(ENC))), ["ab"]).splitlines()
+    assert "  warp 0: has not waited on any pipeline barrier" in lines
+    assert ("  warp 1: is not in a pipeline wait (last passed consumer_wait on 'ab' full[2] "
+            "phase 1)") in lines
+    assert "  warp 2: exited (last passed producer_acquire on 'ab' empty[0] phase 0)" in lines
+    assert "  warp 3: exited" in lines
+    assert "  warp 4: waits (order_wait) on an unnamed pipeline barrier[5] phase 1" in lines
+    assert dump.warps[4].pipeline_id == -1
+    # ids past the 8-bit field read as unknown, never as another pipeline
+    (big,) = fx.decode_dump(buffer([W(1, 300, 0, 0)], [], samples_of(ENC))).warps
+    assert big.pipeline_id == -1 and big.waiting
+
+
+def test_not_created_and_order_pipelines():
+    bars = [(0, 0, 1, False, False, 0, 0), (0, 1, 1, False, False, 0, 0),
+            (1, 0, 2, True, True, 0b10, ENC(0, 1, 0)), (1, 1, 2, True, True, 0b01, ENC(1, 1, 0))]
+    rep = fx.report(wd.decode_record(buffer([], bars, samples_of(ENC))), ["ab", "ord"])
+    assert "  pipeline 'ab' (1 stage(s)):\n    full[0]: not created in this CTA" in rep
+    assert "  pipeline 'ord' (order):\n    barrier[0]: phase parity 0 in progress" in rep
+    assert "    barrier[1]: phase parity 1 in progress" in rep
+
+
+def test_version_1_records_have_no_dump():
+    rec = wd.decode_record(wd.encode_record(0, 1, 2, 1, (3, 0, 0), 4))
+    assert rec.version == 1 and rec.dump is None
+
+
+def test_fault_error_appends_the_report():
+    rec = wd.decode_record(buffer([W(0, 0, 0, 0), W(1, 0, 0, 0)], ring(ENC, [(0, 32, 0)] * 4),
+                                  samples_of(ENC)))
+    err = wd.fault_error("kernel launch", 719, "CUDA_ERROR_LAUNCH_FAILED", "k", rec, ["ab"],
+                         "grid (8, 1, 1)")
+    msg = str(err)
+    assert msg.index("consumer_wait on pipeline 'ab' stage 0 phase 0 timed out") < msg.index(
+        "deadlock cycle: warp 0 -> warp 1 -> warp 0")
+
+
+def test_short_buffer_is_refused():
+    with pytest.raises(ValueError, match="expected 4096"):
+        fx.decode_dump(b"\0" * 64)

@@ -1,0 +1,136 @@
+"""The three planted hangs of test/gpu/planted_hangs.py without a GPU: the
+simulator deadlocks on each with the waits that the GPU's forensic report
+must show (planted_hangs.HANGS), each lowers with the watchdog to an sm_90a
+cubin whose PTX carries the forensic dump, and the bundle entry launches
+them as the GPU suite's copy kernels are launched."""
+
+import os
+import sys
+
+import pytest
+
+from pipeline_mlir.kernel import has_pipeline_to_cubin
+
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "gpu")))
+import planted_hangs as ph  # noqa: E402
+
+needs_lowering = pytest.mark.skipif(not has_pipeline_to_cubin(),
+                                    reason="pipeline-to-cubin is not registered")
+
+VERBS = {"producer_acquire": ("producer", "producer.acquire"),
+         "consumer_wait": ("consumer", "consumer.wait")}
+
+
+@pytest.mark.parametrize("name", sorted(ph.HANGS))
+def test_simulator_deadlocks_like_the_gpu_should(name):
+    """The simulator's deadlock names, per warp, the wait that the GPU's
+    wait table must show (planted_hangs.HANGS: the same expectations
+    run_forensics.py checks on the H100)."""
+    rep = ph.simulate(name)
+    assert not rep.ok and set(rep.first) == {"deadlock"}, rep.first
+    msg = str(rep.first["deadlock"][1])
+    for warp, (verb, side, stage, phase) in ph.HANGS[name][2].items():
+        role, op = VERBS[verb]
+        assert (f"{role} warp {warp} of CTA 0 waits on pipeline 'ab' {side} barrier stage "
+                f"{stage} phase {phase} in {op}") in msg, msg
+    if name == "hang_tx_bytes":
+        assert (f"has 1 of 1 arrivals, {ph.TX_EXTRA} tx bytes outstanding (armed "
+                f"{ph.TILE + ph.TX_EXTRA}, delivered {ph.TILE})") in msg, msg
+
+
+@needs_lowering
+@pytest.mark.parametrize("name", sorted(ph.HANGS))
+def test_planted_hang_lowers_with_the_dump(name):
+    """ptxas (or nvJitLink) accepts the sm_90a kernel with the watchdog and
+    its dump; the cubin carries the symbols the runner needs."""
+    k, fn, names = ph.compile_hang(name)
+    assert names == ["ab"]
+    image = bytes(fn)
+    for symbol in (b"__pipeline_watchdog_buffer", b"__pipeline_watchdog_names"):
+        assert symbol in image, symbol
+
+
+@needs_lowering
+def test_planted_hang_ptx_has_the_dump():
+    """The PTX of one planted hang: wait-table stores in shared memory, the
+    dump function with its probes and calibration, the exit mark."""
+    import mlir.ir as ir
+    import mlir.passmanager as pm
+
+    import pipeline_mlir
+
+    k = ph.hang_tx_bytes()
+    with pipeline_mlir.make_context(), ir.Location.unknown():
+        module = ir.Module.parse(str(k.module))
+        pm.PassManager.parse("builtin.module(pipeline-to-cubin{chip=sm_90a format=isa "
+                             "verify-protocol=false watchdog=true})").run(module.operation)
+        from mlir.dialects import gpu
+        ptx = next(bytes(gpu.ObjectAttr(o).object).decode()
+                   for op in module.body.operations if op.operation.name == "gpu.binary"
+                   for o in ir.ArrayAttr(op.attributes["objects"]))
+    assert ".shared .align 8 .b8 __pipeline_watchdog_warps[128]" in ptx
+    assert ".func __pipeline_watchdog_dump(" in ptx
+    assert ptx.count("mbarrier.test_wait.parity.shared.b64") >= 2 * 8  # 8 barriers x 2
+    assert "mbarrier.complete_tx" in ptx and "mbarrier.expect_tx" in ptx
+    assert "atom.shared.or.b32" in ptx
+
+
+def test_manifest_entries_launch_like_the_copy_kernels():
+    """An entry copies its kind's launch (grid, arguments) and carries the
+    expected waits that run_forensics.py checks."""
+    import builder_kernels
+
+    for name, (build, kind, expect) in ph.HANGS.items():
+        k = build()
+
+        class Fn:
+            def metadata(self):
+                return {"name": k.name}
+        e = ph.manifest(name, k, Fn(), ["ab"])
+        base = builder_kernels.manifest_entry(kind, k, ph.MIB, grid=ph.GRID)
+        assert e["grid"] == [ph.GRID, 1, 1] and e["args"] == base["args"]
+        assert e["check"] == "forensics" and e["watchdog_names"] == ["ab"]
+        assert e["expect_waits"] == {str(w): list(v) for w, v in expect.items()}
+        # more tiles per CTA than stages: the missing release must bite
+        ntiles = next(a["value"] for a in e["args"] if a["role"] == "scalar")
+        assert ntiles > ph.STAGES
+
+
+def _child_output(waits, parities, ok=True):
+    """What gpu_child.py forensics prints, for a made-up dump whose wait
+    table holds ``waits`` (warp -> (role, stage, phase)) and whose 'ab'
+    barriers are in the phase ``parities[i]`` (full[0..4), empty[0..4))."""
+    import base64
+
+    from pipeline_mlir.runtime import forensics as fx
+    from pipeline_mlir.runtime import watchdog as wd
+
+    table = [fx.wait_word(role, 0, stage, phase) for _, (role, stage, phase) in sorted(waits.items())]
+    bars = [(0, i, ph.STAGES, False, True, 0b10 if p == 0 else 0b01, 0)
+            for i, p in enumerate(parities)]
+    head = wd.encode_record(0, 1, 0, 0, (0, 0, 0), 1, version=2)
+    buf = fx.encode_dump(head, table, [], bars)
+    return {"ok": ok, "buffer_b64": base64.b64encode(buf).decode(), "message": "m"}
+
+
+def test_run_forensics_check_accepts_the_expected_dump_only():
+    """run_forensics.check (what the H100 run reports) on made-up dumps: the
+    expected waits with the probes agreeing pass; a wrong phase, a warp not
+    waiting, or probes naming another phase are each reported."""
+    from run_forensics import check
+
+    entry = {"expect_waits": {"0": ["producer_acquire", "empty", 0, 0],
+                              "1": ["consumer_wait", "full", 0, 1]}}
+    good = _child_output({0: (0, 0, 0), 1: (1, 0, 1)}, [1, 0, 0, 0, 0, 0, 0, 0])
+    assert check(entry, good) == []
+    wrong_phase = _child_output({0: (0, 0, 0), 1: (1, 0, 0)}, [1, 0, 0, 0, 0, 0, 0, 0])
+    assert check(entry, wrong_phase) == [
+        "warp 1: expected consumer_wait full[0] phase 1, got ('consumer_wait', 'full', 0, 0)"]
+    probes_disagree = _child_output({0: (0, 0, 0), 1: (1, 0, 1)}, [0] * 8)
+    assert check(entry, probes_disagree) == [
+        "warp 1: full[0] probes say phase parity 0 in progress, the warp waits on 1"]
+    one_warp = _child_output({0: (0, 0, 0)}, [1, 0, 0, 0, 0, 0, 0, 0])
+    (problem,) = check(entry, one_warp)
+    assert problem.startswith("warp 1: expected waiting (consumer_wait on full[0] phase 1)")
+    assert check(entry, {"ok": False, "exc": "KernelTimeoutError", "message": "late"}) == [
+        "no forensic report: KernelTimeoutError: late"]

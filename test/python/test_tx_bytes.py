@@ -1,0 +1,245 @@
+"""tx_count derived from the copies when a TMA pipeline's create leaves it
+out (pipeline/tx_bytes.py), and the checker agreeing with the result."""
+
+import pytest
+
+import mlir.ir as ir
+from mlir.dialects import arith
+
+from pipeline_mlir import compiler
+from pipeline_mlir.kernel import Kernel, TmaDescriptor
+from pipeline_mlir.kernel.compile import run_passes
+from pipeline_mlir.pipeline import (Agent, CooperativeGroup, PipelineError,
+                                    PipelineTmaAsync, PipelineTmaUmma,
+                                    PipelineUserType, make_pipeline_state)
+from pipeline_mlir.pipeline.tx_bytes import PENDING_ATTR
+
+from _ir_utils import attr_names, ops_named
+
+T1 = CooperativeGroup(Agent.Thread, 1)
+Producer = PipelineUserType.Producer
+
+
+def kernel(chip="sm_90a", **kw):
+    return Kernel("k", chip=chip, block_dim=160,
+                  params={"a": TmaDescriptor(), "b": TmaDescriptor()}, **kw)
+
+
+def produce(k, p, loads, stages=2, trips=4, extra=None):
+    """A producer loop over ``trips`` stages issuing ``loads`` =
+    [(descriptor, bytes, mask)] per stage, and its tail."""
+    buf = k.smem_alloc(stages * 65536, align=1024)
+    s = make_pipeline_state(Producer, stages)
+    for _, _ in k.range(trips, carry=[s]):
+        p.producer_acquire(s, extra_tx_count=extra)
+        with k.elect_one():
+            for desc, nbytes, mask in loads:
+                p.tma_load(s, desc, [0, 0], buf.stage(s.index, 65536), nbytes,
+                           mcast_mask=mask)
+        p.producer_commit(s)
+        s.advance()
+    p.producer_tail(s)
+
+
+def created(k):
+    (create,) = ops_named(k, "pipeline.create")
+    return create
+
+
+def check_protocol(k):
+    """Run the C++ checker; raises with its diagnostics on a finding."""
+    run_passes(k.module, "pipeline-verify-protocol")
+
+
+def test_derived_from_the_copies_of_one_stage():
+    k = kernel()
+    with k:
+        p = PipelineTmaAsync.create(num_stages=2, producer_group=T1,
+                                    consumer_group=CooperativeGroup(Agent.Thread, 4),
+                                    barrier_storage=k.alloc_barriers(4))
+        produce(k, p, [(k.args.a, 8192, None), (k.args.b, 4096, None)])
+    assert p.type.tx_count == 12288
+    assert created(k).result.type.tx_count == 12288
+    # Every verb sees the same type: the value's type was replaced.
+    (acq,) = ops_named(k, "pipeline.producer.acquire")
+    assert "tx_count = 12288" in str(acq.operation.operands[0].type)
+    assert PENDING_ATTR not in attr_names(created(k))
+    k.verify()
+    check_protocol(k)
+
+
+def test_explicit_tx_count_is_kept_and_checked():
+    k = kernel()
+    with k:
+        p = PipelineTmaAsync.create(num_stages=2, producer_group=T1,
+                                    consumer_group=CooperativeGroup(Agent.Thread, 4),
+                                    tx_count=8192, barrier_storage=k.alloc_barriers(4))
+        produce(k, p, [(k.args.a, 8192, None), (k.args.b, 4096, None)])
+    assert p.type.tx_count == 8192
+    # The checker names both numbers and the copies.
+    with pytest.raises(ir.MLIRError) as err:
+        check_protocol(k)
+    text = str(err.value)
+    assert "expects 8192 bytes (tx_count 8192)" in text
+    assert "deliver 12288" in text
+    assert "copy of 8192 bytes" in text and "copy of 4096 bytes" in text
+
+
+def test_multicast_counts_every_sender_of_the_mask():
+    k = kernel(cluster_dim=(2, 1, 1))
+    layout = (1, 2, 1, 1)
+    with k:
+        p = PipelineTmaAsync.create(num_stages=2, producer_group=T1,
+                                    consumer_group=CooperativeGroup(Agent.Thread, 8),
+                                    barrier_storage=k.alloc_barriers(4),
+                                    cta_layout_vmnk=layout)
+        mask = arith.constant(ir.IntegerType.get_signless(16), 3)
+        produce(k, p, [(k.args.a, 8192, None), (k.args.b, 2048, mask)])
+    # A: 8192 from this CTA; B: a 2048-byte slice from each of the 2 CTAs.
+    assert p.type.tx_count == 8192 + 2 * 2048
+    check_protocol(k)
+
+
+def test_two_cta_pair_counts_the_peer():
+    k = kernel("sm_100a", cluster_dim=(2, 1, 1))
+    with k:
+        p = PipelineTmaUmma.create(num_stages=2, producer_group=T1,
+                                   consumer_group=T1,
+                                   barrier_storage=k.alloc_barriers(4),
+                                   cta_layout_vmnk=(2, 1, 1, 1))
+        produce(k, p, [(k.args.a, 4096, None), (k.args.b, 4096, None)])
+    assert p.type.cta_group == 2 and p.type.tx_count == 2 * 8192
+    check_protocol(k)
+
+
+def test_extra_tx_count_is_not_part_of_tx_count():
+    k = kernel()
+    with k:
+        p = PipelineTmaAsync.create(num_stages=2, producer_group=T1,
+                                    consumer_group=CooperativeGroup(Agent.Thread, 4),
+                                    barrier_storage=k.alloc_barriers(4))
+        produce(k, p, [(k.args.a, 8192, None), (k.args.b, 1024, None)], extra=1024)
+    assert p.type.tx_count == 8192
+    check_protocol(k)
+
+
+def test_productions_that_differ_raise_at_the_second_commit():
+    k = kernel()
+    with k:
+        p = PipelineTmaAsync.create(num_stages=2, producer_group=T1,
+                                    consumer_group=CooperativeGroup(Agent.Thread, 4),
+                                    barrier_storage=k.alloc_barriers(4))
+        buf = k.smem_alloc(2 * 16384, align=1024)
+        s = make_pipeline_state(Producer, 2)
+        # A peeled first stage loads A and B ...
+        p.producer_acquire(s)
+        p.tma_load(s, k.args.a, [0, 0], buf.stage(s.index, 16384), 8192)
+        p.tma_load(s, k.args.b, [0, 0], buf.stage(s.index, 16384), 8192)
+        p.producer_commit(s)
+        s.advance()
+        # ... the next one forgets B.
+        p.producer_acquire(s)
+        p.tma_load(s, k.args.a, [0, 0], buf.stage(s.index, 16384), 8192)
+        with pytest.raises(PipelineError) as err:
+            p.producer_commit(s)
+    msg = str(err.value)
+    assert "deliver 8192 bytes per stage (tma_load 8192 B)" in msg
+    assert "the first production delivered 16384" in msg
+
+
+def test_no_copy_is_refused_before_compiling():
+    k = kernel()
+    with k:
+        p = PipelineTmaAsync.create(num_stages=2, producer_group=T1,
+                                    consumer_group=CooperativeGroup(Agent.Thread, 4),
+                                    barrier_storage=k.alloc_barriers(4), name="ab")
+        s = make_pipeline_state(Producer, 2)
+        p.producer_acquire(s)
+        p.producer_commit(s)
+    assert PENDING_ATTR in attr_names(created(k))
+    with pytest.raises(PipelineError, match="pipeline 'ab' was created without tx_count"):
+        k.verify()
+    with pytest.raises(PipelineError, match="could not be derived"):
+        compiler.to_nvvm(k.module)
+
+
+def test_runtime_mask_cannot_be_derived():
+    k = kernel(cluster_dim=(2, 1, 1))
+    with k:
+        p = PipelineTmaAsync.create(num_stages=2, producer_group=T1,
+                                    consumer_group=CooperativeGroup(Agent.Thread, 8),
+                                    barrier_storage=k.alloc_barriers(4),
+                                    cta_layout_vmnk=(1, 2, 1, 1))
+        s = make_pipeline_state(Producer, 2)
+        p.producer_acquire(s)
+        mask = k.cluster_cta_rank() + 1
+        with pytest.raises(PipelineError, match="run-time multicast mask"):
+            p.tma_load(s, k.args.a, [0, 0], k.smem_alloc(1024), 1024, mcast_mask=mask)
+
+
+def test_clc_pipeline_still_needs_tx_count():
+    from pipeline_mlir.pipeline import PipelineClcFetchAsync
+    k = kernel("sm_100a")
+    with k:
+        with pytest.raises(TypeError):
+            PipelineClcFetchAsync.create(barrier_storage=k.alloc_barriers(2),
+                                         num_stages=1, producer_group=T1,
+                                         consumer_group=T1)
+
+
+# -- the derivation against the numbers written by hand ------------------------
+
+def _build_both_ways(build, monkeypatch):
+    """tx_count of every TMA pipeline of ``build()``: as written, and derived
+    when create is called without it (same kernel otherwise)."""
+    import pipeline_mlir.pipeline.base as base
+
+    def tx_counts():
+        k = build()
+        return [op.result.type.tx_count for op in ops_named(k, "pipeline.create")
+                if "tx_count" in str(op.result.type)
+                and "clc_fetch_async" not in str(op.result.type)]
+
+    written = tx_counts()
+    original = base.PipelineBase._build.__func__
+
+    def without_tx_count(cls, **kw):
+        if cls.kind in base._DERIVED_TX_KINDS:
+            kw["tx_count"] = None
+        return original(cls, **kw)
+
+    monkeypatch.setattr(base.PipelineBase, "_build", classmethod(without_tx_count))
+    return written, tx_counts()
+
+
+def _examples():
+    import os
+    import sys
+    here = os.path.dirname(__file__)
+    sys.path.insert(0, os.path.abspath(os.path.join(here, "..", "..", "examples")))
+    from dataclasses import replace
+
+    import blackwell_gemm
+    import hopper_gemm
+    import tma_reduction
+    import tma_umma_mainloop
+    from skeletons import cute_blackwell_gemm, cute_hopper_gemm, fa3_hopper_fwd
+    return {
+        "hopper_gemm": lambda: hopper_gemm.build(),
+        "hopper_gemm_cluster2": lambda: hopper_gemm.build(
+            replace(hopper_gemm.GemmConfig(), cluster_m=2)),
+        "blackwell_gemm": lambda: blackwell_gemm.build(),
+        "blackwell_gemm_pair": lambda: blackwell_gemm.build(
+            replace(blackwell_gemm.GemmConfig(), cta_group=2)),
+        "tma_reduction_cluster": lambda: tma_reduction.build(cluster=2),
+        "tma_umma_mainloop": lambda: tma_umma_mainloop.build(),
+        "cute_hopper_gemm": lambda: cute_hopper_gemm.build(),
+        "cute_blackwell_gemm_pair": lambda: cute_blackwell_gemm.build(cta_pair=True),
+        "fa3_hopper_fwd": lambda: fa3_hopper_fwd.build(),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_examples()))
+def test_derived_equals_the_examples_hand_written_tx_count(case, monkeypatch):
+    written, derived = _build_both_ways(_examples()[case], monkeypatch)
+    assert written and derived == written
