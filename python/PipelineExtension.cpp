@@ -63,6 +63,64 @@ private:
   MlirDiagnosticHandlerID id;
   std::string messages;
 };
+
+/// A kind's row of the table (KindTraits.h) as a dict.
+nb::dict kindTraitsDict(int32_t kind) {
+  MlirPipelineKindTraits t;
+  if (!mlirPipelineGetKindTraits(kind, &t))
+    throw nb::value_error(
+        ("kind " + std::to_string(kind) + " is not a pipeline kind").c_str());
+  nb::dict d;
+  d["kind"] = t.kind;
+  d["kind_name"] = t.kindName;
+  d["cute_class"] = t.cuteClass;
+  d["has_barriers"] = t.hasBarriers;
+  d["has_producer_group"] = t.hasProducerGroup;
+  d["has_consumer_group"] = t.hasConsumerGroup;
+  d["producer_op"] = t.producerOp;
+  d["consumer_op"] = t.consumerOp;
+  d["producer_op_name"] = t.producerOpName;
+  d["consumer_op_name"] = t.consumerOpName;
+  d["consumer_op_per_release"] = t.consumerOpPerRelease;
+  d["tx_bytes"] = t.txBytes;
+  d["stage_copies"] = t.stageCopies;
+  d["tcgen05"] = t.tcgen05;
+  d["multicast"] = t.multicast;
+  d["pair_scales_full"] = t.pairScalesFull;
+  d["pair_scales_empty"] = t.pairScalesEmpty;
+  d["tail_leader_only"] = t.tailLeaderOnly;
+  d["arm"] = t.armName;
+  d["commit"] = t.commitName;
+  d["release"] = t.releaseName;
+  return d;
+}
+
+/// A barrier plan as a dict; init counts the block size leaves open are None.
+nb::dict barrierPlanDict(const MlirPipelineParams &params, int64_t blockDim) {
+  MlirPipelineBarrierPlan p;
+  if (!mlirPipelineComputeBarrierPlan(params, blockDim, &p))
+    throw nb::value_error("barrier_plan: kind, agent or multicast out of range");
+  auto count = [](int64_t c) -> nb::object {
+    return c < 0 ? nb::none() : nb::cast(c);
+  };
+  nb::dict d;
+  d["num_barriers"] = p.numBarriers;
+  d["num_full"] = p.numFull;
+  d["num_empty"] = p.numEmpty;
+  d["cluster_size"] = p.clusterSize;
+  d["cta_pair"] = p.ctaPair;
+  d["full_scale"] = p.fullScale;
+  d["empty_scale"] = p.emptyScale;
+  d["full_count"] = count(p.fullCount);
+  d["empty_count"] = count(p.emptyCount);
+  d["multicast_peers"] = p.multicastPeers;
+  d["signalling_lanes"] = p.signallingLanes;
+  d["arm"] = p.armName;
+  d["commit"] = p.commitName;
+  d["release"] = p.releaseName;
+  d["tx_count"] = p.txCount;
+  return d;
+}
 } // namespace
 
 NB_MODULE(_pipeline, m) {
@@ -78,6 +136,41 @@ NB_MODULE(_pipeline, m) {
       },
       nb::arg("context").none() = nb::none(), nb::arg("load") = true,
       "Register (and load) the pipeline dialect in an mlir.ir.Context.");
+
+  m.def(
+      "arrive_count",
+      [](int32_t agent, int64_t size, int64_t blockThreads,
+         int64_t clusterSize) -> nb::object {
+        int64_t c =
+            mlirPipelineGetArriveCount(agent, size, blockThreads, clusterSize);
+        return c < 0 ? nb::none() : nb::cast(c);
+      },
+      nb::arg("agent"), nb::arg("size"), nb::arg("block_threads") = 0,
+      nb::arg("cluster_size") = 1,
+      "Arrive count a cooperative group implies; None when it depends on an "
+      "unknown block size.");
+  m.def("kind_traits", &kindTraitsDict, nb::arg("kind"),
+        "The meaning of a pipeline kind (its row of KindTraits.h) as a dict.");
+  m.def(
+      "barrier_plan",
+      [](int32_t kind, int64_t stages, int32_t producerAgent,
+         int64_t producerSize, int32_t consumerAgent, int64_t consumerSize,
+         int64_t v, int64_t mm, int64_t n, int64_t l, int32_t multicast,
+         int64_t ctaGroup, int64_t length, int64_t txCount,
+         int64_t blockThreads) {
+        MlirPipelineParams params{kind, stages, producerAgent, producerSize,
+                                  consumerAgent, consumerSize, v, mm, n, l,
+                                  multicast, ctaGroup, length, txCount};
+        return barrierPlanDict(params, blockThreads);
+      },
+      nb::arg("kind"), nb::arg("stages"), nb::arg("producer_agent") = 0,
+      nb::arg("producer_size") = 0, nb::arg("consumer_agent") = 0,
+      nb::arg("consumer_size") = 0, nb::arg("v") = 1, nb::arg("m") = 1,
+      nb::arg("n") = 1, nb::arg("l") = 1, nb::arg("multicast") = 0,
+      nb::arg("cta_group") = 1, nb::arg("length") = 0, nb::arg("tx_count") = 0,
+      nb::arg("block_threads") = 0,
+      "The barrier plan (KindTraits.h) of a pipeline given by plain values "
+      "(absent groups: size 0); for code that has no !pipeline.pipeline.");
 
   m.def("register_passes", &mlirPipelineRegisterPasses,
         "Register pipeline-verify-protocol, convert-pipeline-to-nvvm and the "
@@ -169,7 +262,17 @@ NB_MODULE(_pipeline, m) {
       .def_property_readonly("multicast_value",
                              mlirPipelinePipelineTypeGetMulticast)
       .def_property_readonly("cta_group", mlirPipelinePipelineTypeGetCtaGroup)
-      .def_property_readonly("length", mlirPipelinePipelineTypeGetLength);
+      .def_property_readonly("length", mlirPipelinePipelineTypeGetLength)
+      .def(
+          "barrier_plan",
+          [](MlirType t, int64_t blockThreads) {
+            return barrierPlanDict(mlirPipelinePipelineTypeGetParams(t),
+                                   blockThreads);
+          },
+          nb::arg("block_threads") = 0,
+          "The type's barrier plan (KindTraits.h): init counts (None where "
+          "they depend on an unknown block size), 2-CTA scales, multicast "
+          "peers, signalling lanes and arrive targets.");
 
   mlir_type_subclass(m, "StateType", mlirTypeIsAPipelineStateType,
                      mlirPipelineStateTypeGetTypeID)

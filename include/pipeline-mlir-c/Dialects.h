@@ -67,6 +67,73 @@ MLIR_CAPI_EXPORTED int64_t mlirPipelineStateTypeGetStages(MlirType t);
 MLIR_CAPI_EXPORTED int32_t mlirPipelineStateTypeGetRole(MlirType t);
 MLIR_CAPI_EXPORTED bool mlirPipelineStateTypeGetSimple(MlirType t);
 
+/* The table of pipeline kinds (pipeline-mlir/Dialect/Pipeline/IR/
+   KindTraits.h): what each kind means, and the barrier plan it gives one
+   pipeline. Enums travel as integers, with their spelling alongside
+   (static strings). Arrive targets: 0 none, 1 local, 2 pair_leader,
+   3 cluster_cta0, 4 signalling_lanes, 5 multicast_mask; arm targets:
+   0 none, 1 local, 2 pair_leader, 3 every_cluster_cta. */
+typedef struct {
+  int32_t kind;
+  const char *kindName;   /* "tma_async" */
+  const char *cuteClass;  /* "PipelineTmaAsync" */
+  bool hasBarriers, hasProducerGroup, hasConsumerGroup;
+  int32_t producerOp, consumerOp;
+  const char *producerOpName, *consumerOpName; /* "tma_load", ... */
+  bool consumerOpPerRelease, txBytes, stageCopies, tcgen05, multicast;
+  bool pairScalesFull, pairScalesEmpty, tailLeaderOnly;
+  int32_t arm, commit, release;
+  const char *armName, *commitName, *releaseName;
+} MlirPipelineKindTraits;
+
+/// The arrive count a cooperative group implies (thread: size, warp:
+/// 32 * size, threadblock: size * blockDim, cluster: size * clusterSize *
+/// blockDim); -1 when it depends on an unknown block size (0) or the agent
+/// is out of range.
+MLIR_CAPI_EXPORTED int64_t mlirPipelineGetArriveCount(int32_t agent,
+                                                      int64_t size,
+                                                      int64_t blockDim,
+                                                      int64_t clusterSize);
+
+/// Fills `out` with the row of `kind`; false when `kind` names no kind.
+MLIR_CAPI_EXPORTED bool mlirPipelineGetKindTraits(int32_t kind,
+                                                  MlirPipelineKindTraits *out);
+
+/// The facts of a pipeline type as plain values; absent groups have size 0,
+/// no cluster layout is (1, 1, 1, 1).
+typedef struct {
+  int32_t kind;
+  int64_t stages;
+  int32_t producerAgent;
+  int64_t producerSize;
+  int32_t consumerAgent;
+  int64_t consumerSize;
+  int64_t v, m, n, l;
+  int32_t multicast;
+  int64_t ctaGroup, length, txCount;
+} MlirPipelineParams;
+
+typedef struct {
+  int64_t numBarriers, numFull, numEmpty;
+  int64_t clusterSize, ctaPair;
+  int64_t fullScale, emptyScale;
+  /* mbarrier.init counts; -1 when the block size they depend on is unknown
+     or the side has no barrier. */
+  int64_t fullCount, emptyCount;
+  int64_t multicastPeers, signallingLanes;
+  int32_t arm, commit, release;
+  const char *armName, *commitName, *releaseName;
+  int64_t txCount;
+} MlirPipelineBarrierPlan;
+
+MLIR_CAPI_EXPORTED MlirPipelineParams
+mlirPipelinePipelineTypeGetParams(MlirType t);
+/// The barrier plan of `params` for CTAs of `blockDim` threads (0: unknown);
+/// false when the kind, an agent or the multicast mode is out of range.
+MLIR_CAPI_EXPORTED bool
+mlirPipelineComputeBarrierPlan(MlirPipelineParams params, int64_t blockDim,
+                               MlirPipelineBarrierPlan *out);
+
 #ifdef __cplusplus
 }
 #endif

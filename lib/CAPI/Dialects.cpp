@@ -156,3 +156,145 @@ int32_t mlirPipelineStateTypeGetRole(MlirType t) {
 bool mlirPipelineStateTypeGetSimple(MlirType t) {
   return cast<StateType>(unwrap(t)).getSimple();
 }
+
+//===----------------------------------------------------------------------===//
+// The table of pipeline kinds and barrier plans
+//===----------------------------------------------------------------------===//
+
+static const char *arriveTargetName(ArriveTarget target) {
+  switch (target) {
+  case ArriveTarget::None:
+    return "none";
+  case ArriveTarget::Local:
+    return "local";
+  case ArriveTarget::PairLeader:
+    return "pair_leader";
+  case ArriveTarget::ClusterCta0:
+    return "cluster_cta0";
+  case ArriveTarget::SignallingLanes:
+    return "signalling_lanes";
+  case ArriveTarget::MulticastMask:
+    return "multicast_mask";
+  }
+  return "none";
+}
+
+static const char *armTargetName(ArmTarget target) {
+  switch (target) {
+  case ArmTarget::None:
+    return "none";
+  case ArmTarget::Local:
+    return "local";
+  case ArmTarget::PairLeader:
+    return "pair_leader";
+  case ArmTarget::EveryClusterCta:
+    return "every_cluster_cta";
+  }
+  return "none";
+}
+
+/// The spelling of an enum case: a string literal, so NUL-terminated.
+static const char *cString(StringRef s) { return s.data(); }
+
+int64_t mlirPipelineGetArriveCount(int32_t agent, int64_t size,
+                                   int64_t blockDim, int64_t clusterSize) {
+  if (agent < 0 || !symbolizeAgent(static_cast<uint32_t>(agent)))
+    return -1;
+  return getArriveCount(static_cast<Agent>(agent), size, blockDim, clusterSize)
+      .value_or(-1);
+}
+
+bool mlirPipelineGetKindTraits(int32_t kind, MlirPipelineKindTraits *out) {
+  if (kind < 0 || !symbolizePipelineKind(static_cast<uint32_t>(kind)))
+    return false;
+  const KindTraits &t = getKindTraits(static_cast<PipelineKind>(kind));
+  out->kind = kind;
+  out->kindName = cString(stringifyPipelineKind(t.kind));
+  out->cuteClass = t.cuteClass;
+  out->hasBarriers = t.hasBarriers;
+  out->hasProducerGroup = t.hasProducerGroup;
+  out->hasConsumerGroup = t.hasConsumerGroup;
+  out->producerOp = static_cast<int32_t>(t.producerOp);
+  out->consumerOp = static_cast<int32_t>(t.consumerOp);
+  out->producerOpName = cString(stringifyOpType(t.producerOp));
+  out->consumerOpName = cString(stringifyOpType(t.consumerOp));
+  out->consumerOpPerRelease = t.consumerOpPerRelease;
+  out->txBytes = t.txBytes;
+  out->stageCopies = t.stageCopies;
+  out->tcgen05 = t.tcgen05;
+  out->multicast = t.multicast;
+  out->pairScalesFull = t.pairScalesFull;
+  out->pairScalesEmpty = t.pairScalesEmpty;
+  out->tailLeaderOnly = t.tailLeaderOnly;
+  out->arm = static_cast<int32_t>(t.arm);
+  out->commit = static_cast<int32_t>(t.commit);
+  out->release = static_cast<int32_t>(t.release);
+  out->armName = armTargetName(t.arm);
+  out->commitName = arriveTargetName(t.commit);
+  out->releaseName = arriveTargetName(t.release);
+  return true;
+}
+
+MlirPipelineParams mlirPipelinePipelineTypeGetParams(MlirType t) {
+  PipelineParams p = PipelineParams::fromType(cast<PipelineType>(unwrap(t)));
+  return {static_cast<int32_t>(p.kind),
+          p.stages,
+          static_cast<int32_t>(p.producerAgent),
+          p.producerSize,
+          static_cast<int32_t>(p.consumerAgent),
+          p.consumerSize,
+          p.v,
+          p.m,
+          p.n,
+          p.l,
+          static_cast<int32_t>(p.multicast),
+          p.ctaGroup,
+          p.length,
+          p.txCount};
+}
+
+bool mlirPipelineComputeBarrierPlan(MlirPipelineParams params,
+                                    int64_t blockDim,
+                                    MlirPipelineBarrierPlan *out) {
+  auto u = [](int32_t value) { return static_cast<uint32_t>(value); };
+  if (!symbolizePipelineKind(u(params.kind)) ||
+      !symbolizeAgent(u(params.producerAgent)) ||
+      !symbolizeAgent(u(params.consumerAgent)) ||
+      !symbolizeMulticast(u(params.multicast)))
+    return false;
+  PipelineParams p;
+  p.kind = static_cast<PipelineKind>(params.kind);
+  p.stages = params.stages;
+  p.producerAgent = static_cast<Agent>(params.producerAgent);
+  p.producerSize = params.producerSize;
+  p.consumerAgent = static_cast<Agent>(params.consumerAgent);
+  p.consumerSize = params.consumerSize;
+  p.v = params.v;
+  p.m = params.m;
+  p.n = params.n;
+  p.l = params.l;
+  p.multicast = static_cast<Multicast>(params.multicast);
+  p.ctaGroup = params.ctaGroup;
+  p.length = params.length;
+  p.txCount = params.txCount;
+  BarrierPlan plan = computeBarrierPlan(p, blockDim);
+  out->numBarriers = plan.numBarriers;
+  out->numFull = plan.numFull;
+  out->numEmpty = plan.numEmpty;
+  out->clusterSize = plan.clusterSize;
+  out->ctaPair = plan.ctaPair;
+  out->fullScale = plan.fullScale;
+  out->emptyScale = plan.emptyScale;
+  out->fullCount = plan.fullCount.value_or(-1);
+  out->emptyCount = plan.emptyCount.value_or(-1);
+  out->multicastPeers = plan.multicastPeers;
+  out->signallingLanes = plan.signallingLanes;
+  out->arm = static_cast<int32_t>(plan.arm);
+  out->commit = static_cast<int32_t>(plan.commit);
+  out->release = static_cast<int32_t>(plan.release);
+  out->armName = armTargetName(plan.arm);
+  out->commitName = arriveTargetName(plan.commit);
+  out->releaseName = arriveTargetName(plan.release);
+  out->txCount = plan.txCount;
+  return true;
+}

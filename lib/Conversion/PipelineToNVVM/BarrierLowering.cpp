@@ -42,33 +42,22 @@ struct InitCounts {
 };
 
 InitCounts computeInitCounts(OpBuilder &b, Location loc, PipelineType type) {
+  // The groups' counts (dynamic for threadblock / cluster groups), times the
+  // plan's 2-CTA factor: with a pair, both CTAs' producers arrive on the
+  // leader's full barrier (async_umma) or both CTAs' epilogue threads
+  // release the leader's stage (umma_async). As in CuTe DSL, a tma_async
+  // consumer group already counts its signalling-lane arrivals
+  // (CooperativeGroup(Agent.Thread, mcast_size * consumer_warps)).
+  BarrierPlan plan = getBarrierPlan(type);
   InitCounts counts;
   counts.full = groupArriveCount(b, loc, type.getProducer(), type);
-  if (type.getKind() == PipelineKind::Order)
+  if (plan.fullScale != 1)
+    counts.full = scaleCount(b, loc, counts.full, plan.fullScale);
+  if (!plan.numEmpty)
     return counts;
   counts.empty = groupArriveCount(b, loc, type.getConsumer(), type);
-  int64_t v = type.getCluster() ? type.getCluster().getV() : 1;
-  switch (type.getKind()) {
-  case PipelineKind::TmaAsync:
-    // As in CuTe DSL, the consumer group already counts arrivals: each
-    // consumer warp releases from its signalling lanes, once on every CTA
-    // whose multicast loads it reads (see consumer.release), so the user
-    // passes CooperativeGroup(Agent.Thread, mcast_size * consumer_warps).
-    break;
-  case PipelineKind::AsyncUmma:
-    // The MMA runs in the pair leader, so both CTAs' producers arrive on
-    // the leader's full barrier.
-    if (v > 1)
-      counts.full = scaleCount(b, loc, counts.full, v);
-    break;
-  case PipelineKind::UmmaAsync:
-    // Epilogue threads of both CTAs of a pair release the leader's stage.
-    if (v > 1)
-      counts.empty = scaleCount(b, loc, counts.empty, v);
-    break;
-  default:
-    break;
-  }
+  if (plan.emptyScale != 1)
+    counts.empty = scaleCount(b, loc, counts.empty, plan.emptyScale);
   return counts;
 }
 
@@ -160,11 +149,15 @@ struct CreateLowering : PipelineOpLowering<CreateOp> {
                               warpIndex(rewriter, loc),
                               constI32(rewriter, loc, 0));
     int64_t stages = type.getStages();
-    bool order = type.getKind() == PipelineKind::Order;
+    // No empty barriers: PipelineOrder, whose barriers all count the
+    // producer group (the kind table gives it no empty count).
+    bool order = !counts.empty;
     std::optional<int64_t> fullCount = getConstantIntValue(counts.full);
-    std::optional<int64_t> emptyCount = getConstantIntValue(counts.empty);
-    bool sameCount = counts.full == counts.empty ||
-                     (fullCount && emptyCount && *fullCount == *emptyCount);
+    std::optional<int64_t> emptyCount =
+        order ? std::nullopt : getConstantIntValue(counts.empty);
+    bool sameCount = !order && (counts.full == counts.empty ||
+                                (fullCount && emptyCount &&
+                                 *fullCount == *emptyCount));
     emitIf(rewriter, loc, warp0, [&](OpBuilder &b, Location l) {
       if (numBarriers <= 2 * kMaxUnrolledStages) {
         // Barriers [from, to) by one elected lane. Order: every barrier

@@ -43,23 +43,6 @@ CtaCoord mlir::pipeline::ctaCoord(OpBuilder &b, Location loc,
           mode(v * m * n, layout.getL(), true)};
 }
 
-int64_t mlir::pipeline::multicastPeerCount(PipelineType type) {
-  ClusterLayoutAttr layout = type.getCluster();
-  if (!layout)
-    return 1;
-  switch (type.getMulticast()) {
-  case Multicast::None:
-    return 1;
-  case Multicast::M:
-    return layout.getM();
-  case Multicast::N:
-    return layout.getN();
-  case Multicast::MN:
-    return layout.getM() + layout.getN() - 1;
-  }
-  llvm_unreachable("unknown multicast mode");
-}
-
 Value mlir::pipeline::sharesMulticastTile(OpBuilder &b, Location loc,
                                           PipelineType type,
                                           const CtaCoord &self,

@@ -69,9 +69,9 @@ struct TmaLoadLowering : PipelineOpLowering<TmaLoadOp> {
   matchAndRewrite(TmaLoadOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<PipelineType>(op.getPipeline().getType());
+    PipelineType type = op.getPipelineType();
     StateFields f = unpackState(rewriter, loc, adaptor.getState(),
-                                op.getState().getType());
+                                op.getStateType());
     Value bar = fullBarrier(rewriter, loc, adaptor.getPipeline(), f.index);
     NVVM::CTAGroupKindAttr group;
     if (type.getCtaGroup() == 2) {
@@ -97,9 +97,9 @@ struct BulkLoadLowering : PipelineOpLowering<BulkLoadOp> {
   matchAndRewrite(BulkLoadOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<PipelineType>(op.getPipeline().getType());
+    PipelineType type = op.getPipelineType();
     StateFields f = unpackState(rewriter, loc, adaptor.getState(),
-                                op.getState().getType());
+                                op.getStateType());
     Value bar = fullBarrier(rewriter, loc, adaptor.getPipeline(), f.index);
     if (type.getCtaGroup() == 2)
       bar = leaderBarrier(rewriter, loc, bar);

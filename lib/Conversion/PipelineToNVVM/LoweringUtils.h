@@ -250,10 +250,6 @@ struct CtaCoord {
 CtaCoord ctaCoord(OpBuilder &b, Location loc, ClusterLayoutAttr layout,
                   Value rank);
 
-/// Number of CTAs whose loads land in this CTA's stage (this CTA included):
-/// the CTAs that differ from it only along a multicast mode.
-int64_t multicastPeerCount(PipelineType type);
-
 /// i1: does CTA `other` share a multicast tile with CTA `self` (same coord
 /// except along the multicast modes)? `ignoreV` also accepts the CTA-pair
 /// peer.

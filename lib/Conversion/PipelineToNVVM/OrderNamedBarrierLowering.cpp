@@ -38,9 +38,9 @@ struct OrderWaitLowering : PipelineOpLowering<OrderWaitOp> {
   matchAndRewrite(OrderWaitOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<PipelineType>(op.getPipeline().getType());
+    PipelineType type = op.getPipelineType();
     StateFields f = unpackState(rewriter, loc, adaptor.getState(),
-                                op.getState().getType());
+                                op.getStateType());
     Value bar = orderBarrier(rewriter, loc, adaptor.getPipeline(), type,
                              f.index, adaptor.getGroupId());
     WaitSite site{getWatchdogPipelineId(op.getPipeline()), kWatchdogOrder,
@@ -58,8 +58,8 @@ struct OrderArriveLowering : PipelineOpLowering<OrderArriveOp> {
   matchAndRewrite(OrderArriveOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<PipelineType>(op.getPipeline().getType());
-    StateType stateTy = op.getState().getType();
+    PipelineType type = op.getPipelineType();
+    StateType stateTy = op.getStateType();
     StateFields f = unpackState(rewriter, loc, adaptor.getState(), stateTy);
     Value next = arith::RemUIOp::create(
         rewriter, loc,

@@ -25,17 +25,6 @@ namespace {
 constexpr int32_t kProducerRole = kWatchdogProducer;
 constexpr int32_t kConsumerRole = kWatchdogConsumer;
 
-/// TMA kinds whose MMA consumer runs in the pair leader: only the leader
-/// arms the full barrier, with the bytes of both CTAs.
-bool isTmaUmmaKind(PipelineKind kind) {
-  return kind == PipelineKind::TmaUmma ||
-         kind == PipelineKind::TmaMultiConsumersAsync;
-}
-
-int64_t ctaPairSize(PipelineType type) {
-  return type.getCluster() ? type.getCluster().getV() : 1;
-}
-
 WaitSite makeSite(Value pipeline, int32_t role, const StateFields &f) {
   return {getWatchdogPipelineId(pipeline), role, f.index, f.phase};
 }
@@ -49,8 +38,9 @@ void emitArmFullBarrier(OpBuilder &b, Location loc, PipelineType type,
   if (extraTx)
     tx = arith::AddIOp::create(b, loc, tx, extraTx);
   Value full = fullBarrier(b, loc, base, index);
+  BarrierPlan plan = getBarrierPlan(type);
 
-  if (type.getKind() == PipelineKind::ClcFetchAsync) {
+  if (plan.arm == ArmTarget::EveryClusterCta) {
     // The CLC response is multicast to every CTA of the cluster, so lane r
     // of the producer warp arms CTA r's full barrier.
     int64_t ctas = type.getClusterSize();
@@ -75,8 +65,10 @@ void emitArmFullBarrier(OpBuilder &b, Location loc, PipelineType type,
     return;
   }
 
+  // PairLeader: the MMA consumer waits in the pair leader, so only the
+  // leader arms, with the bytes of both CTAs.
   Value cond = electedLane(b, loc, verb, options);
-  if (isTmaUmmaKind(type.getKind()))
+  if (plan.arm == ArmTarget::PairLeader)
     if (Value leader = isLeaderCta(b, loc, type))
       cond = arith::AndIOp::create(b, loc, leader, cond);
   emitIf(b, loc, cond, [&](OpBuilder &nb, Location nl) {
@@ -93,8 +85,8 @@ struct ProducerAcquireLowering : PipelineOpLowering<ProducerAcquireOp> {
   matchAndRewrite(ProducerAcquireOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<PipelineType>(op.getPipeline().getType());
-    if (type.getKind() == PipelineKind::TmaStore) {
+    PipelineType type = op.getPipelineType();
+    if (type.getProducerOpType() == OpType::TmaStore) {
       // At most S-1 stores may still read their shared-memory source.
       NVVM::CpAsyncBulkWaitGroupOp::create(rewriter, loc,
                                            type.getStages() - 1,
@@ -103,7 +95,7 @@ struct ProducerAcquireLowering : PipelineOpLowering<ProducerAcquireOp> {
       return success();
     }
     StateFields f = unpackState(rewriter, loc, adaptor.getState(),
-                                op.getState().getType());
+                                op.getStateType());
     Value base = adaptor.getPipeline();
     emitWaitUnlessToken(rewriter, loc,
                         emptyBarrier(rewriter, loc, base, type, f.index),
@@ -124,9 +116,9 @@ struct ProducerTryAcquireLowering : PipelineOpLowering<ProducerTryAcquireOp> {
   matchAndRewrite(ProducerTryAcquireOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<PipelineType>(op.getPipeline().getType());
+    PipelineType type = op.getPipelineType();
     StateFields f = unpackState(rewriter, loc, adaptor.getState(),
-                                op.getState().getType());
+                                op.getStateType());
     Value empty =
         emptyBarrier(rewriter, loc, adaptor.getPipeline(), type, f.index);
     rewriter.replaceOp(op, emitTryWait(rewriter, loc, empty, f.phase));
@@ -141,10 +133,10 @@ struct ProducerCommitLowering : PipelineOpLowering<ProducerCommitOp> {
   matchAndRewrite(ProducerCommitOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<PipelineType>(op.getPipeline().getType());
+    PipelineType type = op.getPipelineType();
     auto full = [&]() {
       StateFields f = unpackState(rewriter, loc, adaptor.getState(),
-                                  op.getState().getType());
+                                  op.getStateType());
       return fullBarrier(rewriter, loc, adaptor.getPipeline(), f.index);
     };
     switch (type.getProducerOpType()) {
@@ -152,7 +144,7 @@ struct ProducerCommitLowering : PipelineOpLowering<ProducerCommitOp> {
       // AsyncUmma with a CTA pair: the MMA waits in the leader, so both
       // CTAs' producers arrive on the leader's full barrier.
       Value dst;
-      if (type.getKind() == PipelineKind::AsyncUmma && ctaPairSize(type) > 1)
+      if (getBarrierPlan(type).commit == ArriveTarget::PairLeader)
         dst = leaderCtaRank(rewriter, loc, type);
       emitAsyncArrive(rewriter, loc, full(), dst, op.getElectOne(),
                       op.getSyncwarpBefore(), op, &options);
@@ -188,14 +180,14 @@ struct ProducerTailLowering : PipelineOpLowering<ProducerTailOp> {
   matchAndRewrite(ProducerTailOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<PipelineType>(op.getPipeline().getType());
-    if (type.getKind() == PipelineKind::TmaStore) {
+    PipelineType type = op.getPipelineType();
+    if (type.getProducerOpType() == OpType::TmaStore) {
       NVVM::CpAsyncBulkWaitGroupOp::create(rewriter, loc, 0,
                                            rewriter.getUnitAttr());
       rewriter.eraseOp(op);
       return success();
     }
-    StateType stateTy = op.getState().getType();
+    StateType stateTy = op.getStateType();
     Value base = adaptor.getPipeline();
     auto waitEmpty = [&](OpBuilder &b, Location l, Value state) {
       StateFields f = unpackState(b, l, state, stateTy);
@@ -203,7 +195,7 @@ struct ProducerTailLowering : PipelineOpLowering<ProducerTailOp> {
                    options, makeSite(op.getPipeline(), kProducerRole, f));
     };
 
-    if (type.getKind() == PipelineKind::UmmaAsync) {
+    if (getKindTraits(type.getKind()).tailLeaderOnly) {
       // Only the leader's MMA produced; stages are released in order, so
       // waiting for the last one in flight covers all of them.
       auto body = [&](OpBuilder &b, Location l) {
@@ -259,7 +251,7 @@ struct ProducerBarrierLowering : PipelineOpLowering<ProducerBarrierOp> {
   matchAndRewrite(ProducerBarrierOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     StateFields f = unpackState(rewriter, op.getLoc(), adaptor.getState(),
-                                op.getState().getType());
+                                op.getStateType());
     rewriter.replaceOp(op, fullBarrier(rewriter, op.getLoc(),
                                        adaptor.getPipeline(), f.index));
     return success();
@@ -274,7 +266,7 @@ struct ConsumerWaitLowering : PipelineOpLowering<ConsumerWaitOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     StateFields f = unpackState(rewriter, loc, adaptor.getState(),
-                                op.getState().getType());
+                                op.getStateType());
     emitWaitUnlessToken(rewriter, loc,
                         fullBarrier(rewriter, loc, adaptor.getPipeline(),
                                     f.index),
@@ -293,7 +285,7 @@ struct ConsumerTryWaitLowering : PipelineOpLowering<ConsumerTryWaitOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     StateFields f = unpackState(rewriter, loc, adaptor.getState(),
-                                op.getState().getType());
+                                op.getStateType());
     Value full = fullBarrier(rewriter, loc, adaptor.getPipeline(), f.index);
     rewriter.replaceOp(op, emitTryWait(rewriter, loc, full, f.phase));
     return success();
@@ -307,54 +299,42 @@ struct ConsumerReleaseLowering : PipelineOpLowering<ConsumerReleaseOp> {
   matchAndRewrite(ConsumerReleaseOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = cast<PipelineType>(op.getPipeline().getType());
+    PipelineType type = op.getPipelineType();
     StateFields f = unpackState(rewriter, loc, adaptor.getState(),
-                                op.getState().getType());
+                                op.getStateType());
     Value empty =
         emptyBarrier(rewriter, loc, adaptor.getPipeline(), type, f.index);
-    OpType side = type.getKind() == PipelineKind::TmaMultiConsumersAsync
-                      ? *op.getOpType()
-                      : type.getConsumerOpType();
-    if (side == OpType::TCGen05Mma) {
+    const KindTraits &traits = getKindTraits(type.getKind());
+    OpType side =
+        traits.consumerOpPerRelease ? *op.getOpType() : traits.consumerOp;
+    BarrierPlan plan = getBarrierPlan(type);
+    bool electOneLane = op.getElectOne(), syncwarp = op.getSyncwarpBefore();
+    switch (plan.releaseTarget(side)) {
+    case ArriveTarget::MulticastMask:
       emitUmmaCommit(rewriter, loc, empty,
                      ummaArrivalMask(rewriter, loc, type), type, op, options);
-      rewriter.eraseOp(op);
-      return success();
-    }
-
-    bool electOneLane = op.getElectOne(), syncwarp = op.getSyncwarpBefore();
-    int64_t ctas = type.getClusterSize();
-    switch (type.getKind()) {
-    case PipelineKind::TmaAsync:
+      break;
+    case ArriveTarget::SignallingLanes:
       // Always through signalling lanes (lane 0 alone for one CTA), so the
       // empty barrier counts mcast_size arrivals per consumer warp.
       emitSignallingLaneRelease(rewriter, loc, type, empty, syncwarp);
-      rewriter.eraseOp(op);
-      return success();
-    case PipelineKind::UmmaAsync:
+      break;
+    case ArriveTarget::PairLeader:
       // The MMA producer waits in the pair leader only.
-      if (ctaPairSize(type) > 1) {
-        emitAsyncArrive(rewriter, loc, empty,
-                        leaderCtaRank(rewriter, loc, type), electOneLane,
-                        syncwarp, op, &options);
-        rewriter.eraseOp(op);
-        return success();
-      }
+      emitAsyncArrive(rewriter, loc, empty, leaderCtaRank(rewriter, loc, type),
+                      electOneLane, syncwarp, op, &options);
       break;
-    case PipelineKind::ClcFetchAsync:
+    case ArriveTarget::ClusterCta0:
       // The CLC producer (and its empty barrier) lives in CTA 0.
-      if (ctas > 1) {
-        emitAsyncArrive(rewriter, loc, empty, constI32(rewriter, loc, 0),
-                        electOneLane, syncwarp, op, &options);
-        rewriter.eraseOp(op);
-        return success();
-      }
+      emitAsyncArrive(rewriter, loc, empty, constI32(rewriter, loc, 0),
+                      electOneLane, syncwarp, op, &options);
       break;
-    default:
+    case ArriveTarget::Local:
+    case ArriveTarget::None:
+      emitAsyncArrive(rewriter, loc, empty, Value(), electOneLane, syncwarp,
+                      op, &options);
       break;
     }
-    emitAsyncArrive(rewriter, loc, empty, Value(), electOneLane, syncwarp, op,
-                    &options);
     rewriter.eraseOp(op);
     return success();
   }

@@ -137,3 +137,34 @@ CooperativeGroupAttr.get = _checked_get(CooperativeGroupAttr.get, _group_args)
 ClusterLayoutAttr.get = _checked_get(ClusterLayoutAttr.get, _cluster_args)
 PipelineType.get = _checked_get(PipelineType.get, _pipeline_args)
 StateType.get = _checked_get(StateType.get, _state_args)
+
+
+# -- the meaning of each kind: the C++ table (KindTraits.h) -----------------
+# The builders and the simulator read these instead of keeping their own
+# copies of which mechanism signals which barrier.
+
+from types import MappingProxyType as _ReadOnly
+
+from .._mlir_libs._pipeline import arrive_count, barrier_plan  # noqa: E402
+from .._mlir_libs._pipeline import kind_traits as _native_kind_traits  # noqa: E402
+
+_TRAITS = {int(k): _ReadOnly(_native_kind_traits(int(k))) for k in PipelineKind}
+_TRAITS_BY_NAME = {t["kind_name"]: t for t in _TRAITS.values()}
+
+
+def kind_traits(kind):
+    """The row of ``kind`` in the C++ table of pipeline kinds (KindTraits.h),
+    read-only: ``producer_op`` / ``consumer_op`` (OpType values, spelled in
+    ``*_op_name``), ``consumer_op_per_release``, ``tx_bytes``,
+    ``stage_copies``, ``tcgen05``, ``multicast``, ``pair_scales_full`` /
+    ``pair_scales_empty`` (the 2-CTA doubling), ``arm``, ``commit``,
+    ``release`` (arrive targets), ``tail_leader_only``, ... ``kind`` is a
+    PipelineKind, its integer value or its spelling (``"tma_async"``)."""
+    if isinstance(kind, str):
+        traits = _TRAITS_BY_NAME.get(kind)
+    else:
+        traits = _TRAITS.get(_enum_arg("kind", kind, PipelineKind))
+    if traits is None:
+        raise ValueError(f"{kind!r} is not a pipeline kind "
+                         f"({', '.join(_TRAITS_BY_NAME)})")
+    return traits

@@ -76,12 +76,9 @@ class CooperativeGroup:
         return pl.CooperativeGroupAttr.get(self.agent.value, self.size)
 
     def thread_count(self):
-        """Arrive count in threads when it is static (Thread/Warp), else None."""
-        if self.agent is Agent.Thread:
-            return self.size
-        if self.agent is Agent.Warp:
-            return 32 * self.size
-        return None
+        """Arrive count in threads when it is static (Thread/Warp), else None
+        (the dialect's rule, ``pipeline.arrive_count``)."""
+        return pl.arrive_count(int(self.agent.value), self.size)
 
     def __eq__(self, other):
         return (isinstance(other, CooperativeGroup)

@@ -21,25 +21,23 @@ from .tx_bytes import PENDING_ATTR, PLACEHOLDER, TxLedger
 Producer = PipelineUserType.Producer
 Consumer = PipelineUserType.Consumer
 
-# (producer side, consumer side) op types, as the dialect derives them.
-_SIDES = {
-    pl.PipelineKind.Async: (PipelineOp.AsyncThread, PipelineOp.AsyncThread),
-    pl.PipelineKind.CpAsync: (PipelineOp.AsyncLoad, PipelineOp.AsyncThread),
-    pl.PipelineKind.TmaAsync: (PipelineOp.TmaLoad, PipelineOp.AsyncThread),
-    pl.PipelineKind.TmaUmma: (PipelineOp.TmaLoad, PipelineOp.TCGen05Mma),
-    pl.PipelineKind.AsyncUmma: (PipelineOp.AsyncThread, PipelineOp.TCGen05Mma),
-    pl.PipelineKind.UmmaAsync: (PipelineOp.TCGen05Mma, PipelineOp.AsyncThread),
-    pl.PipelineKind.TmaMultiConsumersAsync: (PipelineOp.TmaLoad, None),
-    pl.PipelineKind.ClcFetchAsync: (PipelineOp.ClcLoad, PipelineOp.AsyncThread),
-    pl.PipelineKind.TmaStore: (PipelineOp.TmaStore, None),
-}
-_TX_KINDS = {pl.PipelineKind.TmaAsync, pl.PipelineKind.TmaUmma,
-             pl.PipelineKind.TmaMultiConsumersAsync,
-             pl.PipelineKind.ClcFetchAsync}
-# Kinds whose create may leave tx_count out: it is then derived from the
-# copies (tx_bytes.py). A CLC response is always 16 bytes: no copy to learn
-# from.
-_DERIVED_TX_KINDS = _TX_KINDS - {pl.PipelineKind.ClcFetchAsync}
+def _sides(kind):
+    """(producer, consumer) mechanisms of a kind, from the dialect's table of
+    kinds; the consumer is None where no single mechanism releases (no
+    consumer side, or MMA and async consumers that each name theirs)."""
+    t = pl.kind_traits(kind)
+    prod = PipelineOp(pl.OpType(t["producer_op"]))
+    if not t["has_consumer_group"] or t["consumer_op_per_release"]:
+        return prod, None
+    return prod, PipelineOp(pl.OpType(t["consumer_op"]))
+
+
+def _derives_tx_count(kind):
+    """Whether a create may leave tx_count out: the full barrier counts tx
+    bytes and copies fill the stages, so the number is learnt from them
+    (tx_bytes.py). A CLC response (16 bytes) has no copy to learn from."""
+    t = pl.kind_traits(kind)
+    return t["tx_bytes"] and t["stage_copies"]
 
 
 def multicast_mode(shape, mcast_mode_mn, what):
@@ -78,7 +76,7 @@ class PipelineBase:
             require_group(producer_group, f"{what}: producer_group")
         if consumer_group is not None:
             require_group(consumer_group, f"{what}: consumer_group")
-        derive = tx_count is None and cls.kind in _DERIVED_TX_KINDS
+        derive = tx_count is None and _derives_tx_count(cls.kind)
         if derive:
             tx_count = PLACEHOLDER
         if (not isinstance(tx_count, int) or isinstance(tx_count, bool)
@@ -92,7 +90,7 @@ class PipelineBase:
         shape = cluster_layout(cta_layout_vmnk, what)
         cluster = pl.ClusterLayoutAttr.get(*shape) if shape else None
         cta_group = 2 if shape and shape[0] == 2 else 1
-        prod_side, cons_side = _SIDES[cls.kind]
+        prod_side, cons_side = _sides(cls.kind)
         if elect_one_commit and prod_side is not PipelineOp.AsyncThread:
             raise PipelineError(
                 f"{what}: elect_one_commit turns per-thread arrives into one "
@@ -168,7 +166,7 @@ class PipelineBase:
         return self._value, st._use(what)
 
     def _has_tx(self):
-        return self.kind in _TX_KINDS
+        return pl.kind_traits(self.kind)["tx_bytes"]
 
     def _extra_tx(self, extra_tx_count, what):
         if extra_tx_count is None or (isinstance(extra_tx_count, int)

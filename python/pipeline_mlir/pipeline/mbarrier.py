@@ -84,10 +84,10 @@ class MbarrierArray(SyncObject):
 
     def _arrive_count(self):
         g = self.cg
-        if g.agent is Agent.Thread:
-            return to_value(g.size, i32())
-        if g.agent is Agent.Warp:
-            return to_value(32 * g.size, i32())
+        static = g.thread_count()
+        if static is not None:
+            return to_value(static, i32())
+        # Threadblock / cluster groups scale with the launch.
         threads = _sreg("ntid_x") * _sreg("ntid_y") * _sreg("ntid_z")
         n = threads * g.size
         if g.agent is Agent.ThreadBlockCluster:

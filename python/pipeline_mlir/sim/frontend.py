@@ -620,6 +620,8 @@ class _Interp:
 
     # -- the pipeline ops ------------------------------------------------------
     def pipeline_op(self, n: Node, mask: int):
+        """Creation, init sync, states, named barriers and bulk groups here;
+        the ops on a pipeline's stages in stage_op."""
         env, a, w = self.env, self.a, self.w
         a.where = n.loc  # a deadlock report names the op each warp waits in
         name, attrs = n.name[len("pipeline."):], n.a
@@ -629,13 +631,8 @@ class _Interp:
         def u(v, what):
             return self.uniform(n, v, mask, what)
 
-        def opt(seg_index):
-            """Value of an optional operand by its segment (AttrSizedOperandSegments)."""
-            segs = attrs["segs"]
-            if not segs[seg_index]:
-                return None
-            return env[n.ins[sum(segs[:seg_index])]]
-
+        if name in _STAGE_OPS:
+            return (yield from self.stage_op(n, name, mask))
         if name == "create":
             pid = attrs["pipe"]
             p = self.pipes[pid]
@@ -682,11 +679,31 @@ class _Interp:
             AR.bulk_wait(a, attrs.get("pending", 0))
             yield from V.bulk_wait(w, a, attrs.get("pending", 0))
             return None
+        self.fail(n, "not modelled by pipeline-sim")
+
+    def stage_op(self, n: Node, name: str, mask: int):
+        """The ops on a pipeline (and a state naming one of its stages): the
+        producer / consumer / order verbs and the copies bound to a stage."""
+        env, a, w, attrs = self.env, self.a, self.w, n.a
+        args = [env[i] for i in n.ins]
+        lanes = _lanes_of(mask)
+
+        def u(v, what):
+            return self.uniform(n, v, mask, what)
+
+        def opt(seg_index):
+            """Value of an optional operand by its segment (AttrSizedOperandSegments)."""
+            segs = attrs["segs"]
+            if not segs[seg_index]:
+                return None
+            return env[n.ins[sum(segs[:seg_index])]]
+
         p = u(args[0], "the pipeline")
         if not isinstance(p, PipeRef):
             self.fail(n, "the pipeline value does not come from a pipeline.create")
         if name == "order.state":
             return V.order_state(p, u(args[1], "the group id"))
+        clc = p.spec.traits["producer_op_name"] == "clc_load"
         st = u(args[1], "the pipeline state")
         if not isinstance(st, State):
             self.fail(n, "the state value is not a pipeline state")
@@ -718,13 +735,13 @@ class _Interp:
             yield from V.producer_tail(w, a, p, st, lanes)
         elif name == "producer.barrier":
             # CLC requests name their barrier; other uses are not modelled.
-            if p.spec.kind == "clc_fetch_async":
+            if clc:
                 return _ClcStage(p.pid, st.index, st.phase ^ 1)
             return UNKNOWN
         elif name == "consumer.wait":
             tok = u(args[2], "the token") if len(args) > 2 else None
             yield from V.consumer_wait(w, a, p, st, lanes, tok)
-            if p.spec.kind == "clc_fetch_async":
+            if clc:
                 self.clc_seen = (p.pid, st.index)
         elif name == "consumer.try_wait":
             return (yield from V.consumer_try_wait(w, a, p, st, lanes))
@@ -745,6 +762,13 @@ class _Interp:
         else:
             self.fail(n, "not modelled by pipeline-sim")
         return None
+
+
+# The ops stage_op runs: they take a !pipeline.pipeline (and a state).
+_STAGE_OPS = frozenset({
+    "order.state", "producer.acquire", "producer.try_acquire", "producer.commit",
+    "producer.tail", "producer.barrier", "consumer.wait", "consumer.try_wait",
+    "consumer.release", "copy.tma_load", "copy.bulk", "order.wait", "order.arrive"})
 
 
 def make_world_factory(k: Kernel, launch: Launch, max_steps: int = 200000):

@@ -4,9 +4,13 @@ method does to the barriers.
 Each verb is a generator function ``verb(world, agent, pipe, state, lanes,
 ...)`` that yields the :class:`~.engine.Step` objects of one warp executing
 the op with active ``lanes`` (a list of lane ids; ``lanes[0]`` is the lane
-``elect.sync`` picks). Arrive counts per agent kind, the starting phases,
-expect_tx, complete_tx, multicast and signalling lanes follow the reference
-tables; the barrier counts follow the lowering (``groupArriveCount``).
+``elect.sync`` picks). What each pipeline kind means -- which mechanism
+signals each side, init counts with the 2-CTA doubling, who arms expect_tx,
+where commits and releases land, signalling lanes -- is read from the
+dialect's table (KindTraits.h, through ``pipeline.kind_traits`` and
+``pipeline.barrier_plan``), the one the lowering and the checker use; the
+starting phases, complete_tx and the multicast geometry follow the reference
+tables.
 
 Besides the barriers themselves the verbs keep the bookkeeping the checker
 needs: which stages a consumer holds (wait .. release, or until its
@@ -17,6 +21,7 @@ agent acts on which side of which pipeline.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from .engine import Agent, Event, Step, World
 from .model import BarrierName, Mbarrier, SimError, source_location
@@ -24,21 +29,12 @@ from .model import BarrierName, Mbarrier, SimError, source_location
 # Mechanisms (PipelineOp) that signal a barrier.
 ASYNC, TMA, UMMA, CPASYNC, CLC, STORE = "async_thread", "tma_load", "tcgen05_mma", "cp_async", "clc_load", "tma_store"
 
-# kind -> (producer op, consumer op): who signals full and empty.
-KIND_OPS = {
-    "async": (ASYNC, ASYNC),
-    "cp_async": (CPASYNC, ASYNC),
-    "tma_async": (TMA, ASYNC),
-    "tma_store": (STORE, None),
-    "order": (ASYNC, ASYNC),
-    "tma_umma": (TMA, UMMA),
-    "async_umma": (ASYNC, UMMA),
-    "umma_async": (UMMA, ASYNC),
-    "tma_multi_consumers_async": (TMA, UMMA),
-    "clc_fetch_async": (CLC, ASYNC),
-}
-TX_KINDS = ("tma_async", "tma_umma", "tma_multi_consumers_async", "clc_fetch_async")
-UMMA_KINDS = ("tma_umma", "async_umma", "umma_async", "tma_multi_consumers_async")
+
+def _pl():
+    # The dialect module loads the native extension, which holds the table of
+    # pipeline kinds (KindTraits.h) that the lowering and the checker read.
+    from ..dialects import pipeline as pl
+    return pl
 
 
 @dataclass(frozen=True)
@@ -47,9 +43,10 @@ class Group:
     size: int
 
     def arrive_count(self, block_threads: int, cluster_size: int) -> int:
-        return {"thread": self.size, "warp": 32 * self.size,
-                "threadblock": self.size * block_threads,
-                "cluster": self.size * cluster_size * block_threads}[self.agent]
+        """The dialect's count (getArriveCount) for this launch."""
+        pl = _pl()
+        agent = {str(a): int(a) for a in pl.Agent}[self.agent]
+        return pl.arrive_count(agent, self.size, block_threads, cluster_size)
 
 
 @dataclass(frozen=True)
@@ -74,13 +71,39 @@ class PipelineSpec:
         v, m, n, l = self.cluster
         return v * m * n * l
 
+    @cached_property
+    def traits(self):
+        """The kind's row of the dialect's table (KindTraits.h)."""
+        return _pl().kind_traits(self.kind)
+
+    @cached_property
+    def plan(self) -> dict:
+        """The barrier plan the lowering uses for this type (KindTraits.h):
+        2-CTA scales, signalling lanes, arm / commit / release targets."""
+        pl = _pl()
+        p, c = self.producer, self.consumer
+        agents = {str(a): int(a) for a in pl.Agent}
+        return pl.barrier_plan(
+            self.traits["kind"], self.stages,
+            agents[p.agent] if p else 0, p.size if p else 0,
+            agents[c.agent] if c else 0, c.size if c else 0,
+            *(self.cluster or (1, 1, 1, 1)),
+            multicast={str(m): int(m) for m in pl.Multicast}[self.multicast],
+            cta_group=self.cta_group, length=self.length, tx_count=self.tx_count)
+
     @property
     def producer_op(self) -> str:
-        return KIND_OPS[self.kind][0]
+        return self.traits["producer_op_name"]
 
     @property
     def consumer_op(self) -> str | None:
-        return KIND_OPS[self.kind][1]
+        t = self.traits
+        if not t["has_consumer_group"]:
+            return None
+        # MMA and async consumers share the barrier and each release names
+        # its mechanism (op_type); a wait cannot tell them apart and holds
+        # the stage as the MMA reads it (in both CTAs of a pair).
+        return UMMA if t["consumer_op_per_release"] else t["consumer_op_name"]
 
     @property
     def v(self) -> int:
@@ -234,18 +257,17 @@ def init_counts(spec: PipelineSpec, block_threads: int,
                 cluster_size: int) -> tuple[int, int | None]:
     """The (full, empty) ``mbarrier.init`` counts of a stage, as the lowering
     computes them (BarrierLowering.cpp, docs/Rationale.md section 5): the
-    groups' arrive counts, doubled on the pair leader's side for 2-CTA
-    tcgen05 pipelines -- both CTAs' producers arrive on the leader's full
-    barrier (async_umma), both CTAs' epilogue threads release the leader's
-    stage (umma_async). An order pipeline has no consumer: empty is None."""
-    full = spec.producer.arrive_count(block_threads, cluster_size)
+    groups' arrive counts times the barrier plan's 2-CTA scales (KindTraits.h:
+    both CTAs' producers arrive on the leader's full barrier for async_umma,
+    both CTAs' epilogue threads release the leader's stage for umma_async).
+    The group counts use the launch's cluster size, as the lowering does for a
+    type without a cluster layout. An order pipeline has no consumer: empty is
+    None."""
+    plan = spec.plan
+    full = spec.producer.arrive_count(block_threads, cluster_size) * plan["full_scale"]
     if spec.consumer is None:
         return full, None
-    empty = spec.consumer.arrive_count(block_threads, cluster_size)
-    if spec.kind == "async_umma":
-        full *= spec.v
-    elif spec.kind == "umma_async":
-        empty *= spec.v
+    empty = spec.consumer.arrive_count(block_threads, cluster_size) * plan["empty_scale"]
     return full, empty
 
 
@@ -263,15 +285,15 @@ def create(w: World, a: Agent, p: PipeRef, defer_sync: bool, lanes: list[int]):
             return
         cta = w.cluster.ctas[a.cta]
         csize = w.cluster.size
-        if spec.kind == "tma_store":
+        plan = spec.plan
+        if not plan["num_barriers"]:
             return
-        if spec.kind == "order":
-            count = spec.producer.arrive_count(w.block_threads, csize)
-            slots = [(s, count) for s in range(spec.stages * spec.length)]
-        else:
-            full, empty = init_counts(spec, w.block_threads, csize)
-            slots = [(s, full) for s in range(spec.stages)]
-            slots += [(spec.stages + s, empty) for s in range(spec.stages)]
+        # Full barriers first, then empty ones (an order pipeline's barriers
+        # all count the producer group).
+        full, empty = init_counts(spec, w.block_threads, csize)
+        nfull = plan["num_full"]
+        slots = [(s, full) for s in range(nfull)]
+        slots += [(nfull + s, empty) for s in range(plan["num_empty"])]
         for slot, count in slots:
             cta.barriers.setdefault((p.pid, slot), Mbarrier(count, _slot_name(spec, slot, a.cta)))
 
@@ -279,7 +301,7 @@ def create(w: World, a: Agent, p: PipeRef, defer_sync: bool, lanes: list[int]):
     # PipelineTmaStore owns no barriers, so its create synchronizes nothing
     # (as the lowering: BarrierLowering.cpp); a CTA-wide sync here would
     # deadlock kernels that create it inside one warp role.
-    if not defer_sync and spec.kind != "tma_store":
+    if not defer_sync and spec.traits["has_barriers"]:
         if spec.cluster_size > 1:
             yield from init_arrive(w, a, spec.cluster_size, lanes)
             yield from init_wait(w, a, spec.cluster_size, lanes)
@@ -361,7 +383,8 @@ def producer_acquire(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]
         yield from wait(w, a, p, spec.stages + idx, a.cta, st.phase, "producer.acquire", opened)
     else:
         yield Step(opened, None, lambda: f"{who} acquires stage {idx} (token)", spec.name)
-    if spec.kind == "clc_fetch_async":
+    arm = spec.plan["arm"]
+    if arm == "every_cluster_cta":
         # The response is multicast to the whole cluster: lane r arms CTA r.
         nbytes = spec.tx_count + extra_tx
         ctas = [r for r in range(w.cluster.size) if r in lanes]
@@ -372,7 +395,7 @@ def producer_acquire(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]
         yield Step(arm_all, None, lambda: f"{who} arrive.expect_tx({nbytes}) on stage {idx} "
                                           f"of CTA(s) {ctas}", spec.name)
         return
-    if spec.kind in TX_KINDS and (spec.kind not in UMMA_KINDS or spec.leader(a.cta) == a.cta):
+    if arm == "local" or (arm == "pair_leader" and spec.leader(a.cta) == a.cta):
         nbytes = spec.tx_count + extra_tx
 
         def arm():
@@ -415,7 +438,7 @@ def producer_commit(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int],
         return  # the copies' complete_tx signal the full barrier
     if op == ASYNC:
         n = _lanes_arrivals(lanes, elect_one)
-        dst = spec.leader(a.cta) if spec.kind == "async_umma" else a.cta
+        dst = spec.leader(a.cta) if spec.plan["commit"] == "pair_leader" else a.cta
 
         def fire():
             w.end_write(own, _window(who))
@@ -462,7 +485,7 @@ def producer_tail(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]):
     if spec.kind == "tma_store":
         yield from bulk_wait(w, a, 0)
         return
-    if spec.kind == "umma_async":
+    if spec.traits["tail_leader_only"]:
         if spec.leader(a.cta) != a.cta:
             return
         st = st.advance(spec.stages - 1)
@@ -530,10 +553,11 @@ def consumer_release(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]
     if op == UMMA:
         yield from _umma_commit(w, a, p, idx, keys, "consumer.release", slot=slot)
         return
-    if spec.kind == "tma_async":
+    target = spec.plan["release"]
+    if target == "signalling_lanes":
         # Signalling lanes: lane < cluster_size arrives on CTA lane % size
         # when that CTA shares this CTA's multicast tile.
-        cs = spec.cluster_size
+        cs = spec.plan["signalling_lanes"]
         signal = [lanes[0]] if elect_one else lanes
         dsts = [l % cs for l in signal if l < cs and spec.shares_tile(a.cta % cs, l % cs, False)]
         if cs > 1:
@@ -545,8 +569,8 @@ def consumer_release(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]
     else:
         # umma_async: the MMA waits in the pair leader; clc_fetch_async: the
         # scheduler (and its empty barrier) lives in the cluster's CTA 0.
-        dst = (spec.leader(a.cta) if spec.kind == "umma_async" else
-               0 if spec.kind == "clc_fetch_async" else a.cta)
+        dst = (spec.leader(a.cta) if target == "pair_leader" else
+               0 if target == "cluster_cta0" else a.cta)
         arrivals = [(dst, _lanes_arrivals(lanes, elect_one))]
 
     def fire():

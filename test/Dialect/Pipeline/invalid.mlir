@@ -225,7 +225,7 @@ func.func @empty_name() {
 // -----
 
 func.func @init_arrive_cluster_zero() {
-  // expected-error @+1 {{'pipeline.init_arrive' op cluster_size must be in 1..16, got 0}}
+  // expected-error @+1 {{'pipeline.init_arrive' op attribute 'cluster_size' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1 whose maximum value is 16}}
   pipeline.init_arrive {cluster_size = 0}
   return
 }
@@ -233,7 +233,7 @@ func.func @init_arrive_cluster_zero() {
 // -----
 
 func.func @init_wait_cluster_too_large() {
-  // expected-error @+1 {{'pipeline.init_wait' op cluster_size must be in 1..16, got 17}}
+  // expected-error @+1 {{'pipeline.init_wait' op attribute 'cluster_size' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1 whose maximum value is 16}}
   pipeline.init_wait {cluster_size = 17}
   return
 }
@@ -571,7 +571,7 @@ func.func @tma_store_rank_zero(%d: !llvm.ptr, %src: !llvm.ptr<3>) {
 // -----
 
 func.func @bulk_group_pending_too_large() {
-  // expected-error @+1 {{'pipeline.bulk_group.wait' op pending must be in 0..63, got 64}}
+  // expected-error @+1 {{'pipeline.bulk_group.wait' op attribute 'pending' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 0 whose maximum value is 63}}
   pipeline.bulk_group.wait {pending = 64}
   return
 }
@@ -579,7 +579,7 @@ func.func @bulk_group_pending_too_large() {
 // -----
 
 func.func @bulk_group_pending_negative() {
-  // expected-error @+1 {{'pipeline.bulk_group.wait' op pending must be in 0..63, got -1}}
+  // expected-error @+1 {{'pipeline.bulk_group.wait' op attribute 'pending' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 0 whose maximum value is 63}}
   pipeline.bulk_group.wait {pending = -1, read}
   return
 }
@@ -658,7 +658,7 @@ func.func @order_arrive_on_async(%p: !async, %s: !pipeline.state<2, producer_con
 // -----
 
 func.func @named_barrier_id_too_large() {
-  // expected-error @+1 {{'pipeline.named_barrier.sync' op barrier id must be in 0..15, got 16}}
+  // expected-error @+1 {{'pipeline.named_barrier.sync' op attribute 'barrier_id' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative whose maximum value is 15}}
   pipeline.named_barrier.sync id = 16, threads = 128
   return
 }
@@ -666,7 +666,7 @@ func.func @named_barrier_id_too_large() {
 // -----
 
 func.func @named_barrier_id_negative() {
-  // expected-error @+1 {{'pipeline.named_barrier.arrive' op attribute 'barrier_id' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  // expected-error @+1 {{'pipeline.named_barrier.arrive' op attribute 'barrier_id' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative whose maximum value is 15}}
   pipeline.named_barrier.arrive id = -1, threads = 128
   return
 }
@@ -682,7 +682,7 @@ func.func @named_barrier_threads_not_warp_multiple() {
 // -----
 
 func.func @named_barrier_threads_too_many() {
-  // expected-error @+1 {{'pipeline.named_barrier.sync' op thread count must be at most 1024 (a CTA), got 2048}}
+  // expected-error @+1 {{'pipeline.named_barrier.sync' op attribute 'num_threads' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive whose maximum value is 1024}}
   pipeline.named_barrier.sync id = 1, threads = 2048 {unaligned}
   return
 }

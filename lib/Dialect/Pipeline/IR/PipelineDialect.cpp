@@ -11,6 +11,7 @@ using namespace mlir::pipeline;
 
 #include "pipeline-mlir/Dialect/Pipeline/IR/PipelineDialect.cpp.inc"
 #include "pipeline-mlir/Dialect/Pipeline/IR/PipelineEnums.cpp.inc"
+#include "pipeline-mlir/Dialect/Pipeline/IR/PipelineInterfaces.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "pipeline-mlir/Dialect/Pipeline/IR/PipelineAttrs.cpp.inc"
@@ -33,48 +34,55 @@ void PipelineDialect::initialize() {
       >();
 }
 
-std::optional<int64_t> mlir::pipeline::getArriveCount(CooperativeGroupAttr group,
+std::optional<int64_t> mlir::pipeline::getArriveCount(Agent agent, int64_t size,
                                                        int64_t blockDim,
                                                        int64_t clusterSize) {
-  switch (group.getAgent()) {
+  switch (agent) {
   case Agent::Thread:
-    return group.getSize();
+    return size;
   case Agent::Warp:
-    return group.getSize() * 32;
+    return size * 32;
   case Agent::ThreadBlock:
     if (blockDim <= 0)
       return std::nullopt;
-    return group.getSize() * blockDim;
+    return size * blockDim;
   case Agent::ThreadBlockCluster:
     if (blockDim <= 0)
       return std::nullopt;
-    return group.getSize() * clusterSize * blockDim;
+    return size * clusterSize * blockDim;
   }
   return std::nullopt;
 }
 
+std::optional<int64_t> mlir::pipeline::getArriveCount(CooperativeGroupAttr group,
+                                                       int64_t blockDim,
+                                                       int64_t clusterSize) {
+  return getArriveCount(group.getAgent(), group.getSize(), blockDim,
+                        clusterSize);
+}
+
 StringRef mlir::pipeline::getCuteClassName(PipelineKind kind) {
-  switch (kind) {
-  case PipelineKind::Async:
-    return "PipelineAsync";
-  case PipelineKind::CpAsync:
-    return "PipelineCpAsync";
-  case PipelineKind::TmaAsync:
-    return "PipelineTmaAsync";
-  case PipelineKind::TmaStore:
-    return "PipelineTmaStore";
-  case PipelineKind::Order:
-    return "PipelineOrder";
-  case PipelineKind::TmaUmma:
-    return "PipelineTmaUmma";
-  case PipelineKind::AsyncUmma:
-    return "PipelineAsyncUmma";
-  case PipelineKind::UmmaAsync:
-    return "PipelineUmmaAsync";
-  case PipelineKind::TmaMultiConsumersAsync:
-    return "PipelineTmaMultiConsumersAsync";
-  case PipelineKind::ClcFetchAsync:
-    return "PipelineClcFetchAsync";
-  }
+  if (const KindTraits *traits = lookupKindTraits(kind))
+    return traits->cuteClass;
   return "Pipeline";
+}
+
+Role mlir::pipeline::getStageVerbRole(StageVerb verb) {
+  switch (verb) {
+  case StageVerb::Acquire:
+  case StageVerb::TryAcquire:
+  case StageVerb::Commit:
+  case StageVerb::Tail:
+  case StageVerb::Barrier:
+  case StageVerb::Copy:
+    return Role::Producer;
+  case StageVerb::Wait:
+  case StageVerb::TryWait:
+  case StageVerb::Release:
+    return Role::Consumer;
+  case StageVerb::OrderWait:
+  case StageVerb::OrderArrive:
+    return Role::ProducerConsumer;
+  }
+  llvm_unreachable("unknown stage verb");
 }

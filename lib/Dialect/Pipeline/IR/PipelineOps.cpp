@@ -61,9 +61,9 @@ static LogicalResult verifyConsumerVerb(Operation *op, PipelineType pipe,
   return verifyStateFor(op, pipe, state, Role::Consumer);
 }
 
+/// Kinds whose stages copy.tma_load / copy.bulk fill.
 static bool isTmaLoadKind(PipelineKind kind) {
-  return kind == PipelineKind::TmaAsync || kind == PipelineKind::TmaUmma ||
-         kind == PipelineKind::TmaMultiConsumersAsync;
+  return getKindTraits(kind).stageCopies;
 }
 
 /// TMA tensor copies address 1 to 5 dimensions.
@@ -71,15 +71,6 @@ static LogicalResult verifyTensorRank(Operation *op, size_t rank) {
   if (rank < 1 || rank > 5)
     return op->emitOpError() << "TMA tensor copies take 1 to 5 coordinates, got "
                              << rank;
-  return success();
-}
-
-static constexpr int64_t kMaxClusterSize = 16;
-
-static LogicalResult verifyClusterSize(Operation *op, int64_t size) {
-  if (size < 1 || size > kMaxClusterSize)
-    return op->emitOpError() << "cluster_size must be in 1.." << kMaxClusterSize
-                             << ", got " << size;
   return success();
 }
 
@@ -103,14 +94,6 @@ LogicalResult CreateOp::verify() {
   if (getName() && getName()->empty())
     return emitOpError() << "name must not be empty";
   return success();
-}
-
-LogicalResult InitArriveOp::verify() {
-  return verifyClusterSize(*this, getClusterSize());
-}
-
-LogicalResult InitWaitOp::verify() {
-  return verifyClusterSize(*this, getClusterSize());
 }
 
 //===----------------------------------------------------------------------===//
@@ -180,8 +163,8 @@ OpFoldResult StateCountOp::fold(FoldAdaptor) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ProducerAcquireOp::verify() {
-  auto pipe = cast<PipelineType>(getPipeline().getType());
-  if (failed(verifyProducerVerb(*this, pipe, getState().getType())))
+  PipelineType pipe = getPipelineType();
+  if (failed(verifyProducerVerb(*this, pipe, getStateType())))
     return failure();
   if (getExtraTx() && !pipe.hasTxCount())
     return emitOpError() << "extra_tx adds transaction bytes and needs a "
@@ -193,11 +176,11 @@ LogicalResult ProducerAcquireOp::verify() {
 }
 
 LogicalResult ProducerTryAcquireOp::verify() {
-  auto pipe = cast<PipelineType>(getPipeline().getType());
+  PipelineType pipe = getPipelineType();
   if (pipe.getKind() == PipelineKind::TmaStore)
     return emitOpError() << "PipelineTmaStore has no try_acquire (bulk groups "
                             "cannot be polled)";
-  return verifyProducerVerb(*this, pipe, getState().getType());
+  return verifyProducerVerb(*this, pipe, getStateType());
 }
 
 /// `elect_one` / `syncwarp_before` replace per-thread arrives by one arrive
@@ -215,22 +198,22 @@ static LogicalResult verifyElectOne(OpTy op, OpType sideOpType) {
 }
 
 LogicalResult ProducerCommitOp::verify() {
-  auto pipe = cast<PipelineType>(getPipeline().getType());
-  if (failed(verifyProducerVerb(*this, pipe, getState().getType())))
+  PipelineType pipe = getPipelineType();
+  if (failed(verifyProducerVerb(*this, pipe, getStateType())))
     return failure();
   return verifyElectOne(*this, pipe.getProducerOpType());
 }
 
 LogicalResult ProducerTailOp::verify() {
-  auto pipe = cast<PipelineType>(getPipeline().getType());
-  return verifyProducerVerb(*this, pipe, getState().getType());
+  PipelineType pipe = getPipelineType();
+  return verifyProducerVerb(*this, pipe, getStateType());
 }
 
 LogicalResult ProducerBarrierOp::verify() {
-  auto pipe = cast<PipelineType>(getPipeline().getType());
+  PipelineType pipe = getPipelineType();
   if (!pipe.hasBarriers())
     return emitOpError() << "PipelineTmaStore owns no mbarriers";
-  return verifyProducerVerb(*this, pipe, getState().getType());
+  return verifyProducerVerb(*this, pipe, getStateType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -238,21 +221,21 @@ LogicalResult ProducerBarrierOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ConsumerWaitOp::verify() {
-  auto pipe = cast<PipelineType>(getPipeline().getType());
-  return verifyConsumerVerb(*this, pipe, getState().getType());
+  PipelineType pipe = getPipelineType();
+  return verifyConsumerVerb(*this, pipe, getStateType());
 }
 
 LogicalResult ConsumerTryWaitOp::verify() {
-  auto pipe = cast<PipelineType>(getPipeline().getType());
-  return verifyConsumerVerb(*this, pipe, getState().getType());
+  PipelineType pipe = getPipelineType();
+  return verifyConsumerVerb(*this, pipe, getStateType());
 }
 
 LogicalResult ConsumerReleaseOp::verify() {
-  auto pipe = cast<PipelineType>(getPipeline().getType());
-  if (failed(verifyConsumerVerb(*this, pipe, getState().getType())))
+  PipelineType pipe = getPipelineType();
+  if (failed(verifyConsumerVerb(*this, pipe, getStateType())))
     return failure();
   OpType side = pipe.getConsumerOpType();
-  if (pipe.getKind() == PipelineKind::TmaMultiConsumersAsync) {
+  if (getKindTraits(pipe.getKind()).consumerOpPerRelease) {
     if (!getOpType())
       return emitOpError() << "PipelineTmaMultiConsumersAsync has MMA and "
                               "async consumers: say which one releases with "
@@ -276,12 +259,12 @@ LogicalResult ConsumerReleaseOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult TmaLoadOp::verify() {
-  auto pipe = cast<PipelineType>(getPipeline().getType());
+  PipelineType pipe = getPipelineType();
   if (!isTmaLoadKind(pipe.getKind()))
     return emitOpError() << "binds a TMA load to a stage's full barrier, which "
                             "needs a TMA pipeline, not "
                          << getCuteClassName(pipe.getKind());
-  if (failed(verifyStateFor(*this, pipe, getState().getType(), Role::Producer)))
+  if (failed(verifyStateFor(*this, pipe, getStateType(), Role::Producer)))
     return failure();
   if (getMulticastMask() && pipe.getClusterSize() <= 1)
     return emitOpError() << "multicast needs a pipeline with a cluster of more "
@@ -296,25 +279,16 @@ LogicalResult TmaLoadOp::verify() {
 }
 
 LogicalResult BulkLoadOp::verify() {
-  auto pipe = cast<PipelineType>(getPipeline().getType());
+  PipelineType pipe = getPipelineType();
   if (!isTmaLoadKind(pipe.getKind()))
     return emitOpError() << "binds a bulk copy to a stage's full barrier, "
                             "which needs a TMA pipeline, not "
                          << getCuteClassName(pipe.getKind());
-  return verifyStateFor(*this, pipe, getState().getType(), Role::Producer);
+  return verifyStateFor(*this, pipe, getStateType(), Role::Producer);
 }
 
 LogicalResult TmaStoreOp::verify() {
   return verifyTensorRank(*this, getCoordinates().size());
-}
-
-LogicalResult BulkGroupWaitOp::verify() {
-  // The PTX immediate is a small non-negative integer. I64Attr reads back as
-  // uint64_t, so reinterpret it to report negative values as such.
-  auto pending = static_cast<int64_t>(getPending());
-  if (pending < 0 || pending > 63)
-    return emitOpError() << "pending must be in 0..63, got " << pending;
-  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -340,36 +314,30 @@ static LogicalResult verifyOrderOp(Operation *op, PipelineType pipe,
 }
 
 LogicalResult OrderStateOp::verify() {
-  return verifyOrderOp(*this, cast<PipelineType>(getPipeline().getType()),
-                       getType());
+  return verifyOrderOp(*this, getPipeline().getType(), getType());
 }
 
 LogicalResult OrderWaitOp::verify() {
-  return verifyOrderOp(*this, cast<PipelineType>(getPipeline().getType()),
-                       getState().getType());
+  return verifyOrderOp(*this, getPipelineType(),
+                       getStateType());
 }
 
 LogicalResult OrderArriveOp::verify() {
-  return verifyOrderOp(*this, cast<PipelineType>(getPipeline().getType()),
-                       getState().getType());
+  return verifyOrderOp(*this, getPipelineType(),
+                       getStateType());
 }
 
 //===----------------------------------------------------------------------===//
 // NamedBarrier
 //===----------------------------------------------------------------------===//
 
-/// The CTA has 16 hardware barriers; `bar` counts must be warp multiples.
+/// `bar` counts must be warp multiples (the id and count ranges are ODS
+/// constraints).
 template <typename OpTy>
 static LogicalResult verifyNamedBarrier(OpTy op) {
-  if (op.getBarrierId() > 15)
-    return op.emitOpError() << "barrier id must be in 0..15, got "
-                            << op.getBarrierId();
   if (op.getNumThreads() % 32 != 0)
     return op.emitOpError() << "thread count must be a multiple of the warp "
                                "size (32), got "
-                            << op.getNumThreads();
-  if (op.getNumThreads() > 1024)
-    return op.emitOpError() << "thread count must be at most 1024 (a CTA), got "
                             << op.getNumThreads();
   return success();
 }

@@ -13,81 +13,33 @@ using namespace mlir;
 using namespace mlir::pipeline;
 
 //===----------------------------------------------------------------------===//
-// PipelineType queries
+// PipelineType queries (the kind's row of KindTraits.cpp)
 //===----------------------------------------------------------------------===//
 
 int64_t PipelineType::getClusterSize() const {
   return getCluster() ? getCluster().getSize() : 1;
 }
 
-bool PipelineType::hasTxCount() const {
-  switch (getKind()) {
-  case PipelineKind::TmaAsync:
-  case PipelineKind::TmaUmma:
-  case PipelineKind::TmaMultiConsumersAsync:
-  case PipelineKind::ClcFetchAsync:
-    return true;
-  default:
-    return false;
-  }
-}
+bool PipelineType::hasTxCount() const { return getKindTraits(getKind()).txBytes; }
 
 bool PipelineType::needsTcgen05() const {
-  switch (getKind()) {
-  case PipelineKind::TmaUmma:
-  case PipelineKind::AsyncUmma:
-  case PipelineKind::UmmaAsync:
-  case PipelineKind::TmaMultiConsumersAsync:
-    return true;
-  default:
-    return false;
-  }
+  return getKindTraits(getKind()).tcgen05;
 }
 
 bool PipelineType::hasBarriers() const {
-  return getKind() != PipelineKind::TmaStore;
+  return getKindTraits(getKind()).hasBarriers;
 }
 
 int64_t PipelineType::getNumBarriers() const {
-  if (!hasBarriers())
-    return 0;
-  if (getKind() == PipelineKind::Order)
-    return getStages() * getLength();
-  return 2 * getStages();
+  return getBarrierPlan(*this).numBarriers;
 }
 
 OpType PipelineType::getProducerOpType() const {
-  switch (getKind()) {
-  case PipelineKind::Async:
-  case PipelineKind::Order:
-  case PipelineKind::AsyncUmma:
-    return OpType::AsyncThread;
-  case PipelineKind::CpAsync:
-    return OpType::AsyncLoad;
-  case PipelineKind::TmaAsync:
-  case PipelineKind::TmaUmma:
-  case PipelineKind::TmaMultiConsumersAsync:
-    return OpType::TmaLoad;
-  case PipelineKind::TmaStore:
-    return OpType::TmaStore;
-  case PipelineKind::UmmaAsync:
-    return OpType::TCGen05Mma;
-  case PipelineKind::ClcFetchAsync:
-    return OpType::ClcLoad;
-  }
-  return OpType::AsyncThread;
+  return getKindTraits(getKind()).producerOp;
 }
 
 OpType PipelineType::getConsumerOpType() const {
-  switch (getKind()) {
-  case PipelineKind::TmaUmma:
-  case PipelineKind::AsyncUmma:
-    return OpType::TCGen05Mma;
-  case PipelineKind::TmaStore:
-    return OpType::TmaStore;
-  default:
-    return OpType::AsyncThread;
-  }
+  return getKindTraits(getKind()).consumerOp;
 }
 
 //===----------------------------------------------------------------------===//
@@ -105,44 +57,33 @@ static bool arrivesFromElectedThread(OpType op) {
          op == OpType::TCGen05Mma;
 }
 
-static bool allowsMulticast(PipelineKind kind) {
-  switch (kind) {
-  case PipelineKind::TmaAsync:
-  case PipelineKind::TmaUmma:
-  case PipelineKind::TmaMultiConsumersAsync:
-  case PipelineKind::AsyncUmma:
-  case PipelineKind::UmmaAsync:
-    return true;
-  default:
-    return false;
-  }
-}
+namespace {
+/// The parameters of a type being verified, and how to report on them.
+struct TypeChecker {
+  function_ref<InFlightDiagnostic()> emitError;
+  const KindTraits &traits;
+  PipelineKind kind;
+  int64_t stages;
+  CooperativeGroupAttr producer, consumer;
+  int64_t txCount;
+  ClusterLayoutAttr cluster;
+  Multicast multicast;
+  int64_t ctaGroup, length;
 
-LogicalResult PipelineType::verify(function_ref<InFlightDiagnostic()> emitError,
-                                   PipelineKind kind, int64_t stages,
-                                   CooperativeGroupAttr producer,
-                                   CooperativeGroupAttr consumer,
-                                   int64_t txCount, ClusterLayoutAttr cluster,
-                                   Multicast multicast, int64_t ctaGroup,
-                                   int64_t length) {
-  // Enums arrive as integers through the C API and Python: reject values
-  // that name no case before anything prints or switches on them.
-  if (!symbolizePipelineKind(static_cast<uint32_t>(kind)))
-    return emitError() << "!pipeline.pipeline: kind " << static_cast<int32_t>(kind)
-                       << " is not a pipeline kind (0.."
-                       << getMaxEnumValForPipelineKind() << ")";
-  if (!symbolizeMulticast(static_cast<uint32_t>(multicast)))
-    return emitError() << "!pipeline.pipeline: multicast "
-                       << static_cast<int32_t>(multicast)
-                       << " is not a multicast mode (0.."
-                       << getMaxEnumValForMulticast() << ")";
-
-  StringRef cls = getCuteClassName(kind);
-  auto fail = [&]() {
+  InFlightDiagnostic fail() const {
     return emitError() << "!pipeline.pipeline<" << stringifyPipelineKind(kind)
-                       << "> (" << cls << "): ";
-  };
+                       << "> (" << traits.cuteClass << "): ";
+  }
 
+  LogicalResult stageCount() const;
+  LogicalResult groups() const;
+  LogicalResult transactionBytes() const;
+  LogicalResult clusterAndPairs() const;
+  LogicalResult orderLength() const;
+};
+} // namespace
+
+LogicalResult TypeChecker::stageCount() const {
   if (stages <= 0)
     return fail() << "stages must be positive, got " << stages;
   if (stages > kMaxStages)
@@ -151,84 +92,62 @@ LogicalResult PipelineType::verify(function_ref<InFlightDiagnostic()> emitError,
                   << " bytes, more than the " << kMaxSharedMemoryBytes
                   << " bytes of shared memory of a CTA (at most " << kMaxStages
                   << " stages)";
+  return success();
+}
 
-  // Cooperative groups.
-  bool hasConsumerSide =
-      kind != PipelineKind::TmaStore && kind != PipelineKind::Order;
-  if (kind != PipelineKind::TmaStore && !producer)
+LogicalResult TypeChecker::groups() const {
+  if (traits.hasProducerGroup && !producer)
     return fail() << "needs a producer group (producer = #pipeline.group<...>)";
-  if (hasConsumerSide && !consumer)
+  if (traits.hasConsumerGroup && !consumer)
     return fail() << "needs a consumer group (consumer = #pipeline.group<...>)";
-  if (kind == PipelineKind::TmaStore && (producer || consumer))
+  if (!traits.hasProducerGroup && (producer || consumer))
     return fail() << "synchronizes through bulk groups and takes no "
                      "producer or consumer group";
-  if (kind == PipelineKind::Order && consumer)
+  if (!traits.hasConsumerGroup && consumer)
     return fail() << "has ordered groups, not a consumer group";
 
-  // Build a throwaway type-less view of the op types for the agent rules.
-  auto opTypeFor = [&](bool producerSide) -> OpType {
-    switch (kind) {
-    case PipelineKind::CpAsync:
-      return producerSide ? OpType::AsyncLoad : OpType::AsyncThread;
-    case PipelineKind::TmaAsync:
-    case PipelineKind::TmaMultiConsumersAsync:
-      return producerSide ? OpType::TmaLoad : OpType::AsyncThread;
-    case PipelineKind::TmaUmma:
-      return producerSide ? OpType::TmaLoad : OpType::TCGen05Mma;
-    case PipelineKind::AsyncUmma:
-      return producerSide ? OpType::AsyncThread : OpType::TCGen05Mma;
-    case PipelineKind::UmmaAsync:
-      return producerSide ? OpType::TCGen05Mma : OpType::AsyncThread;
-    case PipelineKind::ClcFetchAsync:
-      return producerSide ? OpType::ClcLoad : OpType::AsyncThread;
-    default:
-      return OpType::AsyncThread;
-    }
-  };
-  if (producer && arrivesFromElectedThread(opTypeFor(true)) &&
+  // A side whose mechanism arrives once from an elected thread is counted
+  // in threads.
+  if (producer && arrivesFromElectedThread(traits.producerOp) &&
       producer.getAgent() != Agent::Thread)
     return fail() << "the producer side arrives through "
-                  << stringifyOpType(opTypeFor(true))
+                  << stringifyOpType(traits.producerOp)
                   << " from one elected thread, so the producer agent must be "
                      "'thread', got '"
                   << stringifyAgent(producer.getAgent()) << "'";
-  if (consumer && arrivesFromElectedThread(opTypeFor(false)) &&
+  if (consumer && arrivesFromElectedThread(traits.consumerOp) &&
       consumer.getAgent() != Agent::Thread)
     return fail() << "the consumer side arrives through "
-                  << stringifyOpType(opTypeFor(false))
+                  << stringifyOpType(traits.consumerOp)
                   << " from one elected thread, so the consumer agent must be "
                      "'thread', got '"
                   << stringifyAgent(consumer.getAgent()) << "'";
-  if (kind == PipelineKind::CpAsync && producer &&
+  if (traits.producerOp == OpType::AsyncLoad && producer &&
       producer.getAgent() == Agent::ThreadBlockCluster)
     return fail() << "cp.async arrives only on the issuing CTA's barrier, so "
                      "the producer agent cannot be 'cluster'";
+  return success();
+}
 
-  // Transaction bytes.
-  bool txKind = kind == PipelineKind::TmaAsync ||
-                kind == PipelineKind::TmaUmma ||
-                kind == PipelineKind::TmaMultiConsumersAsync ||
-                kind == PipelineKind::ClcFetchAsync;
-  if (txKind && txCount <= 0)
+LogicalResult TypeChecker::transactionBytes() const {
+  if (traits.txBytes && txCount <= 0)
     return fail() << "TMA/CLC producers complete the full barrier by "
                      "transaction bytes: tx_count must be positive, got "
                   << txCount;
-  if (!txKind && txCount != 0)
+  if (!traits.txBytes && txCount != 0)
     return fail() << "tx_count is only meaningful for TMA/CLC kinds, got "
                   << txCount;
   if (txCount > kMaxTxCount)
     return fail() << "tx_count " << txCount
                   << " exceeds the mbarrier limit of " << kMaxTxCount
                   << " bytes per phase";
+  return success();
+}
 
-  // Clusters, multicast and CTA pairs.
+LogicalResult TypeChecker::clusterAndPairs() const {
   int64_t clusterSize = cluster ? cluster.getSize() : 1;
-  bool tcgen05 = kind == PipelineKind::TmaUmma ||
-                 kind == PipelineKind::AsyncUmma ||
-                 kind == PipelineKind::UmmaAsync ||
-                 kind == PipelineKind::TmaMultiConsumersAsync;
   if (multicast != Multicast::None) {
-    if (!allowsMulticast(kind))
+    if (!traits.multicast)
       return fail() << "does not multicast; remove multicast = "
                     << stringifyMulticast(multicast);
     if (clusterSize <= 1)
@@ -244,7 +163,7 @@ LogicalResult PipelineType::verify(function_ref<InFlightDiagnostic()> emitError,
   }
   if (ctaGroup != 1 && ctaGroup != 2)
     return fail() << "cta_group must be 1 or 2, got " << ctaGroup;
-  if (ctaGroup == 2 && !tcgen05)
+  if (ctaGroup == 2 && !traits.tcgen05)
     return fail() << "cta_group = 2 is a tcgen05 (UMMA) feature";
   if (ctaGroup == 2 && (!cluster || cluster.getV() != 2))
     return fail() << "cta_group = 2 (2-CTA MMA) needs a cluster layout with "
@@ -252,22 +171,52 @@ LogicalResult PipelineType::verify(function_ref<InFlightDiagnostic()> emitError,
   if (cluster && cluster.getV() == 2 && ctaGroup != 2)
     return fail() << "a cluster layout with V = 2 is a 2-CTA MMA pair and "
                      "needs cta_group = 2";
+  return success();
+}
 
-  // PipelineOrder.
-  if (kind == PipelineKind::Order && length <= 0)
+LogicalResult TypeChecker::orderLength() const {
+  // Only PipelineOrder has barriers without a consumer side: its groups.
+  bool ordered = traits.hasBarriers && !traits.hasConsumerGroup;
+  if (ordered && length <= 0)
     return fail() << "length (number of ordered groups) must be positive, got "
                   << length;
-  if (kind != PipelineKind::Order && length != 0)
+  if (!ordered && length != 0)
     return fail() << "length is only meaningful for order pipelines";
   // An order pipeline owns stages * length barriers (compare by division,
   // the product may overflow).
-  if (kind == PipelineKind::Order &&
-      length > kMaxSharedMemoryBytes / kMbarrierBytes / stages)
+  if (ordered && length > kMaxSharedMemoryBytes / kMbarrierBytes / stages)
     return fail() << "stages = " << stages << " x length = " << length
                   << " mbarriers of " << kMbarrierBytes
                   << " bytes do not fit in the " << kMaxSharedMemoryBytes
                   << " bytes of shared memory of a CTA";
   return success();
+}
+
+LogicalResult PipelineType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   PipelineKind kind, int64_t stages,
+                                   CooperativeGroupAttr producer,
+                                   CooperativeGroupAttr consumer,
+                                   int64_t txCount, ClusterLayoutAttr cluster,
+                                   Multicast multicast, int64_t ctaGroup,
+                                   int64_t length) {
+  // Enums arrive as integers through the C API and Python: reject values
+  // that name no case before anything prints or switches on them.
+  const KindTraits *traits = lookupKindTraits(kind);
+  if (!traits || !symbolizePipelineKind(static_cast<uint32_t>(kind)))
+    return emitError() << "!pipeline.pipeline: kind " << static_cast<int32_t>(kind)
+                       << " is not a pipeline kind (0.."
+                       << getMaxEnumValForPipelineKind() << ")";
+  if (!symbolizeMulticast(static_cast<uint32_t>(multicast)))
+    return emitError() << "!pipeline.pipeline: multicast "
+                       << static_cast<int32_t>(multicast)
+                       << " is not a multicast mode (0.."
+                       << getMaxEnumValForMulticast() << ")";
+  TypeChecker check{emitError, *traits, kind,    stages,    producer, consumer,
+                    txCount,   cluster, multicast, ctaGroup, length};
+  return success(succeeded(check.stageCount()) && succeeded(check.groups()) &&
+                 succeeded(check.transactionBytes()) &&
+                 succeeded(check.clusterAndPairs()) &&
+                 succeeded(check.orderLength()));
 }
 
 //===----------------------------------------------------------------------===//

@@ -34,19 +34,8 @@ struct Options {
 // Verbs
 //===----------------------------------------------------------------------===//
 
-enum class Verb {
-  Acquire,
-  TryAcquire,
-  Commit,
-  Tail,
-  Barrier,
-  Copy, // copy.tma_load / copy.bulk bound to a stage
-  Wait,
-  TryWait,
-  Release,
-  OrderWait,
-  OrderArrive,
-};
+/// The stage verbs (StageVerbOpInterface).
+using Verb = StageVerb;
 
 struct VerbRef {
   Verb verb;
@@ -58,11 +47,10 @@ struct VerbRef {
 std::optional<VerbRef> getVerb(Operation *op);
 
 inline bool isProducerVerb(Verb v) {
-  return v == Verb::Acquire || v == Verb::TryAcquire || v == Verb::Commit ||
-         v == Verb::Tail || v == Verb::Barrier || v == Verb::Copy;
+  return getStageVerbRole(v) == Role::Producer;
 }
 inline bool isConsumerVerb(Verb v) {
-  return v == Verb::Wait || v == Verb::TryWait || v == Verb::Release;
+  return getStageVerbRole(v) == Role::Consumer;
 }
 
 inline PipelineType getPipelineType(Value pipe) {

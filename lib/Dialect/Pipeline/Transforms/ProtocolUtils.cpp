@@ -17,39 +17,14 @@ using namespace mlir::pipeline;
 using namespace mlir::pipeline::protocol;
 
 std::optional<VerbRef> protocol::getVerb(Operation *op) {
-  auto make = [](Verb verb, auto typedOp) -> std::optional<VerbRef> {
-    return VerbRef{verb, typedOp.getPipeline(), typedOp.getState()};
-  };
-  if (auto o = dyn_cast<ProducerAcquireOp>(op))
-    return make(Verb::Acquire, o);
-  if (auto o = dyn_cast<ProducerTryAcquireOp>(op))
-    return make(Verb::TryAcquire, o);
-  if (auto o = dyn_cast<ProducerCommitOp>(op))
-    return make(Verb::Commit, o);
-  if (auto o = dyn_cast<ProducerTailOp>(op))
-    return make(Verb::Tail, o);
-  if (auto o = dyn_cast<ProducerBarrierOp>(op))
-    return make(Verb::Barrier, o);
-  if (auto o = dyn_cast<TmaLoadOp>(op))
-    return make(Verb::Copy, o);
-  if (auto o = dyn_cast<BulkLoadOp>(op))
-    return make(Verb::Copy, o);
-  if (auto o = dyn_cast<ConsumerWaitOp>(op))
-    return make(Verb::Wait, o);
-  if (auto o = dyn_cast<ConsumerTryWaitOp>(op))
-    return make(Verb::TryWait, o);
-  if (auto o = dyn_cast<ConsumerReleaseOp>(op))
-    return make(Verb::Release, o);
-  if (auto o = dyn_cast<OrderWaitOp>(op))
-    return make(Verb::OrderWait, o);
-  if (auto o = dyn_cast<OrderArriveOp>(op))
-    return make(Verb::OrderArrive, o);
-  return std::nullopt;
+  auto verb = dyn_cast<StageVerbOpInterface>(op);
+  if (!verb)
+    return std::nullopt;
+  return VerbRef{verb.getStageVerb(), verb.getPipeline(), verb.getState()};
 }
 
 bool protocol::isTmaLoadKind(PipelineKind kind) {
-  return kind == PipelineKind::TmaAsync || kind == PipelineKind::TmaUmma ||
-         kind == PipelineKind::TmaMultiConsumersAsync;
+  return getKindTraits(kind).stageCopies;
 }
 
 std::string protocol::describe(Value pipe) {

@@ -322,19 +322,9 @@ static bool checkArriveSites(Value pipe, bool producerSide,
   return true;
 }
 
-/// Multicast CTAs whose loads land in each CTA of a tma_async pipeline: as
-/// in CuTe DSL's mcast_size, the CTAs along each multicast mode, the CTA
-/// itself counted once.
+/// Multicast CTAs whose loads land in each CTA (CuTe DSL's mcast_size).
 static int64_t getMcastSize(PipelineType type) {
-  ClusterLayoutAttr c = type.getCluster();
-  if (!c)
-    return 1;
-  Multicast mode = type.getMulticast();
-  int64_t alongM =
-      (mode == Multicast::M || mode == Multicast::MN) ? c.getM() : 1;
-  int64_t alongN =
-      (mode == Multicast::N || mode == Multicast::MN) ? c.getN() : 1;
-  return alongM + alongN - 1;
+  return getBarrierPlan(type).multicastPeers;
 }
 
 /// Threads per CTA: the pass option, else a 1-D known_block_size of the
@@ -374,7 +364,9 @@ getImpliedArrives(Operation *op, PipelineType type, bool producerSide,
       kind == PipelineKind::ClcFetchAsync || kind == PipelineKind::Order ||
       kind == PipelineKind::TmaStore)
     return std::nullopt;
-  bool signallingLanes = !producerSide && kind == PipelineKind::TmaAsync;
+  bool signallingLanes =
+      !producerSide &&
+      getBarrierPlan(type).release == ArriveTarget::SignallingLanes;
   if (type.getClusterSize() > 1 && !signallingLanes)
     return std::nullopt;
   std::optional<Executors> who = getExecutors(op, blockDim);
@@ -464,7 +456,8 @@ static bool checkImpliedArriveCounts(
     if (!expected)
       continue;
     // tma_async groups not a multiple of mcast_size have their own error.
-    if (!producerSide && type.getKind() == PipelineKind::TmaAsync &&
+    if (!producerSide &&
+        getBarrierPlan(type).release == ArriveTarget::SignallingLanes &&
         group.getAgent() == Agent::Thread &&
         group.getSize() % getMcastSize(type) != 0)
       continue;
@@ -511,18 +504,18 @@ static bool checkImpliedArriveCounts(
   return failed;
 }
 
-LogicalResult protocol::checkArriveCounts(FunctionOpInterface fn,
-                                          const Options &options) {
-  bool failed = false;
-  // Pipeline sides already reported, so that the implied-count check does
-  // not report them twice.
-  llvm::DenseSet<std::pair<Value, unsigned>> reported;
+/// Pipeline sides (pipeline, 0 = producer / 1 = consumer) already reported,
+/// so that the implied-count check does not report them twice.
+using ReportedSides = llvm::DenseSet<std::pair<Value, unsigned>>;
 
-  // (a) + (c2): guarded or elected mbarrier.arrive sites, per pipeline side.
+/// (a) + (c2): guarded or elected mbarrier.arrive sites, per pipeline side.
+static bool checkArriveGuards(FunctionOpInterface fn, const Options &options,
+                              ReportedSides &reported) {
+  bool failed = false;
   llvm::MapVector<std::pair<Value, unsigned>, SmallVector<ArriveSite>> sites;
   fn->walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (auto commit = dyn_cast<ProducerCommitOp>(op)) {
-      PipelineType type = getPipelineType(commit.getPipeline());
+      PipelineType type = commit.getPipelineType();
       if (type.getProducerOpType() == OpType::AsyncThread)
         sites[{commit.getPipeline(), 0}].push_back(
             classifyArrive(op, commit.getElectOne()));
@@ -531,12 +524,12 @@ LogicalResult protocol::checkArriveCounts(FunctionOpInterface fn,
     auto release = dyn_cast<ConsumerReleaseOp>(op);
     if (!release)
       return;
-    PipelineType type = getPipelineType(release.getPipeline());
+    PipelineType type = release.getPipelineType();
     // The mixed MMA + async consumer count is not the async side's alone.
     if (type.getConsumerOpType() != OpType::AsyncThread ||
-        type.getKind() == PipelineKind::TmaMultiConsumersAsync)
+        getKindTraits(type.getKind()).consumerOpPerRelease)
       return;
-    if (type.getKind() == PipelineKind::TmaAsync && type.getClusterSize() > 1) {
+    if (getBarrierPlan(type).signallingLanes > 1) {
       // Signaling lanes 0..cluster_size-1 of each warp arrive on one CTA each.
       Guard guard = getEnclosingGuard(op);
       if (!release.getElectOne() && guard != Guard::OneLanePerWarp &&
@@ -566,13 +559,119 @@ LogicalResult protocol::checkArriveCounts(FunctionOpInterface fn,
       failed = true;
     }
   }
+  return failed;
+}
+
+namespace {
+/// Where one pipeline's verbs are, in program order.
+struct PipeUses {
+  SmallVector<Operation *> acquires;
+  llvm::MapVector<Block *, SmallVector<Operation *>> producerRoles,
+      consumerRoles;
+};
+} // namespace
+
+/// (b) TMA: one elected arrive.expect_tx per single-warp producer role.
+static bool checkElectedTmaArrive(Value pipe, const PipeUses &uses) {
+  PipelineType type = getPipelineType(pipe);
+  ArrayRef<Operation *> acquires = uses.acquires;
+  if (!isTmaLoadKind(type.getKind()) || !type.getProducer() ||
+      type.getProducer().getSize() <= 1 || acquires.empty() ||
+      !llvm::all_of(acquires, [](Operation *acq) {
+        Guard g = getEnclosingGuard(acq);
+        return g == Guard::OneWarp || g == Guard::OneThread;
+      }))
+    return false;
+  llvm::SmallPtrSet<Block *, 4> roles;
+  for (Operation *acq : acquires)
+    roles.insert(getRoleBlock(acq));
+  if (type.getProducer().getSize() <= static_cast<int64_t>(roles.size()))
+    return false;
+  auto create = pipe.getDefiningOp<CreateOp>();
+  Operation *where = create ? create.getOperation() : acquires.front();
+  InFlightDiagnostic diag = where->emitError();
+  diag << describe(pipe) << ": the producer group "
+       << groupString(type.getProducer()) << " makes each full barrier expect "
+       << type.getProducer().getSize()
+       << " arrivals, but producer.acquire arrives once (one elected "
+          "arrive.expect_tx) from "
+       << roles.size() << " single-warp producer role"
+       << (roles.size() == 1 ? "" : "s")
+       << ": the stage never completes and consumers wait forever (a "
+          "TMA producer group is #pipeline.group<thread, 1>)";
+  for (Operation *acq : acquires)
+    diag.attachNote(acq->getLoc()) << "elected arrive here";
+  return true;
+}
+
+/// (c1) tma_async: as in CuTe DSL, each consumer warp releases a stage from
+/// its signaling lanes, once on every CTA whose multicast loads it reads, so
+/// the consumer group counts `mcast_size * consumer warps` arrivals
+/// (CooperativeGroup(Agent.Thread, mcast_size * warps)).
+static bool checkSignallingLaneGroup(Value pipe) {
+  PipelineType type = getPipelineType(pipe);
+  auto create = pipe.getDefiningOp<CreateOp>();
+  if (getBarrierPlan(type).release != ArriveTarget::SignallingLanes ||
+      !create || !type.getConsumer() ||
+      type.getConsumer().getAgent() != Agent::Thread)
+    return false;
+  int64_t mcast = getMcastSize(type);
+  if (type.getConsumer().getSize() % mcast == 0)
+    return false;
+  InFlightDiagnostic diag = create.emitError();
+  diag << describe(pipe) << ": each consumer warp releases a stage "
+       << "once on each of the " << mcast
+       << " CTAs whose multicast loads it reads, so the consumer group "
+          "counts (consumer warps x "
+       << mcast << ") arrivals; " << groupString(type.getConsumer())
+       << " is not a multiple of " << mcast
+       << " (CuTe DSL: CooperativeGroup(Agent.Thread, mcast_size * "
+          "num_consumer_warps))";
+  return true;
+}
+
+/// (d) consumer verbs from the producer role (NVIDIA/cutlass#2126).
+static bool checkConsumerVerbsInProducerRole(Value pipe, PipeUses &uses) {
+  auto &producerRoles = uses.producerRoles;
+  auto &consumerRoles = uses.consumerRoles;
+  if (consumerRoles.size() < 2)
+    return false;
+  bool failed = false;
+  for (auto &[role, consumerOps] : consumerRoles) {
+    auto prod = producerRoles.find(role);
+    if (prod == producerRoles.end() || !isa<scf::IfOp>(getRoleOwner(role)))
+      continue;
+    Operation *first = consumerOps.front();
+    if (cast<StageVerbOpInterface>(first).getStateType().getRole() ==
+        Role::ProducerConsumer)
+      continue;
+    Block *other = nullptr;
+    for (auto &entry : consumerRoles)
+      if (entry.first != role)
+        other = entry.first;
+    InFlightDiagnostic diag = first->emitError();
+    diag << describe(pipe) << ": " << first->getName()
+         << " issued from the producer role while another role consumes "
+            "this pipeline: the producer threads' consumer arrives are not "
+            "in the consumer group's count and the stages go out of step "
+            "(NVIDIA/cutlass#2126); move the consumer verbs to the consumer "
+            "role, or make a role that does both use producer_consumer "
+            "states";
+    diag.attachNote(prod->second.front()->getLoc())
+        << "this role produces here";
+    diag.attachNote(consumerRoles[other].front()->getLoc())
+        << "the consumer role consumes here";
+    failed = true;
+  }
+  return failed;
+}
+
+LogicalResult protocol::checkArriveCounts(FunctionOpInterface fn,
+                                          const Options &options) {
+  ReportedSides reported;
+  bool failed = checkArriveGuards(fn, options, reported);
 
   // Per pipeline facts for (b), (c1) and (d), in program order.
-  struct PipeUses {
-    SmallVector<Operation *> acquires;
-    llvm::MapVector<Block *, SmallVector<Operation *>> producerRoles,
-        consumerRoles;
-  };
   llvm::MapVector<Value, PipeUses> pipes;
   fn->walk<WalkOrder::PreOrder>([&](Operation *op) {
     std::optional<VerbRef> verb = getVerb(op);
@@ -587,92 +686,9 @@ LogicalResult protocol::checkArriveCounts(FunctionOpInterface fn,
       uses.consumerRoles[getRoleBlock(op)].push_back(op);
   });
   for (auto &[pipe, uses] : pipes) {
-    PipelineType type = getPipelineType(pipe);
-    ArrayRef<Operation *> acquires = uses.acquires;
-    auto &producerRoles = uses.producerRoles;
-    auto &consumerRoles = uses.consumerRoles;
-    auto create = pipe.getDefiningOp<CreateOp>();
-
-    // (b) TMA: one elected arrive.expect_tx per single-warp producer role.
-    if (isTmaLoadKind(type.getKind()) && type.getProducer() &&
-        type.getProducer().getSize() > 1 && !acquires.empty() &&
-        llvm::all_of(acquires, [](Operation *acq) {
-          Guard g = getEnclosingGuard(acq);
-          return g == Guard::OneWarp || g == Guard::OneThread;
-        })) {
-      llvm::SmallPtrSet<Block *, 4> roles;
-      for (Operation *acq : acquires)
-        roles.insert(getRoleBlock(acq));
-      if (type.getProducer().getSize() > static_cast<int64_t>(roles.size())) {
-        Operation *where = create ? create.getOperation() : acquires.front();
-        InFlightDiagnostic diag = where->emitError();
-        diag << describe(pipe) << ": the producer group "
-             << groupString(type.getProducer())
-             << " makes each full barrier expect "
-             << type.getProducer().getSize()
-             << " arrivals, but producer.acquire arrives once (one elected "
-                "arrive.expect_tx) from "
-             << roles.size() << " single-warp producer role"
-             << (roles.size() == 1 ? "" : "s")
-             << ": the stage never completes and consumers wait forever (a "
-                "TMA producer group is #pipeline.group<thread, 1>)";
-        for (Operation *acq : acquires)
-          diag.attachNote(acq->getLoc()) << "elected arrive here";
-        failed = true;
-      }
-    }
-
-    // (c1) tma_async: as in CuTe DSL, each consumer warp releases a stage
-    // from its signaling lanes, once on every CTA whose multicast loads it
-    // reads, so the consumer group counts `mcast_size * consumer warps`
-    // arrivals (CooperativeGroup(Agent.Thread, mcast_size * warps)).
-    if (type.getKind() == PipelineKind::TmaAsync && create &&
-        type.getConsumer() && type.getConsumer().getAgent() == Agent::Thread) {
-      int64_t mcast = getMcastSize(type);
-      int64_t size = type.getConsumer().getSize();
-      if (size % mcast != 0) {
-        InFlightDiagnostic diag = create.emitError();
-        diag << describe(pipe) << ": each consumer warp releases a stage "
-             << "once on each of the " << mcast
-             << " CTAs whose multicast loads it reads, so the consumer group "
-                "counts (consumer warps x "
-             << mcast << ") arrivals; " << groupString(type.getConsumer())
-             << " is not a multiple of " << mcast
-             << " (CuTe DSL: CooperativeGroup(Agent.Thread, mcast_size * "
-                "num_consumer_warps))";
-        failed = true;
-      }
-    }
-
-    // (d) consumer verbs from the producer role (NVIDIA/cutlass#2126).
-    if (consumerRoles.size() < 2)
-      continue;
-    for (auto &[role, consumerOps] : consumerRoles) {
-      auto prod = producerRoles.find(role);
-      if (prod == producerRoles.end() || !isa<scf::IfOp>(getRoleOwner(role)))
-        continue;
-      Operation *first = consumerOps.front();
-      if (cast<StateType>(getVerb(first)->state.getType()).getRole() ==
-          Role::ProducerConsumer)
-        continue;
-      Block *other = nullptr;
-      for (auto &entry : consumerRoles)
-        if (entry.first != role)
-          other = entry.first;
-      InFlightDiagnostic diag = first->emitError();
-      diag << describe(pipe) << ": " << first->getName()
-           << " issued from the producer role while another role consumes "
-              "this pipeline: the producer threads' consumer arrives are not "
-              "in the consumer group's count and the stages go out of step "
-              "(NVIDIA/cutlass#2126); move the consumer verbs to the consumer "
-              "role, or make a role that does both use producer_consumer "
-              "states";
-      diag.attachNote(prod->second.front()->getLoc())
-          << "this role produces here";
-      diag.attachNote(consumerRoles[other].front()->getLoc())
-          << "the consumer role consumes here";
-      failed = true;
-    }
+    failed |= checkElectedTmaArrive(pipe, uses);
+    failed |= checkSignallingLaneGroup(pipe);
+    failed |= checkConsumerVerbsInProducerRole(pipe, uses);
   }
 
   // (e) arrivals implied by who signals, against the group's count.

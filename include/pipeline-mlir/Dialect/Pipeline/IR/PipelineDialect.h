@@ -55,7 +55,28 @@ inline constexpr int64_t kMaxStages =
 /// contents): no cooperative group may imply more arrivals.
 inline constexpr int64_t kMaxArriveCount = (1 << 20) - 1;
 
+/// The verbs that act on one stage of a pipeline (StageVerbOpInterface).
+enum class StageVerb {
+  Acquire,
+  TryAcquire,
+  Commit,
+  Tail,
+  Barrier,
+  Copy, // copy.tma_load / copy.bulk bound to a stage
+  Wait,
+  TryWait,
+  Release,
+  OrderWait,
+  OrderArrive,
+};
+
+/// The side a verb is for: producer verbs and copies are the producer's,
+/// wait/release the consumer's; the order verbs are producer_consumer.
+Role getStageVerbRole(StageVerb verb);
+
 } // namespace mlir::pipeline
+
+#include "pipeline-mlir/Dialect/Pipeline/IR/PipelineInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "pipeline-mlir/Dialect/Pipeline/IR/PipelineOps.h.inc"
@@ -69,10 +90,14 @@ namespace mlir::pipeline {
 /// depends on blockDim and blockDim is unknown (0).
 std::optional<int64_t> getArriveCount(CooperativeGroupAttr group,
                                       int64_t blockDim, int64_t clusterSize);
+std::optional<int64_t> getArriveCount(Agent agent, int64_t size,
+                                      int64_t blockDim, int64_t clusterSize);
 
 /// Human-readable CuTe DSL class name of a kind ("PipelineTmaAsync").
 llvm::StringRef getCuteClassName(PipelineKind kind);
 
 } // namespace mlir::pipeline
+
+#include "pipeline-mlir/Dialect/Pipeline/IR/KindTraits.h"
 
 #endif // PIPELINE_MLIR_DIALECT_PIPELINE_IR_PIPELINEDIALECT_H

@@ -15,6 +15,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Dialect/LLVMIR/LLVMOpBase.td"
 include "pipeline-mlir/Dialect/Pipeline/IR/PipelineTypes.td"
+include "pipeline-mlir/Dialect/Pipeline/IR/PipelineInterfaces.td"
 
 def Pipeline_AnyPipeline : Type<CPred<"::llvm::isa<::mlir::pipeline::PipelineType>($_self)">,
                                 "pipeline", "::mlir::pipeline::PipelineType">;
@@ -23,6 +24,13 @@ def Pipeline_AnyState : Type<CPred<"::llvm::isa<::mlir::pipeline::StateType>($_s
 def Pipeline_SharedPtr : LLVM_PointerInAddressSpace<3>;
 
 def Pipeline_BarrierEffects : MemoryEffects<[MemRead, MemWrite]>;
+
+// A cluster holds 1 to 16 CTAs (16 is the non-portable maximum, and the
+// width of tcgen05 multicast masks). A class, so that each use is anonymous
+// and the Python bindings build it as the I64Attr it is.
+class Pipeline_ClusterSizeAttr
+    : ConfinedAttr<DefaultValuedAttr<I64Attr, "1">,
+                   [IntMinValue<1>, IntMaxValue<16>]>;
 
 //===----------------------------------------------------------------------===//
 // Creation and initialization
@@ -72,10 +80,9 @@ def Pipeline_InitArriveOp : Pipeline_Op<"init_arrive", [Pipeline_BarrierEffects]
     pipeline.init_arrive {cluster_size = 2, relaxed}
     ```
   }];
-  let arguments = (ins DefaultValuedAttr<I64Attr, "1">:$cluster_size,
+  let arguments = (ins Pipeline_ClusterSizeAttr<>:$cluster_size,
                        UnitAttr:$relaxed);
   let assemblyFormat = "attr-dict";
-  let hasVerifier = 1;
 }
 
 def Pipeline_InitWaitOp : Pipeline_Op<"init_wait", [Pipeline_BarrierEffects]> {
@@ -89,9 +96,8 @@ def Pipeline_InitWaitOp : Pipeline_Op<"init_wait", [Pipeline_BarrierEffects]> {
     pipeline.init_wait {cluster_size = 2}
     ```
   }];
-  let arguments = (ins DefaultValuedAttr<I64Attr, "1">:$cluster_size);
+  let arguments = (ins Pipeline_ClusterSizeAttr<>:$cluster_size);
   let assemblyFormat = "attr-dict";
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -168,12 +174,25 @@ def Pipeline_StateCountOp : Pipeline_StateFieldOp<"count">;
 // Producer verbs
 //===----------------------------------------------------------------------===//
 
-class Pipeline_VerbOp<string mnemonic, list<Trait> traits = []>
-    : Pipeline_Op<mnemonic, !listconcat([Pipeline_BarrierEffects], traits)> {
+// An op on one stage of a pipeline; `verb` is its StageVerb.
+class Pipeline_StageOp<string mnemonic, string verb, list<Trait> traits = []>
+    : Pipeline_Op<mnemonic,
+                  !listconcat([Pipeline_StageVerbOpInterface], traits)> {
+  let extraClassDeclaration = [{
+    /// The verb this op is (StageVerbOpInterface).
+    static ::mlir::pipeline::StageVerb getStageVerb() {
+      return ::mlir::pipeline::StageVerb::}] # verb # [{;
+    }
+  }];
   let hasVerifier = 1;
 }
 
-def Pipeline_ProducerAcquireOp : Pipeline_VerbOp<"producer.acquire", [AttrSizedOperandSegments]> {
+// A stage verb that touches the stage's barriers.
+class Pipeline_VerbOp<string mnemonic, string verb, list<Trait> traits = []>
+    : Pipeline_StageOp<mnemonic, verb,
+                       !listconcat([Pipeline_BarrierEffects], traits)>;
+
+def Pipeline_ProducerAcquireOp : Pipeline_VerbOp<"producer.acquire", "Acquire", [AttrSizedOperandSegments]> {
   let summary = "wait until the stage's buffer is empty (producer_acquire)";
   let description = [{
     Waits on `empty[index]` with the state's phase
@@ -197,7 +216,7 @@ def Pipeline_ProducerAcquireOp : Pipeline_VerbOp<"producer.acquire", [AttrSizedO
   }];
 }
 
-def Pipeline_ProducerTryAcquireOp : Pipeline_VerbOp<"producer.try_acquire"> {
+def Pipeline_ProducerTryAcquireOp : Pipeline_VerbOp<"producer.try_acquire", "TryAcquire"> {
   let summary = "test once whether the stage's buffer is empty (producer_try_acquire)";
   let description = [{
     One `mbarrier.try_wait.parity` on `empty[index]`; the i1 result is a token
@@ -212,7 +231,7 @@ def Pipeline_ProducerTryAcquireOp : Pipeline_VerbOp<"producer.try_acquire"> {
   let assemblyFormat = "$pipeline `,` $state attr-dict `:` type($pipeline) `,` type($state)";
 }
 
-def Pipeline_ProducerCommitOp : Pipeline_VerbOp<"producer.commit"> {
+def Pipeline_ProducerCommitOp : Pipeline_VerbOp<"producer.commit", "Commit"> {
   let summary = "signal that the stage's buffer is full (producer_commit)";
   let description = [{
     Async kinds: `mbarrier.arrive` on `full[index]` (one per warp with
@@ -231,7 +250,7 @@ def Pipeline_ProducerCommitOp : Pipeline_VerbOp<"producer.commit"> {
   let assemblyFormat = "$pipeline `,` $state attr-dict `:` type($pipeline) `,` type($state)";
 }
 
-def Pipeline_ProducerTailOp : Pipeline_VerbOp<"producer.tail"> {
+def Pipeline_ProducerTailOp : Pipeline_VerbOp<"producer.tail", "Tail"> {
   let summary = "wait until every in-flight buffer was released (producer_tail)";
   let description = [{
     Acquires each of the `stages` stages in turn starting at `state`, so that
@@ -247,7 +266,7 @@ def Pipeline_ProducerTailOp : Pipeline_VerbOp<"producer.tail"> {
   let assemblyFormat = "$pipeline `,` $state attr-dict `:` type($pipeline) `,` type($state)";
 }
 
-def Pipeline_ProducerBarrierOp : Pipeline_Op<"producer.barrier", [Pure]> {
+def Pipeline_ProducerBarrierOp : Pipeline_StageOp<"producer.barrier", "Barrier", [Pure]> {
   let summary = "the stage's full barrier, for a TMA copy (producer_get_barrier)";
   let description = [{
     Returns the shared-memory address of `full[index]`.
@@ -259,14 +278,13 @@ def Pipeline_ProducerBarrierOp : Pipeline_Op<"producer.barrier", [Pure]> {
   let arguments = (ins Pipeline_AnyPipeline:$pipeline, Pipeline_AnyState:$state);
   let results = (outs Pipeline_SharedPtr:$barrier);
   let assemblyFormat = "$pipeline `,` $state attr-dict `:` type($pipeline) `,` type($state)";
-  let hasVerifier = 1;
-}
+  }
 
 //===----------------------------------------------------------------------===//
 // Consumer verbs
 //===----------------------------------------------------------------------===//
 
-def Pipeline_ConsumerWaitOp : Pipeline_VerbOp<"consumer.wait"> {
+def Pipeline_ConsumerWaitOp : Pipeline_VerbOp<"consumer.wait", "Wait"> {
   let summary = "wait until the stage's buffer is full (consumer_wait)";
   let description = [{
     `mbarrier.try_wait.parity` loop on `full[index]` with the state's phase,
@@ -283,7 +301,7 @@ def Pipeline_ConsumerWaitOp : Pipeline_VerbOp<"consumer.wait"> {
   }];
 }
 
-def Pipeline_ConsumerTryWaitOp : Pipeline_VerbOp<"consumer.try_wait"> {
+def Pipeline_ConsumerTryWaitOp : Pipeline_VerbOp<"consumer.try_wait", "TryWait"> {
   let summary = "test once whether the stage's buffer is full (consumer_try_wait)";
   let description = [{
     ```mlir
@@ -295,7 +313,7 @@ def Pipeline_ConsumerTryWaitOp : Pipeline_VerbOp<"consumer.try_wait"> {
   let assemblyFormat = "$pipeline `,` $state attr-dict `:` type($pipeline) `,` type($state)";
 }
 
-def Pipeline_ConsumerReleaseOp : Pipeline_VerbOp<"consumer.release"> {
+def Pipeline_ConsumerReleaseOp : Pipeline_VerbOp<"consumer.release", "Release"> {
   let summary = "signal that the stage's buffer may be refilled (consumer_release)";
   let description = [{
     Async consumers: `mbarrier.arrive` on `empty[index]`; with a cluster,
@@ -320,7 +338,7 @@ def Pipeline_ConsumerReleaseOp : Pipeline_VerbOp<"consumer.release"> {
 // Copies bound to a pipeline stage
 //===----------------------------------------------------------------------===//
 
-def Pipeline_TmaLoadOp : Pipeline_VerbOp<"copy.tma_load", [AttrSizedOperandSegments]> {
+def Pipeline_TmaLoadOp : Pipeline_VerbOp<"copy.tma_load", "Copy", [AttrSizedOperandSegments]> {
   let summary = "TMA tensor load into a stage, completing on its full barrier";
   let description = [{
     `cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes`
@@ -348,7 +366,7 @@ def Pipeline_TmaLoadOp : Pipeline_VerbOp<"copy.tma_load", [AttrSizedOperandSegme
   }];
 }
 
-def Pipeline_BulkLoadOp : Pipeline_VerbOp<"copy.bulk"> {
+def Pipeline_BulkLoadOp : Pipeline_VerbOp<"copy.bulk", "Copy"> {
   let summary = "non-tensor bulk copy into a stage, completing on its full barrier";
   let description = [{
     `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes` of
@@ -409,9 +427,11 @@ def Pipeline_BulkGroupWaitOp : Pipeline_Op<"bulk_group.wait", [Pipeline_BarrierE
     pipeline.bulk_group.wait {pending = 1 : i64, read}
     ```
   }];
-  let arguments = (ins DefaultValuedAttr<I64Attr, "0">:$pending, UnitAttr:$read);
+  // The PTX immediate is a small non-negative integer.
+  let arguments = (ins ConfinedAttr<DefaultValuedAttr<I64Attr, "0">,
+                                    [IntMinValue<0>, IntMaxValue<63>]>:$pending,
+                       UnitAttr:$read);
   let assemblyFormat = "attr-dict";
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -436,7 +456,7 @@ def Pipeline_OrderStateOp : Pipeline_Op<"order.state", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Pipeline_OrderWaitOp : Pipeline_VerbOp<"order.wait"> {
+def Pipeline_OrderWaitOp : Pipeline_VerbOp<"order.wait", "OrderWait"> {
   let summary = "wait for this group's turn (PipelineOrder.wait)";
   let description = [{
     Waits on barrier `index * length + group_id` with the state's phase.
@@ -452,7 +472,7 @@ def Pipeline_OrderWaitOp : Pipeline_VerbOp<"order.wait"> {
   }];
 }
 
-def Pipeline_OrderArriveOp : Pipeline_VerbOp<"order.arrive",
+def Pipeline_OrderArriveOp : Pipeline_VerbOp<"order.arrive", "OrderArrive",
     [AllTypesMatch<["state", "result"]>]> {
   let summary = "hand the turn to the next group and advance (PipelineOrder.arrive)";
   let description = [{
@@ -477,8 +497,9 @@ def Pipeline_OrderArriveOp : Pipeline_VerbOp<"order.arrive",
 
 class Pipeline_NamedBarrierOp<string mnemonic>
     : Pipeline_Op<"named_barrier." # mnemonic, [Pipeline_BarrierEffects]> {
-  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$barrier_id,
-                       ConfinedAttr<I64Attr, [IntPositive]>:$num_threads,
+  // 16 hardware barriers per CTA; at most a CTA's 1024 threads.
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative, IntMaxValue<15>]>:$barrier_id,
+                       ConfinedAttr<I64Attr, [IntPositive, IntMaxValue<1024>]>:$num_threads,
                        Optional<I32>:$index, UnitAttr:$unaligned);
   let assemblyFormat = [{
     `id` `=` $barrier_id `,` `threads` `=` $num_threads (`index` $index^)? attr-dict
