@@ -199,7 +199,8 @@ def test_variant_builds_checks_and_lowers(variant):
         # Both CTAs' loads complete on the leader's barrier; commits reach both.
         assert "mbarrier::complete_tx::bytes.cta_group::2" in ptx
         assert "shared::cluster.multicast::cluster.b64" in ptx
-    assert f".maxntid {cfg.threads}, 1, 1" in ptx
+    # The known block size is declared as CuTe DSL does (.reqntid).
+    assert f".reqntid {cfg.threads}, 1, 1" in ptx
     assert k.smem_bytes <= blackwell_gemm.SMEM_LIMIT
     # The instruction descriptor is an immediate of the MMA.
     assert str(tcgen05.instruction_descriptor(cfg.mma_m, cfg.block_n, cfg.dtype, g)) in ptx

@@ -204,7 +204,7 @@ def _build_both_ways(build, monkeypatch):
     original = base.PipelineBase._build.__func__
 
     def without_tx_count(cls, **kw):
-        if cls.kind in base._DERIVED_TX_KINDS:
+        if base._derives_tx_count(cls.kind):
             kw["tx_count"] = None
         return original(cls, **kw)
 

@@ -1,8 +1,9 @@
 //===- KindTraits.cpp - the table of pipeline kinds and barrier plans -----===//
 //
 // One row per CuTe DSL pipeline class; see KindTraits.h for the columns and
-// pipeline-semantics.md §1 (method table) and §5 (2-CTA, multicast) for the
-// hardware behaviour each row stands for.
+// docs/Rationale.md (sections 5-6: arrive counts, clusters, multicast and
+// 2-CTA pairs) for the hardware behaviour behind the rows that scale or
+// redirect arrivals.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,6 +1,6 @@
 //===- KindTraits.h - what each pipeline kind means -------------*- C++ -*-===//
 //
-// The one table of pipeline semantics (pipeline-semantics.md §1, §5): for
+// The one table of pipeline semantics (docs/Rationale.md sections 5-6): for
 // every CuTe DSL pipeline class, which mechanism signals each side, which
 // barriers complete by transaction bytes, where each side's arrive lands and
 // which counts the 2-CTA pair doubles. `getBarrierPlan` resolves the table
