@@ -189,6 +189,28 @@ LogicalResult checkAddressSpaces(ModuleOp module) {
   return success(ok);
 }
 
+/// A gpu.module body holds functions and globals. Upstream verifiers accept
+/// an instruction-like op there too (an `nvvm.elect.sync` left between two
+/// functions), and LLVM IR translation then crashes inserting it into no
+/// basic block (found by the fuzzer). Reject such ops before lowering: they
+/// have no regions and are not symbols.
+LogicalResult checkModuleBodies(ModuleOp module) {
+  bool ok = true;
+  module.walk([&](gpu::GPUModuleOp gpuModule) {
+    for (Operation &op : gpuModule.getBody()->getOperations()) {
+      if (op.getNumRegions() > 0 || isa<SymbolOpInterface>(op) ||
+          op.hasTrait<OpTrait::IsTerminator>())
+        continue;
+      op.emitOpError() << "is directly in the body of gpu.module @"
+                       << gpuModule.getName()
+                       << ": only functions and globals may be there (move "
+                          "it into a function)";
+      ok = false;
+    }
+  });
+  return success(ok);
+}
+
 /// Numbers the pipelines for the watchdog report and records their names as
 /// the module attribute `pipeline.watchdog_names`.
 SmallVector<WatchdogPipeInfo> assignWatchdogIds(ModuleOp module) {
@@ -234,7 +256,8 @@ struct ConvertPipelineToNVVMPass
     options.watchdog = watchdog;
     options.watchdogTimeoutNs = watchdogTimeoutNs;
 
-    if (failed(checkLaunchBounds(module)) ||
+    if (failed(checkModuleBodies(module)) ||
+        failed(checkLaunchBounds(module)) ||
         failed(checkAddressSpaces(module)) ||
         failed(checkTcgen05Targets(module, options)))
       return signalPassFailure();

@@ -102,3 +102,15 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+// An instruction between the functions of a gpu.module passes the upstream
+// verifiers, and LLVM IR translation crashed on it (fuzz finding).
+gpu.module @m {
+  gpu.func @k() kernel {
+    gpu.return
+  }
+  // expected-error @+1 {{'nvvm.elect.sync' op is directly in the body of gpu.module @m: only functions and globals may be there (move it into a function)}}
+  %e = nvvm.elect.sync -> i1
+}
