@@ -16,6 +16,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::pipeline {
@@ -207,6 +208,37 @@ LogicalResult checkModuleBodies(ModuleOp module) {
                           "it into a function)";
       ok = false;
     }
+    // `llvm.getelementptr` keeps constant indices in 29 signed bits
+    // (GEPArg); the parser accepts any i32, and the first fold of a larger
+    // one asserts (found by the fuzzer: `%p[2147483647]`).
+    gpuModule.walk([&](LLVM::GEPOp gep) {
+      for (int32_t index : gep.getRawConstantIndices()) {
+        if (index == LLVM::GEPOp::kDynamicIndex)
+          continue;
+        if (index < -(1 << 28) || index >= (1 << 28)) {
+          gep.emitOpError() << "constant index " << index
+                            << " does not fit the 29 bits the LLVM dialect "
+                               "keeps for it; pass it as a value";
+          ok = false;
+        }
+      }
+    });
+    // A declaration cannot take a pipeline or a state: the barriers and the
+    // state arithmetic are inlined into the code that uses them, and there
+    // is no body to inline into (the conversion otherwise fails with
+    // "failed to legalize operation 'func.func'").
+    gpuModule.walk([&](FunctionOpInterface fn) {
+      if (!fn.isExternal())
+        return;
+      for (Type t : fn.getArgumentTypes())
+        if (isa<PipelineType, StateType>(t)) {
+          fn->emitOpError() << "is a declaration taking " << t
+                            << ": pipelines and states can only be passed to "
+                               "functions defined in the same gpu.module";
+          ok = false;
+          return;
+        }
+    });
   });
   return success(ok);
 }

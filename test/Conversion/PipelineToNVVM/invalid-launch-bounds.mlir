@@ -114,3 +114,24 @@ gpu.module @m {
   // expected-error @+1 {{'nvvm.elect.sync' op is directly in the body of gpu.module @m: only functions and globals may be there (move it into a function)}}
   %e = nvvm.elect.sync -> i1
 }
+
+// -----
+
+// A declaration that takes a pipeline: the conversion failed with "failed to
+// legalize operation 'func.func'" (fuzz finding); now a clear error.
+gpu.module @m {
+  // expected-error @+1 {{'func.func' op is a declaration taking '!pipeline.pipeline<async, stages = 2, producer = <thread, 1>, consumer = <thread, 1>>': pipelines and states can only be passed to functions defined in the same gpu.module}}
+  func.func private @external(!pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>>)
+}
+
+// -----
+
+// A constant GEP index beyond 29 bits asserted in the upstream GEP folder
+// (fuzz finding).
+gpu.module @m {
+  gpu.func @k(%p: !llvm.ptr<3>) kernel {
+    // expected-error @+1 {{'llvm.getelementptr' op constant index 2147483647 does not fit the 29 bits the LLVM dialect keeps for it; pass it as a value}}
+    %q = llvm.getelementptr %p[2147483647] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i32
+    gpu.return
+  }
+}
