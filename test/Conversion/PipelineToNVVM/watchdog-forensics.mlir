@@ -199,12 +199,13 @@ gpu.module @b {
 // PTX: .func __pipeline_watchdog_dump(
 // PTX: mbarrier.init.shared.b64 [__pipeline_watchdog_probe], {{%r[0-9]+}};
 // PTX-NOT: ld.volatile.shared.b64
-// PTX: mbarrier.expect_tx{{.*}} [__pipeline_watchdog_probe], 1;
+// PTX-NEXT: mov.b32 [[ONE:%r[0-9]+]], 1;
+// PTX-NEXT: mbarrier.expect_tx{{.*}} [__pipeline_watchdog_probe], [[ONE]];
 // PTX-NEXT: mbarrier.arrive{{.*}}.b64 [[T:%rd[0-9]+]], [__pipeline_watchdog_probe];
 // PTX: mbarrier.pending_count.b64 {{%r[0-9]+}}, [[T]];
 // PTX: mbarrier.complete_tx
 // PTX: mbarrier.test_wait.parity.shared.b64
-// PTX-NEXT: mbarrier.test_wait.parity.shared.b64
+// PTX: mbarrier.test_wait.parity.shared.b64
 // PTX: mbarrier.expect_tx
 // PTX: mbarrier.arrive
 // PTX: mbarrier.pending_count.b64

@@ -171,7 +171,7 @@ gpu.module @ord {
 // PTX-NEXT: st.volatile.b32 [[[P]]+24],
 // PTX-NEXT: st.volatile.b32 [[[P]]+28],
 // PTX-NEXT: st.volatile.b32 [[[P]]+32],
-// PTX-NEXT: st.volatile.b32 [[[P]]+36], 2;
+// PTX-NEXT: st.volatile.b32 [[[P]]+36], 3;
 // PTX-NEXT: st.volatile.b32 [[[P]]+40],
 // PTX: call.uni __pipeline_watchdog_dump, (param0);
 // PTX-NEXT: } // callseq
