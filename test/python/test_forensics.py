@@ -135,6 +135,20 @@ def test_missing_bytes_are_named():
     assert ("full[0] phase 0 [phase parity 0 in progress, pending arrivals 0, tx bytes 16]: every arrival is in but 16 tx byte(s) never came") in rep
 
 
+def test_missing_bytes_are_named_without_a_tx_fit():
+    """pending_count 0 on a phase in progress: only tx bytes can be missing,
+    even when no field of the token gives their number."""
+    warps = [W(0, 0, 0, 0), W(1, 0, 0, 0)]
+    bars = ring(ENC, [(0, 0, 16), (0, 0, 16), (0, 1, 0), (0, 1, 0)])
+    junk = [(0x1234, c[1]) for c in fx.CALIBRATION]
+    rep = fx.report(wd.decode_record(buffer(warps, bars, junk)), ["ab"])
+    assert ("full[0] phase 0 [phase parity 0 in progress, pending arrivals 0, tx bytes: unknown "
+            f"(token {ENC(0, 0, 17):#018x})]: every arrival is in but tx bytes never came") in rep
+    # one arrival pending: nothing to say about bytes
+    bars = ring(ENC, [(0, 1, 16), (0, 1, 16), (0, 1, 0), (0, 1, 0)])
+    assert "never came" not in fx.report(wd.decode_record(buffer(warps, bars, junk)), ["ab"])
+
+
 def test_warp_table_states():
     warps = [0, W(1, 0, 2, 1, waiting=False), W(0, 0, 0, 0, waiting=False, exited=True),
              fx.MARK_EXITED, W(2, -1, 5, 1)]

@@ -316,8 +316,14 @@ def wait_for_graph(dump, names):
         tx = dump.tx(b) if b is not None else None
         pending = dump.pending(b) if b is not None else None
         notes = []
-        if tx and pending == 0:
+        if pending == 0 and tx:
             notes.append(f"every arrival is in but {tx} tx byte(s) never came: the copies "
+                         "deliver fewer bytes than the expect_tx")
+        elif pending == 0 and tx is None and b.parity is not None:
+            # A phase in progress with no arrival pending can only be
+            # waiting for its tx count, even when the token does not say how
+            # many bytes.
+            notes.append("every arrival is in but tx bytes never came: the copies "
                          "deliver fewer bytes than the expect_tx")
         if not arrivers:
             notes.append(f"no warp of this CTA has acted as {who} of {pipe}")
