@@ -33,6 +33,11 @@ def check(entry, out):
         return [f"no forensic report: {out.get('exc')}: {out.get('message', out.get('error'))}"]
     dump = forensics.decode_dump(base64.b64decode(out["buffer_b64"]))
     problems = []
+    # The pending arrivals of the report rest on mbarrier.pending_count of
+    # the dump's tokens; the scratch barrier's known counts check it here.
+    if dump.pending_count_checked is False:
+        problems.append("mbarrier.pending_count disagrees with the calibration samples' "
+                        "known counts")
     by_warp = {ws.warp: ws for ws in dump.warps}
     for warp, (role, side, stage, phase) in entry["expect_waits"].items():
         ws = by_warp.get(int(warp))

@@ -1,6 +1,7 @@
 """The host half of the watchdog's forensic dump (runtime/forensics.py) on
-synthetic buffers: the layout fit from calibration samples, its fallback to
-raw words, the per-barrier lines and the wait-for graph."""
+synthetic buffers: pending arrivals from pending_count, the tx field fitted
+from the calibration tokens and its fallback to the token, the per-barrier
+lines and the wait-for graph."""
 
 import pytest
 
@@ -9,7 +10,7 @@ from pipeline_mlir.runtime import watchdog as wd
 
 
 def layout(phase_bit, pending_lo, tx_lo, tx_neg):
-    """A made-up mbarrier word layout: encode(phase, pending, tx) -> u64."""
+    """A made-up state-token layout: encode(phase, pending, tx) -> u64."""
     def encode(phase, pending, tx):
         txv = (-tx) % (1 << 21) if tx_neg else tx
         return (phase << phase_bit) | (pending << pending_lo) | (txv << tx_lo)
@@ -17,13 +18,14 @@ def layout(phase_bit, pending_lo, tx_lo, tx_neg):
 
 
 def samples_of(encode):
-    return [encode(*c) for c in fx.CALIBRATION]
+    """(token, pending_count) of each calibration sample."""
+    return [(encode(*c), c[1]) for c in fx.CALIBRATION]
 
 
 def buffer(warps, barriers, samples, record=(0, 1, 0, 0), warp=1, warp_count=None):
     pid, role, stage, phase = record
     head = wd.encode_record(pid, role, stage, phase, (3, 0, 0), warp, elapsed_us=500_000,
-                            version=2)
+                            version=wd.RECORD_VERSION)
     return fx.encode_dump(head, warps, samples, barriers, warp_count)
 
 
@@ -33,15 +35,17 @@ ENC = layout(phase_bit=63, pending_lo=0, tx_lo=32, tx_neg=True)
 
 def ring(enc, states, pid=0, stages=2):
     """Barrier tuples of one pipeline: states[i] = (parity in progress,
-    pending, tx) of barrier i (full[0..S), empty[0..S))."""
-    return [(pid, i, stages, False, True, 0b10 if par == 0 else 0b01, enc(par, pend, tx))
+    pending, tx) of barrier i (full[0..S), empty[0..S)), as the dump reads
+    them: the token carries the dump's own expect_tx byte, pending_count the
+    arrivals pending before the dump's arrive."""
+    return [(pid, i, stages, False, True, 0b10 if par == 0 else 0b01, enc(par, pend, tx + 1), pend)
             for i, (par, pend, tx) in enumerate(states)]
 
 
-def test_layout_fit_recovers_both_fields():
+def test_layout_fit_recovers_the_tx_field():
     dump = fx.decode_dump(buffer([], ring(ENC, [(0, 1, 4112)]), samples_of(ENC)))
-    assert fx.Field(0, 20, False) in dump.pending_fields
     assert fx.Field(32, 20, True) in dump.tx_fields
+    assert dump.pending_count_checked is True
     (b,) = dump.barriers
     assert (dump.pending(b), dump.tx(b), b.parity) == (1, 4112, 0)
 
@@ -49,32 +53,49 @@ def test_layout_fit_recovers_both_fields():
 @pytest.mark.parametrize("enc", [layout(0, 1, 22, False), layout(62, 40, 0, True)])
 def test_layout_fit_follows_the_samples(enc):
     """Whatever the (unknown) layout, a field is accepted only where the
-    samples put it, and decodes the barriers' words with it."""
+    samples put it, and decodes the barriers' tokens with it."""
     dump = fx.decode_dump(buffer([], ring(enc, [(1, 7, 0), (0, 0, 16)]), samples_of(enc)))
     assert [(dump.pending(b), dump.tx(b)) for b in dump.barriers] == [(7, 0), (0, 16)]
 
 
-def test_no_fit_falls_back_to_raw_words():
-    junk = [0x1234, 0x1234, 0x1234, 0x1234, 0x1234]  # the same word for different states
-    raw = ENC(0, 1, 4112)
-    dump = fx.decode_dump(buffer([W(1, 0, 0, 0)], ring(ENC, [(0, 1, 4112)]), junk))
-    assert dump.pending_fields == [] and dump.tx_fields == []
-    text = wd.decode_record(buffer([W(1, 0, 0, 0)], ring(ENC, [(0, 1, 4112)]), junk)).dump
-    rep = fx.report(wd.decode_record(buffer([W(1, 0, 0, 0)], ring(ENC, [(0, 1, 4112)]), junk)),
-                    ["ab"])
-    assert text is not None
-    assert f"full[0]: phase parity 0 in progress, raw {raw:#018x}" in rep
-    assert "raw words shown" in rep
-    assert "arrival(s) pending" not in rep
+def test_no_fit_shows_the_token_and_still_the_pending_count():
+    # The same token for different states: no field fits; pending_count right.
+    junk = [(0x1234, c[1]) for c in fx.CALIBRATION]
+    token = ENC(0, 1, 4113)
+    rec = wd.decode_record(buffer([W(1, 0, 0, 0)], ring(ENC, [(0, 1, 4112)]), junk))
+    assert rec.dump is not None and rec.dump.tx_fields == []
+    rep = fx.report(rec, ["ab"])
+    assert (f"full[0]: phase parity 0 in progress, pending arrivals 1, "
+            f"tx bytes: unknown (token {token:#018x})") in rep
+    assert "tokens shown" in rep
+    assert "WARNING" not in rep
 
 
-def test_missing_samples_fall_back_too():
+def test_pending_count_that_disagrees_with_the_samples_is_flagged():
+    bad = [(t, p + 1) for t, p in samples_of(ENC)]
+    rec = wd.decode_record(buffer([], ring(ENC, [(0, 1, 0)]), bad))
+    assert rec.dump.pending_count_checked is False
+    assert "WARNING: mbarrier.pending_count disagrees" in fx.report(rec, ["ab"])
+
+
+def test_missing_samples_leave_tx_unknown():
     dump = fx.decode_dump(buffer([], ring(ENC, [(0, 1, 0)]), samples_of(ENC)[:3]))
-    assert dump.pending(dump.barriers[0]) is None
+    (b,) = dump.barriers
+    assert dump.tx(b) is None and dump.pending(b) == 1
+    assert dump.pending_count_checked is None
+
+
+def test_version_2_dumps_are_not_decoded():
+    """Version 2 laid out loads of the mbarrier word (4 words per barrier);
+    reading it with the version-3 layout would report nonsense."""
+    head = wd.encode_record(0, 1, 0, 0, (3, 0, 0), 1, version=2)
+    rec = wd.decode_record(fx.encode_dump(head, [], samples_of(ENC), ring(ENC, [(0, 1, 0)])))
+    assert rec.version == 2 and rec.dump is None
+    assert "no dump in this record (version 2 kernel" in fx.report(rec)
 
 
 def test_probes_that_disagree_give_no_phase():
-    bars = [(0, 0, 1, False, True, 0b11, ENC(0, 1, 0)), (0, 1, 1, False, True, 0b00, ENC(0, 1, 0))]
+    bars = [(0, 0, 1, False, True, 0b11, ENC(0, 1, 1), 1), (0, 1, 1, False, True, 0b00, ENC(0, 1, 1), 1)]
     dump = fx.decode_dump(buffer([], bars, samples_of(ENC)))
     assert [b.parity for b in dump.barriers] == [None, None]
     rep = fx.report(wd.decode_record(buffer([], bars, samples_of(ENC))), ["ab"])
@@ -89,7 +110,7 @@ def test_start_phase_deadlock_is_a_cycle():
     rec = wd.decode_record(buffer(warps, bars, samples_of(ENC)))
     rep = fx.report(rec, ["ab"])
     assert ("warp 1 (consumer) waits on 'ab' full[0] phase 0 [phase parity 0 in progress, "
-            "32 arrival(s) pending, 0 tx byte(s) pending]: producer warp 0 waits "
+            "pending arrivals 32, tx bytes 0]: producer warp 0 waits "
             "(producer_acquire) on 'ab' empty[0] phase 0") in rep
     assert "warp 0 (producer) waits on 'ab' empty[0] phase 0" in rep
     assert "deadlock cycle: warp 0 -> warp 1 -> warp 0" in rep
@@ -102,7 +123,7 @@ def test_exited_producer_leaves_nobody_to_arrive():
     rep = fx.report(wd.decode_record(buffer(warps, ring(ENC, [(1, 32, 0)] * 4),
                                             samples_of(ENC))), ["ab"])
     assert ("warp 1 (consumer) waits on 'ab' full[0] phase 1 [phase parity 1 in progress, "
-            "32 arrival(s) pending, 0 tx byte(s) pending]: nobody left who arrives on it: "
+            "pending arrivals 32, tx bytes 0]: nobody left who arrives on it: "
             "producer warp 0 exited (last passed producer_acquire on 'ab' empty[1] phase 1)") in rep
     assert "deadlock cycle" not in rep
 
@@ -111,8 +132,21 @@ def test_missing_bytes_are_named():
     warps = [W(0, 0, 0, 0), W(1, 0, 0, 0)]
     bars = ring(ENC, [(0, 0, 16), (0, 0, 16), (0, 1, 0), (0, 1, 0)])
     rep = fx.report(wd.decode_record(buffer(warps, bars, samples_of(ENC))), ["ab"])
-    assert ("full[0] phase 0 [phase parity 0 in progress, 0 arrival(s) pending, 16 tx byte(s) "
-            "pending]: every arrival is in but 16 tx byte(s) never came") in rep
+    assert ("full[0] phase 0 [phase parity 0 in progress, pending arrivals 0, tx bytes 16]: every arrival is in but 16 tx byte(s) never came") in rep
+
+
+def test_missing_bytes_are_named_without_a_tx_fit():
+    """pending_count 0 on a phase in progress: only tx bytes can be missing,
+    even when no field of the token gives their number."""
+    warps = [W(0, 0, 0, 0), W(1, 0, 0, 0)]
+    bars = ring(ENC, [(0, 0, 16), (0, 0, 16), (0, 1, 0), (0, 1, 0)])
+    junk = [(0x1234, c[1]) for c in fx.CALIBRATION]
+    rep = fx.report(wd.decode_record(buffer(warps, bars, junk)), ["ab"])
+    assert ("full[0] phase 0 [phase parity 0 in progress, pending arrivals 0, tx bytes: unknown "
+            f"(token {ENC(0, 0, 17):#018x})]: every arrival is in but tx bytes never came") in rep
+    # one arrival pending: nothing to say about bytes
+    bars = ring(ENC, [(0, 1, 16), (0, 1, 16), (0, 1, 0), (0, 1, 0)])
+    assert "never came" not in fx.report(wd.decode_record(buffer(warps, bars, junk)), ["ab"])
 
 
 def test_warp_table_states():
@@ -133,8 +167,8 @@ def test_warp_table_states():
 
 
 def test_not_created_and_order_pipelines():
-    bars = [(0, 0, 1, False, False, 0, 0), (0, 1, 1, False, False, 0, 0),
-            (1, 0, 2, True, True, 0b10, ENC(0, 1, 0)), (1, 1, 2, True, True, 0b01, ENC(1, 1, 0))]
+    bars = [(0, 0, 1, False, False, 0, 0, 0), (0, 1, 1, False, False, 0, 0, 0),
+            (1, 0, 2, True, True, 0b10, ENC(0, 1, 1), 1), (1, 1, 2, True, True, 0b01, ENC(1, 1, 1), 1)]
     rep = fx.report(wd.decode_record(buffer([], bars, samples_of(ENC))), ["ab", "ord"])
     assert "  pipeline 'ab' (1 stage(s)):\n    full[0]: not created in this CTA" in rep
     assert "  pipeline 'ord' (order):\n    barrier[0]: phase parity 0 in progress" in rep

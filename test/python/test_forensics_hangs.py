@@ -72,6 +72,8 @@ def test_planted_hang_ptx_has_the_dump():
     assert ".func __pipeline_watchdog_dump(" in ptx
     assert ptx.count("mbarrier.test_wait.parity.shared.b64") >= 2 * 8  # 8 barriers x 2
     assert "mbarrier.complete_tx" in ptx and "mbarrier.expect_tx" in ptx
+    # 8 barriers and 5 calibration samples, each read through arrive's token
+    assert ptx.count("mbarrier.pending_count.b64") == 8 + 5
     assert "atom.shared.or.b32" in ptx
 
 
@@ -96,7 +98,7 @@ def test_manifest_entries_launch_like_the_copy_kernels():
         assert ntiles > ph.STAGES
 
 
-def _child_output(waits, parities, ok=True):
+def _child_output(waits, parities, ok=True, pending_ok=True):
     """What gpu_child.py forensics prints, for a made-up dump whose wait
     table holds ``waits`` (warp -> (role, stage, phase)) and whose 'ab'
     barriers are in the phase ``parities[i]`` (full[0..4), empty[0..4))."""
@@ -106,17 +108,19 @@ def _child_output(waits, parities, ok=True):
     from pipeline_mlir.runtime import watchdog as wd
 
     table = [fx.wait_word(role, 0, stage, phase) for _, (role, stage, phase) in sorted(waits.items())]
-    bars = [(0, i, ph.STAGES, False, True, 0b10 if p == 0 else 0b01, 0)
+    bars = [(0, i, ph.STAGES, False, True, 0b10 if p == 0 else 0b01, 0, 1)
             for i, p in enumerate(parities)]
-    head = wd.encode_record(0, 1, 0, 0, (0, 0, 0), 1, version=2)
-    buf = fx.encode_dump(head, table, [], bars)
+    head = wd.encode_record(0, 1, 0, 0, (0, 0, 0), 1, version=wd.RECORD_VERSION)
+    samples = [(0, c[1] + (0 if pending_ok else 1)) for c in fx.CALIBRATION]
+    buf = fx.encode_dump(head, table, samples, bars)
     return {"ok": ok, "buffer_b64": base64.b64encode(buf).decode(), "message": "m"}
 
 
 def test_run_forensics_check_accepts_the_expected_dump_only():
     """run_forensics.check (what the H100 run reports) on made-up dumps: the
     expected waits with the probes agreeing pass; a wrong phase, a warp not
-    waiting, or probes naming another phase are each reported."""
+    waiting, probes naming another phase, or pending_count disagreeing with
+    the calibration samples are each reported."""
     from run_forensics import check
 
     entry = {"expect_waits": {"0": ["producer_acquire", "empty", 0, 0],
@@ -132,5 +136,9 @@ def test_run_forensics_check_accepts_the_expected_dump_only():
     one_warp = _child_output({0: (0, 0, 0)}, [1, 0, 0, 0, 0, 0, 0, 0])
     (problem,) = check(entry, one_warp)
     assert problem.startswith("warp 1: expected waiting (consumer_wait on full[0] phase 1)")
+    bad_count = _child_output({0: (0, 0, 0), 1: (1, 0, 1)}, [1, 0, 0, 0, 0, 0, 0, 0],
+                              pending_ok=False)
+    assert check(entry, bad_count) == [
+        "mbarrier.pending_count disagrees with the calibration samples' known counts"]
     assert check(entry, {"ok": False, "exc": "KernelTimeoutError", "message": "late"}) == [
         "no forensic report: KernelTimeoutError: late"]

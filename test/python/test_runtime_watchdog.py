@@ -175,13 +175,17 @@ def test_lowering_follows_the_contract():
     assert len(re.findall(r"call\.uni\s+__pipeline_watchdog_dump", kernel)) == 6
     assert re.search(r"st\.volatile(?:\.global)?\.b32\s+\[%rd\d+\+40\], [^;]+;\s*"
                      r"(?:[^\n]*\n){0,8}?\s*call\.uni\s+__pipeline_watchdog_dump", kernel)
-    # the dump: words 11..13, the wait table (16..47), the samples (48..57)
-    # and 4 words per barrier from word 64 (4 stages: 8 barriers)
+    # the dump: words 11..13, the wait table (16..47), the samples (48..62)
+    # and 5 words per barrier from word 64 (4 stages: 8 barriers)
     offsets = {int(o or 0) for o, _ in re.findall(
         r"st\.volatile(?:\.global)?\.b32\s+\[%rd\d+(?:\+(\d+))?\], ([^;]+);", dump)}
-    assert {44, 48, 52} | {4 * w for w in range(16, 58)} | {
-        256 + 4 * w for w in range(4 * 8)} == offsets, sorted(offsets)
+    assert {44, 48, 52} | {4 * w for w in range(16, 63)} | {
+        256 + 4 * w for w in range(5 * 8)} == offsets, sorted(offsets)
     assert dump.count("mbarrier.test_wait.parity.shared.b64") == 2 * 8
+    # each barrier and each of the 5 samples is read through expect_tx(1),
+    # arrive and pending_count, never by a load of its word
+    assert dump.count("mbarrier.pending_count.b64") == 8 + 5
+    assert not re.search(r"ld(?:\.volatile)?\.shared\.b64", dump)
     for site in range(6):
         words = stores[11 * site:11 * (site + 1)]
         assert [int(o or 0) for o, _ in words] == [4 * w for w in range(1, 11)] + [0]

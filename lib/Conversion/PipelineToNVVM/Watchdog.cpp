@@ -43,7 +43,10 @@ using namespace mlir::pipeline;
 namespace {
 constexpr int64_t kWatchdogMagic = 0x57444F47; // "WDOG"
 /// Version 2: words 11.. hold the forensic dump (docs/watchdog.md).
-constexpr int64_t kWatchdogVersion = 2;
+/// Version 3: the dump records mbarrier.arrive state tokens and
+/// mbarrier.pending_count instead of loads of the mbarrier word (which read
+/// 0 on sm_90).
+constexpr int64_t kWatchdogVersion = 3;
 /// Claim word: 0 free, 1 taken (record being written), 2 record written.
 constexpr int64_t kClaimTaken = 1;
 constexpr int64_t kClaimDone = 2;
@@ -63,13 +66,18 @@ constexpr int32_t kWordWarpCount = 11;    // warps in the CTA
 constexpr int32_t kWordBarrierCount = 12; // barrier entries written
 constexpr int32_t kWordSampleCount = 13;  // calibration samples written
 constexpr int32_t kWordWarps = 16;        // 32 words: the wait table
-constexpr int32_t kWordSamples = 48;      // 5 x (lo, hi)
-constexpr int32_t kWordBarriers = 64;     // 4 words per barrier
+constexpr int32_t kWordSamples = 48;      // 5 x (lo, hi, pending)
+constexpr int32_t kSampleWords = 3;
+constexpr int32_t kWordBarriers = 64;     // kBarrierWords per barrier
+constexpr int32_t kBarrierWords = 5;
 constexpr int32_t kRecordWords = 1024;    // the runner maps 4096 bytes
 constexpr int32_t kMaxWarps = 32;         // 1024 threads
-constexpr int32_t kMaxBarrierEntries = (kRecordWords - kWordBarriers) / 4;
+constexpr int32_t kMaxBarrierEntries =
+    (kRecordWords - kWordBarriers) / kBarrierWords;
 constexpr int64_t kCalibMax = (1 << 20) - 1; // mbarrier count/tx limit
 constexpr int64_t kCalibComplete = 0x12345;
+constexpr int64_t kCalibSmallCount = 5;  // second scratch barrier
+constexpr int64_t kCalibSmallTx = 100;
 
 // Wait-table word of a warp: bit 31 waiting now, bit 30 the rest is valid
 // (the warp has waited), bit 29 a thread of the warp returned; bits 28..27
@@ -423,25 +431,47 @@ void storeWord(OpBuilder &b, Location loc, Value record, int32_t word,
                         /*isVolatile=*/true);
 }
 
-/// The raw 64-bit word of the mbarrier at `bar` into words `word`,
-/// `word + 1` (low, high).
-void storeRaw(OpBuilder &b, Location loc, Value record, int32_t word,
-              Value bar) {
+/// Reads the state of the mbarrier at `bar` into words `word` .. `word + 2`
+/// (token low, token high, pending arrivals) without completing its phase.
+///
+/// Loads of the mbarrier word read 0 on sm_90 (measured on the H100: plain,
+/// volatile, generic, atomic and acquire loads alike), so the state is taken
+/// from the token that mbarrier.arrive returns: the barrier's state before
+/// that arrive. mbarrier.pending_count of the token is the pending arrival
+/// count (PTX ISA, exact); the rest of the token is implementation-specific
+/// and the host fits it to the calibration samples. The expect_tx of 1 byte
+/// comes first: with a tx byte pending our arrive cannot complete the phase
+/// (a phase completes when both counts reach 0), so no waiting warp is
+/// released. The barrier is left perturbed (one arrival more, one tx byte
+/// more); harmless, since every expired thread traps right after the dump.
+void storeState(OpBuilder &b, Location loc, Value record, int32_t word,
+                Value bar) {
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
-  Value raw = LLVM::LoadOp::create(b, loc, i64, bar, /*alignment=*/8,
-                                   /*isVolatile=*/true);
-  storeWord(b, loc, record, word, arith::TruncIOp::create(b, loc, i32, raw));
+  NVVM::MBarrierExpectTxOp::create(b, loc, bar, constI32(b, loc, 1));
+  Value token =
+      NVVM::MBarrierArriveOp::create(b, loc, i64, bar, /*count=*/Value())
+          .getRes();
+  storeWord(b, loc, record, word, arith::TruncIOp::create(b, loc, i32, token));
   Value high = arith::ShRUIOp::create(
-      b, loc, raw, arith::ConstantIntOp::create(b, loc, i64, 32));
+      b, loc, token, arith::ConstantIntOp::create(b, loc, i64, 32));
   storeWord(b, loc, record, word + 1,
             arith::TruncIOp::create(b, loc, i32, high));
+  // MLIR 22 has no NVVM op for mbarrier.pending_count: the LLVM NVPTX
+  // intrinsic (no inline PTX needed).
+  Value pending =
+      LLVM::CallIntrinsicOp::create(
+          b, loc, i32,
+          b.getStringAttr("llvm.nvvm.mbarrier.pending.count"),
+          ValueRange{token})
+          .getResult(0);
+  storeWord(b, loc, record, word + 2, pending);
 }
 
 /// Body of `__pipeline_watchdog_dump(record)`: the wait table, calibration
 /// samples of a scratch mbarrier in known states (so that the host can
-/// check its decoding of the undocumented mbarrier word on the GPU it runs
-/// on), and for every barrier of every pipeline of the CTA its raw word and
-/// two test_wait.parity probes.
+/// fit its decoding of the undocumented state token on the GPU it runs on),
+/// and for every barrier of every pipeline of the CTA two test_wait.parity
+/// probes, then its state token and pending arrival count (storeState).
 void defineDump(LLVM::LLVMFuncOp dump, Operation *symbolTable,
                 ArrayRef<WatchdogPipeInfo> pipes) {
   OpBuilder b(dump.getContext());
@@ -467,34 +497,49 @@ void defineDump(LLVM::LLVMFuncOp dump, Operation *symbolTable,
                                    /*isVolatile=*/true));
   }
 
-  // Calibration: (phase, pending arrivals, pending tx) known by
-  // construction, with the largest legal counts (2^20 - 1) so that the
-  // host's fit pins the width of each field: A (0, M, 0) after init M;
-  // B (0, M, M) after expect_tx M; C (0, M-1, M) after an arrive;
-  // D (0, M-1, M-0x12345) after complete_tx 0x12345; E (1, 3, 0): a second
-  // barrier, init 3 and three arrives.
+  // Calibration: each sample is storeState's own expect_tx(1) + arrive on
+  // a scratch mbarrier in a state known by construction, so that the host
+  // can fit the tx-count field of the (undocumented) token on the GPU it
+  // runs on, and check pending_count. Tuples (phase, pending arrivals,
+  // pending tx bytes) of the state the token captures; M = 2^20 - 1, the
+  // largest legal count, pins the width of each field:
+  //   A (0, M, 1)              p0 after init M
+  //   B (0, M-1, M)            then expect_tx M-2
+  //   C (0, M-2, M-0x12344)    then complete_tx 0x12345
+  //   D (0, 5, 101)            p1 after init 5, expect_tx 100
+  //   E (1, 5, 1)              then complete_tx 101 and 4 arrives: phase 0
+  //                            completes.
   LLVM::GlobalOp probe = getOrCreateSharedArray(
       b, loc, symbolTable, kWatchdogProbeSymbol, b.getI64Type(), 2);
   Value p0 = sharedElement(b, loc, probe, i64, constI32(b, loc, 0));
   Value p1 = sharedElement(b, loc, probe, i64, constI32(b, loc, 1));
+  auto sample = [&](int32_t i, Value bar) {
+    storeState(b, loc, record, kWordSamples + kSampleWords * i, bar);
+  };
   NVVM::MBarrierInitOp::create(b, loc, p0, constI32(b, loc, kCalibMax),
                                Value());
-  storeRaw(b, loc, record, kWordSamples + 0, p0);
-  NVVM::MBarrierExpectTxOp::create(b, loc, p0, constI32(b, loc, kCalibMax));
-  storeRaw(b, loc, record, kWordSamples + 2, p0);
-  NVVM::MBarrierArriveOp::create(b, loc, i64, p0, /*count=*/Value());
-  storeRaw(b, loc, record, kWordSamples + 4, p0);
+  sample(0, p0);
+  NVVM::MBarrierExpectTxOp::create(b, loc, p0,
+                                   constI32(b, loc, kCalibMax - 2));
+  sample(1, p0);
   NVVM::MBarrierCompleteTxOp::create(b, loc, p0,
                                      constI32(b, loc, kCalibComplete));
-  storeRaw(b, loc, record, kWordSamples + 6, p0);
-  NVVM::MBarrierInitOp::create(b, loc, p1, constI32(b, loc, 3), Value());
-  for (int i = 0; i < 3; ++i)
+  sample(2, p0);
+  NVVM::MBarrierInitOp::create(b, loc, p1, constI32(b, loc, kCalibSmallCount),
+                               Value());
+  NVVM::MBarrierExpectTxOp::create(b, loc, p1,
+                                   constI32(b, loc, kCalibSmallTx));
+  sample(3, p1);
+  NVVM::MBarrierCompleteTxOp::create(b, loc, p1,
+                                     constI32(b, loc, kCalibSmallTx + 1));
+  for (int64_t i = 0; i < kCalibSmallCount - 1; ++i)
     NVVM::MBarrierArriveOp::create(b, loc, i64, p1, /*count=*/Value());
-  storeRaw(b, loc, record, kWordSamples + 8, p1);
+  sample(4, p1);
   storeWord(b, loc, record, kWordSampleCount, constI32(b, loc, 5));
 
   // Every barrier of every pipeline: a header word (id << 16 | order << 15
-  // | created << 14 | stages), index << 8 | probes, raw low, raw high.
+  // | created << 14 | stages), index << 8 | probes, then storeState's token
+  // low, token high, pending arrivals.
   LLVM::GlobalOp table2 =
       getOrCreateSharedArray(b, loc, symbolTable, kWatchdogPipesSymbol, i32,
                              static_cast<int64_t>(pipes.size()));
@@ -521,18 +566,21 @@ void defineDump(LLVM::LLVMFuncOp dump, Operation *symbolTable,
     int64_t count = std::min<int64_t>(info.numBarriers,
                                       kMaxBarrierEntries - entryIndex);
     for (int64_t j = 0; j < count; ++j)
-      storeWord(b, loc, record, kWordBarriers + 4 * (first + j), headerWord);
+      storeWord(b, loc, record, kWordBarriers + kBarrierWords * (first + j),
+                headerWord);
     entryIndex += static_cast<int32_t>(count);
     emitIf(b, loc, created, [&](OpBuilder &cb, Location cl) {
       Value base = arith::SubIOp::create(cb, cl, tagged, constI32(cb, cl, 1));
       for (int64_t j = 0; j < count; ++j) {
-        int32_t word = kWordBarriers + 4 * (first + static_cast<int32_t>(j));
+        int32_t word = kWordBarriers +
+                       kBarrierWords * (first + static_cast<int32_t>(j));
         Value address = arith::AddIOp::create(cb, cl, base,
                                               constI32(cb, cl, 8 * j));
         Value bar = LLVM::IntToPtrOp::create(cb, cl, sharedPtr, address);
         // test_wait.parity(p) is true when the phase of parity p has
         // completed: exactly one of the two holds, and the other one is the
-        // current phase's parity.
+        // current phase's parity. The probes come before storeState, whose
+        // arrive changes the barrier.
         auto probeBit = [&](int p) {
           Value done = NVVM::MBarrierTestWaitOp::create(
               cb, cl, cb.getI1Type(), bar, constI32(cb, cl, p));
@@ -544,7 +592,7 @@ void defineDump(LLVM::LLVMFuncOp dump, Operation *symbolTable,
         storeWord(cb, cl, record, word + 1,
                   arith::OrIOp::create(cb, cl, constI32(cb, cl, j << 8),
                                        probes));
-        storeRaw(cb, cl, record, word + 2, bar);
+        storeState(cb, cl, record, word + 2, bar);
       }
     });
   }

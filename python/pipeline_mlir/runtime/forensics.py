@@ -1,4 +1,4 @@
-"""The watchdog's forensic dump (record version 2): what every barrier of
+"""The watchdog's forensic dump (record version 3): what every barrier of
 every pipeline of the stuck CTA was doing, and which warp waits on what.
 
 The kernel side is lib/Conversion/PipelineToNVVM/Watchdog.cpp (``defineDump``,
@@ -11,45 +11,51 @@ prose version of this file. Layout (i32 words of the host buffer):
   returned from the kernel; bits 28..27 role (0 producer_acquire, 1
   consumer_wait, 2 order_wait), 26..19 pipeline id + 1 (0: unknown),
   18..1 stage, 0 phase parity.
-* 48..57, five calibration samples (low, high) of a scratch mbarrier in
-  states known by construction (CALIBRATION).
-* 64.., four words per barrier: header (pipeline id << 16 | order << 15 |
-  created in this CTA << 14 | stages), index << 8 | probes (bit p: 
+* 48..62, five calibration samples (token low, token high, pending count)
+  of a scratch mbarrier in states known by construction (CALIBRATION).
+* 64.., five words per barrier: header (pipeline id << 16 | order << 15 |
+  created in this CTA << 14 | stages), index << 8 | probes (bit p:
   mbarrier.test_wait.parity(p) was true, i.e. the phase of parity p has
-  completed), raw word low, raw word high.
+  completed), token low, token high, pending arrivals.
 
-What is certain: the phase parity of each barrier (from the probes, PTX
-semantics) and the wait table (written by the kernel). What is not: the
-layout of the 64-bit mbarrier word, which PTX does not document. The kernel
-therefore samples a scratch mbarrier in known states on the GPU that hung,
-and :func:`fit_layout` accepts a bit field for "pending arrivals" or
-"pending tx bytes" only when it decodes every sample; without a field that
-fits, the report shows the raw word.
+Loads of the mbarrier word read 0 on sm_90 (measured on the H100), so the
+kernel reads each barrier through ``mbarrier.expect_tx`` of 1 byte (so that
+what follows cannot complete the phase) and ``mbarrier.arrive``, whose
+returned token captures the state before that arrive; the pending arrival
+count is ``mbarrier.pending_count`` of the token (documented by PTX: exact).
+What is certain: the phase parity (from the probes, taken before the
+arrive), the pending arrivals and the wait table. What is not: where the
+token keeps the tx-count, which PTX does not document. :func:`fit_layout`
+accepts a bit field for it only when it decodes every calibration sample;
+without one, the report shows the token.
 """
 
 import struct
 from dataclasses import dataclass, field
 
-from .watchdog import BUFFER_BYTES, ROLE_NAMES
+from .watchdog import BUFFER_BYTES, RECORD_VERSION, ROLE_NAMES
 
 WORD_WARP_COUNT, WORD_BARRIER_COUNT, WORD_SAMPLE_COUNT = 11, 12, 13
 WORD_WARPS, WORD_SAMPLES, WORD_BARRIERS = 16, 48, 64
+SAMPLE_WORDS, BARRIER_WORDS = 3, 5
 MAX_WARPS = 32
-MAX_BARRIERS = (BUFFER_BYTES // 4 - WORD_BARRIERS) // 4
+MAX_BARRIERS = (BUFFER_BYTES // 4 - WORD_BARRIERS) // BARRIER_WORDS
 
 MARK_WAITING, MARK_VALID, MARK_EXITED = 1 << 31, 1 << 30, 1 << 29
 
 CALIB_MAX = (1 << 20) - 1
 CALIB_COMPLETE = 0x12345
-#: (phase parity, pending arrivals, pending tx bytes) of each sample, in the
-#: order the kernel takes them (Watchdog.cpp, defineDump).
+#: (phase parity, pending arrivals, pending tx bytes) of the state each
+#: sample's token captures (after the sample's own expect_tx(1), before its
+#: arrive), in the order the kernel takes them (Watchdog.cpp, defineDump).
 CALIBRATION = (
-    (0, CALIB_MAX, 0),                              # init M
-    (0, CALIB_MAX, CALIB_MAX),                      # expect_tx M
-    (0, CALIB_MAX - 1, CALIB_MAX),                  # arrive
-    (0, CALIB_MAX - 1, CALIB_MAX - CALIB_COMPLETE),  # complete_tx
-    (1, 3, 0),                                      # second barrier: init 3, 3 arrives
+    (0, CALIB_MAX, 1),                                   # p0: init M
+    (0, CALIB_MAX - 1, CALIB_MAX),                       # expect_tx M-2
+    (0, CALIB_MAX - 2, CALIB_MAX - CALIB_COMPLETE + 1),  # complete_tx 0x12345
+    (0, 5, 101),                                         # p1: init 5, expect_tx 100
+    (1, 5, 1),                                           # complete_tx 101, 4 arrives
 )
+TX_COLUMN = 2
 
 
 @dataclass(frozen=True)
@@ -76,7 +82,8 @@ class Barrier:
     order: bool
     created: bool
     probes: int   # bit p: the phase of parity p has completed
-    raw: int      # the 64-bit mbarrier word (0 when not created)
+    token: int    # mbarrier.arrive's state token (0 when not created)
+    pending: int  # mbarrier.pending_count of the token
 
     @property
     def parity(self):
@@ -100,7 +107,7 @@ class Barrier:
 
 @dataclass(frozen=True)
 class Field:
-    """A bit field of the mbarrier word: value = (raw >> lo) & mask, stored
+    """A bit field of the state token: value = (raw >> lo) & mask, stored
     as is ("plain") or negated modulo 2**width ("neg")."""
     lo: int
     width: int
@@ -115,29 +122,40 @@ class Field:
 class Dump:
     warp_count: int
     warps: list
-    samples: list
+    samples: list          # [(token, pending_count)]
     barriers: list
-    pending_fields: list = field(default_factory=list)
     tx_fields: list = field(default_factory=list)
 
-    def decode(self, raw, fields):
+    def decode(self, token, fields):
         """The value every fitted field agrees on, else None."""
         if not fields:
             return None
-        values = {f.decode(raw) for f in fields}
+        values = {f.decode(token) for f in fields}
         return values.pop() if len(values) == 1 else None
 
+    @property
+    def pending_count_checked(self):
+        """True when pending_count gave the known count of every calibration
+        sample (False: it did not; None: samples missing)."""
+        if len(self.samples) < len(CALIBRATION):
+            return None
+        return all(p == c[1] for (_, p), c in zip(self.samples, CALIBRATION))
+
     def pending(self, barrier):
-        return self.decode(barrier.raw, self.pending_fields)
+        """Arrivals pending before the dump's own arrive (exact)."""
+        return barrier.pending
 
     def tx(self, barrier):
-        return self.decode(barrier.raw, self.tx_fields)
+        """Pending tx bytes before the dump's expect_tx(1), or None when no
+        field of the token fits the calibration samples."""
+        v = self.decode(barrier.token, self.tx_fields)
+        return None if v is None else v - 1
 
 
 def fit_layout(samples, index):
     """Fields (narrowest width per start bit and encoding) that decode
-    ``CALIBRATION[i][index]`` from every ``samples[i]``; [] when the samples
-    are missing or nothing fits."""
+    ``CALIBRATION[i][index]`` from every token ``samples[i]``; [] when the
+    samples are missing or nothing fits."""
     if len(samples) < len(CALIBRATION):
         return []
     want = [c[index] for c in CALIBRATION]
@@ -153,7 +171,7 @@ def fit_layout(samples, index):
 
 
 def decode_dump(raw):
-    """The Dump of a version-2 buffer (``BUFFER_BYTES``)."""
+    """The Dump of a version-3 buffer (``BUFFER_BYTES``)."""
     raw = bytes(raw)
     if len(raw) < BUFFER_BYTES:
         raise ValueError(f"watchdog buffer holds {len(raw)} bytes, expected {BUFFER_BYTES}")
@@ -168,22 +186,26 @@ def decode_dump(raw):
         warps.append(WarpState(warp=i, waiting=bool(m & MARK_WAITING), valid=bool(m & MARK_VALID),
                                exited=bool(m & MARK_EXITED), role=(m >> 27) & 3,
                                pipeline_id=pid - 1, stage=(m >> 1) & 0x3FFFF, phase=m & 1))
-    samples = [w[WORD_SAMPLES + 2 * i] | (w[WORD_SAMPLES + 2 * i + 1] << 32)
-               for i in range(nsamples)]
+    samples = []
+    for i in range(nsamples):
+        lo, hi, pending = w[WORD_SAMPLES + SAMPLE_WORDS * i: WORD_SAMPLES + SAMPLE_WORDS * (i + 1)]
+        samples.append((lo | (hi << 32), pending))
     barriers = []
     for i in range(nbar):
-        h, idx, lo, hi = w[WORD_BARRIERS + 4 * i: WORD_BARRIERS + 4 * i + 4]
+        h, idx, lo, hi, pending = w[WORD_BARRIERS + BARRIER_WORDS * i:
+                                    WORD_BARRIERS + BARRIER_WORDS * (i + 1)]
         barriers.append(Barrier(pipeline_id=h >> 16, index=idx >> 8, stages=h & 0x3FFF,
                                 order=bool(h & (1 << 15)), created=bool(h & (1 << 14)),
-                                probes=idx & 3, raw=lo | (hi << 32)))
+                                probes=idx & 3, token=lo | (hi << 32), pending=pending))
     return Dump(nwarps, warps, samples, barriers,
-                pending_fields=fit_layout(samples, 1), tx_fields=fit_layout(samples, 2))
+                tx_fields=fit_layout([t for t, _ in samples], TX_COLUMN))
 
 
 def encode_dump(header, warps=(), samples=(), barriers=(), warp_count=None):
-    """A whole buffer: ``header`` (watchdog.encode_record(..., version=2))
+    """A whole buffer: ``header`` (watchdog.encode_record(..., version=3))
     followed by a dump; for tests. ``warps``: raw wait-table words;
-    ``barriers``: (pipeline_id, index, stages, order, created, probes, raw)."""
+    ``samples``: (token, pending_count); ``barriers``: (pipeline_id, index,
+    stages, order, created, probes, token, pending)."""
     words = [0] * (BUFFER_BYTES // 4)
     words[:16] = struct.unpack("<16I", header)
     words[WORD_WARP_COUNT] = len(warps) if warp_count is None else warp_count
@@ -191,13 +213,13 @@ def encode_dump(header, warps=(), samples=(), barriers=(), warp_count=None):
     words[WORD_SAMPLE_COUNT] = len(samples)
     for i, m in enumerate(warps):
         words[WORD_WARPS + i] = m
-    for i, s in enumerate(samples):
-        words[WORD_SAMPLES + 2 * i] = s & 0xFFFFFFFF
-        words[WORD_SAMPLES + 2 * i + 1] = s >> 32
-    for i, (pid, idx, stages, order, created, probes, raw) in enumerate(barriers):
-        words[WORD_BARRIERS + 4 * i:WORD_BARRIERS + 4 * i + 4] = [
+    for i, (token, pending) in enumerate(samples):
+        words[WORD_SAMPLES + SAMPLE_WORDS * i:WORD_SAMPLES + SAMPLE_WORDS * (i + 1)] = [
+            token & 0xFFFFFFFF, token >> 32, pending]
+    for i, (pid, idx, stages, order, created, probes, token, pending) in enumerate(barriers):
+        words[WORD_BARRIERS + BARRIER_WORDS * i:WORD_BARRIERS + BARRIER_WORDS * (i + 1)] = [
             pid << 16 | int(order) << 15 | int(created) << 14 | stages,
-            idx << 8 | probes, raw & 0xFFFFFFFF, raw >> 32]
+            idx << 8 | probes, token & 0xFFFFFFFF, token >> 32, pending]
     return struct.pack(f"<{len(words)}I", *words)
 
 
@@ -240,13 +262,10 @@ def _barrier_state(dump, b):
     parity = b.parity
     parts.append(f"phase parity {parity} in progress" if parity is not None
                  else f"phase unknown (probes {b.probes:#04b})")
-    pending, tx = dump.pending(b), dump.tx(b)
-    if pending is not None:
-        parts.append(f"{pending} arrival(s) pending")
-    if tx is not None:
-        parts.append(f"{tx} tx byte(s) pending")
-    if pending is None or tx is None:
-        parts.append(f"raw {b.raw:#018x}")
+    parts.append(f"pending arrivals {dump.pending(b)}")
+    tx = dump.tx(b)
+    parts.append(f"tx bytes {tx}" if tx is not None
+                 else f"tx bytes: unknown (token {b.token:#018x})")
     return ", ".join(parts)
 
 
@@ -297,8 +316,14 @@ def wait_for_graph(dump, names):
         tx = dump.tx(b) if b is not None else None
         pending = dump.pending(b) if b is not None else None
         notes = []
-        if tx and pending == 0:
+        if pending == 0 and tx:
             notes.append(f"every arrival is in but {tx} tx byte(s) never came: the copies "
+                         "deliver fewer bytes than the expect_tx")
+        elif pending == 0 and tx is None and b.parity is not None:
+            # A phase in progress with no arrival pending can only be
+            # waiting for its tx count, even when the token does not say how
+            # many bytes.
+            notes.append("every arrival is in but tx bytes never came: the copies "
                          "deliver fewer bytes than the expect_tx")
         if not arrivers:
             notes.append(f"no warp of this CTA has acted as {who} of {pipe}")
@@ -341,22 +366,29 @@ def _describe_fields(fields):
 
 
 def report(record, names=None, kernel=None):
-    """The multi-line forensic report of a version-2 record."""
+    """The multi-line forensic report of a version-3 record."""
     names = list(names or [])
     dump = record.dump
     out = [f"forensic dump of block {tuple(record.block)} "
            f"(the first wait to time out: warp {record.warp}, {record.role_name})"]
     if dump is None:
-        return out[0] + ": no dump in this record (version 1 kernel)"
-    if dump.pending_fields and dump.tx_fields:
-        out.append("  (mbarrier word decoded with fields fitted to this GPU's calibration "
-                   f"samples: pending arrivals = {_describe_fields(dump.pending_fields)}; "
-                   f"pending tx bytes = {_describe_fields(dump.tx_fields)})")
+        return out[0] + (f": no dump in this record (version {record.version} kernel; "
+                         f"this runtime decodes version {RECORD_VERSION})")
+    out.append("  (each barrier read by expect_tx(1) + mbarrier.arrive: pending arrivals "
+               "from mbarrier.pending_count of the token, before the dump's own arrive)")
+    if dump.tx_fields:
+        out.append("  (tx bytes decoded from the token with a field fitted to this GPU's "
+                   f"calibration samples: {_describe_fields(dump.tx_fields)}, less the "
+                   "dump's own byte)")
     else:
-        out.append("  (mbarrier word layout not pinned down by the calibration samples: "
-                   "raw words shown)")
-    out.append("  calibration samples: " + (", ".join(f"{s:#018x}" for s in dump.samples)
-                                            or "none"))
+        out.append("  (no field of the token fits the calibration samples' tx bytes: "
+                   "tokens shown)")
+    checked = dump.pending_count_checked
+    if checked is False:
+        out.append("  WARNING: mbarrier.pending_count disagrees with the calibration "
+                   "samples' known counts; pending arrivals below are suspect")
+    out.append("  calibration samples (token/pending_count): "
+               + (", ".join(f"{t:#018x}/{p}" for t, p in dump.samples) or "none"))
     out.append("barriers:")
     last = None
     for b in dump.barriers:

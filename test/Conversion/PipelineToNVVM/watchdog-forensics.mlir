@@ -6,7 +6,11 @@
 // each return sets the warp's exited bit; the claim's winner calls
 // __pipeline_watchdog_dump, which copies the wait table, five calibration
 // samples of a scratch mbarrier and, for every barrier of the pipelines of
-// its own gpu.module, a header, two test_wait.parity probes and the raw word.
+// its own gpu.module, a header, two test_wait.parity probes and then its
+// state: expect_tx of 1 byte (so that what follows cannot complete the
+// phase), arrive -> state token, pending_count of the token (the LLVM NVPTX
+// intrinsic: MLIR 22 has no NVVM op for it). Loads of the mbarrier word read
+// 0 on sm_90 (docs/watchdog.md): the dump never loads one.
 // Off: none of it.
 // RUN: pipeline-opt %s --convert-pipeline-to-nvvm="watchdog=true" | FileCheck %s
 // RUN: pipeline-opt %s --convert-pipeline-to-nvvm | FileCheck %s --check-prefix=OFF
@@ -93,29 +97,52 @@ gpu.module @b {
 // CHECK: llvm.load volatile %{{.*}} : !llvm.ptr<3> -> i32
 // CHECK-NEXT: llvm.getelementptr %[[REC]][16]
 // CHECK: llvm.getelementptr %[[REC]][47]
-// ... the calibration samples of the scratch barrier (words 48..57) ...
+// ... the calibration samples of the scratch barrier (words 48..62: token
+// low, high, pending count), each read by expect_tx 1, arrive,
+// pending_count ...
 // CHECK: %[[P0:.*]] = llvm.getelementptr %{{.*}}[%c0_i32{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK: %[[P1:.*]] = llvm.getelementptr %{{.*}}[%c1_i32{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64
 // CHECK: nvvm.mbarrier.init %[[P0]], %{{.*}}1048575
-// CHECK-NEXT: llvm.load volatile %[[P0]] {alignment = 8 : i64} : !llvm.ptr<3> -> i64
-// CHECK: llvm.getelementptr %[[REC]][48]
-// CHECK: llvm.getelementptr %[[REC]][49]
-// CHECK: nvvm.mbarrier.expect_tx %[[P0]], %{{.*}}1048575
-// CHECK: llvm.getelementptr %[[REC]][50]
+// CHECK-NEXT: %[[ONE0:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: nvvm.mbarrier.expect_tx %[[P0]], %[[ONE0]]
+// CHECK-NEXT: %[[TOK0:.*]] = nvvm.mbarrier.arrive %[[P0]] : !llvm.ptr<3> -> i64
+// CHECK-NEXT: %[[LO0:.*]] = arith.trunci %[[TOK0]] : i64 to i32
+// CHECK-NEXT: %[[W48:.*]] = llvm.getelementptr %[[REC]][48]
+// CHECK-NEXT: llvm.store volatile %[[LO0]], %[[W48]]
+// CHECK: %[[HI0:.*]] = arith.trunci %{{.*}} : i64 to i32
+// CHECK-NEXT: %[[W49:.*]] = llvm.getelementptr %[[REC]][49]
+// CHECK-NEXT: llvm.store volatile %[[HI0]], %[[W49]]
+// CHECK-NEXT: %[[PEND0:.*]] = llvm.call_intrinsic "llvm.nvvm.mbarrier.pending.count"(%[[TOK0]]) : (i64) -> i32
+// CHECK-NEXT: %[[W50:.*]] = llvm.getelementptr %[[REC]][50]
+// CHECK-NEXT: llvm.store volatile %[[PEND0]], %[[W50]]
+// CHECK: nvvm.mbarrier.expect_tx %[[P0]], %{{.*}}1048573
+// CHECK: nvvm.mbarrier.expect_tx %[[P0]]
 // CHECK: nvvm.mbarrier.arrive %[[P0]]
-// CHECK: llvm.getelementptr %[[REC]][52]
+// CHECK: llvm.getelementptr %[[REC]][51]
+// CHECK: llvm.getelementptr %[[REC]][53]
 // CHECK: %[[C:.*]] = arith.constant 74565 : i32
 // CHECK-NEXT: nvvm.mbarrier.complete_tx %[[P0]], %[[C]]
 // CHECK: llvm.getelementptr %[[REC]][54]
-// CHECK: nvvm.mbarrier.init %[[P1]], %{{.*}}3
-// CHECK-NEXT: nvvm.mbarrier.arrive %[[P1]]
-// CHECK-NEXT: nvvm.mbarrier.arrive %[[P1]]
-// CHECK-NEXT: nvvm.mbarrier.arrive %[[P1]]
 // CHECK: llvm.getelementptr %[[REC]][56]
+// CHECK: nvvm.mbarrier.init %[[P1]], %{{.*}}5
+// CHECK: nvvm.mbarrier.expect_tx %[[P1]], %{{.*}}100
+// CHECK: nvvm.mbarrier.expect_tx %[[P1]]
+// CHECK: nvvm.mbarrier.arrive %[[P1]]
+// CHECK: llvm.getelementptr %[[REC]][57]
+// CHECK: llvm.getelementptr %[[REC]][59]
+// CHECK: nvvm.mbarrier.complete_tx %[[P1]], %{{.*}}101
+// CHECK-NEXT: nvvm.mbarrier.arrive %[[P1]]
+// CHECK-NEXT: nvvm.mbarrier.arrive %[[P1]]
+// CHECK-NEXT: nvvm.mbarrier.arrive %[[P1]]
+// CHECK-NEXT: nvvm.mbarrier.arrive %[[P1]]
+// CHECK: nvvm.mbarrier.expect_tx %[[P1]]
+// CHECK: llvm.getelementptr %[[REC]][60]
+// CHECK: llvm.getelementptr %[[REC]][62]
 // CHECK: llvm.getelementptr %[[REC]][13]
 // ... and pipeline 0 ('ab', 2 stages: 4 barriers): the header (stages 2,
-// created bit 14) at words 64, 68, 72, 76, then probes and raw words when
-// created. Pipeline 1 ('cd') lives in @b: not dumped here.
+// created bit 14) at words 64, 69, 74, 79, then, when created, the probes
+// (before the dump's arrive changes the barrier) and the state: 5 words per
+// barrier. Pipeline 1 ('cd') lives in @b: not dumped here.
 // CHECK: llvm.mlir.addressof @__pipeline_watchdog_pipes
 // CHECK: %[[T:.*]] = llvm.load volatile
 // CHECK: %[[CREATED:.*]] = arith.cmpi ne, %[[T]], %{{.*}} : i32
@@ -123,21 +150,26 @@ gpu.module @b {
 // CHECK-NEXT: %[[HEAD:.*]] = arith.ori %[[STAGES]], %{{.*}} : i32
 // CHECK-NEXT: llvm.getelementptr %[[REC]][64]
 // CHECK-NEXT: llvm.store volatile %[[HEAD]]
-// CHECK-NEXT: llvm.getelementptr %[[REC]][68]
+// CHECK-NEXT: llvm.getelementptr %[[REC]][69]
 // CHECK-NEXT: llvm.store volatile %[[HEAD]]
-// CHECK-NEXT: llvm.getelementptr %[[REC]][72]
+// CHECK-NEXT: llvm.getelementptr %[[REC]][74]
 // CHECK-NEXT: llvm.store volatile %[[HEAD]]
-// CHECK-NEXT: llvm.getelementptr %[[REC]][76]
+// CHECK-NEXT: llvm.getelementptr %[[REC]][79]
 // CHECK-NEXT: llvm.store volatile %[[HEAD]]
 // CHECK-NEXT: scf.if %[[CREATED]] {
 // CHECK: %[[BAR0:.*]] = llvm.inttoptr %{{.*}} : i32 to !llvm.ptr<3>
 // CHECK: nvvm.mbarrier.test.wait %[[BAR0]], %{{.*}} : !llvm.ptr<3>, i32 -> i1
 // CHECK: nvvm.mbarrier.test.wait %[[BAR0]], %{{.*}} : !llvm.ptr<3>, i32 -> i1
 // CHECK: llvm.getelementptr %[[REC]][65]
-// CHECK: llvm.load volatile %[[BAR0]] {alignment = 8 : i64} : !llvm.ptr<3> -> i64
+// CHECK-NOT: llvm.load
+// CHECK: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: nvvm.mbarrier.expect_tx %[[BAR0]], %[[ONE]]
+// CHECK-NEXT: %[[TOK:.*]] = nvvm.mbarrier.arrive %[[BAR0]] : !llvm.ptr<3> -> i64
 // CHECK: llvm.getelementptr %[[REC]][66]
 // CHECK: llvm.getelementptr %[[REC]][67]
-// CHECK: llvm.getelementptr %[[REC]][79]
+// CHECK: llvm.call_intrinsic "llvm.nvvm.mbarrier.pending.count"(%[[TOK]]) : (i64) -> i32
+// CHECK-NEXT: llvm.getelementptr %[[REC]][68]
+// CHECK: llvm.getelementptr %[[REC]][83]
 // CHECK: %[[N:.*]] = arith.constant 4 : i32
 // CHECK-NEXT: llvm.getelementptr %[[REC]][12]
 // CHECK-NEXT: llvm.store volatile %[[N]]
@@ -149,7 +181,7 @@ gpu.module @b {
 // CHECK: arith.constant -1072693248 : i32
 // CHECK: llvm.func internal @__pipeline_watchdog_dump
 // CHECK: arith.constant 65538 : i32
-// CHECK-NOT: [80]
+// CHECK-NOT: [84]
 // CHECK: %[[NB:.*]] = arith.constant 4 : i32
 // CHECK-NEXT: llvm.getelementptr %{{.*}}[12]
 // CHECK-NEXT: llvm.store volatile %[[NB]]
@@ -166,10 +198,17 @@ gpu.module @b {
 // PTX: atom.shared.or.b32 {{%r[0-9]+}}, [{{.*}}], 536870912;
 // PTX: .func __pipeline_watchdog_dump(
 // PTX: mbarrier.init.shared.b64 [__pipeline_watchdog_probe], {{%r[0-9]+}};
-// PTX-NEXT: ld.volatile.shared.b64 {{%rd[0-9]+}}, [__pipeline_watchdog_probe];
-// PTX: mbarrier.expect_tx
+// PTX-NOT: ld.volatile.shared.b64
+// PTX-NEXT: mov.b32 [[ONE:%r[0-9]+]], 1;
+// PTX-NEXT: mbarrier.expect_tx{{.*}} [__pipeline_watchdog_probe], [[ONE]];
+// PTX-NEXT: mbarrier.arrive{{.*}}.b64 [[T:%rd[0-9]+]], [__pipeline_watchdog_probe];
+// PTX: mbarrier.pending_count.b64 {{%r[0-9]+}}, [[T]];
 // PTX: mbarrier.complete_tx
-// PTX-COUNT-8: mbarrier.test_wait.parity.shared.b64
+// PTX: mbarrier.test_wait.parity.shared.b64
+// PTX: mbarrier.test_wait.parity.shared.b64
+// PTX: mbarrier.expect_tx
+// PTX: mbarrier.arrive
+// PTX: mbarrier.pending_count.b64
 // PTX-LABEL: // gpu.binary @b sm_90a
 
 // BIN: gpu.binary @a [#gpu.object<#nvvm.target<chip = "sm_90a", features = "+ptx88">, {{.*}}bin = "\7FELF

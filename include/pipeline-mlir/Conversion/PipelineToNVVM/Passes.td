@@ -46,11 +46,12 @@ def ConvertPipelineToNVVM : Pass<"convert-pipeline-to-nvvm", "ModuleOp"> {
       through the pointer that the runner stored in the i64 global
       `__pipeline_watchdog_buffer` (pinned, mapped host memory; nothing is
       written while it is 0): words 1..10 = pipeline id, role (0 producer,
-      1 consumer, 2 order), stage, phase, ctaid.x/y/z, warp, version 2,
+      1 consumer, 2 order), stage, phase, ctaid.x/y/z, warp, version 3,
       elapsed us; then `__pipeline_watchdog_dump` writes the wait table,
       calibration samples of the scratch barrier `__pipeline_watchdog_probe`
       and, for every barrier of every pipeline of the CTA, two parity
-      probes and its raw word; `membar.sys`; then word 0, the magic
+      probes and its state (expect_tx 1 byte, arrive's token,
+      pending_count: docs/watchdog.md); `membar.sys`; then word 0, the magic
       0x57444F47 ("WDOG"), and `membar.sys` again. The other expired
       threads wait (at most 20 ms) for the record; every expired thread
       then traps. Pipeline ids index the module attribute
