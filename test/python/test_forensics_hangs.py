@@ -72,8 +72,10 @@ def test_planted_hang_ptx_has_the_dump():
     assert ".func __pipeline_watchdog_dump(" in ptx
     assert ptx.count("mbarrier.test_wait.parity.shared.b64") >= 2 * 8  # 8 barriers x 2
     assert "mbarrier.complete_tx" in ptx and "mbarrier.expect_tx" in ptx
-    # 8 barriers and 5 calibration samples, each read through arrive's token
-    assert ptx.count("mbarrier.pending_count.b64") == 8 + 5
+    # The 4 empty barriers and 5 calibration samples, each read through
+    # arrive's token; the 4 full barriers count tx bytes and are not arrived
+    # on (an extra arrive faults when every arrival is in: the H100 run).
+    assert ptx.count("mbarrier.pending_count.b64") == 4 + 5
     assert "atom.shared.or.b32" in ptx
 
 

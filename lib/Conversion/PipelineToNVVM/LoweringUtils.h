@@ -179,6 +179,9 @@ struct WatchdogPipeInfo {
   int64_t numBarriers = 0;
   int64_t stages = 0;
   bool order = false;
+  /// Its full barriers count tx bytes (the kind table): the dump must not
+  /// arrive on them (see defineDump).
+  bool fullTx = false;
   /// The symbol table (gpu.module) of its pipeline.create: a dump reads
   /// only the pipelines of its own module.
   Operation *scope = nullptr;

@@ -257,6 +257,7 @@ SmallVector<WatchdogPipeInfo> assignWatchdogIds(ModuleOp module) {
       info.numBarriers = type.getNumBarriers();
       info.stages = type.getStages();
       info.order = type.getKind() == PipelineKind::Order;
+      info.fullTx = getKindTraits(type.getKind()).txBytes;
     }
     infos.push_back(info);
     std::string name;

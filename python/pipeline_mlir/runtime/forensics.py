@@ -45,6 +45,9 @@ MARK_WAITING, MARK_VALID, MARK_EXITED = 1 << 31, 1 << 30, 1 << 29
 
 CALIB_MAX = (1 << 20) - 1
 CALIB_COMPLETE = 0x12345
+#: The pending word of a barrier the dump did not read (Watchdog.cpp kNotRead).
+NOT_READ = 0xFFFFFFFF
+
 #: (phase parity, pending arrivals, pending tx bytes) of the state each
 #: sample's token captures (after the sample's own expect_tx(1), before its
 #: arrive), in the order the kernel takes them (Watchdog.cpp, defineDump).
@@ -142,8 +145,10 @@ class Dump:
         return all(p == c[1] for (_, p), c in zip(self.samples, CALIBRATION))
 
     def pending(self, barrier):
-        """Arrivals pending before the dump's own arrive (exact)."""
-        return barrier.pending
+        """Arrivals pending before the dump's own arrive (exact), or None for
+        a tx-counting full barrier, which the dump does not arrive on (an
+        extra arrive faults once every arrival is in)."""
+        return None if barrier.pending == NOT_READ else barrier.pending
 
     def tx(self, barrier):
         """Pending tx bytes before the dump's expect_tx(1), or None when no
@@ -262,6 +267,9 @@ def _barrier_state(dump, b):
     parity = b.parity
     parts.append(f"phase parity {parity} in progress" if parity is not None
                  else f"phase unknown (probes {b.probes:#04b})")
+    if dump.pending(b) is None:
+        parts.append("not read (a tx barrier: the dump does not arrive on it)")
+        return ", ".join(parts)
     parts.append(f"pending arrivals {dump.pending(b)}")
     tx = dump.tx(b)
     parts.append(f"tx bytes {tx}" if tx is not None
