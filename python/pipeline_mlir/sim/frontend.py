@@ -86,20 +86,13 @@ def _group(g) -> Group | None:
                       _enum_name(g.agent).replace("_", "")], g.size)
 
 
-_KINDS = {"async": "async", "cpasync": "cp_async", "tmaasync": "tma_async",
-          "tmastore": "tma_store", "order": "order", "tmaumma": "tma_umma",
-          "asyncumma": "async_umma", "ummaasync": "umma_async",
-          "tmamulticonsumersasync": "tma_multi_consumers_async",
-          "clcfetchasync": "clc_fetch_async"}
-
-
 def pipeline_spec(t, name: str) -> PipelineSpec:
     """A PipelineSpec from a ``pl.PipelineType`` (never from its string)."""
     from ..dialects import pipeline as pl
     pt = pl.PipelineType(t)
     c = pt.cluster
     return PipelineSpec(
-        name=name, kind=_KINDS[_enum_name(pt.kind).replace("_", "")], stages=pt.stages,
+        name=name, kind=pl.kind_traits(pt.kind)["kind_name"], stages=pt.stages,
         producer=_group(pt.producer), consumer=_group(pt.consumer), tx_count=pt.tx_count,
         cluster=None if c is None else (c.v, c.m, c.n, c.l),
         multicast=_enum_name(pt.multicast), cta_group=pt.cta_group, length=pt.length)
@@ -720,7 +713,7 @@ class _Interp:
             umma = (name == "consumer.release"
                     and (attrs.get("op_type") or p.spec.consumer_op) == V.UMMA)
             AR.check_hand_back(a, p, st.index, f"pipeline.{name}", n.loc, umma)
-        elif name == "producer.commit" and p.spec.kind == "umma_async":
+        elif name == "producer.commit" and p.spec.producer_op == V.UMMA:
             AR.tcgen05_commit(a)
         if name == "producer.acquire":
             tok, extra = opt(2), opt(3)
