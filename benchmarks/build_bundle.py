@@ -7,8 +7,10 @@ Writes kernels/*.cubin (streaming copies per kind x stages x tile, ping-pong
 per stages: examples/copy_ring.py and examples/pingpong.py with the
 parameters of benchmarks/streaming.py), manifest.json (name, kind, stages, tile, block, smem, params),
 the pure-Python runtime (pipeline_mlir/__init__.py + pipeline_mlir/runtime/),
-run_bench.py, profile_stream.py (one kernel for ncu) and reference/*.cu
-(built with nvcc on the GPU machine). Then:
+run_bench.py, profile_stream.py (one kernel for ncu), cute_streaming.py (CuTe
+DSL's streaming sweep, run by run_bench.py when CuTe DSL imports there: see
+scripts/build-cute-transport.py) and reference/*.cu (built with nvcc on the GPU
+machine). Then:
 
     cd .bench-bundle && python3 run_bench.py --out "$OUT"
     ncu --set full -k regex:stream_ --launch-skip 1 --launch-count 1 \
@@ -43,7 +45,7 @@ def main(argv=None):
     os.makedirs(os.path.join(out, "kernels"))
     os.makedirs(os.path.join(out, "reference"))
     copy_runtime(out)
-    for f in ("run_bench.py", "profile_stream.py"):
+    for f in ("run_bench.py", "profile_stream.py", "cute_streaming.py"):
         shutil.copy(os.path.join(HERE, f), out)
     for f in ("tma_pipe.cu", "pingpong.cu"):
         shutil.copy(os.path.join(HERE, "reference", f), os.path.join(out, "reference"))

@@ -204,6 +204,11 @@ def sweep(src, dst, cfgs, reps=20, log=print, ctas_list=None):
     import cuda.bindings.driver as cuda
 
     nbytes = src.numel() * src.element_size()
+    if src.dtype != torch.int32 or dst.shape != src.shape or dst.dtype != src.dtype:
+        raise ValueError("sweep: src and dst must be int32 tensors of one shape")
+    if src.numel() >= 2**31:
+        raise ValueError(f"sweep: {nbytes} bytes: the kernel indexes int32 elements with "
+                         "32-bit offsets, at most 8 GiB - 4 bytes")
     sms = torch.cuda.get_device_properties(src.device).multi_processor_count
     gb = 2.0 * nbytes / 1e9
     stream = cuda.CUstream(int(torch.cuda.current_stream().cuda_stream))

@@ -7,8 +7,11 @@ In ONE process and run: builds reference/tma_pipe.cu and reference/pingpong.cu
 with nvcc and runs them; times torch's D2D copy and cuMemcpyDtoD; runs every
 streaming kernel of manifest.json (checked bit-exact against the input first,
 output poisoned before), at 1 and 2 (and up to 4 when shared memory allows)
-CTAs per SM; runs the ping-pong kernels. Writes $OUT/bench.json and
-$OUT/bench.log and prints the summary table last.
+CTAs per SM; then, on the same buffers, CuTe DSL's streaming sweep
+(cute_streaming.py) when ``import cutlass`` works, directly or from --cute-site
+(where .cute-part2/install.sh put it), else logs why it was skipped; runs the
+ping-pong kernels. Writes $OUT/bench.json and $OUT/bench.log and prints the
+summary table last.
 """
 
 import argparse
@@ -79,6 +82,49 @@ def run_pingpong_ref(exe):
     return {"rows": rows, "verify_ok": rc == 0 and "verify OK" in text}
 
 
+def _import_cutlass():
+    import cutlass
+    import cutlass.cute  # noqa: F401
+    return cutlass
+
+
+def load_cute(site_dir):
+    """(cutlass module, None) when CuTe DSL imports, as is or once ``site_dir``
+    is a site directory (its .pth puts dsl_packages/ on sys.path); else (None, why)."""
+    import site
+    try:
+        return _import_cutlass(), None
+    except Exception as err:
+        first = f"{type(err).__name__}: {err}"
+    if not site_dir or not os.path.isdir(site_dir):
+        return None, (f"{first}; no CuTe site folder {site_dir!r} (make it with "
+                      "sh .cute-part2/install.sh, see scripts/build-cute-transport.py)")
+    site.addsitedir(site_dir)
+    for name in [m for m in sys.modules if m == "cutlass" or m.startswith("cutlass.")]:
+        del sys.modules[name]  # a failed first import may have left half a package
+    try:
+        return _import_cutlass(), None
+    except Exception as err:
+        return None, f"{first}; from {site_dir}: {type(err).__name__}: {err}"
+
+
+def run_cute(src, dst, reps, only):
+    """CuTe DSL's streaming sweep (cute_streaming.py's default configurations) on the
+    same buffers as ours; {"skipped": why} when CuTe DSL cannot run here."""
+    try:
+        import cute_streaming as cs
+    except ImportError as err:
+        return {"skipped": f"cute_streaming.py: {err}"}
+    cfgs = cs.configs(cs.DEFAULT_STAGES, [cs.parse_tile(t) for t in cs.DEFAULT_TILES])
+    if only:
+        cfgs = [c for c in cfgs if only.search(f"cute_tma_s{c[0]}_t{cs.tile_name(c[1], c[2])}")]
+    cutlass = sys.modules["cutlass"]
+    log(f"# CuTe DSL {getattr(cutlass, '__version__', '?')} from "
+        f"{os.path.dirname(cutlass.__file__)}: {len(cfgs)} configurations")
+    rows = cs.sweep(src, dst, cfgs, reps, log=log)
+    return {"version": getattr(cutlass, "__version__", "?"), "rows": rows}
+
+
 def time_events(torch, fn, reps):
     start = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     end = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
@@ -100,6 +146,10 @@ def main():
     ap.add_argument("--ref-runs", type=int, default=2)
     ap.add_argument("--pingpong-n", type=int, default=1_000_000)
     ap.add_argument("--only", default="", help="regex on kernel names")
+    ap.add_argument("--cute-site", default=os.environ.get("CUTE_SITE", "/tmp/site"),
+                    help="--target folder of .cute-part2/install.sh, used when "
+                    "`import cutlass` fails as is")
+    ap.add_argument("--no-cute", action="store_true", help="skip CuTe DSL's streaming sweep")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     t_start = time.time()
@@ -181,6 +231,15 @@ def main():
                    if "gbps" in row else row.get("error", "?")))
     result["stream"] = rows
 
+    # ---- CuTe DSL's streaming kernel (same process, same buffers, after ours) ---------------
+    if args.no_cute:
+        result["cute"] = {"skipped": "--no-cute"}
+    else:
+        cutlass, why = load_cute(args.cute_site)
+        result["cute"] = run_cute(src, dst, args.reps, only) if cutlass else {"skipped": why}
+    if "skipped" in result["cute"]:
+        log(f"CuTe DSL streaming: SKIPPED: {result['cute']['skipped']}")
+
     # ---- reference streaming kernel (same process, after ours) ----------------------------
     del src, dst
     torch.cuda.empty_cache()
@@ -257,6 +316,34 @@ def summarize(r):
             log(f"same config S={c['stages']} tile={c['tile'] // 1024}K ctas/SM {ctas}: ours tma "
                 f"{mine[0]['gbps']:.0f} vs tma_pipe.cu {c['gbps']:.0f} = "
                 f"{mine[0]['gbps'] / c['gbps']:.3f}")
+    cute = r.get("cute", {})
+    cute_ok = [x for x in cute.get("rows", []) if x.get("correct") and "gbps" in x]
+    bad += [x["name"] for x in cute.get("rows", []) if not x.get("correct")]
+    if "skipped" in cute:
+        log(f"CuTe DSL streaming: skipped ({cute['skipped'][:200]})")
+    elif cute_ok:
+        cb = max(cute_ok, key=lambda x: x["gbps"])
+        log(f"BEST cute     {cb['name']} ctas/SM {cb['ctas_per_sm']}: {cb['gbps']:.0f} GB/s = "
+            f"{cb['gbps'] / copy:.3f} of copy"
+            + (f", {cb['gbps'] / ref_best:.3f} of tma_pipe.cu best" if ref_best else ""))
+        for kind, x in sorted(by_kind.items()):
+            log(f"ours/cute {kind:8s} best {x['gbps']:.0f} / {cb['gbps']:.0f} = "
+                f"{x['gbps'] / cb['gbps']:.3f}")
+        if by_kind:
+            ours = max(by_kind.values(), key=lambda x: x["gbps"])
+            log(f"RATIO ours_best / cute_best = {ours['gbps']:.0f} / {cb['gbps']:.0f} = "
+                f"{ours['gbps'] / cb['gbps']:.3f} ({ours['name']} vs {cb['name']})")
+            r["ours_over_cute"] = ours["gbps"] / cb["gbps"]
+        # Same (stages, tile bytes, CTAs/SM): our tma kind vs CuTe's.
+        for c in sorted(cute_ok, key=lambda x: (x["stages"], x["tile"], x["ctas_per_sm"])):
+            mine = [x for x in ok if x["kind"] == "tma" and x["stages"] == c["stages"]
+                    and x["tile"] == c["tile"] and x["ctas_per_sm"] == c["ctas_per_sm"]]
+            if mine:
+                log(f"same config S={c['stages']} tile={c['tile'] // 1024}K ctas/SM "
+                    f"{c['ctas_per_sm']}: ours tma {mine[0]['gbps']:.0f} vs cute "
+                    f"{c['gbps']:.0f} = {mine[0]['gbps'] / c['gbps']:.3f}")
+    else:
+        log("CuTe DSL streaming: no correct row")
     if bad:
         log(f"FAILED checks: {bad}")
     ppr = {(x["stages"]): x for x in r.get("pingpong_ref", {}).get("rows", [])
