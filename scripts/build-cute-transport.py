@@ -12,7 +12,7 @@ most 64 MiB, so the install travels in two git-ignored folders of the repo root:
   -libs-core wheels, the -libs-cu12 wheel repacked without its two large
   shared objects, ``rt.so.xz`` (``libcute_dsl_runtime.so``), the wheels of the
   dependencies a bare Python 3.12 + torch may lack (protobuf,
-  typing_extensions), ``SHA256SUMS`` of both parts and ``install.sh``.
+  typing_extensions), ``SHA256SUMS`` of both parts and ``.cute-part2/install.sh``.
 
 On the GPU machine, from the repo root with both parts present:
 
