@@ -137,3 +137,44 @@ def test_without_nvjitlink_auto_falls_back_to_ptxas(kernel, no_nvjitlink):
     assert producer(kernel.compile()) == "ptxas"
     with pytest.raises(compiler.CompileError, match="nvJitLink is not loadable"):
         compiler.to_cubin(kernel.module, assembler="nvjitlink")
+
+
+# A fresh interpreter: builds a kernel, compiles nothing, reports whether the
+# library got loaded in the background (the preload thread, then joined).
+_PRELOAD_CHILD = """
+import json, time
+from pipeline_mlir import _nvjitlink
+from pipeline_mlir.kernel import Int32, Kernel
+before = _nvjitlink._loaded
+Kernel("k", block_dim=32, params={"n": Int32()})
+started = _nvjitlink._preload_started
+deadline = time.monotonic() + 60
+while started and not _nvjitlink._loaded and time.monotonic() < deadline:
+    time.sleep(0.005)  # nothing here calls load(): only the thread can
+print(json.dumps({"before": before, "started": started,
+                  "loaded": _nvjitlink._loaded, "lib": _nvjitlink._lib is not None}))
+"""
+
+
+def _preload_child(env_assembler):
+    import json
+    import subprocess
+
+    env = dict(os.environ)
+    env.pop(compiler.ENV_ASSEMBLER, None)
+    if env_assembler:
+        env[compiler.ENV_ASSEMBLER] = env_assembler
+    out = subprocess.run([sys.executable, "-c", _PRELOAD_CHILD], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@needs_nvjitlink
+def test_kernel_build_loads_nvjitlink_in_the_background():
+    got = _preload_child(None)
+    assert got == {"before": False, "started": True, "loaded": True, "lib": True}
+
+
+def test_forced_ptxas_does_not_load_nvjitlink():
+    got = _preload_child("ptxas")
+    assert got == {"before": False, "started": False, "loaded": False, "lib": False}
