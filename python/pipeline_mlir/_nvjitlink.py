@@ -14,18 +14,12 @@ subprocess it replaces saves on a small kernel; ctypes needs a few symbols.
     from pipeline_mlir import _nvjitlink
     if _nvjitlink.available():
         cubin = _nvjitlink.assemble(ptx_text, "sm_90a")
-
-Loading the library (dlopen of ~50 MB, 8-9 ms, most of the extra cost of the
-first compile in a process) can start in the background when a kernel build
-starts (``preload()``, called by ``Kernel``): the dynamic loader runs without
-the GIL, so it overlaps the Python builders and the pass pipeline.
 """
 
 import ctypes
 import glob
 import importlib.util
 import os
-import threading
 
 ENV_LIBRARY = "PIPELINE_MLIR_NVJITLINK"  # explicit path to libnvJitLink.so.N
 _INPUT_PTX = 2  # NVJITLINK_INPUT_PTX
@@ -33,22 +27,6 @@ _INPUT_PTX = 2  # NVJITLINK_INPUT_PTX
 _lib = None
 _load_error = None
 _loaded = False
-# load() runs once: the preload thread and a compile that needs the library
-# before the thread is done both come through here; the second waits.
-_load_lock = threading.Lock()
-_preload_started = False
-
-
-def _after_fork_in_child():
-    # A fork taken while the preload thread held the lock would leave the
-    # child (which has no such thread) waiting on it forever.
-    global _load_lock, _preload_started
-    _load_lock = threading.Lock()
-    _preload_started = _loaded
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class NvJitLinkError(RuntimeError):
@@ -103,32 +81,17 @@ def _bind(lib):
 def load():
     """The bound library, or None if no libnvJitLink can be loaded."""
     global _lib, _load_error, _loaded
-    if _loaded:
-        return _lib
-    with _load_lock:
-        if not _loaded:
-            errors = []
-            for path in _candidates():
-                try:
-                    _lib = _bind(ctypes.CDLL(path))
-                    break
-                except (OSError, AttributeError) as e:
-                    errors.append(f"{path}: {e}")
-            _load_error = "; ".join(errors) or "no candidate library"
-            _loaded = True
+    if not _loaded:
+        _loaded = True
+        errors = []
+        for path in _candidates():
+            try:
+                _lib = _bind(ctypes.CDLL(path))
+                break
+            except (OSError, AttributeError) as e:
+                errors.append(f"{path}: {e}")
+        _load_error = "; ".join(errors) or "no candidate library"
     return _lib
-
-
-def preload():
-    """Start load() in a background thread and return at once (no-op when
-    the library is loaded or loading). A compile that needs the library
-    sooner waits for the thread instead of loading it a second time."""
-    global _preload_started
-    if _loaded or _preload_started:
-        return
-    _preload_started = True
-    threading.Thread(target=load, name="pipeline-mlir-nvjitlink-preload",
-                     daemon=True).start()
 
 
 def available():

@@ -111,15 +111,6 @@ def resolve_assembler(assembler=None):
     return assembler
 
 
-def preload_assembler():
-    """Start loading nvJitLink in a background thread (``_nvjitlink.preload``)
-    unless $PIPELINE_MLIR_ASSEMBLER forces ptxas. ``Kernel`` calls it when a
-    build starts, so that the first compile of a process finds the library
-    loaded (or nearly) instead of paying its dlopen."""
-    if os.environ.get(ENV_ASSEMBLER) != "ptxas":
-        _nvjitlink.preload()
-
-
 def assemble(ptx, chip, assembler, ptxas_fallback):
     """cubin bytes of `ptx` for `chip` with the resolved `assembler`.
 

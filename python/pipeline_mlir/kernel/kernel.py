@@ -33,7 +33,6 @@ import mlir.ir as ir
 import mlir.passmanager as pm
 from mlir.dialects import arith, gpu, nvvm
 
-from .. import compiler
 from . import compile as _compile
 from .control import If, elect_one, range_, while_
 from .params import as_param
@@ -78,9 +77,6 @@ class Kernel:
                  module_name="kernels"):
         import pipeline_mlir
 
-        # The kernel is about to be built and, most likely, compiled: load
-        # the assembler meanwhile (a background thread; see compiler).
-        compiler.preload_assembler()
         self.name = name
         self.chip = chip
         self.block_dim = _dims(block_dim, "block_dim")
@@ -243,6 +239,7 @@ class Kernel:
 
         ``assembler``: 'nvjitlink' (in-process), 'ptxas' (subprocess) or
         'auto'; see ``pipeline_mlir.compiler.to_cubin``."""
+        from pipeline_mlir import compiler
         from pipeline_mlir.runtime.compiled import CompiledKernel
 
         chip = chip or self.chip
@@ -258,6 +255,8 @@ class Kernel:
 
     def to_ptx(self, chip=None):
         """PTX text for ``chip`` (default: the kernel's chip)."""
+        from pipeline_mlir import compiler
+
         return compiler.to_ptx(self.module, chip=chip or self.chip)
 
     def __str__(self):
