@@ -23,6 +23,10 @@ _SKIPPED_DIRS = tuple(
               *getattr(mlir, "__path__", [])])
 
 
+# Every op built walks a few frames; resolving their files (realpath: a
+# few lstat calls each) once per file instead of once per frame keeps the
+# walk off the build profile.
+@functools.lru_cache(maxsize=1024)
 def _is_library_file(filename):
     if filename.startswith("<"):  # <frozen importlib...>: skip; <stdin>: user
         return filename.startswith("<frozen")
@@ -30,11 +34,15 @@ def _is_library_file(filename):
     return path.startswith(_SKIPPED_DIRS) or path.endswith(os.sep + "contextlib.py")
 
 
+@functools.lru_cache(maxsize=256)
+def _positions(code):
+    return tuple(code.co_positions())
+
+
 def _column(frame):
     """1-based column of the call in ``frame`` (1 where Python has none)."""
     try:
-        positions = list(frame.f_code.co_positions())
-        _, _, col, _ = positions[frame.f_lasti // 2]
+        _, _, col, _ = _positions(frame.f_code)[frame.f_lasti // 2]
         return (col or 0) + 1
     except (AttributeError, IndexError, TypeError):
         return 1
