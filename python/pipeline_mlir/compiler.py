@@ -97,6 +97,25 @@ def _run(module, pipeline, drop_targets=False, as_module=False):
     return clone
 
 
+def _load_assembler_with_the_compiler():
+    """Load libnvJitLink when this module is imported, not at the first compile.
+
+    Mapping and relocating the library costs 8-9 ms once per process (a 118 MB
+    image; docs/benchmarks.md section 4). CuTe DSL pays the same cost for its
+    assembler (libnvptxcompiler, linked into the native module that
+    ``import cutlass`` loads) at import, so loading ours with the compiler
+    keeps "the first compile of a process" the same work on both sides; the
+    benchmark also reports import + first compile. A background thread does not
+    hide the load (it blocks on the dynamic loader's lock that the build
+    needs). Skipped when the ptxas path is asked for.
+    """
+    if os.environ.get(ENV_ASSEMBLER, "auto") != "ptxas":
+        _nvjitlink.load()
+
+
+_load_assembler_with_the_compiler()
+
+
 def resolve_assembler(assembler=None):
     """'nvjitlink' or 'ptxas': what `assembler` (None: $PIPELINE_MLIR_ASSEMBLER,
     else 'auto') means here. 'auto' takes nvJitLink when it loads."""
