@@ -110,7 +110,7 @@ struct PipelineToCubinOptions
 /// works one block at a time, so a hoisted GEP becomes an `add.s32` per
 /// barrier instead of the `[%r+8]` operand it folds into in the block of its
 /// use (measured in benchmarks/parity: 7 PTX instructions in a 4-stage
-/// create with two init blocks; ptxas folds most of them back, not all).
+/// create with two init blocks; ptxas folded them back there, same SASS).
 void setPartialSpeculation(bool partial) {
   auto &registered = llvm::cl::getRegisteredOptions();
   auto it = registered.find("spec-exec-max-not-hoisted");
