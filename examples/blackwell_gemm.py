@@ -346,16 +346,15 @@ def epilogue(k, cfg, acc, work, desc_c, tmem_slot, c_buf, c_box, warp):
         acc.consumer_wait(drain)
         tcgen05.fence_after_thread_sync()
         col0 = drain.index * cfg.block_n
-        for s in range(segments):
-            bits = tcgen05.load_32x32b(tmem.offset(rows, column=col0 + s * SEGMENT_COLUMNS),
+        # A run-time loop (one copy of the load / convert / store code, not
+        # one per segment): the TMEM column, the box and the store's column
+        # are computed from the segment index.
+        for s, _ in k.range(segments, unroll=1):
+            column = s * SEGMENT_COLUMNS
+            bits = tcgen05.load_32x32b(tmem.offset(rows, column=col0 + column),
                                        SEGMENT_COLUMNS)
             tcgen05.wait_load()
-            if s == segments - 1:
-                # Everything read: the MMA may overwrite this stage.
-                tcgen05.fence_before_thread_sync()
-                with k.elect_one():
-                    acc.consumer_release(drain)
-            box = c_buf + (s % cfg.epilogue_buffers) * c_box.bytes
+            box = c_buf.stage(s % cfg.epilogue_buffers, c_box.bytes)
             with k.if_(issuer):
                 store.producer_acquire()        # the box's last store has read it
             sync.arrive_and_wait()
@@ -363,9 +362,13 @@ def epilogue(k, cfg, acc, work, desc_c, tmem_slot, c_buf, c_box, warp):
             fence_view_async_shared()           # generic writes -> TMA (async proxy)
             sync.arrive_and_wait()
             with k.if_(issuer):
-                store.tma_store(desc_c, [n_blk * cfg.block_n + s * SEGMENT_COLUMNS,
-                                         m_blk * BLOCK_M], box)
+                store.tma_store(desc_c, [n_blk * cfg.block_n + column, m_blk * BLOCK_M], box)
                 store.producer_commit()
+        # Every segment read (each iteration's wait::ld): the MMA may
+        # overwrite this stage.
+        tcgen05.fence_before_thread_sync()
+        with k.elect_one():
+            acc.consumer_release(drain)
         drain.advance()
     with k.if_(issuer):
         store.producer_tail()

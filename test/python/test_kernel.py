@@ -1,5 +1,7 @@
 """pipeline_mlir.kernel: the kernel-authoring layer."""
 
+import re
+
 import pytest
 
 import mlir.ir as ir
@@ -12,7 +14,9 @@ from pipeline_mlir.kernel import compile as kcompile
 from pipeline_mlir.kernel.values import i32
 
 from _ir_utils import ops_named
-from pipeline_mlir.pipeline import Agent, CooperativeGroup, NamedBarrier, PipelineAsync
+from pipeline_mlir import compiler
+from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier, PipelineAsync,
+                                    PipelineState)
 
 needs_lowering = pytest.mark.skipif(
     not has_pipeline_to_cubin(),
@@ -70,6 +74,31 @@ def test_sregs():
                  "nvvm.barrier0", "nvvm.cluster.arrive", "nvvm.cluster.wait"]:
         assert ops_named(k, name), name
     k.verify()
+
+
+@needs_lowering
+def test_warp_idx_of_a_one_dim_block_is_tid_over_32():
+    """1-D block: ``tid.x / 32`` without a shuffle, so that a role branch on
+    warp 0 folds to the create's ``tid.x < 32`` (one compare in the PTX for
+    both, no shift); a 2-D block keeps the shuffle from lane 0."""
+    k = Kernel(block_dim=64)
+    with k:
+        pipe = PipelineAsync.create(num_stages=2,
+                                    producer_group=CooperativeGroup(Agent.Thread, 32),
+                                    consumer_group=CooperativeGroup(Agent.Thread, 32),
+                                    barrier_storage=k.alloc_barriers(4))
+        warp = k.warp_idx()
+        assert warp.ir_value.owner.name == "arith.divsi"
+        with k.if_(warp == 0):
+            pipe.producer_acquire(PipelineState(2, 0, 0, 1))
+    # One producer_acquire without its tail: the protocol checker is off.
+    ptx = compiler.to_ptx(k.module, chip=k.chip, verify_protocol=False, use_cache=False)
+    assert len(re.findall(r"setp\.\w+\.u32\s+%p\d+, %r\d+, 31;", ptx)) == 1, ptx
+    assert "shr.u32" not in ptx
+
+    two_d = Kernel(block_dim=(32, 2))
+    with two_d:
+        assert two_d.warp_idx().ir_value.owner.name == "nvvm.shfl.sync"
 
 
 def test_smem_offsets_alignment_and_size():

@@ -248,12 +248,12 @@ def test_consumer_release_in_the_producer_branch():
 
 # -- a state advanced twice or not at all --------------------------------------
 
-YIELD = "          scf.yield %15 : !pipeline.state<4, producer>"
+YIELD = "          scf.yield %14 : !pipeline.state<4, producer>"
 
 
 def test_state_advanced_twice():
     text = planted(ASYNC, lambda t: edit(
-        t, YIELD, "          %twice = pipeline.state.advance %15 : <4, producer>\n"
+        t, YIELD, "          %twice = pipeline.state.advance %14 : <4, producer>\n"
                   "          scf.yield %twice : !pipeline.state<4, producer>"))
     err = one_error(verify_protocol(text))
     assert err.startswith(
@@ -367,7 +367,7 @@ def test_tx_count_below_the_copies():
 def test_store_after_producer_commit():
     # The producer's store into the stage moved below producer.commit: the
     # consumer may read the stage before the value lands.
-    store = "          llvm.store %17, %21 : i32, !llvm.ptr<3>\n"
+    store = "          llvm.store %16, %20 : i32, !llvm.ptr<3>\n"
     commit = f"          pipeline.producer.commit %5, %arg3 : {P_ASYNC}, <4, producer>\n"
     text = planted(ASYNC, lambda t: edit(t, store + commit, commit + store))
     err = one_error(verify_protocol(text))

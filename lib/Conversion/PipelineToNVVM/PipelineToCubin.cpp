@@ -92,7 +92,33 @@ struct PipelineToCubinOptions
       llvm::cl::desc("32-bit shared/const/local pointers in the NVPTX back "
                      "end (nvptx-short-ptr, data layout p3:32:32)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> partialSpeculation{
+      *this, "partial-speculation",
+      llvm::cl::desc("Let LLVM's speculative-execution pass (NVPTX code "
+                     "generation) hoist part of a conditional block (LLVM's "
+                     "default; off: only whole blocks)"),
+      llvm::cl::init(false)};
 };
+
+/// Sets LLVM's `spec-exec-max-not-hoisted` option (read by the
+/// speculative-execution pass that NVPTX code generation runs before
+/// instruction selection) to 0 unless `partial` is set: a conditional block
+/// is then speculated only when all of it can be, i.e. when its branch goes
+/// away. LLVM's default (5) also hoists the cheap part of a block that keeps
+/// its branch: the constant-offset GEPs of the barrier addresses out of an
+/// elected `mbarrier.init` / `mbarrier.arrive` block. Instruction selection
+/// works one block at a time, so a hoisted GEP becomes an `add.s32` per
+/// barrier instead of the `[%r+8]` operand it folds into in the block of its
+/// use (measured in benchmarks/parity: 7 PTX instructions in a 4-stage
+/// create with two init blocks; ptxas folded them back there, same SASS).
+void setPartialSpeculation(bool partial) {
+  auto &registered = llvm::cl::getRegisteredOptions();
+  auto it = registered.find("spec-exec-max-not-hoisted");
+  if (it == registered.end())
+    return; // the pass is not linked in: nothing to configure
+  it->second->addOccurrence(/*pos=*/0, "spec-exec-max-not-hoisted",
+                            partial ? "5" : "0");
+}
 
 /// Sets the NVPTX back end's `nvptx-short-ptr` option. CuTe DSL and nvcc
 /// address shared memory with 32-bit registers; with 64-bit `!llvm.ptr<3>`
@@ -177,6 +203,7 @@ void mlir::pipeline::registerPipelineToCubinPipeline() {
       "Lower pipeline IR to a gpu.binary for one chip (PTX, cubin, fatbin)",
       [](OpPassManager &pm, const PipelineToCubinOptions &opts) {
         setNVPTXShortPointers(opts.shortPtr);
+        setPartialSpeculation(opts.partialSpeculation);
         GpuNVVMAttachTargetOptions target;
         target.chip = opts.chip;
         target.features = opts.features;

@@ -162,10 +162,21 @@ class Kernel:
         return t
 
     def warp_idx(self):
-        """Warp index in the CTA, made warp-uniform with a shfl.sync from lane
-        0 (as CUTLASS's canonical_warp_idx_sync), so branches on it do not
-        diverge inside a warp."""
+        """Warp index in the CTA, warp-uniform.
+
+        In a 1-D block it is ``tid.x / 32``: the threads of a warp are
+        consecutive in x, and the kernel's PTX declares the exact block size
+        (``.reqntid``), from which ptxas knows the value is warp-uniform.
+        No ``shfl.sync`` then: LLVM folds ``warp_idx() == 0`` to the
+        ``tid.x < 32`` that the pipeline creates test, so a role branch on
+        warp 0 reuses their predicate (one compare instead of two, measured
+        in benchmarks/parity), and ptxas dropped that shuffle anyway. With
+        y or z extents, the linear index over 32 broadcast from lane 0
+        (``shfl.sync``, as CUTLASS's ``canonical_warp_idx_sync``) tells
+        the compilers that it is warp-uniform."""
         w = self.linear_thread_idx() // 32
+        if self.block_dim[1] == 1 and self.block_dim[2] == 1:
+            return w
         v = nvvm.shfl_sync(i32(), arith.constant(i32(), -1), w.ir_value,
                            arith.constant(i32(), 0), arith.constant(i32(), 0x1f),
                            nvvm.ShflKind.idx)
