@@ -33,6 +33,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -326,6 +327,14 @@ void mlir::pipeline::emitLedgerAddMasked(OpBuilder &b, Location loc,
                                          bool toPairLeader) {
   if (!slot)
     return;
+  auto rankOf = [&](int64_t r) { return toPairLeader ? r & ~int64_t(1) : r; };
+  // A constant mask (the usual multicast): only its CTAs, no tests.
+  if (std::optional<int64_t> known = getConstantIntValue(mask)) {
+    for (int64_t r = 0; r < 16; ++r)
+      if (*known & (int64_t(1) << r))
+        emitLedgerAdd(b, loc, slot, field, amount, constI32(b, loc, rankOf(r)));
+    return;
+  }
   Value bits = mask;
   if (mask.getType().getIntOrFloatBitWidth() < 32)
     bits = arith::ExtUIOp::create(b, loc, b.getI32Type(), mask);
@@ -335,8 +344,7 @@ void mlir::pipeline::emitLedgerAddMasked(OpBuilder &b, Location loc,
         arith::AndIOp::create(b, loc, bits, constI32(b, loc, int64_t(1) << r)),
         constI32(b, loc, 0));
     emitIf(b, loc, set, [&](OpBuilder &nb, Location nl) {
-      emitLedgerAdd(nb, nl, slot, field, amount,
-                    constI32(nb, nl, toPairLeader ? r & ~int64_t(1) : r));
+      emitLedgerAdd(nb, nl, slot, field, amount, constI32(nb, nl, rankOf(r)));
     });
   }
 }
