@@ -418,10 +418,9 @@ def _barrier_state(dump, b):
         if lp is not None and lp.pending is not None and lp.pending != dump.pending(b):
             parts.append(f"the ledger counts {lp.pending} pending: "
                          f"{lp.pending - dump.pending(b)} arrival(s) not from our verbs")
+    state = ", ".join(parts)
     led = _ledger_state(b)
-    if led:
-        parts.append(led)
-    return "; ".join(parts) if led else ", ".join(parts)
+    return f"{state}; {led}" if led else state
 
 
 def _state_of(ws, names):
