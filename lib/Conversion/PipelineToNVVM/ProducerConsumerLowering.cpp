@@ -52,11 +52,15 @@ void emitArmFullBarrier(OpBuilder &b, Location loc, PipelineType type,
                         const PipelineLoweringOptions &options,
                         const LedgerSlot &ledger) {
   // Watchdog on: an arrival and the announced bytes, in the ledger of the
-  // CTA whose barrier is armed (`rank`, null: this one).
+  // CTA whose barrier is armed (`rank`, null: this one). Bytes only where
+  // our copy ops deliver them (TMA kinds): a CLC response is no copy of
+  // ours, and its bytes would read as "never issued".
+  bool bytesFromCopies = type.getProducerOpType() == OpType::TmaLoad;
   auto count = [&](OpBuilder &nb, Location nl, Value tx, Value rank) {
     emitLedgerAdd(nb, nl, ledger, kLedgerArrivals, nb.getI32IntegerAttr(1),
                   rank);
-    emitLedgerAdd(nb, nl, ledger, kLedgerAnnounced, tx, rank);
+    if (bytesFromCopies)
+      emitLedgerAdd(nb, nl, ledger, kLedgerAnnounced, tx, rank);
   };
   Value tx = constI32(b, loc, type.getTxCount());
   if (extraTx)
