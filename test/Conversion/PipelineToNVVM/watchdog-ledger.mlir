@@ -13,6 +13,10 @@
 // RUN: pipeline-opt %s --convert-pipeline-to-nvvm --cse | FileCheck %s --check-prefix=OFF
 // RUN: pipeline-opt %s --pipeline-to-cubin="chip=sm_90a format=isa watchdog=true" | %python %S/Inputs/ptx.py | FileCheck %s --check-prefix=PTX
 // RUN: pipeline-opt %s --pipeline-to-cubin="chip=sm_90a format=isa" | %python %S/Inputs/ptx.py | FileCheck %s --check-prefix=PTXOFF
+// A CLC pipeline: its acquire counts the arrival (in CTA r for lane r of a
+// cluster) but not the 16 bytes it expects: they come from the CLC
+// response, not from a copy of ours, and would read as never issued.
+// RUN: pipeline-opt %S/kernels/clc_fetch_async.mlir --convert-pipeline-to-nvvm="chip=sm_100a watchdog=true" | FileCheck %s --check-prefix=CLC
 
 !P1 = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>,
                          consumer = #pipeline.group<thread, 1>, tx_count = 4096>
@@ -152,3 +156,11 @@ gpu.module @mcast {
 // PTX-LABEL: // gpu.binary @mcast sm_90a
 // PTXOFF-NOT: __pipeline_watchdog
 // PTXOFF-NOT: atom.
+
+// CLC: llvm.atomicrmw add %{{.*}}, %c1_i32{{.*}} monotonic : !llvm.ptr<3>, i32
+// CLC-NEXT: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c16_i32
+// CLC: nvvm.mapa %{{.*}} : !llvm.ptr -> !llvm.ptr
+// CLC-NEXT: llvm.atomicrmw add %{{.*}}, %c1_i32{{.*}} monotonic : !llvm.ptr, i32
+// CLC-NEXT: nvvm.mapa %{{.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
+// CLC-NEXT: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c16_i32 {scope = #nvvm.mem_scope<cluster>}
+// CLC-NOT: llvm.atomicrmw add %{{.*}}, %c16_i32
