@@ -539,7 +539,7 @@ def _describe_fields(fields):
 
 
 def report(record, names=None, kernel=None):
-    """The multi-line forensic report of a version-3 record."""
+    """The multi-line forensic report of a version-3 or -4 record."""
     names = list(names or [])
     dump = record.dump
     out = [f"forensic dump of block {tuple(record.block)} "
