@@ -14,9 +14,12 @@ each, compiled with the device watchdog on.
   arrival in; the consumer waits on full[0] phase 0, the producer (after
   filling the ring) on empty[0] phase 0.
 
-``EXPECT`` lists, per kernel, the waits the wait table must show (warp ->
-(role, side, stage, phase)); run_forensics.py checks the GPU's report
-against it and the CPU tests (test/python/test_forensics.py) check that the
+``HANGS`` lists, per kernel, the waits the wait table must show (warp ->
+(role, side, stage, phase)) and the ledger the waited barriers must carry
+(docs/watchdog.md, "The ledger": what the kernel's own verbs did to them);
+run_forensics.py checks the GPU's report against both, and that the
+wrong-tx-bytes report names the barrier and its announced and issued bytes.
+The CPU tests (test/python/test_forensics_hangs.py) check that the
 simulator finds the same deadlock.
 """
 
@@ -30,6 +33,7 @@ STAGES = 4
 GRID = 8
 MIB = 1                  # 256 tiles: 32 per CTA, more than the ring holds
 TX_EXTRA = 16            # bytes the wrong tx count expects beyond the copy
+THREADS = 32             # the PipelineAsync ring's producer and consumer groups
 TIMEOUT_NS = 500_000_000  # device watchdog per wait
 
 
@@ -43,8 +47,8 @@ def _async_copy(name, chip, producer_phase=1, release=True):
         barriers = k.alloc_barriers(2 * STAGES)
         ring = k.smem_alloc(STAGES * TILE, align=128, name="ring")
         pipe = PipelineAsync.create(num_stages=STAGES,
-                                    producer_group=CooperativeGroup(Agent.Thread, 32),
-                                    consumer_group=CooperativeGroup(Agent.Thread, 32),
+                                    producer_group=CooperativeGroup(Agent.Thread, THREADS),
+                                    consumer_group=CooperativeGroup(Agent.Thread, THREADS),
                                     barrier_storage=barriers, name="ab")
         warp, lane = k.warp_idx(), k.lane_idx()
         first = k.block_idx() * ntiles
@@ -94,6 +98,33 @@ HANGS = {
                        1: ("consumer_wait", "full", 0, 0)}),
 }
 
+#: name -> {"side[stage]": (init count, arrivals, bytes announced, bytes
+#: issued)}: the ledger of the waited barriers when the watchdog fires.
+#: - start phase: nobody committed or released anything;
+#: - missing release: each full barrier got one phase of commits (THREADS
+#:   arrivals: the consumer passed phase 0 and waits on phase 1), no empty
+#:   barrier a release;
+#: - tx bytes: the producer armed every stage once (1 arrival, TILE +
+#:   TX_EXTRA announced) and issued one TILE copy into it; no release.
+LEDGERS = {
+    "hang_start_phase": {"empty[0]": (THREADS, 0, 0, 0), "full[0]": (THREADS, 0, 0, 0)},
+    "hang_missing_release": {"empty[0]": (THREADS, 0, 0, 0),
+                             "full[0]": (THREADS, THREADS, 0, 0)},
+    "hang_tx_bytes": {"empty[0]": (1, 0, 0, 0), "full[0]": (1, 1, TILE + TX_EXTRA, TILE)},
+}
+
+#: name -> lines the report must contain.
+REPORT_LINES = {
+    "hang_tx_bytes": [
+        f"full[0]: phase parity 0 in progress, hardware state not read (a tx barrier: the dump "
+        f"does not arrive on it); ledger: phase 0, 1 of 1 arrival(s) in (pending 0), in this "
+        f"phase (the first): expects {TILE + TX_EXTRA} B (announced), copies issued {TILE} B: "
+        f"{TX_EXTRA} B never issued",
+        f"this phase announced {TILE + TX_EXTRA} B but copies were issued for {TILE} B: "
+        f"{TX_EXTRA} B never issued",
+    ],
+}
+
 
 def simulate(name, trip_count=8, schedules=5):
     """The simulator's Report for a planted hang (one CTA, ``trip_count``
@@ -137,7 +168,9 @@ def manifest(name, kernel, fn, names):
     e = manifest_entry(kind, kernel, MIB, grid=GRID)
     e.update(name=name, kernel=kernel.name, check="forensics", timeout=30.0,
              watchdog_names=names, watchdog_timeout_ns=TIMEOUT_NS,
-             expect_waits={str(w): list(v) for w, v in expect.items()})
+             expect_waits={str(w): list(v) for w, v in expect.items()},
+             expect_ledger={k: list(v) for k, v in LEDGERS[name].items()},
+             expect_report=REPORT_LINES.get(name, []))
     e["expect"]["stuck"] = True
     e["launch"] = fn.metadata()
     return e

@@ -1,7 +1,9 @@
 """Launch each planted hang of the bundle (manifest entries with check
 "forensics", built from test/gpu/planted_hangs.py) with the device watchdog
 on, print the forensic report, write it under OUT, and check the wait table
-against the expected waits:
+against the expected waits, the ledger of the waited barriers against the
+expected counts, and the report against the lines it must contain (the
+wrong-tx-bytes hang: the barrier, the bytes announced and issued):
 
     python3 run_forensics.py [OUT]        (default: $OUT, else ./forensics-out)
 
@@ -56,6 +58,18 @@ def check(entry, out):
             # A wait that hangs waits on the phase in progress.
             problems.append(f"warp {warp}: {side}[{stage}] probes say phase parity {b.parity} "
                             f"in progress, the warp waits on {phase}")
+    pid = next((ws.pipeline_id for ws in dump.warps if ws.waiting), 0)
+    for name, want in entry.get("expect_ledger", {}).items():
+        side, stage = name.rstrip("]").split("[")
+        b = forensics._find_barrier(dump, pid, side, int(stage))
+        got = None if b is None or b.ledger is None else [
+            b.ledger.count, b.ledger.arrivals, b.ledger.announced, b.ledger.issued]
+        if got != list(want):
+            problems.append(f"{name}: expected ledger (count, arrivals, announced, issued) "
+                            f"{tuple(want)}, the dump has {tuple(got) if got else None}")
+    for line in entry.get("expect_report", []):
+        if line not in out.get("message", ""):
+            problems.append(f"the report lacks: {line}")
     return problems
 
 

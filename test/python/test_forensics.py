@@ -193,3 +193,110 @@ def test_fault_error_appends_the_report():
 def test_short_buffer_is_refused():
     with pytest.raises(ValueError, match="expected 4096"):
         fx.decode_dump(b"\0" * 64)
+
+
+# -- the ledger (record version 4) ----------------------------------------------
+
+def tx_ring(full, empty, parity=0, stages=2):
+    """Barriers of a TMA pipeline as the dump writes them: the full barriers
+    unread (tx barriers: pending word NOT_READ) with ledgers ``full[i]``,
+    the empty barriers read (pending 1 of 1) with ledgers ``empty[i]``;
+    every phase of parity ``parity`` in progress."""
+    probes = 0b10 if parity == 0 else 0b01
+    bars = [(0, i, stages, False, True, probes, 0, fx.NOT_READ, led)
+            for i, led in enumerate(full)]
+    bars += [(0, stages + i, stages, False, True, probes, ENC(parity, 1, 1), 1, led)
+             for i, led in enumerate(empty)]
+    return bars
+
+
+def test_ledger_round_trips_and_version_3_still_decodes():
+    led = fx.Ledger(count=1, arrivals=7, announced=0xFFFFFFF0, issued=4096)
+    dump = fx.decode_dump(buffer([], tx_ring([led], [None]), samples_of(ENC)))
+    assert [b.ledger for b in dump.barriers] == [led, None]
+    # version 3: five words per barrier, no ledger (e.g. the stored H100 runs)
+    head = wd.encode_record(0, 1, 0, 0, (3, 0, 0), 1, version=3)
+    v3 = fx.decode_dump(fx.encode_dump(head, [], samples_of(ENC), ring(ENC, [(0, 1, 0), (1, 2, 0)])))
+    assert [(b.index, b.pending, b.ledger) for b in v3.barriers] == [(0, 1, None), (1, 2, None)]
+    with pytest.raises(ValueError, match="no ledger"):
+        fx.encode_dump(head, [], [], tx_ring([led], []))
+
+
+@pytest.mark.parametrize("arrivals,count,parity,want", [
+    (0, 32, 0, (0, 0, 32)),      # nothing arrived yet
+    (37, 32, 1, (1, 5, 27)),     # phase 0 done, 5 of phase 1 in
+    (64, 32, 0, (2, 0, 32)),     # two phases done, the third (parity 0) waits for all
+    (64, 32, 1, (1, 32, 0)),     # all of phase 1 in, still in progress: held by tx bytes
+    (1, 1, 0, (0, 1, 0)),        # the tx hang: the one arrival in, bytes missing
+    (1, 1, 1, (1, 0, 1)),        # phase 0 completed
+])
+def test_ledger_phase_from_arrivals_and_probes(arrivals, count, parity, want):
+    (b,) = fx.decode_dump(buffer([], tx_ring([(count, arrivals, 0, 0)], [], parity=parity),
+                                 samples_of(ENC))).barriers
+    lp = fx.ledger_phase(b)
+    assert (lp.phase, lp.arrived, lp.pending) == want and lp.note == ""
+
+
+def test_ledger_phase_undecided_or_contradicted():
+    """Without a phase from the probes a whole number of phases is
+    ambiguous; a partial phase whose parity the probes contradict means
+    arrivals the ledger did not count."""
+    bar = (0, 0, 1, False, True, 0b11, 0, fx.NOT_READ, (1, 2, 0, 0))
+    (b,) = fx.decode_dump(buffer([], [bar], samples_of(ENC))).barriers
+    lp = fx.ledger_phase(b)
+    assert lp.phase is None and "phase 2 with none in, or phase 1 with all in" in lp.note
+    (b,) = fx.decode_dump(buffer([], tx_ring([(32, 33, 0, 0)], [], parity=0),
+                                 samples_of(ENC))).barriers
+    lp = fx.ledger_phase(b)
+    assert lp.phase is None and "arrivals came from outside the ledger" in lp.note
+
+
+def test_wrong_tx_bytes_are_named_from_the_ledger():
+    """The planted hang's shape: every full barrier armed with 4112 B and
+    given a 4096 B copy; the full barriers are not read (a tx barrier), so
+    only the ledger says why full[0] never completes."""
+    warps = [W(0, 0, 0, 0), W(1, 0, 0, 0)]
+    full = [(1, 1, 4112, 4096)] * 2
+    empty = [(1, 0, 0, 0)] * 2
+    rep = fx.report(wd.decode_record(buffer(warps, tx_ring(full, empty), samples_of(ENC))), ["ab"])
+    assert ("    full[0]: phase parity 0 in progress, hardware state not read (a tx barrier: the "
+            "dump does not arrive on it); ledger: phase 0, 1 of 1 arrival(s) in (pending 0), "
+            "in this phase (the first): expects 4112 B (announced), copies issued 4096 B: "
+            "16 B never issued") in rep
+    assert ("warp 1 (consumer) waits on 'ab' full[0] phase 0 [") in rep
+    assert ("]: every arrival is in (ledger: 1 of 1) and this phase announced 4112 B but copies "
+            "were issued for 4096 B: 16 B never issued: the copies deliver fewer bytes than the "
+            "expect_tx announces; producer warp 0 waits (producer_acquire) on 'ab' empty[0] "
+            "phase 0") in rep
+    # empty barriers: hardware and ledger agree (1 pending); no bytes line
+    assert ("    empty[0]: phase parity 0 in progress, pending arrivals 1, tx bytes 0; ledger: "
+            "phase 0, 0 of 1 arrival(s) in (pending 1)\n") in rep
+    assert "bytes issued are not bytes landed" in rep
+
+
+def test_ledger_after_completed_phases_and_bytes_in_flight():
+    """Later phases: the totals since the create; every announced byte
+    issued: the report says issued but not landed, not "never issued"."""
+    warps = [W(1, 0, 1, 1)]
+    full = [(1, 3, 12288, 12288), (1, 2, 8192, 8192)]
+    rep = fx.report(wd.decode_record(buffer(warps, tx_ring(full, [(1, 1, 0, 0)] * 2, parity=1),
+                                            samples_of(ENC))), ["ab"])
+    # 3 arrivals, parity 1 in progress: phases 0..2 done, none of phase 3 in
+    assert ("full[0]: phase parity 1 in progress, hardware state not read (a tx barrier: the dump "
+            "does not arrive on it); ledger: phase 3, 0 of 1 arrival(s) in (pending 1), since the "
+            "create: expects 12288 B (announced), copies issued 12288 B\n") in rep
+    # 2 arrivals, parity 1 in progress: phase 1 has its arrival, not its bytes
+    assert ("full[1]: phase parity 1 in progress, hardware state not read (a tx barrier: the dump "
+            "does not arrive on it); ledger: phase 1, 1 of 1 arrival(s) in (pending 0)") in rep
+    assert ("warp 0 (consumer) waits on 'ab' full[1] phase 1 [") in rep
+    assert ("every arrival is in and every announced byte (8192 B) was issued by a copy: "
+            "issued but not landed") in rep
+    assert "never issued" not in rep
+
+
+def test_hardware_and_ledger_disagree():
+    """An empty barrier read by the dump with 1 arrival pending while the
+    ledger counts 2 pending: one arrival came from outside our verbs."""
+    bar = (0, 2, 2, False, True, 0b10, ENC(0, 1, 1), 1, (2, 0, 0, 0))
+    rep = fx.report(wd.decode_record(buffer([], [bar], samples_of(ENC))), ["ab"])
+    assert "the ledger counts 2 pending: 1 arrival(s) not from our verbs" in rep

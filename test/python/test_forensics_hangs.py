@@ -77,6 +77,10 @@ def test_planted_hang_ptx_has_the_dump():
     # on (an extra arrive faults when every arrival is in: the H100 run).
     assert ptx.count("mbarrier.pending_count.b64") == 4 + 5
     assert "atom.shared.or.b32" in ptx
+    # The ledger: acquire (+1 arrival, +tx announced), tma_load (+bytes
+    # issued), consumer_release (+1 arrival): one shared atomic add each.
+    assert ".shared .align 8 .b8 __pipeline_watchdog_ledger[128]" in ptx  # 8 barriers x 16 B
+    assert ptx.count("atom.shared.add.u32") == 4
 
 
 def test_manifest_entries_launch_like_the_copy_kernels():
@@ -95,12 +99,16 @@ def test_manifest_entries_launch_like_the_copy_kernels():
         assert e["grid"] == [ph.GRID, 1, 1] and e["args"] == base["args"]
         assert e["check"] == "forensics" and e["watchdog_names"] == ["ab"]
         assert e["expect_waits"] == {str(w): list(v) for w, v in expect.items()}
+        assert e["expect_ledger"] == {k: list(v) for k, v in ph.LEDGERS[name].items()}
+        # every waited barrier has its expected ledger
+        for role, side, stage, _ in expect.values():
+            assert f"{side}[{stage}]" in e["expect_ledger"]
         # more tiles per CTA than stages: the missing release must bite
         ntiles = next(a["value"] for a in e["args"] if a["role"] == "scalar")
         assert ntiles > ph.STAGES
 
 
-def _child_output(waits, parities, ok=True, pending_ok=True):
+def _child_output(waits, parities, ok=True, pending_ok=True, ledgers=None, message="m"):
     """What gpu_child.py forensics prints, for a made-up dump whose wait
     table holds ``waits`` (warp -> (role, stage, phase)) and whose 'ab'
     barriers are in the phase ``parities[i]`` (full[0..4), empty[0..4))."""
@@ -110,12 +118,13 @@ def _child_output(waits, parities, ok=True, pending_ok=True):
     from pipeline_mlir.runtime import watchdog as wd
 
     table = [fx.wait_word(role, 0, stage, phase) for _, (role, stage, phase) in sorted(waits.items())]
-    bars = [(0, i, ph.STAGES, False, True, 0b10 if p == 0 else 0b01, 0, 1)
+    ledgers = ledgers or {}
+    bars = [(0, i, ph.STAGES, False, True, 0b10 if p == 0 else 0b01, 0, 1, ledgers.get(i))
             for i, p in enumerate(parities)]
     head = wd.encode_record(0, 1, 0, 0, (0, 0, 0), 1, version=wd.RECORD_VERSION)
     samples = [(0, c[1] + (0 if pending_ok else 1)) for c in fx.CALIBRATION]
     buf = fx.encode_dump(head, table, samples, bars)
-    return {"ok": ok, "buffer_b64": base64.b64encode(buf).decode(), "message": "m"}
+    return {"ok": ok, "buffer_b64": base64.b64encode(buf).decode(), "message": message}
 
 
 def test_run_forensics_check_accepts_the_expected_dump_only():
@@ -144,3 +153,57 @@ def test_run_forensics_check_accepts_the_expected_dump_only():
         "mbarrier.pending_count disagrees with the calibration samples' known counts"]
     assert check(entry, {"ok": False, "exc": "KernelTimeoutError", "message": "late"}) == [
         "no forensic report: KernelTimeoutError: late"]
+
+
+def test_run_forensics_checks_the_ledger_and_the_report_lines():
+    """The wrong-tx-bytes entry: the ledger of full[0] and empty[0] must be
+    what the planted bug leaves, and the report must name the bytes."""
+    from run_forensics import check
+
+    k = ph.hang_tx_bytes()
+
+    class Fn:
+        def metadata(self):
+            return {"name": k.name}
+    entry = ph.manifest("hang_tx_bytes", k, Fn(), ["ab"])
+    waits = {0: (0, 0, 0), 1: (1, 0, 0)}
+    parities = [0] * 8
+    good_ledgers = {0: (1, 1, ph.TILE + ph.TX_EXTRA, ph.TILE), ph.STAGES: (1, 0, 0, 0)}
+    text = "\n".join(entry["expect_report"])
+    assert check(entry, _child_output(waits, parities, ledgers=good_ledgers, message=text)) == []
+    # the copies brought what was announced: the ledger says otherwise
+    right_bytes = dict(good_ledgers)
+    right_bytes[0] = (1, 1, ph.TILE, ph.TILE)
+    assert check(entry, _child_output(waits, parities, ledgers=right_bytes, message=text)) == [
+        f"full[0]: expected ledger (count, arrivals, announced, issued) "
+        f"(1, 1, {ph.TILE + ph.TX_EXTRA}, {ph.TILE}), the dump has (1, 1, {ph.TILE}, {ph.TILE})"]
+    # no ledger at all (a version-3 kernel)
+    problems = check(entry, _child_output(waits, parities, message=text))
+    assert sorted(problems) == [
+        "empty[0]: expected ledger (count, arrivals, announced, issued) (1, 0, 0, 0), "
+        "the dump has None",
+        f"full[0]: expected ledger (count, arrivals, announced, issued) "
+        f"(1, 1, {ph.TILE + ph.TX_EXTRA}, {ph.TILE}), the dump has None"]
+    # a report that does not name the bytes
+    (problem,) = check(entry, _child_output(waits, parities, ledgers=good_ledgers, message="m")
+                       )[:1]
+    assert problem.startswith("the report lacks: full[0]: phase parity 0 in progress")
+
+
+def test_report_of_the_tx_hang_names_the_bytes():
+    """forensics.report on the dump the tx hang leaves (its ledgers, the
+    unread full barriers) contains the lines run_forensics.py requires."""
+    from pipeline_mlir.runtime import forensics as fx
+    from pipeline_mlir.runtime import watchdog as wd
+
+    table = [fx.wait_word(0, 0, 0, 0), fx.wait_word(1, 0, 0, 0)]
+    full = [(0, i, ph.STAGES, False, True, 0b10, 0, fx.NOT_READ,
+             (1, 1, ph.TILE + ph.TX_EXTRA, ph.TILE)) for i in range(ph.STAGES)]
+    empty = [(0, ph.STAGES + i, ph.STAGES, False, True, 0b10, 0, 1, (1, 0, 0, 0))
+             for i in range(ph.STAGES)]
+    head = wd.encode_record(0, 1, 0, 0, (0, 0, 0), 1, version=wd.RECORD_VERSION)
+    samples = [(0, c[1]) for c in fx.CALIBRATION]
+    rec = wd.decode_record(fx.encode_dump(head, table, samples, full + empty))
+    rep = fx.report(rec, ["ab"])
+    for line in ph.REPORT_LINES["hang_tx_bytes"]:
+        assert line in rep

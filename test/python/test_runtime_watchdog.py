@@ -176,11 +176,12 @@ def test_lowering_follows_the_contract():
     assert re.search(r"st\.volatile(?:\.global)?\.b32\s+\[%rd\d+\+40\], [^;]+;\s*"
                      r"(?:[^\n]*\n){0,8}?\s*call\.uni\s+__pipeline_watchdog_dump", kernel)
     # the dump: words 11..13, the wait table (16..47), the samples (48..62)
-    # and 5 words per barrier from word 64 (4 stages: 8 barriers)
+    # and 9 words per barrier from word 64 (4 stages: 8 barriers; the last
+    # four of each, the ledger)
     offsets = {int(o or 0) for o, _ in re.findall(
         r"st\.volatile(?:\.global)?\.b32\s+\[%rd\d+(?:\+(\d+))?\], ([^;]+);", dump)}
     assert {44, 48, 52} | {4 * w for w in range(16, 63)} | {
-        256 + 4 * w for w in range(5 * 8)} == offsets, sorted(offsets)
+        256 + 4 * w for w in range(9 * 8)} == offsets, sorted(offsets)
     assert dump.count("mbarrier.test_wait.parity.shared.b64") == 2 * 8
     # each barrier and each of the 5 samples is read through expect_tx(1),
     # arrive and pending_count, never by a load of its word

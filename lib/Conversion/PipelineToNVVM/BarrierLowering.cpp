@@ -141,9 +141,10 @@ struct CreateLowering : PipelineOpLowering<CreateOp> {
                      ? adaptor.getBarrierStorage()
                      : createBarrierStorage(rewriter, op, numBarriers);
 
-    if (options.watchdog)
-      emitWatchdogPipeEntry(rewriter, loc, op, base);
     InitCounts counts = computeInitCounts(rewriter, loc, type);
+    if (options.watchdog)
+      emitWatchdogPipeEntry(rewriter, loc, op, base, counts.full,
+                            counts.empty);
     Value warp0 =
         arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
                               warpIndex(rewriter, loc),

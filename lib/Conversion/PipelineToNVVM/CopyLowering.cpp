@@ -62,6 +62,26 @@ Value leaderBarrier(OpBuilder &b, Location loc, Value barrier) {
   return LLVM::IntToPtrOp::create(b, loc, barrier.getType(), leader);
 }
 
+/// Watchdog on: `bytes` (i32) issued towards full[index] of `pipeline`, in
+/// the ledger of each CTA whose barrier the copy signals: every CTA of the
+/// multicast `mask` (may be null: this CTA), or with a CTA pair its leader.
+void countIssued(OpBuilder &b, Location loc,
+                 const PipelineLoweringOptions &options, Value pipeline,
+                 PipelineType type, Value index, OpFoldResult bytes,
+                 Value mask) {
+  LedgerSlot slot = getLedgerSlot(options, pipeline, index);
+  if (!slot)
+    return;
+  if (mask) {
+    emitLedgerAddMasked(b, loc, slot, kLedgerIssued, bytes, mask,
+                        /*toPairLeader=*/type.getCtaGroup() == 2);
+    return;
+  }
+  emitLedgerAdd(b, loc, slot, kLedgerIssued, bytes,
+                type.getCtaGroup() == 2 ? leaderCtaRank(b, loc, type)
+                                        : Value());
+}
+
 struct TmaLoadLowering : PipelineOpLowering<TmaLoadOp> {
   using PipelineOpLowering::PipelineOpLowering;
 
@@ -85,6 +105,9 @@ struct TmaLoadLowering : PipelineOpLowering<TmaLoadOp> {
         bar, /*im2colOffsets=*/ValueRange{}, adaptor.getMulticastMask(),
         /*l2CacheHint=*/Value(), NVVM::TMALoadMode::TILE,
         /*isCTAOnly=*/false, group, /*predicate=*/Value());
+    countIssued(rewriter, loc, options, op.getPipeline(), type, f.index,
+                rewriter.getI32IntegerAttr(op.getBytes()),
+                adaptor.getMulticastMask());
     rewriter.eraseOp(op);
     return success();
   }
@@ -107,6 +130,8 @@ struct BulkLoadLowering : PipelineOpLowering<BulkLoadOp> {
         rewriter, loc, toSharedCluster(rewriter, loc, adaptor.getDst()),
         adaptor.getSrc(), bar, adaptor.getSize(), /*multicastMask=*/Value(),
         /*l2CacheHint=*/Value());
+    countIssued(rewriter, loc, options, op.getPipeline(), type, f.index,
+                adaptor.getSize(), /*mask=*/Value());
     rewriter.eraseOp(op);
     return success();
   }

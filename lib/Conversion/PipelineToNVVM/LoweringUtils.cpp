@@ -249,8 +249,12 @@ void mlir::pipeline::emitWaitUnlessToken(OpBuilder &b, Location loc,
 void mlir::pipeline::emitAsyncArrive(OpBuilder &b, Location loc, Value barrier,
                                      Value dstRank, bool electOneLane,
                                      bool syncwarpBefore, Operation *verb,
-                                     const PipelineLoweringOptions *options) {
+                                     const PipelineLoweringOptions *options,
+                                     const LedgerSlot &ledger) {
   auto arrive = [&](OpBuilder &nb, Location nl) {
+    // Watchdog on: one arrival in the ledger of the CTA it lands in.
+    emitLedgerAdd(nb, nl, ledger, kLedgerArrivals, nb.getI32IntegerAttr(1),
+                  dstRank);
     if (!dstRank) {
       NVVM::MBarrierArriveOp::create(nb, nl, nb.getI64Type(), barrier,
                                      /*count=*/Value());
@@ -285,7 +289,8 @@ void mlir::pipeline::emitAsyncArrive(OpBuilder &b, Location loc, Value barrier,
 void mlir::pipeline::emitUmmaCommit(OpBuilder &b, Location loc, Value barrier,
                                     Value mask, PipelineType type,
                                     Operation *verb,
-                                    const PipelineLoweringOptions &options) {
+                                    const PipelineLoweringOptions &options,
+                                    const LedgerSlot &ledger) {
   // The CTA group always comes from the type, also without a mask (CuTe DSL
   // 4.8.1 drops cta_group::2 there; docs/Rationale.md section 8).
   auto group = type.getCtaGroup() == 2 ? NVVM::CTAGroupKind::CTA_2
@@ -293,6 +298,13 @@ void mlir::pipeline::emitUmmaCommit(OpBuilder &b, Location loc, Value barrier,
   emitIf(b, loc, electedLane(b, loc, verb, options), [&](OpBuilder &nb,
                                                           Location nl) {
     NVVM::Tcgen05CommitOp::create(nb, nl, barrier, mask, group);
+    // Watchdog on: the commit's arrival (when the MMAs complete) lands in
+    // every CTA of the mask, or in this one.
+    if (mask)
+      emitLedgerAddMasked(nb, nl, ledger, kLedgerArrivals,
+                          nb.getI32IntegerAttr(1), mask);
+    else
+      emitLedgerAdd(nb, nl, ledger, kLedgerArrivals, nb.getI32IntegerAttr(1));
   });
 }
 

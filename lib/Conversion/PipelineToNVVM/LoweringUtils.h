@@ -103,6 +103,58 @@ Value emptyBarrier(OpBuilder &b, Location loc, Value base, PipelineType type,
 Value groupArriveCount(OpBuilder &b, Location loc, CooperativeGroupAttr group,
                        PipelineType type);
 
+constexpr llvm::StringLiteral kWatchdogLedgerSymbol =
+    "__pipeline_watchdog_ledger";
+/// Attributes set by the pass (assignWatchdogIds): on a pipeline.create,
+/// its first ledger entry; on a symbol table, the entries of its ledger.
+constexpr llvm::StringLiteral kLedgerFirstAttr = "pipeline.watchdog_ledger";
+constexpr llvm::StringLiteral kLedgerEntriesAttr =
+    "pipeline.watchdog_ledger_entries";
+
+/// Barrier entries the forensic dump has room for (per gpu.module); the
+/// ledger keeps counters for the same entries.
+constexpr int64_t kWatchdogMaxBarrierEntries = (1024 - 64) / 9;
+
+/// The watchdog's software ledger (docs/watchdog.md, "The ledger"): per
+/// barrier entry, four i32 words in shared memory, cumulative since the
+/// pipeline's create, kept by the lowered code itself.
+enum LedgerField : int32_t {
+  kLedgerCount = 0,     // the barrier's init count (stored at create)
+  kLedgerArrivals = 1,  // arrive operations our verbs issued on it
+  kLedgerAnnounced = 2, // bytes announced by arrive.expect_tx
+  kLedgerIssued = 3,    // bytes of the copies issued that signal it
+};
+constexpr int32_t kLedgerWords = 4;
+
+/// A barrier's ledger entry: `first` is the entry of barrier 0 of its
+/// pipeline (-1: no ledger: watchdog off, or the pipeline is not known at
+/// the use), `index` the barrier's i32 index in the pipeline's array.
+struct LedgerSlot {
+  int64_t first = -1;
+  Value index;
+  explicit operator bool() const { return first >= 0 && index; }
+};
+
+/// The ledger slot of barrier `barrierIndex` of `pipeline` (the value before
+/// conversion); empty when the watchdog is off.
+LedgerSlot getLedgerSlot(const PipelineLoweringOptions &options,
+                         Value pipeline, Value barrierIndex);
+
+/// Adds `amount` (an i32 value or integer attribute: no op is built when
+/// the slot is empty) to `field` of `slot`'s entry: in this CTA
+/// (atom.shared.add) or, with `dstRank`, in that CTA of the cluster (mapa +
+/// generic atom.add). Nothing when `slot` is empty.
+void emitLedgerAdd(OpBuilder &b, Location loc, const LedgerSlot &slot,
+                   int32_t field, OpFoldResult amount,
+                   Value dstRank = Value());
+
+/// emitLedgerAdd in every CTA whose bit is set in the i16 `mask` (a
+/// multicast: the copy's bytes or the commit's arrival land in each), or
+/// with `toPairLeader` in the pair leader of each (rank with bit 0 clear).
+void emitLedgerAddMasked(OpBuilder &b, Location loc, const LedgerSlot &slot,
+                         int32_t field, OpFoldResult amount, Value mask,
+                         bool toPairLeader = false);
+
 /// Watchdog record roles (word 2, docs/watchdog.md).
 enum WatchdogRole : int32_t {
   kWatchdogProducer = 0, // producer_acquire, producer_tail
@@ -134,17 +186,21 @@ Value emitTryWait(OpBuilder &b, Location loc, Value barrier, Value phase);
 /// scope). `electOneLane` arrives once per warp (after bar.warp.sync when
 /// `syncwarpBefore`), from the lane `electedLane` picks for `verb` (may be
 /// null: a fresh elect.sync).
+/// `ledger`: the barrier's ledger slot (watchdog on), counted once per
+/// arrive, in the CTA it lands in.
 void emitAsyncArrive(OpBuilder &b, Location loc, Value barrier, Value dstRank,
                      bool electOneLane, bool syncwarpBefore,
                      Operation *verb = nullptr,
-                     const PipelineLoweringOptions *options = nullptr);
+                     const PipelineLoweringOptions *options = nullptr,
+                     const LedgerSlot &ledger = LedgerSlot());
 
 /// Elected tcgen05.commit on `barrier` with the pipeline's CTA group and the
 /// 16-bit multicast `mask` (may be null: the unmasked form, keeping the
 /// CTA group), from the lane `electedLane` picks for `verb`.
 void emitUmmaCommit(OpBuilder &b, Location loc, Value barrier, Value mask,
                     PipelineType type, Operation *verb,
-                    const PipelineLoweringOptions &options);
+                    const PipelineLoweringOptions &options,
+                    const LedgerSlot &ledger = LedgerSlot());
 
 /// The pipeline id that the watchdog reports for `pipeline` (the value
 /// before conversion), or -1.
@@ -166,6 +222,7 @@ constexpr llvm::StringLiteral kWatchdogProbeSymbol =
     "__pipeline_watchdog_probe";
 constexpr llvm::StringLiteral kWatchdogDumpSymbol = "__pipeline_watchdog_dump";
 
+
 /// The device globals a bounded wait uses: the i64 record pointer that the
 /// runner sets, the i32 claim word, and the per-warp wait table in shared
 /// memory (docs/watchdog.md, "The forensic dump").
@@ -185,13 +242,19 @@ struct WatchdogPipeInfo {
   /// The symbol table (gpu.module) of its pipeline.create: a dump reads
   /// only the pipelines of its own module.
   Operation *scope = nullptr;
+  /// Its first entry in the dump and the ledger of its scope; -1: none
+  /// (no barriers, or past kWatchdogMaxBarrierEntries).
+  int64_t firstEntry = -1;
 };
 
 /// Watchdog on: records the barrier array `base` of the pipeline created by
 /// `op` in the shared table `__pipeline_watchdog_pipes` (linear thread 0,
 /// the thread that zeroed the table at kernel entry), so that the dump finds
 /// every pipeline of the CTA.
-void emitWatchdogPipeEntry(OpBuilder &b, Location loc, CreateOp op, Value base);
+/// With `fullCount` / `emptyCount` (empty: null; order pipelines), the
+/// same thread stores each barrier's init count into its ledger entry.
+void emitWatchdogPipeEntry(OpBuilder &b, Location loc, CreateOp op, Value base,
+                           Value fullCount, Value emptyCount);
 
 /// Watchdog on: the warp's entry in the wait table, marked waiting on
 /// `site` (before a bounded wait) or done with it (after).

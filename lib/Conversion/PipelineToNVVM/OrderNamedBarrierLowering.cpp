@@ -68,8 +68,17 @@ struct OrderArriveLowering : PipelineOpLowering<OrderArriveOp> {
         constI32(rewriter, loc, type.getLength()));
     Value bar = orderBarrier(rewriter, loc, adaptor.getPipeline(), type,
                              f.index, next);
+    // Watchdog on: the barrier's ledger slot, numbered as orderBarrier does.
+    LedgerSlot ledger =
+        getLedgerSlot(options, op.getPipeline(), f.index);
+    if (ledger)
+      ledger.index = arith::AddIOp::create(
+          rewriter, loc,
+          arith::MulIOp::create(rewriter, loc, f.index,
+                                constI32(rewriter, loc, type.getLength())),
+          next);
     emitAsyncArrive(rewriter, loc, bar, Value(), /*electOneLane=*/false,
-                    /*syncwarpBefore=*/false);
+                    /*syncwarpBefore=*/false, nullptr, nullptr, ledger);
     rewriter.replaceOp(op, advanceState(rewriter, loc, adaptor.getState(),
                                         stateTy, Value()));
     return success();

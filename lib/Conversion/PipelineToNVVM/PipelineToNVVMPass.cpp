@@ -249,6 +249,8 @@ SmallVector<WatchdogPipeInfo> assignWatchdogIds(ModuleOp module) {
   Builder b(module.getContext());
   SmallVector<Attribute> names;
   SmallVector<WatchdogPipeInfo> infos;
+  // Per symbol table: barrier entries given so far (the dump's order).
+  llvm::DenseMap<Operation *, int64_t> entries;
   module.walk([&](CreateOp create) {
     PipelineType type = create.getType();
     WatchdogPipeInfo info;
@@ -258,6 +260,15 @@ SmallVector<WatchdogPipeInfo> assignWatchdogIds(ModuleOp module) {
       info.stages = type.getStages();
       info.order = type.getKind() == PipelineKind::Order;
       info.fullTx = getKindTraits(type.getKind()).txBytes;
+      int64_t &used = entries[info.scope];
+      // A ledger only for a pipeline whose entries all fit in the dump.
+      if (info.scope &&
+          used + info.numBarriers <= kWatchdogMaxBarrierEntries) {
+        info.firstEntry = used;
+        create->setAttr(kLedgerFirstAttr, b.getI64IntegerAttr(used));
+      }
+      used = std::min<int64_t>(used + info.numBarriers,
+                               kWatchdogMaxBarrierEntries);
     }
     infos.push_back(info);
     std::string name;
@@ -272,6 +283,9 @@ SmallVector<WatchdogPipeInfo> assignWatchdogIds(ModuleOp module) {
     names.push_back(b.getStringAttr(name));
   });
   module->setAttr("pipeline.watchdog_names", b.getArrayAttr(names));
+  for (auto [scope, used] : entries)
+    if (scope && used > 0)
+      scope->setAttr(kLedgerEntriesAttr, b.getI64IntegerAttr(used));
   return infos;
 }
 
@@ -333,6 +347,8 @@ struct ConvertPipelineToNVVMPass
       addWatchdogNames(module, module->getAttrOfType<ArrayAttr>(
                                    "pipeline.watchdog_names"));
       finalizeWatchdog(module, pipeInfos);
+      // Only the conversion reads it (the ledger's size).
+      module.walk([](Operation *op) { op->removeAttr(kLedgerEntriesAttr); });
     }
   }
 };

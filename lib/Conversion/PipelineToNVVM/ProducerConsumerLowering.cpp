@@ -29,11 +29,39 @@ WaitSite makeSite(Value pipeline, int32_t role, const StateFields &f) {
   return {getWatchdogPipelineId(pipeline), role, f.index, f.phase};
 }
 
+/// Ledger slots (watchdog on) of full[index] and empty[index] of `pipeline`
+/// (the value before conversion).
+LedgerSlot fullSlot(const PipelineLoweringOptions &options, Value pipeline,
+                    Value index) {
+  return getLedgerSlot(options, pipeline, index);
+}
+LedgerSlot emptySlot(OpBuilder &b, Location loc,
+                     const PipelineLoweringOptions &options, Value pipeline,
+                     PipelineType type, Value index) {
+  LedgerSlot slot = getLedgerSlot(options, pipeline, index);
+  if (slot)
+    slot.index = arith::AddIOp::create(b, loc, index,
+                                       constI32(b, loc, type.getStages()));
+  return slot;
+}
+
 /// The expect_tx half of producer_acquire for TMA/CLC producers.
 void emitArmFullBarrier(OpBuilder &b, Location loc, PipelineType type,
                         Value base, Value index, Value extraTx,
                         Operation *verb,
-                        const PipelineLoweringOptions &options) {
+                        const PipelineLoweringOptions &options,
+                        const LedgerSlot &ledger) {
+  // Watchdog on: an arrival and the announced bytes, in the ledger of the
+  // CTA whose barrier is armed (`rank`, null: this one). Bytes only where
+  // our copy ops deliver them (TMA kinds): a CLC response is no copy of
+  // ours, and its bytes would read as "never issued".
+  bool bytesFromCopies = type.getProducerOpType() == OpType::TmaLoad;
+  auto count = [&](OpBuilder &nb, Location nl, Value tx, Value rank) {
+    emitLedgerAdd(nb, nl, ledger, kLedgerArrivals, nb.getI32IntegerAttr(1),
+                  rank);
+    if (bytesFromCopies)
+      emitLedgerAdd(nb, nl, ledger, kLedgerAnnounced, tx, rank);
+  };
   Value tx = constI32(b, loc, type.getTxCount());
   if (extraTx)
     tx = arith::AddIOp::create(b, loc, tx, extraTx);
@@ -49,11 +77,13 @@ void emitArmFullBarrier(OpBuilder &b, Location loc, PipelineType type,
                                          lane, constI32(b, loc, ctas));
     emitIf(b, loc, active, [&](OpBuilder &nb, Location nl) {
       if (ctas == 1) {
+        count(nb, nl, tx, Value());
         NVVM::MBarrierArriveExpectTxOp::create(nb, nl, Type(), full, tx,
                                                NVVM::MemScopeKind::CTA, false,
                                                Value());
         return;
       }
+      count(nb, nl, tx, lane);
       auto clusterPtr = LLVM::LLVMPointerType::get(
           nb.getContext(),
           static_cast<unsigned>(NVVM::NVVMMemorySpace::SharedCluster));
@@ -72,6 +102,7 @@ void emitArmFullBarrier(OpBuilder &b, Location loc, PipelineType type,
     if (Value leader = isLeaderCta(b, loc, type))
       cond = arith::AndIOp::create(b, loc, leader, cond);
   emitIf(b, loc, cond, [&](OpBuilder &nb, Location nl) {
+    count(nb, nl, tx, Value());
     NVVM::MBarrierArriveExpectTxOp::create(nb, nl, Type(), full, tx,
                                            NVVM::MemScopeKind::CTA, false,
                                            Value());
@@ -103,7 +134,8 @@ struct ProducerAcquireLowering : PipelineOpLowering<ProducerAcquireOp> {
                         makeSite(op.getPipeline(), kProducerRole, f));
     if (type.hasTxCount())
       emitArmFullBarrier(rewriter, loc, type, base, f.index,
-                         adaptor.getExtraTx(), op, options);
+                         adaptor.getExtraTx(), op, options,
+                         fullSlot(options, op.getPipeline(), f.index));
     rewriter.eraseOp(op);
     return success();
   }
@@ -134,9 +166,11 @@ struct ProducerCommitLowering : PipelineOpLowering<ProducerCommitOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     PipelineType type = op.getPipelineType();
+    LedgerSlot ledger;
     auto full = [&]() {
       StateFields f = unpackState(rewriter, loc, adaptor.getState(),
                                   op.getStateType());
+      ledger = fullSlot(options, op.getPipeline(), f.index);
       return fullBarrier(rewriter, loc, adaptor.getPipeline(), f.index);
     };
     switch (type.getProducerOpType()) {
@@ -146,24 +180,32 @@ struct ProducerCommitLowering : PipelineOpLowering<ProducerCommitOp> {
       Value dst;
       if (getBarrierPlan(type).commit == ArriveTarget::PairLeader)
         dst = leaderCtaRank(rewriter, loc, type);
-      emitAsyncArrive(rewriter, loc, full(), dst, op.getElectOne(),
-                      op.getSyncwarpBefore(), op, &options);
+      Value bar = full();
+      emitAsyncArrive(rewriter, loc, bar, dst, op.getElectOne(),
+                      op.getSyncwarpBefore(), op, &options, ledger);
       break;
     }
-    case OpType::AsyncLoad:
+    case OpType::AsyncLoad: {
       // noinc: the init count already includes these arrives.
-      NVVM::CpAsyncMBarrierArriveOp::create(rewriter, loc, full(),
+      Value bar = full();
+      NVVM::CpAsyncMBarrierArriveOp::create(rewriter, loc, bar,
                                             /*noinc=*/true);
+      // One arrival per thread, when its cp.async ops complete.
+      emitLedgerAdd(rewriter, loc, ledger, kLedgerArrivals,
+                    rewriter.getI32IntegerAttr(1));
       break;
+    }
     case OpType::TmaLoad:
     case OpType::ClcLoad:
       // The copy's (or CLC response's) complete_tx completes the phase; an
       // arrive here would count twice (docs/Rationale.md section 8).
       break;
-    case OpType::TCGen05Mma:
-      emitUmmaCommit(rewriter, loc, full(),
-                     ummaArrivalMask(rewriter, loc, type), type, op, options);
+    case OpType::TCGen05Mma: {
+      Value bar = full();
+      emitUmmaCommit(rewriter, loc, bar, ummaArrivalMask(rewriter, loc, type),
+                     type, op, options, ledger);
       break;
+    }
     case OpType::TmaStore:
       NVVM::CpAsyncBulkCommitGroupOp::create(rewriter, loc);
       break;
@@ -304,6 +346,8 @@ struct ConsumerReleaseLowering : PipelineOpLowering<ConsumerReleaseOp> {
                                 op.getStateType());
     Value empty =
         emptyBarrier(rewriter, loc, adaptor.getPipeline(), type, f.index);
+    LedgerSlot ledger = emptySlot(rewriter, loc, options, op.getPipeline(),
+                                  type, f.index);
     const KindTraits &traits = getKindTraits(type.getKind());
     OpType side =
         traits.consumerOpPerRelease ? *op.getOpType() : traits.consumerOp;
@@ -312,27 +356,28 @@ struct ConsumerReleaseLowering : PipelineOpLowering<ConsumerReleaseOp> {
     switch (plan.releaseTarget(side)) {
     case ArriveTarget::MulticastMask:
       emitUmmaCommit(rewriter, loc, empty,
-                     ummaArrivalMask(rewriter, loc, type), type, op, options);
+                     ummaArrivalMask(rewriter, loc, type), type, op, options,
+                     ledger);
       break;
     case ArriveTarget::SignallingLanes:
       // Always through signalling lanes (lane 0 alone for one CTA), so the
       // empty barrier counts mcast_size arrivals per consumer warp.
-      emitSignallingLaneRelease(rewriter, loc, type, empty, syncwarp);
+      emitSignallingLaneRelease(rewriter, loc, type, empty, syncwarp, ledger);
       break;
     case ArriveTarget::PairLeader:
       // The MMA producer waits in the pair leader only.
       emitAsyncArrive(rewriter, loc, empty, leaderCtaRank(rewriter, loc, type),
-                      electOneLane, syncwarp, op, &options);
+                      electOneLane, syncwarp, op, &options, ledger);
       break;
     case ArriveTarget::ClusterCta0:
       // The CLC producer (and its empty barrier) lives in CTA 0.
       emitAsyncArrive(rewriter, loc, empty, constI32(rewriter, loc, 0),
-                      electOneLane, syncwarp, op, &options);
+                      electOneLane, syncwarp, op, &options, ledger);
       break;
     case ArriveTarget::Local:
     case ArriveTarget::None:
       emitAsyncArrive(rewriter, loc, empty, Value(), electOneLane, syncwarp,
-                      op, &options);
+                      op, &options, ledger);
       break;
     }
     rewriter.eraseOp(op);
@@ -345,7 +390,8 @@ private:
   /// land in this CTA (it differs only along a multicast mode).
   static void emitSignallingLaneRelease(OpBuilder &b, Location loc,
                                         PipelineType type, Value empty,
-                                        bool syncwarp) {
+                                        bool syncwarp,
+                                        const LedgerSlot &ledger) {
     if (syncwarp)
       NVVM::SyncWarpOp::create(b, loc, constI32(b, loc, -1));
     int64_t ctas = type.getClusterSize();
@@ -356,7 +402,7 @@ private:
       // One CTA: lane 0 of each consumer warp arrives on the local barrier.
       emitIf(b, loc, signalling, [&](OpBuilder &nb, Location nl) {
         emitAsyncArrive(nb, nl, empty, Value(), /*electOneLane=*/false,
-                        /*syncwarpBefore=*/false);
+                        /*syncwarpBefore=*/false, nullptr, nullptr, ledger);
       });
       return;
     }
@@ -372,7 +418,7 @@ private:
                      : Value(arith::AndIOp::create(b, loc, signalling, keep));
     emitIf(b, loc, cond, [&](OpBuilder &nb, Location nl) {
       emitAsyncArrive(nb, nl, empty, dst, /*electOneLane=*/false,
-                      /*syncwarpBefore=*/false);
+                      /*syncwarpBefore=*/false, nullptr, nullptr, ledger);
     });
   }
 };

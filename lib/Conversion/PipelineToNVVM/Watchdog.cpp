@@ -33,6 +33,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -46,7 +47,9 @@ constexpr int64_t kWatchdogMagic = 0x57444F47; // "WDOG"
 /// Version 3: the dump records mbarrier.arrive state tokens and
 /// mbarrier.pending_count instead of loads of the mbarrier word (which read
 /// 0 on sm_90).
-constexpr int64_t kWatchdogVersion = 3;
+/// Version 4: each barrier entry also carries its software ledger (init
+/// count, arrivals, announced and issued tx bytes): 9 words per barrier.
+constexpr int64_t kWatchdogVersion = 4;
 /// Claim word: 0 free, 1 taken (record being written), 2 record written.
 constexpr int64_t kClaimTaken = 1;
 constexpr int64_t kClaimDone = 2;
@@ -71,11 +74,16 @@ constexpr int32_t kWordWarps = 16;        // 32 words: the wait table
 constexpr int32_t kWordSamples = 48;      // 5 x (lo, hi, pending)
 constexpr int32_t kSampleWords = 3;
 constexpr int32_t kWordBarriers = 64;     // kBarrierWords per barrier
-constexpr int32_t kBarrierWords = 5;
+constexpr int32_t kBarrierWords = 5 + kLedgerWords;
 constexpr int32_t kRecordWords = 1024;    // the runner maps 4096 bytes
 constexpr int32_t kMaxWarps = 32;         // 1024 threads
 constexpr int32_t kMaxBarrierEntries =
     (kRecordWords - kWordBarriers) / kBarrierWords;
+static_assert(kMaxBarrierEntries == kWatchdogMaxBarrierEntries,
+              "the ledger and the dump cover the same entries");
+/// Bit of a barrier entry's second word: the entry has a ledger.
+constexpr int32_t kEntryHasLedger = 1 << 2;
+
 constexpr int64_t kCalibMax = (1 << 20) - 1; // mbarrier count/tx limit
 constexpr int64_t kCalibComplete = 0x12345;
 constexpr int64_t kCalibSmallCount = 5;  // second scratch barrier
@@ -241,6 +249,106 @@ int32_t mlir::pipeline::getWatchdogPipelineId(Value pipeline) {
   return -1;
 }
 
+//===----------------------------------------------------------------------===//
+// The ledger (docs/watchdog.md, "The ledger")
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The ledger array of the symbol table around `b`'s insertion point
+/// ([entries * kLedgerWords x i32] in shared memory), or null when the pass
+/// gave that symbol table no ledger.
+LLVM::GlobalOp getOrCreateLedger(OpBuilder &b, Location loc) {
+  Operation *symbolTable =
+      enclosingSymbolTable(b.getInsertionBlock()->getParentOp());
+  if (!symbolTable)
+    return {};
+  auto entries = symbolTable->getAttrOfType<IntegerAttr>(kLedgerEntriesAttr);
+  if (!entries || entries.getInt() <= 0)
+    return {};
+  return getOrCreateSharedArray(b, loc, symbolTable, kWatchdogLedgerSymbol,
+                                b.getI32Type(),
+                                entries.getInt() * kLedgerWords);
+}
+
+/// &ledger[(first + index) * kLedgerWords + field] (shared memory).
+Value ledgerWord(OpBuilder &b, Location loc, LLVM::GlobalOp ledger,
+                 const LedgerSlot &slot, int32_t field) {
+  Value entry = arith::AddIOp::create(b, loc, slot.index,
+                                      constI32(b, loc, slot.first));
+  Value word = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, entry, constI32(b, loc, kLedgerWords)),
+      constI32(b, loc, field));
+  return sharedElement(b, loc, ledger, b.getI32Type(), word);
+}
+} // namespace
+
+LedgerSlot mlir::pipeline::getLedgerSlot(const PipelineLoweringOptions &options,
+                                         Value pipeline, Value barrierIndex) {
+  if (!options.watchdog)
+    return {};
+  auto create = pipeline.getDefiningOp<CreateOp>();
+  if (!create)
+    return {};
+  auto first = create->getAttrOfType<IntegerAttr>(kLedgerFirstAttr);
+  if (!first)
+    return {};
+  return {first.getInt(), barrierIndex};
+}
+
+void mlir::pipeline::emitLedgerAdd(OpBuilder &b, Location loc,
+                                   const LedgerSlot &slot, int32_t field,
+                                   OpFoldResult amount, Value dstRank) {
+  if (!slot)
+    return;
+  Value value = isa<Value>(amount)
+                    ? cast<Value>(amount)
+                    : constI32(b, loc,
+                               cast<IntegerAttr>(cast<Attribute>(amount))
+                                   .getInt());
+  LLVM::GlobalOp ledger = getOrCreateLedger(b, loc);
+  if (!ledger)
+    return;
+  Value word = ledgerWord(b, loc, ledger, slot, field);
+  if (dstRank) {
+    // Another CTA's entry: its generic distributed-shared-memory address
+    // (a generic atom.add; atomics on shared::cluster addresses need no
+    // more, but the generic form is the one NVPTX lowers everywhere).
+    Value generic = LLVM::AddrSpaceCastOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext()), word);
+    word = NVVM::MapaOp::create(b, loc, generic.getType(), generic, dstRank);
+  }
+  LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, word, value,
+                            LLVM::AtomicOrdering::monotonic);
+}
+
+void mlir::pipeline::emitLedgerAddMasked(OpBuilder &b, Location loc,
+                                         const LedgerSlot &slot, int32_t field,
+                                         OpFoldResult amount, Value mask,
+                                         bool toPairLeader) {
+  if (!slot)
+    return;
+  auto rankOf = [&](int64_t r) { return toPairLeader ? r & ~int64_t(1) : r; };
+  // A constant mask (the usual multicast): only its CTAs, no tests.
+  if (std::optional<int64_t> known = getConstantIntValue(mask)) {
+    for (int64_t r = 0; r < 16; ++r)
+      if (*known & (int64_t(1) << r))
+        emitLedgerAdd(b, loc, slot, field, amount, constI32(b, loc, rankOf(r)));
+    return;
+  }
+  Value bits = mask;
+  if (mask.getType().getIntOrFloatBitWidth() < 32)
+    bits = arith::ExtUIOp::create(b, loc, b.getI32Type(), mask);
+  for (int64_t r = 0; r < 16; ++r) {
+    Value set = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne,
+        arith::AndIOp::create(b, loc, bits, constI32(b, loc, int64_t(1) << r)),
+        constI32(b, loc, 0));
+    emitIf(b, loc, set, [&](OpBuilder &nb, Location nl) {
+      emitLedgerAdd(nb, nl, slot, field, amount, constI32(nb, nl, rankOf(r)));
+    });
+  }
+}
+
 WatchdogGlobals mlir::pipeline::getOrCreateWatchdogGlobals(OpBuilder &b,
                                                            Location loc) {
   Operation *symbolTable =
@@ -283,7 +391,8 @@ LogicalResult mlir::pipeline::checkWatchdogSymbols(ModuleOp module) {
       expect(op, b.getI32Type());
     else if (llvm::is_contained(
                  {kWatchdogWarpsSymbol, kWatchdogPipesSymbol,
-                  kWatchdogProbeSymbol, kWatchdogDumpSymbol},
+                  kWatchdogProbeSymbol, kWatchdogDumpSymbol,
+                  kWatchdogLedgerSymbol},
                  name.getValue())) {
       // Defined by the pass itself: a user symbol of that name would be
       // silently reused with another meaning.
@@ -395,7 +504,8 @@ void mlir::pipeline::emitWatchdogWaitMark(OpBuilder &b, Location loc,
 }
 
 void mlir::pipeline::emitWatchdogPipeEntry(OpBuilder &b, Location loc,
-                                           CreateOp op, Value base) {
+                                           CreateOp op, Value base,
+                                           Value fullCount, Value emptyCount) {
   int32_t id = getWatchdogPipelineId(op.getResult());
   auto names = op->getParentOfType<ModuleOp>()->getAttrOfType<ArrayAttr>(
       "pipeline.watchdog_names");
@@ -420,6 +530,32 @@ void mlir::pipeline::emitWatchdogPipeEntry(OpBuilder &b, Location loc,
         tb, tl, tagged,
         sharedElement(tb, tl, pipes, tb.getI32Type(), constI32(tb, tl, id)),
         /*alignment=*/4, /*isVolatile=*/true);
+    // The ledger's init counts, from the thread that zeroed the ledger.
+    PipelineType type = op.getType();
+    auto first = op->getAttrOfType<IntegerAttr>(kLedgerFirstAttr);
+    LLVM::GlobalOp ledger = first ? getOrCreateLedger(tb, tl) : nullptr;
+    if (!ledger)
+      return;
+    auto storeCount = [&](OpBuilder &sb, Location sl, Value index,
+                          Value count) {
+      LLVM::StoreOp::create(
+          sb, sl, count,
+          ledgerWord(sb, sl, ledger, {first.getInt(), index}, kLedgerCount),
+          /*alignment=*/4, /*isVolatile=*/true);
+    };
+    int64_t n = type.getNumBarriers(), stages = type.getStages();
+    bool order = !emptyCount;
+    auto loop = scf::ForOp::create(tb, tl, constI32(tb, tl, 0),
+                                   constI32(tb, tl, order ? n : stages),
+                                   constI32(tb, tl, 1));
+    OpBuilder::InsertionGuard guard(tb);
+    tb.setInsertionPoint(loop.getBody()->getTerminator());
+    Value i = loop.getInductionVar();
+    storeCount(tb, tl, i, fullCount);
+    if (!order)
+      storeCount(tb, tl,
+                 arith::AddIOp::create(tb, tl, i, constI32(tb, tl, stages)),
+                 emptyCount);
   });
 }
 
@@ -545,6 +681,9 @@ void defineDump(LLVM::LLVMFuncOp dump, Operation *symbolTable,
   LLVM::GlobalOp table2 =
       getOrCreateSharedArray(b, loc, symbolTable, kWatchdogPipesSymbol, i32,
                              static_cast<int64_t>(pipes.size()));
+  // The ledger exists where some verb of this symbol table counted into it.
+  auto ledger = dyn_cast_or_null<LLVM::GlobalOp>(
+      SymbolTable::lookupSymbolIn(symbolTable, kWatchdogLedgerSymbol));
   int32_t entryIndex = 0;
   for (auto [id, info] : llvm::enumerate(pipes)) {
     if (info.numBarriers == 0 || info.scope != symbolTable ||
@@ -591,9 +730,26 @@ void defineDump(LLVM::LLVMFuncOp dump, Operation *symbolTable,
               constI32(cb, cl, p));
         };
         Value probes = arith::OrIOp::create(cb, cl, probeBit(0), probeBit(1));
+        bool hasLedger = ledger && info.firstEntry >= 0;
         storeWord(cb, cl, record, word + 1,
-                  arith::OrIOp::create(cb, cl, constI32(cb, cl, j << 8),
-                                       probes));
+                  arith::OrIOp::create(
+                      cb, cl,
+                      constI32(cb, cl,
+                               j << 8 | (hasLedger ? kEntryHasLedger : 0)),
+                      probes));
+        // The ledger: what our verbs did to this barrier since its create.
+        for (int32_t f = 0; f < kLedgerWords; ++f) {
+          Value v = constI32(cb, cl, 0);
+          if (hasLedger)
+            v = LLVM::LoadOp::create(
+                cb, cl, i32,
+                sharedElement(
+                    cb, cl, ledger, i32,
+                    constI32(cb, cl,
+                             (info.firstEntry + j) * kLedgerWords + f)),
+                /*alignment=*/4, /*isVolatile=*/true);
+          storeWord(cb, cl, record, word + 5 + f, v);
+        }
         // A full barrier that counts tx bytes may have every arrival in and
         // bytes outstanding (the wrong-tx hang): one more arrive then
         // underflows the arrival count and faults the kernel before the
@@ -640,12 +796,29 @@ void instrumentKernel(FunctionOpInterface kernel, Operation *symbolTable,
   Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                       linearThreadId(b, loc),
                                       constI32(b, loc, 0));
+  auto ledger = dyn_cast_or_null<LLVM::GlobalOp>(
+      SymbolTable::lookupSymbolIn(symbolTable, kWatchdogLedgerSymbol));
   emitIf(b, loc, first, [&](OpBuilder &tb, Location tl) {
     for (int64_t i = 0; i < std::max<int64_t>(numPipes, 1); ++i)
       LLVM::StoreOp::create(tb, tl, constI32(tb, tl, 0),
                             sharedElement(tb, tl, pipes, i32,
                                           constI32(tb, tl, i)),
                             /*alignment=*/4, /*isVolatile=*/true);
+    if (!ledger)
+      return;
+    // The ledger's counters start at 0 (shared memory has no initializer);
+    // the creates' CTA/cluster syncs order this before any verb counts.
+    auto words = cast<LLVM::LLVMArrayType>(ledger.getGlobalType())
+                     .getNumElements();
+    auto loop = scf::ForOp::create(tb, tl, constI32(tb, tl, 0),
+                                   constI32(tb, tl, words),
+                                   constI32(tb, tl, 1));
+    OpBuilder::InsertionGuard guard(tb);
+    tb.setInsertionPoint(loop.getBody()->getTerminator());
+    LLVM::StoreOp::create(
+        tb, tl, constI32(tb, tl, 0),
+        sharedElement(tb, tl, ledger, i32, loop.getInductionVar()),
+        /*alignment=*/4, /*isVolatile=*/true);
   });
   SmallVector<Operation *> returns;
   kernel.getFunctionBody().walk([&](Operation *op) {

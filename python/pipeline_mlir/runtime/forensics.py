@@ -1,5 +1,6 @@
-"""The watchdog's forensic dump (record version 3): what every barrier of
-every pipeline of the stuck CTA was doing, and which warp waits on what.
+"""The watchdog's forensic dump (record version 4; version 3 is still
+decoded): what every barrier of every pipeline of the stuck CTA was doing,
+what our own verbs did to it (the ledger), and which warp waits on what.
 
 The kernel side is lib/Conversion/PipelineToNVVM/Watchdog.cpp (``defineDump``,
 ``emitWatchdogWaitMark``); docs/watchdog.md, "The forensic dump", is the
@@ -13,10 +14,14 @@ prose version of this file. Layout (i32 words of the host buffer):
   18..1 stage, 0 phase parity.
 * 48..62, five calibration samples (token low, token high, pending count)
   of a scratch mbarrier in states known by construction (CALIBRATION).
-* 64.., five words per barrier: header (pipeline id << 16 | order << 15 |
-  created in this CTA << 14 | stages), index << 8 | probes (bit p:
+* 64.., nine words per barrier (version 3: the first five): header
+  (pipeline id << 16 | order << 15 | created in this CTA << 14 | stages),
+  index << 8 | has ledger << 2 | probes (bit p:
   mbarrier.test_wait.parity(p) was true, i.e. the phase of parity p has
-  completed), token low, token high, pending arrivals.
+  completed), token low, token high, pending arrivals; then the ledger:
+  init count, arrivals, bytes announced (arrive.expect_tx), bytes of the
+  copies issued towards it (tma_load / bulk copy), cumulative since the
+  create.
 
 Loads of the mbarrier word read 0 on sm_90 (measured on the H100), so the
 kernel reads each barrier through ``mbarrier.expect_tx`` of 1 byte (so that
@@ -28,6 +33,16 @@ arrive), the pending arrivals and the wait table. What is not: where the
 token keeps the tx-count, which PTX does not document. :func:`fit_layout`
 accepts a bit field for it only when it decodes every calibration sample;
 without one, the report shows the token.
+
+The ledger (docs/watchdog.md, "The ledger") is software: counters that the
+lowered verbs themselves keep in shared memory. It is exact about what our
+ops did (arrive operations issued, bytes announced, bytes of copies
+issued), not about what the hardware received: a copy issued is not a copy
+landed, and an arrival from a CTA that does not count it (none here: every
+verb counts in the CTA it signals) or from code outside the pipeline verbs
+is not in it. :func:`ledger_phase` derives the phase and the arrivals of the
+phase in progress from it; :func:`ledger_bytes` the bytes announced and not
+issued.
 """
 
 import struct
@@ -36,8 +51,14 @@ from dataclasses import dataclass, field
 from .watchdog import BUFFER_BYTES, RECORD_VERSION, ROLE_NAMES
 
 WORD_WARP_COUNT, WORD_BARRIER_COUNT, WORD_SAMPLE_COUNT = 11, 12, 13
+WORD_VERSION = 9
 WORD_WARPS, WORD_SAMPLES, WORD_BARRIERS = 16, 48, 64
-SAMPLE_WORDS, BARRIER_WORDS = 3, 5
+SAMPLE_WORDS = 3
+LEDGER_WORDS = 4
+#: words per barrier entry by record version (4: with the ledger)
+BARRIER_WORDS_OF = {3: 5, 4: 5 + LEDGER_WORDS}
+BARRIER_WORDS = BARRIER_WORDS_OF[RECORD_VERSION]
+HAS_LEDGER = 1 << 2
 MAX_WARPS = 32
 MAX_BARRIERS = (BUFFER_BYTES // 4 - WORD_BARRIERS) // BARRIER_WORDS
 
@@ -87,6 +108,7 @@ class Barrier:
     probes: int   # bit p: the phase of parity p has completed
     token: int    # mbarrier.arrive's state token (0 when not created)
     pending: int  # mbarrier.pending_count of the token
+    ledger: object = None  # Ledger, or None (version 3, or no ledger kept)
 
     @property
     def parity(self):
@@ -106,6 +128,16 @@ class Barrier:
         if self.index < self.stages:
             return "full", self.index
         return "empty", self.index - self.stages
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """What the lowered verbs did to one barrier since its create (counted
+    by the kernel itself, Watchdog.cpp emitLedgerAdd)."""
+    count: int      # init count (arrivals per phase); 0: not created
+    arrivals: int   # arrive operations issued on it
+    announced: int  # bytes announced by arrive.expect_tx
+    issued: int     # bytes of the copies issued towards it
 
 
 @dataclass(frozen=True)
@@ -176,13 +208,17 @@ def fit_layout(samples, index):
 
 
 def decode_dump(raw):
-    """The Dump of a version-3 buffer (``BUFFER_BYTES``)."""
+    """The Dump of a version-3 or -4 buffer (``BUFFER_BYTES``)."""
     raw = bytes(raw)
     if len(raw) < BUFFER_BYTES:
         raise ValueError(f"watchdog buffer holds {len(raw)} bytes, expected {BUFFER_BYTES}")
     w = struct.unpack_from(f"<{BUFFER_BYTES // 4}I", raw)
+    version = w[WORD_VERSION]
+    if version not in BARRIER_WORDS_OF:
+        raise ValueError(f"watchdog record version {version} has no dump this runtime decodes")
+    words = BARRIER_WORDS_OF[version]
     nwarps = min(w[WORD_WARP_COUNT], MAX_WARPS)
-    nbar = min(w[WORD_BARRIER_COUNT], MAX_BARRIERS)
+    nbar = min(w[WORD_BARRIER_COUNT], (BUFFER_BYTES // 4 - WORD_BARRIERS) // words)
     nsamples = min(w[WORD_SAMPLE_COUNT], len(CALIBRATION))
     warps = []
     for i in range(nwarps):
@@ -197,22 +233,30 @@ def decode_dump(raw):
         samples.append((lo | (hi << 32), pending))
     barriers = []
     for i in range(nbar):
-        h, idx, lo, hi, pending = w[WORD_BARRIERS + BARRIER_WORDS * i:
-                                    WORD_BARRIERS + BARRIER_WORDS * (i + 1)]
+        entry = w[WORD_BARRIERS + words * i: WORD_BARRIERS + words * (i + 1)]
+        h, idx, lo, hi, pending = entry[:5]
+        ledger = None
+        if words > 5 and idx & HAS_LEDGER:
+            ledger = Ledger(*entry[5:5 + LEDGER_WORDS])
         barriers.append(Barrier(pipeline_id=h >> 16, index=idx >> 8, stages=h & 0x3FFF,
                                 order=bool(h & (1 << 15)), created=bool(h & (1 << 14)),
-                                probes=idx & 3, token=lo | (hi << 32), pending=pending))
+                                probes=idx & 3, token=lo | (hi << 32), pending=pending,
+                                ledger=ledger))
     return Dump(nwarps, warps, samples, barriers,
                 tx_fields=fit_layout([t for t, _ in samples], TX_COLUMN))
 
 
 def encode_dump(header, warps=(), samples=(), barriers=(), warp_count=None):
-    """A whole buffer: ``header`` (watchdog.encode_record(..., version=3))
-    followed by a dump; for tests. ``warps``: raw wait-table words;
-    ``samples``: (token, pending_count); ``barriers``: (pipeline_id, index,
-    stages, order, created, probes, token, pending)."""
+    """A whole buffer: ``header`` (watchdog.encode_record(..., version=3 or
+    4)) followed by a dump in that version's layout; for tests. ``warps``:
+    raw wait-table words; ``samples``: (token, pending_count); ``barriers``:
+    (pipeline_id, index, stages, order, created, probes, token, pending[,
+    ledger]) with ledger a :class:`Ledger` or (count, arrivals, announced,
+    issued) (version 4 only; None or absent: no ledger)."""
     words = [0] * (BUFFER_BYTES // 4)
     words[:16] = struct.unpack("<16I", header)
+    # older versions (tests of their refusal): the version-3 layout
+    per = BARRIER_WORDS_OF.get(words[WORD_VERSION], BARRIER_WORDS_OF[3])
     words[WORD_WARP_COUNT] = len(warps) if warp_count is None else warp_count
     words[WORD_BARRIER_COUNT] = len(barriers)
     words[WORD_SAMPLE_COUNT] = len(samples)
@@ -221,10 +265,19 @@ def encode_dump(header, warps=(), samples=(), barriers=(), warp_count=None):
     for i, (token, pending) in enumerate(samples):
         words[WORD_SAMPLES + SAMPLE_WORDS * i:WORD_SAMPLES + SAMPLE_WORDS * (i + 1)] = [
             token & 0xFFFFFFFF, token >> 32, pending]
-    for i, (pid, idx, stages, order, created, probes, token, pending) in enumerate(barriers):
-        words[WORD_BARRIERS + BARRIER_WORDS * i:WORD_BARRIERS + BARRIER_WORDS * (i + 1)] = [
-            pid << 16 | int(order) << 15 | int(created) << 14 | stages,
-            idx << 8 | probes, token & 0xFFFFFFFF, token >> 32, pending]
+    for i, bar in enumerate(barriers):
+        pid, idx, stages, order, created, probes, token, pending = bar[:8]
+        ledger = bar[8] if len(bar) > 8 else None
+        if ledger is not None and per == 5:
+            raise ValueError("a version-3 dump has no ledger")
+        entry = [pid << 16 | int(order) << 15 | int(created) << 14 | stages,
+                 idx << 8 | (HAS_LEDGER if ledger is not None else 0) | probes,
+                 token & 0xFFFFFFFF, token >> 32, pending]
+        if per > 5:
+            if isinstance(ledger, Ledger):
+                ledger = (ledger.count, ledger.arrivals, ledger.announced, ledger.issued)
+            entry += list(ledger) if ledger is not None else [0] * LEDGER_WORDS
+        words[WORD_BARRIERS + per * i:WORD_BARRIERS + per * (i + 1)] = entry
     return struct.pack(f"<{len(words)}I", *words)
 
 
@@ -233,6 +286,93 @@ def wait_word(role, pipeline_id, stage, phase, waiting=True, exited=False):
     pid = 0 if pipeline_id < 0 or pipeline_id >= 255 else pipeline_id + 1
     return (MARK_VALID | (MARK_WAITING if waiting else 0) | (MARK_EXITED if exited else 0)
             | (role & 3) << 27 | pid << 19 | (stage & 0x3FFFF) << 1 | (phase & 1))
+
+
+# -- the ledger ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LedgerPhase:
+    """The phase in progress according to the ledger (and the probes)."""
+    phase: object    # its index since the create, or None (undecided)
+    arrived: object  # arrivals our verbs made in it, or None
+    pending: object  # count - arrived, or None
+    note: str = ""   # why it is undecided, or a disagreement with the probes
+
+
+def ledger_phase(b):
+    """The ledger's phase of barrier ``b``, or None without a ledger.
+
+    Every completed phase took exactly ``count`` arrivals (an mbarrier phase
+    completes when its pending count reaches 0, then the count is reset),
+    and no arrival can follow the last one of a phase that waits for tx
+    bytes (one more faults). So with A arrivals counted, A = q * count + r:
+    r > 0 means phase q with r arrivals in; r = 0 (A > 0) means phase q with
+    none in or phase q - 1 with all in and its bytes missing, which the
+    probes' parity decides. Exact when every arrival on the barrier came
+    from a verb that counts it."""
+    led = b.ledger
+    if led is None or led.count == 0:
+        return None
+    q, r = divmod(led.arrivals, led.count)
+    parity = b.parity
+    if r or q == 0:
+        if parity is not None and q % 2 != parity:
+            return LedgerPhase(None, None, None,
+                               f"the ledger's {led.arrivals} arrival(s) make it phase {q} "
+                               f"(parity {q % 2}), the probes say parity {parity}: "
+                               "arrivals came from outside the ledger")
+        return LedgerPhase(q, r, led.count - r)
+    if parity is None:
+        return LedgerPhase(None, None, None,
+                           f"{led.arrivals} arrival(s) = {q} x {led.count}: phase {q} with none "
+                           f"in, or phase {q - 1} with all in; the probes do not say which")
+    if q % 2 == parity:
+        return LedgerPhase(q, 0, led.count)
+    return LedgerPhase(q - 1, led.count, 0)
+
+
+def ledger_missing_bytes(b):
+    """Bytes announced by arrive.expect_tx on ``b`` that no copy of ours
+    was issued for (announced - issued since the create; negative: copies
+    issued more), or None without a ledger.
+
+    Every completed phase received exactly what it announced (it completes
+    only at tx count 0), so announced - issued = (tx bytes the phase in
+    progress still expects) - (bytes issued but not landed): a positive value
+    is a lower bound of the bytes that phase waits for and that no copy will
+    bring."""
+    led = b.ledger
+    if led is None or led.count == 0:
+        return None
+    return led.announced - led.issued
+
+
+def _ledger_state(b):
+    """The ledger's phrase for barrier ``b`` ("" without a ledger)."""
+    led = b.ledger
+    if led is None:
+        return ""
+    if led.count == 0:
+        return "ledger: not initialized (create not run)"
+    lp = ledger_phase(b)
+    if lp.phase is None:
+        parts = [f"ledger: {led.arrivals} arrival(s) of {led.count} per phase ({lp.note})"]
+    else:
+        parts = [f"ledger: phase {lp.phase}, {lp.arrived} of {led.count} arrival(s) in "
+                 f"(pending {lp.pending})"]
+        if lp.note:
+            parts.append(lp.note)
+    if led.announced or led.issued or b.pending == NOT_READ:
+        span = ("in this phase (the first)" if lp.phase == 0
+                else "since the create")
+        line = f"{span}: expects {led.announced} B (announced), copies issued {led.issued} B"
+        missing = led.announced - led.issued
+        if missing > 0:
+            line += f": {missing} B never issued"
+        elif missing < 0:
+            line += f": copies issued {-missing} B more than announced"
+        parts.append(line)
+    return ", ".join(parts)
 
 
 # -- the report ------------------------------------------------------------------
@@ -268,13 +408,19 @@ def _barrier_state(dump, b):
     parts.append(f"phase parity {parity} in progress" if parity is not None
                  else f"phase unknown (probes {b.probes:#04b})")
     if dump.pending(b) is None:
-        parts.append("not read (a tx barrier: the dump does not arrive on it)")
-        return ", ".join(parts)
-    parts.append(f"pending arrivals {dump.pending(b)}")
-    tx = dump.tx(b)
-    parts.append(f"tx bytes {tx}" if tx is not None
-                 else f"tx bytes: unknown (token {b.token:#018x})")
-    return ", ".join(parts)
+        parts.append("hardware state not read (a tx barrier: the dump does not arrive on it)")
+    else:
+        parts.append(f"pending arrivals {dump.pending(b)}")
+        tx = dump.tx(b)
+        parts.append(f"tx bytes {tx}" if tx is not None
+                     else f"tx bytes: unknown (token {b.token:#018x})")
+        lp = ledger_phase(b)
+        if lp is not None and lp.pending is not None and lp.pending != dump.pending(b):
+            parts.append(f"the ledger counts {lp.pending} pending: "
+                         f"{lp.pending - dump.pending(b)} arrival(s) not from our verbs")
+    state = ", ".join(parts)
+    led = _ledger_state(b)
+    return f"{state}; {led}" if led else state
 
 
 def _state_of(ws, names):
@@ -323,8 +469,27 @@ def wait_for_graph(dump, names):
         arrivers = [a for a in sides.get((ws.pipeline_id, arriver_role), []) if a.warp != ws.warp]
         tx = dump.tx(b) if b is not None else None
         pending = dump.pending(b) if b is not None else None
+        lp = ledger_phase(b) if b is not None else None
+        missing = ledger_missing_bytes(b) if b is not None else None
+        if pending is None and lp is not None:
+            pending = lp.pending  # the tx barrier's arrivals, from the ledger
         notes = []
-        if pending == 0 and tx:
+        if ws.role == 1 and lp is not None and lp.pending == 0 and b.ledger.announced:
+            led = b.ledger
+            span = "this phase" if lp.phase == 0 else "since the create"
+            if missing > 0:
+                notes.append(f"every arrival is in (ledger: {led.count} of {led.count}) and "
+                             f"{span} announced {led.announced} B but copies were issued for "
+                             f"{led.issued} B: {missing} B never issued: the copies deliver "
+                             "fewer bytes than the expect_tx announces")
+            elif missing == 0:
+                notes.append(f"every arrival is in and every announced byte ({led.announced} B) "
+                             "was issued by a copy: issued but not landed (a copy in flight, "
+                             "faulted, or signalling this barrier in another phase)")
+            else:
+                notes.append(f"every arrival is in; copies were issued for {-missing} B more "
+                             "than announced")
+        elif pending == 0 and tx:
             notes.append(f"every arrival is in but {tx} tx byte(s) never came: the copies "
                          "deliver fewer bytes than the expect_tx")
         elif pending == 0 and tx is None and b.parity is not None:
@@ -374,14 +539,14 @@ def _describe_fields(fields):
 
 
 def report(record, names=None, kernel=None):
-    """The multi-line forensic report of a version-3 record."""
+    """The multi-line forensic report of a version-3 or -4 record."""
     names = list(names or [])
     dump = record.dump
     out = [f"forensic dump of block {tuple(record.block)} "
            f"(the first wait to time out: warp {record.warp}, {record.role_name})"]
     if dump is None:
         return out[0] + (f": no dump in this record (version {record.version} kernel; "
-                         f"this runtime decodes version {RECORD_VERSION})")
+                         f"this runtime decodes versions 3 and {RECORD_VERSION})")
     out.append("  (each barrier read by expect_tx(1) + mbarrier.arrive: pending arrivals "
                "from mbarrier.pending_count of the token, before the dump's own arrive)")
     if dump.tx_fields:
@@ -391,6 +556,10 @@ def report(record, names=None, kernel=None):
     else:
         out.append("  (no field of the token fits the calibration samples' tx bytes: "
                    "tokens shown)")
+    if any(b.ledger is not None for b in dump.barriers):
+        out.append("  (ledger: what our verbs did since the create, counted by the kernel: "
+                   "arrive operations, bytes announced by arrive.expect_tx, bytes of the copies "
+                   "issued; bytes issued are not bytes landed)")
     checked = dump.pending_count_checked
     if checked is False:
         out.append("  WARNING: mbarrier.pending_count disagrees with the calibration "

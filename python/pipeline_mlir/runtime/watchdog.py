@@ -35,18 +35,21 @@ word  field        meaning
 4     phase        the phase parity waited on
 5-7   block        %ctaid.x, %ctaid.y, %ctaid.z
 8     warp         linear thread id / 32
-9     version      3 (RECORD_VERSION; 1: no dump; 2: the earlier dump)
+9     version      4 (RECORD_VERSION; 1: no dump; 2: the earlier dump;
+                   3: the dump without the ledger)
 10    elapsed_us   how long the wait had run, in microseconds (saturated)
-11    warps        warps in the CTA (version 3)
-12    barriers     barrier entries at word 64 (version 3)
-13    samples      calibration samples at word 48 (version 3)
+11    warps        warps in the CTA (versions 3, 4)
+12    barriers     barrier entries at word 64 (versions 3, 4)
+13    samples      calibration samples at word 48 (versions 3, 4)
 14-15 reserved     0
 ====  ===========  ===================================================
 
-Version 3 carries the forensic dump (BUFFER_BYTES in all; see forensics.py,
+Version 4 carries the forensic dump (BUFFER_BYTES in all; see forensics.py,
 which decodes it, and docs/watchdog.md "The forensic dump"): words 16..47
 the wait table (one word per warp), 48..62 five calibration samples of a
-scratch mbarrier, 64.. five words per barrier of every pipeline of the CTA.
+scratch mbarrier, 64.. nine words per barrier of every pipeline of the CTA
+(its state, then its ledger). Version 3 had five words per barrier (no
+ledger); it is still decoded.
 Version 2 had a dump of loads of the mbarrier word, which read 0 on sm_90;
 its dump is not decoded.
 """
@@ -59,7 +62,8 @@ from . import _driver
 from .errors import KernelFaultError, KernelTimeoutError, PipelineWatchdogError
 
 MAGIC = 0x57444F47  # "WDOG"
-RECORD_VERSION = 3
+RECORD_VERSION = 4
+DUMP_VERSIONS = (3, 4)  # record versions whose dump forensics.py decodes
 RECORD_WORDS = 16
 RECORD_BYTES = RECORD_WORDS * 4
 BUFFER_BYTES = 4096  # what the runner maps: the record and the dump
@@ -78,7 +82,7 @@ class WatchdogRecord:
     warp: int
     version: int = RECORD_VERSION
     elapsed_us: int = 0
-    dump: object = None  # forensics.Dump (version 3 with the whole buffer)
+    dump: object = None  # forensics.Dump (versions 3, 4 with the whole buffer)
 
     @property
     def role_name(self):
@@ -105,7 +109,7 @@ class WatchdogRecord:
 def encode_record(pipeline_id, role, stage, phase, block, warp, elapsed_us=0,
                   magic=MAGIC, version=1):
     """The bytes a kernel would write (used by tests and documentation);
-    forensics.encode_dump appends a version-3 dump."""
+    forensics.encode_dump appends a version-3 or -4 dump."""
     words = [magic, pipeline_id, role, stage, phase, *block, warp,
              version, elapsed_us] + [0] * 5
     return struct.pack("<16i", *[w if w < 2**31 else w - 2**32 for w in words])
@@ -126,7 +130,7 @@ def decode_record(raw):
     if w[2] not in ROLE_NAMES:
         raise ValueError(f"watchdog record has unknown role {w[2]}")
     dump = None
-    if w[9] == RECORD_VERSION and len(raw) >= BUFFER_BYTES:
+    if w[9] in DUMP_VERSIONS and len(raw) >= BUFFER_BYTES:
         from .forensics import decode_dump
         dump = decode_dump(raw)
     return WatchdogRecord(pipeline_id=w[1], role=w[2], stage=w[3], phase=w[4],

@@ -140,9 +140,10 @@ gpu.module @b {
 // CHECK: llvm.getelementptr %[[REC]][62]
 // CHECK: llvm.getelementptr %[[REC]][13]
 // ... and pipeline 0 ('ab', 2 stages: 4 barriers): the header (stages 2,
-// created bit 14) at words 64, 69, 74, 79, then, when created, the probes
-// (before the dump's arrive changes the barrier) and the state: 5 words per
-// barrier. Pipeline 1 ('cd') lives in @b: not dumped here.
+// created bit 14) at words 64, 73, 82, 91, then, when created, the probes
+// (before the dump's arrive changes the barrier; bit 2: the entry has a
+// ledger), the four ledger words (watchdog-ledger.mlir) and the state: 9
+// words per barrier. Pipeline 1 ('cd') lives in @b: not dumped here.
 // CHECK: llvm.mlir.addressof @__pipeline_watchdog_pipes
 // CHECK: %[[T:.*]] = llvm.load volatile
 // CHECK: %[[CREATED:.*]] = arith.cmpi ne, %[[T]], %{{.*}} : i32
@@ -150,17 +151,19 @@ gpu.module @b {
 // CHECK-NEXT: %[[HEAD:.*]] = arith.ori %[[STAGES]], %{{.*}} : i32
 // CHECK-NEXT: llvm.getelementptr %[[REC]][64]
 // CHECK-NEXT: llvm.store volatile %[[HEAD]]
-// CHECK-NEXT: llvm.getelementptr %[[REC]][69]
+// CHECK-NEXT: llvm.getelementptr %[[REC]][73]
 // CHECK-NEXT: llvm.store volatile %[[HEAD]]
-// CHECK-NEXT: llvm.getelementptr %[[REC]][74]
+// CHECK-NEXT: llvm.getelementptr %[[REC]][82]
 // CHECK-NEXT: llvm.store volatile %[[HEAD]]
-// CHECK-NEXT: llvm.getelementptr %[[REC]][79]
+// CHECK-NEXT: llvm.getelementptr %[[REC]][91]
 // CHECK-NEXT: llvm.store volatile %[[HEAD]]
 // CHECK-NEXT: scf.if %[[CREATED]] {
 // CHECK: %[[BAR0:.*]] = llvm.inttoptr %{{.*}} : i32 to !llvm.ptr<3>
 // CHECK: nvvm.mbarrier.test.wait %[[BAR0]], %{{.*}} : !llvm.ptr<3>, i32 -> i1
 // CHECK: nvvm.mbarrier.test.wait %[[BAR0]], %{{.*}} : !llvm.ptr<3>, i32 -> i1
 // CHECK: llvm.getelementptr %[[REC]][65]
+// CHECK: llvm.mlir.addressof @__pipeline_watchdog_ledger
+// CHECK: llvm.getelementptr %[[REC]][72]
 // CHECK-NOT: llvm.load
 // CHECK: %[[ONE:.*]] = arith.constant 1 : i32
 // CHECK-NEXT: nvvm.mbarrier.expect_tx %[[BAR0]], %[[ONE]]
@@ -169,7 +172,7 @@ gpu.module @b {
 // CHECK: llvm.getelementptr %[[REC]][67]
 // CHECK: llvm.call_intrinsic "llvm.nvvm.mbarrier.pending.count"(%[[TOK]]) : (i64) -> i32
 // CHECK-NEXT: llvm.getelementptr %[[REC]][68]
-// CHECK: llvm.getelementptr %[[REC]][83]
+// CHECK: llvm.getelementptr %[[REC]][95]
 // CHECK: %[[N:.*]] = arith.constant 4 : i32
 // CHECK-NEXT: llvm.getelementptr %[[REC]][12]
 // CHECK-NEXT: llvm.store volatile %[[N]]
@@ -181,7 +184,8 @@ gpu.module @b {
 // CHECK: arith.constant -1072693248 : i32
 // CHECK: llvm.func internal @__pipeline_watchdog_dump
 // CHECK: arith.constant 65538 : i32
-// CHECK-NOT: [84]
+// CHECK: llvm.getelementptr %{{.*}}[95]
+// CHECK-NOT: [96]
 // CHECK: %[[NB:.*]] = arith.constant 4 : i32
 // CHECK-NEXT: llvm.getelementptr %{{.*}}[12]
 // CHECK-NEXT: llvm.store volatile %[[NB]]

@@ -70,7 +70,7 @@ gpu.module @ord {
 // CHECK:           %[[US:.*]] = arith.divui %[[DT]], %{{.*}} : i64
 // CHECK:           %[[SAT:.*]] = arith.minui %[[US]], %{{.*}} : i64
 // Pipeline id 1 ("second"), role 1 (consumer), stage, phase, ctaid, warp,
-// version 3, elapsed µs; then the forensic dump (words 11..,
+// version 4, elapsed µs; then the forensic dump (words 11..,
 // watchdog-forensics.mlir) and the magic 0x57444F47 at word 0.
 // CHECK:           %[[ID:.*]] = arith.constant 1 : i32
 // CHECK-NEXT:      %[[ROLE:.*]] = arith.constant 1 : i32
@@ -78,7 +78,7 @@ gpu.module @ord {
 // CHECK-NEXT:      %[[BY:.*]] = nvvm.read.ptx.sreg.ctaid.y : i32
 // CHECK-NEXT:      %[[BZ:.*]] = nvvm.read.ptx.sreg.ctaid.z : i32
 // CHECK:           %[[WARP:.*]] = arith.divui %{{.*}}, %{{.*}} : i32
-// CHECK-NEXT:      %[[VERSION:.*]] = arith.constant 3 : i32
+// CHECK-NEXT:      %[[VERSION:.*]] = arith.constant 4 : i32
 // CHECK-NEXT:      %[[US32:.*]] = arith.trunci %[[SAT]] : i64 to i32
 // CHECK-NEXT:      %[[W1:.*]] = llvm.getelementptr %[[REC]][1] : (!llvm.ptr) -> !llvm.ptr, i32
 // CHECK-NEXT:      llvm.store volatile %[[ID]], %[[W1]] {alignment = 4 : i64} : i32, !llvm.ptr
@@ -171,7 +171,7 @@ gpu.module @ord {
 // PTX-NEXT: st.volatile.b32 [[[P]]+24],
 // PTX-NEXT: st.volatile.b32 [[[P]]+28],
 // PTX-NEXT: st.volatile.b32 [[[P]]+32],
-// PTX-NEXT: st.volatile.b32 [[[P]]+36], 3;
+// PTX-NEXT: st.volatile.b32 [[[P]]+36], 4;
 // PTX-NEXT: st.volatile.b32 [[[P]]+40],
 // PTX: call.uni __pipeline_watchdog_dump, (param0);
 // PTX-NEXT: } // callseq

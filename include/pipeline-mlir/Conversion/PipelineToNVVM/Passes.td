@@ -40,18 +40,22 @@ def ConvertPipelineToNVVM : Pass<"convert-pipeline-to-nvvm", "ModuleOp"> {
       waits on (pipeline id, role, stage, phase) in its warp's word of the
       shared wait table `__pipeline_watchdog_warps` (cleared at entry,
       marked on exit); thread 0 stores each pipeline's barrier address in
-      `__pipeline_watchdog_pipes` at create. After `watchdog-timeout-ns` the
+      `__pipeline_watchdog_pipes` at create. The verbs keep a ledger per
+      barrier in the shared array `__pipeline_watchdog_ledger` (init count,
+      arrivals, bytes announced by arrive.expect_tx, bytes of the copies
+      issued; an atomic add each, in the CTA the operation signals). After
+      `watchdog-timeout-ns` the
       first expired thread (an `atomicrmw xchg` on the i32 global
       `__pipeline_watchdog_claim`) writes a record of up to 4096 bytes
       through the pointer that the runner stored in the i64 global
       `__pipeline_watchdog_buffer` (pinned, mapped host memory; nothing is
       written while it is 0): words 1..10 = pipeline id, role (0 producer,
-      1 consumer, 2 order), stage, phase, ctaid.x/y/z, warp, version 3,
+      1 consumer, 2 order), stage, phase, ctaid.x/y/z, warp, version 4,
       elapsed us; then `__pipeline_watchdog_dump` writes the wait table,
       calibration samples of the scratch barrier `__pipeline_watchdog_probe`
       and, for every barrier of every pipeline of the CTA, two parity
-      probes and its state (expect_tx 1 byte, arrive's token,
-      pending_count: docs/watchdog.md); `membar.sys`; then word 0, the magic
+      probes, its state (expect_tx 1 byte, arrive's token,
+      pending_count: docs/watchdog.md) and its ledger; `membar.sys`; then word 0, the magic
       0x57444F47 ("WDOG"), and `membar.sys` again. The other expired
       threads wait (at most 20 ms) for the record; every expired thread
       then traps. Pipeline ids index the module attribute
