@@ -207,7 +207,9 @@ LogicalResult pipeline::checkNVVMTargets(Operation *root) {
           target.getFeatures(), target.getFlags(), target.getLink());
       if (problem.empty())
         return;
-      op->emitError() << "invalid " << target << ": " << problem;
+      // At the op's location, without the op: a gpu.module printed as a
+      // note would be the whole kernel.
+      emitError(op->getLoc()) << "invalid " << target << ": " << problem;
       ok = false;
     });
   });

@@ -176,8 +176,9 @@ struct CheckTargetOptionsPass
         auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(target);
         if (!nvvm || isLoweringChip(nvvm.getChip()))
           continue;
-        gpuModule.emitOpError()
-            << "targets chip " << nvvm.getChip()
+        emitError(gpuModule.getLoc())
+            << "gpu.module @" << gpuModule.getName() << " targets chip "
+            << nvvm.getChip()
             << ", which pipeline-to-cubin does not compile for (it supports "
             << getLoweringChipList() << ")";
         ok = false;

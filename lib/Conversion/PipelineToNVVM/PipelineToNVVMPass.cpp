@@ -89,8 +89,9 @@ LogicalResult checkTargetChips(ModuleOp module) {
       auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(target);
       if (!nvvm || isLoweringChip(nvvm.getChip()))
         continue;
-      gpuModule.emitOpError()
-          << "targets chip " << nvvm.getChip()
+      emitError(gpuModule.getLoc())
+          << "gpu.module @" << gpuModule.getName() << " targets chip "
+          << nvvm.getChip()
           << ", which the pipeline lowering does not support (its "
              "instructions need one of "
           << getLoweringChipList() << ")";

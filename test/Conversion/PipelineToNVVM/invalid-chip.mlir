@@ -55,7 +55,7 @@ gpu.module @m [#nvvm.target<chip = "sm_100a">] {
 // selection aborted on elect.sync ("Cannot select") before this check.
 !P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>,
                         consumer = #pipeline.group<thread, 32>>
-// expected-error @+1 {{'gpu.module' op targets chip sm_80, which the pipeline lowering does not support (its instructions need one of sm_90a, sm_100a, sm_101a, sm_103a)}}
+// expected-error @+1 {{gpu.module @m targets chip sm_80, which the pipeline lowering does not support (its instructions need one of sm_90a, sm_100a, sm_101a, sm_103a)}}
 gpu.module @m [#nvvm.target<chip = "sm_80">] {
   gpu.func @k() kernel {
     %p = pipeline.create : !P
@@ -69,7 +69,7 @@ gpu.module @m [#nvvm.target<chip = "sm_80">] {
 // elect.sync too.
 !P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>,
                         consumer = #pipeline.group<thread, 32>>
-// expected-error @+1 {{'gpu.module' op targets chip sm_90, which the pipeline lowering does not support}}
+// expected-error @+1 {{gpu.module @m targets chip sm_90, which the pipeline lowering does not support}}
 gpu.module @m [#nvvm.target<chip = "sm_90a">, #nvvm.target<chip = "sm_90">] {
   gpu.func @k() kernel {
     %p = pipeline.create : !P

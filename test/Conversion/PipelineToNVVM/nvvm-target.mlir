@@ -22,8 +22,8 @@
 // OLDCHIP: error: pipeline-to-cubin options: chip "sm_80" is not one the pipeline lowering supports (sm_90a, sm_100a, sm_101a, sm_103a)
 // pipeline-to-cubin compiles every target a gpu.module has: older ones stop
 // LLVM's instruction selection, so they are refused whatever the module holds.
-// ATTACHED-DAG: error: 'gpu.module' op targets chip sm_100f, which pipeline-to-cubin does not compile for (it supports sm_90a, sm_100a, sm_101a, sm_103a)
-// ATTACHED-DAG: error: 'gpu.module' op targets chip sm_20, which pipeline-to-cubin does not compile for
+// ATTACHED-DAG: error: gpu.module @blackwell_family targets chip sm_100f, which pipeline-to-cubin does not compile for (it supports sm_90a, sm_100a, sm_101a, sm_103a)
+// ATTACHED-DAG: error: gpu.module @oldest targets chip sm_20, which pipeline-to-cubin does not compile for
 
 module attributes {gpu.container_module} {
   gpu.module @hopper [#nvvm.target<chip = "sm_90a", features = "+ptx88">] {
