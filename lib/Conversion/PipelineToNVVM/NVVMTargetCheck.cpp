@@ -115,7 +115,7 @@ unsigned ptxVersionOf(StringRef name) {
 }
 
 /// The lowest PTX version the NVPTX back end accepts for `chip`: LLVM
-/// 22.1.8's getMinPTXVersionForSM (NVPTXSubtarget.cpp), which is code, not
+/// 22.1.8's getMinPTXVersionForSM (in the back end's subtarget), code and not
 /// a table MC exposes; it ends the process (reportFatalUsageError) when the
 /// features ask for less. Checked against `llc -mcpu=<chip> -mattr=+ptx32`
 /// for every processor of that LLVM. A chip missing here gets 9.0, the
