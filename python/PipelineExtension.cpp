@@ -149,6 +149,48 @@ NB_MODULE(_pipeline, m) {
       nb::arg("cluster_size") = 1,
       "Arrive count a cooperative group implies; None when it depends on an "
       "unknown block size.");
+  m.def(
+      "nvvm_target_problem",
+      [](const std::string &chip, const std::string &features, int64_t O,
+         const std::string &triple) {
+        std::string problem;
+        mlirPipelineCheckNVVMTargetParams(
+            O, mlirStringRefCreate(triple.data(), triple.size()),
+            mlirStringRefCreate(chip.data(), chip.size()),
+            mlirStringRefCreate(features.data(), features.size()),
+            [](MlirStringRef s, void *out) {
+              static_cast<std::string *>(out)->append(s.data, s.length);
+            },
+            &problem);
+        return problem;
+      },
+      nb::arg("chip"), nb::arg("features") = "", nb::arg("O") = 2,
+      nb::arg("triple") = "nvptx64-nvidia-cuda",
+      "Why an #nvvm.target with these parameters would crash upstream MLIR "
+      "or LLVM's NVPTX back end; '' when it would not.");
+  m.def(
+      "lowering_chips",
+      []() {
+        nb::list chips;
+        mlirPipelineForEachLoweringChip(
+            [](MlirStringRef s, void *out) {
+              static_cast<nb::list *>(out)->append(
+                  nb::str(s.data, s.length));
+            },
+            &chips);
+        return nb::tuple(chips);
+      },
+      "The chips the pipeline lowering emits code for (sm_90a, ...).");
+  m.def(
+      "check_nvvm_targets",
+      [](MlirOperation op) {
+        DiagnosticCapture capture(mlirOperationGetContext(op));
+        bool ok = mlirPipelineCheckNVVMTargets(op);
+        capture.raiseIfNull(!ok, "#nvvm.target");
+      },
+      nb::arg("operation"),
+      "Raise ValueError if an #nvvm.target under `operation` would crash "
+      "upstream MLIR (its verifier) or the NVPTX back end.");
   m.def("kind_traits", &kindTraitsDict, nb::arg("kind"),
         "The meaning of a pipeline kind (its row of KindTraits.h) as a dict.");
   m.def(

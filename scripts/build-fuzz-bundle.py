@@ -36,8 +36,17 @@ def main(argv=None):
 
     site = sysconfig.get_paths()["purelib"]
     opt = os.path.join(site, "pipeline_mlir", "bin", "pipeline-opt")
-    libs = {os.path.join("mlir", "lib", "libMLIR.so"): os.path.join(site, "mlir", "lib", "libMLIR.so"),
-            os.path.join("llvm", "lib", "libLLVM.so"): os.path.join(site, "llvm", "lib", "libLLVM.so")}
+
+    def wheel_file(rel):
+        # A worktree's venv gets the MLIR/LLVM wheels from another venv's
+        # site-packages through a .pth file: look on sys.path too.
+        for d in [site] + sys.path:
+            if d and os.path.exists(os.path.join(d, rel)):
+                return os.path.join(d, rel)
+        return os.path.join(site, rel)
+
+    libs = {rel: wheel_file(rel) for rel in (os.path.join("mlir", "lib", "libMLIR.so"),
+                                              os.path.join("llvm", "lib", "libLLVM.so"))}
     for path in [opt, *libs.values()]:
         if not os.path.exists(path):
             sys.exit(f"build-fuzz-bundle: {path} is missing (run scripts/setup.sh first)")

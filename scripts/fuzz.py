@@ -76,6 +76,25 @@ CRASH_MARKERS = ("Assertion", "UNREACHABLE", "PLEASE submit a bug report",
                  "Stack dump", "LLVM ERROR", "Segmentation fault")
 TCGEN05_WORDS = ("umma", "tcgen05", "sm_100", "clc_fetch", "clusterlaunchcontrol")
 
+# Values of #nvvm.target parameters: upstream MLIR and the NVPTX back end
+# abort on some (docs/fuzzing.md, NVVMTargetCheck.h), so the fuzzer sets them
+# on purpose instead of waiting for a character drop to make "P4".
+TARGET_VALUES = {
+    "chip": ['""', '"s"', '"sm"', '"sm_"', '"sm_9"', '"P4"', '"abc"', '"sm_x"',
+             '"sm_90"', '"sm_90a"', '"sm_91"', '"sm_100a"', '"sm_100f"', '"sm_120a"',
+             '"sm_80"', '"sm_20"', '"sm_10"', '"sm_99999999999"', '"compute_90a"',
+             '"sm_90a "'],
+    "features": ['""', '"+ptx88"', '"+ptx60"', '"-ptx88"', '"+ptx999"', '"+sm_100a"',
+                 '"-sm_90a"', '"garbage"', '"+ptx88,+ptx80"', '","'],
+    "triple": ['""', '"x"', '"nvptx64-nvidia-cuda"', '"nvptx-nvidia-cuda"',
+               '"x86_64-unknown-linux-gnu"', '"amdgcn-amd-amdhsa"'],
+    "O": ["-1", "0", "3", "4", "2147483648"],
+    "flags": ["{fast}", "{ftz, fast}", '{"ptxas-cmd-options" = 1}',
+              '{"ptxas-cmd-options" = ["-v"]}', '{"ptxas-cmd-options" = [1]}'],
+    "verifyTarget": ["false", "true"],
+}
+TARGET_RE = re.compile(r"#nvvm\.target(<[^>]*>)?")
+GPU_MODULE_RE = re.compile(r"gpu\.module @[\w.$-]+(?= *(attributes\b|\{))")
 INT_RE = re.compile(r"(?<![\w%#@^.\-])-?\d+(?![\w.])")
 WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
@@ -122,8 +141,8 @@ class Mutator:
         for _ in range(self.rng.choice((1, 1, 1, 2, 3))):
             op = self.rng.choices(
                 (self.int_swap, self.word_swap, self.line_delete, self.line_dup,
-                 self.line_swap, self.splice, self.char_drop),
-                weights=(8, 4, 2, 2, 1, 1, 1))[0]
+                 self.line_swap, self.splice, self.char_drop, self.nvvm_target),
+                weights=(8, 4, 2, 2, 1, 1, 1, 1))[0]
             text = op(text)
         return text
 
@@ -143,6 +162,27 @@ class Mutator:
         m = self.rng.choice(ms)
         pool = self.pipeline_words if self.rng.random() < 0.8 else self.words
         return text[:m.start()] + self.rng.choice(pool) + text[m.end():]
+
+    def nvvm_target(self, text):
+        """Give a gpu.module an #nvvm.target (or change one it has) with one or
+        two parameters from TARGET_VALUES, mostly the chip."""
+        params = {}
+        for _ in range(self.rng.choice((1, 1, 2))):
+            key = ("chip" if self.rng.random() < 0.6
+                   else self.rng.choice(sorted(TARGET_VALUES)))
+            params[key] = self.rng.choice(TARGET_VALUES[key])
+        order = ("O", "triple", "chip", "features", "flags", "verifyTarget")
+        target = "#nvvm.target<" + ", ".join(
+            f"{k} = {params[k]}" for k in order if k in params) + ">"
+        found = list(TARGET_RE.finditer(text))
+        if found:
+            m = self.rng.choice(found)
+            return text[:m.start()] + target + text[m.end():]
+        modules = list(GPU_MODULE_RE.finditer(text))
+        if not modules:
+            return self.word_swap(text)
+        m = self.rng.choice(modules)
+        return text[:m.end()] + f" [{target}]" + text[m.end():]
 
     def line_delete(self, text):
         lines = text.splitlines()

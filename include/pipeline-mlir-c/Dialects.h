@@ -19,6 +19,20 @@ MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(Pipeline, pipeline);
 /// pipeline-to-cubin pass pipeline with the global registry.
 MLIR_CAPI_EXPORTED void mlirPipelineRegisterPasses(void);
 
+/// Why an #nvvm.target with these parameters would crash upstream MLIR or
+/// the NVPTX back end (NVVMTargetCheck.h), passed to `callback`; nothing is
+/// passed when it would not. Returns whether it is safe.
+MLIR_CAPI_EXPORTED bool mlirPipelineCheckNVVMTargetParams(
+    int64_t optLevel, MlirStringRef triple, MlirStringRef chip,
+    MlirStringRef features, MlirStringCallback callback, void *userData);
+/// Passes each chip the pipeline lowering supports to `callback`.
+MLIR_CAPI_EXPORTED void
+mlirPipelineForEachLoweringChip(MlirStringCallback callback, void *userData);
+/// Emits an error (through the context's diagnostic handlers) at each op
+/// under `op` that holds an #nvvm.target nvvmTargetProblem rejects; false if
+/// there is one. Reads attributes only, so it is safe on unverified IR.
+MLIR_CAPI_EXPORTED bool mlirPipelineCheckNVVMTargets(MlirOperation op);
+
 /* TypeIDs, so that Python returns values of our types as our classes. */
 MLIR_CAPI_EXPORTED MlirTypeID mlirPipelinePipelineTypeGetTypeID(void);
 MLIR_CAPI_EXPORTED MlirTypeID mlirPipelineStateTypeGetTypeID(void);

@@ -2,6 +2,7 @@
 
 #include "pipeline-mlir-c/Dialects.h"
 
+#include "pipeline-mlir/Conversion/PipelineToNVVM/NVVMTargetCheck.h"
 #include "pipeline-mlir/Conversion/PipelineToNVVM/PipelineToNVVM.h"
 #include "pipeline-mlir/Dialect/Pipeline/IR/PipelineDialect.h"
 #include "pipeline-mlir/Dialect/Pipeline/Transforms/Passes.h"
@@ -25,6 +26,29 @@ void mlirPipelineRegisterPasses(void) {
   mlir::pipeline::registerPipelineVerifyProtocol();
   mlir::pipeline::registerConvertPipelineToNVVM();
   mlir::pipeline::registerPipelineToCubinPipeline();
+}
+
+bool mlirPipelineCheckNVVMTargetParams(int64_t optLevel, MlirStringRef triple,
+                                       MlirStringRef chip,
+                                       MlirStringRef features,
+                                       MlirStringCallback callback,
+                                       void *userData) {
+  std::string problem = nvvmTargetProblem(optLevel, unwrap(triple),
+                                          unwrap(chip), unwrap(features));
+  if (problem.empty())
+    return true;
+  callback(mlirStringRefCreate(problem.data(), problem.size()), userData);
+  return false;
+}
+
+void mlirPipelineForEachLoweringChip(MlirStringCallback callback,
+                                     void *userData) {
+  for (StringRef chip : getLoweringChips())
+    callback(mlirStringRefCreate(chip.data(), chip.size()), userData);
+}
+
+bool mlirPipelineCheckNVVMTargets(MlirOperation op) {
+  return succeeded(checkNVVMTargets(unwrap(op)));
 }
 
 MlirTypeID mlirPipelinePipelineTypeGetTypeID(void) {

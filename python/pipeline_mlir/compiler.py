@@ -31,7 +31,8 @@ from pipeline_mlir import _nvjitlink
 ASSEMBLERS = ("auto", "nvjitlink", "ptxas")
 ENV_ASSEMBLER = "PIPELINE_MLIR_ASSEMBLER"  # default for assembler=None
 
-SUPPORTED_CHIPS = ("sm_90a", "sm_100a", "sm_101a", "sm_103a")
+# The chips the lowering emits code for (getLoweringChips in C++).
+SUPPORTED_CHIPS = pipeline_mlir._native().lowering_chips()
 
 
 class CompileError(RuntimeError):
@@ -47,10 +48,31 @@ PIPELINE_TO_NVVM = "pipeline-to-nvvm"
 PIPELINE_TO_CUBIN = "pipeline-to-cubin"
 
 
-def _check_chip(chip):
+def check_chip(chip, argument="chip"):
+    """Raise TypeError / ValueError naming `argument` unless `chip` is one of
+    SUPPORTED_CHIPS. A chip reaches MLIR as a pass option and then as an
+    #nvvm.target, where upstream aborts on some strings ("P4"): only
+    known names get that far."""
+    if not isinstance(chip, str):
+        raise TypeError(f"{argument} must be a str such as 'sm_90a', not "
+                        f"{type(chip).__name__}")
     if chip not in SUPPORTED_CHIPS:
-        raise ValueError(f"unsupported chip {chip!r}; pipeline-mlir targets "
-                         f"{', '.join(SUPPORTED_CHIPS)}")
+        raise ValueError(f"{argument}: unsupported chip {chip!r}; pipeline-mlir "
+                         f"targets {', '.join(SUPPORTED_CHIPS)}")
+
+
+def check_targets(module):
+    """Raise ValueError if an #nvvm.target in `module` (one attached by hand,
+    say) would abort upstream MLIR's verifier or the NVPTX back end; printing
+    or verifying such a module kills the process, so this runs first."""
+    from pipeline_mlir._mlir_libs import _pipeline
+
+    _pipeline.check_nvvm_targets(module.operation)
+
+
+def _check_request(module, chip):
+    check_chip(chip)
+    check_targets(module)
 
 
 def _options(chip, verify_protocol, watchdog, extra=None):
@@ -149,7 +171,7 @@ def assemble(ptx, chip, assembler, ptxas_fallback):
 
 def to_nvvm(module, chip="sm_90a", verify_protocol=True, watchdog=False):
     """Lower pipeline ops (and the kernel's arith/scf/gpu ops) to NVVM + LLVM."""
-    _check_chip(chip)
+    _check_request(module, chip)
     return _run(module, PIPELINE_TO_NVVM + "{" +
                 _options(chip, verify_protocol, watchdog) + "}", as_module=True)
 
@@ -208,7 +230,7 @@ def _lower_one(module, chip, fmt, verify_protocol, watchdog):
 
 def _compile(module, chip, fmt, verify_protocol, watchdog, use_cache,
              assembler=None):
-    _check_chip(chip)
+    _check_request(module, chip)
     parts = [PIPELINE_TO_CUBIN, chip, fmt, verify_protocol, watchdog]
     if fmt == "bin":
         tool = resolve_assembler(assembler)

@@ -15,6 +15,8 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 using namespace mlir;
 using namespace mlir::pipeline;
 
@@ -121,6 +123,20 @@ void mlir::pipeline::emitIf(OpBuilder &b, Location loc, Value cond,
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
   body(b, loc);
+}
+
+ArrayRef<StringRef> mlir::pipeline::getLoweringChips() {
+  static const StringRef chips[] = {"sm_90a", "sm_100a", "sm_101a",
+                                    "sm_103a"};
+  return chips;
+}
+
+bool mlir::pipeline::isLoweringChip(StringRef chip) {
+  return llvm::is_contained(getLoweringChips(), chip);
+}
+
+std::string mlir::pipeline::getLoweringChipList() {
+  return llvm::join(getLoweringChips(), ", ");
 }
 
 std::string mlir::pipeline::getChipFor(Operation *op,

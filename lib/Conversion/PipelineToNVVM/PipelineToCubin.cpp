@@ -15,6 +15,8 @@
 
 #include "pipeline-mlir/Conversion/PipelineToNVVM/PipelineToNVVM.h"
 
+#include "pipeline-mlir/Conversion/PipelineToNVVM/NVVMTargetCheck.h"
+
 #include "pipeline-mlir/Dialect/Pipeline/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -161,6 +163,61 @@ struct ExactBlockSizePass
   }
 };
 
+/// Rejects what would make the compile abort instead of report: target
+/// options upstream aborts on (NVVMTargetCheck.h; nvvm-attach-target builds
+/// its `#nvvm.target` with NVVMTargetAttr::get, which asserts on an O level
+/// out of range, and the verifier after it aborts on a chip shorter than
+/// "sm_"), and chips the lowering does not emit code for, whether asked for
+/// or already attached to a gpu.module (each target is compiled; LLVM's
+/// instruction selection aborts on the lowering's sm_90 instructions for an
+/// older one). Runs first, so nothing is built for a bad request.
+struct CheckTargetOptionsPass
+    : PassWrapper<CheckTargetOptionsPass, OperationPass<>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckTargetOptionsPass)
+  CheckTargetOptionsPass(std::string chip, std::string features,
+                         int64_t optLevel)
+      : chip(std::move(chip)), features(std::move(features)),
+        optLevel(optLevel) {}
+  StringRef getArgument() const final {
+    return "pipeline-check-target-options";
+  }
+  void runOnOperation() override {
+    std::string problem = nvvmTargetProblem(optLevel, "nvptx64-nvidia-cuda",
+                                            chip, features);
+    if (problem.empty() && !isLoweringChip(chip))
+      problem = "chip \"" + chip +
+                "\" is not one the pipeline lowering supports (" +
+                getLoweringChipList() + ")";
+    if (!problem.empty()) {
+      emitError(getOperation()->getLoc())
+          << "pipeline-to-cubin options: " << problem;
+      return signalPassFailure();
+    }
+    bool ok = true;
+    getOperation()->walk([&](gpu::GPUModuleOp gpuModule) {
+      ArrayAttr targets = gpuModule.getTargetsAttr();
+      if (!targets)
+        return;
+      for (Attribute target : targets) {
+        auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(target);
+        if (!nvvm || isLoweringChip(nvvm.getChip()))
+          continue;
+        emitError(gpuModule.getLoc())
+            << "gpu.module @" << gpuModule.getName() << " targets chip "
+            << nvvm.getChip()
+            << ", which pipeline-to-cubin does not compile for (it supports "
+            << getLoweringChipList() << ")";
+        ok = false;
+      }
+    });
+    if (!ok)
+      return signalPassFailure();
+    markAllAnalysesPreserved();
+  }
+  std::string chip, features;
+  int64_t optLevel;
+};
+
 void buildPipelineToNVVM(OpPassManager &pm, StringRef chip,
                          bool verifyProtocol, bool watchdog,
                          int64_t watchdogTimeoutNs) {
@@ -204,6 +261,8 @@ void mlir::pipeline::registerPipelineToCubinPipeline() {
       [](OpPassManager &pm, const PipelineToCubinOptions &opts) {
         setNVPTXShortPointers(opts.shortPtr);
         setPartialSpeculation(opts.partialSpeculation);
+        pm.addPass(std::make_unique<CheckTargetOptionsPass>(
+            opts.chip, opts.features, opts.optLevel));
         GpuNVVMAttachTargetOptions target;
         target.chip = opts.chip;
         target.features = opts.features;

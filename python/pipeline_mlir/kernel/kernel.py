@@ -76,7 +76,11 @@ class Kernel:
                  cluster_dim=None, params=(), context=None,
                  module_name="kernels"):
         import pipeline_mlir
+        from pipeline_mlir.compiler import check_chip
 
+        # Before the chip becomes an nvvm-attach-target option: upstream
+        # aborts on some strings ("P4") instead of reporting them.
+        check_chip(chip)
         self.name = name
         self.chip = chip
         self.block_dim = _dims(block_dim, "block_dim")

@@ -48,3 +48,40 @@ gpu.module @m [#nvvm.target<chip = "sm_100a">] {
     gpu.return
   }
 }
+
+// -----
+
+// A chip older than the lowering's instructions: LLVM's instruction
+// selection aborted on elect.sync ("Cannot select") before this check.
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>,
+                        consumer = #pipeline.group<thread, 32>>
+// expected-error @+1 {{gpu.module @m targets chip sm_80, which the pipeline lowering does not support (its instructions need one of sm_90a, sm_100a, sm_101a, sm_103a)}}
+gpu.module @m [#nvvm.target<chip = "sm_80">] {
+  gpu.func @k() kernel {
+    %p = pipeline.create : !P
+    gpu.return
+  }
+}
+
+// -----
+
+// sm_90 without the arch-specific suffix: its default PTX 7.8 lacks
+// elect.sync too.
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>,
+                        consumer = #pipeline.group<thread, 32>>
+// expected-error @+1 {{gpu.module @m targets chip sm_90, which the pipeline lowering does not support}}
+gpu.module @m [#nvvm.target<chip = "sm_90a">, #nvvm.target<chip = "sm_90">] {
+  gpu.func @k() kernel {
+    %p = pipeline.create : !P
+    gpu.return
+  }
+}
+
+// -----
+
+// A gpu.module without pipeline IR keeps whatever target it has.
+gpu.module @plain [#nvvm.target<chip = "sm_80">] {
+  gpu.func @k() kernel {
+    gpu.return
+  }
+}

@@ -30,6 +30,17 @@ struct PipelineLoweringOptions {
   ElectHoisting *electHoisting = nullptr;
 };
 
+/// The chips the pipeline lowering emits code for. Its instructions
+/// (elect.sync, mbarrier expect_tx and try_wait.parity, cp.async.bulk) need
+/// sm_90a-class targets: on an older chip, or sm_90 at its default PTX 7.8,
+/// LLVM's instruction selection aborts ("Cannot select"); tcgen05 kinds
+/// need the sm_100 family. The Python compiler's SUPPORTED_CHIPS is this
+/// list.
+ArrayRef<StringRef> getLoweringChips();
+bool isLoweringChip(StringRef chip);
+/// "sm_90a, sm_100a, ...", for messages.
+std::string getLoweringChipList();
+
 /// Adds the type conversions for !pipeline.pipeline and !pipeline.state.
 void populatePipelineToNVVMTypeConversions(LLVMTypeConverter &converter);
 
