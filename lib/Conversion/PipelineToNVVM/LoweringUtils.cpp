@@ -16,6 +16,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/TargetParser/Triple.h"
 
 using namespace mlir;
 using namespace mlir::pipeline;
@@ -137,6 +138,20 @@ bool mlir::pipeline::isLoweringChip(StringRef chip) {
 
 std::string mlir::pipeline::getLoweringChipList() {
   return llvm::join(getLoweringChips(), ", ");
+}
+
+std::string mlir::pipeline::getLoweringTargetProblem(StringRef triple,
+                                                     StringRef chip) {
+  if (!isLoweringChip(chip))
+    return ("chip " + chip + ", which the pipeline lowering does not support "
+            "(its instructions need one of " + getLoweringChipList() + ")")
+        .str();
+  if (!llvm::Triple(triple).isArch64Bit())
+    return ("triple " + triple + " (32-bit NVPTX), which the pipeline "
+            "lowering does not support (TMA copies take 64-bit global "
+            "addresses: use nvptx64-nvidia-cuda)")
+        .str();
+  return "";
 }
 
 std::string mlir::pipeline::getChipFor(Operation *op,

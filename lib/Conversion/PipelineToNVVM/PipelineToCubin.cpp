@@ -200,13 +200,14 @@ struct CheckTargetOptionsPass
         return;
       for (Attribute target : targets) {
         auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(target);
-        if (!nvvm || isLoweringChip(nvvm.getChip()))
+        if (!nvvm)
           continue;
-        emitError(gpuModule.getLoc())
-            << "gpu.module @" << gpuModule.getName() << " targets chip "
-            << nvvm.getChip()
-            << ", which pipeline-to-cubin does not compile for (it supports "
-            << getLoweringChipList() << ")";
+        std::string problem =
+            getLoweringTargetProblem(nvvm.getTriple(), nvvm.getChip());
+        if (problem.empty())
+          continue;
+        emitError(gpuModule.getLoc()) << "gpu.module @" << gpuModule.getName()
+                                      << " targets " << problem;
         ok = false;
       }
     });

@@ -87,14 +87,14 @@ LogicalResult checkTargetChips(ModuleOp module) {
       return;
     for (Attribute target : targets) {
       auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(target);
-      if (!nvvm || isLoweringChip(nvvm.getChip()))
+      if (!nvvm)
+        continue;
+      std::string problem =
+          getLoweringTargetProblem(nvvm.getTriple(), nvvm.getChip());
+      if (problem.empty())
         continue;
       emitError(gpuModule.getLoc())
-          << "gpu.module @" << gpuModule.getName() << " targets chip "
-          << nvvm.getChip()
-          << ", which the pipeline lowering does not support (its "
-             "instructions need one of "
-          << getLoweringChipList() << ")";
+          << "gpu.module @" << gpuModule.getName() << " targets " << problem;
       ok = false;
     }
   });

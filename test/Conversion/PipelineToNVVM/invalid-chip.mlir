@@ -79,6 +79,20 @@ gpu.module @m [#nvvm.target<chip = "sm_90a">, #nvvm.target<chip = "sm_90">] {
 
 // -----
 
+// A 32-bit NVPTX triple: LLVM cannot select cp.async.bulk.tensor for it and
+// aborted in pipeline-to-cubin (found by the long fuzz run 7).
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>,
+                        consumer = #pipeline.group<thread, 32>>
+// expected-error @+1 {{gpu.module @m targets triple nvptx-nvidia-cuda (32-bit NVPTX), which the pipeline lowering does not support (TMA copies take 64-bit global addresses: use nvptx64-nvidia-cuda)}}
+gpu.module @m [#nvvm.target<triple = "nvptx-nvidia-cuda", chip = "sm_100a">] {
+  gpu.func @k() kernel {
+    %p = pipeline.create : !P
+    gpu.return
+  }
+}
+
+// -----
+
 // A gpu.module without pipeline IR keeps whatever target it has.
 gpu.module @plain [#nvvm.target<chip = "sm_80">] {
   gpu.func @k() kernel {

@@ -28,8 +28,8 @@
 // ATTACH-CHIP: pipeline-opt: nvvm-attach-target options: chip "P4" is not a processor of LLVM's NVPTX back end
 // pipeline-to-cubin compiles every target a gpu.module has: older ones stop
 // LLVM's instruction selection, so they are refused whatever the module holds.
-// ATTACHED-DAG: error: gpu.module @blackwell_family targets chip sm_100f, which pipeline-to-cubin does not compile for (it supports sm_90a, sm_100a, sm_101a, sm_103a)
-// ATTACHED-DAG: error: gpu.module @oldest targets chip sm_20, which pipeline-to-cubin does not compile for
+// ATTACHED-DAG: error: gpu.module @blackwell_family targets chip sm_100f, which the pipeline lowering does not support (its instructions need one of sm_90a, sm_100a, sm_101a, sm_103a)
+// ATTACHED-DAG: error: gpu.module @oldest targets chip sm_20, which the pipeline lowering does not support
 
 module attributes {gpu.container_module} {
   gpu.module @hopper [#nvvm.target<chip = "sm_90a", features = "+ptx88">] {

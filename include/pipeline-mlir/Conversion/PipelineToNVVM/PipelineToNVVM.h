@@ -40,6 +40,11 @@ ArrayRef<StringRef> getLoweringChips();
 bool isLoweringChip(StringRef chip);
 /// "sm_90a, sm_100a, ...", for messages.
 std::string getLoweringChipList();
+/// Why the pipeline lowering cannot emit code for a gpu.module target of
+/// this triple and chip ("" when it can): a chip outside getLoweringChips(),
+/// or a 32-bit NVPTX triple, for which LLVM cannot select the TMA intrinsics
+/// (cp.async.bulk.tensor takes 64-bit global addresses) and aborts.
+std::string getLoweringTargetProblem(StringRef triple, StringRef chip);
 
 /// Adds the type conversions for !pipeline.pipeline and !pipeline.state.
 void populatePipelineToNVVMTypeConversions(LLVMTypeConverter &converter);
