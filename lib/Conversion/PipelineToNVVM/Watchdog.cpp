@@ -64,7 +64,7 @@ constexpr unsigned kSharedAddrSpace =
     static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared);
 
 // The forensic dump's layout in the host record (i32 words; the host
-// decoder in runtime/watchdog.py is the executable version).
+// decoder in runtime/forensics.py is the executable version).
 constexpr int32_t kWordWarpCount = 11;    // warps in the CTA
 constexpr int32_t kWordBarrierCount = 12; // barrier entries written
 // Pending-count word of a barrier whose state the dump did not read.
@@ -755,7 +755,7 @@ void defineDump(LLVM::LLVMFuncOp dump, Operation *symbolTable,
         // underflows the arrival count and faults the kernel before the
         // record is published (measured on the H100). Its state is not
         // read; the host reports it as such (pending word kNotRead).
-        if (info.fullTx && !info.order && j < info.stages) {
+        if (info.fullTx && j < info.stages) {
           storeWord(cb, cl, record, word + 2, constI32(cb, cl, 0));
           storeWord(cb, cl, record, word + 3, constI32(cb, cl, 0));
           storeWord(cb, cl, record, word + 4, constI32(cb, cl, kNotRead));
