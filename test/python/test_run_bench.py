@@ -153,7 +153,14 @@ CHILD = textwrap.dedent(r'''
     sys.argv = ["run_bench.py", "--out", out, "--mib", mib, "--reps", "2", "--no-cute",
                 "--only", "tma", "--pingpong-n", "10"]
     rc = run_bench.main()
-    json.dump({"rc": rc, "launched": LAUNCHED, "freed": len(FREED)},
+    freed, launched = len(FREED), dict(LAUNCHED)
+    import profile_stream  # the best tma2d row, as `ncu ... profile_stream.py --kind tma2d`
+    LAUNCHED.clear()
+    sys.argv = ["profile_stream.py", "--bench", out + "/bench.json", "--kind", "tma2d",
+                "--mib", mib]
+    profile_rc = profile_stream.main()
+    json.dump({"rc": rc, "launched": launched, "freed": freed,
+               "profile_rc": profile_rc, "profiled": list(LAUNCHED)},
               open(out + "/child.json", "w"))
 ''')
 
@@ -195,6 +202,13 @@ def test_every_kernel_checks_bit_exact(bench):
     assert kinds == {"tma", "tma2d"}  # --only tma
     bad = [(x["name"], x.get("error")) for x in result["stream"] if not x.get("correct")]
     assert not bad
+
+
+def test_profile_stream_launches_the_best_tma2d_row(bench):
+    _, _, child, stdout = bench
+    assert child["profile_rc"] == 0  # its output check passed
+    assert child["profiled"] and all("tma2d" in n for n in child["profiled"])
+    assert "output OK" in stdout
 
 
 def test_summary_names_tma2d(bench):
