@@ -5,7 +5,8 @@
 
 Writes kernels/*.cubin (streaming copies per kind x stages x tile, ping-pong
 per stages: examples/copy_ring.py and examples/pingpong.py with the
-parameters of benchmarks/streaming.py), manifest.json (name, kind, stages, tile, block, smem, params),
+parameters of benchmarks/streaming.py), manifest.json (name, kind, stages, tile, block, smem,
+signature, and for ``tma2d`` the tensor map run_bench.py encodes for ``src``),
 the pure-Python runtime (pipeline_mlir/__init__.py + pipeline_mlir/runtime/),
 run_bench.py, profile_stream.py (one kernel for ncu), cute_streaming.py (CuTe
 DSL's streaming sweep, run by run_bench.py when CuTe DSL imports there: see
@@ -63,10 +64,12 @@ def main(argv=None):
         path = f"kernels/{k.name}.{args.chip}.cubin"
         with open(os.path.join(out, path), "wb") as f:
             f.write(image)
-        manifest["stream"].append({
-            "name": k.name, "kind": kind, "stages": stages, "tile": tile,
-            "block": streaming.block_threads(kind), "smem": k.smem_bytes,
-            "signature": ["ptr", "ptr", "i32"], "image": path})
+        entry = {"name": k.name, "kind": kind, "stages": stages, "tile": tile,
+                 "block": streaming.block_threads(kind), "smem": k.smem_bytes,
+                 "signature": streaming.signature(kind), "image": path}
+        if streaming.tensor_map(kind, tile):
+            entry["tensor_map"] = streaming.tensor_map(kind, tile)
+        manifest["stream"].append(entry)
         print(f"BUILT {k.name:28s} {len(image):7d} B smem {k.smem_bytes:6d} "
               f"({time.monotonic() - t0:.2f} s)")
     for stages in (1, 2, 4):

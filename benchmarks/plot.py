@@ -21,7 +21,7 @@ def main():
     r = json.load(open(path))
     fig, ax = plt.subplots(figsize=(7, 4.5))
     labels = {"tma": "PipelineTmaAsync (bulk copy)", "async": "PipelineAsync",
-              "cpasync": "PipelineCpAsync"}
+              "cpasync": "PipelineCpAsync", "tma2d": "PipelineTmaAsync (2-D tensor TMA)"}
     for kind, label in labels.items():
         best = {}
         for x in r["stream"]:

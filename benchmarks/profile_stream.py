@@ -31,6 +31,7 @@ def main():
 
     import torch
     from pipeline_mlir import runtime as rt
+    from run_bench import stream_source
 
     manifest = json.load(open(os.path.join(HERE, "manifest.json")))
     entries = {e["name"]: e for e in manifest["stream"]}
@@ -51,10 +52,11 @@ def main():
     src = torch.randint(-2**31, 2**31 - 1, (nbytes // 4,), dtype=torch.int32, device="cuda")
     dst = torch.empty_like(src)
     kern = rt.Module(os.path.join(HERE, e["image"])).kernel(name, signature=e["signature"])
+    first = stream_source(rt, e, src)  # tma2d: the tensor map of src
     grid = sms * ctas
     for _ in range(args.launches):
         kern.launch(grid=(grid,), block=(e["block"],), smem=e["smem"],
-                    args=[src, dst, nbytes // e["tile"]])
+                    args=[first, dst, nbytes // e["tile"]])
     ok = bool(torch.equal(src, dst))
     print(f"profiled {name}: grid {grid} ({ctas}/SM), block {e['block']}, smem {e['smem']}, "
           f"tile {e['tile']}, stages {e['stages']}, output {'OK' if ok else 'WRONG'}")

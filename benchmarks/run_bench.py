@@ -6,12 +6,13 @@
 In ONE process and run: builds reference/tma_pipe.cu and reference/pingpong.cu
 with nvcc and runs them; times torch's D2D copy and cuMemcpyDtoD; runs every
 streaming kernel of manifest.json (checked bit-exact against the input first,
-output poisoned before), at 1 and 2 (and up to 4 when shared memory allows)
-CTAs per SM; then, on the same buffers, CuTe DSL's streaming sweep
-(cute_streaming.py) when ``import cutlass`` works, directly or from --cute-site
-(where .cute-part2/install.sh put it), else logs why it was skipped; runs the
-ping-pong kernels. Writes $OUT/bench.json and $OUT/bench.log and prints the
-summary table last.
+output poisoned before; a ``tensor_map`` entry (kind ``tma2d``) gets the
+tensor map of the input instead of the input, see ``stream_source``), at 1
+and 2 (and up to 4 when shared memory allows) CTAs per SM; then, on the same
+buffers, CuTe DSL's streaming sweep (cute_streaming.py) when ``import
+cutlass`` works, directly or from --cute-site (where .cute-part2/install.sh
+put it), else logs why it was skipped; runs the ping-pong kernels. Writes
+$OUT/bench.json and $OUT/bench.log and prints the summary table last.
 """
 
 import argparse
@@ -125,6 +126,21 @@ def run_cute(src, dst, reps, only):
     return {"version": getattr(cutlass, "__version__", "?"), "rows": rows}
 
 
+def stream_source(rt, e, src):
+    """The first argument of streaming kernel ``e``: ``src`` itself, or for a
+    manifest entry with a ``tensor_map`` (streaming.tensor_map) the TMA
+    descriptor of ``src`` viewed as a row-major ``(n / cols, cols)`` matrix
+    with that entry's box."""
+    tm = e.get("tensor_map")
+    if tm is None:
+        return src
+    if str(src.dtype).replace("torch.", "") != tm["dtype"]:
+        raise ValueError(f"{e['name']}: its tensor map is of {tm['dtype']}, the buffer "
+                         f"is {src.dtype}")
+    return rt.make_tma_descriptor(src.view(-1, tm["cols"]), box_shape=tm["box"],
+                                  swizzle=tm["swizzle"])
+
+
 def time_events(torch, fn, reps):
     start = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     end = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
@@ -202,6 +218,13 @@ def main():
         mod = rt.Module(os.path.join(HERE, e["image"]))
         kern = mod.kernel(e["name"], signature=e["signature"])
         tiles = nbytes // e["tile"]
+        try:
+            first = stream_source(rt, e, src)
+        except Exception as err:
+            rows.append({"name": e["name"], "kind": e["kind"], "correct": False,
+                         "error": f"tensor map: {type(err).__name__}: {err}"[:400]})
+            log(f"{e['name']:26s} tensor map: {rows[-1]['error']}")
+            continue
         fit = min(4, smem_sm // (e["smem"] + 1024), 2048 // e["block"])
         for ctas in sorted({1, 2, fit}):
             if ctas > fit or ctas < 1:
@@ -213,10 +236,10 @@ def main():
                    "ctas_per_sm": ctas, "grid": grid}
             try:
                 kern.launch(grid=(grid,), block=(e["block"],), smem=e["smem"],
-                            args=[src, dst, tiles], timeout=30)
+                            args=[first, dst, tiles], timeout=30)
                 row["correct"] = bool(torch.equal(src, dst))
                 runs = [kern.launch(grid=(grid,), block=(e["block"],), smem=e["smem"],
-                                    args=[src, dst, tiles], sync=False)
+                                    args=[first, dst, tiles], sync=False)
                         for _ in range(args.reps)]
                 times = [r.elapsed_ms for r in runs]
                 row["ms"] = statistics.median(times)
@@ -229,6 +252,8 @@ def main():
             log(f"{e['name']:26s} ctas/SM {ctas} grid {grid:4d}: "
                 + (f"{row['gbps']:7.1f} GB/s  check {'OK' if row['correct'] else 'FAIL'}"
                    if "gbps" in row else row.get("error", "?")))
+        if first is not src:
+            first.free()  # the descriptor's device copy
     result["stream"] = rows
 
     # ---- CuTe DSL's streaming kernel (same process, same buffers, after ours) ---------------
@@ -334,14 +359,20 @@ def summarize(r):
             log(f"RATIO ours_best / cute_best = {ours['gbps']:.0f} / {cb['gbps']:.0f} = "
                 f"{ours['gbps'] / cb['gbps']:.3f} ({ours['name']} vs {cb['name']})")
             r["ours_over_cute"] = ours["gbps"] / cb["gbps"]
-        # Same (stages, tile bytes, CTAs/SM): our tma kind vs CuTe's.
+        # Same (stages, tile bytes, CTAs/SM): our tma kinds (1-D bulk, 2-D tensor) vs CuTe's.
+        same = {}
         for c in sorted(cute_ok, key=lambda x: (x["stages"], x["tile"], x["ctas_per_sm"])):
-            mine = [x for x in ok if x["kind"] == "tma" and x["stages"] == c["stages"]
-                    and x["tile"] == c["tile"] and x["ctas_per_sm"] == c["ctas_per_sm"]]
-            if mine:
-                log(f"same config S={c['stages']} tile={c['tile'] // 1024}K ctas/SM "
-                    f"{c['ctas_per_sm']}: ours tma {mine[0]['gbps']:.0f} vs cute "
-                    f"{c['gbps']:.0f} = {mine[0]['gbps'] / c['gbps']:.3f}")
+            for kind in ("tma", "tma2d"):
+                mine = [x for x in ok if x["kind"] == kind and x["stages"] == c["stages"]
+                        and x["tile"] == c["tile"] and x["ctas_per_sm"] == c["ctas_per_sm"]]
+                if mine:
+                    same.setdefault(kind, []).append(mine[0]["gbps"] / c["gbps"])
+                    log(f"same config S={c['stages']} tile={c['tile'] // 1024}K ctas/SM "
+                        f"{c['ctas_per_sm']}: ours {kind} {mine[0]['gbps']:.0f} vs cute "
+                        f"{c['gbps']:.0f} = {mine[0]['gbps'] / c['gbps']:.3f}")
+        for kind, ratios in sorted(same.items()):
+            log(f"same config ours {kind} / cute: median {statistics.median(ratios):.3f}, "
+                f"min {min(ratios):.3f}, max {max(ratios):.3f} over {len(ratios)} configurations")
     else:
         log("CuTe DSL streaming: no correct row")
     if bad:

@@ -3,10 +3,13 @@
 benchmark's parameters and names.
 
 Streaming copy, one kernel per (kind, stages, tile): the copy ring with 4
-consumer warps (warps 0-3), producer warps 4 (``tma``) or 4-7 (``async``,
-``cpasync``), one arrive per warp, persistent CTAs (grid = #SMs x CTAs/SM)
-striding over the tiles. ``tma`` is the same shape as the hand-written
-``reference/tma_pipe.cu``.
+consumer warps (warps 0-3), producer warps 4 (``tma``, ``tma2d``) or 4-7
+(``async``, ``cpasync``), one arrive per warp, persistent CTAs (grid = #SMs x
+CTAs/SM) striding over the tiles. ``tma`` is the same shape as the
+hand-written ``reference/tma_pipe.cu``; ``tma2d`` loads each stage with a 2-D
+tensor TMA of a ``tile / 1024 x 256`` int32 box, as CuTe DSL's kernel
+(cute_streaming.py) does, and takes the tensor map of ``src`` instead of
+``src`` (``signature``, ``tensor_map``).
 
 Handoff latency: the ping-pong, one kernel per stages.
 """
@@ -21,7 +24,7 @@ import pingpong  # noqa: E402
 
 KINDS = copy_ring.KINDS
 CONSUMER_WARPS = 4
-PRODUCER_WARPS = 4  # async / cpasync; tma has one
+PRODUCER_WARPS = 4  # async / cpasync; tma / tma2d have one
 
 
 def block_threads(kind):
@@ -32,8 +35,25 @@ def stream_name(kind, stages, tile):
     return f"stream_{kind}_s{stages}_t{tile // 1024}k"
 
 
+def signature(kind):
+    """The streaming kernel's parameters, as the runtime declares them."""
+    return ["tma" if kind == "tma2d" else "ptr", "ptr", "i32"]
+
+
+def tensor_map(kind, tile):
+    """How the host encodes ``tma2d``'s tensor map of ``src`` (None for the
+    other kinds): the buffer as a row-major ``(bytes / 1024, 256)`` int32
+    matrix, one ``tile / 1024 x 256`` box per tile, no swizzle."""
+    if kind != "tma2d":
+        return None
+    cols = copy_ring.TMA2D_COLS
+    return {"dtype": "int32", "cols": cols, "box": [tile // copy_ring.TMA2D_ROW_BYTES, cols],
+            "swizzle": None}
+
+
 def build_stream(kind, stages, tile, chip="sm_90a"):
-    """The streaming-copy kernel; params (src, dst, ntiles)."""
+    """The streaming-copy kernel; params (src, dst, ntiles), ``tma2d``:
+    (tensor map of src, dst, ntiles)."""
     return copy_ring.build(kind, stages, tile, producer_warps=PRODUCER_WARPS,
                            consumer_warps=CONSUMER_WARPS, schedule="persistent",
                            per_warp=True, chip=chip, name=stream_name(kind, stages, tile))

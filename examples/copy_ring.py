@@ -17,13 +17,21 @@ Kinds (how the producers fill a stage):
 - ``tma``: PipelineTmaAsync. One producer thread (an elected lane) copies
   the whole tile with a 1-D bulk copy (``cp.async.bulk``); acquiring the
   stage arms ``full`` with ``expect_tx(tile)``.
+- ``tma2d``: as ``tma``, but the copy is a 2-D tensor TMA
+  (``cp.async.bulk.tensor.2d``, ``PipelineTmaAsync.tma_load``) of a
+  ``tile / 1024 x 256`` int32 box of ``src`` viewed as a row-major
+  ``(ntiles * tile / 1024, 256)`` int32 matrix (the shape of CuTe DSL's
+  streaming kernel, benchmarks/cute_streaming.py); every tile is still one
+  contiguous chunk. ``src`` is then that matrix's tensor map
+  (``make_tma_descriptor(src, shape=(rows, 256), box_shape=(tile // 1024,
+  256))``), passed as a pointer to its device copy.
 
 Consumers wait, load the whole stage (16-byte ``ld.shared``, all loads
 first, so ``tile / (512 * consumer_warps)`` of them are in flight per
 thread), store it to ``dst`` and release the stage.
 
 Warps ``[0, consumer_warps)`` consume, the next ``producer_warps`` produce
-(``tma``: one producer warp). ``schedule`` picks the tiles of a CTA:
+(``tma``, ``tma2d``: one producer warp). ``schedule`` picks the tiles of a CTA:
 ``"blocked"``: CTA ``b`` copies tiles ``[b * ntiles, (b + 1) * ntiles)``;
 ``"persistent"``: CTA ``b`` copies tiles ``b, b + gridDim.x, ...`` below
 ``ntiles`` (grid = SMs x CTAs per SM). ``per_warp`` picks who arrives:
@@ -32,11 +40,12 @@ do) or every lane (the groups count threads). ``participants`` drives
 PipelineAsync through CuTe DSL's ``make_participants`` handles instead of
 explicit states.
 
-Parameters of the kernel: ``(src, dst, ntiles)``.
+Parameters of the kernel: ``(src, dst, ntiles)`` (``tma2d``: ``src`` is the
+tensor map).
 
-Usage: python examples/copy_ring.py [--kind async|cpasync|tma] [--print-ir]
-(the GPU suite's shape: blocked, one warp per role; ``tma``: 4 consumer
-warps, 16 KiB tiles, persistent, as the benchmark)
+Usage: python examples/copy_ring.py [--kind async|cpasync|tma|tma2d] [--print-ir]
+(the GPU suite's shape: blocked, one warp per role; ``tma``, ``tma2d``: 4
+consumer warps, 16 KiB tiles, persistent, as the benchmark)
 """
 
 import sys
@@ -44,15 +53,19 @@ import sys
 import mlir.ir as ir
 from mlir.dialects import llvm, nvvm
 
-from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel, Scalar, element_ptr, load, store
+from pipeline_mlir.kernel import (GlobalPtr, Int32, Kernel, Scalar, TmaDescriptor,
+                                  element_ptr, load, store)
 from pipeline_mlir.kernel.values import i32
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, PipelineAsync,
                                     PipelineCpAsync, PipelineTmaAsync,
                                     PipelineUserType, make_pipeline_state)
 
-KINDS = ("tma", "async", "cpasync")
+KINDS = ("tma", "async", "cpasync", "tma2d")
+TMA_KINDS = ("tma", "tma2d")  # PipelineTmaAsync, one producer thread
 SCHEDULES = ("blocked", "persistent")
 VEC = 16  # bytes per vector access
+TMA2D_COLS = 256  # int32 elements per tensor-map row (the TMA box limit): 1 KiB
+TMA2D_ROW_BYTES = 4 * TMA2D_COLS
 
 
 def _v4i32():
@@ -67,8 +80,8 @@ def _byte_offset(ptr, offset64):
 
 
 def producer_warps_of(kind, producer_warps):
-    """The producer warps a kernel of ``kind`` runs (``tma``: one)."""
-    return 1 if kind == "tma" else producer_warps
+    """The producer warps a kernel of ``kind`` runs (``tma``, ``tma2d``: one)."""
+    return 1 if kind in TMA_KINDS else producer_warps
 
 
 def block_threads(kind, producer_warps=1, consumer_warps=1):
@@ -76,7 +89,7 @@ def block_threads(kind, producer_warps=1, consumer_warps=1):
 
 
 def _create(kind, stages, tile, barriers, pw, cw, per_warp, pipeline_name):
-    if kind == "tma":
+    if kind in TMA_KINDS:
         return PipelineTmaAsync.create(
             num_stages=stages, producer_group=CooperativeGroup(Agent.Thread, 1),
             consumer_group=CooperativeGroup(Agent.Thread, cw), tx_count=tile,
@@ -104,9 +117,12 @@ def build(kind="async", stages=4, tile=4096, *, producer_warps=1, consumer_warps
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
-    if kind == "tma" and not per_warp:
-        raise ValueError("kind 'tma': the TmaAsync consumers release once per warp "
+    if kind in TMA_KINDS and not per_warp:
+        raise ValueError(f"kind {kind!r}: the TmaAsync consumers release once per warp "
                          "(per_warp=True)")
+    if kind == "tma2d" and (tile % TMA2D_ROW_BYTES or tile // TMA2D_ROW_BYTES > 256):
+        raise ValueError(f"kind 'tma2d': tile {tile} must be 1..256 rows of "
+                         f"{TMA2D_ROW_BYTES} bytes (a TMA box side is at most 256)")
     if participants and kind != "async":
         raise ValueError(f"participants: only the 'async' kind uses them, not {kind!r}")
     pw, cw = producer_warps_of(kind, producer_warps), consumer_warps
@@ -116,7 +132,8 @@ def build(kind="async", stages=4, tile=4096, *, producer_warps=1, consumer_warps
                              f"(16 bytes x 32 lanes x {warps} {who} warps)")
     k = Kernel(name or f"copy_ring_{kind}_s{stages}_t{tile // 1024}k", chip=chip,
                block_dim=32 * (cw + pw),
-               params={"src": GlobalPtr(), "dst": GlobalPtr(), "ntiles": Int32()})
+               params={"src": TmaDescriptor() if kind == "tma2d" else GlobalPtr(),
+                       "dst": GlobalPtr(), "ntiles": Int32()})
     with k:
         src, dst, ntiles = k.args
         barriers = k.alloc_barriers(2 * stages)
@@ -185,6 +202,11 @@ def build(kind="async", stages=4, tile=4096, *, producer_warps=1, consumer_warps
                     buf = ring.stage(state.index, tile)
                     with k.elect_one():
                         pipe.bulk_copy(state, gsrc, buf, tile)
+                elif kind == "tma2d":
+                    rows = tile // TMA2D_ROW_BYTES
+                    buf = ring.stage(state.index, tile)
+                    with k.elect_one():  # coordinates innermost first: (column, row)
+                        pipe.tma_load(state, src, [0, tile_of(t) * rows], buf, tile)
                 else:
                     fill(tile_of(t), state.index)
                 pipe.producer_commit(state)
@@ -206,8 +228,8 @@ def _main(argv):
     from _common import main
 
     kind = argv[argv.index("--kind") + 1] if "--kind" in argv else "async"
-    if kind == "tma":
-        kernel = build("tma", 4, 16384, consumer_warps=4, schedule="persistent", per_warp=True)
+    if kind in TMA_KINDS:
+        kernel = build(kind, 4, 16384, consumer_warps=4, schedule="persistent", per_warp=True)
     else:
         kernel = build(kind, participants=kind == "async")
     return main(kernel, "copy_ring")

@@ -46,6 +46,9 @@ EXAMPLES = {
     "copy_ring_stream_tma": lambda: copy_ring.build(
         "tma", 4, 16384, consumer_warps=4, schedule="persistent", per_warp=True,
         name="copy_ring_stream_tma"),
+    "copy_ring_stream_tma2d": lambda: copy_ring.build(
+        "tma2d", 3, 16384, consumer_warps=4, schedule="persistent", per_warp=True,
+        name="copy_ring_stream_tma2d"),
     "pingpong": lambda: pingpong.build(2, name="pingpong"),
     "tma_reduction": tma_reduction.build,
     "tma_reduction_cluster": lambda: tma_reduction.build(cluster=2),

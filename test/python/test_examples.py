@@ -47,6 +47,10 @@ CASES = {
     "copy_ring_tma": (lambda: copy_ring.build("tma", 4, 16384, consumer_warps=4,
                                               schedule="persistent", per_warp=True),
                       pl.PipelineKind.TmaAsync, ["pipeline.copy.bulk", "pipeline.producer.tail"]),
+    "copy_ring_tma2d": (lambda: copy_ring.build("tma2d", 3, 65536, consumer_warps=4,
+                                                schedule="persistent", per_warp=True),
+                        pl.PipelineKind.TmaAsync,
+                        ["pipeline.copy.tma_load", "pipeline.producer.tail"]),
     "pingpong": (lambda: pingpong.build(), pl.PipelineKind.Async,
                  ["pipeline.producer.commit", "pipeline.consumer.release"]),
     "tma_store": (lambda: tma_store_epilogue.build(), pl.PipelineKind.TmaStore,
@@ -109,6 +113,8 @@ def test_copy_ring_parameters():
     for bad, rule in ((dict(kind="tma"), "per_warp=True"),
                       (dict(kind="cpasync", participants=True), "participants"),
                       (dict(kind="async", tile=1000), "multiple of 512"),
+                      (dict(kind="tma2d", tile=2560, per_warp=True), "rows of 1024 bytes"),
+                      (dict(kind="tma2d", tile=257 * 1024, per_warp=True), "at most 256"),
                       (dict(kind="async", schedule="strided"), "schedule must be")):
         with pytest.raises(ValueError, match=rule):
             copy_ring.build(**bad)
