@@ -51,12 +51,14 @@ def tensor_map(kind, tile):
             "swizzle": None}
 
 
-def build_stream(kind, stages, tile, chip="sm_90a"):
+def build_stream(kind, stages, tile, chip="sm_90a", min_ctas_per_sm=None):
     """The streaming-copy kernel; params (src, dst, ntiles), ``tma2d``:
-    (tensor map of src, dst, ntiles)."""
+    (tensor map of src, dst, ntiles). The sweep leaves ``min_ctas_per_sm``
+    unset (one cubin serves every CTAs/SM it launches)."""
     return copy_ring.build(kind, stages, tile, producer_warps=PRODUCER_WARPS,
                            consumer_warps=CONSUMER_WARPS, schedule="persistent",
-                           per_warp=True, chip=chip, name=stream_name(kind, stages, tile))
+                           per_warp=True, chip=chip, name=stream_name(kind, stages, tile),
+                           min_ctas_per_sm=min_ctas_per_sm)
 
 
 def build_pingpong(stages, chip="sm_90a"):

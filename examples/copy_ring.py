@@ -110,7 +110,7 @@ def _create(kind, stages, tile, barriers, pw, cw, per_warp, pipeline_name):
 
 def build(kind="async", stages=4, tile=4096, *, producer_warps=1, consumer_warps=1,
           schedule="blocked", per_warp=False, participants=False, chip="sm_90a",
-          name=None, pipeline_name=None):
+          name=None, pipeline_name=None, min_ctas_per_sm=None):
     """The copy-ring kernel (``.module`` is the built module); see the module
     docstring for the parameters."""
     if kind not in KINDS:
@@ -131,7 +131,7 @@ def build(kind="async", stages=4, tile=4096, *, producer_warps=1, consumer_warps
             raise ValueError(f"tile {tile} is not a multiple of {VEC * 32 * warps} "
                              f"(16 bytes x 32 lanes x {warps} {who} warps)")
     k = Kernel(name or f"copy_ring_{kind}_s{stages}_t{tile // 1024}k", chip=chip,
-               block_dim=32 * (cw + pw),
+               block_dim=32 * (cw + pw), min_ctas_per_sm=min_ctas_per_sm,
                params={"src": TmaDescriptor() if kind == "tma2d" else GlobalPtr(),
                        "dst": GlobalPtr(), "ntiles": Int32()})
     with k:

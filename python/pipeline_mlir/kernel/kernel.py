@@ -59,6 +59,21 @@ def _dims(value, what):
     return value + (1,) * (3 - len(value))
 
 
+#: Resident CTAs per SM on sm_90 and sm_100 (the hardware limit).
+MAX_CTAS_PER_SM = 32
+
+
+def _check_min_ctas_per_sm(value):
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError("min_ctas_per_sm must be an int or None, not "
+                        f"{type(value).__name__}")
+    if not 1 <= value <= MAX_CTAS_PER_SM:
+        raise ValueError(f"min_ctas_per_sm must be in 1..{MAX_CTAS_PER_SM} "
+                         f"(resident CTAs per SM), got {value}")
+
+
 class Kernel:
     """A ``gpu.func`` kernel under construction (see the module docstring).
 
@@ -70,11 +85,16 @@ class Kernel:
       params: ``{name: Param}`` or ``[(name, Param)]`` (see ``params.py``).
       context: an ``mlir.ir.Context`` with the pipeline dialect (default: a
         new one from ``pipeline_mlir.make_context()``).
+      min_ctas_per_sm: CTAs that must fit on one SM at once, or None: PTX
+        ``.minnctapersm`` (CUDA's second ``__launch_bounds__`` argument), so
+        that ptxas keeps registers per thread within 65536 / (CTAs x
+        threads). For persistent kernels launched with several CTAs per SM:
+        one register over the limit halves the CTAs that fit.
     """
 
     def __init__(self, name="kernel", *, chip="sm_90a", block_dim=128,
                  cluster_dim=None, params=(), context=None,
-                 module_name="kernels"):
+                 module_name="kernels", min_ctas_per_sm=None):
         import pipeline_mlir
         from pipeline_mlir.compiler import check_chip
 
@@ -89,6 +109,8 @@ class Kernel:
             self.cluster_dim = None
         if self.block_dim[0] * self.block_dim[1] * self.block_dim[2] > 1024:
             raise ValueError(f"block_dim {self.block_dim} exceeds 1024 threads")
+        _check_min_ctas_per_sm(min_ctas_per_sm)
+        self.min_ctas_per_sm = min_ctas_per_sm
         items = list(params.items()) if isinstance(params, dict) else list(params)
         self.context = context or pipeline_mlir.make_context()
         self._entered = []
@@ -113,6 +135,11 @@ class Kernel:
                 if self.cluster_dim:
                     self.func.attributes["known_cluster_size"] = \
                         ir.DenseI32ArrayAttr.get(list(self.cluster_dim))
+                if min_ctas_per_sm is not None:
+                    # Upstream's gpu.func lowering keeps nvvm.* attributes;
+                    # LLVM's NVPTX back end prints it as .minnctapersm.
+                    self.func.attributes["nvvm.minctasm"] = ir.IntegerAttr.get(
+                        ir.IntegerType.get_signless(32), min_ctas_per_sm)
                 self.entry = self.func.add_entry_block()
             with ir.InsertionPoint(self.entry):
                 # The prologue (shared-memory pointers) goes before `anchor`;
