@@ -179,21 +179,6 @@ def compile_one(stages, rows, cols, src=16, dst=16, ntiles=1, grid=1, stream=Non
                         cutlass.Int32(grid), stream)
 
 
-def _time_events(torch, fn, reps):
-    """run_bench.py's timing: per-launch events, median in ms (one warm-up)."""
-    start = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    end = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    fn()
-    torch.cuda.synchronize()
-    for a, b in zip(start, end):
-        a.record()
-        fn()
-        b.record()
-    torch.cuda.synchronize()
-    times = [a.elapsed_time(b) for a, b in zip(start, end)]
-    return statistics.median(times), times
-
-
 def sweep(src, dst, cfgs, reps=20, log=print, ctas_list=None):
     """Check and time every (stages, rows, cols) x CTAs/SM on torch int32 buffers
     ``src``/``dst`` of equal size. Returns a list of rows (dicts) as run_bench's."""
@@ -202,6 +187,7 @@ def sweep(src, dst, cfgs, reps=20, log=print, ctas_list=None):
     from cutlass.cute.runtime import make_ptr
     import cutlass.cute as cute
     import cuda.bindings.driver as cuda
+    from run_bench import time_events  # the timer of run_bench's copy baselines
 
     nbytes = src.numel() * src.element_size()
     if src.dtype != torch.int32 or dst.shape != src.shape or dst.dtype != src.dtype:
@@ -250,7 +236,8 @@ def sweep(src, dst, cfgs, reps=20, log=print, ctas_list=None):
                 launch()
                 torch.cuda.synchronize()
                 row["correct"] = bool(torch.equal(src, dst))
-                ms, times = _time_events(torch, launch, reps)
+                times = time_events(torch, launch, reps)
+                ms = statistics.median(times)
                 row["ms"] = ms
                 row["gbps"] = gb / ms * 1e3
                 row["spread"] = (max(times) - min(times)) / ms

@@ -142,6 +142,8 @@ def stream_source(rt, e, src):
 
 
 def time_events(torch, fn, reps):
+    """Per-launch times in ms of `reps` launches of `fn` (CUDA events on
+    torch's stream, after one warm-up launch)."""
     start = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     end = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     fn()
@@ -151,7 +153,7 @@ def time_events(torch, fn, reps):
         fn()
         b.record()
     torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) for a, b in zip(start, end))
+    return [a.elapsed_time(b) for a, b in zip(start, end)]
 
 
 def main():
@@ -193,7 +195,7 @@ def main():
     src = torch.randint(-2**31, 2**31 - 1, (nbytes // 4,), dtype=torch.int32, device="cuda")
     dst = torch.empty_like(src)
     gb = 2.0 * nbytes / 1e9
-    ms = time_events(torch, lambda: dst.copy_(src), args.reps)
+    ms = statistics.median(time_events(torch, lambda: dst.copy_(src), args.reps))
     result["torch_copy_gbps"] = gb / ms * 1e3
     drv = rt._driver.cuda()
     stream = drv.CUstream(int(torch.cuda.current_stream().cuda_stream))
@@ -202,7 +204,7 @@ def main():
         err = drv.cuMemcpyDtoDAsync(dst.data_ptr(), src.data_ptr(), nbytes, stream)[0]
         if int(err):
             raise RuntimeError(f"cuMemcpyDtoDAsync: {err}")
-    ms = time_events(torch, dtod, args.reps)
+    ms = statistics.median(time_events(torch, dtod, args.reps))
     result["cumemcpy_gbps"] = gb / ms * 1e3
     log(f"torch D2D copy {result['torch_copy_gbps']:.1f} GB/s, cuMemcpyDtoD "
         f"{result['cumemcpy_gbps']:.1f} GB/s (read+write, median of {args.reps})")
