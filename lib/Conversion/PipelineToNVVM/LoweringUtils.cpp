@@ -154,6 +154,35 @@ std::string mlir::pipeline::getLoweringTargetProblem(StringRef triple,
   return "";
 }
 
+LogicalResult mlir::pipeline::checkLoweringTargets(Operation *root,
+                                                   bool onlyWithPipelineIR) {
+  bool ok = true;
+  root->walk([&](gpu::GPUModuleOp gpuModule) {
+    ArrayAttr targets = gpuModule.getTargetsAttr();
+    if (!targets)
+      return;
+    auto isPipelineOp = [](Operation *op) {
+      return isa<PipelineDialect>(op->getDialect()) ? WalkResult::interrupt()
+                                                    : WalkResult::advance();
+    };
+    if (onlyWithPipelineIR && !gpuModule.walk(isPipelineOp).wasInterrupted())
+      return;
+    for (Attribute target : targets) {
+      auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(target);
+      if (!nvvm)
+        continue;
+      std::string problem =
+          getLoweringTargetProblem(nvvm.getTriple(), nvvm.getChip());
+      if (problem.empty())
+        continue;
+      emitError(gpuModule.getLoc())
+          << "gpu.module @" << gpuModule.getName() << " targets " << problem;
+      ok = false;
+    }
+  });
+  return success(ok);
+}
+
 std::string mlir::pipeline::getChipFor(Operation *op,
                                        const PipelineLoweringOptions &options) {
   if (auto gpuModule = op->getParentOfType<gpu::GPUModuleOp>()) {

@@ -193,25 +193,8 @@ struct CheckTargetOptionsPass
           << "pipeline-to-cubin options: " << problem;
       return signalPassFailure();
     }
-    bool ok = true;
-    getOperation()->walk([&](gpu::GPUModuleOp gpuModule) {
-      ArrayAttr targets = gpuModule.getTargetsAttr();
-      if (!targets)
-        return;
-      for (Attribute target : targets) {
-        auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(target);
-        if (!nvvm)
-          continue;
-        std::string problem =
-            getLoweringTargetProblem(nvvm.getTriple(), nvvm.getChip());
-        if (problem.empty())
-          continue;
-        emitError(gpuModule.getLoc()) << "gpu.module @" << gpuModule.getName()
-                                      << " targets " << problem;
-        ok = false;
-      }
-    });
-    if (!ok)
+    if (failed(checkLoweringTargets(getOperation(),
+                                    /*onlyWithPipelineIR=*/false)))
       return signalPassFailure();
     markAllAnalysesPreserved();
   }

@@ -65,42 +65,6 @@ LogicalResult checkTcgen05Targets(ModuleOp module,
   return success(ok);
 }
 
-/// The lowering's instructions need one of getLoweringChips(): on an older
-/// target (sm_80, or sm_90 without the PTX 8.0 its default lacks) LLVM's
-/// instruction selection aborts on `elect.sync` ("Cannot select"), and
-/// gpu-module-to-binary compiles a gpu.module for every target it has.
-/// Reject such targets of gpu.modules that hold pipeline IR.
-LogicalResult checkTargetChips(ModuleOp module) {
-  bool ok = true;
-  module.walk([&](gpu::GPUModuleOp gpuModule) {
-    ArrayAttr targets = gpuModule.getTargetsAttr();
-    if (!targets)
-      return;
-    bool hasPipeline = gpuModule
-                           .walk([](Operation *op) {
-                             return isa<PipelineDialect>(op->getDialect())
-                                        ? WalkResult::interrupt()
-                                        : WalkResult::advance();
-                           })
-                           .wasInterrupted();
-    if (!hasPipeline)
-      return;
-    for (Attribute target : targets) {
-      auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(target);
-      if (!nvvm)
-        continue;
-      std::string problem =
-          getLoweringTargetProblem(nvvm.getTriple(), nvvm.getChip());
-      if (problem.empty())
-        continue;
-      emitError(gpuModule.getLoc())
-          << "gpu.module @" << gpuModule.getName() << " targets " << problem;
-      ok = false;
-    }
-  });
-  return success(ok);
-}
-
 /// Upstream's gpu.thread_id lowering asserts on a `known_block_size` that
 /// does not fit its range attributes (e.g. 2^31): reject launch bounds no
 /// GPU accepts before that lowering runs, naming the kernel's attribute.
@@ -343,7 +307,7 @@ struct ConvertPipelineToNVVMPass
         failed(checkLaunchBounds(module)) ||
         failed(checkAddressSpaces(module)) ||
         failed(checkTcgen05Targets(module, options)) ||
-        failed(checkTargetChips(module)))
+        failed(checkLoweringTargets(module, /*onlyWithPipelineIR=*/true)))
       return signalPassFailure();
     SmallVector<WatchdogPipeInfo> pipeInfos;
     if (options.watchdog) {

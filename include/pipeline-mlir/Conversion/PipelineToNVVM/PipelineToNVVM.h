@@ -45,6 +45,11 @@ std::string getLoweringChipList();
 /// or a 32-bit NVPTX triple, for which LLVM cannot select the TMA intrinsics
 /// (cp.async.bulk.tensor takes 64-bit global addresses) and aborts.
 std::string getLoweringTargetProblem(StringRef triple, StringRef chip);
+/// Reports, at each gpu.module under `root`, every #nvvm.target with a
+/// getLoweringTargetProblem (gpu-module-to-binary compiles a module for each
+/// of its targets). `onlyWithPipelineIR`: skip modules without pipeline ops
+/// (a plain kernel keeps whatever target it has).
+LogicalResult checkLoweringTargets(Operation *root, bool onlyWithPipelineIR);
 
 /// Adds the type conversions for !pipeline.pipeline and !pipeline.state.
 void populatePipelineToNVVMTypeConversions(LLVMTypeConverter &converter);
