@@ -126,6 +126,34 @@ void mlir::pipeline::emitIf(OpBuilder &b, Location loc, Value cond,
   body(b, loc);
 }
 
+Operation *mlir::pipeline::enclosingSymbolTable(Operation *op) {
+  while (op && !op->hasTrait<OpTrait::SymbolTable>())
+    op = op->getParentOp();
+  return op;
+}
+
+LLVM::GlobalOp mlir::pipeline::getOrCreateSharedArray(
+    OpBuilder &b, Location loc, Operation *symbolTable, StringRef name,
+    Type elem, int64_t n) {
+  if (auto existing = dyn_cast_or_null<LLVM::GlobalOp>(
+          SymbolTable::lookupSymbolIn(symbolTable, name)))
+    return existing;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&symbolTable->getRegion(0).front());
+  return LLVM::GlobalOp::create(
+      b, loc, LLVM::LLVMArrayType::get(elem, std::max<int64_t>(n, 1)),
+      /*isConstant=*/false, LLVM::Linkage::Internal, name, Attribute(),
+      /*alignment=*/8, static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared));
+}
+
+Value mlir::pipeline::sharedElement(OpBuilder &b, Location loc,
+                                   LLVM::GlobalOp global, Type elem,
+                                   Value index) {
+  Value base = LLVM::AddressOfOp::create(b, loc, global);
+  return LLVM::GEPOp::create(b, loc, base.getType(), elem, base,
+                             ArrayRef<LLVM::GEPArg>{index});
+}
+
 ArrayRef<StringRef> mlir::pipeline::getLoweringChips() {
   static const StringRef chips[] = {"sm_90a", "sm_100a", "sm_101a",
                                     "sm_103a"};

@@ -103,6 +103,18 @@ Value emptyBarrier(OpBuilder &b, Location loc, Value base, PipelineType type,
 Value groupArriveCount(OpBuilder &b, Location loc, CooperativeGroupAttr group,
                        PipelineType type);
 
+/// The nearest op around `op` (or `op` itself) that is a symbol table.
+Operation *enclosingSymbolTable(Operation *op);
+/// The shared-memory array `name` ([n x elem], no initializer: shared
+/// memory has none; the kernel zeroes what it reads) of `symbolTable`,
+/// created at the start of its body when missing.
+LLVM::GlobalOp getOrCreateSharedArray(OpBuilder &b, Location loc,
+                                      Operation *symbolTable, StringRef name,
+                                      Type elem, int64_t n);
+/// &global[index] (shared memory) for an i32 or constant index.
+Value sharedElement(OpBuilder &b, Location loc, LLVM::GlobalOp global,
+                    Type elem, Value index);
+
 constexpr llvm::StringLiteral kWatchdogLedgerSymbol =
     "__pipeline_watchdog_ledger";
 /// Attributes set by the pass (assignWatchdogIds): on a pipeline.create,
@@ -247,6 +259,11 @@ struct WatchdogPipeInfo {
   int64_t firstEntry = -1;
 };
 
+/// Watchdog on, from the thread that zeroed the ledger: stores each barrier's
+/// init count (`emptyCount` null: an order pipeline, one count) into the
+/// ledger entries of the pipeline `op` creates; nothing without a ledger.
+void emitLedgerInitCounts(OpBuilder &b, Location loc, CreateOp op,
+                          Value fullCount, Value emptyCount);
 /// Watchdog on: records the barrier array `base` of the pipeline created by
 /// `op` in the shared table `__pipeline_watchdog_pipes` (linear thread 0,
 /// the thread that zeroed the table at kernel entry), so that the dump finds

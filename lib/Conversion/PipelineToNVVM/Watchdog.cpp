@@ -96,12 +96,6 @@ constexpr int64_t kMarkWaiting = int64_t(1) << 31;
 constexpr int64_t kMarkValid = int64_t(1) << 30;
 constexpr int64_t kMarkExited = int64_t(1) << 29;
 
-Operation *enclosingSymbolTable(Operation *op) {
-  while (op && !op->hasTrait<OpTrait::SymbolTable>())
-    op = op->getParentOp();
-  return op;
-}
-
 /// The global `name` of `symbolTable`, created as an integer global of
 /// `type` (initial 0) at the start of its body when missing.
 LLVM::GlobalOp getOrCreateIntGlobal(OpBuilder &b, Location loc,
@@ -116,30 +110,6 @@ LLVM::GlobalOp getOrCreateIntGlobal(OpBuilder &b, Location loc,
                                 name, b.getIntegerAttr(type, 0),
                                 /*alignment=*/type.getWidth() / 8,
                                 kGlobalAddrSpace);
-}
-
-/// The shared-memory array `name` ([n x elem], no initializer: shared
-/// memory has none; the kernel zeroes what it reads) of `symbolTable`.
-LLVM::GlobalOp getOrCreateSharedArray(OpBuilder &b, Location loc,
-                                      Operation *symbolTable, StringRef name,
-                                      Type elem, int64_t n) {
-  if (auto existing = dyn_cast_or_null<LLVM::GlobalOp>(
-          SymbolTable::lookupSymbolIn(symbolTable, name)))
-    return existing;
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&symbolTable->getRegion(0).front());
-  return LLVM::GlobalOp::create(
-      b, loc, LLVM::LLVMArrayType::get(elem, std::max<int64_t>(n, 1)),
-      /*isConstant=*/false, LLVM::Linkage::Internal, name, Attribute(),
-      /*alignment=*/8, kSharedAddrSpace);
-}
-
-/// &global[index] (shared memory) for an i32 or constant index.
-Value sharedElement(OpBuilder &b, Location loc, LLVM::GlobalOp global,
-                    Type elem, Value index) {
-  Value base = LLVM::AddressOfOp::create(b, loc, global);
-  return LLVM::GEPOp::create(b, loc, base.getType(), elem, base,
-                             ArrayRef<LLVM::GEPArg>{index});
 }
 
 /// Declares `void __pipeline_watchdog_dump(ptr)` in `symbolTable`; its body
@@ -247,106 +217,6 @@ int32_t mlir::pipeline::getWatchdogPipelineId(Value pipeline) {
   if (auto id = create->getAttrOfType<IntegerAttr>("pipeline.watchdog_id"))
     return static_cast<int32_t>(id.getInt());
   return -1;
-}
-
-//===----------------------------------------------------------------------===//
-// The ledger (docs/watchdog.md, "The ledger")
-//===----------------------------------------------------------------------===//
-
-namespace {
-/// The ledger array of the symbol table around `b`'s insertion point
-/// ([entries * kLedgerWords x i32] in shared memory), or null when the pass
-/// gave that symbol table no ledger.
-LLVM::GlobalOp getOrCreateLedger(OpBuilder &b, Location loc) {
-  Operation *symbolTable =
-      enclosingSymbolTable(b.getInsertionBlock()->getParentOp());
-  if (!symbolTable)
-    return {};
-  auto entries = symbolTable->getAttrOfType<IntegerAttr>(kLedgerEntriesAttr);
-  if (!entries || entries.getInt() <= 0)
-    return {};
-  return getOrCreateSharedArray(b, loc, symbolTable, kWatchdogLedgerSymbol,
-                                b.getI32Type(),
-                                entries.getInt() * kLedgerWords);
-}
-
-/// &ledger[(first + index) * kLedgerWords + field] (shared memory).
-Value ledgerWord(OpBuilder &b, Location loc, LLVM::GlobalOp ledger,
-                 const LedgerSlot &slot, int32_t field) {
-  Value entry = arith::AddIOp::create(b, loc, slot.index,
-                                      constI32(b, loc, slot.first));
-  Value word = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, entry, constI32(b, loc, kLedgerWords)),
-      constI32(b, loc, field));
-  return sharedElement(b, loc, ledger, b.getI32Type(), word);
-}
-} // namespace
-
-LedgerSlot mlir::pipeline::getLedgerSlot(const PipelineLoweringOptions &options,
-                                         Value pipeline, Value barrierIndex) {
-  if (!options.watchdog)
-    return {};
-  auto create = pipeline.getDefiningOp<CreateOp>();
-  if (!create)
-    return {};
-  auto first = create->getAttrOfType<IntegerAttr>(kLedgerFirstAttr);
-  if (!first)
-    return {};
-  return {first.getInt(), barrierIndex};
-}
-
-void mlir::pipeline::emitLedgerAdd(OpBuilder &b, Location loc,
-                                   const LedgerSlot &slot, int32_t field,
-                                   OpFoldResult amount, Value dstRank) {
-  if (!slot)
-    return;
-  Value value = isa<Value>(amount)
-                    ? cast<Value>(amount)
-                    : constI32(b, loc,
-                               cast<IntegerAttr>(cast<Attribute>(amount))
-                                   .getInt());
-  LLVM::GlobalOp ledger = getOrCreateLedger(b, loc);
-  if (!ledger)
-    return;
-  Value word = ledgerWord(b, loc, ledger, slot, field);
-  if (dstRank) {
-    // Another CTA's entry: its generic distributed-shared-memory address
-    // (a generic atom.add; atomics on shared::cluster addresses need no
-    // more, but the generic form is the one NVPTX lowers everywhere).
-    Value generic = LLVM::AddrSpaceCastOp::create(
-        b, loc, LLVM::LLVMPointerType::get(b.getContext()), word);
-    word = NVVM::MapaOp::create(b, loc, generic.getType(), generic, dstRank);
-  }
-  LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, word, value,
-                            LLVM::AtomicOrdering::monotonic);
-}
-
-void mlir::pipeline::emitLedgerAddMasked(OpBuilder &b, Location loc,
-                                         const LedgerSlot &slot, int32_t field,
-                                         OpFoldResult amount, Value mask,
-                                         bool toPairLeader) {
-  if (!slot)
-    return;
-  auto rankOf = [&](int64_t r) { return toPairLeader ? r & ~int64_t(1) : r; };
-  // A constant mask (the usual multicast): only its CTAs, no tests.
-  if (std::optional<int64_t> known = getConstantIntValue(mask)) {
-    for (int64_t r = 0; r < 16; ++r)
-      if (*known & (int64_t(1) << r))
-        emitLedgerAdd(b, loc, slot, field, amount, constI32(b, loc, rankOf(r)));
-    return;
-  }
-  Value bits = mask;
-  if (mask.getType().getIntOrFloatBitWidth() < 32)
-    bits = arith::ExtUIOp::create(b, loc, b.getI32Type(), mask);
-  for (int64_t r = 0; r < 16; ++r) {
-    Value set = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::ne,
-        arith::AndIOp::create(b, loc, bits, constI32(b, loc, int64_t(1) << r)),
-        constI32(b, loc, 0));
-    emitIf(b, loc, set, [&](OpBuilder &nb, Location nl) {
-      emitLedgerAdd(nb, nl, slot, field, amount, constI32(nb, nl, rankOf(r)));
-    });
-  }
 }
 
 WatchdogGlobals mlir::pipeline::getOrCreateWatchdogGlobals(OpBuilder &b,
@@ -531,31 +401,7 @@ void mlir::pipeline::emitWatchdogPipeEntry(OpBuilder &b, Location loc,
         sharedElement(tb, tl, pipes, tb.getI32Type(), constI32(tb, tl, id)),
         /*alignment=*/4, /*isVolatile=*/true);
     // The ledger's init counts, from the thread that zeroed the ledger.
-    PipelineType type = op.getType();
-    auto first = op->getAttrOfType<IntegerAttr>(kLedgerFirstAttr);
-    LLVM::GlobalOp ledger = first ? getOrCreateLedger(tb, tl) : nullptr;
-    if (!ledger)
-      return;
-    auto storeCount = [&](OpBuilder &sb, Location sl, Value index,
-                          Value count) {
-      LLVM::StoreOp::create(
-          sb, sl, count,
-          ledgerWord(sb, sl, ledger, {first.getInt(), index}, kLedgerCount),
-          /*alignment=*/4, /*isVolatile=*/true);
-    };
-    int64_t n = type.getNumBarriers(), stages = type.getStages();
-    bool order = !emptyCount;
-    auto loop = scf::ForOp::create(tb, tl, constI32(tb, tl, 0),
-                                   constI32(tb, tl, order ? n : stages),
-                                   constI32(tb, tl, 1));
-    OpBuilder::InsertionGuard guard(tb);
-    tb.setInsertionPoint(loop.getBody()->getTerminator());
-    Value i = loop.getInductionVar();
-    storeCount(tb, tl, i, fullCount);
-    if (!order)
-      storeCount(tb, tl,
-                 arith::AddIOp::create(tb, tl, i, constI32(tb, tl, stages)),
-                 emptyCount);
+    emitLedgerInitCounts(tb, tl, op, fullCount, emptyCount);
   });
 }
 

@@ -133,7 +133,7 @@ class Barrier:
 @dataclass(frozen=True)
 class Ledger:
     """What the lowered verbs did to one barrier since its create (counted
-    by the kernel itself, Watchdog.cpp emitLedgerAdd)."""
+    by the kernel itself, WatchdogLedger.cpp emitLedgerAdd)."""
     count: int      # init count (arrivals per phase); 0: not created
     arrivals: int   # arrive operations issued on it
     announced: int  # bytes announced by arrive.expect_tx
