@@ -270,14 +270,17 @@ class If:
         self._ip.__enter__()
 
     def _close(self, yield_op, exc_type):
+        # The branch's final values are read (and, for a Fragment, packed)
+        # while the insertion point is still inside the branch.
+        final = []
+        if exc_type is None:
+            for o in self._objs:
+                final.extend(o._carry_values())
         self._ip.__exit__(None, None, None)
         _loops.remove(self._trace)
         if exc_type is not None:
             return yield_op
         block = yield_op.operation.block
-        final = []
-        for o in self._objs:
-            final.extend(o._carry_values())
         for v, a in zip(final, self._init):
             if v.type != a.type:
                 raise TypeError(f"a carried value changed type in the if-branch: "

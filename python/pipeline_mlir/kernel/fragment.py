@@ -169,6 +169,14 @@ class RowVector:
     def log2(self):
         return RowVector([log2(v) for v in self.values])
 
+    def quad_sum(self):
+        """The sum over the four threads of each quad (two butterfly
+        shuffles): completes :meth:`Fragment.row_sum_partial` sums."""
+        vals = list(self.values)
+        for mask in (1, 2):
+            vals = [arith.addf(v, shfl_xor(v, mask)) for v in vals]
+        return RowVector(vals)
+
     def where(self, cond, other):
         """Per row: this value where ``cond`` (an i1 Scalar, or a pair of
         them, one per row) holds, else ``other``."""
@@ -215,6 +223,13 @@ class Fragment:
     @classmethod
     def zeros(cls, n):
         return cls(n)
+
+    @classmethod
+    def undef(cls, n):
+        """A fragment with no defined values: the accumulator of a wgmma
+        issued with ``accumulate=False``, which does not read it."""
+        probe = cls(n)
+        return cls(n, struct=llvm.mlir_undef(probe.type))
 
     @classmethod
     def full(cls, n, value):
@@ -479,10 +494,29 @@ class OperandA:
     four i32 registers per thread (PTX ISA, "Register Fragments: Matrix A").
     """
 
+    __hash__ = object.__hash__
+
     def __init__(self, dtype, slices):
         self.dtype = dtype
         self.bits = _float_type(dtype, "OperandA")[1]
         self.slices = slices          # [[4 x i32 ir.Value]] per k-slice
+
+    # Loop-carried protocol: P of one iteration feeds the next one's GEMM.
+    def _carry_values(self):
+        return [r for regs in self.slices for r in regs]
+
+    def _carry_rebind(self, values):
+        values = list(values)
+        self.slices = [values[4 * i:4 * i + 4] for i in range(len(values) // 4)]
+
+    def set(self, other):
+        """Rebind to ``other`` (an OperandA of the same dtype and size)."""
+        if not isinstance(other, OperandA) or other.dtype != self.dtype or \
+                len(other) != len(self):
+            raise TypeError("OperandA.set: expected an OperandA of the same dtype and "
+                            "number of k-slices")
+        note_update(self, "set")
+        self.slices = [list(sl) for sl in other.slices]
 
     @property
     def k_per_slice(self):

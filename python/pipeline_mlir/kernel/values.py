@@ -226,8 +226,8 @@ class Scalar:
         # Logical not for i1, bitwise not otherwise.
         return Scalar(arith.xori(self._value, constant(-1, self.type)))
 
-    _FLOAT_PREDICATES = {"eq": "oeq", "ne": "une", "slt": "olt", "sle": "ole",
-                         "sgt": "ogt", "sge": "oge"}
+    _FLOAT_PREDICATES = {"eq": "OEQ", "ne": "UNE", "slt": "OLT", "sle": "OLE",
+                         "sgt": "OGT", "sge": "OGE"}
 
     def _cmp(self, pred, o):
         if self.is_float:
