@@ -19,6 +19,7 @@ entry can never be returned.
 import functools
 import hashlib
 import os
+import shutil
 import tempfile
 
 import mlir.ir as ir
@@ -152,6 +153,19 @@ def resolve_assembler(assembler=None):
     return assembler
 
 
+def needs_whole_program_ptxas(ptx):
+    """Whether `ptx` must be assembled by the ptxas program rather than
+    nvJitLink: nvJitLink compiles each input as a separate compilation unit
+    and then ignores ``setmaxnreg`` ("(C7504) 'setmaxnreg' ignored to
+    maintain compatibility across compilation units", nvJitLink 13.5), so a
+    warp-specialized kernel keeps the entry register cap in its consumer
+    warpgroups: an attention kernel's wgmma are then serialized for lack of
+    registers (C7512) and it runs at two thirds of its speed. 'auto' sends
+    such PTX to ptxas when ptxas is on PATH."""
+    text = ptx if isinstance(ptx, str) else bytes(ptx).decode(errors="replace")
+    return "setmaxnreg" in text and shutil.which("ptxas") is not None
+
+
 def assemble(ptx, chip, assembler, ptxas_fallback):
     """cubin bytes of `ptx` for `chip` with the resolved `assembler`.
 
@@ -160,6 +174,8 @@ def assemble(ptx, chip, assembler, ptxas_fallback):
     chip, say), so nvJitLink never breaks a compile that ptxas accepts."""
     requested = assembler or os.environ.get(ENV_ASSEMBLER) or "auto"
     if resolve_assembler(assembler) == "ptxas":
+        return ptxas_fallback()
+    if requested == "auto" and needs_whole_program_ptxas(ptx):
         return ptxas_fallback()
     try:
         return _nvjitlink.assemble(ptx, chip)
@@ -236,7 +252,8 @@ def _compile(module, chip, fmt, verify_protocol, watchdog, use_cache,
         tool = resolve_assembler(assembler)
         # Different assemblers (and versions) give different, equally valid
         # cubins; keep their entries apart.
-        parts.append(tool if tool == "ptxas" else f"nvjitlink{_nvjitlink.version()}")
+        parts.append(tool if tool == "ptxas" else f"nvjitlink{_nvjitlink.version()}"
+                     "+setmaxnreg-via-ptxas")
     if use_cache:  # the key prints the module: skip it when not caching
         path = os.path.join(_cache_dir(), _cache_key(module, *parts) + "." + fmt)
         if os.path.exists(path):
