@@ -39,10 +39,11 @@ def test_no_machine_specific_absolute_paths():
 # A cited file: a name with a source/doc extension, or a path under a folder
 # that lives outside the repository (the project's shared notes, CuTe DSL's
 # sources). Not preceded by characters that make it an expansion (%S/, $OUT/)
-# or part of a longer name; not followed by `.word` (llvm.mlir.global).
+# or part of a longer name; not followed by `.word` (llvm.mlir.global) or by
+# `(` (a call: `k.mlir()`).
 _EXT = r"(?:md|py|cpp|h|hpp|td|cu|cuh|mlir|sh)"
 _CITED = re.compile(r"(?<![\w./$%@<{-])((?:[\w+-][\w.+-]*/)*[\w+-][\w.+-]*\." + _EXT
-                    + r"|(?:shared|reference|cutlass|cute)/[\w./+-]*)(?!\.?\w)(?!/)")
+                    + r"|(?:shared|reference|cutlass|cute)/[\w./+-]*)(?!\.?\w)(?![/(])")
 # Names that stand for the reader's own file in an example command or message.
 _ILLUSTRATIVE = {"my_kernel.py", "kernel.mlir", "producer.mlir"}
 
