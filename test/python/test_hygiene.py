@@ -185,7 +185,7 @@ def test_relative_markdown_links_resolve():
 # cuda-bindings and torch, run it there with a results directory given on
 # the command line.
 _NOT_THE_PROJECT = [
-    (r"device (tool|call|command)s?\b", "the tool that lent a GPU"),
+    (r"\bdevice (tool|call|command)s?\b", "the tool that lent a GPU"),
     (r"\bcarr(y|ies)\s*=?\s*`?\[\s*[\"']\.|\bcarry \.\w", "a transfer argument listing folders"),
     (r"(?-i:\$OUT\b)", "the tool's output folder (take --out DIR)"),
     (r"nvidia-h[12]00", "a machine kind (name the GPU: NVIDIA H100 80GB HBM3)"),
