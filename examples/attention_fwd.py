@@ -35,8 +35,12 @@ of the S GEMM that reads it, and a stage of 'v' after the group of the P V
 GEMM; Q is released after the tile's last S GEMM retired. Releasing any
 earlier lets TMA overwrite operands an in-flight wgmma still reads.
 
-Usage: python examples/attention_fwd.py [--d 64|128|256] [--causal] [--print-ir]
+Usage: python examples/attention_fwd.py [--d 64|128|256] [--causal] [--print-ir] [--out DIR]
 (builds, checks and compiles; ``examples/attention_fwd_host.py`` runs it).
+
+``--out DIR``: where the cubin and its launch metadata go (by default a
+folder in the system's temporary directory, not the source tree:
+examples/_common.py).
 """
 
 import math

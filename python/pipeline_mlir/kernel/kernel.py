@@ -303,5 +303,64 @@ class Kernel:
 
         return compiler.to_ptx(self.module, chip=chip or self.chip)
 
+    def simulate(self, args=None, *, schedules=100, seed=0, trip_count=None,
+                 cluster=None, exhaustive_bound=None, check=True):
+        """Run the CPU simulator (the engine of ``pipeline-sim``) on this
+        kernel: its warps as concurrent agents over ``schedules`` random
+        interleavings seeded by ``seed`` (or, with ``exhaustive_bound``,
+        every schedule with at most that many preemptions).
+
+        ``args``: values of the integer parameters, so that loops bounded by
+        them run their real trip counts: ``{"ntiles": 8}`` by name, or a
+        sequence in parameter order (pointers and descriptors may be
+        ``None``; the simulator does not read memory). ``trip_count`` is the
+        fallback for bounds it cannot evaluate; ``cluster`` defaults to the
+        kernel's ``cluster_dim``.
+
+        Returns a ``pipeline_mlir.sim.SimResult`` (``.ok``, ``.findings``,
+        ``str()`` is ``pipeline-sim``'s report). With ``check`` (default) a
+        deadlock or any other finding raises ``sim.SimulationFailed`` whose
+        message names it and the user's lines of the ops involved."""
+        from pipeline_mlir.sim import simulate
+
+        return simulate(self.module, kernel=self.name, args=self._sim_args(args),
+                        block_dim=self.block_dim, cluster=cluster or self.cluster_dim,
+                        trip_count=trip_count, schedules=schedules, seed=seed,
+                        exhaustive_bound=exhaustive_bound, check=check)
+
+    def _sim_args(self, args):
+        """``{position: int}`` from ``simulate``'s ``args``."""
+        names = [n for n, _ in self.params]
+        if args is None:
+            return {}
+        if isinstance(args, dict):
+            items = []
+            for name, value in args.items():
+                if name not in names:
+                    raise ValueError(f"simulate: kernel {self.name!r} has no parameter "
+                                     f"{name!r} (its parameters: {', '.join(names) or 'none'})")
+                items.append((names.index(name), name, value))
+        else:
+            args = list(args)
+            if len(args) > len(names):
+                raise ValueError(f"simulate: {len(args)} arguments for the {len(names)} "
+                                 f"parameters of kernel {self.name!r} ({', '.join(names)})")
+            items = [(i, names[i], v) for i, v in enumerate(args) if v is not None]
+        out = {}
+        for pos, name, value in items:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"simulate: argument {name!r} must be a Python int (the "
+                                f"simulator runs loops on integer arguments), got "
+                                f"{type(value).__name__}")
+            out[pos] = value
+        return out
+
+    def mlir(self, locations=True):
+        """The module's text. With ``locations`` (the default) every op
+        keeps its ``loc(...)`` (the user's file and line), so that
+        ``pipeline-sim`` and ``pipeline-opt`` on the printed text report the
+        kernel's Python lines; ``locations=False`` prints the bare IR."""
+        return self.module.operation.get_asm(enable_debug_info=locations)
+
     def __str__(self):
-        return str(self.module)
+        return self.mlir(locations=True)
