@@ -134,7 +134,31 @@ class Scalar:
             "branch with `with k.if_(cond):` instead of `if cond:`")
 
     def __index__(self):
-        raise TypeError("a Scalar is a runtime value, not a Python int")
+        # Python's range(n), list indexing, ... land here.
+        raise TypeError(
+            "a Scalar is a runtime value, not a Python int: for a loop over a "
+            "run-time bound use `for i in k.range(n):` (an scf.for), not "
+            "Python's range(n)")
+
+    # `total += v` updates this Scalar in place (through `set`), as CuTe DSL
+    # users expect of a loop-carried accumulator: a carried Scalar yields the
+    # new value, and one the loop does not carry is reported by k.range with
+    # the carry= fix. (Without these, Python would rebind the name to a value
+    # of the loop body, which is invalid after the loop.)
+    def _update(self, result):
+        self.set(result)
+        return self
+
+    def __iadd__(self, o): return self._update(self + o)
+    def __isub__(self, o): return self._update(self - o)
+    def __imul__(self, o): return self._update(self * o)
+    def __ifloordiv__(self, o): return self._update(self // o)
+    def __imod__(self, o): return self._update(self % o)
+    def __iand__(self, o): return self._update(self & o)
+    def __ior__(self, o): return self._update(self | o)
+    def __ixor__(self, o): return self._update(self ^ o)
+    def __ilshift__(self, o): return self._update(self << o)
+    def __irshift__(self, o): return self._update(self >> o)
 
     def _other(self, o):
         return to_value(o, self.type, what="operand")

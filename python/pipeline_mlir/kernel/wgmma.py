@@ -31,6 +31,7 @@ between 8-row groups: 1024 bytes for 128-byte rows); 49-51 base offset (0 for
 import mlir.ir as ir
 from mlir.dialects import arith, llvm, nvvm
 
+from ..user_location import user_line
 from .smem import SmemPtr
 from .values import i32, i64, to_value
 
@@ -144,6 +145,7 @@ class WarpgroupMma:
     def accumulator(self):
         return Accumulator(self.n)
 
+    @user_line
     def mma(self, acc, desc_a, desc_b):
         """``acc += A x B`` for one k16 slice (asynchronous: the result is
         defined once :func:`wait_group` retired this instruction's group)."""
@@ -155,18 +157,21 @@ class WarpgroupMma:
             nvvm.MMALayout.row, nvvm.MMALayout.col)
 
 
+@user_line
 def fence():
     """``wgmma.fence.sync.aligned``: orders register and shared-memory
     accesses before the warpgroup's next ``wgmma``."""
     nvvm.wgmma_fence_aligned()
 
 
+@user_line
 def commit_group():
     """``wgmma.commit_group.sync.aligned``: close the group of ``wgmma``
     issued since the last commit."""
     nvvm.wgmma_commit_group_sync_aligned()
 
 
+@user_line
 def wait_group(pending):
     """``wgmma.wait_group.sync.aligned pending``: wait until at most
     ``pending`` groups are in flight."""
