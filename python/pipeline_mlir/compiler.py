@@ -97,8 +97,9 @@ def _run(module, pipeline, drop_targets=False, as_module=False, verbose=None):
     small kernel; operation.clone() copies in memory). Warnings become
     Python warnings, errors a CompileError (pipeline_mlir.diagnostics)."""
     with module.context:
-        clone = (ir.Module.parse(str(module)) if as_module
-                 else module.operation.clone())
+        # With locations: diagnostics must name the user's lines.
+        clone = (ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
+                 if as_module else module.operation.clone())
         if drop_targets:
             _drop_targets(clone.operation)
         try:
