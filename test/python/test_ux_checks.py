@@ -325,3 +325,31 @@ def test_deadlock_with_missing_arrivals_names_no_byte_cause():
     bar = model.Mbarrier(2, "pipeline 'ab' empty barrier stage 0")
     bar.arrive(1, "consumer")
     assert bar.root_cause() is None
+
+
+# -- locations of the ops that notes point at ----------------------------------------
+
+def _locations(k, name):
+    from _ir_utils import ops_named
+    return [str(op.location) for op in ops_named(k, name)]
+
+
+def test_wgmma_tcgen05_and_loop_yield_ops_carry_the_users_line():
+    from pipeline_mlir.kernel import tmem, wgmma
+    k = Kernel("k", chip="sm_100a", block_dim=128, params={"n": Int32()})
+    with k:
+        holder = k.smem_alloc(4, align=4)
+        line = here()
+        wgmma.fence(); wgmma.commit_group(); wgmma.wait_group(0)  # noqa: E702
+        tmem.alloc(holder, 32)
+        s = make_pipeline_state(Producer, 2)
+        for _, (s,) in k.range(k.args.n, carry=[s]):  # noqa: B007
+            s.advance()
+    for name in ("nvvm.wgmma.fence.aligned", "nvvm.wgmma.commit.group.sync.aligned",
+                 "nvvm.wgmma.wait.group.sync.aligned"):
+        (loc,) = _locations(k, name)
+        assert f"test_ux_checks.py\":{line + 1}:" in loc, (name, loc)
+    (loc,) = _locations(k, "nvvm.tcgen05.alloc")
+    assert f"test_ux_checks.py\":{line + 2}:" in loc
+    yields = [loc for loc in _locations(k, "scf.yield") if "test_ux_checks.py" in loc]
+    assert any(f"\":{line + 4}:" in loc for loc in yields), _locations(k, "scf.yield")

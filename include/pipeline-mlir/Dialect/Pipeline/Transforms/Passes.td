@@ -18,9 +18,12 @@ def PipelineVerifyProtocol : Pass<"pipeline-verify-protocol", "ModuleOp"> {
     arrive counts that disagree with who arrives, stores into a stage after
     the producer.commit that published it, a stage released (or
     re-acquired) while a wgmma group, an uncommitted tcgen05.mma or a bulk
-    store may still read it, and named barrier ids that collide (id 0 next
+    store may still read it, named barrier ids that collide (id 0 next
     to block-wide sync, one id for roles that run at the same time) or count
-    other threads than the warps that reach them.
+    other threads than the warps that reach them, and barrier storage (a
+    shared global) smaller than the pipeline's mbarriers. A copy that a
+    run-time condition may skip while its acquire armed the bytes is a
+    warning.
     Each diagnostic points at the op and says how to fix it.
 
     Roles: each branch of an `scf.if` that splits warps (not an elect, lane or
