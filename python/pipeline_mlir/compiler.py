@@ -18,8 +18,10 @@ entry can never be returned.
 
 import functools
 import hashlib
+import json
 import os
 import tempfile
+import warnings
 
 import mlir.ir as ir
 import mlir.passmanager as passmanager
@@ -236,8 +238,49 @@ def _compile(module, chip, fmt, verify_protocol, watchdog, use_cache,
     if use_cache:  # the key prints the module: skip it when not caching
         path = os.path.join(_cache_dir(), _cache_key(module, *parts) + "." + fmt)
         if os.path.exists(path):
+            # A cached compile warns as the first one did.
+            _issue(_read_warnings(path))
             with open(path, "rb") as f:
                 return f.read()
+    caught = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            data = _lower(module, chip, fmt, verify_protocol, watchdog, assembler,
+                          verbose, tool if fmt == "bin" else None)
+    finally:  # a failing compile still shows its warnings
+        issued = list(dict.fromkeys((str(w.message), w.category, w.filename, w.lineno)
+                                    for w in caught))  # once, even if lowered twice
+        _issue(issued)
+    if use_cache:
+        checker = [[m, f, n] for m, c, f, n in issued if c is diagnostics.CheckerWarning]
+        if checker:  # beside the entry, only when there is something to say
+            _write_atomic(path + ".warnings", json.dumps(checker).encode())
+        _write_atomic(path, data)
+    return data
+
+
+def _read_warnings(path):
+    try:
+        with open(path + ".warnings") as f:
+            return [(m, diagnostics.CheckerWarning, fn, n) for m, fn, n in json.load(f)]
+    except (OSError, ValueError):
+        return []
+
+
+def _issue(found):
+    for message, category, filename, lineno in found:
+        warnings.warn_explicit(message, category, filename, lineno)
+
+
+def _write_atomic(path, data):
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)  # atomic: concurrent compiles never see half a file
+
+
+def _lower(module, chip, fmt, verify_protocol, watchdog, assembler, verbose, tool):
     if fmt == "bin":
         def ptxas():
             return _lower_one(module, chip, "bin", verify_protocol, watchdog, verbose)
@@ -248,11 +291,6 @@ def _compile(module, chip, fmt, verify_protocol, watchdog, use_cache,
             data = assemble(ptx, chip, assembler, ptxas)
     else:
         data = _lower_one(module, chip, fmt, verify_protocol, watchdog, verbose)
-    if use_cache:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)  # atomic: concurrent compiles never see half a file
     return data
 
 

@@ -151,6 +151,15 @@ def test_missing_producer_tail_warns_from_compile():
     assert "pipeline.producer.tail" not in text and "unknown" not in text
 
 
+def test_a_cached_compile_warns_again():
+    k = Kernel("k", block_dim=64)
+    with k:
+        async_ring(k, tail=False)
+    assert len(compile_catching(k)) == 1
+    (again,) = compile_catching(k)  # the cubin comes from the cache
+    assert "producer_tail(state)" in str(again.message) and again.filename == __file__
+
+
 def test_producer_tail_present_gives_no_warning():
     k = Kernel("k", block_dim=64)
     with k:
