@@ -59,6 +59,10 @@ def _dims(value, what):
     return value + (1,) * (3 - len(value))
 
 
+def _volume(dims):
+    return dims[0] * dims[1] * dims[2]
+
+
 #: Resident CTAs per SM on sm_90 and sm_100 (the hardware limit).
 MAX_CTAS_PER_SM = 32
 
@@ -107,6 +111,13 @@ class Kernel:
         self.cluster_dim = _dims(cluster_dim, "cluster_dim")
         if self.cluster_dim == (1, 1, 1):
             self.cluster_dim = None
+        # The non-portable maximum of sm_90 and sm_100 (runtime/device.py).
+        from pipeline_mlir.runtime.device import DeviceLimits
+        most = DeviceLimits().max_cluster_size_nonportable
+        if self.cluster_dim and _volume(self.cluster_dim) > most:
+            raise ValueError(f"Kernel: cluster_dim {self.cluster_dim} has "
+                             f"{_volume(self.cluster_dim)} CTAs; a cluster holds at "
+                             f"most {most}")
         if self.block_dim[0] * self.block_dim[1] * self.block_dim[2] > 1024:
             raise ValueError(f"block_dim {self.block_dim} exceeds 1024 threads")
         _check_min_ctas_per_sm(min_ctas_per_sm)
@@ -266,7 +277,7 @@ class Kernel:
         """Verify the module (raises ``mlir.ir.MLIRError`` on failure)."""
         return _compile.verify(self.module)
 
-    def compile(self, chip=None, assembler=None):
+    def compile(self, chip=None, assembler=None, verbose=None):
         """The compiled kernel for ``chip`` (default: the kernel's chip): a
         ``pipeline_mlir.runtime.CompiledKernel``, which is the cubin (a
         ``bytes`` subclass: write it, load it, compare it) and launches the
@@ -282,7 +293,14 @@ class Kernel:
         loaded module in the process).
 
         ``assembler``: 'nvjitlink' (in-process), 'ptxas' (subprocess) or
-        'auto'; see ``pipeline_mlir.compiler.to_cubin``."""
+        'auto'; see ``pipeline_mlir.compiler.to_cubin``.
+
+        A kernel the checks refuse raises ``CompileError`` led by the line
+        of your code and the rule (``verbose=True`` or
+        ``PIPELINE_MLIR_VERBOSE=1`` add MLIR's IR dumps); checker warnings
+        are issued as ``pipeline_mlir.diagnostics.CheckerWarning``. Shared
+        memory over the block limit is refused here, naming each
+        allocation, rather than at launch."""
         from pipeline_mlir import compiler
         from pipeline_mlir.runtime.compiled import CompiledKernel
 
@@ -291,17 +309,27 @@ class Kernel:
             if p.kind is None:
                 raise TypeError(f"parameter {n!r}: {type(p).__name__} names no runtime argument "
                                 "kind (set its `kind`, e.g. 'ptr' or 'i32')")
-        cubin = compiler.to_cubin(self.module, chip=chip, assembler=assembler)
+        self._check_smem(chip)
+        cubin = compiler.to_cubin(self.module, chip=chip, assembler=assembler,
+                                  verbose=verbose)
         return CompiledKernel.cached(
             cubin, name=self.name, params=[(n, p.kind) for n, p in self.params],
             block=self.block_dim, cluster=self.cluster_dim, smem=self.smem_bytes,
             chip=chip)
 
-    def to_ptx(self, chip=None):
+    def to_ptx(self, chip=None, verbose=None):
         """PTX text for ``chip`` (default: the kernel's chip)."""
         from pipeline_mlir import compiler
 
-        return compiler.to_ptx(self.module, chip=chip or self.chip)
+        self._check_smem(chip or self.chip)
+        return compiler.to_ptx(self.module, chip=chip or self.chip,
+                               verbose=verbose)
+
+    def _check_smem(self, chip):
+        # The launch limit of sm_90 and sm_100 alike (runtime/device.py).
+        from pipeline_mlir.runtime.device import DeviceLimits
+
+        self.smem.check_fits(DeviceLimits().max_smem_per_block_optin, chip)
 
     def simulate(self, args=None, *, schedules=100, seed=0, trip_count=None,
                  cluster=None, exhaustive_bound=None, check=True):
