@@ -92,10 +92,10 @@ class AttentionConfig:
         if self.head_dim not in (64, 128, 256):
             raise ValueError(f"AttentionConfig: head_dim must be 64, 128 or 256, "
                              f"got {self.head_dim!r}")
-        if self.consumer_warpgroups not in (1, 2):
-            raise ValueError("AttentionConfig: consumer_warpgroups must be 1 or 2")
-        if self.pingpong and self.consumer_warpgroups != 2:
-            raise ValueError("AttentionConfig: ping-pong needs 2 consumer warpgroups")
+        if self.consumer_warpgroups not in (1, 2, 3):
+            raise ValueError("AttentionConfig: consumer_warpgroups must be 1, 2 or 3")
+        if self.pingpong and self.consumer_warpgroups < 2:
+            raise ValueError("AttentionConfig: ping-pong needs 2 or 3 consumer warpgroups")
         if self.mistake not in MISTAKES:
             raise ValueError(f"AttentionConfig: mistake must be one of {MISTAKES}")
 
@@ -202,8 +202,21 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
         m_blocks = (seqlen_q + (bm - 1)) // bm
         bh = batch * heads
         num_units = bh * m_blocks
-        first = k.block_idx()
-        stride = Scalar(nvvm.read_ptx_sreg_nctaid_x(i32()))
+        cta = k.block_idx()
+        ctas = Scalar(nvvm.read_ptx_sreg_nctaid_x(i32()))
+        # Persistent schedule, snake order: in round r the CTAs take units
+        # r * ctas .. r * ctas + ctas - 1, CTA c the c-th of them in even
+        # rounds and the (ctas - 1 - c)-th in odd ones. Causal units come
+        # longest first, so a plain stride would give CTA 0 the longest unit
+        # of every round; the snake evens the sums out. Every CTA's number
+        # of rounds is known up front (the last round is partial).
+        full_rounds = num_units // ctas
+        last_pos = ((full_rounds & 1) == 1).select((ctas - 1 - cta).ir_value, cta.ir_value)
+        my_rounds = full_rounds + (Scalar(last_pos) < num_units % ctas).select(1, 0)
+
+        def unit_of_round(r):
+            pos = ((r & 1) == 1).select((ctas - 1 - cta).ir_value, cta.ir_value)
+            return r * ctas + Scalar(pos)
         group = heads // heads_kv
         offset = seqlen_k - seqlen_q           # causal diagonal, bottom right
 
@@ -245,9 +258,8 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                 q_state = make_pipeline_state(PipelineUserType.Producer, 1)
                 k_state = make_pipeline_state(PipelineUserType.Producer, stages)
                 v_state = make_pipeline_state(PipelineUserType.Producer, stages)
-                for u, _ in k.range(first, num_units, stride,
-                                    carry=[q_state, k_state, v_state]):
-                    m_block, b, h = unit(u)
+                for r, _ in k.range(my_rounds, carry=[q_state, k_state, v_state]):
+                    m_block, b, h = unit(unit_of_round(r))
                     h_kv = h // group
                     pipe_q.producer_acquire(q_state)
                     with k.elect_one():
@@ -290,10 +302,15 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
             set_max_registers(cfg.consumer_registers, increase=True)
             cw = warpgroup - 1
             warp_in_wg, lane = warp % 4, k.lane_idx()
-            sched = (NamedBarrier(PINGPONG_BARRIER, 2 * THREADS_PER_WARPGROUP, num_ids=2)
+            # Ping-pong: the consumer warpgroups issue their GEMMs in turn
+            # (0, 1, .., 0, 1, ..): warpgroup w waits on barrier id w (its
+            # own 128 threads plus the 128 of the warpgroup before it, which
+            # arrive when they have issued), then arrives on the next one's.
+            wgs = cfg.consumer_warpgroups
+            sched = (NamedBarrier(PINGPONG_BARRIER, 2 * THREADS_PER_WARPGROUP, num_ids=wgs)
                      if cfg.pingpong else None)
             mine = cw
-            other = 1 - cw
+            other = (cw + 1) % wgs
             if cfg.mistake == "pingpong_barriers_crossed":
                 mine, other = other, mine      # both wait on the other's id
 
@@ -306,8 +323,8 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                     sched.arrive_w_index(other)
 
             if sched is not None:
-                # Warpgroup 0 issues first: warpgroup 1 lets it through once.
-                with k.if_(cw == 1):
+                # Warpgroup 0 issues first: the last one lets it through once.
+                with k.if_(cw == wgs - 1):
                     sched.arrive_w_index(0)
 
             q_desc = kv_descriptor(smem_q + cw * (64 * SWIZZLE_ROW), bm, d, "K")
@@ -374,8 +391,8 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
             q_read = make_pipeline_state(PipelineUserType.Consumer, 1)
             k_read = make_pipeline_state(PipelineUserType.Consumer, stages)
             v_read = make_pipeline_state(PipelineUserType.Consumer, stages)
-            for u, _ in k.range(first, num_units, stride, carry=[q_read, k_read, v_read]):
-                m_block, b, h = unit(u)
+            for r, _ in k.range(my_rounds, carry=[q_read, k_read, v_read]):
+                m_block, b, h = unit(unit_of_round(r))
                 n_blocks = kv_blocks(m_block)
                 n_free = unmasked_blocks(m_block)
                 m_row0 = m_block * bm + cw * 64
