@@ -33,6 +33,7 @@ def copy_suite(out):
         shutil.copy(os.path.join(ROOT, "test", "gpu", f), out)
     # The GEMMs' launchers (runtime + torch only).
     shutil.copy(os.path.join(ROOT, "examples", "hopper_gemm_host.py"), out)
+    shutil.copy(os.path.join(ROOT, "examples", "attention_fwd_host.py"), out)
     shutil.copy(os.path.join(ROOT, "examples", "blackwell_gemm_host.py"), out)
 
 

@@ -272,6 +272,25 @@ def test_gemm_matches_torch(name, device):
         print(f"{name} {shape}: max rel err {err:.3g}")
 
 
+ATTENTION_SHAPES = [(2, 512, 512, 4, 4), (1, 333, 517, 4, 2), (2, 256, 256, 8, 1),
+                    (1, 300, 77, 2, 1)]
+
+
+@pytest.mark.parametrize("name", by_check("attention"))
+def test_attention_matches_fp32_reference(name, device):
+    """examples/attention_fwd.py on gaussian inputs (ragged lengths, GQA,
+    MQA, seqlen_q != seqlen_k) within the stated bounds of fp32 attention."""
+    pytest.importorskip("torch", reason="the attention check compares with torch")
+    from attention_fwd_host import AttentionFwd, check
+
+    e = KERNELS[name]
+    with open(os.path.join(bundle_dir(), e["image"]), "rb") as f:
+        attn = AttentionFwd(f.read(), e["attention"])
+    for shape in ATTENTION_SHAPES:
+        err, lerr = check(attn, *shape)
+        print(f"{name} {shape}: max |O err| {err:.3g}, max |LSE err| {lerr:.3g}")
+
+
 @pytest.mark.parametrize("name", by_check("bw_gemm"))
 def test_blackwell_gemm_matches_torch(name, device):
     """examples/blackwell_gemm.py (tcgen05 + TMEM + CLC, sm_100a) against
