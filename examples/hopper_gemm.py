@@ -31,7 +31,7 @@ import sys
 from dataclasses import dataclass, replace
 
 import mlir.ir as ir
-from mlir.dialects import arith, llvm
+from mlir.dialects import arith
 
 from pipeline_mlir.kernel import (GlobalPtr, Int32, Kernel, TmaDescriptor,
                                   fence_view_async_shared, load)
@@ -281,14 +281,6 @@ def mainloop_fast(k, ring, mma_k_block, acc, read, release, k_blocks):
     release.advance()
 
 
-def accumulate_into(total, part):
-    """``total += part`` in fp32 on the CUDA cores, value by value."""
-    v = llvm.mlir_undef(total.type)
-    for i in range(total.count):
-        v = llvm.insertvalue(v, arith.addf(total.value(i), part.value(i)), [i])
-    total._value = v
-
-
 def mainloop_promoted(k, ring, mma_k_block, total, part, read, k_blocks):
     """One tile, with promotion: each k-block's wgmma result, accumulated
     from zero in ``part``, is added into the fp32 ``total`` (DeepGEMM's and
@@ -303,7 +295,7 @@ def mainloop_promoted(k, ring, mma_k_block, total, part, read, k_blocks):
         mma_k_block(part, read.index, accumulate=False)
         wgmma.wait_group(0)
         ring.consumer_release(read)
-        accumulate_into(total, part)
+        total += part               # fp32 adds on the CUDA cores
         read.advance()
 
 
@@ -338,9 +330,10 @@ def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c
         else:
             mainloop_fast(k, ring, mma_k_block, acc, read, release, k_blocks)
         row0 = m_blk * cfg.block_m + cw * wgmma.WarpgroupMma.M
+        out = acc if scale is None else acc * scale
         if c_buf is None:
-            epilogue.store_fragment_global(acc, c_ptr, row0, n_blk * cfg.block_n, m, n,
-                                           warp_in_wg, lane, cfg.c_dtype, scale=scale)
+            epilogue.store_fragment_global(out, c_ptr, row0, n_blk * cfg.block_n, m, n,
+                                           warp_in_wg, lane, cfg.c_dtype)
             continue
         per_pass = c_tile.boxes // cfg.epilogue_passes
         tile = c_buf + cw * (per_pass * c_tile.box_bytes)
@@ -350,8 +343,7 @@ def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c
             with k.if_(leader):
                 store.producer_acquire()
             epi_sync.arrive_and_wait_w_index(cw)
-            epilogue.store_fragment(acc, tile, warp_in_wg, lane, c_tile,
-                                    box_range=boxes, scale=scale)
+            epilogue.store_fragment(out, tile, warp_in_wg, lane, c_tile, box_range=boxes)
             # Generic-proxy writes -> visible to TMA (async proxy).
             fence_view_async_shared()
             epi_sync.arrive_and_wait_w_index(cw)

@@ -39,11 +39,6 @@ def _float_type(dtype):
     return ir.BF16Type.get() if dtype == "bf16" else ir.F16Type.get()
 
 
-def _scaled(value, scale):
-    """``value * scale`` (an f32 ``scale`` value), or ``value``."""
-    return value if scale is None else arith.mulf(value, scale)
-
-
 def check_tile(layout, n, what="epilogue"):
     """``layout`` is a C tile that ``store_fragment`` can write from an
     ``m64nN`` accumulator: 64 rows, ``n`` columns of a 16-bit type, whole
@@ -57,13 +52,12 @@ def check_tile(layout, n, what="epilogue"):
                          f"contiguous (major 'K'), got {layout}")
 
 
-def store_fragment(acc, smem, warp, lane, layout, box_range=None, scale=None):
-    """Write ``acc`` (an ``Accumulator`` of ``m64nN``) into ``smem`` as the
+def store_fragment(acc, smem, warp, lane, layout, box_range=None):
+    """Write ``acc`` (a ``Fragment`` of ``m64nN``) into ``smem`` as the
     C tile ``layout`` (64 x N, 16-bit) says: box ``b`` at ``smem + b *
     layout.box_bytes``. With ``box_range`` (a ``range`` of box indices) only
     those boxes are written, the first one at ``smem`` (an epilogue in
-    several passes through a smaller buffer). With ``scale`` (an f32 value)
-    every value is multiplied by it before the conversion.
+    several passes through a smaller buffer).
 
     ``warp`` is the warp index inside the warpgroup and ``lane`` the lane
     (i32 Scalars)."""
@@ -88,8 +82,8 @@ def store_fragment(acc, smem, warp, lane, layout, box_range=None, scale=None):
         box, chunk = divmod(j, chunks)
         for half in range(2):
             i = 4 * j + 2 * half
-            lo = arith.truncf(out_t, _scaled(acc.value(i), scale))
-            hi = arith.truncf(out_t, _scaled(acc.value(i + 1), scale))
+            lo = arith.truncf(out_t, acc.value(i))
+            hi = arith.truncf(out_t, acc.value(i + 1))
             v = llvm.mlir_undef(pair_t)
             v = llvm.insertelement(v, lo, arith.constant(ir.IntegerType.get_signless(32), 0))
             v = llvm.insertelement(v, hi, arith.constant(ir.IntegerType.get_signless(32), 1))
@@ -99,10 +93,9 @@ def store_fragment(acc, smem, warp, lane, layout, box_range=None, scale=None):
     return len(box_range)
 
 
-def store_fragment_global(acc, c_ptr, row0, col0, m, n, warp, lane, dtype="bf16",
-                          scale=None):
-    """Write ``acc`` (times ``scale``, an f32 value, if given) straight from
-    registers to a row-major ``m x n`` matrix of ``dtype`` at ``c_ptr``
+def store_fragment_global(acc, c_ptr, row0, col0, m, n, warp, lane, dtype="bf16"):
+    """Write ``acc`` straight from registers to a row-major ``m x n`` matrix
+    of ``dtype`` at ``c_ptr``
     (``!llvm.ptr<1>``), rows ``row0..row0+63`` and columns ``col0..col0+N-1``,
     skipping elements outside ``m x n`` (``n`` must be even). Simpler and
     slower than the TMA-store path: one store per value pair, each
@@ -122,8 +115,8 @@ def store_fragment_global(acc, c_ptr, row0, col0, m, n, warp, lane, dtype="bf16"
         base = (row.to(64) * n.to(64) + col_base.to(64)) * elem
         for j in range(acc.n // 8):
             i = 4 * j + 2 * half
-            lo = arith.truncf(out_t, _scaled(acc.value(i), scale))
-            hi = arith.truncf(out_t, _scaled(acc.value(i + 1), scale))
+            lo = arith.truncf(out_t, acc.value(i))
+            hi = arith.truncf(out_t, acc.value(i + 1))
             v = llvm.mlir_undef(pair_t)
             v = llvm.insertelement(v, lo, arith.constant(i32t, 0))
             v = llvm.insertelement(v, hi, arith.constant(i32t, 1))
