@@ -7,7 +7,7 @@ Writes kernels/*.cubin and manifest.json (each variant's launch facts:
 the 16-bit ladder and candidates under "variants", the FP8 GEMMs of
 examples/fp8_gemm.py under "fp8_variants"), the pure-Python runtime, the
 launchers (examples/hopper_gemm_host.py, fp8_gemm_host.py), run_gemm.py,
-run_fp8.py and triton_matmul.py. On a GPU machine:
+run_fp8.py and triton_matmul.py. On the GPU host:
 
     cd .gemm-bundle && python3 run_gemm.py --out results && python3 run_fp8.py --out results
 """
@@ -82,7 +82,7 @@ def main(argv=None):
     if total is None:
         return 1
     print(f"{out}: {len(manifest['variants'])} variants, {total / 1024:.0f} KiB")
-    print("run on a GPU machine: cd .gemm-bundle && python3 run_gemm.py --out results "
+    print("run on the GPU host: cd .gemm-bundle && python3 run_gemm.py --out results "
           "&& python3 run_fp8.py --out results")
     return 0
 

@@ -36,6 +36,7 @@ are not interchangeable.
 import mlir.ir as ir
 from mlir.dialects import arith, llvm, nvvm
 
+from ..user_location import user_line
 from . import tmem
 from .smem import SmemPtr
 from .values import i1, i32, to_value
@@ -130,6 +131,7 @@ class Mma:
         """TMEM columns of one fp32 accumulator (one column per N)."""
         return self.n
 
+    @user_line
     def mma(self, d, desc_a, desc_b, accumulate):
         """``D (+)= A x B``: ``accumulate`` is an i1 Scalar/value or a bool
         (False: overwrite D, the first k-step of a tile)."""
