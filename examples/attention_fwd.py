@@ -59,6 +59,7 @@ from pipeline_mlir.kernel.values import f32, i32
 from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
                                             check_register_budget,
                                             set_max_registers)
+from pipeline_mlir.layout import OperandLayout
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     PipelineTmaAsync, PipelineUserType,
                                     make_pipeline_state)
@@ -171,7 +172,8 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
     boxes = d // BOX_COLS
     q_bytes, kv_bytes = cfg.tile_bytes(bm), cfg.tile_bytes(bn)
     mma_s = wgmma.WarpgroupMma(bn, "bf16")                 # S = Q K^T: m64 n=bn
-    mma_o = wgmma.WarpgroupMma(d, "bf16", b_major="MN")    # O += P V:  m64 n=d
+    # O += P V: m64 n=d, V (kv rows x d) MN-major.
+    mma_o = wgmma.WarpgroupMma(d, "bf16", OperandLayout("bf16", "MN", SWIZZLE_ROW, bn, d))
     k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads,
                params={"q": TmaDescriptor(), "k": TmaDescriptor(), "v": TmaDescriptor(),
                        "o": GlobalPtr(), "lse": GlobalPtr(align=4),

@@ -5,7 +5,7 @@
                                                  [--mib 64] [--only NAME ...]
 
 Writes the kernels (cubin/PTX), manifest.json (what to launch and check),
-the pure-Python runtime (pipeline_mlir/__init__.py + pipeline_mlir/runtime/,
+the pure-Python runtime (pipeline_mlir/__init__.py, layout.py and runtime/,
 no MLIR needed) and the test files. On the GPU host:
 
     cd .gpu-bundle && python3 -m pytest -q test_gpu.py
@@ -32,9 +32,9 @@ def copy_suite(out):
     for f in ("conftest.py", "test_gpu.py", "gpu_child.py", "pytest.ini", "run_forensics.py"):
         shutil.copy(os.path.join(ROOT, "test", "gpu", f), out)
     # The GEMMs' launchers (runtime + torch only).
-    shutil.copy(os.path.join(ROOT, "examples", "hopper_gemm_host.py"), out)
-    shutil.copy(os.path.join(ROOT, "examples", "attention_fwd_host.py"), out)
-    shutil.copy(os.path.join(ROOT, "examples", "blackwell_gemm_host.py"), out)
+    for f in ("hopper_gemm_host.py", "fp8_gemm_host.py", "attention_fwd_host.py",
+              "blackwell_gemm_host.py"):
+        shutil.copy(os.path.join(ROOT, "examples", f), out)
 
 
 def main(argv=None):

@@ -13,11 +13,13 @@ LIMIT = 60 << 20  # the bundle size cap (bytes); the GPU suite's is ~150 KiB
 
 
 def copy_runtime(out):
-    """pipeline_mlir/__init__.py and pipeline_mlir/runtime/*.py into `out`."""
+    """pipeline_mlir/__init__.py, layout.py (operand layouts, for the host
+    launchers' tensor maps) and pipeline_mlir/runtime/*.py into `out`."""
     src = os.path.join(ROOT, "python", "pipeline_mlir")
     dst = os.path.join(out, "pipeline_mlir")
     os.makedirs(os.path.join(dst, "runtime"))
-    shutil.copy(os.path.join(src, "__init__.py"), dst)
+    for f in ("__init__.py", "layout.py"):
+        shutil.copy(os.path.join(src, f), dst)
     for f in sorted(os.listdir(os.path.join(src, "runtime"))):
         if f.endswith(".py"):
             shutil.copy(os.path.join(src, "runtime", f), os.path.join(dst, "runtime"))

@@ -341,6 +341,27 @@ def build_attention(chip, _mib):
     return out
 
 
+def build_fp8_gemm(chip, _mib):
+    """examples/fp8_gemm.py: e4m3 with scales, both accumulation modes (each
+    checked against an fp64 reference of the dequantized inputs)."""
+    import sys
+
+    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+    sys.path.insert(0, os.path.abspath(examples))
+    import fp8_gemm
+    import hopper_gemm_host
+
+    out = []
+    for cfg in (fp8_gemm.FAST, fp8_gemm.PROMOTED):
+        k = fp8_gemm.build(cfg, chip)
+        e = {"name": cfg.name, "pipeline": "PipelineTmaAsync+wgmma",
+             "source": "examples/fp8_gemm.py", "kernel": cfg.name, "chip": chip,
+             "check": "fp8_gemm", "accumulation": cfg.accumulation,
+             "gemm": hopper_gemm_host.meta_of(cfg, k)}
+        out.append(Built(e, k.compile()))
+    return out
+
+
 def build_blackwell_gemm(_chip, _mib):
     """examples/blackwell_gemm.py for sm_100a whatever the bundle's chip:
     1-CTA and CTA-pair, CLC and static schedulers. The suite runs them only
@@ -407,5 +428,6 @@ def _all_builders(dk, mib):
         ("builders_named_barrier", builder_kernels.bundle_builder("named_barrier", mib)),
         ("hopper_gemm", build_hopper_gemm),
         ("attention", build_attention),
+        ("fp8_gemm", build_fp8_gemm),
         ("blackwell_gemm", build_blackwell_gemm),
     ]
