@@ -11,15 +11,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIMIT = 60 << 20  # the device tool carries at most 64 MiB
 
 
+MLIR_FREE = ("runtime", "ops")  # the subpackages that run without MLIR
+
+
 def copy_runtime(out):
-    """pipeline_mlir/__init__.py and pipeline_mlir/runtime/*.py into `out`."""
+    """pipeline_mlir/__init__.py, pipeline_mlir/runtime/*.py and
+    pipeline_mlir/ops/*.py (the GEMM entry point) into `out`."""
     src = os.path.join(ROOT, "python", "pipeline_mlir")
     dst = os.path.join(out, "pipeline_mlir")
-    os.makedirs(os.path.join(dst, "runtime"))
+    os.makedirs(dst)
     shutil.copy(os.path.join(src, "__init__.py"), dst)
-    for f in sorted(os.listdir(os.path.join(src, "runtime"))):
-        if f.endswith(".py"):
-            shutil.copy(os.path.join(src, "runtime", f), os.path.join(dst, "runtime"))
+    for sub in MLIR_FREE:
+        os.makedirs(os.path.join(dst, sub))
+        for f in sorted(os.listdir(os.path.join(src, sub))):
+            if f.endswith(".py"):
+                shutil.copy(os.path.join(src, sub, f), os.path.join(dst, sub))
 
 
 def write_manifest(out, manifest):

@@ -403,6 +403,13 @@ class CompiledKernel(bytes):
             entry = self._fast[device_arg] = _FastEntry(make_converter(self.signature))
         entry.launchers[0 if device_arg is not None else device.ordinal] = launcher
 
+    def as_torch_op(self, name, *, mutates, grid):
+        """This kernel as the torch custom op ``name`` ("namespace::op"),
+        usable in ``torch.compile``d code; see runtime/torch_op.py."""
+        from .torch_op import register_torch_op
+
+        return register_torch_op(self, name, mutates=mutates, grid=grid)
+
     def unload(self):
         """Unload the modules loaded so far (the next call loads again)."""
         self._fast.clear()
