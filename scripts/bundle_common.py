@@ -38,3 +38,23 @@ def write_manifest(out, manifest):
         print(f"error: the bundle is {total} bytes, over the {LIMIT}-byte transfer budget")
         return None
     return total
+
+
+def fill_gemm_cache(out, chip="sm_90a"):
+    """``out``/gemm-cache: every variant of pipeline_mlir.gemm's table in
+    bf16 and fp16 (scripts/build-gemm-cache.py --all), what the GPU machine
+    points PIPELINE_MLIR_CACHE_DIR at."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "build_gemm_cache", os.path.join(ROOT, "scripts", "build-gemm-cache.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    saved = os.environ.get("PIPELINE_MLIR_CACHE_DIR")
+    try:
+        return mod.main(["--all", "--chip", chip, "--dir", os.path.join(out, "gemm-cache")])
+    finally:
+        if saved is None:
+            os.environ.pop("PIPELINE_MLIR_CACHE_DIR", None)
+        else:
+            os.environ["PIPELINE_MLIR_CACHE_DIR"] = saved

@@ -375,8 +375,10 @@ class CompiledKernel(bytes):
         validate_config(self.name, device, FuncAttrs(required_cluster=self.cluster), grid,
                         self.block, self.cluster, self.smem)
         fn = self.function(device)
-        if device.is_fake or any(host is not None for _, _, host in planned):
-            # host arrays: copied to temporary device buffers and back
+        if getattr(fn, "function", None) is None or any(host is not None
+                                                        for _, _, host in planned):
+            # host arrays: copied to temporary device buffers and back (and
+            # stand-ins without a loaded function: the deviceless tests)
             if stream is None:
                 stream = current_stream(device)
             return fn.launch(grid=grid, block=self.block, cluster=self.cluster, smem=self.smem,
