@@ -5,9 +5,11 @@
 
 Writes kernels/*.cubin and manifest.json (each variant's launch facts),
 the pure-Python runtime, examples/hopper_gemm_host.py, run_gemm.py and
-triton_matmul.py. On the GPU machine:
+triton_matmul.py, and gemm-cache/ (every variant of pipeline_mlir.gemm's
+table) with launch_overhead.py and sweep.py. On the GPU machine:
 
-    cd .gemm-bundle && python3 run_gemm.py --out "$OUT"
+    cd .gemm-bundle && python3 run_gemm.py --out results
+    cd .gemm-bundle && python3 launch_overhead.py --out results && python3 sweep.py --out results
 """
 
 import argparse
@@ -20,7 +22,7 @@ from dataclasses import replace
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "examples"), HERE]
-from bundle_common import copy_runtime, write_manifest  # noqa: E402
+from bundle_common import copy_runtime, fill_gemm_cache, write_manifest  # noqa: E402
 
 
 def main(argv=None):
@@ -38,8 +40,11 @@ def main(argv=None):
         shutil.rmtree(out)
     os.makedirs(os.path.join(out, "kernels"))
     copy_runtime(out)
-    for f in ("run_gemm.py", "triton_matmul.py", "variants.py", "profile_one.py"):
+    for f in ("run_gemm.py", "triton_matmul.py", "variants.py", "profile_one.py",
+              "launch_overhead.py", "sweep.py"):
         shutil.copy(os.path.join(HERE, f), out)
+    # the CuTe DSL contender of launch_overhead.py (used where `import cutlass` works)
+    shutil.copy(os.path.join(ROOT, "benchmarks", "cute_streaming.py"), out)
     shutil.copy(os.path.join(ROOT, "examples", "hopper_gemm_host.py"), out)
 
     manifest = {"chip": args.chip, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -61,11 +66,14 @@ def main(argv=None):
             manifest["variants"].append(meta)
             print(f"BUILT {dtype} {step:22s} {cfg.name:38s} stages {k.stages} "
                   f"smem {k.smem_bytes} ({time.monotonic() - t0:.1f} s)")
+    # pipeline_mlir.gemm's variants, for launch_overhead.py and sweep.py
+    fill_gemm_cache(out, args.chip)
     total = write_manifest(out, manifest)
     if total is None:
         return 1
     print(f"{out}: {len(manifest['variants'])} variants, {total / 1024:.0f} KiB")
-    print('run on the GPU machine: cd .gemm-bundle && python3 run_gemm.py --out "$OUT"')
+    print("run on the GPU machine: cd .gemm-bundle && python3 run_gemm.py --out results; "
+          "python3 launch_overhead.py --out results; python3 sweep.py --out results")
     return 0
 
 
