@@ -314,7 +314,7 @@ def test_launch_raw_is_the_uncheck_path_for_callers_that_checked(mock):
     assert drv.records == [] and fn.launcher(FakeDevice(0)) is launcher
 
 
-def test_ctypes_structures_match_cuda_h():
+def test_ctypes_structures_match_the_driver_api():
     # CUlaunchConfig: 7 unsigned, CUstream, CUlaunchAttribute*, unsigned -> 56 bytes;
     # CUlaunchAttribute: id + pad to 8, a 64-byte value union -> 72 bytes.
     assert ctypes.sizeof(fl.LaunchConfig) == 56

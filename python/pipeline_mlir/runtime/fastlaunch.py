@@ -33,7 +33,7 @@ import threading
 from .args import SCALARS, parse_signature
 from .errors import CudaError, NoGpuError
 
-# CUlaunchAttributeID CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION (cuda.h)
+# CUlaunchAttributeID CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION of the driver API
 _ATTR_CLUSTER_DIMENSION = 4
 
 
@@ -45,7 +45,7 @@ class _LaunchAttribute(ctypes.Structure):
 
 
 class LaunchConfig(ctypes.Structure):
-    """CUlaunchConfig (cuda.h)."""
+    """CUlaunchConfig of the driver API."""
     _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint),
                 ("gridDimZ", ctypes.c_uint), ("blockDimX", ctypes.c_uint),
                 ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
