@@ -35,8 +35,12 @@ of the S GEMM that reads it, and a stage of 'v' after the group of the P V
 GEMM; Q is released after the tile's last S GEMM retired. Releasing any
 earlier lets TMA overwrite operands an in-flight wgmma still reads.
 
-Usage: python examples/attention_fwd.py [--d 64|128|256] [--causal] [--print-ir]
+Usage: python examples/attention_fwd.py [--d 64|128|256] [--causal] [--print-ir] [--out DIR]
 (builds, checks and compiles; ``examples/attention_fwd_host.py`` runs it).
+
+``--out DIR``: where the cubin and its launch metadata go (by default a
+folder in the system's temporary directory, not the source tree:
+examples/_common.py).
 """
 
 import math
@@ -239,8 +243,10 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
             set_max_registers(cfg.producer_registers, increase=False)
             with k.if_(warp == 0):
                 q_state = make_pipeline_state(PipelineUserType.Producer, 1)
-                kv_state = make_pipeline_state(PipelineUserType.Producer, stages)
-                for u, _ in k.range(first, num_units, stride, carry=[q_state, kv_state]):
+                k_state = make_pipeline_state(PipelineUserType.Producer, stages)
+                v_state = make_pipeline_state(PipelineUserType.Producer, stages)
+                for u, _ in k.range(first, num_units, stride,
+                                    carry=[q_state, k_state, v_state]):
                     m_block, b, h = unit(u)
                     h_kv = h // group
                     pipe_q.producer_acquire(q_state)
@@ -252,23 +258,32 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                                             bm * SWIZZLE_ROW)
                     pipe_q.producer_commit(q_state)
                     q_state.advance()
-                    for j, _ in k.range(kv_blocks(m_block), carry=[kv_state]):
-                        for pipe, desc, ring in ((pipe_k, desc_k, smem_k),
-                                                 (pipe_v, desc_v, smem_v)):
-                            pipe.producer_acquire(kv_state)
-                            with k.elect_one():
-                                tile = ring.stage(kv_state.index, kv_bytes)
-                                for box in range(boxes):
-                                    pipe.tma_load(kv_state, desc,
-                                                  [h_kv * d + box * BOX_COLS, j * bn, b],
-                                                  tile + box * bn * SWIZZLE_ROW,
-                                                  bn * SWIZZLE_ROW)
-                            pipe.producer_commit(kv_state)
-                        kv_state.advance()
+
+                    def load(pipe, desc, ring, state, j):
+                        pipe.producer_acquire(state)
+                        with k.elect_one():
+                            tile = ring.stage(state.index, kv_bytes)
+                            for box in range(boxes):
+                                pipe.tma_load(state, desc,
+                                              [h_kv * d + box * BOX_COLS, j * bn, b],
+                                              tile + box * bn * SWIZZLE_ROW,
+                                              bn * SWIZZLE_ROW)
+                        pipe.producer_commit(state)
+                        state.advance()
+
+                    # In the order the consumers read them: K_0, then K_j with
+                    # V_{j-1} (S_j is issued before P_{j-1} V_{j-1}), then the
+                    # last V. Loading V_j before K_{j+1} would make the next
+                    # K wait behind a V stage released one block later.
+                    load(pipe_k, desc_k, smem_k, k_state, 0)
+                    for j, _ in k.range(1, kv_blocks(m_block), carry=[k_state, v_state]):
+                        load(pipe_k, desc_k, smem_k, k_state, j)
+                        load(pipe_v, desc_v, smem_v, v_state, j - 1)
+                    load(pipe_v, desc_v, smem_v, v_state, kv_blocks(m_block) - 1)
                 # No arrive may land on this CTA's barriers after it exits.
                 pipe_q.producer_tail(q_state)
-                pipe_k.producer_tail(kv_state)
-                pipe_v.producer_tail(kv_state)
+                pipe_k.producer_tail(k_state)
+                pipe_v.producer_tail(v_state)
 
         with role.else_():
             # ---- consumer warpgroups ----
@@ -325,10 +340,10 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
             thread_row, thread_col = Fragment.thread_origin(warp_in_wg, lane)
 
             def softmax(s_acc, row_max, row_sum, o_acc, j, m_row0, masked, first):
-                """Online softmax of S_j in place: mask, new row max,
-                P = exp2(S * scale_log2 - max), the running sum, and the
-                correction exp2(old max - new max) applied to O (which the
-                caller has made safe to touch)."""
+                """Online softmax of S_j: mask, new row max, P = exp2(S *
+                scale_log2 - max), the running sum; returns P and the
+                correction exp2(old max - new max) that O needs before the
+                next P V."""
                 if masked is not None:
                     with k.if_(masked, carry=[s_acc]):
                         col0 = j * bn + thread_col
@@ -389,36 +404,67 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                                Scalar(0) >= n_free, first=True)
                 p_regs = p.to_operand_a("bf16")
 
-                # Blocks 1..n-1: S_j is issued before P_{j-1} V_{j-1}, so the
-                # softmax of S_j runs while the P V GEMM is in flight.
-                for j, _ in k.range(1, n_blocks, carry=[k_read, v_read, o_acc, row_max,
-                                                        row_sum, p_regs]):
-                    s_acc = Fragment.undef(bn)
-                    pipe_k.consumer_wait(k_read)
-                    gemms_begin()
-                    issue_s(s_acc, k_read.index)
-                    pipe_v.consumer_wait(v_read)
-                    issue_pv(o_acc, p_regs, v_read.index)
-                    gemms_end()
-                    wgmma.wait_group(1)              # S_j retired
-                    pipe_k.consumer_release(k_read)
-                    k_read.advance()
-                    p, corr = softmax(s_acc, row_max, row_sum, o_acc, j, m_row0,
-                                      j >= n_free, first=False)
-                    if cfg.mistake == "v_released_before_pv_retired":
+                corr = RowVector.full(1.0)
+                if not cfg.intra_overlap:
+                    # The plain order, for the ladder: each block's P V right
+                    # after its softmax (the tensor cores idle meanwhile,
+                    # unless the other warpgroup fills them).
+                    for j, _ in k.range(1, n_blocks, carry=[k_read, v_read, o_acc,
+                                                            row_max, row_sum, p_regs]):
+                        pipe_v.consumer_wait(v_read)
+                        gemms_begin()
+                        issue_pv(o_acc, p_regs, v_read.index)
+                        gemms_end()
+                        wgmma.wait_group(0)
                         pipe_v.consumer_release(v_read)
-                    wgmma.wait_group(0)              # P_{j-1} V_{j-1} retired
-                    if cfg.mistake != "v_released_before_pv_retired":
-                        pipe_v.consumer_release(v_read)
-                    v_read.advance()
-                    o_acc.set(o_acc * corr)
-                    p_regs.set(p.to_operand_a("bf16"))
+                        v_read.advance()
+                        s_acc = Fragment.undef(bn)
+                        pipe_k.consumer_wait(k_read)
+                        gemms_begin()
+                        issue_s(s_acc, k_read.index)
+                        gemms_end()
+                        wgmma.wait_group(0)
+                        pipe_k.consumer_release(k_read)
+                        k_read.advance()
+                        p, c = softmax(s_acc, row_max, row_sum, o_acc, j, m_row0,
+                                       j >= n_free, first=False)
+                        o_acc.set(o_acc * c)
+                        p_regs.set(p.to_operand_a("bf16"))
+                else:
+                    # Blocks 1..n-1: S_j is issued before P_{j-1} V_{j-1}, so the
+                    # softmax of S_j runs while the P V GEMM is in flight; O is
+                    # rescaled by the previous block's correction between the two
+                    # issues, while S_j occupies the tensor cores.
+                    for j, _ in k.range(1, n_blocks, carry=[k_read, v_read, o_acc, row_max,
+                                                            row_sum, p_regs, corr]):
+                        s_acc = Fragment.undef(bn)
+                        pipe_k.consumer_wait(k_read)
+                        gemms_begin()
+                        issue_s(s_acc, k_read.index)
+                        o_acc.set(o_acc * corr)
+                        pipe_v.consumer_wait(v_read)
+                        issue_pv(o_acc, p_regs, v_read.index)
+                        gemms_end()
+                        wgmma.wait_group(1)              # S_j retired
+                        pipe_k.consumer_release(k_read)
+                        k_read.advance()
+                        p, new_corr = softmax(s_acc, row_max, row_sum, o_acc, j, m_row0,
+                                              j >= n_free, first=False)
+                        if cfg.mistake == "v_released_before_pv_retired":
+                            pipe_v.consumer_release(v_read)
+                        wgmma.wait_group(0)              # P_{j-1} V_{j-1} retired
+                        if cfg.mistake != "v_released_before_pv_retired":
+                            pipe_v.consumer_release(v_read)
+                        v_read.advance()
+                        corr.set(new_corr)
+                        p_regs.set(p.to_operand_a("bf16"))
                 # Q is no longer read: every S GEMM of the tile retired.
                 if cfg.mistake != "q_rearmed_while_read":
                     pipe_q.consumer_release(q_read)
                 # Last block: O += P_{n-1} V_{n-1}.
                 pipe_v.consumer_wait(v_read)
                 gemms_begin()
+                o_acc.set(o_acc * corr)
                 issue_pv(o_acc, p_regs, v_read.index)
                 gemms_end()
                 wgmma.wait_group(0)

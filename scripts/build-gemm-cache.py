@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Fill the GEMM cache: compile here (MLIR) the variants pipeline_mlir.gemm
-picks for the given shapes, so a GPU machine without MLIR finds them.
+picks for the given shapes, so a GPU host without MLIR finds them.
 
     .venv/bin/python scripts/build-gemm-cache.py --shape 4096 4096 4096 --shape 128 4096 4096
     .venv/bin/python scripts/build-gemm-cache.py --all [--dtype bf16 f16] [--dir DIR]
 
 ``--all`` compiles every variant of the table (pipeline_mlir/ops/gemm_configs.py).
 ``--dir`` (default: PIPELINE_MLIR_CACHE_DIR, else ~/.cache/pipeline-mlir)
-is the directory to copy to the GPU machine (its ``gemm/`` folder); there,
+is the directory to copy to the GPU host (its ``gemm/`` folder); there,
 point PIPELINE_MLIR_CACHE_DIR at it. ``--sms`` is the GPU's SM count the
 table's rule assumes (132: H100 SXM).
 """

@@ -6,7 +6,7 @@
 Writes kernels/*.cubin and manifest.json (each variant's launch facts),
 the pure-Python runtime, examples/hopper_gemm_host.py, run_gemm.py and
 triton_matmul.py, and gemm-cache/ (every variant of pipeline_mlir.gemm's
-table) with launch_overhead.py and sweep.py. On the GPU machine:
+table) with launch_overhead.py and sweep.py. On the GPU host:
 
     cd .gemm-bundle && python3 run_gemm.py --out results
     cd .gemm-bundle && python3 launch_overhead.py --out results && python3 sweep.py --out results
@@ -72,7 +72,7 @@ def main(argv=None):
     if total is None:
         return 1
     print(f"{out}: {len(manifest['variants'])} variants, {total / 1024:.0f} KiB")
-    print("run on the GPU machine: cd .gemm-bundle && python3 run_gemm.py --out results; "
+    print("run on the GPU host: cd .gemm-bundle && python3 run_gemm.py --out results; "
           "python3 launch_overhead.py --out results; python3 sweep.py --out results")
     return 0
 

@@ -31,6 +31,7 @@ between 8-row groups: 1024 bytes for 128-byte rows); 49-51 base offset (0 for
 import mlir.ir as ir
 from mlir.dialects import arith, llvm, nvvm
 
+from ..user_location import user_line
 from .fragment import Fragment, OperandA
 from .smem import SmemPtr
 from .values import i32, i64, to_value
@@ -120,6 +121,7 @@ class WarpgroupMma:
             raise TypeError(f"wgmma m64n{self.n}: the accumulator must be a Fragment of "
                             f"n={self.n}, got {acc!r}")
 
+    @user_line
     def mma(self, acc, desc_a, desc_b, accumulate=True):
         """``acc += A x B`` for one k-slice, A and B in shared memory
         (asynchronous: the result is defined once :func:`wait_group`
@@ -134,6 +136,7 @@ class WarpgroupMma:
             scale, nvvm.WGMMAScaleIn.one, nvvm.WGMMAScaleIn.one,
             nvvm.MMALayout.row, self.layout_b))
 
+    @user_line
     def mma_rs(self, acc, a, desc_b, accumulate=True):
         """``acc += A x B`` for one k-slice with A in registers (``a``: the
         four i32 registers of one slice of an :class:`OperandA`, e.g.
@@ -153,18 +156,21 @@ class WarpgroupMma:
         acc._set_struct(_mma_rs_asm(self, acc, list(a), desc_b, accumulate))
 
 
+@user_line
 def fence():
     """``wgmma.fence.sync.aligned``: orders register and shared-memory
     accesses before the warpgroup's next ``wgmma``."""
     nvvm.wgmma_fence_aligned()
 
 
+@user_line
 def commit_group():
     """``wgmma.commit_group.sync.aligned``: close the group of ``wgmma``
     issued since the last commit."""
     nvvm.wgmma_commit_group_sync_aligned()
 
 
+@user_line
 def wait_group(pending):
     """``wgmma.wait_group.sync.aligned pending``: wait until at most
     ``pending`` groups are in flight."""

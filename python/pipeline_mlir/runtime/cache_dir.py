@@ -3,7 +3,7 @@
 ``PIPELINE_MLIR_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/pipeline-mlir``
 (``~/.cache/pipeline-mlir``). The compiler keeps its cubins here (keyed by
 the content hash of the module and the lowering) and ``pipeline_mlir.gemm``
-its GEMM variants (``gemm/``), so a GPU machine without MLIR runs from a
+its GEMM variants (``gemm/``), so a GPU host without MLIR runs from a
 directory filled where MLIR is installed.
 """
 

@@ -18,7 +18,7 @@ once here:
   cluster attributes set once, a ``CUlaunchConfig`` per grid validated once
   (``Launcher``);
 - the launch itself is ``cuLaunchKernelEx`` from libcuda through ctypes
-  (``NativeDriver``), which needs no MLIR and no compiler on a GPU machine.
+  (``NativeDriver``), which needs no MLIR and no compiler on a GPU host.
 
 Inside CUDA stream capture (``torch.cuda.graph``, ``cuStreamBeginCapture``)
 a launch is recorded into the graph and not run: no events are recorded and
