@@ -142,14 +142,17 @@ class AttentionConfig:
         kv = self.stages * (self.k_layout().bytes + self.v_layout().bytes)
         return q + kv + 1024 + 8 * 2 * (1 + 2 * self.stages)
 
-    def meta(self):
-        """What the host launcher needs (examples/attention_fwd_host.py)."""
-        return {"name": self.name, "head_dim": self.head_dim, "causal": self.causal,
+    def meta(self, kernel):
+        """What the host launcher needs (examples/attention_fwd_host.py) of
+        ``kernel`` (built from this config): parameter kinds, shared memory,
+        the tiles and the operand layouts."""
+        return {"signature": [p.kind for _, p in kernel.params],
+                "smem": kernel.smem_bytes, "name": self.name, "head_dim": self.head_dim,
+                "causal": self.causal,
                 "block_m": self.block_m, "block_n": self.kv_block,
                 "threads": self.threads,
                 "layouts": {"q": self.q_layout().to_meta(), "k": self.k_layout().to_meta(),
-                            "v": self.v_layout().to_meta()},
-                "smem": self.smem_bytes()}
+                            "v": self.v_layout().to_meta()}}
 
 
 def build(cfg=AttentionConfig(), chip="sm_90a"):

@@ -5,16 +5,14 @@ Needs only ``pipeline_mlir.runtime`` (cuda-bindings) and torch, no MLIR: the
 kernel is compiled where MLIR is installed and run where the GPU is
 (``benchmarks/attention/`` bundles both).
 
-    attn = AttentionFwd(cubin_bytes, meta)      # meta: AttentionConfig.meta()
+    attn = AttentionFwd(cubin_bytes, meta)      # meta: AttentionConfig.meta(kernel)
     o, lse = attn(q, k, v)                      # (b, s, h, d) bf16 tensors
 """
 
 import math
 
 META_KEYS = ("name", "head_dim", "causal", "block_m", "block_n", "threads",
-             "layouts", "smem")
-SIGNATURE = ["tma", "tma", "tma", "ptr", "ptr:4", "i32", "i32", "i32", "i32", "i32",
-             "f32"]
+             "layouts", "smem", "signature")
 # Error bound of the check against fp32 attention: P is rounded to bf16 (2^-8
 # relative) before P V, O once more on output; |O| <= max |V| ~ 4 for
 # gaussian V. 2e-2 absolute is ~5 bf16 ulps of the largest outputs.
@@ -39,7 +37,7 @@ class AttentionFwd:
                         for name, m in meta["layouts"].items()}
         self._runtime = runtime
         self.module = runtime.Module(image, name=meta["name"])
-        self.kernel = self.module.kernel(meta["name"], signature=SIGNATURE)
+        self.kernel = self.module.kernel(meta["name"], signature=meta["signature"])
         self._descs = {}
         self._sms = None
 
