@@ -183,7 +183,10 @@ class HopperGemm:
         pc = c.data_ptr()
         key = (a.data_ptr(), b.data_ptr(), pc, m, n, k, s)
         da, db, dc = self._device_descriptors(key, a, b, c, s)
-        values = (da, db, dc, pc, m, n, k, *extra_args)
+        # The raw launch takes addresses: tensors after m, n, k (the FP8
+        # GEMM's scales, checked by its launcher) pass their data pointers.
+        extra = tuple(x.data_ptr() if hasattr(x, "data_ptr") else x for x in extra_args)
+        values = (da, db, dc, pc, m, n, k, *extra)
         if sync:
             self.launcher.launch(values, grid, s, True, None)
         else:

@@ -408,10 +408,16 @@ class Launcher:
 
 def _handle(obj):
     """The int value of a cuda-bindings handle (CUfunction, CUcontext,
-    CUevent) or of an int."""
+    CUevent) or of an int. ``int(handle)`` is the handle itself; a
+    handle's ``getPtr()`` is the address of the Python object's copy of it
+    (passing that as a CUcontext fails with CUDA_ERROR_CONTEXT_IS_DESTROYED),
+    so it is used only for objects that have no int value."""
     if isinstance(obj, int):
         return obj
-    return int(obj.getPtr()) if hasattr(obj, "getPtr") else int(obj)
+    try:
+        return int(obj)
+    except TypeError:
+        return int(obj.getPtr())
 
 
 __all__ = ["EventPool", "LaunchConfig", "Launcher", "NativeDriver", "ParamBuffer", "Slow",
