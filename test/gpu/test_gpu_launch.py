@@ -120,7 +120,7 @@ def test_gemm_entry_point(dtype, device, gemm_cache):
     a = torch.randn(64, 64, device="cuda", dtype=dt)
     with pytest.raises(ValueError, match=r"b must be N x K"):
         pipeline_mlir.gemm(a, torch.randn(64, 32, device="cuda", dtype=dt))
-    with pytest.raises(TypeError, match=r"both bfloat16 or both float16"):
+    with pytest.raises(TypeError, match=r"must both be bfloat16 or both float16"):
         pipeline_mlir.gemm(a, a.float())
     with pytest.raises(ValueError, match=r"must be a contiguous 2-D CUDA tensor"):
         pipeline_mlir.gemm(a, a, out=torch.empty(64, 128, device="cuda", dtype=dt)[:, :64])
