@@ -28,6 +28,8 @@ struct Options {
   /// Make a missing producer.tail an error also where nothing can arrive
   /// after the CTA exits (single CTA, synchronous consumers); else a warning.
   bool singleCtaTail = false;
+  /// Remark where the stage-balance check cannot compare a pipeline's roles.
+  bool stageBalanceRemarks = false;
 };
 
 //===----------------------------------------------------------------------===//
@@ -178,6 +180,10 @@ LogicalResult checkAsyncReads(FunctionOpInterface fn);
 /// Property 9: named barrier ids, thread counts and the warps that reach
 /// them (NamedBarrierChecks.cpp).
 LogicalResult checkNamedBarriers(FunctionOpInterface fn, const Options &options);
+/// Property 10: the stages each role produces, waits on and releases over
+/// the whole kernel, as polynomials of the kernel's arguments and loop
+/// bounds, agree across roles (StageBalance.cpp).
+LogicalResult checkStageBalance(FunctionOpInterface fn, const Options &options);
 
 } // namespace mlir::pipeline::protocol
 
