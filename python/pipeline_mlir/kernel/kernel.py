@@ -264,7 +264,7 @@ class Kernel:
         """Verify the module (raises ``mlir.ir.MLIRError`` on failure)."""
         return _compile.verify(self.module)
 
-    def compile(self, chip=None, assembler=None):
+    def compile(self, chip=None, assembler=None, watchdog=False):
         """The compiled kernel for ``chip`` (default: the kernel's chip): a
         ``pipeline_mlir.runtime.CompiledKernel``, which is the cubin (a
         ``bytes`` subclass: write it, load it, compare it) and launches the
@@ -280,7 +280,14 @@ class Kernel:
         loaded module in the process).
 
         ``assembler``: 'nvjitlink' (in-process), 'ptxas' (subprocess) or
-        'auto'; see ``pipeline_mlir.compiler.to_cubin``."""
+        'auto'; see ``pipeline_mlir.compiler.to_cubin``.
+
+        ``watchdog=True`` compiles in the device watchdog (docs/watchdog.md):
+        every barrier wait is bounded (2 s), and a wait past its deadline
+        writes a record and traps; the launch then raises
+        ``PipelineWatchdogError`` naming the wait, with the forensic report
+        of every barrier of the CTA and who waits on what. It costs a few
+        instructions per wait: a debugging switch, off by default."""
         from pipeline_mlir import compiler
         from pipeline_mlir.runtime.compiled import CompiledKernel
 
@@ -289,17 +296,21 @@ class Kernel:
             if p.kind is None:
                 raise TypeError(f"parameter {n!r}: {type(p).__name__} names no runtime argument "
                                 "kind (set its `kind`, e.g. 'ptr' or 'i32')")
-        cubin = compiler.to_cubin(self.module, chip=chip, assembler=assembler)
+        if not isinstance(watchdog, bool):
+            raise TypeError(f"watchdog must be True or False, not {watchdog!r}")
+        cubin = compiler.to_cubin(self.module, chip=chip, assembler=assembler,
+                                  watchdog=watchdog)
         return CompiledKernel.cached(
             cubin, name=self.name, params=[(n, p.kind) for n, p in self.params],
             block=self.block_dim, cluster=self.cluster_dim, smem=self.smem_bytes,
-            chip=chip)
+            chip=chip, watchdog=watchdog)
 
-    def to_ptx(self, chip=None):
-        """PTX text for ``chip`` (default: the kernel's chip)."""
+    def to_ptx(self, chip=None, watchdog=False):
+        """PTX text for ``chip`` (default: the kernel's chip); ``watchdog``
+        as in ``compile``."""
         from pipeline_mlir import compiler
 
-        return compiler.to_ptx(self.module, chip=chip or self.chip)
+        return compiler.to_ptx(self.module, chip=chip or self.chip, watchdog=watchdog)
 
     def __str__(self):
         return str(self.module)
