@@ -33,8 +33,12 @@ of A and its half of B, completing on the leader's full barrier through the
 ``.cta_group::2`` TMA form) and writing D into both CTAs' TMEM; its commits
 multicast to both CTAs' barriers. Each CTA's epilogue stores its own 128 rows.
 
-Usage: python examples/blackwell_gemm.py [--print-ir] [--pair] [--static]
+Usage: python examples/blackwell_gemm.py [--print-ir] [--out DIR] [--pair] [--static]
 (builds, checks and compiles for sm_100a; no Blackwell GPU runs it here).
+
+``--out DIR``: where the cubin and its launch metadata go (by default a
+folder in the system's temporary directory, not the source tree:
+examples/_common.py).
 """
 
 import sys

@@ -23,8 +23,12 @@ With ``cluster_m=2`` two CTAs stacked along M share every B tile: each loads
 half of it and multicasts it to both, and a consumer releases a stage in
 both CTAs (the producer may overwrite a stage only when both have read it).
 
-Usage: python examples/hopper_gemm.py [--print-ir] [--cluster] [--bn 128|256]
+Usage: python examples/hopper_gemm.py [--print-ir] [--out DIR] [--cluster] [--bn 128|256]
 (builds, checks and compiles; ``examples/hopper_gemm_host.py`` runs it).
+
+``--out DIR``: where the cubin and its launch metadata go (by default a
+folder in the system's temporary directory, not the source tree:
+examples/_common.py).
 """
 
 import sys

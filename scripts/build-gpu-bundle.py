@@ -6,7 +6,7 @@
 
 Writes the kernels (cubin/PTX), manifest.json (what to launch and check),
 the pure-Python runtime (pipeline_mlir/__init__.py + pipeline_mlir/runtime/,
-no MLIR needed) and the test files. On the GPU machine:
+no MLIR needed) and the test files. On the GPU host:
 
     cd .gpu-bundle && python3 -m pytest -q test_gpu.py
 
@@ -89,7 +89,7 @@ def main(argv=None):
         return 1
     print(f"{out}: {len(manifest['kernels'])} kernels, {len(manifest['skipped'])} skipped, "
           f"{total / 1024:.0f} KiB")
-    print(f"run on the GPU machine: cd {os.path.relpath(out, ROOT)} && "
+    print(f"run on the GPU host: cd {os.path.relpath(out, ROOT)} && "
           "python3 -m pytest -q test_gpu.py")
     return 0
 

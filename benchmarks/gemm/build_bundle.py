@@ -5,9 +5,9 @@
 
 Writes kernels/*.cubin and manifest.json (each variant's launch facts),
 the pure-Python runtime, examples/hopper_gemm_host.py, run_gemm.py and
-triton_matmul.py. On the GPU machine:
+triton_matmul.py. On the GPU host:
 
-    cd .gemm-bundle && python3 run_gemm.py --out "$OUT"
+    cd .gemm-bundle && python3 run_gemm.py --out results
 """
 
 import argparse
@@ -65,7 +65,7 @@ def main(argv=None):
     if total is None:
         return 1
     print(f"{out}: {len(manifest['variants'])} variants, {total / 1024:.0f} KiB")
-    print('run on the GPU machine: cd .gemm-bundle && python3 run_gemm.py --out "$OUT"')
+    print('run on the GPU host: cd .gemm-bundle && python3 run_gemm.py --out results')
     return 0
 
 

@@ -276,7 +276,7 @@ def test_gemm_matches_torch(name, device):
 def test_blackwell_gemm_matches_torch(name, device):
     """examples/blackwell_gemm.py (tcgen05 + TMEM + CLC, sm_100a) against
     torch.matmul. Only a compute capability 10.0 device (B200/GB200) runs
-    it; no such GPU has been lent yet, so everywhere else it skips and says
+    it; no such GPU has run it yet, so everywhere else it skips and says
     so (the runner refuses the sm_100a cubin with ArchMismatchError)."""
     if device.cc != (10, 0):
         pytest.skip(f"the Blackwell GEMM needs an sm_100 GPU (B200/GB200); this device is "

@@ -1,4 +1,4 @@
-"""The stage-balance check (pipeline-verify-protocol check 10) on every
+"""The stage-balance check (pipeline-verify-protocol check 11) on every
 kernel of the project: no false positive.
 
 Every example (each ``examples/*.py`` with a ``build()``, plus the variants

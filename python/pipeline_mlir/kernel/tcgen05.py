@@ -34,6 +34,7 @@ offset >> 4 (1024 bytes between 8-row groups); **46-48 the fixed version
 import mlir.ir as ir
 from mlir.dialects import arith, llvm, nvvm
 
+from ..user_location import user_line
 from . import tmem
 from .smem import SmemPtr
 from .values import i1, i32, to_value
@@ -125,6 +126,7 @@ class Mma:
         """TMEM columns of one fp32 accumulator (one column per N)."""
         return self.n
 
+    @user_line
     def mma(self, d, desc_a, desc_b, accumulate):
         """``D (+)= A x B``: ``accumulate`` is an i1 Scalar/value or a bool
         (False: overwrite D, the first k-step of a tile)."""

@@ -13,6 +13,7 @@ from mlir.dialects import arith
 from ..dialects import pipeline as pl
 from ..kernel.scope import current_block, note_update, require_visible
 from ..kernel.values import Scalar, i32
+from ..user_location import user_line
 from .agent import PipelineUserType
 from .emit import i32_value, stage_count
 from .errors import PipelineError
@@ -106,6 +107,7 @@ class PipelineState(_StateBase):
     ``make_pipeline_state`` makes role-typed states.
     """
 
+    @user_line  # notes on the phase operand name the user's line
     def __init__(self, stages, count, index, phase, *,
                  user_type=PipelineUserType.ProducerConsumer):
         current_block("PipelineState")

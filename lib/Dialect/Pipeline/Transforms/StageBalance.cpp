@@ -1,6 +1,6 @@
 //===- StageBalance.cpp - stage counts compared across roles --------------===//
 //
-// Property 10 of pipeline-verify-protocol. Check 1 balances the verbs of
+// Property 11 of pipeline-verify-protocol. Check 1 balances the verbs of
 // each loop body and role; it does not compare roles with each other. A
 // producer that runs `n` iterations while its consumer runs `n - 1` (or a
 // consumer loop over `k_blocks` against a producer loop over

@@ -55,6 +55,7 @@ struct PipelineVerifyProtocolPass
       failed |= protocol::checkCommitBeforeWrite(fn).failed();
       failed |= protocol::checkAsyncReads(fn).failed();
       failed |= protocol::checkNamedBarriers(fn, options).failed();
+      failed |= protocol::checkBarrierStorage(fn).failed();
       // Whole-kernel counts mean something once each loop body and role is
       // balanced and its states thread (checks 1 and 2): comparing them
       // before would report the same bug twice.

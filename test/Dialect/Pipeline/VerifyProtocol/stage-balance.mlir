@@ -1,4 +1,4 @@
-// Property 10, stage balance across roles: the stages a producer role
+// Property 11, stage balance across roles: the stages a producer role
 // acquires (a non-TMA one: commits) over the whole kernel must equal the
 // stages its consumer roles release, as polynomials of the kernel's
 // arguments and loop bounds (docs/VerifyProtocol.md). Each bug sits next to
