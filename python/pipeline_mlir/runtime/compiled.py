@@ -67,6 +67,7 @@ from .device import default_device
 from .errors import ArgumentError
 from .fastlaunch import Launcher, Slow, _torch_tensor_type, current_stream_handle, make_converter
 from .launch import FuncAttrs, Module, plan_arguments, stream_address, validate_config
+from .watchdog import BUFFER_SYMBOL
 
 LAUNCH_OPTIONS = ("grid", "stream", "sync", "timeout", "device")
 
@@ -162,12 +163,16 @@ class CompiledKernel(bytes):
       smem: dynamic shared memory in bytes.
       chip: the target it was compiled for ("sm_90a"), informational.
       watchdog_names: pipeline names by id, for the device watchdog's report.
+      watchdog: the image was compiled with the device watchdog
+        (``Kernel.compile(watchdog=True)``); a launch then reads its record
+        and forensic report when a wait times out (the module finds the
+        watchdog's buffer by its symbol when it loads).
     """
 
     _cache = {}
 
     def __new__(cls, image, *, name, params, block, cluster=None, smem=0, chip=None,
-                watchdog_names=None):
+                watchdog_names=None, watchdog=False):
         data = image.encode() if isinstance(image, str) else bytes(image)
         self = super().__new__(cls, data)
         if not isinstance(name, str) or not name:
@@ -183,6 +188,9 @@ class CompiledKernel(bytes):
         self.smem = smem
         self.chip = chip
         self.watchdog_names = list(watchdog_names) if watchdog_names else None
+        if not isinstance(watchdog, bool):
+            raise ValueError(f"watchdog must be a bool, got {watchdog!r}")
+        self.watchdog = watchdog
         self._modules = {}
         self._launchers = {}   # context -> fastlaunch.Launcher
         self._fast = {}        # device argument -> _FastEntry
@@ -209,7 +217,8 @@ class CompiledKernel(bytes):
         return {"name": self.name, "params": [list(p) for p in self.params],
                 "block": list(self.block),
                 "cluster": list(self.cluster) if self.cluster else None,
-                "smem": self.smem, "chip": self.chip, "watchdog_names": self.watchdog_names}
+                "smem": self.smem, "chip": self.chip, "watchdog_names": self.watchdog_names,
+                "watchdog": self.watchdog}
 
     @property
     def key(self):
@@ -221,7 +230,7 @@ class CompiledKernel(bytes):
         """The (cached) callable for ``image`` and ``metadata()``'s dict."""
         meta = dict(metadata)
         unknown = set(meta) - {"name", "params", "block", "cluster", "smem", "chip",
-                               "watchdog_names"}
+                               "watchdog_names", "watchdog"}
         if unknown:
             raise ValueError(f"unknown launch metadata {sorted(unknown)}")
         return cls.cached(image, **meta)
@@ -321,6 +330,11 @@ class CompiledKernel(bytes):
         if mod is None:
             mod = Module(bytes(self), device=device, name=self.name,
                          watchdog_names=self.watchdog_names)
+            if self.watchdog and not mod.has_watchdog:
+                raise RuntimeError(
+                    f"kernel '{self.name}' was compiled with the watchdog but its image has "
+                    f"no {BUFFER_SYMBOL} (docs/watchdog.md): a timed-out wait "
+                    "could not report")
             self._modules[key] = mod
         return mod
 
