@@ -84,6 +84,7 @@ class AttentionConfig:
     consumer_warpgroups: int = 2
     pingpong: bool = True
     intra_overlap: bool = True
+    q_stages: int = 0                 # Q buffers; 0: two where they fit, else one
     tma_store: bool = False           # O through shared memory + TMA stores
     producer_registers: int = 24
     consumer_registers: int = 240
@@ -99,6 +100,16 @@ class AttentionConfig:
             raise ValueError("AttentionConfig: ping-pong needs 2 or 3 consumer warpgroups")
         if self.mistake not in MISTAKES:
             raise ValueError(f"AttentionConfig: mistake must be one of {MISTAKES}")
+
+    @property
+    def q_buffers(self):
+        """Q's stages. Two let the producer load the next tile's Q while the
+        consumers finish this one (with one, every tile starts with a Q
+        load's latency: the stage is released only after the tile's last S
+        GEMM)."""
+        if self.q_stages:
+            return self.q_stages
+        return 2 if self._smem_bytes(self.o_through_smem, 2) <= SMEM_LIMIT else 1
 
     @property
     def o_through_smem(self):
@@ -126,7 +137,7 @@ class AttentionConfig:
     @property
     def name(self):
         return (f"attn_fwd_d{self.head_dim}{'_causal' if self.causal else ''}"
-                f"_{self.block_m}x{self.kv_block}_s{self.stages}"
+                f"_{self.block_m}x{self.kv_block}_s{self.stages}q{self.q_buffers}"
                 f"_wg{self.consumer_warpgroups}"
                 f"{'_pp' if self.pingpong else ''}{'_ov' if self.intra_overlap else ''}"
                 f"{'_ts' if self.o_through_smem else ''}"
@@ -156,13 +167,13 @@ class AttentionConfig:
         """Dynamic shared memory: Q, the K and V rings, the O tiles of the
         TMA-store epilogue, the barriers, and the arena's 1024-byte
         alignment slack (kernel/smem.py)."""
-        return self._smem_bytes(self.o_through_smem)
+        return self._smem_bytes(self.o_through_smem, self.q_buffers)
 
-    def _smem_bytes(self, o_tiles):
-        q = self.q_layout().bytes
+    def _smem_bytes(self, o_tiles, q_buffers):
+        q = q_buffers * self.q_layout().bytes
         kv = self.stages * (self.k_layout().bytes + self.v_layout().bytes)
         o = self.consumer_warpgroups * self.o_layout().bytes if o_tiles else 0
-        return q + kv + o + 1024 + 8 * 2 * (1 + 2 * self.stages)
+        return q + kv + o + 1024 + 8 * 2 * (q_buffers + 2 * self.stages)
 
     def meta(self, kernel):
         """What the host launcher needs (examples/attention_fwd_host.py) of
@@ -200,7 +211,8 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
     with k:
         (desc_q, desc_k, desc_v, o_ptr, lse_ptr, batch, heads, heads_kv,
          seqlen_q, seqlen_k, scale_log2) = k.args
-        smem_q = k.smem_alloc(q_bytes, align=q_layout.alignment, name="Q")
+        q_stages = cfg.q_buffers
+        smem_q = k.smem_alloc(q_stages * q_bytes, align=q_layout.alignment, name="Q")
         smem_k = k.smem_alloc(stages * kv_bytes, align=k_layout.alignment, name="K ring")
         smem_v = k.smem_alloc(stages * v_layout.bytes, align=v_layout.alignment,
                               name="V ring")
@@ -213,8 +225,8 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
         # Every consumer warp releases a stage once.
         consumers = CooperativeGroup(Agent.Thread, 4 * cfg.consumer_warpgroups)
         pipe_q = PipelineTmaAsync.create(
-            num_stages=1, producer_group=one_tma_thread, consumer_group=consumers,
-            tx_count=q_bytes, barrier_storage=k.alloc_barriers(2), name="q")
+            num_stages=q_stages, producer_group=one_tma_thread, consumer_group=consumers,
+            tx_count=q_bytes, barrier_storage=k.alloc_barriers(2 * q_stages), name="q")
         pipe_k = PipelineTmaAsync.create(
             num_stages=stages, producer_group=one_tma_thread, consumer_group=consumers,
             tx_count=kv_bytes, barrier_storage=k.alloc_barriers(2 * stages), name="k")
@@ -279,7 +291,7 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
             # ---- producer warpgroup ----
             set_max_registers(cfg.producer_registers, increase=False)
             with k.if_(warp == 0):
-                q_state = make_pipeline_state(PipelineUserType.Producer, 1)
+                q_state = make_pipeline_state(PipelineUserType.Producer, q_stages)
                 k_state = make_pipeline_state(PipelineUserType.Producer, stages)
                 v_state = make_pipeline_state(PipelineUserType.Producer, stages)
                 for r, _ in k.range(my_rounds, carry=[q_state, k_state, v_state]):
@@ -289,7 +301,8 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                     with k.elect_one():
                         for col, off in q_layout.box_offsets():
                             pipe_q.tma_load(q_state, desc_q, [h * d + col, m_block * bm, b],
-                                            smem_q + off, q_layout.box_bytes)
+                                            smem_q.stage(q_state.index, q_bytes) + off,
+                                            q_layout.box_bytes)
                     pipe_q.producer_commit(q_state)
                     q_state.advance()
 
@@ -349,14 +362,19 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                     sched.arrive_w_index(0)
 
             # This warpgroup's 64 rows of Q; stage 0 of the K and V rings.
-            q_desc = wgmma.smem_matrix_descriptor(smem_q + q_layout.mn_offset(64) * cw,
+            q_base = wgmma.smem_matrix_descriptor(smem_q + q_layout.mn_offset(64) * cw,
                                                   q_layout)
+            q_tile_desc = [None]
             k_base = wgmma.smem_matrix_descriptor(smem_k, k_layout)
             v_base = wgmma.smem_matrix_descriptor(smem_v, v_layout)
             k_step, v_step = descriptor_units(k_layout.bytes), descriptor_units(v_layout.bytes)
 
+            q_step = descriptor_units(q_bytes)
+
             def issue_s(s_acc, stage):
-                """S = Q K_stage^T: d / 16 wgmma, one group."""
+                """S = Q K_stage^T: d / 16 wgmma, one group (Q of the
+                current tile: ``q_tile_desc``)."""
+                q_desc = q_tile_desc[0]
                 db = (stage.to(64) * k_step + Scalar(k_base)).ir_value
                 wgmma.fence()
                 for kk in range(q_layout.k_slices):
@@ -412,7 +430,7 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                     num_stages=1, producer_group=CooperativeGroup(Agent.Thread, 1))
                 epi_sync = NamedBarrier(EPILOGUE_BARRIER, THREADS_PER_WARPGROUP,
                                         num_ids=cfg.consumer_warpgroups)
-            q_read = make_pipeline_state(PipelineUserType.Consumer, 1)
+            q_read = make_pipeline_state(PipelineUserType.Consumer, q_stages)
             k_read = make_pipeline_state(PipelineUserType.Consumer, stages)
             v_read = make_pipeline_state(PipelineUserType.Consumer, stages)
             for r, _ in k.range(my_rounds, carry=[q_read, k_read, v_read]):
@@ -425,6 +443,7 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                 row_sum = RowVector.full(0.0)
 
                 pipe_q.consumer_wait(q_read)
+                q_tile_desc[0] = (q_read.index.to(64) * q_step + Scalar(q_base)).ir_value
                 # Block 0: S_0 and its softmax.
                 s_acc = Fragment.undef(bn)
                 pipe_k.consumer_wait(k_read)

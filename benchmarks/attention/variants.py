@@ -16,8 +16,8 @@ LADDER = [
 
 # Candidate overrides per head dim (the "best" rows use BEST).
 SWEEP = {
-    64: [dict(consumer_warpgroups=3, consumer_registers=160, tma_store=True), dict()],
-    128: [dict(tma_store=True), dict(pingpong=False)],
+    64: [dict(consumer_warpgroups=3, consumer_registers=160, q_stages=1), dict()],
+    128: [dict(q_stages=1), dict(pingpong=False)],
     256: [dict(pingpong=False)],
 }
 # d = 64: three consumer warpgroups of 64 rows (a 192-row tile) with 160
