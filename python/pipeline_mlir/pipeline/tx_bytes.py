@@ -163,8 +163,7 @@ class TxLedger:
                 f"{self.what}: the copies of one stage deliver {total} bytes, over the "
                 f"mbarrier limit of {MAX_TX_COUNT} bytes per phase")
         t = pl.PipelineType.get(*self.type_args[0], tx_count=total, **self.type_args[1])
-        self.pipeline._value.set_type(t)
-        self.pipeline.type = t
+        self.pipeline._value.set_type(t)  # the pipeline's .type reads it
 
 
 def check_module(module):
