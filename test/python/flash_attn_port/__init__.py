@@ -1,4 +1,4 @@
-"""FlashAttention's pipeline extensions (``flash_attn/cute/pipeline.py``),
+"""FlashAttention's pipeline extensions (module ``flash_attn.cute.pipeline``),
 ported to pipeline_mlir by changing imports: ``pipeline.py`` defines them as
 FlashAttention does (frozen dataclass subclasses with mixins, a ``create``
 that re-classes the base object); ``cute_names.py`` gives the few CuTe DSL

@@ -1,4 +1,4 @@
-"""FlashAttention's ``flash_attn/cute/pipeline.py`` extension classes, on
+"""FlashAttention's extension classes (module ``flash_attn.cute.pipeline``), on
 pipeline_mlir: defined the way FlashAttention defines them, with the
 imports changed (``cutlass.pipeline`` -> ``pipeline_mlir.pipeline``, the
 other CuTe DSL names -> ``cute_names``).
