@@ -3,9 +3,9 @@
 the same shape and layout, LSE as (b, h, s) fp32 natural-log (the layout
 FlashAttention returns and the benchmark checks).
 
-It calls ``attention_forward(q, k, v, causal=...)`` of
-``examples/attention_fwd_host.py``, which runs the cubins compiled ahead of
-time (the GPU host has no MLIR). This file is the one place the benchmark
+It calls ``attention_forward(q, k, v, causal=...)`` of the attention
+example's host module (``attention_fwd_host`` in examples/), which runs the
+cubins compiled ahead of time (the GPU host has no MLIR). This file is the one place the benchmark
 knows that interface; a change there is adapted here.
 """
 

@@ -15,7 +15,8 @@ a ratio is the median over rounds of (peer time / our time).
 
 Contenders (``--only`` picks some; one that cannot load is reported with the
 reason and left out):
-- ``ours``: ``examples/attention_fwd_host.py`` through ``ours.py``;
+- ``ours``: the attention example's host module (``attention_fwd_host``
+  in examples/) through ``ours.py``;
 - ``fa4``: ``flash_attn.cute.interface.flash_attn_func`` (flash-attn-4
   4.0.0b36 on nvidia-cutlass-dsl 4.8.1);
 - ``cudnn``: ``torch.nn.functional.scaled_dot_product_attention`` under
