@@ -8,13 +8,13 @@ needs, besides CuTe DSL itself (``nvidia-cutlass-dsl==4.8.1``, packed by
 scripts/build-cute-transport.py) and torch, the wheels in ``PEERS``. This
 script puts them in the git-ignored ``.attention-peers/`` of the repo root
 (one folder, a few MB, well under the 64 MiB a copy may hold), with
-``SHA256SUMS`` and ``install.sh``. ``--whl`` is a folder that already holds
+``SHA256SUMS`` and ``.attention-peers/install.sh``. ``--whl`` is a folder that already holds
 the wheels (CPython 3.12, manylinux x86_64); without it they are fetched
 with ``pip download``. Before writing anything it checks that every wheel's
 requirements are met by the peers, by CuTe DSL 4.8.1 and by what the GPU host
 has (torch, typing_extensions), so that ``--no-deps`` installs are complete.
 
-On the GPU host, from the repo root, after CuTe DSL's install.sh:
+On the GPU host, from the repo root, after CuTe DSL's .cute-part2/install.sh:
 
     sh .attention-peers/install.sh /tmp/site          # SITE defaults to /tmp/site
     PYTHONPATH=/tmp/site python3 -c "import flash_attn.cute.interface"

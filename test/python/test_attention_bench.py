@@ -87,7 +87,7 @@ def test_transport_ships_a_complete_set(tmp_path):
     assert shipped == sorted([*os.listdir(whl), "SHA256SUMS", "install.sh"])
     sums = (folder / "SHA256SUMS").read_text().splitlines()
     assert len(sums) == 5 and all(len(line.split()[0]) == 64 for line in sums)
-    # install.sh refuses a copy whose checksums do not match.
+    # .attention-peers/install.sh refuses a copy whose checksums do not match.
     victim = next(folder.glob("einops-*.whl"))
     victim.write_bytes(victim.read_bytes() + b"x")
     run = subprocess.run(["sh", str(folder / "install.sh"), str(tmp_path / "site")],
