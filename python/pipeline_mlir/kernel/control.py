@@ -217,38 +217,119 @@ class If:
 
     ``with branch.else_():`` (on the object returned by ``with ... as``)
     builds the else-branch afterwards.
+
+    ``If(cond, carry=[a, b])`` makes the ``scf.if`` yield values, the way
+    ``k.range(carry=)`` carries them through a loop: each branch starts from
+    the objects' values before the ``if``, may update them (``a += 1``,
+    ``acc.set(...)``, ``row_max.set(...)``, a state's ``advance()``), and after
+    the ``with`` blocks the objects hold the ``scf.if`` results (the then
+    values where ``cond`` held, else the else-branch's, or the unchanged
+    values when there is no else-branch). Causal masking and tails are
+    written this way. An object updated in a branch without being carried
+    holds the branch's value afterwards, usable only inside that branch (a
+    role's state advanced inside its role branch needs no carry).
     """
 
-    def __init__(self, cond):
+    def __init__(self, cond, carry=()):
         c = cond
         if isinstance(c, bool):
             raise TypeError(
                 "If(cond): cond is a Python bool; use a Python `if` for "
                 "trace-time conditions")
+        self._objs = [_carriable(o) for o in carry]
+        self._counts, self._init = [], []
+        for o in self._objs:
+            vals = o._carry_values()
+            self._counts.append(len(vals))
+            self._init.extend(vals)
+        types = [v.type for v in self._init]
         with UserLine():  # role-region notes name the user's `with` line
-            self.op = scf.IfOp(to_value(c, i1(), what="if condition"), [],
-                               has_else=False)
+            self.op = scf.IfOp(to_value(c, i1(), what="if condition"), types,
+                               has_else=bool(self._objs))
         with ir.InsertionPoint(self.op.then_block):
-            self._then_yield = scf.YieldOp([])
+            self._then_yield = scf.YieldOp(list(self._init))
+        self._else_yield = None
+        if self._objs:
+            with ir.InsertionPoint(self.op.else_block):
+                self._else_yield = scf.YieldOp(list(self._init))
         self._ip = None
+        self._trace = None
+        self._else_used = False
+
+    def _rebind(self, values):
+        values, pos = list(values), 0
+        for o, n in zip(self._objs, self._counts):
+            o._carry_rebind(values[pos:pos + n])
+            pos += n
+
+    def _open(self, yield_op):
+        self._rebind(self._init)
+        self._trace = LoopTrace(yield_op.operation.block)
+        _loops.append(self._trace)
+        self._ip = ir.InsertionPoint(yield_op)
+        self._ip.__enter__()
+
+    def _close(self, yield_op, exc_type):
+        # The branch's final values are read (and, for a Fragment, packed)
+        # while the insertion point is still inside the branch.
+        final = []
+        if exc_type is None:
+            for o in self._objs:
+                final.extend(o._carry_values())
+        self._ip.__exit__(None, None, None)
+        _loops.remove(self._trace)
+        if exc_type is not None:
+            return yield_op
+        block = yield_op.operation.block
+        for v, a in zip(final, self._init):
+            if v.type != a.type:
+                raise TypeError(f"a carried value changed type in the if-branch: "
+                                f"{a.type} -> {v.type}")
+            if not block_encloses(defining_block(v), block):
+                raise ScopeError(
+                    "a carried object was last updated inside a nested region of "
+                    "this if-branch; its new value does not reach the branch's end. "
+                    "Carry it through the inner `if_` too (carry=[...])")
+        if not self._objs:
+            return yield_op
+        with ir.InsertionPoint(yield_op):
+            new = scf.YieldOp(final)
+        yield_op.operation.erase()
+        self._rebind(self.op.results)
+        return new
 
     def __enter__(self):
-        self._ip = ir.InsertionPoint(self._then_yield)
-        self._ip.__enter__()
+        self._open(self._then_yield)
         return self
 
-    def __exit__(self, *exc):
-        self._ip.__exit__(*exc)
+    def __exit__(self, exc_type, *exc):
+        self._then_yield = self._close(self._then_yield, exc_type)
         return False
 
     def else_(self):
-        region = self.op.regions[1]
-        if len(region.blocks):
+        if self._else_used or (not self._objs and len(self.op.regions[1].blocks)):
             raise RuntimeError("this scf.if already has an else-branch")
-        block = region.blocks.append()
-        with ir.InsertionPoint(block):
-            y = scf.YieldOp([])
-        return _At(y)
+        self._else_used = True
+        if self._else_yield is None:
+            block = self.op.regions[1].blocks.append()
+            with ir.InsertionPoint(block):
+                self._else_yield = scf.YieldOp([])
+        return _ElseBranch(self)
+
+
+class _ElseBranch:
+    """The ``with branch.else_():`` context of an :class:`If`."""
+
+    def __init__(self, branch):
+        self._if = branch
+
+    def __enter__(self):
+        self._if._open(self._if._else_yield)
+        return self
+
+    def __exit__(self, exc_type, *exc):
+        self._if._else_yield = self._if._close(self._if._else_yield, exc_type)
+        return False
 
 
 class _At:

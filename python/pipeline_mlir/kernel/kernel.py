@@ -149,8 +149,8 @@ class Kernel:
             self.smem = SharedMemory(self.entry, anchor.owner)
             values = []
             for (n, _), arg in zip(specs, self.entry.arguments):
-                is_int = isinstance(arg.type, ir.IntegerType)
-                values.append(Scalar(arg) if is_int else arg)
+                scalar = isinstance(arg.type, (ir.IntegerType, ir.F32Type))
+                values.append(Scalar(arg) if scalar else arg)
             names = [n for n, _ in specs]
             self.args = namedtuple("Args", names)(*values) if names else ()
 
@@ -252,8 +252,10 @@ class Kernel:
     def while_(self, cond, *, carry=()):
         return while_(cond, carry=carry)
 
-    def if_(self, cond):
-        return If(cond)
+    def if_(self, cond, carry=()):
+        """``scf.if`` (see ``control.If``); ``carry=[...]`` makes it yield
+        the listed objects' values, as ``k.range(carry=)`` does for loops."""
+        return If(cond, carry=carry)
 
     def elect_one(self):
         return elect_one()

@@ -31,6 +31,7 @@ between 8-row groups: 1024 bytes for 128-byte rows); 49-51 base offset (0 for
 import mlir.ir as ir
 from mlir.dialects import arith, llvm, nvvm
 
+from .fragment import Fragment, OperandA
 from .smem import SmemPtr
 from .values import i32, i64, to_value
 
@@ -86,44 +87,8 @@ def advance_descriptor(desc, byte_offset):
     return arith.addi(desc, arith.constant(i64(), byte_offset >> 4))
 
 
-class Accumulator:
-    """The fp32 accumulator fragment of ``m64nN`` for one warpgroup: ``n/2``
-    floats per thread in an ``!llvm.struct``. Value ``i`` of thread
-    ``(warp w, lane l)`` of the warpgroup is element
-    ``(16 w + l / 4 + 8 ((i / 2) % 2),  8 (i / 4) + 2 (l % 4) + i % 2)``."""
-
-    def __init__(self, n, value=None):
-        self.n = n
-        self.count = n // 2
-        f32 = ir.F32Type.get()
-        self.type = llvm.StructType.get_literal([f32] * self.count)
-        self._value = value if value is not None else self._zeros()
-
-    def _zeros(self):
-        zero = arith.constant(ir.F32Type.get(), 0.0)
-        v = llvm.mlir_undef(self.type)
-        for i in range(self.count):
-            v = llvm.insertvalue(v, zero, [i])
-        return v
-
-    def zero(self):
-        """Reset every value to 0 (a fresh tile)."""
-        self._value = self._zeros()
-
-    @property
-    def ir_value(self):
-        return self._value
-
-    def value(self, i):
-        """Value ``i`` (an f32 SSA value)."""
-        return llvm.extractvalue(ir.F32Type.get(), self._value, [i])
-
-    # Loop-carried protocol (kernel.control.range_).
-    def _carry_values(self):
-        return [self._value]
-
-    def _carry_rebind(self, values):
-        (self._value,) = values
+# The accumulator of a warpgroup MMA is a register Fragment (kernel/fragment.py).
+Accumulator = Fragment
 
 
 class WarpgroupMma:
@@ -133,26 +98,59 @@ class WarpgroupMma:
 
     M = 64
 
-    def __init__(self, n, dtype="bf16"):
+    def __init__(self, n, dtype="bf16", b_major="K"):
         if not isinstance(n, int) or not 8 <= n <= 256 or n % 8:
             raise ValueError(f"wgmma N must be a multiple of 8 in 8..256, got {n!r}")
         self.n = n
         self.dtype = dtype
         self.operand_type, self.element_bytes = _element(dtype, "WarpgroupMma")
         self.k = K_PER_INSTRUCTION
+        # B K-major (given N x K) is "col"; MN-major B (V of attention) "row".
+        self.b_major = b_major
+        if b_major not in ("K", "MN"):
+            raise ValueError(f"WarpgroupMma: b_major must be 'K' or 'MN', got {b_major!r}")
+        self.layout_b = nvvm.MMALayout.col if b_major == "K" else nvvm.MMALayout.row
 
     def accumulator(self):
-        return Accumulator(self.n)
+        """A zeroed ``m64 x n`` f32 :class:`Fragment`."""
+        return Fragment(self.n)
 
-    def mma(self, acc, desc_a, desc_b):
-        """``acc += A x B`` for one k16 slice (asynchronous: the result is
-        defined once :func:`wait_group` retired this instruction's group)."""
-        shape = ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {self.n}, k = 16>")
-        acc._value = nvvm.wgmma_mma_async(
+    def _check_acc(self, acc):
+        if not isinstance(acc, Fragment) or acc.n != self.n:
+            raise TypeError(f"wgmma m64n{self.n}: the accumulator must be a Fragment of "
+                            f"n={self.n}, got {acc!r}")
+
+    def mma(self, acc, desc_a, desc_b, accumulate=True):
+        """``acc += A x B`` for one k-slice, A and B in shared memory
+        (asynchronous: the result is defined once :func:`wait_group`
+        retired this instruction's group). ``accumulate=False``: ``acc = A x
+        B`` (the wgmma's scale-d is 0; acc's old values are not read)."""
+        self._check_acc(acc)
+        shape = ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {self.n}, k = {self.k}>")
+        scale = nvvm.WGMMAScaleOut.one if accumulate else nvvm.WGMMAScaleOut.zero
+        acc._set_struct(nvvm.wgmma_mma_async(
             acc.type, acc.ir_value, desc_a, desc_b, shape,
             self.operand_type, self.operand_type, nvvm.WGMMATypes.f32,
-            nvvm.WGMMAScaleOut.one, nvvm.WGMMAScaleIn.one, nvvm.WGMMAScaleIn.one,
-            nvvm.MMALayout.row, nvvm.MMALayout.col)
+            scale, nvvm.WGMMAScaleIn.one, nvvm.WGMMAScaleIn.one,
+            nvvm.MMALayout.row, self.layout_b))
+
+    def mma_rs(self, acc, a, desc_b, accumulate=True):
+        """``acc += A x B`` for one k-slice with A in registers (``a``: the
+        four i32 registers of one slice of an :class:`OperandA`, e.g.
+        ``p.slice(j)``) and B in shared memory.
+
+        Upstream's ``nvvm.wgmma.mma_async`` takes A only as a shared-memory
+        descriptor, so this one instruction is an ``llvm.inline_asm`` (PTX
+        ISA "wgmma.mma_async", register-A form; see :func:`_mma_rs_asm`).
+        The registers of ``a`` must not be overwritten before
+        :func:`wait_group` retires this instruction's group (the PTX rule for
+        register operands of an asynchronous wgmma)."""
+        self._check_acc(acc)
+        if isinstance(a, OperandA):
+            raise TypeError("mma_rs takes one k-slice: a.slice(j), not the whole OperandA")
+        if len(a) != 4:
+            raise ValueError(f"mma_rs: a k-slice of A is 4 i32 registers, got {len(a)}")
+        acc._set_struct(_mma_rs_asm(self, acc, list(a), desc_b, accumulate))
 
 
 def fence():
@@ -173,3 +171,30 @@ def wait_group(pending):
     if not isinstance(pending, int) or not 0 <= pending <= 7:
         raise ValueError(f"wait_group: pending must be an int in 0..7, got {pending!r}")
     nvvm.wgmma_wait_group_sync_aligned(pending)
+
+
+def _mma_rs_asm(mma, acc, a_regs, desc_b, accumulate):
+    """``wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T`` with A in registers,
+    as one ``llvm.inline_asm``: outputs ``$0..$(n/2-1)`` are the accumulator
+    (tied to the inputs of the same index), then the four A registers, the B
+    descriptor and the scale-d flag, turned into the predicate the
+    instruction takes. The immediates are scale-a = scale-b = 1 and
+    trans-b (1 for an MN-major B)."""
+    count = acc.count
+    dtype = {"bf16": "bf16", "f16": "f16"}.get(mma.dtype)
+    if dtype is None:
+        raise ValueError(f"mma_rs: register A supports bf16/f16 here, got {mma.dtype!r}")
+    outs = ", ".join(f"${i}" for i in range(count))
+    a0 = 2 * count       # operands $count..$2count-1 are the tied inputs
+    a_ops = ", ".join(f"${a0 + j}" for j in range(4))
+    desc, scale = f"${a0 + 4}", f"${a0 + 5}"
+    trans_b = 0 if mma.b_major == "K" else 1
+    text = ("{\n.reg .pred p;\n"
+            f"setp.ne.b32 p, {scale}, 0;\n"
+            f"wgmma.mma_async.sync.aligned.m64n{mma.n}k16.f32.{dtype}.{dtype} "
+            f"{{{outs}}}, {{{a_ops}}}, {desc}, p, 1, 1, {trans_b};\n}}\n")
+    constraints = ",".join(["=f"] * count + [str(i) for i in range(count)] +
+                           ["r"] * 4 + ["l", "n"])
+    values = list(acc.values) + a_regs + [desc_b,
+                                          arith.constant(i32(), 1 if accumulate else 0)]
+    return llvm.inline_asm(acc.type, values, text, constraints, has_side_effects=True)

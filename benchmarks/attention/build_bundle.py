@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Build an attention bundle: the attention variants compiled HERE (where MLIR
+is installed), with the pure-Python runtime and the scripts that check and
+time them on a GPU host that has only torch and cuda-bindings.
+
+    .venv/bin/python benchmarks/attention/build_bundle.py [--out DIR] [--quick]
+
+Then, on the GPU host: ``cd DIR && python3 check_attention.py`` (correctness
+grid) and ``python3 run_attention.py`` (benchmark against the peers).
+"""
+
+import argparse
+import os
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "examples"), HERE]
+from bundle_common import copy_runtime, write_manifest  # noqa: E402
+
+SCRIPTS = ("check_attention.py", "run_attention.py", "variants.py")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=os.path.join(ROOT, ".attention-bundle"))
+    ap.add_argument("--chip", default="sm_90a")
+    ap.add_argument("--quick", action="store_true", help="the correctness variants only")
+    args = ap.parse_args(argv)
+
+    import attention_fwd
+    from variants import variants
+
+    out = os.path.abspath(args.out)
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    os.makedirs(os.path.join(out, "kernels"))
+    copy_runtime(out)
+    for f in SCRIPTS:
+        if os.path.exists(os.path.join(HERE, f)):
+            shutil.copy(os.path.join(HERE, f), out)
+    shutil.copy(os.path.join(ROOT, "examples", "attention_fwd_host.py"), out)
+    manifest = {"chip": args.chip, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "variants": []}
+    for tag, cfg in variants(quick=args.quick):
+        t0 = time.monotonic()
+        k = attention_fwd.build(cfg, chip=args.chip)
+        image = k.compile()
+        path = f"kernels/{cfg.name}.{args.chip}.cubin"
+        with open(os.path.join(out, path), "wb") as f:
+            f.write(image)
+        meta = cfg.meta()
+        meta.update(tag=tag, image=path, smem=k.smem_bytes)
+        manifest["variants"].append(meta)
+        print(f"BUILT {tag:28s} {cfg.name:44s} smem {k.smem_bytes} "
+              f"({time.monotonic() - t0:.1f} s)")
+    total = write_manifest(out, manifest)
+    if total is None:
+        return 1
+    print(f"{out}: {len(manifest['variants'])} variants, {total / 1024:.0f} KiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,469 @@
+"""Attention forward for Hopper, FlashAttention-3's structure, every barrier
+a pipeline op or a NamedBarrier.
+
+    O = softmax(Q K^T * scale [+ causal mask]) V,   LSE = log-sum-exp per row
+
+Q is (batch, seqlen_q, heads, d), K and V (batch, seqlen_k, heads_kv, d), all
+bf16 and contiguous; ``heads`` is a multiple of ``heads_kv`` (GQA / MQA: query
+head ``h`` reads K/V head ``h // (heads / heads_kv)``). O is like Q; LSE is
+fp32 (batch, heads, seqlen_q), natural log. Causal masking is aligned to the
+bottom right (key ``c`` is visible to query ``r`` when ``c <= r + seqlen_k -
+seqlen_q``), as in FlashAttention.
+
+Roles (one CTA of 384 threads, persistent over (tile of 128 query rows, head,
+batch) work units; causal runs the longest tiles first):
+
+- warpgroup 0, the producer: lowers its registers; its warp 0 loads, per
+  tile, Q into a one-stage ``PipelineTmaAsync`` ('q') and then K and V block
+  by block into their own rings ('k', 'v'); every load is a 3-D TMA box
+  (d-columns, rows, batch), so rows past the sequence end read zeros;
+- warpgroups 1 and 2, the consumers: raise their registers; each owns 64
+  query rows of the tile. Per key block j:
+
+      S_j = Q K_j^T             wgmma, A and B from shared memory
+      P_j = exp2(S_j * scale * log2(e) - m_j)     online softmax, registers
+      O  += P_{j-1} V_{j-1}     wgmma, A (= P, bf16) from registers,
+                                V MN-major from shared memory
+
+  issued so that the softmax of S_j overlaps P_{j-1} V_{j-1} (intra-warpgroup
+  overlap), and the two warpgroups take turns issuing their GEMMs (ping-pong,
+  two named barriers), so one's softmax runs under the other's GEMMs.
+
+Release order (what pipeline-verify-protocol's async-read check proves): a
+stage of 'k' is released only after ``wgmma.wait_group`` retired the group
+of the S GEMM that reads it, and a stage of 'v' after the group of the P V
+GEMM; Q is released after the tile's last S GEMM retired. Releasing any
+earlier lets TMA overwrite operands an in-flight wgmma still reads.
+
+Usage: python examples/attention_fwd.py [--d 64|128|256] [--causal] [--print-ir]
+(builds, checks and compiles; ``examples/attention_fwd_host.py`` runs it).
+"""
+
+import math
+import sys
+from dataclasses import dataclass, replace
+
+import mlir.ir as ir
+from mlir.dialects import llvm, nvvm
+
+from pipeline_mlir.kernel import (Float32, GlobalPtr, Int32, Kernel, Scalar,
+                                  TmaDescriptor)
+from pipeline_mlir.kernel import wgmma
+from pipeline_mlir.kernel.fragment import LOG2_E, Fragment, RowVector
+from pipeline_mlir.kernel.memory import element_ptr
+from pipeline_mlir.kernel.values import f32, i32
+from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
+                                            check_register_budget,
+                                            set_max_registers)
+from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
+                                    PipelineTmaAsync, PipelineUserType,
+                                    make_pipeline_state)
+
+SMEM_LIMIT = 227 * 1024
+BOX_COLS = 64                    # bf16 columns in one 128-byte swizzle row
+SWIZZLE_ROW = 128
+ELEMENT_BYTES = 2
+PINGPONG_BARRIER = 1             # ids 1, 2: one per consumer warpgroup
+MISTAKES = (None, "k_released_before_s_retired", "v_released_before_pv_retired",
+            "pingpong_barriers_crossed", "q_rearmed_while_read")
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """One kernel variant. The switches after ``causal`` exist for the
+    step-by-step table of docs/attention.md; ``mistake`` plants one of the
+    synchronization bugs the checker must reject (tests only)."""
+    head_dim: int = 128
+    causal: bool = False
+    block_n: int = 0                  # 0: by head dim (128, or 80 for d = 256)
+    stages: int = 2
+    consumer_warpgroups: int = 2
+    pingpong: bool = True
+    intra_overlap: bool = True
+    producer_registers: int = 24
+    consumer_registers: int = 240
+    mistake: str = None
+
+    def __post_init__(self):
+        if self.head_dim not in (64, 128, 256):
+            raise ValueError(f"AttentionConfig: head_dim must be 64, 128 or 256, "
+                             f"got {self.head_dim!r}")
+        if self.consumer_warpgroups not in (1, 2):
+            raise ValueError("AttentionConfig: consumer_warpgroups must be 1 or 2")
+        if self.pingpong and self.consumer_warpgroups != 2:
+            raise ValueError("AttentionConfig: ping-pong needs 2 consumer warpgroups")
+        if self.mistake not in MISTAKES:
+            raise ValueError(f"AttentionConfig: mistake must be one of {MISTAKES}")
+
+    @property
+    def block_m(self):
+        return 64 * self.consumer_warpgroups
+
+    @property
+    def kv_block(self):
+        if self.block_n:
+            return self.block_n
+        return 80 if self.head_dim == 256 else 128
+
+    @property
+    def threads(self):
+        return THREADS_PER_WARPGROUP * (1 + self.consumer_warpgroups)
+
+    @property
+    def name(self):
+        return (f"attn_fwd_d{self.head_dim}{'_causal' if self.causal else ''}"
+                f"_{self.block_m}x{self.kv_block}_s{self.stages}"
+                f"_wg{self.consumer_warpgroups}"
+                f"{'_pp' if self.pingpong else ''}{'_ov' if self.intra_overlap else ''}"
+                f"{'_' + self.mistake if self.mistake else ''}")
+
+    # Shared-memory tiles: d / 64 boxes of (rows x 64 columns), 128-byte swizzle.
+    def tile_bytes(self, rows):
+        return rows * self.head_dim * ELEMENT_BYTES
+
+    def smem_bytes(self):
+        """Dynamic shared memory: Q, the K and V rings, the barriers, and
+        the arena's 1024-byte alignment slack (kernel/smem.py)."""
+        q = self.tile_bytes(self.block_m)
+        kv = 2 * self.stages * self.tile_bytes(self.kv_block)
+        return q + kv + 1024 + 8 * 2 * (1 + 2 * self.stages)
+
+    def meta(self):
+        """What the host launcher needs (examples/attention_fwd_host.py)."""
+        return {"name": self.name, "head_dim": self.head_dim, "causal": self.causal,
+                "block_m": self.block_m, "block_n": self.kv_block,
+                "threads": self.threads, "box_cols": BOX_COLS,
+                "smem": self.smem_bytes()}
+
+
+def kv_descriptor(tile, rows, head_dim, major):
+    """wgmma shared-memory descriptor of a (rows x head_dim) bf16 tile stored
+    as head_dim / 64 TMA boxes of (rows x 64), 128-byte swizzle.
+
+    ``major="K"``: the tile is a K-major operand (Q as A, K as B of S = Q
+    K^T): rows are M/N, 8-row groups 1024 B apart (SBO). ``major="MN"``: the
+    tile is an MN-major B operand (V of O = P V, K = rows): SBO is still the
+    1024 B between 8-row groups (now along K), LBO the distance between
+    64-column atoms along N, i.e. one box (PTX ISA, "Matrix Descriptor
+    Format"; as CUTLASS's make_gmma_desc computes for MN-major SW128)."""
+    from mlir.dialects import arith
+    from pipeline_mlir.kernel.values import i64
+    addr = arith.extui(i64(), wgmma.smem_address(tile))
+    start = arith.andi(arith.shrui(addr, arith.constant(i64(), 4)),
+                       arith.constant(i64(), 0x3FFF))
+    lbo = 1 if major == "K" else (rows * SWIZZLE_ROW) >> 4
+    fixed = (lbo << 16) | ((8 * SWIZZLE_ROW) >> 4) << 32 | (1 << 62)
+    return arith.ori(start, arith.constant(i64(), fixed))
+
+
+def build(cfg=AttentionConfig(), chip="sm_90a"):
+    """The kernel for ``cfg`` (``.module`` is the built module)."""
+    check_register_budget(cfg.threads, 1, cfg.producer_registers,
+                          cfg.consumer_warpgroups, cfg.consumer_registers)
+    d, bm, bn, stages = cfg.head_dim, cfg.block_m, cfg.kv_block, cfg.stages
+    if cfg.smem_bytes() > SMEM_LIMIT:
+        raise ValueError(f"{cfg.name}: {cfg.smem_bytes()} bytes of shared memory "
+                         f"> {SMEM_LIMIT}")
+    boxes = d // BOX_COLS
+    q_bytes, kv_bytes = cfg.tile_bytes(bm), cfg.tile_bytes(bn)
+    mma_s = wgmma.WarpgroupMma(bn, "bf16")                 # S = Q K^T: m64 n=bn
+    mma_o = wgmma.WarpgroupMma(d, "bf16", b_major="MN")    # O += P V:  m64 n=d
+    k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads,
+               params={"q": TmaDescriptor(), "k": TmaDescriptor(), "v": TmaDescriptor(),
+                       "o": GlobalPtr(), "lse": GlobalPtr(align=4),
+                       "batch": Int32(), "heads": Int32(), "heads_kv": Int32(),
+                       "seqlen_q": Int32(), "seqlen_k": Int32(),
+                       "scale_log2": Float32()})
+    with k:
+        (desc_q, desc_k, desc_v, o_ptr, lse_ptr, batch, heads, heads_kv,
+         seqlen_q, seqlen_k, scale_log2) = k.args
+        smem_q = k.smem_alloc(q_bytes, align=1024, name="Q")
+        smem_k = k.smem_alloc(stages * kv_bytes, align=1024, name="K ring")
+        smem_v = k.smem_alloc(stages * kv_bytes, align=1024, name="V ring")
+
+        one_tma_thread = CooperativeGroup(Agent.Thread, 1)
+        # Every consumer warp releases a stage once.
+        consumers = CooperativeGroup(Agent.Thread, 4 * cfg.consumer_warpgroups)
+        pipe_q = PipelineTmaAsync.create(
+            num_stages=1, producer_group=one_tma_thread, consumer_group=consumers,
+            tx_count=q_bytes, barrier_storage=k.alloc_barriers(2), name="q")
+        pipe_k = PipelineTmaAsync.create(
+            num_stages=stages, producer_group=one_tma_thread, consumer_group=consumers,
+            tx_count=kv_bytes, barrier_storage=k.alloc_barriers(2 * stages), name="k")
+        pipe_v = PipelineTmaAsync.create(
+            num_stages=stages, producer_group=one_tma_thread, consumer_group=consumers,
+            tx_count=kv_bytes, barrier_storage=k.alloc_barriers(2 * stages), name="v")
+
+        # -- the work units, shared by producer and consumers ------------------
+        m_blocks = (seqlen_q + (bm - 1)) // bm
+        bh = batch * heads
+        num_units = bh * m_blocks
+        first = k.block_idx()
+        stride = Scalar(nvvm.read_ptx_sreg_nctaid_x(i32()))
+        group = heads // heads_kv
+        offset = seqlen_k - seqlen_q           # causal diagonal, bottom right
+
+        def unit(u):
+            """(m_block, batch index, head) of work unit ``u``; causal runs
+            the longest rows (the last m-blocks) first."""
+            if cfg.causal:
+                m_block = m_blocks - 1 - u // bh
+                rest = u % bh
+            else:
+                m_block = u % m_blocks
+                rest = u // m_blocks
+            return m_block, rest // heads, rest % heads
+
+        def kv_blocks(m_block):
+            """Key blocks this tile reads (at least one: a fully masked row
+            gets O = 0, LSE = -inf)."""
+            if cfg.causal:
+                end = ((m_block + 1) * bm + offset).min(seqlen_k)
+            else:
+                end = seqlen_k
+            return ((end + (bn - 1)) // bn).max(1)
+
+        def unmasked_blocks(m_block):
+            """Key blocks before the first one that needs a mask (the causal
+            diagonal or the sequence's tail)."""
+            full = seqlen_k // bn
+            if cfg.causal:
+                full = full.min((m_block * bm + offset + 1) // bn).max(0)
+            return full
+
+        warp = k.warp_idx()
+        warpgroup = warp // 4
+
+        with k.if_(warpgroup == 0) as role:
+            # ---- producer warpgroup ----
+            set_max_registers(cfg.producer_registers, increase=False)
+            with k.if_(warp == 0):
+                q_state = make_pipeline_state(PipelineUserType.Producer, 1)
+                kv_state = make_pipeline_state(PipelineUserType.Producer, stages)
+                for u, _ in k.range(first, num_units, stride, carry=[q_state, kv_state]):
+                    m_block, b, h = unit(u)
+                    h_kv = h // group
+                    pipe_q.producer_acquire(q_state)
+                    with k.elect_one():
+                        for box in range(boxes):
+                            pipe_q.tma_load(q_state, desc_q,
+                                            [h * d + box * BOX_COLS, m_block * bm, b],
+                                            smem_q + box * bm * SWIZZLE_ROW,
+                                            bm * SWIZZLE_ROW)
+                    pipe_q.producer_commit(q_state)
+                    q_state.advance()
+                    for j, _ in k.range(kv_blocks(m_block), carry=[kv_state]):
+                        for pipe, desc, ring in ((pipe_k, desc_k, smem_k),
+                                                 (pipe_v, desc_v, smem_v)):
+                            pipe.producer_acquire(kv_state)
+                            with k.elect_one():
+                                tile = ring.stage(kv_state.index, kv_bytes)
+                                for box in range(boxes):
+                                    pipe.tma_load(kv_state, desc,
+                                                  [h_kv * d + box * BOX_COLS, j * bn, b],
+                                                  tile + box * bn * SWIZZLE_ROW,
+                                                  bn * SWIZZLE_ROW)
+                            pipe.producer_commit(kv_state)
+                        kv_state.advance()
+                # No arrive may land on this CTA's barriers after it exits.
+                pipe_q.producer_tail(q_state)
+                pipe_k.producer_tail(kv_state)
+                pipe_v.producer_tail(kv_state)
+
+        with role.else_():
+            # ---- consumer warpgroups ----
+            set_max_registers(cfg.consumer_registers, increase=True)
+            cw = warpgroup - 1
+            warp_in_wg, lane = warp % 4, k.lane_idx()
+            sched = (NamedBarrier(PINGPONG_BARRIER, 2 * THREADS_PER_WARPGROUP, num_ids=2)
+                     if cfg.pingpong else None)
+            mine = cw
+            other = 1 - cw
+            if cfg.mistake == "pingpong_barriers_crossed":
+                mine, other = other, mine      # both wait on the other's id
+
+            def gemms_begin():
+                if sched is not None:
+                    sched.arrive_and_wait_w_index(mine)
+
+            def gemms_end():
+                if sched is not None:
+                    sched.arrive_w_index(other)
+
+            if sched is not None:
+                # Warpgroup 0 issues first: warpgroup 1 lets it through once.
+                with k.if_(cw == 1):
+                    sched.arrive_w_index(0)
+
+            q_desc = kv_descriptor(smem_q + cw * (64 * SWIZZLE_ROW), bm, d, "K")
+            k_base = kv_descriptor(smem_k, bn, d, "K")
+            v_base = kv_descriptor(smem_v, bn, d, "MN")
+            stage_step = kv_bytes >> 4
+
+            def issue_s(s_acc, stage):
+                """S = Q K_stage^T: d / 16 wgmma, one group."""
+                db = (stage.to(64) * stage_step + Scalar(k_base)).ir_value
+                wgmma.fence()
+                for kk in range(d // mma_s.k):
+                    box, part = divmod(kk, BOX_COLS // mma_s.k)
+                    a_off = box * bm * SWIZZLE_ROW + part * mma_s.k * ELEMENT_BYTES
+                    b_off = box * bn * SWIZZLE_ROW + part * mma_s.k * ELEMENT_BYTES
+                    mma_s.mma(s_acc, wgmma.advance_descriptor(q_desc, a_off),
+                              wgmma.advance_descriptor(db, b_off), accumulate=kk > 0)
+                wgmma.commit_group()
+
+            def issue_pv(o_acc, p, stage):
+                """O += P V_stage: bn / 16 wgmma with P in registers, one group."""
+                db = (stage.to(64) * stage_step + Scalar(v_base)).ir_value
+                wgmma.fence()
+                for kk in range(len(p)):
+                    # 16 more rows of V (K of this GEMM): 16 * 128 bytes.
+                    mma_o.mma_rs(o_acc, p.slice(kk),
+                                 wgmma.advance_descriptor(db, kk * 16 * SWIZZLE_ROW))
+                wgmma.commit_group()
+
+            thread_row, thread_col = Fragment.thread_origin(warp_in_wg, lane)
+
+            def softmax(s_acc, row_max, row_sum, o_acc, j, m_row0, masked, first):
+                """Online softmax of S_j in place: mask, new row max,
+                P = exp2(S * scale_log2 - max), the running sum, and the
+                correction exp2(old max - new max) applied to O (which the
+                caller has made safe to touch)."""
+                if masked is not None:
+                    with k.if_(masked, carry=[s_acc]):
+                        col0 = j * bn + thread_col
+                        row0 = m_row0 + thread_row
+                        tail = seqlen_k - col0            # keep c < tail
+                        diag = row0 + offset - col0       # keep c - r <= diag
+
+                        def keep(r, c):
+                            ok = tail > c
+                            return ok & (diag >= c - r) if cfg.causal else ok
+
+                        s_acc.set(s_acc.where(keep, float("-inf")))
+                new_max = row_max.max(s_acc.row_max())
+                scaled = new_max * scale_log2
+                # A fully masked row keeps max -inf: use 0 so exp2 gives 0s.
+                finite = [Scalar(v) != float("-inf") for v in new_max.values]
+                scaled = scaled.where(finite, 0.0)
+                p = s_acc.fma(scale_log2, -scaled).exp2()
+                if not first:
+                    corr = (row_max * scale_log2 - scaled).exp2()
+                    row_sum.set(row_sum * corr + p.row_sum_partial())
+                else:
+                    corr = None
+                    row_sum.set(p.row_sum_partial())
+                row_max.set(new_max)
+                return p, corr
+
+            q_read = make_pipeline_state(PipelineUserType.Consumer, 1)
+            k_read = make_pipeline_state(PipelineUserType.Consumer, stages)
+            v_read = make_pipeline_state(PipelineUserType.Consumer, stages)
+            for u, _ in k.range(first, num_units, stride, carry=[q_read, k_read, v_read]):
+                m_block, b, h = unit(u)
+                n_blocks = kv_blocks(m_block)
+                n_free = unmasked_blocks(m_block)
+                m_row0 = m_block * bm + cw * 64
+                o_acc = mma_o.accumulator()
+                row_max = RowVector.full(float("-inf"))
+                row_sum = RowVector.full(0.0)
+
+                pipe_q.consumer_wait(q_read)
+                # Block 0: S_0 and its softmax.
+                s_acc = Fragment.undef(bn)
+                pipe_k.consumer_wait(k_read)
+                gemms_begin()
+                issue_s(s_acc, k_read.index)
+                gemms_end()
+                if cfg.mistake == "k_released_before_s_retired":
+                    pipe_k.consumer_release(k_read)
+                if cfg.mistake == "q_rearmed_while_read":
+                    # Wrong: the S GEMMs of this tile still read Q, and the
+                    # producer may now load the next tile's Q over it.
+                    pipe_q.consumer_release(q_read)
+                wgmma.wait_group(0)
+                if cfg.mistake != "k_released_before_s_retired":
+                    pipe_k.consumer_release(k_read)
+                k_read.advance()
+                p, _ = softmax(s_acc, row_max, row_sum, o_acc, Scalar(0), m_row0,
+                               Scalar(0) >= n_free, first=True)
+                p_regs = p.to_operand_a("bf16")
+
+                # Blocks 1..n-1: S_j is issued before P_{j-1} V_{j-1}, so the
+                # softmax of S_j runs while the P V GEMM is in flight.
+                for j, _ in k.range(1, n_blocks, carry=[k_read, v_read, o_acc, row_max,
+                                                        row_sum, p_regs]):
+                    s_acc = Fragment.undef(bn)
+                    pipe_k.consumer_wait(k_read)
+                    gemms_begin()
+                    issue_s(s_acc, k_read.index)
+                    pipe_v.consumer_wait(v_read)
+                    issue_pv(o_acc, p_regs, v_read.index)
+                    gemms_end()
+                    wgmma.wait_group(1)              # S_j retired
+                    pipe_k.consumer_release(k_read)
+                    k_read.advance()
+                    p, corr = softmax(s_acc, row_max, row_sum, o_acc, j, m_row0,
+                                      j >= n_free, first=False)
+                    if cfg.mistake == "v_released_before_pv_retired":
+                        pipe_v.consumer_release(v_read)
+                    wgmma.wait_group(0)              # P_{j-1} V_{j-1} retired
+                    if cfg.mistake != "v_released_before_pv_retired":
+                        pipe_v.consumer_release(v_read)
+                    v_read.advance()
+                    o_acc.set(o_acc * corr)
+                    p_regs.set(p.to_operand_a("bf16"))
+                # Q is no longer read: every S GEMM of the tile retired.
+                if cfg.mistake != "q_rearmed_while_read":
+                    pipe_q.consumer_release(q_read)
+                # Last block: O += P_{n-1} V_{n-1}.
+                pipe_v.consumer_wait(v_read)
+                gemms_begin()
+                issue_pv(o_acc, p_regs, v_read.index)
+                gemms_end()
+                wgmma.wait_group(0)
+                pipe_v.consumer_release(v_read)
+                v_read.advance()
+                q_read.advance()
+
+                # Epilogue: O / row sum, LSE = (max * scale_log2 + log2 sum) ln 2.
+                total = row_sum.quad_sum()
+                nonzero = [Scalar(t) != 0.0 for t in total.values]
+                inv = total.reciprocal().where(nonzero, 0.0)
+                out = o_acc * inv
+                lse = ((row_max * scale_log2 + total.log2()) * math.log(2.0)).where(
+                    nonzero, float("-inf"))
+                store_tile(k, out, lse, o_ptr, lse_ptr, b, h, heads, seqlen_q, d,
+                           m_row0 + thread_row, thread_col, lane)
+    k.config = cfg
+    return k
+
+
+def store_tile(k, out, lse, o_ptr, lse_ptr, b, h, heads, seqlen_q, d, row, col, lane):
+    """Each thread writes its values of O as bf16 pairs, and the first lane
+    of each quad the LSE of its two rows; rows past ``seqlen_q`` are not
+    written."""
+    packed = out.to_packed("bf16")              # one i32 per column pair
+    for half in range(2):
+        r = row + 8 * half
+        with k.if_(r < seqlen_q):
+            # Element (row, h, col) of O (batch b): ((b * sq + r) * H + h) * d + col.
+            base = ((b * seqlen_q + r) * heads + h) * d + col
+            for j, word in enumerate(packed):
+                if (j % 2) != half:
+                    continue
+                col_off = 8 * (j // 2)
+                llvm.store(word, element_ptr(o_ptr, ir.BF16Type.get(), base + col_off))
+            with k.if_(lane % 4 == 0):
+                idx = (b * heads + h) * seqlen_q + r
+                llvm.store(lse.values[half], element_ptr(lse_ptr, f32(), idx))
+
+
+if __name__ == "__main__":
+    from _common import main
+    cfg = AttentionConfig()
+    if "--d" in sys.argv:
+        cfg = replace(cfg, head_dim=int(sys.argv[sys.argv.index("--d") + 1]))
+    if "--causal" in sys.argv:
+        cfg = replace(cfg, causal=True)
+    sys.exit(main(build(cfg), cfg.name))

@@ -1,0 +1,150 @@
+"""Host side of examples/attention_fwd.py: launch a compiled attention
+forward on torch tensors and check it against PyTorch.
+
+Needs only ``pipeline_mlir.runtime`` (cuda-bindings) and torch, no MLIR: the
+kernel is compiled where MLIR is installed and run where the GPU is
+(``benchmarks/attention/`` bundles both).
+
+    attn = AttentionFwd(cubin_bytes, meta)      # meta: AttentionConfig.meta()
+    o, lse = attn(q, k, v)                      # (b, s, h, d) bf16 tensors
+"""
+
+import math
+
+META_KEYS = ("name", "head_dim", "causal", "block_m", "block_n", "threads",
+             "box_cols", "smem")
+SIGNATURE = ["tma", "tma", "tma", "ptr", "ptr:4", "i32", "i32", "i32", "i32", "i32",
+             "f32"]
+SWIZZLE = 128
+# Error bound of the check against fp32 attention: P is rounded to bf16 (2^-8
+# relative) before P V, O once more on output; |O| <= max |V| ~ 4 for
+# gaussian V. 2e-2 absolute is ~5 bf16 ulps of the largest outputs.
+ABS_ERROR_BOUND = 2e-2
+LSE_ERROR_BOUND = 1e-3
+
+
+class AttentionFwd:
+    """A loaded attention variant; calling it launches on torch's current
+    stream."""
+
+    def __init__(self, image, meta):
+        from pipeline_mlir import runtime
+
+        missing = [k for k in META_KEYS if k not in meta]
+        if missing:
+            raise ValueError(f"AttentionFwd: meta lacks {missing}")
+        self.meta = dict(meta)
+        self._runtime = runtime
+        self.module = runtime.Module(image, name=meta["name"])
+        self.kernel = self.module.kernel(meta["name"], signature=SIGNATURE)
+        self._descs = {}
+        self._sms = None
+
+    def _check(self, q, k, v):
+        import torch
+
+        d = self.meta["head_dim"]
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            if t.dtype != torch.bfloat16 or t.dim() != 4 or not t.is_cuda \
+                    or not t.is_contiguous():
+                raise ValueError(f"{name} must be a contiguous 4-D (batch, seqlen, heads, "
+                                 f"head_dim) bf16 CUDA tensor")
+            if t.shape[3] != d:
+                raise ValueError(f"{name}: head_dim {t.shape[3]}, this kernel was built "
+                                 f"for {d}")
+        b, sq, h, _ = q.shape
+        bk, sk, hk, _ = k.shape
+        if tuple(v.shape) != tuple(k.shape) or bk != b:
+            raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)} must match, with "
+                             f"q's batch {b}")
+        if h % hk:
+            raise ValueError(f"heads ({h}) must be a multiple of the K/V heads ({hk})")
+        return b, sq, h, sk, hk
+
+    def _descriptor(self, t, rows):
+        """3-D tensor map (batch, seqlen, heads * d) with a box of
+        (1, rows, 64): one 128-byte swizzle row of bf16 per row."""
+        key = (t.data_ptr(), tuple(t.shape), rows)
+        desc = self._descs.get(key)
+        if desc is None:
+            b, s, h, d = t.shape
+            desc = self._runtime.make_tma_descriptor(
+                t, shape=(b, s, h * d), strides=(s * h * d * 2, h * d * 2, 2),
+                box_shape=(1, rows, self.meta["box_cols"]), swizzle=SWIZZLE)
+            self._descs[key] = desc
+        return desc
+
+    def units(self, b, h, sq):
+        return b * h * math.ceil(sq / self.meta["block_m"])
+
+    def __call__(self, q, k, v, out=None, lse=None, softmax_scale=None, stream=None,
+                 sync=False):
+        import torch
+
+        b, sq, h, sk, hk = self._check(q, k, v)
+        d = self.meta["head_dim"]
+        if out is None:
+            out = torch.empty_like(q)
+        if lse is None:
+            lse = torch.empty(b, h, sq, dtype=torch.float32, device=q.device)
+        scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
+        if self._sms is None:
+            self._sms = torch.cuda.get_device_properties(q.device).multi_processor_count
+        grid = (min(self.units(b, h, sq), self._sms), 1, 1)
+        stream = torch.cuda.current_stream() if stream is None else stream
+        self.kernel.launch(
+            grid, (self.meta["threads"], 1, 1), smem=self.meta["smem"],
+            args=[self._descriptor(q, self.meta["block_m"]),
+                  self._descriptor(k, self.meta["block_n"]),
+                  self._descriptor(v, self.meta["block_n"]),
+                  out, lse, b, h, hk, sq, sk, scale * math.log2(math.e)],
+            stream=stream, sync=sync)
+        return out, lse
+
+
+def reference(q, k, v, causal, softmax_scale=None):
+    """fp32 attention of the same inputs: (O, LSE), bottom-right causal."""
+    import torch
+
+    b, sq, h, d = q.shape
+    sk, hk = k.shape[1], k.shape[2]
+    scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
+    qf = q.float().transpose(1, 2)                              # b h sq d
+    kf = k.float().transpose(1, 2).repeat_interleave(h // hk, dim=1)
+    vf = v.float().transpose(1, 2).repeat_interleave(h // hk, dim=1)
+    s = torch.matmul(qf, kf.transpose(-1, -2)) * scale
+    if causal:
+        r = torch.arange(sq, device=q.device)[:, None]
+        c = torch.arange(sk, device=q.device)[None, :]
+        s = s.masked_fill(c > r + (sk - sq), float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)                            # b h sq
+    p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+    o = torch.matmul(p, vf).transpose(1, 2)                     # b sq h d
+    return o, lse
+
+
+def check(attn, b, sq, sk, h, hk, seed=0):
+    """Run ``attn`` on gaussian inputs and compare with fp32 attention;
+    return (max |O error|, max |LSE error|). Raises AssertionError over the
+    bounds."""
+    import torch
+
+    d = attn.meta["head_dim"]
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(b, sq, h, d, device="cuda", dtype=torch.bfloat16, generator=g)
+    k = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16, generator=g)
+    v = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16, generator=g)
+    out = torch.full_like(q, float("nan"))
+    o, lse = attn(q, k, v, out=out, sync=True)
+    ro, rlse = reference(q, k, v, attn.meta["causal"])
+    err = (o.float() - ro).abs().max().item()
+    finite = torch.isfinite(rlse)
+    lerr = (lse[finite] - rlse[finite]).abs().max().item() if finite.any() else 0.0
+    if not torch.equal(torch.isfinite(lse), finite):
+        raise AssertionError(f"{attn.meta['name']}: LSE -inf rows differ from the "
+                             "reference")
+    if not (err <= ABS_ERROR_BOUND and lerr <= LSE_ERROR_BOUND):
+        raise AssertionError(f"{attn.meta['name']} b={b} sq={sq} sk={sk} h={h} hk={hk}: "
+                             f"max |O err| {err:.3g} (bound {ABS_ERROR_BOUND}), "
+                             f"max |LSE err| {lerr:.3g} (bound {LSE_ERROR_BOUND})")
+    return err, lerr
