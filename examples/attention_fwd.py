@@ -280,7 +280,10 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
             mine = cw
             other = 1 - cw
             if cfg.mistake == "pingpong_barriers_crossed":
-                mine, other = other, mine      # both wait on the other's id
+                # Each waits on the other's id (and still arrives there): each
+                # id is reached by one warpgroup only. (Swapping both ids would
+                # be a correct ping-pong in which warpgroup 1 goes first.)
+                mine = other
 
             def gemms_begin():
                 if sched is not None:
@@ -295,12 +298,11 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                 with k.if_(cw == 1):
                     sched.arrive_w_index(0)
 
-            q_desc = kv_descriptor(smem_q + cw * (64 * SWIZZLE_ROW), bm, d, "K")
             k_base = kv_descriptor(smem_k, bn, d, "K")
             v_base = kv_descriptor(smem_v, bn, d, "MN")
             stage_step = kv_bytes >> 4
 
-            def issue_s(s_acc, stage):
+            def issue_s(s_acc, stage, q_desc):
                 """S = Q K_stage^T: d / 16 wgmma, one group."""
                 db = (stage.to(64) * stage_step + Scalar(k_base)).ir_value
                 wgmma.fence()
@@ -369,11 +371,15 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                 row_sum = RowVector.full(0.0)
 
                 pipe_q.consumer_wait(q_read)
+                # Q's address from its stage index (always 0) ties the S GEMMs
+                # to the Q stage, so the checker sees them read it.
+                q_desc = kv_descriptor(smem_q.stage(q_read.index, q_bytes)
+                                       + cw * (64 * SWIZZLE_ROW), bm, d, "K")
                 # Block 0: S_0 and its softmax.
                 s_acc = Fragment.undef(bn)
                 pipe_k.consumer_wait(k_read)
                 gemms_begin()
-                issue_s(s_acc, k_read.index)
+                issue_s(s_acc, k_read.index, q_desc)
                 gemms_end()
                 if cfg.mistake == "k_released_before_s_retired":
                     pipe_k.consumer_release(k_read)
@@ -396,7 +402,7 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                     s_acc = Fragment.undef(bn)
                     pipe_k.consumer_wait(k_read)
                     gemms_begin()
-                    issue_s(s_acc, k_read.index)
+                    issue_s(s_acc, k_read.index, q_desc)
                     pipe_v.consumer_wait(v_read)
                     issue_pv(o_acc, p_regs, v_read.index)
                     gemms_end()
