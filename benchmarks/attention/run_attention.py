@@ -15,8 +15,9 @@ a ratio is the median over rounds of (peer time / our time).
 
 Contenders (``--only`` picks some; one that cannot load is reported with the
 reason and left out):
-- ``ours``: the attention example's host module (``attention_fwd_host``
-  in examples/) through ``ours.py``;
+- ``ours``: the attention bundle's chosen variants (``ours.py``; run this
+  script from the bundle folder that benchmarks/attention/build_bundle.py
+  makes, or give ``--bundle``);
 - ``fa4``: ``flash_attn.cute.interface.flash_attn_func`` (flash-attn-4
   4.0.0b36 on nvidia-cutlass-dsl 4.8.1);
 - ``cudnn``: ``torch.nn.functional.scaled_dot_product_attention`` under
@@ -109,13 +110,13 @@ def check(name, out, ref_o, ref_lse):
     return result
 
 
-def load_contenders(only):
+def load_contenders(only, bundle=HERE):
     """{name: fn(q, k, v, causal) -> (o, lse or None)} and {name: why not}."""
     fns, missing = {}, {}
     if "ours" in only:
         try:
             from ours import load_ours
-            fns["ours"] = load_ours()
+            fns["ours"] = load_ours(bundle)
         except Exception as e:  # reported, not hidden: the row still runs the peers
             missing["ours"] = f"{type(e).__name__}: {e}"
     if "fa4" in only:
@@ -193,6 +194,8 @@ def main(argv=None):
     ap.add_argument("--only", default=",".join(CONTENDERS),
                     help=f"contenders, comma-separated, of {CONTENDERS}")
     ap.add_argument("--check-only", action="store_true")
+    ap.add_argument("--bundle", default=HERE,
+                    help="the attention bundle folder (default: this script's folder)")
     args = ap.parse_args(argv)
     only = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = sorted(set(only) - set(CONTENDERS))
@@ -206,7 +209,7 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     fh = open(os.path.join(args.out, "attention.log"), "w")
     log(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}", fh)
-    fns, missing = load_contenders(only)
+    fns, missing = load_contenders(only, os.path.abspath(args.bundle))
     for name, why in missing.items():
         log(f"{name}: not measured ({why})", fh)
     names = [n for n in CONTENDERS if n in fns]
