@@ -11,11 +11,11 @@ the pure-Python runtime (pipeline_mlir/__init__.py + pipeline_mlir/runtime/),
 run_bench.py, profile_stream.py (one kernel for ncu), cute_streaming.py (CuTe
 DSL's streaming sweep, run by run_bench.py when CuTe DSL imports there: see
 scripts/build-cute-transport.py) and reference/*.cu (built with nvcc on the GPU
-machine). Then:
+host). Then:
 
-    cd .bench-bundle && python3 run_bench.py --out "$OUT"
+    cd .bench-bundle && python3 run_bench.py --out results
     ncu --set full -k regex:stream_ --launch-skip 1 --launch-count 1 \
-        -o "$OUT/stream_best" python3 profile_stream.py --bench "$OUT/bench.json"
+        -o results/stream_best python3 profile_stream.py --bench results/bench.json
 """
 
 import argparse
@@ -87,7 +87,7 @@ def main(argv=None):
         return 1
     print(f"{out}: {len(manifest['stream'])} streaming + {len(manifest['pingpong'])} "
           f"ping-pong kernels, {total / 1024:.0f} KiB, {time.monotonic() - t_all:.1f} s")
-    print('run on the GPU machine: cd .bench-bundle && python3 run_bench.py --out "$OUT"')
+    print('run on the GPU host: cd .bench-bundle && python3 run_bench.py --out results')
     return 0
 
 

@@ -214,7 +214,7 @@ def main():
     pf = rows["ours_ptx_first"]
     res["ours"]["ptx"] = statistics.median(r["ptx"] for r in pf)
     res["ours"]["build_ptx"] = statistics.median(r["build"] + r["ptx"] for r in pf)
-    # The order of the tables before issue 16's last session: the cubin
+    # The order of the tables before the in-process assembler: the cubin
     # compile after a to_ptx that had paid the first pass-pipeline run.
     res["ours"]["compile_after_ptx"] = statistics.median(r["build"] + r["cubin"] for r in pf)
     for side in ("ours", "cute"):  # medians of per-process sums

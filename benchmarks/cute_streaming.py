@@ -2,7 +2,7 @@
 """CuTe DSL 4.8.1 streaming copy: the CuTe contender of the streaming benchmark.
 
     python cute_streaming.py --mib 2048 --stages 1,2,4,6 --tile 16x256,32x256,64x256 \
-        --json out.json                      # GPU machine: torch + CuTe DSL
+        --json out.json                      # GPU host: torch + CuTe DSL
     python cute_streaming.py --compile-only  # anywhere: cute.compile for sm_90a, no GPU
 
 Written with the public CuTe DSL API in the shape of our streaming kernel

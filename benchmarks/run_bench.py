@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """GPU side of the benchmarks: runs from .bench-bundle/ (no MLIR needed).
 
-    cd .bench-bundle && python3 run_bench.py --out "$OUT" [--mib 2048] [--reps 20]
+    cd .bench-bundle && python3 run_bench.py --out results [--mib 2048] [--reps 20]
 
 In ONE process and run: builds reference/tma_pipe.cu and reference/pingpong.cu
 with nvcc and runs them; times torch's D2D copy and cuMemcpyDtoD; runs every
@@ -12,7 +12,7 @@ and 2 (and up to 4 when shared memory allows) CTAs per SM; then, on the same
 buffers, CuTe DSL's streaming sweep (cute_streaming.py) when ``import
 cutlass`` works, directly or from --cute-site (where .cute-part2/install.sh
 put it), else logs why it was skipped; runs the ping-pong kernels. Writes
-$OUT/bench.json and $OUT/bench.log and prints the summary table last.
+results/bench.json and results/bench.log and prints the summary table last.
 """
 
 import argparse

@@ -8,7 +8,11 @@ It uses CuTe DSL's participant API::
     handle = producer.acquire_and_advance(); ...; producer.commit(handle)
     handle = consumer.wait_and_advance(); ...; consumer.release(handle)
 
-Usage: python examples/async_participants.py [--print-ir]
+Usage: python examples/async_participants.py [--print-ir] [--out DIR]
+
+``--out DIR``: where the cubin and its launch metadata go (by default a
+folder in the system's temporary directory, not the source tree:
+examples/_common.py).
 """
 
 import sys

@@ -3,10 +3,11 @@
 The kernel is launched through its compiled callable, which knows the
 block size, shared memory and parameters: ``fn(out, n, grid=1)``. Needs only
 the runtime (cuda-bindings + numpy), not MLIR, so it also runs on a GPU
-machine that has just the cubin and its metadata (written side by side by
-``python examples/async_participants.py``):
+host that has just the cubin and its metadata (written side by side by
+``python examples/async_participants.py --out DIR``; copy DIR there):
 
-    python examples/async_participants_run.py examples/out/async_participants.sm_90a.cubin
+    python examples/async_participants.py --out kernels
+    python examples/async_participants_run.py kernels/async_participants.sm_90a.cubin
 
 The producer warp writes ``i * 32 + lane`` into stage ``i % S`` for
 ``i < n``; the consumer warp sums what it reads, so lane ``l`` must hold

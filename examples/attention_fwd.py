@@ -35,8 +35,12 @@ of the S GEMM that reads it, and a stage of 'v' after the group of the P V
 GEMM; Q is released after the tile's last S GEMM retired. Releasing any
 earlier lets TMA overwrite operands an in-flight wgmma still reads.
 
-Usage: python examples/attention_fwd.py [--d 64|128|256] [--causal] [--print-ir]
+Usage: python examples/attention_fwd.py [--d 64|128|256] [--causal] [--print-ir] [--out DIR]
 (builds, checks and compiles; ``examples/attention_fwd_host.py`` runs it).
+
+``--out DIR``: where the cubin and its launch metadata go (by default a
+folder in the system's temporary directory, not the source tree:
+examples/_common.py).
 """
 
 import math
@@ -55,6 +59,7 @@ from pipeline_mlir.kernel.values import f32, i32
 from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
                                             check_register_budget,
                                             set_max_registers)
+from pipeline_mlir.layout import OperandLayout
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     PipelineTmaAsync, PipelineUserType,
                                     make_pipeline_state)
@@ -88,10 +93,10 @@ class AttentionConfig:
         if self.head_dim not in (64, 128, 256):
             raise ValueError(f"AttentionConfig: head_dim must be 64, 128 or 256, "
                              f"got {self.head_dim!r}")
-        if self.consumer_warpgroups not in (1, 2):
-            raise ValueError("AttentionConfig: consumer_warpgroups must be 1 or 2")
-        if self.pingpong and self.consumer_warpgroups != 2:
-            raise ValueError("AttentionConfig: ping-pong needs 2 consumer warpgroups")
+        if self.consumer_warpgroups not in (1, 2, 3):
+            raise ValueError("AttentionConfig: consumer_warpgroups must be 1, 2 or 3")
+        if self.pingpong and self.consumer_warpgroups < 2:
+            raise ValueError("AttentionConfig: ping-pong needs 2 or 3 consumer warpgroups")
         if self.mistake not in MISTAKES:
             raise ValueError(f"AttentionConfig: mistake must be one of {MISTAKES}")
 
@@ -167,7 +172,8 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
     boxes = d // BOX_COLS
     q_bytes, kv_bytes = cfg.tile_bytes(bm), cfg.tile_bytes(bn)
     mma_s = wgmma.WarpgroupMma(bn, "bf16")                 # S = Q K^T: m64 n=bn
-    mma_o = wgmma.WarpgroupMma(d, "bf16", b_major="MN")    # O += P V:  m64 n=d
+    # O += P V: m64 n=d, V (kv rows x d) MN-major.
+    mma_o = wgmma.WarpgroupMma(d, "bf16", OperandLayout("bf16", "MN", SWIZZLE_ROW, bn, d))
     k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads,
                params={"q": TmaDescriptor(), "k": TmaDescriptor(), "v": TmaDescriptor(),
                        "o": GlobalPtr(), "lse": GlobalPtr(align=4),
@@ -198,8 +204,21 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
         m_blocks = (seqlen_q + (bm - 1)) // bm
         bh = batch * heads
         num_units = bh * m_blocks
-        first = k.block_idx()
-        stride = Scalar(nvvm.read_ptx_sreg_nctaid_x(i32()))
+        cta = k.block_idx()
+        ctas = Scalar(nvvm.read_ptx_sreg_nctaid_x(i32()))
+        # Persistent schedule, snake order: in round r the CTAs take units
+        # r * ctas .. r * ctas + ctas - 1, CTA c the c-th of them in even
+        # rounds and the (ctas - 1 - c)-th in odd ones. Causal units come
+        # longest first, so a plain stride would give CTA 0 the longest unit
+        # of every round; the snake evens the sums out. Every CTA's number
+        # of rounds is known up front (the last round is partial).
+        full_rounds = num_units // ctas
+        last_pos = ((full_rounds & 1) == 1).select((ctas - 1 - cta).ir_value, cta.ir_value)
+        my_rounds = full_rounds + (Scalar(last_pos) < num_units % ctas).select(1, 0)
+
+        def unit_of_round(r):
+            pos = ((r & 1) == 1).select((ctas - 1 - cta).ir_value, cta.ir_value)
+            return r * ctas + Scalar(pos)
         group = heads // heads_kv
         offset = seqlen_k - seqlen_q           # causal diagonal, bottom right
 
@@ -239,9 +258,10 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
             set_max_registers(cfg.producer_registers, increase=False)
             with k.if_(warp == 0):
                 q_state = make_pipeline_state(PipelineUserType.Producer, 1)
-                kv_state = make_pipeline_state(PipelineUserType.Producer, stages)
-                for u, _ in k.range(first, num_units, stride, carry=[q_state, kv_state]):
-                    m_block, b, h = unit(u)
+                k_state = make_pipeline_state(PipelineUserType.Producer, stages)
+                v_state = make_pipeline_state(PipelineUserType.Producer, stages)
+                for r, _ in k.range(my_rounds, carry=[q_state, k_state, v_state]):
+                    m_block, b, h = unit(unit_of_round(r))
                     h_kv = h // group
                     pipe_q.producer_acquire(q_state)
                     with k.elect_one():
@@ -252,33 +272,47 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                                             bm * SWIZZLE_ROW)
                     pipe_q.producer_commit(q_state)
                     q_state.advance()
-                    for j, _ in k.range(kv_blocks(m_block), carry=[kv_state]):
-                        for pipe, desc, ring in ((pipe_k, desc_k, smem_k),
-                                                 (pipe_v, desc_v, smem_v)):
-                            pipe.producer_acquire(kv_state)
-                            with k.elect_one():
-                                tile = ring.stage(kv_state.index, kv_bytes)
-                                for box in range(boxes):
-                                    pipe.tma_load(kv_state, desc,
-                                                  [h_kv * d + box * BOX_COLS, j * bn, b],
-                                                  tile + box * bn * SWIZZLE_ROW,
-                                                  bn * SWIZZLE_ROW)
-                            pipe.producer_commit(kv_state)
-                        kv_state.advance()
+
+                    def load(pipe, desc, ring, state, j):
+                        pipe.producer_acquire(state)
+                        with k.elect_one():
+                            tile = ring.stage(state.index, kv_bytes)
+                            for box in range(boxes):
+                                pipe.tma_load(state, desc,
+                                              [h_kv * d + box * BOX_COLS, j * bn, b],
+                                              tile + box * bn * SWIZZLE_ROW,
+                                              bn * SWIZZLE_ROW)
+                        pipe.producer_commit(state)
+                        state.advance()
+
+                    # In the order the consumers read them: K_0, then K_j with
+                    # V_{j-1} (S_j is issued before P_{j-1} V_{j-1}), then the
+                    # last V. Loading V_j before K_{j+1} would make the next
+                    # K wait behind a V stage released one block later.
+                    load(pipe_k, desc_k, smem_k, k_state, 0)
+                    for j, _ in k.range(1, kv_blocks(m_block), carry=[k_state, v_state]):
+                        load(pipe_k, desc_k, smem_k, k_state, j)
+                        load(pipe_v, desc_v, smem_v, v_state, j - 1)
+                    load(pipe_v, desc_v, smem_v, v_state, kv_blocks(m_block) - 1)
                 # No arrive may land on this CTA's barriers after it exits.
                 pipe_q.producer_tail(q_state)
-                pipe_k.producer_tail(kv_state)
-                pipe_v.producer_tail(kv_state)
+                pipe_k.producer_tail(k_state)
+                pipe_v.producer_tail(v_state)
 
         with role.else_():
             # ---- consumer warpgroups ----
             set_max_registers(cfg.consumer_registers, increase=True)
             cw = warpgroup - 1
             warp_in_wg, lane = warp % 4, k.lane_idx()
-            sched = (NamedBarrier(PINGPONG_BARRIER, 2 * THREADS_PER_WARPGROUP, num_ids=2)
+            # Ping-pong: the consumer warpgroups issue their GEMMs in turn
+            # (0, 1, .., 0, 1, ..): warpgroup w waits on barrier id w (its
+            # own 128 threads plus the 128 of the warpgroup before it, which
+            # arrive when they have issued), then arrives on the next one's.
+            wgs = cfg.consumer_warpgroups
+            sched = (NamedBarrier(PINGPONG_BARRIER, 2 * THREADS_PER_WARPGROUP, num_ids=wgs)
                      if cfg.pingpong else None)
             mine = cw
-            other = 1 - cw
+            other = (cw + 1) % wgs
             if cfg.mistake == "pingpong_barriers_crossed":
                 # Each waits on the other's id (and still arrives there): each
                 # id is reached by one warpgroup only. (Swapping both ids would
@@ -294,8 +328,8 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                     sched.arrive_w_index(other)
 
             if sched is not None:
-                # Warpgroup 0 issues first: warpgroup 1 lets it through once.
-                with k.if_(cw == 1):
+                # Warpgroup 0 issues first: the last one lets it through once.
+                with k.if_(cw == wgs - 1):
                     sched.arrive_w_index(0)
 
             k_base = kv_descriptor(smem_k, bn, d, "K")
@@ -327,10 +361,10 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
             thread_row, thread_col = Fragment.thread_origin(warp_in_wg, lane)
 
             def softmax(s_acc, row_max, row_sum, o_acc, j, m_row0, masked, first):
-                """Online softmax of S_j in place: mask, new row max,
-                P = exp2(S * scale_log2 - max), the running sum, and the
-                correction exp2(old max - new max) applied to O (which the
-                caller has made safe to touch)."""
+                """Online softmax of S_j: mask, new row max, P = exp2(S *
+                scale_log2 - max), the running sum; returns P and the
+                correction exp2(old max - new max) that O needs before the
+                next P V."""
                 if masked is not None:
                     with k.if_(masked, carry=[s_acc]):
                         col0 = j * bn + thread_col
@@ -361,8 +395,8 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
             q_read = make_pipeline_state(PipelineUserType.Consumer, 1)
             k_read = make_pipeline_state(PipelineUserType.Consumer, stages)
             v_read = make_pipeline_state(PipelineUserType.Consumer, stages)
-            for u, _ in k.range(first, num_units, stride, carry=[q_read, k_read, v_read]):
-                m_block, b, h = unit(u)
+            for r, _ in k.range(my_rounds, carry=[q_read, k_read, v_read]):
+                m_block, b, h = unit(unit_of_round(r))
                 n_blocks = kv_blocks(m_block)
                 n_free = unmasked_blocks(m_block)
                 m_row0 = m_block * bm + cw * 64
@@ -395,36 +429,67 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                                Scalar(0) >= n_free, first=True)
                 p_regs = p.to_operand_a("bf16")
 
-                # Blocks 1..n-1: S_j is issued before P_{j-1} V_{j-1}, so the
-                # softmax of S_j runs while the P V GEMM is in flight.
-                for j, _ in k.range(1, n_blocks, carry=[k_read, v_read, o_acc, row_max,
-                                                        row_sum, p_regs]):
-                    s_acc = Fragment.undef(bn)
-                    pipe_k.consumer_wait(k_read)
-                    gemms_begin()
-                    issue_s(s_acc, k_read.index, q_desc)
-                    pipe_v.consumer_wait(v_read)
-                    issue_pv(o_acc, p_regs, v_read.index)
-                    gemms_end()
-                    wgmma.wait_group(1)              # S_j retired
-                    pipe_k.consumer_release(k_read)
-                    k_read.advance()
-                    p, corr = softmax(s_acc, row_max, row_sum, o_acc, j, m_row0,
-                                      j >= n_free, first=False)
-                    if cfg.mistake == "v_released_before_pv_retired":
+                corr = RowVector.full(1.0)
+                if not cfg.intra_overlap:
+                    # The plain order, for the ladder: each block's P V right
+                    # after its softmax (the tensor cores idle meanwhile,
+                    # unless the other warpgroup fills them).
+                    for j, _ in k.range(1, n_blocks, carry=[k_read, v_read, o_acc,
+                                                            row_max, row_sum, p_regs]):
+                        pipe_v.consumer_wait(v_read)
+                        gemms_begin()
+                        issue_pv(o_acc, p_regs, v_read.index)
+                        gemms_end()
+                        wgmma.wait_group(0)
                         pipe_v.consumer_release(v_read)
-                    wgmma.wait_group(0)              # P_{j-1} V_{j-1} retired
-                    if cfg.mistake != "v_released_before_pv_retired":
-                        pipe_v.consumer_release(v_read)
-                    v_read.advance()
-                    o_acc.set(o_acc * corr)
-                    p_regs.set(p.to_operand_a("bf16"))
+                        v_read.advance()
+                        s_acc = Fragment.undef(bn)
+                        pipe_k.consumer_wait(k_read)
+                        gemms_begin()
+                        issue_s(s_acc, k_read.index, q_desc)
+                        gemms_end()
+                        wgmma.wait_group(0)
+                        pipe_k.consumer_release(k_read)
+                        k_read.advance()
+                        p, c = softmax(s_acc, row_max, row_sum, o_acc, j, m_row0,
+                                       j >= n_free, first=False)
+                        o_acc.set(o_acc * c)
+                        p_regs.set(p.to_operand_a("bf16"))
+                else:
+                    # Blocks 1..n-1: S_j is issued before P_{j-1} V_{j-1}, so the
+                    # softmax of S_j runs while the P V GEMM is in flight; O is
+                    # rescaled by the previous block's correction between the two
+                    # issues, while S_j occupies the tensor cores.
+                    for j, _ in k.range(1, n_blocks, carry=[k_read, v_read, o_acc, row_max,
+                                                            row_sum, p_regs, corr]):
+                        s_acc = Fragment.undef(bn)
+                        pipe_k.consumer_wait(k_read)
+                        gemms_begin()
+                        issue_s(s_acc, k_read.index, q_desc)
+                        o_acc.set(o_acc * corr)
+                        pipe_v.consumer_wait(v_read)
+                        issue_pv(o_acc, p_regs, v_read.index)
+                        gemms_end()
+                        wgmma.wait_group(1)              # S_j retired
+                        pipe_k.consumer_release(k_read)
+                        k_read.advance()
+                        p, new_corr = softmax(s_acc, row_max, row_sum, o_acc, j, m_row0,
+                                              j >= n_free, first=False)
+                        if cfg.mistake == "v_released_before_pv_retired":
+                            pipe_v.consumer_release(v_read)
+                        wgmma.wait_group(0)              # P_{j-1} V_{j-1} retired
+                        if cfg.mistake != "v_released_before_pv_retired":
+                            pipe_v.consumer_release(v_read)
+                        v_read.advance()
+                        corr.set(new_corr)
+                        p_regs.set(p.to_operand_a("bf16"))
                 # Q is no longer read: every S GEMM of the tile retired.
                 if cfg.mistake != "q_rearmed_while_read":
                     pipe_q.consumer_release(q_read)
                 # Last block: O += P_{n-1} V_{n-1}.
                 pipe_v.consumer_wait(v_read)
                 gemms_begin()
+                o_acc.set(o_acc * corr)
                 issue_pv(o_acc, p_regs, v_read.index)
                 gemms_end()
                 wgmma.wait_group(0)

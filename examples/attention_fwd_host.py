@@ -90,7 +90,9 @@ class AttentionFwd:
         scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
         if self._sms is None:
             self._sms = torch.cuda.get_device_properties(q.device).multi_processor_count
-        grid = (min(self.units(b, h, sq), self._sms), 1, 1)
+        units = self.units(b, h, sq)
+        # Persistent: one CTA per SM walks the work units; else one per unit.
+        grid = (min(units, self._sms) if self.meta.get("persistent", True) else units, 1, 1)
         stream = torch.cuda.current_stream() if stream is None else stream
         self.kernel.launch(
             grid, (self.meta["threads"], 1, 1), smem=self.meta["smem"],

@@ -33,8 +33,12 @@ of A and its half of B, completing on the leader's full barrier through the
 ``.cta_group::2`` TMA form) and writing D into both CTAs' TMEM; its commits
 multicast to both CTAs' barriers. Each CTA's epilogue stores its own 128 rows.
 
-Usage: python examples/blackwell_gemm.py [--print-ir] [--pair] [--static]
+Usage: python examples/blackwell_gemm.py [--print-ir] [--out DIR] [--pair] [--static]
 (builds, checks and compiles for sm_100a; no Blackwell GPU runs it here).
+
+``--out DIR``: where the cubin and its launch metadata go (by default a
+folder in the system's temporary directory, not the source tree:
+examples/_common.py).
 """
 
 import sys
@@ -44,8 +48,8 @@ from pipeline_mlir.kernel import (Int32, Kernel, Scalar, TmaDescriptor,
                                   fence_view_async_shared)
 from pipeline_mlir.kernel import clc, tcgen05, tmem
 from pipeline_mlir.kernel.tile_scheduler import PersistentTileScheduler
-from pipeline_mlir.kernel.tma import TmaTile
-from pipeline_mlir.kernel.tmem_epilogue import SEGMENT_COLUMNS, store_row_segment
+from pipeline_mlir.kernel.tmem_epilogue import store_row_segment
+from pipeline_mlir.layout import OperandLayout, descriptor_units
 from pipeline_mlir.kernel.values import i1, to_value
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     PipelineClcFetchAsync, PipelineState,
@@ -55,7 +59,6 @@ from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     pipeline_init_arrive, pipeline_init_wait)
 
 BLOCK_M = 128                   # rows per CTA (TMEM lanes)
-BLOCK_K = 64                    # one 128-byte swizzle row of 16-bit elements
 SMEM_LIMIT = 227 * 1024         # dynamic shared memory per block on sm_100
 EPILOGUE_WARPS = 4                  # warps 0-3 (TMEM lane quarter = warp)
 MMA_WARP, TMA_WARP, SCHED_WARP = 4, 5, 6
@@ -73,7 +76,8 @@ class GemmConfig:
     stages: int = 4                   # operand ring, at most (shared memory)
     acc_stages: int = 2               # accumulators in TMEM
     scheduler: str = "clc"            # or "static": PersistentTileScheduler
-    epilogue_buffers: int = 2         # 128 x 64 boxes the epilogue cycles through
+    epilogue_buffers: int = 2         # C boxes (128 rows) the epilogue cycles through
+    swizzle: int = 128                # of every operand and C box
     group_m: int = 8                  # grouped tile order (L2 reuse)
 
     @property
@@ -107,19 +111,22 @@ class GemmConfig:
                              f"got {self.scheduler!r}")
         tcgen05.check_shape(self.mma_m, self.block_n, self.cta_group, self.name)
         tmem.check_columns(self.tmem_columns, f"{self.name}: acc_stages * block_n")
-        if (self.block_n // SEGMENT_COLUMNS) % self.epilogue_buffers:
-            raise ValueError(f"{self.name}: the {self.block_n // SEGMENT_COLUMNS} epilogue "
+        segments = self.block_n // self.layouts()[2].cols
+        if segments % self.epilogue_buffers:
+            raise ValueError(f"{self.name}: the {segments} epilogue "
                              f"segments must cycle evenly through {self.epilogue_buffers} buffers")
 
-    def tiles(self):
-        """(A tile, B tile, C box), as one CTA loads and stores them."""
-        return (TmaTile(BLOCK_M, BLOCK_K, self.dtype),
-                TmaTile(self.block_n // self.cta_group, BLOCK_K, self.dtype),
-                TmaTile(BLOCK_M, SEGMENT_COLUMNS, self.dtype))
+    def layouts(self):
+        """(A tile, B tile, C box), as one CTA loads and stores them; a
+        k-block is one swizzle span of K (``a.k``)."""
+        return (OperandLayout.one_box(self.dtype, "K", self.swizzle, BLOCK_M),
+                OperandLayout.one_box(self.dtype, "K", self.swizzle,
+                                      self.block_n // self.cta_group),
+                OperandLayout.one_box(self.dtype, "K", self.swizzle, BLOCK_M))
 
     def num_stages(self):
         """Operand stages that fit next to the epilogue buffers."""
-        a, b, c = self.tiles()
+        a, b, c = self.layouts()
         # 1024: the arena's alignment slack; 512: barriers, responses, TMEM slot.
         fit = (SMEM_LIMIT - self.epilogue_buffers * c.bytes - 1024 - 512) // (a.bytes + b.bytes)
         if fit < 2:
@@ -130,7 +137,7 @@ class GemmConfig:
 def build(cfg=GemmConfig(), chip="sm_100a"):
     """The kernel for ``cfg`` (``.module`` is the built module)."""
     cfg.check()
-    a_tile, b_tile, c_box = cfg.tiles()
+    a_tile, b_tile, c_box = cfg.layouts()
     stages, pair = cfg.num_stages(), cfg.cta_group == 2
     layout = (2, 1, 1, 1) if pair else None
     k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads,
@@ -142,9 +149,10 @@ def build(cfg=GemmConfig(), chip="sm_100a"):
         ring_bars = k.alloc_barriers(2 * stages, name="ring barriers")
         acc_bars = k.alloc_barriers(2 * cfg.acc_stages, name="acc barriers")
         tmem_slot = k.smem_alloc(tmem.HOLDER_BYTES, align=16, name="TMEM address")
-        ring_a = k.smem_alloc(stages * a_tile.bytes, align=1024, name="A ring")
-        ring_b = k.smem_alloc(stages * b_tile.bytes, align=1024, name="B ring")
-        c_buf = k.smem_alloc(cfg.epilogue_buffers * c_box.bytes, align=1024, name="C boxes")
+        ring_a = k.smem_alloc(stages * a_tile.bytes, align=a_tile.alignment, name="A ring")
+        ring_b = k.smem_alloc(stages * b_tile.bytes, align=b_tile.alignment, name="B ring")
+        c_buf = k.smem_alloc(cfg.epilogue_buffers * c_box.bytes, align=c_box.alignment,
+                             name="C boxes")
 
         # Operand ring: one TMA thread per CTA fills a stage (the leader arms
         # the bytes of both CTAs), one tcgen05.commit empties it.
@@ -192,7 +200,7 @@ def build(cfg=GemmConfig(), chip="sm_100a"):
 
         tiles = PersistentTileScheduler(m, n, BLOCK_M, cfg.block_n,
                                         group_m=cfg.group_m, cluster_m=cfg.cta_group)
-        k_blocks = (kdim + (BLOCK_K - 1)) // BLOCK_K
+        k_blocks = (kdim + (a_tile.k - 1)) // a_tile.k
 
         def work(carry=(), before_next=None, seen=None):
             """The persistent loop of one role: yields ``(m_block, n_block)``
@@ -244,12 +252,12 @@ def build(cfg=GemmConfig(), chip="sm_100a"):
                 for kb, _ in k.range(k_blocks, carry=[state]):
                     ring.producer_acquire(state)
                     with k.elect_one():
-                        x = kb * BLOCK_K
-                        ring.tma_load(state, desc_a, [x, m_blk * BLOCK_M],
+                        x = kb * a_tile.k
+                        ring.tma_load(state, desc_a, a_tile.coords(m_blk * BLOCK_M, x),
                                       ring_a.stage(state.index, a_tile.bytes), a_tile.bytes)
                         # This CTA's rows of the (pair's) B tile.
                         b_row = n_blk * cfg.block_n + (rank * b_tile.rows if pair else 0)
-                        ring.tma_load(state, desc_b, [x, b_row],
+                        ring.tma_load(state, desc_b, b_tile.coords(b_row, x),
                                       ring_b.stage(state.index, b_tile.bytes), b_tile.bytes)
                     ring.producer_commit(state)
                     state.advance()
@@ -303,8 +311,8 @@ def mainloop_mma(k, cfg, ring, acc, work, tmem_slot, ring_a, ring_b, a_tile, b_t
     read = make_pipeline_state(Consumer, ring.num_stages)
     fill = make_pipeline_state(Producer, cfg.acc_stages)
     base = tmem.load_address(tmem_slot)
-    a_base = tcgen05.smem_descriptor(ring_a)
-    b_base = tcgen05.smem_descriptor(ring_b)
+    a_base = tcgen05.smem_descriptor(ring_a, a_tile)
+    b_base = tcgen05.smem_descriptor(ring_b, b_tile)
     for _ in work([read, fill]):
         # The epilogue has read this accumulator stage out (its release
         # follows a tcgen05.fence::before_thread_sync).
@@ -314,14 +322,13 @@ def mainloop_mma(k, cfg, ring, acc, work, tmem_slot, ring_a, ring_b, a_tile, b_t
         for kb, _ in k.range(k_blocks, carry=[read]):
             ring.consumer_wait(read)
             s = read.index.to(64)
-            da = (s * (a_tile.bytes >> 4) + Scalar(a_base)).ir_value
-            db = (s * (b_tile.bytes >> 4) + Scalar(b_base)).ir_value
+            da = (s * descriptor_units(a_tile.bytes) + Scalar(a_base)).ir_value
+            db = (s * descriptor_units(b_tile.bytes) + Scalar(b_base)).ir_value
             first_k = kb == 0
             with k.elect_one():
-                for kk in range(BLOCK_K // mma.k):
-                    step = kk * 2 * mma.k          # bytes along the 128-byte row
-                    mma.mma(d, tcgen05.advance_descriptor(da, step),
-                            tcgen05.advance_descriptor(db, step),
+                for kk in range(a_tile.k_slices):
+                    mma.mma(d, tcgen05.k_slice_descriptor(da, a_tile, kk),
+                            tcgen05.k_slice_descriptor(db, b_tile, kk),
                             accumulate=~first_k if kk == 0 else True)
             # tcgen05.commit: the stage is free once these MMAs completed.
             ring.consumer_release(read)
@@ -340,7 +347,7 @@ def epilogue(k, cfg, acc, work, desc_c, tmem_slot, c_buf, c_box, warp):
     store = PipelineTmaStore.create(num_stages=cfg.epilogue_buffers,
                                     producer_group=CooperativeGroup(Agent.Thread, 1))
     sync = NamedBarrier(EPILOGUE_BARRIER, 32 * EPILOGUE_WARPS)
-    segments = cfg.block_n // SEGMENT_COLUMNS
+    segments = cfg.block_n // c_box.cols
     drain = make_pipeline_state(Consumer, cfg.acc_stages)
     for m_blk, n_blk in work([drain]):
         acc.consumer_wait(drain)
@@ -350,19 +357,20 @@ def epilogue(k, cfg, acc, work, desc_c, tmem_slot, c_buf, c_box, warp):
         # one per segment): the TMEM column, the box and the store's column
         # are computed from the segment index.
         for s, _ in k.range(segments, unroll=1):
-            column = s * SEGMENT_COLUMNS
+            column = s * c_box.cols
             bits = tcgen05.load_32x32b(tmem.offset(rows, column=col0 + column),
-                                       SEGMENT_COLUMNS)
+                                       c_box.cols)
             tcgen05.wait_load()
             box = c_buf.stage(s % cfg.epilogue_buffers, c_box.bytes)
             with k.if_(issuer):
                 store.producer_acquire()        # the box's last store has read it
             sync.arrive_and_wait()
-            store_row_segment(bits, box, row, cfg.dtype)
+            store_row_segment(bits, box, row, c_box)
             fence_view_async_shared()           # generic writes -> TMA (async proxy)
             sync.arrive_and_wait()
             with k.if_(issuer):
-                store.tma_store(desc_c, [n_blk * cfg.block_n + column, m_blk * BLOCK_M], box)
+                col = n_blk * cfg.block_n + column
+                store.tma_store(desc_c, c_box.coords(m_blk * BLOCK_M, col), box)
                 store.producer_commit()
         # Every segment read (each iteration's wait::ld): the MMA may
         # overwrite this stage.

@@ -18,20 +18,21 @@ scheduler, as many clusters as are resident at once.
 import math
 
 from hopper_gemm_host import check  # noqa: F401  (same check, any meta dtype)
+from pipeline_mlir.layout import OperandLayout
 
 META_KEYS = ("name", "dtype", "block_m", "block_n", "cta_group", "scheduler",
-             "threads", "smem")
-SIGNATURE = ["tma", "tma", "tma", "i32", "i32", "i32"]
-TMA_BOX_K = 64            # one 128-byte swizzle row of 16-bit elements
-EPILOGUE_BOX = (128, 64)  # one TMEM lane per row, one 128-byte swizzle row
+             "threads", "smem", "signature", "layouts")
 
 
 def meta_of(cfg, kernel):
-    """The launch facts of a built kernel (``examples/blackwell_gemm.build``)."""
-    return {"name": cfg.name, "dtype": cfg.dtype, "block_m": 128,
+    """The launch facts of a built kernel (``examples/blackwell_gemm.build``):
+    the parameter kinds and the A, B and C-box layouts come from the kernel."""
+    a, b, c = cfg.layouts()
+    return {"name": cfg.name, "dtype": cfg.dtype, "block_m": a.rows,
             "block_n": cfg.block_n, "cta_group": cfg.cta_group,
             "scheduler": cfg.scheduler, "threads": cfg.threads,
-            "smem": kernel.smem_bytes}
+            "smem": kernel.smem_bytes, "signature": [p.kind for _, p in kernel.params],
+            "layouts": {"a": a.to_meta(), "b": b.to_meta(), "c": c.to_meta()}}
 
 
 class BlackwellGemm:
@@ -44,22 +45,20 @@ class BlackwellGemm:
         if missing:
             raise ValueError(f"BlackwellGemm: meta lacks {missing}")
         self.meta = dict(meta)
+        self.layouts = {k: OperandLayout.from_meta(v) for k, v in meta["layouts"].items()}
         self._runtime = runtime
         # Raises ArchMismatchError on anything but sm_100 (an sm_100a cubin).
         self.module = runtime.Module(image, name=meta["name"], device=device)
-        self.kernel = self.module.kernel(meta["name"], signature=SIGNATURE)
+        self.kernel = self.module.kernel(meta["name"], signature=meta["signature"])
         self._descs = {}
         self._resident = None
 
     def descriptors(self, a, b, c):
         key = tuple((t.data_ptr(), tuple(t.shape)) for t in (a, b, c))
         if key not in self._descs:
-            rt, meta = self._runtime, self.meta
-            b_rows = meta["block_n"] // meta["cta_group"]
-            self._descs[key] = (
-                rt.make_tma_descriptor(a, box_shape=(meta["block_m"], TMA_BOX_K), swizzle=128),
-                rt.make_tma_descriptor(b, box_shape=(b_rows, TMA_BOX_K), swizzle=128),
-                rt.make_tma_descriptor(c, box_shape=EPILOGUE_BOX, swizzle=128))
+            rt, lay = self._runtime, self.layouts
+            self._descs[key] = tuple(rt.make_tma_descriptor(t, layout=lay[name])
+                                     for name, t in (("a", a), ("b", b), ("c", c)))
         return self._descs[key]
 
     def grid(self, m, n, sms):

@@ -43,9 +43,13 @@ explicit states.
 Parameters of the kernel: ``(src, dst, ntiles)`` (``tma2d``: ``src`` is the
 tensor map).
 
-Usage: python examples/copy_ring.py [--kind async|cpasync|tma|tma2d] [--print-ir]
+Usage: python examples/copy_ring.py [--kind async|cpasync|tma|tma2d] [--print-ir] [--out DIR]
 (the GPU suite's shape: blocked, one warp per role; ``tma``, ``tma2d``: 4
 consumer warps, 16 KiB tiles, persistent, as the benchmark)
+
+``--out DIR``: where the cubin and its launch metadata go (by default a
+folder in the system's temporary directory, not the source tree:
+examples/_common.py).
 """
 
 import sys

@@ -23,36 +23,44 @@ With ``cluster_m=2`` two CTAs stacked along M share every B tile: each loads
 half of it and multicasts it to both, and a consumer releases a stage in
 both CTAs (the producer may overwrite a stage only when both have read it).
 
-Usage: python examples/hopper_gemm.py [--print-ir] [--cluster] [--bn 128|256]
+Usage: python examples/hopper_gemm.py [--print-ir] [--out DIR] [--cluster] [--bn 128|256]
 (builds, checks and compiles; ``examples/hopper_gemm_host.py`` runs it).
+
+``--out DIR``: where the cubin and its launch metadata go (by default a
+folder in the system's temporary directory, not the source tree:
+examples/_common.py).
 """
 
 import sys
 from dataclasses import dataclass, replace
 
+import mlir.ir as ir
+from mlir.dialects import arith
+
 from pipeline_mlir.kernel import (GlobalPtr, Int32, Kernel, TmaDescriptor,
-                                  fence_view_async_shared)
+                                  fence_view_async_shared, load)
 from pipeline_mlir.kernel import epilogue, wgmma
 from pipeline_mlir.kernel.tile_scheduler import PersistentTileScheduler
-from pipeline_mlir.kernel.tma import TmaTile
 from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
                                             check_register_budget,
                                             set_max_registers)
+from pipeline_mlir.layout import OperandLayout, descriptor_units
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     PipelineTmaAsync, PipelineTmaStore,
                                     PipelineUserType, make_pipeline_state,
                                     pipeline_init_arrive, pipeline_init_wait)
 
-BLOCK_K = 64                    # one 128-byte swizzle row of 16-bit elements
 SMEM_LIMIT = 227 * 1024         # dynamic shared memory per block on sm_90
 EPILOGUE_BARRIER = 1            # named barriers 1, 2: one per consumer WG
+ACCUMULATIONS = ("fast", "promoted")
 
 
 @dataclass(frozen=True)
 class GemmConfig:
-    """One kernel variant. The defaults are the fastest configuration; the
-    other switches exist for the step-by-step table of docs/gemm.md."""
-    dtype: str = "bf16"
+    """One kernel variant. The defaults are the fastest 16-bit configuration;
+    the other switches exist for the step-by-step table of docs/gemm.md and
+    for the FP8 GEMM (``examples/fp8_gemm.py``)."""
+    dtype: str = "bf16"               # A and B
     block_n: int = 256
     consumer_warpgroups: int = 2      # tile M = 64 per consumer warpgroup
     stages: int = 4                   # at most; fewer if shared memory is short
@@ -63,10 +71,18 @@ class GemmConfig:
     tma_store_epilogue: bool = True
     epilogue_passes: int = 2          # through half the C tile: room for 4 stages
     group_m: int = 8                  # grouped tile order (L2 reuse)
+    swizzle: int = 128                # of the operand tiles and the C tile
+    out_dtype: str = ""               # C; "" = dtype
+    scaled: bool = False              # C = scale_a * scale_b * (A @ B^T), two f32 pointers
+    accumulation: str = "fast"        # or "promoted": see mainloop_promoted
 
     @property
     def block_m(self):
-        return 64 * self.consumer_warpgroups
+        return wgmma.WarpgroupMma.M * self.consumer_warpgroups
+
+    @property
+    def c_dtype(self):
+        return self.out_dtype or self.dtype
 
     @property
     def threads(self):
@@ -74,51 +90,76 @@ class GemmConfig:
 
     @property
     def name(self):
-        return (f"gemm_{self.dtype}_{self.block_m}x{self.block_n}_c{self.cluster_m}"
+        out = f"_{self.out_dtype}" if self.out_dtype and self.out_dtype != self.dtype else ""
+        return (f"gemm_{self.dtype}{out}_{self.block_m}x{self.block_n}_c{self.cluster_m}"
                 f"{'_r' if self.setmaxnreg else ''}"
                 f"{'_tmastore' if self.tma_store_epilogue else '_direct'}"
-                f"{self.epilogue_passes if self.tma_store_epilogue and self.epilogue_passes > 1 else ''}")
+                f"{self.epilogue_passes if self.tma_store_epilogue and self.epilogue_passes > 1 else ''}"
+                f"{'_scaled' if self.scaled else ''}"
+                f"{'_promoted' if self.accumulation == 'promoted' else ''}")
 
-    def tiles(self):
-        """(A tile, B tile as loaded by one CTA, epilogue bytes)."""
-        a = TmaTile(self.block_m, BLOCK_K, self.dtype)
-        b = TmaTile(self.block_n // self.cluster_m, BLOCK_K, self.dtype)
-        epi = (self.block_m * self.block_n * 2 // self.epilogue_passes
-               if self.tma_store_epilogue else 0)
-        return a, b, epi
+    def layouts(self):
+        """(A tile, B tile as loaded by one CTA, C tile of one consumer
+        warpgroup). A k-block is one swizzle span of K (``a.k``), so every
+        operand tile is one TMA box."""
+        a = OperandLayout.one_box(self.dtype, "K", self.swizzle, self.block_m)
+        b = OperandLayout.one_box(self.dtype, "K", self.swizzle, self.block_n // self.cluster_m)
+        c = OperandLayout(self.c_dtype, "K", self.swizzle, wgmma.WarpgroupMma.M, self.block_n)
+        return a, b, c
+
+    def epilogue_bytes(self):
+        """The C buffer: each consumer warpgroup's share of one pass."""
+        if not self.tma_store_epilogue:
+            return 0
+        return self.consumer_warpgroups * self.layouts()[2].bytes // self.epilogue_passes
 
     def num_stages(self):
         """Stages that fit next to the epilogue buffer and the barriers."""
-        a, b, epi = self.tiles()
+        a, b, _ = self.layouts()
         stage = a.bytes + b.bytes * self.cluster_m
         # 1024: the arena's alignment slack (kernel/smem.py); 256: barriers.
-        fit = (SMEM_LIMIT - epi - 1024 - 256) // stage
+        fit = (SMEM_LIMIT - self.epilogue_bytes() - 1024 - 256) // stage
         if fit < 2:
             raise ValueError(f"{self.name}: not even 2 stages of {stage} bytes fit")
         return min(self.stages, fit)
 
+    def check(self):
+        if self.accumulation not in ACCUMULATIONS:
+            raise ValueError(f"{self.name}: accumulation must be one of {ACCUMULATIONS}, "
+                             f"got {self.accumulation!r}")
+        c = self.layouts()[2]
+        if self.tma_store_epilogue:
+            epilogue.check_tile(c, self.block_n, self.name)
+            if c.boxes % self.epilogue_passes:
+                raise ValueError(f"{self.name}: the {c.boxes} C boxes must split evenly "
+                                 f"into {self.epilogue_passes} epilogue passes")
+        if self.setmaxnreg:
+            check_register_budget(self.threads, 1, self.producer_registers,
+                                  self.consumer_warpgroups, self.consumer_registers)
+
 
 def build(cfg=GemmConfig(), chip="sm_90a"):
     """The kernel for ``cfg`` (``.module`` is the built module)."""
-    if cfg.setmaxnreg:
-        check_register_budget(cfg.threads, 1, cfg.producer_registers,
-                              cfg.consumer_warpgroups, cfg.consumer_registers)
-    a_tile, b_tile, epi_bytes = cfg.tiles()
+    cfg.check()
+    a_tile, b_tile, c_tile = cfg.layouts()
+    epi_bytes = cfg.epilogue_bytes()
     stages, cluster = cfg.num_stages(), cfg.cluster_m
     b_stage_bytes = b_tile.bytes * cluster          # the whole B tile
     layout = (1, cluster, 1, 1) if cluster > 1 else None
-    mma = wgmma.WarpgroupMma(cfg.block_n, cfg.dtype)
+    params = {"a": TmaDescriptor(), "b": TmaDescriptor(),
+              "c": TmaDescriptor(), "c_ptr": GlobalPtr(),
+              "m": Int32(), "n": Int32(), "k": Int32()}
+    if cfg.scaled:
+        params.update(scale_a=GlobalPtr(align=4), scale_b=GlobalPtr(align=4))
     k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads,
-               cluster_dim=(cluster, 1, 1),
-               params={"a": TmaDescriptor(), "b": TmaDescriptor(),
-                       "c": TmaDescriptor(), "c_ptr": GlobalPtr(),
-                       "m": Int32(), "n": Int32(), "k": Int32()})
+               cluster_dim=(cluster, 1, 1), params=params)
     with k:
-        desc_a, desc_b, desc_c, c_ptr, m, n, kdim = k.args
+        desc_a, desc_b, desc_c, c_ptr, m, n, kdim = k.args[:7]
+        scale_ptrs = k.args[7:]
         barriers = k.alloc_barriers(2 * stages)
-        ring_a = k.smem_alloc(stages * a_tile.bytes, align=1024, name="A ring")
-        ring_b = k.smem_alloc(stages * b_stage_bytes, align=1024, name="B ring")
-        c_buf = (k.smem_alloc(epi_bytes, align=1024, name="C tile")
+        ring_a = k.smem_alloc(stages * a_tile.bytes, align=a_tile.alignment, name="A ring")
+        ring_b = k.smem_alloc(stages * b_stage_bytes, align=b_tile.alignment, name="B ring")
+        c_buf = (k.smem_alloc(epi_bytes, align=c_tile.alignment, name="C tile")
                  if epi_bytes else None)
 
         ring = PipelineTmaAsync.create(
@@ -135,128 +176,191 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
 
         sched = PersistentTileScheduler(m, n, cfg.block_m, cfg.block_n,
                                         group_m=cfg.group_m, cluster_m=cluster)
-        first, stride = sched.first_and_stride()
-        k_blocks = (kdim + (BLOCK_K - 1)) // BLOCK_K
+        units = sched.first_and_stride()        # this CTA's first tile, stride
+        k_blocks = (kdim + (a_tile.k - 1)) // a_tile.k
         rank = k.cluster_cta_rank() if cluster > 1 else None
         warp = k.warp_idx()
         warpgroup = warp // 4
 
         with k.if_(warpgroup == 0) as role:
-            # ---- producer warpgroup ----
             if cfg.setmaxnreg:
                 set_max_registers(cfg.producer_registers, increase=False)
             with k.if_(warp == 0):
-                state = make_pipeline_state(PipelineUserType.Producer, stages)
-                for unit, _ in k.range(first, sched.num_units, stride, carry=[state]):
-                    m_blk, n_blk = sched.tile(unit, rank)
-                    for kb, _ in k.range(k_blocks, carry=[state]):
-                        ring.producer_acquire(state)
-                        with k.elect_one():
-                            x = kb * BLOCK_K
-                            ring.tma_load(state, desc_a, [x, m_blk * cfg.block_m],
-                                          ring_a.stage(state.index, a_tile.bytes),
-                                          a_tile.bytes)
-                            b_dst = ring_b.stage(state.index, b_stage_bytes)
-                            if cluster == 1:
-                                ring.tma_load(state, desc_b, [x, n_blk * cfg.block_n],
-                                              b_dst, b_tile.bytes)
-                            else:
-                                # This CTA's half of B, written into both CTAs.
-                                ring.tma_load(state, desc_b,
-                                              [x, n_blk * cfg.block_n + rank * b_tile.rows],
-                                              b_dst + rank * b_tile.bytes, b_tile.bytes,
-                                              mcast_mask=(1 << cluster) - 1)
-                        ring.producer_commit(state)
-                        state.advance()
-                # No arrive may land on this CTA's barriers after it exits.
-                ring.producer_tail(state)
-
+                producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b,
+                         ring_a, ring_b)
         with role.else_():
-            # ---- consumer warpgroups ----
             if cfg.setmaxnreg:
                 set_max_registers(cfg.consumer_registers, increase=True)
-            cw = warpgroup - 1
-            warp_in_wg, lane = warp % 4, k.lane_idx()
-            leader = (warp_in_wg == 0) & (lane == 0)
-            a_base = wgmma.smem_matrix_descriptor(ring_a + cw * (64 * 128))
-            b_base = wgmma.smem_matrix_descriptor(ring_b)
-            a_step, b_step = a_tile.bytes >> 4, b_stage_bytes >> 4
-
-            def mma_k_block(acc, stage):
-                """The 4 wgmma of one k-block on ring stage ``stage``, as one
-                group."""
-                s = stage.to(64)
-                da = (s * a_step + a_base).ir_value
-                db = (s * b_step + b_base).ir_value
-                wgmma.fence()
-                for kk in range(BLOCK_K // mma.k):
-                    mma.mma(acc, wgmma.advance_descriptor(da, kk * 2 * mma.k),
-                            wgmma.advance_descriptor(db, kk * 2 * mma.k))
-                wgmma.commit_group()
-
-            store = (PipelineTmaStore.create(
-                num_stages=1, producer_group=CooperativeGroup(Agent.Thread, 1))
-                if c_buf else None)
-            epi_sync = NamedBarrier(EPILOGUE_BARRIER, THREADS_PER_WARPGROUP)
-            read = make_pipeline_state(PipelineUserType.Consumer, stages)
-            release = make_pipeline_state(PipelineUserType.Consumer, stages)
-            acc = mma.accumulator()
-            for unit, _ in k.range(first, sched.num_units, stride,
-                                   carry=[read, release]):
-                m_blk, n_blk = sched.tile(unit, rank)
-                acc.zero()
-                ring.consumer_wait(read)
-                mma_k_block(acc, read.index)
-                read.advance()
-                for kb, _ in k.range(1, k_blocks, carry=[read, release, acc]):
-                    ring.consumer_wait(read)
-                    mma_k_block(acc, read.index)
-                    # Release order: the group just issued reads stage `read`;
-                    # wait_group(1) retires every older group, so no wgmma
-                    # reads stage `release` any more and its producer may
-                    # overwrite it. Releasing before this wait would let TMA
-                    # overwrite operands an in-flight wgmma still reads
-                    # (pipeline-verify-protocol check 8 and pipeline-sim's
-                    # async-read report it: docs/VerifyProtocol.md).
-                    wgmma.wait_group(1)
-                    ring.consumer_release(release)
-                    read.advance()
-                    release.advance()
-                wgmma.wait_group(0)
-                ring.consumer_release(release)
-                release.advance()
-
-                row0 = m_blk * cfg.block_m + cw * 64
-                if c_buf is not None:
-                    per_pass = epilogue.boxes(cfg.block_n) // cfg.epilogue_passes
-                    tile = c_buf + cw * (64 * cfg.block_n * 2 // cfg.epilogue_passes)
-                    for p in range(cfg.epilogue_passes):
-                        boxes = range(p * per_pass, (p + 1) * per_pass)
-                        # The previous TMA stores must have read the buffer.
-                        with k.if_(leader):
-                            store.producer_acquire()
-                        epi_sync.arrive_and_wait_w_index(cw)
-                        epilogue.store_fragment(acc, tile, warp_in_wg, lane, cfg.dtype,
-                                                box_range=boxes)
-                        # Generic-proxy writes -> visible to TMA (async proxy).
-                        fence_view_async_shared()
-                        epi_sync.arrive_and_wait_w_index(cw)
-                        with k.if_(leader):
-                            for i, box in enumerate(boxes):
-                                store.tma_store(desc_c, [n_blk * cfg.block_n +
-                                                         box * epilogue.BOX_COLS, row0],
-                                                tile + i * epilogue.BOX_BYTES)
-                            store.producer_commit()
-                else:
-                    epilogue.store_fragment_global(acc, c_ptr, row0,
-                                                   n_blk * cfg.block_n, m, n,
-                                                   warp_in_wg, lane, cfg.dtype)
-            if store is not None:
-                with k.if_(leader):
-                    store.producer_tail()
+            consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c_buf,
+                     desc_c, c_ptr, m, n, scale_ptrs)
     k.config = cfg
     k.stages = stages
     return k
+
+
+def producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b, ring_a, ring_b):
+    """Warp 0 of warpgroup 0: walks the tiles of the persistent schedule and,
+    per k-block, fills a ring stage with the A and the B tile."""
+    a_tile, b_tile, _ = cfg.layouts()
+    cluster = cfg.cluster_m
+    b_stage_bytes = b_tile.bytes * cluster
+    stages = ring.num_stages
+    first, stride = units
+    state = make_pipeline_state(PipelineUserType.Producer, stages)
+    for unit, _ in k.range(first, sched.num_units, stride, carry=[state]):
+        m_blk, n_blk = sched.tile(unit, rank)
+        for kb, _ in k.range(k_blocks, carry=[state]):
+            ring.producer_acquire(state)
+            with k.elect_one():
+                x = kb * a_tile.k
+                ring.tma_load(state, desc_a, a_tile.coords(m_blk * cfg.block_m, x),
+                              ring_a.stage(state.index, a_tile.bytes), a_tile.bytes)
+                b_dst = ring_b.stage(state.index, b_stage_bytes)
+                if cluster == 1:
+                    ring.tma_load(state, desc_b, b_tile.coords(n_blk * cfg.block_n, x),
+                                  b_dst, b_tile.bytes)
+                else:
+                    # This CTA's half of B, written into both CTAs.
+                    ring.tma_load(state, desc_b,
+                                  b_tile.coords(n_blk * cfg.block_n + rank * b_tile.rows, x),
+                                  b_dst + rank * b_tile.bytes, b_tile.bytes,
+                                  mcast_mask=(1 << cluster) - 1)
+            ring.producer_commit(state)
+            state.advance()
+    # No arrive may land on this CTA's barriers after it exits.
+    ring.producer_tail(state)
+
+
+class MmaKBlock:
+    """The wgmma of one k-block of consumer warpgroup ``cw``: the operand
+    descriptors of a ring stage and the ``k_slices`` instructions on them,
+    issued as one group."""
+
+    def __init__(self, cfg, ring_a, ring_b, cw):
+        self.a, self.b, _ = cfg.layouts()
+        self.mma = wgmma.WarpgroupMma(cfg.block_n, self.a, self.b)
+        self.a_base = wgmma.smem_matrix_descriptor(
+            ring_a + cw * self.a.mn_offset(wgmma.WarpgroupMma.M), self.a)
+        self.b_base = wgmma.smem_matrix_descriptor(ring_b, self.b)
+        self.a_step = descriptor_units(self.a.bytes)
+        self.b_step = descriptor_units(self.b.bytes * cfg.cluster_m)
+
+    def __call__(self, acc, stage, accumulate=True):
+        """``acc (+)= A x B`` over the k-block in ring stage ``stage``; with
+        ``accumulate=False`` the first instruction overwrites ``acc``."""
+        s = stage.to(64)
+        da = (s * self.a_step + self.a_base).ir_value
+        db = (s * self.b_step + self.b_base).ir_value
+        wgmma.fence()
+        for kk in range(self.a.k_slices):
+            self.mma.mma(acc, wgmma.k_slice_descriptor(da, self.a, kk),
+                         wgmma.k_slice_descriptor(db, self.b, kk),
+                         accumulate=accumulate or kk > 0)
+        wgmma.commit_group()
+
+
+def mainloop_fast(k, ring, mma_k_block, acc, read, release, k_blocks):
+    """One tile: every k-block accumulates into ``acc`` in the tensor core
+    (for FP8, in the tensor core's reduced-precision accumulator: the
+    ``use_fast_accum`` of cuBLASLt)."""
+    acc.zero()
+    ring.consumer_wait(read)
+    mma_k_block(acc, read.index)
+    read.advance()
+    for kb, _ in k.range(1, k_blocks, carry=[read, release, acc]):
+        ring.consumer_wait(read)
+        mma_k_block(acc, read.index)
+        # Release order: the group just issued reads stage `read`;
+        # wait_group(1) retires every older group, so no wgmma reads stage
+        # `release` any more and its producer may overwrite it. Releasing
+        # before this wait would let TMA overwrite operands an in-flight
+        # wgmma still reads (pipeline-verify-protocol check 8 and
+        # pipeline-sim's async-read report it: docs/VerifyProtocol.md).
+        wgmma.wait_group(1)
+        ring.consumer_release(release)
+        read.advance()
+        release.advance()
+    wgmma.wait_group(0)
+    ring.consumer_release(release)
+    release.advance()
+
+
+def mainloop_promoted(k, ring, mma_k_block, total, part, read, k_blocks):
+    """One tile, with promotion: each k-block's wgmma result, accumulated
+    from zero in ``part``, is added into the fp32 ``total`` (DeepGEMM's and
+    CUTLASS's "2xacc" way around FP8 wgmma's reduced-precision
+    accumulator). The addition needs the group retired, so each k-block
+    ends with ``wait_group(0)``, and the stage is released right after it;
+    the other consumer warpgroup's wgmma keep the tensor cores busy
+    meanwhile. Costs ``part``'s registers (N / 2 per thread)."""
+    total.zero()
+    for kb, _ in k.range(k_blocks, carry=[read, total, part]):
+        ring.consumer_wait(read)
+        mma_k_block(part, read.index, accumulate=False)
+        wgmma.wait_group(0)
+        ring.consumer_release(read)
+        total += part               # fp32 adds on the CUDA cores
+        read.advance()
+
+
+def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c_buf,
+             desc_c, c_ptr, m, n, scale_ptrs):
+    """Warpgroups 1..: per tile, the mainloop into an fp32 accumulator, then
+    the epilogue."""
+    _, _, c_tile = cfg.layouts()
+    stages = ring.num_stages
+    cw = warp // 4 - 1
+    warp_in_wg, lane = warp % 4, k.lane_idx()
+    leader = (warp_in_wg == 0) & (lane == 0)
+    mma_k_block = MmaKBlock(cfg, ring_a, ring_b, cw)
+    scale = None
+    if scale_ptrs:
+        f32 = ir.F32Type.get()
+        scale = arith.mulf(load(scale_ptrs[0], f32), load(scale_ptrs[1], f32))
+    first, stride = units
+    store = (PipelineTmaStore.create(
+        num_stages=1, producer_group=CooperativeGroup(Agent.Thread, 1))
+        if c_buf else None)
+    epi_sync = NamedBarrier(EPILOGUE_BARRIER, THREADS_PER_WARPGROUP)
+    read = make_pipeline_state(PipelineUserType.Consumer, stages)
+    release = make_pipeline_state(PipelineUserType.Consumer, stages)
+    acc = mma_k_block.mma.accumulator()
+    promoted = cfg.accumulation == "promoted"
+    part = mma_k_block.mma.accumulator() if promoted else None
+    for unit, _ in k.range(first, sched.num_units, stride, carry=[read, release]):
+        m_blk, n_blk = sched.tile(unit, rank)
+        if promoted:
+            mainloop_promoted(k, ring, mma_k_block, acc, part, read, k_blocks)
+        else:
+            mainloop_fast(k, ring, mma_k_block, acc, read, release, k_blocks)
+        row0 = m_blk * cfg.block_m + cw * wgmma.WarpgroupMma.M
+        out = acc if scale is None else acc * scale
+        if c_buf is None:
+            epilogue.store_fragment_global(out, c_ptr, row0, n_blk * cfg.block_n, m, n,
+                                           warp_in_wg, lane, cfg.c_dtype)
+            continue
+        per_pass = c_tile.boxes // cfg.epilogue_passes
+        tile = c_buf + cw * (per_pass * c_tile.box_bytes)
+        for p in range(cfg.epilogue_passes):
+            boxes = range(p * per_pass, (p + 1) * per_pass)
+            # The previous TMA stores must have read the buffer.
+            with k.if_(leader):
+                store.producer_acquire()
+            epi_sync.arrive_and_wait_w_index(cw)
+            epilogue.store_fragment(out, tile, warp_in_wg, lane, c_tile, box_range=boxes)
+            # Generic-proxy writes -> visible to TMA (async proxy).
+            fence_view_async_shared()
+            epi_sync.arrive_and_wait_w_index(cw)
+            with k.if_(leader):
+                offsets = c_tile.box_offsets()
+                for box in boxes:
+                    col, smem = offsets[box]
+                    store.tma_store(desc_c, c_tile.coords(row0, n_blk * cfg.block_n + col),
+                                    tile + (smem - offsets[boxes.start][1]))
+                store.producer_commit()
+    if store is not None:
+        with k.if_(leader):
+            store.producer_tail()
 
 
 if __name__ == "__main__":

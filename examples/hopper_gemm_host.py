@@ -1,31 +1,37 @@
 """Host side of examples/hopper_gemm.py: launch the compiled GEMM on torch
 tensors and check it against ``torch.matmul``.
 
-Needs only ``pipeline_mlir.runtime`` (cuda-bindings) and torch, no MLIR: the
-kernel is compiled on a machine with MLIR ("compile here") and this file runs
-it on the GPU ("run there"); ``benchmarks/gemm/`` bundles both.
+Needs only ``pipeline_mlir.runtime`` (cuda-bindings), ``pipeline_mlir.layout``
+(pure Python) and torch, no MLIR: the kernel is compiled on a machine with
+MLIR ("compile here") and this file runs it on the GPU ("run there");
+``benchmarks/gemm/`` bundles both. The tensor maps' boxes and swizzles come
+from the operand layouts the kernel was built from, carried in the meta.
 
-    gemm = HopperGemm(cubin_bytes, meta)        # meta: GemmConfig's facts
+    gemm = HopperGemm(cubin_bytes, meta)        # meta: meta_of(cfg, kernel)
     c = gemm(a, b)                              # C = A @ B^T, B given N x K
 """
 
 import math
 
-# What the launcher must know of a compiled variant (GemmConfig writes it).
-META_KEYS = ("name", "dtype", "block_m", "block_n", "cluster_m", "threads", "smem")
-SIGNATURE = ["tma", "tma", "tma", "ptr", "i32", "i32", "i32"]
-TMA_BOX_K = 64            # one 128-byte swizzle row of 16-bit elements
-EPILOGUE_BOX = (64, 64)
+from pipeline_mlir.layout import DTYPES, OperandLayout
+
+# What the launcher must know of a compiled variant (meta_of writes it).
+META_KEYS = ("name", "dtype", "block_m", "block_n", "cluster_m", "threads", "smem",
+             "signature", "layouts")
 # Relative error bound of the check: fp32 accumulation of 16-bit products,
 # then one rounding to bf16 (2^-8) or fp16 (2^-11) of the output.
 REL_ERROR_BOUND = {"bf16": 1e-2, "f16": 2e-3}
 
 
 def meta_of(cfg, kernel):
-    """The launch facts of a built kernel (``examples/hopper_gemm.build``)."""
+    """The launch facts of a built kernel (``examples/hopper_gemm.build``):
+    the parameter kinds and the A, B and C layouts come from the kernel."""
+    a, b, c = cfg.layouts()
     return {"name": cfg.name, "dtype": cfg.dtype, "block_m": cfg.block_m,
             "block_n": cfg.block_n, "cluster_m": cfg.cluster_m,
-            "threads": cfg.threads, "smem": kernel.smem_bytes}
+            "threads": cfg.threads, "smem": kernel.smem_bytes,
+            "signature": [p.kind for _, p in kernel.params],
+            "layouts": {"a": a.to_meta(), "b": b.to_meta(), "c": c.to_meta()}}
 
 
 class HopperGemm:
@@ -38,18 +44,19 @@ class HopperGemm:
         if missing:
             raise ValueError(f"HopperGemm: meta lacks {missing}")
         self.meta = dict(meta)
+        self.layouts = {k: OperandLayout.from_meta(v) for k, v in meta["layouts"].items()}
         self.persistent = persistent
         self._runtime = runtime
         self.module = runtime.Module(image, name=meta["name"])
-        self.kernel = self.module.kernel(meta["name"], signature=SIGNATURE)
+        self.kernel = self.module.kernel(meta["name"], signature=meta["signature"])
         self._descs = {}
         self._resident = None
 
     def _check(self, a, b, c):
         import torch
 
-        want = {"bf16": torch.bfloat16, "f16": torch.float16}[self.meta["dtype"]]
         for name, t in (("a", a), ("b", b), ("c", c)):
+            want = getattr(torch, self.layouts[name].torch_dtype)
             if t.dtype != want:
                 raise TypeError(f"{self.meta['name']}: {name} must be {want}, got {t.dtype}")
             if t.dim() != 2 or not t.is_contiguous() or not t.is_cuda:
@@ -60,21 +67,19 @@ class HopperGemm:
             raise ValueError(f"shapes do not match: a {tuple(a.shape)}, b {tuple(b.shape)} "
                              f"(N x K), c {tuple(c.shape)}")
         # TMA: every row stride a multiple of 16 bytes.
-        if k % 8 or n % 8:
-            raise ValueError(f"K ({k}) and N ({n}) must be multiples of 8 (TMA needs "
-                             "16-byte aligned row strides)")
+        for what, t, cols in (("K", a, k), ("N", c, n)):
+            if cols * t.element_size() % 16:
+                raise ValueError(f"{what} ({cols}) x {t.element_size()} bytes must be a "
+                                 "multiple of 16 (TMA needs 16-byte aligned row strides)")
         return m, n, k
 
     def descriptors(self, a, b, c):
         """The three CUtensorMaps (cached per tensor address and shape)."""
         key = tuple((t.data_ptr(), tuple(t.shape)) for t in (a, b, c))
         if key not in self._descs:
-            rt, meta = self._runtime, self.meta
-            b_rows = meta["block_n"] // meta["cluster_m"]
-            self._descs[key] = (
-                rt.make_tma_descriptor(a, box_shape=(meta["block_m"], TMA_BOX_K), swizzle=128),
-                rt.make_tma_descriptor(b, box_shape=(b_rows, TMA_BOX_K), swizzle=128),
-                rt.make_tma_descriptor(c, box_shape=EPILOGUE_BOX, swizzle=128))
+            rt, lay = self._runtime, self.layouts
+            self._descs[key] = tuple(rt.make_tma_descriptor(t, layout=lay[name])
+                                     for name, t in (("a", a), ("b", b), ("c", c)))
         return self._descs[key]
 
     def grid(self, m, n, sms):
@@ -91,10 +96,17 @@ class HopperGemm:
         return (units * cl, 1, 1)
 
     def __call__(self, a, b, c=None, stream=None, sync=False):
+        return self.launch(a, b, c, (), stream, sync)
+
+    def launch(self, a, b, c, extra_args, stream, sync):
+        """Launch on ``a``, ``b`` into ``c`` (allocated if None), with
+        ``extra_args`` after the kernel's ``m, n, k`` (the FP8 GEMM's
+        scales)."""
         import torch
 
         if c is None:
-            c = torch.empty(a.shape[0], b.shape[0], dtype=a.dtype, device=a.device)
+            c = torch.empty(a.shape[0], b.shape[0], device=a.device,
+                            dtype=getattr(torch, self.layouts["c"].torch_dtype))
         m, n, k = self._check(a, b, c)
         if k == 0 or m == 0 or n == 0:
             raise ValueError("empty GEMM")
@@ -104,7 +116,8 @@ class HopperGemm:
         stream = torch.cuda.current_stream() if stream is None else stream
         self.kernel.launch(self.grid(m, n, sms), (self.meta["threads"], 1, 1),
                            cluster=(cl, 1, 1) if cl > 1 else None, smem=self.meta["smem"],
-                           args=[da, db, dc, c, m, n, k], stream=stream, sync=sync)
+                           args=[da, db, dc, c, m, n, k, *extra_args], stream=stream,
+                           sync=sync)
         return c
 
 
@@ -113,7 +126,7 @@ def check(gemm, m, n, k, seed=0):
     the max relative error (raises AssertionError over the bound)."""
     import torch
 
-    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[gemm.meta["dtype"]]
+    dtype = getattr(torch, DTYPES[gemm.meta["dtype"]][1])
     g = torch.Generator(device="cuda").manual_seed(seed)
     a = torch.randn(m, k, device="cuda", dtype=dtype, generator=g)
     b = torch.randn(n, k, device="cuda", dtype=dtype, generator=g)

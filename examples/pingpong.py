@@ -10,7 +10,11 @@ benchmarks/reference/pingpong.cu, which stores the same three fields).
 
 Parameters of the kernel: ``(n, out)``.
 
-Usage: python examples/pingpong.py [--print-ir]
+Usage: python examples/pingpong.py [--print-ir] [--out DIR]
+
+``--out DIR``: where the cubin and its launch metadata go (by default a
+folder in the system's temporary directory, not the source tree:
+examples/_common.py).
 """
 
 import sys

@@ -22,7 +22,11 @@ Common shape: block ``b`` copies the 4 KiB tiles ``[b*T, (b+1)*T)`` of
 - named_barrier: NamedBarrier, 3 stages: full = ids 1..3, empty = ids 4..6
   (64 threads each), the id picked at run time from the stage index.
 
-Usage: python examples/tile_copies.py [--print-ir]
+Usage: python examples/tile_copies.py [--print-ir] [--out DIR]
+
+``--out DIR``: where the cubin and its launch metadata go (by default a
+folder in the system's temporary directory, not the source tree:
+examples/_common.py).
 """
 
 import sys

@@ -11,7 +11,11 @@ tile, and each consumer warp releases the stage in *both* CTAs (the empty
 barriers count ``cluster_size * consumer_warps`` arrivals) -- CuTe DSL's
 ``PipelineTmaAsync`` with ``cta_layout_vmnk = (1, 2, 1, 1)``.
 
-Usage: python examples/tma_reduction.py [--cluster] [--print-ir]
+Usage: python examples/tma_reduction.py [--cluster] [--print-ir] [--out DIR]
+
+``--out DIR``: where the cubin and its launch metadata go (by default a
+folder in the system's temporary directory, not the source tree:
+examples/_common.py).
 """
 
 import sys

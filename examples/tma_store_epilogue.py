@@ -6,7 +6,11 @@ the buffer about to be overwritten has been read by its TMA store
 (``cp.async.bulk.wait_group.read 1``), ``producer_commit()`` closes the
 store's bulk group, ``producer_tail()`` drains them before the CTA exits.
 
-Usage: python examples/tma_store_epilogue.py [--print-ir]
+Usage: python examples/tma_store_epilogue.py [--print-ir] [--out DIR]
+
+``--out DIR``: where the cubin and its launch metadata go (by default a
+folder in the system's temporary directory, not the source tree:
+examples/_common.py).
 """
 
 import sys

@@ -11,7 +11,11 @@ is the synchronization, which is exactly CuTe DSL's::
                                       consumer_group=..., tx_count=...,
                                       barrier_storage=...)
 
-Usage: python examples/tma_umma_mainloop.py [--print-ir]
+Usage: python examples/tma_umma_mainloop.py [--print-ir] [--out DIR]
+
+``--out DIR``: where the cubin and its launch metadata go (by default a
+folder in the system's temporary directory, not the source tree:
+examples/_common.py).
 """
 
 import sys

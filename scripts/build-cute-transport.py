@@ -1,20 +1,21 @@
 #!/usr/bin/env python3
-"""Build the CuTe DSL 4.8.1 transport for the GPU machine in two carries.
+"""Build the CuTe DSL 4.8.1 transport for a GPU host in two parts.
 
     python3 scripts/build-cute-transport.py [--whl /tmp/whl] [--deps DIR]
 
-The GPU machine has no CuTe DSL and no network, and one device call carries at
-most 64 MiB, so the install travels in two git-ignored folders of the repo root:
+For a GPU host without network access (so without CuTe DSL) whose file
+transfers may be capped at 64 MiB, the install travels in two git-ignored
+folders of the repo root, each under that size:
 
 - ``.cute-part1/``: ``ir.so.xz``, the xz'd ``_cutlass_ir.cu12...so`` (~52 MB);
-  carried by a first call and left on the warm machine.
+  copy it to the GPU host once; it may stay there between runs.
 - ``.cute-part2/``: everything else: the nvidia-cutlass-dsl, -libs-base and
   -libs-core wheels, the -libs-cu12 wheel repacked without its two large
   shared objects, ``rt.so.xz`` (``libcute_dsl_runtime.so``), the wheels of the
   dependencies a bare Python 3.12 + torch may lack (protobuf,
   typing_extensions), ``SHA256SUMS`` of both parts and ``.cute-part2/install.sh``.
 
-On the GPU machine, from the repo root with both parts present:
+On the GPU host, from the repo root with both parts present:
 
     sh .cute-part2/install.sh [SITE]       # SITE defaults to /tmp/site
     PYTHONPATH=/tmp/site python3 -c "import cutlass, cutlass.cute"
@@ -59,7 +60,7 @@ P2=$(cd "$(dirname "$0")" && pwd)
 P1=$(dirname "$P2")/.cute-part1
 SITE=${1:-/tmp/site}
 PY=${PYTHON:-python3}
-[ -f "$P1/ir.so.xz" ] || { echo "install.sh: $P1/ir.so.xz is missing: carry .cute-part1 (an earlier call on the same warm machine is enough)" >&2; exit 2; }
+[ -f "$P1/ir.so.xz" ] || { echo "install.sh: $P1/ir.so.xz is missing: copy .cute-part1 beside .cute-part2 (once is enough)" >&2; exit 2; }
 "$PY" - "$P1" "$P2" <<'EOF'
 import hashlib, os, sys
 p1, p2 = sys.argv[1:3]
@@ -205,7 +206,7 @@ def main(argv=None):
         print(f"build-cute-transport: a part is too large (part1 < {PART1_MAX / 1e6:.0f} MB, "
               f"part2 < {CARRY_MAX >> 20} MiB)", file=sys.stderr)
         return 1
-    print("GPU machine, repo root, both parts present: sh .cute-part2/install.sh /tmp/site")
+    print("GPU host, repo root, both parts present: sh .cute-part2/install.sh /tmp/site")
     return 0
 
 

@@ -6,9 +6,9 @@ run_forensics.py, compiled HERE; a small subset of the GPU suite's bundle
 
     .venv/bin/python scripts/build-forensics-bundle.py [--out .forensics-bundle]
 
-On the GPU machine (device tool: carry=[".forensics-bundle"]):
+On the GPU host (with .forensics-bundle copied there):
 
-    cd .forensics-bundle && python3 run_forensics.py $OUT
+    cd .forensics-bundle && python3 run_forensics.py --out results
 """
 
 import argparse
@@ -30,8 +30,8 @@ def main(argv=None):
     spec.loader.exec_module(gpu_bundle)
     rc = gpu_bundle.main(["--out", args.out, "--chip", args.chip, "--only", "forensics_hangs"])
     if rc == 0:
-        print(f"run on the GPU machine: cd {os.path.relpath(args.out, ROOT)} && "
-              "python3 run_forensics.py $OUT")
+        print(f"run on the GPU host: cd {os.path.relpath(args.out, ROOT)} && "
+              "python3 run_forensics.py --out results")
     return rc
 
 

@@ -2,7 +2,8 @@
 """Build .fuzz-bundle/: pipeline-opt with the two shared libraries it links
 (libMLIR.so, libLLVM.so, stripped), scripts/fuzz.py and its seed corpus
 (the .mlir files under test/), so that the long fuzz run (docs/fuzzing.md)
-can use the 16 cores of the GPU machine instead of this 2-core one.
+can run on a machine with more cores than the one that builds it (no GPU
+needed there).
 
     .venv/bin/python scripts/build-fuzz-bundle.py [--out .fuzz-bundle]
 
@@ -11,8 +12,8 @@ On the other machine (Python 3.12, ptxas on PATH):
     cd .fuzz-bundle && bash run_fuzz.sh MUTANTS SEED OUTDIR
 
 The binary is the one installed in .venv (the same build the tests use);
-the device tool carries at most 64 MiB, so the script refuses a larger
-bundle.
+like every bundle it must stay under bundle_common.LIMIT (a bundle over the
+cap has almost always picked up a file it should not).
 """
 
 import argparse
@@ -24,8 +25,9 @@ import sysconfig
 import tarfile
 import tempfile
 
+from bundle_common import LIMIT
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LIMIT = 60 << 20
 
 
 
@@ -102,9 +104,9 @@ def main(argv=None):
 
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
     if size > LIMIT:
-        sys.exit(f"build-fuzz-bundle: {size / 2**20:.1f} MiB is over the device tool's limit")
+        sys.exit(f"build-fuzz-bundle: {size / 2**20:.1f} MiB is over the {LIMIT >> 20} MiB bundle size cap")
     print(f"{out}: {size / 2**20:.1f} MiB")
-    print("run on the other machine: cd .fuzz-bundle && bash run_fuzz.sh 100000 2026 $OUT/fuzz")
+    print("run on the other machine: cd .fuzz-bundle && bash run_fuzz.sh 100000 2026 results/fuzz")
 
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@
                                                  [--mib 64] [--only NAME ...]
 
 Writes the kernels (cubin/PTX), manifest.json (what to launch and check),
-the pure-Python runtime (pipeline_mlir/__init__.py + pipeline_mlir/runtime/,
-no MLIR needed) and the test files. On the GPU machine:
+the pure-Python runtime (pipeline_mlir/__init__.py, layout.py and runtime/,
+no MLIR needed) and the test files. On the GPU host:
 
     cd .gpu-bundle && python3 -m pytest -q test_gpu.py
 
@@ -32,8 +32,9 @@ def copy_suite(out):
     for f in ("conftest.py", "test_gpu.py", "gpu_child.py", "pytest.ini", "run_forensics.py"):
         shutil.copy(os.path.join(ROOT, "test", "gpu", f), out)
     # The GEMMs' launchers (runtime + torch only).
-    shutil.copy(os.path.join(ROOT, "examples", "hopper_gemm_host.py"), out)
-    shutil.copy(os.path.join(ROOT, "examples", "blackwell_gemm_host.py"), out)
+    for f in ("hopper_gemm_host.py", "fp8_gemm_host.py", "attention_fwd_host.py",
+              "blackwell_gemm_host.py"):
+        shutil.copy(os.path.join(ROOT, "examples", f), out)
 
 
 def main(argv=None):
@@ -89,7 +90,7 @@ def main(argv=None):
         return 1
     print(f"{out}: {len(manifest['kernels'])} kernels, {len(manifest['skipped'])} skipped, "
           f"{total / 1024:.0f} KiB")
-    print(f"run on the GPU machine: cd {os.path.relpath(out, ROOT)} && "
+    print(f"run on the GPU host: cd {os.path.relpath(out, ROOT)} && "
           "python3 -m pytest -q test_gpu.py")
     return 0
 

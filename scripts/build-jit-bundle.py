@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Build .jit-bundle/: a stripped MLIR Python runtime + pipeline_mlir, so
-that on the GPU machine ONE Python process builds a kernel from Python,
+that on the GPU host ONE Python process builds a kernel from Python,
 lowers it, assembles it (ptxas there) and launches and checks it ("JIT
 there"), instead of compiling here and shipping cubins.
 
@@ -9,12 +9,13 @@ there"), instead of compiling here and shipping cubins.
 Writes .jit-bundle/runtime.tar.xz (the `mlir` package without its static
 libraries, headers and tools; `llvm/lib/libLLVM.so`; the installed
 `pipeline_mlir` with its native library; all shared objects stripped), the
-examples, and jit_run.py. On the GPU machine (Python 3.12, torch,
+examples, and jit_run.py. On the GPU host (Python 3.12, torch,
 cuda-bindings, ptxas):
 
     cd .jit-bundle && python3 jit_run.py
 
-The device tool carries at most 64 MiB; the script refuses a larger bundle.
+Like every bundle it must stay under bundle_common.LIMIT; the script refuses
+a larger one.
 """
 
 import argparse
@@ -26,8 +27,9 @@ import sysconfig
 import tarfile
 import tempfile
 
+from bundle_common import LIMIT
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LIMIT = 60 << 20
 # What the Python bindings need at run time; everything else in the wheels
 # (static archives, headers, tools, sources: ~1.5 GB) is for building.
 MLIR_KEEP = ("__init__.py", "ir.py", "passmanager.py", "rewrite.py", "dialects",
@@ -80,9 +82,9 @@ def main(argv=None):
     print(f"{out}: {total / 2**20:.1f} MiB (runtime.tar.xz "
           f"{os.path.getsize(os.path.join(out, 'runtime.tar.xz')) / 2**20:.1f} MiB)")
     if total > LIMIT:
-        print(f"error: over the {LIMIT >> 20} MiB transfer budget")
+        print(f"error: over the {LIMIT >> 20} MiB bundle size cap")
         return 1
-    print('run on the GPU machine: cd .jit-bundle && python3 jit_run.py')
+    print('run on the GPU host: cd .jit-bundle && python3 jit_run.py')
     return 0
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command from a fresh clone to a working install:
 #   1. a Python 3.12 virtual environment in .venv (3.12 is what the GPU
-#      machine runs, so the same build serves both);
+#      host runs, so the same build serves both);
 #   2. the pinned MLIR/LLVM 22.1.8 wheels and build/test tools;
 #   3. `pip install .` of pipeline-mlir (CMake + Ninja via scikit-build-core,
 #      built against the venv's MLIR, no build isolation so the ~1.7 GB of

@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "examples"), HERE]
 from bundle_common import copy_runtime, write_manifest  # noqa: E402
 
-SCRIPTS = ("check_attention.py", "run_attention.py", "variants.py")
+SCRIPTS = ("check_attention.py", "run_attention.py", "ours.py", "variants.py", "profile_one.py")
 
 
 def main(argv=None):
@@ -28,6 +28,7 @@ def main(argv=None):
     ap.add_argument("--out", default=os.path.join(ROOT, ".attention-bundle"))
     ap.add_argument("--chip", default="sm_90a")
     ap.add_argument("--quick", action="store_true", help="the correctness variants only")
+    ap.add_argument("--sweep", action="store_true", help="also the configuration candidates")
     args = ap.parse_args(argv)
 
     import attention_fwd
@@ -44,7 +45,7 @@ def main(argv=None):
     shutil.copy(os.path.join(ROOT, "examples", "attention_fwd_host.py"), out)
     manifest = {"chip": args.chip, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
                 "variants": []}
-    for tag, cfg in variants(quick=args.quick):
+    for tag, cfg, persistent in variants(quick=args.quick, sweep=args.sweep):
         t0 = time.monotonic()
         k = attention_fwd.build(cfg, chip=args.chip)
         image = k.compile()
@@ -52,7 +53,7 @@ def main(argv=None):
         with open(os.path.join(out, path), "wb") as f:
             f.write(image)
         meta = cfg.meta()
-        meta.update(tag=tag, image=path, smem=k.smem_bytes)
+        meta.update(tag=tag, image=path, smem=k.smem_bytes, persistent=persistent)
         manifest["variants"].append(meta)
         print(f"BUILT {tag:28s} {cfg.name:44s} smem {k.smem_bytes} "
               f"({time.monotonic() - t0:.1f} s)")

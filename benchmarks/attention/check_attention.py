@@ -74,8 +74,10 @@ def main():
             results.append({"tag": meta["tag"], "shape": shape, "status": status})
     if not args.no_timing:
         from torch.nn.attention import SDPBackend, sdpa_kernel
-        best = {(m["head_dim"], m["causal"]): m for m in manifest["variants"]
-                if m["tag"].startswith("best")}
+        by_row = {}
+        for m in manifest["variants"]:
+            if m["tag"].startswith(("best", "sweep")):
+                by_row.setdefault((m["head_dim"], m["causal"]), []).append(m)
         ladder = [m for m in manifest["variants"] if m["tag"].startswith("ladder")]
         for b, h, s, d in TIMED:
             q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
@@ -83,12 +85,15 @@ def main():
             v = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
             qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
             for causal in (False, True):
-                meta = best.get((d, causal))
-                if meta is None:
+                metas = by_row.get((d, causal))
+                if not metas:
                     continue
-                attn = load(meta)
-                fns = [lambda: attn(q, k, v)]
-                names = ["ours"]
+                fns, names = [], []
+                for meta in metas:
+                    a1 = load(meta)
+                    fns.append(lambda a1=a1: a1(q, k, v))
+                    names.append("ours" if meta["tag"].startswith("best") else
+                                 meta["tag"].split()[0] + ":" + meta["name"])
                 for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION),
                                       ("fa2", SDPBackend.FLASH_ATTENTION)):
                     def f(backend=backend):
@@ -106,7 +111,7 @@ def main():
                         a2 = load(m)
                         fns.append(lambda a2=a2: a2(q, k, v))
                         names.append(m["tag"])
-                ms = time_pair(fns)
+                ms = time_pair(fns, rounds=3 if len(fns) > 4 else 5)
                 flops = 4 * b * h * s * s * d / (2 if causal else 1)
                 tf = [flops / (t * 1e-3) / 1e12 for t in ms]
                 line = " ".join(f"{n}={t:.0f}" for n, t in zip(names, tf))

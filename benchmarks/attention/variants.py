@@ -1,26 +1,48 @@
-"""The attention variants a bundle carries: the fastest configuration of each
-head dim, causal and not, and the steps of the ladder (docs/attention.md)."""
+"""The attention variants a bundle carries: the chosen configuration of each
+head dim, causal and not ("best"), the steps of the ladder
+(docs/attention.md), and the candidates the choice was made from ("sweep")."""
 
 from dataclasses import replace
 
 # (step name, overrides): each step adds one ingredient to the one before.
+# (step name, overrides, persistent): each step adds one ingredient.
 LADDER = [
-    ("1 consumer warpgroup", dict(consumer_warpgroups=1, pingpong=False)),
-    ("2 consumer warpgroups", dict(pingpong=False)),
-    ("+ ping-pong", dict()),
+    ("1 consumer warpgroup", dict(consumer_warpgroups=1, pingpong=False,
+                                  intra_overlap=False), False),
+    ("2 consumer warpgroups", dict(pingpong=False, intra_overlap=False), False),
+    ("+ ping-pong", dict(intra_overlap=False), False),
+    ("+ intra-warpgroup overlap", dict(), False),
+    ("+ persistent", dict(), True),
 ]
 
+# Candidate overrides per head dim (the "best" rows use BEST).
+SWEEP = {
+    64: [dict(), dict(block_n=192),
+         dict(consumer_warpgroups=3, consumer_registers=160, pingpong=False)],
+    128: [dict(pingpong=False), dict(block_n=160), dict(block_n=176)],
+    256: [dict(pingpong=False), dict(block_n=64)],
+}
+# d = 64: three consumer warpgroups of 64 rows (a 192-row tile) with 160
+# registers each; the GEMMs are small, so more warpgroups hide the softmax.
+BEST = {64: dict(consumer_warpgroups=3, consumer_registers=160), 128: dict(), 256: dict()}
 
-def variants(quick=False):
-    """[(tag, AttentionConfig)]; needs MLIR (imports the kernel)."""
+
+def variants(quick=False, sweep=False):
+    """[(tag, AttentionConfig, persistent)]; needs MLIR (imports the kernel)."""
     from attention_fwd import AttentionConfig
 
     out = []
     for d in (64, 128, 256):
         for causal in (False, True):
+            base = AttentionConfig(head_dim=d, causal=causal)
             out.append((f"best d{d}{' causal' if causal else ''}",
-                        AttentionConfig(head_dim=d, causal=causal)))
+                        replace(base, **BEST[d])))
+            if sweep:
+                for i, o in enumerate(SWEEP[d]):
+                    out.append((f"sweep{i} d{d}{' causal' if causal else ''}",
+                                replace(base, **o)))
     if not quick:
-        for step, overrides in LADDER[:-1]:
-            out.append((f"ladder {step}", replace(AttentionConfig(), **overrides)))
-    return out
+        for step, overrides, persistent in LADDER[:-1]:
+            out.append((f"ladder {step}", replace(AttentionConfig(), **overrides),
+                        persistent))
+    return [o if len(o) == 3 else (*o, True) for o in out]

@@ -3,11 +3,13 @@
 
     .venv/bin/python benchmarks/gemm/build_bundle.py [--out .gemm-bundle]
 
-Writes kernels/*.cubin and manifest.json (each variant's launch facts),
-the pure-Python runtime, examples/hopper_gemm_host.py, run_gemm.py and
-triton_matmul.py. On the GPU machine:
+Writes kernels/*.cubin and manifest.json (each variant's launch facts:
+the 16-bit ladder and candidates under "variants", the FP8 GEMMs of
+examples/fp8_gemm.py under "fp8_variants"), the pure-Python runtime, the
+launchers (examples/hopper_gemm_host.py, fp8_gemm_host.py), run_gemm.py,
+run_fp8.py and triton_matmul.py. On the GPU host:
 
-    cd .gemm-bundle && python3 run_gemm.py --out "$OUT"
+    cd .gemm-bundle && python3 run_gemm.py --out results && python3 run_fp8.py --out results
 """
 
 import argparse
@@ -29,6 +31,7 @@ def main(argv=None):
     ap.add_argument("--chip", default="sm_90a")
     args = ap.parse_args(argv)
 
+    import fp8_gemm
     import hopper_gemm
     import hopper_gemm_host
     from variants import CANDIDATES, LADDER
@@ -38,12 +41,14 @@ def main(argv=None):
         shutil.rmtree(out)
     os.makedirs(os.path.join(out, "kernels"))
     copy_runtime(out)
-    for f in ("run_gemm.py", "triton_matmul.py", "variants.py", "profile_one.py"):
+    for f in ("run_gemm.py", "run_fp8.py", "triton_matmul.py", "variants.py",
+              "profile_one.py"):
         shutil.copy(os.path.join(HERE, f), out)
-    shutil.copy(os.path.join(ROOT, "examples", "hopper_gemm_host.py"), out)
+    for f in ("hopper_gemm_host.py", "fp8_gemm_host.py"):
+        shutil.copy(os.path.join(ROOT, "examples", f), out)
 
     manifest = {"chip": args.chip, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
-                "variants": []}
+                "variants": [], "fp8_variants": []}
     for dtype in ("bf16", "f16"):
         for step, overrides, persistent, what in LADDER:
             if dtype == "f16" and step not in CANDIDATES:
@@ -61,11 +66,24 @@ def main(argv=None):
             manifest["variants"].append(meta)
             print(f"BUILT {dtype} {step:22s} {cfg.name:38s} stages {k.stages} "
                   f"smem {k.smem_bytes} ({time.monotonic() - t0:.1f} s)")
+    for cfg in fp8_gemm.CONFIGS.values():
+        t0 = time.monotonic()
+        k = fp8_gemm.build(cfg, chip=args.chip)
+        path = f"kernels/{cfg.name}.{args.chip}.cubin"
+        with open(os.path.join(out, path), "wb") as f:
+            f.write(k.compile())
+        meta = hopper_gemm_host.meta_of(cfg, k)
+        meta.update(accumulation=cfg.accumulation, persistent=True, image=path,
+                    stages=k.stages)
+        manifest["fp8_variants"].append(meta)
+        print(f"BUILT fp8 {cfg.name:55s} stages {k.stages} smem {k.smem_bytes} "
+              f"({time.monotonic() - t0:.1f} s)")
     total = write_manifest(out, manifest)
     if total is None:
         return 1
     print(f"{out}: {len(manifest['variants'])} variants, {total / 1024:.0f} KiB")
-    print('run on the GPU machine: cd .gemm-bundle && python3 run_gemm.py --out "$OUT"')
+    print("run on the GPU host: cd .gemm-bundle && python3 run_gemm.py --out results "
+          "&& python3 run_fp8.py --out results")
     return 0
 
 

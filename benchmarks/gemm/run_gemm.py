@@ -33,10 +33,11 @@ def log(msg, fh):
     fh.flush()
 
 
-def bench_interleaved(fns, rounds=9, iters=10, warmup=3):
+def bench_interleaved(fns, rounds=9, iters=10, warmup=3, baseline=lambda name: "cublas"):
     """Median ms per call of each of ``fns`` ({name: fn}), timed in
     alternating rounds so that clock and power drift hit every contender
-    alike; also the median over rounds of cuBLAS time / each time."""
+    alike; also the median over rounds of the baseline's time / each time
+    (``baseline(name)``: the contender ``name`` is compared with; cuBLAS)."""
     import torch
 
     for fn in fns.values():
@@ -54,7 +55,7 @@ def bench_interleaved(fns, rounds=9, iters=10, warmup=3):
             e.synchronize()
             times[name].append(s.elapsed_time(e) / iters)
     med = {name: statistics.median(t) for name, t in times.items()}
-    ratio = {name: statistics.median(c / t for c, t in zip(times["cublas"], times[name]))
+    ratio = {name: statistics.median(c / t for c, t in zip(times[baseline(name)], times[name]))
              for name in fns}
     return med, ratio
 

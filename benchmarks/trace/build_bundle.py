@@ -2,10 +2,10 @@
 """Build .trace-bundle/: the streaming TmaAsync copy (examples/copy_ring.py with
 the parameters of benchmarks/streaming.py) and the Hopper GEMM
 (examples/hopper_gemm.py), each compiled plain and with
-``pipeline_mlir.trace.instrument``, for run_trace.py on the GPU machine:
+``pipeline_mlir.trace.instrument``, for run_trace.py on the GPU host:
 
     .venv/bin/python benchmarks/trace/build_bundle.py
-    (GPU) cd .trace-bundle && python3 run_trace.py --out "$OUT"
+    (GPU) cd .trace-bundle && python3 run_trace.py --out results
 """
 
 import json

@@ -24,6 +24,7 @@ void mlirPipelineRegisterPasses(void) {
     return;
   registered = true;
   mlir::pipeline::registerPipelineVerifyProtocol();
+  mlir::pipeline::registerPipelineDeriveTxCount();
   mlir::pipeline::registerConvertPipelineToNVVM();
   mlir::pipeline::registerPipelineToCubinPipeline();
 }

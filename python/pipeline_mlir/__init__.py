@@ -6,7 +6,7 @@ on an ``mlir.ir.Context`` or create one with :func:`make_context`. The upstream
 ``mlir.ir`` is imported before our native module.
 
 The MLIR side loads on first use, not at import: ``pipeline_mlir.runtime``
-(cuda-bindings + numpy only) must import on a GPU machine that has prebuilt
+(cuda-bindings + numpy only) must import on a GPU host that has prebuilt
 cubins but no MLIR wheels.
 """
 

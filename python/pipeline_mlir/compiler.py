@@ -18,15 +18,18 @@ entry can never be returned.
 
 import functools
 import hashlib
+import json
 import os
+import shutil
 import tempfile
+import warnings
 
 import mlir.ir as ir
 import mlir.passmanager as passmanager
 from mlir.dialects import gpu
 
 import pipeline_mlir
-from pipeline_mlir import _nvjitlink
+from pipeline_mlir import _nvjitlink, diagnostics
 
 ASSEMBLERS = ("auto", "nvjitlink", "ptxas")
 ENV_ASSEMBLER = "PIPELINE_MLIR_ASSEMBLER"  # default for assembler=None
@@ -35,8 +38,7 @@ ENV_ASSEMBLER = "PIPELINE_MLIR_ASSEMBLER"  # default for assembler=None
 SUPPORTED_CHIPS = pipeline_mlir._native().lowering_chips()
 
 
-class CompileError(RuntimeError):
-    """A pass failed; the message carries MLIR's diagnostics."""
+from pipeline_mlir.diagnostics import CompileError  # noqa: E402  (re-exported)
 
 
 class LoweringUnavailable(CompileError):
@@ -92,18 +94,15 @@ def _drop_targets(op):
             del inner.attributes["targets"]
 
 
-def _run(module, pipeline, drop_targets=False, as_module=False):
+def _run(module, pipeline, drop_targets=False, as_module=False, verbose=None):
     """Run a textual pass pipeline on a clone of `module`; return the clone's
     operation, or an ir.Module with `as_module` (print + parse, ~0.5 ms on a
-    small kernel; operation.clone() copies in memory)."""
-    from pipeline_mlir.pipeline.tx_bytes import check_module
-
-    # A tx_count left to be derived from copies that were never built holds
-    # a placeholder: refuse it here rather than compile a kernel that hangs.
-    check_module(module)
+    small kernel; operation.clone() copies in memory). Warnings become
+    Python warnings, errors a CompileError (pipeline_mlir.diagnostics)."""
     with module.context:
-        clone = (ir.Module.parse(str(module)) if as_module
-                 else module.operation.clone())
+        # With locations: diagnostics must name the user's lines.
+        clone = (ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
+                 if as_module else module.operation.clone())
         if drop_targets:
             _drop_targets(clone.operation)
         try:
@@ -112,10 +111,7 @@ def _run(module, pipeline, drop_targets=False, as_module=False):
             raise LoweringUnavailable(
                 f"{pipeline}: the pass pipeline is not registered in this "
                 f"build of pipeline_mlir ({err})") from None
-        try:
-            passes.run(clone.operation)
-        except ir.MLIRError as err:
-            raise CompileError(f"{pipeline}: {err}") from None
+        diagnostics.run(passes, clone.operation, pipeline, verbose)
     return clone
 
 
@@ -152,6 +148,19 @@ def resolve_assembler(assembler=None):
     return assembler
 
 
+def needs_whole_program_ptxas(ptx):
+    """Whether `ptx` must be assembled by the ptxas program rather than
+    nvJitLink: nvJitLink compiles each input as a separate compilation unit
+    and then ignores ``setmaxnreg`` ("(C7504) 'setmaxnreg' ignored to
+    maintain compatibility across compilation units", nvJitLink 13.5), so a
+    warp-specialized kernel keeps the entry register cap in its consumer
+    warpgroups: an attention kernel's wgmma are then serialized for lack of
+    registers (C7512) and it runs at two thirds of its speed. 'auto' sends
+    such PTX to ptxas when ptxas is on PATH."""
+    text = ptx if isinstance(ptx, str) else bytes(ptx).decode(errors="replace")
+    return "setmaxnreg" in text and shutil.which("ptxas") is not None
+
+
 def assemble(ptx, chip, assembler, ptxas_fallback):
     """cubin bytes of `ptx` for `chip` with the resolved `assembler`.
 
@@ -161,6 +170,8 @@ def assemble(ptx, chip, assembler, ptxas_fallback):
     requested = assembler or os.environ.get(ENV_ASSEMBLER) or "auto"
     if resolve_assembler(assembler) == "ptxas":
         return ptxas_fallback()
+    if requested == "auto" and needs_whole_program_ptxas(ptx):
+        return ptxas_fallback()
     try:
         return _nvjitlink.assemble(ptx, chip)
     except _nvjitlink.NvJitLinkError as err:
@@ -169,11 +180,14 @@ def assemble(ptx, chip, assembler, ptxas_fallback):
         raise CompileError(str(err)) from None
 
 
-def to_nvvm(module, chip="sm_90a", verify_protocol=True, watchdog=False):
-    """Lower pipeline ops (and the kernel's arith/scf/gpu ops) to NVVM + LLVM."""
+def to_nvvm(module, chip="sm_90a", verify_protocol=True, watchdog=False,
+            verbose=None):
+    """Lower pipeline ops (and the kernel's arith/scf/gpu ops) to NVVM + LLVM.
+    ``verbose``: IR dumps in a CompileError (default $PIPELINE_MLIR_VERBOSE)."""
     _check_request(module, chip)
     return _run(module, PIPELINE_TO_NVVM + "{" +
-                _options(chip, verify_protocol, watchdog) + "}", as_module=True)
+                _options(chip, verify_protocol, watchdog) + "}", as_module=True,
+                verbose=verbose)
 
 
 def _binary_objects(module):
@@ -218,10 +232,10 @@ def _cache_key(module, *parts):
     return h.hexdigest()
 
 
-def _lower_one(module, chip, fmt, verify_protocol, watchdog):
+def _lower_one(module, chip, fmt, verify_protocol, watchdog, verbose=None):
     lowered = _run(module, PIPELINE_TO_CUBIN + "{" +
                    _options(chip, verify_protocol, watchdog, {"format": fmt}) + "}",
-                   drop_targets=True)
+                   drop_targets=True, verbose=verbose)
     objects = _binary_objects(lowered)
     if len(objects) != 1:
         raise CompileError(f"expected one gpu.module, found {len(objects)}")
@@ -229,51 +243,92 @@ def _lower_one(module, chip, fmt, verify_protocol, watchdog):
 
 
 def _compile(module, chip, fmt, verify_protocol, watchdog, use_cache,
-             assembler=None):
+             assembler=None, verbose=None):
     _check_request(module, chip)
     parts = [PIPELINE_TO_CUBIN, chip, fmt, verify_protocol, watchdog]
     if fmt == "bin":
         tool = resolve_assembler(assembler)
         # Different assemblers (and versions) give different, equally valid
         # cubins; keep their entries apart.
-        parts.append(tool if tool == "ptxas" else f"nvjitlink{_nvjitlink.version()}")
+        parts.append(tool if tool == "ptxas" else f"nvjitlink{_nvjitlink.version()}"
+                     "+setmaxnreg-via-ptxas")
     if use_cache:  # the key prints the module: skip it when not caching
         path = os.path.join(_cache_dir(), _cache_key(module, *parts) + "." + fmt)
         if os.path.exists(path):
+            # A cached compile warns as the first one did.
+            _issue(_read_warnings(path))
             with open(path, "rb") as f:
                 return f.read()
+    caught = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            data = _lower(module, chip, fmt, verify_protocol, watchdog, assembler,
+                          verbose, tool if fmt == "bin" else None)
+    finally:  # a failing compile still shows its warnings
+        issued = list(dict.fromkeys((str(w.message), w.category, w.filename, w.lineno)
+                                    for w in caught))  # once, even if lowered twice
+        _issue(issued)
+    if use_cache:
+        checker = [[m, f, n] for m, c, f, n in issued if c is diagnostics.CheckerWarning]
+        if checker:  # beside the entry, only when there is something to say
+            _write_atomic(path + ".warnings", json.dumps(checker).encode())
+        _write_atomic(path, data)
+    return data
+
+
+def _read_warnings(path):
+    try:
+        with open(path + ".warnings") as f:
+            return [(m, diagnostics.CheckerWarning, fn, n) for m, fn, n in json.load(f)]
+    except (OSError, ValueError):
+        return []
+
+
+def _issue(found):
+    for message, category, filename, lineno in found:
+        warnings.warn_explicit(message, category, filename, lineno)
+
+
+def _write_atomic(path, data):
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)  # atomic: concurrent compiles never see half a file
+
+
+def _lower(module, chip, fmt, verify_protocol, watchdog, assembler, verbose, tool):
     if fmt == "bin":
         def ptxas():
-            return _lower_one(module, chip, "bin", verify_protocol, watchdog)
+            return _lower_one(module, chip, "bin", verify_protocol, watchdog, verbose)
         if tool == "ptxas":
             data = ptxas()
         else:
-            ptx = _lower_one(module, chip, "isa", verify_protocol, watchdog)
+            ptx = _lower_one(module, chip, "isa", verify_protocol, watchdog, verbose)
             data = assemble(ptx, chip, assembler, ptxas)
     else:
-        data = _lower_one(module, chip, fmt, verify_protocol, watchdog)
-    if use_cache:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)  # atomic: concurrent compiles never see half a file
+        data = _lower_one(module, chip, fmt, verify_protocol, watchdog, verbose)
     return data
 
 
 def to_ptx(module, chip="sm_90a", verify_protocol=True, watchdog=False,
-           use_cache=True):
+           use_cache=True, verbose=None):
     """PTX text of the module's (single) gpu.module."""
     return _compile(module, chip, "isa", verify_protocol, watchdog,
-                    use_cache).decode()
+                    use_cache, verbose=verbose).decode()
 
 
 def to_cubin(module, chip="sm_90a", verify_protocol=True, watchdog=False,
-             use_cache=True, assembler=None):
+             use_cache=True, assembler=None, verbose=None):
     """cubin bytes of the module's (single) gpu.module.
 
     assembler: 'nvjitlink' (in-process, the default dependency), 'ptxas'
     (subprocess through gpu-module-to-binary, needs ptxas on PATH) or 'auto'
     (nvJitLink when it loads, else ptxas); None reads
-    $PIPELINE_MLIR_ASSEMBLER, default 'auto'."""
+    $PIPELINE_MLIR_ASSEMBLER, default 'auto'.
+
+    A failing check raises CompileError led by the user's file:line; checker
+    warnings are issued as ``diagnostics.CheckerWarning``. ``verbose``
+    (default $PIPELINE_MLIR_VERBOSE) adds MLIR's IR dumps to the error."""
     return _compile(module, chip, "bin", verify_protocol, watchdog, use_cache,
-                    assembler)
+                    assembler, verbose)

@@ -91,3 +91,17 @@ class UserLine:
         if self._loc is not None:
             self._loc.__exit__(*exc)
         return False
+
+
+def user_line(build):
+    """Decorate a builder function so that every op it emits (nvvm, arith,
+    ...) gets the user's line: notes that point at those ops (a wgmma a
+    stage release must wait for, a tcgen05 op on the wrong chip) then name
+    the user's code instead of ``unknown``."""
+
+    @functools.wraps(build)
+    def wrapper(*args, **kwargs):
+        with UserLine():
+            return build(*args, **kwargs)
+
+    return wrapper

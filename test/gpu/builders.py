@@ -23,6 +23,8 @@ Manifest entry (the contract with test_gpu.py):
          "gemm"   -> examples/hopper_gemm_host.check on several shapes (entry["gemm"]: its
                      launch facts), against torch.matmul
          "bw_gemm" -> the same with examples/blackwell_gemm_host.py, on sm_100 only
+         "attention" -> examples/attention_fwd_host.check on several shapes
+                    (entry["attention"]: its launch facts)
 """
 
 import os
@@ -315,6 +317,51 @@ def build_hopper_gemm(chip, _mib):
     return out
 
 
+def build_attention(chip, _mib):
+    """examples/attention_fwd.py: d = 128 causal (ping-pong, intra-warpgroup
+    overlap) and d = 64 non-causal with three consumer warpgroups, each
+    checked against fp32 attention."""
+    import sys
+
+    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+    sys.path.insert(0, os.path.abspath(examples))
+    import attention_fwd
+
+    out = []
+    for cfg in (attention_fwd.AttentionConfig(head_dim=128, causal=True),
+                attention_fwd.AttentionConfig(head_dim=64, consumer_warpgroups=3,
+                                              consumer_registers=160)):
+        k = attention_fwd.build(cfg, chip)
+        meta = cfg.meta()
+        meta["smem"] = k.smem_bytes
+        e = {"name": cfg.name, "pipeline": "PipelineTmaAsync x3+wgmma",
+             "source": "examples/attention_fwd.py", "kernel": cfg.name, "chip": chip,
+             "check": "attention", "attention": meta}
+        out.append(Built(e, k.compile()))
+    return out
+
+
+def build_fp8_gemm(chip, _mib):
+    """examples/fp8_gemm.py: e4m3 with scales, both accumulation modes (each
+    checked against an fp64 reference of the dequantized inputs)."""
+    import sys
+
+    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+    sys.path.insert(0, os.path.abspath(examples))
+    import fp8_gemm
+    import hopper_gemm_host
+
+    out = []
+    for cfg in (fp8_gemm.FAST, fp8_gemm.PROMOTED):
+        k = fp8_gemm.build(cfg, chip)
+        e = {"name": cfg.name, "pipeline": "PipelineTmaAsync+wgmma",
+             "source": "examples/fp8_gemm.py", "kernel": cfg.name, "chip": chip,
+             "check": "fp8_gemm", "accumulation": cfg.accumulation,
+             "gemm": hopper_gemm_host.meta_of(cfg, k)}
+        out.append(Built(e, k.compile()))
+    return out
+
+
 def build_blackwell_gemm(_chip, _mib):
     """examples/blackwell_gemm.py for sm_100a whatever the bundle's chip:
     1-CTA and CTA-pair, CLC and static schedulers. The suite runs them only
@@ -380,5 +427,7 @@ def _all_builders(dk, mib):
         ("builders_pipeline_order", builder_kernels.bundle_builder("pipeline_order", mib)),
         ("builders_named_barrier", builder_kernels.bundle_builder("named_barrier", mib)),
         ("hopper_gemm", build_hopper_gemm),
+        ("attention", build_attention),
+        ("fp8_gemm", build_fp8_gemm),
         ("blackwell_gemm", build_blackwell_gemm),
     ]

@@ -2,7 +2,7 @@
 
 Measured on the H100: every load form below reads 0, while the token that
 mbarrier.arrive returns and mbarrier.pending_count of it do carry the state.
-Run on a GPU machine: python3 test/gpu/mbarrier_word_probe.py (cuda-bindings,
+Run on a GPU host: python3 test/gpu/mbarrier_word_probe.py (cuda-bindings,
 numpy)."""
 import numpy as np
 from cuda.bindings import driver as cu

@@ -1,4 +1,4 @@
-"""Three planted hangs for the watchdog's forensic dump (issue 14 item 5):
+"""Three planted hangs for the watchdog's forensic dump:
 copies of the GPU suite's builder kernels (examples/tile_copies.py) with one bug
 each, compiled with the device watchdog on.
 

@@ -1,15 +1,16 @@
 """Launch each planted hang of the bundle (manifest entries with check
 "forensics", built from test/gpu/planted_hangs.py) with the device watchdog
-on, print the forensic report, write it under OUT, and check the wait table
+on, print the forensic report, write it under the results folder (DIR),
+and check the wait table
 against the expected waits, the ledger of the waited barriers against the
 expected counts, and the report against the lines it must contain (the
 wrong-tx-bytes hang: the barrier, the bytes announced and issued):
 
-    python3 run_forensics.py [OUT]        (default: $OUT, else ./forensics-out)
+    python3 run_forensics.py [--out DIR]        (default: ./forensics-out)
 
-Per kernel: OUT/<name>.txt (the exception message with the report) and
-OUT/<name>.json (the child's result, with the whole host buffer in base64,
-which runtime.forensics.decode_dump decodes anywhere); OUT/summary.txt.
+Per kernel: DIR/<name>.txt (the exception message with the report) and
+DIR/<name>.json (the child's result, with the whole host buffer in base64,
+which runtime.forensics.decode_dump decodes anywhere); DIR/summary.txt.
 Each launch runs in a child process (gpu_child.py): the trap leaves the
 CUDA context unusable. Exit status 0 when every report shows the expected
 waits.
@@ -74,7 +75,12 @@ def check(entry, out):
 
 
 def main(argv):
-    out_dir = argv[1] if len(argv) > 1 else os.environ.get("OUT") or "forensics-out"
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="forensics-out", metavar="DIR",
+                    help="where the reports go (default: ./forensics-out)")
+    out_dir = ap.parse_args(argv[1:]).out
     os.makedirs(out_dir, exist_ok=True)
     manifest = load_manifest()
     entries = [e for e in manifest["kernels"] if e.get("check") == "forensics"]

@@ -272,11 +272,50 @@ def test_gemm_matches_torch(name, device):
         print(f"{name} {shape}: max rel err {err:.3g}")
 
 
+ATTENTION_SHAPES = [(2, 512, 512, 4, 4), (1, 333, 517, 4, 2), (2, 256, 256, 8, 1),
+                    (1, 300, 77, 2, 1)]
+
+
+@pytest.mark.parametrize("name", by_check("attention"))
+def test_attention_matches_fp32_reference(name, device):
+    """examples/attention_fwd.py on gaussian inputs (ragged lengths, GQA,
+    MQA, seqlen_q != seqlen_k) within the stated bounds of fp32 attention."""
+    pytest.importorskip("torch", reason="the attention check compares with torch")
+    from attention_fwd_host import AttentionFwd, check
+
+    e = KERNELS[name]
+    with open(os.path.join(bundle_dir(), e["image"]), "rb") as f:
+        attn = AttentionFwd(f.read(), e["attention"])
+    for shape in ATTENTION_SHAPES:
+        err, lerr = check(attn, *shape)
+        print(f"{name} {shape}: max |O err| {err:.3g}, max |LSE err| {lerr:.3g}")
+
+
+FP8_GEMM_SHAPES = [(256, 512, 128), (1000, 1032, 1040), (2048, 2048, 2048), (64, 8, 16)]
+
+
+@pytest.mark.parametrize("name", by_check("fp8_gemm"))
+def test_fp8_gemm_matches_the_dequantized_reference(name, device):
+    """examples/fp8_gemm.py (e4m3, per-tensor scales, bf16 out) on quantized
+    gaussian inputs, including shapes the tile does not divide (ragged K
+    too), within fp8_gemm_host.error_bound of an fp64 reference."""
+    pytest.importorskip("torch", reason="the FP8 GEMM check runs on torch tensors")
+    from fp8_gemm_host import Fp8Gemm, bound_detects_a_k_block, check
+
+    e = KERNELS[name]
+    with open(os.path.join(bundle_dir(), e["image"]), "rb") as f:
+        gemm = Fp8Gemm(f.read(), e["gemm"])
+    for shape in FP8_GEMM_SHAPES:
+        err = check(gemm, *shape, e["accumulation"])
+        print(f"{name} {shape}: normalized err {err:.3g}")
+    assert bound_detects_a_k_block(2048, e["accumulation"])
+
+
 @pytest.mark.parametrize("name", by_check("bw_gemm"))
 def test_blackwell_gemm_matches_torch(name, device):
     """examples/blackwell_gemm.py (tcgen05 + TMEM + CLC, sm_100a) against
     torch.matmul. Only a compute capability 10.0 device (B200/GB200) runs
-    it; no such GPU has been lent yet, so everywhere else it skips and says
+    it; no such GPU has run it yet, so everywhere else it skips and says
     so (the runner refuses the sm_100a cubin with ArchMismatchError)."""
     if device.cc != (10, 0):
         pytest.skip(f"the Blackwell GEMM needs an sm_100 GPU (B200/GB200); this device is "

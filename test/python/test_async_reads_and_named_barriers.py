@@ -1,4 +1,4 @@
-"""Issue 14, items 2 and 3, on the GEMMs: releases after the last
+"""Asynchronous reads and named barriers on the GEMMs: releases after the last
 asynchronous read, and named barrier ids / counts.
 
 The Hopper and Blackwell GEMMs check clean (checker and simulator); twins

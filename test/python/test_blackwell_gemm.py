@@ -19,6 +19,7 @@ from pipeline_mlir import runtime as rt
 from pipeline_mlir.kernel import GlobalPtr, Kernel, Scalar, clc, tcgen05, tmem
 from pipeline_mlir.kernel.smem import SmemPtr
 from pipeline_mlir.kernel.values import i1, i32, i64
+from pipeline_mlir.layout import OperandLayout
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, PipelineClcFetchAsync)
 
 EXAMPLES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
@@ -69,7 +70,8 @@ def test_smem_descriptor_has_the_sm100_version_and_swizzle_bits():
     with k:
         (out,) = k.args
         tile = SmemPtr(llvm.inttoptr(llvm.PointerType.get(3), arith.constant(i32(), 0x400)))
-        llvm.store(tcgen05.smem_descriptor(tile), out)
+        llvm.store(tcgen05.smem_descriptor(tile, OperandLayout.one_box("bf16", "K", 128, 128)),
+                   out)
     want = 0x40 | (1 << 16) | (64 << 32) | (1 << 46) | (2 << 61)
     ptx = k.to_ptx()
     # LLVM folds the whole descriptor and stores it as two 32-bit halves.
@@ -83,7 +85,7 @@ def test_smem_descriptor_has_the_sm100_version_and_swizzle_bits():
 def test_smem_descriptor_needs_an_smem_pointer():
     k = Kernel("d", chip="sm_100a", block_dim=32)
     with k, pytest.raises(TypeError, match="tile must be an SmemPtr"):
-        tcgen05.smem_descriptor(arith.constant(i64(), 0))
+        tcgen05.smem_descriptor(arith.constant(i64(), 0), None)
 
 
 def test_mma_and_ld_checked():

@@ -1,5 +1,5 @@
 """Code ported from CuTe DSL and flash-attention the way a user writes it
-passes pipeline-verify-protocol (issue 13's false positives), through the
+passes pipeline-verify-protocol (false positives it once reported), through the
 builders; the bug twin of each is still rejected.
 
 - flash-attention's ``*_w_index_phase`` / ``producer_commit_w_index``: the

@@ -61,10 +61,9 @@ def test_cluster_example_runs_two_ctas():
                                          ("tma_reduction.py", ["--cluster"]),
                                          ("tma_umma_mainloop.py", [])])
 def test_print_ir_pipes_into_the_simulator(script, args, tmp_path):
-    env = dict(os.environ, PIPELINE_EXAMPLES_OUT=str(tmp_path))
     ir_text = subprocess.run([sys.executable, os.path.join(EXAMPLES_DIR, script), "--print-ir",
-                              *args], env=env, check=True, capture_output=True,
-                             text=True).stdout
+                              "--out", str(tmp_path), *args], check=True,
+                             capture_output=True, text=True).stdout
     # Attribute aliases (the loops' unroll annotation) may precede the module.
     assert re.match(r"(#\w+ = [^\n]*\n)*module", ir_text.lstrip())
     sim = subprocess.run([sys.executable, "-m", "pipeline_mlir.sim", "-", "--trip-count",
@@ -86,3 +85,25 @@ def test_shuffle_follows_the_ptx_rule():
     assert list(_shuffle("bfly", v, 1, 31)) == [i ^ 1 for i in range(32)]
     # Width 16 (c = (32 - 16) << 8 | 15): idx 3 reads lane 3 of each half.
     assert list(_shuffle("idx", v, 3, (16 << 8) | 15)) == [3] * 16 + [19] * 16
+
+
+def test_examples_write_where_out_says_and_never_into_the_checkout(tmp_path):
+    # --out DIR takes the cubin and its metadata; without it the default is
+    # outside the source tree.
+    sys.path.insert(0, EXAMPLES_DIR)
+    try:
+        import _common
+    finally:
+        sys.path.remove(EXAMPLES_DIR)
+    root = os.path.realpath(os.path.join(EXAMPLES_DIR, ".."))
+    assert not os.path.realpath(_common.DEFAULT_OUT).startswith(root + os.sep)
+    assert _common.options([]).out == _common.DEFAULT_OUT
+    out = tmp_path / "kernels"
+    run = subprocess.run([sys.executable, os.path.join(EXAMPLES_DIR, "pingpong.py"),
+                          "--out", str(out)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    if "not lowered" in run.stdout:
+        pytest.skip("this build has no pipeline-to-cubin")
+    assert sorted(p.name for p in out.iterdir()) == ["pingpong.sm_90a.cubin",
+                                                     "pingpong.sm_90a.json"]
+    assert f"-> {out}/pingpong.sm_90a.cubin" in run.stdout

@@ -1,4 +1,4 @@
-"""The CI smoke run of the mutation fuzzer (scripts/fuzz.py, issue 15):
+"""The CI smoke run of the mutation fuzzer (scripts/fuzz.py):
 about 2,000 mutants of the lit corpus through parse + verify, the protocol
 checker, the lowering to PTX and a sample to cubin. Fails on any crash, hang
 or verifier-accepted input whose lowering breaks, and names the reproducers.

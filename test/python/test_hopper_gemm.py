@@ -11,41 +11,13 @@ import pytest
 
 from pipeline_mlir import runtime as rt
 from pipeline_mlir.kernel import epilogue, wgmma
-from pipeline_mlir.kernel.tma import TmaTile
+from pipeline_mlir.layout import OperandLayout
 from pipeline_mlir.kernel.warpgroup import check_register_budget, set_max_registers
 
 EXAMPLES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 sys.path.insert(0, EXAMPLES)
 import hopper_gemm  # noqa: E402
 import hopper_gemm_host  # noqa: E402
-
-
-# --- TMA tiles -----------------------------------------------------------------
-
-def test_tma_tile_bytes_and_boxes():
-    a = TmaTile(128, 64, "bf16")
-    assert (a.bytes, a.box_shape, a.box_bytes) == (16384, (128, 64), 16384)
-    wide = TmaTile(64, 128, "f16")   # two 128-byte boxes side by side
-    assert wide.column_boxes() == [(0, 0), (64, 8192)]
-    assert wide.bytes == 16384
-
-
-def test_swizzle_is_a_permutation_of_each_row():
-    for row in range(16):
-        chunks = {TmaTile.swizzled_offset(row, 16 * c) for c in range(8)}
-        assert chunks == {row * 128 + 16 * c for c in range(8)}
-    assert TmaTile.swizzled_offset(3, 16 * 1 + 4) == 3 * 128 + (1 ^ 3) * 16 + 4
-
-
-@pytest.mark.parametrize("args, match", [
-    ((100, 64), "rows must be a multiple of 8"),
-    ((512, 64), "rows must be a multiple of 8 in 8..256"),
-    ((128, 48), "multiple of the 128-byte swizzle row"),
-    ((128, 64, "f32"), "dtype must be one of"),
-])
-def test_tma_tile_rejects(args, match):
-    with pytest.raises(ValueError, match=match):
-        TmaTile(*args)
 
 
 # --- wgmma, registers, epilogue ----------------------------------------------------
@@ -77,10 +49,14 @@ def test_register_budget():
         check_register_budget(256, 1, 40, 2, 232)
 
 
-def test_epilogue_boxes():
-    assert epilogue.boxes(256) == 4
-    with pytest.raises(ValueError, match="multiple of 64"):
-        epilogue.boxes(96)
+def test_epilogue_tile_checked():
+    epilogue.check_tile(OperandLayout("bf16", "K", 128, 64, 256), 256)
+    with pytest.raises(ValueError, match="output dtype must be 'bf16' or 'f16'"):
+        epilogue.check_tile(OperandLayout("e4m3", "K", 128, 64, 256), 256)
+    with pytest.raises(ValueError, match="must be 64 x 128 with its columns contiguous"):
+        epilogue.check_tile(OperandLayout("bf16", "K", 128, 64, 256), 128)
+    with pytest.raises(ValueError, match="3 C boxes must split evenly into 2"):
+        hopper_gemm.build(hopper_gemm.GemmConfig(block_n=192))
 
 
 # --- the kernel ----------------------------------------------------------------------
@@ -155,7 +131,10 @@ def test_meta_and_occupancy_query_checked_before_the_driver():
     meta = hopper_gemm_host.meta_of(cfg, k)
     assert set(hopper_gemm_host.META_KEYS) <= set(meta)
     assert (meta["block_m"], meta["cluster_m"], meta["threads"]) == (128, 2, 384)
-    kern = rt.Kernel(None, cfg.name, hopper_gemm_host.SIGNATURE,
+    assert meta["signature"] == ["tma", "tma", "tma", "ptr", "i32", "i32", "i32"]
+    assert meta["layouts"]["b"] == dict(dtype="bf16", major="K", swizzle=128, rows=128,
+                                        cols=64)      # each CTA's half of B
+    kern = rt.Kernel(None, cfg.name, meta["signature"],
                      device=rt.Device.fake(), attrs=rt.FuncAttrs())
     with pytest.raises(rt.LaunchConfigError, match="17 blocks"):
         kern.max_active_clusters((384, 1, 1), (17, 1, 1), meta["smem"])

@@ -39,10 +39,11 @@ def test_no_machine_specific_absolute_paths():
 # A cited file: a name with a source/doc extension, or a path under a folder
 # that lives outside the repository (the project's shared notes, CuTe DSL's
 # sources). Not preceded by characters that make it an expansion (%S/, $OUT/)
-# or part of a longer name; not followed by `.word` (llvm.mlir.global).
+# or part of a longer name; not followed by `.word` (llvm.mlir.global) or by
+# `(` (a call: `k.mlir()`).
 _EXT = r"(?:md|py|cpp|h|hpp|td|cu|cuh|mlir|sh)"
 _CITED = re.compile(r"(?<![\w./$%@<{-])((?:[\w+-][\w.+-]*/)*[\w+-][\w.+-]*\." + _EXT
-                    + r"|(?:shared|reference|cutlass|cute)/[\w./+-]*)(?!\.?\w)(?!/)")
+                    + r"|(?:shared|reference|cutlass|cute)/[\w./+-]*)(?!\.?\w)(?![/(])")
 # Names that stand for the reader's own file in an example command or message.
 _ILLUSTRATIVE = {"my_kernel.py", "kernel.mlir", "producer.mlir"}
 
@@ -172,3 +173,73 @@ def test_relative_markdown_links_resolve():
                     if path not in present:
                         broken.append(f"{f}:{n}: {m.group(1)}")
     assert not broken, "Markdown links to missing files:\n" + "\n".join(broken)
+
+
+# --- Docs and scripts speak of the project, not of how its GPU runs were made
+
+# Phrases that describe the machinery once used to reach a GPU (the tool
+# that lent it, its arguments and output folder, its machine kinds and
+# limits) or notes a reader cannot open (work sessions, issue numbers of a
+# private tracker, a notes folder beside the checkout), instead of what a
+# user does: cross-compile here, copy a bundle directory to a GPU host with
+# cuda-bindings and torch, run it there with a results directory given on
+# the command line.
+_NOT_THE_PROJECT = [
+    (r"\bdevice (tool|call|command)s?\b", "the tool that lent a GPU"),
+    (r"\bcarr(y|ies)\s*=?\s*`?\[\s*[\"']\.|\bcarry \.\w", "a transfer argument listing folders"),
+    (r"(?-i:\$OUT\b)", "the tool's output folder (take --out DIR)"),
+    (r"nvidia-h[12]00", "a machine kind (name the GPU: NVIDIA H100 80GB HBM3)"),
+    (r"warm machine|\b30[- ]s(econd)? idle", "the lending tool's machine lifetime"),
+    (r"\blease[sd]?\b", "a GPU lease"),
+    (r"carr(y|ies)[^.\n]*64 MiB|transfer (budget|limit)", "a transfer limit of the lending tool"),
+    (r"\.\./shared\b", "notes outside the repository"),
+    (r"\b(this|that|next|previous|last|same|later|earlier|work|one) sessions?\b|\bsession's\b",
+     "a work session"),
+    (r"(?<!upstream )(?<!CUTLASS )\bissue #?\d+\b(?!-)", "an issue of a tracker the reader cannot open"),
+    (r"\bthe GPU machine\b", "a particular machine (say: the GPU host)"),
+]
+_NOT_THE_PROJECT_RE = [(re.compile(p, re.I), why) for p, why in _NOT_THE_PROJECT]
+
+
+def test_docs_and_scripts_speak_only_of_the_project():
+    found = []
+    for f in tracked_files():
+        # This file names the phrases it looks for.
+        if f.endswith((".png", ".cubin")) or f == "test/python/test_hygiene.py":
+            continue
+        try:
+            with open(os.path.join(ROOT, f), encoding="utf-8") as fh:
+                lines = fh.read().splitlines()
+        except (UnicodeDecodeError, IsADirectoryError, FileNotFoundError):
+            continue
+        for n, line in enumerate(lines, 1):
+            for rx, why in _NOT_THE_PROJECT_RE:
+                m = rx.search(line)
+                if m:
+                    found.append(f"{f}:{n}: {m.group(0)!r} ({why}): {line.strip()[:100]}")
+    assert not found, ("docs, scripts and comments must describe the project as a user runs "
+                       "it (build here, copy the bundle to a GPU host, run it there with "
+                       "--out DIR):\n" + "\n".join(found))
+
+
+@pytest.mark.parametrize("line", [
+    'On the GPU machine (device tool, `carry=[".gpu-bundle"]`):',
+    "cd .bench-bundle && python3 run_bench.py --out $OUT",
+    "Measured on `nvidia-h100-x1`, the same lease",
+    "two calls on the same warm machine",
+    "the final code of the next session (issue 12)",
+    "sh install.sh: carry .cute-part1",
+])
+def test_the_phrase_scan_catches(line):
+    assert any(rx.search(line) for rx, _ in _NOT_THE_PROJECT_RE)
+
+
+@pytest.mark.parametrize("line", [
+    "cd .bench-bundle && python3 run_bench.py --out results",
+    "for i, (state,) in k.range(n, carry=[state]):",
+    "a warp issues 16-byte loads; issue 1-CTA commits; CUTLASS issue #2641",
+    'mkdir -p "$out"; the pytest session starts',
+    "NVIDIA H100 80GB HBM3, 64 MiB in 0.08 ms",
+])
+def test_the_phrase_scan_leaves_project_text_alone(line):
+    assert not any(rx.search(line) for rx, _ in _NOT_THE_PROJECT_RE), line

@@ -1,4 +1,4 @@
-"""Issue 15 regressions: out-of-range and ill-typed inputs to the Python
+"""Regressions found by fuzzing: out-of-range and ill-typed inputs to the Python
 layers raise the project's errors (or TypeError/ValueError naming the
 argument) instead of aborting the interpreter or leaking C++ signatures."""
 

@@ -1,5 +1,5 @@
 """Randomized misuse of the Python builders and of the simulator CLI
-(issue 15): seeded, bounded, every case in a child process so that an abort
+(found by fuzzing): seeded, bounded, every case in a child process so that an abort
 shows up as a return code. Only the project's own errors, or TypeError /
 ValueError with a message of ours, may come out."""
 

@@ -340,6 +340,10 @@ def test_tx_count_above_the_copies():
         "consumers wait forever (make tx_count the bytes of one stage's copies)")
     assert err.count("note: copy of 16384 bytes") == 2
     found = sim_findings(text, UMMA)
+    # The root cause leads the report (then who waits where).
+    assert found["deadlock"].startswith(
+        "root cause: 16384 tx bytes outstanding on pipeline '%6' full barrier stage 0 of CTA 0 (armed "
+        "49152, delivered 32768): the copies deliver fewer bytes than expect_tx armed")
     assert found["deadlock"].endswith(
         "consumer warp 1 of CTA 0 waits on pipeline '%6' full barrier stage 0 phase 0 in "
         "consumer.wait (phase 0 (#0) has 1 of 1 arrivals, 16384 tx bytes outstanding (armed "

@@ -54,7 +54,8 @@ def test_it_is_the_image_and_knows_its_launch():
     assert str(inspect.signature(fn)) == (
         "(src, dst, n, *, grid, stream=None, sync=True, timeout=None, device=None)")
     assert repr(fn) == ("CompiledKernel('copy', sm_90a, 64 B, params=(src: ptr, dst: ptr, "
-                        "n: i32), block=(64, 1, 1), cluster=(2, 1, 1), smem=1024)")
+                        "n: i32), block=(64, 1, 1), cluster=(2, 1, 1), smem=1024, "
+                        f"hash={fn.key[:12]})")
     assert copy_fn(cluster=(1, 1, 1)).cluster is None
     assert rt.CompiledKernel(".version 8.0\n", name="k", params=["i32", "u64"],
                              block=32).params == (("arg0", "i32"), ("arg1", "u64"))

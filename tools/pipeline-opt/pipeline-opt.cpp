@@ -120,6 +120,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   registerAllPasses();
   pipeline::registerPipelineVerifyProtocol();
+  pipeline::registerPipelineDeriveTxCount();
   pipeline::registerConvertPipelineToNVVM();
   pipeline::registerPipelineToCubinPipeline();
   PassRegistration<VerifyInputPass>();

@@ -3,7 +3,7 @@ into a copy of the bench bundle that holds only those two kernels.
 
     cp -r .bench-bundle .bench-mct
     .venv/bin/python benchmarks/results/h200-run5-min-ctas/build_min_ctas_variant.py
-    # GPU machine, carry [".bench-mct"]: cd .bench-mct && python3 run_bench.py --no-cute --out $OUT
+    # on the GPU host, with .bench-mct copied there: cd .bench-mct && python3 run_bench.py --no-cute --out results
 """
 import json
 import os

@@ -205,6 +205,9 @@ struct CheckTargetOptionsPass
 void buildPipelineToNVVM(OpPassManager &pm, StringRef chip,
                          bool verifyProtocol, bool watchdog,
                          int64_t watchdogTimeoutNs) {
+  // tx_count left out of a create is the bytes of its copies: set it before
+  // the checker compares and the lowering arms it.
+  pm.addPass(createPipelineDeriveTxCount());
   if (verifyProtocol)
     pm.addPass(createPipelineVerifyProtocol());
   ConvertPipelineToNVVMOptions convert;

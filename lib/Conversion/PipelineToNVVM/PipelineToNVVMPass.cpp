@@ -65,6 +65,24 @@ LogicalResult checkTcgen05Targets(ModuleOp module,
   return success(ok);
 }
 
+/// A create whose tx_count was left to pipeline-derive-tx-count would arm
+/// zero bytes: refuse it rather than lower a kernel whose stages complete
+/// before their copies land.
+LogicalResult checkTxCountsDerived(ModuleOp module) {
+  bool ok = true;
+  module.walk([&](CreateOp create) {
+    PipelineType type = create.getType();
+    if (!type.hasTxCount() || type.getTxCount() != 0)
+      return;
+    create.emitError() << getCuteClassName(type.getKind())
+                       << ": tx_count is 0, to be derived from the stage's "
+                          "copies: run pipeline-derive-tx-count before "
+                          "convert-pipeline-to-nvvm (pipeline-to-nvvm does)";
+    ok = false;
+  });
+  return success(ok);
+}
+
 /// Upstream's gpu.thread_id lowering asserts on a `known_block_size` that
 /// does not fit its range attributes (e.g. 2^31): reject launch bounds no
 /// GPU accepts before that lowering runs, naming the kernel's attribute.
@@ -307,6 +325,7 @@ struct ConvertPipelineToNVVMPass
         failed(checkLaunchBounds(module)) ||
         failed(checkAddressSpaces(module)) ||
         failed(checkTcgen05Targets(module, options)) ||
+        failed(checkTxCountsDerived(module)) ||
         failed(checkLoweringTargets(module, /*onlyWithPipelineIR=*/true)))
       return signalPassFailure();
     SmallVector<WatchdogPipeInfo> pipeInfos;

@@ -43,9 +43,7 @@ def _any_context():
 def verify(module):
     """Verify ``module``; raises ``mlir.ir.MLIRError`` with the diagnostics."""
     from ..compiler import check_targets
-    from ..pipeline.tx_bytes import check_module
 
-    check_module(module)
     check_targets(module)  # the verifier aborts on some #nvvm.target chips
     with module.context:
         module.operation.verify()

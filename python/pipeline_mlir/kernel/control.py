@@ -206,7 +206,8 @@ def range_(start, stop=None, step=1, *, carry=(), unroll=None, unroll_full=False
                         "(an if-branch) of the loop body; its new value does not "
                         "reach the end of the iteration. Update it in the loop "
                         "body itself (e.g. advance the state outside the if)")
-            scf.YieldOp(final)
+            # At the user's `for` line: notes on the loop's yield point there.
+            scf.YieldOp(final, loc=loop.location)
     finally:
         _loops.remove(trace)
     rebind(loop.results)

@@ -59,6 +59,10 @@ def _dims(value, what):
     return value + (1,) * (3 - len(value))
 
 
+def _volume(dims):
+    return dims[0] * dims[1] * dims[2]
+
+
 #: Resident CTAs per SM on sm_90 and sm_100 (the hardware limit).
 MAX_CTAS_PER_SM = 32
 
@@ -107,6 +111,13 @@ class Kernel:
         self.cluster_dim = _dims(cluster_dim, "cluster_dim")
         if self.cluster_dim == (1, 1, 1):
             self.cluster_dim = None
+        # The non-portable maximum of sm_90 and sm_100 (runtime/device.py).
+        from pipeline_mlir.runtime.device import DeviceLimits
+        most = DeviceLimits().max_cluster_size_nonportable
+        if self.cluster_dim and _volume(self.cluster_dim) > most:
+            raise ValueError(f"Kernel: cluster_dim {self.cluster_dim} has "
+                             f"{_volume(self.cluster_dim)} CTAs; a cluster holds at "
+                             f"most {most}")
         if self.block_dim[0] * self.block_dim[1] * self.block_dim[2] > 1024:
             raise ValueError(f"block_dim {self.block_dim} exceeds 1024 threads")
         _check_min_ctas_per_sm(min_ctas_per_sm)
@@ -266,7 +277,7 @@ class Kernel:
         """Verify the module (raises ``mlir.ir.MLIRError`` on failure)."""
         return _compile.verify(self.module)
 
-    def compile(self, chip=None, assembler=None):
+    def compile(self, chip=None, assembler=None, verbose=None):
         """The compiled kernel for ``chip`` (default: the kernel's chip): a
         ``pipeline_mlir.runtime.CompiledKernel``, which is the cubin (a
         ``bytes`` subclass: write it, load it, compare it) and launches the
@@ -282,7 +293,14 @@ class Kernel:
         loaded module in the process).
 
         ``assembler``: 'nvjitlink' (in-process), 'ptxas' (subprocess) or
-        'auto'; see ``pipeline_mlir.compiler.to_cubin``."""
+        'auto'; see ``pipeline_mlir.compiler.to_cubin``.
+
+        A kernel the checks refuse raises ``CompileError`` led by the line
+        of your code and the rule (``verbose=True`` or
+        ``PIPELINE_MLIR_VERBOSE=1`` add MLIR's IR dumps); checker warnings
+        are issued as ``pipeline_mlir.diagnostics.CheckerWarning``. Shared
+        memory over the block limit is refused here, naming each
+        allocation, rather than at launch."""
         from pipeline_mlir import compiler
         from pipeline_mlir.runtime.compiled import CompiledKernel
 
@@ -291,17 +309,86 @@ class Kernel:
             if p.kind is None:
                 raise TypeError(f"parameter {n!r}: {type(p).__name__} names no runtime argument "
                                 "kind (set its `kind`, e.g. 'ptr' or 'i32')")
-        cubin = compiler.to_cubin(self.module, chip=chip, assembler=assembler)
+        self._check_smem(chip)
+        cubin = compiler.to_cubin(self.module, chip=chip, assembler=assembler,
+                                  verbose=verbose)
         return CompiledKernel.cached(
             cubin, name=self.name, params=[(n, p.kind) for n, p in self.params],
             block=self.block_dim, cluster=self.cluster_dim, smem=self.smem_bytes,
             chip=chip)
 
-    def to_ptx(self, chip=None):
+    def to_ptx(self, chip=None, verbose=None):
         """PTX text for ``chip`` (default: the kernel's chip)."""
         from pipeline_mlir import compiler
 
-        return compiler.to_ptx(self.module, chip=chip or self.chip)
+        self._check_smem(chip or self.chip)
+        return compiler.to_ptx(self.module, chip=chip or self.chip,
+                               verbose=verbose)
+
+    def _check_smem(self, chip):
+        # The launch limit of sm_90 and sm_100 alike (runtime/device.py).
+        from pipeline_mlir.runtime.device import DeviceLimits
+
+        self.smem.check_fits(DeviceLimits().max_smem_per_block_optin, chip)
+
+    def simulate(self, args=None, *, schedules=100, seed=0, trip_count=None,
+                 cluster=None, exhaustive_bound=None, check=True):
+        """Run the CPU simulator (the engine of ``pipeline-sim``) on this
+        kernel: its warps as concurrent agents over ``schedules`` random
+        interleavings seeded by ``seed`` (or, with ``exhaustive_bound``,
+        every schedule with at most that many preemptions).
+
+        ``args``: values of the integer parameters, so that loops bounded by
+        them run their real trip counts: ``{"ntiles": 8}`` by name, or a
+        sequence in parameter order (pointers and descriptors may be
+        ``None``; the simulator does not read memory). ``trip_count`` is the
+        fallback for bounds it cannot evaluate; ``cluster`` defaults to the
+        kernel's ``cluster_dim``.
+
+        Returns a ``pipeline_mlir.sim.SimResult`` (``.ok``, ``.findings``,
+        ``str()`` is ``pipeline-sim``'s report). With ``check`` (default) a
+        deadlock or any other finding raises ``sim.SimulationFailed`` whose
+        message names it and the user's lines of the ops involved."""
+        from pipeline_mlir.sim import simulate
+
+        return simulate(self.module, kernel=self.name, args=self._sim_args(args),
+                        block_dim=self.block_dim, cluster=cluster or self.cluster_dim,
+                        trip_count=trip_count, schedules=schedules, seed=seed,
+                        exhaustive_bound=exhaustive_bound, check=check)
+
+    def _sim_args(self, args):
+        """``{position: int}`` from ``simulate``'s ``args``."""
+        names = [n for n, _ in self.params]
+        if args is None:
+            return {}
+        if isinstance(args, dict):
+            items = []
+            for name, value in args.items():
+                if name not in names:
+                    raise ValueError(f"simulate: kernel {self.name!r} has no parameter "
+                                     f"{name!r} (its parameters: {', '.join(names) or 'none'})")
+                items.append((names.index(name), name, value))
+        else:
+            args = list(args)
+            if len(args) > len(names):
+                raise ValueError(f"simulate: {len(args)} arguments for the {len(names)} "
+                                 f"parameters of kernel {self.name!r} ({', '.join(names)})")
+            items = [(i, names[i], v) for i, v in enumerate(args) if v is not None]
+        out = {}
+        for pos, name, value in items:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"simulate: argument {name!r} must be a Python int (the "
+                                f"simulator runs loops on integer arguments), got "
+                                f"{type(value).__name__}")
+            out[pos] = value
+        return out
+
+    def mlir(self, locations=True):
+        """The module's text. With ``locations`` (the default) every op
+        keeps its ``loc(...)`` (the user's file and line), so that
+        ``pipeline-sim`` and ``pipeline-opt`` on the printed text report the
+        kernel's Python lines; ``locations=False`` prints the bare IR."""
+        return self.module.operation.get_asm(enable_debug_info=locations)
 
     def __str__(self):
-        return str(self.module)
+        return self.mlir(locations=True)

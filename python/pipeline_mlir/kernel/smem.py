@@ -18,6 +18,7 @@ memory (``Kernel.smem_bytes``).
 import mlir.ir as ir
 from mlir.dialects import arith, llvm, nvvm
 
+from ..user_location import user_location
 from .values import Scalar, i32, to_value
 
 BASE_ALIGN = 1024
@@ -29,6 +30,14 @@ def _gep_bytes(base, offset):
     off = to_value(offset, i32(), what="byte offset")
     return llvm.getelementptr(llvm.PointerType.get(3), base, [off],
                               [-2147483648], ir.IntegerType.get_signless(8), 0)
+
+
+def _user_line():
+    """``file:line`` of the user's call, or None."""
+    loc = user_location()
+    if loc is None or not loc.is_a_file():
+        return None
+    return f"{loc.filename}:{loc.start_line}"
 
 
 class SmemPtr:
@@ -76,6 +85,7 @@ class SharedMemory:
         self._base = None
         self.used = 0
         self.allocations = []
+        self._lines = []  # the user's file:line of each allocation
 
     @property
     def size(self):
@@ -134,4 +144,25 @@ class SharedMemory:
                 return _gep_bytes(self._base, offset) if offset else self._base
 
         self.allocations.append((name, offset, nbytes))
+        self._lines.append(_user_line())
         return SmemPtr(pointer, nbytes)
+
+    def check_fits(self, limit, chip):
+        """Raise CompileError when the allocations need more than ``limit``
+        bytes of dynamic shared memory per block (the launch would fail),
+        naming each allocation and the line that made it, largest first."""
+        if self.used <= limit:
+            return
+        from ..diagnostics import CompileError
+
+        rows = sorted(zip(self.allocations, self._lines), key=lambda r: -r[0][2])
+        listing = "\n".join(
+            f"  {line or '<unknown line>'}: note: {name or 'smem_alloc'}: {nbytes} bytes "
+            f"at offset {offset}" for (name, offset, nbytes), line in rows)
+        first = next((line for _, line in rows if line), None)
+        raise CompileError(
+            (f"{first}: error: " if first else "error: ")
+            + f"the kernel's shared memory allocations need {self.used} bytes, more "
+            f"than the {limit} bytes ({limit // 1024} KiB) of dynamic shared memory "
+            f"a block may use on {chip}: the launch would fail (use fewer stages "
+            f"or smaller tiles)\n{listing}")

@@ -7,9 +7,10 @@ Pieces, each one upstream NVVM op or a compile-time constant:
 - :func:`instruction_descriptor`: the 32-bit instruction descriptor of
   ``.kind::f16`` (bf16/fp16 in, fp32 accumulate, K-major A and B, dense),
   a Python int (PTX ISA, "Instruction descriptor format for .kind::f16");
-- :func:`smem_descriptor`: the 64-bit shared-memory descriptor of a K-major,
-  128-byte-swizzled tile as TMA writes it (``nvvm.tcgen05.mma_smem_desc``);
-  advance it along K with :func:`advance_descriptor`;
+- :func:`smem_descriptor`: the 64-bit shared-memory descriptor of a K-major
+  tile as its ``OperandLayout`` says TMA wrote it
+  (``nvvm.tcgen05.mma_smem_desc``); select a K slice with
+  :func:`k_slice_descriptor`;
 - :class:`Mma`: one ``tcgen05.mma.cta_group::{1,2}.kind::f16`` shape; its
   ``mma`` is issued by *one* thread (the caller elects it) and completes
   asynchronously: a ``tcgen05.commit`` (what ``PipelineTmaUmma.
@@ -23,28 +24,30 @@ Pieces, each one upstream NVVM op or a compile-time constant:
   "before" on the side that signals, "after" on the side that waited.
 
 Shared-memory descriptor (PTX ISA, "Shared memory descriptor" of tcgen05):
-bits 0-13 start address >> 4; 16-29 leading-dimension byte offset >> 4
-(unused for swizzled K-major tiles, 1 by convention); 32-45 stride byte
-offset >> 4 (1024 bytes between 8-row groups); **46-48 the fixed version
+bits 0-13 start address >> 4; 16-29 leading-dimension byte offset >> 4;
+32-45 stride byte offset >> 4 (both as for wgmma: the layout's
+``leading_byte_offset`` / ``stride_byte_offset``); **46-48 the fixed version
 0b001**; 49-51 base offset; 52 leading-dimension mode; **61-63 swizzle mode,
-2 = 128-byte**. Hopper's wgmma descriptor has no version field and puts the
-128-byte swizzle as 1 in bits 62-63, so the two are not interchangeable.
+2 = 128-byte** (:data:`SWIZZLE_CODES`). Hopper's wgmma descriptor has no
+version field and puts the 128-byte swizzle as 1 in bits 62-63, so the two
+are not interchangeable.
 """
 
 import mlir.ir as ir
 from mlir.dialects import arith, llvm, nvvm
 
+from ..user_location import user_line
 from . import tmem
 from .smem import SmemPtr
 from .values import i1, i32, to_value
-from .wgmma import advance_descriptor, smem_address  # noqa: F401  (re-exported)
+from ..layout import DTYPES, K_BYTES_PER_INSTRUCTION, OperandLayout, descriptor_units
+from .wgmma import advance_descriptor, k_slice_descriptor, smem_address  # noqa: F401
 
 # Operand type name -> instruction descriptor code (kind::f16 table).
 OPERAND_CODES = {"f16": 0, "bf16": 1}
 ACCUMULATOR_F32 = 1
-K_PER_INSTRUCTION = 16           # kind::f16: K = 16 per tcgen05.mma
-SWIZZLE_128B = 2                 # tcgen05 swizzle code for 128-byte rows
-GROUP_STRIDE_128B = 1024         # 8 rows of 128 bytes
+# Swizzle span in bytes -> tcgen05 descriptor swizzle code (bits 61-63).
+SWIZZLE_CODES = {0: 0, 128: 2, 64: 4, 32: 6}
 DESCRIPTOR_VERSION = 1           # bits 46-48 (set by the op itself)
 LOAD_REPEATS = (1, 2, 4, 8, 16, 32, 64, 128)
 
@@ -87,22 +90,25 @@ def instruction_descriptor(m, n, dtype="bf16", cta_group=1):
             | ((n >> 3) << 17) | ((m >> 4) << 24))
 
 
-def smem_descriptor(tile):
-    """Descriptor (i64) of a K-major, 128-byte-swizzled tile at ``tile`` (an
-    ``SmemPtr``, 1024-byte aligned, rows of 64 16-bit elements as
-    ``TmaTile`` loads them)."""
+def smem_descriptor(tile, layout):
+    """Descriptor (i64) of the K-major tile at ``tile`` (an ``SmemPtr``,
+    ``layout.alignment``-aligned) laid out as ``layout`` (an
+    ``OperandLayout``) says."""
     if not isinstance(tile, SmemPtr):
         raise TypeError(f"smem_descriptor: tile must be an SmemPtr, got "
                         f"{type(tile).__name__}")
+    if not isinstance(layout, OperandLayout) or layout.major != "K":
+        raise ValueError(f"smem_descriptor: layout must be a K-major OperandLayout "
+                         f"(kind::f16 here reads K-major operands), got {layout}")
     start = arith.shrui(smem_address(tile), arith.constant(i32(), 4))
     i8 = ir.IntegerType.get_signless(8)
     return nvvm.tcgen05_mma_smem_desc(
         ir.IntegerType.get_signless(64), start,
-        arith.constant(i32(), 1),                          # leading offset 16 B
-        arith.constant(i32(), GROUP_STRIDE_128B >> 4),     # stride offset
+        arith.constant(i32(), descriptor_units(layout.leading_byte_offset)),
+        arith.constant(i32(), descriptor_units(layout.stride_byte_offset)),
         arith.constant(i8, 0),                             # base offset
         arith.constant(i1(), 0),                           # relative LBO
-        arith.constant(i8, SWIZZLE_128B))
+        arith.constant(i8, SWIZZLE_CODES[layout.swizzle]))
 
 
 class Mma:
@@ -117,7 +123,7 @@ class Mma:
     def __init__(self, m, n, dtype="bf16", cta_group=1):
         check_shape(m, n, cta_group, "tcgen05.Mma")
         self.m, self.n, self.dtype, self.cta_group = m, n, dtype, cta_group
-        self.k = K_PER_INSTRUCTION
+        self.k = K_BYTES_PER_INSTRUCTION // DTYPES[dtype][0]   # kind::f16: 16
         self.idesc = instruction_descriptor(m, n, dtype, cta_group)
 
     @property
@@ -125,6 +131,7 @@ class Mma:
         """TMEM columns of one fp32 accumulator (one column per N)."""
         return self.n
 
+    @user_line
     def mma(self, d, desc_a, desc_b, accumulate):
         """``D (+)= A x B``: ``accumulate`` is an i1 Scalar/value or a bool
         (False: overwrite D, the first k-step of a tile)."""
@@ -176,6 +183,6 @@ def fence_after_thread_sync():
 
 
 __all__ = ["instruction_descriptor", "smem_descriptor", "advance_descriptor",
+           "k_slice_descriptor", "SWIZZLE_CODES",
            "Mma", "load_32x32b", "wait_load", "wait_store",
-           "fence_before_thread_sync", "fence_after_thread_sync", "check_shape",
-           "K_PER_INSTRUCTION"]
+           "fence_before_thread_sync", "fence_after_thread_sync", "check_shape"]

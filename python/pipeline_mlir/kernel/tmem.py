@@ -25,6 +25,7 @@ tensor-memory address space of the NVVM ops); :func:`offset` moves it.
 import mlir.ir as ir
 from mlir.dialects import arith, llvm, nvvm
 
+from ..user_location import user_line
 from .smem import SmemPtr
 from .values import Scalar, i32, to_value
 
@@ -61,6 +62,7 @@ def _holder(holder, what):
     return holder.ir_value
 
 
+@user_line
 def alloc(holder, columns, cta_group=1):
     """``tcgen05.alloc.cta_group::N.sync.aligned.shared::cta.b32 [holder],
     columns``: run by all 32 lanes of one warp (per CTA of the pair)."""
@@ -70,12 +72,14 @@ def alloc(holder, columns, cta_group=1):
                        group=_group(cta_group, what))
 
 
+@user_line
 def relinquish_alloc_permit(cta_group=1):
     """``tcgen05.relinquish_alloc_permit``: no more allocs from this CTA."""
     nvvm.tcgen05_relinquish_alloc_permit(
         group=_group(cta_group, "tmem.relinquish_alloc_permit"))
 
 
+@user_line
 def dealloc(address, columns, cta_group=1):
     """``tcgen05.dealloc``: return ``columns`` columns at ``address`` (one
     warp, as for :func:`alloc`)."""

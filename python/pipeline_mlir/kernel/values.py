@@ -162,7 +162,11 @@ class Scalar:
             "branch with `with k.if_(cond):` instead of `if cond:`")
 
     def __index__(self):
-        raise TypeError("a Scalar is a runtime value, not a Python int")
+        # Python's range(n), list indexing, ... land here.
+        raise TypeError(
+            "a Scalar is a runtime value, not a Python int: for a loop over a "
+            "run-time bound use `for i in k.range(n):` (an scf.for), not "
+            "Python's range(n)")
 
     def _other(self, o):
         return to_value(o, self.type, what="operand")

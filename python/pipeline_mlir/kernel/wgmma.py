@@ -3,13 +3,14 @@
 Three pieces, each one upstream NVVM op or a few ``arith`` ops:
 
 - :func:`smem_matrix_descriptor`: the 64-bit shared-memory matrix descriptor
-  of a K-major operand tile laid out by TMA with a 128-byte swizzle (rows of
-  64 16-bit elements, 8-row groups 1024 bytes apart);
-- :class:`Accumulator`: the fp32 accumulator fragment of one warpgroup, an
-  ``!llvm.struct`` of ``n / 2`` floats held in registers, loop-carriable
-  (``k.range(..., carry=[acc])``) like a pipeline state;
-- :class:`WarpgroupMma`: one ``m64nNk16`` instruction shape and its operand
-  types; ``mma(acc, desc_a, desc_b)`` issues one ``nvvm.wgmma.mma_async``.
+  of an operand tile as its :class:`~pipeline_mlir.layout.OperandLayout`
+  says TMA laid it out (every field but the start address comes from the
+  layout), moved along K with :func:`k_slice_descriptor`;
+- the accumulator: a register :class:`~.fragment.Fragment` (``m64 x n``
+  f32 in the wgmma layout), loop-carriable (``k.range(..., carry=[acc])``);
+- :class:`WarpgroupMma`: one ``m64nNkK`` instruction shape for an A and a B
+  layout (K, operand types and transposition follow from them);
+  ``mma(acc, desc_a, desc_b)`` issues one ``nvvm.wgmma.mma_async``.
   :func:`fence`, :func:`commit_group` and :func:`wait_group` are the
   ``wgmma.fence`` / ``commit_group`` / ``wait_group`` of the PTX ISA
   (section "Asynchronous Warpgroup Level Matrix Multiply-Accumulate").
@@ -21,36 +22,18 @@ epilogue reads); a shared-memory stage read by an ``mma`` may be released to
 its producer only after ``wait_group`` has retired the group that contains
 that ``mma``.
 
-Descriptor layout (PTX ISA, "Matrix Descriptor Format"): bits 0-13 start
-address >> 4; 16-29 leading-dimension byte offset >> 4 (unused for swizzled
-K-major tiles, conventionally 1); 32-45 stride byte offset >> 4 (the distance
-between 8-row groups: 1024 bytes for 128-byte rows); 49-51 base offset (0 for
-1024-byte aligned tiles); 62-63 swizzle mode (1 = 128-byte).
+The descriptor's fields and the canonical layouts behind them are described
+(and computed) in ``python/pipeline_mlir/layout.py``.
 """
 
 import mlir.ir as ir
 from mlir.dialects import arith, llvm, nvvm
 
+from ..layout import DTYPES, K_BYTES_PER_INSTRUCTION, OperandLayout, descriptor_units
+from ..user_location import user_line
 from .fragment import Fragment, OperandA
 from .smem import SmemPtr
 from .values import i32, i64, to_value
-
-# Element type name -> (wgmma operand type, bytes).
-ELEMENT_TYPES = {
-    "bf16": (nvvm.WGMMATypes.bf16, 2),
-    "f16": (nvvm.WGMMATypes.f16, 2),
-}
-SWIZZLE_128B_MODE = 1
-ROW_BYTES_128B = 128            # one swizzle atom row: 64 16-bit elements
-GROUP_STRIDE_128B = 8 * ROW_BYTES_128B  # 8 rows make one swizzle atom
-K_PER_INSTRUCTION = 16          # wgmma ...k16 for 16-bit operands
-
-
-def _element(dtype, what):
-    if dtype not in ELEMENT_TYPES:
-        raise ValueError(f"{what}: element type must be one of "
-                         f"{sorted(ELEMENT_TYPES)}, got {dtype!r}")
-    return ELEMENT_TYPES[dtype]
 
 
 def smem_address(ptr):
@@ -59,16 +42,17 @@ def smem_address(ptr):
     return llvm.ptrtoint(i32(), p)
 
 
-def smem_matrix_descriptor(tile):
-    """Descriptor (i64) of a K-major, 128-byte-swizzled operand tile at
-    ``tile`` (an ``SmemPtr``, 1024-byte aligned). Advance along K with
-    :func:`advance_descriptor`."""
+def smem_matrix_descriptor(tile, layout):
+    """Descriptor (i64) of the operand tile at ``tile`` (an ``SmemPtr``,
+    ``layout.alignment``-aligned) laid out as ``layout`` (an
+    ``OperandLayout``) says. Select a K slice with :func:`k_slice_descriptor`."""
+    if not isinstance(layout, OperandLayout):
+        raise TypeError(f"smem_matrix_descriptor: layout must be an OperandLayout, got "
+                        f"{type(layout).__name__}")
     addr = arith.extui(i64(), smem_address(tile))
     start = arith.andi(arith.shrui(addr, arith.constant(i64(), 4)),
                        arith.constant(i64(), 0x3FFF))
-    fixed = ((1 << 16)                                  # leading offset: 16 B
-             | ((GROUP_STRIDE_128B >> 4) << 32)         # stride offset
-             | (SWIZZLE_128B_MODE << 62))
+    fixed = layout.descriptor_bits
     # i64 constants are signed in MLIR: fold the top bit in two's complement.
     if fixed >= 1 << 63:
         fixed -= 1 << 64
@@ -77,14 +61,33 @@ def smem_matrix_descriptor(tile):
 
 def advance_descriptor(desc, byte_offset):
     """``desc`` moved ``byte_offset`` bytes (a multiple of 16) along the
-    tile: the start-address field counts 16-byte units. Within a 128-byte
-    swizzled row this selects the k-th 32-byte slice, which the hardware
-    swizzles with the same XOR pattern TMA wrote."""
-    if byte_offset % 16:
-        raise ValueError(f"descriptor offsets are multiples of 16 bytes, got {byte_offset}")
-    if byte_offset == 0:
+    tile: the start-address field counts 16-byte units. Within a swizzled
+    row this selects a 32-byte K slice, which the hardware swizzles with
+    the same XOR pattern TMA wrote."""
+    units = descriptor_units(byte_offset)
+    if units == 0:
         return desc
-    return arith.addi(desc, arith.constant(i64(), byte_offset >> 4))
+    return arith.addi(desc, arith.constant(i64(), units))
+
+
+def k_slice_descriptor(desc, layout, s):
+    """``desc`` (of a tile laid out as ``layout``) moved to K slice ``s``,
+    the operand of the ``s``-th wgmma along the tile's K."""
+    return advance_descriptor(desc, layout.k_slice_offset(s))
+
+
+def _operand(x, role):
+    """An operand's layout: an ``OperandLayout``, or a dtype name for a
+    K-major operand (only its dtype and major-ness matter to the MMA)."""
+    if isinstance(x, OperandLayout):
+        return x.dtype, x.major
+    if isinstance(x, str):
+        if x not in DTYPES:
+            raise ValueError(f"WarpgroupMma: {role} dtype must be one of {sorted(DTYPES)}, "
+                             f"got {x!r}")
+        return x, "K"
+    raise TypeError(f"WarpgroupMma: {role} must be an OperandLayout or a dtype name, "
+                    f"got {type(x).__name__}")
 
 
 # The accumulator of a warpgroup MMA is a register Fragment (kernel/fragment.py).
@@ -92,24 +95,39 @@ Accumulator = Fragment
 
 
 class WarpgroupMma:
-    """``wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype}`` with A
-    and B K-major in shared memory (``A`` row-major ``M x K``, ``B`` given
-    as ``N x K``)."""
+    """``wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{A}.{B}`` with A and B
+    in shared memory. ``a`` and ``b`` are their ``OperandLayout`` (or a
+    dtype name: K-major). K-major A is row-major ``M x K`` and K-major B is
+    given as ``N x K``; MN-major operands (``M x K`` stored K x M, B given
+    ``K x N``) are read transposed, which the PTX ISA allows for 16-bit
+    types only."""
 
     M = 64
 
-    def __init__(self, n, dtype="bf16", b_major="K"):
+    def __init__(self, n, a="bf16", b=None):
         if not isinstance(n, int) or not 8 <= n <= 256 or n % 8:
             raise ValueError(f"wgmma N must be a multiple of 8 in 8..256, got {n!r}")
+        (a_dtype, a_major), (b_dtype, b_major) = _operand(a, "a"), _operand(
+            a if b is None else b, "b")
+        a_bytes, b_bytes = DTYPES[a_dtype][0], DTYPES[b_dtype][0]
+        if a_bytes != b_bytes or (a_bytes == 2 and a_dtype != b_dtype):
+            raise ValueError(f"WarpgroupMma: A ({a_dtype}) and B ({b_dtype}) must be the "
+                             "same 16-bit type, both tf32, or both 8-bit (e4m3/e5m2)")
+        for role, dtype, major in (("A", a_dtype, a_major), ("B", b_dtype, b_major)):
+            if major == "MN" and a_bytes != 2:
+                raise ValueError(f"WarpgroupMma: {role} is MN-major {dtype}; wgmma reads "
+                                 "only 16-bit operands transposed (PTX ISA: imm-trans is "
+                                 "for .f16/.bf16), so give 8-bit and tf32 operands K-major")
         self.n = n
-        self.dtype = dtype
-        self.operand_type, self.element_bytes = _element(dtype, "WarpgroupMma")
-        self.k = K_PER_INSTRUCTION
-        # B K-major (given N x K) is "col"; MN-major B (V of attention) "row".
+        self.dtype = a_dtype
+        self.a_type = getattr(nvvm.WGMMATypes, DTYPES[a_dtype][2])
+        self.b_type = getattr(nvvm.WGMMATypes, DTYPES[b_dtype][2])
         self.b_major = b_major
-        if b_major not in ("K", "MN"):
-            raise ValueError(f"WarpgroupMma: b_major must be 'K' or 'MN', got {b_major!r}")
+        # A: row = K-major (M x K), col = transposed. B: col = K-major (N x K),
+        # row = MN-major (given K x N, attention's V).
+        self.layout_a = nvvm.MMALayout.row if a_major == "K" else nvvm.MMALayout.col
         self.layout_b = nvvm.MMALayout.col if b_major == "K" else nvvm.MMALayout.row
+        self.k = K_BYTES_PER_INSTRUCTION // a_bytes
 
     def accumulator(self):
         """A zeroed ``m64 x n`` f32 :class:`Fragment`."""
@@ -120,6 +138,7 @@ class WarpgroupMma:
             raise TypeError(f"wgmma m64n{self.n}: the accumulator must be a Fragment of "
                             f"n={self.n}, got {acc!r}")
 
+    @user_line
     def mma(self, acc, desc_a, desc_b, accumulate=True):
         """``acc += A x B`` for one k-slice, A and B in shared memory
         (asynchronous: the result is defined once :func:`wait_group`
@@ -130,10 +149,11 @@ class WarpgroupMma:
         scale = nvvm.WGMMAScaleOut.one if accumulate else nvvm.WGMMAScaleOut.zero
         acc._set_struct(nvvm.wgmma_mma_async(
             acc.type, acc.ir_value, desc_a, desc_b, shape,
-            self.operand_type, self.operand_type, nvvm.WGMMATypes.f32,
+            self.a_type, self.b_type, nvvm.WGMMATypes.f32,
             scale, nvvm.WGMMAScaleIn.one, nvvm.WGMMAScaleIn.one,
-            nvvm.MMALayout.row, self.layout_b))
+            self.layout_a, self.layout_b))
 
+    @user_line
     def mma_rs(self, acc, a, desc_b, accumulate=True):
         """``acc += A x B`` for one k-slice with A in registers (``a``: the
         four i32 registers of one slice of an :class:`OperandA`, e.g.
@@ -153,18 +173,21 @@ class WarpgroupMma:
         acc._set_struct(_mma_rs_asm(self, acc, list(a), desc_b, accumulate))
 
 
+@user_line
 def fence():
     """``wgmma.fence.sync.aligned``: orders register and shared-memory
     accesses before the warpgroup's next ``wgmma``."""
     nvvm.wgmma_fence_aligned()
 
 
+@user_line
 def commit_group():
     """``wgmma.commit_group.sync.aligned``: close the group of ``wgmma``
     issued since the last commit."""
     nvvm.wgmma_commit_group_sync_aligned()
 
 
+@user_line
 def wait_group(pending):
     """``wgmma.wait_group.sync.aligned pending``: wait until at most
     ``pending`` groups are in flight."""

@@ -17,17 +17,15 @@ is built), which flash-attention's overrides pass on to the base verbs.
 
 import contextlib
 
-import mlir.ir as ir
-
 from ..dialects import pipeline as pl
 from ..kernel.scope import current_block, require_visible
 from ..kernel.smem import SmemPtr
 from .agent import PipelineOp, PipelineUserType, require_group
+from .emit import barrier_storage as barrier_storage_operand
 from .emit import (MAX_TX_COUNT, cluster_layout, i32_value, optional_name,
-                   smem_pointer, stage_count, token_value)
+                   stage_count, token_value)
 from .errors import PipelineError
 from .state import PipelineState, as_state
-from .tx_bytes import PENDING_ATTR, PLACEHOLDER, TxLedger
 
 Producer = PipelineUserType.Producer
 Consumer = PipelineUserType.Consumer
@@ -58,8 +56,9 @@ def _sides(kind):
 
 def _derives_tx_count(kind):
     """Whether a create may leave tx_count out: the full barrier counts tx
-    bytes and copies fill the stages, so the number is learnt from them
-    (tx_bytes.py). A CLC response (16 bytes) has no copy to learn from."""
+    bytes and copies fill the stages, so the type keeps tx_count 0 and the
+    ``pipeline-derive-tx-count`` pass sets it from the copies when the kernel
+    is compiled. A CLC response (16 bytes) has no copy to learn from."""
     t = pl.kind_traits(kind)
     return t["tx_bytes"] and t["stage_copies"]
 
@@ -102,17 +101,25 @@ class PipelineBase:
             require_group(consumer_group, f"{what}: consumer_group")
         derive = tx_count is None and _derives_tx_count(cls.kind)
         if derive:
-            tx_count = PLACEHOLDER
-        if (not isinstance(tx_count, int) or isinstance(tx_count, bool)
+            tx_count = 0  # derived from the copies at compile time
+        elif (not isinstance(tx_count, int) or isinstance(tx_count, bool)
                 or tx_count < 0):
             raise PipelineError(f"{what}: tx_count must be a non-negative int "
                                 f"(bytes per stage), got {tx_count!r}")
+        elif tx_count == 0 and pl.kind_traits(cls.kind)["tx_bytes"]:
+            raise PipelineError(
+                f"{what}: tx_count must be positive (the bytes one stage "
+                "receives), got 0" + (": leave it out to derive it from the "
+                                      "copies" if _derives_tx_count(cls.kind) else ""))
         if tx_count > MAX_TX_COUNT:
             raise PipelineError(f"{what}: tx_count = {tx_count} exceeds the "
                                 f"mbarrier limit of {MAX_TX_COUNT} bytes per "
                                 f"phase")
         shape = cluster_layout(cta_layout_vmnk, what)
-        cluster = pl.ClusterLayoutAttr.get(*shape) if shape else None
+        try:
+            cluster = pl.ClusterLayoutAttr.get(*shape) if shape else None
+        except ValueError as e:
+            raise PipelineError(f"{what}: cta_layout_vmnk {shape}: {e}") from None
         cta_group = 2 if shape and shape[0] == 2 else 1
         prod_side, cons_side = _sides(cls.kind)
         if elect_one_commit and prod_side is not PipelineOp.AsyncThread:
@@ -123,35 +130,32 @@ class PipelineBase:
             raise PipelineError(
                 f"{what}: elect_one_release turns per-thread arrives into one "
                 f"per warp, but this consumer signals through {cons_side.name}")
-        type_args = ((cls.kind, num_stages), dict(
-            producer=producer_group.attr() if producer_group else None,
-            consumer=consumer_attr if consumer_attr is not None else (
-                consumer_group.attr() if consumer_group else None),
-            cluster=cluster, multicast=multicast, cta_group=cta_group,
-            length=0))
         try:
-            ptype = pl.PipelineType.get(*type_args[0], tx_count=tx_count,
-                                        **type_args[1])
+            ptype = pl.PipelineType.get(
+                cls.kind, num_stages,
+                producer=producer_group.attr() if producer_group else None,
+                consumer=consumer_attr if consumer_attr is not None else (
+                    consumer_group.attr() if consumer_group else None),
+                cluster=cluster, multicast=multicast, cta_group=cta_group,
+                length=0, tx_count=tx_count)
         except ValueError as e:
             raise PipelineError(f"{what}: {e}") from None
         storage = None
         if barrier_storage is not None:
-            storage = smem_pointer(barrier_storage, f"{what}: barrier_storage")
+            storage = barrier_storage_operand(barrier_storage, ptype,
+                                              f"{what}: barrier_storage")
         value = pl.create_(ptype, barrier_storage=storage,
                            defer_sync=bool(defer_sync) or None, name=name)
         obj = cls.__new__(cls)
         obj._init(value, producer_group, consumer_group, shape,
                   elect_one_commit, syncwarp_before_commit,
                   elect_one_release, syncwarp_before_release)
-        if derive:
-            value.owner.attributes[PENDING_ATTR] = ir.UnitAttr.get()
-        set_fields(obj, _tx=TxLedger(obj, derive, type_args, f"{cls.__name__}"))
         return obj
 
     def _init(self, value, producer_group, consumer_group, shape,
               elect_one_commit=False, syncwarp_before_commit=True,
               elect_one_release=False, syncwarp_before_release=True):
-        set_fields(self, _value=value, _tx=None, producer_group=producer_group,
+        set_fields(self, _value=value, producer_group=producer_group,
                    consumer_group=consumer_group, cta_layout_vmnk=shape,
                    elect_one_commit=bool(elect_one_commit),
                    syncwarp_before_commit=bool(syncwarp_before_commit),
@@ -160,7 +164,7 @@ class PipelineBase:
 
     @property
     def type(self):
-        """The ``!pipeline.pipeline`` type (a derived tx_count updates it)."""
+        """The ``!pipeline.pipeline`` type."""
         return self._value.type
 
     @property
@@ -227,8 +231,6 @@ class PipelineBase:
         what = f"{type(self).__name__}.producer_acquire"
         with at_site(ip):
             p, s = self._operands(state, Producer, "producer_acquire")
-            if self._tx is not None:
-                self._tx.acquire(extra_tx_count)
             pl.producer_acquire(p, s, token=token_value(try_acquire_token,
                                                         f"{what}: try_acquire_token"),
                                 extra_tx=self._extra_tx(extra_tx_count, what), loc=loc)
@@ -244,8 +246,6 @@ class PipelineBase:
         """Signal that the stage's buffer is full."""
         with at_site(ip):
             p, s = self._operands(state, Producer, "producer_commit")
-            if self._tx is not None:
-                self._tx.commit()
             pl.producer_commit(p, s, elect_one=self.elect_one_commit or None,
                                syncwarp_before=(self.elect_one_commit and
                                                 self.syncwarp_before_commit) or None,

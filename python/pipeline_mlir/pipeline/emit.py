@@ -39,6 +39,26 @@ def smem_pointer(ptr, what):
     return v
 
 
+def barrier_storage(ptr, ptype, what):
+    """The barrier storage operand of a create of type ``ptype``, refused
+    when it is an allocation (``k.alloc_barriers(n)``, ``k.smem_alloc``) too
+    small for the pipeline's 8-byte mbarriers: the last ones would overlap
+    the next allocation, which neither the IR nor the simulator can see
+    (the checker sees it only for a sized shared global)."""
+    v = smem_pointer(ptr, what)
+    size = getattr(ptr, "size", None)
+    needed = 8 * ptype.barrier_plan()["num_barriers"]
+    if size is not None and size < needed:
+        raise PipelineError(
+            f"{what} holds {size} bytes ({size // 8} mbarriers) but this "
+            f"pipeline needs {needed} ({needed // 8} mbarriers of 8 bytes: "
+            + ("depth x length" if ptype.length else
+               "a full and an empty barrier per stage")
+            + f"): the last barriers would overlap the next allocation "
+            f"(use k.alloc_barriers({needed // 8}))")
+    return v
+
+
 def cluster_layout(cta_layout_vmnk, what):
     """Validate a (V, M, N, L) tuple; None stays None."""
     if cta_layout_vmnk is None:
@@ -103,7 +123,7 @@ def wrap_i32(v):
     return Scalar(v)
 
 
-__all__ = ["i32_value", "token_value", "smem_pointer", "cluster_layout",
+__all__ = ["i32_value", "token_value", "smem_pointer", "barrier_storage", "cluster_layout",
            "cluster_size", "positive_int", "stage_count", "optional_name",
            "MAX_STAGES", "MAX_TX_COUNT", "wrap_i32", "current_block",
            "require_visible", "ir"]

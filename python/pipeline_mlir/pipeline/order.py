@@ -9,7 +9,8 @@ carry=[order])``.
 from ..dialects import pipeline as pl
 from ..kernel.scope import current_block, note_update, require_visible
 from .agent import require_group
-from .emit import i32_value, optional_name, positive_int, smem_pointer, stage_count
+from .emit import barrier_storage as barrier_storage_operand
+from .emit import i32_value, optional_name, positive_int, stage_count
 from .errors import PipelineError
 
 
@@ -34,8 +35,8 @@ class PipelineOrder:
                                         length=length)
         except ValueError as e:
             raise PipelineError(f"{what}: {e}") from None
-        storage = None if barrier_storage is None else smem_pointer(
-            barrier_storage, f"{what}: barrier_storage")
+        storage = None if barrier_storage is None else barrier_storage_operand(
+            barrier_storage, ptype, f"{what}: barrier_storage")
         obj = cls.__new__(cls)
         obj._value = pl.create_(ptype, barrier_storage=storage,
                                 defer_sync=bool(defer_sync) or None, name=name)

@@ -16,6 +16,7 @@ from ..dialects import pipeline as pl
 from ..kernel.scope import (block_encloses, current_block, defining_block,
                             note_update, require_visible)
 from ..kernel.values import Scalar, i32
+from ..user_location import user_line
 from .agent import PipelineUserType
 from .emit import i32_value, stage_count
 from .errors import PipelineError
@@ -120,6 +121,7 @@ class PipelineState(_StateBase):
     pipeline's stage count (CuTe DSL's verbs read only index and phase).
     """
 
+    @user_line  # notes on the phase operand name the user's line
     def __init__(self, stages, count, index, phase, *,
                  user_type=PipelineUserType.ProducerConsumer):
         current_block("PipelineState")

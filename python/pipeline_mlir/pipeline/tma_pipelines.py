@@ -3,7 +3,9 @@
 ``tma_store``).
 
 ``tx_count`` may be left out of ``create``: it is then the bytes one stage
-receives from the copies the kernel builds (tx_bytes.py)."""
+receives from the copies the kernel builds, counted when the kernel is
+compiled by the ``pipeline-derive-tx-count`` pass (the checker counts them
+with the same code; docs/VerifyProtocol.md)."""
 
 from ..dialects import pipeline as pl
 from ..kernel.scope import current_block
@@ -46,7 +48,6 @@ class _TmaLoads:
         what = f"{type(self).__name__}.tma_load"
         p, s = self._operands(state, Producer, "tma_load")
         positive_int(bytes, f"{what}: bytes")
-        self._tx.copy("tma_load", bytes, mcast_mask, self.type.cta_group)
         mask = None
         if mcast_mask is not None:
             import mlir.ir as ir
@@ -60,15 +61,6 @@ class _TmaLoads:
         """Non-tensor ``cp.async.bulk`` of ``size`` bytes (a multiple of 16)."""
         what = f"{type(self).__name__}.bulk_copy"
         p, s = self._operands(state, Producer, "bulk_copy")
-        if self._tx.derive:
-            from .tx_bytes import constant_int
-            nbytes = constant_int(size)
-            if nbytes is None:
-                raise PipelineError(
-                    f"{what}: a run-time size on a pipeline created without "
-                    "tx_count: the bytes to arm cannot be derived from the copies "
-                    "(pass tx_count= to create)")
-            self._tx.copy("bulk_copy", nbytes, None, self.type.cta_group)
         src_v = to_value(src, what=f"{what}: src")
         pl.copy_bulk(p, s, src_v, smem_pointer(dst, f"{what}: dst"),
                      i32_value(size, f"{what}: size"))

@@ -1,7 +1,7 @@
 """pipeline_mlir.runtime: run compiled kernels through the CUDA driver.
 
 Needs only ``cuda-bindings`` and numpy (torch optional); never imports MLIR,
-so it works on a GPU machine that received prebuilt cubins.
+so it works on a GPU host that received prebuilt cubins.
 
     from pipeline_mlir import runtime as rt
     mod = rt.Module(open("k.cubin", "rb").read())
@@ -13,7 +13,7 @@ A compiled kernel is also a callable that knows its launch (compiled.py):
 
     fn = kernel.compile()             # pipeline_mlir.kernel: a CompiledKernel
     fn(src, dst, 128, grid=(128,))    # block, cluster, smem and signature known
-    fn = rt.CompiledKernel.from_file("k.cubin")   # + k.json, on a GPU machine
+    fn = rt.CompiledKernel.from_file("k.cubin")   # + k.json, on a GPU host
 
 TMA descriptors: ``make_tma_descriptor(tensor, box_shape=(64, 64),
 swizzle=128)``; passed by default as a pointer to a 64-byte aligned device

@@ -238,7 +238,11 @@ class CompiledKernel(bytes):
         params = ", ".join(f"{n}: {k}" for n, k in self.params)
         cluster = f", cluster={self.cluster}" if self.cluster else ""
         return (f"CompiledKernel({self.name!r}, {self.chip or 'image'}, {len(self)} B, "
-                f"params=({params}), block={self.block}{cluster}, smem={self.smem})")
+                f"params=({params}), block={self.block}{cluster}, smem={self.smem}, "
+                f"hash={self.key[:12]})")
+
+    # bytes.__str__ would print the whole image; print() shows the summary.
+    __str__ = __repr__
 
     @property
     def __signature__(self):

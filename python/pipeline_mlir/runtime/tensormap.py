@@ -4,6 +4,12 @@ Shapes, strides and boxes are given outermost-first, like ``array.shape``
 and ``array.strides`` (bytes); the driver wants innermost-first, so they are
 reversed here. The innermost dimension must be contiguous. Every rule the
 driver checks is checked first, with a message that names the dimension.
+
+``layout=`` takes a ``pipeline_mlir.layout.OperandLayout`` (the object the
+kernel was built from): its box and swizzle, and its dtype checked against
+the tensor's, so that host and kernel cannot disagree. FP8 tensors
+(``float8_e4m3fn``, ``float8_e5m2``) are copied as bytes (TMA has no FP8
+type; a copy does not convert).
 """
 
 import ctypes
@@ -22,6 +28,8 @@ DTYPES = {
     "float16": ("CU_TENSOR_MAP_DATA_TYPE_FLOAT16", 2), "float32": ("CU_TENSOR_MAP_DATA_TYPE_FLOAT32", 4),
     "float64": ("CU_TENSOR_MAP_DATA_TYPE_FLOAT64", 8), "bfloat16": ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2),
     "tfloat32": ("CU_TENSOR_MAP_DATA_TYPE_TFLOAT32", 4),
+    "float8_e4m3fn": ("CU_TENSOR_MAP_DATA_TYPE_UINT8", 1),
+    "float8_e5m2": ("CU_TENSOR_MAP_DATA_TYPE_UINT8", 1),
 }
 DESCRIPTOR_BYTES = 128
 DESCRIPTOR_ALIGN = 64
@@ -111,14 +119,35 @@ class TmaDescriptor:
                 f"dtype={self.info['dtype']}, swizzle={self.info['swizzle']})")
 
 
+def _from_layout(layout, dtype, box_shape, swizzle):
+    """(box_shape, swizzle) of an OperandLayout, after checking that the
+    explicit arguments and the tensor's dtype agree with it."""
+    if box_shape is not None or swizzle is not None:
+        raise TmaDescriptorError("pass either layout= or box_shape=/swizzle=, not both: the "
+                                 "layout already says the box and the swizzle")
+    for attr in ("box", "swizzle", "torch_dtype"):
+        if not hasattr(layout, attr):
+            raise TmaDescriptorError(f"layout must be a pipeline_mlir.layout.OperandLayout, "
+                                     f"got {type(layout).__name__}")
+    if dtype is not None and _dtype_name(dtype) != layout.torch_dtype:
+        raise TmaDescriptorError(f"the tensor is {_dtype_name(dtype)} but the layout "
+                                 f"{layout} is {layout.torch_dtype}")
+    return layout.box, layout.swizzle
+
+
 def make_tma_descriptor(array_or_ptr, shape=None, strides=None, dtype=None, box_shape=None,
                         swizzle=None, element_strides=None, l2_promotion=128,
-                        oob_fill_nan=False):
+                        oob_fill_nan=False, layout=None):
     """Encode a tiled TMA descriptor for the tensor at `array_or_ptr` (a
     device tensor/array or an int address; shape/strides/dtype default to
-    the array's)."""
+    the array's). The box and swizzle come from ``box_shape``/``swizzle`` or
+    from ``layout`` (an ``OperandLayout``)."""
     from .args import device_address
 
+    if layout is not None:
+        box_shape, swizzle = _from_layout(
+            layout, dtype if dtype is not None else getattr(array_or_ptr, "dtype", None),
+            box_shape, swizzle)
     if box_shape is None:
         raise TmaDescriptorError("box_shape is required")
     address, host = device_address(array_or_ptr)

@@ -20,12 +20,16 @@ halves in program order.
 - :mod:`.verbs`: the pipeline verbs on the model (reference semantics);
 - :mod:`.asyncread`: asynchronous readers of stage buffers (wgmma groups,
   tcgen05.mma, bulk stores) and the release-after-last-read check;
-- :mod:`.frontend`: mlir.ir.Module -> agents; :mod:`.cli`: ``pipeline-sim``.
+- :mod:`.frontend`: mlir.ir.Module -> agents; :mod:`.cli`: ``pipeline-sim``;
+  :mod:`.api`: ``simulate(module, ...)`` (what ``Kernel.simulate`` calls).
 """
+
+from .api import SimResult, SimulationFailed, simulate
 
 from .engine import Agent, Event, Report, Step, World, explore
 from .model import Cluster, Mbarrier, NamedBarrier, SimError
 from .verbs import Group, PipelineSpec, PipeRef, State
 
 __all__ = ["Agent", "Cluster", "Event", "Group", "Mbarrier", "NamedBarrier", "PipeRef",
-           "PipelineSpec", "Report", "SimError", "State", "Step", "World", "explore"]
+           "PipelineSpec", "Report", "SimError", "SimResult", "SimulationFailed", "State", "Step",
+           "World", "explore", "simulate"]

@@ -17,18 +17,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .api import KIND_TITLES as _KIND_TITLES
 from .engine import explore, replay
 from .model import SimError
-
-_KIND_TITLES = {
-    "deadlock": "deadlock", "overrun": "phase overrun", "overwrite": "buffer overwritten",
-    "early-read": "read before the copy finished", "arrive-count": "arrive count",
-    "tx-count": "tx bytes", "exited-cta": "arrive on an exited CTA", "unbalanced": "unbalanced",
-    "role": "wrong role", "initial-phase": "wrong initial phase",
-    "uninitialized": "uninitialized barrier", "unsupported": "unsupported",
-    "step-limit": "step limit", "commit-before-write": "commit before write",
-    "async-read": "asynchronous read in flight",
-}
 
 
 def _dims(text: str) -> tuple[int, int, int]:

@@ -39,14 +39,17 @@ from .model import Cluster, SimError, source_location
 class Step:
     """One observable operation of an agent."""
 
-    __slots__ = ("fire", "enabled", "what", "pipe")
+    __slots__ = ("fire", "enabled", "what", "pipe", "cause")
 
     def __init__(self, fire: Callable[[], object], enabled: Callable[[], bool] | None = None,
-                 what: Callable[[], str] | None = None, pipe: str | None = None):
+                 what: Callable[[], str] | None = None, pipe: str | None = None,
+                 cause: Callable[[], str | None] | None = None):
         self.fire = fire
         self.enabled = enabled
         self.what = what
         self.pipe = pipe
+        # For a blocked wait: the root cause its barrier shows, if any.
+        self.cause = cause
 
 
 class Event:
@@ -238,7 +241,15 @@ class World:
         for a in finished:
             pipe = next((p for p in a.roles if p in pipes), None)
             parts.append(f"{a.label(pipe)} finished")
-        return "; ".join(parts)
+        # The root cause first: a reader should not have to find it in the
+        # sixth clause of the list of who waits where.
+        causes = []
+        for a in blocked:
+            cause = a.step.cause() if a.step and a.step.cause else None
+            if cause and cause not in causes:
+                causes.append(cause)
+        lead = f"root cause: {'; '.join(causes)}. Blocked: " if causes else ""
+        return lead + "; ".join(parts)
 
     def run(self, choose: Callable[[int, int | None], int]) -> None:
         """Run one schedule; ``choose(n, cont)`` picks one of n options, where

@@ -209,9 +209,36 @@ class _Compiler:
         return Node(name, ins, outs, a, regions, str(op.location))
 
 
+def _derive_tx_counts(module):
+    """``module``, or a clone of it after ``pipeline-derive-tx-count`` when a
+    TMA pipeline left tx_count to its copies (the bytes the lowering arms)."""
+    from mlir.passmanager import PassManager
+
+    from ..dialects import pipeline as pl
+    pending = []
+
+    def cb(o):
+        if o.name == "pipeline.create":
+            t = pl.PipelineType(o.results[0].type)
+            if t.tx_count == 0 and pl.kind_traits(t.kind)["stage_copies"]:
+                pending.append(o)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(cb)
+    if not pending:
+        return module
+    clone = module.operation.clone()
+    try:
+        with module.context:
+            PassManager.parse("builtin.module(pipeline-derive-tx-count)").run(clone)
+    except ir.MLIRError as err:
+        raise SimError("unsupported", f"tx_count cannot be derived: {err}") from None
+    return clone
+
+
 def kernels(module: ir.Module) -> list[Kernel]:
     """Every gpu.func / func.func of the module that uses pipeline ops."""
     out = []
+    module = _derive_tx_counts(module)
 
     def uses_pipeline(op) -> bool:
         found = False

@@ -184,6 +184,17 @@ class Mbarrier:
                 f"arrivals per phase, or a stage used twice without a wait)")
         self.last[waiter] = n
 
+    def root_cause(self) -> str | None:
+        """Why the phase in progress cannot complete, when the barrier alone
+        tells: every arrival came but tx bytes are still outstanding (the
+        copies deliver fewer bytes than expect_tx armed). None otherwise
+        (missing arrivals point at the agents that did not arrive)."""
+        if self.pending == 0 and self.tx > 0:
+            return (f"{self.tx} tx bytes outstanding on {self.name} (armed {self.armed}, "
+                    f"delivered {self.delivered}): the copies deliver fewer bytes than "
+                    f"expect_tx armed, so phase {self.parity} never completes")
+        return None
+
     def describe(self) -> str:
         s = (f"phase {self.parity} (#{self.completed}) has {self.expected - self.pending} of "
              f"{self.expected} arrivals")

@@ -239,7 +239,11 @@ def wait(w: World, a: Agent, p: PipeRef, slot: int, cta: int, parity: int, verb:
         detail = f" ({b.describe()})" if b else " (not initialized)"
         return f"{a.label(p.spec.name)} waits on {_where(name, a)} phase {parity} in {verb}{detail}"
 
-    yield Step(fire, enabled, what, p.spec.name)
+    def cause():
+        b = bar()
+        return b.root_cause() if b else None
+
+    yield Step(fire, enabled, what, p.spec.name, cause)
 
 
 def _try_wait(w: World, a: Agent, p: PipeRef, slot: int, parity: int):

@@ -1,5 +1,5 @@
 // Kernels the NVPTX backend or upstream GPU lowerings would crash on are
-// rejected before lowering, naming what is wrong (issue 15).
+// rejected before lowering, naming what is wrong.
 // RUN: pipeline-opt %s --convert-pipeline-to-nvvm --split-input-file --verify-diagnostics
 
 gpu.module @m {

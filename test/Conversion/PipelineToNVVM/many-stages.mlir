@@ -1,5 +1,5 @@
 // Per-stage code is unrolled up to 8 stages and a run-time loop beyond, so
-// that the lowering is linear in the stage count (issue 15: unrolled barrier
+// that the lowering is linear in the stage count (found by fuzzing: unrolled barrier
 // inits and producer-tail wait loops made 1024 stages take 20 s and 2 GB to
 // PTX, and 2048 stages ran out of 6 GB).
 // RUN: pipeline-opt %s --convert-pipeline-to-nvvm --cse | FileCheck %s

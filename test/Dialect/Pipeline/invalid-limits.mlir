@@ -1,6 +1,6 @@
 // RUN: pipeline-opt %s -split-input-file -verify-diagnostics
 
-// Limits that no GPU can exceed (issue 15: fuzzed inputs used to pass the
+// Limits that no GPU can exceed (fuzzed inputs used to pass the
 // verifier and then exhaust memory or crash the lowering). Barriers live in
 // shared memory: 2 * stages mbarriers of 8 bytes must fit in 227 KiB, so at
 // most 14528 stages; arrival counts are 20 bits.
@@ -41,7 +41,7 @@ func.func private @group_too_many_threads() attributes {g = #pipeline.group<thre
 // -----
 
 // Pipeline ops lower to device code: outside a function they would land in
-// the module body (issue 15: the lowering then failed blaming 'gpu.module').
+// the module body (found by fuzzing: the lowering then failed blaming 'gpu.module').
 gpu.module @kernels {
   // expected-error @+1 {{'pipeline.create' op must be nested in a function (func.func, gpu.func, llvm.func): it lowers to device code, which a module body cannot hold}}
   %p = pipeline.create : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>>

@@ -105,13 +105,15 @@ func.func private @cp_async_cluster_producer(!pipeline.pipeline<cp_async, stages
 
 // -----
 
-// expected-error @+1 {{(PipelineTmaAsync): TMA/CLC producers complete the full barrier by transaction bytes: tx_count must be positive, got 0}}
-func.func private @tma_missing_tx(!pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>>)
+// tx_count left out (0) of a kind filled by copies is derived from them
+// (pipeline-derive-tx-count); a CLC response has no copy to derive from.
+// expected-error @+1 {{(PipelineClcFetchAsync): TMA/CLC producers complete the full barrier by transaction bytes: tx_count must be positive, got 0}}
+func.func private @clc_missing_tx(!pipeline.pipeline<clc_fetch_async, stages = 1, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>>)
 
 // -----
 
-// expected-error @+1 {{(PipelineTmaMultiConsumersAsync): TMA/CLC producers complete the full barrier by transaction bytes: tx_count must be positive, got 0}}
-func.func private @tma_zero_tx(!pipeline.pipeline<tma_multi_consumers_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 5>, tx_count = 0>)
+// expected-error @+1 {{(PipelineTmaMultiConsumersAsync): TMA/CLC producers complete the full barrier by transaction bytes: tx_count must be positive (or left out, to be derived from the copies), got -8}}
+func.func private @tma_negative_tx(!pipeline.pipeline<tma_multi_consumers_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 5>, tx_count = -8>)
 
 // -----
 

@@ -130,10 +130,15 @@ LogicalResult TypeChecker::groups() const {
 }
 
 LogicalResult TypeChecker::transactionBytes() const {
-  if (traits.txBytes && txCount <= 0)
+  // tx_count = 0 (left out) on a kind whose stages are filled by copies
+  // means "the bytes of one stage's copies": pipeline-derive-tx-count sets it.
+  if (traits.txBytes && (txCount < 0 || (txCount == 0 && !traits.stageCopies)))
     return fail() << "TMA/CLC producers complete the full barrier by "
-                     "transaction bytes: tx_count must be positive, got "
-                  << txCount;
+                     "transaction bytes: tx_count must be positive"
+                  << (traits.stageCopies ? " (or left out, to be derived from "
+                                           "the copies)"
+                                         : "")
+                  << ", got " << txCount;
   if (!traits.txBytes && txCount != 0)
     return fail() << "tx_count is only meaningful for TMA/CLC kinds, got "
                   << txCount;

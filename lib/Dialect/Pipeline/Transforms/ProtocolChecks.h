@@ -17,6 +17,8 @@
 #include "mlir/IR/Dominance.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
+#include "llvm/ADT/MapVector.h"
+
 #include <optional>
 #include <string>
 
@@ -150,6 +152,52 @@ std::optional<int64_t> getConstantInt(Value v);
 bool isEmptyBlock(Block *block);
 
 //===----------------------------------------------------------------------===//
+// Transaction bytes: what the copies of a stage deliver. One count, shared by
+// the checker (checkTxBytes) and pipeline-derive-tx-count.
+//===----------------------------------------------------------------------===//
+
+/// One copy bound to a stage: the bytes it lands in this CTA per execution,
+/// how often it runs per stage (enclosing constant loops) and how many CTAs
+/// of its multicast mask send this CTA a slice.
+struct CopyBytes {
+  Operation *op;
+  int64_t bytes;
+  int64_t times;
+  int64_t multicast;
+};
+
+/// The producer.acquire and copy ops of the TMA-load pipelines of `fn`, per
+/// (pipeline, state), in program order.
+struct TxStages {
+  llvm::MapVector<std::pair<Value, Value>, SmallVector<Operation *>> acquires,
+      copies;
+};
+TxStages collectTxStages(FunctionOpInterface fn);
+
+/// False when the stage's copies may be issued by ops the checker cannot see
+/// (the barrier address is taken, or the state leaves the pipeline ops).
+bool copiesAreVisible(Value state);
+
+/// The copies among `stageCopies` that fill the stage `acq` armed: dominated
+/// by it and not by a later acquire of `acqs` (the acquires of the same
+/// state). nullopt when undecidable; `*culprit` is then the copy (a copy no
+/// acquire dominates, or one whose bytes, mask or trip count are not
+/// constant).
+std::optional<SmallVector<CopyBytes>>
+getAcquireCopies(Operation *acq, ArrayRef<Operation *> acqs,
+                 ArrayRef<Operation *> stageCopies, DominanceInfo &domInfo,
+                 Operation **culprit = nullptr);
+
+/// Bytes `copies` land on the stage's full barrier: multicast senders and,
+/// for 2-CTA pipelines, both CTAs of the pair (the leader's barrier counts
+/// the peer's copies too).
+int64_t deliveredBytes(ArrayRef<CopyBytes> copies, PipelineType type);
+
+/// Attaches one note per copy: its bytes and each factor.
+void noteCopies(InFlightDiagnostic &diag, ArrayRef<CopyBytes> copies,
+                PipelineType type);
+
+//===----------------------------------------------------------------------===//
 // The checks. Each emits its diagnostics and returns failure if it found a
 // problem; all of them run so that one compile reports every problem.
 //===----------------------------------------------------------------------===//
@@ -178,6 +226,9 @@ LogicalResult checkAsyncReads(FunctionOpInterface fn);
 /// Property 9: named barrier ids, thread counts and the warps that reach
 /// them (NamedBarrierChecks.cpp).
 LogicalResult checkNamedBarriers(FunctionOpInterface fn, const Options &options);
+/// Property 10: barrier storage holds the pipeline's mbarriers where its size
+/// is known (BarrierStorageChecks.cpp).
+LogicalResult checkBarrierStorage(FunctionOpInterface fn);
 
 } // namespace mlir::pipeline::protocol
 

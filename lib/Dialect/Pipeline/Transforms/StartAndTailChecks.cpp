@@ -117,30 +117,60 @@ LogicalResult protocol::checkInitialPhases(FunctionOpInterface fn) {
   bool failed = false;
   fn->walk([&](StateMakeOp make) {
     StateType type = make.getType();
-    if (type.getRole() == Role::ProducerConsumer)
-      return;
-    bool producer = type.getRole() == Role::Producer;
+    // A producer_consumer state (`PipelineState(stages, 0, 0, 0)`) takes its
+    // side from the first wait that reads it.
+    bool eitherSide = type.getRole() == Role::ProducerConsumer;
     std::optional<int64_t> phase = claimedStartPhase(make);
-    if (!phase || *phase == (producer ? 1 : 0))
+    if (!phase)
       return;
     // Only a state whose phase is read by the first wait of its side on a
     // pipeline starts that side; later waits are mid-stream positions
     // (flash-attention's *_w_index_phase calls in an unrolled loop).
     Operation *firstReader = nullptr;
+    bool producer = type.getRole() == Role::Producer;
     for (Operation *reader : phaseReaders(make.getResult())) {
       VerbRef verb = *getVerb(reader);
-      auto &same = waiters[{verb.pipeline, unsigned(isProducerVerb(verb.verb))}];
+      bool readerSide = isProducerVerb(verb.verb);
+      if (!eitherSide && readerSide != producer)
+        continue;
+      auto &same = waiters[{verb.pipeline, unsigned(readerSide)}];
       if (llvm::none_of(same, [&](Operation *other) {
             return runsBefore(other, reader);
           })) {
         firstReader = reader;
+        producer = readerSide;
         break;
       }
     }
-    if (!firstReader)
+    if (!firstReader || *phase == (producer ? 1 : 0))
       return;
     Value operand = type.getSimple() ? make.getIndex() : make.getPhase();
     InFlightDiagnostic diag = make.emitError();
+    if (eitherSide) {
+      diag << "producer_consumer state starts at phase " << *phase
+           << " and the first "
+           << (producer ? "producer.acquire" : "consumer.wait")
+           << " on this pipeline reads it: ";
+      if (producer)
+        diag << "producer states start at phase 1 because buffers start "
+                "empty; with phase 0 the first producer.acquire waits "
+                "forever ";
+      else
+        diag << "consumer states start at phase 0 because no buffer is full "
+                "yet; with phase 1 the first consumer.wait returns before the "
+                "producer filled the stage ";
+      diag << "(make the " << (producer ? "producer" : "consumer")
+           << "'s start state with pipeline.state.make : !pipeline.state<"
+           << type.getStages() << ", " << (producer ? "producer" : "consumer")
+           << ">)";
+      if (Operation *def = operand.getDefiningOp())
+        diag.attachNote(def->getLoc()) << "phase given here";
+      diag.attachNote(firstReader->getLoc())
+          << "first " << firstReader->getName() << " of this side on "
+          << describe(getVerb(firstReader)->pipeline) << " reads it";
+      failed = true;
+      return;
+    }
     if (producer)
       diag << "producer state starts at phase 0: producer states start at "
               "phase 1 because buffers start empty; with phase 0 the first "

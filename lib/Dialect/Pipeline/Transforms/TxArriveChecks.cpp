@@ -33,9 +33,7 @@ using namespace mlir::pipeline::protocol;
 // TX bytes
 //===----------------------------------------------------------------------===//
 
-/// False when the stage's copies may be issued by ops the checker cannot see
-/// (the barrier address is taken, or the state leaves the pipeline ops).
-static bool copiesAreVisible(Value state) {
+bool protocol::copiesAreVisible(Value state) {
   for (OpOperand &use : state.getUses()) {
     Operation *user = use.getOwner();
     if (isa<ProducerBarrierOp>(user))
@@ -47,15 +45,6 @@ static bool copiesAreVisible(Value state) {
   }
   return true;
 }
-
-namespace {
-struct CopyBytes {
-  Operation *op;
-  int64_t bytes;     // bytes this copy lands in this CTA, per execution
-  int64_t times;     // executions per stage (enclosing constant loops)
-  int64_t multicast; // CTAs in the mask (1 without multicast)
-};
-} // namespace
 
 /// Bytes one execution of a copy lands in each CTA of its mask; nullopt when
 /// not constant.
@@ -92,32 +81,128 @@ static std::optional<CopyBytes> getCopyBytes(Operation *copy, Operation *acq) {
   return result;
 }
 
-LogicalResult protocol::checkTxBytes(FunctionOpInterface fn,
-                                     DominanceInfo &domInfo) {
-  llvm::MapVector<std::pair<Value, Value>, SmallVector<Operation *>> acquires,
-      copies;
+TxStages protocol::collectTxStages(FunctionOpInterface fn) {
+  TxStages stages;
   fn->walk([&](Operation *op) {
     std::optional<VerbRef> verb = getVerb(op);
     if (!verb || !isTmaLoadKind(getPipelineType(verb->pipeline).getKind()))
       return;
     if (verb->verb == Verb::Acquire)
-      acquires[{verb->pipeline, verb->state}].push_back(op);
+      stages.acquires[{verb->pipeline, verb->state}].push_back(op);
     else if (verb->verb == Verb::Copy)
-      copies[{verb->pipeline, verb->state}].push_back(op);
+      stages.copies[{verb->pipeline, verb->state}].push_back(op);
   });
+  return stages;
+}
+
+std::optional<SmallVector<CopyBytes>>
+protocol::getAcquireCopies(Operation *acq, ArrayRef<Operation *> acqs,
+                           ArrayRef<Operation *> stageCopies,
+                           DominanceInfo &domInfo, Operation **culprit) {
+  // The copies of this acquire: dominated by it and not by a later acquire
+  // of the same state. A copy no acquire dominates makes the grouping
+  // ambiguous: leave it.
+  SmallVector<CopyBytes> mine;
+  for (Operation *copy : stageCopies) {
+    auto owner = llvm::find_if(acqs, [&](Operation *other) {
+      return domInfo.properlyDominates(other, copy) &&
+             llvm::none_of(acqs, [&](Operation *later) {
+               return later != other &&
+                      domInfo.properlyDominates(other, later) &&
+                      domInfo.properlyDominates(later, copy);
+             });
+    });
+    std::optional<CopyBytes> bytes;
+    if (owner != acqs.end() && *owner != acq)
+      continue;
+    if (owner != acqs.end())
+      bytes = getCopyBytes(copy, acq);
+    if (!bytes) {
+      if (culprit)
+        *culprit = copy;
+      return std::nullopt;
+    }
+    mine.push_back(*bytes);
+  }
+  return mine;
+}
+
+int64_t protocol::deliveredBytes(ArrayRef<CopyBytes> copies,
+                                 PipelineType type) {
+  // 2-CTA pipelines: both CTAs of the pair issue the same copies (SPMD)
+  // and all of them complete on the leader's full barrier, which alone is
+  // armed with tx_count: it receives ctaGroup times this CTA's bytes.
+  int64_t total = 0;
+  for (const CopyBytes &c : copies)
+    total += c.bytes * c.times * c.multicast * type.getCtaGroup();
+  return total;
+}
+
+void protocol::noteCopies(InFlightDiagnostic &diag, ArrayRef<CopyBytes> copies,
+                          PipelineType type) {
+  int64_t pair = type.getCtaGroup();
+  for (const CopyBytes &c : copies) {
+    Diagnostic &note = diag.attachNote(c.op->getLoc());
+    note << "copy of " << c.bytes << " bytes";
+    if (c.times != 1)
+      note << " x " << c.times << " iterations";
+    if (c.multicast != 1)
+      note << " x " << c.multicast << " CTAs of the multicast mask";
+    if (pair != 1)
+      note << " x " << pair << " CTAs of the pair (cta_group " << pair << ")";
+  }
+}
+
+/// The scf.if between `acq` and `copy` whose condition may skip the copy
+/// while the stage still expects its bytes: a data-dependent, loop-variable
+/// or kernel-argument condition (not a guard that picks who issues it),
+/// whose other branch issues no copy of the same stage. Null when none.
+static scf::IfOp findSkippingIf(Operation *copy, Operation *acq,
+                                ArrayRef<Operation *> stageCopies) {
+  for (Operation *p = copy->getParentOp(); p && !p->isAncestor(acq);
+       p = p->getParentOp()) {
+    auto ifOp = dyn_cast<scf::IfOp>(p);
+    if (!ifOp || classifyCondition(ifOp.getCondition()) != Guard::None)
+      continue;
+    Region &other = ifOp.getThenRegion().isAncestor(copy->getParentRegion())
+                        ? ifOp.getElseRegion()
+                        : ifOp.getThenRegion();
+    bool otherCopies = llvm::any_of(stageCopies, [&](Operation *c) {
+      return other.isAncestor(c->getParentRegion());
+    });
+    if (!otherCopies)
+      return ifOp;
+  }
+  return nullptr;
+}
+
+LogicalResult protocol::checkTxBytes(FunctionOpInterface fn,
+                                     DominanceInfo &domInfo) {
+  TxStages stages = collectTxStages(fn);
 
   bool failed = false;
-  for (auto &[key, acqs] : acquires) {
+  llvm::DenseSet<Value> underived;
+  for (auto &[key, acqs] : stages.acquires) {
     auto [pipe, state] = key;
     PipelineType type = getPipelineType(pipe);
+    if (type.getTxCount() == 0) {
+      // Left to pipeline-derive-tx-count (the lowering pipelines run it
+      // first): report once per pipeline, not per stage.
+      if (!underived.insert(pipe).second)
+        continue;
+      InFlightDiagnostic diag = acqs.front()->emitError();
+      diag << describe(pipe)
+           << ": tx_count is 0 (to be derived from the copies): run "
+              "pipeline-derive-tx-count before pipeline-verify-protocol (the "
+              "pipeline-to-nvvm and pipeline-to-cubin pipelines do)";
+      noteCreate(diag, pipe);
+      failed = true;
+      continue;
+    }
     if (!copiesAreVisible(state))
       continue;
-    // 2-CTA pipelines: both CTAs of the pair issue the same copies (SPMD)
-    // and all of them complete on the leader's full barrier, which alone is
-    // armed with tx_count: it receives ctaGroup times this CTA's bytes.
-    int64_t pair = type.getCtaGroup();
     // lookup() returns a copy: keep it alive (an ArrayRef would dangle).
-    SmallVector<Operation *> stageCopies = copies.lookup(key);
+    SmallVector<Operation *> stageCopies = stages.copies.lookup(key);
     for (Operation *acq : acqs) {
       auto acquire = cast<ProducerAcquireOp>(acq);
       int64_t expected = type.getTxCount();
@@ -140,38 +225,28 @@ LogicalResult protocol::checkTxBytes(FunctionOpInterface fn,
         failed = true;
         continue;
       }
-      // The copies of this acquire: dominated by it and not by a later
-      // acquire of the same state. A copy no acquire dominates makes the
-      // grouping ambiguous: leave it.
-      SmallVector<CopyBytes> mine;
-      bool decidable = true;
-      for (Operation *copy : stageCopies) {
-        auto owner = llvm::find_if(acqs, [&](Operation *other) {
-          return domInfo.properlyDominates(other, copy) &&
-                 llvm::none_of(acqs, [&](Operation *later) {
-                   return later != other &&
-                          domInfo.properlyDominates(other, later) &&
-                          domInfo.properlyDominates(later, copy);
-                 });
-        });
-        if (owner == acqs.end()) {
-          decidable = false;
-          break;
-        }
-        if (*owner != acq)
-          continue;
-        std::optional<CopyBytes> bytes = getCopyBytes(copy, acq);
-        if (!bytes) {
-          decidable = false;
-          break;
-        }
-        mine.push_back(*bytes);
-      }
-      if (!decidable || mine.empty())
+      std::optional<SmallVector<CopyBytes>> mine =
+          getAcquireCopies(acq, acqs, stageCopies, domInfo);
+      if (!mine || mine->empty())
         continue;
-      int64_t total = 0;
-      for (const CopyBytes &c : mine)
-        total += c.bytes * c.times * c.multicast * pair;
+      for (const CopyBytes &c : *mine) {
+        scf::IfOp skip = findSkippingIf(c.op, acq, stageCopies);
+        if (!skip)
+          continue;
+        // A warning: the condition may hold on every run (a bound the
+        // host guarantees); when it does not, the stage hangs.
+        InFlightDiagnostic diag = c.op->emitWarning();
+        diag << describe(pipe) << ": this copy runs only when a run-time "
+             << "condition holds, but producer.acquire arms the full barrier "
+             << "for its bytes on every path: when the condition is false the "
+                "stage never completes and consumers wait forever (issue the "
+                "copy unconditionally, move producer.acquire under the same "
+                "condition, or arm fewer bytes with extra_tx on that path)";
+        diag.attachNote(skip.getLoc()) << "condition that may skip the copy";
+        diag.attachNote(acq->getLoc()) << "producer.acquire that arms the "
+                                          "stage's bytes";
+      }
+      int64_t total = deliveredBytes(*mine, type);
       if (total == expected)
         continue;
       InFlightDiagnostic diag = acq->emitError();
@@ -179,8 +254,8 @@ LogicalResult protocol::checkTxBytes(FunctionOpInterface fn,
            << " bytes (tx_count " << type.getTxCount();
       if (extra)
         diag << " + extra_tx " << *extra;
-      diag << ") but the " << mine.size()
-           << (mine.size() == 1 ? " copy" : " copies")
+      diag << ") but the " << mine->size()
+           << (mine->size() == 1 ? " copy" : " copies")
            << " bound to this stage deliver " << total << ": "
            << (total < expected
                    ? "the full barrier never completes and consumers wait "
@@ -188,17 +263,7 @@ LogicalResult protocol::checkTxBytes(FunctionOpInterface fn,
                    : "the phase completes before every byte landed and "
                      "consumers read a partly filled stage")
            << " (make tx_count the bytes of one stage's copies)";
-      for (const CopyBytes &c : mine) {
-        Diagnostic &note = diag.attachNote(c.op->getLoc());
-        note << "copy of " << c.bytes << " bytes";
-        if (c.times != 1)
-          note << " x " << c.times << " iterations";
-        if (c.multicast != 1)
-          note << " x " << c.multicast << " CTAs of the multicast mask";
-        if (pair != 1)
-          note << " x " << pair << " CTAs of the pair (cta_group " << pair
-               << ")";
-      }
+      noteCopies(diag, *mine, type);
       noteCreate(diag, pipe);
       failed = true;
     }

@@ -53,6 +53,7 @@ struct PipelineVerifyProtocolPass
       failed |= protocol::checkCommitBeforeWrite(fn).failed();
       failed |= protocol::checkAsyncReads(fn).failed();
       failed |= protocol::checkNamedBarriers(fn, options).failed();
+      failed |= protocol::checkBarrierStorage(fn).failed();
     });
     if (failed)
       signalPassFailure();

@@ -1,4 +1,4 @@
-// Inputs on which the protocol checker crashed (issue 15). Each must end in
+// Inputs on which the protocol checker crashed (found by scripts/fuzz.py). Each must end in
 // diagnostics and a clean failure, not an assertion or a segfault.
 // RUN: not pipeline-opt %s --pipeline-verify-protocol -split-input-file -o /dev/null 2>&1 | FileCheck %s
 

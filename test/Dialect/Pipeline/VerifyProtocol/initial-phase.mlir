@@ -151,3 +151,44 @@ func.func @resumed_mid_stream(%count: i32) {
   pipeline.consumer.release %p, %q : !P, !ss
   return
 }
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 32>>
+!pcs = !pipeline.state<4, producer_consumer>
+
+// `PipelineState(4, 0, 0, 0)` as the producer's start state: a
+// producer_consumer state takes its side from the first wait that reads it.
+func.func @producer_consumer_state_as_producer_start() {
+  %p = pipeline.create {name = "kv"} : !P
+  %c0 = arith.constant 0 : i32
+  // expected-note @-1 {{phase given here}}
+  // expected-error @+1 {{producer_consumer state starts at phase 0 and the first producer.acquire on this pipeline reads it: producer states start at phase 1 because buffers start empty; with phase 0 the first producer.acquire waits forever (make the producer's start state with pipeline.state.make : !pipeline.state<4, producer>)}}
+  %s = pipeline.state.make index %c0 phase %c0 count %c0 : !pcs
+  // expected-note @+1 {{first pipeline.producer.acquire of this side on pipeline 'kv' reads it}}
+  pipeline.producer.acquire %p, %s : !P, !pcs
+  pipeline.producer.commit %p, %s : !P, !pcs
+  pipeline.producer.tail %p, %s : !P, !pcs
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 32>>
+!pcs = !pipeline.state<4, producer_consumer>
+
+// The twin: the same state starts a consumer (phase 0 is right there), and a
+// producer_consumer state at phase 1 starts a producer.
+func.func @producer_consumer_states_at_their_start(%n: index) {
+  %p = pipeline.create {name = "kv"} : !P
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c = pipeline.state.make index %c0 phase %c0 count %c0 : !pcs
+  pipeline.consumer.wait %p, %c : !P, !pcs
+  pipeline.consumer.release %p, %c : !P, !pcs
+  %s = pipeline.state.make index %c0 phase %c1 count %c0 : !pcs
+  pipeline.producer.acquire %p, %s : !P, !pcs
+  pipeline.producer.commit %p, %s : !P, !pcs
+  pipeline.producer.tail %p, %s : !P, !pcs
+  return
+}

@@ -134,3 +134,32 @@ func.func @tx_unchecked_or_ok(%desc: !llvm.ptr, %src: !llvm.ptr<1>, %buf: !llvm.
   pipeline.producer.tail %p, %s4 : !T, !ps
   return
 }
+
+// -----
+
+!T = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>, tx_count = 8192>
+!ps = !pipeline.state<2, producer>
+
+// A copy skipped under a run-time condition while acquire armed its bytes on
+// every path (CUTLASS issues #2641, #1748): a warning, since the condition
+// may always hold. Its twin: the acquire is under the same condition.
+func.func @copy_under_runtime_condition(%n: i32, %k: i32, %desc: !llvm.ptr, %buf: !llvm.ptr<3>) {
+  %x = arith.constant 0 : i32
+  %p = pipeline.create {name = "ab"} : !T
+  %s0 = pipeline.state.make : !ps
+  // expected-note @+1 {{producer.acquire that arms the stage's bytes}}
+  pipeline.producer.acquire %p, %s0 : !T, !ps
+  %in = arith.cmpi slt, %k, %n : i32
+  // expected-note @+1 {{condition that may skip the copy}}
+  scf.if %in {
+    // expected-warning @+1 {{pipeline 'ab': this copy runs only when a run-time condition holds, but producer.acquire arms the full barrier for its bytes on every path: when the condition is false the stage never completes and consumers wait forever}}
+    pipeline.copy.tma_load %p, %s0, %desc[%x, %k] to %buf {bytes = 8192 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+  }
+  %s1 = pipeline.state.advance %s0 : !ps
+  scf.if %in {
+    pipeline.producer.acquire %p, %s1 : !T, !ps
+    pipeline.copy.tma_load %p, %s1, %desc[%x, %k] to %buf {bytes = 8192 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+  }
+  pipeline.producer.tail %p, %s1 : !T, !ps
+  return
+}

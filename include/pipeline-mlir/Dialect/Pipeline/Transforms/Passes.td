@@ -18,9 +18,12 @@ def PipelineVerifyProtocol : Pass<"pipeline-verify-protocol", "ModuleOp"> {
     arrive counts that disagree with who arrives, stores into a stage after
     the producer.commit that published it, a stage released (or
     re-acquired) while a wgmma group, an uncommitted tcgen05.mma or a bulk
-    store may still read it, and named barrier ids that collide (id 0 next
+    store may still read it, named barrier ids that collide (id 0 next
     to block-wide sync, one id for roles that run at the same time) or count
-    other threads than the warps that reach them.
+    other threads than the warps that reach them, and barrier storage (a
+    shared global) smaller than the pipeline's mbarriers. A copy that a
+    run-time condition may skip while its acquire armed the bytes is a
+    warning.
     Each diagnostic points at the op and says how to fix it.
 
     Roles: each branch of an `scf.if` that splits warps (not an elect, lane or
@@ -38,6 +41,28 @@ def PipelineVerifyProtocol : Pass<"pipeline-verify-protocol", "ModuleOp"> {
            "arrive after the CTA exits there, so by default it is a warning; "
            "CuTe DSL kernels always end producers with producer_tail)">
   ];
+}
+
+def PipelineDeriveTxCount : Pass<"pipeline-derive-tx-count", "ModuleOp"> {
+  let summary = "Set a TMA pipeline's tx_count from the bytes its copies deliver";
+  let description = [{
+    A TMA pipeline created with `tx_count = 0` (`tx_count` left out of
+    `PipelineTmaAsync.create` and the other TMA-load kinds) arms each stage
+    with the bytes that the copies bound to it deliver. This pass sets the
+    pipeline's type to that number; the `pipeline-to-nvvm` and
+    `pipeline-to-cubin` pipelines run it first. The bytes are counted as
+    `pipeline-verify-protocol` counts them (one function for both): a copy's
+    bytes, times the iterations of constant loops around it inside the
+    stage, times the CTAs of a constant multicast mask, times 2 for a 2-CTA
+    pipeline; a constant `extra_tx` of the acquire is not part of tx_count.
+
+    A production is the copies bound to one `producer.acquire`. The first
+    one defines tx_count; every other must deliver the same bytes (a peeled
+    first iteration that loads an extra tile, or a branch that forgets one,
+    is an error at its acquire). A pipeline with no production it can count
+    (no copy, or only copies with a run-time size, mask or trip count) is an
+    error at its create: give `tx_count` explicitly.
+  }];
 }
 
 #endif // PIPELINE_TRANSFORMS_PASSES_TD

@@ -1,0 +1,162 @@
+"""``simulate(module, ...)``: the simulator as a Python call.
+
+The same engine as ``pipeline-sim`` (frontend -> agents -> ``explore``) on
+an in-memory module, so a kernel built from Python is simulated without
+printing and re-parsing it, and its findings keep the user's lines (the
+builders give every op ``Location.file`` of the calling line).
+``Kernel.simulate`` is this function with the kernel's parameters, block
+size and cluster filled in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .engine import explore
+from .model import SimError
+
+# What each kind of finding is called in reports (pipeline-sim prints the
+# same titles).
+KIND_TITLES = {
+    "deadlock": "deadlock", "overrun": "phase overrun", "overwrite": "buffer overwritten",
+    "early-read": "read before the copy finished", "arrive-count": "arrive count",
+    "tx-count": "tx bytes", "exited-cta": "arrive on an exited CTA", "unbalanced": "unbalanced",
+    "role": "wrong role", "initial-phase": "wrong initial phase",
+    "uninitialized": "uninitialized barrier", "unsupported": "unsupported",
+    "step-limit": "step limit", "commit-before-write": "commit before write",
+    "async-read": "asynchronous read in flight",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The first schedule that showed one kind of bug."""
+
+    kind: str          # "deadlock", "overrun", ... (KIND_TITLES' keys)
+    message: str       # what went wrong, naming the pipeline, stage and phase
+    where: tuple       # notes: the ops involved, at the user's lines
+    schedule: int      # index of the schedule (replayable with the same seed)
+
+    @property
+    def title(self) -> str:
+        return KIND_TITLES.get(self.kind, self.kind)
+
+    def lines(self, kernel: str, mode: str) -> list[str]:
+        out = [f"{self.title}: {self.message}"]
+        out += [f"note: {w}" for w in self.where]
+        out.append(f"note: @{kernel}, schedule {self.schedule} ({mode})")
+        return out
+
+
+@dataclass
+class KernelResult:
+    """What simulating one kernel found."""
+
+    kernel: str
+    schedules: int
+    counts: dict                  # kind -> number of schedules that showed it
+    findings: list = field(default_factory=list)  # Finding per kind, first seen
+    shape: str = ""               # "@k, 1 CTA(s) x 3 warp(s)"
+    mode: str = ""                # "random, seed 0" / "exhaustive, ..."
+
+    @property
+    def ok(self) -> bool:
+        return not self.counts
+
+    @property
+    def deadlocks(self) -> int:
+        """Schedules that ended in a deadlock."""
+        return self.counts.get("deadlock", 0)
+
+    def lines(self) -> list[str]:
+        if self.ok:
+            return [f"OK: {self.schedules} schedules, 0 deadlocks ({self.shape}; {self.mode})"]
+        out = []
+        for f in self.findings:
+            out += f.lines(self.kernel, self.mode)
+        counts = ", ".join(f"{n} {kind}" for kind, n in sorted(self.counts.items()))
+        out.append(f"FAILED: {self.schedules} schedules, {counts} ({self.shape}; {self.mode})")
+        return out
+
+
+class SimResult(list):
+    """One :class:`KernelResult` per simulated kernel; ``str()`` is the
+    report ``pipeline-sim`` prints."""
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self)
+
+    @property
+    def findings(self) -> list:
+        return [f for r in self for f in r.findings]
+
+    def __str__(self):
+        return "\n".join(f"pipeline-sim: {line}" for r in self for line in r.lines())
+
+
+class SimulationFailed(AssertionError):
+    """The simulator found a bug (deadlock, overrun, ...) in some schedule.
+    ``.result`` is the :class:`SimResult`; the message is its report."""
+
+    def __init__(self, result: SimResult):
+        super().__init__(str(result))
+        self.result = result
+
+
+def simulate(module, *, kernel: str | None = None, args: dict | None = None,
+             block_dim=None, cluster=None, trip_count: int | None = None,
+             schedules: int = 100, seed: int = 0, exhaustive_bound: int | None = None,
+             max_steps: int = 200000, clc_clusters: int = 2,
+             check: bool = True) -> SimResult:
+    """Simulate the kernels of ``module`` (an ``mlir.ir.Module``) that use
+    pipeline ops, ``schedules`` random interleavings each (seeded by
+    ``seed``), or with ``exhaustive_bound`` every schedule with at most that
+    many preemptions.
+
+    ``args``: ``{position: int}`` values of integer kernel arguments, so
+    loops bounded by them run their real trip counts; ``trip_count`` is the
+    fallback for bounds that cannot be evaluated. ``block_dim`` / ``cluster``
+    default to the kernel's ``known_block_size`` and the largest cluster of
+    its pipelines. With ``check`` (the default) a finding raises
+    :class:`SimulationFailed`; otherwise the result is returned either way.
+    """
+    from .frontend import Launch, kernels, make_world_factory
+
+    for what, n, low in (("schedules", schedules, 1), ("max_steps", max_steps, 1),
+                         ("seed", seed, None), ("clc_clusters", clc_clusters, 0)):
+        if isinstance(n, bool) or not isinstance(n, int) or (low is not None and n < low):
+            raise ValueError(f"simulate: {what} must be an int"
+                             + (f" >= {low}" if low is not None else "") + f", got {n!r}")
+    with module.context:
+        ks = kernels(module)
+    if kernel is not None:
+        ks = [k for k in ks if k.name == kernel]
+    if not ks:
+        raise ValueError("simulate: no kernel with pipeline ops"
+                         + (f" named @{kernel}" if kernel else "") + " in the module")
+    mode = (f"exhaustive, preemption bound {exhaustive_bound}"
+            if exhaustive_bound is not None else f"random, seed {seed}")
+    result = SimResult()
+    for k in ks:
+        block = tuple(block_dim) if block_dim else (k.block_dim or (128, 1, 1))
+        shape3 = tuple(cluster) if cluster else (k.cluster_size, 1, 1)
+        launch = Launch(block, shape3, trip_count, dict(args or {}),
+                        clc_clusters=clc_clusters)
+        try:
+            rep = explore(make_world_factory(k, launch, max_steps), seed=seed,
+                          schedules=schedules, exhaustive_bound=exhaustive_bound)
+        except SimError as e:  # raised while building the world, not by a schedule
+            raise ValueError(f"simulate: @{k.name}: {e.message}") from None
+        kmode = mode + ("" if exhaustive_bound is None or rep.complete else ", truncated")
+        shape = (f"@{k.name}, {shape3[0] * shape3[1] * shape3[2]} CTA(s) x "
+                 f"{(launch.block_threads + 31) // 32} warp(s)")
+        if trip_count is not None:
+            shape += f", trip count {trip_count}"
+        findings = [Finding(err.kind, err.message, tuple(err.where), index)
+                    for index, err in sorted(rep.first.values(), key=lambda ie: ie[0])]
+        result.append(KernelResult(k.name, rep.schedules, dict(rep.counts), findings,
+                                   shape, kmode))
+    if check and not result.ok:
+        raise SimulationFailed(result)
+    return result

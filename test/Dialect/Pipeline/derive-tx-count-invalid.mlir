@@ -1,0 +1,62 @@
+// pipeline-derive-tx-count refuses what it cannot count, at the op to fix.
+// RUN: pipeline-opt --pipeline-derive-tx-count -split-input-file -verify-diagnostics %s
+
+
+!T = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>>
+!ps = !pipeline.state<2, producer>
+
+// A peeled first stage loads A and B, the next one only A.
+func.func @productions_differ(%desc: !llvm.ptr, %buf: !llvm.ptr<3>) {
+  %x = arith.constant 0 : i32
+  // expected-note @+1 {{pipeline 'ab' is created here}}
+  %p = pipeline.create {name = "ab"} : !T
+  %s0 = pipeline.state.make : !ps
+  // expected-note @+1 {{the first production, 16384 bytes}}
+  pipeline.producer.acquire %p, %s0 : !T, !ps
+  pipeline.copy.tma_load %p, %s0, %desc[%x, %x] to %buf {bytes = 8192 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+  pipeline.copy.tma_load %p, %s0, %desc[%x, %x] to %buf {bytes = 8192 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+  pipeline.producer.commit %p, %s0 : !T, !ps
+  %s1 = pipeline.state.advance %s0 : !ps
+  // expected-error @+1 {{pipeline 'ab': this production's copies deliver 8192 bytes per stage but the first production delivered 16384, which became the derived tx_count}}
+  pipeline.producer.acquire %p, %s1 : !T, !ps
+  // expected-note @+1 {{copy of 8192 bytes}}
+  pipeline.copy.tma_load %p, %s1, %desc[%x, %x] to %buf {bytes = 8192 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+  pipeline.producer.commit %p, %s1 : !T, !ps
+  pipeline.producer.tail %p, %s1 : !T, !ps
+  return
+}
+
+// -----
+
+!T = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>>
+!ps = !pipeline.state<2, producer>
+
+// No copy: nothing to derive from.
+func.func @no_copy() {
+  // expected-error @+1 {{pipeline 'ab' was created without tx_count and no tma_load or bulk copy is bound to a producer.acquire of it, so its tx_count cannot be derived (give tx_count to create)}}
+  %p = pipeline.create {name = "ab"} : !T
+  %s0 = pipeline.state.make : !ps
+  pipeline.producer.acquire %p, %s0 : !T, !ps
+  pipeline.producer.commit %p, %s0 : !T, !ps
+  pipeline.producer.tail %p, %s0 : !T, !ps
+  return
+}
+
+// -----
+
+!T = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>, cluster = #pipeline.cluster<1, 2, 1, 1>, multicast = m>
+!ps = !pipeline.state<2, producer>
+
+// A run-time multicast mask: the receivers are unknown.
+func.func @runtime_mask(%desc: !llvm.ptr, %buf: !llvm.ptr<3>, %mask: i16) {
+  %x = arith.constant 0 : i32
+  // expected-note @+1 {{is created here}}
+  %p = pipeline.create {name = "ab"} : !T
+  %s0 = pipeline.state.make : !ps
+  pipeline.producer.acquire %p, %s0 : !T, !ps
+  // expected-error @+1 {{pipeline 'ab': tx_count cannot be derived from this copy: its bytes, multicast mask or trip count is only known at run time}}
+  pipeline.copy.tma_load %p, %s0, %desc[%x, %x] to %buf multicast %mask {bytes = 8192 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+  pipeline.producer.commit %p, %s0 : !T, !ps
+  pipeline.producer.tail %p, %s0 : !T, !ps
+  return
+}

@@ -1,0 +1,101 @@
+"""The FP8 GEMM (examples/fp8_gemm.py), deviceless: what the e4m3 layouts
+make of the kernel (k32 wgmma, 128-element k-blocks, tx bytes), the two
+accumulation modes in the lowered PTX, the scales in the signature, the
+configuration checks, the simulator on the promoted mainloop, and the
+host's error bound. The GPU check is test/gpu/test_gpu.py::
+test_fp8_gemm_matches_the_dequantized_reference; the lit test
+test/Conversion/PipelineToNVVM/kernels/fp8_gemm.test pins the PTX through
+ptxas."""
+
+import os
+import re
+import sys
+from dataclasses import replace
+
+import pytest
+
+EXAMPLES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+sys.path.insert(0, EXAMPLES)
+import fp8_gemm  # noqa: E402
+import fp8_gemm_host  # noqa: E402
+import hopper_gemm  # noqa: E402
+import hopper_gemm_host  # noqa: E402
+
+
+def test_layouts_follow_from_e4m3():
+    a, b, c = fp8_gemm.FAST.layouts()
+    # One 128-byte swizzle span of K = 128 e4m3; 4 wgmma of k32 per k-block.
+    assert (a.k, a.k_per_instruction, a.k_slices) == (128, 32, 4)
+    # Same bytes per stage as the 16-bit kernel's 128 x 64 + 256 x 64 bf16.
+    assert a.bytes + b.bytes == 128 * 128 + 256 * 128 == 49152
+    assert (c.dtype, c.box) == ("bf16", (64, 64))
+
+
+@pytest.mark.parametrize("name", sorted(fp8_gemm.CONFIGS))
+def test_variant_builds_checks_and_lowers(name):
+    cfg = fp8_gemm.CONFIGS[name]
+    k = fp8_gemm.build(cfg)
+    k.verify()
+    ptx = k.to_ptx()
+    shape = f"m64n{cfg.block_n}k32.f32.e4m3.e4m3"
+    # 4 wgmma per k-block: fast issues the first k-block outside the loop.
+    count = 8 if cfg.accumulation == "fast" else 4
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.{shape}") == count
+    # Promoted: scale-d = 0 on the first wgmma of each k-block, N/2 fp32 adds.
+    assert ptx.count("setp.ne.b32 p, 0, 0;") == (1 if cfg.accumulation == "promoted" else 0)
+    adds = len(re.findall(r"add\.rn\.f32", ptx))
+    assert adds == (cfg.block_n // 2 if cfg.accumulation == "promoted" else 0)
+    # The two scales, read once; every output multiplied before bf16.
+    assert ptx.count("ld.global.b32") == 2
+    assert len(re.findall(r"mul\.rn\.f32", ptx)) == 1 + cfg.block_n // 2
+    assert k.smem_bytes <= hopper_gemm.SMEM_LIMIT
+    meta = hopper_gemm_host.meta_of(cfg, k)
+    assert meta["signature"][-2:] == ["ptr:4", "ptr:4"]
+    assert meta["layouts"]["a"]["dtype"] == "e4m3"
+
+
+def test_promoted_mainloop_in_the_simulator():
+    """The promoted mainloop releases each stage right after wait_group(0)
+    (no lag): the simulator runs it to the end, ragged K included."""
+    from pipeline_mlir.sim.cli import main as sim_main
+
+    k = fp8_gemm.build(fp8_gemm.PROMOTED)
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"fp8_{os.getpid()}.mlir")
+    with open(path, "w") as f:
+        f.write(str(k))
+    try:
+        assert sim_main([path, "--arg", "4=256", "--arg", "5=384", "--arg", "6=520",
+                         "--schedules", "2"]) == 0
+    finally:
+        os.remove(path)
+
+
+@pytest.mark.parametrize("cfg, match", [
+    (replace(fp8_gemm.FAST, dtype="bf16", out_dtype=""), "dtype must be an 8-bit type"),
+    (replace(fp8_gemm.FAST, scaled=False), "takes per-tensor scales"),
+    (replace(fp8_gemm.FAST, out_dtype="e4m3"), "takes per-tensor scales"),
+    (replace(fp8_gemm.FAST, accumulation="slow"), "accumulation must be one of"),
+    (replace(fp8_gemm.PROMOTED, out_dtype="f32"), "output dtype must be 'bf16' or 'f16'"),
+    (replace(fp8_gemm.PROMOTED_192, epilogue_passes=2), "3 C boxes must split evenly"),
+])
+def test_bad_configurations_are_refused(cfg, match):
+    with pytest.raises(ValueError, match=match):
+        fp8_gemm.build(cfg)
+
+
+def test_error_bound():
+    """The bound of fp8_gemm_host (its docstring derives it): bf16 output
+    rounding plus K / 32 truncating accumulator steps (fast) or 4 steps per
+    k-block and fp32 promotions (promoted)."""
+    assert fp8_gemm_host.error_bound(8192, "fast") == 2 ** -8 + 256 * 2 ** -13
+    assert fp8_gemm_host.error_bound(8192, "promoted") == 2 ** -8 + 4 * 2 ** -13 + 64 * 2 ** -24
+    assert fp8_gemm_host.error_bound(1040, "fast") == 2 ** -8 + 33 * 2 ** -13
+    # A lost k-block shows at every K the suites and the benchmark check.
+    for k in (16, 128, 256, 520, 1024, 1040, 2048, 4096, 4112, 8192):
+        for mode in ("fast", "promoted"):
+            assert fp8_gemm_host.bound_detects_a_k_block(k, mode), (k, mode)
+    # ... but not for a much larger K with fast accumulation (the bound grows
+    # linearly): the check says so rather than passing silently.
+    assert not fp8_gemm_host.bound_detects_a_k_block(65536, "fast")
+    with pytest.raises(ValueError, match="accumulation must be"):
+        fp8_gemm_host.error_bound(128, "exact")
