@@ -1,4 +1,4 @@
-"""Issue 22 item 3: attention-specific mistakes, each next to its correct
+"""Attention-specific mistakes, each next to its correct
 twin, on FlashAttention-3's synchronization skeleton
 (test/python/skeletons/fa3_hopper_fwd.py: intra-warpgroup overlap of S and
 P V, inter-warpgroup ping-pong, persistent tiles).

@@ -33,6 +33,7 @@ memory instead of registers.
 """
 
 from pipeline_mlir.kernel import Int32, Kernel, TmaDescriptor, wgmma
+from pipeline_mlir.layout import OperandLayout
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     PipelineState, PipelineTmaAsync, PipelineUserType,
                                     make_pipeline_state)
@@ -46,6 +47,7 @@ MMA_WARPS = 4 * MMA_WARPGROUPS
 THREADS = 128 * (1 + MMA_WARPGROUPS)
 ROWS_PER_WARPGROUP = TILE_M // MMA_WARPGROUPS
 P_BYTES = ROWS_PER_WARPGROUP * TILE_N * 2
+SWIZZLE = 128
 EPILOGUE_BARRIER = 2
 SCHEDULER_BARRIER = 3  # ids 3 and 4: one per consumer warpgroup
 
@@ -142,25 +144,30 @@ def build(num_stages=2, chip="sm_90a", mistake=None):
                 own = other  # waits where it also arrives: on the other's id
             mma_s = wgmma.WarpgroupMma(TILE_N)
             mma_o = wgmma.WarpgroupMma(HEAD_DIM)
-            p_desc = wgmma.smem_matrix_descriptor(smem_p + wg * P_BYTES)
+            # One swizzle span of K per operand tile: the descriptors only
+            # have to address the right stage here.
+            rows_64 = OperandLayout.one_box("bf16", "K", SWIZZLE, ROWS_PER_WARPGROUP)
+            rows_k = OperandLayout.one_box("bf16", "K", SWIZZLE, TILE_N)
+            rows_v = OperandLayout.one_box("bf16", "K", SWIZZLE, HEAD_DIM)
+            p_desc = wgmma.smem_matrix_descriptor(smem_p + wg * P_BYTES, rows_64)
 
             def q_desc_of(q_read):
                 rows = smem_q.stage(q_read.index, Q_BYTES) + wg * (Q_BYTES // MMA_WARPGROUPS)
-                return wgmma.smem_matrix_descriptor(rows)
+                return wgmma.smem_matrix_descriptor(rows, rows_64)
 
             def gemm_s(q_read, k_read):
                 """S = Q K^T of one block, one wgmma group."""
                 s = mma_s.accumulator()
                 wgmma.fence()
                 mma_s.mma(s, q_desc_of(q_read), wgmma.smem_matrix_descriptor(
-                    smem_k.stage(k_read.index, KV_BYTES)))
+                    smem_k.stage(k_read.index, KV_BYTES), rows_k))
                 wgmma.commit_group()
 
             def gemm_pv(o, v_read):
                 """O += P V of one block, one wgmma group."""
                 wgmma.fence()
                 mma_o.mma(o, p_desc, wgmma.smem_matrix_descriptor(
-                    smem_v.stage(v_read.index, KV_BYTES)))
+                    smem_v.stage(v_read.index, KV_BYTES), rows_v))
                 wgmma.commit_group()
 
             # Warpgroup 1 takes the tensor cores first.
