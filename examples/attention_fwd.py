@@ -59,15 +59,13 @@ from pipeline_mlir.kernel.values import f32, i32
 from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
                                             check_register_budget,
                                             set_max_registers)
-from pipeline_mlir.layout import OperandLayout
+from pipeline_mlir.layout import OperandLayout, descriptor_units
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     PipelineTmaAsync, PipelineUserType,
                                     make_pipeline_state)
 
 SMEM_LIMIT = 227 * 1024
-BOX_COLS = 64                    # bf16 columns in one 128-byte swizzle row
-SWIZZLE_ROW = 128
-ELEMENT_BYTES = 2
+SWIZZLE = 128                    # bytes: every tile's TMA and wgmma swizzle
 PINGPONG_BARRIER = 1             # ids 1, 2: one per consumer warpgroup
 MISTAKES = (None, "k_released_before_s_retired", "v_released_before_pv_retired",
             "pingpong_barriers_crossed", "q_rearmed_while_read")
@@ -122,43 +120,39 @@ class AttentionConfig:
                 f"{'_pp' if self.pingpong else ''}{'_ov' if self.intra_overlap else ''}"
                 f"{'_' + self.mistake if self.mistake else ''}")
 
-    # Shared-memory tiles: d / 64 boxes of (rows x 64 columns), 128-byte swizzle.
-    def tile_bytes(self, rows):
-        return rows * self.head_dim * ELEMENT_BYTES
+    # The operand layouts (pipeline_mlir.layout): every box, byte count and
+    # descriptor of the kernel and every tensor map of the host follow from
+    # these three.
+    def q_layout(self):
+        """Q: the A operand of S = Q K^T, K-major (d contiguous)."""
+        return OperandLayout("bf16", "K", SWIZZLE, self.block_m, self.head_dim)
+
+    def k_layout(self):
+        """K: the B operand of S = Q K^T, given N x K (d contiguous)."""
+        return OperandLayout("bf16", "K", SWIZZLE, self.kv_block, self.head_dim)
+
+    def v_layout(self):
+        """V: the B operand of O = P V, MN-major (rows are this GEMM's K)."""
+        return OperandLayout("bf16", "MN", SWIZZLE, self.kv_block, self.head_dim)
 
     def smem_bytes(self):
         """Dynamic shared memory: Q, the K and V rings, the barriers, and
         the arena's 1024-byte alignment slack (kernel/smem.py)."""
-        q = self.tile_bytes(self.block_m)
-        kv = 2 * self.stages * self.tile_bytes(self.kv_block)
+        q = self.q_layout().bytes
+        kv = self.stages * (self.k_layout().bytes + self.v_layout().bytes)
         return q + kv + 1024 + 8 * 2 * (1 + 2 * self.stages)
 
-    def meta(self):
-        """What the host launcher needs (examples/attention_fwd_host.py)."""
-        return {"name": self.name, "head_dim": self.head_dim, "causal": self.causal,
+    def meta(self, kernel):
+        """What the host launcher needs (examples/attention_fwd_host.py) of
+        ``kernel`` (built from this config): parameter kinds, shared memory,
+        the tiles and the operand layouts."""
+        return {"signature": [p.kind for _, p in kernel.params],
+                "smem": kernel.smem_bytes, "name": self.name, "head_dim": self.head_dim,
+                "causal": self.causal,
                 "block_m": self.block_m, "block_n": self.kv_block,
-                "threads": self.threads, "box_cols": BOX_COLS,
-                "smem": self.smem_bytes()}
-
-
-def kv_descriptor(tile, rows, head_dim, major):
-    """wgmma shared-memory descriptor of a (rows x head_dim) bf16 tile stored
-    as head_dim / 64 TMA boxes of (rows x 64), 128-byte swizzle.
-
-    ``major="K"``: the tile is a K-major operand (Q as A, K as B of S = Q
-    K^T): rows are M/N, 8-row groups 1024 B apart (SBO). ``major="MN"``: the
-    tile is an MN-major B operand (V of O = P V, K = rows): SBO is still the
-    1024 B between 8-row groups (now along K), LBO the distance between
-    64-column atoms along N, i.e. one box (PTX ISA, "Matrix Descriptor
-    Format"; as CUTLASS's make_gmma_desc computes for MN-major SW128)."""
-    from mlir.dialects import arith
-    from pipeline_mlir.kernel.values import i64
-    addr = arith.extui(i64(), wgmma.smem_address(tile))
-    start = arith.andi(arith.shrui(addr, arith.constant(i64(), 4)),
-                       arith.constant(i64(), 0x3FFF))
-    lbo = 1 if major == "K" else (rows * SWIZZLE_ROW) >> 4
-    fixed = (lbo << 16) | ((8 * SWIZZLE_ROW) >> 4) << 32 | (1 << 62)
-    return arith.ori(start, arith.constant(i64(), fixed))
+                "threads": self.threads,
+                "layouts": {"q": self.q_layout().to_meta(), "k": self.k_layout().to_meta(),
+                            "v": self.v_layout().to_meta()}}
 
 
 def build(cfg=AttentionConfig(), chip="sm_90a"):
@@ -169,11 +163,11 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
     if cfg.smem_bytes() > SMEM_LIMIT:
         raise ValueError(f"{cfg.name}: {cfg.smem_bytes()} bytes of shared memory "
                          f"> {SMEM_LIMIT}")
-    boxes = d // BOX_COLS
-    q_bytes, kv_bytes = cfg.tile_bytes(bm), cfg.tile_bytes(bn)
-    mma_s = wgmma.WarpgroupMma(bn, "bf16")                 # S = Q K^T: m64 n=bn
+    q_layout, k_layout, v_layout = cfg.q_layout(), cfg.k_layout(), cfg.v_layout()
+    q_bytes, kv_bytes = q_layout.bytes, k_layout.bytes
+    mma_s = wgmma.WarpgroupMma(bn, q_layout, k_layout)   # S = Q K^T: m64 n=bn
     # O += P V: m64 n=d, V (kv rows x d) MN-major.
-    mma_o = wgmma.WarpgroupMma(d, "bf16", OperandLayout("bf16", "MN", SWIZZLE_ROW, bn, d))
+    mma_o = wgmma.WarpgroupMma(d, "bf16", v_layout)      # O += P V: m64 n=d
     k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads,
                params={"q": TmaDescriptor(), "k": TmaDescriptor(), "v": TmaDescriptor(),
                        "o": GlobalPtr(), "lse": GlobalPtr(align=4),
@@ -183,9 +177,10 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
     with k:
         (desc_q, desc_k, desc_v, o_ptr, lse_ptr, batch, heads, heads_kv,
          seqlen_q, seqlen_k, scale_log2) = k.args
-        smem_q = k.smem_alloc(q_bytes, align=1024, name="Q")
-        smem_k = k.smem_alloc(stages * kv_bytes, align=1024, name="K ring")
-        smem_v = k.smem_alloc(stages * kv_bytes, align=1024, name="V ring")
+        smem_q = k.smem_alloc(q_bytes, align=q_layout.alignment, name="Q")
+        smem_k = k.smem_alloc(stages * kv_bytes, align=k_layout.alignment, name="K ring")
+        smem_v = k.smem_alloc(stages * v_layout.bytes, align=v_layout.alignment,
+                              name="V ring")
 
         one_tma_thread = CooperativeGroup(Agent.Thread, 1)
         # Every consumer warp releases a stage once.
@@ -198,7 +193,7 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
             tx_count=kv_bytes, barrier_storage=k.alloc_barriers(2 * stages), name="k")
         pipe_v = PipelineTmaAsync.create(
             num_stages=stages, producer_group=one_tma_thread, consumer_group=consumers,
-            tx_count=kv_bytes, barrier_storage=k.alloc_barriers(2 * stages), name="v")
+            tx_count=v_layout.bytes, barrier_storage=k.alloc_barriers(2 * stages), name="v")
 
         # -- the work units, shared by producer and consumers ------------------
         m_blocks = (seqlen_q + (bm - 1)) // bm
@@ -265,23 +260,19 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                     h_kv = h // group
                     pipe_q.producer_acquire(q_state)
                     with k.elect_one():
-                        for box in range(boxes):
-                            pipe_q.tma_load(q_state, desc_q,
-                                            [h * d + box * BOX_COLS, m_block * bm, b],
-                                            smem_q + box * bm * SWIZZLE_ROW,
-                                            bm * SWIZZLE_ROW)
+                        for col, off in q_layout.box_offsets():
+                            pipe_q.tma_load(q_state, desc_q, [h * d + col, m_block * bm, b],
+                                            smem_q + off, q_layout.box_bytes)
                     pipe_q.producer_commit(q_state)
                     q_state.advance()
 
-                    def load(pipe, desc, ring, state, j):
+                    def load(pipe, desc, ring, state, j, layout):
                         pipe.producer_acquire(state)
                         with k.elect_one():
-                            tile = ring.stage(state.index, kv_bytes)
-                            for box in range(boxes):
-                                pipe.tma_load(state, desc,
-                                              [h_kv * d + box * BOX_COLS, j * bn, b],
-                                              tile + box * bn * SWIZZLE_ROW,
-                                              bn * SWIZZLE_ROW)
+                            tile = ring.stage(state.index, layout.bytes)
+                            for col, off in layout.box_offsets():
+                                pipe.tma_load(state, desc, [h_kv * d + col, j * bn, b],
+                                              tile + off, layout.box_bytes)
                         pipe.producer_commit(state)
                         state.advance()
 
@@ -289,11 +280,12 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                     # V_{j-1} (S_j is issued before P_{j-1} V_{j-1}), then the
                     # last V. Loading V_j before K_{j+1} would make the next
                     # K wait behind a V stage released one block later.
-                    load(pipe_k, desc_k, smem_k, k_state, 0)
+                    load(pipe_k, desc_k, smem_k, k_state, 0, k_layout)
                     for j, _ in k.range(1, kv_blocks(m_block), carry=[k_state, v_state]):
-                        load(pipe_k, desc_k, smem_k, k_state, j)
-                        load(pipe_v, desc_v, smem_v, v_state, j - 1)
-                    load(pipe_v, desc_v, smem_v, v_state, kv_blocks(m_block) - 1)
+                        load(pipe_k, desc_k, smem_k, k_state, j, k_layout)
+                        load(pipe_v, desc_v, smem_v, v_state, j - 1, v_layout)
+                    load(pipe_v, desc_v, smem_v, v_state, kv_blocks(m_block) - 1,
+                         v_layout)
                 # No arrive may land on this CTA's barriers after it exits.
                 pipe_q.producer_tail(q_state)
                 pipe_k.producer_tail(k_state)
@@ -332,30 +324,26 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                 with k.if_(cw == wgs - 1):
                     sched.arrive_w_index(0)
 
-            k_base = kv_descriptor(smem_k, bn, d, "K")
-            v_base = kv_descriptor(smem_v, bn, d, "MN")
-            stage_step = kv_bytes >> 4
+            # Stage 0 of the K and V rings (Q's descriptor is made per tile).
+            k_base = wgmma.smem_matrix_descriptor(smem_k, k_layout)
+            v_base = wgmma.smem_matrix_descriptor(smem_v, v_layout)
+            k_step, v_step = descriptor_units(k_layout.bytes), descriptor_units(v_layout.bytes)
 
             def issue_s(s_acc, stage, q_desc):
                 """S = Q K_stage^T: d / 16 wgmma, one group."""
-                db = (stage.to(64) * stage_step + Scalar(k_base)).ir_value
+                db = (stage.to(64) * k_step + Scalar(k_base)).ir_value
                 wgmma.fence()
-                for kk in range(d // mma_s.k):
-                    box, part = divmod(kk, BOX_COLS // mma_s.k)
-                    a_off = box * bm * SWIZZLE_ROW + part * mma_s.k * ELEMENT_BYTES
-                    b_off = box * bn * SWIZZLE_ROW + part * mma_s.k * ELEMENT_BYTES
-                    mma_s.mma(s_acc, wgmma.advance_descriptor(q_desc, a_off),
-                              wgmma.advance_descriptor(db, b_off), accumulate=kk > 0)
+                for kk in range(q_layout.k_slices):
+                    mma_s.mma(s_acc, wgmma.k_slice_descriptor(q_desc, q_layout, kk),
+                              wgmma.k_slice_descriptor(db, k_layout, kk), accumulate=kk > 0)
                 wgmma.commit_group()
 
             def issue_pv(o_acc, p, stage):
                 """O += P V_stage: bn / 16 wgmma with P in registers, one group."""
-                db = (stage.to(64) * stage_step + Scalar(v_base)).ir_value
+                db = (stage.to(64) * v_step + Scalar(v_base)).ir_value
                 wgmma.fence()
                 for kk in range(len(p)):
-                    # 16 more rows of V (K of this GEMM): 16 * 128 bytes.
-                    mma_o.mma_rs(o_acc, p.slice(kk),
-                                 wgmma.advance_descriptor(db, kk * 16 * SWIZZLE_ROW))
+                    mma_o.mma_rs(o_acc, p.slice(kk), wgmma.k_slice_descriptor(db, v_layout, kk))
                 wgmma.commit_group()
 
             thread_row, thread_col = Fragment.thread_origin(warp_in_wg, lane)
@@ -405,10 +393,11 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                 row_sum = RowVector.full(0.0)
 
                 pipe_q.consumer_wait(q_read)
-                # Q's address from its stage index (always 0) ties the S GEMMs
-                # to the Q stage, so the checker sees them read it.
-                q_desc = kv_descriptor(smem_q.stage(q_read.index, q_bytes)
-                                       + cw * (64 * SWIZZLE_ROW), bm, d, "K")
+                # This warpgroup's 64 rows of Q, addressed from Q's stage index
+                # (always 0): that ties the S GEMMs to the Q stage, so the
+                # checker sees them read it.
+                q_desc = wgmma.smem_matrix_descriptor(
+                    smem_q.stage(q_read.index, q_bytes) + q_layout.mn_offset(64) * cw, q_layout)
                 # Block 0: S_0 and its softmax.
                 s_acc = Fragment.undef(bn)
                 pipe_k.consumer_wait(k_read)

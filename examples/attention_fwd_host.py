@@ -5,17 +5,14 @@ Needs only ``pipeline_mlir.runtime`` (cuda-bindings) and torch, no MLIR: the
 kernel is compiled where MLIR is installed and run where the GPU is
 (``benchmarks/attention/`` bundles both).
 
-    attn = AttentionFwd(cubin_bytes, meta)      # meta: AttentionConfig.meta()
+    attn = AttentionFwd(cubin_bytes, meta)      # meta: AttentionConfig.meta(kernel)
     o, lse = attn(q, k, v)                      # (b, s, h, d) bf16 tensors
 """
 
 import math
 
 META_KEYS = ("name", "head_dim", "causal", "block_m", "block_n", "threads",
-             "box_cols", "smem")
-SIGNATURE = ["tma", "tma", "tma", "ptr", "ptr:4", "i32", "i32", "i32", "i32", "i32",
-             "f32"]
-SWIZZLE = 128
+             "layouts", "smem", "signature")
 # Error bound of the check against fp32 attention: P is rounded to bf16 (2^-8
 # relative) before P V, O once more on output; |O| <= max |V| ~ 4 for
 # gaussian V. 2e-2 absolute is ~5 bf16 ulps of the largest outputs.
@@ -29,14 +26,18 @@ class AttentionFwd:
 
     def __init__(self, image, meta):
         from pipeline_mlir import runtime
+        from pipeline_mlir.layout import OperandLayout
 
         missing = [k for k in META_KEYS if k not in meta]
         if missing:
             raise ValueError(f"AttentionFwd: meta lacks {missing}")
         self.meta = dict(meta)
+        # The kernel's operand layouts: the tensor maps' boxes and swizzle.
+        self.layouts = {name: OperandLayout.from_meta(m)
+                        for name, m in meta["layouts"].items()}
         self._runtime = runtime
         self.module = runtime.Module(image, name=meta["name"])
-        self.kernel = self.module.kernel(meta["name"], signature=SIGNATURE)
+        self.kernel = self.module.kernel(meta["name"], signature=meta["signature"])
         self._descs = {}
         self._sms = None
 
@@ -61,16 +62,18 @@ class AttentionFwd:
             raise ValueError(f"heads ({h}) must be a multiple of the K/V heads ({hk})")
         return b, sq, h, sk, hk
 
-    def _descriptor(self, t, rows):
-        """3-D tensor map (batch, seqlen, heads * d) with a box of
-        (1, rows, 64): one 128-byte swizzle row of bf16 per row."""
-        key = (t.data_ptr(), tuple(t.shape), rows)
+    def _descriptor(self, t, operand):
+        """3-D tensor map (batch, seqlen, heads * d) of ``t`` whose box is one
+        batch entry of ``operand``'s layout box: (1, rows, box columns)."""
+        layout = self.layouts[operand]
+        key = (t.data_ptr(), tuple(t.shape), operand)
         desc = self._descs.get(key)
         if desc is None:
             b, s, h, d = t.shape
+            e = t.element_size()
             desc = self._runtime.make_tma_descriptor(
-                t, shape=(b, s, h * d), strides=(s * h * d * 2, h * d * 2, 2),
-                box_shape=(1, rows, self.meta["box_cols"]), swizzle=SWIZZLE)
+                t, shape=(b, s, h * d), strides=(s * h * d * e, h * d * e, e),
+                box_shape=(1,) + tuple(layout.box), swizzle=layout.swizzle)
             self._descs[key] = desc
         return desc
 
@@ -96,9 +99,8 @@ class AttentionFwd:
         stream = torch.cuda.current_stream() if stream is None else stream
         self.kernel.launch(
             grid, (self.meta["threads"], 1, 1), smem=self.meta["smem"],
-            args=[self._descriptor(q, self.meta["block_m"]),
-                  self._descriptor(k, self.meta["block_n"]),
-                  self._descriptor(v, self.meta["block_n"]),
+            args=[self._descriptor(q, "q"), self._descriptor(k, "k"),
+                  self._descriptor(v, "v"),
                   out, lse, b, h, hk, sq, sk, scale * math.log2(math.e)],
             stream=stream, sync=sync)
         return out, lse

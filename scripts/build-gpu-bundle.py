@@ -8,7 +8,7 @@ Writes the kernels (cubin/PTX), manifest.json (what to launch and check),
 the pure-Python runtime (pipeline_mlir/__init__.py, layout.py and runtime/,
 no MLIR needed) and the test files. On the GPU host:
 
-    cd .gpu-bundle && python3 -m pytest -q test_gpu.py
+    cd .gpu-bundle && python3 -m pytest -q test_gpu.py test_gpu_launch.py
 
 Kernels come from test/gpu/builders.py; one that cannot be built yet (the
 lowering or its builder is missing) is logged and listed under "skipped" in
@@ -23,13 +23,14 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bundle_common import ROOT, copy_runtime, write_manifest  # noqa: E402
+from bundle_common import ROOT, copy_runtime, fill_gemm_cache, write_manifest  # noqa: E402
 
 
 def copy_suite(out):
     """The runtime and the GPU tests that run from the bundle."""
     copy_runtime(out)
-    for f in ("conftest.py", "test_gpu.py", "gpu_child.py", "pytest.ini", "run_forensics.py"):
+    for f in ("conftest.py", "test_gpu.py", "test_gpu_launch.py", "gpu_child.py", "pytest.ini",
+              "run_forensics.py"):
         shutil.copy(os.path.join(ROOT, "test", "gpu", f), out)
     # The GEMMs' launchers (runtime + torch only).
     for f in ("hopper_gemm_host.py", "fp8_gemm_host.py", "attention_fwd_host.py",
@@ -85,13 +86,15 @@ def main(argv=None):
             manifest["kernels"].append(e)
             print(f"BUILT {e['name']:28s} {e.get('pipeline', ''):26s} {len(b.image):7d} B "
                   f"({time.monotonic() - t0:.1f} s)")
+    if args.chip.startswith("sm_90") and not args.only:
+        fill_gemm_cache(out, args.chip)   # pipeline_mlir.gemm's variants (test_gpu_launch.py)
     total = write_manifest(out, manifest)
     if total is None:
         return 1
     print(f"{out}: {len(manifest['kernels'])} kernels, {len(manifest['skipped'])} skipped, "
           f"{total / 1024:.0f} KiB")
     print(f"run on the GPU host: cd {os.path.relpath(out, ROOT)} && "
-          "python3 -m pytest -q test_gpu.py")
+          "python3 -m pytest -q test_gpu.py test_gpu_launch.py")
     return 0
 
 

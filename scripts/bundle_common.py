@@ -12,17 +12,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIMIT = 60 << 20  # the bundle size cap (bytes); the GPU suite's is ~150 KiB
 
 
+MLIR_FREE = ("runtime", "ops")  # the subpackages that run without MLIR
+
+
 def copy_runtime(out):
     """pipeline_mlir/__init__.py, layout.py (operand layouts, for the host
-    launchers' tensor maps) and pipeline_mlir/runtime/*.py into `out`."""
+    launchers' tensor maps), pipeline_mlir/runtime/*.py and
+    pipeline_mlir/ops/*.py (the GEMM entry point) into `out`."""
     src = os.path.join(ROOT, "python", "pipeline_mlir")
     dst = os.path.join(out, "pipeline_mlir")
-    os.makedirs(os.path.join(dst, "runtime"))
+    os.makedirs(dst)
     for f in ("__init__.py", "layout.py"):
         shutil.copy(os.path.join(src, f), dst)
-    for f in sorted(os.listdir(os.path.join(src, "runtime"))):
-        if f.endswith(".py"):
-            shutil.copy(os.path.join(src, "runtime", f), os.path.join(dst, "runtime"))
+    for sub in MLIR_FREE:
+        os.makedirs(os.path.join(dst, sub))
+        for f in sorted(os.listdir(os.path.join(src, sub))):
+            if f.endswith(".py"):
+                shutil.copy(os.path.join(src, sub, f), os.path.join(dst, sub))
 
 
 def write_manifest(out, manifest):
@@ -35,3 +41,23 @@ def write_manifest(out, manifest):
         print(f"error: the bundle is {total} bytes, over the {LIMIT}-byte bundle size cap")
         return None
     return total
+
+
+def fill_gemm_cache(out, chip="sm_90a"):
+    """``out``/gemm-cache: every variant of pipeline_mlir.gemm's table in
+    bf16 and fp16 (scripts/build-gemm-cache.py --all), what the GPU host
+    points PIPELINE_MLIR_CACHE_DIR at."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "build_gemm_cache", os.path.join(ROOT, "scripts", "build-gemm-cache.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    saved = os.environ.get("PIPELINE_MLIR_CACHE_DIR")
+    try:
+        return mod.main(["--all", "--chip", chip, "--dir", os.path.join(out, "gemm-cache")])
+    finally:
+        if saved is None:
+            os.environ.pop("PIPELINE_MLIR_CACHE_DIR", None)
+        else:
+            os.environ["PIPELINE_MLIR_CACHE_DIR"] = saved

@@ -73,7 +73,9 @@ LOWERING_REJECTIONS = re.compile(
     r"is directly in the body of gpu.module|is a declaration taking|"
     r"does not fit the 29 bits|"
     # tx_count left out (0) where no copy tells the bytes: pipeline-derive-tx-count
-    r"tx_count cannot be derived|production's copies deliver")
+    r"tx_count cannot be derived|production's copies deliver|"
+    # a derived tx_count outside 1..1048575 (the mbarrier's per-phase limit)
+    r"the copies of one stage deliver")
 CRASH_MARKERS = ("Assertion", "UNREACHABLE", "PLEASE submit a bug report",
                  "Stack dump", "LLVM ERROR", "Segmentation fault")
 TCGEN05_WORDS = ("umma", "tcgen05", "sm_100", "clc_fetch", "clusterlaunchcontrol")

@@ -52,8 +52,8 @@ def main(argv=None):
         path = f"kernels/{cfg.name}.{args.chip}.cubin"
         with open(os.path.join(out, path), "wb") as f:
             f.write(image)
-        meta = cfg.meta()
-        meta.update(tag=tag, image=path, smem=k.smem_bytes, persistent=persistent)
+        meta = cfg.meta(k)
+        meta.update(tag=tag, image=path, persistent=persistent)
         manifest["variants"].append(meta)
         print(f"BUILT {tag:28s} {cfg.name:44s} smem {k.smem_bytes} "
               f"({time.monotonic() - t0:.1f} s)")

@@ -7,9 +7,12 @@ Writes kernels/*.cubin and manifest.json (each variant's launch facts:
 the 16-bit ladder and candidates under "variants", the FP8 GEMMs of
 examples/fp8_gemm.py under "fp8_variants"), the pure-Python runtime, the
 launchers (examples/hopper_gemm_host.py, fp8_gemm_host.py), run_gemm.py,
-run_fp8.py and triton_matmul.py. On the GPU host:
+run_fp8.py and triton_matmul.py, and gemm-cache/ (every variant of
+pipeline_mlir.gemm's table) with launch_overhead.py and sweep.py. On the GPU
+host:
 
     cd .gemm-bundle && python3 run_gemm.py --out results && python3 run_fp8.py --out results
+    cd .gemm-bundle && python3 launch_overhead.py --out results && python3 sweep.py --out results
 """
 
 import argparse
@@ -22,7 +25,7 @@ from dataclasses import replace
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "examples"), HERE]
-from bundle_common import copy_runtime, write_manifest  # noqa: E402
+from bundle_common import copy_runtime, fill_gemm_cache, write_manifest  # noqa: E402
 
 
 def main(argv=None):
@@ -42,8 +45,10 @@ def main(argv=None):
     os.makedirs(os.path.join(out, "kernels"))
     copy_runtime(out)
     for f in ("run_gemm.py", "run_fp8.py", "triton_matmul.py", "variants.py",
-              "profile_one.py"):
+              "profile_one.py", "launch_overhead.py", "sweep.py"):
         shutil.copy(os.path.join(HERE, f), out)
+    # the CuTe DSL contender of launch_overhead.py (used where `import cutlass` works)
+    shutil.copy(os.path.join(ROOT, "benchmarks", "cute_streaming.py"), out)
     for f in ("hopper_gemm_host.py", "fp8_gemm_host.py"):
         shutil.copy(os.path.join(ROOT, "examples", f), out)
 
@@ -78,12 +83,15 @@ def main(argv=None):
         manifest["fp8_variants"].append(meta)
         print(f"BUILT fp8 {cfg.name:55s} stages {k.stages} smem {k.smem_bytes} "
               f"({time.monotonic() - t0:.1f} s)")
+    # pipeline_mlir.gemm's variants, for launch_overhead.py and sweep.py
+    fill_gemm_cache(out, args.chip)
     total = write_manifest(out, manifest)
     if total is None:
         return 1
     print(f"{out}: {len(manifest['variants'])} variants, {total / 1024:.0f} KiB")
     print("run on the GPU host: cd .gemm-bundle && python3 run_gemm.py --out results "
-          "&& python3 run_fp8.py --out results")
+          "&& python3 run_fp8.py --out results; python3 launch_overhead.py --out results; "
+          "python3 sweep.py --out results")
     return 0
 
 

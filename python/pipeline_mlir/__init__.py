@@ -49,4 +49,14 @@ def make_context():
     return ctx
 
 
+def __getattr__(name):
+    # pipeline_mlir.gemm imports torch: only when asked for.
+    if name == "gemm":
+        from .ops.gemm import gemm
+
+        globals()["gemm"] = gemm
+        return gemm
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = ["register_dialect", "make_context", "__version__"]

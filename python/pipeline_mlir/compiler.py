@@ -206,11 +206,9 @@ def _binary_objects(module):
 
 
 def _cache_dir():
-    root = os.environ.get("PIPELINE_MLIR_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
-        "pipeline-mlir")
-    os.makedirs(root, exist_ok=True)
-    return root
+    from pipeline_mlir.runtime.cache_dir import cache_root
+
+    return cache_root()
 
 
 @functools.lru_cache(maxsize=None)

@@ -2,12 +2,16 @@
 // RUN: not %python -m pipeline_mlir.sim %s --trip-count 3 --block-dim 64 | FileCheck %s --check-prefix=LANES
 
 // What the simulator cannot evaluate is reported, once, as unsupported
-// (exit 1) instead of being guessed: a loop bound that is a kernel argument
-// without --trip-count, and a pipeline state that differs between the lanes
-// of a warp.
+// (exit 1) instead of being guessed: a loop bound read from memory without
+// --trip-count, and a pipeline state that differs between the lanes of a
+// warp. A bound that is an integer kernel argument is not a reason: the
+// simulator chooses its value (and says so), then meets the lanes.
 
-// CHECK: pipeline-sim: unsupported: scf.for at loc("{{.*}}unsupported.mlir":[[@LINE+15]]:{{[0-9]+}}): loop bounds are not constants; pass --trip-count
+// CHECK: pipeline-sim: note: @by_lane: chose argument 0 = 4 (not given with --arg)
+// CHECK: pipeline-sim: unsupported: pipeline.state.make at {{.*}}: a state operand differs between the lanes of a warp
 // CHECK: pipeline-sim: FAILED: 1 schedules, 1 unsupported (@by_lane
+// CHECK: pipeline-sim: unsupported: scf.for at loc("{{.*}}unsupported.mlir":[[@LINE+28]]:{{[0-9]+}}): loop bounds are not constants; pass --arg POS=VALUE or --trip-count
+// CHECK: pipeline-sim: FAILED: 1 schedules, 1 unsupported (@from_memory
 // LANES: pipeline-sim: unsupported: pipeline.state.make at {{.*}}: a state operand differs between the lanes of a warp
 
 !p = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<warp, 1>, consumer = #pipeline.group<warp, 1>>
@@ -23,6 +27,18 @@ gpu.module @kernels {
     %i = arith.remui %lane, %c2 : i32
     scf.for %k = %lb to %n step %one {
       %s0 = pipeline.state.make index %i phase %i : !ps
+      pipeline.producer.acquire %p, %s0 : !p, !ps
+    }
+    gpu.return
+  }
+  gpu.func @from_memory(%ptr: !llvm.ptr<1>) kernel {
+    %lb = arith.constant 0 : index
+    %one = arith.constant 1 : index
+    %p = pipeline.create {name = "ab"} : !p
+    %n32 = llvm.load %ptr : !llvm.ptr<1> -> i32
+    %n = arith.index_cast %n32 : i32 to index
+    %s0 = pipeline.state.make : !ps
+    scf.for %k = %lb to %n step %one {
       pipeline.producer.acquire %p, %s0 : !p, !ps
     }
     gpu.return

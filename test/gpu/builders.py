@@ -332,8 +332,7 @@ def build_attention(chip, _mib):
                 attention_fwd.AttentionConfig(head_dim=64, consumer_warpgroups=3,
                                               consumer_registers=160)):
         k = attention_fwd.build(cfg, chip)
-        meta = cfg.meta()
-        meta["smem"] = k.smem_bytes
+        meta = cfg.meta(k)
         e = {"name": cfg.name, "pipeline": "PipelineTmaAsync x3+wgmma",
              "source": "examples/attention_fwd.py", "kernel": cfg.name, "chip": chip,
              "check": "attention", "attention": meta}

@@ -23,7 +23,9 @@ STAGES = 2
 
 def _kernel(produce):
     """Warp 0 produces with ``produce(k, pipeline, n)``, warp 1 consumes with
-    states (wait, release, advance)."""
+    states (wait, release, advance) as many stages as it produces
+    (``produce.stages(n)``, default ``n``): the stage-balance check compares
+    the two."""
     k = Kernel("precision", block_dim=64, params={"n": Int32()})
     with k:
         (n,) = k.args
@@ -36,7 +38,7 @@ def _kernel(produce):
             produce(k, pipeline, n)
         with k.if_(warp_idx == 1):
             cons = make_pipeline_state(PipelineUserType.Consumer, STAGES)
-            for _, _ in k.range(n, carry=[cons]):
+            for _, _ in k.range(getattr(produce, "stages", lambda n: n)(n), carry=[cons]):
                 pipeline.consumer_wait(cons)
                 pipeline.consumer_release(cons)
                 cons.advance()
@@ -64,6 +66,9 @@ def produce_unrolled_w_index_phase(k, pipeline, n):
                                          user_type=PipelineUserType.Producer))
 
 
+produce_unrolled_w_index_phase.stages = lambda n: 3
+
+
 def produce_resumed(k, pipeline, n):
     # Two stages produced, then the producer state is rebuilt mid-stream
     # (count 2: index 0, phase 0 after one lap).
@@ -78,6 +83,9 @@ def produce_resumed(k, pipeline, n):
         pipeline.producer_commit(state)
         state.advance()
     pipeline.producer_tail(state)
+
+
+produce_resumed.stages = lambda n: n + STAGES
 
 
 @pytest.mark.parametrize("produce", [produce_w_index_phase, produce_unrolled_w_index_phase,
@@ -109,6 +117,9 @@ def produce_first_w_index_at_phase_0(k, pipeline, n):
     pipeline.producer_commit_w_index(0)
     pipeline.producer_tail(PipelineState(STAGES, 1, 1, 1,
                                          user_type=PipelineUserType.Producer))
+
+
+produce_first_w_index_at_phase_0.stages = lambda n: 1
 
 
 @pytest.mark.parametrize("produce", [produce_started_at_phase_0,

@@ -277,7 +277,7 @@ class Kernel:
         """Verify the module (raises ``mlir.ir.MLIRError`` on failure)."""
         return _compile.verify(self.module)
 
-    def compile(self, chip=None, assembler=None, verbose=None):
+    def compile(self, chip=None, assembler=None, verbose=None, watchdog=False):
         """The compiled kernel for ``chip`` (default: the kernel's chip): a
         ``pipeline_mlir.runtime.CompiledKernel``, which is the cubin (a
         ``bytes`` subclass: write it, load it, compare it) and launches the
@@ -300,7 +300,14 @@ class Kernel:
         ``PIPELINE_MLIR_VERBOSE=1`` add MLIR's IR dumps); checker warnings
         are issued as ``pipeline_mlir.diagnostics.CheckerWarning``. Shared
         memory over the block limit is refused here, naming each
-        allocation, rather than at launch."""
+        allocation, rather than at launch.
+
+        ``watchdog=True`` compiles in the device watchdog (docs/watchdog.md):
+        every barrier wait is bounded (2 s), and a wait past its deadline
+        writes a record and traps; the launch then raises
+        ``PipelineWatchdogError`` naming the wait, with the forensic report
+        of every barrier of the CTA and who waits on what. It costs a few
+        instructions per wait: a debugging switch, off by default."""
         from pipeline_mlir import compiler
         from pipeline_mlir.runtime.compiled import CompiledKernel
 
@@ -309,21 +316,24 @@ class Kernel:
             if p.kind is None:
                 raise TypeError(f"parameter {n!r}: {type(p).__name__} names no runtime argument "
                                 "kind (set its `kind`, e.g. 'ptr' or 'i32')")
+        if not isinstance(watchdog, bool):
+            raise TypeError(f"watchdog must be True or False, not {watchdog!r}")
         self._check_smem(chip)
         cubin = compiler.to_cubin(self.module, chip=chip, assembler=assembler,
-                                  verbose=verbose)
+                                  verbose=verbose, watchdog=watchdog)
         return CompiledKernel.cached(
             cubin, name=self.name, params=[(n, p.kind) for n, p in self.params],
             block=self.block_dim, cluster=self.cluster_dim, smem=self.smem_bytes,
-            chip=chip)
+            chip=chip, watchdog=watchdog)
 
-    def to_ptx(self, chip=None, verbose=None):
-        """PTX text for ``chip`` (default: the kernel's chip)."""
+    def to_ptx(self, chip=None, verbose=None, watchdog=False):
+        """PTX text for ``chip`` (default: the kernel's chip); ``watchdog``
+        as in ``compile``."""
         from pipeline_mlir import compiler
 
         self._check_smem(chip or self.chip)
         return compiler.to_ptx(self.module, chip=chip or self.chip,
-                               verbose=verbose)
+                               verbose=verbose, watchdog=watchdog)
 
     def _check_smem(self, chip):
         # The launch limit of sm_90 and sm_100 alike (runtime/device.py).

@@ -53,6 +53,10 @@ class Scalar(Arg):
             if not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
                 raise ArgumentError(f"{kind} needs a number, got {type(value).__name__}")
             value = float(value)
+            try:
+                struct.pack(fmt, value)
+            except OverflowError:
+                raise ArgumentError(f"{value} is out of range for {kind}") from None
         self.kind, self.value = kind, value
 
     def pack(self):

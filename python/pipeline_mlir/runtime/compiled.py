@@ -36,6 +36,15 @@ torch.cuda.Stream, a CUstream, an object with ``__cuda_stream__``),
 passed, else GPU 0). Parameters whose names collide with these can still be
 passed positionally.
 
+Calls after the first take the fast path (runtime/fastlaunch.py): the
+arguments' types seen before are converted by code generated for the
+signature, the launch configuration of each grid is validated once, and
+``cuLaunchKernelEx`` is called through ctypes: a few microseconds of host
+time. Anything unusual goes through the checked path, with the same
+messages. Inside CUDA stream capture (``torch.cuda.graph``) a call is
+recorded into the graph: it returns a Launch with ``captured`` set, which
+has nothing to wait for.
+
 The module is loaded on the first call, once per CUDA context, and stays
 loaded while the object lives. ``CompiledKernel.cached(...)`` (what
 ``Kernel.compile()`` uses) returns one object per content hash of image and
@@ -52,11 +61,13 @@ import json
 import os
 import sys
 
+from .args import Pointer, Scalar, parse_signature
 from .args import bind as _bind_args
-from .args import parse_signature
 from .device import default_device
 from .errors import ArgumentError
-from .launch import FuncAttrs, Module, plan_arguments, validate_config
+from .fastlaunch import Launcher, Slow, _torch_tensor_type, current_stream_handle, make_converter
+from .launch import FuncAttrs, Module, plan_arguments, stream_address, validate_config
+from .watchdog import BUFFER_SYMBOL
 
 LAUNCH_OPTIONS = ("grid", "stream", "sync", "timeout", "device")
 
@@ -71,6 +82,16 @@ def _dims(value, what):
     if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
         raise ValueError(f"{what} must be 1-3 positive ints, got {value!r}")
     return dims + (1,) * (3 - len(dims))
+
+
+class _FastEntry:
+    """The fast path for one ``device=`` argument: the converter generated
+    for the signature and the launcher per CUDA ordinal."""
+
+    __slots__ = ("convert", "launchers")
+
+    def __init__(self, convert):
+        self.convert, self.launchers = convert, {}
 
 
 def _params(params):
@@ -142,12 +163,16 @@ class CompiledKernel(bytes):
       smem: dynamic shared memory in bytes.
       chip: the target it was compiled for ("sm_90a"), informational.
       watchdog_names: pipeline names by id, for the device watchdog's report.
+      watchdog: the image was compiled with the device watchdog
+        (``Kernel.compile(watchdog=True)``); a launch then reads its record
+        and forensic report when a wait times out (the module finds the
+        watchdog's buffer by its symbol when it loads).
     """
 
     _cache = {}
 
     def __new__(cls, image, *, name, params, block, cluster=None, smem=0, chip=None,
-                watchdog_names=None):
+                watchdog_names=None, watchdog=False):
         data = image.encode() if isinstance(image, str) else bytes(image)
         self = super().__new__(cls, data)
         if not isinstance(name, str) or not name:
@@ -163,7 +188,12 @@ class CompiledKernel(bytes):
         self.smem = smem
         self.chip = chip
         self.watchdog_names = list(watchdog_names) if watchdog_names else None
+        if not isinstance(watchdog, bool):
+            raise ValueError(f"watchdog must be a bool, got {watchdog!r}")
+        self.watchdog = watchdog
         self._modules = {}
+        self._launchers = {}   # context -> fastlaunch.Launcher
+        self._fast = {}        # device argument -> _FastEntry
         return self
 
     # -- what it is -----------------------------------------------------------
@@ -187,7 +217,8 @@ class CompiledKernel(bytes):
         return {"name": self.name, "params": [list(p) for p in self.params],
                 "block": list(self.block),
                 "cluster": list(self.cluster) if self.cluster else None,
-                "smem": self.smem, "chip": self.chip, "watchdog_names": self.watchdog_names}
+                "smem": self.smem, "chip": self.chip, "watchdog_names": self.watchdog_names,
+                "watchdog": self.watchdog}
 
     @property
     def key(self):
@@ -199,7 +230,7 @@ class CompiledKernel(bytes):
         """The (cached) callable for ``image`` and ``metadata()``'s dict."""
         meta = dict(metadata)
         unknown = set(meta) - {"name", "params", "block", "cluster", "smem", "chip",
-                               "watchdog_names"}
+                               "watchdog_names", "watchdog"}
         if unknown:
             raise ValueError(f"unknown launch metadata {sorted(unknown)}")
         return cls.cached(image, **meta)
@@ -299,6 +330,11 @@ class CompiledKernel(bytes):
         if mod is None:
             mod = Module(bytes(self), device=device, name=self.name,
                          watchdog_names=self.watchdog_names)
+            if self.watchdog and not mod.has_watchdog:
+                raise RuntimeError(
+                    f"kernel '{self.name}' was compiled with the watchdog but its image has "
+                    f"no {BUFFER_SYMBOL} (docs/watchdog.md): a timed-out wait "
+                    "could not report")
             self._modules[key] = mod
         return mod
 
@@ -306,22 +342,98 @@ class CompiledKernel(bytes):
         """The loaded ``runtime.Kernel`` (the explicit launch path)."""
         return self.module(device).kernel(self.name, signature=self.signature)
 
+    def launcher(self, device=None):
+        """The ``fastlaunch.Launcher`` of this kernel on ``device`` (loads
+        the module on first use): ``launch_raw(values, grid, stream)``
+        launches with raw parameter values and no checks beyond the grid,
+        for callers that checked their arguments themselves (the GEMM)."""
+        device = device or default_device()
+        key = _context_key(device)
+        found = self._launchers.get(key)
+        if found is None:
+            found = self._launchers[key] = Launcher(self, device, self.function(device))
+        return found
+
     def __call__(self, *args, grid, stream=None, sync=True, timeout=None, device=None,
                  **kwargs):
-        bound = self.bind(*args, **kwargs)
+        # The fast path: arguments of the types seen before, converted by
+        # code generated for this signature; anything else (or the first
+        # call) goes through the checked path, which keeps every message.
+        entry = None if kwargs else self._fast.get(device)
+        if entry is not None:
+            try:
+                ordinal, values = entry.convert(*args)
+            except (Slow, TypeError):  # TypeError: a wrong argument count
+                ordinal = None
+            launcher = None if ordinal is None else entry.launchers.get(
+                0 if device is not None or ordinal < 0 else ordinal)
+            if launcher is not None:
+                if stream is None:
+                    stream = current_stream_handle(launcher.device.ordinal)
+                elif type(stream) is not int:
+                    stream = stream_address(stream)
+                if launcher.tma_params:
+                    values = launcher.resolve_tma(values)
+                try:
+                    return launcher.launch(values, grid, stream, sync, timeout)
+                except Slow:  # a value struct cannot pack: nothing was launched
+                    pass
+        return self._call_checked(args, kwargs, grid, stream, sync, timeout, device)
+
+    def _call_checked(self, args, kwargs, grid, stream, sync, timeout, device):
+        """Every check, with the messages; then the launch (and, for
+        arguments the fast path can take, its set-up for the next call)."""
+        values = self._collect(args, kwargs)
+        bound = _bind_args(values, self.signature, self.name, names=self.param_names)
+        planned = plan_arguments(self.name, bound, names=self.param_names)
+        device_arg = device
         if device is None:  # the device of the torch tensors given, else GPU 0
-            device = default_device(_tensor_ordinal([*args, *kwargs.values()]) or 0)
+            device = default_device(_tensor_ordinal(values) or 0)
         # the checks that need no loaded module, before loading it
         validate_config(self.name, device, FuncAttrs(required_cluster=self.cluster), grid,
                         self.block, self.cluster, self.smem)
         fn = self.function(device)
-        if stream is None:
-            stream = current_stream(device)
-        return fn.launch(grid=grid, block=self.block, cluster=self.cluster, smem=self.smem,
-                         args=bound, stream=stream, sync=sync, timeout=timeout)
+        if getattr(fn, "function", None) is None or any(host is not None
+                                                        for _, _, host in planned):
+            # host arrays: copied to temporary device buffers and back (and
+            # stand-ins without a loaded function: the deviceless tests)
+            if stream is None:
+                stream = current_stream(device)
+            return fn.launch(grid=grid, block=self.block, cluster=self.cluster, smem=self.smem,
+                             args=bound, stream=stream, sync=sync, timeout=timeout)
+        launcher = self.launcher(device)
+        raw = []
+        for a, addr, _ in planned:
+            if isinstance(a, Scalar):
+                raw.append(a.value)
+            elif isinstance(a, Pointer):
+                raw.append(addr)
+            elif a.by_value:
+                raw.append(a.desc.bytes)
+            else:
+                raw.append(a.desc.device_copy(device).address)
+        self._install_fast(device_arg, device, launcher)
+        stream = (current_stream_handle(device.ordinal) if stream is None
+                  else stream_address(stream))
+        return launcher.launch(raw, grid, stream, sync, timeout)
+
+    def _install_fast(self, device_arg, device, launcher):
+        entry = self._fast.get(device_arg)
+        if entry is None or (not entry.convert.torch_aware and _torch_tensor_type()):
+            entry = self._fast[device_arg] = _FastEntry(make_converter(self.signature))
+        entry.launchers[0 if device_arg is not None else device.ordinal] = launcher
+
+    def as_torch_op(self, name, *, mutates, grid):
+        """This kernel as the torch custom op ``name`` ("namespace::op"),
+        usable in ``torch.compile``d code; see runtime/torch_op.py."""
+        from .torch_op import register_torch_op
+
+        return register_torch_op(self, name, mutates=mutates, grid=grid)
 
     def unload(self):
         """Unload the modules loaded so far (the next call loads again)."""
+        self._fast.clear()
+        self._launchers.clear()
         for mod in self._modules.values():
             mod.unload()
         self._modules.clear()

@@ -154,12 +154,16 @@ class Launch:
     """One kernel launch: wait for it, read its time, get outputs back."""
 
     def __init__(self, kernel, grid, block, cluster, smem, stream, events, temps, copy_back,
-                 params):
+                 params, pool=None, captured=False):
         self.kernel, self.grid, self.block, self.cluster, self.smem = kernel, grid, block, cluster, smem
         self.stream = stream
         self._events, self._temps, self._copy_back, self._params = events, temps, copy_back, params
+        self._pool = pool  # events come from (and go back to) this EventPool
         self._elapsed = None
-        self.done = False
+        # Recorded into a CUDA graph under stream capture: it runs when the
+        # graph is launched, so there is nothing to wait for or time here.
+        self.captured = captured
+        self.done = captured
 
     def _describe(self):
         return self.kernel.name, describe(self.grid, self.block, self.cluster, self.smem)
@@ -185,9 +189,7 @@ class Launch:
                                        describe(self.grid, self.block, self.cluster, self.smem))
         drv = _driver.cuda()
         self._elapsed = _driver.check(drv.cuEventElapsedTime(*self._events), "cuEventElapsedTime")
-        for ev in self._events:
-            drv.cuEventDestroy(ev)
-        self._events = ()
+        self._give_back_events()
         for buf, host in self._copy_back:
             buf.copy_to_host(host)
         for buf in self._temps:
@@ -196,9 +198,30 @@ class Launch:
         self.done = True
         return self
 
+    def _give_back_events(self):
+        events, self._events = self._events, ()
+        if not events:
+            return
+        if self._pool is not None:
+            self._pool.release(events)
+            return
+        drv = _driver.cuda()
+        for ev in events:
+            drv.cuEventDestroy(ev)
+
+    def __del__(self):
+        # An asynchronous launch nobody waited for: its events are reusable
+        # (recording a pending event again is allowed).
+        if getattr(self, "_pool", None) is not None and self._events:
+            self._pool.release(self._events)
+            self._events = ()
+
     @property
     def elapsed_ms(self):
         """Kernel time between the CUDA events around the launch (waits first)."""
+        if self.captured:
+            raise RuntimeError(f"kernel '{self.kernel.name}' was recorded into a CUDA graph "
+                               "(stream capture), not run: time the graph's launches instead")
         self.wait()
         return self._elapsed
 

@@ -10,6 +10,13 @@ Prints one line per kernel, ``pipeline-sim: OK: 200 schedules, 0 deadlocks
 schedule that shows it (``--trace`` prints that schedule step by step), then
 ``pipeline-sim: FAILED: ...`` with the number of schedules per kind of bug.
 Exits 1 when any kernel has a bug, 2 on a usage or parse error.
+
+Loops (and branches) bounded by integer kernel arguments that ``--arg`` does
+not give run with values the simulator chooses: every such argument 4, then
+distinct small values, then 1, until one finds a bug; a note names the
+values (``pipeline-sim: note: @k: chose argument 0 = 4 ...``), so
+``pipeline-sim FILE`` alone finds a producer that runs ``n`` stages against a
+consumer that runs ``n - 1``. ``--trip-count`` turns the choice off.
 """
 
 from __future__ import annotations
@@ -113,7 +120,7 @@ def _parse(path: str):
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from .frontend import Launch, kernels, make_world_factory
+    from .frontend import Launch, choose_args, kernels, make_world_factory, needs_arg_values
     try:
         ctx, module = _parse(args.file)
     except Exception as e:  # parse/verifier errors come back as MLIRError
@@ -147,6 +154,19 @@ def main(argv: list[str] | None = None) -> int:
         make = make_world_factory(k, launch, args.max_steps)
         rep = explore(make, seed=args.seed, schedules=schedules,
                       exhaustive_bound=args.exhaustive_bound)
+        given = dict(args.arg or ())
+        if args.trip_count is None and any(needs_arg_values(e) for _, e in rep.first.values()):
+            # Bounds from arguments not given: try small values for them.
+            for choice in choose_args(k, given):
+                launch = Launch(block, cluster, None, {**given, **choice},
+                                clc_clusters=args.clc_clusters)
+                make = make_world_factory(k, launch, args.max_steps)
+                rep = explore(make, seed=args.seed, schedules=schedules,
+                              exhaustive_bound=args.exhaustive_bound)
+                values = ", ".join(f"argument {pos} = {v}" for pos, v in sorted(choice.items()))
+                print(f"pipeline-sim: note: @{k.name}: chose {values} (not given with --arg)")
+                if not rep.ok:
+                    break
         mode = (f"exhaustive, preemption bound {args.exhaustive_bound}"
                 f"{'' if rep.complete else ', truncated'}"
                 if args.exhaustive_bound is not None else f"random, seed {args.seed}")

@@ -61,6 +61,7 @@ class Kernel:
     nslots: int
     block_dim: tuple[int, int, int] | None
     pipes: dict[int, PipelineSpec] = field(default_factory=dict)  # create index -> spec
+    int_args: dict[int, int] = field(default_factory=dict)  # position -> bit width
 
     @property
     def cluster_size(self) -> int:
@@ -275,7 +276,50 @@ def compile_kernel(func) -> Kernel:
     bd = None
     if "known_block_size" in func.attributes:
         bd = tuple(ir.DenseI32ArrayAttr(func.attributes["known_block_size"]))
-    return Kernel(func.attributes["sym_name"].value, args, body, len(c.slots), bd, c.pipes)
+    ints = {}
+    for pos, arg in enumerate(func.regions[0].blocks[0].arguments):
+        if isinstance(arg.type, (ir.IntegerType, ir.IndexType)):
+            ints[pos] = _width(arg.type)
+    return Kernel(func.attributes["sym_name"].value, args, body, len(c.slots), bd, c.pipes,
+                  ints)
+
+
+# Values tried for the integer arguments that --arg does not give, in order:
+# every one the same small count, then distinct ones (a loop over `m` and one
+# over `n` differ), then the smallest. Small counts keep every loop that
+# runs `n`, `n - 1` or `ceildiv(n, 64)` times non-negative and short, yet
+# above the stage counts that make a ring wrap around (i1 arguments: both
+# values). The hang of a producer and a consumer that run different counts
+# shows for any of them.
+_ARG_CHOICES = ((4, 1), ("distinct", 0), (1, 1))
+_DISTINCT = (5, 3, 6, 2, 7, 4, 8, 9)
+
+
+def choose_args(k: Kernel, given: dict) -> list[dict]:
+    """Assignments ``{position: value}`` for the integer arguments of ``k``
+    that ``given`` leaves out (empty when none is), in the order to try."""
+    unset = [pos for pos in k.int_args if pos not in given]
+    if not unset:
+        return []
+    out = []
+    for value, flag in _ARG_CHOICES:
+        choice = {}
+        for i, pos in enumerate(unset):
+            if k.int_args[pos] == 1:
+                choice[pos] = flag
+            else:
+                choice[pos] = _DISTINCT[i % len(_DISTINCT)] if value == "distinct" else value
+        if choice not in out:
+            out.append(choice)
+    return out
+
+
+def needs_arg_values(err: SimError) -> bool:
+    """True when ``err`` is a value the simulator could not evaluate because
+    it depends on a kernel argument (a loop bound, a branch)."""
+    return err.kind == "unsupported" and (
+        "depends on a kernel argument" in err.message
+        or "loop bounds are not constants" in err.message)
 
 
 # -- evaluation ---------------------------------------------------------------
@@ -582,7 +626,8 @@ class _Interp:
             lb, ub, step = (self.uniform(n, x, mask, "a loop bound") for x in (lb, ub, step))
         if UNKNOWN in (lb, ub, step) or not all(isinstance(x, int) for x in (lb, ub, step)):
             if self.launch.trip_count is None:
-                self.fail(n, "loop bounds are not constants; pass --trip-count")
+                self.fail(n, "loop bounds are not constants; pass --arg POS=VALUE or "
+                             "--trip-count")
             trips = self.launch.trip_count
         else:
             trips = max(0, -(-(ub - lb) // step)) if step else 0

@@ -30,6 +30,8 @@ struct Options {
   /// Make a missing producer.tail an error also where nothing can arrive
   /// after the CTA exits (single CTA, synchronous consumers); else a warning.
   bool singleCtaTail = false;
+  /// Remark where the stage-balance check cannot compare a pipeline's roles.
+  bool stageBalanceRemarks = false;
 };
 
 //===----------------------------------------------------------------------===//
@@ -229,6 +231,10 @@ LogicalResult checkNamedBarriers(FunctionOpInterface fn, const Options &options)
 /// Property 10: barrier storage holds the pipeline's mbarriers where its size
 /// is known (BarrierStorageChecks.cpp).
 LogicalResult checkBarrierStorage(FunctionOpInterface fn);
+/// Property 11: the stages each role produces, waits on and releases over
+/// the whole kernel, as polynomials of the kernel's arguments and loop
+/// bounds, agree across roles (StageBalance.cpp).
+LogicalResult checkStageBalance(FunctionOpInterface fn, const Options &options);
 
 } // namespace mlir::pipeline::protocol
 

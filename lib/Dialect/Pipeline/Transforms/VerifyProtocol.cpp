@@ -3,7 +3,7 @@
 // The pass runs every check on every function (func.func, gpu.func, ...) of
 // the module and fails if any of them reported an error. The checks live in
 // BalanceChecks.cpp, StartAndTailChecks.cpp, TxArriveChecks.cpp,
-// AsyncReadChecks.cpp and NamedBarrierChecks.cpp.
+// AsyncReadChecks.cpp, NamedBarrierChecks.cpp and StageBalance.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +31,7 @@ struct PipelineVerifyProtocolPass
     protocol::Options options;
     options.blockDim = blockDim;
     options.singleCtaTail = singleCtaTail;
+    options.stageBalanceRemarks = stageBalanceRemarks;
 
     bool failed = false;
     getOperation()->walk([&](FunctionOpInterface fn) {
@@ -45,8 +46,9 @@ struct PipelineVerifyProtocolPass
       DominanceInfo domInfo(fn);
       // Run all checks so one compile reports every problem.
       failed |= protocol::checkInitialPhases(fn).failed();
-      failed |= protocol::checkBalance(fn).failed();
-      failed |= protocol::checkStateThreading(fn, domInfo).failed();
+      bool unbalanced = protocol::checkBalance(fn).failed();
+      unbalanced |= protocol::checkStateThreading(fn, domInfo).failed();
+      failed |= unbalanced;
       failed |= protocol::checkProducerTail(fn, options).failed();
       failed |= protocol::checkTxBytes(fn, domInfo).failed();
       failed |= protocol::checkArriveCounts(fn, options).failed();
@@ -54,6 +56,11 @@ struct PipelineVerifyProtocolPass
       failed |= protocol::checkAsyncReads(fn).failed();
       failed |= protocol::checkNamedBarriers(fn, options).failed();
       failed |= protocol::checkBarrierStorage(fn).failed();
+      // Whole-kernel counts mean something once each loop body and role is
+      // balanced and its states thread (checks 1 and 2): comparing them
+      // before would report the same bug twice.
+      if (!unbalanced)
+        failed |= protocol::checkStageBalance(fn, options).failed();
     });
     if (failed)
       signalPassFailure();

@@ -20,10 +20,12 @@ def PipelineVerifyProtocol : Pass<"pipeline-verify-protocol", "ModuleOp"> {
     re-acquired) while a wgmma group, an uncommitted tcgen05.mma or a bulk
     store may still read it, named barrier ids that collide (id 0 next
     to block-wide sync, one id for roles that run at the same time) or count
-    other threads than the warps that reach them, and barrier storage (a
-    shared global) smaller than the pipeline's mbarriers. A copy that a
-    run-time condition may skip while its acquire armed the bytes is a
-    warning.
+    other threads than the warps that reach them, barrier storage (a
+    shared global) smaller than the pipeline's mbarriers, and roles whose
+    stage counts over the whole kernel differ (a producer loop over `n`
+    against a consumer loop over `n - 1`), compared as polynomials of the
+    kernel's arguments and loop bounds. A copy that a run-time condition may
+    skip while its acquire armed the bytes is a warning.
     Each diagnostic points at the op and says how to fix it.
 
     Roles: each branch of an `scf.if` that splits warps (not an elect, lane or
@@ -39,7 +41,12 @@ def PipelineVerifyProtocol : Pass<"pipeline-verify-protocol", "ModuleOp"> {
            "Make a missing producer.tail an error also for single-CTA "
            "pipelines whose consumers arrive synchronously (nothing can "
            "arrive after the CTA exits there, so by default it is a warning; "
-           "CuTe DSL kernels always end producers with producer_tail)">
+           "CuTe DSL kernels always end producers with producer_tail)">,
+    Option<"stageBalanceRemarks", "stage-balance-remarks", "bool",
+           /*default=*/"false",
+           "Remark on each pipeline whose roles' stage counts the "
+           "stage-balance check cannot compare (a loop over an scf.while, a "
+           "bound read from memory, ...), naming what stops it">
   ];
 }
 

@@ -1,0 +1,803 @@
+//===- StageBalance.cpp - stage counts compared across roles --------------===//
+//
+// Property 11 of pipeline-verify-protocol. Check 1 balances the verbs of
+// each loop body and role; it does not compare roles with each other. A
+// producer that runs `n` iterations while its consumer runs `n - 1` (or a
+// consumer loop over `k_blocks` against a producer loop over
+// `k_blocks + 1`) passes it and hangs on the GPU in the producer's tail.
+//
+// Here, for every pipeline, each role's stage count over the whole kernel is
+// a polynomial over the kernel's values: kernel arguments and the values
+// computed from them with arith ops (`ceildiv(k, 64)` is one term), CTA ids
+// and other CTA-uniform reads. A loop multiplies its body by
+// `ceildiv(ub - lb, step)`; a branch on a kernel argument multiplies each
+// side by the condition's indicator ([c] and 1 - [c]); a branch on the loop
+// variable (a peeled first or last iteration) counts the iterations that
+// take it. The roles of a side must cover the other side's stages: every
+// role all of them (cooperative consumers) or together all of them (roles
+// that split the stages). Two counts that differ as polynomials are tested
+// on values of the leaves for which every loop counted runs (ub >= lb): a
+// disagreement there is an error naming both counts and the values; counts
+// that differ only outside those values, or that depend on what cannot be
+// counted (thread ids, memory, scf.while), are left alone (a remark with
+// `stage-balance-remarks`).
+//
+// Counting is per CTA. Conditions on the thread or the CTA (warp index, CTA
+// rank: the 2-CTA MMA role that runs in the pair leader only) split roles,
+// as everywhere in the checker; the kind table decides which kinds have a
+// consumer to compare with, and the clc_fetch_async producer, whose stages
+// serve every CTA of the cluster from CTA 0, is not compared.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ProtocolChecks.h"
+#include "SymbolicCounts.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <map>
+#include <random>
+
+using namespace mlir;
+using namespace mlir::pipeline;
+using namespace mlir::pipeline::protocol;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Conditions
+//===----------------------------------------------------------------------===//
+
+/// What an scf.if condition depends on, for counting.
+enum class CondKind {
+  Guard,    // elect / lane / thread guard inside a role: its then branch
+  Role,     // splits threads or CTAs: each branch is a role of its own
+  Uniform,  // kernel arguments and constants: an indicator
+  LoopVar,  // a loop variable (peeled iterations)
+  Data,     // memory, loop-carried values: not counted
+};
+
+struct Sources {
+  bool thread = false, cta = false, loopVar = false, data = false;
+};
+
+void collect(Value v, Sources &s, int depth) {
+  if (depth > 64) {
+    s.data = true;
+    return;
+  }
+  if (getConstantInt(v))
+    return;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    Operation *owner = arg.getOwner()->getParentOp();
+    if (auto gpuFn = dyn_cast_or_null<gpu::GPUFuncOp>(owner);
+        gpuFn && gpuFn.isKernel())
+      return;
+    if (isa_and_nonnull<FunctionOpInterface>(owner)) {
+      s.thread = true; // a helper's argument may be a thread id
+      return;
+    }
+    if (auto loop = dyn_cast_or_null<scf::ForOp>(owner);
+        loop && arg == loop.getInductionVar()) {
+      s.loopVar = true;
+      return;
+    }
+    s.data = true;
+    return;
+  }
+  Operation *def = v.getDefiningOp();
+  if (isThreadRead(def)) {
+    s.thread = true;
+    return;
+  }
+  if (isCtaRead(def)) {
+    s.cta = true;
+    return;
+  }
+  if (def->getName().getStringRef() == "nvvm.shfl.sync") {
+    // The warp-index broadcast: a thread value.
+    s.thread = true;
+    return;
+  }
+  if (!isa<arith::ArithDialect>(def->getDialect()) ||
+      def->getNumRegions() != 0) {
+    s.data = true;
+    return;
+  }
+  for (Value operand : def->getOperands())
+    collect(operand, s, depth + 1);
+}
+
+CondKind classify(scf::IfOp ifOp) {
+  if (isGuardIf(ifOp))
+    return CondKind::Guard;
+  Sources s;
+  collect(ifOp.getCondition(), s, 0);
+  if (s.thread || s.cta)
+    return CondKind::Role;
+  if (s.data)
+    return CondKind::Data;
+  if (s.loopVar)
+    return CondKind::LoopVar;
+  return CondKind::Uniform;
+}
+
+//===----------------------------------------------------------------------===//
+// Counting one role
+//===----------------------------------------------------------------------===//
+
+enum VerbSlot { kAcquire = 0, kCommit, kWait, kRelease, kNumSlots };
+
+struct Counts {
+  std::array<Poly, kNumSlots> v;
+  /// Set when a count depends on something not counted: the op and why.
+  Operation *unknownAt = nullptr;
+  std::string why;
+
+  bool isZero() const {
+    return !unknownAt && llvm::all_of(v, [](const Poly &p) { return p.isZero(); });
+  }
+  void markUnknown(Operation *op, StringRef reason) {
+    if (!unknownAt) {
+      unknownAt = op;
+      why = reason.str();
+    }
+  }
+  void add(const Counts &o) {
+    for (int i = 0; i < kNumSlots; ++i)
+      v[i] = v[i] + o.v[i];
+    if (o.unknownAt)
+      markUnknown(o.unknownAt, o.why);
+  }
+  Counts times(const Poly &k, const AtomTable &atoms) const {
+    Counts r = *this;
+    for (Poly &p : r.v)
+      p = multiply(p, k, atoms);
+    return r;
+  }
+};
+
+class RoleCounter {
+public:
+  RoleCounter(Value pipe, Canonicalizer &canon)
+      : pipe(pipe), canon(canon), atoms(canon.atoms) {}
+
+  /// Loop extents (ub - lb) the counts assume non-negative, and iteration
+  /// counts of loop-variable branches (0 <= count <= trips).
+  std::vector<Poly> constraints;
+
+  /// The counts of one execution of `block`, not entering other roles.
+  Counts count(Block &block) {
+    Counts c;
+    for (Operation &op : block) {
+      if (auto verb = getVerb(&op)) {
+        if (verb->pipeline != pipe)
+          continue;
+        int slot = slotOf(verb->verb);
+        if (slot >= 0)
+          c.v[slot] = c.v[slot] + Poly::constant(1);
+        continue;
+      }
+      if (auto loop = dyn_cast<scf::ForOp>(&op)) {
+        Counts body = count(*loop.getBody());
+        if (!body.isZero())
+          c.add(closeLoop(body, loop));
+        continue;
+      }
+      if (auto ifOp = dyn_cast<scf::IfOp>(&op)) {
+        c.add(countIf(ifOp));
+        continue;
+      }
+      if (op.getNumRegions() == 0)
+        continue;
+      bool uses = false;
+      op.walk([&](Operation *inner) {
+        if (auto verb = getVerb(inner); verb && verb->pipeline == pipe)
+          uses = true;
+      });
+      if (uses)
+        c.markUnknown(&op, ("a '" + op.getName().getStringRef() +
+                            "' whose trip count is not known")
+                               .str());
+    }
+    return c;
+  }
+
+  /// `c` (counted inside `block`) times what the ops around `block` up to
+  /// the function multiply it by: loops, and branches that are not roles.
+  Counts placed(Counts c, Block *block) {
+    while (block) {
+      Operation *parent = block->getParentOp();
+      if (!parent || isa<FunctionOpInterface>(parent))
+        break;
+      if (auto loop = dyn_cast<scf::ForOp>(parent)) {
+        c = closeLoop(c, loop);
+      } else if (auto ifOp = dyn_cast<scf::IfOp>(parent)) {
+        bool inThen = block->getParent() == &ifOp.getThenRegion();
+        switch (classify(ifOp)) {
+        case CondKind::Guard:
+        case CondKind::Role:
+          break;
+        case CondKind::Uniform:
+        case CondKind::LoopVar: {
+          std::optional<Poly> ind = indicator(ifOp, inThen);
+          if (!ind)
+            c.markUnknown(ifOp, "a branch on a loop variable that is not "
+                                "`iv <cmp> bound` of its loop");
+          else
+            c = c.times(*ind, atoms);
+          break;
+        }
+        case CondKind::Data:
+          c.markUnknown(ifOp, "a branch on a value read from memory or "
+                              "carried by a loop");
+          break;
+        }
+      } else {
+        c.markUnknown(parent, ("a '" + parent->getName().getStringRef() +
+                               "' whose trip count is not known")
+                                  .str());
+      }
+      block = parent->getBlock();
+    }
+    return c;
+  }
+
+private:
+  Value pipe;
+  Canonicalizer &canon;
+  AtomTable &atoms;
+
+  static int slotOf(Verb v) {
+    switch (v) {
+    case Verb::Acquire:
+      return kAcquire;
+    case Verb::Commit:
+      return kCommit;
+    case Verb::Wait:
+      return kWait;
+    case Verb::Release:
+      return kRelease;
+    default:
+      return -1;
+    }
+  }
+
+  Counts countIf(scf::IfOp ifOp) {
+    CondKind kind = classify(ifOp);
+    if (kind == CondKind::Role)
+      return {}; // other roles, counted on their own
+    Counts t = count(ifOp.getThenRegion().front());
+    Counts e;
+    if (!ifOp.getElseRegion().empty())
+      e = count(ifOp.getElseRegion().front());
+    if (kind == CondKind::Guard)
+      return t;
+    bool same = !t.unknownAt && !e.unknownAt && t.v == e.v;
+    if (same)
+      return t;
+    if (kind == CondKind::Data) {
+      Counts r;
+      r.markUnknown(ifOp, "a branch on a value read from memory or carried "
+                          "by a loop, whose branches count differently");
+      return r;
+    }
+    std::optional<Poly> ind = indicator(ifOp, /*inThen=*/true);
+    if (!ind) {
+      Counts r;
+      r.markUnknown(ifOp, "a branch on a loop variable that is not "
+                          "`iv <cmp> bound` of its loop");
+      return r;
+    }
+    Counts r = t.times(*ind, atoms);
+    r.add(e.times(Poly::constant(1) - *ind, atoms));
+    return r;
+  }
+
+  /// [cond] (or 1 - [cond] for the else branch) as a polynomial.
+  std::optional<Poly> indicator(scf::IfOp ifOp, bool inThen) {
+    Value cond = ifOp.getCondition();
+    std::optional<Poly> ind;
+    if (classify(ifOp) == CondKind::LoopVar)
+      ind = loopIndicator(cond);
+    else
+      ind = uniformIndicator(cond);
+    if (!ind)
+      return std::nullopt;
+    return inThen ? *ind : Poly::constant(1) - *ind;
+  }
+
+  Poly uniformIndicator(Value cond) {
+    auto cmp = cond.getDefiningOp<arith::CmpIOp>();
+    if (!cmp)
+      return canon.get(cond); // an i1 argument or pure i1 value: a 0/1 leaf
+    Poly lhs = canon.get(cmp.getLhs()), rhs = canon.get(cmp.getRhs());
+    std::string key = "cmp" + std::to_string(int(cmp.getPredicate())) +
+                      canon.key(cmp.getLhs()) + canon.key(cmp.getRhs());
+    Atom a{AtomKind::Indicator, ""};
+    a.inner = lhs;
+    a.other = rhs;
+    a.pred = cmp.getPredicate();
+    a.name = "[" + printPoly(lhs, atoms) + " " +
+             arith::stringifyCmpIPredicate(cmp.getPredicate()).str() + " " +
+             printPoly(rhs, atoms) + "]";
+    return Poly::atom(atoms.get(key, a));
+  }
+
+  /// `iv <pred> bound` of the innermost loop around the branch (step 1,
+  /// bound not depending on loop variables): the iterations that take the
+  /// then branch, as an atom its loop closes.
+  std::optional<Poly> loopIndicator(Value cond) {
+    auto cmp = cond.getDefiningOp<arith::CmpIOp>();
+    if (!cmp)
+      return std::nullopt;
+    Value lhs = cmp.getLhs(), rhs = cmp.getRhs();
+    arith::CmpIPredicate pred = cmp.getPredicate();
+    auto ivLoop = [](Value v) -> scf::ForOp {
+      while (Operation *def = v.getDefiningOp()) {
+        if (!isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
+                 arith::ExtUIOp, arith::TruncIOp>(def))
+          break;
+        v = def->getOperand(0);
+      }
+      auto arg = dyn_cast<BlockArgument>(v);
+      if (!arg)
+        return {};
+      auto loop = dyn_cast_or_null<scf::ForOp>(arg.getOwner()->getParentOp());
+      return loop && arg == loop.getInductionVar() ? loop : scf::ForOp();
+    };
+    scf::ForOp loop = ivLoop(lhs);
+    if (!loop) {
+      loop = ivLoop(rhs);
+      // `bound pred iv` is `iv swapped-pred bound`.
+      std::swap(lhs, rhs);
+      pred = swapSides(pred);
+    }
+    if (!loop || getConstantInt(loop.getStep()) != 1)
+      return std::nullopt;
+    Poly bound = canon.get(rhs);
+    Poly lb = canon.get(loop.getLowerBound());
+    Poly ub = canon.get(loop.getUpperBound());
+    for (const Poly *p : {&bound, &lb, &ub})
+      if (polyHas(*p, atoms, [](const Atom &a) { return a.loopVar || a.thread; }))
+        return std::nullopt;
+    // Iterations iv in [lb, ub) with `iv pred bound`, for a bound inside the
+    // range (the counts then hold; the constraints record that).
+    using P = arith::CmpIPredicate;
+    Poly one = Poly::constant(1), n;
+    switch (pred) {
+    case P::eq:
+      n = one;
+      break;
+    case P::ne:
+      n = ub - lb - one;
+      break;
+    case P::sgt:
+    case P::ugt:
+      n = ub - bound - one;
+      break;
+    case P::sge:
+    case P::uge:
+      n = ub - bound;
+      break;
+    case P::slt:
+    case P::ult:
+      n = bound - lb;
+      break;
+    case P::sle:
+    case P::ule:
+      n = bound - lb + one;
+      break;
+    }
+    constraints.push_back(n);
+    constraints.push_back(ub - lb - n);
+    std::string key = "iv" + std::to_string(reinterpret_cast<uintptr_t>(
+                                 cond.getAsOpaquePointer()));
+    Atom a{AtomKind::IvCount, "[" + printPoly(n, atoms) + " iterations]"};
+    a.loop = loop;
+    a.count = n;
+    return Poly::atom(atoms.get(key, a));
+  }
+
+  static arith::CmpIPredicate swapSides(arith::CmpIPredicate pred) {
+    using P = arith::CmpIPredicate;
+    switch (pred) {
+    case P::slt: return P::sgt;
+    case P::sgt: return P::slt;
+    case P::sle: return P::sge;
+    case P::sge: return P::sle;
+    case P::ult: return P::ugt;
+    case P::ugt: return P::ult;
+    case P::ule: return P::uge;
+    case P::uge: return P::ule;
+    default: return pred;
+    }
+  }
+
+  /// The trip count of `loop` as a polynomial; nullopt when its bounds
+  /// depend on threads, loop variables or memory.
+  std::optional<Poly> trips(scf::ForOp loop) {
+    Poly lb = canon.get(loop.getLowerBound());
+    Poly ub = canon.get(loop.getUpperBound());
+    Poly step = canon.get(loop.getStep());
+    for (const Poly *p : {&lb, &ub, &step})
+      if (polyHas(*p, atoms, [](const Atom &a) { return a.loopVar || a.thread; }))
+        return std::nullopt;
+    Poly extent = ub - lb;
+    constraints.push_back(extent);
+    std::optional<int64_t> s = step.getConstant();
+    if (s && *s > 0)
+      return canon.divide(extent, *s, /*ceil=*/true);
+    if (s)
+      return std::nullopt;
+    constraints.push_back(step - Poly::constant(1));
+    std::string key = "trips(" + printPoly(extent, atoms) + "|" +
+                      printPoly(step, atoms) + ")";
+    // Keys by printed form are unique: atom names print their structure.
+    Atom a{AtomKind::Trips, "ceildiv(" + printPoly(extent, atoms) + ", " +
+                                printPoly(step, atoms) + ")"};
+    a.inner = extent;
+    a.other = step;
+    return Poly::atom(atoms.get(key, a));
+  }
+
+  /// Sums the body counts over the iterations of `loop`.
+  Counts closeLoop(const Counts &body, scf::ForOp loop) {
+    Counts r;
+    if (body.unknownAt)
+      r.markUnknown(body.unknownAt, body.why);
+    std::optional<Poly> n = trips(loop);
+    if (!n) {
+      r.markUnknown(loop, "a loop whose bounds depend on the thread, an "
+                          "enclosing loop's variable or memory");
+      return r;
+    }
+    for (int i = 0; i < kNumSlots; ++i) {
+      for (auto &[m, c] : body.v[i].terms) {
+        Monomial rest;
+        std::optional<unsigned> ivAtom;
+        bool twice = false;
+        for (unsigned id : m) {
+          if (atoms[id].kind == AtomKind::IvCount && atoms[id].loop == loop) {
+            twice |= ivAtom.has_value();
+            ivAtom = id;
+          } else {
+            rest.push_back(id);
+          }
+        }
+        if (twice) {
+          r.markUnknown(loop, "two branches on the variable of one loop, "
+                              "nested");
+          continue;
+        }
+        Poly term;
+        term.terms[rest] = c;
+        r.v[i] = r.v[i] + multiply(term, ivAtom ? atoms[*ivAtom].count : *n,
+                                   atoms);
+      }
+    }
+    return r;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Roles and the comparison
+//===----------------------------------------------------------------------===//
+
+/// The role region of `op`: the nearest branch of an scf.if on the thread
+/// or CTA, else the function body.
+Block *roleBlockOf(Operation *op) {
+  Block *block = op->getBlock();
+  while (block) {
+    Operation *parent = block->getParentOp();
+    if (!parent || isa<FunctionOpInterface>(parent))
+      return block;
+    if (auto ifOp = dyn_cast<scf::IfOp>(parent);
+        ifOp && classify(ifOp) == CondKind::Role)
+      return block;
+    block = parent->getBlock();
+  }
+  return block;
+}
+
+struct RoleCount {
+  Block *block;
+  Operation *firstOp[kNumSlots] = {};
+  Counts counts;
+  int64_t warps = 0; // 0: unknown
+};
+
+std::string describeRole(const RoleCount &r, StringRef side) {
+  std::string s = ("the " + side + " role").str();
+  if (r.warps == 1)
+    s += " (one warp)";
+  else if (r.warps > 1)
+    s += " (" + std::to_string(r.warps) + " warps)";
+  return s;
+}
+
+std::string stagesOf(const Poly &p, const AtomTable &atoms) {
+  std::optional<int64_t> c = p.getConstant();
+  return printPoly(p, atoms) + (c && *c == 1 ? " stage" : " stages");
+}
+
+class PipelineBalance {
+public:
+  PipelineBalance(Value pipe, Canonicalizer &canon, int64_t blockDim,
+                  bool remarks)
+      : pipe(pipe), canon(canon), atoms(canon.atoms), counter(pipe, canon),
+        blockDim(blockDim), remarks(remarks) {}
+
+  bool run(ArrayRef<Operation *> verbs) {
+    PipelineType type = getPipelineType(pipe);
+    llvm::MapVector<Block *, RoleCount> roles;
+    for (Operation *op : verbs) {
+      Block *role = roleBlockOf(op);
+      RoleCount &r = roles[role];
+      r.block = role;
+      int slot = slotOf(getVerb(op)->verb);
+      if (slot >= 0 && !r.firstOp[slot])
+        r.firstOp[slot] = op;
+    }
+    for (auto &[block, r] : roles) {
+      r.counts = counter.placed(counter.count(*block), block);
+      // Who runs the role: the role splits above its block (an op directly
+      // in it sees no guard or uniform branch of its own).
+      if (std::optional<Executors> who = getExecutors(&block->back(), blockDim))
+        r.warps = who->warps;
+    }
+
+    bool tmaLoads = isTmaLoadKind(type.getKind());
+    SmallVector<RoleCount *> producers, consumers;
+    for (auto &[block, r] : roles) {
+      // Which verb stands for a role's stages: a TMA producer's commit is
+      // a no-op (the copies fill the stage), its acquire arms the barrier.
+      int p = r.firstOp[kCommit] && !tmaLoads ? kCommit
+              : r.firstOp[kAcquire]          ? kAcquire
+                                             : -1;
+      int c = r.firstOp[kRelease] ? kRelease : r.firstOp[kWait] ? kWait : -1;
+      if (p >= 0) {
+        producerSlot[&r] = p;
+        producers.push_back(&r);
+      }
+      if (c >= 0) {
+        consumerSlot[&r] = c;
+        consumers.push_back(&r);
+      }
+    }
+
+    bool failed = false;
+    // Within a role: the two halves of a pair.
+    for (auto &[block, r] : roles) {
+      if (r.counts.unknownAt)
+        continue;
+      if (!tmaLoads && r.firstOp[kAcquire] && r.firstOp[kCommit])
+        failed |= compareInRole(r, kAcquire, kCommit);
+      if (r.firstOp[kWait] && r.firstOp[kRelease])
+        failed |= compareInRole(r, kWait, kRelease);
+    }
+    if (failed || producers.empty() || consumers.empty())
+      return failed;
+    // A role that both produces and consumes (a test of state fragments, a
+    // producer_consumer state) is not a producer/consumer pair to compare.
+    for (RoleCount *r : producers)
+      if (llvm::is_contained(consumers, r))
+        return false;
+
+    for (RoleCount *r : producers)
+      if (r->counts.unknownAt)
+        return remark(*r);
+    for (RoleCount *r : consumers)
+      if (r->counts.unknownAt)
+        return remark(*r);
+    return compareSides(producers, consumers);
+  }
+
+private:
+  Value pipe;
+  Canonicalizer &canon;
+  AtomTable &atoms;
+  RoleCounter counter;
+  int64_t blockDim;
+  bool remarks;
+  llvm::DenseMap<RoleCount *, int> producerSlot, consumerSlot;
+
+  static int slotOf(Verb v) {
+    switch (v) {
+    case Verb::Acquire: return kAcquire;
+    case Verb::Commit: return kCommit;
+    case Verb::Wait: return kWait;
+    case Verb::Release: return kRelease;
+    default: return -1;
+    }
+  }
+
+  static StringRef does(int slot) {
+    switch (slot) {
+    case kAcquire: return "acquires";
+    case kCommit: return "commits";
+    case kWait: return "waits on";
+    default: return "releases";
+    }
+  }
+
+  void noteRole(InFlightDiagnostic &diag, const RoleCount &r, StringRef what) {
+    Operation *owner = r.block->getParentOp();
+    if (owner && !isa<FunctionOpInterface>(owner))
+      diag.attachNote(owner->getLoc()) << what;
+  }
+
+  bool compareInRole(RoleCount &r, int first, int second) {
+    const Poly &a = r.counts.v[first], &b = r.counts.v[second];
+    if (a == b)
+      return false;
+    std::optional<Witness> w =
+        findWitness(a, b, counter.constraints, atoms);
+    if (!w)
+      return false;
+    InFlightDiagnostic diag = r.firstOp[second]->emitError();
+    diag << describe(pipe) << ": this role " << does(first) << " " << stagesOf(a, atoms) << " but "
+         << does(second) << " " << printPoly(b, atoms) << " ("
+         << w->text() << "); every pipeline." << (first == kAcquire ? "producer.acquire"
+                                                        : "consumer.wait")
+         << " needs its pipeline."
+         << (first == kAcquire ? "producer.commit" : "consumer.release")
+         << " the same number of times (check the loop bounds)";
+    diag.attachNote(r.firstOp[first]->getLoc())
+        << "pipeline." << (first == kAcquire ? "producer.acquire"
+                                             : "consumer.wait")
+        << " here";
+    noteRole(diag, r, "in this role");
+    return true;
+  }
+
+  bool remark(const RoleCount &r) {
+    if (!remarks)
+      return false;
+    InFlightDiagnostic diag = r.counts.unknownAt->emitRemark();
+    diag << describe(pipe)
+         << ": the stage counts of its roles are not compared: they depend "
+            "on "
+         << r.counts.why;
+    return false;
+  }
+
+  /// The candidate stage counts of one side: with one role its count; with
+  /// several, every role covers every stage (all counts equal) or the roles
+  /// split the stages (their sum).
+  SmallVector<Poly> candidates(ArrayRef<RoleCount *> side,
+                               const llvm::DenseMap<RoleCount *, int> &slots) {
+    SmallVector<Poly> out;
+    Poly sum;
+    bool allEqual = true;
+    for (RoleCount *r : side) {
+      const Poly &p = r->counts.v[slots.lookup(r)];
+      sum = sum + p;
+      allEqual &= p == side.front()->counts.v[slots.lookup(side.front())];
+    }
+    if (allEqual)
+      out.push_back(side.front()->counts.v[slots.lookup(side.front())]);
+    if (side.size() > 1)
+      out.push_back(sum);
+    return out;
+  }
+
+  bool compareSides(ArrayRef<RoleCount *> producers,
+                    ArrayRef<RoleCount *> consumers) {
+    SmallVector<Poly> ps = candidates(producers, producerSlot);
+    SmallVector<Poly> cs = candidates(consumers, consumerSlot);
+    for (const Poly &p : ps)
+      for (const Poly &c : cs)
+        if (p == c)
+          return false;
+    // Every pairing must provably disagree.
+    std::optional<Witness> first;
+    for (const Poly &p : ps)
+      for (const Poly &c : cs) {
+        std::optional<Witness> w =
+            findWitness(p, c, counter.constraints, atoms);
+        if (!w) {
+          if (remarks) {
+            Operation *at = consumers.front()->firstOp
+                [consumerSlot.lookup(consumers.front())];
+            at->emitRemark()
+                << describe(pipe) << ": the producer's "
+                << stagesOf(p, atoms) << " and the consumer's "
+                << printPoly(c, atoms)
+                << " differ as expressions, but no launch values were found "
+                   "for which every loop runs and they differ; not compared";
+          }
+          return false;
+        }
+        if (!first)
+          first = w;
+      }
+
+    // The role to blame: a consumer role whose count differs from the
+    // producer's (the producer when there are several of each).
+    RoleCount *prod = producers.front();
+    const Poly &p = prod->counts.v[producerSlot.lookup(prod)];
+    RoleCount *blame = consumers.front();
+    for (RoleCount *r : consumers)
+      if (r->counts.v[consumerSlot.lookup(r)] != p) {
+        blame = r;
+        break;
+      }
+    int ps_ = producerSlot.lookup(prod), cs_ = consumerSlot.lookup(blame);
+    const Poly &c = blame->counts.v[cs_];
+    std::optional<Witness> w = findWitness(p, c, counter.constraints, atoms);
+    if (!w)
+      w = first;
+    InFlightDiagnostic diag = blame->firstOp[cs_]->emitError();
+    diag << describe(pipe) << ": " << describeRole(*prod, "producer") << " "
+         << does(ps_) << " " << stagesOf(p, atoms) << ", "
+         << describeRole(*blame, "consumer") << " " << does(cs_) << " "
+         << printPoly(c, atoms);
+    if (w)
+      diag << " (" << w->text() << ")";
+    if (consumers.size() > 1 || producers.size() > 1)
+      diag << "; with " << producers.size() << " producer and "
+           << consumers.size()
+           << " consumer roles, neither does every role cover every stage "
+              "nor do the roles together";
+    diag << ": "
+         << (w && w->a > w->b
+                 ? "the producer fills stages nobody consumes and waits "
+                   "forever for them to come back"
+                 : "the consumers wait on stages nobody fills")
+         << " (give both roles the same loop bounds)";
+    diag.attachNote(prod->firstOp[ps_]->getLoc())
+        << "the producer " << does(ps_) << " here";
+    noteRole(diag, *blame, "the consumer role");
+    noteRole(diag, *prod, "the producer role");
+    noteCreate(diag, pipe);
+    return true;
+  }
+};
+
+/// Threads per CTA from a 1-D known_block_size (0: unknown).
+int64_t knownBlockDim(FunctionOpInterface fn, int64_t option) {
+  if (option > 0)
+    return option;
+  auto gpuFn = dyn_cast<gpu::GPUFuncOp>(fn.getOperation());
+  if (!gpuFn)
+    return 0;
+  std::optional<ArrayRef<int32_t>> size = gpuFn.getKnownBlockSize();
+  if (!size || size->size() != 3 || (*size)[1] != 1 || (*size)[2] != 1)
+    return 0;
+  return (*size)[0];
+}
+
+} // namespace
+
+LogicalResult protocol::checkStageBalance(FunctionOpInterface fn,
+                                          const Options &options) {
+  llvm::MapVector<Value, SmallVector<Operation *>> verbs;
+  fn->walk([&](Operation *op) {
+    std::optional<VerbRef> verb = getVerb(op);
+    if (!verb || !verb->pipeline.getDefiningOp<CreateOp>())
+      return; // a helper's pipeline argument: the caller's business
+    verbs[verb->pipeline].push_back(op);
+  });
+  AtomTable atoms;
+  Canonicalizer canon(atoms);
+  int64_t blockDim = knownBlockDim(fn, options.blockDim);
+  bool failed = false;
+  for (auto &[pipe, ops] : verbs) {
+    const KindTraits &traits = getKindTraits(getPipelineType(pipe).getKind());
+    // No consumer side to compare (tma_store, order), or a producer that
+    // serves every CTA of the cluster from one (clc_fetch_async).
+    if (!traits.hasBarriers || !traits.hasConsumerGroup ||
+        traits.arm == ArmTarget::EveryClusterCta)
+      continue;
+    PipelineBalance balance(pipe, canon, blockDim, options.stageBalanceRemarks);
+    failed |= balance.run(ops);
+  }
+  return failure(failed);
+}

@@ -1,0 +1,57 @@
+"""Which GEMM variant runs a given (M, N, K, dtype): a small table of tile
+shapes and a rule that picks one.
+
+Each variant is a set of ``examples/hopper_gemm.GemmConfig`` overrides
+(tile M = 64 x consumer warpgroups, tile N = ``block_n``, operand stages,
+epilogue passes, cluster). The persistent kernel runs one CTA per SM over
+the output tiles; a shape whose tile count leaves SMs idle in the last
+wave wastes them, so the rule estimates, per variant,
+
+    waves = ceil(tiles / SMs),  cost = waves x tile area / efficiency
+
+and picks the cheapest (the larger tile on a tie). ``EFFICIENCY`` is the
+throughput of a tile shape relative to 128x256 on a full wave: smaller
+tiles reuse each loaded operand byte less (a 64-row tile feeds one
+consumer warpgroup). ``benchmarks/gemm/sweep.py`` measures every variant
+at every shape and prints where the rule's pick was not the fastest;
+``TUNED`` takes such measured winners, by shape and dtype, before the rule.
+Split-K and stream-K (for shapes whose tiles cannot fill the GPU even with
+64x128 tiles) are not implemented: such shapes get the smallest tile.
+"""
+
+import math
+
+# name -> GemmConfig overrides
+VARIANTS = {
+    "128x256": dict(block_n=256, consumer_warpgroups=2, epilogue_passes=2),
+    "128x256c2": dict(block_n=256, consumer_warpgroups=2, epilogue_passes=2, cluster_m=2),
+    "128x128": dict(block_n=128, consumer_warpgroups=2, epilogue_passes=1, stages=6),
+    "64x256": dict(block_n=256, consumer_warpgroups=1, epilogue_passes=1, stages=6),
+    "64x128": dict(block_n=128, consumer_warpgroups=1, epilogue_passes=1, stages=8),
+}
+# What the rule may pick: the 2-CTA cluster ties with one CTA at equal tiles
+# (docs/gemm.md), so it is left to TUNED and the sweep.
+RULE_VARIANTS = ("128x256", "128x128", "64x256", "64x128")
+EFFICIENCY = {"128x256": 1.0, "128x128": 0.9, "64x256": 0.8, "64x128": 0.7}
+# (m, n, k, dtype) -> variant name, from measurements (sweep.py's BEST lines)
+TUNED = {}
+
+
+def tile(variant):
+    cfg = VARIANTS[variant]
+    return 64 * cfg["consumer_warpgroups"], cfg["block_n"]
+
+
+def estimate(variant, m, n, sms):
+    """Relative time of ``variant`` on an m x n output (see the module doc)."""
+    bm, bn = tile(variant)
+    tiles = math.ceil(m / bm) * math.ceil(n / bn)
+    return math.ceil(tiles / sms) * bm * bn / EFFICIENCY[variant]
+
+
+def choose(m, n, k, dtype, sms=132):
+    """The variant name for this shape and dtype ('bf16' or 'f16')."""
+    tuned = TUNED.get((m, n, k, dtype))
+    if tuned is not None:
+        return tuned
+    return min(RULE_VARIANTS, key=lambda v: (estimate(v, m, n, sms), -math.prod(tile(v))))

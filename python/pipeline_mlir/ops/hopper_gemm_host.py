@@ -1,0 +1,214 @@
+"""Host side of the Hopper GEMM (examples/hopper_gemm.py): launch a compiled
+variant on torch tensors, and check it against ``torch.matmul``.
+
+Needs only ``pipeline_mlir.runtime`` (cuda-bindings), ``pipeline_mlir.layout``
+(pure Python) and torch, no MLIR: the kernel is compiled on a machine with
+MLIR and this runs it on the GPU. The tensor maps' boxes and swizzles come
+from the operand layouts the kernel was built from, carried in the meta.
+
+    gemm = HopperGemm(cubin_bytes, meta)        # meta: meta_of(cfg, kernel)
+    c = gemm(a, b)                              # C = A @ B^T, B given N x K
+
+A call costs a few microseconds of host time: the shape checks and the
+grid are decided once per (M, N, K), the three tensor maps once per tensor
+address and shape (their device copies written in stream order by a
+``DescriptorArena``, so a call may also be captured into a CUDA graph), and
+the launch goes through the kernel's ``fastlaunch.Launcher``.
+"""
+
+import math
+
+from pipeline_mlir.layout import DTYPES, OperandLayout
+
+# What the launcher must know of a compiled variant (meta_of writes it).
+META_KEYS = ("name", "dtype", "block_m", "block_n", "cluster_m", "threads", "smem",
+             "params", "layouts")
+# Relative error bound of the check: fp32 accumulation of 16-bit products,
+# then one rounding to bf16 (2^-8) or fp16 (2^-11) of the output.
+REL_ERROR_BOUND = {"bf16": 1e-2, "f16": 2e-3}
+_DESCRIPTOR_CACHE = 1024  # tensor-map triples kept per variant
+
+
+def meta_of(cfg, kernel):
+    """The launch facts of a built kernel (``examples/hopper_gemm.build``):
+    the parameters (names and kinds) and the A, B and C layouts come from
+    the kernel."""
+    a, b, c = cfg.layouts()
+    return {"name": cfg.name, "dtype": cfg.dtype, "block_m": cfg.block_m,
+            "block_n": cfg.block_n, "cluster_m": cfg.cluster_m,
+            "threads": cfg.threads, "smem": kernel.smem_bytes,
+            "params": [[name, p.kind] for name, p in kernel.params],
+            "signature": [p.kind for _, p in kernel.params],
+            "layouts": {"a": a.to_meta(), "b": b.to_meta(), "c": c.to_meta()}}
+
+
+def _arena(device):
+    """One descriptor arena per device, shared by every GEMM variant."""
+    from pipeline_mlir.runtime.descriptor_arena import DescriptorArena
+
+    found = _ARENAS.get(device.ordinal)
+    if found is None:
+        found = _ARENAS[device.ordinal] = DescriptorArena(device)
+    return found
+
+
+_ARENAS = {}
+
+
+class HopperGemm:
+    """A loaded GEMM variant; calling it launches on torch's current stream."""
+
+    def __init__(self, image, meta, persistent=True, device=None):
+        from pipeline_mlir import runtime
+
+        missing = [k for k in META_KEYS if k not in meta]
+        if missing:
+            raise ValueError(f"HopperGemm: meta lacks {missing}")
+        self.meta = dict(meta)
+        self.layouts = {k: OperandLayout.from_meta(v) for k, v in meta["layouts"].items()}
+        self.persistent = persistent
+        self._runtime = runtime
+        cl = meta["cluster_m"]
+        self.compiled = runtime.CompiledKernel.cached(
+            image, name=meta["name"], params=[tuple(p) for p in meta["params"]],
+            block=meta["threads"],
+            cluster=(cl, 1, 1) if cl > 1 else None, smem=meta["smem"])
+        self.device = device or runtime.default_device()
+        self.launcher = self.compiled.launcher(self.device)
+        self.kernel = self.launcher.fn          # the runtime Kernel (attributes, occupancy)
+        self.module = self.kernel.module
+        self._shapes = {}   # (a.shape, b.shape, c.shape) -> (m, n, k, grid)
+        self._descs = {}    # (pointers, m, n, k, stream) -> (desc addresses)
+        self._resident = None
+        self._dtype = None
+
+    # -- checks, decided once per shape ---------------------------------------
+
+    def _want(self):
+        """The torch dtypes of a, b and c (from the layouts)."""
+        if self._dtype is None:
+            import torch
+
+            self._dtype = tuple(getattr(torch, self.layouts[x].torch_dtype) for x in "abc")
+        return self._dtype
+
+    def _check(self, a, b, c):
+        for (name, t), want in zip((("a", a), ("b", b), ("c", c)), self._want()):
+            if t.dtype != want:
+                raise TypeError(f"{self.meta['name']}: {name} must be {want}, got {t.dtype}")
+            if t.dim() != 2 or not t.is_contiguous() or not t.is_cuda:
+                raise ValueError(f"{self.meta['name']}: {name} must be a contiguous 2-D "
+                                 "CUDA tensor")
+        (m, k), (n, kb) = a.shape, b.shape
+        if kb != k or tuple(c.shape) != (m, n):
+            raise ValueError(f"shapes do not match: a {tuple(a.shape)}, b {tuple(b.shape)} "
+                             f"(N x K), c {tuple(c.shape)}")
+        # TMA: every row stride a multiple of 16 bytes.
+        for what, t, cols in (("K", a, k), ("N", c, n)):
+            if cols * t.element_size() % 16:
+                raise ValueError(f"{what} ({cols}) x {t.element_size()} bytes must be a "
+                                 "multiple of 16 (TMA needs 16-byte aligned row strides)")
+        if k == 0 or m == 0 or n == 0:
+            raise ValueError("empty GEMM")
+        return m, n, k
+
+    def _plan(self, a, b, c):
+        """(m, n, k, grid) for these tensors: the shape checks run once per
+        shape; the per-call checks are dtype, contiguity and device."""
+        wa, wb, wc = self._want()
+        if not (a.dtype is wa and b.dtype is wb and c.dtype is wc and a.is_cuda
+                and b.is_cuda and c.is_cuda and a.is_contiguous() and b.is_contiguous()
+                and c.is_contiguous()):
+            self._check(a, b, c)     # raises the message
+        key = (a.shape, b.shape, c.shape)
+        plan = self._shapes.get(key)
+        if plan is None:
+            m, n, k = self._check(a, b, c)
+            plan = self._shapes[key] = (m, n, k, self.grid(m, n,
+                                                           self.device.limits.multiprocessors))
+        return plan
+
+    def descriptors(self, a, b, c):
+        """The three CUtensorMaps (TmaDescriptor objects) for these tensors."""
+        rt, lay = self._runtime, self.layouts
+        return tuple(rt.make_tma_descriptor(t, layout=lay[name])
+                     for name, t in (("a", a), ("b", b), ("c", c)))
+
+    def _device_descriptors(self, key, a, b, c, stream):
+        found = self._descs.get(key)
+        if found is None:
+            if len(self._descs) >= _DESCRIPTOR_CACHE:
+                self._descs.pop(next(iter(self._descs)))   # the oldest
+            arena = _arena(self.device)
+            found = tuple(arena.put(d.bytes, stream, owner=key, on_evict=self._forget)
+                          for d in self.descriptors(a, b, c))
+            self._descs[key] = found
+        return found
+
+    def _forget(self, key):
+        self._descs.pop(key, None)
+
+    def grid(self, m, n, sms):
+        """Persistent: as many CTAs (clusters) as run at once, never more
+        than there are tiles; else one CTA (cluster) per tile."""
+        meta = self.meta
+        cl = meta["cluster_m"]
+        units = math.ceil(m / (meta["block_m"] * cl)) * math.ceil(n / meta["block_n"])
+        if self.persistent:
+            if self._resident is None:
+                self._resident = sms if cl == 1 else self.kernel.max_active_clusters(
+                    (meta["threads"], 1, 1), (cl, 1, 1), meta["smem"])
+            units = min(units, self._resident)
+        return (units * cl, 1, 1)
+
+    # -- the call ---------------------------------------------------------------
+
+    def __call__(self, a, b, c=None, stream=None, sync=False):
+        return self.launch(a, b, c, (), stream, sync)
+
+    def launch(self, a, b, c, extra_args, stream, sync):
+        """Launch on ``a``, ``b`` into ``c`` (allocated if None), with
+        ``extra_args`` after the kernel's ``m, n, k`` (the FP8 GEMM's
+        scales)."""
+        from pipeline_mlir.runtime.fastlaunch import current_stream_handle
+        from pipeline_mlir.runtime.launch import stream_address
+
+        if c is None:
+            import torch
+
+            c = torch.empty(a.shape[0], b.shape[0], device=a.device, dtype=self._want()[2])
+        m, n, k, grid = self._plan(a, b, c)
+        s = (current_stream_handle(self.device.ordinal) if stream is None
+             else stream_address(stream))
+        pc = c.data_ptr()
+        key = (a.data_ptr(), b.data_ptr(), pc, m, n, k, s)
+        da, db, dc = self._device_descriptors(key, a, b, c, s)
+        # The raw launch takes addresses: tensors after m, n, k (the FP8
+        # GEMM's scales, checked by its launcher) pass their data pointers.
+        extra = tuple(x.data_ptr() if hasattr(x, "data_ptr") else x for x in extra_args)
+        values = (da, db, dc, pc, m, n, k, *extra)
+        if sync:
+            self.launcher.launch(values, grid, s, True, None)
+        else:
+            self.launcher.launch_raw(values, grid, s)
+        return c
+
+
+def check(gemm, m, n, k, seed=0):
+    """Run ``gemm`` on gaussian inputs and compare with torch.matmul; return
+    the max relative error (raises AssertionError over the bound)."""
+    import torch
+
+    dtype = getattr(torch, DTYPES[gemm.meta["dtype"]][1])
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(m, k, device="cuda", dtype=dtype, generator=g)
+    b = torch.randn(n, k, device="cuda", dtype=dtype, generator=g)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
+    gemm(a, b, c, sync=True)
+    ref = torch.matmul(a.float(), b.float().T)
+    err = ((c.float() - ref).abs() / (ref.abs() + math.sqrt(k))).max().item()
+    bound = REL_ERROR_BOUND[gemm.meta["dtype"]]
+    if not err <= bound:  # also catches NaN (unwritten outputs)
+        raise AssertionError(f"{gemm.meta['name']} {m}x{n}x{k}: max relative error "
+                             f"{err:.3g} > {bound}")
+    return err

@@ -1,0 +1,248 @@
+"""The GPU suite, part 2: fast calls, CUDA graphs, torch ops, the one-call GEMM.
+
+Every test checks results on the GPU. Kernels: ``fill_ptx`` of the manifest
+(p[i] = v + i, PTX JIT-compiled by the driver) and the GEMM variants of the
+bundle's cache (``gemm-cache/``, filled by scripts/build-gpu-bundle.py),
+reached through ``pipeline_mlir.gemm``. Without a GPU, torch or
+cuda-bindings everything is skipped with the reason.
+
+    cd .gpu-bundle && python3 -m pytest -q test_gpu_launch.py
+"""
+
+import os
+import time
+
+import pytest
+
+from gpu_child import bundle_dir, load_manifest
+
+torch = pytest.importorskip("torch", reason="these tests run torch tensors, graphs and ops")
+MANIFEST = load_manifest() or {"kernels": []}
+KERNELS = {e["name"]: e for e in MANIFEST["kernels"]}
+GEMM_CACHE = os.path.join(bundle_dir() or ".", "gemm-cache")
+
+
+@pytest.fixture(scope="module")
+def gemm_cache():
+    if not os.path.isdir(GEMM_CACHE):
+        pytest.skip(f"no GEMM cache at {GEMM_CACHE}: build the bundle with "
+                    "scripts/build-gpu-bundle.py")
+    os.environ["PIPELINE_MLIR_CACHE_DIR"] = GEMM_CACHE
+
+
+@pytest.fixture(scope="module")
+def fill():
+    from pipeline_mlir import runtime as rt
+
+    if "fill_ptx" not in KERNELS:
+        pytest.skip("fill_ptx not in the manifest")
+    with open(os.path.join(bundle_dir(), KERNELS["fill_ptx"]["image"]), "rb") as f:
+        return rt.CompiledKernel(f.read(), name="fill", block=256,
+                                 params=[("out", "ptr:4"), ("value", "u32"), ("n", "u32")])
+
+
+def filled(n, v):
+    return torch.arange(n, device="cuda", dtype=torch.int64).add_(v).to(torch.int32)
+
+
+def ref(a, b):
+    return torch.matmul(a.float(), b.float().T)
+
+
+def close(c, a, b):
+    """The GEMM's stated bound (hopper_gemm_host.REL_ERROR_BOUND)."""
+    from pipeline_mlir.ops.hopper_gemm_host import REL_ERROR_BOUND
+
+    r = ref(a, b)
+    err = ((c.float() - r).abs() / (r.abs() + a.shape[1] ** 0.5)).max().item()
+    bound = REL_ERROR_BOUND["bf16" if a.dtype == torch.bfloat16 else "f16"]
+    assert err <= bound, f"max relative error {err:.3g} > {bound}"
+    return err
+
+
+# --- the fast call path --------------------------------------------------------
+
+def test_fast_calls_are_right_and_cheap(fill, device):
+    n = 100_003
+    grid = (n + 255) // 256
+    outs = [torch.zeros(n, dtype=torch.int32, device="cuda") for _ in range(3)]
+    fn = fill
+    fn(outs[0], 1, n, grid=grid)                      # first call: the checked path
+    for i, out in enumerate(outs):                    # then the fast path, new tensors
+        fn(out, 10 + i, n, grid=grid, sync=False)
+    torch.cuda.synchronize()
+    for i, out in enumerate(outs):
+        assert torch.equal(out, filled(n, 10 + i))
+    run = fn(outs[0], 3, n, grid=grid, sync=False)
+    assert run.elapsed_ms > 0 and torch.equal(outs[0], filled(n, 3))
+    # bad arguments on the warm fast path: the checked path's messages
+    from pipeline_mlir import runtime as rt
+    with pytest.raises(rt.ArgumentError, match=r"argument 2 \('n'\) of kernel 'fill': -1 is "
+                       r"out of range for u32"):
+        fn(outs[0], 5, -1, grid=1)
+    with pytest.raises(rt.ArgumentError, match=r"argument 0 \('out'\) of kernel 'fill': "
+                       r"address .* is not 4-byte aligned"):
+        fn(outs[0].view(torch.uint8)[1:], 5, 1, grid=1)
+    # host time per asynchronous call (sanity bound; the benchmark is launch_overhead.py)
+    reps = 2000
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn(outs[1], 7, n, grid=grid, sync=False)
+    per_call = (time.perf_counter() - t0) / reps
+    torch.cuda.synchronize()
+    print(f"fill: {per_call * 1e6:.1f} us host time per asynchronous call")
+    assert torch.equal(outs[1], filled(n, 7))
+    assert per_call < 30e-6, f"{per_call * 1e6:.1f} us per call"
+
+
+# --- the one-call GEMM ----------------------------------------------------------
+
+GEMM_SHAPES = [(2048, 2048, 2048), (256, 256, 256), (128, 4096, 1024), (1000, 1032, 520),
+               (4096, 1024, 512)]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_gemm_entry_point(dtype, device, gemm_cache):
+    import pipeline_mlir
+    from pipeline_mlir.ops import gemm as ops_gemm
+
+    dt = getattr(torch, dtype)
+    torch.manual_seed(0)
+    for m, n, k in GEMM_SHAPES:
+        a = torch.randn(m, k, device="cuda", dtype=dt)
+        b = torch.randn(n, k, device="cuda", dtype=dt)
+        c = pipeline_mlir.gemm(a, b)
+        err = close(c, a, b)
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
+        assert pipeline_mlir.gemm(a, b, out=out) is out
+        close(out, a, b)
+        print(f"gemm {dtype} {m}x{n}x{k}: variant {ops_gemm.chosen(a, b)}, err {err:.3g}")
+    a = torch.randn(64, 64, device="cuda", dtype=dt)
+    with pytest.raises(ValueError, match=r"b must be N x K"):
+        pipeline_mlir.gemm(a, torch.randn(64, 32, device="cuda", dtype=dt))
+    with pytest.raises(TypeError, match=r"must both be bfloat16 or both float16"):
+        pipeline_mlir.gemm(a, a.float())
+    with pytest.raises(ValueError, match=r"must be a contiguous 2-D CUDA tensor"):
+        pipeline_mlir.gemm(a, a, out=torch.empty(64, 128, device="cuda", dtype=dt)[:, :64])
+
+
+# --- CUDA graphs -----------------------------------------------------------------
+
+def test_torch_cuda_graph_replays_with_new_inputs(fill, device, gemm_cache):
+    import pipeline_mlir
+
+    n = 4096
+    out = torch.zeros(n, dtype=torch.int32, device="cuda")
+    a = torch.randn(512, 256, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(384, 256, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty(512, 384, device="cuda", dtype=torch.bfloat16)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):                     # warm-up, as torch recommends
+        fill(out, 1, n, grid=n // 256)
+        pipeline_mlir.gemm(a, b, out=c)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    out.zero_()
+    g = torch.cuda.graph
+    graph = torch.cuda.CUDAGraph()
+    with g(graph):
+        run = fill(out, 5, n, grid=n // 256)          # recorded, not run
+        pipeline_mlir.gemm(a, b, out=c)
+        c2 = pipeline_mlir.gemm(a, b)                  # allocated inside the capture
+    assert run.captured
+    torch.cuda.synchronize()
+    assert not out.any(), "a captured launch ran during capture"
+    for step in range(3):
+        a.copy_(torch.randn_like(a))
+        b.copy_(torch.randn_like(b))
+        out.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, filled(n, 5)), f"replay {step}"
+        close(c, a, b)
+        close(c2, a, b)
+
+
+def test_driver_stream_capture_replays_with_new_inputs(fill, device, gemm_cache):
+    from cuda.bindings import driver as drv
+
+    import pipeline_mlir
+
+    def ok(ret):
+        err = ret[0] if isinstance(ret, tuple) else ret
+        assert int(err) == 0, ret
+        return ret[1] if isinstance(ret, tuple) and len(ret) > 1 else None
+
+    n = 8192
+    out = torch.zeros(n, dtype=torch.int32, device="cuda")
+    a = torch.randn(256, 512, device="cuda", dtype=torch.float16)
+    b = torch.randn(1024, 512, device="cuda", dtype=torch.float16)
+    c = torch.empty(256, 1024, device="cuda", dtype=torch.float16)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        pipeline_mlir.gemm(a, b, out=c)               # warm-up: module, plan, descriptors
+    torch.cuda.synchronize()
+    handle = drv.CUstream(s.cuda_stream)
+    ok(drv.cuStreamBeginCapture(handle,
+                                drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
+    fill(out, 9, n, grid=n // 256, stream=s.cuda_stream)
+    with torch.cuda.stream(s):
+        pipeline_mlir.gemm(a, b, out=c)
+    graph = ok(drv.cuStreamEndCapture(handle))
+    exe = ok(drv.cuGraphInstantiate(graph, 0))
+    assert not out.any()
+    for step in range(3):
+        a.copy_(torch.randn_like(a))
+        out.zero_()
+        torch.cuda.synchronize()
+        ok(drv.cuGraphLaunch(exe, handle))
+        ok(drv.cuStreamSynchronize(handle))
+        assert torch.equal(out, filled(n, 9)), f"launch {step}"
+        close(c, a, b)
+    ok(drv.cuGraphExecDestroy(exe))
+    ok(drv.cuGraphDestroy(graph))
+
+
+# --- torch.compile ---------------------------------------------------------------
+
+def test_compiled_model_calls_our_gemm(device, gemm_cache):
+    import pipeline_mlir
+
+    class Mlp(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w1 = torch.randn(1024, 512, device="cuda", dtype=torch.bfloat16) / 16
+            self.w2 = torch.randn(256, 1024, device="cuda", dtype=torch.bfloat16) / 32
+
+        def forward(self, x):
+            h = torch.nn.functional.gelu(pipeline_mlir.gemm(x, self.w1))
+            return pipeline_mlir.gemm(h, self.w2) + 1
+
+    model = Mlp()
+    compiled = torch.compile(model, fullgraph=True)
+    for _ in range(2):
+        x = torch.randn(384, 512, device="cuda", dtype=torch.bfloat16)
+        y = compiled(x)
+        h = torch.nn.functional.gelu(torch.matmul(x, model.w1.T))
+        want = torch.matmul(h, model.w2.T) + 1
+        err = ((y.float() - want.float()).abs() / (want.float().abs() + 1)).max().item()
+        assert y.shape == (384, 256) and err < 3e-2, err
+    # the op is one node of the graph, not a graph break
+    explain = torch._dynamo.explain(model.forward)(x)
+    assert explain.graph_break_count == 0 and explain.graph_count == 1
+
+
+def test_compiled_kernel_as_torch_op(fill, device):
+    op = fill.as_torch_op("pipeline_mlir_test::fill", mutates=("out",),
+                          grid=lambda out, value, n: ((n + 255) // 256,))
+
+    @torch.compile(fullgraph=True)
+    def f(out, n):
+        op(out, 4, n)
+        return out * 2
+
+    n = 3000
+    out = torch.zeros(n, dtype=torch.int32, device="cuda")
+    y = f(out, n)
+    assert torch.equal(out, filled(n, 4)) and torch.equal(y, filled(n, 4) * 2)
