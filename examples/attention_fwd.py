@@ -346,7 +346,10 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
             mine = cw
             other = (cw + 1) % wgs
             if cfg.mistake == "pingpong_barriers_crossed":
-                mine, other = other, mine      # both wait on the other's id
+                # Each waits on the other's id (and still arrives there): each
+                # id is reached by one warpgroup only. (Swapping both ids would
+                # be a correct ping-pong in which warpgroup 1 goes first.)
+                mine = other
 
             def gemms_begin():
                 if sched is not None:
@@ -361,20 +364,13 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                 with k.if_(cw == wgs - 1):
                     sched.arrive_w_index(0)
 
-            # This warpgroup's 64 rows of Q; stage 0 of the K and V rings.
-            q_base = wgmma.smem_matrix_descriptor(smem_q + q_layout.mn_offset(64) * cw,
-                                                  q_layout)
-            q_tile_desc = [None]
+            # Stage 0 of the K and V rings (Q's descriptor is made per tile).
             k_base = wgmma.smem_matrix_descriptor(smem_k, k_layout)
             v_base = wgmma.smem_matrix_descriptor(smem_v, v_layout)
             k_step, v_step = descriptor_units(k_layout.bytes), descriptor_units(v_layout.bytes)
 
-            q_step = descriptor_units(q_bytes)
-
-            def issue_s(s_acc, stage):
-                """S = Q K_stage^T: d / 16 wgmma, one group (Q of the
-                current tile: ``q_tile_desc``)."""
-                q_desc = q_tile_desc[0]
+            def issue_s(s_acc, stage, q_desc):
+                """S = Q K_stage^T: d / 16 wgmma, one group."""
                 db = (stage.to(64) * k_step + Scalar(k_base)).ir_value
                 wgmma.fence()
                 for kk in range(q_layout.k_slices):
@@ -443,12 +439,16 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                 row_sum = RowVector.full(0.0)
 
                 pipe_q.consumer_wait(q_read)
-                q_tile_desc[0] = (q_read.index.to(64) * q_step + Scalar(q_base)).ir_value
+                # This warpgroup's 64 rows of Q, addressed from Q's stage
+                # index: that ties the S GEMMs to the Q stage, so the checker
+                # sees them read it.
+                q_desc = wgmma.smem_matrix_descriptor(
+                    smem_q.stage(q_read.index, q_bytes) + q_layout.mn_offset(64) * cw, q_layout)
                 # Block 0: S_0 and its softmax.
                 s_acc = Fragment.undef(bn)
                 pipe_k.consumer_wait(k_read)
                 gemms_begin()
-                issue_s(s_acc, k_read.index)
+                issue_s(s_acc, k_read.index, q_desc)
                 gemms_end()
                 if cfg.mistake == "k_released_before_s_retired":
                     pipe_k.consumer_release(k_read)
@@ -481,7 +481,7 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                         s_acc = Fragment.undef(bn)
                         pipe_k.consumer_wait(k_read)
                         gemms_begin()
-                        issue_s(s_acc, k_read.index)
+                        issue_s(s_acc, k_read.index, q_desc)
                         gemms_end()
                         wgmma.wait_group(0)
                         pipe_k.consumer_release(k_read)
@@ -500,7 +500,7 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                         s_acc = Fragment.undef(bn)
                         pipe_k.consumer_wait(k_read)
                         gemms_begin()
-                        issue_s(s_acc, k_read.index)
+                        issue_s(s_acc, k_read.index, q_desc)
                         o_acc.set(o_acc * corr)
                         pipe_v.consumer_wait(v_read)
                         issue_pv(o_acc, p_regs, v_read.index)

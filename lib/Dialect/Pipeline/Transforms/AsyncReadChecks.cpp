@@ -29,6 +29,7 @@
 
 #include "ProtocolChecks.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -379,6 +380,19 @@ private:
       readsOf(op, {mma.getDescriptorA(), mma.getDescriptorB()}, Reader::Wgmma,
               f.wgmmaOpen);
       return;
+    }
+    // A wgmma with A in registers has no NVVM op: kernels issue it as a
+    // small llvm.inline_asm block. Its shared-memory operands are its
+    // 64-bit matrix descriptors (the registers are 32-bit).
+    if (auto inlineAsm = dyn_cast<LLVM::InlineAsmOp>(op)) {
+      if (inlineAsm.getAsmString().contains("wgmma.mma_async")) {
+        SmallVector<Value> descriptors;
+        for (Value v : inlineAsm.getOperands())
+          if (v.getType().isInteger(64))
+            descriptors.push_back(v);
+        readsOf(op, descriptors, Reader::Wgmma, f.wgmmaOpen);
+        return;
+      }
     }
     if (isa<NVVM::WgmmaGroupSyncAlignedOp>(op)) {
       f.wgmma.push_back(f.wgmmaOpen);
