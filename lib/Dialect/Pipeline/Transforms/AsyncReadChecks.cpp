@@ -44,6 +44,17 @@ using namespace mlir::pipeline;
 using namespace mlir::pipeline::protocol;
 
 namespace {
+/// The name a finding gives an asynchronous reader: the op's, except for a
+/// wgmma written as inline asm (A from registers, which the NVVM op cannot
+/// express), named by its instruction.
+std::string readerName(Operation *op) {
+  if (isa<LLVM::InlineAsmOp>(op))
+    return "wgmma.mma_async with A in registers (llvm.inline_asm)";
+  return op->getName().getStringRef().str();
+}
+} // namespace
+
+namespace {
 
 //===----------------------------------------------------------------------===//
 // States as (root, offset), related across loops
@@ -323,7 +334,7 @@ private:
       InFlightDiagnostic diag =
           op->emitError()
           << op->getName() << " hands back a stage of " << describe(verb.pipeline)
-          << " while " << r.op->getName()
+          << " while " << readerName(r.op)
           << " may still read it asynchronously: " << why;
       diag.attachNote(r.op->getLoc())
           << "the asynchronous read of that stage, still in flight at the "
