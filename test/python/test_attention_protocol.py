@@ -120,7 +120,8 @@ EXAMPLE_CHECKER = {
     "k_released_before_s_retired": CAUGHT["k_released_before_s_retired"][0].replace(
         "N <= 1", "N <= 0"),
     "v_released_before_pv_retired": CAUGHT["v_released_before_pv_retired"][0].replace(
-        "nvvm.wgmma.mma_async may", "llvm.inline_asm may"),
+        "nvvm.wgmma.mma_async may",
+        "wgmma.mma_async with A in registers (llvm.inline_asm) may"),
     "pingpong_barriers_crossed": "named barrier id 1 waits for 256 threads but only 128 "
                                  "(warps 8-11) reach it: it never completes",
     "q_rearmed_while_read": CAUGHT["q_rearmed_while_read"][0],
