@@ -68,6 +68,7 @@ SMEM_LIMIT = 227 * 1024
 SWIZZLE = 128                    # bytes: every tile's TMA and wgmma swizzle
 PINGPONG_BARRIER = 1             # ids 1, 2(, 3): one per consumer warpgroup
 EPILOGUE_BARRIER = 4             # ids 4, 5(, 6): one per consumer warpgroup
+L2_BUDGET = 24 << 20             # bytes of K/V that causal sections keep in L2 (50 MB L2)
 MISTAKES = (None, "k_released_before_s_retired", "v_released_before_pv_retired",
             "pingpong_barriers_crossed", "q_rearmed_while_read")
 
@@ -85,6 +86,7 @@ class AttentionConfig:
     pingpong: bool = True
     intra_overlap: bool = True
     q_stages: int = 0                 # Q buffers; 0: two where they fit, else one
+    l2_sections: bool = False         # causal: longest first within L2-sized head groups
     tma_store: bool = False           # O through shared memory + TMA stores
     producer_registers: int = 24
     consumer_registers: int = 240
@@ -141,6 +143,7 @@ class AttentionConfig:
                 f"_wg{self.consumer_warpgroups}"
                 f"{'_pp' if self.pingpong else ''}{'_ov' if self.intra_overlap else ''}"
                 f"{'_ts' if self.o_through_smem else ''}"
+                f"{'_l2sec' if self.causal and self.l2_sections else ''}"
                 f"{'_' + self.mistake if self.mistake else ''}")
 
     # The operand layouts (pipeline_mlir.layout): every box, byte count and
@@ -256,10 +259,27 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
         group = heads // heads_kv
         offset = seqlen_k - seqlen_q           # causal diagonal, bottom right
 
+        # Causal: heads in sections whose K and V fit in L2 together
+        # (L2_BUDGET bytes), each section's units longest first. All heads
+        # longest first would spread the 132 CTAs of a round over as many
+        # heads, and every K/V block would come from HBM instead of L2.
+        if cfg.causal and cfg.l2_sections:
+            kv_head_bytes = seqlen_k * (4 * d)          # K and V of one head, bf16
+            section = (Scalar(L2_BUDGET) // kv_head_bytes.max(1)).max(1).min(bh)
+        else:
+            section = None
+
         def unit(u):
             """(m_block, batch index, head) of work unit ``u``; causal runs
             the longest rows (the last m-blocks) first."""
-            if cfg.causal:
+            if cfg.causal and section is not None:
+                per_section = section * m_blocks
+                first_bh = (u // per_section) * section
+                in_section = (bh - first_bh).min(section)   # the last one may be short
+                idx = u % per_section
+                m_block = m_blocks - 1 - idx // in_section
+                rest = first_bh + idx % in_section
+            elif cfg.causal:
                 m_block = m_blocks - 1 - u // bh
                 rest = u % bh
             else:
