@@ -300,3 +300,33 @@ def test_hardware_and_ledger_disagree():
     bar = (0, 2, 2, False, True, 0b10, ENC(0, 1, 1), 1, (2, 0, 0, 0))
     rep = fx.report(wd.decode_record(buffer([], [bar], samples_of(ENC))), ["ab"])
     assert "the ledger counts 2 pending: 1 arrival(s) not from our verbs" in rep
+
+
+def _second_line(rep):
+    return rep.splitlines()[1]
+
+
+def test_report_leads_with_the_root_cause_bytes_never_issued():
+    """The wrong-tx hang: the line after the title names the barrier, the
+    announced and issued bytes (not the sixth clause of a graph line)."""
+    warps = [W(0, 0, 0, 0), W(1, 0, 0, 0)]
+    full = [(1, 1, 4112, 4096)] * 2
+    empty = [(1, 0, 0, 0)] * 2
+    rep = fx.report(wd.decode_record(buffer(warps, tx_ring(full, empty), samples_of(ENC))), ["ab"])
+    line = _second_line(rep)
+    assert line.startswith("root cause: warp 1 (consumer) waits on 'ab' full[0] phase 0")
+    assert "16 B never issued" in line
+
+
+def test_report_leads_with_the_root_cause_cycle_and_exit():
+    warps = [W(0, 0, 0, 0), W(1, 0, 0, 0)]
+    bars = ring(ENC, [(0, 32, 0), (0, 32, 0), (0, 32, 0), (0, 32, 0)])
+    rep = fx.report(wd.decode_record(buffer(warps, bars, samples_of(ENC))), ["ab"])
+    assert _second_line(rep) == ("root cause: warp 0 -> warp 1 -> warp 0: each waits on a "
+                                 "barrier that only the next one arrives on (a deadlock cycle)")
+    warps = [W(0, 0, 1, 1, waiting=False, exited=True), W(1, 0, 0, 1)]
+    rep = fx.report(wd.decode_record(buffer(warps, ring(ENC, [(1, 32, 0)] * 4),
+                                            samples_of(ENC))), ["ab"])
+    assert _second_line(rep) == ("root cause: warp 1 (consumer) waits on 'ab' full[0] phase 1 "
+                                 "[phase parity 1 in progress, pending arrivals 32, tx bytes 0]: "
+                                 "every warp that arrives on it has exited")

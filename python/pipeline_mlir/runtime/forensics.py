@@ -538,8 +538,29 @@ def _describe_fields(fields):
     return " or ".join(parts)
 
 
+def root_causes(graph):
+    """The findings of a wait-for graph that explain the hang, most specific
+    first, each one line: bytes an expect_tx announced that no copy
+    delivers, a wait nobody is left to end, a cycle of waits."""
+    causes = []
+    for line in graph:
+        head, _, notes = line.partition(": ")
+        for note in notes.split("; "):
+            if "never issued" in note or "never came" in note:
+                causes.append(f"{head}: {note}")
+            elif note.startswith("nobody left who arrives on it"):
+                causes.append(f"{head}: every warp that arrives on it has exited")
+    for line in graph:
+        if line.startswith("deadlock cycle: "):
+            causes.append(line[len("deadlock cycle: "):] + ": each waits on a barrier "
+                          "that only the next one arrives on (a deadlock cycle)")
+    return causes
+
+
 def report(record, names=None, kernel=None):
-    """The multi-line forensic report of a version-3 or -4 record."""
+    """The multi-line forensic report of a version-3 or -4 record. It
+    opens with the root cause (``root cause: ...``) where the wait-for
+    graph names one; the barrier and warp tables follow."""
     names = list(names or [])
     dump = record.dump
     out = [f"forensic dump of block {tuple(record.block)} "
@@ -547,6 +568,8 @@ def report(record, names=None, kernel=None):
     if dump is None:
         return out[0] + (f": no dump in this record (version {record.version} kernel; "
                          f"this runtime decodes versions 3 and {RECORD_VERSION})")
+    graph = wait_for_graph(dump, names)
+    out.extend(f"root cause: {c}" for c in root_causes(graph))
     out.append("  (each barrier read by expect_tx(1) + mbarrier.arrive: pending arrivals "
                "from mbarrier.pending_count of the token, before the dump's own arrive)")
     if dump.tx_fields:
@@ -578,7 +601,6 @@ def report(record, names=None, kernel=None):
     out.append("warps:")
     for ws in dump.warps:
         out.append(f"  warp {ws.warp}: {_state_of(ws, names)}")
-    graph = wait_for_graph(dump, names)
     if graph:
         out.append("wait-for graph:")
         out.extend("  " + line for line in graph)
