@@ -101,7 +101,9 @@ class AttentionFwd:
             grid, (self.meta["threads"], 1, 1), smem=self.meta["smem"],
             args=[self._descriptor(q, "q"), self._descriptor(k, "k"),
                   self._descriptor(v, "v"),
-                  out, lse, b, h, hk, sq, sk, scale * math.log2(math.e)],
+                  # O: a tensor map when the kernel stores it with TMA.
+                  self._descriptor(out, "o") if self.meta["signature"][3] == "tma" else out,
+                  lse, b, h, hk, sq, sk, scale * math.log2(math.e)],
             stream=stream, sync=sync)
         return out, lse
 

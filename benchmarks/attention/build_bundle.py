@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "examples"), HERE]
 from bundle_common import copy_runtime, write_manifest  # noqa: E402
 
-SCRIPTS = ("check_attention.py", "run_attention.py", "variants.py", "profile_one.py")
+SCRIPTS = ("check_attention.py", "run_attention.py", "ours.py", "variants.py", "profile_one.py")
 
 
 def main(argv=None):

@@ -4,7 +4,6 @@ head dim, causal and not ("best"), the steps of the ladder
 
 from dataclasses import replace
 
-# (step name, overrides): each step adds one ingredient to the one before.
 # (step name, overrides, persistent): each step adds one ingredient.
 LADDER = [
     ("1 consumer warpgroup", dict(consumer_warpgroups=1, pingpong=False,
@@ -17,10 +16,9 @@ LADDER = [
 
 # Candidate overrides per head dim (the "best" rows use BEST).
 SWEEP = {
-    64: [dict(), dict(block_n=192),
-         dict(consumer_warpgroups=3, consumer_registers=160, pingpong=False)],
-    128: [dict(pingpong=False), dict(block_n=160), dict(block_n=176)],
-    256: [dict(pingpong=False), dict(block_n=64)],
+    64: [dict(consumer_warpgroups=3, consumer_registers=160, q_stages=1), dict()],
+    128: [dict(q_stages=1), dict(pingpong=False)],
+    256: [dict(pingpong=False)],
 }
 # d = 64: three consumer warpgroups of 64 rows (a 192-row tile) with 160
 # registers each; the GEMMs are small, so more warpgroups hide the softmax.

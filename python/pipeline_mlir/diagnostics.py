@@ -94,6 +94,8 @@ PYTHON_TERMS = [
     (re.compile(r"\(nvvm\.wgmma\.commit\.group\.sync\.aligned\)"), "(wgmma.commit_group())"),
     (re.compile(r"\(nvvm\.wgmma\.wait\.group\.sync\.aligned\)"), "(wgmma.wait_group(N))"),
     (re.compile(r"\bnvvm\.wgmma\.mma_async\b"), "WarpgroupMma.mma"),
+    (re.compile(r"\bwgmma\.mma_async with A in registers \(llvm\.inline_asm\)"),
+     "WarpgroupMma.mma_rs"),
     (re.compile(r"`?\b(?:pipeline\.)?producer\.tail`?"), "producer_tail(state)"),
     (re.compile(r"\b(?:pipeline\.)?producer\.(acquire|commit|try_acquire)\b"), r"producer_\1"),
     (re.compile(r"\b(?:pipeline\.)?consumer\.(wait|release|try_wait)\b"), r"consumer_\1"),

@@ -104,8 +104,9 @@ def protocol_warnings(text: str) -> list[str]:
 
 
 def simulate(text: str, *, schedules: int = 30, seed: int = 0, trip_count: int = TRIP_COUNT,
-             cluster=None) -> dict:
-    """``{kernel name: Report}`` of the simulator on every kernel of ``text``."""
+             cluster=None, args=None) -> dict:
+    """``{kernel name: Report}`` of the simulator on every kernel of ``text``;
+    ``args`` gives integer kernel arguments by position (``{3: 5}``)."""
     from pipeline_mlir.sim.engine import explore
     from pipeline_mlir.sim.frontend import Launch, kernels, make_world_factory
     ctx = pipeline_mlir.make_context()
@@ -114,7 +115,7 @@ def simulate(text: str, *, schedules: int = 30, seed: int = 0, trip_count: int =
         module = ir.Module.parse(text)
         for k in kernels(module):
             launch = Launch(k.block_dim or (128, 1, 1), cluster or (k.cluster_size, 1, 1),
-                            trip_count)
+                            trip_count, dict(args or {}))
             out[k.name] = explore(make_world_factory(k, launch), seed=seed, schedules=schedules)
     return out
 

@@ -229,10 +229,14 @@ def test_flash_attention_options():
     (rel,) = ops_named(k, "pipeline.consumer.release")
     assert "elect_one" in attr_names(rel)
     assert "syncwarp_before" not in attr_names(rel)
+    # One state per (index, phase): the acquire's (1, 0) serves the commit
+    # too; the wait's (1, 1) and the release's (1, 0) are two.
     makes = ops_named(k, "pipeline.state.make")
     assert [str(m.result.type) for m in makes] == [
-        "!pipeline.state<2, producer>", "!pipeline.state<2, producer>",
-        "!pipeline.state<2, consumer>", "!pipeline.state<2, consumer>"]
+        "!pipeline.state<2, producer>", "!pipeline.state<2, consumer>",
+        "!pipeline.state<2, consumer>"]
+    (acquire,) = ops_named(k, "pipeline.producer.acquire")
+    assert commit.operation.operands[1] == acquire.operation.operands[1] == makes[0].result
     k.verify()
 
 

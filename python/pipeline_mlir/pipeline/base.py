@@ -4,7 +4,18 @@ A pipeline object holds the ``!pipeline.pipeline`` SSA value returned by
 ``pipeline.create`` and emits one dialect op per CuTe DSL verb. Everything the
 dialect verifiers would reject later is checked here first (state type,
 stage count, side, scope), so misuse raises at the Python call.
+
+flash-attention extends these classes the way CuTe DSL's are built: frozen
+dataclass subclasses with mixins, whose ``create`` builds the base object
+and re-classes it (``object.__setattr__(obj, "__class__", Sub)``), or an
+inherited ``create`` that builds the subclass itself. A frozen dataclass
+refuses every ``self.x = ...``, so the base classes keep their fields with
+``object.__setattr__`` (:func:`set_fields`) and derive the rest from the IR.
+Verbs take CuTe DSL's ``loc`` / ``ip`` keywords (the op's location, where it
+is built), which flash-attention's overrides pass on to the base verbs.
 """
+
+import contextlib
 
 from ..dialects import pipeline as pl
 from ..kernel.scope import current_block, require_visible
@@ -18,6 +29,19 @@ from .state import PipelineState, as_state
 
 Producer = PipelineUserType.Producer
 Consumer = PipelineUserType.Consumer
+
+
+def set_fields(obj, **fields):
+    """Set instance fields past a frozen dataclass subclass's ``__setattr__``."""
+    for name, value in fields.items():
+        object.__setattr__(obj, name, value)
+
+
+def at_site(ip):
+    """The verb's insertion point: CuTe DSL's ``ip`` keyword, else the
+    current one."""
+    return contextlib.nullcontext() if ip is None else ip
+
 
 def _sides(kind):
     """(producer, consumer) mechanisms of a kind, from the dialect's table of
@@ -131,20 +155,37 @@ class PipelineBase:
     def _init(self, value, producer_group, consumer_group, shape,
               elect_one_commit=False, syncwarp_before_commit=True,
               elect_one_release=False, syncwarp_before_release=True):
-        self._value = value
-        self.type = value.type
-        self.num_stages = self.type.stages
-        self.producer_group = producer_group
-        self.consumer_group = consumer_group
-        self.cta_layout_vmnk = shape
-        self.elect_one_commit = bool(elect_one_commit)
-        self.syncwarp_before_commit = bool(syncwarp_before_commit)
-        self.elect_one_release = bool(elect_one_release)
-        self.syncwarp_before_release = bool(syncwarp_before_release)
+        set_fields(self, _value=value, producer_group=producer_group,
+                   consumer_group=consumer_group, cta_layout_vmnk=shape,
+                   elect_one_commit=bool(elect_one_commit),
+                   syncwarp_before_commit=bool(syncwarp_before_commit),
+                   elect_one_release=bool(elect_one_release),
+                   syncwarp_before_release=bool(syncwarp_before_release))
+
+    @property
+    def type(self):
+        """The ``!pipeline.pipeline`` type."""
+        return self._value.type
+
+    @property
+    def num_stages(self):
+        return self.type.stages
 
     @property
     def ir_value(self):
         return self._value
+
+    # CuTe DSL's pipelines hold their barriers as MbarrierArray objects that
+    # subclasses may drive by hand; here they live behind pipeline.create.
+    def _no_sync_object(self, name):
+        raise PipelineError(
+            f"{type(self).__name__}.{name}: the barriers of a pipeline live behind "
+            "pipeline.create and are driven only by its verbs (the checker reasons "
+            "about verbs); override a verb by calling the base class's verb, e.g. "
+            "producer_acquire(state, try_acquire_token, extra_tx_count)")
+
+    sync_object_full = property(lambda self: self._no_sync_object("sync_object_full"))
+    sync_object_empty = property(lambda self: self._no_sync_object("sync_object_empty"))
 
     value = ir_value
 
@@ -156,7 +197,7 @@ class PipelineBase:
     def _operands(self, state, side, verb):
         what = f"{type(self).__name__}.{verb}"
         require_visible(self._value, f"{what}: the pipeline")
-        st = as_state(state, what)
+        st = as_state(state, what, stages=self.num_stages)
         if st.stages != self.num_stages:
             raise PipelineError(
                 f"{what}: the state has {st.stages} stages but the pipeline has "
@@ -184,88 +225,97 @@ class PipelineBase:
     # -- producer verbs -----------------------------------------------------
 
     def producer_acquire(self, state, try_acquire_token=None,
-                         extra_tx_count=None):
+                         extra_tx_count=None, *, loc=None, ip=None):
         """Wait until the stage's buffer is empty; TMA kinds then arm the
         full barrier with ``tx_count (+ extra_tx_count)`` bytes."""
         what = f"{type(self).__name__}.producer_acquire"
-        p, s = self._operands(state, Producer, "producer_acquire")
-        pl.producer_acquire(p, s, token=token_value(try_acquire_token,
-                                                    f"{what}: try_acquire_token"),
-                            extra_tx=self._extra_tx(extra_tx_count, what))
+        with at_site(ip):
+            p, s = self._operands(state, Producer, "producer_acquire")
+            pl.producer_acquire(p, s, token=token_value(try_acquire_token,
+                                                        f"{what}: try_acquire_token"),
+                                extra_tx=self._extra_tx(extra_tx_count, what), loc=loc)
 
-    def producer_try_acquire(self, state):
+    def producer_try_acquire(self, state, *, loc=None, ip=None):
         """One test of the empty barrier; returns an i1 token."""
         from ..kernel.values import Scalar
-        p, s = self._operands(state, Producer, "producer_try_acquire")
-        return Scalar(pl.producer_try_acquire(p, s))
+        with at_site(ip):
+            p, s = self._operands(state, Producer, "producer_try_acquire")
+            return Scalar(pl.producer_try_acquire(p, s, loc=loc))
 
-    def producer_commit(self, state):
+    def producer_commit(self, state, *, loc=None, ip=None):
         """Signal that the stage's buffer is full."""
-        p, s = self._operands(state, Producer, "producer_commit")
-        pl.producer_commit(p, s, elect_one=self.elect_one_commit or None,
-                           syncwarp_before=(self.elect_one_commit and
-                                            self.syncwarp_before_commit) or None)
+        with at_site(ip):
+            p, s = self._operands(state, Producer, "producer_commit")
+            pl.producer_commit(p, s, elect_one=self.elect_one_commit or None,
+                               syncwarp_before=(self.elect_one_commit and
+                                                self.syncwarp_before_commit) or None,
+                               loc=loc)
 
-    def producer_tail(self, state):
+    def producer_tail(self, state, *, loc=None, ip=None):
         """Acquire every stage once more so no arrive is in flight when the
         CTA exits."""
-        p, s = self._operands(state, Producer, "producer_tail")
-        pl.producer_tail(p, s)
+        with at_site(ip):
+            p, s = self._operands(state, Producer, "producer_tail")
+            pl.producer_tail(p, s, loc=loc)
 
-    def producer_get_barrier(self, state):
+    def producer_get_barrier(self, state, *, loc=None, ip=None):
         """The stage's full barrier (``!llvm.ptr<3>``), for a TMA copy."""
-        p, s = self._operands(state, Producer, "producer_get_barrier")
-        return SmemPtr(pl.producer_barrier(p, s))
+        with at_site(ip):
+            p, s = self._operands(state, Producer, "producer_get_barrier")
+            return SmemPtr(pl.producer_barrier(p, s, loc=loc))
 
     # -- consumer verbs -----------------------------------------------------
 
-    def consumer_wait(self, state, try_wait_token=None):
+    def consumer_wait(self, state, try_wait_token=None, *, loc=None, ip=None):
         """Wait until the stage's buffer is full."""
         what = f"{type(self).__name__}.consumer_wait"
-        p, s = self._operands(state, Consumer, "consumer_wait")
-        pl.consumer_wait(p, s, token=token_value(try_wait_token,
-                                                 f"{what}: try_wait_token"))
+        with at_site(ip):
+            p, s = self._operands(state, Consumer, "consumer_wait")
+            pl.consumer_wait(p, s, token=token_value(try_wait_token,
+                                                     f"{what}: try_wait_token"), loc=loc)
 
-    def consumer_try_wait(self, state):
+    def consumer_try_wait(self, state, *, loc=None, ip=None):
         """One test of the full barrier; returns an i1 token."""
         from ..kernel.values import Scalar
-        p, s = self._operands(state, Consumer, "consumer_try_wait")
-        return Scalar(pl.consumer_try_wait(p, s))
+        with at_site(ip):
+            p, s = self._operands(state, Consumer, "consumer_try_wait")
+            return Scalar(pl.consumer_try_wait(p, s, loc=loc))
 
-    def consumer_release(self, state):
+    def consumer_release(self, state, *, loc=None, ip=None):
         """Signal that the stage's buffer may be refilled."""
-        p, s = self._operands(state, Consumer, "consumer_release")
-        self._release(p, s, None)
+        with at_site(ip):
+            p, s = self._operands(state, Consumer, "consumer_release")
+            self._release(p, s, None, loc)
 
-    def _release(self, p, s, op_type):
+    def _release(self, p, s, op_type, loc=None):
         pl.consumer_release(p, s, elect_one=self.elect_one_release or None,
                             syncwarp_before=(self.elect_one_release and
                                              self.syncwarp_before_release) or None,
-                            op_type=op_type)
+                            op_type=op_type, loc=loc)
 
     # -- flash-attention: (index, phase) instead of a state -----------------
+    # A PipelineState made with stages=0 takes the pipeline's stage count
+    # when a verb uses it (state.py), as flash-attention's own mixin builds it.
 
-    def _state_at(self, user_type, index, phase, what):
-        return PipelineState(self.num_stages, 0, index, phase,
-                             user_type=user_type)
+    def _state_at(self, user_type, index, phase):
+        return PipelineState(0, 0, index, phase, user_type=user_type)
 
     def producer_acquire_w_index_phase(self, index, phase,
                                        try_acquire_token=None,
-                                       extra_tx_count=None):
-        s = self._state_at(Producer, index, phase, "producer_acquire_w_index_phase")
-        self.producer_acquire(s, try_acquire_token, extra_tx_count)
+                                       extra_tx_count=None, *, loc=None, ip=None):
+        self.producer_acquire(self._state_at(Producer, index, phase), try_acquire_token,
+                              extra_tx_count, loc=loc, ip=ip)
 
-    def producer_commit_w_index(self, index):
-        self.producer_commit(self._state_at(Producer, index, 0,
-                                            "producer_commit_w_index"))
+    def producer_commit_w_index(self, index, *, loc=None, ip=None):
+        self.producer_commit(self._state_at(Producer, index, 0), loc=loc, ip=ip)
 
-    def consumer_wait_w_index_phase(self, index, phase, try_wait_token=None):
-        s = self._state_at(Consumer, index, phase, "consumer_wait_w_index_phase")
-        self.consumer_wait(s, try_wait_token)
+    def consumer_wait_w_index_phase(self, index, phase, try_wait_token=None, *,
+                                    loc=None, ip=None):
+        self.consumer_wait(self._state_at(Consumer, index, phase), try_wait_token,
+                           loc=loc, ip=ip)
 
-    def consumer_release_w_index(self, index):
-        self.consumer_release(self._state_at(Consumer, index, 0,
-                                             "consumer_release_w_index"))
+    def consumer_release_w_index(self, index, *, loc=None, ip=None):
+        self.consumer_release(self._state_at(Consumer, index, 0), loc=loc, ip=ip)
 
     # -- participants -------------------------------------------------------
 
@@ -296,4 +346,4 @@ def reject_masks(producer_mask, consumer_mask, what):
             "dialect; use a TMA pipeline with cta_layout_vmnk for clusters")
 
 
-__all__ = ["PipelineBase", "multicast_mode", "reject_masks"]
+__all__ = ["PipelineBase", "at_site", "multicast_mode", "reject_masks", "set_fields"]

@@ -7,11 +7,14 @@ Inside ``k.range(..., carry=[state])`` the object is rebound to the loop's
 iteration argument and, after the loop, to its result.
 """
 
+import weakref
+
 import mlir.ir as ir
 from mlir.dialects import arith
 
 from ..dialects import pipeline as pl
-from ..kernel.scope import current_block, note_update, require_visible
+from ..kernel.scope import (block_encloses, current_block, defining_block,
+                            note_update, require_visible)
 from ..kernel.values import Scalar, i32
 from ..user_location import user_line
 from .agent import PipelineUserType
@@ -63,6 +66,12 @@ class _StateBase:
         return self._user_type
 
     def _use(self, what):
+        if self._value is None:
+            raise PipelineError(
+                f"{what}: this PipelineState was made with stages=0 (flash-attention's "
+                "(index, phase) form), which takes its stage count from the pipeline verb "
+                "that uses it; only pipeline verbs accept it (give stages to use it "
+                "otherwise)")
         require_visible(self._value, f"{what} (state)")
         return self._value
 
@@ -105,14 +114,25 @@ class PipelineState(_StateBase):
     ``count``, ``index`` and ``phase`` are Python ints or i32 values. States
     made this way are ``producer_consumer`` states (usable by both sides);
     ``make_pipeline_state`` makes role-typed states.
+
+    ``stages=0`` is flash-attention's ``PipelineState(stages=0, count=0,
+    index=i, phase=p)``, an (index, phase) pair for one verb: the
+    ``!pipeline.state`` is made when a pipeline verb takes it, with that
+    pipeline's stage count (CuTe DSL's verbs read only index and phase).
     """
 
     @user_line  # notes on the phase operand name the user's line
     def __init__(self, stages, count, index, phase, *,
                  user_type=PipelineUserType.ProducerConsumer):
         current_block("PipelineState")
-        stage_count(stages, "PipelineState: stages")
         _role(user_type, "PipelineState")
+        if isinstance(stages, int) and not isinstance(stages, bool) and stages == 0:
+            self._value = None
+            self._stages = 0
+            self._fields = (count, index, phase)
+            self._user_type = user_type
+            return
+        stage_count(stages, "PipelineState: stages")
         t = pl.StateType.get(stages, user_type.value)
         v = pl.state_make(t, index=i32_value(index, "PipelineState index"),
                           phase=i32_value(phase, "PipelineState phase"),
@@ -188,9 +208,88 @@ def make_pipeline_state(type, stages, *, simple=False):
     return cls.from_value(pl.state_make(t))
 
 
-def as_state(state, what):
-    if not isinstance(state, _StateBase):
-        raise TypeError(
-            f"{what}: expected a PipelineState (make_pipeline_state("
-            f"PipelineUserType..., stages)), got {type(state).__name__}")
+def _state_like(state):
+    """CuTe DSL's verbs read a state's ``index`` and ``phase`` only, so a
+    state class of the user's own (flash-attention's PipelineStateSimple
+    keeps one i32 ``phase_index``) works with them: it has ``stages``,
+    ``index`` and ``phase``."""
+    return all(hasattr(type(state), a) or hasattr(state, a)
+               for a in ("stages", "index", "phase"))
+
+
+# -- one !pipeline.state per (index, phase) -------------------------------------
+#
+# A state given as (index, phase) -- stages=0, or a state class of the user's
+# -- is made into a `pipeline.state.make` at each verb, and flash-attention's
+# properties recompute index and phase at each read. The checker ties an
+# acquire to its copies, a wait to its release, through the state *value*, so
+# each verb getting a fresh state.make of equal operands would hide the pairs.
+# Within one kernel, a state.make of the same stage count, role and operands
+# (equal as CSE would find them: constants by value, pure arith ops by name,
+# attributes and operands) is reused wherever it is visible.
+
+_MADE = weakref.WeakKeyDictionary()  # Kernel -> {key: !pipeline.state value}
+_KEY_DEPTH = 8
+
+
+def _operand_key(x, depth=0):
+    if isinstance(x, bool):
+        return ("int", int(x))
+    if isinstance(x, int):
+        return ("int", x)
+    v = getattr(x, "ir_value", x)
+    if not isinstance(v, ir.Value):
+        return ("object", id(x))
+    if isinstance(v, ir.OpResult) and depth < _KEY_DEPTH:
+        op = v.owner
+        name = op.name
+        if name == "arith.constant":
+            attr = op.attributes["value"]
+            if isinstance(attr, ir.IntegerAttr):
+                return ("int", ir.IntegerAttr(attr).value)
+        if name.startswith("arith.") and not op.regions:
+            attrs = tuple(sorted((n, str(op.attributes[n])) for n in op.attributes))
+            return (name, attrs, v.result_number,
+                    tuple(_operand_key(o, depth + 1) for o in op.operands))
+    return ("value", v)
+
+
+def _made_state(stages, user_type, count, index, phase):
+    """A PipelineState of ``stages`` for (count, index, phase), reusing one
+    already made in this kernel for the same operands where visible."""
+    from ..kernel.kernel import active_kernel
+    kernel = active_kernel()
+    if kernel is None:
+        return PipelineState(stages, count, index, phase, user_type=user_type)
+    made = _MADE.setdefault(kernel, {})
+    key = (stages, user_type, _operand_key(count), _operand_key(index),
+           _operand_key(phase))
+    value = made.get(key)
+    if value is not None and block_encloses(defining_block(value),
+                                            current_block("pipeline state")):
+        return PipelineState.from_value(value)
+    state = PipelineState(stages, count, index, phase, user_type=user_type)
+    made[key] = state.ir_value
     return state
+
+
+def as_state(state, what, stages=None):
+    """``state`` as one of ours; with the pipeline's ``stages`` (a verb),
+    also a ``stages=0`` PipelineState or a state-like object of the user's,
+    made into a ``!pipeline.state`` of that many stages here."""
+    if isinstance(state, _StateBase):
+        if state._value is None and stages is not None:
+            count, index, phase = state._fields
+            return _made_state(stages, state.user_type, count, index, phase)
+        return state
+    if stages is not None and not isinstance(state, (int, float)) and _state_like(state):
+        own = state.stages
+        if own not in (0, stages):
+            raise PipelineError(
+                f"{what}: the state ({type(state).__name__}) has {own} stages but the "
+                f"pipeline has {stages} (a state walks its own pipeline's ring)")
+        return _made_state(stages, PipelineUserType.ProducerConsumer, 0, state.index,
+                           state.phase)
+    raise TypeError(
+        f"{what}: expected a PipelineState (make_pipeline_state("
+        f"PipelineUserType..., stages)), got {type(state).__name__}")

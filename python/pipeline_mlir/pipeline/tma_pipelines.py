@@ -12,7 +12,7 @@ from ..kernel.scope import current_block
 from ..kernel.values import Scalar, to_value
 from .agent import (Agent, CooperativeGroup, PipelineOp, PipelineUserType,
                     require_group)
-from .base import PipelineBase, multicast_mode
+from .base import PipelineBase, at_site, multicast_mode, set_fields
 from .emit import (cluster_layout, i32_value, optional_name, positive_int,
                    smem_pointer, stage_count)
 from .errors import PipelineError
@@ -121,19 +121,19 @@ class PipelineTmaMultiConsumersAsync(PipelineBase, _TmaLoads):
                          barrier_storage=barrier_storage, cta_layout_vmnk=shape,
                          defer_sync=defer_sync, name=name,
                          consumer_attr=combined.attr())
-        obj.consumer_group = combined
-        obj.consumer_group_umma = umma
-        obj.consumer_group_async = asyn
+        set_fields(obj, consumer_group=combined, consumer_group_umma=umma,
+                   consumer_group_async=asyn)
         return obj
 
-    def consumer_release(self, state, op_type=None):
+    def consumer_release(self, state, op_type=None, *, loc=None, ip=None):
         what = f"{type(self).__name__}.consumer_release"
         if op_type not in (PipelineOp.TCGen05Mma, PipelineOp.AsyncThread):
             raise PipelineError(
                 f"{what}: op_type must be PipelineOp.TCGen05Mma (the MMA "
                 f"consumer) or PipelineOp.AsyncThread, got {op_type!r}")
-        p, s = self._operands(state, Consumer, "consumer_release")
-        self._release(p, s, op_type.value)
+        with at_site(ip):
+            p, s = self._operands(state, Consumer, "consumer_release")
+            self._release(p, s, op_type.value, loc)
 
 
 class PipelineTmaStore(PipelineBase):
@@ -160,20 +160,20 @@ class PipelineTmaStore(PipelineBase):
             raise PipelineError(f"{what}: {e}") from None
         obj = cls.__new__(cls)
         obj._init(pl.create_(ptype, name=name), producer_group, None, None)
-        obj._state = make_pipeline_state(Producer, num_stages)
+        set_fields(obj, _state=make_pipeline_state(Producer, num_stages))
         return obj
 
     def _st(self, state):
         return self._state if state is None else state
 
-    def producer_acquire(self, state=None):
-        super().producer_acquire(self._st(state))
+    def producer_acquire(self, state=None, *, loc=None, ip=None):
+        super().producer_acquire(self._st(state), loc=loc, ip=ip)
 
-    def producer_commit(self, state=None):
-        super().producer_commit(self._st(state))
+    def producer_commit(self, state=None, *, loc=None, ip=None):
+        super().producer_commit(self._st(state), loc=loc, ip=ip)
 
-    def producer_tail(self, state=None):
-        super().producer_tail(self._st(state))
+    def producer_tail(self, state=None, *, loc=None, ip=None):
+        super().producer_tail(self._st(state), loc=loc, ip=ip)
 
     def tma_store(self, desc, coords, src):
         """``cp.async.bulk.tensor`` store of the box at ``coords`` from

@@ -45,6 +45,17 @@ NVVM_BULK_WAIT = "nvvm.cp.async.bulk.wait_group"
 NVVM_OPS = (WGMMA, WGMMA_COMMIT, WGMMA_WAIT, TCGEN05_MMA, TCGEN05_COMMIT,
             NVVM_BULK_COMMIT, NVVM_BULK_WAIT) + NVVM_BULK_STORES
 
+# A wgmma with A in registers has no NVVM op: kernels issue it as a small
+# llvm.inline_asm block, read here as a WGMMA whose shared-memory operands
+# are its 64-bit descriptors (the registers are 32-bit).
+WGMMA_ASM = "wgmma.mma_async"
+
+
+def is_wgmma_asm(op) -> bool:
+    return (op.name == "llvm.inline_asm"
+            and WGMMA_ASM in ir.StringAttr(op.attributes["asm_string"]).value)
+
+
 # Operands that carry the shared-memory address (descriptors / source).
 _SMEM_OPERANDS = {WGMMA: ("descriptorA", "descriptorB"),
                   TCGEN05_MMA: ("matrixA", "matrixB"),
@@ -64,8 +75,12 @@ def stage_state_operands(op) -> list:
     """The state values whose ``pipeline.state.index`` feeds the shared-memory
     operands of ``op`` (an ``ir.Operation``)."""
     names = _SMEM_OPERANDS.get(op.name)
-    view = op.opview
-    roots = [getattr(view, n) for n in names] if names else list(op.operands)
+    if is_wgmma_asm(op):
+        i64 = ir.IntegerType.get_signless(64)
+        roots = [v for v in op.operands if v.type == i64]
+    else:
+        view = op.opview
+        roots = [getattr(view, n) for n in names] if names else list(op.operands)
     states, seen, work = [], set(), list(roots)
     while work and len(seen) < 256:
         v = work.pop()

@@ -149,6 +149,8 @@ class _Compiler:
     def op(self, op) -> Node:
         op = op.operation
         name = op.name
+        if AR.is_wgmma_asm(op):
+            name = AR.WGMMA  # register-A wgmma, issued as inline asm
         a: dict = {}
         attrs = op.attributes
         if name == "arith.constant":

@@ -29,6 +29,7 @@
 
 #include "ProtocolChecks.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -41,6 +42,17 @@
 using namespace mlir;
 using namespace mlir::pipeline;
 using namespace mlir::pipeline::protocol;
+
+namespace {
+/// The name a finding gives an asynchronous reader: the op's, except for a
+/// wgmma written as inline asm (A from registers, which the NVVM op cannot
+/// express), named by its instruction.
+std::string readerName(Operation *op) {
+  if (isa<LLVM::InlineAsmOp>(op))
+    return "wgmma.mma_async with A in registers (llvm.inline_asm)";
+  return op->getName().getStringRef().str();
+}
+} // namespace
 
 namespace {
 
@@ -322,7 +334,7 @@ private:
       InFlightDiagnostic diag =
           op->emitError()
           << op->getName() << " hands back a stage of " << describe(verb.pipeline)
-          << " while " << r.op->getName()
+          << " while " << readerName(r.op)
           << " may still read it asynchronously: " << why;
       diag.attachNote(r.op->getLoc())
           << "the asynchronous read of that stage, still in flight at the "
@@ -379,6 +391,19 @@ private:
       readsOf(op, {mma.getDescriptorA(), mma.getDescriptorB()}, Reader::Wgmma,
               f.wgmmaOpen);
       return;
+    }
+    // A wgmma with A in registers has no NVVM op: kernels issue it as a
+    // small llvm.inline_asm block. Its shared-memory operands are its
+    // 64-bit matrix descriptors (the registers are 32-bit).
+    if (auto inlineAsm = dyn_cast<LLVM::InlineAsmOp>(op)) {
+      if (inlineAsm.getAsmString().contains("wgmma.mma_async")) {
+        SmallVector<Value> descriptors;
+        for (Value v : inlineAsm.getOperands())
+          if (v.getType().isInteger(64))
+            descriptors.push_back(v);
+        readsOf(op, descriptors, Reader::Wgmma, f.wgmmaOpen);
+        return;
+      }
     }
     if (isa<NVVM::WgmmaGroupSyncAlignedOp>(op)) {
       f.wgmma.push_back(f.wgmmaOpen);
