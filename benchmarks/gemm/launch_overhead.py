@@ -9,7 +9,11 @@ Contenders (each output checked against torch.matmul first):
   ours gemm(out=)     pipeline_mlir.gemm(a, b, out=c)
   ours gemm()         pipeline_mlir.gemm(a, b) (allocates C, as torch.matmul does)
   ours CompiledKernel the GEMM's CompiledKernel called directly, TmaDescriptor
-                      arguments (the generic fast path of ``fn(...)``)
+                      arguments (the generic fast path of ``fn(..., sync=False)``:
+                      untimed, a prepared launch)
+  ours CompiledKernel timed
+                      the same with ``timed=True`` (CUDA events around each
+                      launch, for ``elapsed_ms``)
   torch.matmul        torch.matmul(a, b.T)
   cute callable       when ``import cutlass`` works: CuTe DSL's compiled callable
                       of benchmarks/cute_streaming.py's copy kernel (pointer and
@@ -117,13 +121,16 @@ def main(argv=None):
         "ours gemm(out=)": lambda: pipeline_mlir.gemm(a, b, out=c),
         "ours gemm()": lambda: pipeline_mlir.gemm(a, b),
         "ours CompiledKernel": lambda: fn(da, db, dc, c, m, n, k, grid=grid, sync=False),
+        "ours CompiledKernel timed": lambda: fn(da, db, dc, c, m, n, k, grid=grid, sync=False,
+                                                timed=True),
         "torch.matmul": lambda: torch.matmul(a, b.T),
     }
     cute = cute_contender(log)
     if cute is not None:
         fns["cute callable"] = cute
     failures = 0
-    for name in ("ours gemm(out=)", "ours gemm()", "ours CompiledKernel", "torch.matmul"):
+    for name in ("ours gemm(out=)", "ours gemm()", "ours CompiledKernel",
+                 "ours CompiledKernel timed", "torch.matmul"):
         c.fill_(float("nan"))
         out = fns[name]()
         out = c if out is None or not torch.is_tensor(out) else out
@@ -144,7 +151,7 @@ def main(argv=None):
     for name, t in times.items():
         med = statistics.median(t)
         result["us_per_call"][name] = med
-        log(f"RESULT {name:20s} {med:7.2f} us per call (min {min(t):.2f}, max {max(t):.2f})")
+        log(f"RESULT {name:26s} {med:7.2f} us per call (min {min(t):.2f}, max {max(t):.2f})")
     log(f"device {result['device']}, variant {result['variant']}, {args.calls} calls x "
         f"{args.rounds} rounds; failures {failures}")
     json.dump(result, open(os.path.join(args.out, "launch_overhead.json"), "w"), indent=1)

@@ -73,8 +73,13 @@ def test_fast_calls_are_right_and_cheap(fill, device):
     torch.cuda.synchronize()
     for i, out in enumerate(outs):
         assert torch.equal(out, filled(n, 10 + i))
-    run = fn(outs[0], 3, n, grid=grid, sync=False)
+    run = fn(outs[0], 3, n, grid=grid, sync=False, timed=True)
     assert run.elapsed_ms > 0 and torch.equal(outs[0], filled(n, 3))
+    # untimed (the asynchronous default): wait() records the completion then
+    run = fn(outs[1], 4, n, grid=grid, sync=False)
+    assert not run.timed and run.wait() is run and torch.equal(outs[1], filled(n, 4))
+    with pytest.raises(RuntimeError, match="launched untimed"):
+        run.elapsed_ms
     # bad arguments on the warm fast path: the checked path's messages
     from pipeline_mlir import runtime as rt
     with pytest.raises(rt.ArgumentError, match=r"argument 2 \('n'\) of kernel 'fill': -1 is "
@@ -124,6 +129,30 @@ def test_gemm_entry_point(dtype, device, gemm_cache):
         pipeline_mlir.gemm(a, a.float())
     with pytest.raises(ValueError, match=r"must be a contiguous 2-D CUDA tensor"):
         pipeline_mlir.gemm(a, a, out=torch.empty(64, 128, device="cuda", dtype=dt)[:, :64])
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_every_table_variant_matches_torch(dtype, device, gemm_cache):
+    """Each tile of pipeline_mlir.gemm's table (128x192 and 128x64
+    included), on a shape it divides, a ragged one and a tiny one; then a
+    repeat on the same tensors with new values (the prepared launch)."""
+    from pipeline_mlir.ops import gemm as ops_gemm
+    from pipeline_mlir.ops import gemm_configs
+    from pipeline_mlir.ops.hopper_gemm_host import check
+
+    for v in gemm_configs.VARIANTS:
+        g = ops_gemm.variant_gemm(v, dtype)
+        for m, n, k in ((3072, 3072, 256), (1000, 1032, 520), (64, 8, 8)):
+            err = check(g, m, n, k)
+            print(f"{v} {dtype} {m}x{n}x{k}: err {err:.3g}")
+        dt = getattr(torch, {"bf16": "bfloat16", "f16": "float16"}[dtype])
+        a = torch.randn(384, 256, device="cuda", dtype=dt)
+        b = torch.randn(576, 256, device="cuda", dtype=dt)
+        c = torch.empty(384, 576, device="cuda", dtype=dt)
+        for _ in range(2):
+            a.normal_()
+            g(a, b, c)
+            close(c, a, b)
 
 
 # --- CUDA graphs -----------------------------------------------------------------

@@ -46,16 +46,37 @@ def test_the_rule_picks_the_cheapest_estimate(sms):
 
 def test_big_shapes_get_the_big_tile_and_small_ones_fill_the_sms():
     for cube in (2048, 4096, 8192):
-        assert gc.choose(cube, cube, cube, "f16") == "128x256"
+        assert gc.estimate("128x256", cube, cube, 132) == min(
+            gc.estimate(v, cube, cube, 132) for v in gc.RULE_VARIANTS)
     # 256^2: one 128x256 tile would run on 1 SM of 132; 64x128 tiles use 8
     v = gc.choose(256, 256, 256, "bf16")
     bm, bn = gc.tile(v)
     assert math.ceil(256 / bm) * math.ceil(256 / bn) == 8 and v == "64x128"
 
 
+def test_3072_cube_takes_the_tile_that_fills_its_last_wave():
+    # 128x192: 384 tiles = 3 waves of 132, the last 97% full (128x256: 288
+    # tiles, 3 waves, 18% full; 128x128: 576 tiles, 5 waves, 36% full)
+    for dtype in ("bf16", "f16"):
+        assert gc.choose(3072, 3072, 3072, dtype) == "128x192"
+    assert math.ceil(24 * 16 / 132) == 3 and 24 * 16 - 2 * 132 == 120
+    # the cubes above it keep the 128x256 tile (or their measured variant)
+    assert gc.choose(4096, 4096, 4096, "bf16") == "128x256"
+
+
+def test_tuned_table_names_real_variants_and_wins_over_the_rule():
+    assert gc.TUNED, "the sweep's measured winners are in the table"
+    for (m, n, k, dtype), v in gc.TUNED.items():
+        assert v in gc.VARIANTS and dtype in ("bf16", "f16")
+        assert gc.choose(m, n, k, dtype) == v
+    # an exact-shape table: a neighbouring shape goes to the rule
+    assert gc.choose(2048, 2048, 2056, "bf16") == gc.choose(2048, 2048, 2056, "bf16", 132)
+    assert gc.choose(2048, 2048, 2056, "bf16") in gc.RULE_VARIANTS
+
+
 def test_tuned_entries_come_first(monkeypatch):
-    monkeypatch.setitem(gc.TUNED, (4096, 4096, 4096, "bf16"), "128x256c2")
-    assert gc.choose(4096, 4096, 4096, "bf16") == "128x256c2"
+    monkeypatch.setitem(gc.TUNED, (4096, 4096, 4096, "bf16"), "128x64")
+    assert gc.choose(4096, 4096, 4096, "bf16") == "128x64"
     assert gc.choose(4096, 4096, 4096, "f16") == "128x256"
 
 

@@ -71,6 +71,8 @@ def test_descriptor_constant_in_ir():
 
 def test_stages_follow_shared_memory():
     assert hopper_gemm.GemmConfig().num_stages() == 4                    # 2-pass epilogue
+    # 128x192: 40 KiB a stage; a third of the 48 KiB C tile per pass leaves room for 5
+    assert hopper_gemm.GemmConfig(block_n=192, epilogue_passes=3, stages=8).num_stages() == 5
     assert hopper_gemm.GemmConfig(epilogue_passes=1).num_stages() == 3   # whole C tile
     assert hopper_gemm.GemmConfig(tma_store_epilogue=False).num_stages() == 4
     cfg = hopper_gemm.GemmConfig(consumer_registers=240)
@@ -86,6 +88,9 @@ VARIANTS = {
     "full_epilogue_buffer": dict(epilogue_passes=1),
     "f16_bn128": dict(dtype="f16", block_n=128),
     "cluster2": dict(cluster_m=2),
+    # pipeline_mlir.gemm's 128x192 and 128x64 tiles (ops/gemm_configs.py)
+    "bn192_three_passes": dict(block_n=192, epilogue_passes=3, stages=5),
+    "f16_bn64": dict(dtype="f16", block_n=64, epilogue_passes=1, stages=8),
 }
 
 
@@ -105,6 +110,11 @@ def test_variant_builds_checks_and_lowers(variant):
     assert ("multicast::cluster" in ptx) == (cfg.cluster_m > 1)
     assert f".reqntid {cfg.threads}, 1, 1" in ptx
     assert k.smem_bytes <= hopper_gemm.SMEM_LIMIT
+    # one TMA store per 64-column C box of each consumer warpgroup's pass
+    c_boxes = cfg.block_n // 64
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta") == (
+        c_boxes if cfg.tma_store_epilogue else 0)
+    assert k.stages == cfg.num_stages()
 
 
 def test_simulator_runs_the_gemm_with_real_trip_counts():

@@ -52,7 +52,8 @@ def test_it_is_the_image_and_knows_its_launch():
     assert fn.params == (("src", "ptr"), ("dst", "ptr"), ("n", "i32"))
     assert fn.signature == ["ptr", "ptr", "i32"] and fn.param_names == ["src", "dst", "n"]
     assert str(inspect.signature(fn)) == (
-        "(src, dst, n, *, grid, stream=None, sync=True, timeout=None, device=None)")
+        "(src, dst, n, *, grid, stream=None, sync=True, timeout=None, device=None, "
+        "timed=None)")
     assert repr(fn) == ("CompiledKernel('copy', sm_90a, 64 B, params=(src: ptr, dst: ptr, "
                         "n: i32), block=(64, 1, 1), cluster=(2, 1, 1), smem=1024, "
                         f"hash={fn.key[:12]})")

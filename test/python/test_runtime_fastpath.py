@@ -47,6 +47,11 @@ class MockDriver:
     def create_event_pair(self):
         return (0xE0, 0xE1)
 
+    def launch_at(self, context, config, function, params):
+        """A prepared launch: the config and parameter array by address."""
+        self.set_current(context)
+        return self.launch(fl.LaunchConfig.from_address(config), function, params)
+
     def launch(self, cfg, function, params):
         ptrs = (ctypes.c_void_p * len(self.kinds)).from_address(params)
         blobs = [ctypes.string_at(ptrs[i], _SIZES[k]) for i, k in enumerate(self.kinds)]
@@ -151,11 +156,15 @@ def test_fast_path_launches_what_the_checked_path_launches(mock):
     # the function attributes a launch needs were set once, when the launcher was built
     assert funcs[(id(fn), 0)].set_attrs == [
         ("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 64 << 10)]
-    # each launch is timed by its own event pair around it
-    assert drv.records == [(0xE0, 0), (0xE1, 0), (0xE0, 0), (0xE1, 0)]
+    # asynchronous calls record no events (untimed); timed=True puts a pair around the kernel
+    assert drv.records == [] and not r1.timed and not r2.timed
+    r3 = fn(0x1000, buf, 1024, grid=(8,), sync=False, timed=True)
+    assert drv.records == [(0xE0, 0), (0xE1, 0)] and r3.timed and drv.launches[2] == drv.launches[1]
     assert r1.grid == r2.grid == (8, 1, 1) and not r2.captured and not r2.done
     fn(0x2000, buf, 7, grid=16, sync=False, stream=0x77)
     assert fn.checked_calls == 1 and drv.launches[-1][0] == (16, 1, 1)
+    with pytest.raises(RuntimeError, match=r"kernel 'k' was launched untimed .* pass timed=True"):
+        r2.elapsed_ms
     assert drv.launches[-1][4] == 0x77 and drv.launches[-1][6][2] == struct.pack("<i", 7)
 
 

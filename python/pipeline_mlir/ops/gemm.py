@@ -73,11 +73,15 @@ def _select(a, b):
 
 
 def _gemm(a, b, out):
-    key = (a.shape, b.shape, a.dtype, a.get_device())
-    g = _picks.get(key)
+    try:
+        key = (a.shape, b.shape, a.dtype, a.get_device())
+        g = _picks.get(key)
+    except AttributeError:  # not tensors: _select says so
+        g = key = None
     if g is None:
-        g = _picks[key] = _select(a, b)
-    return g(a, b, out)
+        g = _select(a, b)
+        _picks[key] = g
+    return g.launch(a, b, out, (), None, False)
 
 
 def gemm(a, b, out=None):

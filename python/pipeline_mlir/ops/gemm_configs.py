@@ -15,6 +15,15 @@ tiles reuse each loaded operand byte less (a 64-row tile feeds one
 consumer warpgroup). ``benchmarks/gemm/sweep.py`` measures every variant
 at every shape and prints where the rule's pick was not the fastest;
 ``TUNED`` takes such measured winners, by shape and dtype, before the rule.
+
+Why 128x192: a 3072-square output is 288 tiles of 128x256 (3 waves on 132
+SMs, the last 18% full) or 576 of 128x128 (5 waves, the last 36% full);
+at 128x192 it is 384 tiles, 3 waves 97% full (wgmma n = 192 is a valid
+shape; its C tile is three 64-column boxes, one per epilogue pass, which
+leaves shared memory for 5 stages). 128x64 feeds two consumer warpgroups
+from one CTA on shapes whose 64x128 tiles already fill the GPU in one wave
+(1024 x 1024 x 16384: 128 tiles either way); it is measured by the sweep
+but left out of the rule until it wins there.
 Split-K and stream-K (for shapes whose tiles cannot fill the GPU even with
 64x128 tiles) are not implemented: such shapes get the smallest tile.
 """
@@ -28,13 +37,27 @@ VARIANTS = {
     "128x128": dict(block_n=128, consumer_warpgroups=2, epilogue_passes=1, stages=6),
     "64x256": dict(block_n=256, consumer_warpgroups=1, epilogue_passes=1, stages=6),
     "64x128": dict(block_n=128, consumer_warpgroups=1, epilogue_passes=1, stages=8),
+    "128x192": dict(block_n=192, consumer_warpgroups=2, epilogue_passes=3, stages=5),
+    "128x64": dict(block_n=64, consumer_warpgroups=2, epilogue_passes=1, stages=8),
 }
 # What the rule may pick: the 2-CTA cluster ties with one CTA at equal tiles
 # (docs/gemm.md), so it is left to TUNED and the sweep.
-RULE_VARIANTS = ("128x256", "128x128", "64x256", "64x128")
-EFFICIENCY = {"128x256": 1.0, "128x128": 0.9, "64x256": 0.8, "64x128": 0.7}
-# (m, n, k, dtype) -> variant name, from measurements (sweep.py's BEST lines)
-TUNED = {}
+RULE_VARIANTS = ("128x256", "128x192", "128x128", "64x256", "64x128")
+# 128x192 between 128x256 and 128x128: operand bytes per FLOP
+# (bm + bn) / (bm bn) of 0.0130 against 0.0117 and 0.0156.
+EFFICIENCY = {"128x256": 1.0, "128x192": 0.93, "128x128": 0.9, "64x256": 0.8, "64x128": 0.7}
+# (m, n, k, dtype) -> variant name, from measurements: the BEST lines of
+# benchmarks/gemm/sweep.py on the H100 (a variant > 1% ahead of the rule's pick).
+TUNED = {
+    (1024, 1024, 1024, "bf16"): "128x256c2",
+    (2048, 2048, 2048, "bf16"): "128x128",
+    (8192, 8192, 8192, "bf16"): "128x256c2",
+    (4096, 14336, 4096, "bf16"): "128x256c2",
+    (1024, 1024, 1024, "f16"): "128x128",
+    (2048, 2048, 2048, "f16"): "128x128",
+    (8192, 8192, 8192, "f16"): "128x256c2",
+    (16384, 1024, 4096, "f16"): "128x256c2",
+}
 
 
 def tile(variant):

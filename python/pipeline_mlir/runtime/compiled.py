@@ -32,16 +32,20 @@ initialized CUDA, else the default stream; or an int handle, a
 torch.cuda.Stream, a CUstream, an object with ``__cuda_stream__``),
 ``sync`` (default True: wait for the kernel, with the host deadline
 ``timeout``, and copy host arrays back; False returns the running Launch),
-``timeout`` and ``device`` (default: the GPU of the torch CUDA tensors
-passed, else GPU 0). Parameters whose names collide with these can still be
+``timeout``, ``device`` (default: the GPU of the torch CUDA tensors
+passed, else GPU 0) and ``timed`` (default: ``sync``; True records CUDA
+events around the kernel for ``Launch.elapsed_ms``: an asynchronous call
+records none unless asked, as the events cost more host time than the
+launch; ``wait()`` still works). Parameters whose names collide with these can still be
 passed positionally.
 
 Calls after the first take the fast path (runtime/fastlaunch.py): the
 arguments' types seen before are converted by code generated for the
 signature, the launch configuration of each grid is validated once, and
 ``cuLaunchKernelEx`` is called through ctypes: a few microseconds of host
-time. Anything unusual goes through the checked path, with the same
-messages. Inside CUDA stream capture (``torch.cuda.graph``) a call is
+time; an asynchronous call launches a prepared configuration and parameter
+buffer cached per (argument values, grid, stream). Anything unusual goes
+through the checked path, with the same messages. Inside CUDA stream capture (``torch.cuda.graph``) a call is
 recorded into the graph: it returns a Launch with ``captured`` set, which
 has nothing to wait for.
 
@@ -69,7 +73,7 @@ from .fastlaunch import Launcher, Slow, _torch_tensor_type, current_stream_handl
 from .launch import FuncAttrs, Module, plan_arguments, stream_address, validate_config
 from .watchdog import BUFFER_SYMBOL
 
-LAUNCH_OPTIONS = ("grid", "stream", "sync", "timeout", "device")
+LAUNCH_OPTIONS = ("grid", "stream", "sync", "timeout", "device", "timed")
 
 
 def _dims(value, what):
@@ -283,7 +287,8 @@ class CompiledKernel(bytes):
         params += [P("grid", P.KEYWORD_ONLY), P("stream", P.KEYWORD_ONLY, default=None),
                    P("sync", P.KEYWORD_ONLY, default=True),
                    P("timeout", P.KEYWORD_ONLY, default=None),
-                   P("device", P.KEYWORD_ONLY, default=None)]
+                   P("device", P.KEYWORD_ONLY, default=None),
+                   P("timed", P.KEYWORD_ONLY, default=None)]
         return inspect.Signature(params)
 
     # -- launching ------------------------------------------------------------
@@ -355,7 +360,7 @@ class CompiledKernel(bytes):
         return found
 
     def __call__(self, *args, grid, stream=None, sync=True, timeout=None, device=None,
-                 **kwargs):
+                 timed=None, **kwargs):
         # The fast path: arguments of the types seen before, converted by
         # code generated for this signature; anything else (or the first
         # call) goes through the checked path, which keeps every message.
@@ -372,15 +377,14 @@ class CompiledKernel(bytes):
                     stream = current_stream_handle(launcher.device.ordinal)
                 elif type(stream) is not int:
                     stream = stream_address(stream)
-                if launcher.tma_params:
-                    values = launcher.resolve_tma(values)
                 try:
-                    return launcher.launch(values, grid, stream, sync, timeout)
+                    return launcher.launch(values, grid, stream, sync, timeout,
+                                           sync if timed is None else timed)
                 except Slow:  # a value struct cannot pack: nothing was launched
                     pass
-        return self._call_checked(args, kwargs, grid, stream, sync, timeout, device)
+        return self._call_checked(args, kwargs, grid, stream, sync, timeout, device, timed)
 
-    def _call_checked(self, args, kwargs, grid, stream, sync, timeout, device):
+    def _call_checked(self, args, kwargs, grid, stream, sync, timeout, device, timed=None):
         """Every check, with the messages; then the launch (and, for
         arguments the fast path can take, its set-up for the next call)."""
         values = self._collect(args, kwargs)
@@ -415,7 +419,7 @@ class CompiledKernel(bytes):
         self._install_fast(device_arg, device, launcher)
         stream = (current_stream_handle(device.ordinal) if stream is None
                   else stream_address(stream))
-        return launcher.launch(raw, grid, stream, sync, timeout)
+        return launcher.launch(raw, grid, stream, sync, timeout, sync if timed is None else timed)
 
     def _install_fast(self, device_arg, device, launcher):
         entry = self._fast.get(device_arg)

@@ -32,6 +32,7 @@ import threading
 
 from .args import SCALARS, parse_signature
 from .errors import CudaError, NoGpuError
+from .launch import Launch
 
 # CUlaunchAttributeID CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION of the driver API
 _ATTR_CLUSTER_DIMENSION = 4
@@ -84,6 +85,9 @@ class NativeDriver:
         vp = ctypes.c_void_p
         self._launch = self._fn(lib, "cuLaunchKernelEx",
                                 [ctypes.POINTER(LaunchConfig), vp, vp, vp])
+        # The same entry point taking the config by address: a prepared
+        # launch passes ints only (no byref object per call).
+        self._launch_addr = self._fn(lib, "cuLaunchKernelEx", [vp, vp, vp, vp])
         self._set_ctx = self._fn(lib, "cuCtxSetCurrent", [vp])
         self._record = self._fn(lib, "cuEventRecord", [vp, vp])
         self._capturing = self._fn(lib, "cuStreamIsCapturing", [vp, ctypes.POINTER(ctypes.c_int)])
@@ -110,6 +114,16 @@ class NativeDriver:
     def launch(self, config, function, params):
         """cuLaunchKernelEx; returns the CUresult (0: launched)."""
         return self._launch(ctypes.byref(config), function, params, None)
+
+    def launch_at(self, context, config, function, params):
+        """cuCtxSetCurrent, then cuLaunchKernelEx with the config and the
+        parameter array given by address (a ``PreparedLaunch``); returns
+        the launch's CUresult. Two foreign calls and nothing else: the
+        per-call cost of a prepared launch."""
+        err = self._set_ctx(context)
+        if err:
+            self._check(err, "cuCtxSetCurrent")
+        return self._launch_addr(config, function, params, None)
 
     def record(self, event, stream):
         self._check(self._record(event, stream), "cuEventRecord")
@@ -180,6 +194,20 @@ class ParamBuffer:
         self.struct.pack_into(self._raw, self.offset, *values)
 
 
+class PreparedLaunch:
+    """Everything cuLaunchKernelEx reads for one set of parameter values,
+    grid and stream, built once: a CUlaunchConfig and a parameter buffer of
+    its own (so a launch packs nothing and needs no lock). Launching it is
+    ``Launcher.fire``."""
+
+    __slots__ = ("config", "params", "config_address", "params_address", "stream", "values")
+
+    def __init__(self, config, params, stream, values):
+        self.config, self.params, self.stream, self.values = config, params, stream, values
+        self.config_address = ctypes.addressof(config)
+        self.params_address = params.address
+
+
 class Slow(Exception):
     """The fast path cannot take these arguments: use the checked path."""
 
@@ -228,7 +256,11 @@ def make_converter(signature):
             body += [f"    if type({a}) is not int or not {lo} <= {a} <= {hi}: raise Slow",
                      f"    {v} = {a}"]
         elif kind == "tma":
-            body += [f"    if type({a}) is not TmaDescriptor: raise Slow", f"    {v} = {a}"]
+            # its device copy when made (a freed and remade copy is a new
+            # object: a prepared launch keyed on it is not reused)
+            body += [f"    if type({a}) is not TmaDescriptor: raise Slow",
+                     f"    {v} = {a}._device_copy",
+                     f"    if {v} is None: {v} = {a}"]
         else:  # tma_byval
             body += [f"    if type({a}) is not TmaDescriptor: raise Slow",
                      f"    {v} = {a}.bytes"]
@@ -244,12 +276,20 @@ def make_converter(signature):
 
 # --- streams and events ------------------------------------------------------
 
+_raw_stream = (None, None)   # (torch module, its _cuda_getCurrentRawStream)
+
+
 def current_stream_handle(ordinal):
     """torch's current stream on ``ordinal`` as an int handle when torch is
     imported and has initialized CUDA, else 0 (the default stream); the
     same rule as ``compiled.current_stream``, without building a
-    torch.cuda.Stream object per call."""
+    torch.cuda.Stream object per call. Once torch has initialized CUDA the
+    answer is one call of torch's raw-stream getter."""
+    global _raw_stream
     torch = sys.modules.get("torch")
+    mod, raw = _raw_stream
+    if mod is torch and raw is not None:
+        return raw(ordinal)
     if torch is None:
         return 0
     try:
@@ -257,6 +297,7 @@ def current_stream_handle(ordinal):
             return 0
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         if raw is not None:
+            _raw_stream = (torch, raw)   # CUDA stays initialized: ask once
             return raw(ordinal)
         return torch.cuda.current_stream(ordinal).cuda_stream
     except Exception:  # a CPU-only or broken torch: no stream of its own
@@ -285,6 +326,8 @@ class EventPool:
 
 # --- the launcher -------------------------------------------------------------
 
+_PREPARED_CACHE = 1024   # prepared launches kept per launcher
+
 class Launcher:
     """One compiled kernel loaded on one device, ready to launch fast.
 
@@ -304,6 +347,7 @@ class Launcher:
         self.params = ParamBuffer(image.signature)
         self.tma_params = tuple(i for i, k in enumerate(image.signature) if k == "tma")
         self._configs = {}
+        self._prepared = {}    # (values, grid, stream) -> PreparedLaunch
         self._lock = threading.Lock()
         self._events = None
         self.watchdog = fn.module if getattr(fn.module, "has_watchdog", False) else None
@@ -343,34 +387,88 @@ class Launcher:
             raise Slow from None
 
     def resolve_tma(self, values):
-        """'tma' parameters: the TmaDescriptor -> its device copy's address."""
+        """'tma' parameters -> device addresses: a TmaDescriptor's device
+        copy (made now if needed), a device copy's address, or an int
+        (an address already)."""
+        from .tensormap import TmaDescriptor
+
         values = list(values)
         for i in self.tma_params:
-            values[i] = values[i].device_copy(self.device).address
+            v = values[i]
+            if type(v) is TmaDescriptor:
+                values[i] = v.device_copy(self.device).address
+            elif type(v) is not int:
+                values[i] = v.address
         return values
+
+    def prepare(self, values, grid, stream):
+        """A PreparedLaunch of raw parameter ``values`` ('tma' ones as
+        ``resolve_tma`` takes them) on ``grid`` (validated: LaunchConfigError) and
+        the int ``stream``; Slow when a value cannot be packed."""
+        g, block, cluster, smem = self.config(grid).dims
+        cfg = launch_config(g, block, cluster, smem)
+        cfg.dims = (g, block, cluster, smem)
+        cfg.hStream = stream
+        params = ParamBuffer(self.image.signature)
+        if self.tma_params:
+            values = self.resolve_tma(values)
+        try:
+            params.pack(values)
+        except (struct.error, OverflowError):
+            raise Slow from None
+        return PreparedLaunch(cfg, params, stream, tuple(values))
+
+    def prepared(self, values, grid, stream):
+        """The PreparedLaunch for these values, grid and stream, built on
+        first use and kept (a bounded cache: a caller cycling through many
+        argument sets gets the same launches, prepared again)."""
+        key = (tuple(values), grid, stream)
+        try:
+            found = self._prepared.get(key)
+        except TypeError:  # an unhashable grid (a list): prepare, do not keep
+            return self.prepare(values, grid, stream)
+        if found is None:
+            if len(self._prepared) >= _PREPARED_CACHE:
+                self._prepared.clear()
+            found = self._prepared[key] = self.prepare(values, grid, stream)
+        return found
+
+    def fire(self, p):
+        """Launch a PreparedLaunch: no events, nothing waited for."""
+        if self.watchdog is not None:
+            self.watchdog._arm_watchdog()
+        err = self.driver.launch_at(self.context, p.config_address, self.function,
+                                    p.params_address)
+        if err:
+            self._fail(err, p.config)
 
     def launch_raw(self, values, grid, stream):
         """Launch with raw parameter values on the int ``stream``; no
-        events, nothing waited for (the GEMM and the torch op path)."""
-        cfg = self.config(grid)
-        with self._lock:
-            self._pack(values)
-            cfg.hStream = stream
-            self.driver.set_current(self.context)
-            if self.watchdog is not None:
-                self.watchdog._arm_watchdog()
-            err = self.driver.launch(cfg, self.function, self.params.address)
-        if err:
-            self._fail(err, cfg)
+        events, nothing waited for (callers that checked their arguments)."""
+        self.fire(self.prepare(values, grid, stream))
 
-    def launch(self, values, grid, stream, sync, timeout):
-        """Launch and return a ``launch.Launch`` (waited for when ``sync``),
-        timed by a pooled event pair; inside stream capture, recorded into
-        the graph with no events (``Launch.captured``)."""
+    def launch(self, values, grid, stream, sync, timeout, timed=True):
+        """Launch and return a ``launch.Launch`` (waited for when ``sync``).
+        ``timed``: a pooled event pair around the kernel (``elapsed_ms``);
+        untimed, the kernel goes out as a cached ``PreparedLaunch`` and the
+        Launch records its completion event only if waited for. Inside
+        stream capture it is recorded into the graph with no events
+        (``Launch.captured``)."""
         from .launch import Launch
 
-        cfg = self.config(grid)
         drv = self.driver
+        if not timed:
+            p = self.prepared(values, grid, stream)
+            captured = drv.is_capturing(stream)
+            self.fire(p)
+            g, block, cluster, smem = p.config.dims
+            run = Launch(self.fn, g, block, cluster, smem, stream, (), [], [], None,
+                         pool=self._event_pool(), captured=captured, timed=False)
+            run._driver = drv
+            return run.wait(timeout) if sync and not captured else run
+        cfg = self.config(grid)
+        if self.tma_params:
+            values = self.resolve_tma(values)
         with self._lock:
             self._pack(values)
             cfg.hStream = stream
@@ -420,5 +518,6 @@ def _handle(obj):
         return int(obj.getPtr())
 
 
-__all__ = ["EventPool", "LaunchConfig", "Launcher", "NativeDriver", "ParamBuffer", "Slow",
+__all__ = ["EventPool", "LaunchConfig", "Launcher", "NativeDriver", "ParamBuffer",
+           "PreparedLaunch", "Slow",
            "current_stream_handle", "launch_config", "make_converter", "native"]

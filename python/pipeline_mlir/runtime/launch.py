@@ -154,7 +154,7 @@ class Launch:
     """One kernel launch: wait for it, read its time, get outputs back."""
 
     def __init__(self, kernel, grid, block, cluster, smem, stream, events, temps, copy_back,
-                 params, pool=None, captured=False):
+                 params, pool=None, captured=False, timed=True):
         self.kernel, self.grid, self.block, self.cluster, self.smem = kernel, grid, block, cluster, smem
         self.stream = stream
         self._events, self._temps, self._copy_back, self._params = events, temps, copy_back, params
@@ -164,6 +164,12 @@ class Launch:
         # graph is launched, so there is nothing to wait for or time here.
         self.captured = captured
         self.done = captured
+        # Untimed (an asynchronous call of a CompiledKernel, the default):
+        # no events went out with the kernel; ``wait`` records one then,
+        # which completes after the kernel (stream order) and after
+        # anything queued on the stream since.
+        self.timed = timed
+        self._driver = None   # the launcher's driver (NativeDriver or a stand-in)
 
     def _describe(self):
         return self.kernel.name, describe(self.grid, self.block, self.cluster, self.smem)
@@ -174,6 +180,9 @@ class Launch:
         if self.done:
             return self
         timeout = default_timeout() if timeout is None else timeout
+        if not self._events:
+            if not self._record_completion():
+                return self
         wd = self.kernel.module._watchdog
         code, name = watchdog.wait_event(self._events[1], timeout, self._describe)
         if code:
@@ -188,7 +197,9 @@ class Launch:
                                        self.kernel.module.watchdog_names,
                                        describe(self.grid, self.block, self.cluster, self.smem))
         drv = _driver.cuda()
-        self._elapsed = _driver.check(drv.cuEventElapsedTime(*self._events), "cuEventElapsedTime")
+        if self.timed:
+            self._elapsed = _driver.check(drv.cuEventElapsedTime(*self._events),
+                                          "cuEventElapsedTime")
         self._give_back_events()
         for buf, host in self._copy_back:
             buf.copy_to_host(host)
@@ -197,6 +208,21 @@ class Launch:
         self._temps, self._copy_back, self._params = [], [], None
         self.done = True
         return self
+
+    def _record_completion(self):
+        """An untimed launch being waited for: record an event on its
+        stream now (False: the stream is being captured into a CUDA graph,
+        so the kernel was recorded, not run, and there is nothing to wait
+        for)."""
+        from .fastlaunch import _handle, native
+
+        drv = self._driver or native()
+        if drv.is_capturing(self.stream):
+            self.captured = self.done = True
+            return False
+        self._events = self._pool.acquire()
+        drv.record(_handle(self._events[1]), self.stream)
+        return True
 
     def _give_back_events(self):
         events, self._events = self._events, ()
@@ -222,6 +248,10 @@ class Launch:
         if self.captured:
             raise RuntimeError(f"kernel '{self.kernel.name}' was recorded into a CUDA graph "
                                "(stream capture), not run: time the graph's launches instead")
+        if not self.timed:
+            raise RuntimeError(f"kernel '{self.kernel.name}' was launched untimed (an "
+                               "asynchronous call records no events, to launch in a few "
+                               "microseconds): pass timed=True to read its time")
         self.wait()
         return self._elapsed
 
