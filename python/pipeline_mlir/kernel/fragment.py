@@ -104,6 +104,7 @@ class RowVector:
     its warp's 16). All four threads of a quad hold the same two values."""
 
     __hash__ = object.__hash__
+    _broadcasts_scalars = True     # Scalar's operators defer to ours
 
     def __init__(self, values):
         values = [_f32_value(v, "RowVector") for v in values]
@@ -142,13 +143,19 @@ class RowVector:
     def _rmap2(self, other, fn):
         return self._map2(other, lambda a, b: fn(b, a))
 
-    def __add__(self, o): return self._map2(o, arith.addf)
-    def __radd__(self, o): return self._rmap2(o, arith.addf)
-    def __sub__(self, o): return self._map2(o, arith.subf)
-    def __rsub__(self, o): return self._rmap2(o, arith.subf)
-    def __mul__(self, o): return self._map2(o, arith.mulf)
-    def __rmul__(self, o): return self._rmap2(o, arith.mulf)
-    def __truediv__(self, o): return self._map2(o, arith.divf)
+    def _op(self, other, fn, swap=False):
+        if isinstance(other, Fragment):
+            # Fragment's reflected operator broadcasts this vector along rows.
+            return NotImplemented
+        return self._rmap2(other, fn) if swap else self._map2(other, fn)
+
+    def __add__(self, o): return self._op(o, arith.addf)
+    def __radd__(self, o): return self._op(o, arith.addf, True)
+    def __sub__(self, o): return self._op(o, arith.subf)
+    def __rsub__(self, o): return self._op(o, arith.subf, True)
+    def __mul__(self, o): return self._op(o, arith.mulf)
+    def __rmul__(self, o): return self._op(o, arith.mulf, True)
+    def __truediv__(self, o): return self._op(o, arith.divf)
 
     def __neg__(self):
         return RowVector([arith.negf(v) for v in self.values])
@@ -199,6 +206,7 @@ class Fragment:
 
     M = 64
     __hash__ = object.__hash__
+    _broadcasts_scalars = True     # Scalar's operators defer to ours
 
     def __init__(self, n, values=None, struct=None):
         if not isinstance(n, int) or not 8 <= n <= 256 or n % 8:
