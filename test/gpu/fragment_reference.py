@@ -15,57 +15,43 @@ Bounds (``check``):
   ``depth * 2**-24 * sum(|x|)``, depth the number of dependent additions
   (a pairwise tree over the thread's n / 4 values, then two shuffles).
 
-Only torch is needed (no MLIR): this file runs from the GPU bundle.
+Only torch is needed (no MLIR): this file and ptx_layouts.py run from the GPU
+bundle.
 """
 
 import math
 
 import torch
 
+import ptx_layouts
+
 M = 64
-THREADS = 128
+THREADS = ptx_layouts.THREADS
 
 
-# -- the PTX ISA layouts ("Register Fragments", wgmma m64nNk16 / k32) --------
-
-def owner(r, c):
-    """Thread of the warpgroup that holds accumulator element (r, c) (PTX
-    ISA, wgmma Matrix D: row = 16 warp + groupID (+ 8), col = 8 j + 2
-    threadID_in_group + (0 | 1))."""
-    return 32 * (r // 16) + 4 * (r % 8) + (c % 8) // 2
-
+# -- the PTX ISA layouts (ptx_layouts.py) as tensors ------------------------
 
 def owner_tile(n):
+    """The thread that holds each element of a 64 x n accumulator."""
     r = torch.arange(M).view(M, 1)
     c = torch.arange(n).view(1, n)
-    return owner(r, c).float()
+    return ptx_layouts.owner(r, c).float()
 
 
 def operand_a_registers(q, bits):
     """Expected registers (slices, 4, 128) int32 of ``to_operand_a`` of the
-    64 x n tile ``q`` (already of the 16- or 8-bit dtype), from the PTX ISA
-    register A layout: register j of thread T (warp w, groupID g,
-    threadID_in_group t) holds row ``16 w + g + 8 (j % 2)`` and, for 16-bit
-    types (k16), columns ``2 t + 8 (j // 2)`` .. + 1 of the slice; for 8-bit
-    types (k32), columns ``4 t + 16 (j // 2)`` .. + 3; lower columns in the
-    lower bits."""
+    64 x n tile ``q`` (already of the 16- or 8-bit dtype): the elements
+    ``ptx_layouts.a_register_elements`` names, lower columns in lower bits."""
     n = q.shape[1]
-    raw = q.contiguous().view(torch.int16 if bits == 16 else torch.uint8).long() & (
-        (1 << bits) - 1)
-    per = 32 // bits                    # elements per register
-    width = 8 * per                     # columns of one k-slice: 16 or 32
-    span = 2 * per                      # columns a thread's registers step by
-    out = torch.zeros(n // width, 4, THREADS, dtype=torch.int64)
-    for s in range(n // width):
-        for j in range(4):
-            for T in range(THREADS):
-                w, g, t = T // 32, (T % 32) // 4, T % 4
-                row = 16 * w + g + 8 * (j % 2)
-                col = s * width + per * t + (width // 2) * (j // 2)
-                out[s, j, T] = sum(int(raw[row, col + e]) << (bits * e) for e in range(per))
+    raw = (q.contiguous().view(torch.int16 if bits == 16 else torch.uint8).long()
+           & ((1 << bits) - 1)).tolist()
+    slices = n // (8 * 32 // bits)
+    out = [[[sum(raw[r][c] << (bits * e) for e, (r, c) in
+                 enumerate(ptx_layouts.a_register_elements(T, s, j, bits)))
+             for T in range(THREADS)] for j in range(4)] for s in range(slices)]
+    out = torch.tensor(out, dtype=torch.int64)
     # as the kernel stores them: int32 words
-    out = torch.where(out >= 1 << 31, out - (1 << 32), out)
-    return out.to(torch.int32)
+    return torch.where(out >= 1 << 31, out - (1 << 32), out).to(torch.int32)
 
 
 # -- fragment ops: name -> (reference(x, y, z, s), bound) -------------------
