@@ -217,7 +217,10 @@ class Fragment:
         if values is not None and len(values) != self.count:
             raise ValueError(f"Fragment of n={n}: {self.count} values per thread, "
                              f"got {len(values)}")
-        self._values = list(values) if values is not None else None
+        # Scalars are unwrapped; anything but f32 is refused here, not by
+        # the first op that reads it.
+        self._values = [_f32_value(v, "Fragment value") for v in values] \
+            if values is not None else None
         self._struct = struct
         if values is None and struct is None:
             self._values = self._splat(0.0)
