@@ -304,6 +304,11 @@ class Fragment:
         (self._struct,) = values
         self._values = None
 
+    def _carry_sources(self):
+        """The values this fragment holds, without packing them (what the
+        loops' update check compares: see scope.note_update)."""
+        return list(self._values) if self._values is not None else [self._struct]
+
     # -- layout ------------------------------------------------------------
 
     @staticmethod

@@ -101,6 +101,10 @@ def note_update(obj, verb):
         here = ir.InsertionPoint.current.block
     except ValueError:
         return
+    # The values the object holds now, read without emitting IR: a
+    # Fragment's _carry_values would pack its struct here, inside the body,
+    # and the object would look made inside the loop.
+    sources = getattr(obj, "_carry_sources", obj._carry_values)
     for loop in _loops:
         if id(obj) not in loop.updated and block_encloses(loop.body, here):
-            loop.updated[id(obj)] = (obj, list(obj._carry_values()), verb)
+            loop.updated[id(obj)] = (obj, list(sources()), verb)
