@@ -148,7 +148,7 @@ def test_inplace_update_of_an_uncarried_value_names_the_carry_fix(update):
     with k:
         _, s, n = k.args
         total, m, acc = Scalar(0.0), RowVector.full(0.0), Fragment.full(8, 0.0)
-        with pytest.raises(ScopeError, match=r"is (updated in place|set|updated) in the loop "
+        with pytest.raises(ScopeError, match=r"is (updated in place|set|updated|zeroed) in the loop "
                                              r"body but not carried by the loop.*carry=\["):
             for i, _ in k.range(n):
                 update(total, m, acc)
