@@ -358,3 +358,25 @@ def mma_rs_kernel(layout_b, k_dim, name, chip="sm_90a"):
         wgmma.wait_group(0)
         Tile(k, n).store(acc, out, 0)
     return k
+
+
+def by_name(name, chip="sm_90a"):
+    """The kernel called ``name`` (what the lit tests print)."""
+    for n in (64, 24):
+        if name == f"fragment_ops_n{n}":
+            return ops_kernel(n, chip)
+    if name == "fragment_convert_n64":
+        return convert_kernel(64, chip)
+    if name == "fragment_operand_a_n64":
+        return operand_a_kernel(64, chip)
+    for case, layout, k_dim in MMA_RS_CASES:
+        if name == case:
+            return mma_rs_kernel(layout, k_dim, name, chip)
+    raise SystemExit(f"no fragment kernel {name!r}")
+
+
+if __name__ == "__main__":
+    # python test/gpu/fragment_kernels.py NAME: the kernel's MLIR on stdout
+    import sys
+
+    print(by_name(sys.argv[1]).mlir())
