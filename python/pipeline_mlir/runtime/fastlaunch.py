@@ -459,7 +459,10 @@ class Launcher:
         drv = self.driver
         if not timed:
             p = self.prepared(values, grid, stream)
-            captured = drv.is_capturing(stream)
+            # Whether the stream is being captured matters only to a wait:
+            # asked now for a synchronous call, else when the Launch is
+            # waited for or read (one driver call fewer per launch).
+            captured = drv.is_capturing(stream) if sync else None
             self.fire(p)
             g, block, cluster, smem = p.config.dims
             run = Launch(self.fn, g, block, cluster, smem, stream, (), [], [], None,

@@ -162,14 +162,32 @@ class Launch:
         self._elapsed = None
         # Recorded into a CUDA graph under stream capture: it runs when the
         # graph is launched, so there is nothing to wait for or time here.
-        self.captured = captured
-        self.done = captured
+        # None: not asked at launch (an asynchronous untimed launch saves the
+        # driver call); ``captured`` asks the stream when first read.
+        self._captured = captured
+        self.done = bool(captured)
         # Untimed (an asynchronous call of a CompiledKernel, the default):
         # no events went out with the kernel; ``wait`` records one then,
         # which completes after the kernel (stream order) and after
         # anything queued on the stream since.
         self.timed = timed
         self._driver = None   # the launcher's driver (NativeDriver or a stand-in)
+
+    @property
+    def captured(self):
+        """Whether the launch was recorded into a CUDA graph (stream
+        capture) rather than run."""
+        if self._captured is None:
+            from .fastlaunch import native
+
+            drv = self._driver or native()
+            self._captured = bool(drv.is_capturing(self.stream))
+            self.done = self.done or self._captured
+        return self._captured
+
+    @captured.setter
+    def captured(self, value):
+        self._captured = value
 
     def _describe(self):
         return self.kernel.name, describe(self.grid, self.block, self.cluster, self.smem)
