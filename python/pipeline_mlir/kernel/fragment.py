@@ -42,7 +42,7 @@ import math
 import mlir.ir as ir
 from mlir.dialects import arith, llvm, nvvm, vector
 
-from .scope import note_update
+from .scope import note_fresh, note_update
 from .values import Scalar, f32, i32, is_float_type, to_value
 
 # Element type name -> (MLIR type factory, bits).
@@ -275,8 +275,14 @@ class Fragment:
         """Value ``i`` (an f32 ir.Value)."""
         return self.values[i]
 
-    def _assign(self, values=None, struct=None, verb="updated"):
-        note_update(self, verb)
+    def _assign(self, values=None, struct=None, verb="updated", fresh=False):
+        # ``fresh``: the new value does not read the old one (zero, fill):
+        # inside a loop body the fragment is then one made there (a GEMM
+        # zeroes its accumulator per tile) and needs no carry.
+        if fresh:
+            note_fresh(self)
+        else:
+            note_update(self, verb)
         self._values = list(values) if values is not None else None
         self._struct = struct
 
@@ -287,10 +293,10 @@ class Fragment:
 
     def zero(self):
         """Reset every value to 0 (a fresh tile)."""
-        self._assign(values=self._splat(0.0), verb="zeroed")
+        self._assign(values=self._splat(0.0), fresh=True)
 
     def fill(self, value):
-        self._assign(values=self._splat(value), verb="filled")
+        self._assign(values=self._splat(value), fresh=True)
 
     def _set_struct(self, struct):
         """Rebind to a struct produced by a wgmma."""

@@ -296,6 +296,10 @@ class Scalar:
             if not self.is_float:
                 return Scalar(arith.sitofp(t, self._value))
             bits = {ir.F32Type: 32, ir.F16Type: 16, ir.BF16Type: 16, ir.F64Type: 64}
+            if bits[type(t)] == bits[type(self.type)]:
+                # bf16 <-> f16: no single op converts between two types of
+                # one width; f32 holds both exactly.
+                return self.to("f32").to(name)
             wider = bits[type(t)] > bits[type(self.type)]
             return Scalar((arith.extf if wider else arith.truncf)(t, self._value))
         if self.is_float:
