@@ -30,7 +30,7 @@ def copy_suite(out):
     """The runtime and the GPU tests that run from the bundle."""
     copy_runtime(out)
     for f in ("conftest.py", "test_gpu.py", "test_gpu_launch.py", "gpu_child.py", "pytest.ini",
-              "run_forensics.py"):
+              "run_forensics.py", "fragment_reference.py", "ptx_layouts.py"):
         shutil.copy(os.path.join(ROOT, "test", "gpu", f), out)
     # The GEMMs' launchers (runtime + torch only).
     for f in ("hopper_gemm_host.py", "fp8_gemm_host.py", "attention_fwd_host.py",

@@ -25,6 +25,9 @@ Manifest entry (the contract with test_gpu.py):
          "bw_gemm" -> the same with examples/blackwell_gemm_host.py, on sm_100 only
          "attention" -> examples/attention_fwd_host.check on several shapes
                     (entry["attention"]: its launch facts)
+         "fragment_ops" | "fragment_convert" | "fragment_operand_a" | "fragment_mma_rs"
+                 -> test/gpu/fragment_reference.py's torch references (entry: n,
+                    ops/row_ops or dtypes, k and b_major for mma_rs)
 """
 
 import os
@@ -361,6 +364,35 @@ def build_fp8_gemm(chip, _mib):
     return out
 
 
+def build_fragments(chip, _mib):
+    """test/gpu/fragment_kernels.py: the register-fragment layer's ops (two
+    widths: n = 64, and n = 24 whose per-row value counts are odd), its
+    conversions, its register-A packing and a register-A wgmma with K- and
+    MN-major B; test_gpu.py checks them against fragment_reference.py."""
+    import fragment_kernels as fk
+    from pipeline_mlir.layout import OperandLayout
+
+    src = {"pipeline": "register fragments", "source": "test/gpu/fragment_kernels.py",
+           "chip": chip}
+    out = []
+    for n in (64, 24):
+        k = fk.ops_kernel(n, chip)
+        out.append(Built(dict(src, name=k.name, kernel=k.name, check="fragment_ops", n=n,
+                              ops=list(fk.FRAGMENT_OPS), row_ops=list(fk.ROW_OPS)),
+                         k.compile()))
+    k = fk.convert_kernel(64, chip)
+    out.append(Built(dict(src, name=k.name, kernel=k.name, check="fragment_convert", n=64,
+                          dtypes=list(fk.CONVERT_DTYPES)), k.compile()))
+    k = fk.operand_a_kernel(64, chip)
+    out.append(Built(dict(src, name=k.name, kernel=k.name, check="fragment_operand_a", n=64,
+                          dtypes=list(fk.OPERAND_A_DTYPES)), k.compile()))
+    for name, layout, k_dim in fk.MMA_RS_CASES:
+        k = fk.mma_rs_kernel(layout, k_dim, name, chip)
+        out.append(Built(dict(src, name=name, kernel=name, check="fragment_mma_rs",
+                              n=layout.mn, k=k_dim, b_major=layout.major), k.compile()))
+    return out
+
+
 def build_blackwell_gemm(_chip, _mib):
     """examples/blackwell_gemm.py for sm_100a whatever the bundle's chip:
     1-CTA and CTA-pair, CLC and static schedulers. The suite runs them only
@@ -428,5 +460,6 @@ def _all_builders(dk, mib):
         ("hopper_gemm", build_hopper_gemm),
         ("attention", build_attention),
         ("fp8_gemm", build_fp8_gemm),
+        ("fragments", build_fragments),
         ("blackwell_gemm", build_blackwell_gemm),
     ]

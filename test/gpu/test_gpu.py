@@ -11,6 +11,7 @@ keeps the explicit ``Module.kernel(...).launch(...)`` path covered.
 
 import gc
 import json
+import math
 import os
 import subprocess
 import sys
@@ -329,3 +330,125 @@ def test_blackwell_gemm_matches_torch(name, device):
     for shape in GEMM_SHAPES:
         err = check(gemm, *shape)
         print(f"{name} {shape}: max rel err {err:.3g}")
+
+
+# -- register fragments (test/gpu/fragment_kernels.py, fragment_reference.py) --
+
+def _fragment_kernel(name):
+    pytest.importorskip("torch", reason="the fragment checks compare with torch")
+    return KERNELS[name], compiled_kernel(KERNELS[name], bundle_dir())
+
+
+@pytest.mark.parametrize("name", by_check("fragment_ops"))
+def test_fragment_ops_match_torch(name, device):
+    """Every Fragment / RowVector op, float-Scalar computation, in-place
+    update and carried value (if_/range) of fragment_kernels.py against its
+    torch reference, within the bound fragment_reference.py states; tiles
+    are loaded and stored by the documented accumulator layout, and the
+    'thread' op must show the PTX ISA's owner of every element. Run with
+    several scales s, NaN among them (then only the comparisons count)."""
+    import torch
+    import fragment_reference as ref
+
+    e, fn = _fragment_kernel(name)
+    n = e["n"]
+    assert e["ops"] == list(ref.FRAGMENT_REFS) and e["row_ops"] == list(ref.ROW_REFS), \
+        "fragment_kernels.py and fragment_reference.py list different ops"
+    gen = torch.Generator().manual_seed(n)
+    x, y, z = (torch.randn(ref.M, n, generator=gen) for _ in range(3))
+    problems = []
+    for s in (0.7, 0.5, -1.25, math.nan):
+        out = torch.full((len(e["ops"]), ref.M, n), 12345.0, device="cuda")
+        rows = torch.full((len(e["row_ops"]), ref.M, 4), 12345.0, device="cuda")
+        fn(x.cuda(), y.cuda(), z.cuda(), out, rows, s, grid=1, device=device)
+        out, rows = out.cpu(), rows.cpu()
+        for j, op in enumerate(e["ops"]):
+            if s != s and op not in ref.NAN_SAFE_WITHOUT_S:
+                continue
+            want, bound = ref.FRAGMENT_REFS[op]
+            problems.append(ref.check(f"{op} (s={s})", out[j], want(x, y, z, s), bound, x))
+        for j, op in enumerate(e["row_ops"]):
+            if s != s:
+                continue
+            want, bound = ref.ROW_REFS[op]
+            # all four threads of each quad wrote their copy of the row's value
+            problems.append(ref.check(f"{op} (s={s})", rows[j],
+                                      want(x, y, z, s).view(ref.M, 1).expand(ref.M, 4),
+                                      bound, x))
+    problems = [p for p in problems if p]
+    print(f"{name}: {len(e['ops'])} fragment ops, {len(e['row_ops'])} row ops, 4 scales")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", by_check("fragment_convert"))
+def test_fragment_conversions_match_torch_bit_for_bit(name, device):
+    """Fragment.to_packed to bf16, f16 (cvt.rn.*x2.f32) and e4m3, e5m2
+    (cvt.rn.satfinite.*x2.f32), each packed pair stored where its elements
+    belong: bit-exact with torch's round-to-nearest-even conversion (fp8
+    values clamped to the largest finite first: satfinite), ties, signed
+    zeros, subnormals and saturation included."""
+    import torch
+    import fragment_reference as ref
+
+    e, fn = _fragment_kernel(name)
+    n = e["n"]
+    x = ref.conversion_input(n, torch.Generator().manual_seed(7))
+    outs = [torch.zeros(ref.M, n, dtype=ref.CONVERSIONS[d][0], device="cuda")
+            for d in e["dtypes"]]
+    fn(x.cuda(), *outs, grid=1, device=device)
+    for dtype, got in zip(e["dtypes"], outs):
+        want = ref.convert(x, dtype)
+        bits = torch.int16 if want.element_size() == 2 else torch.uint8
+        bad = got.cpu().view(bits) != want.view(bits)
+        assert not bad.any(), (f"{dtype}: {int(bad.sum())} elements differ, first at "
+                               f"{bad.nonzero()[0].tolist()}")
+
+
+@pytest.mark.parametrize("name", by_check("fragment_operand_a"))
+def test_fragment_operand_a_registers_follow_the_ptx_layout(name, device):
+    """Fragment.to_operand_a for bf16, f16 (no data movement) and e4m3, e5m2
+    (quad shuffles: the k32 layout gives a thread 4 consecutive columns, the
+    accumulator 2): every register of every thread holds the bytes the PTX
+    ISA's register-A layout puts there."""
+    import torch
+    import fragment_reference as ref
+
+    e, fn = _fragment_kernel(name)
+    n = e["n"]
+    x = torch.randn(ref.M, n, generator=torch.Generator().manual_seed(3)) * 8
+    wants = {}
+    for dtype in e["dtypes"]:
+        q = ref.convert(x, dtype)
+        wants[dtype] = ref.operand_a_registers(q, 8 * q.element_size())
+    outs = [torch.zeros(wants[d].shape, dtype=torch.int32, device="cuda") for d in e["dtypes"]]
+    fn(x.cuda(), *outs, grid=1, device=device)
+    for dtype, got in zip(e["dtypes"], outs):
+        want, got = wants[dtype], got.cpu()
+        bad = (got != want).nonzero()
+        assert not len(bad), (f"{dtype}: {len(bad)} registers differ, first (slice, "
+                              f"register, thread) {bad[0].tolist()}: got "
+                              f"{int(got[tuple(bad[0])]) & 0xFFFFFFFF:#010x}, want "
+                              f"{int(want[tuple(bad[0])]) & 0xFFFFFFFF:#010x}")
+
+
+@pytest.mark.parametrize("name", by_check("fragment_mma_rs"))
+def test_fragment_mma_rs_matches_torch_matmul(name, device):
+    """A register-A wgmma (WarpgroupMma.mma_rs, bf16, A from a Fragment via
+    to_operand_a) with B in shared memory, K-major or MN-major: against
+    torch.matmul of the same bf16 values in fp64, within K * 2^-20 of
+    (|A| @ |B|) (fp32 accumulation)."""
+    import torch
+
+    e, fn = _fragment_kernel(name)
+    m, n, k = 64, e["n"], e["k"]
+    gen = torch.Generator().manual_seed(k + n)
+    a = torch.randn(m, k, generator=gen).bfloat16()
+    b = torch.randn(n, k, generator=gen).bfloat16()          # B as N x K
+    given = b if e["b_major"] == "K" else b.t().contiguous()  # MN-major: K x N
+    out = torch.full((m, n), math.nan, device="cuda")
+    fn(a.float().cuda(), given.cuda(), out, grid=1, device=device)
+    want = a.double() @ b.double().t()
+    limit = k * 2.0 ** -20 * (a.double().abs() @ b.double().abs().t())
+    err = (out.cpu().double() - want).abs()
+    print(f"{name}: max |err| {err.max().item():.3g}")
+    assert (err <= limit).all(), f"{int((err > limit).sum())} elements beyond the bound"

@@ -42,7 +42,7 @@ import math
 import mlir.ir as ir
 from mlir.dialects import arith, llvm, nvvm, vector
 
-from .scope import note_update
+from .scope import note_fresh, note_update
 from .values import Scalar, f32, i32, is_float_type, to_value
 
 # Element type name -> (MLIR type factory, bits).
@@ -104,6 +104,7 @@ class RowVector:
     its warp's 16). All four threads of a quad hold the same two values."""
 
     __hash__ = object.__hash__
+    _broadcasts_scalars = True     # Scalar's operators defer to ours
 
     def __init__(self, values):
         values = [_f32_value(v, "RowVector") for v in values]
@@ -142,13 +143,19 @@ class RowVector:
     def _rmap2(self, other, fn):
         return self._map2(other, lambda a, b: fn(b, a))
 
-    def __add__(self, o): return self._map2(o, arith.addf)
-    def __radd__(self, o): return self._rmap2(o, arith.addf)
-    def __sub__(self, o): return self._map2(o, arith.subf)
-    def __rsub__(self, o): return self._rmap2(o, arith.subf)
-    def __mul__(self, o): return self._map2(o, arith.mulf)
-    def __rmul__(self, o): return self._rmap2(o, arith.mulf)
-    def __truediv__(self, o): return self._map2(o, arith.divf)
+    def _op(self, other, fn, swap=False):
+        if isinstance(other, Fragment):
+            # Fragment's reflected operator broadcasts this vector along rows.
+            return NotImplemented
+        return self._rmap2(other, fn) if swap else self._map2(other, fn)
+
+    def __add__(self, o): return self._op(o, arith.addf)
+    def __radd__(self, o): return self._op(o, arith.addf, True)
+    def __sub__(self, o): return self._op(o, arith.subf)
+    def __rsub__(self, o): return self._op(o, arith.subf, True)
+    def __mul__(self, o): return self._op(o, arith.mulf)
+    def __rmul__(self, o): return self._op(o, arith.mulf, True)
+    def __truediv__(self, o): return self._op(o, arith.divf)
 
     def __neg__(self):
         return RowVector([arith.negf(v) for v in self.values])
@@ -199,6 +206,7 @@ class Fragment:
 
     M = 64
     __hash__ = object.__hash__
+    _broadcasts_scalars = True     # Scalar's operators defer to ours
 
     def __init__(self, n, values=None, struct=None):
         if not isinstance(n, int) or not 8 <= n <= 256 or n % 8:
@@ -209,7 +217,10 @@ class Fragment:
         if values is not None and len(values) != self.count:
             raise ValueError(f"Fragment of n={n}: {self.count} values per thread, "
                              f"got {len(values)}")
-        self._values = list(values) if values is not None else None
+        # Scalars are unwrapped; anything but f32 is refused here, not by
+        # the first op that reads it.
+        self._values = [_f32_value(v, "Fragment value") for v in values] \
+            if values is not None else None
         self._struct = struct
         if values is None and struct is None:
             self._values = self._splat(0.0)
@@ -264,8 +275,14 @@ class Fragment:
         """Value ``i`` (an f32 ir.Value)."""
         return self.values[i]
 
-    def _assign(self, values=None, struct=None, verb="updated"):
-        note_update(self, verb)
+    def _assign(self, values=None, struct=None, verb="updated", fresh=False):
+        # ``fresh``: the new value does not read the old one (zero, fill):
+        # inside a loop body the fragment is then one made there (a GEMM
+        # zeroes its accumulator per tile) and needs no carry.
+        if fresh:
+            note_fresh(self)
+        else:
+            note_update(self, verb)
         self._values = list(values) if values is not None else None
         self._struct = struct
 
@@ -276,10 +293,10 @@ class Fragment:
 
     def zero(self):
         """Reset every value to 0 (a fresh tile)."""
-        self._assign(values=self._splat(0.0), verb="zeroed")
+        self._assign(values=self._splat(0.0), fresh=True)
 
     def fill(self, value):
-        self._assign(values=self._splat(value), verb="filled")
+        self._assign(values=self._splat(value), fresh=True)
 
     def _set_struct(self, struct):
         """Rebind to a struct produced by a wgmma."""
@@ -292,6 +309,11 @@ class Fragment:
     def _carry_rebind(self, values):
         (self._struct,) = values
         self._values = None
+
+    def _carry_sources(self):
+        """The values this fragment holds, without packing them (what the
+        loops' update check compares: see scope.note_update)."""
+        return list(self._values) if self._values is not None else [self._struct]
 
     # -- layout ------------------------------------------------------------
 

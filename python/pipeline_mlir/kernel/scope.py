@@ -86,6 +86,7 @@ class LoopTrace:
     def __init__(self, body):
         self.body = body
         self.updated = {}  # id(obj) -> (obj, values before its first update, verb)
+        self.fresh = set()  # id(obj) of objects redefined in the body before any update
 
 
 _loops = []  # bodies being traced, outermost first
@@ -101,6 +102,27 @@ def note_update(obj, verb):
         here = ir.InsertionPoint.current.block
     except ValueError:
         return
+    # The values the object holds now, read without emitting IR: a
+    # Fragment's _carry_values would pack its struct here, inside the body,
+    # and the object would look made inside the loop.
+    sources = getattr(obj, "_carry_sources", obj._carry_values)
+    for loop in _loops:
+        if id(obj) not in loop.updated and id(obj) not in loop.fresh and \
+                block_encloses(loop.body, here):
+            loop.updated[id(obj)] = (obj, list(sources()), verb)
+
+
+def note_fresh(obj):
+    """Called by a mutator that gives ``obj`` a new value not computed from
+    its old one (``Fragment.zero``/``fill``): in a loop body where ``obj``
+    was not updated before, it is from then on an object made in the body
+    (a GEMM zeroes its accumulator per tile), which needs no carry."""
+    if not _loops:
+        return
+    try:
+        here = ir.InsertionPoint.current.block
+    except ValueError:
+        return
     for loop in _loops:
         if id(obj) not in loop.updated and block_encloses(loop.body, here):
-            loop.updated[id(obj)] = (obj, list(obj._carry_values()), verb)
+            loop.fresh.add(id(obj))

@@ -172,6 +172,10 @@ class Scalar:
         return to_value(o, self.type, what="operand")
 
     def _bin(self, int_fn, float_fn, o, swap=False, name="operator"):
+        if getattr(o, "_broadcasts_scalars", False):
+            # A Fragment or RowVector: its reflected operator applies this
+            # Scalar to each of its values (``scale * acc``).
+            return NotImplemented
         a, b = self._value, self._other(o)
         if swap:
             a, b = b, a
@@ -182,6 +186,9 @@ class Scalar:
         return Scalar(fn(a, b))
 
     def _inplace(self, result):
+        if not isinstance(result, Scalar):
+            raise TypeError(f"a Scalar cannot hold a {type_name(result)}: write "
+                            f"`y = x op y` with the {type_name(result)} on the left")
         note_update(self, "updated in place")
         self._value = result._value
         return self
@@ -289,6 +296,10 @@ class Scalar:
             if not self.is_float:
                 return Scalar(arith.sitofp(t, self._value))
             bits = {ir.F32Type: 32, ir.F16Type: 16, ir.BF16Type: 16, ir.F64Type: 64}
+            if bits[type(t)] == bits[type(self.type)]:
+                # bf16 <-> f16: no single op converts between two types of
+                # one width; f32 holds both exactly.
+                return self.to("f32").to(name)
             wider = bits[type(t)] > bits[type(self.type)]
             return Scalar((arith.extf if wider else arith.truncf)(t, self._value))
         if self.is_float:
