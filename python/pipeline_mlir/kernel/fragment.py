@@ -577,7 +577,9 @@ def _fp8_a_slice(frag, dtype, s):
     columns + 16); the accumulator gives it columns ``8c + 2t, 8c + 2t + 1``.
     Each thread packs its own column pairs (i16 each), then takes the two
     pairs its register needs from quad lanes ``2t % 4`` and ``(2t + 1) % 4``
-    (``shfl.sync.idx`` within the quad: both candidate blocks from each of the two source lanes, four per register, the receiver selecting by its own position)."""
+    (``shfl.sync.idx`` within the quad: both candidate blocks from each of
+    the two source lanes, four per register, the receiver selecting by its
+    own position)."""
     v = frag.values
     base = 16 * s                      # value index of column 32 s
     # pairs[c][h]: this thread's i16 of columns 8c + 2t.. of row half h.
