@@ -158,7 +158,16 @@ def needs_whole_program_ptxas(ptx):
     registers (C7512) and it runs at two thirds of its speed. 'auto' sends
     such PTX to ptxas when ptxas is on PATH."""
     text = ptx if isinstance(ptx, str) else bytes(ptx).decode(errors="replace")
-    return "setmaxnreg" in text and shutil.which("ptxas") is not None
+    if "setmaxnreg" not in text:
+        return False
+    if shutil.which("ptxas") is None:
+        warnings.warn(
+            "this kernel resizes its warpgroups' registers (setmaxnreg), which nvJitLink "
+            "ignores, and no ptxas is on PATH: its consumers keep the entry's register "
+            "count, and a wgmma-heavy kernel may run far slower (put CUDA's ptxas on PATH)",
+            RuntimeWarning, stacklevel=4)
+        return False
+    return True
 
 
 def assemble(ptx, chip, assembler, ptxas_fallback):

@@ -55,3 +55,21 @@ def test_cache_key_covers_the_native_lowering(monkeypatch):
         before = compiler._cache_key(module, "sm_90a")
         monkeypatch.setattr(compiler, "_lowering_identity", lambda: "another build")
         assert compiler._cache_key(module, "sm_90a") != before
+
+
+def test_setmaxnreg_ptx_goes_to_ptxas_and_warns_without_it(monkeypatch):
+    """nvJitLink ignores setmaxnreg (C7504): such PTX is assembled by ptxas,
+    and without ptxas the compiler says what the kernel loses."""
+    import warnings
+
+    from pipeline_mlir import compiler
+
+    ptx = "// ...\n\tsetmaxnreg.inc.sync.aligned.u32 \t240;\n"
+    monkeypatch.setattr(compiler.shutil, "which", lambda name: "/usr/bin/ptxas")
+    assert compiler.needs_whole_program_ptxas(ptx)
+    assert not compiler.needs_whole_program_ptxas("// no register resizing\n")
+    monkeypatch.setattr(compiler.shutil, "which", lambda name: None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert not compiler.needs_whole_program_ptxas(ptx)
+    assert any("setmaxnreg" in str(w.message) and "ptxas" in str(w.message) for w in caught)
