@@ -53,7 +53,7 @@ from mlir.dialects import llvm, nvvm
 from pipeline_mlir.kernel import (Float32, GlobalPtr, Int32, Kernel, Scalar,
                                   TmaDescriptor)
 from pipeline_mlir.kernel import epilogue, fence_view_async_shared, wgmma
-from pipeline_mlir.kernel.fragment import LOG2_E, Fragment, RowVector
+from pipeline_mlir.kernel.fragment import Fragment, RowVector
 from pipeline_mlir.kernel.memory import element_ptr
 from pipeline_mlir.kernel.values import f32, i32
 from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
@@ -408,7 +408,7 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
 
             thread_row, thread_col = Fragment.thread_origin(warp_in_wg, lane)
 
-            def softmax(s_acc, row_max, row_sum, o_acc, j, m_row0, masked, first):
+            def softmax(s_acc, row_max, row_sum, j, m_row0, masked, first):
                 """Online softmax of S_j: mask, new row max, P = exp2(S *
                 scale_log2 - max), the running sum; returns P and the
                 correction exp2(old max - new max) that O needs before the
@@ -480,7 +480,7 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                 if cfg.mistake != "k_released_before_s_retired":
                     pipe_k.consumer_release(k_read)
                 k_read.advance()
-                p, _ = softmax(s_acc, row_max, row_sum, o_acc, Scalar(0), m_row0,
+                p, _ = softmax(s_acc, row_max, row_sum, Scalar(0), m_row0,
                                Scalar(0) >= n_free, first=True)
                 p_regs = p.to_operand_a("bf16")
 
@@ -506,7 +506,7 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                         wgmma.wait_group(0)
                         pipe_k.consumer_release(k_read)
                         k_read.advance()
-                        p, c = softmax(s_acc, row_max, row_sum, o_acc, j, m_row0,
+                        p, c = softmax(s_acc, row_max, row_sum, j, m_row0,
                                        j >= n_free, first=False)
                         o_acc.set(o_acc * c)
                         p_regs.set(p.to_operand_a("bf16"))
@@ -528,7 +528,7 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                         wgmma.wait_group(1)              # S_j retired
                         pipe_k.consumer_release(k_read)
                         k_read.advance()
-                        p, new_corr = softmax(s_acc, row_max, row_sum, o_acc, j, m_row0,
+                        p, new_corr = softmax(s_acc, row_max, row_sum, j, m_row0,
                                               j >= n_free, first=False)
                         if cfg.mistake == "v_released_before_pv_retired":
                             pipe_v.consumer_release(v_read)

@@ -9,7 +9,6 @@ variants next to torch SDPA (cuDNN), same tensors, alternating rounds.
 
 import argparse
 import json
-import math
 import os
 import sys
 

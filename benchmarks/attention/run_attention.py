@@ -231,7 +231,8 @@ def main(argv=None):
             if args.check_only:
                 results.append({"row": list(row), "causal": causal, "errors": errors})
                 continue
-            times = time_interleaved({n: (lambda fn=fn: fn(q, k, v, causal))
+            times = time_interleaved({n: (lambda fn=fn, q=q, k=k, v=v, causal=causal:
+                                          fn(q, k, v, causal))
                                       for n, fn in fns.items()})
             r = summarize(row, causal, times)
             r["errors"] = errors

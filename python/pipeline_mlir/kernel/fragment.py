@@ -43,7 +43,7 @@ import mlir.ir as ir
 from mlir.dialects import arith, llvm, nvvm, vector
 
 from .scope import note_fresh, note_update
-from .values import Scalar, f32, i32, is_float_type, to_value
+from .values import Scalar, f32, i32, to_value
 
 # Element type name -> (MLIR type factory, bits).
 _FLOAT_TYPES = {
@@ -594,7 +594,6 @@ def _fp8_a_slice(frag, dtype, s):
     # 16 b + 4 t .. + 3, i.e. accumulator block c = 2 b + t / 2 from lanes
     # src_lo (columns +0, +1) and src_hi (+2, +3).
     regs = []
-    i16 = ir.IntegerType.get_signless(16)
     for b in range(2):
         for h in range(2):
             c_even, c_odd = pairs[2 * b][h], pairs[2 * b + 1][h]

@@ -454,8 +454,6 @@ class Launcher:
         Launch records its completion event only if waited for. Inside
         stream capture it is recorded into the graph with no events
         (``Launch.captured``)."""
-        from .launch import Launch
-
         drv = self.driver
         if not timed:
             p = self.prepared(values, grid, stream)
