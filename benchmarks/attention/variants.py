@@ -16,9 +16,9 @@ LADDER = [
 
 # Candidate overrides per head dim (the "best" rows use BEST).
 SWEEP = {
-    64: [dict(consumer_warpgroups=3, consumer_registers=160, l2_sections=True, stages=3)],
-    128: [dict(stages=3, q_stages=1), dict(block_n=160)],
-    256: [dict(q_stages=1, stages=2, block_n=64)],
+    64: [dict(consumer_warpgroups=3, consumer_registers=160), dict()],
+    128: [dict(l2_sections=True), dict(q_stages=1), dict(tma_store=True)],
+    256: [dict(l2_sections=True)],
 }
 # d = 64: three consumer warpgroups of 64 rows (a 192-row tile) with 160
 # registers each; the GEMMs are small, so more warpgroups hide the softmax.
