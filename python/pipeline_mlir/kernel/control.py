@@ -33,6 +33,41 @@ def _carriable(obj):
         f"PipelineOrder, Scalars or i32 values, got {type(obj).__name__}")
 
 
+class _Carried:
+    """The objects a loop or a branch carries: their SSA values, flattened
+    in order (what the ``scf`` op takes and yields), and how to rebind the
+    objects to a list of such values."""
+
+    def __init__(self, carry):
+        self.objs = [_carriable(c) for c in carry]
+        self.counts, self.init = [], []
+        for o in self.objs:
+            vals = o._carry_values()
+            self.counts.append(len(vals))
+            self.init.extend(vals)
+
+    def values(self):
+        """The objects' current values (read where they are to be yielded:
+        a Fragment packs its struct at the insertion point)."""
+        return [v for o in self.objs for v in o._carry_values()]
+
+    def rebind(self, values):
+        values, pos = list(values), 0
+        for o, n in zip(self.objs, self.counts):
+            o._carry_rebind(values[pos:pos + n])
+            pos += n
+
+    def check_yield(self, final, block, where, nested_fix):
+        """``final`` (to be yielded at the end of ``block``) keeps the
+        types of ``init`` and is defined in ``block`` itself."""
+        for v, a in zip(final, self.init):
+            if v.type != a.type:
+                raise TypeError(f"a carried value changed type in {where}: {a.type} "
+                                f"-> {v.type}")
+            if not block_encloses(defining_block(v), block):
+                raise ScopeError(nested_fix)
+
+
 class _NoCarry:
     """What ``for i, _ in k.range(n)`` binds to ``_`` when nothing is
     carried: unpacking it further fails with the fix."""
@@ -152,20 +187,8 @@ def range_(start, stop=None, step=1, *, carry=(), unroll=None, unroll_full=False
     lb = to_value(start, i32(), what="range start")
     ub = to_value(stop, i32(), what="range stop")
     st = to_value(step, i32(), what="range step")
-    objs = [_carriable(c) for c in carry]
-    counts = []
-    init = []
-    for o in objs:
-        vals = o._carry_values()
-        counts.append(len(vals))
-        init.extend(vals)
-
-    def rebind(values):
-        values = list(values)
-        pos = 0
-        for o, n in zip(objs, counts):
-            o._carry_rebind(values[pos:pos + n])
-            pos += n
+    carried = _Carried(carry)
+    objs, init, rebind = carried.objs, carried.init, carried.rebind
 
     with UserLine():  # diagnostics on the loop name the user's `for` line
         loop = scf.ForOp(lb, ub, st, init)
@@ -185,27 +208,20 @@ def range_(start, stop=None, step=1, *, carry=(), unroll=None, unroll_full=False
                 yield _LoopIndex(loop.induction_variable)
             # The body has been traced (the caller's `for` resumed us).
             caller = sys._getframe(1)
-            final = []
-            for o in objs:
-                final.extend(o._carry_values())
+            final = carried.values()
             for obj, before, verb in trace.updated.values():
                 made_inside = all(block_encloses(body, defining_block(v)) for v in before)
                 now = obj._carry_values()
-                carried = all(any(v == f for f in final) for v in now)
+                is_carried = all(any(v == f for f in final) for v in now)
                 changed = any(block_encloses(body, defining_block(v)) for v in now)
-                if not made_inside and changed and not carried:
+                if not made_inside and changed and not is_carried:
                     raise _uncarried_update_error(obj, verb, caller)
-            for v, a in zip(final, init):
-                if v.type != a.type:
-                    raise TypeError(
-                        f"a carried value changed type in the loop body: {a.type} "
-                        f"-> {v.type}")
-                if not block_encloses(defining_block(v), body):
-                    raise ScopeError(
-                        "a carried object was last updated inside a nested region "
-                        "(an if-branch) of the loop body; its new value does not "
-                        "reach the end of the iteration. Update it in the loop "
-                        "body itself (e.g. advance the state outside the if)")
+            carried.check_yield(
+                final, body, "the loop body",
+                "a carried object was last updated inside a nested region "
+                "(an if-branch) of the loop body; its new value does not "
+                "reach the end of the iteration. Update it in the loop "
+                "body itself (e.g. advance the state outside the if)")
             # At the user's `for` line: notes on the loop's yield point there.
             scf.YieldOp(final, loc=loop.location)
     finally:
@@ -237,12 +253,8 @@ class If:
             raise TypeError(
                 "If(cond): cond is a Python bool; use a Python `if` for "
                 "trace-time conditions")
-        self._objs = [_carriable(o) for o in carry]
-        self._counts, self._init = [], []
-        for o in self._objs:
-            vals = o._carry_values()
-            self._counts.append(len(vals))
-            self._init.extend(vals)
+        self._carried = _Carried(carry)
+        self._objs, self._init = self._carried.objs, self._carried.init
         types = [v.type for v in self._init]
         with UserLine():  # role-region notes name the user's `with` line
             self.op = scf.IfOp(to_value(c, i1(), what="if condition"), types,
@@ -257,14 +269,8 @@ class If:
         self._trace = None
         self._else_used = False
 
-    def _rebind(self, values):
-        values, pos = list(values), 0
-        for o, n in zip(self._objs, self._counts):
-            o._carry_rebind(values[pos:pos + n])
-            pos += n
-
     def _open(self, yield_op):
-        self._rebind(self._init)
+        self._carried.rebind(self._init)
         self._trace = LoopTrace(yield_op.operation.block)
         _loops.append(self._trace)
         self._ip = ir.InsertionPoint(yield_op)
@@ -273,30 +279,22 @@ class If:
     def _close(self, yield_op, exc_type):
         # The branch's final values are read (and, for a Fragment, packed)
         # while the insertion point is still inside the branch.
-        final = []
-        if exc_type is None:
-            for o in self._objs:
-                final.extend(o._carry_values())
+        final = self._carried.values() if exc_type is None else []
         self._ip.__exit__(None, None, None)
         _loops.remove(self._trace)
         if exc_type is not None:
             return yield_op
-        block = yield_op.operation.block
-        for v, a in zip(final, self._init):
-            if v.type != a.type:
-                raise TypeError(f"a carried value changed type in the if-branch: "
-                                f"{a.type} -> {v.type}")
-            if not block_encloses(defining_block(v), block):
-                raise ScopeError(
-                    "a carried object was last updated inside a nested region of "
-                    "this if-branch; its new value does not reach the branch's end. "
-                    "Carry it through the inner `if_` too (carry=[...])")
+        self._carried.check_yield(
+            final, yield_op.operation.block, "the if-branch",
+            "a carried object was last updated inside a nested region of "
+            "this if-branch; its new value does not reach the branch's end. "
+            "Carry it through the inner `if_` too (carry=[...])")
         if not self._objs:
             return yield_op
         with ir.InsertionPoint(yield_op):
             new = scf.YieldOp(final)
         yield_op.operation.erase()
-        self._rebind(self.op.results)
+        self._carried.rebind(self.op.results)
         return new
 
     def __enter__(self):
@@ -360,23 +358,13 @@ def while_(cond, *, carry=()):
     ``valid`` with ``valid.set(...)``; carried objects are rebound as in
     :func:`range_`. For loops whose trip count is known only at run time
     (cluster launch control hands out work until the grid is exhausted)."""
-    objs = [_carriable(c) for c in carry]
+    carried = _Carried(carry)
+    objs, init, rebind = carried.objs, carried.init, carried.rebind
     if not any(o is cond for o in objs):
         raise ValueError("while_: the condition must be one of the carried "
                          "objects (carry=[valid, ...]), so the body can update it")
-    counts, init = [], []
-    for o in objs:
-        vals = o._carry_values()
-        counts.append(len(vals))
-        init.extend(vals)
     if cond.ir_value.type != i1():
         raise TypeError(f"while_: the condition must be an i1, got {cond.ir_value.type}")
-
-    def rebind(values):
-        values, pos = list(values), 0
-        for o, n in zip(objs, counts):
-            o._carry_rebind(values[pos:pos + n])
-            pos += n
 
     types = [v.type for v in init]
     loop = scf.WhileOp(types, init)
@@ -388,17 +376,10 @@ def while_(cond, *, carry=()):
     rebind(after.arguments)
     with ir.InsertionPoint(after):
         yield None
-        final = []
-        for o in objs:
-            final.extend(o._carry_values())
-        for v, a in zip(final, init):
-            if v.type != a.type:
-                raise TypeError(f"a carried value changed type in the loop body: "
-                                f"{a.type} -> {v.type}")
-            if not block_encloses(defining_block(v), after):
-                raise ScopeError(
-                    "a carried object was last updated inside a nested region "
-                    "(an if-branch) of the loop body; update it in the loop body "
-                    "itself")
+        final = carried.values()
+        carried.check_yield(
+            final, after, "the loop body",
+            "a carried object was last updated inside a nested region "
+            "(an if-branch) of the loop body; update it in the loop body itself")
         scf.YieldOp(final)
     rebind(loop.results)

@@ -427,20 +427,22 @@ class Fragment:
 
     # -- reductions --------------------------------------------------------
 
-    def _row_reduce(self, fn):
+    def _row_reduce(self, fn, across_quad=True):
+        """``fn`` over each of the thread's two rows (a pairwise tree:
+        log2(n/4) dependent ops instead of n/4), then, ``across_quad``, over
+        the quad's four threads, which hold the other columns of these rows."""
         rows = []
         for half in range(2):
             vals = [v for i, v in enumerate(self.values) if (i // 2) % 2 == half]
-            # Pairwise tree: log2(n/4) dependent ops instead of n/4.
             while len(vals) > 1:
                 nxt = [fn(vals[j], vals[j + 1]) for j in range(0, len(vals) - 1, 2)]
                 if len(vals) % 2:
                     nxt.append(vals[-1])
                 vals = nxt
             r = vals[0]
-            # The quad's four threads hold the other columns of these rows.
-            for mask in (1, 2):
-                r = fn(r, shfl_xor(r, mask))
+            if across_quad:
+                for mask in (1, 2):
+                    r = fn(r, shfl_xor(r, mask))
             rows.append(r)
         return RowVector(rows)
 
@@ -456,16 +458,7 @@ class Fragment:
         """Each thread's sum over its own columns of each row, without the
         quad shuffles: online softmax sums these per iteration and reduces
         across the quad once at the end (:meth:`RowVector.quad_sum`)."""
-        rows = []
-        for half in range(2):
-            vals = [v for i, v in enumerate(self.values) if (i // 2) % 2 == half]
-            while len(vals) > 1:
-                nxt = [arith.addf(vals[j], vals[j + 1]) for j in range(0, len(vals) - 1, 2)]
-                if len(vals) % 2:
-                    nxt.append(vals[-1])
-                vals = nxt
-            rows.append(vals[0])
-        return RowVector(rows)
+        return self._row_reduce(arith.addf, across_quad=False)
 
     # -- conversions ---------------------------------------------------------
 
