@@ -559,12 +559,11 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                 out = o_acc * inv
                 lse = ((row_max * scale_log2 + total.log2()) * math.log(2.0)).where(
                     nonzero, float("-inf"))
+                store_lse(k, lse, lse_ptr, b, h, heads, seqlen_q, m_row0 + thread_row, lane)
                 if smem_o is None:
-                    store_tile(k, out, lse, o_ptr, lse_ptr, b, h, heads, seqlen_q, d,
-                               m_row0 + thread_row, thread_col, lane)
+                    store_o(k, out, o_ptr, b, h, heads, seqlen_q, d, m_row0 + thread_row,
+                            thread_col)
                 else:
-                    store_lse(k, lse, lse_ptr, b, h, heads, seqlen_q,
-                              m_row0 + thread_row, lane)
                     # O: the previous tile's TMA stores must have read this
                     # warpgroup's buffer before it is rewritten; then every
                     # thread's writes are fenced (generic -> async proxy)
@@ -597,10 +596,9 @@ def store_lse(k, lse, lse_ptr, b, h, heads, seqlen_q, row, lane):
             llvm.store(lse.values[half], element_ptr(lse_ptr, f32(), idx))
 
 
-def store_tile(k, out, lse, o_ptr, lse_ptr, b, h, heads, seqlen_q, d, row, col, lane):
-    """Each thread writes its values of O as bf16 pairs, and the first lane
-    of each quad the LSE of its two rows; rows past ``seqlen_q`` are not
-    written."""
+def store_o(k, out, o_ptr, b, h, heads, seqlen_q, d, row, col):
+    """Each thread writes its values of O as bf16 pairs straight from
+    registers; rows past ``seqlen_q`` are not written."""
     packed = out.to_packed("bf16")              # one i32 per column pair
     for half in range(2):
         r = row + 8 * half
@@ -612,9 +610,6 @@ def store_tile(k, out, lse, o_ptr, lse_ptr, b, h, heads, seqlen_q, d, row, col, 
                     continue
                 col_off = 8 * (j // 2)
                 llvm.store(word, element_ptr(o_ptr, ir.BF16Type.get(), base + col_off))
-            with k.if_(lane % 4 == 0):
-                idx = (b * heads + h) * seqlen_q + r
-                llvm.store(lse.values[half], element_ptr(lse_ptr, f32(), idx))
 
 
 if __name__ == "__main__":

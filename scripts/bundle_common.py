@@ -31,6 +31,26 @@ def copy_runtime(out):
                 shutil.copy(os.path.join(src, sub, f), os.path.join(dst, sub))
 
 
+def new_bundle(out):
+    """An empty bundle folder at ``out`` (an old one is removed) with its
+    ``kernels/`` folder and the runtime copied in; returns the absolute path."""
+    out = os.path.abspath(out)
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    os.makedirs(os.path.join(out, "kernels"))
+    copy_runtime(out)
+    return out
+
+
+def save_cubin(out, name, chip, image):
+    """Write a kernel image into the bundle; returns its path relative to
+    the bundle (what a manifest entry's ``image`` holds)."""
+    path = f"kernels/{name}.{chip}.cubin"
+    with open(os.path.join(out, path), "wb") as f:
+        f.write(image)
+    return path
+
+
 def write_manifest(out, manifest):
     """Write manifest.json; return the bundle's total size in bytes, or
     None (after printing why) when it is over the size cap."""

@@ -18,7 +18,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "examples"), HERE]
-from bundle_common import copy_runtime, write_manifest  # noqa: E402
+from bundle_common import new_bundle, save_cubin, write_manifest  # noqa: E402
 
 SCRIPTS = ("check_attention.py", "run_attention.py", "ours.py", "variants.py", "profile_one.py",
            "profile_pair.py")
@@ -35,11 +35,7 @@ def main(argv=None):
     import attention_fwd
     from variants import variants
 
-    out = os.path.abspath(args.out)
-    if os.path.exists(out):
-        shutil.rmtree(out)
-    os.makedirs(os.path.join(out, "kernels"))
-    copy_runtime(out)
+    out = new_bundle(args.out)
     for f in SCRIPTS:
         if os.path.exists(os.path.join(HERE, f)):
             shutil.copy(os.path.join(HERE, f), out)
@@ -49,10 +45,7 @@ def main(argv=None):
     for tag, cfg, persistent in variants(quick=args.quick, sweep=args.sweep):
         t0 = time.monotonic()
         k = attention_fwd.build(cfg, chip=args.chip)
-        image = k.compile()
-        path = f"kernels/{cfg.name}.{args.chip}.cubin"
-        with open(os.path.join(out, path), "wb") as f:
-            f.write(image)
+        path = save_cubin(out, cfg.name, args.chip, k.compile())
         meta = cfg.meta(k)
         meta.update(tag=tag, image=path, persistent=persistent)
         manifest["variants"].append(meta)

@@ -10,38 +10,24 @@ variants next to torch SDPA (cuDNN), same tensors, alternating rounds.
 import argparse
 import json
 import os
+import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+# The benchmark's rows and timing loop (run_attention.py, in the same bundle).
+from run_attention import ROWS as TIMED, time_interleaved  # noqa: E402
+
 # (batch, seqlen_q, seqlen_k, heads, heads_kv)
 GRID = [(2, 512, 512, 4, 4), (1, 1000, 1000, 3, 3), (1, 333, 517, 4, 2),
         (2, 256, 256, 8, 1), (1, 127, 255, 2, 2), (1, 300, 77, 2, 1), (1, 1, 64, 2, 2)]
-TIMED = [(4, 16, 4096, 128), (2, 16, 8192, 128), (4, 32, 4096, 64), (4, 8, 4096, 256)]
 
 
 def load(meta):
     from attention_fwd_host import AttentionFwd
     with open(os.path.join(HERE, meta["image"]), "rb") as f:
         return AttentionFwd(f.read(), meta)
-
-
-def time_pair(fns, rounds=5, iters=10):
-    """Median ms per call of each fn, alternating rounds."""
-    import torch
-    times = [[] for _ in fns]
-    for _ in range(rounds):
-        for i, fn in enumerate(fns):
-            fn()
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            for _ in range(iters):
-                fn()
-            e.record()
-            e.synchronize()
-            times[i].append(s.elapsed_time(e) / iters)
-    return [sorted(t)[len(t) // 2] for t in times]
 
 
 def main():
@@ -110,7 +96,9 @@ def main():
                         a2 = load(m)
                         fns.append(lambda a2=a2: a2(q, k, v))
                         names.append(m["tag"])
-                ms = time_pair(fns, rounds=3 if len(fns) > 4 else 5)
+                times = time_interleaved(dict(zip(names, fns)),
+                                         rounds=3 if len(fns) > 4 else 5)
+                ms = [statistics.median(times[n]) for n in names]
                 flops = 4 * b * h * s * s * d / (2 if causal else 1)
                 tf = [flops / (t * 1e-3) / 1e12 for t in ms]
                 line = " ".join(f"{n}={t:.0f}" for n, t in zip(names, tf))

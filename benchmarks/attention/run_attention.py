@@ -142,7 +142,7 @@ def load_contenders(only, bundle=HERE):
     return fns, missing
 
 
-def time_interleaved(fns):
+def time_interleaved(fns, rounds=ROUNDS):
     """Per-call ms of each fn ({name: fn()}) in alternating rounds: {name:
     [ms per round]}."""
     import torch
@@ -151,7 +151,7 @@ def time_interleaved(fns):
             fn()
     torch.cuda.synchronize()
     times = {name: [] for name in fns}
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         for name, fn in fns.items():
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)

@@ -25,7 +25,7 @@ from dataclasses import replace
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "examples"), HERE]
-from bundle_common import copy_runtime, fill_gemm_cache, write_manifest  # noqa: E402
+from bundle_common import fill_gemm_cache, new_bundle, save_cubin, write_manifest  # noqa: E402
 
 
 def main(argv=None):
@@ -39,11 +39,7 @@ def main(argv=None):
     import hopper_gemm_host
     from variants import CANDIDATES, LADDER
 
-    out = os.path.abspath(args.out)
-    if os.path.exists(out):
-        shutil.rmtree(out)
-    os.makedirs(os.path.join(out, "kernels"))
-    copy_runtime(out)
+    out = new_bundle(args.out)
     for f in ("run_gemm.py", "run_fp8.py", "triton_matmul.py", "variants.py",
               "profile_one.py", "launch_overhead.py", "sweep.py"):
         shutil.copy(os.path.join(HERE, f), out)
@@ -61,10 +57,7 @@ def main(argv=None):
             cfg = replace(hopper_gemm.GemmConfig(dtype=dtype), **overrides)
             t0 = time.monotonic()
             k = hopper_gemm.build(cfg, chip=args.chip)
-            image = k.compile()
-            path = f"kernels/{cfg.name}.{args.chip}.cubin"
-            with open(os.path.join(out, path), "wb") as f:
-                f.write(image)
+            path = save_cubin(out, cfg.name, args.chip, k.compile())
             meta = hopper_gemm_host.meta_of(cfg, k)
             meta.update(step=step, persistent=persistent, what=what, image=path,
                         stages=k.stages)
@@ -74,9 +67,7 @@ def main(argv=None):
     for cfg in fp8_gemm.CONFIGS.values():
         t0 = time.monotonic()
         k = fp8_gemm.build(cfg, chip=args.chip)
-        path = f"kernels/{cfg.name}.{args.chip}.cubin"
-        with open(os.path.join(out, path), "wb") as f:
-            f.write(k.compile())
+        path = save_cubin(out, cfg.name, args.chip, k.compile())
         meta = hopper_gemm_host.meta_of(cfg, k)
         meta.update(accumulation=cfg.accumulation, persistent=True, image=path,
                     stages=k.stages)
