@@ -34,6 +34,11 @@ struct Options {
   bool stageBalanceRemarks = false;
 };
 
+/// Threads per CTA: the pass option, else a 1-D known_block_size of the
+/// gpu.func (with y or z extents, tid.x / 32 is not the warp index); 0 when
+/// unknown.
+int64_t getBlockDim(FunctionOpInterface fn, const Options &options);
+
 //===----------------------------------------------------------------------===//
 // Verbs
 //===----------------------------------------------------------------------===//

@@ -461,3 +461,15 @@ std::optional<int64_t> protocol::getConstantTripCount(scf::ForOp loop) {
     return 0;
   return (*ub - *lb + *step - 1) / *step;
 }
+
+int64_t protocol::getBlockDim(FunctionOpInterface fn, const Options &options) {
+  if (options.blockDim > 0)
+    return options.blockDim;
+  auto gpuFn = dyn_cast<gpu::GPUFuncOp>(fn.getOperation());
+  if (!gpuFn)
+    return 0;
+  std::optional<ArrayRef<int32_t>> size = gpuFn.getKnownBlockSize();
+  if (!size || size->size() != 3 || (*size)[1] != 1 || (*size)[2] != 1)
+    return 0;
+  return (*size)[0];
+}

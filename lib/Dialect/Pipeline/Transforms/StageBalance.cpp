@@ -761,19 +761,6 @@ private:
   }
 };
 
-/// Threads per CTA from a 1-D known_block_size (0: unknown).
-int64_t knownBlockDim(FunctionOpInterface fn, int64_t option) {
-  if (option > 0)
-    return option;
-  auto gpuFn = dyn_cast<gpu::GPUFuncOp>(fn.getOperation());
-  if (!gpuFn)
-    return 0;
-  std::optional<ArrayRef<int32_t>> size = gpuFn.getKnownBlockSize();
-  if (!size || size->size() != 3 || (*size)[1] != 1 || (*size)[2] != 1)
-    return 0;
-  return (*size)[0];
-}
-
 } // namespace
 
 LogicalResult protocol::checkStageBalance(FunctionOpInterface fn,
@@ -787,7 +774,7 @@ LogicalResult protocol::checkStageBalance(FunctionOpInterface fn,
   });
   AtomTable atoms;
   Canonicalizer canon(atoms);
-  int64_t blockDim = knownBlockDim(fn, options.blockDim);
+  int64_t blockDim = getBlockDim(fn, options);
   bool failed = false;
   for (auto &[pipe, ops] : verbs) {
     const KindTraits &traits = getKindTraits(getPipelineType(pipe).getKind());

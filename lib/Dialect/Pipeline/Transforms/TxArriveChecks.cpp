@@ -19,7 +19,6 @@
 
 #include "ProtocolChecks.h"
 
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
@@ -390,20 +389,6 @@ static bool checkArriveSites(Value pipe, bool producerSide,
 /// Multicast CTAs whose loads land in each CTA (CuTe DSL's mcast_size).
 static int64_t getMcastSize(PipelineType type) {
   return getBarrierPlan(type).multicastPeers;
-}
-
-/// Threads per CTA: the pass option, else a 1-D known_block_size of the
-/// gpu.func (with y or z extents, tid.x / 32 is not the warp index).
-static int64_t getBlockDim(FunctionOpInterface fn, const Options &options) {
-  if (options.blockDim > 0)
-    return options.blockDim;
-  auto gpuFn = dyn_cast<gpu::GPUFuncOp>(fn.getOperation());
-  if (!gpuFn)
-    return 0;
-  std::optional<ArrayRef<int32_t>> size = gpuFn.getKnownBlockSize();
-  if (!size || size->size() != 3 || (*size)[1] != 1 || (*size)[2] != 1)
-    return 0;
-  return (*size)[0];
 }
 
 namespace {
