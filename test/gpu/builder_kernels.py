@@ -114,7 +114,8 @@ def simulate(kernel, kind, trip_count=5, schedules=10, seed=7):
     """Run ``kernel`` (launched as SPECS[kind] says, one cluster) in the CPU
     simulator with ``trip_count`` tiles; returns the sim's Report."""
     from pipeline_mlir.sim import explore
-    from pipeline_mlir.sim.frontend import Launch, kernels, make_world_factory
+    from pipeline_mlir.sim.frontend import kernels
+    from pipeline_mlir.sim.interp import Launch, make_world_factory
 
     block, cluster = SPECS[kind][3], SPECS[kind][4]
     with kernel.context:

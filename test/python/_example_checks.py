@@ -108,7 +108,8 @@ def simulate(text: str, *, schedules: int = 30, seed: int = 0, trip_count: int =
     """``{kernel name: Report}`` of the simulator on every kernel of ``text``;
     ``args`` gives integer kernel arguments by position (``{3: 5}``)."""
     from pipeline_mlir.sim.engine import explore
-    from pipeline_mlir.sim.frontend import Launch, kernels, make_world_factory
+    from pipeline_mlir.sim.frontend import kernels
+    from pipeline_mlir.sim.interp import Launch, make_world_factory
     ctx = pipeline_mlir.make_context()
     out = {}
     with ctx:

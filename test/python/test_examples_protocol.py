@@ -17,7 +17,7 @@ import pytest
 from _example_checks import EXAMPLES, EXAMPLES_DIR, TRIP_COUNT, example_ir, simulate, \
     verify_protocol
 
-from pipeline_mlir.sim.frontend import _shuffle
+from pipeline_mlir.sim.interp import _shuffle
 
 
 @pytest.mark.parametrize("case", sorted(EXAMPLES))
@@ -36,7 +36,8 @@ def test_example_passes_the_simulator(case):
 
 def test_umma_example_passes_every_schedule_up_to_two_preemptions():
     from pipeline_mlir.sim.engine import explore
-    from pipeline_mlir.sim.frontend import Launch, kernels, make_world_factory
+    from pipeline_mlir.sim.frontend import kernels
+    from pipeline_mlir.sim.interp import Launch, make_world_factory
     import mlir.ir as ir
     import pipeline_mlir
     with pipeline_mlir.make_context():

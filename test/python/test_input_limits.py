@@ -13,7 +13,7 @@ from pipeline_mlir.kernel import Kernel
 from pipeline_mlir.pipeline import (
     Agent, CooperativeGroup, PipelineAsync, PipelineError, PipelineOrder,
     PipelineTmaAsync, PipelineUserType, make_pipeline_state)
-from pipeline_mlir.sim.frontend import Launch
+from pipeline_mlir.sim.interp import Launch
 
 T32 = CooperativeGroup(Agent.Thread, 32)
 

@@ -311,7 +311,8 @@ def test_cta_scope_release_under_multicast_overwrites_in_the_simulator():
     # as for a single CTA). The peer's copy then writes a stage that this
     # CTA's consumers still hold (NVIDIA/cutlass#3643).
     from pipeline_mlir.sim.engine import explore
-    from pipeline_mlir.sim.frontend import Launch, kernels, make_world_factory
+    from pipeline_mlir.sim.frontend import kernels
+    from pipeline_mlir.sim.interp import Launch, make_world_factory
     from pipeline_mlir.sim.verbs import Group
     with pipeline_mlir.make_context():
         (k,) = kernels(ir.Module.parse(example_ir(CLUSTER)))

@@ -5,7 +5,8 @@ import os
 import mlir.ir as ir
 
 from pipeline_mlir.sim import cli
-from pipeline_mlir.sim.frontend import Launch, kernels, make_world_factory
+from pipeline_mlir.sim.frontend import kernels
+from pipeline_mlir.sim.interp import Launch, make_world_factory
 from pipeline_mlir.sim import explore
 
 SIM = os.path.join(os.path.dirname(__file__), "..", "Sim")

@@ -107,7 +107,8 @@ def test_simulator_deadlock_names_the_user_line():
     # acquire waits forever. The simulator's report names the waiting op's
     # line (Report.first's SimError.where; the CLI prints them as notes).
     from pipeline_mlir.sim.engine import explore
-    from pipeline_mlir.sim.frontend import Launch, kernels, make_world_factory
+    from pipeline_mlir.sim.frontend import kernels
+    from pipeline_mlir.sim.interp import Launch, make_world_factory
     k, _, acquire_line = build_without_commit()
     with k.context:
         (kernel,) = kernels(k.module)

@@ -20,7 +20,7 @@ halves in program order.
 - :mod:`.verbs`: the pipeline verbs on the model (reference semantics);
 - :mod:`.asyncread`: asynchronous readers of stage buffers (wgmma groups,
   tcgen05.mma, bulk stores) and the release-after-last-read check;
-- :mod:`.frontend`: mlir.ir.Module -> agents; :mod:`.cli`: ``pipeline-sim``;
+- :mod:`.frontend`: mlir.ir.Module -> kernels; :mod:`.interp`: kernels -> agents; :mod:`.cli`: ``pipeline-sim``;
   :mod:`.api`: ``simulate(module, ...)`` (what ``Kernel.simulate`` calls).
 """
 

@@ -121,7 +121,8 @@ def simulate(module, *, kernel: str | None = None, args: dict | None = None,
     its pipelines. With ``check`` (the default) a finding raises
     :class:`SimulationFailed`; otherwise the result is returned either way.
     """
-    from .frontend import Launch, kernels, make_world_factory
+    from .frontend import kernels
+    from .interp import Launch, make_world_factory
 
     for what, n, low in (("schedules", schedules, 1), ("max_steps", max_steps, 1),
                          ("seed", seed, None), ("clc_clusters", clc_clusters, 0)):

@@ -120,7 +120,8 @@ def _parse(path: str):
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from .frontend import Launch, choose_args, kernels, make_world_factory, needs_arg_values
+    from .frontend import choose_args, kernels, needs_arg_values
+    from .interp import Launch, make_world_factory
     try:
         ctx, module = _parse(args.file)
     except Exception as e:  # parse/verifier errors come back as MLIRError

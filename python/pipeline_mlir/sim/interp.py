@@ -1,0 +1,552 @@
+"""The simulator's interpreter: every warp of every CTA of a launch runs a
+kernel's :class:`~.frontend.Node` tree (built by ``frontend.py``) as one
+agent, yielding a step at each pipeline verb (:func:`make_world_factory`).
+
+Values and divergence are as ``frontend.py`` describes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import asyncread as AR
+from . import verbs as V
+from .engine import Agent, World
+from .frontend import STORE_OPS, UNKNOWN, Kernel, Lanes, Node
+from .model import SimError
+from .verbs import PipeRef, State
+
+
+# -- evaluation ---------------------------------------------------------------
+
+def _lanes_of(mask: int) -> list[int]:
+    return [i for i in range(32) if mask >> i & 1]
+
+
+def _map(f, *xs):
+    """Apply f to scalars, elementwise to lane vectors; UNKNOWN propagates."""
+    if any(isinstance(x, Lanes) for x in xs):
+        cols = [x if isinstance(x, Lanes) else (x,) * 32 for x in xs]
+        return Lanes(_map(f, *vals) for vals in zip(*cols))
+    if any(x is UNKNOWN or not isinstance(x, int) for x in xs):
+        return UNKNOWN
+    return f(*xs)
+
+
+def _signed(x: int, w: int) -> int:
+    return x - (1 << w) if x >> (w - 1) & 1 else x
+
+
+def _cmp(pred: int, w: int):
+    s = lambda x: _signed(x, w)  # noqa: E731
+    return [lambda x, y: x == y, lambda x, y: x != y,
+            lambda x, y: s(x) < s(y), lambda x, y: s(x) <= s(y),
+            lambda x, y: s(x) > s(y), lambda x, y: s(x) >= s(y),
+            lambda x, y: x < y, lambda x, y: x <= y, lambda x, y: x > y, lambda x, y: x >= y][pred]
+
+
+def _binop(name: str, w: int, iw: int):
+    m = (1 << w) - 1
+    s = lambda x: _signed(x, iw)  # noqa: E731
+
+    def sdiv(x, y):
+        q = abs(s(x)) // abs(s(y))
+        return q if (s(x) < 0) == (s(y) < 0) else -q
+    return {
+        "arith.addi": lambda x, y: (x + y) & m, "arith.subi": lambda x, y: (x - y) & m,
+        "arith.muli": lambda x, y: (x * y) & m, "arith.divui": lambda x, y: x // y,
+        "arith.remui": lambda x, y: x % y, "arith.andi": lambda x, y: x & y,
+        "arith.ori": lambda x, y: x | y, "arith.xori": lambda x, y: x ^ y,
+        "arith.shli": lambda x, y: (x << y) & m, "arith.shrui": lambda x, y: x >> y,
+        "arith.shrsi": lambda x, y: (s(x) >> y) & m,
+        "arith.divsi": lambda x, y: sdiv(x, y) & m,
+        "arith.remsi": lambda x, y: (s(x) - sdiv(x, y) * s(y)) & m,
+        "arith.minui": min, "arith.maxui": max,
+        "arith.minsi": lambda x, y: x if s(x) <= s(y) else y,
+        "arith.maxsi": lambda x, y: x if s(x) >= s(y) else y,
+        "arith.ceildivui": lambda x, y: -(-x // y),
+    }.get(name)
+
+
+def _shuffle(kind: str, val, b, c):
+    """``shfl.sync`` by the PTX rule (source lane from b and the clamp/segment
+    operand c); kernels use it to make the warp index warp-uniform, so a
+    result that is the same in every lane comes back as a scalar."""
+    if any(x is UNKNOWN for x in (b, c)) or isinstance(c, Lanes):
+        return UNKNOWN
+    bs = b if isinstance(b, Lanes) else (b,) * 32
+    vs = val if isinstance(val, Lanes) else (val,) * 32
+    seg, clamp = (c >> 8) & 31, c & 31
+    out = []
+    for lane in range(32):
+        bv = bs[lane]
+        if bv is UNKNOWN:
+            return UNKNOWN
+        top = (lane & seg) | (clamp & ~seg)
+        j, ok = {"up": (lane - bv, lane - bv >= top),
+                 "down": (lane + bv, lane + bv <= top),
+                 "bfly": (lane ^ bv, (lane ^ bv) <= top),
+                 "idx": ((lane & seg) | (bv & 31 & ~seg), ((lane & seg) | (bv & 31 & ~seg)) <= top),
+                 }[kind]
+        out.append(vs[j] if ok else vs[lane])
+    if all(x == out[0] and type(x) is type(out[0]) for x in out):
+        return out[0]
+    return Lanes(out)
+
+
+# Hardware limits a launch must respect (a CTA holds at most 1024 threads, a
+# cluster at most 16 CTAs); beyond them the simulation would model a launch
+# no GPU runs, and its cost grows with the thread count.
+MAX_BLOCK_THREADS = 1024
+MAX_CLUSTER_CTAS = 16
+
+
+def _check_dims(name: str, dims, limit: int, unit: str) -> None:
+    if (not isinstance(dims, tuple) or len(dims) != 3
+            or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims)):
+        raise ValueError(f"Launch: {name} must be 3 positive ints, got {dims!r}")
+    if dims[0] * dims[1] * dims[2] > limit:
+        raise ValueError(f"Launch: {name} {dims} has {dims[0] * dims[1] * dims[2]} {unit}, "
+                         f"more than the {limit} a GPU allows")
+
+
+@dataclass
+class Launch:
+    """What the simulated launch looks like. The simulator runs one cluster,
+    which is the whole grid (``nctaid`` = the cluster shape, ``clusterid`` =
+    0). ``args`` gives integer kernel arguments by position, so loops whose
+    bounds are computed from them (a GEMM's tile and k-block loops) run
+    their real trip counts; ``trip_count`` is the fallback for bounds that
+    still cannot be evaluated. ``clc_clusters``: how many pending clusters
+    cluster launch control lets the simulated one cancel and take over
+    before a ``try_cancel`` fails (the run-time end of a CLC loop);
+    ``max_while_trips`` bounds an ``scf.while``."""
+    block_dim: tuple[int, int, int]
+    cluster: tuple[int, int, int]
+    trip_count: int | None = None
+    args: dict = field(default_factory=dict)
+    clc_clusters: int = 2
+    max_while_trips: int = 10000
+
+    def __post_init__(self):
+        _check_dims("block_dim", self.block_dim, MAX_BLOCK_THREADS, "threads")
+        _check_dims("cluster", self.cluster, MAX_CLUSTER_CTAS, "CTAs")
+        if self.trip_count is not None and (
+                not isinstance(self.trip_count, int) or isinstance(self.trip_count, bool)
+                or self.trip_count < 0):
+            raise ValueError(f"Launch: trip_count must be a non-negative int, "
+                             f"got {self.trip_count!r}")
+
+    @property
+    def block_threads(self) -> int:
+        return self.block_dim[0] * self.block_dim[1] * self.block_dim[2]
+
+
+@dataclass(frozen=True)
+class _ClcStage:
+    """The full barrier of a clc_fetch_async stage, as a try_cancel names
+    it (``phase``: the barrier phase the response completes)."""
+    pid: int
+    index: int
+    phase: int
+
+
+class _Interp:
+    """Runs a kernel's node tree for one warp agent."""
+
+    def __init__(self, k: Kernel, launch: Launch, w: World, agent: Agent, pipes: dict):
+        self.k, self.launch, self.w, self.a, self.pipes = k, launch, w, agent, pipes
+        self.clc_seen = None     # (pipeline, stage) of the last CLC consumer.wait
+        self.env: list = [UNKNOWN] * k.nslots
+        bx, by, _ = launch.block_dim
+        tids = [32 * agent.warp + lane for lane in range(32)]
+        self.tid = {"x": Lanes(t % bx for t in tids), "y": Lanes((t // bx) % by for t in tids),
+                    "z": Lanes(t // (bx * by) for t in tids)}
+        cx, cy, cz = w.cluster.cta_id(agent.cta)
+        self.ctaid = {"x": cx, "y": cy, "z": cz}
+        for pos, value in launch.args.items():
+            if not 0 <= pos < len(k.args):
+                raise SimError("unsupported", f"--arg {pos}: @{k.name} has {len(k.args)} "
+                                              "arguments")
+            self.env[k.args[pos]] = value
+
+    def fail(self, node: Node, msg: str):
+        raise SimError("unsupported", f"{node.name} at {node.loc}: {msg}")
+
+    def uniform(self, node: Node, v, mask: int, what: str):
+        if isinstance(v, Lanes):
+            vals = {v[i] for i in _lanes_of(mask)}
+            if len(vals) != 1:
+                self.fail(node, f"{what} differs between the lanes of a warp")
+            v = vals.pop()
+        if v is UNKNOWN:
+            self.fail(node, f"cannot evaluate {what} (depends on a kernel argument or memory)")
+        return v
+
+    def run(self, nodes: list[Node], mask: int):
+        env = self.env
+        for n in nodes:
+            name = n.name
+            if name in ("scf.yield", "scf.condition", "func.return", "gpu.return"):
+                return [env[i] for i in n.ins]
+            if name.startswith("pipeline."):
+                res = yield from self.pipeline_op(n, mask)
+                if n.outs:
+                    env[n.outs[0]] = res
+            elif name == "scf.if":
+                yield from self.scf_if(n, mask)
+            elif name == "scf.for":
+                yield from self.scf_for(n, mask)
+            elif name == "scf.while":
+                yield from self.scf_while(n, mask)
+            elif name == "nvvm.clusterlaunchcontrol.try.cancel":
+                stage = env[n.ins[1]]
+                if not isinstance(stage, _ClcStage):
+                    self.fail(n, "the mbarrier is not a pipeline.producer.barrier of a "
+                                 "clc_fetch_async pipeline")
+                yield from V.clc_try_cancel(self.w, self.a, self.pipes[stage.pid], stage.index,
+                                            stage.phase, _lanes_of(mask), n.a["multicast"])
+            elif name == "nvvm.clusterlaunchcontrol.query.cancel":
+                if self.clc_seen is None:
+                    self.fail(n, "no consumer.wait on a clc_fetch_async pipeline before it")
+                pid, idx = self.clc_seen
+                env[n.outs[0]] = V.clc_response(self.w, self.a, self.pipes[pid], idx,
+                                                n.a["query"])
+            elif name in STORE_OPS and n.a["stage_states"]:
+                for slot in n.a["stage_states"]:
+                    st = env[slot]
+                    if isinstance(st, State):
+                        V.plain_store(self.a, st, name, n.loc)
+            elif name in ("gpu.barrier", "nvvm.barrier0"):
+                yield from V.named_sync(self.w, self.a, 0, self.launch.block_threads, False,
+                                        _lanes_of(mask))
+            elif name in AR.NVVM_OPS:
+                self.async_op(n)
+                if n.outs:
+                    self.scalar(n, mask)
+            elif n.regions and any(n.regions):
+                self.fail(n, "unsupported op with regions")
+            else:
+                self.scalar(n, mask)
+        return []
+
+    def scalar(self, n: Node, mask: int):
+        env, name, a = self.env, n.name, n.a
+        args = [env[i] for i in n.ins]
+        w = a.get("width", 64)
+        r = UNKNOWN
+        f = _binop(name, w, a.get("in_width", w))
+        if f is not None:
+            r = _map(f, *args)
+        elif name == "arith.constant":
+            r = a["value"]
+        elif name == "arith.cmpi":
+            r = _map(lambda x, y: int(_cmp(a["pred"], a["in_width"])(x, y)), *args)
+        elif name == "arith.select":
+            r = _map(lambda c, x, y: x if c else y, *args) if all(
+                isinstance(x, (int, Lanes)) for x in args) else (
+                args[1] if args[0] == 1 else args[2] if args[0] == 0 else UNKNOWN)
+        elif name in ("arith.index_cast", "arith.index_castui", "arith.extui", "arith.trunci"):
+            m = (1 << w) - 1
+            iw = a.get("in_width", w)
+            r = _map((lambda x: _signed(x, iw) & m) if name == "arith.index_cast" else
+                     (lambda x: x & m), args[0])
+        elif name == "arith.extsi":
+            r = _map(lambda x: _signed(x, a["in_width"]) & ((1 << w) - 1), args[0])
+        elif name in ("nvvm.read.ptx.sreg.tid.x", "nvvm.read.ptx.sreg.tid.y", "nvvm.read.ptx.sreg.tid.z"):
+            r = self.tid[name[-1]]
+        elif name == "gpu.thread_id":
+            r = self.tid[a["dim"]]
+        elif name in ("nvvm.read.ptx.sreg.laneid", "gpu.lane_id"):
+            r = Lanes(range(32))
+        elif name == "nvvm.read.ptx.sreg.warpid":
+            r = self.a.warp
+        elif name in ("nvvm.read.ptx.sreg.cluster.ctarank", "gpu.cluster_block_id_linear"):
+            r = self.a.cta
+        elif name.startswith("nvvm.read.ptx.sreg.ctaid.") or name.startswith(
+                "nvvm.read.ptx.sreg.cluster.ctaid."):
+            r = self.ctaid[name[-1]]
+        elif name in ("gpu.block_id", "gpu.cluster_block_id"):
+            r = self.ctaid[a["dim"]]
+        elif name.startswith("nvvm.read.ptx.sreg.nctaid.") or name.startswith(
+                "nvvm.read.ptx.sreg.cluster.nctaid."):
+            r = self.launch.cluster["xyz".index(name[-1])]
+        elif name.startswith("nvvm.read.ptx.sreg.clusterid."):
+            r = 0
+        elif name.startswith("nvvm.read.ptx.sreg.nclusterid."):
+            r = 1
+        elif name.startswith("nvvm.read.ptx.sreg.ntid.") or name == "gpu.block_dim":
+            r = self.launch.block_dim["xyz".index(a["dim"] if "dim" in a else name[-1])]
+        elif name == "nvvm.read.ptx.sreg.cluster.nctarank":
+            r = self.w.cluster.size
+        elif name == "nvvm.elect.sync":
+            first = _lanes_of(mask)[0]
+            r = Lanes(int(i == first) for i in range(32))
+        elif name == "nvvm.shfl.sync" and not a["pair"]:
+            r = _shuffle(a["shfl"], *args[1:4])
+        for o in n.outs:
+            env[o] = r
+
+    def scf_if(self, n: Node, mask: int):
+        env = self.env
+        c = env[n.ins[0]]
+        then_r, else_r = n.regions[0], n.regions[1] if len(n.regions) > 1 else []
+        if isinstance(c, Lanes):
+            active = _lanes_of(mask)
+            if any(c[i] is UNKNOWN for i in active):
+                self.fail(n, "cannot evaluate the condition")
+            tmask = sum(1 << i for i in active if c[i])
+            emask = mask & ~tmask
+            if tmask and emask:  # divergence: then-lanes first, then else-lanes
+                tv = (yield from self.run(then_r[0][1], tmask)) if then_r else []
+                ev = (yield from self.run(else_r[0][1], emask)) if else_r else []
+                for o, x, y in zip(n.outs, tv, ev):
+                    env[o] = x if x is y else Lanes(
+                        x[i] if isinstance(x, Lanes) else x if tmask >> i & 1 else
+                        (y[i] if isinstance(y, Lanes) else y) for i in range(32))
+                return
+            c = 1 if tmask else 0
+        elif c is UNKNOWN:
+            self.fail(n, "cannot evaluate the condition (depends on a kernel argument or memory)")
+        region = then_r if c else else_r
+        vals = (yield from self.run(region[0][1], mask)) if region else []
+        for o, v in zip(n.outs, vals):
+            env[o] = v
+
+    def scf_for(self, n: Node, mask: int):
+        env = self.env
+        lb, ub, step = (env[i] for i in n.ins[:3])
+        inits = [env[i] for i in n.ins[3:]]
+        if any(isinstance(x, Lanes) for x in (lb, ub, step)):
+            lb, ub, step = (self.uniform(n, x, mask, "a loop bound") for x in (lb, ub, step))
+        if UNKNOWN in (lb, ub, step) or not all(isinstance(x, int) for x in (lb, ub, step)):
+            if self.launch.trip_count is None:
+                self.fail(n, "loop bounds are not constants; pass --arg POS=VALUE or "
+                             "--trip-count")
+            trips = self.launch.trip_count
+        else:
+            trips = max(0, -(-(ub - lb) // step)) if step else 0
+        (args, body), = n.regions[0]
+        vals = inits
+        for i in range(trips):
+            env[args[0]] = lb + i * step if isinstance(lb, int) and isinstance(step, int) else UNKNOWN
+            for s, v in zip(args[1:], vals):
+                env[s] = v
+            vals = yield from self.run(body, mask)
+        for o, v in zip(n.outs, vals):
+            env[o] = v
+
+    def scf_while(self, n: Node, mask: int):
+        env = self.env
+        (bargs, before), = n.regions[0]
+        (aargs, after), = n.regions[1]
+        vals = [env[i] for i in n.ins]
+        for _ in range(self.launch.max_while_trips):
+            for s, v in zip(bargs, vals):
+                env[s] = v
+            res = yield from self.run(before, mask)
+            if not self.uniform(n, res[0], mask, "the loop condition"):
+                break
+            for s, v in zip(aargs, res[1:]):
+                env[s] = v
+            vals = yield from self.run(after, mask)
+        else:
+            self.fail(n, f"the loop ran {self.launch.max_while_trips} times without ending")
+        for o, v in zip(n.outs, res[1:]):
+            env[o] = v
+
+    # -- asynchronous readers of stage buffers (asyncread.py) -----------------
+    def issue_read(self, n: Node, kind: str):
+        states = [self.env[s] for s in n.a.get("reads", ())]
+        AR.issue(self.a, kind, n.name, n.loc,
+                 AR.held_stages(self.a, self.pipes, states))
+
+    def async_op(self, n: Node):
+        name, a = n.name, self.a
+        if name == AR.WGMMA:
+            self.issue_read(n, "wgmma")
+        elif name == AR.TCGEN05_MMA:
+            self.issue_read(n, "tcgen05")
+        elif name in AR.NVVM_BULK_STORES:
+            self.issue_read(n, "bulk")
+        elif name == AR.WGMMA_COMMIT:
+            AR.wgmma_commit(a)
+        elif name == AR.WGMMA_WAIT:
+            AR.wgmma_wait(a, n.a["group"])
+        elif name == AR.TCGEN05_COMMIT:
+            AR.tcgen05_commit(a)
+        elif name == AR.NVVM_BULK_COMMIT:
+            AR.bulk_commit(a)
+        elif name == AR.NVVM_BULK_WAIT:
+            AR.bulk_wait(a, n.a["group"])
+
+    # -- the pipeline ops ------------------------------------------------------
+    def pipeline_op(self, n: Node, mask: int):
+        """Creation, init sync, states, named barriers and bulk groups here;
+        the ops on a pipeline's stages in stage_op."""
+        env, a, w = self.env, self.a, self.w
+        a.where = n.loc  # a deadlock report names the op each warp waits in
+        name, attrs = n.name[len("pipeline."):], n.a
+        args = [env[i] for i in n.ins]
+        lanes = _lanes_of(mask)
+
+        def u(v, what):
+            return self.uniform(n, v, mask, what)
+
+        if name in _STAGE_OPS:
+            return (yield from self.stage_op(n, name, mask))
+        if name == "create":
+            pid = attrs["pipe"]
+            p = self.pipes[pid]
+            yield from V.create(w, a, p, attrs["defer"], lanes)
+            return p
+        if name == "init_arrive":
+            yield from V.init_arrive(w, a, attrs["cluster_size"], lanes)
+            return None
+        if name == "init_wait":
+            yield from V.init_wait(w, a, attrs["cluster_size"], lanes)
+            return None
+        if name == "state.make":
+            stages, role = attrs["stages"], attrs["role"]
+            origin = n.outs[0]  # this state.make: the lineage of its advances
+            segs = attrs["segs"] or [0, 0, 0]
+            if not any(segs):
+                return State(stages, 0, 1 if role == "producer" else 0, 0, role, origin)
+            vals = [u(x, "a state operand") for x in args]
+            if attrs["simple"]:
+                pi = vals[0]
+                start = stages if role == "producer" else 0
+                return State(stages, pi % stages, (pi // stages) & 1, pi - start, role, origin)
+            return State(stages, vals[0], vals[1] & 1, vals[2] if len(vals) > 2 else 0, role,
+                         origin)
+        if name in ("state.advance", "state.index", "state.phase", "state.count"):
+            st = u(args[0], "the pipeline state")
+            if name == "state.advance":
+                return st.advance(u(args[1], "the advance amount") if len(args) > 1 else 1)
+            return getattr(st, name.split(".")[1])
+        if name in ("named_barrier.arrive", "named_barrier.sync"):
+            bar = attrs["barrier_id"] + (u(args[0], "the barrier index") if args else 0)
+            f = V.named_arrive if name.endswith("arrive") else V.named_sync
+            yield from f(w, a, bar, attrs["num_threads"], attrs["unaligned"], lanes)
+            return None
+        if name == "copy.tma_store":
+            self.issue_read(n, "bulk")
+            yield from V.tma_store(w, a, lanes)
+            return None
+        if name == "bulk_group.commit":
+            AR.bulk_commit(a)
+            yield from V.bulk_commit(w, a)
+            return None
+        if name == "bulk_group.wait":
+            AR.bulk_wait(a, attrs.get("pending", 0))
+            yield from V.bulk_wait(w, a, attrs.get("pending", 0))
+            return None
+        self.fail(n, "not modelled by pipeline-sim")
+
+    def stage_op(self, n: Node, name: str, mask: int):
+        """The ops on a pipeline (and a state naming one of its stages): the
+        producer / consumer / order verbs and the copies bound to a stage."""
+        env, a, w, attrs = self.env, self.a, self.w, n.a
+        args = [env[i] for i in n.ins]
+        lanes = _lanes_of(mask)
+
+        def u(v, what):
+            return self.uniform(n, v, mask, what)
+
+        def opt(seg_index):
+            """Value of an optional operand by its segment (AttrSizedOperandSegments)."""
+            segs = attrs["segs"]
+            if not segs[seg_index]:
+                return None
+            return env[n.ins[sum(segs[:seg_index])]]
+
+        p = u(args[0], "the pipeline")
+        if not isinstance(p, PipeRef):
+            self.fail(n, "the pipeline value does not come from a pipeline.create")
+        if name == "order.state":
+            return V.order_state(p, u(args[1], "the group id"))
+        clc = p.spec.traits["producer_op_name"] == "clc_load"
+        st = u(args[1], "the pipeline state")
+        if not isinstance(st, State):
+            self.fail(n, "the state value is not a pipeline state")
+        if p.spec.kind == "tma_store":
+            # PipelineTmaStore: commit = commit_group, acquire =
+            # wait_group.read (stages - 1), tail = wait_group 0.
+            if name == "producer.commit":
+                AR.bulk_commit(a)
+            elif name == "producer.acquire":
+                AR.bulk_wait(a, p.spec.stages - 1)
+            elif name == "producer.tail":
+                AR.bulk_wait(a, 0)
+        elif name in ("producer.acquire", "producer.try_acquire", "consumer.release"):
+            umma = (name == "consumer.release"
+                    and (attrs.get("op_type") or p.spec.consumer_op) == V.UMMA)
+            AR.check_hand_back(a, p, st.index, f"pipeline.{name}", n.loc, umma)
+        elif name == "producer.commit" and p.spec.producer_op == V.UMMA:
+            AR.tcgen05_commit(a)
+        if name == "producer.acquire":
+            tok, extra = opt(2), opt(3)
+            tok = None if tok is None else u(tok, "the token")
+            extra = 0 if extra is None else u(extra, "extra_tx")
+            yield from V.producer_acquire(w, a, p, st, lanes, tok, extra)
+        elif name == "producer.try_acquire":
+            return (yield from V.producer_try_acquire(w, a, p, st, lanes))
+        elif name == "producer.commit":
+            yield from V.producer_commit(w, a, p, st, lanes, attrs["elect_one"])
+        elif name == "producer.tail":
+            yield from V.producer_tail(w, a, p, st, lanes)
+        elif name == "producer.barrier":
+            # CLC requests name their barrier; other uses are not modelled.
+            if clc:
+                return _ClcStage(p.pid, st.index, st.phase ^ 1)
+            return UNKNOWN
+        elif name == "consumer.wait":
+            tok = u(args[2], "the token") if len(args) > 2 else None
+            yield from V.consumer_wait(w, a, p, st, lanes, tok)
+            if clc:
+                self.clc_seen = (p.pid, st.index)
+        elif name == "consumer.try_wait":
+            return (yield from V.consumer_try_wait(w, a, p, st, lanes))
+        elif name == "consumer.release":
+            yield from V.consumer_release(w, a, p, st, lanes, attrs["elect_one"],
+                                          attrs.get("op_type"))
+        elif name == "copy.tma_load":
+            m = opt(5)
+            m = None if m is None else u(m, "the multicast mask")
+            yield from V.copy_load(w, a, p, st, lanes, attrs["bytes"], m, "copy.tma_load")
+        elif name == "copy.bulk":
+            size = u(args[4], "the bulk copy size")
+            yield from V.copy_load(w, a, p, st, lanes, size, None, "copy.bulk")
+        elif name == "order.wait":
+            yield from V.order_wait(w, a, p, st, u(args[2], "the group id"), lanes)
+        elif name == "order.arrive":
+            return (yield from V.order_arrive(w, a, p, st, u(args[2], "the group id"), lanes))
+        else:
+            self.fail(n, "not modelled by pipeline-sim")
+        return None
+
+
+# The ops stage_op runs: they take a !pipeline.pipeline (and a state).
+_STAGE_OPS = frozenset({
+    "order.state", "producer.acquire", "producer.try_acquire", "producer.commit",
+    "producer.tail", "producer.barrier", "consumer.wait", "consumer.try_wait",
+    "consumer.release", "copy.tma_load", "copy.bulk", "order.wait", "order.arrive"})
+
+
+def make_world_factory(k: Kernel, launch: Launch, max_steps: int = 200000):
+    """A function that builds a fresh world running kernel ``k``."""
+    if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps <= 0:
+        raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+
+    def make() -> World:
+        w = World(launch.cluster, launch.block_threads, max_steps)
+        w.clc_left = launch.clc_clusters
+        pipes = {pid: PipeRef(spec, pid) for pid, spec in k.pipes.items()}
+
+        def body(agent: Agent):
+            agent.exit_checks.append(lambda: V.finish_checks(w, agent, pipes))
+            interp = _Interp(k, launch, w, agent, pipes)
+            yield from interp.run(k.body, (1 << agent.threads) - 1)
+        w.spawn(body)
+        return w
+    return make
