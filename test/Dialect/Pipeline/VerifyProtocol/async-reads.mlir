@@ -343,3 +343,76 @@ func.func @elected_store_never_waited(%desc: !llvm.ptr, %ring: !llvm.ptr<3>, %x:
   pipeline.consumer.release %p, %s {elect_one} : !P, !cs
   return
 }
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>, tx_count = 1024>
+!cs = !pipeline.state<4, consumer>
+!acc = !llvm.struct<(f32, f32, f32, f32)>
+
+// The register-A wgmma (WarpgroupMma.mma_rs: A in registers, one inline-asm
+// instruction, as attention's P V) reads its B descriptor's stage
+// asynchronously too: releasing it before the group retires is the same bug.
+func.func @register_a_wgmma_release_before_wait(%n: index, %base: i64, %acc0: !acc, %a: i32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1 : i32
+  %step = arith.constant 1024 : i64
+  %p = pipeline.create {name = "v"} : !P
+  %c = pipeline.state.make : !cs
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c, %acc = %acc0) -> (!cs, !acc) {
+    pipeline.consumer.wait %p, %s : !P, !cs
+    %idx = pipeline.state.index %s : !cs
+    %idx64 = arith.extui %idx : i32 to i64
+    %off = arith.muli %idx64, %step : i64
+    %desc = arith.addi %base, %off : i64
+    %v0 = llvm.extractvalue %acc[0] : !acc
+    %v1 = llvm.extractvalue %acc[1] : !acc
+    %v2 = llvm.extractvalue %acc[2] : !acc
+    %v3 = llvm.extractvalue %acc[3] : !acc
+    nvvm.wgmma.fence.aligned
+    // expected-note @+1 {{the asynchronous read of that stage, still in flight at the release}}
+    %d = llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, $12, 0;\0Awgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {$0, $1, $2, $3}, {$8, $9, $10, $11}, $12, p, 1, 1, 1;\0A}\0A", "=f,=f,=f,=f,0,1,2,3,r,r,r,r,l,n" %v0, %v1, %v2, %v3, %a, %a, %a, %a, %desc, %one : (f32, f32, f32, f32, i32, i32, i32, i32, i64, i32) -> !acc
+    nvvm.wgmma.commit.group.sync.aligned
+    // expected-error @+1 {{pipeline.consumer.release hands back a stage of pipeline 'v' while wgmma.mma_async with A in registers (llvm.inline_asm) may still read it asynchronously}}
+    pipeline.consumer.release %p, %s : !P, !cs
+    %s1 = pipeline.state.advance %s : !cs
+    scf.yield %s1, %d : !cs, !acc
+  }
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 4, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>, tx_count = 1024>
+!cs = !pipeline.state<4, consumer>
+!acc = !llvm.struct<(f32, f32, f32, f32)>
+
+// Twin: wait_group 0 retires the register-A wgmma before the release.
+func.func @register_a_wgmma_release_after_wait(%n: index, %base: i64, %acc0: !acc, %a: i32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1 : i32
+  %step = arith.constant 1024 : i64
+  %p = pipeline.create {name = "v"} : !P
+  %c = pipeline.state.make : !cs
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c, %acc = %acc0) -> (!cs, !acc) {
+    pipeline.consumer.wait %p, %s : !P, !cs
+    %idx = pipeline.state.index %s : !cs
+    %idx64 = arith.extui %idx : i32 to i64
+    %off = arith.muli %idx64, %step : i64
+    %desc = arith.addi %base, %off : i64
+    %v0 = llvm.extractvalue %acc[0] : !acc
+    %v1 = llvm.extractvalue %acc[1] : !acc
+    %v2 = llvm.extractvalue %acc[2] : !acc
+    %v3 = llvm.extractvalue %acc[3] : !acc
+    nvvm.wgmma.fence.aligned
+    %d = llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, $12, 0;\0Awgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {$0, $1, $2, $3}, {$8, $9, $10, $11}, $12, p, 1, 1, 1;\0A}\0A", "=f,=f,=f,=f,0,1,2,3,r,r,r,r,l,n" %v0, %v1, %v2, %v3, %a, %a, %a, %a, %desc, %one : (f32, f32, f32, f32, i32, i32, i32, i32, i64, i32) -> !acc
+    nvvm.wgmma.commit.group.sync.aligned
+    nvvm.wgmma.wait.group.sync.aligned 0
+    pipeline.consumer.release %p, %s : !P, !cs
+    %s1 = pipeline.state.advance %s : !cs
+    scf.yield %s1, %d : !cs, !acc
+  }
+  return
+}
