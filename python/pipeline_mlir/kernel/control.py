@@ -9,6 +9,9 @@
   object made before the loop that the body advances or sets without
   carrying it raises ScopeError naming the variable and the ``carry=`` fix
   (``for i, _ in k.range(n)`` traces the body so that it can).
+- ``while_(valid, carry=[valid, ...])``: one ``scf.while``, its body traced
+  the same way: carried objects are rebound in place, and an object the body
+  updates without carrying it raises the same ScopeError.
 - ``If(cond)``: ``scf.if`` as a context manager, with ``.else_()``.
 - ``elect_one()``: ``nvvm.elect.sync`` + ``scf.if`` (one lane of the warp).
 """
@@ -62,10 +65,58 @@ class _Carried:
         types of ``init`` and is defined in ``block`` itself."""
         for v, a in zip(final, self.init):
             if v.type != a.type:
-                raise TypeError(f"a carried value changed type in {where}: {a.type} "
-                                f"-> {v.type}")
+                raise TypeError(
+                    f"a carried value changed type in {where}: {a.type} -> {v.type}; "
+                    "an scf op yields the types it was given, so keep the object's "
+                    "type (or make a new object after it)")
             if not block_encloses(defining_block(v), block):
                 raise ScopeError(nested_fix)
+
+    def end_loop_body(self, trace, body, caller, loop_name, carry_fix):
+        """The values a loop body yields, read at its end (the insertion
+        point still in ``body``), after checking that every object made
+        before the loop and updated in ``trace`` is carried (ScopeError
+        naming the caller's variable and ``carry_fix(name)``) and that
+        the values keep their types and reach the body's end.
+
+        The one check of ``range_`` and ``while_``: the body is traced
+        once, so an uncarried update would leave the uses emitted before it
+        reading the value from before the loop, and the object bound after
+        the loop to a value of the ended body (a dominance error, later and
+        at no line)."""
+        final = self.values()
+        for obj, before, verb in trace.updated.values():
+            made_inside = all(block_encloses(body, defining_block(v)) for v in before)
+            now = obj._carry_values()
+            is_carried = all(any(v == f for f in final) for v in now)
+            changed = any(block_encloses(body, defining_block(v)) for v in now)
+            if not made_inside and changed and not is_carried:
+                raise _uncarried_update_error(obj, verb, caller, loop_name, carry_fix)
+        self.check_yield(
+            final, body, "the loop body",
+            "a carried object was last updated inside a nested region "
+            "(an if-branch) of the loop body; its new value does not "
+            "reach the end of the iteration. Update it in the loop "
+            "body itself (e.g. advance the state outside the if), or carry "
+            "it through the if too (`k.if_(cond, carry=[...])`)")
+        return final
+
+
+class _LoopTraced:
+    """``with _LoopTraced(body) as trace:`` -- the updates that mutators
+    note (scope.note_update) while a loop body is traced, for
+    :meth:`_Carried.end_loop_body`."""
+
+    def __init__(self, body):
+        self.trace = LoopTrace(body)
+
+    def __enter__(self):
+        _loops.append(self.trace)
+        return self.trace
+
+    def __exit__(self, *exc):
+        _loops.remove(self.trace)
+        return False
 
 
 class _NoCarry:
@@ -97,24 +148,27 @@ class _LoopIndex(Scalar):
 
 def _names_of(obj, frame):
     """[(name, text)] for the caller's variables bound to ``obj`` or to an
-    object holding it as its state (a producer/consumer's PipelineState)."""
-    if frame is None:
-        return []
+    object holding it as its state (a producer/consumer's PipelineState).
+    The frames outward from ``frame`` are searched until one binds it: a
+    loop written in a helper generator (a persistent kernel's ``work()``)
+    is named in the frame that made the object."""
     found = []
-    for scope in (frame.f_locals, frame.f_globals):
-        for name, value in list(scope.items()):
-            if name.startswith("__") or name in (n for n, _ in found):
-                continue
-            if value is obj:
-                found.append((name, f"`{name}` ({obj!r})"))
-            elif getattr(value, "_state", None) is obj:
-                found.append((name, f"`{name}` (a {type(value).__name__}; its state)"))
-        if found:
-            break
+    while frame is not None and not found:
+        for scope in (frame.f_locals, frame.f_globals):
+            for name, value in list(scope.items()):
+                if name.startswith("__") or name in (n for n, _ in found):
+                    continue
+                if value is obj:
+                    found.append((name, f"`{name}` ({obj!r})"))
+                elif getattr(value, "_state", None) is obj:
+                    found.append((name, f"`{name}` (a {type(value).__name__}; its state)"))
+            if found:
+                break
+        frame = frame.f_back
     return found
 
 
-def _uncarried_update_error(obj, verb, frame):
+def _uncarried_update_error(obj, verb, frame, loop_name, carry_fix):
     found = _names_of(obj, frame)
     if found:
         what = " / ".join(text for _, text in found)
@@ -123,12 +177,17 @@ def _uncarried_update_error(obj, verb, frame):
         what = f"a {obj!r} made before the loop"
         name = "state"
     return ScopeError(
-        f"k.range: {what} is {verb} in the loop body but not carried by the "
+        f"{loop_name}: {what} is {verb} in the loop body but not carried by the "
         "loop, so each iteration would restart from its value before the "
         "loop (and after the loop it would hold a value of the ended body). "
-        f"Carry it: `for i, ({name},) in k.range(n, carry=[{name}]):` (list "
-        "every state, producer, consumer, PipelineOrder or Scalar that the "
-        "body advances or sets; they are not carried automatically)")
+        f"Carry it: `{carry_fix(name)}` (list "
+        "every state, producer, consumer, PipelineOrder, Scalar, Fragment or "
+        "RowVector that the body advances or sets; they are not carried "
+        "automatically)")
+
+
+def _range_fix(name):
+    return f"for i, ({name},) in k.range(n, carry=[{name}]):"
 
 
 def _is_pipeline_state(value):
@@ -198,34 +257,16 @@ def range_(start, stop=None, step=1, *, carry=(), unroll=None, unroll_full=False
         loop.operation.attributes["loop_annotation"] = annotation
     body = loop.body
     rebind(loop.inner_iter_args)
-    trace = LoopTrace(body)
-    _loops.append(trace)
-    try:
-        with ir.InsertionPoint(body):
-            if objs:
-                yield Scalar(loop.induction_variable), tuple(objs)
-            else:
-                yield _LoopIndex(loop.induction_variable)
-            # The body has been traced (the caller's `for` resumed us).
-            caller = sys._getframe(1)
-            final = carried.values()
-            for obj, before, verb in trace.updated.values():
-                made_inside = all(block_encloses(body, defining_block(v)) for v in before)
-                now = obj._carry_values()
-                is_carried = all(any(v == f for f in final) for v in now)
-                changed = any(block_encloses(body, defining_block(v)) for v in now)
-                if not made_inside and changed and not is_carried:
-                    raise _uncarried_update_error(obj, verb, caller)
-            carried.check_yield(
-                final, body, "the loop body",
-                "a carried object was last updated inside a nested region "
-                "(an if-branch) of the loop body; its new value does not "
-                "reach the end of the iteration. Update it in the loop "
-                "body itself (e.g. advance the state outside the if)")
-            # At the user's `for` line: notes on the loop's yield point there.
-            scf.YieldOp(final, loc=loop.location)
-    finally:
-        _loops.remove(trace)
+    with _LoopTraced(body) as trace, ir.InsertionPoint(body):
+        if objs:
+            yield Scalar(loop.induction_variable), tuple(objs)
+        else:
+            yield _LoopIndex(loop.induction_variable)
+        # The body has been traced (the caller's `for` resumed us).
+        final = carried.end_loop_body(trace, body, sys._getframe(1), "k.range",
+                                      _range_fix)
+        # At the user's `for` line: notes on the loop's yield point there.
+        scf.YieldOp(final, loc=loop.location)
     rebind(loop.results)
 
 
@@ -355,9 +396,15 @@ def while_(cond, *, carry=()):
     """``for _ in while_(valid, carry=[valid, state, ...])``: an ``scf.while``
     that runs the body as long as the carried i1 Scalar ``valid`` is true
     (checked before each iteration, so possibly never). The body updates
-    ``valid`` with ``valid.set(...)``; carried objects are rebound as in
-    :func:`range_`. For loops whose trip count is known only at run time
-    (cluster launch control hands out work until the grid is exhausted)."""
+    ``valid`` with ``valid.set(...)``. For loops whose trip count is known
+    only at run time (cluster launch control hands out work until the grid
+    is exhausted).
+
+    Carried objects are rebound as in :func:`range_`, and checked the same
+    way (``_Carried.end_loop_body``): every object made before the loop
+    that the body updates must be in ``carry`` (ScopeError naming it at the
+    caller's ``for`` line otherwise), and a carried value may not change
+    type."""
     carried = _Carried(carry)
     objs, init, rebind = carried.objs, carried.init, carried.rebind
     if not any(o is cond for o in objs):
@@ -365,21 +412,40 @@ def while_(cond, *, carry=()):
                          "objects (carry=[valid, ...]), so the body can update it")
     if cond.ir_value.type != i1():
         raise TypeError(f"while_: the condition must be an i1, got {cond.ir_value.type}")
+    # Where the condition sits among the flattened carried values.
+    pos = sum(carried.counts[:next(i for i, o in enumerate(objs) if o is cond)])
 
     types = [v.type for v in init]
-    loop = scf.WhileOp(types, init)
+    with UserLine():  # diagnostics on the loop name the user's `for` line
+        loop = scf.WhileOp(types, init)
     before = loop.before.blocks.append(*types)
     after = loop.after.blocks.append(*types)
     with ir.InsertionPoint(before):
         rebind(before.arguments)
-        scf.ConditionOp(cond.ir_value, list(before.arguments))
+        scf.ConditionOp(cond.ir_value, list(before.arguments), loc=loop.location)
     rebind(after.arguments)
-    with ir.InsertionPoint(after):
+    with _LoopTraced(after) as trace, ir.InsertionPoint(after):
         yield None
-        final = carried.values()
-        carried.check_yield(
-            final, after, "the loop body",
-            "a carried object was last updated inside a nested region "
-            "(an if-branch) of the loop body; update it in the loop body itself")
-        scf.YieldOp(final)
+        # The body has been traced (the caller's `for` resumed us).
+        caller = sys._getframe(1)
+
+        def cond_name():
+            found = _names_of(cond, caller)
+            return found[0][0] if found else "valid"
+
+        def carry_fix(name):
+            c = cond_name()
+            return f"for _ in k.while_({c}, carry=[{c}, ..., {name}]):"
+
+        final = carried.end_loop_body(trace, after, caller, "k.while_", carry_fix)
+        if final[pos] == after.arguments[pos]:
+            # scf.while tests the value the body yields: the same one that
+            # let the body run would let it run again, forever.
+            c = cond_name()
+            raise ValueError(
+                f"k.while_: the body never sets the condition `{c}`, so a loop "
+                "that runs once never ends. Set it in the body, e.g. "
+                f"`{c}.set(more_work)` (k.if_(..., carry=[{c}]) carries it "
+                "through a branch)")
+        scf.YieldOp(final, loc=loop.location)
     rebind(loop.results)

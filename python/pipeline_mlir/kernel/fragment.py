@@ -312,8 +312,12 @@ class Fragment:
 
     def _carry_sources(self):
         """The values this fragment holds, without packing them (what the
-        loops' update check compares: see scope.note_update)."""
-        return list(self._values) if self._values is not None else [self._struct]
+        loops' update check compares: see scope.note_update). Both
+        representations where both exist: one made from the other inside a
+        loop body (a carried struct unpacked there by the first ``acc +=
+        x`` of an inner loop) must not make the fragment look made in that
+        body, or the inner loop's missing carry goes unreported."""
+        return [v for v in (*(self._values or ()), self._struct) if v is not None]
 
     # -- layout ------------------------------------------------------------
 

@@ -261,6 +261,9 @@ class Kernel:
                       unroll_full=unroll_full)
 
     def while_(self, cond, *, carry=()):
+        """``scf.while`` (see ``control.while_``): runs while the carried i1
+        ``cond`` holds; what the body updates must be carried, as in
+        ``k.range``."""
         return while_(cond, carry=carry)
 
     def if_(self, cond, carry=()):
