@@ -153,34 +153,43 @@ def test_build_script_fills_the_cache_for_a_shape(tmp_path, monkeypatch):
 
 # --- the descriptor arena --------------------------------------------------------
 
-def test_descriptor_arena_copies_in_stream_order_and_reuses_slots(monkeypatch):
+def test_descriptor_arena_copies_in_stream_order_and_reuses_slots():
     from pipeline_mlir.runtime import descriptor_arena as da
-    from pipeline_mlir.runtime import memory
 
-    class Host:
-        def __init__(self, nbytes, device):
-            self.raw = ctypes.create_string_buffer(nbytes)
-            self.host_address = ctypes.addressof(self.raw)
+    copies, records = [], []
 
-    class Dev:
-        def __init__(self, nbytes, device):
-            self.address = 0x10000
+    class Driver:
+        def copy_to_device_async(self, *a):
+            copies.append(a)
 
-    copies = []
-    driver = type("D", (), {"copy_to_device_async":
-                            lambda self, *a: copies.append(a)})()
-    monkeypatch.setattr(memory, "DeviceBuffer", Dev)
-    monkeypatch.setattr(memory, "HostMappedBuffer", Host)
-    arena = da.DescriptorArena(None, slots=2, driver=driver)
-    evicted = []
-    addrs = [arena.put(bytes([i]) * 128, stream=0x5, owner=f"k{i}", on_evict=evicted.append)
+        def is_capturing(self, stream):
+            return False
+
+        def create_event(self):
+            return 0xEE
+
+        def record(self, event, stream):
+            records.append((event, stream))
+
+        def event_done(self, event):
+            return True
+
+    raw = ctypes.create_string_buffer(2 * 128)
+    host = ctypes.addressof(raw)
+    arena = da.DescriptorArena(0x5, slots=2, driver=Driver(), buffers=(0x10000, host))
+    told = []
+    slots = [arena.put(bytes([i]) * 128, on_reuse=lambda i=i: told.append(i))
              for i in range(3)]
-    assert addrs == [0x10000, 0x10080, 0x10000]           # the third reuses slot 0
-    assert evicted == ["k0"]
-    host = arena.host_buffer.host_address
+    assert slots == [(0, 1), (1, 1), (0, 2)]              # the third reuses slot 0
+    assert told == [0]                                    # its holder (put 0) is told
+    assert not arena.current(0, 1) and arena.current(0, 2)
+    assert [arena.address(s) for s, _ in slots] == [0x10000, 0x10080, 0x10000]
     assert copies == [(0x10000, host, 128, 0x5), (0x10080, host + 128, 128, 0x5),
                       (0x10000, host, 128, 0x5)]
+    assert records == [(0xEE, 0x5)] * 3                   # one event per (chunk, stream)
     assert ctypes.string_at(host, 128) == bytes([2]) * 128
+    with pytest.raises(ValueError, match="128 bytes"):
+        arena.put(b"short")
 
 
 # --- torch op schema ---------------------------------------------------------------

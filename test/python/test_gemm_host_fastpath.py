@@ -26,7 +26,9 @@ import pytest
 from pipeline_mlir import runtime as rt
 from pipeline_mlir.ops import hopper_gemm_host as hg
 from pipeline_mlir.runtime import compiled as rc
+from pipeline_mlir.runtime import descriptor_arena as da
 from pipeline_mlir.runtime import fastlaunch as fl
+from pipeline_mlir.runtime import launch_cache as lc
 
 from test_runtime_fastpath import IMAGE, FakeDevice, FakeFunction, MockDriver
 
@@ -119,13 +121,43 @@ def gemm(monkeypatch):
         encoded.append((a.address, b.address, c.address))
         return tuple(types.SimpleNamespace(bytes=bytes([len(encoded)]) * 128) for _ in "abc")
 
-    class Arena:
-        def put(self, data, stream, owner=None, on_evict=None):
-            puts.append((owner, on_evict))
-            return 0xD0000 + 0x80 * len(puts)
+    real_put = da.DescriptorArena.put
 
+    def put(self, data, on_reuse=None):
+        puts.append(on_reuse)
+        return real_put(self, data, on_reuse)
+
+    class CopyDriver:
+        """Copies recorded nowhere; nothing is ever pending."""
+
+        def copy_to_device_async(self, *a):
+            pass
+
+        def is_capturing(self, stream):
+            return drv.capturing
+
+        def create_event(self):
+            return 1
+
+        def destroy_event(self, event):
+            pass
+
+        def record(self, event, stream):
+            pass
+
+        def event_done(self, event):
+            return True
+
+    hosts = []
+
+    def allocate(nbytes):
+        hosts.append(ctypes.create_string_buffer(nbytes))
+        return 0xD0000 + 0x10000 * len(hosts), ctypes.addressof(hosts[-1])
+
+    arenas = da.StreamArenas(None, slots=64, driver=CopyDriver(), allocate=allocate)
+    monkeypatch.setattr(da.DescriptorArena, "put", put)
+    monkeypatch.setattr(lc, "device_arena", lambda device: arenas)
     monkeypatch.setattr(hg.HopperGemm, "descriptors", descriptors)
-    monkeypatch.setattr(hg, "_arena", lambda device: Arena())
     rc.CompiledKernel._cache.clear()
     g = hg.HopperGemm(IMAGE, META, device=FakeDevice(0))
     return g, drv, encoded, puts
@@ -209,10 +241,12 @@ def test_an_evicted_descriptor_slot_drops_the_prepared_launch(gemm):
     g, drv, encoded, puts = gemm
     a, b, c = operands()
     g(a, b, c)
-    owner, on_evict = puts[0]
-    on_evict(owner)                    # the arena gave slot 0 to someone else
+    puts[1]()                          # the arena gave the launch's B slot to someone else
+    assert len(g.launches) == 0
     g(a, b, c)
     assert len(encoded) == 2 and len(puts) == 6
+    g(a, b, c)                         # the new launch stays
+    assert len(encoded) == 2 and len(g.launches) == 1
 
 
 def test_sync_calls_wait_through_the_timed_path(gemm, monkeypatch):

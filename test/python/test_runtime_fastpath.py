@@ -89,9 +89,13 @@ class FakeFunction:
         self.set_attrs = []
         self.module = types.SimpleNamespace(has_watchdog=False)
         self.name = "k"
+        self.device = FakeDevice()
 
     def _set_attr(self, name, value):
         self.set_attrs.append((name, value))
+
+    # the real rule, over the recording _set_attr
+    ensure_launch_attributes = rt.Kernel.ensure_launch_attributes
 
     def launch(self, **kw):
         raise AssertionError("the general path (host arrays) is not expected here")

@@ -31,7 +31,7 @@ META_KEYS = ("name", "dtype", "block_m", "block_n", "cluster_m", "threads", "sme
 # Relative error bound of the check: fp32 accumulation of 16-bit products,
 # then one rounding to bf16 (2^-8) or fp16 (2^-11) of the output.
 REL_ERROR_BOUND = {"bf16": 1e-2, "f16": 2e-3}
-_DESCRIPTOR_CACHE = 1024  # tensor-map triples kept per variant
+_LAUNCH_CACHE = 1024  # prepared launches (tensor-map triples) kept per variant
 
 
 def meta_of(cfg, kernel):
@@ -45,19 +45,6 @@ def meta_of(cfg, kernel):
             "params": [[name, p.kind] for name, p in kernel.params],
             "signature": [p.kind for _, p in kernel.params],
             "layouts": {"a": a.to_meta(), "b": b.to_meta(), "c": c.to_meta()}}
-
-
-def _arena(device):
-    """One descriptor arena per device, shared by every GEMM variant."""
-    from pipeline_mlir.runtime.descriptor_arena import DescriptorArena
-
-    found = _ARENAS.get(device.ordinal)
-    if found is None:
-        found = _ARENAS[device.ordinal] = DescriptorArena(device)
-    return found
-
-
-_ARENAS = {}
 
 
 class HopperGemm:
@@ -84,7 +71,8 @@ class HopperGemm:
         self.kernel = self.launcher.fn          # the runtime Kernel (attributes, occupancy)
         self.module = self.kernel.module
         self._shapes = {}   # (a.shape, b.shape, c.shape) -> (m, n, k, grid)
-        self._ready = {}    # launch_key(...) -> fastlaunch.PreparedLaunch
+        # launch_key(...) -> PreparedLaunch, descriptors in the device's arena
+        self.launches = runtime.LaunchCache(self.launcher, _LAUNCH_CACHE)
         self._resident = None
         self._dtype = None
         self._out_dtype = None   # torch dtype of C, known after the first checked call
@@ -147,9 +135,6 @@ class HopperGemm:
         return tuple(rt.make_tma_descriptor(t, layout=lay[name])
                      for name, t in (("a", a), ("b", b), ("c", c)))
 
-    def _forget(self, key):
-        self._ready.pop(key, None)
-
     def grid(self, m, n, sms):
         """Persistent: as many CTAs (clusters) as run at once, never more
         than there are tiles; else one CTA (cluster) per tile."""
@@ -187,13 +172,13 @@ class HopperGemm:
             try:
                 if c is None:
                     c = a.new_empty((a.size(0), b.size(0)), dtype=self._out_dtype)
-                p = self._ready.get(self.launch_key(
+                p = self.launches.get(self.launch_key(
                     a, b, c, extra_args, current_stream_handle(self._ordinal) if stream is None
                     else stream_address(stream)))
             except Exception:  # not tensors, a bad stream...: the checked path says what
                 p = None
             if p is not None:
-                self.launcher.fire(p)
+                self.launches.fire(p)
                 return c
         return self._launch_checked(a, b, c, extra_args, stream, sync)
 
@@ -211,19 +196,14 @@ class HopperGemm:
         # The raw launch takes addresses: tensors after m, n, k (the FP8
         # GEMM's scales, checked by its launcher) pass their data pointers.
         extra = tuple(x.data_ptr() if hasattr(x, "data_ptr") else x for x in extra_args)
-        p = self._ready.get(key)
+        p = self.launches.get(key)
         if p is None:
-            if len(self._ready) >= _DESCRIPTOR_CACHE:
-                self._ready.pop(next(iter(self._ready)))   # the oldest
-            arena = _arena(self.device)
-            da, db, dc = (arena.put(d.bytes, s, owner=key, on_evict=self._forget)
-                          for d in self.descriptors(a, b, c))
-            p = self.launcher.prepare((da, db, dc, c.data_ptr(), m, n, k, *extra), grid, s)
-            self._ready[key] = p
+            p = self.launches.prepare(key, (*self.descriptors(a, b, c), c.data_ptr(), m, n, k,
+                                            *extra), grid, s)
         if sync:
             self.launcher.launch(p.values, grid, s, True, None)
         else:
-            self.launcher.fire(p)
+            self.launches.fire(p)
         return c
 
 

@@ -93,6 +93,9 @@ class NativeDriver:
         self._capturing = self._fn(lib, "cuStreamIsCapturing", [vp, ctypes.POINTER(ctypes.c_int)])
         self._copy_async = self._fn(lib, "cuMemcpyHtoDAsync_v2", [ctypes.c_uint64, vp,
                                                                  ctypes.c_size_t, vp])
+        self._event_create = self._fn(lib, "cuEventCreate", [ctypes.POINTER(vp), ctypes.c_uint])
+        self._event_query = self._fn(lib, "cuEventQuery", [vp])
+        self._event_destroy = self._fn(lib, "cuEventDestroy_v2", [vp])
         self._status = ctypes.c_int()
 
     @staticmethod
@@ -140,6 +143,23 @@ class NativeDriver:
 
         drv = _driver.cuda()
         return tuple(_driver.check(drv.cuEventCreate(0), "cuEventCreate") for _ in range(2))
+
+    def create_event(self):
+        """A CUevent without timing (an int handle): a completion marker."""
+        handle = ctypes.c_void_p()
+        self._check(self._event_create(ctypes.byref(handle), 2), "cuEventCreate")  # DISABLE_TIMING
+        return handle.value
+
+    def destroy_event(self, event):
+        self._check(self._event_destroy(event), "cuEventDestroy")
+
+    def event_done(self, event):
+        """cuEventQuery: True once the work before the event's record ran."""
+        err = self._event_query(event)
+        if err == 600:   # CUDA_ERROR_NOT_READY
+            return False
+        self._check(err, "cuEventQuery")
+        return True
 
     def copy_to_device_async(self, dst, src, nbytes, stream):
         self._check(self._copy_async(dst, src, nbytes, stream), "cuMemcpyHtoDAsync")
@@ -200,10 +220,12 @@ class PreparedLaunch:
     its own (so a launch packs nothing and needs no lock). Launching it is
     ``Launcher.fire``."""
 
-    __slots__ = ("config", "params", "config_address", "params_address", "stream", "values")
+    __slots__ = ("config", "params", "config_address", "params_address", "stream", "values",
+                 "holder")
 
     def __init__(self, config, params, stream, values):
         self.config, self.params, self.stream, self.values = config, params, stream, values
+        self.holder = None   # launch_cache._Holder: the descriptor slots it names
         self.config_address = ctypes.addressof(config)
         self.params_address = params.address
 
@@ -355,13 +377,7 @@ class Launcher:
         _, _, cluster, smem = validate_config(self.name, device, fn.attrs, 1 if image.cluster is
                                               None else image.cluster, image.block,
                                               image.cluster, image.smem)
-        if smem > fn._dynamic_smem_set:
-            fn._set_attr("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", smem)
-            fn._dynamic_smem_set = smem
-        if cluster is not None and cluster[0] * cluster[1] * cluster[2] > \
-                device.limits.max_cluster_size_portable and not fn._nonportable_set:
-            fn._set_attr("CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1)
-            fn._nonportable_set = True
+        fn.ensure_launch_attributes(smem, cluster)
 
     def config(self, grid):
         """The CUlaunchConfig for ``grid``, validated on first use
@@ -493,8 +509,11 @@ class Launcher:
         return run.wait(timeout) if sync and not captured else run
 
     def _event_pool(self):
+        """The kernel's event pool (shared with its explicit launches)."""
         if self._events is None:
-            self._events = EventPool(self.driver.create_event_pair)
+            pool = getattr(self.fn, "event_pool", None)
+            self._events = pool() if pool is not None else EventPool(
+                self.driver.create_event_pair)
         return self._events
 
     def _fail(self, err, cfg):

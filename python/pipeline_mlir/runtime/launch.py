@@ -255,10 +255,21 @@ class Launch:
 
     def __del__(self):
         # An asynchronous launch nobody waited for: its events are reusable
-        # (recording a pending event again is allowed).
-        if getattr(self, "_pool", None) is not None and self._events:
-            self._pool.release(self._events)
-            self._events = ()
+        # (recording a pending event again is allowed); without a pool they
+        # are destroyed, never leaked.
+        events = getattr(self, "_events", ())
+        if not events:
+            return
+        self._events = ()
+        if getattr(self, "_pool", None) is not None:
+            self._pool.release(events)
+            return
+        try:
+            drv = _driver.cuda()
+            for ev in events:
+                drv.cuEventDestroy(ev)
+        except Exception:  # noqa: BLE001 - interpreter shutdown: the context goes with it
+            pass
 
     @property
     def elapsed_ms(self):
@@ -284,6 +295,33 @@ class Kernel:
         self.attrs = attrs or FuncAttrs()
         self._dynamic_smem_set = STATIC_SMEM_DEFAULT_LIMIT
         self._nonportable_set = False
+        self._events = None   # fastlaunch.EventPool shared by every launch of this kernel
+
+    def event_pool(self):
+        """The timing-event pairs of this kernel's launches, reused (the
+        explicit path and the fast ``Launcher`` share it)."""
+        if self._events is None:
+            from .fastlaunch import EventPool
+
+            def create():
+                drv = _driver.cuda()
+                return tuple(_driver.check(drv.cuEventCreate(0), "cuEventCreate")
+                             for _ in range(2))
+
+            self._events = EventPool(create)
+        return self._events
+
+    def ensure_launch_attributes(self, smem, cluster):
+        """Set, once, the function attributes a launch with ``smem`` bytes of
+        dynamic shared memory and ``cluster`` needs (the larger opt-in
+        shared memory, non-portable cluster sizes)."""
+        if smem > self._dynamic_smem_set:
+            self._set_attr("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", smem)
+            self._dynamic_smem_set = smem
+        if cluster is not None and cluster[0] * cluster[1] * cluster[2] > \
+                self.device.limits.max_cluster_size_portable and not self._nonportable_set:
+            self._set_attr("CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1)
+            self._nonportable_set = True
 
     @classmethod
     def _load(cls, module, name, signature):
@@ -323,9 +361,7 @@ class Kernel:
         self.device.require_real(f"occupancy query of kernel '{self.name}'")
         self.device.make_current()
         drv = _driver.cuda()
-        if smem > self._dynamic_smem_set:
-            self._set_attr("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", smem)
-            self._dynamic_smem_set = smem
+        self.ensure_launch_attributes(smem, None)
         config = drv.CUlaunchConfig()
         config.gridDimX, config.gridDimY, config.gridDimZ = cluster or (1, 1, 1)
         config.blockDimX, config.blockDimY, config.blockDimZ = block
@@ -369,19 +405,13 @@ class Kernel:
                     else:
                         blobs.append((struct.pack("<Q", a.desc.device_copy(self.device).address), 8))
             params = _ParamPack(blobs)
-            if smem > self._dynamic_smem_set:
-                self._set_attr("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", smem)
-                self._dynamic_smem_set = smem
+            self.ensure_launch_attributes(smem, cluster)
             config = drv.CUlaunchConfig()
             config.gridDimX, config.gridDimY, config.gridDimZ = grid
             config.blockDimX, config.blockDimY, config.blockDimZ = block
             config.sharedMemBytes = smem
             config.hStream = _stream_handle(stream)
             if cluster is not None:
-                if cluster[0] * cluster[1] * cluster[2] > self.device.limits.max_cluster_size_portable \
-                        and not self._nonportable_set:
-                    self._set_attr("CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1)
-                    self._nonportable_set = True
                 attr = drv.CUlaunchAttribute()
                 attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
                 attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
@@ -389,15 +419,15 @@ class Kernel:
                 config.numAttrs = 1
             else:
                 config.numAttrs = 0
-            events = tuple(_driver.check(drv.cuEventCreate(0), "cuEventCreate") for _ in range(2))
+            pool = self.event_pool()
+            events = pool.acquire()
             self.module._arm_watchdog()
-            _driver.check(drv.cuEventRecord(events[0], config.hStream), "cuEventRecord")
             try:
+                _driver.check(drv.cuEventRecord(events[0], config.hStream), "cuEventRecord")
                 _driver.check(drv.cuLaunchKernelEx(config, self.function, params.address, 0),
                               "cuLaunchKernelEx")
             except CudaError as err:
-                for ev in events:
-                    drv.cuEventDestroy(ev)
+                pool.release(events)
                 raise CudaError(err.call, err.code, err.name,
                                 f"kernel '{self.name}' ({describe(grid, block, cluster, smem)})") from None
             _driver.check(drv.cuEventRecord(events[1], config.hStream), "cuEventRecord")
@@ -406,7 +436,7 @@ class Kernel:
                 buf.free()
             raise
         run = Launch(self, grid, block, cluster, smem, config.hStream, events, temps, copy_back,
-                     params)
+                     params, pool=pool)
         return run.wait(timeout) if sync else run
 
 
