@@ -6,17 +6,19 @@ native extension registers). PTX -> cubin is the assembler's job: nvJitLink
 in-process by default (the nvidia-nvjitlink dependency), else ptxas as a
 subprocess through `gpu-module-to-binary format=bin` (see `assemble`).
 Compiled artifacts are cached by content hash: the key covers the module's
-text, the chip, every option, the assembler, the package version and the
-bytes of the native library that holds the lowering (a rebuilt lowering
-with an unchanged version string must not return stale PTX), so a stale
-entry can never be returned.
+text, the chip, every option, the compiler's fingerprint (the package
+version, this module's Python and the native code of the lowering: a
+rebuilt lowering with an unchanged version string must not return stale
+PTX) and, for a cubin, the identity of every assembler the compile may run
+(``ptxas --version``, nvJitLink's version and build id), so an upgraded
+assembler or compiler misses instead of returning an old entry
+(``pipeline_mlir/build_fingerprint.py`` computes these, once per process).
 
     from pipeline_mlir import compiler
     ptx = compiler.to_ptx(module, chip="sm_90a")
     cubin = compiler.to_cubin(module, chip="sm_90a")
 """
 
-import functools
 import hashlib
 import json
 import os
@@ -29,7 +31,7 @@ import mlir.passmanager as passmanager
 from mlir.dialects import gpu
 
 import pipeline_mlir
-from pipeline_mlir import _nvjitlink, diagnostics
+from pipeline_mlir import _nvjitlink, build_fingerprint, diagnostics
 
 ASSEMBLERS = ("auto", "nvjitlink", "ptxas")
 ENV_ASSEMBLER = "PIPELINE_MLIR_ASSEMBLER"  # default for assembler=None
@@ -220,20 +222,12 @@ def _cache_dir():
     return cache_root()
 
 
-@functools.lru_cache(maxsize=None)
-def _lowering_identity():
-    """A digest of the native library (our passes and the lowering): 1.5 MB,
-    hashed once per process."""
-    from pipeline_mlir._mlir_libs import _pipeline
-
-    with open(_pipeline.__file__, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
 def _cache_key(module, *parts):
+    """sha256 of the compiler (package version, its Python, the native
+    lowering: build_fingerprint.compiler_fingerprint), the module's text and
+    `parts` (the options and, for a cubin, the assemblers' identity)."""
     h = hashlib.sha256()
-    h.update(pipeline_mlir.__version__.encode())
-    h.update(_lowering_identity().encode())
+    h.update(build_fingerprint.compiler_fingerprint().encode())
     for part in (str(module),) + parts:
         h.update(b"\0" + str(part).encode())
     return h.hexdigest()
@@ -252,14 +246,16 @@ def _lower_one(module, chip, fmt, verify_protocol, watchdog, verbose=None):
 def _compile(module, chip, fmt, verify_protocol, watchdog, use_cache,
              assembler=None, verbose=None):
     _check_request(module, chip)
-    parts = [PIPELINE_TO_CUBIN, chip, fmt, verify_protocol, watchdog]
-    if fmt == "bin":
-        tool = resolve_assembler(assembler)
-        # Different assemblers (and versions) give different, equally valid
-        # cubins; keep their entries apart.
-        parts.append(tool if tool == "ptxas" else f"nvjitlink{_nvjitlink.version()}"
-                     "+setmaxnreg-via-ptxas")
-    if use_cache:  # the key prints the module: skip it when not caching
+    tool = resolve_assembler(assembler) if fmt == "bin" else None
+    # The key prints the module and asks the assemblers their versions (a
+    # ptxas subprocess, once per process): skip it when not caching.
+    if use_cache:
+        parts = [PIPELINE_TO_CUBIN, chip, fmt, verify_protocol, watchdog]
+        if fmt == "bin":
+            # Different assemblers (and versions, and 'auto' vs 'nvjitlink',
+            # which route setmaxnreg PTX differently) give different, equally
+            # valid cubins; keep their entries apart.
+            parts.append(build_fingerprint.assembler_identity(assembler))
         path = os.path.join(_cache_dir(), _cache_key(module, *parts) + "." + fmt)
         if os.path.exists(path):
             # A cached compile warns as the first one did.
@@ -271,7 +267,7 @@ def _compile(module, chip, fmt, verify_protocol, watchdog, use_cache,
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             data = _lower(module, chip, fmt, verify_protocol, watchdog, assembler,
-                          verbose, tool if fmt == "bin" else None)
+                          verbose, tool)
     finally:  # a failing compile still shows its warnings
         issued = list(dict.fromkeys((str(w.message), w.category, w.filename, w.lineno)
                                     for w in caught))  # once, even if lowered twice

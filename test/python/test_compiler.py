@@ -49,11 +49,12 @@ def test_cache_key_covers_the_native_lowering(monkeypatch):
     import mlir.ir as ir
 
     import pipeline_mlir
+    from pipeline_mlir import build_fingerprint
 
     with pipeline_mlir.make_context():
         module = ir.Module.parse("module {}")
         before = compiler._cache_key(module, "sm_90a")
-        monkeypatch.setattr(compiler, "_lowering_identity", lambda: "another build")
+        monkeypatch.setattr(build_fingerprint, "native_identity", lambda: "another build")
         assert compiler._cache_key(module, "sm_90a") != before
 
 
