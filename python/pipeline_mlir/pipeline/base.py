@@ -25,7 +25,7 @@ from .emit import barrier_storage as barrier_storage_operand
 from .emit import (MAX_TX_COUNT, cluster_layout, i32_value, optional_name,
                    stage_count, token_value)
 from .errors import PipelineError
-from .state import PipelineState, as_state
+from .state import PipelineState, as_state, check_state_fields
 
 Producer = PipelineUserType.Producer
 Consumer = PipelineUserType.Consumer
@@ -297,25 +297,31 @@ class PipelineBase:
     # A PipelineState made with stages=0 takes the pipeline's stage count
     # when a verb uses it (state.py), as flash-attention's own mixin builds it.
 
-    def _state_at(self, user_type, index, phase):
+    def _state_at(self, user_type, index, phase, verb):
+        # The pipeline's stage count is known here: refuse a Python-int index
+        # or phase out of range at the verb that was given it.
+        check_state_fields(self.num_stages, index, phase,
+                           f"{type(self).__name__}.{verb}")
         return PipelineState(0, 0, index, phase, user_type=user_type)
 
     def producer_acquire_w_index_phase(self, index, phase,
                                        try_acquire_token=None,
                                        extra_tx_count=None, *, loc=None, ip=None):
-        self.producer_acquire(self._state_at(Producer, index, phase), try_acquire_token,
-                              extra_tx_count, loc=loc, ip=ip)
+        state = self._state_at(Producer, index, phase, "producer_acquire_w_index_phase")
+        self.producer_acquire(state, try_acquire_token, extra_tx_count, loc=loc, ip=ip)
 
     def producer_commit_w_index(self, index, *, loc=None, ip=None):
-        self.producer_commit(self._state_at(Producer, index, 0), loc=loc, ip=ip)
+        state = self._state_at(Producer, index, 0, "producer_commit_w_index")
+        self.producer_commit(state, loc=loc, ip=ip)
 
     def consumer_wait_w_index_phase(self, index, phase, try_wait_token=None, *,
                                     loc=None, ip=None):
-        self.consumer_wait(self._state_at(Consumer, index, phase), try_wait_token,
-                           loc=loc, ip=ip)
+        state = self._state_at(Consumer, index, phase, "consumer_wait_w_index_phase")
+        self.consumer_wait(state, try_wait_token, loc=loc, ip=ip)
 
     def consumer_release_w_index(self, index, *, loc=None, ip=None):
-        self.consumer_release(self._state_at(Consumer, index, 0), loc=loc, ip=ip)
+        state = self._state_at(Consumer, index, 0, "consumer_release_w_index")
+        self.consumer_release(state, loc=loc, ip=ip)
 
     # -- participants -------------------------------------------------------
 

@@ -28,6 +28,31 @@ def _role(user_type, what):
     return user_type
 
 
+def _is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def check_state_fields(stages, index, phase, what):
+    """Refuse Python-int fields that name no stage or parity, here, naming
+    the call, rather than in the verifier: the lowering computes barrier
+    addresses from ``index`` with no bound (index 5 of a 2-stage pipeline
+    arrives on shared memory past its barriers) and waits with
+    ``try_wait.parity phase``, which takes 0 or 1. ``stages`` 0: not known
+    yet (flash-attention's ``PipelineState(0, ...)``), only the phase is
+    checked. Run-time values are the verbs' business."""
+    if _is_int(phase) and phase not in (0, 1):
+        raise PipelineError(
+            f"{what}: phase {phase} is not a parity: a state's phase is the parity "
+            "its waits use, 0 or 1 (give phase % 2; producers start at 1, "
+            "consumers at 0)")
+    if _is_int(index) and stages and not 0 <= index < stages:
+        raise PipelineError(
+            f"{what}: index {index} is out of range for a {stages}-stage pipeline "
+            f"(0..{stages - 1}): the barrier it names would lie past the "
+            "pipeline's barrier array (give the stage's index, e.g. "
+            f"{index % stages}, or advance a start state there)")
+
+
 class _StateBase:
     """Shared by both state forms: the SSA value, its type, rebinding."""
 
@@ -127,12 +152,14 @@ class PipelineState(_StateBase):
         current_block("PipelineState")
         _role(user_type, "PipelineState")
         if isinstance(stages, int) and not isinstance(stages, bool) and stages == 0:
+            check_state_fields(0, index, phase, "PipelineState")
             self._value = None
             self._stages = 0
             self._fields = (count, index, phase)
             self._user_type = user_type
             return
         stage_count(stages, "PipelineState: stages")
+        check_state_fields(stages, index, phase, "PipelineState")
         t = pl.StateType.get(stages, user_type.value)
         v = pl.state_make(t, index=i32_value(index, "PipelineState index"),
                           phase=i32_value(phase, "PipelineState phase"),

@@ -8,6 +8,7 @@
 #include "pipeline-mlir/Dialect/Pipeline/IR/PipelineDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -74,6 +75,46 @@ static LogicalResult verifyTensorRank(Operation *op, size_t rank) {
   return success();
 }
 
+/// A constant `value` (an i32 operand) that the lowering uses to address a
+/// pipeline's barriers must lie in [0, `size`): barrier addresses are
+/// computed from it with no bound, so index 5 of a 2-stage pipeline arrives
+/// on shared memory past the barrier array (the checker and the lowering
+/// take the value as given). Run-time values are not seen here.
+static LogicalResult verifyConstantIndex(Operation *op, Value value,
+                                         StringRef what, StringRef owner,
+                                         int64_t size, StringRef unit,
+                                         StringRef fix) {
+  APInt c;
+  if (!value || !matchPattern(value, m_ConstantInt(&c)))
+    return success();
+  int64_t v = c.getSExtValue();
+  if (v >= 0 && v < size)
+    return success();
+  return op->emitOpError()
+         << what << " " << v << " is out of range: " << owner << " has "
+         << size << " " << unit << " (" << what << " 0.." << size - 1
+         << "), and the barrier it names would lie past the pipeline's "
+            "barrier array, in shared memory the pipeline does not own ("
+         << fix << ")";
+}
+
+/// A constant phase must be a parity, 0 or 1: it is the operand of
+/// `mbarrier.try_wait.parity`, which ptxas refuses for any other value (and
+/// the state's advance flips it with `xor 1`, so 2 would never match).
+static LogicalResult verifyConstantPhase(Operation *op, Value phase) {
+  APInt c;
+  if (!phase || !matchPattern(phase, m_ConstantInt(&c)))
+    return success();
+  int64_t v = c.getSExtValue();
+  if (v == 0 || v == 1)
+    return success();
+  return op->emitOpError()
+         << "phase " << v
+         << " is not a parity: a pipeline state's phase is the parity "
+            "mbarrier.try_wait.parity waits on, 0 or 1 (give phase % 2; "
+            "producers start at 1, consumers at 0)";
+}
+
 LogicalResult mlir::pipeline::verifyInsideFunction(Operation *op) {
   if (op->getParentOfType<FunctionOpInterface>())
     return success();
@@ -113,6 +154,8 @@ LogicalResult StateMakeOp::verify() {
     if (getPhase() || getCount())
       return emitOpError() << "a simple state is one packed phase_index: give "
                               "only 'index'";
+    // A packed phase_index is reduced modulo the stages (unsigned) by the
+    // lowering: every value names a stage of the ring.
     return success();
   }
   if (static_cast<bool>(getIndex()) != static_cast<bool>(getPhase()))
@@ -120,7 +163,13 @@ LogicalResult StateMakeOp::verify() {
                             "role's start state";
   if (getCount() && !getIndex())
     return emitOpError() << "'count' needs 'index' and 'phase'";
-  return success();
+  if (failed(verifyConstantIndex(
+          *this, getIndex(), "index", "the state", type.getStages(),
+          "stages",
+          "give the stage's index, or a start state advanced to it with "
+          "pipeline.state.advance")))
+    return failure();
+  return verifyConstantPhase(*this, getPhase());
 }
 
 OpFoldResult StateAdvanceOp::fold(FoldAdaptor adaptor) {
@@ -313,18 +362,33 @@ static LogicalResult verifyOrderOp(Operation *op, PipelineType pipe,
   return success();
 }
 
+/// Group g of an order waits on barrier `index * length + g` and arrives on
+/// `index * length + (g + 1) % length`: a constant group id must name one of
+/// the `length` groups.
+static LogicalResult verifyOrderGroup(Operation *op, PipelineType pipe,
+                                      Value groupId) {
+  return verifyConstantIndex(
+      op, groupId, "group_id", "the order", pipe.getLength(), "groups",
+      "give PipelineOrder.create a group_id below its length");
+}
+
 LogicalResult OrderStateOp::verify() {
-  return verifyOrderOp(*this, getPipeline().getType(), getType());
+  PipelineType pipe = getPipeline().getType();
+  if (failed(verifyOrderOp(*this, pipe, getType())))
+    return failure();
+  return verifyOrderGroup(*this, pipe, getGroupId());
 }
 
 LogicalResult OrderWaitOp::verify() {
-  return verifyOrderOp(*this, getPipelineType(),
-                       getStateType());
+  if (failed(verifyOrderOp(*this, getPipelineType(), getStateType())))
+    return failure();
+  return verifyOrderGroup(*this, getPipelineType(), getGroupId());
 }
 
 LogicalResult OrderArriveOp::verify() {
-  return verifyOrderOp(*this, getPipelineType(),
-                       getStateType());
+  if (failed(verifyOrderOp(*this, getPipelineType(), getStateType())))
+    return failure();
+  return verifyOrderGroup(*this, getPipelineType(), getGroupId());
 }
 
 //===----------------------------------------------------------------------===//
@@ -339,6 +403,17 @@ static LogicalResult verifyNamedBarrier(OpTy op) {
     return op.emitOpError() << "thread count must be a multiple of the warp "
                                "size (32), got "
                             << op.getNumThreads();
+  // `index` is added to the id: a constant one must keep it among the 16.
+  APInt c;
+  if (op.getIndex() && matchPattern(op.getIndex(), m_ConstantInt(&c))) {
+    int64_t id = op.getBarrierId() + c.getSExtValue();
+    if (id < 0 || id > 15)
+      return op.emitOpError()
+             << "id " << op.getBarrierId() << " + index " << c.getSExtValue()
+             << " = " << id
+             << " is not a named barrier: a CTA has barriers 0..15 (lower "
+                "the id or the index)";
+  }
   return success();
 }
 
