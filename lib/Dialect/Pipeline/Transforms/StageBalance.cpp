@@ -40,7 +40,9 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -395,14 +397,44 @@ private:
       n = bound - lb + one;
       break;
     }
-    constraints.push_back(n);
-    constraints.push_back(ub - lb - n);
+    // Bounds known at build time: count the iterations exactly (the bound
+    // may lie outside [lb, ub), where the formulas above go negative or past
+    // the trip count, and the constraints would then hold for no values).
+    std::optional<int64_t> cb = bound.getConstant(), cl = lb.getConstant(),
+                           cu = ub.getConstant();
+    if (cb && cl && cu) {
+      n = Poly::constant(countConstantIterations(*cl, *cu, pred, *cb));
+    } else {
+      constraints.push_back(n);
+      constraints.push_back(ub - lb - n);
+    }
     std::string key = "iv" + std::to_string(reinterpret_cast<uintptr_t>(
                                  cond.getAsOpaquePointer()));
     Atom a{AtomKind::IvCount, "[" + printPoly(n, atoms) + " iterations]"};
     a.loop = loop;
     a.count = n;
     return Poly::atom(atoms.get(key, a));
+  }
+
+  /// How many iv in [lb, ub) (step 1) satisfy `iv pred bound`.
+  static int64_t countConstantIterations(int64_t lb, int64_t ub,
+                                         arith::CmpIPredicate pred,
+                                         int64_t bound) {
+    using P = arith::CmpIPredicate;
+    // The iterations in [from, to), clipped to the loop's range.
+    auto span = [&](int64_t from, int64_t to) {
+      return std::max<int64_t>(0, std::min(to, ub) - std::max(from, lb));
+    };
+    int64_t all = span(lb, ub), eq = span(bound, bound + 1);
+    switch (pred) {
+    case P::eq: return eq;
+    case P::ne: return all - eq;
+    case P::sgt: case P::ugt: return span(bound + 1, ub);
+    case P::sge: case P::uge: return span(bound, ub);
+    case P::slt: case P::ult: return span(lb, bound);
+    case P::sle: case P::ule: return span(lb, bound + 1);
+    }
+    return all;
   }
 
   static arith::CmpIPredicate swapSides(arith::CmpIPredicate pred) {
@@ -430,8 +462,21 @@ private:
       if (polyHas(*p, atoms, [](const Atom &a) { return a.loopVar || a.thread; }))
         return std::nullopt;
     Poly extent = ub - lb;
-    constraints.push_back(extent);
     std::optional<int64_t> s = step.getConstant();
+    // A build-time extent is counted exactly: a loop whose upper bound is
+    // at or below its lower bound runs 0 times, not ceildiv(ub - lb) < 0
+    // times. A prologue of `stages` acquires followed by a main loop over
+    // [stages, k_tiles) with a constant k_tiles = 1 (tilelang#2566) counts
+    // 2 + 0, not 2 - 1; and a negative constant pushed as a constraint below
+    // would hold for no launch values, silencing every comparison of the
+    // pipeline. Only a run-time extent is assumed non-negative.
+    if (std::optional<int64_t> e = extent.getConstant()) {
+      if (*e <= 0)
+        return Poly::constant(0);
+      if (s && *s > 0)
+        return Poly::constant(llvm::divideCeil(*e, *s));
+    }
+    constraints.push_back(extent);
     if (s && *s > 0)
       return canon.divide(extent, *s, /*ceil=*/true);
     if (s)
