@@ -207,7 +207,8 @@ BAD = [
      TypeError, r"gemm_bf16_128x256: a must be torch.bfloat16, got torch.float16"),
     (lambda a, b, c: (a, b, Tensor(c.shape, address=c.address, contiguous=False)),
      ValueError, r"c must be a contiguous 2-D CUDA tensor"),
-    (lambda a, b, c: (a, Tensor(b.shape, address=b.address, ordinal=1), c),
+    # (another GPU's tensor has another address: unified virtual addressing)
+    (lambda a, b, c: (a, Tensor(b.shape, ordinal=1), c),
      ValueError, r"b is on cuda:1, but this GEMM is loaded on GPU 0"),
     (lambda a, b, c: (a, Tensor((512, 64), address=b.address), c),
      ValueError, r"shapes do not match: a \(256, 128\), b \(512, 64\) \(N x K\), c \(256, 512\)"),

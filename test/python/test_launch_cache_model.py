@@ -13,8 +13,9 @@ The property: **every kernel that runs (and every graph replay) reads the
 descriptors of its own tensors**, whatever the interleaving of variants
 (owners), tensor sets (keys), streams, captures, slot reuses (evictions)
 and GPU progress. A small arena and small caches make every path common.
-The original hang (issue 28: ``put`` told the *new* caller to forget the
-*old* owner's key) is planted back in one test, which must fail.
+The hang this replaced (``put`` told the *new* caller to forget the *old*
+owner's key, so the holder kept firing a launch whose slots held another
+variant's maps) is planted back in one test, which must fail.
 """
 
 import ctypes
@@ -214,7 +215,7 @@ def tensor_sets(rng, count):
 
 
 def run_campaign(make, seed, steps=600, slots=12, capacity=4, variants=3,
-                 streams=(0x5000, 0x77, 0x78), max_streams=8, captures=True, sets=6):
+                 streams=(0, 0x5000, 0x77, 0x78), max_streams=8, captures=True, sets=6):
     gpu, arena, gemms = make(seed, slots, capacity, variants, max_streams)
     rng = gpu.rng
     sets = tensor_sets(rng, sets)
@@ -281,7 +282,7 @@ def test_more_streams_than_arenas_retires_the_oldest(world, seed):
 
 
 def test_the_original_eviction_bug_is_caught(world, monkeypatch):
-    """Plant issue 28's bug back (the taker's callback told, not the
+    """Plant the old eviction bug back (the taker's callback told, not the
     holder's): the model must see a kernel read another call's maps."""
     real_put = da.DescriptorArena.put
 

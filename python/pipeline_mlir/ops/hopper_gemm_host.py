@@ -73,6 +73,7 @@ class HopperGemm:
         self._shapes = {}   # (a.shape, b.shape, c.shape) -> (m, n, k, grid)
         # launch_key(...) -> PreparedLaunch, descriptors in the device's arena
         self.launches = runtime.LaunchCache(self.launcher, _LAUNCH_CACHE)
+        self._ready_get = self.launches.lookup()
         self._resident = None
         self._dtype = None
         self._out_dtype = None   # torch dtype of C, known after the first checked call
@@ -155,11 +156,13 @@ class HopperGemm:
 
     def launch_key(self, a, b, c, extra_args, stream):
         """What must be equal for a prepared launch to be reused: the
-        tensors' addresses, shapes, dtypes, contiguity and devices, the
-        stream (int handle), the extra arguments' addresses."""
+        tensors' addresses, shapes, dtypes and contiguity, the stream (int
+        handle), the extra arguments' addresses. (An address names its
+        device: CUDA's unified virtual addressing gives every device its own
+        range, so a tensor moved to another GPU has another key.)"""
         key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), a.shape, b.shape, c.shape,
                a.dtype, b.dtype, c.dtype, a.is_contiguous(), b.is_contiguous(),
-               c.is_contiguous(), a.get_device(), b.get_device(), c.get_device(), stream)
+               c.is_contiguous(), stream)
         if extra_args:
             key += tuple(x.data_ptr() if hasattr(x, "data_ptr") else x for x in extra_args)
         return key
@@ -172,13 +175,18 @@ class HopperGemm:
             try:
                 if c is None:
                     c = a.new_empty((a.size(0), b.size(0)), dtype=self._out_dtype)
-                p = self.launches.get(self.launch_key(
+                p = self._ready_get(self.launch_key(
                     a, b, c, extra_args, current_stream_handle(self._ordinal) if stream is None
                     else stream_address(stream)))
             except Exception:  # not tensors, a bad stream...: the checked path says what
                 p = None
             if p is not None:
-                self.launches.fire(p)
+                # LaunchCache.fire, inlined: a stream that may be capturing
+                # (not the legacy default stream, 0) pins the launch's slots.
+                h = p.holder
+                if p.stream and h.pinned != h.arena.pin_epoch:
+                    self.launches.pin_if_capturing(p)
+                self.launcher.fire(p)
                 return c
         return self._launch_checked(a, b, c, extra_args, stream, sync)
 

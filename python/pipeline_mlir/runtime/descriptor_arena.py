@@ -231,6 +231,8 @@ class StreamArenas:
         self._driver, self._allocate, self.timeout = driver, allocate, timeout
         self._arenas = {}    # stream -> DescriptorArena, least recently used first
         self._keep = []      # the buffers' owners
+        self._regions = 0
+        self._free = []      # rings' (device, host) addresses not yet given to a stream
         self.retired = 0
 
     def for_stream(self, stream):
@@ -249,14 +251,24 @@ class StreamArenas:
                     del self._arenas[stream]
                     self.retired += 1
                     return arena._dev, arena._host
-        nbytes = self.slots * DESCRIPTOR_BYTES
-        if self._allocate is not None:
-            return self._allocate(nbytes)
-        from .memory import DeviceBuffer, HostMappedBuffer
+        ring = self.slots * DESCRIPTOR_BYTES
+        if not self._free:
+            # Every ring of the device at once, at the first call: a later
+            # first call on a new stream may be inside a stream capture,
+            # where allocating memory is not allowed.
+            count = 1 if self._regions else self.max_streams   # (all rings pinned: one more)
+            self._regions += 1
+            if self._allocate is not None:
+                dev, host = self._allocate(ring * count)
+            else:
+                from .memory import DeviceBuffer, HostMappedBuffer
 
-        dev, host = DeviceBuffer(nbytes, self.device), HostMappedBuffer(nbytes, self.device)
-        self._keep.append((dev, host))
-        return dev.address, host.host_address
+                d = DeviceBuffer(ring * count, self.device)
+                h = HostMappedBuffer(ring * count, self.device)
+                self._keep.append((d, h))
+                dev, host = d.address, h.host_address
+            self._free = [(dev + i * ring, host + i * ring) for i in range(count)]
+        return self._free.pop(0)
 
     def release_pinned(self):
         for arena in self._arenas.values():

@@ -83,6 +83,11 @@ class LaunchCache:
     def get(self, key):
         return self._ready.get(key)
 
+    def lookup(self):
+        """The bound ``get`` of the cache's dict (the per-call path of an op
+        saves a method call; the dict is never replaced)."""
+        return self._ready.get
+
     def forget(self, key):
         self._ready.pop(key, None)
 
@@ -116,13 +121,19 @@ class LaunchCache:
         return p
 
     def fire(self, p):
-        """Launch ``p``; inside a stream capture, pin its slots first."""
+        """Launch ``p``; inside a stream capture, pin its slots first. (The
+        legacy default stream, 0, is never captured: no driver query.)"""
         holder = p.holder
         if holder.revoked:   # a stale launch is never fired (its slots name others' maps)
             raise RuntimeError("internal error: a revoked prepared launch was fired")
+        if p.stream and holder.pinned != holder.arena.pin_epoch:
+            self.pin_if_capturing(p)
+        self.launcher.fire(p)
+
+    def pin_if_capturing(self, p):
+        holder = p.holder
         arena = holder.arena
-        if holder.pinned != arena.pin_epoch and holder.slots and arena.capturing():
+        if holder.slots and arena.capturing():
             for s in holder.slots:
                 arena.pin(s)
             holder.pinned = arena.pin_epoch
-        self.launcher.fire(p)
