@@ -303,7 +303,9 @@ class Kernel:
         ``PIPELINE_MLIR_VERBOSE=1`` add MLIR's IR dumps); checker warnings
         are issued as ``pipeline_mlir.diagnostics.CheckerWarning``. Shared
         memory over the block limit is refused here, naming each
-        allocation, rather than at launch.
+        allocation, rather than at launch, and so are warpgroup registers
+        (``set_max_registers``) over the 65,536-register file, naming each
+        warpgroup's count.
 
         ``watchdog=True`` compiles in the device watchdog (docs/watchdog.md):
         every barrier wait is bounded (2 s), and a wait past its deadline
@@ -322,6 +324,7 @@ class Kernel:
         if not isinstance(watchdog, bool):
             raise TypeError(f"watchdog must be True or False, not {watchdog!r}")
         self._check_smem(chip)
+        self._check_registers()
         cubin = compiler.to_cubin(self.module, chip=chip, assembler=assembler,
                                   verbose=verbose, watchdog=watchdog)
         return CompiledKernel.cached(
@@ -335,8 +338,17 @@ class Kernel:
         from pipeline_mlir import compiler
 
         self._check_smem(chip or self.chip)
+        self._check_registers()
         return compiler.to_ptx(self.module, chip=chip or self.chip,
                                verbose=verbose, watchdog=watchdog)
+
+    def _check_registers(self):
+        # The warpgroups' registers after their set_max_registers must fit
+        # the register file, or setmaxnreg.inc waits forever (a kernel that
+        # compiles and hangs): refused here, at the user's lines.
+        from .warpgroup import check_kernel_register_budget
+
+        check_kernel_register_budget(self.func, self.block_dim)
 
     def _check_smem(self, chip):
         # The launch limit of sm_90 and sm_100 alike (runtime/device.py).
