@@ -358,3 +358,29 @@ def test_a_launch_fired_into_a_capture_pins_the_slots_it_names(world):
     gpu.expect = (a, b, c)
     gpu.replay(graph)
     assert gpu.errors == []
+
+
+def test_ragged_shapes_and_fresh_tensors_keep_every_table_bounded(world):
+    """A serving loop: a new M (batch) and new tensors on every call. The
+    shape plans, prepared launches and descriptor rings stay within their
+    limits, and every kernel still reads its own maps."""
+    from pipeline_mlir.runtime.bounded import put_bounded
+
+    gpu, arena, (g,) = world(9, slots=24, capacity=8, variants=1)
+    for i in range(3000):
+        m = 8 * (1 + i % 700)
+        a, b, c = Tensor((m, 64)), Tensor((128, 64)), Tensor((m, 128))
+        gpu.expect = (a, b, c)
+        g(a, b, c, stream=(0, 0x5000)[i % 2])
+        if i % 7 == 0:
+            gpu.progress(20)
+    gpu.drain()
+    assert gpu.errors == [] and gpu.ran == 3000
+    assert len(g._shapes) <= 8 and len(g.launches) <= 8
+    assert arena.stats()["streams"] == 2 and arena.stats()["slots"] == 48
+    table = {}
+    for i in range(100):
+        put_bounded(table, i, i, 10)
+    assert list(table) == list(range(90, 100))
+    put_bounded(table, 95, -1, 10)            # an existing key: nothing dropped
+    assert len(table) == 10 and table[95] == -1

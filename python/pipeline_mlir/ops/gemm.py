@@ -25,6 +25,7 @@ op while torch compiles.
 import torch
 
 from pipeline_mlir import runtime
+from pipeline_mlir.runtime.bounded import put_bounded
 
 from . import gemm_configs, kernel_cache
 from .hopper_gemm_host import HopperGemm
@@ -32,7 +33,8 @@ from .hopper_gemm_host import HopperGemm
 DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
 CHIPS = {(9, 0): "sm_90a"}
 _variants = {}   # (variant, dtype, ordinal) -> HopperGemm
-_picks = {}      # (a.shape, b.shape, dtype, ordinal) -> HopperGemm
+_picks = {}      # (a.shape, b.shape, dtype, ordinal) -> HopperGemm, at most _PICKS
+_PICKS = 4096    # ragged shapes (a serving loop's batch sizes) come and go
 
 
 def variant_gemm(variant, dtype, device=None):
@@ -79,8 +81,7 @@ def _gemm(a, b, out):
     except AttributeError:  # not tensors: _select says so
         g = key = None
     if g is None:
-        g = _select(a, b)
-        _picks[key] = g
+        g = put_bounded(_picks, key, _select(a, b), _PICKS)
     return g.launch(a, b, out, (), None, False)
 
 

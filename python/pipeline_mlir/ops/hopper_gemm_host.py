@@ -22,6 +22,7 @@ else goes through the checks again, with their messages.
 import math
 
 from pipeline_mlir.layout import DTYPES, OperandLayout
+from pipeline_mlir.runtime.bounded import put_bounded
 from pipeline_mlir.runtime.fastlaunch import current_stream_handle
 from pipeline_mlir.runtime.launch import stream_address
 
@@ -126,8 +127,8 @@ class HopperGemm:
         plan = self._shapes.get(key)
         if plan is None:
             m, n, k = self._check(a, b, c)
-            plan = self._shapes[key] = (m, n, k, self.grid(m, n,
-                                                           self.device.limits.multiprocessors))
+            plan = put_bounded(self._shapes, key, (m, n, k, self.grid(
+                m, n, self.device.limits.multiprocessors)), _LAUNCH_CACHE)
         return plan
 
     def descriptors(self, a, b, c):

@@ -30,6 +30,7 @@ from .errors import (ArchMismatchError, ArgumentError, CudaError, KernelFaultErr
                      KernelTimeoutError, LaunchConfigError, NoGpuError, PipelineWatchdogError,
                      TmaDescriptorError)
 from .launch import FuncAttrs, Kernel, Launch, Module, validate_config
+from .descriptor_arena import ArenaFullError
 from .launch_cache import LaunchCache, device_arena
 from .memory import DeviceBuffer, DevicePointer, HostMappedBuffer, live_allocations
 from .tensormap import TmaDescriptor, make_tma_descriptor
@@ -44,5 +45,5 @@ __all__ = [
     "NoGpuError", "PipelineWatchdogError", "TmaDescriptorError", "FuncAttrs", "Kernel", "Launch",
     "Module", "validate_config", "DeviceBuffer", "DevicePointer", "HostMappedBuffer",
     "live_allocations", "TmaDescriptor", "make_tma_descriptor", "WatchdogRecord",
-    "decode_record", "encode_record", "LaunchCache", "device_arena",
+    "decode_record", "encode_record", "LaunchCache", "device_arena", "ArenaFullError",
 ]

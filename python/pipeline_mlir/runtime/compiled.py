@@ -66,6 +66,7 @@ import os
 import sys
 
 from .args import Pointer, Scalar, parse_signature
+from .bounded import put_bounded
 from .args import bind as _bind_args
 from .device import default_device
 from .errors import ArgumentError
@@ -74,6 +75,7 @@ from .launch import FuncAttrs, Module, plan_arguments, stream_address, validate_
 from .watchdog import BUFFER_SYMBOL
 
 LAUNCH_OPTIONS = ("grid", "stream", "sync", "timeout", "device", "timed")
+COMPILED_CACHE = 512   # CompiledKernel objects kept by content hash (``cached``)
 
 
 def _dims(value, what):
@@ -247,7 +249,7 @@ class CompiledKernel(bytes):
         key = probe.key
         found = cls._cache.get(key)
         if found is None:
-            found = cls._cache[key] = probe
+            found = put_bounded(cls._cache, key, probe, COMPILED_CACHE)
         return found
 
     def save(self, path):
