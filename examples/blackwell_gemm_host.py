@@ -35,6 +35,9 @@ def meta_of(cfg, kernel):
             "layouts": {"a": a.to_meta(), "b": b.to_meta(), "c": c.to_meta()}}
 
 
+LAUNCH_CACHE = 256   # prepared launches (tensor sets) kept per variant
+
+
 class BlackwellGemm:
     """A loaded GEMM variant; calling it launches on torch's current stream."""
 
@@ -47,19 +50,27 @@ class BlackwellGemm:
         self.meta = dict(meta)
         self.layouts = {k: OperandLayout.from_meta(v) for k, v in meta["layouts"].items()}
         self._runtime = runtime
-        # Raises ArchMismatchError on anything but sm_100 (an sm_100a cubin).
-        self.module = runtime.Module(image, name=meta["name"], device=device)
-        self.kernel = self.module.kernel(meta["name"], signature=meta["signature"])
-        self._descs = {}
+        cl = meta["cta_group"]
+        self.compiled = runtime.CompiledKernel.cached(
+            image, name=meta["name"], params=list(meta["signature"]), block=meta["threads"],
+            cluster=(cl, 1, 1) if cl > 1 else None, smem=meta["smem"])
+        self.device = device or runtime.default_device()
+        # ArchMismatchError on anything but sm_100 (an sm_100a cubin), before
+        # anything is loaded.
+        runtime.check_compatible(runtime.image_target(image), self.device.cc,
+                                 f"device '{self.device.name}'", f"cubin '{meta['name']}'")
+        self.launcher = self.compiled.launcher(self.device)
+        self.kernel = self.launcher.fn
+        self.module = self.kernel.module
+        # The runtime's one engine: prepared launches, descriptors in the
+        # stream's ring, bounded (as the Hopper GEMM and attention).
+        self.launches = runtime.LaunchCache(self.launcher, LAUNCH_CACHE)
         self._resident = None
 
     def descriptors(self, a, b, c):
-        key = tuple((t.data_ptr(), tuple(t.shape)) for t in (a, b, c))
-        if key not in self._descs:
-            rt, lay = self._runtime, self.layouts
-            self._descs[key] = tuple(rt.make_tma_descriptor(t, layout=lay[name])
-                                     for name, t in (("a", a), ("b", b), ("c", c)))
-        return self._descs[key]
+        rt, lay = self._runtime, self.layouts
+        return tuple(rt.make_tma_descriptor(t, layout=lay[name])
+                     for name, t in (("a", a), ("b", b), ("c", c)))
 
     def grid(self, m, n, sms):
         meta = self.meta
@@ -81,11 +92,19 @@ class BlackwellGemm:
         if k % 8 or n % 8 or 0 in (m, n, k):
             raise ValueError(f"{self.meta['name']}: K ({k}) and N ({n}) must be non-zero "
                              "multiples of 8 (TMA row strides)")
-        sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-        da, db, dc = self.descriptors(a, b, c)
-        cl = self.meta["cta_group"]
-        stream = torch.cuda.current_stream() if stream is None else stream
-        self.kernel.launch(self.grid(m, n, sms), (self.meta["threads"], 1, 1),
-                           cluster=(cl, 1, 1) if cl > 1 else None, smem=self.meta["smem"],
-                           args=[da, db, dc, m, n, k], stream=stream, sync=sync)
+        rt = self._runtime
+        s = (rt.fastlaunch.current_stream_handle(self.device.ordinal) if stream is None
+             else rt.launch.stream_address(stream))
+        key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), tuple(a.shape), tuple(b.shape),
+               tuple(c.shape), a.dtype, c.dtype, a.is_contiguous(), b.is_contiguous(),
+               c.is_contiguous(), s)
+        p = self.launches.get(key)
+        if p is None:
+            sms = self.device.limits.multiprocessors
+            p = self.launches.prepare(key, (*self.descriptors(a, b, c), m, n, k),
+                                      self.grid(m, n, sms), s)
+        if sync:
+            self.launcher.launch(p.values, p.config.dims[0], s, True, None)
+        else:
+            self.launches.fire(p)
         return c

@@ -355,6 +355,7 @@ class CompiledKernel(bytes):
         launches with raw parameter values and no checks beyond the grid,
         for callers that checked their arguments themselves (the GEMM)."""
         device = device or default_device()
+        device.require_real(f"loading kernel '{self.name}'")   # NoGpuError, not a bad handle
         key = _context_key(device)
         found = self._launchers.get(key)
         if found is None:
