@@ -1,67 +1,23 @@
-"""An FP8 GEMM on Hopper: the warp-specialized, persistent kernel of
-``examples/hopper_gemm.py`` on e4m3 operands, with per-tensor scales and a
-bf16 output -- the contract of ``torch._scaled_mm``:
+"""Build, check and compile the FP8 (e4m3) Hopper GEMM with per-tensor scales.
 
-    C[M, N] = scale_a * scale_b * (A[M, K] @ B[N, K]^T)     (bf16 out)
-
-A is M x K and B is given N x K, both K-major (wgmma reads 8-bit operands
-K-major only); ``scale_a`` and ``scale_b`` are one-element fp32 device
-tensors (pointers), read once per consumer thread and applied in the
-epilogue, before the conversion to bf16.
-
-Everything but the element type is the 16-bit kernel's: the operand layouts
-(``OperandLayout``: a k-block is one 128-byte swizzle span, 128 e4m3), the
-wgmma shape (``m64nNk32`` for 8-bit), the TMA boxes and the tx bytes all
-follow from ``dtype="e4m3"``; nothing here repeats them.
-
-Two accumulation modes, as cuBLASLt's ``use_fast_accum``:
-
-- ``fast``: wgmma accumulates the whole K in the tensor core's accumulator,
-  which for FP8 keeps fewer bits than fp32 (about 14, as DeepSeek-V3 reports
-  for the H800); the error grows with K. Tile 128 x 256, as the 16-bit kernel.
-- ``promoted``: each k-block's wgmma result, accumulated from zero (scale-d
-  = 0 on its first instruction), is added into a separate fp32 accumulator
-  on the CUDA cores -- DeepGEMM's and CUTLASS's "2xacc" way. Costs a second
-  accumulator's registers (so the tile is 128 x 128 or 128 x 192: two of
-  them must fit beside the addresses in 232 registers), a ``wait_group(0)``
-  per k-block (each consumer warpgroup waits for its own wgmma before it
-  adds; the other warpgroup's wgmma run meanwhile) and N / 2 FADDs per
-  thread per k-block.
-
-Shapes the tile does not divide, K included, need nothing: TMA zero-fills
-what lies outside the tensors on load and clips the stores.
-
-Usage: python examples/fp8_gemm.py [--print-ir] [--fast] [--bn 128|192|256]
-(builds, checks and compiles; ``examples/fp8_gemm_host.py`` runs it).
+The kernel is ``pipeline_mlir.kernels.fp8_gemm`` (what ``pipeline_mlir``'s ops
+run); this script builds one configuration, verifies it, checks its
+protocol and writes its cubin (``--out``, ``--print-ir``: see _common.py).
+Imported as a module (``import fp8_gemm``, as the tests and benchmarks do), it is
+that kernel module.
 """
 
 import sys
-from dataclasses import replace
 
-import hopper_gemm
-from pipeline_mlir.layout import DTYPES
+from pipeline_mlir.kernels import fp8_gemm as _kernel
 
-FAST = hopper_gemm.GemmConfig(dtype="e4m3", out_dtype="bf16", scaled=True,
-                              block_n=256, accumulation="fast")
-PROMOTED = replace(FAST, block_n=128, accumulation="promoted", stages=6)
-PROMOTED_192 = replace(PROMOTED, block_n=192, epilogue_passes=3, stages=5)
-CONFIGS = {"fast": FAST, "promoted": PROMOTED, "promoted_192": PROMOTED_192}
+if __name__ != "__main__":
+    sys.modules[__name__] = _kernel
+else:
+    from dataclasses import replace  # noqa: F401
 
-
-def build(cfg=PROMOTED, chip="sm_90a"):
-    """The FP8 kernel for ``cfg`` (a ``hopper_gemm.GemmConfig`` with an
-    8-bit ``dtype``, a 16-bit output and scales)."""
-    if DTYPES.get(cfg.dtype, (None,))[0] != 1:
-        raise ValueError(f"fp8_gemm: dtype must be an 8-bit type (e4m3, e5m2), "
-                         f"got {cfg.dtype!r}")
-    if not cfg.scaled or cfg.c_dtype == cfg.dtype:
-        raise ValueError("fp8_gemm: the FP8 GEMM takes per-tensor scales (scaled=True) "
-                         "and writes a 16-bit C (out_dtype='bf16' or 'f16')")
-    return hopper_gemm.build(cfg, chip=chip)
-
-
-if __name__ == "__main__":
     from _common import main
+    from pipeline_mlir.kernels.fp8_gemm import FAST, PROMOTED, build  # noqa: F401
     cfg = FAST if "--fast" in sys.argv else PROMOTED
     if "--bn" in sys.argv:
         bn = int(sys.argv[sys.argv.index("--bn") + 1])

@@ -75,7 +75,8 @@ def fill_gemm_cache(out, chip="sm_90a"):
     spec.loader.exec_module(mod)
     saved = os.environ.get("PIPELINE_MLIR_CACHE_DIR")
     try:
-        return mod.main(["--all", "--chip", chip, "--dir", os.path.join(out, "gemm-cache")])
+        return mod.main(["--all", "--kernel", "hopper_gemm", "fp8_gemm", "attention_fwd",
+                         "--chip", chip, "--dir", os.path.join(out, "gemm-cache")])
     finally:
         if saved is None:
             os.environ.pop("PIPELINE_MLIR_CACHE_DIR", None)

@@ -4,6 +4,8 @@ head dim, causal and not ("best"), the steps of the ladder
 
 from dataclasses import replace
 
+from pipeline_mlir.ops.attention_configs import BEST
+
 # (step name, overrides, persistent): each step adds one ingredient.
 LADDER = [
     ("1 consumer warpgroup", dict(consumer_warpgroups=1, pingpong=False,
@@ -20,12 +22,8 @@ SWEEP = {
     128: [dict(l2_sections=True), dict(q_stages=1), dict(tma_store=True)],
     256: [dict(l2_sections=True)],
 }
-# d = 64: three consumer warpgroups of 64 rows (a 192-row tile) with 160
-# registers each; the GEMMs are small, so more warpgroups hide the softmax.
-# Causal d = 64 also walks its units in L2-sized head sections (467 against
-# 431 TFLOP/s); at d = 128 and 256 that costs more balance than it saves.
-BEST = {64: dict(consumer_warpgroups=3, consumer_registers=160, l2_sections=True),
-        128: dict(), 256: dict()}
+# The "best" rows: the chosen configuration of each head dim, the library
+# op's table (pipeline_mlir/ops/attention_configs.py says why each).
 
 
 def variants(quick=False, sweep=False):

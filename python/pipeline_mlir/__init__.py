@@ -49,13 +49,18 @@ def make_context():
     return ctx
 
 
-def __getattr__(name):
-    # pipeline_mlir.gemm imports torch: only when asked for.
-    if name == "gemm":
-        from .ops.gemm import gemm
+_OPS = {"gemm": "gemm", "scaled_mm": "scaled_mm", "attention": "attention"}
 
-        globals()["gemm"] = gemm
-        return gemm
+
+def __getattr__(name):
+    # The ops (pipeline_mlir.gemm, scaled_mm, attention) import torch: only
+    # when asked for.
+    if name in _OPS:
+        import importlib
+
+        op = getattr(importlib.import_module(f".ops.{_OPS[name]}", __name__), name)
+        globals()[name] = op
+        return op
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

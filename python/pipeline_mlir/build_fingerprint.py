@@ -54,7 +54,7 @@ COMPILE_SOURCES = ("compiler.py", "_nvjitlink.py", "diagnostics.py")
 # Python -> IR: what a kernel builder builds through (folders: every .py in
 # them, generated dialect bindings included).
 BUILD_SOURCES = ("__init__.py", "ir.py", "layout.py", "user_location.py",
-                 "kernel", "pipeline", "dialects")
+                 "kernel", "kernels", "pipeline", "dialects")
 
 
 def _sha256_file(path):

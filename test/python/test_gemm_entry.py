@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("PIPELINE_MLIR_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(kc, "_builder", None)
+    monkeypatch.setattr(kc, "_builders", {"hopper_gemm": None})   # no builder until one is registered
     return tmp_path / "cache"
 
 

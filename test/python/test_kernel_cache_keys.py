@@ -39,7 +39,7 @@ def build(overrides, dtype, chip):
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("PIPELINE_MLIR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("PIPELINE_MLIR_ASSEMBLER", raising=False)
-    monkeypatch.setattr(kc, "_builder", None)
+    monkeypatch.setattr(kc, "_builders", {"hopper_gemm": None})   # no builder until one is registered
     return tmp_path / "cache"
 
 
@@ -180,7 +180,7 @@ def test_the_launch_side_is_part_of_the_address(cache, monkeypatch):
     assert kc.variant_key(OVER, "bf16", "sm_90a") != before
     assert kc.load("128x64", OVER, "bf16", "sm_90a") is None
     with pytest.raises(LookupError, match=r"no compiled GEMM variant 128x64 .* holds 128x64 "
-                       r"for another version of the launch code \(ops/hopper_gemm_host.py"):
+                       r"for another version of the launch code \(ops, layout.py"):
         kc.get("128x64", OVER, "bf16", "sm_90a")
 
 

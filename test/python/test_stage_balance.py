@@ -35,14 +35,17 @@ for d in (EXAMPLES_DIR, GPU_DIR, HERE):
 
 
 def _example_modules():
-    """examples/*.py that build a kernel with ``build()`` and no argument."""
+    """examples/*.py that build a kernel with ``build()`` and no argument
+    (their own, or the library kernel they script)."""
     names = []
     for path in sorted(glob.glob(os.path.join(EXAMPLES_DIR, "*.py"))):
         stem = os.path.splitext(os.path.basename(path))[0]
         if stem.startswith("_") or stem.endswith(("_run", "_host")):
             continue
         with open(path) as f:
-            if "\ndef build(" in f.read():
+            text = f.read()
+            # a kernel of its own, or the script of a library kernel
+            if "\ndef build(" in text or "from pipeline_mlir.kernels import" in text:
                 names.append(stem)
     return names
 

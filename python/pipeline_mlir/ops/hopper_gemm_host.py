@@ -1,4 +1,4 @@
-"""Host side of the Hopper GEMM (examples/hopper_gemm.py): launch a compiled
+"""Host side of the Hopper GEMM (pipeline_mlir/kernels/hopper_gemm.py): launch a compiled
 variant on torch tensors, and check it against ``torch.matmul``.
 
 Needs only ``pipeline_mlir.runtime`` (cuda-bindings), ``pipeline_mlir.layout``

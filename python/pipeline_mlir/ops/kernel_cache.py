@@ -1,14 +1,19 @@
-"""Compiled GEMM variants on disk, never served stale.
+"""Compiled kernel variants on disk, never served stale.
 
-An entry is ``<cache root>/gemm/<variant>-<dtype>-<chip>-<key>.cubin`` with
+A kernel family (``FAMILIES``: the bf16/fp16 GEMM, the FP8 GEMM, the
+attention forward) keeps its entries in a folder of the cache root. An
+entry is ``<cache root>/<folder>/<variant>-<dtype>-<chip>-<key>.cubin`` with
 its ``.json`` record (the launch facts, the image's sha256 and the build
 fingerprint). Its address, ``key``, hashes what a GPU host without MLIR
 knows: the variant's config overrides, dtype, chip, the package version and
 the launch fingerprint, a digest of the pure-Python launch side that reads
-the entry (``LAUNCH_SOURCES``: ops/hopper_gemm_host.py, layout.py, the
-runtime package), so a host whose launcher changed does not read entries
-made for another one. ``scripts/build-gemm-cache.py`` fills the directory
-where MLIR is installed; copy it or point ``PIPELINE_MLIR_CACHE_DIR`` at it.
+the entry (``LAUNCH_SOURCES``: the ops and runtime packages, layout.py),
+so a host whose launcher changed does not read entries made for another
+one. ``scripts/build-gemm-cache.py`` fills the directory where MLIR is
+installed; copy it or point ``PIPELINE_MLIR_CACHE_DIR`` at it. Where MLIR is
+installed, a miss compiles the variant on demand: a family with no builder
+registered gets its kernel module's ``build_variant``
+(``pipeline_mlir.kernels``) the first time one of its variants is asked for.
 
 What built the cubin (the builder's source, the pipeline_mlir sources it
 builds through, the compiler, MLIR, the assembler:
@@ -22,8 +27,8 @@ without MLIR cannot compute it; the record stores it as ``build``. The rule:
   fingerprint describes the code this process loaded: the builder's files
   are read when it is registered (re-register after reloading an edited
   builder), the package's once per process.
-- no builder registered (a GPU host): the entry is returned whatever built
-  it. It is the only build there, the host can neither make another nor
+- no builder (a GPU host without MLIR, or ``register_builder(None)``): the
+  entry is returned whatever built it. It is the only build there, the host can neither make another nor
   tell what one would be; its launcher matches, by the address.
 
 An entry stored with no builder registered records no build fingerprint,
@@ -40,33 +45,71 @@ from collections import namedtuple
 FORMAT = 2
 # The launch side of an entry: what reads its meta and launches its image
 # (package-relative; a folder means the .py files in it).
-LAUNCH_SOURCES = ("ops/hopper_gemm_host.py", "layout.py", "runtime")
+LAUNCH_SOURCES = ("ops", "layout.py", "runtime")
+# family -> (cache folder, kernel module of its default builder, what it is)
+FAMILIES = {
+    "hopper_gemm": ("gemm", "hopper_gemm", "GEMM"),
+    "fp8_gemm": ("fp8_gemm", "fp8_gemm", "FP8 GEMM"),
+    "attention_fwd": ("attention", "attention_fwd", "attention"),
+}
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # build: the callable; digest: its files as read at registration.
 Builder = namedtuple("Builder", "build files digest")
-_builder = None
+_builders = {}   # family -> Builder, or None (no builder: do not make one)
+_UNSET = object()
 
 
-def register_builder(build, sources=()):
+def _family(kernel):
+    if kernel not in FAMILIES:
+        raise ValueError(f"kernel_cache: unknown kernel family {kernel!r} (one of "
+                         f"{', '.join(FAMILIES)})")
+    return FAMILIES[kernel]
+
+
+def builder(kernel="hopper_gemm"):
+    """The family's Builder: the registered one, else (first call, MLIR
+    importable) its kernel module's ``build_variant``, else None."""
+    found = _builders.get(kernel, _UNSET)
+    if found is _UNSET:
+        found = None
+        try:
+            import importlib
+
+            module = importlib.import_module(f"pipeline_mlir.kernels.{_family(kernel)[1]}")
+        except ImportError:   # no MLIR here (a GPU host): the cache is all there is
+            module = None
+        if module is not None:
+            register_builder(module.build_variant, kernel=kernel)
+            found = _builders[kernel]
+        else:
+            _builders[kernel] = None
+    return found
+
+
+def register_builder(build, sources=(), kernel="hopper_gemm"):
     """``build(overrides, dtype, chip) -> (image bytes, launch facts)``
     compiles a missing or stale variant (None: misses are errors). Its
     fingerprint covers the file that defines ``build`` and ``sources``, the
     other files it builds from that are not part of pipeline_mlir (the
     kernel's example module, say); they are read now. ``build`` is assumed
     to compile with the default assembler ($PIPELINE_MLIR_ASSEMBLER).
-    Returns the previous registration (a ``Builder`` or None), which
-    ``register_builder`` takes back as it is to restore it."""
-    global _builder
-    previous = _builder
+    Returns the previous registration (a ``Builder``, None, or a marker
+    for "never registered"), which ``register_builder`` takes back as it is
+    to restore it. ``kernel``: the family (``FAMILIES``)."""
+    _family(kernel)
+    previous = _builders.get(kernel, _UNSET)
+    if build is _UNSET:
+        _builders.pop(kernel, None)
+        return previous
     if build is None or isinstance(build, Builder):
-        _builder = build
+        _builders[kernel] = build
         return previous
     from pipeline_mlir import build_fingerprint as bf
 
     files = tuple(sorted({os.path.abspath(p) for p in (_defining_file(build), *sources)}))
-    _builder = Builder(build, files, bf.digest_files(files))
-    current_build()   # take the package's digests now, with the builder's
+    _builders[kernel] = Builder(build, files, bf.digest_files(files))
+    current_build(kernel)   # take the package's digests now, with the builder's
     return previous
 
 
@@ -87,14 +130,15 @@ def _defining_file(build):
     return path
 
 
-def current_build():
-    """The build fingerprint (hex) a variant compiled here now would carry,
-    or None when no builder is registered."""
-    if _builder is None:
+def current_build(kernel="hopper_gemm"):
+    """The build fingerprint (hex) a variant of the family compiled here now
+    would carry, or None when it has no builder."""
+    found = builder(kernel)
+    if found is None:
         return None
     from pipeline_mlir import build_fingerprint as bf
 
-    return bf.build_fingerprint(_builder.digest)
+    return bf.build_fingerprint(found.digest)
 
 
 def launch_files(package=_PACKAGE):
@@ -131,29 +175,29 @@ def launch_fingerprint(package=_PACKAGE):
     return h.hexdigest()
 
 
-def variant_key(overrides, dtype, chip):
+def variant_key(overrides, dtype, chip, kernel="hopper_gemm"):
     import pipeline_mlir
 
-    facts = {"format": FORMAT, "version": pipeline_mlir.__version__, "kernel": "hopper_gemm",
+    facts = {"format": FORMAT, "version": pipeline_mlir.__version__, "kernel": kernel,
              "config": overrides, "dtype": dtype, "chip": chip, "launch": launch_fingerprint()}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def entry_path(variant, overrides, dtype, chip):
+def entry_path(variant, overrides, dtype, chip, kernel="hopper_gemm"):
     from pipeline_mlir.runtime.cache_dir import cache_root
 
-    key = variant_key(overrides, dtype, chip)
-    return os.path.join(cache_root(), "gemm", f"{variant}-{dtype}-{chip}-{key}.cubin")
+    key = variant_key(overrides, dtype, chip, kernel)
+    return os.path.join(cache_root(), _family(kernel)[0], f"{variant}-{dtype}-{chip}-{key}.cubin")
 
 
 def _record_path(path):
     return path[:-len(".cubin")] + ".json"
 
 
-def load(variant, overrides, dtype, chip):
+def load(variant, overrides, dtype, chip, kernel="hopper_gemm"):
     """(image, launch facts) of a stored entry, or None: none stored, a torn
     file, or (a builder registered) an entry built by another build."""
-    path = entry_path(variant, overrides, dtype, chip)
+    path = entry_path(variant, overrides, dtype, chip, kernel)
     try:
         with open(path, "rb") as f:
             image = f.read()
@@ -163,19 +207,19 @@ def load(variant, overrides, dtype, chip):
         return None   # absent, or a record cut short: build it again (or report the miss)
     if record.get("sha256") != hashlib.sha256(image).hexdigest():
         return None   # a torn or foreign file
-    if _builder is not None and record.get("build") != current_build():
+    if builder(kernel) is not None and record.get("build") != current_build(kernel):
         return None   # stale: this builder, compiler or assembler would build another cubin
     return image, record["meta"]
 
 
-def store(variant, overrides, dtype, chip, image, meta):
+def store(variant, overrides, dtype, chip, image, meta, kernel="hopper_gemm"):
     """Write an entry (atomically), recording the current build fingerprint
     (None without a registered builder). Returns the image's path."""
-    path = entry_path(variant, overrides, dtype, chip)
+    path = entry_path(variant, overrides, dtype, chip, kernel)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     record = {"variant": variant, "config": overrides, "dtype": dtype, "chip": chip,
               "meta": meta, "sha256": hashlib.sha256(image).hexdigest(),
-              "build": current_build()}
+              "build": current_build(kernel), "kernel": kernel}
     # The image first: a reader that finds the new record finds its image.
     for p, data, mode in ((path, image, "wb"),
                           (_record_path(path), json.dumps(record, indent=1), "w")):
@@ -186,26 +230,30 @@ def store(variant, overrides, dtype, chip, image, meta):
     return path
 
 
-def get(variant, overrides, dtype, chip):
-    """(image, launch facts): from the cache, else built and stored (a
-    builder registered), else LookupError saying how to fill the cache."""
-    found = load(variant, overrides, dtype, chip)
+def get(variant, overrides, dtype, chip, kernel="hopper_gemm"):
+    """(image, launch facts): from the cache, else built and stored (the
+    family has a builder), else LookupError saying how to fill the cache."""
+    found = load(variant, overrides, dtype, chip, kernel)
     if found is not None:
         return found
-    if _builder is None:
-        raise LookupError(_miss_message(variant, overrides, dtype, chip))
-    image, meta = _builder.build(dict(overrides), dtype, chip)
-    store(variant, overrides, dtype, chip, bytes(image), meta)
+    make = builder(kernel)
+    if make is None:
+        raise LookupError(_miss_message(variant, overrides, dtype, chip, kernel))
+    image, meta = make.build(dict(overrides), dtype, chip)
+    store(variant, overrides, dtype, chip, bytes(image), meta, kernel)
     return bytes(image), meta
 
 
-def _miss_message(variant, overrides, dtype, chip):
-    path = entry_path(variant, overrides, dtype, chip)
+def _miss_message(variant, overrides, dtype, chip, kernel="hopper_gemm"):
+    path = entry_path(variant, overrides, dtype, chip, kernel)
     folder = os.path.dirname(path)
+    what = _family(kernel)[2]
+    fill = ("--shape M N K --dtype " + dtype if kernel == "hopper_gemm"
+            else "--all --kernel " + kernel)
     message = (
-        f"no compiled GEMM variant {variant} ({dtype}, {chip}) in {folder}: compile it where "
-        "MLIR is installed (python scripts/build-gemm-cache.py --shape M N K --dtype "
-        f"{dtype}) and copy the directory here, or set PIPELINE_MLIR_CACHE_DIR to it")
+        f"no compiled {what} variant {variant} ({dtype}, {chip}) in {folder}: compile it where "
+        f"MLIR is installed (python scripts/build-gemm-cache.py {fill}) and copy the "
+        "directory here, or set PIPELINE_MLIR_CACHE_DIR to it")
     prefix = f"{variant}-{dtype}-{chip}-"
     try:
         others = [f for f in os.listdir(folder) if f.startswith(prefix) and f.endswith(".cubin")]

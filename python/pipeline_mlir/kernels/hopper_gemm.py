@@ -1,0 +1,374 @@
+"""A warp-specialized, persistent Hopper GEMM: TMA -> PipelineTmaAsync ->
+wgmma -> TMA-store epilogue, every barrier through the pipeline dialect.
+
+    C[M, N] = A[M, K] @ B[N, K]^T        (bf16 or fp16 in, fp32 accumulate)
+
+A is row-major M x K and B is given as N x K (both K-major, the layout
+wgmma reads without transposition; ``torch.matmul(a, b.T)`` is the same
+product). C is row-major M x N.
+
+Roles (one CTA of ``128 * (1 + consumer_warpgroups)`` threads):
+- warpgroup 0, the producer: lowers its registers (``setmaxnreg.dec``); its
+  warp 0 walks the tiles of the persistent schedule and, per k-block,
+  acquires a stage of the operand ring and issues the TMA loads of an A tile
+  (``64 * consumer_warpgroups`` x 64) and a B tile (``block_n`` x 64), which
+  complete on the stage's full barrier (``tx_count`` = both tiles' bytes);
+- warpgroups 1.., the consumers: raise their registers, and each computes 64
+  rows of the tile with ``wgmma.m64n{block_n}k16``, 4 per k-block, fp32
+  accumulators in registers; then the epilogue writes the tile as 16-bit
+  values to swizzled shared memory and one thread TMA-stores it while the
+  next tile's mainloop starts.
+
+With ``cluster_m=2`` two CTAs stacked along M share every B tile: each loads
+half of it and multicasts it to both, and a consumer releases a stage in
+both CTAs (the producer may overwrite a stage only when both have read it).
+
+Usage: python examples/hopper_gemm.py [--print-ir] [--out DIR] [--cluster] [--bn 128|256]
+(builds, checks and compiles; ``examples/hopper_gemm_host.py`` runs it).
+
+``--out DIR``: where the cubin and its launch metadata go (by default a
+folder in the system's temporary directory, not the source tree:
+examples/_common.py).
+"""
+
+import sys
+from dataclasses import dataclass, replace
+
+import mlir.ir as ir
+from mlir.dialects import arith
+
+from pipeline_mlir.kernel import (GlobalPtr, Int32, Kernel, TmaDescriptor,
+                                  fence_view_async_shared, load)
+from pipeline_mlir.kernel import epilogue, wgmma
+from pipeline_mlir.kernel.tile_scheduler import PersistentTileScheduler
+from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
+                                            check_register_budget,
+                                            set_max_registers)
+from pipeline_mlir.layout import OperandLayout, descriptor_units
+from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
+                                    PipelineTmaAsync, PipelineTmaStore,
+                                    PipelineUserType, make_pipeline_state,
+                                    pipeline_init_arrive, pipeline_init_wait)
+
+SMEM_LIMIT = 227 * 1024         # dynamic shared memory per block on sm_90
+EPILOGUE_BARRIER = 1            # named barriers 1, 2: one per consumer WG
+ACCUMULATIONS = ("fast", "promoted")
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """One kernel variant. The defaults are the fastest 16-bit configuration;
+    the other switches exist for the step-by-step table of docs/gemm.md and
+    for the FP8 GEMM (``examples/fp8_gemm.py``)."""
+    dtype: str = "bf16"               # A and B
+    block_n: int = 256
+    consumer_warpgroups: int = 2      # tile M = 64 per consumer warpgroup
+    stages: int = 4                   # at most; fewer if shared memory is short
+    cluster_m: int = 1                # 2: multicast B to a CTA pair along M
+    setmaxnreg: bool = True
+    producer_registers: int = 40
+    consumer_registers: int = 232
+    tma_store_epilogue: bool = True
+    epilogue_passes: int = 2          # through half the C tile: room for 4 stages
+    group_m: int = 8                  # grouped tile order (L2 reuse)
+    swizzle: int = 128                # of the operand tiles and the C tile
+    out_dtype: str = ""               # C; "" = dtype
+    scaled: bool = False              # C = scale_a * scale_b * (A @ B^T), two f32 pointers
+    accumulation: str = "fast"        # or "promoted": see mainloop_promoted
+
+    @property
+    def block_m(self):
+        return wgmma.WarpgroupMma.M * self.consumer_warpgroups
+
+    @property
+    def c_dtype(self):
+        return self.out_dtype or self.dtype
+
+    @property
+    def threads(self):
+        return THREADS_PER_WARPGROUP * (1 + self.consumer_warpgroups)
+
+    @property
+    def name(self):
+        out = f"_{self.out_dtype}" if self.out_dtype and self.out_dtype != self.dtype else ""
+        return (f"gemm_{self.dtype}{out}_{self.block_m}x{self.block_n}_c{self.cluster_m}"
+                f"{'_r' if self.setmaxnreg else ''}"
+                f"{'_tmastore' if self.tma_store_epilogue else '_direct'}"
+                f"{self.epilogue_passes if self.tma_store_epilogue and self.epilogue_passes > 1 else ''}"
+                f"{'_scaled' if self.scaled else ''}"
+                f"{'_promoted' if self.accumulation == 'promoted' else ''}")
+
+    def layouts(self):
+        """(A tile, B tile as loaded by one CTA, C tile of one consumer
+        warpgroup). A k-block is one swizzle span of K (``a.k``), so every
+        operand tile is one TMA box."""
+        a = OperandLayout.one_box(self.dtype, "K", self.swizzle, self.block_m)
+        b = OperandLayout.one_box(self.dtype, "K", self.swizzle, self.block_n // self.cluster_m)
+        c = OperandLayout(self.c_dtype, "K", self.swizzle, wgmma.WarpgroupMma.M, self.block_n)
+        return a, b, c
+
+    def epilogue_bytes(self):
+        """The C buffer: each consumer warpgroup's share of one pass."""
+        if not self.tma_store_epilogue:
+            return 0
+        return self.consumer_warpgroups * self.layouts()[2].bytes // self.epilogue_passes
+
+    def num_stages(self):
+        """Stages that fit next to the epilogue buffer and the barriers."""
+        a, b, _ = self.layouts()
+        stage = a.bytes + b.bytes * self.cluster_m
+        # 1024: the arena's alignment slack (kernel/smem.py); 256: barriers.
+        fit = (SMEM_LIMIT - self.epilogue_bytes() - 1024 - 256) // stage
+        if fit < 2:
+            raise ValueError(f"{self.name}: not even 2 stages of {stage} bytes fit")
+        return min(self.stages, fit)
+
+    def check(self):
+        if self.accumulation not in ACCUMULATIONS:
+            raise ValueError(f"{self.name}: accumulation must be one of {ACCUMULATIONS}, "
+                             f"got {self.accumulation!r}")
+        c = self.layouts()[2]
+        if self.tma_store_epilogue:
+            epilogue.check_tile(c, self.block_n, self.name)
+            if c.boxes % self.epilogue_passes:
+                raise ValueError(f"{self.name}: the {c.boxes} C boxes must split evenly "
+                                 f"into {self.epilogue_passes} epilogue passes")
+        if self.setmaxnreg:
+            check_register_budget(self.threads, 1, self.producer_registers,
+                                  self.consumer_warpgroups, self.consumer_registers)
+
+
+def build(cfg=GemmConfig(), chip="sm_90a"):
+    """The kernel for ``cfg`` (``.module`` is the built module)."""
+    cfg.check()
+    a_tile, b_tile, c_tile = cfg.layouts()
+    epi_bytes = cfg.epilogue_bytes()
+    stages, cluster = cfg.num_stages(), cfg.cluster_m
+    b_stage_bytes = b_tile.bytes * cluster          # the whole B tile
+    layout = (1, cluster, 1, 1) if cluster > 1 else None
+    params = {"a": TmaDescriptor(), "b": TmaDescriptor(),
+              "c": TmaDescriptor(), "c_ptr": GlobalPtr(),
+              "m": Int32(), "n": Int32(), "k": Int32()}
+    if cfg.scaled:
+        params.update(scale_a=GlobalPtr(align=4), scale_b=GlobalPtr(align=4))
+    k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads,
+               cluster_dim=(cluster, 1, 1), params=params)
+    with k:
+        desc_a, desc_b, desc_c, c_ptr, m, n, kdim = k.args[:7]
+        scale_ptrs = k.args[7:]
+        barriers = k.alloc_barriers(2 * stages)
+        ring_a = k.smem_alloc(stages * a_tile.bytes, align=a_tile.alignment, name="A ring")
+        ring_b = k.smem_alloc(stages * b_stage_bytes, align=b_tile.alignment, name="B ring")
+        c_buf = (k.smem_alloc(epi_bytes, align=c_tile.alignment, name="C tile")
+                 if epi_bytes else None)
+
+        ring = PipelineTmaAsync.create(
+            num_stages=stages,
+            producer_group=CooperativeGroup(Agent.Thread, 1),
+            # One signalling lane per consumer warp, per CTA it releases.
+            consumer_group=CooperativeGroup(
+                Agent.Thread, cluster * 4 * cfg.consumer_warpgroups),
+            tx_count=a_tile.bytes + b_stage_bytes,
+            barrier_storage=barriers, cta_layout_vmnk=layout,
+            defer_sync=True, name="ab")
+        pipeline_init_arrive(cta_layout_vmnk=layout)
+        pipeline_init_wait(cta_layout_vmnk=layout)
+
+        sched = PersistentTileScheduler(m, n, cfg.block_m, cfg.block_n,
+                                        group_m=cfg.group_m, cluster_m=cluster)
+        units = sched.first_and_stride()        # this CTA's first tile, stride
+        k_blocks = (kdim + (a_tile.k - 1)) // a_tile.k
+        rank = k.cluster_cta_rank() if cluster > 1 else None
+        warp = k.warp_idx()
+        warpgroup = warp // 4
+
+        with k.if_(warpgroup == 0) as role:
+            if cfg.setmaxnreg:
+                set_max_registers(cfg.producer_registers, increase=False)
+            with k.if_(warp == 0):
+                producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b,
+                         ring_a, ring_b)
+        with role.else_():
+            if cfg.setmaxnreg:
+                set_max_registers(cfg.consumer_registers, increase=True)
+            consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c_buf,
+                     desc_c, c_ptr, m, n, scale_ptrs)
+    k.config = cfg
+    k.stages = stages
+    return k
+
+
+def producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b, ring_a, ring_b):
+    """Warp 0 of warpgroup 0: walks the tiles of the persistent schedule and,
+    per k-block, fills a ring stage with the A and the B tile."""
+    a_tile, b_tile, _ = cfg.layouts()
+    cluster = cfg.cluster_m
+    b_stage_bytes = b_tile.bytes * cluster
+    stages = ring.num_stages
+    first, stride = units
+    state = make_pipeline_state(PipelineUserType.Producer, stages)
+    for unit, _ in k.range(first, sched.num_units, stride, carry=[state]):
+        m_blk, n_blk = sched.tile(unit, rank)
+        for kb, _ in k.range(k_blocks, carry=[state]):
+            ring.producer_acquire(state)
+            with k.elect_one():
+                x = kb * a_tile.k
+                ring.tma_load(state, desc_a, a_tile.coords(m_blk * cfg.block_m, x),
+                              ring_a.stage(state.index, a_tile.bytes), a_tile.bytes)
+                b_dst = ring_b.stage(state.index, b_stage_bytes)
+                if cluster == 1:
+                    ring.tma_load(state, desc_b, b_tile.coords(n_blk * cfg.block_n, x),
+                                  b_dst, b_tile.bytes)
+                else:
+                    # This CTA's half of B, written into both CTAs.
+                    ring.tma_load(state, desc_b,
+                                  b_tile.coords(n_blk * cfg.block_n + rank * b_tile.rows, x),
+                                  b_dst + rank * b_tile.bytes, b_tile.bytes,
+                                  mcast_mask=(1 << cluster) - 1)
+            ring.producer_commit(state)
+            state.advance()
+    # No arrive may land on this CTA's barriers after it exits.
+    ring.producer_tail(state)
+
+
+class MmaKBlock:
+    """The wgmma of one k-block of consumer warpgroup ``cw``: the operand
+    descriptors of a ring stage and the ``k_slices`` instructions on them,
+    issued as one group."""
+
+    def __init__(self, cfg, ring_a, ring_b, cw):
+        self.a, self.b, _ = cfg.layouts()
+        self.mma = wgmma.WarpgroupMma(cfg.block_n, self.a, self.b)
+        self.a_base = wgmma.smem_matrix_descriptor(
+            ring_a + cw * self.a.mn_offset(wgmma.WarpgroupMma.M), self.a)
+        self.b_base = wgmma.smem_matrix_descriptor(ring_b, self.b)
+        self.a_step = descriptor_units(self.a.bytes)
+        self.b_step = descriptor_units(self.b.bytes * cfg.cluster_m)
+
+    def __call__(self, acc, stage, accumulate=True):
+        """``acc (+)= A x B`` over the k-block in ring stage ``stage``; with
+        ``accumulate=False`` the first instruction overwrites ``acc``."""
+        s = stage.to(64)
+        da = (s * self.a_step + self.a_base).ir_value
+        db = (s * self.b_step + self.b_base).ir_value
+        wgmma.fence()
+        for kk in range(self.a.k_slices):
+            self.mma.mma(acc, wgmma.k_slice_descriptor(da, self.a, kk),
+                         wgmma.k_slice_descriptor(db, self.b, kk),
+                         accumulate=accumulate or kk > 0)
+        wgmma.commit_group()
+
+
+def mainloop_fast(k, ring, mma_k_block, acc, read, release, k_blocks):
+    """One tile: every k-block accumulates into ``acc`` in the tensor core
+    (for FP8, in the tensor core's reduced-precision accumulator: the
+    ``use_fast_accum`` of cuBLASLt)."""
+    acc.zero()
+    ring.consumer_wait(read)
+    mma_k_block(acc, read.index)
+    read.advance()
+    for kb, _ in k.range(1, k_blocks, carry=[read, release, acc]):
+        ring.consumer_wait(read)
+        mma_k_block(acc, read.index)
+        # Release order: the group just issued reads stage `read`;
+        # wait_group(1) retires every older group, so no wgmma reads stage
+        # `release` any more and its producer may overwrite it. Releasing
+        # before this wait would let TMA overwrite operands an in-flight
+        # wgmma still reads (pipeline-verify-protocol check 8 and
+        # pipeline-sim's async-read report it: docs/VerifyProtocol.md).
+        wgmma.wait_group(1)
+        ring.consumer_release(release)
+        read.advance()
+        release.advance()
+    wgmma.wait_group(0)
+    ring.consumer_release(release)
+    release.advance()
+
+
+def mainloop_promoted(k, ring, mma_k_block, total, part, read, k_blocks):
+    """One tile, with promotion: each k-block's wgmma result, accumulated
+    from zero in ``part``, is added into the fp32 ``total`` (DeepGEMM's and
+    CUTLASS's "2xacc" way around FP8 wgmma's reduced-precision
+    accumulator). The addition needs the group retired, so each k-block
+    ends with ``wait_group(0)``, and the stage is released right after it;
+    the other consumer warpgroup's wgmma keep the tensor cores busy
+    meanwhile. Costs ``part``'s registers (N / 2 per thread)."""
+    total.zero()
+    for kb, _ in k.range(k_blocks, carry=[read, total, part]):
+        ring.consumer_wait(read)
+        mma_k_block(part, read.index, accumulate=False)
+        wgmma.wait_group(0)
+        ring.consumer_release(read)
+        total += part               # fp32 adds on the CUDA cores
+        read.advance()
+
+
+def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c_buf,
+             desc_c, c_ptr, m, n, scale_ptrs):
+    """Warpgroups 1..: per tile, the mainloop into an fp32 accumulator, then
+    the epilogue."""
+    _, _, c_tile = cfg.layouts()
+    stages = ring.num_stages
+    cw = warp // 4 - 1
+    warp_in_wg, lane = warp % 4, k.lane_idx()
+    leader = (warp_in_wg == 0) & (lane == 0)
+    mma_k_block = MmaKBlock(cfg, ring_a, ring_b, cw)
+    scale = None
+    if scale_ptrs:
+        f32 = ir.F32Type.get()
+        scale = arith.mulf(load(scale_ptrs[0], f32), load(scale_ptrs[1], f32))
+    first, stride = units
+    store = (PipelineTmaStore.create(
+        num_stages=1, producer_group=CooperativeGroup(Agent.Thread, 1))
+        if c_buf else None)
+    epi_sync = NamedBarrier(EPILOGUE_BARRIER, THREADS_PER_WARPGROUP)
+    read = make_pipeline_state(PipelineUserType.Consumer, stages)
+    release = make_pipeline_state(PipelineUserType.Consumer, stages)
+    acc = mma_k_block.mma.accumulator()
+    promoted = cfg.accumulation == "promoted"
+    part = mma_k_block.mma.accumulator() if promoted else None
+    for unit, _ in k.range(first, sched.num_units, stride, carry=[read, release]):
+        m_blk, n_blk = sched.tile(unit, rank)
+        if promoted:
+            mainloop_promoted(k, ring, mma_k_block, acc, part, read, k_blocks)
+        else:
+            mainloop_fast(k, ring, mma_k_block, acc, read, release, k_blocks)
+        row0 = m_blk * cfg.block_m + cw * wgmma.WarpgroupMma.M
+        out = acc if scale is None else acc * scale
+        if c_buf is None:
+            epilogue.store_fragment_global(out, c_ptr, row0, n_blk * cfg.block_n, m, n,
+                                           warp_in_wg, lane, cfg.c_dtype)
+            continue
+        per_pass = c_tile.boxes // cfg.epilogue_passes
+        tile = c_buf + cw * (per_pass * c_tile.box_bytes)
+        for p in range(cfg.epilogue_passes):
+            boxes = range(p * per_pass, (p + 1) * per_pass)
+            # The previous TMA stores must have read the buffer.
+            with k.if_(leader):
+                store.producer_acquire()
+            epi_sync.arrive_and_wait_w_index(cw)
+            epilogue.store_fragment(out, tile, warp_in_wg, lane, c_tile, box_range=boxes)
+            # Generic-proxy writes -> visible to TMA (async proxy).
+            fence_view_async_shared()
+            epi_sync.arrive_and_wait_w_index(cw)
+            with k.if_(leader):
+                offsets = c_tile.box_offsets()
+                for box in boxes:
+                    col, smem = offsets[box]
+                    store.tma_store(desc_c, c_tile.coords(row0, n_blk * cfg.block_n + col),
+                                    tile + (smem - offsets[boxes.start][1]))
+                store.producer_commit()
+    if store is not None:
+        with k.if_(leader):
+            store.producer_tail()
+
+
+def build_variant(overrides, dtype, chip):
+    """(cubin, launch facts) of the variant ``overrides`` (``GemmConfig``
+    fields, ``pipeline_mlir.ops.gemm_configs.VARIANTS``) in ``dtype``
+    ('bf16' / 'f16'): the kernel cache's builder of this family."""
+    from pipeline_mlir.ops.hopper_gemm_host import meta_of
+
+    cfg = replace(GemmConfig(dtype=dtype), **overrides)
+    k = build(cfg, chip=chip)
+    return bytes(k.compile()), meta_of(cfg, k)

@@ -1,0 +1,104 @@
+"""``pipeline_mlir.attention``: scaled dot-product attention forward on a
+Hopper GPU, in ``flash_attn_func``'s layout.
+
+    o = pipeline_mlir.attention(q, k, v, causal=True)
+    o, lse = pipeline_mlir.attention(q, k, v, return_lse=True)
+
+``q``: (batch, seqlen_q, heads, head_dim); ``k``, ``v``: (batch, seqlen_k,
+kv_heads, head_dim), bfloat16, contiguous, head_dim 64, 128 or 256;
+``heads`` a multiple of ``kv_heads`` (grouped-query and multi-query
+attention: query head h reads K/V head h // (heads / kv_heads)). ``o`` has
+q's shape; ``lse`` is (batch, heads, seqlen_q) float32, the natural log of
+each row's softmax denominator (what the backward pass takes). ``causal``
+masks bottom-right aligned (query i sees keys up to i + seqlen_k - seqlen_q,
+FlashAttention's convention); ``softmax_scale`` defaults to 1/sqrt(head_dim).
+
+The kernel is ``pipeline_mlir.kernels.attention_fwd`` in the tuned
+configuration of its head dim (``attention_configs``); its cubin comes from
+the kernel cache (family ``attention_fwd``: compiled on demand where MLIR is
+installed, else read from ``PIPELINE_MLIR_CACHE_DIR``). It runs on torch's
+current stream and is the torch custom op ``torch.ops.pipeline_mlir.attention``
+(``torch.compile(fullgraph=True)`` traces it). Forward only: no autograd.
+"""
+
+import math
+
+import torch
+
+from pipeline_mlir import runtime
+
+from . import attention_configs, kernel_cache
+from .attention_fwd_host import AttentionFwd
+
+CHIPS = {(9, 0): "sm_90a"}
+_variants = {}   # (variant, ordinal) -> AttentionFwd
+
+
+def variant_attention(head_dim, causal, device=None):
+    """The loaded ``AttentionFwd`` of this head dim and causality."""
+    device = device or runtime.default_device()
+    name, overrides = attention_configs.variant(head_dim, causal)
+    key = (name, device.ordinal)
+    found = _variants.get(key)
+    if found is None:
+        chip = CHIPS.get(tuple(device.cc))
+        if chip is None:
+            raise RuntimeError(f"pipeline_mlir.attention runs on Hopper (sm_90) GPUs; "
+                               f"{device.name} is {device.sm}")
+        image, meta = kernel_cache.get(name, overrides, "bf16", chip, kernel="attention_fwd")
+        found = _variants[key] = AttentionFwd(image, meta, device=device)
+    return found
+
+
+def _check(q, k, v):
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"attention: {name} must be a torch tensor, got {type(t).__name__}")
+        if t.dim() != 4:
+            raise ValueError(f"attention: {name} must be 4-D (batch, seqlen, heads, head_dim), "
+                             f"got shape {tuple(t.shape)}")
+        if t.dtype != torch.bfloat16:
+            raise TypeError(f"attention: {name} must be bfloat16, got {t.dtype}")
+        if not t.is_cuda:
+            raise ValueError(f"attention: {name} must be on a CUDA device, got {t.device}")
+    d = q.shape[3]
+    if d not in attention_configs.HEAD_DIMS:
+        raise ValueError(f"attention: head_dim must be one of {attention_configs.HEAD_DIMS}, "
+                         f"got {d}")
+    if k.shape[3] != d or v.shape != k.shape or k.shape[0] != q.shape[0]:
+        raise ValueError(f"attention: q {tuple(q.shape)}, k {tuple(k.shape)} and v "
+                         f"{tuple(v.shape)} must share batch and head_dim, k and v their shape")
+    if q.shape[2] % k.shape[2]:
+        raise ValueError(f"attention: heads ({q.shape[2]}) must be a multiple of the K/V "
+                         f"heads ({k.shape[2]})")
+    if 0 in q.shape or 0 in k.shape:
+        raise ValueError("attention: empty q, k or v")
+
+
+def _attention(q, k, v, causal, softmax_scale):
+    _check(q, k, v)
+    q, k, v = (t if t.is_contiguous() else t.contiguous() for t in (q, k, v))
+    attn = variant_attention(q.shape[3], causal, runtime.default_device(q.get_device()))
+    scale = 1.0 / math.sqrt(q.shape[3]) if softmax_scale is None else float(softmax_scale)
+    return attn(q, k, v, softmax_scale=scale)
+
+
+def attention(q, k, v, causal=False, softmax_scale=None, return_lse=False):
+    """O (and LSE with ``return_lse``) of attention over q, k, v (module doc)."""
+    if torch.compiler.is_compiling():
+        o, lse = torch.ops.pipeline_mlir.attention(q, k, v, causal, softmax_scale)
+    else:
+        o, lse = _attention(q, k, v, causal, softmax_scale)
+    return (o, lse) if return_lse else o
+
+
+@torch.library.custom_op("pipeline_mlir::attention", mutates_args=())
+def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+                  softmax_scale: float | None) -> tuple[torch.Tensor, torch.Tensor]:
+    return _attention(q, k, v, causal, softmax_scale)
+
+
+@_attention_op.register_fake
+def _attention_fake(q, k, v, causal, softmax_scale):
+    b, s, h, _ = q.shape
+    return torch.empty_like(q), q.new_empty(b, h, s, dtype=torch.float32)

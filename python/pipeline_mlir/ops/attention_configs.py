@@ -1,0 +1,26 @@
+"""The attention forward variant of each (head dim, causal): the tuned
+configuration of ``pipeline_mlir.kernels.attention_fwd`` that
+``pipeline_mlir.attention`` runs (chosen by the sweep of docs/attention.md,
+``benchmarks/attention/variants.py``).
+
+d = 64 runs three consumer warpgroups of 64 rows (a 192-row tile) with 160
+registers each: its GEMMs are small, so more warpgroups hide the softmax;
+it also walks its work units in L2-sized head sections (causal: 467 against
+431 TFLOP/s on the H100). d = 128 and 256 run the defaults (two ping-pong
+consumer warpgroups with intra-warpgroup overlap).
+"""
+
+HEAD_DIMS = (64, 128, 256)
+BEST = {64: dict(consumer_warpgroups=3, consumer_registers=160, l2_sections=True),
+        128: dict(), 256: dict()}
+
+
+def variant(head_dim, causal):
+    """(name, AttentionConfig overrides) for this head dim and causality."""
+    if head_dim not in BEST:
+        raise ValueError(f"attention: head_dim must be one of {HEAD_DIMS}, got {head_dim}")
+    return (f"d{head_dim}{'c' if causal else ''}",
+            dict(head_dim=head_dim, causal=bool(causal), **BEST[head_dim]))
+
+
+VARIANTS = dict(variant(d, c) for d in HEAD_DIMS for c in (False, True))

@@ -1,0 +1,174 @@
+"""Host side of pipeline_mlir/kernels/attention_fwd.py: launch a compiled attention
+forward on torch tensors and check it against PyTorch.
+
+Needs only ``pipeline_mlir.runtime`` (cuda-bindings) and torch, no MLIR: the
+kernel is compiled where MLIR is installed and run where the GPU is
+(``benchmarks/attention/`` bundles both).
+
+    attn = AttentionFwd(cubin_bytes, meta)      # meta: AttentionConfig.meta(kernel)
+    o, lse = attn(q, k, v)                      # (b, s, h, d) bf16 tensors
+
+It launches through the runtime's one engine, as the GEMM does: the first
+call with a set of tensors checks them, encodes the tensor maps into the
+device's descriptor arena and prepares the launch (``runtime.LaunchCache``,
+bounded); a repeat fires it with two driver calls, creating no event and
+allocating nothing.
+"""
+
+import math
+
+META_KEYS = ("name", "head_dim", "causal", "block_m", "block_n", "threads",
+             "layouts", "smem", "signature")
+# Error bound of the check against fp32 attention: P is rounded to bf16 (2^-8
+# relative) before P V, O once more on output; |O| <= max |V| ~ 4 for
+# gaussian V. 2e-2 absolute is ~5 bf16 ulps of the largest outputs.
+ABS_ERROR_BOUND = 2e-2
+LSE_ERROR_BOUND = 1e-3
+LAUNCH_CACHE = 256   # prepared launches (tensor sets) kept per variant
+
+
+class AttentionFwd:
+    """A loaded attention variant; calling it launches on torch's current
+    stream."""
+
+    def __init__(self, image, meta, device=None):
+        from pipeline_mlir import runtime
+        from pipeline_mlir.layout import OperandLayout
+
+        missing = [k for k in META_KEYS if k not in meta]
+        if missing:
+            raise ValueError(f"AttentionFwd: meta lacks {missing}")
+        self.meta = dict(meta)
+        # The kernel's operand layouts: the tensor maps' boxes and swizzle.
+        self.layouts = {name: OperandLayout.from_meta(m)
+                        for name, m in meta["layouts"].items()}
+        self._runtime = runtime
+        self.compiled = runtime.CompiledKernel.cached(
+            image, name=meta["name"], params=list(meta["signature"]),
+            block=meta["threads"], smem=meta["smem"])
+        self.device = device or runtime.default_device()
+        self.launcher = self.compiled.launcher(self.device)
+        self.kernel = self.launcher.fn          # the runtime Kernel (attributes)
+        self.module = self.kernel.module
+        self.launches = runtime.LaunchCache(self.launcher, LAUNCH_CACHE)
+        self._sms = None
+
+    def _check(self, q, k, v):
+        import torch
+
+        d = self.meta["head_dim"]
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            if t.dtype != torch.bfloat16 or t.dim() != 4 or not t.is_cuda \
+                    or not t.is_contiguous():
+                raise ValueError(f"{name} must be a contiguous 4-D (batch, seqlen, heads, "
+                                 f"head_dim) bf16 CUDA tensor")
+            if t.shape[3] != d:
+                raise ValueError(f"{name}: head_dim {t.shape[3]}, this kernel was built "
+                                 f"for {d}")
+        b, sq, h, _ = q.shape
+        bk, sk, hk, _ = k.shape
+        if tuple(v.shape) != tuple(k.shape) or bk != b:
+            raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)} must match, with "
+                             f"q's batch {b}")
+        if h % hk:
+            raise ValueError(f"heads ({h}) must be a multiple of the K/V heads ({hk})")
+        return b, sq, h, sk, hk
+
+    def _descriptor(self, t, operand):
+        """3-D tensor map (batch, seqlen, heads * d) of ``t`` whose box is one
+        batch entry of ``operand``'s layout box: (1, rows, box columns)."""
+        layout = self.layouts[operand]
+        b, s, h, d = t.shape
+        e = t.element_size()
+        return self._runtime.make_tma_descriptor(
+            t, shape=(b, s, h * d), strides=(s * h * d * e, h * d * e, e),
+            box_shape=(1,) + tuple(layout.box), swizzle=layout.swizzle)
+
+    def units(self, b, h, sq):
+        return b * h * math.ceil(sq / self.meta["block_m"])
+
+    def __call__(self, q, k, v, out=None, lse=None, softmax_scale=None, stream=None,
+                 sync=False):
+        import torch
+
+        b, sq, h, sk, hk = self._check(q, k, v)
+        d = self.meta["head_dim"]
+        if out is None:
+            out = torch.empty_like(q)
+        if lse is None:
+            lse = torch.empty(b, h, sq, dtype=torch.float32, device=q.device)
+        scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
+        if self._sms is None:
+            self._sms = self.device.limits.multiprocessors
+        units = self.units(b, h, sq)
+        # Persistent: one CTA per SM walks the work units; else one per unit.
+        grid = (min(units, self._sms) if self.meta.get("persistent", True) else units, 1, 1)
+        rt = self._runtime
+        s = (rt.fastlaunch.current_stream_handle(self.device.ordinal) if stream is None
+             else rt.launch.stream_address(stream))
+        for t in (out, lse):
+            if not (t.is_cuda and t.is_contiguous()):
+                raise ValueError("out and lse must be contiguous CUDA tensors")
+        o_tma = self.meta["signature"][3] == "tma"
+        key = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr(),
+               tuple(q.shape), tuple(k.shape), tuple(out.shape), tuple(lse.shape), scale, s)
+        p = self.launches.get(key)
+        if p is None:
+            p = self.launches.prepare(key, (
+                self._descriptor(q, "q"), self._descriptor(k, "k"), self._descriptor(v, "v"),
+                # O: a tensor map when the kernel stores it with TMA.
+                self._descriptor(out, "o") if o_tma else out.data_ptr(),
+                lse.data_ptr(), b, h, hk, sq, sk, scale * math.log2(math.e)), grid, s)
+        if sync:
+            self.launcher.launch(p.values, grid, s, True, None)
+        else:
+            self.launches.fire(p)
+        return out, lse
+
+
+def reference(q, k, v, causal, softmax_scale=None):
+    """fp32 attention of the same inputs: (O, LSE), bottom-right causal."""
+    import torch
+
+    b, sq, h, d = q.shape
+    sk, hk = k.shape[1], k.shape[2]
+    scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
+    qf = q.float().transpose(1, 2)                              # b h sq d
+    kf = k.float().transpose(1, 2).repeat_interleave(h // hk, dim=1)
+    vf = v.float().transpose(1, 2).repeat_interleave(h // hk, dim=1)
+    s = torch.matmul(qf, kf.transpose(-1, -2)) * scale
+    if causal:
+        r = torch.arange(sq, device=q.device)[:, None]
+        c = torch.arange(sk, device=q.device)[None, :]
+        s = s.masked_fill(c > r + (sk - sq), float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)                            # b h sq
+    p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+    o = torch.matmul(p, vf).transpose(1, 2)                     # b sq h d
+    return o, lse
+
+
+def check(attn, b, sq, sk, h, hk, seed=0):
+    """Run ``attn`` on gaussian inputs and compare with fp32 attention;
+    return (max |O error|, max |LSE error|). Raises AssertionError over the
+    bounds."""
+    import torch
+
+    d = attn.meta["head_dim"]
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(b, sq, h, d, device="cuda", dtype=torch.bfloat16, generator=g)
+    k = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16, generator=g)
+    v = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16, generator=g)
+    out = torch.full_like(q, float("nan"))
+    o, lse = attn(q, k, v, out=out, sync=True)
+    ro, rlse = reference(q, k, v, attn.meta["causal"])
+    err = (o.float() - ro).abs().max().item()
+    finite = torch.isfinite(rlse)
+    lerr = (lse[finite] - rlse[finite]).abs().max().item() if finite.any() else 0.0
+    if not torch.equal(torch.isfinite(lse), finite):
+        raise AssertionError(f"{attn.meta['name']}: LSE -inf rows differ from the "
+                             "reference")
+    if not (err <= ABS_ERROR_BOUND and lerr <= LSE_ERROR_BOUND):
+        raise AssertionError(f"{attn.meta['name']} b={b} sq={sq} sk={sk} h={h} hk={hk}: "
+                             f"max |O err| {err:.3g} (bound {ABS_ERROR_BOUND}), "
+                             f"max |LSE err| {lerr:.3g} (bound {LSE_ERROR_BOUND})")
+    return err, lerr

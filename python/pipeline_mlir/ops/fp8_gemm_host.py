@@ -1,0 +1,118 @@
+"""Host side of pipeline_mlir/kernels/fp8_gemm.py: quantize, launch, and check against an
+fp64 reference of the dequantized inputs with a stated error bound.
+
+Needs only ``pipeline_mlir.runtime``, ``pipeline_mlir.layout`` and torch (no
+MLIR), like ``hopper_gemm_host.py``, whose launcher it extends with the two
+scale pointers:
+
+    gemm = Fp8Gemm(cubin_bytes, meta)           # meta: hopper_gemm_host.meta_of
+    a8, sa = quantize(a); b8, sb = quantize(b)
+    c = gemm(a8, b8, sa, sb)                    # = torch._scaled_mm(a8, b8.T, sa, sb,
+                                                #     out_dtype=torch.bfloat16)
+
+The error bound (``error_bound``), for C = bf16(s * sum_k a_k b_k) with the
+reference r computed in fp64 from the same e4m3 values (products of two e4m3
+values are exact in fp32, so only the sums and the output round):
+
+- the output's rounding to bf16: at most 2^-8 |r| (8 significant bits);
+- the accumulation: the tensor core adds each wgmma's k32 products into an
+  accumulator that, for FP8, keeps about 13 mantissa bits and truncates
+  (DeepSeek-V3's measurement on the H800: ~14 bits of precision), so each
+  of the S steps that feed one accumulator loses up to 2^-13 of the partial
+  sum, biased one way: the error grows linearly, S * 2^-13 of a typical
+  partial sum, whose size is ``sigma * sqrt(K)`` (``sigma``: the rms of the
+  dequantized products). ``fast``: S = K / 32 steps on one accumulator;
+  ``promoted``: S = 128 / 32 = 4 steps per k-block, then fp32 additions
+  (2^-24 each, K / 128 of them).
+
+So ``|c - r| <= 2^-8 |r| + (S * 2^-13 + (K/128) * 2^-24) * sigma * sqrt(K)``,
+checked as ``max |c - r| / (|r| + sigma * sqrt(K)) <= 2^-8 + S 2^-13 + ...``.
+A missing or doubled k-block moves an output by about ``sigma * sqrt(128)``,
+more than the bound for every K here (checked: ``bound_detects_a_k_block``).
+"""
+
+import math
+
+from pipeline_mlir.ops.hopper_gemm_host import HopperGemm
+
+FP8_MAX = {"e4m3": 448.0, "e5m2": 57344.0}
+TORCH_FP8 = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}
+OUTPUT_ROUNDING = 2.0 ** -8          # bf16
+FP8_ACCUMULATOR_LOSS = 2.0 ** -13    # per wgmma step into the tensor core's accumulator
+FP32_ROUNDING = 2.0 ** -24
+K_PER_WGMMA = 32                     # 32 bytes of K: k32 for 8-bit
+K_BLOCK = 128                        # one 128-byte swizzle span of e4m3
+
+
+def error_bound(k, accumulation):
+    """The bound on ``max |c - r| / (|r| + sigma sqrt(K))`` (module doc)."""
+    if accumulation == "fast":
+        steps, promotions = math.ceil(k / K_PER_WGMMA), 0
+    elif accumulation == "promoted":
+        steps, promotions = K_BLOCK // K_PER_WGMMA, math.ceil(k / K_BLOCK)
+    else:
+        raise ValueError(f"accumulation must be 'fast' or 'promoted', got {accumulation!r}")
+    return OUTPUT_ROUNDING + steps * FP8_ACCUMULATOR_LOSS + promotions * FP32_ROUNDING
+
+
+def bound_detects_a_k_block(k, accumulation):
+    """A k-block lost (or added twice) moves outputs by ~sigma sqrt(128),
+    i.e. sqrt(128 / K) / 2 in the normalized error at |r| ~ sigma sqrt(K):
+    the check must see it."""
+    return math.sqrt(K_BLOCK / k) / 2 > error_bound(k, accumulation)
+
+
+class Fp8Gemm(HopperGemm):
+    """A loaded FP8 GEMM variant (``pipeline_mlir/kernels/fp8_gemm.py``)."""
+
+    def __call__(self, a, b, scale_a, scale_b, c=None, stream=None, sync=False):
+        import torch
+
+        for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+            if not (isinstance(s, torch.Tensor) and s.dtype == torch.float32
+                    and s.numel() == 1 and s.is_cuda):
+                raise TypeError(f"{self.meta['name']}: {name} must be a one-element "
+                                f"float32 CUDA tensor (torch._scaled_mm's per-tensor scale)")
+        return self.launch(a, b, c, (scale_a, scale_b), stream, sync)
+
+
+def quantize(x, dtype="e4m3"):
+    """(x / scale in ``dtype``, scale) with the per-tensor scale amax / max
+    representable, as a one-element fp32 tensor."""
+    import torch
+
+    scale = (x.abs().max().float() / FP8_MAX[dtype]).clamp(min=1e-12).reshape(1)
+    q = (x.float() / scale).to(getattr(torch, TORCH_FP8[dtype]))
+    return q, scale
+
+
+def reference(a8, scale_a, b8, scale_b):
+    """(fp64 reference of the dequantized product, sigma = rms of the
+    dequantized a times rms of the dequantized b)."""
+    a = a8.double() * scale_a.double()
+    b = b8.double() * scale_b.double()
+    sigma = (a.square().mean().sqrt() * b.square().mean().sqrt()).item()
+    return a @ b.T, sigma
+
+
+def normalized_error(c, ref, sigma, k):
+    return ((c.double() - ref).abs() / (ref.abs() + sigma * math.sqrt(k))).max().item()
+
+
+def check(gemm, m, n, k, accumulation, seed=0):
+    """Run ``gemm`` on quantized gaussian inputs and compare with the fp64
+    reference; return the normalized error (AssertionError over the bound)."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a8, sa = quantize(torch.randn(m, k, device="cuda", generator=g))
+    b8, sb = quantize(torch.randn(n, k, device="cuda", generator=g))
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    gemm(a8, b8, sa, sb, c, sync=True)
+    ref, sigma = reference(a8, sa, b8, sb)
+    err = normalized_error(c, ref, sigma, k)
+    bound = error_bound(k, accumulation)
+    if not err <= bound:  # also catches NaN (unwritten outputs)
+        raise AssertionError(f"{gemm.meta['name']} {m}x{n}x{k}: normalized error "
+                             f"{err:.3g} > {bound:.3g}")
+    return err

@@ -1,0 +1,153 @@
+"""``pipeline_mlir.scaled_mm``: FP8 matrix product with per-tensor scales,
+``torch._scaled_mm``'s contract, on a Hopper GPU.
+
+    out = pipeline_mlir.scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16,
+                                  use_fast_accum=True)
+
+``a``: M x K, row-major, ``float8_e4m3fn`` (or ``float8_e5m2``); ``b``:
+K x N, column-major (``w.t()`` of an N x K row-major ``w``, as
+``torch._scaled_mm`` requires), the same type; ``scale_a`` / ``scale_b``:
+one-element float32 CUDA tensors. The result is
+``(a.float() * scale_a) @ (b.float() * scale_b)`` rounded to ``out_dtype``
+(bfloat16 or float16); ``bias`` (N values of ``out_dtype``) is added to
+every row (after the kernel, by torch: not fused). ``use_fast_accum``
+picks fast accumulation (every K block's products in one fp32 accumulator,
+as cuBLASLt's fast mode) or promoted accumulation (each K block's partial
+sum added into a separate fp32 total: more exact at large K).
+
+The variant (tile, stages, accumulation) comes from ``fp8_configs.choose``
+by shape; its cubin from the kernel cache (``kernel_cache``, family
+``fp8_gemm``: compiled on demand where MLIR is installed, else read from
+``PIPELINE_MLIR_CACHE_DIR`` as ``scripts/build-gemm-cache.py --kernel
+fp8_gemm --all`` filled it). It runs on torch's current stream, is the
+torch custom op ``torch.ops.pipeline_mlir.scaled_mm`` (``torch.compile``
+traces it) and can be captured in CUDA graphs.
+"""
+
+import torch
+
+from pipeline_mlir import runtime
+from pipeline_mlir.runtime.bounded import put_bounded
+
+from . import fp8_configs, kernel_cache
+from .fp8_gemm_host import Fp8Gemm
+
+CHIPS = {(9, 0): "sm_90a"}
+OPERAND_DTYPES = {torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}
+OUT_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
+_variants = {}    # (variant, dtype key, ordinal) -> Fp8Gemm
+_picks = {}       # (a.shape, b.shape, dtypes, fast, ordinal) -> Fp8Gemm
+_PICKS = 4096
+
+
+def variant_gemm(variant, operands="e4m3", out="bf16", device=None):
+    """The loaded ``Fp8Gemm`` of one ``fp8_configs.VARIANTS`` name."""
+    device = device or runtime.default_device()
+    dtype = f"{operands}-{out}"
+    key = (variant, dtype, device.ordinal)
+    found = _variants.get(key)
+    if found is None:
+        chip = CHIPS.get(tuple(device.cc))
+        if chip is None:
+            raise RuntimeError(f"pipeline_mlir.scaled_mm runs on Hopper (sm_90) GPUs; "
+                               f"{device.name} is {device.sm}")
+        image, meta = kernel_cache.get(variant, fp8_configs.VARIANTS[variant], dtype, chip,
+                                       kernel="fp8_gemm")
+        found = _variants[key] = Fp8Gemm(image, meta, device=device)
+    return found
+
+
+def _check(a, b, scale_a, scale_b, out_dtype):
+    for name, t in (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"scaled_mm: {name} must be a torch tensor, got {type(t).__name__}")
+        if not t.is_cuda:
+            raise ValueError(f"scaled_mm: {name} must be on a CUDA device, got {t.device}")
+    if a.dim() != 2 or b.dim() != 2:
+        raise ValueError(f"scaled_mm: a and b must be 2-D, got {tuple(a.shape)} and "
+                         f"{tuple(b.shape)}")
+    operands = OPERAND_DTYPES.get(a.dtype)
+    if operands is None or b.dtype != a.dtype:
+        raise TypeError(f"scaled_mm: a and b must both be float8_e4m3fn or both "
+                        f"float8_e5m2, got {a.dtype} and {b.dtype}")
+    out = OUT_DTYPES.get(out_dtype)
+    if out is None:
+        raise TypeError(f"scaled_mm: out_dtype must be torch.bfloat16 or torch.float16, "
+                        f"got {out_dtype}")
+    (m, k), (kb, n) = a.shape, b.shape
+    if kb != k:
+        raise ValueError(f"scaled_mm: a is {tuple(a.shape)} (M x K) and b is "
+                         f"{tuple(b.shape)}; b must be K x N")
+    if not a.is_contiguous():
+        raise ValueError("scaled_mm: a must be row-major (contiguous)")
+    if not b.t().is_contiguous():
+        raise ValueError("scaled_mm: b must be column-major (b.t() contiguous), as "
+                         "torch._scaled_mm requires: pass w.t() of an N x K row-major w")
+    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if s.dtype != torch.float32 or s.numel() != 1:
+            raise ValueError(f"scaled_mm: {name} must be a one-element float32 tensor (a "
+                             "per-tensor scale)")
+    if k % 16 or n % 8 or m == 0 or n == 0 or k == 0:
+        raise ValueError(f"scaled_mm: K ({k}) must be a multiple of 16 and N ({n}) of 8, "
+                         "none zero (TMA needs 16-byte aligned rows)")
+    return operands, out
+
+
+def _select(a, b, scale_a, scale_b, out_dtype, fast):
+    operands, out = _check(a, b, scale_a, scale_b, out_dtype)
+    device = runtime.default_device(a.get_device())
+    (m, k), n = a.shape, b.shape[1]
+    variant = fp8_configs.choose(m, n, k, "fast" if fast else "promoted",
+                                 device.limits.multiprocessors)
+    return variant_gemm(variant, operands, out, device)
+
+
+def _scaled_mm(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, out):
+    try:
+        key = (a.shape, b.shape, a.dtype, out_dtype, bool(use_fast_accum), a.get_device())
+        g = _picks.get(key)
+    except AttributeError:   # not tensors: _select says so
+        g = key = None
+    if g is None:
+        g = put_bounded(_picks, key, _select(a, b, scale_a, scale_b, out_dtype,
+                                             bool(use_fast_accum)), _PICKS)
+    elif not (scale_a.dtype == torch.float32 and scale_b.dtype == torch.float32
+              and scale_a.numel() == 1 and scale_b.numel() == 1 and b.t().is_contiguous()):
+        _check(a, b, scale_a, scale_b, out_dtype)   # raises the message
+    c = g(a, b.t(), scale_a, scale_b, out)
+    if bias is not None:
+        if bias.shape != (c.shape[1],) or bias.dtype != c.dtype:
+            raise ValueError(f"scaled_mm: bias must be {c.shape[1]} values of {c.dtype}, "
+                             f"got {tuple(bias.shape)} {bias.dtype}")
+        c.add_(bias)
+    return c
+
+
+def scaled_mm(a, b, scale_a, scale_b, bias=None, out_dtype=torch.bfloat16,
+              use_fast_accum=False, out=None):
+    """``(a * scale_a) @ (b * scale_b)`` in ``out_dtype`` (see the module doc)."""
+    if torch.compiler.is_compiling():
+        return torch.ops.pipeline_mlir.scaled_mm(a, b, scale_a, scale_b, bias, out_dtype,
+                                                 use_fast_accum)
+    return _scaled_mm(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, out)
+
+
+def chosen(a, b, use_fast_accum=False, out_dtype=torch.bfloat16):
+    """The variant name ``scaled_mm`` runs for these operands (for reports)."""
+    (m, k), n = a.shape, b.shape[1]
+    device = runtime.default_device(a.get_device())
+    return fp8_configs.choose(m, n, k, "fast" if use_fast_accum else "promoted",
+                              device.limits.multiprocessors)
+
+
+@torch.library.custom_op("pipeline_mlir::scaled_mm", mutates_args=())
+def _scaled_mm_op(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor,
+                  scale_b: torch.Tensor, bias: torch.Tensor | None, out_dtype: torch.dtype,
+                  use_fast_accum: bool) -> torch.Tensor:
+    return _scaled_mm(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, None)
+
+
+@_scaled_mm_op.register_fake
+def _scaled_mm_fake(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum):
+    torch._check(a.shape[1] == b.shape[0], lambda: "scaled_mm: b must be K x N")
+    return a.new_empty(a.shape[0], b.shape[1], dtype=out_dtype)

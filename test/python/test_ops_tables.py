@@ -1,0 +1,86 @@
+"""Deviceless: the library ops' variant tables (ops/fp8_configs.py,
+ops/attention_configs.py) and the kernel cache's families. Every variant
+the ops can pick builds, verifies and passes the protocol checker; a
+family without a registered builder compiles on demand where MLIR is
+installed; the ops' launch facts are what their launchers need."""
+
+import pytest
+
+from pipeline_mlir.ops import attention_configs, fp8_configs, kernel_cache
+
+pytest.importorskip("mlir.ir", reason="building the variants needs MLIR")
+
+
+@pytest.mark.parametrize("acc", ["fast", "promoted"])
+def test_fp8_rule_picks_within_its_accumulation_mode(acc):
+    shapes = [(m, n, k) for m in (128, 1024, 3072, 8192) for n in (256, 3072, 8192)
+              for k in (512, 4096)]
+    picked = {fp8_configs.choose(m, n, k, acc) for m, n, k in shapes}
+    assert picked and all(fp8_configs.VARIANTS[v]["accumulation"] == acc for v in picked)
+    assert len(picked) >= 2          # the shape matters
+    # a 3072-square output: 128x192 tiles fill 3 waves (the 128x256 ones leave 18% idle)
+    assert fp8_configs.choose(3072, 3072, 3072, acc).endswith("128x192")
+    with pytest.raises(ValueError, match="accumulation must be 'fast' or 'promoted'"):
+        fp8_configs.choose(128, 128, 128, "exact")
+
+
+def test_attention_variants_cover_every_head_dim_and_mask():
+    assert set(attention_configs.VARIANTS) == {"d64", "d64c", "d128", "d128c", "d256", "d256c"}
+    name, over = attention_configs.variant(64, True)
+    assert name == "d64c" and over["causal"] and over["consumer_warpgroups"] == 3
+    with pytest.raises(ValueError, match="head_dim must be one of"):
+        attention_configs.variant(96, False)
+
+
+@pytest.mark.parametrize("variant", sorted(fp8_configs.VARIANTS))
+def test_every_fp8_variant_builds_and_checks_clean(variant):
+    from dataclasses import replace
+
+    from pipeline_mlir.kernels import fp8_gemm
+
+    cfg = replace(fp8_gemm.FAST, **fp8_configs.VARIANTS[variant])
+    k = fp8_gemm.build(cfg)
+    assert k.smem_bytes <= 227 * 1024
+    assert "wgmma" in k.to_ptx()       # through the protocol checker (on by default)
+
+
+@pytest.mark.parametrize("name", sorted(attention_configs.VARIANTS))
+def test_every_attention_variant_builds(name):
+    from pipeline_mlir.kernels import attention_fwd
+
+    cfg = attention_fwd.AttentionConfig(**attention_configs.VARIANTS[name])
+    k = attention_fwd.build(cfg)
+    meta = cfg.meta(k)
+    assert meta["head_dim"] == attention_configs.VARIANTS[name]["head_dim"]
+    assert meta["causal"] == name.endswith("c")
+
+
+def test_families_compile_on_demand_into_their_folders(tmp_path, monkeypatch):
+    monkeypatch.setenv("PIPELINE_MLIR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernel_cache, "_builders", {})
+    found = kernel_cache.builder("fp8_gemm")
+    assert found is not None and found.build.__module__ == "pipeline_mlir.kernels.fp8_gemm"
+    over = fp8_configs.VARIANTS["promoted_128x128"]
+    image, meta = kernel_cache.get("promoted_128x128", over, "e4m3-bf16", "sm_90a",
+                                   kernel="fp8_gemm")
+    assert image[:4] == b"\x7fELF" and meta["accumulation"] == "promoted"
+    assert meta["layouts"]["a"]["dtype"] == "e4m3" and meta["layouts"]["c"]["dtype"] == "bf16"
+    path = kernel_cache.entry_path("promoted_128x128", over, "e4m3-bf16", "sm_90a",
+                                   kernel="fp8_gemm")
+    assert path.startswith(str(tmp_path / "fp8_gemm")) and (tmp_path / "fp8_gemm").is_dir()
+    # a second get is the cache's, not a build
+    assert kernel_cache.load("promoted_128x128", over, "e4m3-bf16", "sm_90a",
+                             kernel="fp8_gemm") == (image, meta)
+    assert kernel_cache.get("promoted_128x128", over, "e4m3-bf16", "sm_90a",
+                            kernel="fp8_gemm") == (image, meta)
+    with pytest.raises(ValueError, match="unknown kernel family"):
+        kernel_cache.entry_path("x", {}, "bf16", "sm_90a", kernel="softmax")
+
+
+def test_a_family_without_a_builder_says_how_to_fill_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PIPELINE_MLIR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernel_cache, "_builders", {"attention_fwd": None})
+    name, over = attention_configs.variant(128, True)
+    with pytest.raises(LookupError, match=r"no compiled attention variant d128c .*"
+                       r"build-gemm-cache.py --all --kernel attention_fwd"):
+        kernel_cache.get(name, over, "bf16", "sm_90a", kernel="attention_fwd")
