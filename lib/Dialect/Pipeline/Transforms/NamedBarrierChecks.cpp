@@ -38,98 +38,6 @@ using namespace mlir::pipeline::protocol;
 
 namespace {
 
-constexpr int kMaxEvalDepth = 64;
-
-/// The value of an i1/integer SSA value for thread `tid` of a 1-D block, if
-/// it depends only on the thread id and constants.
-std::optional<int64_t> evalFor(Value v, int64_t tid, int depth = 0) {
-  if (depth > kMaxEvalDepth)
-    return std::nullopt;
-  Operation *def = v.getDefiningOp();
-  if (!def)
-    return std::nullopt;
-  auto in = [&](unsigned i, int64_t t) {
-    return evalFor(def->getOperand(i), t, depth + 1);
-  };
-  if (std::optional<int64_t> c = getConstantInt(v))
-    return c;
-  if (auto tidOp = dyn_cast<gpu::ThreadIdOp>(def))
-    return tidOp.getDimension() == gpu::Dimension::x ? tid : 0;
-  StringRef name = def->getName().getStringRef();
-  if (name == "nvvm.read.ptx.sreg.tid.x")
-    return tid;
-  if (name == "nvvm.read.ptx.sreg.tid.y" || name == "nvvm.read.ptx.sreg.tid.z")
-    return 0;
-  if (name == "nvvm.read.ptx.sreg.laneid" || isa<gpu::LaneIdOp>(def))
-    return tid % 32;
-  if (isa<NVVM::ElectSyncOp>(def))
-    return tid % 32 == 0;
-  if (auto shfl = dyn_cast<NVVM::ShflOp>(def)) {
-    std::optional<int64_t> lane = evalFor(shfl.getOffset(), tid, depth + 1);
-    if (shfl.getKind() != NVVM::ShflKind::idx || !lane || *lane < 0 ||
-        *lane > 31 || shfl.getReturnValueAndIsValid())
-      return std::nullopt;
-    return evalFor(shfl.getVal(), tid - tid % 32 + *lane, depth + 1);
-  }
-  if (isa<arith::ExtUIOp, arith::ExtSIOp, arith::TruncIOp, arith::IndexCastOp,
-          arith::IndexCastUIOp>(def))
-    return in(0, tid);
-  if (auto sel = dyn_cast<arith::SelectOp>(def)) {
-    std::optional<int64_t> c = in(0, tid);
-    if (!c)
-      return std::nullopt;
-    return in(*c ? 1 : 2, tid);
-  }
-  if (def->getNumOperands() != 2 || def->getDialect()->getNamespace() != "arith")
-    return std::nullopt;
-  std::optional<int64_t> a = in(0, tid), b = in(1, tid);
-  if (!a || !b)
-    return std::nullopt;
-  if (auto cmp = dyn_cast<arith::CmpIOp>(def)) {
-    // Thread-id arithmetic stays small and non-negative: signed and
-    // unsigned orders agree.
-    switch (cmp.getPredicate()) {
-    case arith::CmpIPredicate::eq:
-      return *a == *b;
-    case arith::CmpIPredicate::ne:
-      return *a != *b;
-    case arith::CmpIPredicate::slt:
-    case arith::CmpIPredicate::ult:
-      return *a < *b;
-    case arith::CmpIPredicate::sle:
-    case arith::CmpIPredicate::ule:
-      return *a <= *b;
-    case arith::CmpIPredicate::sgt:
-    case arith::CmpIPredicate::ugt:
-      return *a > *b;
-    case arith::CmpIPredicate::sge:
-    case arith::CmpIPredicate::uge:
-      return *a >= *b;
-    }
-  }
-  if (isa<arith::AddIOp>(def))
-    return *a + *b;
-  if (isa<arith::SubIOp>(def))
-    return *a - *b;
-  if (isa<arith::MulIOp>(def))
-    return *a * *b;
-  if (isa<arith::DivSIOp, arith::DivUIOp>(def))
-    return *b ? std::optional<int64_t>(*a / *b) : std::nullopt;
-  if (isa<arith::RemSIOp, arith::RemUIOp>(def))
-    return *b ? std::optional<int64_t>(*a % *b) : std::nullopt;
-  if (isa<arith::AndIOp>(def))
-    return *a & *b;
-  if (isa<arith::OrIOp>(def))
-    return *a | *b;
-  if (isa<arith::XOrIOp>(def))
-    return *a ^ *b;
-  if (isa<arith::ShLIOp>(def))
-    return *b >= 0 && *b < 63 ? std::optional<int64_t>(*a << *b) : std::nullopt;
-  if (isa<arith::ShRUIOp, arith::ShRSIOp>(def))
-    return *b >= 0 && *b < 63 ? std::optional<int64_t>(*a >> *b) : std::nullopt;
-  return std::nullopt;
-}
-
 /// Whether thread `tid` executes `op`, as far as the scf.if branches around
 /// it tell (loops are taken to run); nullopt when a condition is not
 /// decidable from the thread id.
@@ -141,7 +49,7 @@ std::optional<bool> executes(Operation *op, int64_t tid) {
     auto ifOp = dyn_cast<scf::IfOp>(parent);
     if (!ifOp)
       continue;
-    std::optional<int64_t> c = evalFor(ifOp.getCondition(), tid);
+    std::optional<int64_t> c = evalForThread(ifOp.getCondition(), tid);
     if (!c)
       return std::nullopt;
     bool inThen = child->getParentRegion() == &ifOp.getThenRegion();
@@ -149,25 +57,6 @@ std::optional<bool> executes(Operation *op, int64_t tid) {
       return false;
   }
   return true;
-}
-
-/// "warps 4-7" / "warps 4-7, 9".
-std::string describeWarps(const llvm::BitVector &warps) {
-  std::string out;
-  int first = warps.find_first();
-  while (first >= 0) {
-    int last = first;
-    while (last + 1 < static_cast<int>(warps.size()) && warps.test(last + 1))
-      ++last;
-    if (!out.empty())
-      out += ", ";
-    out += std::to_string(first);
-    if (last > first)
-      out += "-" + std::to_string(last);
-    first = last + 1 < static_cast<int>(warps.size()) ? warps.find_next(last)
-                                                      : -1;
-  }
-  return (warps.count() == 1 ? "warp " : "warps ") + out;
 }
 
 struct Use {
@@ -263,7 +152,7 @@ LogicalResult protocol::checkNamedBarriers(FunctionOpInterface fn,
         ++lanes;
         std::optional<int64_t> laneId = base;
         if (index) {
-          std::optional<int64_t> i = evalFor(index, tid);
+          std::optional<int64_t> i = evalForThread(index, tid);
           laneId = i ? std::optional<int64_t>(base + *i) : std::nullopt;
         }
         if (!laneId || (id && *id != *laneId))

@@ -17,6 +17,7 @@
 #include "mlir/IR/Dominance.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/MapVector.h"
 
 #include <optional>
@@ -103,20 +104,34 @@ bool isGuardIf(scf::IfOp ifOp);
 Block *getRoleBlock(Operation *op);
 
 /// Who executes an op, as far as the enclosing scf.if conditions tell: a
-/// number of warps and whether all 32 lanes of each (else one lane per warp).
+/// number of warps, whether all 32 lanes of each (else one lane per warp),
+/// and the threads themselves (bit t = thread t of the 1-D block).
 struct Executors {
   int64_t warps;
   bool wholeWarps;
+  llvm::BitVector threads;
 };
 
 /// The executors of `op`, from every enclosing scf.if branch up to the
-/// function (warp == k, warp </>= k, tid == c, tid </>= 32k, lane == c,
-/// elect, and-ed; an else branch negates a single comparison). `blockDim`
-/// (threads per CTA, 0 = unknown) bounds open warp ranges and the whole block.
-/// nullopt when anything on the way is not decidable (a data-dependent
-/// condition, an op other than scf.if/scf.for around `op`, an open range
-/// without a block size).
+/// function, found by evaluating the conditions for every thread of the
+/// block (evalForThread: thread, lane, warp and warpgroup ids -- `tid / 32`,
+/// `warp / 4`, `tid / 128` -- compared with constants, and-ed, or-ed; an
+/// else branch is the complement). `blockDim` (threads per CTA, 0 = unknown)
+/// bounds the block; without it, a set that is open-ended (`warp >= 1`) is
+/// not decided. nullopt when anything on the way is not decidable (a
+/// condition on a kernel argument, loop variable or memory, an op other
+/// than scf.if/scf.for around `op`, warps that run with some but not all or
+/// one of their lanes).
 std::optional<Executors> getExecutors(Operation *op, int64_t blockDim);
+
+/// The value of an i1/integer SSA value for thread `tid` of a 1-D block, if
+/// it depends only on the thread id and constants (arith ops, thread / lane /
+/// warp id reads, nvvm.shfl.sync idx from a constant lane, elect.sync =
+/// lane 0); i1 values are 0 or 1.
+std::optional<int64_t> evalForThread(Value v, int64_t tid);
+
+/// "warp 3", "warps 4-7, 9" for a set of warp indices.
+std::string describeWarps(const llvm::BitVector &warps);
 
 /// True when an `scf.if` condition is the same for every thread of the CTA
 /// and for every iteration of the loops around it: built only from

@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Matchers.h"
 
@@ -148,141 +149,142 @@ Guard protocol::getEnclosingGuard(Operation *op) {
   return guard;
 }
 
-namespace {
-/// Warps [lo, hi) minus `excluded`, and whether only one lane per warp runs.
-struct ExecutorRange {
-  int64_t lo = 0;
-  std::optional<int64_t> hi;
-  SmallVector<int64_t> excluded;
-  bool oneLane = false;
 
-  void below(int64_t k) { hi = hi ? std::min(*hi, k) : k; }
-  void from(int64_t k) { lo = std::max(lo, k); }
-};
-} // namespace
+static std::optional<int64_t> evalRaw(Value v, int64_t tid, int depth);
 
-/// The predicate that holds for (b, a) when `pred` holds for (a, b).
-static arith::CmpIPredicate swapOperands(arith::CmpIPredicate pred) {
-  using P = arith::CmpIPredicate;
-  switch (pred) {
-  case P::slt:
-    return P::sgt;
-  case P::sgt:
-    return P::slt;
-  case P::sle:
-    return P::sge;
-  case P::sge:
-    return P::sle;
-  case P::ult:
-    return P::ugt;
-  case P::ugt:
-    return P::ult;
-  case P::ule:
-    return P::uge;
-  case P::uge:
-    return P::ule;
-  default:
-    return pred; // eq, ne
-  }
+/// The value for one thread; an i1 is 0 or 1 (constants and xor with `true`
+/// come sign-extended: `true` is -1 and `c ^ true` -2, still nonzero).
+static std::optional<int64_t> evalAt(Value v, int64_t tid, int depth) {
+  std::optional<int64_t> r = evalRaw(v, tid, depth);
+  if (r && v.getType().isInteger(1))
+    *r &= 1;
+  return r;
 }
 
-/// Narrows `range` by `cond` (or by its negation, for an else branch);
-/// false when the condition is not one the checker can count.
-static bool narrow(ExecutorRange &range, Value cond, bool negate) {
-  Operation *def = cond.getDefiningOp();
+std::optional<int64_t> protocol::evalForThread(Value v, int64_t tid) {
+  return evalAt(v, tid, 0);
+}
+
+static std::optional<int64_t> evalRaw(Value v, int64_t tid, int depth) {
+  if (depth > 64)
+    return std::nullopt;
+  Operation *def = v.getDefiningOp();
   if (!def)
-    return false;
-  if (def->getName().getStringRef() == "nvvm.elect.sync") {
-    range.oneLane = true;
-    return !negate;
+    return std::nullopt;
+  auto in = [&](unsigned i, int64_t t) {
+    return evalAt(def->getOperand(i), t, depth + 1);
+  };
+  if (std::optional<int64_t> c = getConstantInt(v))
+    return c;
+  if (auto tidOp = dyn_cast<gpu::ThreadIdOp>(def))
+    return tidOp.getDimension() == gpu::Dimension::x ? tid : 0;
+  StringRef name = def->getName().getStringRef();
+  if (name == "nvvm.read.ptx.sreg.tid.x")
+    return tid;
+  if (name == "nvvm.read.ptx.sreg.tid.y" || name == "nvvm.read.ptx.sreg.tid.z")
+    return 0;
+  if (name == "nvvm.read.ptx.sreg.laneid" || isa<gpu::LaneIdOp>(def))
+    return tid % 32;
+  // %warpid and the subgroup id: the warp index of a 1-D block.
+  if (name == "nvvm.read.ptx.sreg.warpid" || isa<gpu::SubgroupIdOp>(def))
+    return tid / 32;
+  if (isa<NVVM::ElectSyncOp>(def))
+    return tid % 32 == 0;
+  if (auto shfl = dyn_cast<NVVM::ShflOp>(def)) {
+    std::optional<int64_t> lane = evalAt(shfl.getOffset(), tid, depth + 1);
+    if (shfl.getKind() != NVVM::ShflKind::idx || !lane || *lane < 0 ||
+        *lane > 31 || shfl.getReturnValueAndIsValid())
+      return std::nullopt;
+    return evalAt(shfl.getVal(), tid - tid % 32 + *lane, depth + 1);
   }
-  if (auto andOp = dyn_cast<arith::AndIOp>(def))
-    return !negate && narrow(range, andOp.getLhs(), false) &&
-           narrow(range, andOp.getRhs(), false);
-  auto cmp = dyn_cast<arith::CmpIOp>(def);
-  if (!cmp)
-    return false;
-  arith::CmpIPredicate pred = cmp.getPredicate();
-  Value id = cmp.getLhs();
-  std::optional<int64_t> k = getConstantInt(cmp.getRhs());
-  if (!k) {
-    k = getConstantInt(cmp.getLhs());
-    id = cmp.getRhs();
-    pred = swapOperands(pred);
+  if (isa<arith::ExtUIOp, arith::ExtSIOp, arith::TruncIOp, arith::IndexCastOp,
+          arith::IndexCastUIOp>(def))
+    return in(0, tid);
+  if (auto sel = dyn_cast<arith::SelectOp>(def)) {
+    std::optional<int64_t> c = in(0, tid);
+    if (!c)
+      return std::nullopt;
+    return in(*c ? 1 : 2, tid);
   }
-  if (!k || *k < 0)
-    return false;
-  if (negate)
-    pred = arith::invertPredicate(pred);
-  using P = arith::CmpIPredicate;
-  IdKind kind = classifyId(id);
-  if (kind == IdKind::Lane) {
-    range.oneLane = true;
-    return pred == P::eq;
-  }
-  if (kind == IdKind::Tid) {
-    if (pred == P::eq) {
-      range.oneLane = true;
-      range.from(*k / 32);
-      range.below(*k / 32 + 1);
-      return true;
+  if (def->getNumOperands() != 2 || def->getDialect()->getNamespace() != "arith")
+    return std::nullopt;
+  std::optional<int64_t> a = in(0, tid), b = in(1, tid);
+  if (!a || !b)
+    return std::nullopt;
+  if (auto cmp = dyn_cast<arith::CmpIOp>(def)) {
+    // Thread-id arithmetic stays small and non-negative: signed and
+    // unsigned orders agree.
+    switch (cmp.getPredicate()) {
+    case arith::CmpIPredicate::eq:
+      return *a == *b;
+    case arith::CmpIPredicate::ne:
+      return *a != *b;
+    case arith::CmpIPredicate::slt:
+    case arith::CmpIPredicate::ult:
+      return *a < *b;
+    case arith::CmpIPredicate::sle:
+    case arith::CmpIPredicate::ule:
+      return *a <= *b;
+    case arith::CmpIPredicate::sgt:
+    case arith::CmpIPredicate::ugt:
+      return *a > *b;
+    case arith::CmpIPredicate::sge:
+    case arith::CmpIPredicate::uge:
+      return *a >= *b;
     }
-    // Thread ranges count whole warps only on warp boundaries.
-    int64_t w = *k / 32;
-    switch (pred) {
-    case P::ult:
-    case P::slt:
-      range.below(w);
-      return *k % 32 == 0;
-    case P::uge:
-    case P::sge:
-      range.from(w);
-      return *k % 32 == 0;
-    case P::ule:
-    case P::sle:
-      range.below(w + 1);
-      return *k % 32 == 31;
-    case P::ugt:
-    case P::sgt:
-      range.from(w + 1);
-      return *k % 32 == 31;
-    default:
-      return false;
-    }
   }
-  if (kind != IdKind::Warp)
-    return false;
-  switch (pred) {
-  case P::eq:
-    range.from(*k);
-    range.below(*k + 1);
-    return true;
-  case P::ne:
-    range.excluded.push_back(*k);
-    return true;
-  case P::ult:
-  case P::slt:
-    range.below(*k);
-    return true;
-  case P::ule:
-  case P::sle:
-    range.below(*k + 1);
-    return true;
-  case P::ugt:
-  case P::sgt:
-    range.from(*k + 1);
-    return true;
-  case P::uge:
-  case P::sge:
-    range.from(*k);
-    return true;
-  }
-  return false;
+  if (isa<arith::AddIOp>(def))
+    return *a + *b;
+  if (isa<arith::SubIOp>(def))
+    return *a - *b;
+  if (isa<arith::MulIOp>(def))
+    return *a * *b;
+  if (isa<arith::DivSIOp, arith::DivUIOp>(def))
+    return *b ? std::optional<int64_t>(*a / *b) : std::nullopt;
+  if (isa<arith::RemSIOp, arith::RemUIOp>(def))
+    return *b ? std::optional<int64_t>(*a % *b) : std::nullopt;
+  if (isa<arith::AndIOp>(def))
+    return *a & *b;
+  if (isa<arith::OrIOp>(def))
+    return *a | *b;
+  if (isa<arith::XOrIOp>(def))
+    return *a ^ *b;
+  if (isa<arith::ShLIOp>(def))
+    return *b >= 0 && *b < 63 ? std::optional<int64_t>(*a << *b) : std::nullopt;
+  if (isa<arith::ShRUIOp, arith::ShRSIOp>(def))
+    return *b >= 0 && *b < 63 ? std::optional<int64_t>(*a >> *b) : std::nullopt;
+  return std::nullopt;
 }
+
+
+/// "warps 4-7" / "warps 4-7, 9".
+std::string protocol::describeWarps(const llvm::BitVector &warps) {
+  std::string out;
+  int first = warps.find_first();
+  while (first >= 0) {
+    int last = first;
+    while (last + 1 < static_cast<int>(warps.size()) && warps.test(last + 1))
+      ++last;
+    if (!out.empty())
+      out += ", ";
+    out += std::to_string(first);
+    if (last > first)
+      out += "-" + std::to_string(last);
+    first = last + 1 < static_cast<int>(warps.size()) ? warps.find_next(last)
+                                                      : -1;
+  }
+  return (warps.count() == 1 ? "warp " : "warps ") + out;
+}
+
+/// Threads the 1-D evaluation enumerates when the block size is unknown: the
+/// largest CTA. A set that reaches its last warp is open-ended (`warp >= 1`)
+/// and depends on the real size.
+static constexpr int64_t kMaxBlockThreads = 1024;
 
 std::optional<Executors> protocol::getExecutors(Operation *op,
                                                 int64_t blockDim) {
-  ExecutorRange range;
+  // The branch conditions on the way up, with the side `op` is on.
+  SmallVector<std::pair<Value, bool>> conds;
   for (Operation *cur = op;;) {
     Operation *parent = cur->getParentOp();
     if (!parent)
@@ -290,33 +292,59 @@ std::optional<Executors> protocol::getExecutors(Operation *op,
     if (isa<FunctionOpInterface>(parent))
       break;
     if (auto ifOp = dyn_cast<scf::IfOp>(parent)) {
-      bool inElse = cur->getParentRegion() == &ifOp.getElseRegion();
-      if (!narrow(range, ifOp.getCondition(), inElse))
-        return std::nullopt;
+      conds.push_back({ifOp.getCondition(),
+                       cur->getParentRegion() == &ifOp.getThenRegion()});
     } else if (!isa<scf::ForOp>(parent)) {
       // Loops with early exits, switches, ...: who gets here is not known.
       return std::nullopt;
     }
     cur = parent;
   }
-  if (blockDim > 0) {
-    // A partial last warp would make the warp arithmetic wrong.
-    if (blockDim % 32 != 0)
-      return std::nullopt;
-    range.below(blockDim / 32);
+  // A partial last warp would make the warp arithmetic wrong.
+  if (blockDim > 0 && (blockDim % 32 != 0 || blockDim > kMaxBlockThreads))
+    return std::nullopt;
+  if (blockDim <= 0 && conds.empty())
+    return std::nullopt;
+  // Every thread of the block, through every condition: comparisons,
+  // equalities, and/or/xor of thread, warp (tid / 32, %warpid, the shfl
+  // broadcast), warpgroup (warp / 4, tid / 128) and lane ids with constants;
+  // an else branch is the complement. Anything else (kernel arguments, loop
+  // variables, memory) is not counted.
+  int64_t limit = blockDim > 0 ? blockDim : kMaxBlockThreads;
+  llvm::BitVector threads(limit);
+  for (int64_t tid = 0; tid < limit; ++tid) {
+    bool runs = true;
+    for (auto [cond, inThen] : conds) {
+      std::optional<int64_t> c = evalForThread(cond, tid);
+      if (!c)
+        return std::nullopt;
+      if (static_cast<bool>(*c) != inThen) {
+        runs = false;
+        break;
+      }
+    }
+    if (runs)
+      threads.set(tid);
   }
-  if (!range.hi)
+  if (blockDim <= 0 && threads.find_next(limit - 33) >= 0)
     return std::nullopt;
-  int64_t warps = *range.hi - range.lo;
-  llvm::sort(range.excluded);
-  const int64_t *end = std::unique(range.excluded.begin(), range.excluded.end());
-  for (const int64_t *e = range.excluded.begin(); e != end; ++e)
-    if (*e >= range.lo && *e < *range.hi)
-      --warps;
+  // Per warp: all 32 lanes, or one (elect, lane == c, tid == c).
+  int64_t warps = 0, whole = 0;
+  for (int64_t w = 0; w < limit / 32; ++w) {
+    int64_t lanes = 0;
+    for (int64_t l = 0; l < 32; ++l)
+      lanes += threads.test(w * 32 + l);
+    if (lanes == 0)
+      continue;
+    if (lanes != 32 && lanes != 1)
+      return std::nullopt;
+    ++warps;
+    whole += lanes == 32;
+  }
   // No warp at all is dead code (or an out-of-range constant): not counted.
-  if (warps <= 0)
+  if (warps == 0 || (whole != 0 && whole != warps))
     return std::nullopt;
-  return Executors{warps, !range.oneLane};
+  return Executors{warps, whole == warps, std::move(threads)};
 }
 
 bool protocol::isEmptyBlock(Block *block) {

@@ -471,11 +471,39 @@ static std::string describeExecutors(const Executors &who) {
                         : "one lane in each of " + warps;
 }
 
-/// Compares the arrivals per phase that the one role issuing a side's
-/// signalling verb makes with the count its group gives the barrier. Sides
-/// already reported by the guard checks, sides signalled from several roles
-/// (ping-pong consumers split the stages between them), and anything not
-/// decidable are left alone.
+/// The group to use, in the IR's spelling (diagnostics of kernels built from
+/// Python say CooperativeGroup(Agent.Thread, n): diagnostics.python_terms).
+static std::string threadGroupFix(int64_t n) {
+  return "#pipeline.group<thread, " + std::to_string(n) + ">";
+}
+
+/// The warps of a thread set, for messages: "warps 4-7".
+static std::string warpsOf(const llvm::BitVector &threads) {
+  llvm::BitVector warps(threads.size() / 32);
+  for (int t = threads.find_first(); t >= 0; t = threads.find_next(t))
+    warps.set(t / 32);
+  return describeWarps(warps);
+}
+
+namespace {
+/// The threads that signal one side together (the same executor set at
+/// every site) and what they give per phase.
+struct SignalRole {
+  ImpliedArrives implied;
+  Operation *firstOp;
+};
+} // namespace
+
+/// Compares the arrivals per phase that the roles issuing a side's
+/// signalling verb make with the count its group gives the barrier. A role
+/// is a set of threads (from getExecutors: `warp < 4`, `warp // 4 == i`,
+/// `tid // 128 < 4`, else branches, ...); sites run by the same threads are
+/// one role. With several disjoint roles (a Python loop of
+/// `k.if_(warpgroup == i)`, ping-pong or cooperative consumer warpgroups)
+/// either every role signals every stage (the barrier gets their sum) or
+/// they take turns (each gives the count alone); a count that is neither is
+/// an error. Sides already reported by the guard checks, roles whose
+/// threads overlap, and anything not decidable are left alone.
 static bool checkImpliedArriveCounts(
     FunctionOpInterface fn, const Options &options,
     const llvm::DenseSet<std::pair<Value, unsigned>> &reported) {
@@ -511,44 +539,117 @@ static bool checkImpliedArriveCounts(
         group.getAgent() == Agent::Thread &&
         group.getSize() % getMcastSize(type) != 0)
       continue;
-    Block *role = getRoleBlock(ops.front());
-    std::optional<ImpliedArrives> implied;
+    SmallVector<SignalRole> roles;
     bool decidable = true;
     for (Operation *op : ops) {
       std::optional<ImpliedArrives> here =
           getImpliedArrives(op, type, producerSide, blockDim);
-      if (!here || getRoleBlock(op) != role ||
-          (implied && implied->count != here->count)) {
+      if (!here) {
         decidable = false;
         break;
       }
-      if (!implied)
-        implied = here;
+      auto same = llvm::find_if(roles, [&](const SignalRole &r) {
+        return r.implied.who.threads == here->who.threads;
+      });
+      if (same != roles.end()) {
+        // One role signalling from two sites must give one count.
+        if (same->implied.count != here->count)
+          decidable = false;
+        continue;
+      }
+      // Overlapping roles (a role nested in another): not a split of the
+      // block the count can be read from.
+      if (llvm::any_of(roles, [&](const SignalRole &r) {
+            return r.implied.who.threads.anyCommon(here->who.threads);
+          }))
+        decidable = false;
+      roles.push_back({std::move(*here), op});
     }
-    if (!decidable || implied->count == *expected)
+    if (!decidable || roles.empty())
       continue;
     StringRef side = producerSide ? "producer" : "consumer";
-    InFlightDiagnostic diag = create.emitError();
-    diag << describe(pipe) << ": the " << side << " group "
-         << groupString(group) << " expects " << *expected
-         << " arrivals per phase, but the " << side << " role ("
-         << describeExecutors(implied->who) << ", " << implied->how
-         << ") gives " << implied->count << ": ";
-    if (implied->count < *expected)
-      diag << "the " << (producerSide ? "full" : "empty")
-           << " barrier never completes and the "
+    StringRef signals = producerSide ? "commits" : "releases";
+    StringRef barrier = producerSide ? "full" : "empty";
+    auto never = [&](InFlightDiagnostic &diag) {
+      diag << "the " << barrier << " barrier never completes and the "
            << (producerSide ? "consumers" : "producers") << " wait forever";
-    else
+    };
+    auto early = [&](InFlightDiagnostic &diag) {
       diag << "phases complete early and "
            << (producerSide ? "consumers read a stage before it is filled"
                             : "producers overwrite a stage still being read");
-    diag << "; use #pipeline.group<thread, " << implied->count << ">";
-    Operation *owner = getRoleOwner(role);
-    if (owner && !isa<FunctionOpInterface>(owner))
-      diag.attachNote(owner->getLoc()) << "the " << side << " role";
-    diag.attachNote(ops.front()->getLoc())
-        << "the " << side << " role " << (producerSide ? "commits" : "releases")
-        << " here";
+    };
+
+    if (roles.size() == 1) {
+      const ImpliedArrives &implied = roles.front().implied;
+      if (implied.count == *expected)
+        continue;
+      InFlightDiagnostic diag = create.emitError();
+      diag << describe(pipe) << ": the " << side << " group "
+           << groupString(group) << " expects " << *expected
+           << " arrivals per phase, but the " << side << " role ("
+           << describeExecutors(implied.who) << ", " << implied.how
+           << ") gives " << implied.count << ": ";
+      if (implied.count < *expected)
+        never(diag);
+      else
+        early(diag);
+      diag << "; use " << threadGroupFix(implied.count);
+      Block *role = getRoleBlock(roles.front().firstOp);
+      Operation *owner = getRoleOwner(role);
+      if (owner && !isa<FunctionOpInterface>(owner))
+        diag.attachNote(owner->getLoc()) << "the " << side << " role";
+      diag.attachNote(roles.front().firstOp->getLoc())
+          << "the " << side << " role " << signals << " here";
+      failed = true;
+      continue;
+    }
+
+    // Several roles: every role signals every stage (cooperative), or each
+    // stage is signalled by one of them (ping-pong).
+    int64_t sum = 0;
+    bool sameCount = true;
+    for (const SignalRole &r : roles) {
+      sum += r.implied.count;
+      sameCount &= r.implied.count == roles.front().implied.count;
+    }
+    int64_t each = roles.front().implied.count;
+    if (sum == *expected || (sameCount && each == *expected))
+      continue;
+    InFlightDiagnostic diag = create.emitError();
+    diag << describe(pipe) << ": the " << side << " group "
+         << groupString(group) << " expects " << *expected
+         << " arrivals per phase, but " << roles.size() << " " << side
+         << " roles " << (producerSide ? "commit" : "release") << " it (";
+    for (auto [i, r] : llvm::enumerate(roles)) {
+      if (i)
+        diag << "; ";
+      diag << warpsOf(r.implied.who.threads) << ": " << r.implied.how
+           << ", " << r.implied.count;
+    }
+    diag << "): if every role " << (producerSide ? "commits" : "releases")
+         << " every stage the barrier gets " << sum << " per phase (";
+    if (sum < *expected)
+      never(diag);
+    else
+      early(diag);
+    diag << ")";
+    if (sameCount) {
+      diag << ", if they take turns (ping-pong) " << each << " (";
+      if (each < *expected)
+        never(diag);
+      else
+        early(diag);
+      diag << "); use " << threadGroupFix(sum) << " when every role "
+           << signals << " each stage, or " << threadGroupFix(each)
+           << " when they take turns";
+    } else {
+      diag << "; use " << threadGroupFix(sum);
+    }
+    for (const SignalRole &r : roles)
+      diag.attachNote(r.firstOp->getLoc())
+          << "a " << side << " role (" << warpsOf(r.implied.who.threads)
+          << ") " << signals << " here";
     failed = true;
   }
   return failed;
