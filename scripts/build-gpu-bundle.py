@@ -29,7 +29,8 @@ from bundle_common import ROOT, copy_runtime, fill_gemm_cache, write_manifest  #
 def copy_suite(out):
     """The runtime and the GPU tests that run from the bundle."""
     copy_runtime(out)
-    for f in ("conftest.py", "test_gpu.py", "test_gpu_launch.py", "test_soak.py", "soak.py",
+    for f in ("conftest.py", "test_gpu.py", "test_gpu_launch.py", "test_gpu_ops.py",
+              "test_soak.py", "soak.py",
               "gpu_child.py", "pytest.ini",
               "run_forensics.py", "fragment_reference.py", "ptx_layouts.py"):
         shutil.copy(os.path.join(ROOT, "test", "gpu", f), out)

@@ -27,12 +27,27 @@ VARIANTS = {
                             accumulation="promoted"),
 }
 # Tile reuse relative to the widest tile of the mode (operand bytes per
-# FLOP, as in gemm_configs).
+# FLOP, as in gemm_configs). Promoted accumulation adds each K block's
+# partial sum into the total with FMAs the tensor cores do not hide; the
+# 128x192 tile amortizes them best (the first sweep, H200: it led or tied
+# on 14 of 24 shapes), and the 64-row tile, whose single consumer
+# warpgroup waits on every promotion, was slower than 128-row tiles at
+# every M it was picked for.
 EFFICIENCY = {"fast_128x256": 1.0, "fast_128x192": 0.93, "fast_128x128": 0.9,
-              "fast_64x256": 0.8, "promoted_128x192": 1.0, "promoted_128x128": 0.97,
-              "promoted_64x128": 0.75}
-# (m, n, k, accumulation) -> variant, from measurements.
-TUNED = {}
+              "fast_64x256": 0.8, "promoted_128x192": 1.0, "promoted_128x128": 0.93,
+              "promoted_64x128": 0.6}
+# (m, n, k, accumulation) -> variant: the BEST lines of
+# benchmarks/gemm/fp8_sweep.py (a variant > 1% ahead of the rule's pick).
+TUNED = {
+    (1024, 1024, 1024, "fast"): "fast_128x192",
+    (2048, 2048, 2048, "fast"): "fast_128x128",
+    (8192, 8192, 8192, "fast"): "fast_128x192",
+    (128, 4096, 4096, "fast"): "fast_64x256",
+    (512, 4096, 4096, "fast"): "fast_64x256",
+    (2048, 4096, 4096, "fast"): "fast_128x128",
+    (4096, 1024, 4096, "fast"): "fast_128x128",
+    (128, 4096, 4096, "promoted"): "promoted_128x128",
+}
 # The output types the kernels write (torch._scaled_mm's out_dtype).
 OUT_DTYPES = ("bf16", "f16")
 

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""``pipeline_mlir.scaled_mm`` against ``torch._scaled_mm`` (cuBLASLt) over a
+sweep of shapes, in both accumulation modes, in one process.
+
+    python3 fp8_sweep.py --out DIR [--quick]
+
+Runs where the kernel cache holds the FP8 variants (a GPU bundle's
+``gemm-cache``, or PIPELINE_MLIR_CACHE_DIR; scripts/build-gemm-cache.py
+--all --kernel fp8_gemm). Inputs are ``torch.randn`` quantized to e4m3 with
+a per-tensor scale (amax / 448); B is given as ``w.t()`` of an N x K ``w``
+(``torch._scaled_mm``'s column-major B); out bf16. For each shape and mode
+(``use_fast_accum`` True: ``fast``; False: ``promoted``, against cuBLASLt's
+default): the op as users call it (the rule's variant), cuBLASLt with the
+same ``use_fast_accum``, and every other variant of the mode, timed in
+alternating rounds (``run_gemm.bench_interleaved``: CUDA events over 10
+back-to-back calls, 9 rounds); the ratio is the median over rounds of
+cuBLASLt's time / ours. Every output is checked against
+fp8_gemm_host.error_bound first. Prints a RESULT line per shape and mode,
+a BEST line where another variant beat the rule's pick by > 1% (a TUNED
+candidate for ops/fp8_configs.py), and per mode the median and worst ratio.
+Writes DIR/fp8_sweep.json and DIR/fp8_sweep.log.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+SHAPES = [
+    # squares
+    (1024, 1024, 1024), (2048, 2048, 2048), (3072, 3072, 3072), (4096, 4096, 4096),
+    (6144, 6144, 6144), (8192, 8192, 8192),
+    # LLM projections (tokens x out x in): Llama-3 8B / 70B
+    (128, 4096, 4096), (512, 4096, 4096), (2048, 4096, 4096), (8192, 4096, 4096),
+    (512, 14336, 4096), (4096, 14336, 4096), (512, 4096, 14336), (4096, 4096, 14336),
+    (2048, 28672, 8192), (2048, 8192, 28672), (4096, 1024, 4096), (16384, 1024, 4096),
+    # ragged (not tile multiples; cuBLASLt's FP8 needs multiples of 16) and short K
+    (1008, 1040, 1056), (3008, 2064, 4112), (8192, 8192, 1024), (2048, 6144, 512),
+    (384, 1536, 2048), (96, 8192, 8192),
+]
+QUICK = [(3072, 3072, 3072), (4096, 4096, 4096), (512, 14336, 4096), (1008, 1040, 1056)]
+
+
+def log(msg, fh):
+    print(msg, flush=True)
+    fh.write(msg + "\n")
+    fh.flush()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    fh = open(os.path.join(args.out, "fp8_sweep.log"), "w")
+    if os.path.isdir(os.path.join(HERE, "gemm-cache")):
+        os.environ.setdefault("PIPELINE_MLIR_CACHE_DIR", os.path.join(HERE, "gemm-cache"))
+
+    import torch
+
+    import pipeline_mlir
+    from pipeline_mlir.ops import fp8_configs
+    from pipeline_mlir.ops import scaled_mm as ops_scaled_mm
+    from pipeline_mlir.ops.fp8_gemm_host import (error_bound, normalized_error, quantize,
+                                                 reference)
+    from run_gemm import bench_interleaved
+
+    log(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}", fh)
+    results, failures = [], 0
+    for m, n, k in (QUICK if args.quick else SHAPES):
+        torch.manual_seed(m * 7 + n * 3 + k)
+        a8, sa = quantize(torch.randn(m, k, device="cuda"))
+        w8, sw = quantize(torch.randn(n, k, device="cuda"))
+        ref, sigma = reference(a8, sa, w8, sw)
+        for mode in ("fast", "promoted"):
+            fast = mode == "fast"
+            pick = ops_scaled_mm.chosen(a8, w8.t(), fast)
+            out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+            fns = {"cublaslt": lambda f=fast: torch._scaled_mm(
+                       a8, w8.t(), sa, sw, out_dtype=torch.bfloat16, use_fast_accum=f),
+                   "ours": lambda f=fast, o=out: pipeline_mlir.scaled_mm(
+                       a8, w8.t(), sa, sw, use_fast_accum=f, out=o)}
+            for v in fp8_configs.VARIANTS:
+                if fp8_configs.VARIANTS[v]["accumulation"] == mode and v != pick:
+                    g = ops_scaled_mm.variant_gemm(v)
+                    # the launcher takes B as N x K (w), the op as K x N (w.t())
+                    fns[v] = lambda g=g, o=out: g(a8, w8, sa, sw, o)
+            bad = []
+            for name, fn in fns.items():
+                if name == "cublaslt":
+                    continue
+                out.fill_(float("nan"))
+                fn()
+                err = normalized_error(out, ref, sigma, k)
+                if not err <= error_bound(k, mode):
+                    bad.append(f"{name} error {err:.3g}")
+            if bad:
+                failures += 1
+                log(f"FAIL {m}x{n}x{k} {mode}: {', '.join(bad)}", fh)
+                continue
+            med, ratio = bench_interleaved(fns, baseline=lambda name: "cublaslt")
+            tflops = 2 * m * n * k / (med["ours"] * 1e-3) / 1e12
+            best = max((name for name in fns if name not in ("cublaslt",)),
+                       key=lambda name: ratio[name])
+            best_name = pick if best == "ours" else best
+            row = {"shape": [m, n, k], "mode": mode, "variant": pick,
+                   "ratio": ratio["ours"], "tflops": tflops,
+                   "cublaslt_ms": med["cublaslt"], "ours_ms": med["ours"],
+                   "best": best_name, "best_ratio": ratio[best]}
+            results.append(row)
+            log(f"RESULT {m}x{n}x{k} {mode:8s} {pick:17s} {ratio['ours']:.3f}x cuBLASLt "
+                f"({tflops:.0f} TFLOP/s; best {best_name} {ratio[best]:.3f}x)", fh)
+            if best != "ours" and ratio[best] > 1.01 * ratio["ours"]:
+                log(f"BEST ({m}, {n}, {k}, \"{mode}\"): \"{best}\"", fh)
+    summary = {}
+    for mode in ("fast", "promoted"):
+        rs = [r["ratio"] for r in results if r["mode"] == mode]
+        if rs:
+            summary[mode] = {"median": statistics.median(rs), "worst": min(rs), "shapes": len(rs)}
+            log(f"SUMMARY {mode}: {len(rs)} shapes, median {statistics.median(rs):.3f}x, "
+                f"worst {min(rs):.3f}x cuBLASLt", fh)
+    with open(os.path.join(args.out, "fp8_sweep.json"), "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "results": results,
+                   "summary": summary, "failures": failures}, f, indent=1)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""The GPU suite, part 3: the library ops PyTorch users call,
+``pipeline_mlir.scaled_mm`` and ``pipeline_mlir.attention``, against torch.
+
+Their variants come from the bundle's kernel cache (``gemm-cache/``: every
+family, filled by scripts/build-gpu-bundle.py). Without a GPU, torch or
+cuda-bindings everything is skipped with the reason.
+
+    cd .gpu-bundle && python3 -m pytest -q test_gpu_ops.py
+"""
+
+import math
+import os
+
+import pytest
+
+from gpu_child import bundle_dir
+
+torch = pytest.importorskip("torch", reason="these tests compare the ops with torch")
+CACHE = os.path.join(bundle_dir() or ".", "gemm-cache")
+
+
+@pytest.fixture(scope="module")
+def cache():
+    if not os.path.isdir(os.path.join(CACHE, "fp8_gemm")):
+        pytest.skip(f"no FP8/attention kernel cache at {CACHE}: build the bundle with "
+                    "scripts/build-gpu-bundle.py")
+    os.environ["PIPELINE_MLIR_CACHE_DIR"] = CACHE
+
+
+def quantized(rows, cols, seed):
+    from pipeline_mlir.ops.fp8_gemm_host import quantize
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return quantize(torch.randn(rows, cols, device="cuda", generator=g))
+
+
+FP8_SHAPES = [(256, 512, 128), (1000, 1032, 1040), (3072, 3072, 3072), (64, 8, 16),
+              (128, 4096, 4096)]
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "promoted"])
+def test_scaled_mm_matches_the_reference_and_torch(cache, device, fast):
+    import pipeline_mlir
+    from pipeline_mlir.ops.fp8_gemm_host import error_bound, normalized_error, reference
+
+    for i, (m, n, k) in enumerate(FP8_SHAPES):
+        a8, sa = quantized(m, k, i)
+        w8, sw = quantized(n, k, 100 + i)
+        out = pipeline_mlir.scaled_mm(a8, w8.t(), sa, sw, out_dtype=torch.bfloat16,
+                                      use_fast_accum=fast)
+        assert out.shape == (m, n) and out.dtype == torch.bfloat16
+        ref, sigma = reference(a8, sa, w8, sw)
+        err = normalized_error(out, ref, sigma, k)
+        bound = error_bound(k, "fast" if fast else "promoted")
+        print(f"scaled_mm {m}x{n}x{k} {'fast' if fast else 'promoted'} "
+              f"({pipeline_mlir.ops.scaled_mm.chosen(a8, w8.t(), fast)}): error {err:.3g}")
+        assert err <= bound, f"{m}x{n}x{k}: normalized error {err:.3g} > {bound:.3g}"
+        if n % 16 == 0 and k % 16 == 0:
+            peer = torch._scaled_mm(a8, w8.t(), sa, sw, out_dtype=torch.bfloat16,
+                                    use_fast_accum=fast)
+            assert normalized_error(peer, ref, sigma, k) <= 2 * bound + 1e-2
+
+
+def test_scaled_mm_options_and_errors(cache, device):
+    import pipeline_mlir
+
+    a8, sa = quantized(256, 512, 1)
+    w8, sw = quantized(384, 512, 2)
+    base = pipeline_mlir.scaled_mm(a8, w8.t(), sa, sw)
+    half = pipeline_mlir.scaled_mm(a8, w8.t(), sa, sw, out_dtype=torch.float16)
+    assert half.dtype == torch.float16
+    assert (half.float() - base.float()).abs().max().item() <= 0.02 * base.float().abs().max()
+    bias = torch.randn(384, device="cuda", dtype=torch.bfloat16)
+    biased = pipeline_mlir.scaled_mm(a8, w8.t(), sa, sw, bias=bias)
+    assert torch.allclose(biased.float(), base.float() + bias.float(), atol=0.06, rtol=0.01)
+    with pytest.raises(ValueError, match="column-major"):
+        pipeline_mlir.scaled_mm(a8, w8.t().contiguous(), sa, sw)
+    with pytest.raises(TypeError, match="float8_e4m3fn"):
+        pipeline_mlir.scaled_mm(a8.to(torch.bfloat16), w8.t(), sa, sw)
+    with pytest.raises(ValueError, match="one-element float32"):
+        pipeline_mlir.scaled_mm(a8, w8.t(), sa.repeat(2), sw)
+
+
+def test_scaled_mm_compiles_and_captures(cache, device):
+    import pipeline_mlir
+
+    a8, sa = quantized(512, 256, 3)
+    w8, sw = quantized(768, 256, 4)
+
+    def f(x, w):
+        return pipeline_mlir.scaled_mm(x, w.t(), sa, sw, use_fast_accum=True) * 2
+
+    want = f(a8, w8)
+    got = torch.compile(f, fullgraph=True)(a8, w8)
+    assert torch.equal(got, want)
+    out = torch.empty(512, 768, device="cuda", dtype=torch.bfloat16)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        pipeline_mlir.scaled_mm(a8, w8.t(), sa, sw, use_fast_accum=True, out=out)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        pipeline_mlir.scaled_mm(a8, w8.t(), sa, sw, use_fast_accum=True, out=out)
+    out.zero_()
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, want / 2)
+
+
+ATTENTION_SHAPES = [  # b, sq, sk, h, hk, d, causal
+    (2, 512, 512, 4, 4, 128, False), (1, 333, 517, 4, 2, 128, True),
+    (2, 256, 256, 8, 1, 64, True), (1, 300, 77, 2, 1, 64, False),
+    (1, 384, 384, 2, 2, 256, True), (1, 128, 640, 4, 1, 256, False)]
+
+
+@pytest.mark.parametrize("shape", ATTENTION_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_attention_matches_fp32_attention(cache, device, shape):
+    import pipeline_mlir
+    from pipeline_mlir.ops.attention_fwd_host import (ABS_ERROR_BOUND, LSE_ERROR_BOUND,
+                                                      reference)
+
+    b, sq, sk, h, hk, d, causal = shape
+    g = torch.Generator(device="cuda").manual_seed(sq + sk)
+    q = torch.randn(b, sq, h, d, device="cuda", dtype=torch.bfloat16, generator=g)
+    k = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16, generator=g)
+    v = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16, generator=g)
+    o, lse = pipeline_mlir.attention(q, k, v, causal=causal, return_lse=True)
+    ro, rlse = reference(q, k, v, causal)
+    err = (o.float() - ro).abs().max().item()
+    finite = torch.isfinite(rlse)
+    lerr = (lse[finite] - rlse[finite]).abs().max().item() if finite.any() else 0.0
+    print(f"attention {shape}: max |O err| {err:.3g}, max |LSE err| {lerr:.3g}")
+    assert err <= ABS_ERROR_BOUND and lerr <= LSE_ERROR_BOUND
+    assert torch.equal(torch.isfinite(lse), finite)
+    scale = 0.5 / math.sqrt(d)
+    o2 = pipeline_mlir.attention(q, k, v, causal=causal, softmax_scale=scale)
+    ro2, _ = reference(q, k, v, causal, softmax_scale=scale)
+    assert (o2.float() - ro2).abs().max().item() <= ABS_ERROR_BOUND
+
+
+def test_attention_compiles_and_refuses_bad_input(cache, device):
+    import pipeline_mlir
+
+    q = torch.randn(1, 256, 4, 128, device="cuda", dtype=torch.bfloat16)
+    kv = torch.randn(1, 256, 2, 128, device="cuda", dtype=torch.bfloat16)
+
+    def f(q, k, v):
+        return pipeline_mlir.attention(q, k, v, causal=True) + 1
+
+    want = f(q, kv, kv)
+    assert torch.equal(torch.compile(f, fullgraph=True)(q, kv, kv), want)
+    with pytest.raises(ValueError, match="head_dim must be one of"):
+        pipeline_mlir.attention(q[..., :96].contiguous(), kv[..., :96].contiguous(),
+                                kv[..., :96].contiguous())
+    with pytest.raises(ValueError, match="multiple of the K/V heads"):
+        pipeline_mlir.attention(q[:, :, :3].contiguous(), kv, kv)
+    with pytest.raises(TypeError, match="bfloat16"):
+        pipeline_mlir.attention(q.half(), kv.half(), kv.half())
