@@ -10,6 +10,7 @@
 #include "pipeline-mlir/Dialect/Pipeline/Transforms/Passes.h"
 
 #include "ProtocolChecks.h"
+#include "SmemHandoffChecks.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -56,6 +57,7 @@ struct PipelineVerifyProtocolPass
       failed |= protocol::checkAsyncReads(fn).failed();
       failed |= protocol::checkNamedBarriers(fn, options).failed();
       failed |= protocol::checkBarrierStorage(fn).failed();
+      failed |= protocol::checkTmaStoreBuffers(fn, options).failed();
       // Whole-kernel counts mean something once each loop body and role is
       // balanced and its states thread (checks 1 and 2): comparing them
       // before would report the same bug twice.
