@@ -22,7 +22,7 @@ def copy_runtime(out):
     src = os.path.join(ROOT, "python", "pipeline_mlir")
     dst = os.path.join(out, "pipeline_mlir")
     os.makedirs(dst)
-    for f in ("__init__.py", "layout.py"):
+    for f in ("__init__.py", "layout.py", "chip_limits.py"):
         shutil.copy(os.path.join(src, f), dst)
     for sub in MLIR_FREE:
         os.makedirs(os.path.join(dst, sub))

@@ -186,14 +186,14 @@ def test_the_launch_side_is_part_of_the_address(cache, monkeypatch):
 
 def bundle_copy(dest):
     """The MLIR-free part of the installed package, as scripts/bundle_common.py
-    copies it into a GPU bundle: __init__.py, layout.py, runtime/ and ops/."""
+    copies it into a GPU bundle: __init__.py, layout.py, chip_limits.py, runtime/ and ops/."""
     pkg = dest / "pipeline_mlir"
     for sub in ("runtime", "ops"):
         (pkg / sub).mkdir(parents=True)
         for f in os.listdir(os.path.join(bf.PACKAGE, sub)):
             if f.endswith(".py"):
                 shutil.copy(os.path.join(bf.PACKAGE, sub, f), pkg / sub / f)
-    for f in ("__init__.py", "layout.py"):
+    for f in ("__init__.py", "layout.py", "chip_limits.py"):
         shutil.copy(os.path.join(bf.PACKAGE, f), pkg / f)
     return pkg
 

@@ -12,14 +12,11 @@ own branch; it must be executed by all threads of the warpgroup.
 import mlir.ir as ir
 from mlir.dialects import nvvm
 
+from ..chip_limits import REGISTER_FILE, THREADS_PER_WARPGROUP, WARPS_PER_WARPGROUP  # noqa: F401
 from ..user_location import user_line
 
-WARPS_PER_WARPGROUP = 4
-THREADS_PER_WARPGROUP = 128
 # setmaxnreg takes a multiple of 8 in 24..256.
 MIN_REGISTERS, MAX_REGISTERS = 24, 256
-# 32-bit registers of an SM (sm_90, sm_100), shared by the CTA's warps.
-REGISTER_FILE = 65536
 
 
 @user_line  # the budget check's notes name the user's line

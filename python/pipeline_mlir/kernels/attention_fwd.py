@@ -50,6 +50,7 @@ from dataclasses import dataclass, replace
 import mlir.ir as ir
 from mlir.dialects import llvm, nvvm
 
+from pipeline_mlir.chip_limits import SMEM_PER_BLOCK, WGMMA_M
 from pipeline_mlir.kernel import (Float32, GlobalPtr, Int32, Kernel, Scalar,
                                   TmaDescriptor)
 from pipeline_mlir.kernel import epilogue, fence_view_async_shared, wgmma
@@ -64,7 +65,7 @@ from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     PipelineTmaAsync, PipelineTmaStore, PipelineUserType,
                                     make_pipeline_state)
 
-SMEM_LIMIT = 227 * 1024
+SMEM_LIMIT = SMEM_PER_BLOCK           # dynamic shared memory one CTA may opt into
 SWIZZLE = 128                    # bytes: every tile's TMA and wgmma swizzle
 PINGPONG_BARRIER = 1             # ids 1, 2(, 3): one per consumer warpgroup
 EPILOGUE_BARRIER = 4             # ids 4, 5(, 6): one per consumer warpgroup
@@ -124,7 +125,7 @@ class AttentionConfig:
 
     @property
     def block_m(self):
-        return 64 * self.consumer_warpgroups
+        return WGMMA_M * self.consumer_warpgroups
 
     @property
     def kv_block(self):
@@ -453,7 +454,7 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                 m_block, b, h = unit(unit_of_round(r))
                 n_blocks = kv_blocks(m_block)
                 n_free = unmasked_blocks(m_block)
-                m_row0 = m_block * bm + cw * 64
+                m_row0 = m_block * bm + cw * WGMMA_M
                 o_acc = mma_o.accumulator()
                 row_max = RowVector.full(float("-inf"))
                 row_sum = RowVector.full(0.0)

@@ -44,6 +44,7 @@ examples/_common.py).
 import sys
 from dataclasses import dataclass, replace
 
+from pipeline_mlir.chip_limits import SMEM_PER_BLOCK
 from pipeline_mlir.kernel import (Int32, Kernel, Scalar, TmaDescriptor,
                                   fence_view_async_shared)
 from pipeline_mlir.kernel import clc, tcgen05, tmem
@@ -59,7 +60,7 @@ from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     pipeline_init_arrive, pipeline_init_wait)
 
 BLOCK_M = 128                   # rows per CTA (TMEM lanes)
-SMEM_LIMIT = 227 * 1024         # dynamic shared memory per block on sm_100
+SMEM_LIMIT = SMEM_PER_BLOCK           # dynamic shared memory one CTA may opt into
 EPILOGUE_WARPS = 4                  # warps 0-3 (TMEM lane quarter = warp)
 MMA_WARP, TMA_WARP, SCHED_WARP = 4, 5, 6
 EPILOGUE_BARRIER = 1

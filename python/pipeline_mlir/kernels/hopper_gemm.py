@@ -37,9 +37,11 @@ from dataclasses import dataclass, replace
 import mlir.ir as ir
 from mlir.dialects import arith
 
+from pipeline_mlir.chip_limits import SMEM_PER_BLOCK
 from pipeline_mlir.kernel import (GlobalPtr, Int32, Kernel, TmaDescriptor,
                                   fence_view_async_shared, load)
 from pipeline_mlir.kernel import epilogue, wgmma
+from pipeline_mlir.kernel.epilogue import Epilogue, EpilogueContext
 from pipeline_mlir.kernel.tile_scheduler import PersistentTileScheduler
 from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
                                             check_register_budget,
@@ -50,7 +52,7 @@ from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     PipelineUserType, make_pipeline_state,
                                     pipeline_init_arrive, pipeline_init_wait)
 
-SMEM_LIMIT = 227 * 1024         # dynamic shared memory per block on sm_90
+SMEM_LIMIT = SMEM_PER_BLOCK           # dynamic shared memory one CTA may opt into
 EPILOGUE_BARRIER = 1            # named barriers 1, 2: one per consumer WG
 ACCUMULATIONS = ("fast", "promoted")
 
@@ -75,6 +77,9 @@ class GemmConfig:
     out_dtype: str = ""               # C; "" = dtype
     scaled: bool = False              # C = scale_a * scale_b * (A @ B^T), two f32 pointers
     accumulation: str = "fast"        # or "promoted": see mainloop_promoted
+    # A fused epilogue on the fp32 accumulator (kernel/epilogue.py); None
+    # (or an identity Epilogue) builds exactly the kernel without one.
+    epilogue: Epilogue = None
 
     @property
     def block_m(self):
@@ -96,7 +101,13 @@ class GemmConfig:
                 f"{'_tmastore' if self.tma_store_epilogue else '_direct'}"
                 f"{self.epilogue_passes if self.tma_store_epilogue and self.epilogue_passes > 1 else ''}"
                 f"{'_scaled' if self.scaled else ''}"
-                f"{'_promoted' if self.accumulation == 'promoted' else ''}")
+                f"{'_promoted' if self.accumulation == 'promoted' else ''}"
+                f"{'_' + self.epilogue.tag if self.fused else ''}")
+
+    @property
+    def fused(self):
+        """An epilogue that emits anything (None and identity do not)."""
+        return isinstance(self.epilogue, Epilogue) and not self.epilogue.is_identity
 
     def layouts(self):
         """(A tile, B tile as loaded by one CTA, C tile of one consumer
@@ -124,6 +135,10 @@ class GemmConfig:
         return min(self.stages, fit)
 
     def check(self):
+        if self.epilogue is not None and not isinstance(self.epilogue, Epilogue):
+            raise TypeError(f"{self.name}: epilogue must be an Epilogue "
+                            f"(pipeline_mlir.kernel.epilogue) or None, got "
+                            f"{type(self.epilogue).__name__}")
         if self.accumulation not in ACCUMULATIONS:
             raise ValueError(f"{self.name}: accumulation must be one of {ACCUMULATIONS}, "
                              f"got {self.accumulation!r}")
@@ -151,11 +166,15 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
               "m": Int32(), "n": Int32(), "k": Int32()}
     if cfg.scaled:
         params.update(scale_a=GlobalPtr(align=4), scale_b=GlobalPtr(align=4))
+    epi_params = epilogue.kernel_params(cfg.epilogue, cfg.c_dtype) if cfg.fused else {}
+    params.update(epi_params)
     k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads,
                cluster_dim=(cluster, 1, 1), params=params)
     with k:
         desc_a, desc_b, desc_c, c_ptr, m, n, kdim = k.args[:7]
-        scale_ptrs = k.args[7:]
+        extra = len(k.args) - len(epi_params)
+        scale_ptrs = k.args[7:extra]
+        epi_args = dict(zip(epi_params, k.args[extra:]))
         barriers = k.alloc_barriers(2 * stages)
         ring_a = k.smem_alloc(stages * a_tile.bytes, align=a_tile.alignment, name="A ring")
         ring_b = k.smem_alloc(stages * b_stage_bytes, align=b_tile.alignment, name="B ring")
@@ -192,7 +211,7 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
             if cfg.setmaxnreg:
                 set_max_registers(cfg.consumer_registers, increase=True)
             consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c_buf,
-                     desc_c, c_ptr, m, n, scale_ptrs)
+                     desc_c, c_ptr, m, n, scale_ptrs, epi_args)
     k.config = cfg
     k.stages = stages
     return k
@@ -304,9 +323,9 @@ def mainloop_promoted(k, ring, mma_k_block, total, part, read, k_blocks):
 
 
 def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c_buf,
-             desc_c, c_ptr, m, n, scale_ptrs):
+             desc_c, c_ptr, m, n, scale_ptrs, epi_args=None):
     """Warpgroups 1..: per tile, the mainloop into an fp32 accumulator, then
-    the epilogue."""
+    the epilogue (the fused one, ``cfg.epilogue``, in registers first)."""
     _, _, c_tile = cfg.layouts()
     stages = ring.num_stages
     cw = warp // 4 - 1
@@ -335,7 +354,11 @@ def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c
             mainloop_fast(k, ring, mma_k_block, acc, read, release, k_blocks)
         row0 = m_blk * cfg.block_m + cw * wgmma.WarpgroupMma.M
         out = acc if scale is None else acc * scale
+        ctx = (EpilogueContext(row0, n_blk * cfg.block_n, m, n, warp_in_wg, lane,
+                               cfg.c_dtype, epi_args) if cfg.fused else None)
         if c_buf is None:
+            if ctx is not None:
+                out = cfg.epilogue.apply(out, ctx)
             epilogue.store_fragment_global(out, c_ptr, row0, n_blk * cfg.block_n, m, n,
                                            warp_in_wg, lane, cfg.c_dtype)
             continue
@@ -347,7 +370,13 @@ def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c
             with k.if_(leader):
                 store.producer_acquire()
             epi_sync.arrive_and_wait_w_index(cw)
-            epilogue.store_fragment(out, tile, warp_in_wg, lane, c_tile, box_range=boxes)
+            # The fused epilogue once per pass: the pass stores only its
+            # columns, so LLVM drops the other columns' loads and math, and
+            # a pass holds its share of the residual in registers, not the
+            # whole tile's (a 128x256 tile's would not fit beside the
+            # accumulator).
+            epilogue.store_fragment(cfg.epilogue.apply(out, ctx) if ctx is not None else out,
+                                    tile, warp_in_wg, lane, c_tile, box_range=boxes)
             # Generic-proxy writes -> visible to TMA (async proxy).
             fence_view_async_shared()
             epi_sync.arrive_and_wait_w_index(cw)
@@ -369,6 +398,9 @@ def build_variant(overrides, dtype, chip):
     ('bf16' / 'f16'): the kernel cache's builder of this family."""
     from pipeline_mlir.ops.hopper_gemm_host import meta_of
 
+    overrides = dict(overrides)
+    if overrides.get("epilogue") is not None:   # its to_json form (a cache key)
+        overrides["epilogue"] = Epilogue.from_json(overrides["epilogue"])
     cfg = replace(GemmConfig(dtype=dtype), **overrides)
     k = build(cfg, chip=chip)
     return bytes(k.compile()), meta_of(cfg, k)

@@ -14,6 +14,8 @@ shape, before the rule (``benchmarks/gemm/fp8_sweep.py`` prints them).
 
 import math
 
+from pipeline_mlir.chip_limits import WGMMA_M
+
 # name -> fp8_gemm GemmConfig overrides (over fp8_gemm.FAST)
 VARIANTS = {
     "fast_128x256": dict(block_n=256, accumulation="fast"),
@@ -54,7 +56,7 @@ OUT_DTYPES = ("bf16", "f16")
 
 def tile(variant):
     cfg = VARIANTS[variant]
-    return 64 * cfg.get("consumer_warpgroups", 2), cfg["block_n"]
+    return WGMMA_M * cfg.get("consumer_warpgroups", 2), cfg["block_n"]
 
 
 def estimate(variant, m, n, sms):

@@ -30,6 +30,8 @@ Split-K and stream-K (for shapes whose tiles cannot fill the GPU even with
 
 import math
 
+from pipeline_mlir.chip_limits import WGMMA_M
+
 # name -> GemmConfig overrides
 VARIANTS = {
     "128x256": dict(block_n=256, consumer_warpgroups=2, epilogue_passes=2),
@@ -71,7 +73,7 @@ TUNED = {
 
 def tile(variant):
     cfg = VARIANTS[variant]
-    return 64 * cfg["consumer_warpgroups"], cfg["block_n"]
+    return WGMMA_M * cfg["consumer_warpgroups"], cfg["block_n"]
 
 
 def estimate(variant, m, n, sms):
@@ -87,3 +89,23 @@ def choose(m, n, k, dtype, sms=132):
     if tuned is not None:
         return tuned
     return min(RULE_VARIANTS, key=lambda v: (estimate(v, m, n, sms), -math.prod(tile(v))))
+
+
+def fused(variant, epilogue):
+    """(cache-entry name, GemmConfig overrides) of ``variant`` with a fused
+    epilogue (an ``epilogues.Epilogue``; None or an identity one: the
+    variant itself, its name and overrides unchanged, so its cache entry
+    is the one ``gemm`` without an epilogue uses). The epilogue's JSON form
+    goes into the overrides, so each epilogue is its own cache entry.
+
+    With a residual the epilogue runs one 64-column C box per pass: the
+    pass's residual values are held in registers beside the whole
+    accumulator, and at two boxes per pass the 128x256 and 64x256 tiles
+    spill (ptxas -v; test_gemm_epilogue.py checks that none does)."""
+    overrides = VARIANTS[variant]
+    if epilogue is None or epilogue.is_identity:
+        return variant, overrides
+    overrides = dict(overrides, epilogue=epilogue.to_json())
+    if epilogue.residual:
+        overrides["epilogue_passes"] = overrides["block_n"] // 64
+    return f"{variant}_{epilogue.tag}", overrides

@@ -45,7 +45,7 @@ from collections import namedtuple
 FORMAT = 2
 # The launch side of an entry: what reads its meta and launches its image
 # (package-relative; a folder means the .py files in it).
-LAUNCH_SOURCES = ("ops", "layout.py", "runtime")
+LAUNCH_SOURCES = ("ops", "layout.py", "chip_limits.py", "runtime")
 # family -> (cache folder, kernel module of its default builder, what it is)
 FAMILIES = {
     "hopper_gemm": ("gemm", "hopper_gemm", "GEMM"),

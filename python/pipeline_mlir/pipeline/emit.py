@@ -2,6 +2,7 @@
 
 import mlir.ir as ir
 
+from ..chip_limits import SMEM_PER_BLOCK
 from ..kernel.scope import current_block, require_visible
 from ..kernel.smem import SmemPtr
 from ..kernel.values import Scalar, i1, i32, to_value
@@ -87,7 +88,7 @@ def cluster_size(cta_layout_vmnk, what="cta_layout_vmnk"):
 
 # Limits the dialect verifiers enforce (PipelineDialect.h), checked here first
 # so that the error names the Python argument.
-MAX_STAGES = 227 * 1024 // (2 * 8)  # 2 * stages mbarriers in 227 KiB of smem
+MAX_STAGES = SMEM_PER_BLOCK // (2 * 8)  # 2 * stages mbarriers in 227 KiB of smem
 MAX_TX_COUNT = (1 << 20) - 1        # mbarrier tx-count is 20 bits
 MAX_I32 = (1 << 31) - 1
 

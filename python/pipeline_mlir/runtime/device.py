@@ -8,6 +8,7 @@ then raises NoGpuError, which is how the deviceless tests exercise it.
 
 from dataclasses import dataclass
 
+from ..chip_limits import MULTIPROCESSORS, SMEM_PER_BLOCK
 from . import _driver
 from .errors import NoGpuError
 
@@ -17,10 +18,10 @@ class DeviceLimits:
     max_threads_per_block: int = 1024
     max_block_dims: tuple = (1024, 1024, 64)
     max_grid_dims: tuple = (2**31 - 1, 65535, 65535)
-    max_smem_per_block_optin: int = 232448  # 227 KiB on sm_90 / sm_100
+    max_smem_per_block_optin: int = SMEM_PER_BLOCK  # 227 KiB on sm_90 / sm_100
     max_cluster_size_portable: int = 8
     max_cluster_size_nonportable: int = 16
-    multiprocessors: int = 132
+    multiprocessors: int = MULTIPROCESSORS["sm_90a"]
 
 
 _ATTRS = {
