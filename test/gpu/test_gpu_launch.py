@@ -193,6 +193,43 @@ def test_torch_cuda_graph_replays_with_new_inputs(fill, device, gemm_cache):
         close(c2, a, b)
 
 
+def test_graph_replay_survives_the_descriptor_ring_wrapping(device, gemm_cache):
+    """A captured GEMM names its descriptor slots for the graph's life: after
+    thousands of calls with fresh tensors on the capture stream (three puts
+    each, the 2,048-slot ring wrapped several times), the graph still reads
+    its own tensor maps, and the calls in between are right too."""
+    import pipeline_mlir
+    from pipeline_mlir import runtime
+
+    a = torch.randn(512, 256, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(384, 256, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty(512, 384, device="cuda", dtype=torch.bfloat16)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        pipeline_mlir.gemm(a, b, out=c)                # prepared outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):         # fired into the capture: pinned
+        pipeline_mlir.gemm(a, b, out=c)
+    pool = [torch.randn(128, 256, device="cuda", dtype=torch.bfloat16) for _ in range(40)]
+    outs = [torch.empty(128, 384, device="cuda", dtype=torch.bfloat16) for _ in range(40)]
+    arenas = runtime.device_arena(runtime.default_device())
+    reuses = arenas.stats()["reuses"]
+    with torch.cuda.stream(side):
+        for i in range(3000):                          # 40 x 40 address pairs, then again
+            x, o = pool[i % 40], outs[(i // 40) % 40]
+            pipeline_mlir.gemm(x, b, out=o)
+    torch.cuda.synchronize()
+    assert arenas.stats()["reuses"] - reuses > 2048    # the ring went round
+    assert arenas.stats()["pinned"] >= 3
+    close(outs[(2999 // 40) % 40], pool[2999 % 40], b)
+    for _ in range(2):
+        a.copy_(torch.randn_like(a))
+        graph.replay()
+        torch.cuda.synchronize()
+        close(c, a, b)
+
+
 def test_driver_stream_capture_replays_with_new_inputs(fill, device, gemm_cache):
     from cuda.bindings import driver as drv
 
