@@ -7,6 +7,7 @@ Python loop, `.else_()` -- and compares the arrivals with the group's count.
 |---------------------|-------------------------------------------------|---------------|-------|
 | ThunderKittens#115  | 4 consumer warpgroups (Python loop), count of 2 | Thread, 256   | 512   |
 | cutlass#2418        | ping-pong consumer warpgroups, count of 1       | Thread, 1     | 128   |
+| (cooperative pair)  | 2 warpgroups, same code, ping-pong's count      | Thread, 128   | 256   |
 | (else_ role split)  | warpgroup 0 produces, else: 2 warpgroups        | Thread, 128   | 256   |
 
 Each bug fails compile() at the pipeline's creation line, in the Python
@@ -57,10 +58,11 @@ def consume(k, pipe, n, state=None):
     return c
 
 
-def thunderkittens_115(consumer_threads):
+def thunderkittens_115(consumer_threads, warpgroups=4):
     """Warpgroup 0 produces; consumer warpgroups 1..4, built in a Python
     loop, each release every stage (cooperative): 4 x 128 arrivals."""
-    k = Kernel("tk115", chip="sm_90a", block_dim=5 * 128, params={"n": Int32()})
+    k = Kernel("tk115", chip="sm_90a", block_dim=(warpgroups + 1) * 128,
+               params={"n": Int32()})
     with k:
         (n,) = k.args
         line = inspect.currentframe().f_lineno + 1
@@ -72,7 +74,7 @@ def thunderkittens_115(consumer_threads):
         warpgroup = warp // 4
         with k.if_(warp == 0):
             produce(k, pipe, n)
-        for i in range(1, 5):
+        for i in range(1, warpgroups + 1):
             with k.if_(warpgroup == i):
                 consume(k, pipe, n)
     return k, line
@@ -146,13 +148,22 @@ def test_thunderkittens_115_four_warpgroups_counted_as_two():
         "error: PipelineAsync pipeline: the consumer group CooperativeGroup(Agent.Thread, 256) "
         "expects 256 arrivals per phase, but 4 consumer roles release it (warps 4-7: whole-warp "
         "consumer_release, 128; warps 8-11: whole-warp consumer_release, 128; warps 12-15: "
-        "whole-warp consumer_release, 128; warps 16-19: whole-warp consumer_release, 128): if "
-        "every role releases every stage the barrier gets 512 per phase (phases complete early "
-        "and producers overwrite a stage still being read), if they take turns (ping-pong) 128 "
-        "(the empty barrier never completes and the producers wait forever); use "
-        "CooperativeGroup(Agent.Thread, 512) when every role releases each stage, or "
-        "CooperativeGroup(Agent.Thread, 128) when they take turns") in first
+        "whole-warp consumer_release, 128; warps 16-19: whole-warp consumer_release, 128): the "
+        "roles run the same code, which does not depend on the warp index, so each releases "
+        "every stage and the barrier gets 512 per phase: phases complete early and producers "
+        "overwrite a stage still being read; use CooperativeGroup(Agent.Thread, 512)") in first
     assert msg.count("note: a consumer role (warps") == 4
+
+
+def test_cooperative_warpgroups_counted_as_one():
+    # Two warpgroups with the same code release every stage: a count of one
+    # warpgroup (the ping-pong count) completes each phase twice.
+    k, line = thunderkittens_115(128, warpgroups=2)
+    first = compile_error(k).splitlines()[0]
+    assert first.startswith(f"{__file__}:{line}:")
+    assert ("so each releases every stage and the barrier gets 256 per phase: phases complete "
+            "early and producers overwrite a stage still being read; use "
+            "CooperativeGroup(Agent.Thread, 256)") in first
 
 
 def test_thunderkittens_115_twin_counts_four_warpgroups():

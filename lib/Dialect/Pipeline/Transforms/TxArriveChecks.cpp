@@ -19,6 +19,9 @@
 
 #include "ProtocolChecks.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
@@ -485,12 +488,116 @@ static std::string warpsOf(const llvm::BitVector &threads) {
   return describeWarps(warps);
 }
 
+/// Whether `v` may take different values in two warps of the CTA (lane
+/// differences do not count: every warp has the same lanes). Thread and
+/// warp indices, clocks and anything read from memory may; constants,
+/// kernel arguments, CTA and cluster indices, lane ids and pure arithmetic
+/// on them may not. Unknown is "may".
+static bool mayDifferAcrossWarps(Value v, int depth = 0) {
+  if (depth > 32)
+    return true;
+  if (getConstantInt(v))
+    return false;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    Operation *owner = arg.getOwner()->getParentOp();
+    // A kernel's arguments are the same for every thread; a helper
+    // function's may be thread ids.
+    if (auto fn = dyn_cast_or_null<gpu::GPUFuncOp>(owner))
+      return !fn.isKernel() || !arg.getOwner()->isEntryBlock();
+    auto loop = dyn_cast_or_null<scf::ForOp>(owner);
+    if (!loop || arg != loop.getInductionVar())
+      return true;
+    return mayDifferAcrossWarps(loop.getLowerBound(), depth + 1) ||
+           mayDifferAcrossWarps(loop.getUpperBound(), depth + 1) ||
+           mayDifferAcrossWarps(loop.getStep(), depth + 1);
+  }
+  Operation *def = v.getDefiningOp();
+  if (isa<gpu::ThreadIdOp, gpu::SubgroupIdOp>(def))
+    return true;
+  if (isa<gpu::LaneIdOp, gpu::BlockIdOp, gpu::GridDimOp, gpu::BlockDimOp>(def))
+    return false;
+  StringRef name = def->getName().getStringRef();
+  if (name.consume_front("nvvm.read.ptx.sreg.")) {
+    // Uniform across the warps of a CTA; every other special register
+    // (tid, warpid, clocks, ...) is not.
+    return !(name == "laneid" || name.starts_with("ctaid") ||
+             name.starts_with("nctaid") || name.starts_with("ntid") ||
+             name.starts_with("cluster") || name.starts_with("nclusterid"));
+  }
+  if (name == "nvvm.elect.sync")
+    return false;
+  if (def->getNumRegions() != 0 || !isMemoryEffectFree(def))
+    return true;
+  return llvm::any_of(def->getOperands(), [&](Value operand) {
+    return mayDifferAcrossWarps(operand, depth + 1);
+  });
+}
+
+/// True when the role blocks run the same code (equivalent ops on the same
+/// values from outside) and nothing in it that decides which stages a
+/// pipeline op names -- branch conditions, loop bounds, advance amounts,
+/// explicit indices and phases -- depends on the warp: each role then
+/// signals exactly the stages the others do (cooperative roles, as a
+/// Python loop `for i in range(n): with k.if_(warpgroup == i):` builds).
+/// A role that skips the other's stages (ping-pong: `state.advance(k)` in
+/// one of them, an order barrier, an amount computed from the warp index)
+/// is not.
+static bool runSameStages(ArrayRef<Block *> blocks) {
+  Region *first = blocks.front()->getParent();
+  for (Block *block : blocks) {
+    Region *region = block->getParent();
+    if (!isa_and_nonnull<scf::IfOp>(region->getParentOp()) ||
+        !region->hasOneBlock())
+      return false;
+    if (region != first &&
+        !OperationEquivalence::isRegionEquivalentTo(
+            first, region, OperationEquivalence::IgnoreLocations))
+      return false;
+  }
+  WalkResult walk = first->walk([&](Operation *op) {
+    if (isa<OrderWaitOp, OrderArriveOp>(op))
+      return WalkResult::interrupt();
+    if (auto ifOp = dyn_cast<scf::IfOp>(op))
+      return mayDifferAcrossWarps(ifOp.getCondition())
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      bool differs = mayDifferAcrossWarps(loop.getLowerBound()) ||
+                     mayDifferAcrossWarps(loop.getUpperBound()) ||
+                     mayDifferAcrossWarps(loop.getStep());
+      for (Value init : loop.getInitArgs())
+        differs |= isa<StateType>(init.getType()) &&
+                   !first->isAncestor(init.getParentRegion()) &&
+                   mayDifferAcrossWarps(init);
+      return differs ? WalkResult::interrupt() : WalkResult::advance();
+    }
+    // Other control flow (scf.while, switches, calls' callees): not seen.
+    if (op->getNumRegions() != 0 || isa<CallOpInterface>(op))
+      return WalkResult::interrupt();
+    bool pipelineOp = isa<PipelineDialect>(op->getDialect());
+    for (Value operand : op->getOperands()) {
+      // States from outside the role (one made before the role split, a
+      // loop's initial state): the same value, unless made from the warp.
+      bool outsideState = isa<StateType>(operand.getType()) &&
+                          !first->isAncestor(operand.getParentRegion());
+      bool integer = isa<IntegerType, IndexType>(operand.getType());
+      if ((outsideState || (pipelineOp && integer)) &&
+          mayDifferAcrossWarps(operand))
+        return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return !walk.wasInterrupted();
+}
+
 namespace {
 /// The threads that signal one side together (the same executor set at
 /// every site) and what they give per phase.
 struct SignalRole {
   ImpliedArrives implied;
   Operation *firstOp;
+  Block *block;          // the role region of its sites
+  bool oneBlock = true;  // all its sites are in that region
 };
 } // namespace
 
@@ -555,6 +662,7 @@ static bool checkImpliedArriveCounts(
         // One role signalling from two sites must give one count.
         if (same->implied.count != here->count)
           decidable = false;
+        same->oneBlock &= getRoleBlock(op) == same->block;
         continue;
       }
       // Overlapping roles (a role nested in another): not a split of the
@@ -563,7 +671,7 @@ static bool checkImpliedArriveCounts(
             return r.implied.who.threads.anyCommon(here->who.threads);
           }))
         decidable = false;
-      roles.push_back({std::move(*here), op});
+      roles.push_back({std::move(*here), op, getRoleBlock(op)});
     }
     if (!decidable || roles.empty())
       continue;
@@ -614,7 +722,14 @@ static bool checkImpliedArriveCounts(
       sameCount &= r.implied.count == roles.front().implied.count;
     }
     int64_t each = roles.front().implied.count;
-    if (sum == *expected || (sameCount && each == *expected))
+    // Roles that run the same code signal the same stages: only the sum.
+    SmallVector<Block *> blocks;
+    for (const SignalRole &r : roles)
+      blocks.push_back(r.block);
+    bool cooperative =
+        llvm::all_of(roles, [](const SignalRole &r) { return r.oneBlock; }) &&
+        runSameStages(blocks);
+    if (sum == *expected || (!cooperative && sameCount && each == *expected))
       continue;
     InFlightDiagnostic diag = create.emitError();
     diag << describe(pipe) << ": the " << side << " group "
@@ -626,6 +741,23 @@ static bool checkImpliedArriveCounts(
         diag << "; ";
       diag << warpsOf(r.implied.who.threads) << ": " << r.implied.how
            << ", " << r.implied.count;
+    }
+    if (cooperative) {
+      diag << "): the roles run the same code, which does not depend on "
+              "the warp index, so each "
+           << (producerSide ? "commits" : "releases")
+           << " every stage and the barrier gets " << sum << " per phase: ";
+      if (sum < *expected)
+        never(diag);
+      else
+        early(diag);
+      diag << "; use " << threadGroupFix(sum);
+      for (const SignalRole &r : roles)
+        diag.attachNote(r.firstOp->getLoc())
+            << "a " << side << " role (" << warpsOf(r.implied.who.threads)
+            << ") " << signals << " here";
+      failed = true;
+      continue;
     }
     diag << "): if every role " << (producerSide ? "commits" : "releases")
          << " every stage the barrier gets " << sum << " per phase (";

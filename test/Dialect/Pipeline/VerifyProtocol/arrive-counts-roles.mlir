@@ -295,17 +295,16 @@ gpu.func @else_branch_two_warpgroups_count_two(%n: index) kernel attributes {kno
 
 // -----
 
-// (4) cutlass#2418: two consumer warpgroups built in a Python loop
-// (`for i in range(2): with k.if_(warpgroup == i + 1)`) release with every
-// thread against a group of one thread: 256 arrivals per phase when both
-// release every stage, 128 when they take turns, never 1.
+// (4) cutlass#2418: ping-pong consumer warpgroups (each a role of its own,
+// built in a Python loop) declared with a count of one thread: 256 arrivals
+// per phase if both released every stage, 128 when they take turns, never 1.
 
 !P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 128>, consumer = #pipeline.group<thread, 1>>
 !ps = !pipeline.state<4, producer>
 !cs = !pipeline.state<4, consumer>
 
 gpu.module @kernels {
-gpu.func @loop_roles_count_one(%n: index) kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+gpu.func @pingpong_count_one(%n: index, %k: i32) kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -315,41 +314,58 @@ gpu.func @loop_roles_count_one(%n: index) kernel attributes {known_block_size = 
   %c128 = arith.constant 128 : index
   %tid = gpu.thread_id x
   %zero = arith.constant 0 : i32
+  %kk = arith.index_cast %k : i32 to index
   %warp = arith.divsi %tid, %c32 : index
   %wg = arith.divsi %warp, %c4 : index
   // expected-error @+1 {{pipeline 'kv': the consumer group #pipeline.group<thread, 1> expects 1 arrivals per phase, but 2 consumer roles release it (warps 4-7: whole-warp consumer.release, 128; warps 8-11: whole-warp consumer.release, 128): if every role releases every stage the barrier gets 256 per phase (phases complete early and producers overwrite a stage still being read), if they take turns (ping-pong) 128 (phases complete early and producers overwrite a stage still being read); use #pipeline.group<thread, 256> when every role releases each stage, or #pipeline.group<thread, 128> when they take turns}}
   %p = pipeline.create {name = "kv"} : !P
   %is_producer = arith.cmpi eq, %wg, %c0 : index
+  %n2 = arith.muli %n, %c2 : index
   scf.if %is_producer {
     %s0 = pipeline.state.make : !ps
-    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
-      pipeline.producer.acquire %p, %s : !P, !ps
-      pipeline.producer.commit %p, %s : !P, !ps
-      %next = pipeline.state.advance %s : !ps
-      scf.yield %next : !ps
+    %sN = scf.for %t = %c0 to %n2 step %c1 iter_args(%st = %s0) -> (!ps) {
+      %sK = scf.for %i = %c0 to %kk step %c1 iter_args(%s = %st) -> (!ps) {
+        pipeline.producer.acquire %p, %s : !P, !ps
+        pipeline.producer.commit %p, %s : !P, !ps
+        %next = pipeline.state.advance %s : !ps
+        scf.yield %next : !ps
+      }
+      scf.yield %sK : !ps
     }
     pipeline.producer.tail %p, %sN : !P, !ps
   }
   %is_consumer1 = arith.cmpi eq, %wg, %c1 : index
   scf.if %is_consumer1 {
-    %c = pipeline.state.make : !cs
-    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
-      pipeline.consumer.wait %p, %s : !P, !cs
+    %c00 = pipeline.state.make : !cs
+    %c = pipeline.state.advance %c00 by %zero : !cs
+    %cN = scf.for %t = %c0 to %n step %c1 iter_args(%st = %c) -> (!cs) {
+      %sK = scf.for %i = %c0 to %kk step %c1 iter_args(%s = %st) -> (!cs) {
+        pipeline.consumer.wait %p, %s : !P, !cs
       // expected-note @+1 {{a consumer role (warps 4-7) releases here}}
-      pipeline.consumer.release %p, %s : !P, !cs
-      %next = pipeline.state.advance %s : !cs
-      scf.yield %next : !cs
+        pipeline.consumer.release %p, %s : !P, !cs
+        %next = pipeline.state.advance %s : !cs
+        scf.yield %next : !cs
+      }
+      // Skip the other warpgroup's tile.
+      %skip = pipeline.state.advance %sK by %k : !cs
+      scf.yield %skip : !cs
     }
   }
   %is_consumer2 = arith.cmpi eq, %wg, %c2 : index
   scf.if %is_consumer2 {
-    %c = pipeline.state.make : !cs
-    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
-      pipeline.consumer.wait %p, %s : !P, !cs
+    %c00 = pipeline.state.make : !cs
+    %c = pipeline.state.advance %c00 by %k : !cs
+    %cN = scf.for %t = %c0 to %n step %c1 iter_args(%st = %c) -> (!cs) {
+      %sK = scf.for %i = %c0 to %kk step %c1 iter_args(%s = %st) -> (!cs) {
+        pipeline.consumer.wait %p, %s : !P, !cs
       // expected-note @+1 {{a consumer role (warps 8-11) releases here}}
-      pipeline.consumer.release %p, %s : !P, !cs
-      %next = pipeline.state.advance %s : !cs
-      scf.yield %next : !cs
+        pipeline.consumer.release %p, %s : !P, !cs
+        %next = pipeline.state.advance %s : !cs
+        scf.yield %next : !cs
+      }
+      // Skip the other warpgroup's tile.
+      %skip = pipeline.state.advance %sK by %k : !cs
+      scf.yield %skip : !cs
     }
   }
   gpu.return
@@ -358,74 +374,14 @@ gpu.func @loop_roles_count_one(%n: index) kernel attributes {known_block_size = 
 
 // -----
 
-// (4) twin, cooperative: both warpgroups release every stage, 256.
-
-!P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 128>, consumer = #pipeline.group<thread, 256>>
-!ps = !pipeline.state<4, producer>
-!cs = !pipeline.state<4, consumer>
-
-gpu.module @kernels {
-gpu.func @loop_roles_cooperative(%n: index) kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
-  %c3 = arith.constant 3 : index
-  %c4 = arith.constant 4 : index
-  %c32 = arith.constant 32 : index
-  %c128 = arith.constant 128 : index
-  %tid = gpu.thread_id x
-  %zero = arith.constant 0 : i32
-  %warp = arith.divsi %tid, %c32 : index
-  %wg = arith.divsi %warp, %c4 : index
-  %p = pipeline.create {name = "kv"} : !P
-  %is_producer = arith.cmpi eq, %wg, %c0 : index
-  scf.if %is_producer {
-    %s0 = pipeline.state.make : !ps
-    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
-      pipeline.producer.acquire %p, %s : !P, !ps
-      pipeline.producer.commit %p, %s : !P, !ps
-      %next = pipeline.state.advance %s : !ps
-      scf.yield %next : !ps
-    }
-    pipeline.producer.tail %p, %sN : !P, !ps
-  }
-  %is_consumer1 = arith.cmpi eq, %wg, %c1 : index
-  scf.if %is_consumer1 {
-    %c = pipeline.state.make : !cs
-    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
-      pipeline.consumer.wait %p, %s : !P, !cs
-      pipeline.consumer.release %p, %s : !P, !cs
-      %next = pipeline.state.advance %s : !cs
-      scf.yield %next : !cs
-    }
-  }
-  %is_consumer2 = arith.cmpi eq, %wg, %c2 : index
-  scf.if %is_consumer2 {
-    %c = pipeline.state.make : !cs
-    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
-      pipeline.consumer.wait %p, %s : !P, !cs
-      pipeline.consumer.release %p, %s : !P, !cs
-      %next = pipeline.state.advance %s : !cs
-      scf.yield %next : !cs
-    }
-  }
-  gpu.return
-}
-}
-
-// -----
-
-// (4) twin, ping-pong (CUTLASS's ping-pong GEMM): the warpgroups take turns
-// by tiles of %k stages -- warpgroup 2 starts %k stages in, and after each
-// tile each skips the other's -- so each stage is released by one
-// warpgroup: 128 per phase.
+// (4) twin: one warpgroup's 128 threads release each stage.
 
 !P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 128>, consumer = #pipeline.group<thread, 128>>
 !ps = !pipeline.state<4, producer>
 !cs = !pipeline.state<4, consumer>
 
 gpu.module @kernels {
-gpu.func @loop_roles_pingpong(%n: index, %k: i32) kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+gpu.func @pingpong_count_128(%n: index, %k: i32) kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -492,8 +448,89 @@ gpu.func @loop_roles_pingpong(%n: index, %k: i32) kernel attributes {known_block
 
 // -----
 
+// (4) twin with one code for both warpgroups: the first tile's offset is
+// computed from the warpgroup index, so the roles may take turns and one
+// warpgroup's count is accepted.
+
+!P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 128>, consumer = #pipeline.group<thread, 128>>
+!ps = !pipeline.state<4, producer>
+!cs = !pipeline.state<4, consumer>
+
+gpu.module @kernels {
+gpu.func @pingpong_warp_offset_count_128(%n: index, %k: i32) kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c32 = arith.constant 32 : index
+  %c128 = arith.constant 128 : index
+  %tid = gpu.thread_id x
+  %zero = arith.constant 0 : i32
+  %kk = arith.index_cast %k : i32 to index
+  %warp = arith.divsi %tid, %c32 : index
+  %wg = arith.divsi %warp, %c4 : index
+  %p = pipeline.create {name = "kv"} : !P
+  %is_producer = arith.cmpi eq, %wg, %c0 : index
+  %n2 = arith.muli %n, %c2 : index
+  scf.if %is_producer {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %t = %c0 to %n2 step %c1 iter_args(%st = %s0) -> (!ps) {
+      %sK = scf.for %i = %c0 to %kk step %c1 iter_args(%s = %st) -> (!ps) {
+        pipeline.producer.acquire %p, %s : !P, !ps
+        pipeline.producer.commit %p, %s : !P, !ps
+        %next = pipeline.state.advance %s : !ps
+        scf.yield %next : !ps
+      }
+      scf.yield %sK : !ps
+    }
+    pipeline.producer.tail %p, %sN : !P, !ps
+  }
+  %wg32 = arith.index_cast %wg : index to i32
+  %one32 = arith.constant 1 : i32
+  %turn = arith.subi %wg32, %one32 : i32
+  %first = arith.muli %turn, %k : i32
+  %is_consumer1 = arith.cmpi eq, %wg, %c1 : index
+  scf.if %is_consumer1 {
+    %c00 = pipeline.state.make : !cs
+    %c = pipeline.state.advance %c00 by %first : !cs
+    %cN = scf.for %t = %c0 to %n step %c1 iter_args(%st = %c) -> (!cs) {
+      %sK = scf.for %i = %c0 to %kk step %c1 iter_args(%s = %st) -> (!cs) {
+        pipeline.consumer.wait %p, %s : !P, !cs
+        pipeline.consumer.release %p, %s : !P, !cs
+        %next = pipeline.state.advance %s : !cs
+        scf.yield %next : !cs
+      }
+      // Skip the other warpgroup's tile.
+      %skip = pipeline.state.advance %sK by %k : !cs
+      scf.yield %skip : !cs
+    }
+  }
+  %is_consumer2 = arith.cmpi eq, %wg, %c2 : index
+  scf.if %is_consumer2 {
+    %c00 = pipeline.state.make : !cs
+    %c = pipeline.state.advance %c00 by %first : !cs
+    %cN = scf.for %t = %c0 to %n step %c1 iter_args(%st = %c) -> (!cs) {
+      %sK = scf.for %i = %c0 to %kk step %c1 iter_args(%s = %st) -> (!cs) {
+        pipeline.consumer.wait %p, %s : !P, !cs
+        pipeline.consumer.release %p, %s : !P, !cs
+        %next = pipeline.state.advance %s : !cs
+        scf.yield %next : !cs
+      }
+      // Skip the other warpgroup's tile.
+      %skip = pipeline.state.advance %sK by %k : !cs
+      scf.yield %skip : !cs
+    }
+  }
+  gpu.return
+}
+}
+
+// -----
+
 // (5) ThunderKittens#115 with the consumer warpgroups built in a loop: four
-// roles of 128 threads against a count for two warpgroups.
+// roles with the same code, so each releases every stage: 512 arrivals, not
+// the 256 of two warpgroups.
 
 !P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 128>, consumer = #pipeline.group<thread, 256>>
 !ps = !pipeline.state<4, producer>
@@ -512,7 +549,7 @@ gpu.func @loop_roles_four_count_two(%n: index) kernel attributes {known_block_si
   %zero = arith.constant 0 : i32
   %warp = arith.divsi %tid, %c32 : index
   %wg = arith.divsi %warp, %c4 : index
-  // expected-error @+1 {{pipeline 'kv': the consumer group #pipeline.group<thread, 256> expects 256 arrivals per phase, but 4 consumer roles release it (warps 4-7: whole-warp consumer.release, 128; warps 8-11: whole-warp consumer.release, 128; warps 12-15: whole-warp consumer.release, 128; warps 16-19: whole-warp consumer.release, 128): if every role releases every stage the barrier gets 512 per phase (phases complete early and producers overwrite a stage still being read), if they take turns (ping-pong) 128 (the empty barrier never completes and the producers wait forever); use #pipeline.group<thread, 512> when every role releases each stage, or #pipeline.group<thread, 128> when they take turns}}
+  // expected-error @+1 {{pipeline 'kv': the consumer group #pipeline.group<thread, 256> expects 256 arrivals per phase, but 4 consumer roles release it (warps 4-7: whole-warp consumer.release, 128; warps 8-11: whole-warp consumer.release, 128; warps 12-15: whole-warp consumer.release, 128; warps 16-19: whole-warp consumer.release, 128): the roles run the same code, which does not depend on the warp index, so each releases every stage and the barrier gets 512 per phase: phases complete early and producers overwrite a stage still being read; use #pipeline.group<thread, 512>}}
   %p = pipeline.create {name = "kv"} : !P
   %is_producer = arith.cmpi eq, %wg, %c0 : index
   scf.if %is_producer {
@@ -652,7 +689,125 @@ gpu.func @loop_roles_four_count_four(%n: index) kernel attributes {known_block_s
 
 // -----
 
-// (6) Not decided, so not reported: the warpgroup index comes in as an
+// (6) Cooperative warpgroups declared with one warpgroup's count: the
+// roles run the same code, so a ping-pong reading (128 each) does not apply.
+
+!P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 128>, consumer = #pipeline.group<thread, 128>>
+!ps = !pipeline.state<4, producer>
+!cs = !pipeline.state<4, consumer>
+
+gpu.module @kernels {
+gpu.func @loop_roles_two_count_one_warpgroup(%n: index) kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c32 = arith.constant 32 : index
+  %c128 = arith.constant 128 : index
+  %tid = gpu.thread_id x
+  %zero = arith.constant 0 : i32
+  %warp = arith.divsi %tid, %c32 : index
+  %wg = arith.divsi %warp, %c4 : index
+  // expected-error @+1 {{pipeline 'kv': the consumer group #pipeline.group<thread, 128> expects 128 arrivals per phase, but 2 consumer roles release it (warps 4-7: whole-warp consumer.release, 128; warps 8-11: whole-warp consumer.release, 128): the roles run the same code, which does not depend on the warp index, so each releases every stage and the barrier gets 256 per phase: phases complete early and producers overwrite a stage still being read; use #pipeline.group<thread, 256>}}
+  %p = pipeline.create {name = "kv"} : !P
+  %is_producer = arith.cmpi eq, %wg, %c0 : index
+  scf.if %is_producer {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !P, !ps
+      pipeline.producer.commit %p, %s : !P, !ps
+      %next = pipeline.state.advance %s : !ps
+      scf.yield %next : !ps
+    }
+    pipeline.producer.tail %p, %sN : !P, !ps
+  }
+  %is_consumer1 = arith.cmpi eq, %wg, %c1 : index
+  scf.if %is_consumer1 {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      // expected-note @+1 {{a consumer role (warps 4-7) releases here}}
+      pipeline.consumer.release %p, %s : !P, !cs
+      %next = pipeline.state.advance %s : !cs
+      scf.yield %next : !cs
+    }
+  }
+  %is_consumer2 = arith.cmpi eq, %wg, %c2 : index
+  scf.if %is_consumer2 {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      // expected-note @+1 {{a consumer role (warps 8-11) releases here}}
+      pipeline.consumer.release %p, %s : !P, !cs
+      %next = pipeline.state.advance %s : !cs
+      scf.yield %next : !cs
+    }
+  }
+  gpu.return
+}
+}
+
+// -----
+
+// (6) twin: both warpgroups counted.
+
+!P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 128>, consumer = #pipeline.group<thread, 256>>
+!ps = !pipeline.state<4, producer>
+!cs = !pipeline.state<4, consumer>
+
+gpu.module @kernels {
+gpu.func @loop_roles_two_count_two(%n: index) kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c32 = arith.constant 32 : index
+  %c128 = arith.constant 128 : index
+  %tid = gpu.thread_id x
+  %zero = arith.constant 0 : i32
+  %warp = arith.divsi %tid, %c32 : index
+  %wg = arith.divsi %warp, %c4 : index
+  %p = pipeline.create {name = "kv"} : !P
+  %is_producer = arith.cmpi eq, %wg, %c0 : index
+  scf.if %is_producer {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !P, !ps
+      pipeline.producer.commit %p, %s : !P, !ps
+      %next = pipeline.state.advance %s : !ps
+      scf.yield %next : !ps
+    }
+    pipeline.producer.tail %p, %sN : !P, !ps
+  }
+  %is_consumer1 = arith.cmpi eq, %wg, %c1 : index
+  scf.if %is_consumer1 {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      pipeline.consumer.release %p, %s : !P, !cs
+      %next = pipeline.state.advance %s : !cs
+      scf.yield %next : !cs
+    }
+  }
+  %is_consumer2 = arith.cmpi eq, %wg, %c2 : index
+  scf.if %is_consumer2 {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      pipeline.consumer.release %p, %s : !P, !cs
+      %next = pipeline.state.advance %s : !cs
+      scf.yield %next : !cs
+    }
+  }
+  gpu.return
+}
+}
+
+// -----
+
+// (7) Not decided, so not reported: the warpgroup index comes in as an
 // argument of a helper function (it may be anything), so who releases is
 // unknown, whatever the count.
 
