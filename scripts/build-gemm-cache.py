@@ -5,6 +5,7 @@ pick, so a GPU host without MLIR finds them.
     .venv/bin/python scripts/build-gemm-cache.py --shape 4096 4096 4096 --shape 128 4096 4096
     .venv/bin/python scripts/build-gemm-cache.py --all [--dtype bf16 f16] [--dir DIR]
     .venv/bin/python scripts/build-gemm-cache.py --all --kernel fp8_gemm attention_fwd
+    .venv/bin/python scripts/build-gemm-cache.py --shape 1000 1032 520 --epilogues
 
 ``--kernel`` names the families (pipeline_mlir/ops/kernel_cache.py
 ``FAMILIES``): ``hopper_gemm`` (``pipeline_mlir.gemm``, the default),
@@ -13,7 +14,10 @@ pick, so a GPU host without MLIR finds them.
 family's table (ops/gemm_configs.py, ops/fp8_configs.py,
 ops/attention_configs.py); ``--shape`` the GEMM variants the table's rule
 picks for those shapes (``--sms``: the GPU's SM count it assumes, 132 for
-an H100 SXM). ``--dir`` (default: PIPELINE_MLIR_CACHE_DIR, else
+an H100 SXM). ``--epilogues`` adds, for each GEMM variant built, its fused
+epilogue variants of ``gemm_configs.PREBUILT_EPILOGUES`` (what
+``pipeline_mlir.gemm(..., bias=, activation=, residual=, alpha=)`` runs;
+other combinations compile on demand where MLIR is installed). ``--dir`` (default: PIPELINE_MLIR_CACHE_DIR, else
 ~/.cache/pipeline-mlir) is the directory to copy to the GPU host; there,
 point PIPELINE_MLIR_CACHE_DIR at it. An entry already built by this
 checkout, MLIR and assembler (its build fingerprint) is kept; any other is
@@ -52,7 +56,14 @@ def wanted(args):
             out.update((kernel, v, "bf16") for v in attention_configs.VARIANTS)
     tables = {"hopper_gemm": gemm_configs.VARIANTS, "fp8_gemm": fp8_configs.VARIANTS,
               "attention_fwd": attention_configs.VARIANTS}
-    return [(k, v, tables[k][v], d) for k, v, d in sorted(out)]
+    found = [(k, v, tables[k][v], d) for k, v, d in sorted(out)]
+    if getattr(args, "epilogues", False):
+        from pipeline_mlir.ops.epilogues import Epilogue
+
+        found += [("hopper_gemm", *gemm_configs.fused(v, Epilogue.from_json(e)), d)
+                  for k, v, _, d in list(found) if k == "hopper_gemm"
+                  for e in gemm_configs.PREBUILT_EPILOGUES]
+    return found
 
 
 def main(argv=None):
@@ -62,6 +73,8 @@ def main(argv=None):
     ap.add_argument("--all", action="store_true", help="every variant of the tables")
     ap.add_argument("--kernel", nargs="+", default=["hopper_gemm"],
                     choices=["hopper_gemm", "fp8_gemm", "attention_fwd"])
+    ap.add_argument("--epilogues", action="store_true",
+                    help="also each GEMM variant's gemm_configs.PREBUILT_EPILOGUES")
     ap.add_argument("--dtype", nargs="+", default=["bf16", "f16"], choices=["bf16", "f16"])
     ap.add_argument("--chip", default="sm_90a")
     ap.add_argument("--sms", type=int, default=132)

@@ -63,10 +63,16 @@ def write_manifest(out, manifest):
     return total
 
 
+# The shapes of test_gpu_launch.py's fused-epilogue test (their variants,
+# 64x128 and 128x128, get gemm_configs.PREBUILT_EPILOGUES in the cache).
+EPILOGUE_TEST_SHAPES = ((256, 256, 256), (1000, 1032, 520), (333, 200, 72))
+
+
 def fill_gemm_cache(out, chip="sm_90a"):
     """``out``/gemm-cache: every variant of pipeline_mlir.gemm's table in
-    bf16 and fp16 (scripts/build-gemm-cache.py --all), what the GPU host
-    points PIPELINE_MLIR_CACHE_DIR at."""
+    bf16 and fp16 (scripts/build-gemm-cache.py --all), and the prebuilt
+    fused epilogues of the variants the GPU suite's epilogue test runs,
+    what the GPU host points PIPELINE_MLIR_CACHE_DIR at."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -75,8 +81,11 @@ def fill_gemm_cache(out, chip="sm_90a"):
     spec.loader.exec_module(mod)
     saved = os.environ.get("PIPELINE_MLIR_CACHE_DIR")
     try:
-        return mod.main(["--all", "--kernel", "hopper_gemm", "fp8_gemm", "attention_fwd",
-                         "--chip", chip, "--dir", os.path.join(out, "gemm-cache")])
+        where = ["--chip", chip, "--dir", os.path.join(out, "gemm-cache")]
+        shapes = [x for shape in EPILOGUE_TEST_SHAPES for x in ("--shape", *map(str, shape))]
+        return (mod.main(["--all", "--kernel", "hopper_gemm", "fp8_gemm", "attention_fwd",
+                          *where])
+                or mod.main([*shapes, "--epilogues", *where]))
     finally:
         if saved is None:
             os.environ.pop("PIPELINE_MLIR_CACHE_DIR", None)

@@ -5,15 +5,18 @@ the instruction it stands for (through ptxas where it is on PATH), the
 register-A wgmma's operands, and bad inputs refused with a message that
 names the rule. The GPU suite checks the values (test_gpu.py -k fragment)."""
 
+import math
 import os
 import re
 import shutil
 import sys
 
+import numpy as np
 import pytest
 
-from pipeline_mlir.kernel import Float32, GlobalPtr, Kernel, Scalar, load, store, wgmma
-from pipeline_mlir.kernel.fragment import Fragment, OperandA, RowVector
+from pipeline_mlir.kernel import Float32, GlobalPtr, Int32, Kernel, Scalar, load, store, wgmma
+from pipeline_mlir.kernel import fragment
+from pipeline_mlir.kernel.fragment import ColVector, Fragment, OperandA, RowVector
 from pipeline_mlir.kernel.values import f32
 from pipeline_mlir.layout import OperandLayout
 
@@ -347,3 +350,173 @@ def test_scalar_times_fragment_defers_to_the_fragment():
         with pytest.raises(TypeError, match="RowVector.set: expected a RowVector, got "
                                             "Fragment"):
             m += x
+
+
+# -- math beyond the instructions: the formulas on numpy, the instructions in PTX -------
+
+class NumpyOps:
+    """fragment.IrOps's operations on numpy float32, each rounded once (the
+    formulas' own error; the GPU's ex2.approx / rcp.approx add ~2 ulp)."""
+    f = np.float32
+    const = staticmethod(lambda c: np.float32(c))
+    add = staticmethod(lambda a, b: np.float32(a + b))
+    sub = staticmethod(lambda a, b: np.float32(a - b))
+    mul = staticmethod(lambda a, b: np.float32(a * b))
+    exp2 = staticmethod(lambda x: np.exp2(x, dtype=np.float32))
+    rcp = staticmethod(lambda x: np.divide(np.float32(1), x, dtype=np.float32))
+    fma = staticmethod(lambda a, b, c: np.float32(np.float64(a) * np.float64(b) +
+                                                  np.float64(c)))
+    abs = staticmethod(np.abs)
+    copysign = staticmethod(np.copysign)
+    maximum = staticmethod(np.maximum)
+    select_nonneg = staticmethod(lambda x, a, b: np.where(x >= 0, a, b))
+
+
+_X = np.linspace(-9, 9, 180001, dtype=np.float32)
+_ERF = np.vectorize(math.erf)
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+# name -> (reference in float64, bound on |error| / (1 + |reference|))
+MATH = {
+    "erf": (_ERF, 6e-7),
+    "tanh": (np.tanh, 3e-7),
+    "sigmoid": (_sigmoid, 2e-7),
+    "gelu_erf": (lambda x: 0.5 * x * (1 + _ERF(x / math.sqrt(2))), 5e-7),
+    "gelu_tanh": (_gelu_tanh, 5e-7),
+    "silu": (lambda x: x * _sigmoid(x), 3e-7),
+    "relu": (lambda x: np.maximum(x, 0), 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MATH))
+def test_math_formulas_against_float64_references(name):
+    """The very formula a kernel emits (fragment.<name> over IrOps), run on
+    numpy float32 over [-9, 9], against the float64 function."""
+    ref, bound = MATH[name]
+    with np.errstate(over="ignore", divide="ignore"):
+        got = getattr(fragment, name)(_X, NumpyOps)
+    want = ref(_X.astype(np.float64))
+    err = np.max(np.abs(got - want) / (1 + np.abs(want)))
+    assert err <= bound, f"{name}: {err:.3g} > {bound}"
+
+
+@pytest.mark.parametrize("name", sorted(MATH))
+def test_math_saturates_without_nan(name):
+    """ex2 of a huge argument is inf and rcp(inf) 0: the formulas take
+    +-1e30 and +-100 to their limits, never NaN."""
+    x = np.array([-1e30, -100.0, 100.0, 1e30], dtype=np.float32)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        got = getattr(fragment, name)(x, NumpyOps)
+    assert not np.isnan(got).any(), got
+    want = {"erf": [-1, -1, 1, 1], "tanh": [-1, -1, 1, 1], "sigmoid": [0, 0, 1, 1]}.get(
+        name, [0, 0, 100, 1e30])
+    assert np.allclose(got, want, rtol=1e-6, atol=1e-6), got
+
+
+@pytest.mark.parametrize("build, ex2, rcp", [
+    (lambda x, s: x.sigmoid(), 1, 1),
+    (lambda x, s: x.tanh(), 1, 1),
+    (lambda x, s: x.erf(), 1, 1),
+    (lambda x, s: x.map(fragment.gelu_erf), 1, 1),
+    (lambda x, s: x.map(fragment.gelu_tanh), 1, 1),
+    (lambda x, s: x.map(fragment.silu), 1, 1),
+])
+def test_math_methods_lower_to_ex2_and_rcp_per_value(build, ex2, rcp):
+    ptx = ptx_of(build)
+    assert len(re.findall(r"ex2\.approx\.ftz\.f32\s", ptx)) == 32 * ex2
+    assert len(re.findall(r"rcp\.approx\.ftz\.f32\s", ptx)) == 32 * rcp
+    assert "__nv_" not in ptx          # no libdevice call
+
+
+def test_abs_clears_the_sign_bit():
+    ptx = ptx_of(lambda x, s: x.abs())
+    assert len(re.findall(r"(?:abs\.f32|and\.b32\s+%r\d+, %r\d+, 2147483647;)", ptx)) == 32
+
+
+# -- column vectors and loads --------------------------------------------------------
+
+@pytest.mark.parametrize("n", [8, 64, 256])
+def test_col_vector_follows_the_accumulator_columns(n):
+    """Value i of a fragment is in the column of ColVector value
+    2 (i / 4) + i % 2 (what acc + cols reads), for every thread."""
+    for T in range(128):
+        r0, c0 = Fragment.thread_origin(T // 32, T % 32)
+        for i in range(n // 2):
+            k = 2 * (i // 4) + i % 2
+            assert c0 + ColVector.element_offset(k) == ptx_layouts.accumulator_element(T, i)[1]
+
+
+def test_col_vector_broadcasts_down_the_columns():
+    k = kernel()
+    with k:
+        out, inp, s = k.args
+        x = loaded(k, inp)
+        cols = ColVector(64, [s * float(j) for j in range(16)])
+        y = x + cols
+        # value i gets column value 2 (i / 4) + i % 2
+        for i in (0, 1, 2, 5, 31):
+            add = y.value(i).owner
+            assert add.operands[1] == cols.values[2 * (i // 4) + i % 2]
+        assert isinstance(cols * 2.0 + cols, ColVector) and isinstance(s * x + -cols, Fragment)
+        assert isinstance(x.fma(s, cols), Fragment)
+        with pytest.raises(ValueError, match="a column vector of n=32 does not fit a 64x64"):
+            x + ColVector.full(32, 0.0)
+        with pytest.raises(ValueError, match="ColVector of n=64: 16 values per thread, got 3"):
+            ColVector(64, [s, s, s])
+        with pytest.raises(ValueError, match="column vectors of different widths: 64 and 32"):
+            cols + ColVector.full(32, 0.0)
+
+
+def _load_kernel(dtype, load_fn):
+    k = Kernel("loads", block_dim=128, params={"out": GlobalPtr(), "src": GlobalPtr(align=4),
+                                               "m": Int32(), "n": Int32()})
+    with k:
+        out, src, m, n = k.args
+        res = load_fn(k, src, m, n)
+        for i, v in enumerate(res.values):
+            store(v, out, k.thread_idx() * 128 + i)
+    k.verify()
+    ptx = k.to_ptx()
+    k.compile(assembler=ASSEMBLER)
+    return ptx
+
+
+@pytest.mark.parametrize("dtype, instruction", [("bf16", "ld.global.v2.b16"),
+                                                ("f16", "ld.global.v2.b16"),
+                                                ("f32", "ld.global.v2.b32")])
+def test_fragment_load_is_one_guarded_pair_load_per_value_pair(dtype, instruction):
+    """A 64 x 64 tile: 16 pair loads per thread, each guarded by its own
+    predicate (rows and columns past m, n read 0), their addresses one base
+    register plus a constant per row half."""
+    ptx = _load_kernel(dtype, lambda k, src, m, n: Fragment.load(
+        64, src, m - 64, n - 64, m, n, n, k.warp_idx() % 4, k.lane_idx(), dtype))
+    loads = re.findall(re.escape(instruction) + r"\s+\{[^}]*\}, \[(%rd\d+)(?:\+(\d+))?\]", ptx)
+    assert len(loads) == 16
+    assert len({base for base, _ in loads}) <= 2      # one base per row half
+    assert len(re.findall(r"@%p\d+ bra", ptx)) >= 16   # guarded (ptxas predicates them)
+
+
+def test_col_vector_load():
+    ptx = _load_kernel("bf16", lambda k, src, m, n: ColVector.load(
+        128, src, n - 128, n, k.lane_idx(), "bf16"))
+    loads = re.findall(r"ld\.global\.v2\.b16\s+\{[^}]*\}, \[(%rd\d+)(?:\+(\d+))?\]", ptx)
+    assert len(loads) == 16 and len({b for b, _ in loads}) == 1
+    assert sorted(int(o or 0) for _, o in loads) == [16 * j for j in range(16)]
+
+
+def test_loads_refuse_other_dtypes():
+    with kernel() as k:
+        out, inp, s = k.args
+        with pytest.raises(ValueError, match="Fragment.load: dtype must be 'f32', 'bf16' or "
+                                             "'f16', got 'e4m3'"):
+            Fragment.load(64, inp, 0, 0, 64, 64, 64, 0, 0, "e4m3")
+        with pytest.raises(ValueError, match="ColVector.load: dtype must be"):
+            ColVector.load(64, inp, Scalar(0), 64, Scalar(0), "i32")

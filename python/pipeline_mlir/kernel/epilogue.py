@@ -1,6 +1,11 @@
 """Epilogue: a warpgroup's fp32 accumulator -> 16-bit values in shared
 memory, laid out as the C tile's ``OperandLayout`` says (swizzled boxes of
-64 rows that one TMA store each writes to global memory).
+64 rows that one TMA store each writes to global memory); and before that,
+the fused epilogue hook: an :class:`Epilogue` (alpha, a bias per column, a
+residual tile, an activation, a user ``fn``) applied to the accumulator in
+registers by :func:`apply`, with an :class:`EpilogueContext` saying where
+the fragment sits in the output and which kernel arguments it reads
+(docs/authoring.md, section 9).
 
 Why swizzled: thread ``(w, l)`` holds rows ``16 w + l / 4 (+ 8)`` and column
 pairs ``8 j + 2 (l % 4)``; with plain 128-byte rows the 8 rows that a warp
@@ -20,6 +25,10 @@ import mlir.ir as ir
 from mlir.dialects import arith, llvm
 
 from ..layout import DTYPES, OperandLayout
+from ..ops.epilogues import ACTIVATIONS, ALPHA_PARAM, Epilogue
+from . import fragment
+from .fragment import ColVector, Fragment
+from .params import Float32, GlobalPtr
 
 # A 16-byte chunk of 16-bit values is 8 columns: one column group ``j`` of
 # the wgmma accumulator (columns 8 j .. 8 j + 7).
@@ -130,4 +139,113 @@ def store_fragment_global(acc, c_ptr, row0, col0, m, n, warp, lane, dtype="bf16"
                 scf.YieldOp([])
 
 
-__all__ = ["store_fragment", "store_fragment_global", "check_tile"]
+# -- the fused epilogue hook ------------------------------------------------------
+
+# The math of each activation name, per f32 value (kernel/fragment.py).
+ACTIVATION_FNS = {"relu": fragment.relu, "gelu_tanh": fragment.gelu_tanh,
+                  "gelu_erf": fragment.gelu_erf, "silu": fragment.silu}
+assert set(ACTIVATION_FNS) == set(ACTIVATIONS)
+
+
+def kernel_params(epi, out_dtype):
+    """The kernel parameters ``epi`` needs (name -> Param), to add to a
+    kernel's ``params``: ``alpha`` (Float32) for ``alpha="param"``, ``bias``
+    and ``residual`` (global pointers aligned to the two elements a thread
+    loads at once). Empty for None or an identity epilogue."""
+    if epi is None:
+        return {}
+    out = {}
+    if epi.alpha == ALPHA_PARAM:
+        out["alpha"] = Float32()
+    if epi.bias is not None:
+        out["bias"] = GlobalPtr(align=2 * DTYPES[epi.bias_dtype or out_dtype][0])
+    if epi.residual:
+        out["residual"] = GlobalPtr(align=2 * DTYPES[out_dtype][0])
+    assert tuple(out) == epi.param_names()
+    return out
+
+
+class EpilogueContext:
+    """Where one warpgroup's ``m64 x N`` accumulator sits in the output, and
+    the kernel arguments an epilogue reads: what :func:`apply` and a user
+    ``fn(fragment, ctx)`` get.
+
+    ``row0``, ``col0``: the fragment's first output row and column (i32
+    Scalars); ``rows``, ``cols``: the output's shape (``m``, ``n``; loads
+    past them read 0); ``warp`` (inside the warpgroup) and ``lane``: this
+    thread; ``out_dtype``: the output's ('bf16' / 'f16'); ``args``: kernel
+    arguments by name (``alpha``, ``bias``, ``residual``, or a user
+    kernel's own)."""
+
+    def __init__(self, row0, col0, rows, cols, warp, lane, out_dtype, args=None):
+        _check_out_dtype(out_dtype)
+        self.row0, self.col0, self.rows, self.cols = row0, col0, rows, cols
+        self.warp, self.lane, self.out_dtype = warp, lane, out_dtype
+        self.args = dict(args or {})
+
+    def arg(self, name):
+        if name not in self.args:
+            raise KeyError(f"EpilogueContext: no kernel argument {name!r} (have "
+                           f"{sorted(self.args)}): declare it in the kernel's params "
+                           "(kernel_params(epilogue, dtype)) and pass it in args")
+        return self.args[name]
+
+    def origin(self):
+        """(row, col) in the output of this thread's first value; add
+        ``Fragment.element_offset(i)`` for value ``i``."""
+        r, c = Fragment.thread_origin(self.warp, self.lane)
+        return self.row0 + r, self.col0 + c
+
+    def inside(self, r, c):
+        """For ``Fragment.where``: the element at offset ``(r, c)`` from the
+        thread's origin is inside the output (an i1 Scalar)."""
+        row, col = self.origin()
+        return (row + r < self.rows) & (col + c < self.cols)
+
+    def col_vector(self, ptr, n, dtype=None):
+        """The fragment's columns of a vector of ``cols`` elements at ``ptr``
+        (``ColVector.load``; ``dtype`` defaults to the output's)."""
+        return ColVector.load(n, ptr, self.col0, self.cols, self.lane, dtype or self.out_dtype)
+
+    def tile(self, ptr, n, dtype=None, ld=None):
+        """The fragment's tile of a row-major ``rows x cols`` matrix at
+        ``ptr`` (row stride ``ld``, default ``cols``; ``Fragment.load``)."""
+        return Fragment.load(n, ptr, self.row0, self.col0, self.rows, self.cols,
+                             self.cols if ld is None else ld, self.warp, self.lane,
+                             dtype or self.out_dtype)
+
+
+def apply(epi, acc, ctx):
+    """``acc`` (an fp32 ``Fragment``) with the epilogue ``epi`` applied:
+    ``act(alpha * acc + bias[col] + residual[row, col])``, then ``epi.fn``.
+    ``alpha * acc + bias`` is one ``fma`` per value. An identity epilogue
+    returns ``acc`` itself and emits nothing."""
+    if epi is None or epi.is_identity:
+        return acc
+    x = acc
+    alpha = ctx.arg("alpha") if epi.alpha == ALPHA_PARAM else epi.alpha
+    bias = (ctx.col_vector(ctx.arg("bias"), acc.n, epi.bias_dtype or ctx.out_dtype)
+            if epi.bias is not None else None)
+    scaled = epi.alpha == ALPHA_PARAM or epi.alpha != 1
+    if scaled and bias is not None:
+        x = x.fma(alpha, bias)
+    elif scaled:
+        x = x * alpha
+    elif bias is not None:
+        x = x + bias
+    if epi.residual:
+        x = x + ctx.tile(ctx.arg("residual"), acc.n)
+    if epi.activation is not None:
+        x = x.map(ACTIVATION_FNS[epi.activation])
+    if epi.fn is not None:
+        out = epi.fn(x, ctx)
+        if not isinstance(out, Fragment) or out.n != acc.n:
+            raise TypeError(f"Epilogue fn {getattr(epi.fn, '__name__', epi.fn)!r} must return "
+                            f"a Fragment of n={acc.n} (the accumulator's shape), got "
+                            f"{type(out).__name__}")
+        x = out
+    return x
+
+
+__all__ = ["store_fragment", "store_fragment_global", "check_tile", "Epilogue",
+           "EpilogueContext", "apply", "kernel_params", "ACTIVATIONS"]

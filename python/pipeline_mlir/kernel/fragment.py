@@ -25,7 +25,17 @@ in-place operators (``acc += x``, ``acc *= rows``) rebind it as
 
 :class:`RowVector` is one value per row of a fragment (each thread holds its
 two rows): the result of :meth:`Fragment.row_max` / :meth:`Fragment.row_sum`,
-and the per-row scale of online softmax.
+and the per-row scale of online softmax. :class:`ColVector` is one value per
+column (each thread holds its ``n / 4`` columns): a bias, broadcast down
+the rows by ``acc + cols``. ``Fragment.load`` and ``ColVector.load`` read a
+tile or a vector from global memory into these layouts, masked at the
+matrix's edges (a residual, a bias).
+
+Math beyond the instructions, per f32 value and as Fragment methods:
+:func:`sigmoid`, :func:`tanh`, :func:`erf` (Abramowitz & Stegun 7.1.26) and
+the activations :func:`relu`, :func:`gelu_tanh`, :func:`gelu_erf`,
+:func:`silu`, each written once over an ``ops`` argument (:class:`IrOps`
+emits MLIR; the tests run the same formulas on numpy).
 
 :class:`OperandA` is a fragment converted to 16-bit or 8-bit values packed
 into 32-bit registers in the layout of a wgmma *register* A operand
@@ -96,6 +106,131 @@ def log2(x):
 def reciprocal(x):
     """``1 / x`` of an f32 value (PTX ``rcp.approx.ftz.f32``)."""
     return nvvm.rcp_approx_ftz_f(f32(), x)
+
+
+def _with_bits(x, fn):
+    """``fn`` applied to the 32 bits of the f32 value ``x``, back as f32."""
+    return llvm.bitcast(f32(), fn(llvm.bitcast(i32(), x)))
+
+
+class IrOps:
+    """The f32 operations the functions below are written in, emitted as
+    MLIR at the insertion point (what a kernel runs). The formulas take
+    their operations from an ``ops`` argument so that the very same
+    sequence can run elsewhere: test/python/test_fragment.py runs them on
+    numpy float32 with ``ex2``/``rcp`` rounded like the hardware's and
+    compares with ``math.erf`` / ``math.tanh``, without a GPU."""
+
+    @staticmethod
+    def const(c):
+        return _f32_value(float(c), "constant")
+
+    add, sub, mul = staticmethod(arith.addf), staticmethod(arith.subf), staticmethod(arith.mulf)
+    exp2, rcp = staticmethod(exp2), staticmethod(reciprocal)
+
+    @staticmethod
+    def fma(a, b, c):
+        return llvm.intr_fma(a, b, c)
+
+    # |x| and copysign on the sign bit: the GPU-to-NVVM conversion makes
+    # ``llvm.intr.fabs``/``copysign`` illegal (it would call libdevice).
+    @staticmethod
+    def abs(x):
+        return _with_bits(x, lambda b: arith.andi(b, to_value(0x7FFFFFFF, i32())))
+
+    @staticmethod
+    def copysign(magnitude, sign):
+        sign_bit = arith.andi(llvm.bitcast(i32(), sign), to_value(-0x80000000, i32()))
+        return _with_bits(magnitude, lambda b: arith.ori(
+            arith.andi(b, to_value(0x7FFFFFFF, i32())), sign_bit))
+
+    @staticmethod
+    def maximum(a, b):
+        """NaN-propagating (``max.NaN.f32``), as ``torch.maximum`` is."""
+        return arith.maximumf(a, b)
+
+    @staticmethod
+    def select_nonneg(x, if_nonneg, otherwise):
+        """``x >= 0 ? if_nonneg : otherwise`` (NaN takes ``otherwise``)."""
+        return arith.select(arith.cmpf(arith.CmpFPredicate.OGE, x, IrOps.const(0.0)),
+                            if_nonneg, otherwise)
+
+
+# Abramowitz & Stegun 7.1.26 (Hastings): for z >= 0,
+#   erfc z = t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) e^(-z^2),  t = 1 / (1 + p z),
+# with |error| <= 1.5e-7 (absolute) over z >= 0. Written as erfc so that a
+# GELU of a negative input, 0.5 x erfc(|x| / sqrt 2), does not subtract two
+# numbers near 1 (what 1 + erf(x / sqrt 2) would do).
+ERFC_P = 0.3275911
+ERFC_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+SQRT_HALF = math.sqrt(0.5)
+# GELU's tanh form: tanh(sqrt(2 / pi) (x + 0.044715 x^3)).
+GELU_TANH_C = (math.sqrt(2.0 / math.pi), math.sqrt(2.0 / math.pi) * 0.044715)
+
+
+def sigmoid(x, ops=IrOps):
+    """``1 / (1 + e^-x)``: ``rcp(1 + ex2(-x log2 e))``. Saturates without NaN
+    (``ex2`` of a large argument is inf and ``rcp(inf)`` is 0)."""
+    o = ops
+    return o.rcp(o.add(o.const(1.0), o.exp2(o.mul(x, o.const(-LOG2_E)))))
+
+
+def tanh(x, ops=IrOps):
+    """``tanh x = 1 - 2 / (e^2x + 1)`` from ``ex2`` and ``rcp`` (the NVVM
+    ``tanh.approx`` has a relative error of 2^-11, too coarse for an fp32
+    epilogue). Absolute error about 2e-7 everywhere (5e-7 with the
+    approximate ``ex2``/``rcp``); relative error is larger below |x| ~ 1e-3,
+    where the result is 1 minus a number near 1."""
+    o = ops
+    e = o.exp2(o.mul(x, o.const(2.0 * LOG2_E)))
+    return o.sub(o.const(1.0), o.mul(o.const(2.0), o.rcp(o.add(e, o.const(1.0)))))
+
+
+def erfc_nonneg(z, ops=IrOps):
+    """``erfc z`` for ``z >= 0`` (A&S 7.1.26, see ``ERFC_A``)."""
+    o = ops
+    t = o.rcp(o.fma(z, o.const(ERFC_P), o.const(1.0)))
+    poly = o.const(ERFC_A[4])
+    for a in reversed(ERFC_A[:4]):
+        poly = o.fma(poly, t, o.const(a))
+    return o.mul(o.mul(poly, t), o.exp2(o.mul(o.mul(z, z), o.const(-LOG2_E))))
+
+
+def erf(x, ops=IrOps):
+    """``erf x`` (A&S 7.1.26 on |x|, the sign copied back): absolute error
+    below 5e-7 in fp32 (the formula's 1.5e-7, the rest the rounding of
+    ``1 - erfc`` near 0), below 1e-6 with the approximate ``ex2``/``rcp``."""
+    o = ops
+    return o.copysign(o.sub(o.const(1.0), erfc_nonneg(o.abs(x), o)), x)
+
+
+def gelu_erf(x, ops=IrOps):
+    """``x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))`` (``torch.nn.functional.gelu``):
+    ``Phi(x) = 1 - erfc(z) / 2`` for ``x >= 0`` and ``erfc(z) / 2`` below, with
+    ``z = |x| / sqrt 2``, so a negative input loses no digits."""
+    o = ops
+    half_q = o.mul(erfc_nonneg(o.mul(o.abs(x), o.const(SQRT_HALF)), o), o.const(0.5))
+    cdf = o.select_nonneg(x, o.sub(o.const(1.0), half_q), half_q)
+    return o.mul(x, cdf)
+
+
+def gelu_tanh(x, ops=IrOps):
+    """``0.5 x (1 + tanh u)``, ``u = sqrt(2/pi) (x + 0.044715 x^3)``
+    (``gelu(approximate='tanh')``), computed as the identical ``x sigmoid(2u)``:
+    no cancellation for negative ``x``."""
+    o = ops
+    u = o.mul(x, o.fma(o.mul(x, x), o.const(GELU_TANH_C[1]), o.const(GELU_TANH_C[0])))
+    return o.mul(x, sigmoid(o.mul(u, o.const(2.0)), o))
+
+
+def relu(x, ops=IrOps):
+    """``max(x, 0)``; NaN stays NaN (``torch.relu``'s behaviour)."""
+    return ops.maximum(x, ops.const(0.0))
+
+
+def silu(x, ops=IrOps):
+    """``x sigmoid(x)`` (``torch.nn.functional.silu``)."""
+    return ops.mul(x, sigmoid(x, ops))
 
 
 class RowVector:
@@ -194,6 +329,122 @@ class RowVector:
                           for c, a, b in zip(conds, self.values, ov)])
 
 
+class ColVector:
+    """One f32 value per column of an ``m64 x n`` fragment: each thread
+    holds the ``n / 4`` columns it has values of, ``8 j + 2 (lane % 4) + e``
+    for ``j < n / 8``, ``e`` in 0, 1, as ``values[2 j + e]`` (the same
+    columns in both of its rows). ``acc + cols`` adds value ``(col)`` to
+    every row of column ``col``: a bias per output column."""
+
+    __hash__ = object.__hash__
+    _broadcasts_scalars = True     # Scalar's operators defer to ours
+
+    def __init__(self, n, values):
+        if not isinstance(n, int) or not 8 <= n <= 256 or n % 8:
+            raise ValueError(f"ColVector: n must be a multiple of 8 in 8..256, got {n!r}")
+        values = [_f32_value(v, "ColVector") for v in values]
+        if len(values) != n // 4:
+            raise ValueError(f"ColVector of n={n}: {n // 4} values per thread, "
+                             f"got {len(values)}")
+        self.n = n
+        self.values = values
+
+    @staticmethod
+    def element_offset(k):
+        """Column of value ``k`` relative to the thread's first column."""
+        return 8 * (k // 2) + k % 2
+
+    @classmethod
+    def full(cls, n, value):
+        v = _f32_value(value, "ColVector.full")
+        return cls(n, [v] * (n // 4))
+
+    @classmethod
+    def load(cls, n, ptr, col0, cols, lane, dtype="f32"):
+        """Columns ``col0 ..`` of a vector of ``cols`` elements of ``dtype``
+        ('f32', 'bf16', 'f16') at the global pointer ``ptr``, as the thread of
+        lane ``lane`` holds them; columns at or past ``cols`` read as 0. Each
+        thread loads its pairs of adjacent columns, one 2-element load each,
+        so ``cols`` must be even and ``ptr`` aligned to two elements."""
+        eb = _element_bytes(dtype, "ColVector.load")
+        first = col0 + (lane % 4) * 2
+        base = first.to(64) * eb      # then constant offsets: one address register
+        values = []
+        for j in range(n // 8):
+            values += _load_pair(ptr, base + 8 * j * eb, first + 8 * j < cols, dtype)
+        return cls(n, values)
+
+    # Loop-carried protocol.
+    def _carry_values(self):
+        return list(self.values)
+
+    def _carry_rebind(self, values):
+        self.values = list(values)
+
+    def set(self, other):
+        """Rebind to ``other`` (a ColVector of the same n)."""
+        if not isinstance(other, ColVector) or other.n != self.n:
+            raise TypeError(f"ColVector.set: expected a ColVector of n={self.n}, got "
+                            f"{type(other).__name__}")
+        note_update(self, "set")
+        self.values = list(other.values)
+
+    def _op(self, other, fn, swap=False):
+        if isinstance(other, Fragment):
+            return NotImplemented       # Fragment's reflected operator broadcasts us
+        if isinstance(other, ColVector):
+            if other.n != self.n:
+                raise ValueError(f"column vectors of different widths: {self.n} and {other.n}")
+            ov = other.values
+        else:
+            ov = [_f32_value(other, "ColVector operand")] * len(self.values)
+        pairs = zip(ov, self.values) if swap else zip(self.values, ov)
+        return ColVector(self.n, [fn(a, b) for a, b in pairs])
+
+    def __add__(self, o): return self._op(o, arith.addf)
+    def __radd__(self, o): return self._op(o, arith.addf, True)
+    def __sub__(self, o): return self._op(o, arith.subf)
+    def __rsub__(self, o): return self._op(o, arith.subf, True)
+    def __mul__(self, o): return self._op(o, arith.mulf)
+    def __rmul__(self, o): return self._op(o, arith.mulf, True)
+
+    def __neg__(self):
+        return ColVector(self.n, [arith.negf(v) for v in self.values])
+
+
+def _element_bytes(dtype, what):
+    if dtype not in ("f32", "bf16", "f16"):
+        raise ValueError(f"{what}: dtype must be 'f32', 'bf16' or 'f16', got {dtype!r}")
+    return _FLOAT_TYPES[dtype][1] // 8
+
+
+def _load_pair(ptr, byte_offset, ok, dtype):
+    """The two adjacent elements of ``dtype`` at ``ptr + byte_offset`` (an
+    i64 Scalar) as two f32 values, or two zeros where ``ok`` (an i1 Scalar)
+    is false: a guarded load (``scf.if``, which ptxas turns into a
+    predicated ``ld.global``), as CUTLASS's predicated copies do. Its
+    address stays ``base + constant`` (the constant in the instruction);
+    a select of the offset instead would keep one 64-bit address register
+    live per load, and a GEMM tile's worth of them spills."""
+    from mlir.dialects import scf
+
+    t, bits = _float_type(dtype, "load")
+    pair_t = ir.VectorType.get([2], t)
+    branch = scf.IfOp(to_value(ok), [pair_t], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        p = llvm.getelementptr(to_value(ptr).type, to_value(ptr), [to_value(byte_offset)],
+                               [-2147483648], ir.IntegerType.get_signless(8), 0)
+        scf.YieldOp([llvm.load(pair_t, p, alignment=2 * bits // 8)])
+    with ir.InsertionPoint(branch.else_block):
+        scf.YieldOp([arith.constant(pair_t, ir.DenseElementsAttr.get_splat(
+            pair_t, ir.FloatAttr.get(t, 0.0)))])
+    v = branch.results[0]
+    if bits != 32:
+        v = arith.extf(ir.VectorType.get([2], f32()), v)
+    i32t = ir.IntegerType.get_signless(32)
+    return [llvm.extractelement(v, arith.constant(i32t, e)) for e in range(2)]
+
+
 class Fragment:
     """An ``m64 x n`` f32 tile of one warpgroup in the wgmma accumulator
     layout (see the module docstring). ``n`` is a multiple of 8 in 8..256.
@@ -246,6 +497,34 @@ class Fragment:
     def full(cls, n, value):
         frag = cls(n)
         frag._values = frag._splat(value)
+        return frag
+
+    @classmethod
+    def load(cls, n, ptr, row0, col0, rows, cols, ld, warp, lane, dtype="f32"):
+        """The ``64 x n`` tile at ``(row0, col0)`` of a row-major ``rows x
+        cols`` matrix of ``dtype`` ('f32', 'bf16', 'f16') at the global
+        pointer ``ptr``, whose rows are ``ld`` elements apart, loaded into
+        this layout by the thread (``warp`` inside the warpgroup, ``lane``);
+        elements outside the matrix read as 0. Each thread loads its pairs of
+        adjacent columns, one 2-element load each (so ``cols`` and ``ld``
+        must be even and ``ptr`` aligned to two elements); offsets are i64
+        (``rows * ld`` may pass 2^31)."""
+        eb = _element_bytes(dtype, "Fragment.load")
+        r_t, c_t = cls.thread_origin(warp, lane)
+        frag = cls(n)
+        values = [None] * frag.count
+        first_col = col0 + c_t
+        col_ok = [first_col + 8 * j < cols for j in range(n // 8)]
+        ld64 = ld.to(64) if isinstance(ld, Scalar) else ld
+        for half in range(2):
+            row = row0 + r_t + 8 * half
+            row_ok = row < rows
+            base = (row.to(64) * ld64 + first_col.to(64)) * eb
+            for j in range(n // 8):
+                i = 4 * j + 2 * half
+                values[i], values[i + 1] = _load_pair(ptr, base + 8 * j * eb,
+                                                      row_ok & col_ok[j], dtype)
+        frag._values = values
         return frag
 
     def _like(self, values):
@@ -344,12 +623,18 @@ class Fragment:
 
     def _operand_values(self, other, what):
         """Per-value operands for a binary op: a Fragment elementwise, a
-        RowVector broadcast along its rows, a scalar broadcast everywhere."""
+        RowVector broadcast along its rows, a ColVector down its columns, a
+        scalar everywhere."""
         if isinstance(other, Fragment):
             self._check_same(other)
             return other.values
         if isinstance(other, RowVector):
             return [other.values[(i // 2) % 2] for i in range(self.count)]
+        if isinstance(other, ColVector):
+            if other.n != self.n:
+                raise ValueError(f"{what}: a column vector of n={other.n} does not fit a "
+                                 f"64x{self.n} fragment")
+            return [other.values[2 * (i // 4) + i % 2] for i in range(self.count)]
         v = _f32_value(other, what)
         return [v] * self.count
 
@@ -403,6 +688,24 @@ class Fragment:
 
     def reciprocal(self):
         return self.map(reciprocal)
+
+    def abs(self):
+        """``|x|`` per value (the sign bit cleared)."""
+        return self.map(IrOps.abs)
+
+    def sigmoid(self):
+        """``1 / (1 + e^-x)`` per value (module function :func:`sigmoid`)."""
+        return self.map(sigmoid)
+
+    def tanh(self):
+        """``tanh x`` per value from ``ex2`` and ``rcp`` (:func:`tanh`:
+        absolute error below 5e-7)."""
+        return self.map(tanh)
+
+    def erf(self):
+        """``erf x`` per value (:func:`erf`: Abramowitz & Stegun 7.1.26,
+        absolute error below 1e-6)."""
+        return self.map(erf)
 
     def where(self, keep, other):
         """Per value: this value where ``keep(row, col)`` holds, else

@@ -1,8 +1,22 @@
-"""``pipeline_mlir.gemm(a, b, out=None)``: one call for a matrix product on
-a Hopper GPU, the kernel variant chosen by shape and dtype.
+"""``pipeline_mlir.gemm(a, b, bias=None, activation=None, residual=None,
+alpha=1.0, out=None)``: one call for a matrix product on a Hopper GPU, the
+kernel variant chosen by shape and dtype, with an optional fused epilogue.
 
     c = pipeline_mlir.gemm(a, b)          # C = A @ B^T: a is M x K, b is N x K
     pipeline_mlir.gemm(a, b, out=c)       # into an M x N tensor
+    c = pipeline_mlir.gemm(a, b, bias=bias, activation="gelu_erf", residual=x, alpha=0.5)
+    #   C = gelu(0.5 * (A @ B^T) + bias + x), in the kernel's registers
+
+The epilogue (``epilogues.Epilogue``): ``alpha`` a number (an f32 kernel
+argument: one compiled kernel serves every value), ``bias`` an (N,) tensor
+of the inputs' dtype or float32, ``residual`` an M x N contiguous tensor of
+the output's dtype (it may be ``out`` itself; other overlaps are not
+allowed), ``activation`` one of ``ACTIVATIONS`` ('relu', 'gelu_tanh' =
+``gelu(approximate='tanh')``, 'gelu_erf' = ``gelu``, 'silu'). Each
+combination is its own kernel variant, compiled on demand where MLIR is
+installed (``scripts/build-gemm-cache.py --epilogue`` fills a cache for a
+GPU host without it). A call without an epilogue takes the same path, at
+the same cost, as before epilogues existed.
 
 The layout is ``torch.nn.functional.linear``'s (``b`` holds one output
 column per row, K contiguous), which is what the tensor cores read without
@@ -22,38 +36,50 @@ With torch it is also the custom op ``torch.ops.pipeline_mlir.gemm`` (and
 op while torch compiles.
 """
 
+from typing import Optional
+
 import torch
 
 from pipeline_mlir import runtime
 from pipeline_mlir.runtime.bounded import put_bounded
 
 from . import gemm_configs, kernel_cache
+from .epilogues import ACTIVATIONS, ALPHA_PARAM, Epilogue
 from .hopper_gemm_host import HopperGemm
 
 DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
 CHIPS = {(9, 0): "sm_90a"}
-_variants = {}   # (variant, dtype, ordinal) -> HopperGemm
+_variants = {}   # (variant name, dtype, ordinal) -> HopperGemm
 _picks = {}      # (a.shape, b.shape, dtype, ordinal) -> HopperGemm, at most _PICKS
+_fused_picks = {}  # the same key + the epilogue's -> (HopperGemm, extra names), bounded too
 _PICKS = 4096    # ragged shapes (a serving loop's batch sizes) come and go
+_FUSED_PICKS = 1024
 
 
-def variant_gemm(variant, dtype, device=None):
+def variant_gemm(variant, dtype, device=None, epilogue=None):
     """The loaded HopperGemm of one variant (``gemm_configs.VARIANTS``
-    name) and dtype ('bf16' / 'f16') on ``device`` (default GPU 0)."""
+    name) and dtype ('bf16' / 'f16') on ``device`` (default GPU 0), with
+    the fused ``epilogue`` (an ``epilogues.Epilogue``) if given."""
     device = device or runtime.default_device()
-    key = (variant, dtype, device.ordinal)
+    name, overrides = gemm_configs.fused(variant, epilogue)
+    key = (name, dtype, device.ordinal)
     found = _variants.get(key)
     if found is None:
         chip = CHIPS.get(tuple(device.cc))
         if chip is None:
             raise RuntimeError(f"pipeline_mlir.gemm runs on Hopper (sm_90) GPUs; "
                                f"{device.name} is {device.sm}")
-        image, meta = kernel_cache.get(variant, gemm_configs.VARIANTS[variant], dtype, chip)
+        image, meta = kernel_cache.get(name, overrides, dtype, chip)
         found = _variants[key] = HopperGemm(image, meta, device=device)
     return found
 
 
 def _select(a, b):
+    return variant_gemm(*_variant_of(a, b))
+
+
+def _variant_of(a, b):
+    """(variant name, dtype, device) for these operands, every check run."""
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"gemm: {name} must be a torch tensor, got {type(t).__name__}")
@@ -71,7 +97,7 @@ def _select(a, b):
     device = runtime.default_device(a.get_device())
     (m, k), n = a.shape, b.shape[0]
     variant = gemm_configs.choose(m, n, k, dtype, device.limits.multiprocessors)
-    return variant_gemm(variant, dtype, device)
+    return variant, dtype, device
 
 
 def _gemm(a, b, out):
@@ -85,38 +111,143 @@ def _gemm(a, b, out):
     return g.launch(a, b, out, (), None, False)
 
 
-def gemm(a, b, out=None):
-    """C = A @ B^T (see the module doc); returns ``out`` or a new tensor."""
+def _epilogue_of(a, b, bias, activation, residual, alpha):
+    """The Epilogue these arguments ask for, every argument checked (the
+    messages name the rule); the shapes of ``bias`` and ``residual`` are
+    checked per call by ``_check_epilogue_tensors``."""
+    if activation is not None and activation not in ACTIVATIONS:
+        raise ValueError(f"gemm: activation must be None or one of {', '.join(ACTIVATIONS)} "
+                         f"(gelu_erf is torch's gelu, gelu_tanh its approximate='tanh'), "
+                         f"got {activation!r}")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+        raise TypeError(f"gemm: alpha must be a Python number (it is passed to the kernel as "
+                        f"an f32), got {type(alpha).__name__}")
+    bias_dtype = ""
+    if bias is not None:
+        if not isinstance(bias, torch.Tensor):
+            raise TypeError(f"gemm: bias must be a torch tensor, got {type(bias).__name__}")
+        if bias.dtype == torch.float32:
+            bias_dtype = "f32"
+        elif bias.dtype != a.dtype:
+            raise TypeError(f"gemm: bias must be {a.dtype} (the output's dtype) or "
+                            f"torch.float32, got {bias.dtype}")
+    if residual is not None and not isinstance(residual, torch.Tensor):
+        raise TypeError(f"gemm: residual must be a torch tensor, got {type(residual).__name__}")
+    return Epilogue(alpha=1.0 if alpha == 1 else ALPHA_PARAM,
+                    bias=None if bias is None else "col", bias_dtype=bias_dtype,
+                    activation=activation, residual=residual is not None)
+
+
+def _check_epilogue_tensors(a, b, bias, residual):
+    """Per call (the tensors change, the kernel's cached launch does not
+    see their shapes): shapes, contiguity, device."""
+    m, n = a.shape[0], b.shape[0]
+    if bias is not None:
+        if tuple(bias.shape) != (n,) or not bias.is_contiguous():
+            raise ValueError(f"gemm: bias must be a contiguous vector of N = {n} values (one "
+                             f"per output column), got shape {tuple(bias.shape)}"
+                             f"{'' if bias.is_contiguous() else ', not contiguous'}")
+        if bias.device != a.device:
+            raise ValueError(f"gemm: bias is on {bias.device}, a on {a.device}")
+    if residual is not None:
+        if tuple(residual.shape) != (m, n) or not residual.is_contiguous():
+            raise ValueError(f"gemm: residual must be a contiguous M x N = {m} x {n} tensor "
+                             f"(the output's shape), got shape {tuple(residual.shape)}"
+                             f"{'' if residual.is_contiguous() else ', not contiguous'}")
+        if residual.dtype != a.dtype:
+            raise TypeError(f"gemm: residual must be {a.dtype} (the output's dtype), got "
+                            f"{residual.dtype}")
+        if residual.device != a.device:
+            raise ValueError(f"gemm: residual is on {residual.device}, a on {a.device}")
+
+
+def _gemm_fused(a, b, out, bias, activation, residual, alpha):
+    """``_gemm`` with an epilogue: the variant of the shape (the same pick
+    as without one) built with the epilogue, found once per (shapes,
+    dtype, device, epilogue); the extra arguments passed by name."""
+    try:
+        key = (a.shape, b.shape, a.dtype, a.get_device(), activation,
+               None if bias is None else bias.dtype, residual is None, alpha == 1)
+        found = _fused_picks.get(key)
+    except (AttributeError, TypeError):  # not tensors, unhashable: the checks say so
+        found = key = None
+    if found is None:
+        variant, dtype, device = _variant_of(a, b)   # the pick without an epilogue
+        epi = _epilogue_of(a, b, bias, activation, residual, alpha)
+        g = variant_gemm(variant, dtype, device, epi)
+        found = put_bounded(_fused_picks, key, (g, g.extra_names), _FUSED_PICKS)
+    g, names = found
+    _check_epilogue_tensors(a, b, bias, residual)
+    given = {"alpha": float(alpha), "bias": bias, "residual": residual}
+    return g.launch(a, b, out, {name: given[name] for name in names}, None, False)
+
+
+
+def gemm(a, b, bias=None, activation=None, residual=None, alpha=1.0, out=None):
+    """C = act(alpha * A @ B^T + bias + residual) (see the module doc);
+    returns ``out`` or a new tensor."""
     if torch.compiler.is_compiling():
         if out is None:
-            return torch.ops.pipeline_mlir.gemm(a, b)
-        torch.ops.pipeline_mlir.gemm_out(a, b, out)
+            return torch.ops.pipeline_mlir.gemm(a, b, bias, activation, residual, alpha)
+        torch.ops.pipeline_mlir.gemm_out(a, b, out, bias, activation, residual, alpha)
         return out
-    return _gemm(a, b, out)
+    if bias is None and activation is None and residual is None and alpha == 1.0:
+        return _gemm(a, b, out)
+    return _gemm_fused(a, b, out, bias, activation, residual, alpha)
+
+
+def chosen_variant(g):
+    """The variant name (with its epilogue's tag, if any) of a loaded
+    HopperGemm of this module."""
+    return next(v for (v, _, _), x in _variants.items() if x is g)
 
 
 def chosen(a, b):
     """The variant name ``gemm(a, b)`` runs (for reports)."""
-    g = _picks.get((a.shape, b.shape, a.dtype, a.get_device())) or _select(a, b)
-    return next(v for (v, _, _), x in _variants.items() if x is g)
+    return chosen_variant(_picks.get((a.shape, b.shape, a.dtype, a.get_device()))
+                          or _select(a, b))
+
+
+def _gemm_any(a, b, out, bias, activation, residual, alpha):
+    if bias is None and activation is None and residual is None and alpha == 1.0:
+        return _gemm(a, b, out)
+    return _gemm_fused(a, b, out, bias, activation, residual, alpha)
 
 
 @torch.library.custom_op("pipeline_mlir::gemm", mutates_args=())
-def _gemm_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return _gemm(a, b, None)
+def _gemm_op(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor] = None,
+             activation: Optional[str] = None, residual: Optional[torch.Tensor] = None,
+             alpha: float = 1.0) -> torch.Tensor:
+    return _gemm_any(a, b, None, bias, activation, residual, alpha)
+
+
+def _fake_checks(a, b, bias, activation, residual):
+    torch._check(a.shape[1] == b.shape[1], lambda: "gemm: b must be N x K")
+    torch._check(activation is None or activation in ACTIVATIONS,
+                 lambda: f"gemm: activation must be None or one of {', '.join(ACTIVATIONS)}")
+    if bias is not None:
+        torch._check(bias.dim() == 1 and bias.shape[0] == b.shape[0],
+                     lambda: "gemm: bias must have N values (one per output column)")
+    if residual is not None:
+        torch._check(residual.dim() == 2 and residual.shape[0] == a.shape[0]
+                     and residual.shape[1] == b.shape[0],
+                     lambda: "gemm: residual must be M x N (the output's shape)")
 
 
 @_gemm_op.register_fake
-def _gemm_fake(a, b):
-    torch._check(a.shape[1] == b.shape[1], lambda: "gemm: b must be N x K")
+def _gemm_fake(a, b, bias=None, activation=None, residual=None, alpha=1.0):
+    _fake_checks(a, b, bias, activation, residual)
     return a.new_empty(a.shape[0], b.shape[0])
 
 
 @torch.library.custom_op("pipeline_mlir::gemm_out", mutates_args=("out",))
-def _gemm_out_op(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-    _gemm(a, b, out)
+def _gemm_out_op(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+                 bias: Optional[torch.Tensor] = None, activation: Optional[str] = None,
+                 residual: Optional[torch.Tensor] = None, alpha: float = 1.0) -> None:
+    _gemm_any(a, b, out, bias, activation, residual, alpha)
 
 
 @_gemm_out_op.register_fake
-def _gemm_out_fake(a, b, out):
+def _gemm_out_fake(a, b, out, bias=None, activation=None, residual=None, alpha=1.0):
+    _fake_checks(a, b, bias, activation, residual)
     return None

@@ -91,6 +91,19 @@ def choose(m, n, k, dtype, sms=132):
     return min(RULE_VARIANTS, key=lambda v: (estimate(v, m, n, sms), -math.prod(tile(v))))
 
 
+# The fused epilogues scripts/build-gemm-cache.py --epilogues compiles beside
+# each variant it builds (a GPU host without MLIR finds only what was
+# built): each activation after a bias (a Linear layer), the whole
+# epilogue with each activation, and the single steps. The GPU suite's
+# test_gemm_fused_epilogue_matches_torch calls exactly these.
+PREBUILT_EPILOGUES = (
+    *({"bias": "col", "activation": a} for a in ("relu", "gelu_tanh", "gelu_erf", "silu")),
+    *({"alpha": "param", "bias": "col", "residual": True, "activation": a}
+      for a in ("relu", "gelu_tanh", "gelu_erf", "silu")),
+    {"alpha": "param"}, {"residual": True}, {"bias": "col", "bias_dtype": "f32"},
+)
+
+
 def fused(variant, epilogue):
     """(cache-entry name, GemmConfig overrides) of ``variant`` with a fused
     epilogue (an ``epilogues.Epilogue``; None or an identity one: the

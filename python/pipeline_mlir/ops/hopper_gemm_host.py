@@ -29,6 +29,10 @@ from pipeline_mlir.runtime.launch import stream_address
 # What the launcher must know of a compiled variant (meta_of writes it).
 META_KEYS = ("name", "dtype", "block_m", "block_n", "cluster_m", "threads", "smem",
              "params", "layouts")
+# The parameters every variant has; the others (the FP8 GEMM's scale_a,
+# scale_b; a fused epilogue's alpha, bias, residual) are the extra
+# arguments of a launch. All are bound by the names in the meta's params.
+BASE_PARAMS = ("a", "b", "c", "c_ptr", "m", "n", "k")
 # Relative error bound of the check: fp32 accumulation of 16-bit products,
 # then one rounding to bf16 (2^-8) or fp16 (2^-11) of the output.
 REL_ERROR_BOUND = {"bf16": 1e-2, "f16": 2e-3}
@@ -40,12 +44,15 @@ def meta_of(cfg, kernel):
     the parameters (names and kinds) and the A, B and C layouts come from
     the kernel."""
     a, b, c = cfg.layouts()
-    return {"name": cfg.name, "dtype": cfg.dtype, "block_m": cfg.block_m,
+    meta = {"name": cfg.name, "dtype": cfg.dtype, "block_m": cfg.block_m,
             "block_n": cfg.block_n, "cluster_m": cfg.cluster_m,
             "threads": cfg.threads, "smem": kernel.smem_bytes,
             "params": [[name, p.kind] for name, p in kernel.params],
             "signature": [p.kind for _, p in kernel.params],
             "layouts": {"a": a.to_meta(), "b": b.to_meta(), "c": c.to_meta()}}
+    if getattr(cfg, "fused", False) and cfg.epilogue.fn is None:
+        meta["epilogue"] = cfg.epilogue.to_json()   # for reports; params bind it
+    return meta
 
 
 class HopperGemm:
@@ -58,6 +65,13 @@ class HopperGemm:
         if missing:
             raise ValueError(f"HopperGemm: meta lacks {missing}")
         self.meta = dict(meta)
+        self.param_names = tuple(p[0] for p in meta["params"])
+        absent = [p for p in BASE_PARAMS if p not in self.param_names]
+        if absent:
+            raise ValueError(f"HopperGemm: {meta['name']} has no parameters {absent}: not a "
+                             f"GEMM of this launcher (its params: {list(self.param_names)})")
+        # What a launch's extra_args name, in the kernel's order.
+        self.extra_names = tuple(p for p in self.param_names if p not in BASE_PARAMS)
         self.layouts = {k: OperandLayout.from_meta(v) for k, v in meta["layouts"].items()}
         self.persistent = persistent
         self._runtime = runtime
@@ -165,13 +179,41 @@ class HopperGemm:
                a.dtype, b.dtype, c.dtype, a.is_contiguous(), b.is_contiguous(),
                c.is_contiguous(), stream)
         if extra_args:
-            key += tuple(x.data_ptr() if hasattr(x, "data_ptr") else x for x in extra_args)
+            if isinstance(extra_args, dict):   # names too: {bias: p, residual: q} != swapped
+                key += tuple((name, x.data_ptr() if hasattr(x, "data_ptr") else x)
+                             for name, x in extra_args.items())
+            else:
+                key += tuple(x.data_ptr() if hasattr(x, "data_ptr") else x for x in extra_args)
         return key
+
+    def bind(self, descriptors, c, m, n, k, extra_args):
+        """The kernel's arguments in its parameter order, each found by its
+        name in the meta: the three tensor maps, ``c_ptr``, ``m, n, k`` and
+        ``extra_args``, a dict by name ({'alpha': 0.5, 'bias': t}) or a
+        tuple in the order of ``extra_names`` (tensors pass their
+        addresses)."""
+        if isinstance(extra_args, dict):
+            given = extra_args
+        else:
+            if len(extra_args) != len(self.extra_names):
+                raise ValueError(f"{self.meta['name']}: takes {list(self.extra_names)} after "
+                                 f"m, n, k; got {len(extra_args)} extra arguments")
+            given = dict(zip(self.extra_names, extra_args))
+        unknown = sorted(set(given) - set(self.extra_names))
+        missing = sorted(set(self.extra_names) - set(given))
+        if unknown or missing:
+            raise ValueError(f"{self.meta['name']}: its extra parameters are "
+                             f"{list(self.extra_names)}; missing {missing}, unknown {unknown}")
+        named = dict(zip(("a", "b", "c"), descriptors), c_ptr=c.data_ptr(), m=m, n=n, k=k)
+        named.update((name, x.data_ptr() if hasattr(x, "data_ptr") else x)
+                     for name, x in given.items())
+        return tuple(named[name] for name in self.param_names)
 
     def launch(self, a, b, c, extra_args, stream, sync):
         """Launch on ``a``, ``b`` into ``c`` (allocated if None), with
-        ``extra_args`` after the kernel's ``m, n, k`` (the FP8 GEMM's
-        scales); returns ``c``."""
+        ``extra_args`` (the FP8 GEMM's scales, a fused epilogue's alpha,
+        bias, residual: a dict by parameter name, or a tuple in the order
+        of ``extra_names``; see ``bind``); returns ``c``."""
         if not sync and self._out_dtype is not None:
             try:
                 if c is None:
@@ -202,13 +244,13 @@ class HopperGemm:
         self._out_dtype = self._want()[2]
         s = current_stream_handle(self._ordinal) if stream is None else stream_address(stream)
         key = self.launch_key(a, b, c, extra_args, s)
-        # The raw launch takes addresses: tensors after m, n, k (the FP8
-        # GEMM's scales, checked by its launcher) pass their data pointers.
-        extra = tuple(x.data_ptr() if hasattr(x, "data_ptr") else x for x in extra_args)
         p = self.launches.get(key)
         if p is None:
-            p = self.launches.prepare(key, (*self.descriptors(a, b, c), c.data_ptr(), m, n, k,
-                                            *extra), grid, s)
+            # The raw launch takes addresses: tensors among the extra
+            # arguments (checked by the op that passes them) pass their
+            # data pointers.
+            p = self.launches.prepare(key, self.bind(self.descriptors(a, b, c), c, m, n, k,
+                                                     extra_args), grid, s)
         if sync:
             self.launcher.launch(p.values, grid, s, True, None)
         else:
