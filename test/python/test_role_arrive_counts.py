@@ -6,6 +6,7 @@ Python loop, `.else_()` -- and compares the arrivals with the group's count.
 | report              | shape                                           | bug           | twin  |
 |---------------------|-------------------------------------------------|---------------|-------|
 | ThunderKittens#115  | 4 consumer warpgroups (Python loop), count of 2 | Thread, 256   | 512   |
+| ThunderKittens#115  | `tid // 128 < 4`, one role, count of 2          | Thread, 256   | 512   |
 | cutlass#2418        | ping-pong consumer warpgroups, count of 1       | Thread, 1     | 128   |
 | (cooperative pair)  | 2 warpgroups, same code, ping-pong's count      | Thread, 128   | 256   |
 | (else_ role split)  | warpgroup 0 produces, else: 2 warpgroups        | Thread, 128   | 256   |
@@ -77,6 +78,25 @@ def thunderkittens_115(consumer_threads, warpgroups=4):
         for i in range(1, warpgroups + 1):
             with k.if_(warpgroup == i):
                 consume(k, pipe, n)
+    return k, line
+
+
+def thunderkittens_115_range(consumer_threads):
+    """The same kernel with one consumer role over a range of warpgroups:
+    `warpgroup < 4` with the warpgroup as `tid // 128`; warpgroup 4 produces."""
+    k = Kernel("tk115_range", chip="sm_90a", block_dim=5 * 128, params={"n": Int32()})
+    with k:
+        (n,) = k.args
+        line = inspect.currentframe().f_lineno + 1
+        pipe = PipelineAsync.create(
+            num_stages=STAGES, producer_group=CooperativeGroup(Agent.Thread, 32),
+            consumer_group=CooperativeGroup(Agent.Thread, consumer_threads),
+            barrier_storage=k.alloc_barriers(2 * STAGES))
+        warpgroup = k.thread_idx() // 128
+        with k.if_(k.warp_idx() == 16):
+            produce(k, pipe, n)
+        with k.if_(warpgroup < 4):
+            consume(k, pipe, n)
     return k, line
 
 
@@ -169,6 +189,21 @@ def test_cooperative_warpgroups_counted_as_one():
 def test_thunderkittens_115_twin_counts_four_warpgroups():
     k, _ = thunderkittens_115(512)
     k.compile()
+
+
+@pytest.mark.parametrize("count", [256, 512])
+def test_thunderkittens_115_warpgroup_range(count):
+    k, line = thunderkittens_115_range(count)
+    if count == 512:
+        k.compile()
+        return
+    first = compile_error(k).splitlines()[0]
+    assert first.startswith(f"{__file__}:{line}:")
+    assert (
+        "error: PipelineAsync pipeline: the consumer group CooperativeGroup(Agent.Thread, 256) "
+        "expects 256 arrivals per phase, but the consumer role (16 warps, whole-warp "
+        "consumer_release) gives 512: phases complete early and producers overwrite a stage "
+        "still being read; use CooperativeGroup(Agent.Thread, 512)") in first
 
 
 def test_cutlass_2418_pingpong_consumers_counted_as_one_thread():

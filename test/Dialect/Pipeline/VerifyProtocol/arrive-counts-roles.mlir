@@ -103,6 +103,102 @@ gpu.func @four_warpgroups_count_for_four(%n: index) kernel attributes {known_blo
 
 // -----
 
+// (1) with a group counted in warps: <warp, 8> is 256 arrivals, the four
+// warpgroups' 16 warps make 512.
+
+!P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 128>, consumer = #pipeline.group<warp, 8>>
+!ps = !pipeline.state<4, producer>
+!cs = !pipeline.state<4, consumer>
+
+gpu.module @kernels {
+gpu.func @four_warpgroups_count_eight_warps(%n: index) kernel attributes {known_block_size = array<i32: 640, 1, 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c32 = arith.constant 32 : index
+  %c128 = arith.constant 128 : index
+  %tid = gpu.thread_id x
+  %zero = arith.constant 0 : i32
+  %wg = arith.divsi %tid, %c128 : index
+  // expected-error @+1 {{pipeline 'kv': the consumer group #pipeline.group<warp, 8> expects 256 arrivals per phase, but the consumer role (16 warps, whole-warp consumer.release) gives 512: phases complete early and producers overwrite a stage still being read; use #pipeline.group<thread, 512>}}
+  %p = pipeline.create {name = "kv"} : !P
+  %is_producer = arith.cmpi eq, %wg, %c4 : index
+  scf.if %is_producer {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !P, !ps
+      pipeline.producer.commit %p, %s : !P, !ps
+      %next = pipeline.state.advance %s : !ps
+      scf.yield %next : !ps
+    }
+    pipeline.producer.tail %p, %sN : !P, !ps
+  }
+  %is_consumer = arith.cmpi slt, %wg, %c4 : index
+  // expected-note @+1 {{the consumer role}}
+  scf.if %is_consumer {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      // expected-note @+1 {{the consumer role releases here}}
+      pipeline.consumer.release %p, %s : !P, !cs
+      %next = pipeline.state.advance %s : !cs
+      scf.yield %next : !cs
+    }
+  }
+  gpu.return
+}
+}
+
+// -----
+
+// (1) twin: <warp, 16>.
+
+!P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 128>, consumer = #pipeline.group<warp, 16>>
+!ps = !pipeline.state<4, producer>
+!cs = !pipeline.state<4, consumer>
+
+gpu.module @kernels {
+gpu.func @four_warpgroups_count_sixteen_warps(%n: index) kernel attributes {known_block_size = array<i32: 640, 1, 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c32 = arith.constant 32 : index
+  %c128 = arith.constant 128 : index
+  %tid = gpu.thread_id x
+  %zero = arith.constant 0 : i32
+  %wg = arith.divsi %tid, %c128 : index
+  %p = pipeline.create {name = "kv"} : !P
+  %is_producer = arith.cmpi eq, %wg, %c4 : index
+  scf.if %is_producer {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !P, !ps
+      pipeline.producer.commit %p, %s : !P, !ps
+      %next = pipeline.state.advance %s : !ps
+      scf.yield %next : !ps
+    }
+    pipeline.producer.tail %p, %sN : !P, !ps
+  }
+  %is_consumer = arith.cmpi slt, %wg, %c4 : index
+  scf.if %is_consumer {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      pipeline.consumer.release %p, %s : !P, !cs
+      %next = pipeline.state.advance %s : !cs
+      scf.yield %next : !cs
+    }
+  }
+  gpu.return
+}
+}
+
+// -----
+
 // (2) `warp // 4 == 1`: one consumer warpgroup releasing with elect_one
 // makes one arrive per warp, 4 per phase, not 8.
 
