@@ -155,6 +155,148 @@ def test_every_table_variant_matches_torch(dtype, device, gemm_cache):
             close(c, a, b)
 
 
+# --- the fused epilogue -------------------------------------------------------------
+
+# The shapes (ragged M; N and K multiples of 8, as TMA needs) and the
+# epilogues of scripts/bundle_common.EPILOGUE_TEST_SHAPES and
+# gemm_configs.PREBUILT_EPILOGUES: what the bundle's cache carries.
+EPILOGUE_SHAPES = [(256, 256, 256), (1000, 1032, 520), (333, 200, 72)]
+
+
+def _act(name):
+    F = torch.nn.functional
+    return {None: lambda x: x, "relu": F.relu, "silu": F.silu, "gelu_erf": F.gelu,
+            "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}[name]
+
+
+def fused_ref(a, b, bias=None, activation=None, residual=None, alpha=1.0):
+    """torch in fp32: act(alpha * F.linear(a, b) + bias + residual)."""
+    r = alpha * torch.nn.functional.linear(a.float(), b.float())
+    if bias is not None:
+        r = r + bias.float()
+    if residual is not None:
+        r = r + residual.float()
+    return _act(activation)(r)
+
+
+def fused_close(c, ref, a, alpha=1.0):
+    """The GEMM's stated bound (REL_ERROR_BOUND: fp32 accumulation, one
+    rounding to the output dtype) relative to |ref| + |alpha| sqrt(K) + 1
+    (the size of the pre-activation sum: the product's, the bias's and the
+    residual's, all O(1) here). The activations are at most 1.13-Lipschitz
+    and their fp32 formulas (kernel/fragment.py) within 1e-6, far below it."""
+    from pipeline_mlir.ops.hopper_gemm_host import REL_ERROR_BOUND
+
+    scale = abs(alpha) * a.shape[1] ** 0.5 + 1
+    err = ((c.float() - ref).abs() / (ref.abs() + scale)).max().item()
+    bound = REL_ERROR_BOUND["bf16" if a.dtype == torch.bfloat16 else "f16"]
+    assert err <= bound, f"max relative error {err:.3g} > {bound}"   # NaN fails too
+    return err
+
+
+def _fused_or_skip(fn):
+    """Run ``fn``; an epilogue variant that the cache lacks (a GPU host
+    without MLIR, a bundle built without --epilogues) skips with the
+    command that fills it."""
+    try:
+        return fn()
+    except LookupError as err:
+        pytest.skip(f"epilogue variant not in the cache: {err}")
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu_tanh", "gelu_erf", "silu"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_gemm_fused_epilogue_matches_torch(activation, dtype, device, gemm_cache):
+    """gemm(a, b, bias, activation, residual, alpha) against torch in fp32
+    (F.linear + bias + residual, then the activation), on an even shape and
+    two ragged ones (the M and N edges mask the bias and residual loads);
+    then out=, the bias alone (another variant), and two alphas through one
+    compiled kernel (alpha is an argument, not a constant)."""
+    import pipeline_mlir
+    from pipeline_mlir.ops import gemm as ops_gemm
+
+    dt = getattr(torch, dtype)
+    torch.manual_seed(0)
+    for m, n, k in EPILOGUE_SHAPES:
+        a = torch.randn(m, k, device="cuda", dtype=dt)
+        b = torch.randn(n, k, device="cuda", dtype=dt)
+        bias = torch.randn(n, device="cuda", dtype=dt)
+        res = torch.randn(m, n, device="cuda", dtype=dt)
+        for alpha in (0.5, -1.25):
+            c = _fused_or_skip(lambda: pipeline_mlir.gemm(
+                a, b, bias=bias, activation=activation, residual=res, alpha=alpha))
+            err = fused_close(c, fused_ref(a, b, bias, activation, res, alpha), a, alpha)
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
+        assert pipeline_mlir.gemm(a, b, bias=bias, activation=activation, residual=res,
+                                  alpha=0.5, out=out) is out
+        fused_close(out, fused_ref(a, b, bias, activation, res, 0.5), a, 0.5)
+        c = _fused_or_skip(lambda: pipeline_mlir.gemm(a, b, bias=bias, activation=activation))
+        fused_close(c, fused_ref(a, b, bias, activation), a)
+        print(f"gemm+{activation} {dtype} {m}x{n}x{k}: err {err:.3g}")
+    # the plain call still takes its own variant, unchanged
+    close(pipeline_mlir.gemm(a, b), a, b)
+    assert "_" not in ops_gemm.chosen(a, b)
+
+
+def test_gemm_epilogue_single_steps_and_arguments(device, gemm_cache):
+    """alpha alone, the residual alone (also in place: residual is out), an
+    fp32 bias; then the argument checks, with their messages."""
+    import pipeline_mlir
+
+    dt = torch.bfloat16
+    torch.manual_seed(1)
+    m, n, k = 1000, 1032, 520
+    a = torch.randn(m, k, device="cuda", dtype=dt)
+    b = torch.randn(n, k, device="cuda", dtype=dt)
+    res = torch.randn(m, n, device="cuda", dtype=dt)
+    bias32 = torch.randn(n, device="cuda", dtype=torch.float32)
+    c = _fused_or_skip(lambda: pipeline_mlir.gemm(a, b, alpha=3.0))
+    fused_close(c, fused_ref(a, b, alpha=3.0), a, 3.0)
+    c = _fused_or_skip(lambda: pipeline_mlir.gemm(a, b, residual=res))
+    fused_close(c, fused_ref(a, b, residual=res), a)
+    inplace = res.clone()
+    assert pipeline_mlir.gemm(a, b, residual=inplace, out=inplace) is inplace
+    fused_close(inplace, fused_ref(a, b, residual=res), a)
+    c = _fused_or_skip(lambda: pipeline_mlir.gemm(a, b, bias=bias32))
+    fused_close(c, fused_ref(a, b, bias=bias32), a)
+
+    bias = torch.randn(n, device="cuda", dtype=dt)
+    with pytest.raises(ValueError, match="activation must be None or one of relu, gelu_tanh, "
+                                         "gelu_erf, silu"):
+        pipeline_mlir.gemm(a, b, activation="gelu")
+    with pytest.raises(ValueError, match=rf"bias must be a contiguous vector of N = {n} values"):
+        pipeline_mlir.gemm(a, b, bias=bias[:-8])
+    with pytest.raises(TypeError, match="bias must be torch.bfloat16 .* or torch.float32"):
+        pipeline_mlir.gemm(a, b, bias=bias.half())
+    with pytest.raises(ValueError, match=rf"residual must be a contiguous M x N = {m} x {n}"):
+        pipeline_mlir.gemm(a, b, residual=res.T.contiguous().T)
+    with pytest.raises(TypeError, match="residual must be torch.bfloat16"):
+        pipeline_mlir.gemm(a, b, residual=res.float())
+    with pytest.raises(TypeError, match="alpha must be a Python number"):
+        pipeline_mlir.gemm(a, b, alpha=torch.tensor(2.0))
+
+
+def test_compiled_model_fuses_its_epilogue(device, gemm_cache):
+    """torch.compile(fullgraph=True) traces gemm with an epilogue as one
+    node (the custom op's fake implementation gives the shapes)."""
+    import pipeline_mlir
+
+    w = torch.randn(1032, 520, device="cuda", dtype=torch.bfloat16) / 16
+    bias = torch.randn(1032, device="cuda", dtype=torch.bfloat16)
+
+    def layer(x, r):
+        return pipeline_mlir.gemm(x, w, bias=bias, activation="gelu_erf", residual=r,
+                                  alpha=0.5)
+
+    compiled = torch.compile(layer, fullgraph=True)
+    x = torch.randn(1000, 520, device="cuda", dtype=torch.bfloat16)
+    r = torch.randn(1000, 1032, device="cuda", dtype=torch.bfloat16)
+    y = _fused_or_skip(lambda: compiled(x, r))
+    fused_close(y, fused_ref(x, w, bias, "gelu_erf", r, 0.5), x, 0.5)
+    explain = torch._dynamo.explain(layer)(x, r)
+    assert explain.graph_break_count == 0 and explain.graph_count == 1
+
+
 # --- CUDA graphs -----------------------------------------------------------------
 
 def test_torch_cuda_graph_replays_with_new_inputs(fill, device, gemm_cache):
