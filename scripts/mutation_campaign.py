@@ -114,7 +114,8 @@ def mutants(text):
              if VERB.match(line) and not re.match(r"\s*%[\w#:]+(, %[\w#:]+)* = ", line)]
     for i in verbs:
         op = VERB.match(lines[i]).group(2)
-        where = f"line {i + 1}: {op}"
+        kind_of = re.search(r": <(\w+)", lines[i])   # the pipeline kind the verb acts on
+        where = f"line {i + 1}: {op}" + (f" <{kind_of.group(1)}>" if kind_of else "")
         emit("drop", where, lines[:i] + lines[i + 1:])
         emit("dup", where, lines[:i + 1] + [lines[i]] + lines[i + 1:])
         block = [j for j in _block_of(lines, i) if j in set(verbs)]
@@ -211,6 +212,11 @@ def mutants(text):
 
 def _harmless(kind, what, text=""):
     if kind == "dup" and any(op in what for op in HARMLESS_DUP):
+        return True
+    if (kind in ("drop", "dup") or kind.startswith("move")) and "producer.commit" in what \
+            and ("<tma_async>" in what or "<tma_umma>" in what):
+        # a TMA producer's commit emits nothing: the copies' complete_tx
+        # completes the full barrier (pipeline-semantics.md)
         return True
     if kind == "stages-1":   # fewer stages than buffers and barriers: still a correct ring
         return True
