@@ -366,17 +366,19 @@ def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c
         tile = c_buf + cw * (per_pass * c_tile.box_bytes)
         for p in range(cfg.epilogue_passes):
             boxes = range(p * per_pass, (p + 1) * per_pass)
-            # The previous TMA stores must have read the buffer.
-            with k.if_(leader):
-                store.producer_acquire()
-            epi_sync.arrive_and_wait_w_index(cw)
             # The fused epilogue once per pass: the pass stores only its
             # columns, so LLVM drops the other columns' loads and math, and
             # a pass holds its share of the residual in registers, not the
             # whole tile's (a 128x256 tile's would not fit beside the
-            # accumulator).
-            epilogue.store_fragment(cfg.epilogue.apply(out, ctx) if ctx is not None else out,
-                                    tile, warp_in_wg, lane, c_tile, box_range=boxes)
+            # accumulator). Before the waits below, so that its bias and
+            # residual loads are in flight while the previous TMA stores
+            # drain (the loads read other columns than those stores write).
+            values = cfg.epilogue.apply(out, ctx) if ctx is not None else out
+            # The previous TMA stores must have read the buffer.
+            with k.if_(leader):
+                store.producer_acquire()
+            epi_sync.arrive_and_wait_w_index(cw)
+            epilogue.store_fragment(values, tile, warp_in_wg, lane, c_tile, box_range=boxes)
             # Generic-proxy writes -> visible to TMA (async proxy).
             fence_view_async_shared()
             epi_sync.arrive_and_wait_w_index(cw)
