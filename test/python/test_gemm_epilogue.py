@@ -174,6 +174,17 @@ def test_direct_store_epilogue_and_fp8_scaled_take_the_epilogue_too():
         k.compile(assembler=ASSEMBLER)
 
 
+def test_simulator_runs_the_fused_gemm(tmp_path):
+    """The epilogue adds loads and math, no barrier: pipeline-sim runs the
+    fused kernel's protocol as it runs the plain one's."""
+    from pipeline_mlir.sim.cli import main as sim_main
+
+    path = tmp_path / "gemm_epilogue.mlir"
+    path.write_text(str(hg.build(hg.GemmConfig(epilogue=FULL))))
+    assert sim_main([str(path), "--arg", "4=256", "--arg", "5=256", "--arg", "6=256",
+                     "--schedules", "2"]) == 0
+
+
 def test_a_non_epilogue_is_refused():
     with pytest.raises(TypeError, match="epilogue must be an Epilogue"):
         hg.build(hg.GemmConfig(epilogue={"activation": "relu"}))
