@@ -102,7 +102,12 @@ class Tensor:
 @pytest.fixture
 def gemm(monkeypatch):
     """A HopperGemm on a mock driver: (gemm, driver, encoded tensor maps, arena puts)."""
-    drv = MockDriver(SIGNATURE)
+    return mock_gemm(monkeypatch, META)
+
+
+def mock_gemm(monkeypatch, meta):
+    """``gemm``'s fixture for the variant ``meta`` (its params, bound by name)."""
+    drv = MockDriver([kind for _, kind in meta["params"]])
     torch = types.SimpleNamespace(
         Tensor=Tensor, bfloat16=BF16, float16=F16,
         empty=lambda m, n, device, dtype: Tensor((m, n), dtype, ordinal=device.index),
@@ -159,7 +164,7 @@ def gemm(monkeypatch):
     monkeypatch.setattr(lc, "device_arena", lambda device: arenas)
     monkeypatch.setattr(hg.HopperGemm, "descriptors", descriptors)
     rc.CompiledKernel._cache.clear()
-    g = hg.HopperGemm(IMAGE, META, device=FakeDevice(0))
+    g = hg.HopperGemm(IMAGE, meta, device=FakeDevice(0))
     return g, drv, encoded, puts
 
 
@@ -333,3 +338,40 @@ def test_mock_driver_reads_the_prepared_config_by_address(gemm):
     p = g.launcher.prepare((0xD0, 0xD1, 0xD2, 0x1000, 1, 2, 3), (6, 1, 1), 0x9)
     assert fl.LaunchConfig.from_address(p.config_address).gridDimX == 6
     assert p.params_address == ctypes.addressof(p.params.array)
+
+
+# A variant with a fused epilogue: its extra parameters after m, n, k, in
+# the kernel's order (kernels/hopper_gemm.py, kernel.epilogue.kernel_params).
+EPILOGUE_META = dict(META, name="gemm_bf16_128x256_alpha_bias_res_relu", params=[
+    *META["params"], ["alpha", "f32"], ["bias", "ptr:4"], ["residual", "ptr:4"]])
+
+
+def test_epilogue_arguments_are_bound_by_name_and_prepared_once(monkeypatch):
+    """pipeline_mlir.gemm passes alpha, bias and residual as a dict: each
+    lands in its named parameter's slot, whatever the dict's order; a
+    repeat reuses the prepared bytes; a new alpha, or the two pointers
+    swapped between the names, prepares a new launch."""
+    g, drv, encoded, _ = mock_gemm(monkeypatch, EPILOGUE_META)
+    assert g.extra_names == ("alpha", "bias", "residual")
+    a, b, c = operands()
+    bias, res = Tensor((512,)), Tensor((256, 512))
+    g.launch(a, b, c, {"alpha": 0.5, "bias": bias, "residual": res}, None, False)
+    blobs = drv.launches[-1][6]
+    assert blobs[7:] == [struct.pack("<f", 0.5), struct.pack("<Q", bias.address),
+                         struct.pack("<Q", res.address)]
+    g.launch(a, b, c, {"residual": res, "alpha": 0.5, "bias": bias}, None, False)
+    assert drv.launches[-1] == drv.launches[0] and len(encoded) == 1   # dict order: same
+    g.launch(a, b, c, {"alpha": 2.0, "bias": bias, "residual": res}, None, False)
+    assert drv.launches[-1][6][7] == struct.pack("<f", 2.0)
+    g.launch(a, b, c, {"alpha": 0.5, "bias": res, "residual": bias}, None, False)
+    assert drv.launches[-1][6][8:] == [struct.pack("<Q", res.address),
+                                       struct.pack("<Q", bias.address)]
+    with pytest.raises(ValueError, match=r"missing \['residual'\], unknown \[\]"):
+        g.launch(a, b, Tensor(c.shape), {"alpha": 0.5, "bias": bias}, None, False)
+
+
+def test_a_meta_without_the_gemm_parameters_is_refused(monkeypatch):
+    meta = dict(META, params=[p for p in META["params"] if p[0] != "c_ptr"])
+    with pytest.raises(ValueError, match=r"has no parameters \['c_ptr'\]: not a GEMM of this "
+                                         "launcher"):
+        mock_gemm(monkeypatch, meta)

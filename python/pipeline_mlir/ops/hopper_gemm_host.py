@@ -179,9 +179,12 @@ class HopperGemm:
                a.dtype, b.dtype, c.dtype, a.is_contiguous(), b.is_contiguous(),
                c.is_contiguous(), stream)
         if extra_args:
-            if isinstance(extra_args, dict):   # names too: {bias: p, residual: q} != swapped
-                key += tuple((name, x.data_ptr() if hasattr(x, "data_ptr") else x)
-                             for name, x in extra_args.items())
+            if isinstance(extra_args, dict):
+                # In the kernel's order, whatever the dict's: {bias: p,
+                # residual: q} and its swap differ, two orders of one do not.
+                # (A missing name keys None, which no prepared launch has.)
+                key += tuple(x.data_ptr() if hasattr(x, "data_ptr") else x
+                             for x in map(extra_args.get, self.extra_names))
             else:
                 key += tuple(x.data_ptr() if hasattr(x, "data_ptr") else x for x in extra_args)
         return key
