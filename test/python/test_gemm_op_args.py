@@ -186,10 +186,11 @@ BAD = [
 
 @pytest.mark.parametrize("kwargs, exc, message", BAD)
 def test_bad_epilogue_arguments_say_the_rule(op, kwargs, exc, message):
-    mod, _ = op
+    mod, requests = op
     a, b = operands()
     with pytest.raises(exc, match=message):
         mod.gemm(a, b, **kwargs)
+    assert requests == []          # refused before any variant is compiled or loaded
 
 
 def test_a_shape_checked_once_still_checks_each_calls_tensors(op):

@@ -174,13 +174,16 @@ def _gemm_fused(a, b, out, bias, activation, residual, alpha):
     if found is None:
         variant, dtype, device = _variant_of(a, b)   # the pick without an epilogue
         epi = _epilogue_of(a, b, bias, activation, residual, alpha)
+        _check_epilogue_tensors(a, b, bias, residual)  # before a compile on demand
         g = variant_gemm(variant, dtype, device, epi)
-        found = put_bounded(_fused_picks, key, (g, g.extra_names), _FUSED_PICKS)
+        found = (g, g.extra_names)
+        if key is not None:
+            put_bounded(_fused_picks, key, found, _FUSED_PICKS)
+    else:
+        _check_epilogue_tensors(a, b, bias, residual)
     g, names = found
-    _check_epilogue_tensors(a, b, bias, residual)
     given = {"alpha": float(alpha), "bias": bias, "residual": residual}
     return g.launch(a, b, out, {name: given[name] for name in names}, None, False)
-
 
 
 def gemm(a, b, bias=None, activation=None, residual=None, alpha=1.0, out=None):
