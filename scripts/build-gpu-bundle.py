@@ -8,7 +8,7 @@ Writes the kernels (cubin/PTX), manifest.json (what to launch and check),
 the pure-Python runtime (pipeline_mlir/__init__.py, layout.py and runtime/,
 no MLIR needed) and the test files. On the GPU host:
 
-    cd .gpu-bundle && python3 -m pytest -q test_gpu.py test_gpu_launch.py
+    cd .gpu-bundle && python3 -m pytest -q test_gpu.py test_gpu_launch.py test_gpu_rows.py
 
 Kernels come from test/gpu/builders.py; one that cannot be built yet (the
 lowering or its builder is missing) is logged and listed under "skipped" in
@@ -32,11 +32,13 @@ def copy_suite(out):
     for f in ("conftest.py", "test_gpu.py", "test_gpu_launch.py", "test_gpu_ops.py",
               "test_soak.py", "soak.py",
               "gpu_child.py", "pytest.ini",
-              "run_forensics.py", "fragment_reference.py", "ptx_layouts.py"):
+              "run_forensics.py", "fragment_reference.py", "ptx_layouts.py",
+              "test_gpu_rows.py", "rows_reference.py"):
         shutil.copy(os.path.join(ROOT, "test", "gpu", f), out)
     # The GEMMs' launchers (runtime + torch only).
+    # The row kernels' launchers: their modules import MLIR only to build.
     for f in ("hopper_gemm_host.py", "fp8_gemm_host.py", "attention_fwd_host.py",
-              "blackwell_gemm_host.py"):
+              "blackwell_gemm_host.py", "row_softmax.py", "rmsnorm.py", "rows_host.py"):
         shutil.copy(os.path.join(ROOT, "examples", f), out)
 
 
@@ -96,7 +98,7 @@ def main(argv=None):
     print(f"{out}: {len(manifest['kernels'])} kernels, {len(manifest['skipped'])} skipped, "
           f"{total / 1024:.0f} KiB")
     print(f"run on the GPU host: cd {os.path.relpath(out, ROOT)} && "
-          "python3 -m pytest -q test_gpu.py test_gpu_launch.py")
+          "python3 -m pytest -q test_gpu.py test_gpu_launch.py test_gpu_rows.py")
     return 0
 
 

@@ -25,6 +25,9 @@ Manifest entry (the contract with test_gpu.py):
          "bw_gemm" -> the same with examples/blackwell_gemm_host.py, on sm_100 only
          "attention" -> examples/attention_fwd_host.check on several shapes
                     (entry["attention"]: its launch facts)
+         "row_softmax" | "rmsnorm" -> test_gpu_rows.py: examples/row_softmax.py /
+                    rmsnorm.py on several row counts against rows_reference.py
+                    (entry["rows"]: rows_host.meta_of's launch facts)
          "fragment_ops" | "fragment_convert" | "fragment_operand_a" | "fragment_mma_rs"
                  -> test/gpu/fragment_reference.py's torch references (entry: n,
                     ops/row_ops or dtypes, k and b_major for mma_rs)
@@ -393,6 +396,43 @@ def build_fragments(chip, _mib):
     return out
 
 
+#: (example, row length, dtype) of the row kernels the GPU suite checks: a
+#: warp per row and a CTA per row, rows that are whole chunks and ragged ones,
+#: 16-byte and (n = 1001) scalar accesses, the three dtypes.
+ROW_CASES = [
+    ("row_softmax", 128, "bf16"), ("row_softmax", 1000, "bf16"),
+    ("row_softmax", 2048, "bf16"), ("row_softmax", 1001, "bf16"),
+    ("row_softmax", 4096, "bf16"), ("row_softmax", 6000, "bf16"),
+    ("row_softmax", 16384, "bf16"), ("row_softmax", 1000, "f16"),
+    ("row_softmax", 8192, "f32"),
+    ("rmsnorm", 1000, "bf16"), ("rmsnorm", 2048, "bf16"), ("rmsnorm", 1001, "bf16"),
+    ("rmsnorm", 4096, "bf16"), ("rmsnorm", 6000, "bf16"), ("rmsnorm", 16384, "bf16"),
+    ("rmsnorm", 1024, "f32"),
+]
+
+
+def build_rows(chip, _mib):
+    """examples/row_softmax.py and examples/rmsnorm.py (register rows,
+    pipeline_mlir.kernel.rows) for ROW_CASES; test_gpu_rows.py checks them
+    against fp32 references with their host launchers (rows_host.py)."""
+    import sys
+
+    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+    sys.path.insert(0, os.path.abspath(examples))
+    import rmsnorm
+    import row_softmax
+    import rows_host
+
+    out = []
+    for example, n, dtype in ROW_CASES:
+        k = {"row_softmax": row_softmax, "rmsnorm": rmsnorm}[example].build(n, dtype, chip=chip)
+        e = {"name": k.name, "pipeline": "register rows", "source": f"examples/{example}.py",
+             "kernel": k.name, "chip": chip, "check": example,
+             "rows": rows_host.meta_of(k.rows, k)}
+        out.append(Built(e, k.compile()))
+    return out
+
+
 def build_blackwell_gemm(_chip, _mib):
     """examples/blackwell_gemm.py for sm_100a whatever the bundle's chip:
     1-CTA and CTA-pair, CLC and static schedulers. The suite runs them only
@@ -461,5 +501,6 @@ def _all_builders(dk, mib):
         ("attention", build_attention),
         ("fp8_gemm", build_fp8_gemm),
         ("fragments", build_fragments),
+        ("rows", build_rows),
         ("blackwell_gemm", build_blackwell_gemm),
     ]

@@ -4,7 +4,8 @@ Enough to write pipeline kernels in readable Python: a ``gpu.func`` with
 launch bounds and cluster dims (:class:`Kernel`), parameters
 (:mod:`.params`), thread/warp/lane/CTA-rank values, shared memory
 (:class:`SmemPtr`), ``scf.for`` loops carrying pipeline states
-(``k.range``), ``scf.if`` branches (``k.if_``), ``scf.while`` loops (``k.while_``), ``elect_one`` and compilation
+(``k.range``), ``scf.if`` branches (``k.if_``), ``scf.while`` loops (``k.while_``), ``elect_one``, rows of a tensor in
+registers for memory-bound kernels (:class:`Rows`, :class:`RowValues`) and compilation
 (``k.verify()``, ``k.to_ptx()``, ``k.compile()``).
 """
 
@@ -13,6 +14,7 @@ from .control import If, elect_one, range_, while_
 from .kernel import Kernel
 from .memory import element_ptr, fence_view_async_shared, load, store
 from .params import Float32, GlobalPtr, Int32, Int64, Param, TmaDescriptor
+from .rows import Rows, RowValues, row_threads
 from .scope import ScopeError
 from .smem import SmemPtr
 from .values import Scalar, to_value
@@ -22,4 +24,5 @@ __all__ = [
     "Int32", "Int64", "Float32", "If", "elect_one", "range_", "while_", "to_value",
     "ScopeError", "LoweringUnavailable", "has_pipeline_to_cubin",
     "load", "store", "element_ptr", "fence_view_async_shared",
+    "Rows", "RowValues", "row_threads",
 ]

@@ -193,6 +193,12 @@ class Kernel:
     def block_idx(self, dim="x"):
         return Scalar(getattr(nvvm, f"read_ptx_sreg_ctaid_{dim}")(i32()))
 
+    def grid_dim(self, dim="x"):
+        """``%nctaid``: CTAs in the grid along ``dim``; a grid-stride loop
+        steps by it (``Rows.grid_stride``), so one launch of any grid covers
+        any number of rows or tiles."""
+        return Scalar(getattr(nvvm, f"read_ptx_sreg_nctaid_{dim}")(i32()))
+
     def lane_idx(self):
         return Scalar(nvvm.read_ptx_sreg_laneid(i32()))
 

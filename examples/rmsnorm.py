@@ -1,0 +1,91 @@
+"""RMSNorm over the last dimension of an M x N tensor, on register rows.
+
+    python examples/rmsnorm.py [--n 4096] [--dtype bf16] [--out DIR] [--print-ir]
+
+``y = x * rsqrt(mean(x^2) + eps) * weight`` (``torch.nn.functional.rms_norm``),
+the input, weight and output in ``dtype`` and the math in fp32. The weight
+is loaded once per CTA, before the loop over rows, in the layout of a row
+(``Rows.load_columns``): each thread holds the columns it multiplies. A
+warp per row up to 2048 columns, a CTA beyond, as examples/row_softmax.py.
+
+``build(n, dtype)`` returns the Kernel; ``rms_norm(x, weight, eps)`` runs it
+on torch tensors (compiling on first use where MLIR is installed);
+``RmsNorm(cubin, meta)`` runs a compiled one where only the runtime is.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rows_host  # noqa: E402
+
+
+def build(n, dtype="bf16", threads=None, chip="sm_90a", name=None):
+    """The RMSNorm kernel for rows of ``n`` elements of ``dtype``:
+    parameters ``(src, weight, dst, m, eps)``, any grid."""
+    from pipeline_mlir.kernel import Float32, GlobalPtr, Int32, Kernel, Rows, row_threads
+    from pipeline_mlir.kernel.rows import rsqrt
+
+    threads = threads or row_threads(n, dtype)
+    rows = Rows(n, dtype, threads=threads)
+    block = 128 if rows.per_warp else threads
+    k = Kernel(name or f"rmsnorm_{dtype}_{n}", chip=chip, block_dim=block,
+               params={"src": GlobalPtr(), "weight": GlobalPtr(), "dst": GlobalPtr(),
+                       "m": Int32(), "eps": Float32()})
+    with k:
+        src, weight, dst, m, eps = k.args
+        w = rows.load_columns(weight)                  # once per CTA, reused by every row
+        for row in rows.grid_stride(k, m):
+            x = rows.load(src, row)                    # out-of-row values: 0
+            scale = rsqrt((x * x).sum() * (1.0 / n) + eps)
+            rows.store(x * scale * w, dst, row)
+    k.rows = rows
+    return k
+
+
+class RmsNorm:
+    """A compiled RMSNorm (cubin and ``meta``: ``rows_host.meta_of``) as a
+    function of torch tensors; needs the runtime and torch, no MLIR."""
+
+    def __init__(self, cubin, meta, launch=None):
+        from pipeline_mlir.runtime import CompiledKernel
+
+        self.meta = meta
+        self.fn = cubin if isinstance(cubin, CompiledKernel) else \
+            CompiledKernel.from_metadata(bytes(cubin), launch)
+
+    def __call__(self, x, weight, eps=1e-6, out=None):
+        rows = rows_host.check_rows(x, self.meta, "rms_norm")
+        w = rows_host.check_rows(weight, self.meta, "rms_norm weight")
+        y = rows_host.output_like(rows, out, x.shape, "rms_norm")
+        m = rows.shape[0]
+        if m:
+            self.fn(rows, w, y, m, float(eps),
+                    grid=rows_host.grid_for(m, self.meta, self.fn, x.device), sync=False)
+        return y.view(x.shape)
+
+
+_COMPILED = {}
+
+
+def rms_norm(x, weight, eps=1e-6, out=None):
+    """``F.rms_norm(x, (N,), weight, eps)`` for CUDA bf16 / f16 / f32 tensors,
+    with the kernel for the row length built and compiled on first use."""
+    dtype = {v: k for k, v in rows_host.DTYPES.items()}[str(x.dtype).split(".")[-1]]
+    key = (x.shape[-1], dtype)
+    if key not in _COMPILED:
+        k = build(*key)
+        _COMPILED[key] = RmsNorm(k.compile(), rows_host.meta_of(k.rows, k))
+    return _COMPILED[key](x, weight, eps, out)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    from _common import main
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--dtype", default="bf16", choices=sorted(rows_host.DTYPES))
+    opts, _ = ap.parse_known_args()
+    sys.exit(main(build(opts.n, opts.dtype), "rmsnorm"))

@@ -1,0 +1,95 @@
+"""Softmax over the last dimension of an M x N tensor, on register rows.
+
+    python examples/row_softmax.py [--n 4096] [--dtype bf16] [--out DIR] [--print-ir]
+
+Each row is read once and written once; the math is fp32 and numerically
+stable: ``max``, ``exp2((x - max) log2 e)`` (one ``fma`` and one
+``ex2.approx`` per element), ``sum``, and one reciprocal per row. A warp
+handles a row up to 2048 columns (its reductions are five shuffles), a
+CTA beyond (``rows.row_threads``: a warp's registers cannot hold the row;
+the CTA reduces through shared memory). The kernel is built per row
+length N, so only a ragged last chunk is masked.
+
+``build(n, dtype)`` returns the Kernel; ``softmax(x)`` runs it on a torch
+tensor (building and compiling it on first use where MLIR is installed);
+``RowSoftmax(cubin, meta)`` runs a compiled one where only the runtime is.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rows_host  # noqa: E402
+
+LOG2_E = 1.4426950408889634
+
+
+def build(n, dtype="bf16", threads=None, chip="sm_90a", name=None):
+    """The softmax kernel for rows of ``n`` elements of ``dtype``:
+    parameters ``(src, dst, m)``, any grid (a grid-stride loop over the
+    ``m`` rows); ``threads`` per row defaults to ``row_threads(n, dtype)``."""
+    from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel, Rows, row_threads
+    from pipeline_mlir.kernel.rows import reciprocal
+
+    threads = threads or row_threads(n, dtype)
+    rows = Rows(n, dtype, threads=threads)
+    # A warp per row: 4 warps per CTA, 4 rows at once; a CTA per row: the row's threads.
+    block = 128 if rows.per_warp else threads
+    k = Kernel(name or f"row_softmax_{dtype}_{n}", chip=chip, block_dim=block,
+               params={"src": GlobalPtr(), "dst": GlobalPtr(), "m": Int32()})
+    with k:
+        src, dst, m = k.args
+        for row in rows.grid_stride(k, m):
+            x = rows.load(src, row, fill=float("-inf"))
+            top = x.max()
+            p = x.fma(LOG2_E, -(top * LOG2_E)).exp2()     # exp2((x - max) log2 e)
+            rows.store(p * reciprocal(p.sum()), dst, row)
+    k.rows = rows
+    return k
+
+
+class RowSoftmax:
+    """A compiled softmax (cubin and ``meta``: ``rows_host.meta_of``) as a
+    function of torch tensors; needs the runtime and torch, no MLIR."""
+
+    def __init__(self, cubin, meta, launch=None):
+        from pipeline_mlir.runtime import CompiledKernel
+
+        self.meta = meta
+        self.fn = cubin if isinstance(cubin, CompiledKernel) else \
+            CompiledKernel.from_metadata(bytes(cubin), launch)
+
+    def __call__(self, x, out=None):
+        rows = rows_host.check_rows(x, self.meta, "softmax")
+        y = rows_host.output_like(rows, out, x.shape, "softmax")
+        m = rows.shape[0]
+        if m:
+            self.fn(rows, y, m, grid=rows_host.grid_for(m, self.meta, self.fn, x.device),
+                    sync=False)
+        return y.view(x.shape)
+
+
+_COMPILED = {}
+
+
+def softmax(x, out=None):
+    """``torch.softmax(x, -1)`` for a CUDA bf16 / f16 / f32 tensor, with the
+    kernel for its row length built and compiled on first use (MLIR needed)."""
+    dtype = {v: k for k, v in rows_host.DTYPES.items()}[str(x.dtype).split(".")[-1]]
+    key = (x.shape[-1], dtype)
+    if key not in _COMPILED:
+        k = build(*key)
+        _COMPILED[key] = RowSoftmax(k.compile(), rows_host.meta_of(k.rows, k))
+    return _COMPILED[key](x, out)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    from _common import main
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--dtype", default="bf16", choices=sorted(rows_host.DTYPES))
+    opts, _ = ap.parse_known_args()
+    sys.exit(main(build(opts.n, opts.dtype), "row_softmax"))

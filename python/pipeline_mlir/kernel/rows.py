@@ -1,0 +1,712 @@
+"""Row tensors: rows of a 2-D tensor in registers, for memory-bound kernels.
+
+A softmax, a norm or an activation reads each row of an ``M x N`` tensor
+once, does a few operations per element and one or two reductions per
+row, and writes it back: its speed is the memory system's, so what
+matters is wide, coalesced accesses with many of them in flight. A
+:class:`Rows` is the layout that gets this: a row of ``n`` elements split
+over ``threads`` threads (32: a warp per row; more: a CTA per row), each
+thread holding ``vec`` contiguous elements per *chunk* (16 bytes: 8 bf16 /
+f16 or 4 f32, one ``ld.global.v4``), chunks ``threads * vec`` elements
+apart. Value ``i`` of thread ``t`` is column::
+
+    (i / vec) * threads * vec + t * vec + i % vec
+
+so a warp's 32 accesses of one chunk cover 512 contiguous bytes. ``n`` is a
+build-time constant (the kernel is specialized per row length, as a
+Triton or CuTe DSL softmax is): chunks that lie inside the row need no
+mask, and only the last one, when ``threads * vec`` does not divide ``n``,
+is guarded (a predicated load or store). ``vec`` is the largest power of
+two that divides ``n`` within 16 bytes, so every access stays aligned for
+any ``n`` (1001 columns: ``vec = 1``, scalar accesses).
+
+A :class:`RowValues` is one thread's values of a row, in f32 whatever the
+tensor's type (loads convert, stores round back): elementwise ``+ - * /``,
+``fma``, ``maximum``/``minimum``, ``exp2`` / ``exp`` (``ex2.approx``),
+``rsqrt``, ``reciprocal``, ``where``; a float ``Scalar`` broadcasts (a
+per-row statistic: every thread of the row holds it), and another
+RowValues of the same layout combines value by value, which is how a
+per-column vector (an RMSNorm weight, loaded once per CTA with
+:meth:`Rows.load_columns`) broadcasts over rows. ``sum()`` / ``max()`` /
+``min()`` reduce the row to a float Scalar that every thread of the row
+holds: each thread over its values, then ``shfl.sync.bfly`` across the
+warp, then, for a CTA per row, through one f32 per warp in shared memory.
+
+:meth:`Rows.grid_stride` is the loop over the rows a warp or CTA handles
+(rows ``unit, unit + units, ...`` with ``units`` the warps or CTAs of the
+grid, ``k.grid_dim()``), so one launch of any grid covers any ``M``.
+"""
+
+import math
+
+import mlir.ir as ir
+from mlir.dialects import arith, llvm, nvvm, scf, vector
+
+from .control import If
+from .fragment import LOG2_E, IrOps, shfl_xor
+from .fragment import exp2 as _exp2
+from .fragment import reciprocal as _reciprocal
+from .memory import load as _load
+from .memory import store as _store
+from .scope import note_update
+from .values import Scalar, f32, i32, to_value
+
+# Element type name -> (MLIR type factory, bytes).
+DTYPES = {"bf16": (ir.BF16Type.get, 2), "f16": (ir.F16Type.get, 2),
+          "f32": (ir.F32Type.get, 4)}
+ACCESS_BYTES = 16          # the widest global access (ld.global.v4.b32)
+WARP = 32
+MAX_THREADS = 1024
+# Values one thread holds: past MAX_VALUES a row's registers spill (Rows
+# refuses it); row_threads aims at TARGET_VALUES, and at MAX_VALUES from
+# LARGE_ROW elements on, where a row's f32 values alone fill a quarter of
+# an SM's registers and each thread's fixed registers (addresses, loop,
+# reductions) decide whether a second row fits beside it: measured on an
+# H200 (benchmarks/rows/bench_rows.py --alt), bf16 RMSNorm of 16384
+# columns ran at 0.71 of copy bandwidth over 512 threads, 0.86 over 256;
+# below 16384 the smaller target was as fast or faster (5120: 0.91 / 0.88).
+TARGET_VALUES = 32
+MAX_VALUES = 64
+LARGE_ROW = 16384
+
+
+def _bytes(dtype, what):
+    if dtype not in DTYPES:
+        raise ValueError(f"{what}: dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+    return DTYPES[dtype][1]
+
+
+def _dtype(dtype, what):
+    """(MLIR type, bytes) of ``dtype``: needs the kernel's context."""
+    return DTYPES[dtype][0](), _bytes(dtype, what)
+
+
+def widest_vec(n, dtype):
+    """The largest power of two dividing ``n`` whose elements fit 16 bytes:
+    every chunk of every row then starts 16-byte aligned (rows ``n``
+    elements apart), so its access is one vector instruction."""
+    eb = _bytes(dtype, "widest_vec")
+    v = ACCESS_BYTES // eb
+    while n % v:
+        v //= 2
+    return v
+
+
+def row_threads(n, dtype="bf16"):
+    """Threads per row for a row of ``n`` elements: a warp while each
+    thread holds at most ``MAX_VALUES`` values (2048 bf16 or f32 columns),
+    else a CTA of the power of two (128..1024) that brings a thread to
+    about ``TARGET_VALUES`` (``MAX_VALUES`` from ``LARGE_ROW`` elements on).
+    A warp per row needs no shared memory and no barrier; past it, a
+    warp's registers cannot hold the row."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"row_threads: n must be a positive int, got {n!r}")
+    vec = widest_vec(n, dtype)
+    if math.ceil(n / (WARP * vec)) * vec <= MAX_VALUES:
+        return WARP
+    target = MAX_VALUES if n >= LARGE_ROW else TARGET_VALUES
+    threads = 128
+    while threads < MAX_THREADS and math.ceil(n / (threads * vec)) * vec > target:
+        threads *= 2
+    return threads
+
+
+class Rows:
+    """The layout of one row of ``n`` elements of ``dtype`` over
+    ``threads`` threads (see the module docstring). Pure Python until a
+    kernel method is called: :meth:`column`, :meth:`holds` and
+    :meth:`thread_columns` are the model the kernel's index math follows
+    (test/python/test_rows.py checks them; the GPU suite checks the
+    kernels)."""
+
+    def __init__(self, n, dtype="bf16", threads=WARP, vec=None):
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"Rows: n must be a positive int, got {n!r}")
+        self.elem_bytes = _bytes(dtype, "Rows")
+        if not isinstance(threads, int) or threads < WARP or threads % WARP or \
+                threads > MAX_THREADS:
+            raise ValueError(f"Rows: threads must be a multiple of 32 in 32..1024 (a warp "
+                             f"or a CTA per row), got {threads!r}")
+        if vec is None:
+            vec = widest_vec(n, dtype)
+        if not isinstance(vec, int) or vec < 1 or vec & (vec - 1) or n % vec or \
+                vec * self.elem_bytes > ACCESS_BYTES:
+            raise ValueError(
+                f"Rows: vec={vec!r} must be a power of two dividing n={n} with "
+                f"vec * {self.elem_bytes} bytes <= {ACCESS_BYTES} (an aligned vector "
+                f"access); leave it out for the widest, {widest_vec(n, dtype)}")
+        self.n, self.dtype, self.threads, self.vec = n, dtype, threads, vec
+        self.stride = threads * vec                  # elements between a thread's chunks
+        self.chunks = math.ceil(n / self.stride)
+        self.full_chunks = n // self.stride          # chunks no thread needs a mask for
+        # Threads whose vector of the last, partial chunk lies inside the row.
+        self.tail_threads = (n % self.stride) // vec
+        self.count = self.chunks * vec               # values per thread
+        if self.count > MAX_VALUES:
+            raise ValueError(
+                f"Rows: a row of {n} elements over {threads} threads gives each thread "
+                f"{self.count} values (more than {MAX_VALUES} registers' worth: the row "
+                f"would spill); use more threads per row (row_threads({n}, "
+                f"{dtype!r}) = {row_threads(n, dtype)}), up to 1024")
+        self._buffers = {}                           # kernel -> block-reduction buffer
+
+    def __repr__(self):
+        return (f"Rows(n={self.n}, dtype={self.dtype!r}, threads={self.threads}, "
+                f"vec={self.vec}: {self.chunks} chunks, {self.count} values per thread)")
+
+    @property
+    def per_warp(self):
+        return self.threads == WARP
+
+    # -- the model (Python ints) ----------------------------------------------
+
+    def column(self, thread, i):
+        """Column of value ``i`` of ``thread`` (may be ``>= n`` in the tail)."""
+        return (i // self.vec) * self.stride + thread * self.vec + i % self.vec
+
+    def holds(self, thread, i):
+        """Whether value ``i`` of ``thread`` is an element of the row."""
+        return self.column(thread, i) < self.n
+
+    def thread_columns(self, thread):
+        """The columns ``thread`` holds, in value order."""
+        return [self.column(thread, i) for i in range(self.count) if self.holds(thread, i)]
+
+    def chunk_masked(self, c):
+        """Whether chunk ``c`` needs a per-thread guard (the partial last one)."""
+        return c >= self.full_chunks
+
+    # -- kernel side ----------------------------------------------------------
+
+    def thread(self, k):
+        """This thread's position in its row: the lane for a warp per row,
+        the thread index for a CTA per row (an i32 Scalar)."""
+        if self.per_warp:
+            return k.lane_idx()
+        self._check_block(k)
+        return k.linear_thread_idx()
+
+    def _check_block(self, k):
+        threads = k.block_dim[0] * k.block_dim[1] * k.block_dim[2]
+        if self.per_warp:
+            return threads // WARP
+        if threads != self.threads:
+            raise ValueError(
+                f"Rows: a CTA per row of {self.threads} threads, but kernel "
+                f"{k.name!r} has {threads}: its block reductions take every thread "
+                f"of the CTA. Build the kernel with block_dim={self.threads}")
+        return 1
+
+    def rows_per_cta(self, k):
+        """Rows a CTA works on at once: its warps for a warp per row, else 1."""
+        return self._check_block(k)
+
+    def grid_stride(self, k, m, carry=()):
+        """``for row in rows.grid_stride(k, m):`` the rows this warp (or
+        CTA) handles: ``unit, unit + units, ...`` below ``m``, where ``unit``
+        is the warp's (CTA's) index in the grid and ``units`` the grid's
+        warps (CTAs): any grid covers any ``m``, and a grid of one wave
+        keeps its CTAs resident. ``carry`` as in ``k.range``."""
+        per_cta = self.rows_per_cta(k)
+        first = k.block_idx() * per_cta
+        if per_cta > 1:
+            first = first + k.warp_idx()
+        step = k.grid_dim() * per_cta if per_cta > 1 else k.grid_dim()
+        return k.range(first, m, step, carry=carry)
+
+    def _valid(self, t):
+        """The i1 guard of the last chunk for thread position ``t``, or None
+        when every chunk lies inside the row."""
+        if self.full_chunks == self.chunks:
+            return None
+        return (t < self.tail_threads).ir_value
+
+    def _pieces(self, eb):
+        """(element offset, length) of the vector accesses of one chunk of
+        elements of ``eb`` bytes: one when the chunk is at most 16 bytes
+        (an f32 weight beside bf16 rows takes two)."""
+        per = max(1, min(self.vec, ACCESS_BYTES // eb))
+        return [(o, per) for o in range(0, self.vec, per)]
+
+    def _thread_ptr(self, ptr, row, ld, t, eb):
+        """``&ptr[row * ld + t * vec]`` in bytes, i64 offsets (``row * ld``
+        may pass 2^31); chunks add constants to it, so each access is
+        ``[reg + imm]``."""
+        base = to_value(ptr, what="row pointer")
+        ld = self.n if ld is None else ld
+        col = t * self.vec
+        if isinstance(row, int) and row == 0:
+            off = col.to(64) * eb
+        else:
+            r64 = row.to(64) if isinstance(row, Scalar) else Scalar(row).to(64)
+            ld64 = ld.to(64) if isinstance(ld, Scalar) else ld
+            off = (r64 * ld64 + col.to(64)) * eb
+        return llvm.getelementptr(base.type, base, [off.ir_value], [-2147483648],
+                                  ir.IntegerType.get_signless(8), 0)
+
+    @staticmethod
+    def _at(p, byte_offset):
+        if byte_offset == 0:
+            return p
+        return llvm.getelementptr(p.type, p, [], [byte_offset],
+                                  ir.IntegerType.get_signless(8), 0)
+
+    def load(self, ptr, row, ld=None, fill=0.0, dtype=None, k=None):
+        """Row ``row`` of the row-major tensor at the global pointer ``ptr``
+        (rows ``ld`` elements apart, default ``n``) as this thread's
+        :class:`RowValues` in f32. Values past the row's end read as
+        ``fill`` (a guarded, predicated load); reductions skip them
+        whatever they hold. ``dtype``: the tensor's, default the layout's."""
+        k = k or _kernel("Rows.load")
+        t = self.thread(k)
+        return self._load_at(ptr, row, ld, fill, dtype or self.dtype, t)
+
+    def load_columns(self, ptr, dtype=None, k=None):
+        """A per-column vector of ``n`` elements at ``ptr`` (an RMSNorm
+        weight, a bias) in this layout, as :class:`Columns`: combined with
+        a row it applies value ``c`` to column ``c``. Load it once, before
+        the row loop: every row this thread handles uses the same columns.
+        Columns past the row's end read as 0."""
+        k = k or _kernel("Rows.load_columns")
+        et, eb = _dtype(dtype or self.dtype, "Rows.load_columns")
+        t = self.thread(k)
+        p = self._thread_ptr(ptr, 0, None, t, eb)
+        valid = self._valid(t)
+        raw = []
+        for c in range(self.chunks):
+            for o, length in self._pieces(eb):
+                at = self._at(p, (c * self.stride + o) * eb)
+                if self.chunk_masked(c):
+                    raw.append(_guarded_raw(at, et, eb, length, valid))
+                else:
+                    raw.append(_load_raw(at, et, eb, length))
+        return Columns(self, raw)
+
+    def _load_at(self, ptr, row, ld, fill, dtype, t):
+        et, eb = _dtype(dtype, "Rows.load")
+        p = self._thread_ptr(ptr, row, ld, t, eb)
+        valid = self._valid(t)
+        values, masks = [], []
+        for c in range(self.chunks):
+            masked = self.chunk_masked(c)
+            for o, length in self._pieces(eb):
+                at = self._at(p, (c * self.stride + o) * eb)
+                if masked:
+                    values += _guarded_load(at, et, eb, length, valid, fill)
+                else:
+                    values += _load_f32(at, et, eb, length)
+            masks.append(valid if masked else None)
+        return RowValues(self, values, masks)
+
+    def store(self, values, ptr, row, ld=None, dtype=None, k=None):
+        """Write ``values`` (a RowValues of this layout) to row ``row`` of
+        the tensor at ``ptr``, rounded to ``dtype`` (default the layout's;
+        ``cvt.rn``); the tail's out-of-row values are not written."""
+        if not isinstance(values, RowValues) or not values.rows.same_layout(self):
+            raise TypeError(f"Rows.store: expected RowValues of {self!r}, got "
+                            f"{getattr(values, 'rows', type(values).__name__)!r}")
+        k = k or _kernel("Rows.store")
+        et, eb = _dtype(dtype or self.dtype, "Rows.store")
+        t = self.thread(k)
+        p = self._thread_ptr(ptr, row, ld, t, eb)
+        valid = self._valid(t)
+        for c in range(self.chunks):
+            for o, length in self._pieces(eb):
+                vals = values.values[c * self.vec + o:c * self.vec + o + length]
+                at = self._at(p, (c * self.stride + o) * eb)
+                if self.chunk_masked(c):
+                    branch = scf.IfOp(valid, [], has_else=False)
+                    with ir.InsertionPoint(branch.then_block):
+                        _store_rounded(vals, at, et, eb)
+                        scf.YieldOp([])
+                else:
+                    _store_rounded(vals, at, et, eb)
+
+    def full(self, value):
+        """RowValues holding ``value`` everywhere (an f32 number or Scalar)."""
+        v = _f32(value, "Rows.full")
+        return RowValues(self, [v] * self.count, [None] * self.chunks)
+
+    def same_layout(self, other):
+        return isinstance(other, Rows) and (other.n, other.threads, other.vec) == \
+            (self.n, self.threads, self.vec)
+
+    # -- reductions across threads ------------------------------------------
+
+    def allreduce(self, value, fn, k=None):
+        """``fn`` over one f32 value per thread of the row, the result in
+        every thread: five butterfly shuffles across the warp, then, for a
+        CTA per row, one value per warp through shared memory."""
+        v = to_value(value)
+        for mask in (16, 8, 4, 2, 1):
+            v = fn(v, shfl_xor(v, mask))
+        if self.per_warp:
+            return Scalar(v)
+        k = k or _kernel("a block reduction")
+        return Scalar(self._block_reduce(k, v, fn))
+
+    def _block_reduce(self, k, v, fn):
+        warps = self.threads // WARP
+        buf = self._buffers.get(id(k))
+        if buf is None:
+            buf = self._buffers[id(k)] = k.smem_alloc(4 * warps, align=16,
+                                                      name="row reduction")
+        tid = k.linear_thread_idx()
+        with If(tid % WARP == 0):
+            _store(v, buf, tid // WARP)
+        nvvm.barrier0()              # every warp's value is written
+        parts = []
+        if warps % 4 == 0:           # ld.shared.v4: a quarter of the loads
+            v4 = ir.VectorType.get([4], f32())
+            for j in range(warps // 4):
+                x = _load(buf, v4, j)
+                parts += [vector.extract(x, [], [e]) for e in range(4)]
+        else:
+            parts = [_load(buf, f32(), w) for w in range(warps)]
+        out = _tree(parts, fn)
+        # The next reduction rewrites this buffer: no warp may write it
+        # before every warp has read this one's values.
+        nvvm.barrier0()
+        return out
+
+
+def _kernel(what):
+    from .kernel import active_kernel
+
+    k = active_kernel()
+    if k is None:
+        raise RuntimeError(f"{what} emits kernel code: call it inside `with k:` (or pass k=)")
+    return k
+
+
+def _f32(x, what):
+    v = to_value(x, f32() if isinstance(x, (int, float)) else None, what=what)
+    if v.type != f32():
+        raise TypeError(f"{what}: expected an f32 value, got {v.type} (convert with "
+                        f".to('f32'))")
+    return v
+
+
+def _load_raw(p, et, eb, length):
+    """``length`` elements of type ``et`` at ``p`` (aligned to their
+    size), as loaded: one vector load (a scalar for one element)."""
+    if length == 1:
+        return llvm.load(et, p, alignment=eb)
+    return llvm.load(ir.VectorType.get([length], et), p, alignment=length * eb)
+
+
+def _to_f32(raw):
+    """The f32 values of a loaded vector (or scalar): one conversion."""
+    if not isinstance(raw.type, ir.VectorType):
+        return [raw if raw.type == f32() else arith.extf(f32(), raw)]
+    length = raw.type.shape[0]
+    if raw.type.element_type != f32():
+        raw = arith.extf(ir.VectorType.get([length], f32()), raw)
+    return [vector.extract(raw, [], [e]) for e in range(length)]
+
+
+def _load_f32(p, et, eb, length):
+    return _to_f32(_load_raw(p, et, eb, length))
+
+
+def _guarded_raw(p, et, eb, length, valid):
+    """:func:`_load_raw` where ``valid`` holds, else zeros."""
+    t = et if length == 1 else ir.VectorType.get([length], et)
+    branch = scf.IfOp(valid, [t], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        scf.YieldOp([_load_raw(p, et, eb, length)])
+    with ir.InsertionPoint(branch.else_block):
+        zero = ir.FloatAttr.get(et, 0.0)
+        scf.YieldOp([arith.constant(t, zero if length == 1 else
+                                    ir.DenseElementsAttr.get_splat(t, zero))])
+    return branch.results[0]
+
+
+def _guarded_load(p, et, eb, length, valid, fill):
+    """:func:`_load_f32` where ``valid`` holds, else ``fill``: an ``scf.if``
+    that ptxas turns into a predicated ``ld.global`` (the address stays
+    ``reg + imm``; no select of addresses)."""
+    fv = float(fill) if isinstance(fill, (int, float)) else None
+    types = [f32()] * length
+    branch = scf.IfOp(valid, types, has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        scf.YieldOp(_load_f32(p, et, eb, length))
+    with ir.InsertionPoint(branch.else_block):
+        f = arith.constant(f32(), fv) if fv is not None else _f32(fill, "fill")
+        scf.YieldOp([f] * length)
+    return list(branch.results)
+
+
+def _store_rounded(vals, p, et, eb):
+    """Store f32 ``vals`` as ``et`` at ``p``: one conversion of the vector
+    (``cvt.rn.bf16x2.f32`` pairs) and one vector store."""
+    if len(vals) == 1:
+        v = vals[0] if et == f32() else arith.truncf(et, vals[0])
+        llvm.store(v, p, alignment=eb)
+        return
+    v = vector.from_elements(ir.VectorType.get([len(vals)], f32()), list(vals))
+    if et != f32():
+        v = arith.truncf(ir.VectorType.get([len(vals)], et), v)
+    llvm.store(v, p, alignment=len(vals) * eb)
+
+
+def _tree(vals, fn):
+    """A pairwise reduction: log2(len) dependent operations, not len."""
+    vals = list(vals)
+    while len(vals) > 1:
+        nxt = [fn(vals[j], vals[j + 1]) for j in range(0, len(vals) - 1, 2)]
+        if len(vals) % 2:
+            nxt.append(vals[-1])
+        vals = nxt
+    return vals[0]
+
+
+def rsqrt(x):
+    """``1 / sqrt(x)`` of an f32 value or Scalar: PTX ``rsqrt.approx.ftz.f32``
+    (relative error 2^-22.9; the NVVM dialect has no op, and the generic
+    ``llvm.intr.sqrt`` would be a full-precision square root and a division)."""
+    v = _f32(x, "rsqrt")
+    r = llvm.call_intrinsic(f32(), "llvm.nvvm.rsqrt.approx.ftz.f", [v], [], [])
+    return Scalar(r) if isinstance(x, Scalar) else r
+
+
+def exp2(x):
+    """``2 ** x`` of an f32 value or Scalar (``ex2.approx.ftz.f32``)."""
+    r = _exp2(_f32(x, "exp2"))
+    return Scalar(r) if isinstance(x, Scalar) else r
+
+
+def reciprocal(x):
+    """``1 / x`` of an f32 value or Scalar (``rcp.approx.ftz.f32``)."""
+    r = _reciprocal(_f32(x, "reciprocal"))
+    return Scalar(r) if isinstance(x, Scalar) else r
+
+
+_IDENTITY = {"sum": 0.0, "max": float("-inf"), "min": float("inf")}
+
+
+class RowValues:
+    """One thread's f32 values of a row in a :class:`Rows` layout (see the
+    module docstring): ``values[i]`` is column ``rows.column(t, i)``;
+    ``masks[c]`` is None for a chunk inside the row, else the i1 that says
+    whether this thread's vector of chunk ``c`` is."""
+
+    __hash__ = object.__hash__
+    _broadcasts_scalars = True       # Scalar's operators defer to ours
+
+    def __init__(self, rows, values, masks):
+        if len(values) != rows.count or len(masks) != rows.chunks:
+            raise ValueError(f"RowValues of {rows!r}: {rows.count} values and "
+                             f"{rows.chunks} masks, got {len(values)} and {len(masks)}")
+        self.rows = rows
+        self.values = [_f32(v, "RowValues") for v in values]
+        self.masks = list(masks)
+
+    def __repr__(self):
+        return f"RowValues({self.rows!r})"
+
+    # Loop-carried protocol (k.range / k.if_ carry=[...]).
+    def _carry_values(self):
+        return list(self.values)
+
+    def _carry_rebind(self, values):
+        self.values = list(values)
+
+    def set(self, other):
+        """Rebind to ``other`` (RowValues of the same layout): how a carried
+        row is updated."""
+        self._check(other, "RowValues.set")
+        note_update(self, "set")
+        self.values = list(other.values)
+
+    def _check(self, other, what):
+        if not isinstance(other, RowValues):
+            raise TypeError(f"{what}: expected RowValues, got {type(other).__name__}")
+        if not other.rows.same_layout(self.rows):
+            raise ValueError(f"{what}: layouts differ: {self.rows!r} and {other.rows!r}; "
+                             "values combine only in the same Rows layout")
+
+    def _operand(self, other, what):
+        if isinstance(other, Columns):
+            return other.to_values(self.rows).values
+        if isinstance(other, RowValues):
+            self._check(other, what)
+            return other.values
+        v = _f32(other, what)
+        return [v] * len(self.values)
+
+    def _like(self, values, other=None):
+        masks = self.masks
+        if isinstance(other, RowValues):
+            masks = [a if a is not None else b for a, b in zip(self.masks, other.masks)]
+        return RowValues(self.rows, values, masks)
+
+    def _bin(self, other, fn, swap=False, what="operand"):
+        ov = self._operand(other, what)
+        pairs = zip(ov, self.values) if swap else zip(self.values, ov)
+        return self._like([fn(a, b) for a, b in pairs], other)
+
+    def map(self, fn):
+        """A new RowValues of ``fn(value)`` per value (f32 ir.Value in and out)."""
+        return self._like([fn(v) for v in self.values])
+
+    def __add__(self, o): return self._bin(o, arith.addf)
+    def __radd__(self, o): return self._bin(o, arith.addf, True)
+    def __sub__(self, o): return self._bin(o, arith.subf)
+    def __rsub__(self, o): return self._bin(o, arith.subf, True)
+    def __mul__(self, o): return self._bin(o, arith.mulf)
+    def __rmul__(self, o): return self._bin(o, arith.mulf, True)
+    def __truediv__(self, o): return self._bin(o, arith.divf)
+    def __rtruediv__(self, o): return self._bin(o, arith.divf, True)
+
+    def __neg__(self):
+        return self.map(arith.negf)
+
+    def _inplace(self, result):
+        note_update(self, "updated in place")
+        self.values = result.values
+        return self
+
+    def __iadd__(self, o): return self._inplace(self + o)
+    def __isub__(self, o): return self._inplace(self - o)
+    def __imul__(self, o): return self._inplace(self * o)
+    def __itruediv__(self, o): return self._inplace(self / o)
+
+    def maximum(self, o):
+        """Per value, the larger (``maxnumf``: a NaN operand yields the other)."""
+        return self._bin(o, arith.maxnumf)
+
+    def minimum(self, o):
+        return self._bin(o, arith.minnumf)
+
+    def fma(self, b, c):
+        """``self * b + c`` fused (one ``fma.rn.f32`` per value)."""
+        bv, cv = self._operand(b, "fma"), self._operand(c, "fma")
+        return self._like([llvm.intr_fma(a, x, y) for a, x, y in zip(self.values, bv, cv)])
+
+    def exp2(self):
+        """``2 ** x`` per value (``ex2.approx.ftz.f32``)."""
+        return self.map(_exp2)
+
+    def exp(self):
+        """``e ** x`` per value, as ``ex2(x log2 e)`` (what fast softmaxes
+        do; fold the ``log2 e`` into an ``fma`` when there is one)."""
+        c = _f32(LOG2_E, "exp")
+        return self.map(lambda v: _exp2(arith.mulf(v, c)))
+
+    def rsqrt(self):
+        return self.map(rsqrt)
+
+    def reciprocal(self):
+        return self.map(_reciprocal)
+
+    def abs(self):
+        return self.map(IrOps.abs)
+
+    def where(self, keep, other):
+        """Per value: this value where ``keep`` holds, else ``other`` (a
+        number, Scalar or RowValues). ``keep`` is an i1 Scalar (the same for
+        the whole row) or a function of the value's column (an i32 Scalar)
+        returning an i1 Scalar or a Python bool."""
+        ov = self._operand(other, "where")
+        if not callable(keep):
+            c = to_value(keep, what="where condition")
+            return self._like([arith.select(c, a, b) for a, b in zip(self.values, ov)], other)
+        t = self.rows.thread(_kernel("RowValues.where"))
+        base = t * self.rows.vec
+        out = []
+        for i, (a, b) in enumerate(zip(self.values, ov)):
+            cond = keep(base + (self.rows.column(0, i)))
+            if cond is True:
+                out.append(a)
+            elif cond is False:
+                out.append(b)
+            else:
+                out.append(arith.select(to_value(cond), a, b))
+        return self._like(out, other)
+
+    # -- reductions ---------------------------------------------------------
+
+    def _local(self, kind, fn):
+        """This thread's reduction of its values; out-of-row values of the
+        tail chunk count as the identity, whatever they hold."""
+        ident = None
+        vals = []
+        for c in range(self.rows.chunks):
+            chunk = self.values[c * self.rows.vec:(c + 1) * self.rows.vec]
+            if self.rows.chunk_masked(c):
+                m = self.masks[c]
+                if m is None:
+                    m = self.rows._valid(self.rows.thread(_kernel("a row reduction")))
+                if ident is None:
+                    ident = arith.constant(f32(), _IDENTITY[kind])
+                chunk = [arith.select(m, v, ident) for v in chunk]
+            vals += chunk
+        return _tree(vals, fn)
+
+    def sum(self):
+        """The row's sum (an f32 Scalar in every thread of the row)."""
+        return self.rows.allreduce(self._local("sum", arith.addf), arith.addf)
+
+    def max(self):
+        """The row's maximum (``maxnumf``: NaN-ignoring)."""
+        return self.rows.allreduce(self._local("max", arith.maxnumf), arith.maxnumf)
+
+    def min(self):
+        return self.rows.allreduce(self._local("min", arith.minnumf), arith.minnumf)
+
+
+def _in_place(raw):
+    """``raw`` (a vector of 16-bit values) through one ``mov.b32`` per
+    register, an asm with side effects: LLVM would otherwise hoist the
+    loop-invariant conversion of a per-column vector out of the row loop,
+    and the f32 copies would take the registers its packed form saves.
+    ptxas removes the moves."""
+    t = raw.type
+    if not isinstance(t, ir.VectorType) or t.element_type == f32() or t.shape[0] % 2:
+        return raw
+    words_t = ir.VectorType.get([t.shape[0] // 2], i32())
+    words = llvm.bitcast(words_t, raw)
+    moved = [llvm.inline_asm(i32(), [vector.extract(words, [], [j])], "mov.b32 $0, $1;",
+                             "=r,r", has_side_effects=True)
+             for j in range(t.shape[0] // 2)]
+    return llvm.bitcast(t, vector.from_elements(words_t, moved))
+
+
+class Columns:
+    """A per-column vector (one value per column of the row: an RMSNorm
+    weight, a bias) in a :class:`Rows` layout, held as it was loaded: two
+    16-bit values per register, half the registers of f32 for the whole
+    row loop, and converted to f32 where a row uses it (one ``cvt`` per
+    value per row, cheaper than the occupancy the registers would cost:
+    a bf16 RMSNorm of 2048 columns holds 64 weights per thread). ``x * w``
+    with ``x`` RowValues multiplies column by column."""
+
+    __hash__ = object.__hash__
+    _broadcasts_scalars = True
+
+    def __init__(self, rows, raw):
+        self.rows = rows
+        self.raw = list(raw)
+
+    def __repr__(self):
+        return f"Columns({self.rows!r})"
+
+    def to_values(self, rows=None):
+        """RowValues in f32, converted at the insertion point."""
+        if rows is not None and not rows.same_layout(self.rows):
+            raise ValueError(f"Columns of {self.rows!r} used with a row of {rows!r}; "
+                             "load the vector with the row's Rows")
+        values = [v for r in self.raw for v in _to_f32(_in_place(r))]
+        return RowValues(self.rows, values, [None] * self.rows.chunks)
+
+    def _op(self, o, name):
+        return getattr(self.to_values(), name)(o)
+
+    def __add__(self, o): return self._op(o, "__add__")
+    def __radd__(self, o): return self._op(o, "__radd__")
+    def __sub__(self, o): return self._op(o, "__sub__")
+    def __rsub__(self, o): return self._op(o, "__rsub__")
+    def __mul__(self, o): return self._op(o, "__mul__")
+    def __rmul__(self, o): return self._op(o, "__rmul__")
+    def __truediv__(self, o): return self._op(o, "__truediv__")
