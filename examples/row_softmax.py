@@ -56,8 +56,14 @@ class RowSoftmax:
         from pipeline_mlir.runtime import CompiledKernel
 
         self.meta = meta
-        self.fn = cubin if isinstance(cubin, CompiledKernel) else \
-            CompiledKernel.from_metadata(bytes(cubin), launch)
+        if isinstance(cubin, CompiledKernel):
+            self.fn = cubin
+        elif launch is None:
+            raise TypeError(f"{type(self).__name__}: a cubin given as bytes needs its launch "
+                            "metadata (launch=compiled.metadata(), or the .json that "
+                            "CompiledKernel.save wrote beside it)")
+        else:
+            self.fn = CompiledKernel.from_metadata(bytes(cubin), launch)
 
     def __call__(self, x, out=None):
         rows = rows_host.check_rows(x, self.meta, "softmax")

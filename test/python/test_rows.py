@@ -288,3 +288,9 @@ def test_rows_of_different_layouts_do_not_mix():
 def test_row_code_outside_a_kernel_says_where_it_belongs():
     with pytest.raises(RuntimeError, match="inside `with k:`"):
         Rows(128).load(None, 0)
+
+
+@pytest.mark.parametrize("launcher", [row_softmax.RowSoftmax, rmsnorm.RmsNorm])
+def test_launcher_of_raw_bytes_asks_for_the_launch_metadata(launcher):
+    with pytest.raises(TypeError, match="needs its launch metadata"):
+        launcher(b"\0" * 16, {"n": 128, "dtype": "bf16"})

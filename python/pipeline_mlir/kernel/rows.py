@@ -38,6 +38,7 @@ grid, ``k.grid_dim()``), so one launch of any grid covers any ``M``.
 """
 
 import math
+import weakref
 
 import mlir.ir as ir
 from mlir.dialects import arith, llvm, nvvm, scf, vector
@@ -148,7 +149,9 @@ class Rows:
                 f"{self.count} values (more than {MAX_VALUES} registers' worth: the row "
                 f"would spill); use more threads per row (row_threads({n}, "
                 f"{dtype!r}) = {row_threads(n, dtype)}), up to 1024")
-        self._buffers = {}                           # kernel -> block-reduction buffer
+        # kernel -> its block-reduction buffer; weak, so that a Rows reused
+        # across kernels neither keeps them alive nor meets a dead one's id.
+        self._buffers = weakref.WeakKeyDictionary()
 
     def __repr__(self):
         return (f"Rows(n={self.n}, dtype={self.dtype!r}, threads={self.threads}, "
@@ -347,10 +350,9 @@ class Rows:
 
     def _block_reduce(self, k, v, fn):
         warps = self.threads // WARP
-        buf = self._buffers.get(id(k))
+        buf = self._buffers.get(k)
         if buf is None:
-            buf = self._buffers[id(k)] = k.smem_alloc(4 * warps, align=16,
-                                                      name="row reduction")
+            buf = self._buffers[k] = k.smem_alloc(4 * warps, align=16, name="row reduction")
         tid = k.linear_thread_idx()
         with If(tid % WARP == 0):
             _store(v, buf, tid // WARP)
