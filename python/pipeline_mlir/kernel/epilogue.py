@@ -25,6 +25,7 @@ import mlir.ir as ir
 from mlir.dialects import arith, llvm
 
 from ..layout import DTYPES, OperandLayout
+from ..user_location import user_line
 from ..ops.epilogues import ACTIVATIONS, ALPHA_PARAM, Epilogue
 from . import fragment
 from .fragment import ColVector, Fragment
@@ -61,6 +62,7 @@ def check_tile(layout, n, what="epilogue"):
                          f"contiguous (major 'K'), got {layout}")
 
 
+@user_line  # its stores point at the caller's line in checker findings
 def store_fragment(acc, smem, warp, lane, layout, box_range=None):
     """Write ``acc`` (a ``Fragment`` of ``m64nN``) into ``smem`` as the
     C tile ``layout`` (64 x N, 16-bit) says: box ``b`` at ``smem + b *

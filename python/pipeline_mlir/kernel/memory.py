@@ -8,6 +8,7 @@ makes generic-proxy writes to shared memory visible to TMA (the async proxy).
 import mlir.ir as ir
 from mlir.dialects import llvm, nvvm
 
+from ..user_location import user_line
 from .smem import SmemPtr
 from .values import Scalar, i32, to_value
 
@@ -31,12 +32,16 @@ def load(ptr, elem_type, index=0):
     return Scalar(v) if isinstance(elem_type, ir.IntegerType) else v
 
 
+# Stores and fences carry the user's line: the checker's shared-memory
+# hand-over findings point at them.
+@user_line
 def store(value, ptr, index=0):
     """``ptr[index] = value`` (the element type is the value's type)."""
     v = to_value(value, what="stored value")
     llvm.store(v, _ptr(element_ptr(ptr, v.type, index)))
 
 
+@user_line
 def fence_view_async_shared():
     """``fence.proxy.async.shared::cta``: before a TMA store reads data that
     threads wrote to shared memory."""

@@ -21,6 +21,12 @@ namespace mlir::pipeline::protocol {
 /// writes an epilogue fills a staging tile with.
 bool isSharedMemoryWrite(Operation *op);
 
+/// A bulk store from shared memory to global memory (`pipeline.copy.tma_store`,
+/// `nvvm.cp.async.bulk[.tensor].global.shared.cta`, a TMA reduction), and
+/// its shared-memory source operand.
+bool isBulkStore(Operation *op);
+Value bulkStoreSource(Operation *op);
+
 /// Staging buffers: a PipelineTmaStore has no more stages than the staging
 /// buffers its stores read in turn (TmaStoreBufferChecks.cpp).
 LogicalResult checkTmaStoreBuffers(FunctionOpInterface fn,

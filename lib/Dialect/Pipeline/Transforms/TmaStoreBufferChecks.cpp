@@ -293,25 +293,6 @@ private:
   scf::ForOp loop;
 };
 
-bool isBulkStore(Operation *op) {
-  return isa<TmaStoreOp, NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp,
-             NVVM::CpAsyncBulkSharedCTAToGlobalOp,
-             NVVM::CpAsyncBulkTensorReduceOp>(op);
-}
-
-/// The shared-memory source of a bulk store.
-Value bulkStoreSource(Operation *op) {
-  if (auto s = dyn_cast<TmaStoreOp>(op))
-    return s.getSrc();
-  if (auto s = dyn_cast<NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp>(op))
-    return s.getSrcMem();
-  if (auto s = dyn_cast<NVVM::CpAsyncBulkSharedCTAToGlobalOp>(op))
-    return s.getSrcMem();
-  if (auto s = dyn_cast<NVVM::CpAsyncBulkTensorReduceOp>(op))
-    return s.getSrcMem();
-  return {};
-}
-
 /// An op that closes the open bulk group: a commit of a tma_store pipeline
 /// (the pipeline is returned) or a bare commit_group (null).
 std::optional<Value> closesBulkGroup(Operation *op) {
@@ -369,6 +350,25 @@ bool protocol::isSharedMemoryWrite(Operation *op) {
       op->getNumOperands() >= 2)
     return shared(op->getOperand(1).getType());
   return isa<NVVM::StMatrixOp>(op);
+}
+
+bool protocol::isBulkStore(Operation *op) {
+  return isa<TmaStoreOp, NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp,
+             NVVM::CpAsyncBulkSharedCTAToGlobalOp,
+             NVVM::CpAsyncBulkTensorReduceOp>(op);
+}
+
+/// The shared-memory source of a bulk store.
+Value protocol::bulkStoreSource(Operation *op) {
+  if (auto s = dyn_cast<TmaStoreOp>(op))
+    return s.getSrc();
+  if (auto s = dyn_cast<NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp>(op))
+    return s.getSrcMem();
+  if (auto s = dyn_cast<NVVM::CpAsyncBulkSharedCTAToGlobalOp>(op))
+    return s.getSrcMem();
+  if (auto s = dyn_cast<NVVM::CpAsyncBulkTensorReduceOp>(op))
+    return s.getSrcMem();
+  return {};
 }
 
 namespace {
