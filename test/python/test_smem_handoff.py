@@ -189,3 +189,32 @@ def test_hopper_gemm_epilogue_passes_through_one_buffer_need_one_stage():
     (msg,) = verify_protocol(text)
     assert msg.startswith("PipelineTmaStore pipeline has 2 stages but its tma_stores read 1 "
                           "staging buffer in turn")
+
+
+# -- proxy fence before the TMA store ---------------------------------------------
+
+def test_no_proxy_fence_between_the_writes_and_the_tma_store():
+    lines = {}
+    k = epilogue(fence=False, lines=lines)
+    with pytest.raises(CompileError) as err:
+        k.compile()
+    first, *notes = str(err.value).splitlines()
+    assert first.startswith(f"{__file__}:{lines['store']}:")
+    assert ("error: proxy fence: this TMA store reads shared memory through the async proxy "
+            "that warps 0-3 wrote with ordinary stores") in first
+    assert "call fence_view_async_shared() after the stores" in first
+    assert any(n.strip().startswith(f"{__file__}:{lines['write']}:") for n in notes)
+
+
+def test_hopper_gemm_without_its_proxy_fences():
+    text = hopper_ir()
+    fence = "nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>"
+    assert text.count(fence) == 2
+    # One finding per write left unfenced: the first pass's, which every
+    # later store also reads past.
+    (msg,) = verify_protocol(drop_nth(drop_nth(text, fence, 1), fence, 0))
+    assert msg.startswith("proxy fence: this TMA store reads shared memory through the "
+                          "async proxy that warps 4-11 wrote")
+    # The second pass's fence alone dropped: its stores are reported.
+    (msg,) = verify_protocol(drop_nth(text, fence, 1))
+    assert msg.startswith("proxy fence: this TMA store")

@@ -411,7 +411,10 @@ class _Interp:
             origin = n.outs[0]  # this state.make: the lineage of its advances
             segs = attrs["segs"] or [0, 0, 0]
             if not any(segs):
-                return State(stages, 0, 1 if role == "producer" else 0, 0, role, origin)
+                # A side's start state: its waits' phase numbers are exact
+                # (State.pos); a producer_consumer one takes its side later.
+                return State(stages, 0, 1 if role == "producer" else 0, 0, role, origin,
+                             pos=None if role == "producer_consumer" else 0)
             vals = [u(x, "a state operand") for x in args]
             if attrs["simple"]:
                 pi = vals[0]

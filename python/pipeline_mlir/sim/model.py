@@ -156,10 +156,20 @@ class Mbarrier:
         return ", ".join(f"{w} x{n}" for w, n in self.arrivals_by.items())
 
     # -- waiting -------------------------------------------------------------
-    def target_phase(self, waiter: object, parity: int) -> int:
+    def target_phase(self, waiter: object, parity: int, exact: int | None = None) -> int:
         """Number of the phase that ``waiter``'s next wait with ``parity`` means:
-        the first phase after the one it observed last with that parity."""
+        ``exact`` when the waiter's state knows it (a start state advanced
+        n times: verbs.State.phase_number) and it lies ahead of what the
+        waiter observed, else the first phase after the one it observed
+        last with that parity. A state walking every stage gets the same
+        number both ways; one that jumps over stages other agents consume
+        (ping-pong consumers: advance(k_tiles)) may mean a phase several
+        laps ahead, which the parity alone cannot tell. A state made again
+        (its count back to 0 while the barrier ran on) falls back to the
+        parity, as before."""
         last = self.last.get(waiter, -2)
+        if exact is not None and exact > last and (exact & 1) == parity:
+            return exact
         n = last + 1
         if (n & 1) != parity:
             n += 1

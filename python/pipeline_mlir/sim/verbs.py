@@ -141,24 +141,42 @@ class PipelineSpec:
 class State:
     """A PipelineState (index, phase, count); simple states share the math."""
 
-    __slots__ = ("stages", "index", "phase", "count", "role", "origin")
+    __slots__ = ("stages", "index", "phase", "count", "role", "origin", "pos")
 
     def __init__(self, stages: int, index: int, phase: int, count: int, role: str,
-                 origin=None):
+                 origin=None, pos: int | None = None):
         self.stages, self.index, self.phase, self.count, self.role = stages, index, phase, count, role
         # The state.make this state advanced from: ties a store's address
         # (computed from state.index) to the pipelines this state walks.
         self.origin = origin
+        # Stages walked since a side's start state (make_pipeline_state:
+        # index 0, phase 1 / 0), None for states made from values (an
+        # (index, phase) pair says nothing about how many laps were run).
+        # It names the barrier phase a wait means exactly (phase_number),
+        # which the parity alone does not for a state that jumps over
+        # stages other agents consume (ping-pong's advance(k_tiles)).
+        self.pos = pos
 
     @classmethod
     def start(cls, stages: int, role: str) -> "State":
-        return cls(stages, 0, 1 if role == "producer" else 0, 0, role)
+        return cls(stages, 0, 1 if role == "producer" else 0, 0, role, pos=0)
 
     def advance(self, n: int = 1) -> "State":
         index = self.index + n
         phase = self.phase ^ ((index // self.stages) & 1)
         return State(self.stages, index % self.stages, phase, self.count + n, self.role,
-                     self.origin)
+                     self.origin, None if self.pos is None else self.pos + n)
+
+    def phase_number(self) -> int | None:
+        """The number (from the barrier's init, first phase #0) of the phase
+        a wait with this state waits for, when the state walked from a start
+        state: lap ``pos // stages`` less the start phase (a producer starts
+        at phase 1 on a fresh empty barrier: its first lap means phase #-1,
+        which counts as complete). None when unknown."""
+        if self.pos is None:
+            return None
+        lap = self.pos // self.stages
+        return lap - (self.phase ^ (lap & 1))
 
     def __repr__(self) -> str:
         return f"State(index={self.index}, phase={self.phase}, count={self.count})"
@@ -210,8 +228,17 @@ def _buf(p: PipeRef, cta: int, stage: int) -> str:
     return f"pipeline '{p.spec.name}' stage {stage} of CTA {cta}"
 
 
-def wait(w: World, a: Agent, p: PipeRef, slot: int, cta: int, parity: int, verb: str, after=None):
-    """A blocking try_wait.parity loop, as one step enabled when it passes."""
+def wait(w: World, a: Agent, p: PipeRef, slot: int, cta: int, parity: int, verb: str, after=None,
+         exact: int | None = None):
+    """A blocking try_wait.parity loop, as one step enabled when it passes.
+
+    ``exact``: the phase number the waiter's state means (State.phase_number),
+    when known. The wait then passes as the hardware's does, whenever the
+    barrier's current parity differs from ``parity``, and passing on an
+    earlier phase of that parity (phase #n-1 not yet complete: the state
+    jumped over phases another agent waits on, and nothing ordered this
+    wait after them) is a finding: the stage still holds what it held two
+    phases ago."""
     name = _slot_name(p.spec, slot, cta)
 
     def bar():
@@ -219,18 +246,43 @@ def wait(w: World, a: Agent, p: PipeRef, slot: int, cta: int, parity: int, verb:
 
     def enabled():
         b = bar()
-        return b is None or b.phase_done(b.target_phase(a.id, parity))
+        if b is None:
+            return True
+        n = b.target_phase(a.id, parity, exact)
+        return b.phase_done(n) or (n == exact and b.parity != parity)
+
+    def located(who):
+        loc = source_location(a.where)
+        return [f"{who} at {loc}"] if loc else []
 
     def fire():
         b = _barrier(w, a, p, slot, cta)
-        n = b.target_phase(a.id, parity)
+        n = b.target_phase(a.id, parity, exact)
         who = a.label(p.spec.name)
         if n == -1 and name.side == "full":
             raise SimError(
                 "initial-phase",
                 f"{who} passes {verb} on {_where(name, a)} phase {parity} before any phase of it "
-                f"completed: a consumer state must start at phase 0 (wrong initial phase)")
-        b.observe(a.id, n, who)
+                f"completed: a consumer state must start at phase 0 (wrong initial phase)",
+                located(who))
+        if not b.phase_done(n):
+            kind = "early-read" if name.side == "full" else "overwrite"
+            raise SimError(
+                kind,
+                f"{who} passes {verb} on {_where(name, a)} for phase {parity} (#{n}) while "
+                f"phase #{b.completed} is in progress: parity {parity} also names phase "
+                f"#{b.completed - 1}, which completed, so the wait returns on the stage's old "
+                f"{'contents' if name.side == 'full' else 'reader'}. Its state jumped over "
+                f"phase #{n - 1} of this barrier (state.advance(n) over stages another agent "
+                f"consumes) and nothing orders this wait after that phase: make the agents "
+                f"take turns (PipelineOrder.wait before the loop, arrive after it, as "
+                f"CUTLASS's ping-pong consumers do) or give each its own stages",
+                located(who))
+        try:
+            b.observe(a.id, n, who)
+        except SimError as e:
+            e.where = e.where or located(who)
+            raise
         if after:
             after()
 
@@ -246,10 +298,10 @@ def wait(w: World, a: Agent, p: PipeRef, slot: int, cta: int, parity: int, verb:
     yield Step(fire, enabled, what, p.spec.name, cause)
 
 
-def _try_wait(w: World, a: Agent, p: PipeRef, slot: int, parity: int):
+def _try_wait(w: World, a: Agent, p: PipeRef, slot: int, parity: int, exact: int | None = None):
     def fire():
         b = _barrier(w, a, p, slot, a.cta)
-        n = b.target_phase(a.id, parity)
+        n = b.target_phase(a.id, parity, exact)
         if not b.phase_done(n):
             return 0
         b.observe(a.id, n, a.label(p.spec.name))
@@ -384,7 +436,8 @@ def producer_acquire(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]
         a.acquired[key] += 1
 
     if not token:
-        yield from wait(w, a, p, spec.stages + idx, a.cta, st.phase, "producer.acquire", opened)
+        yield from wait(w, a, p, spec.stages + idx, a.cta, st.phase, "producer.acquire", opened,
+                        st.phase_number())
     else:
         yield Step(opened, None, lambda: f"{who} acquires stage {idx} (token)", spec.name)
     arm = spec.plan["arm"]
@@ -409,7 +462,7 @@ def producer_acquire(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]
 
 def producer_try_acquire(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]):
     a.use(p.spec.name, "producer", "producer.try_acquire", st.role == "producer_consumer")
-    return (yield from _try_wait(w, a, p, p.spec.stages + st.index, st.phase))
+    return (yield from _try_wait(w, a, p, p.spec.stages + st.index, st.phase, st.phase_number()))
 
 
 def _window(who: str) -> str:
@@ -493,10 +546,12 @@ def producer_tail(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]):
         if spec.leader(a.cta) != a.cta:
             return
         st = st.advance(spec.stages - 1)
-        yield from wait(w, a, p, spec.stages + st.index, a.cta, st.phase, "producer.tail")
+        yield from wait(w, a, p, spec.stages + st.index, a.cta, st.phase, "producer.tail",
+                        exact=st.phase_number())
         return
     for _ in range(spec.stages):
-        yield from wait(w, a, p, spec.stages + st.index, a.cta, st.phase, "producer.tail")
+        yield from wait(w, a, p, spec.stages + st.index, a.cta, st.phase, "producer.tail",
+                        exact=st.phase_number())
         st = st.advance()
 
 
@@ -529,14 +584,14 @@ def consumer_wait(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int],
             w.start_read(k, who, _buf(p, k[0], idx))
 
     if not token:
-        yield from wait(w, a, p, idx, a.cta, st.phase, "consumer.wait", hold)
+        yield from wait(w, a, p, idx, a.cta, st.phase, "consumer.wait", hold, st.phase_number())
     else:
         yield Step(hold, None, lambda: f"{who} consumer.wait stage {idx} (token)", spec.name)
 
 
 def consumer_try_wait(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]):
     a.use(p.spec.name, "consumer", "consumer.try_wait", st.role == "producer_consumer")
-    return (yield from _try_wait(w, a, p, st.index, st.phase))
+    return (yield from _try_wait(w, a, p, st.index, st.phase, st.phase_number()))
 
 
 def consumer_release(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int],

@@ -255,6 +255,11 @@ LogicalResult checkBarrierStorage(FunctionOpInterface fn);
 /// the whole kernel, as polynomials of the kernel's arguments and loop
 /// bounds, agree across roles (StageBalance.cpp).
 LogicalResult checkStageBalance(FunctionOpInterface fn, const Options &options);
+/// Property 14: phases decided by the loop structure: start states made
+/// inside a loop, (index, phase) pairs computed from loop variables whose
+/// phase does not flip when the index wraps or starts at the other side's
+/// parity (StatePhaseChecks.cpp).
+LogicalResult checkStatePhases(FunctionOpInterface fn);
 
 } // namespace mlir::pipeline::protocol
 

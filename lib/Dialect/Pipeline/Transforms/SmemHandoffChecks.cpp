@@ -21,6 +21,12 @@
 //    the store with no barrier in between on some path;
 //  - a write executed by two or more warps, the storer among them, when a
 //    bulk store reaches it without a wait followed by a barrier.
+// The same walk checks the proxy fence (a TMA store reads through the async
+// proxy; ordinary stores write through the generic proxy, and only a
+// `fence.proxy.async.shared::cta` between them makes the writes visible to
+// it): a bulk store executed by some of a write's threads, reached by the
+// write with no proxy fence in between on some path, is reported whatever
+// the number of warps (any thread's fence counts).
 // Who executes an op comes from the thread conditions of the scf.ifs
 // around it, evaluated per thread of a block of known size (`block-dim` or
 // `known_block_size`); without one, the check is off. Branches on thread
@@ -57,12 +63,15 @@ namespace {
 struct State {
   /// Multi-warp writes to shared memory no barrier has followed.
   llvm::SmallSetVector<Operation *, 8> unsynced;
+  /// Writes to shared memory (generic proxy) no proxy fence has followed.
+  llvm::SmallSetVector<Operation *, 8> unfenced;
   /// Bulk stores not yet handed back to the writers: true once their wait
   /// ran (a barrier after it then retires them).
   llvm::MapVector<Operation *, bool> stores;
 
   void merge(const State &o) {
     unsynced.insert(o.unsynced.begin(), o.unsynced.end());
+    unfenced.insert(o.unfenced.begin(), o.unfenced.end());
     for (auto [op, waited] : o.stores) {
       auto it = stores.find(op);
       if (it == stores.end())
@@ -261,12 +270,60 @@ private:
           << ", with no barrier after it before the store";
       break;
     }
+    checkFence(op, *storer, src, s);
     s.stores.insert({op, false});
+  }
+
+  /// Proxy fence: the TMA store reads through the async proxy; ordinary
+  /// stores write through the generic proxy, and only a
+  /// `fence.proxy.async.shared::cta` between them makes the writes visible
+  /// to it.
+  void checkFence(Operation *op, const llvm::BitVector &storer, Value src,
+                  State &s) {
+    for (Operation *w : s.unfenced) {
+      const std::optional<llvm::BitVector> &writers = threadsOf(w);
+      if (!writers)
+        continue;
+      llvm::BitVector rest = storer;
+      rest.reset(*writers);
+      if (!rest.none() || !mayAlias(writtenAddress(w), src))
+        continue;
+      if (!fenceReported.insert(op).second || !fenceReported.insert(w).second)
+        break;
+      failed = true;
+      InFlightDiagnostic diag =
+          op->emitError()
+          << "proxy fence: this TMA store reads shared memory through the "
+             "async proxy that "
+          << describeWarps(warpsOf(*writers))
+          << " wrote with ordinary stores (the generic proxy), and on some "
+             "path no fence.proxy.async.shared::cta lies between the writes "
+             "and the store: the TMA unit may read stale data (call "
+             "fence_view_async_shared() after the stores, before the "
+             "barrier that hands the tile to the storing thread)";
+      diag.attachNote(w->getLoc())
+          << "written here, with no proxy fence after it before the store";
+      break;
+    }
+  }
+
+  /// `fence.proxy.async[.shared::cta]` (the NVVM op, or inline assembly
+  /// holding it).
+  static bool isProxyFence(Operation *op) {
+    if (auto fence = dyn_cast<NVVM::FenceProxyOp>(op))
+      return fence.getKind() == NVVM::ProxyKind::async ||
+             fence.getKind() == NVVM::ProxyKind::async_shared;
+    if (auto inlineAsm = dyn_cast<LLVM::InlineAsmOp>(op))
+      return inlineAsm.getAsmString().contains("fence.proxy.async");
+    return false;
   }
 
   void visitWrite(Operation *op, State &s) {
     const std::optional<llvm::BitVector> &writers = threadsOf(op);
-    if (!writers || warpCount(*writers) < 2)
+    if (!writers || writers->none())
+      return;
+    s.unfenced.insert(op);
+    if (warpCount(*writers) < 2)
       return;
     Value addr = writtenAddress(op);
     for (auto [st, waited] : s.stores) {
@@ -328,6 +385,14 @@ private:
       }
       return;
     }
+    if (isProxyFence(op)) {
+      // Any thread's fence: lenient where the PTX memory model is subtle
+      // (a fence by the storing thread after the barrier).
+      s.unfenced.clear();
+      return;
+    }
+    if (isa<CallOpInterface>(op))
+      s.unfenced.clear(); // may fence
     if (isBarrier(op)) {
       s.unsynced.clear();
       s.stores.remove_if([](const auto &entry) { return entry.second; });
@@ -385,7 +450,7 @@ private:
   int64_t blockDim;
   DenseMap<Operation *, std::optional<llvm::BitVector>> threadCache;
   DenseMap<Value, llvm::SmallPtrSet<const void *, 2>> rootCache;
-  llvm::SmallPtrSet<Operation *, 8> reported;
+  llvm::SmallPtrSet<Operation *, 8> reported, fenceReported;
 };
 
 } // namespace

@@ -47,6 +47,7 @@ struct PipelineVerifyProtocolPass
       DominanceInfo domInfo(fn);
       // Run all checks so one compile reports every problem.
       failed |= protocol::checkInitialPhases(fn).failed();
+      failed |= protocol::checkStatePhases(fn).failed();
       bool unbalanced = protocol::checkBalance(fn).failed();
       unbalanced |= protocol::checkStateThreading(fn, domInfo).failed();
       failed |= unbalanced;
