@@ -96,6 +96,8 @@ PYTHON_TERMS = [
     (re.compile(r"\bnvvm\.wgmma\.mma_async\b"), "WarpgroupMma.mma"),
     (re.compile(r"\bwgmma\.mma_async with A in registers \(llvm\.inline_asm\)"),
      "WarpgroupMma.mma_rs"),
+    (re.compile(r"\b(?:pipeline\.)?producer\.barrier\b"), "producer_get_barrier(state)"),
+    (re.compile(r"\bpipeline\.init_(arrive|wait)\b"), r"pipeline_init_\1()"),
     (re.compile(r"`?\b(?:pipeline\.)?producer\.tail`?"), "producer_tail(state)"),
     (re.compile(r"\b(?:pipeline\.)?producer\.(acquire|commit|try_acquire)\b"), r"producer_\1"),
     (re.compile(r"\b(?:pipeline\.)?consumer\.(wait|release|try_wait)\b"), r"consumer_\1"),

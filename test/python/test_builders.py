@@ -12,8 +12,8 @@ from pipeline_mlir.pipeline import (
     PipelineOp, PipelineOrder, PipelineProducer, PipelineState,
     PipelineStateSimple, PipelineTmaAsync, PipelineTmaMultiConsumersAsync,
     PipelineTmaStore, PipelineTmaUmma, PipelineUmmaAsync, PipelineUserType,
-    TmaStoreFence, agent_sync, make_pipeline_state, pipeline_init_arrive,
-    pipeline_init_wait, sm90, sm100)
+    TmaStoreFence, UncheckedBarrierWarning, agent_sync, make_pipeline_state,
+    pipeline_init_arrive, pipeline_init_wait, sm90, sm100)
 
 from _ir_utils import attr_names, names, ops_named
 
@@ -140,7 +140,8 @@ def test_tma_umma_verbs():
         tok = p.producer_try_acquire(ps)
         p.producer_acquire(ps, try_acquire_token=tok, extra_tx_count=128)
         p.tma_load(ps, k.args.desc, [0, 64], buf.stage(ps.index, 1024), 1024)
-        bar = p.producer_get_barrier(ps)
+        with pytest.warns(UncheckedBarrierWarning):
+            bar = p.producer_get_barrier(ps)
         assert isinstance(bar, SmemPtr)
         p.producer_commit(ps)
         t2 = p.consumer_try_wait(cs)
@@ -360,8 +361,9 @@ def test_mbarrier_array_nvvm_ops():
     k = kernel()
     with k:
         bars = k.alloc_barriers(4)
-        m = MbarrierArray(bars, 4, (PipelineOp.AsyncThread,
-                                    CooperativeGroup(Agent.Warp, 2)))
+        with pytest.warns(UncheckedBarrierWarning):
+            m = MbarrierArray(bars, 4, (PipelineOp.AsyncThread,
+                                        CooperativeGroup(Agent.Warp, 2)))
         m.arrive(1)
         tok = m.try_wait(1, 0)
         m.wait(2, 1)

@@ -22,7 +22,7 @@ from . import sm90, sm100
 from .agent import Agent, CooperativeGroup, PipelineOp, PipelineUserType
 from .async_pipelines import PipelineAsync, PipelineCpAsync
 from .base import PipelineBase
-from .errors import PipelineError, ScopeError
+from .errors import PipelineError, ScopeError, UncheckedBarrierWarning
 from .mbarrier import MbarrierArray, SyncObject, TmaStoreFence
 from .named_barrier import NamedBarrier
 from .order import PipelineOrder
@@ -45,5 +45,6 @@ __all__ = [
     "PipelineClcFetchAsync", "PipelineProducer", "PipelineConsumer",
     "ImmutableResourceHandle", "pipeline_init_arrive", "pipeline_init_wait",
     "agent_sync", "tma_store", "PipelineBase", "PipelineError", "ScopeError",
+    "UncheckedBarrierWarning",
     "sm90", "sm100",
 ]

@@ -259,7 +259,20 @@ class PipelineBase:
             pl.producer_tail(p, s, loc=loc)
 
     def producer_get_barrier(self, state, *, loc=None, ip=None):
-        """The stage's full barrier (``!llvm.ptr<3>``), for a TMA copy."""
+        """The stage's full barrier (``!llvm.ptr<3>``), for a TMA copy.
+        What is done with it goes unchecked: UncheckedBarrierWarning."""
+        from .mbarrier import warn_unchecked_barrier
+        warn_unchecked_barrier(
+            "producer_get_barrier(state)",
+            "Issue the stage's copies with tma_load(state, ...) / "
+            "bulk_copy(state, ...) and add bytes with producer_acquire(state, "
+            "extra_tx_count=...): the checker counts those; it only rejects "
+            "an arrive or init of your own on this barrier.")
+        return self._producer_barrier(state, loc=loc, ip=ip)
+
+    def _producer_barrier(self, state, *, loc=None, ip=None):
+        # The library's own uses (a CLC request names its barrier) model the
+        # barrier and do not warn.
         with at_site(ip):
             p, s = self._operands(state, Producer, "producer_get_barrier")
             return SmemPtr(pl.producer_barrier(p, s, loc=loc))

@@ -11,4 +11,12 @@ class PipelineError(ValueError):
     """A pipeline, state or handle used in a way CuTe DSL semantics forbid."""
 
 
-__all__ = ["PipelineError", "ScopeError"]
+class UncheckedBarrierWarning(UserWarning):
+    """A kernel drives an mbarrier by hand (``MbarrierArray``, or the handle
+    of ``producer_get_barrier``): the protocol checker and the simulator do
+    not model such barriers, so their arrive counts, phases and init order
+    go unchecked (issue 29, class 6). Issued once per kernel, at the user's
+    line."""
+
+
+__all__ = ["PipelineError", "ScopeError", "UncheckedBarrierWarning"]

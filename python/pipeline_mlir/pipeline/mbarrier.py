@@ -5,7 +5,16 @@ The pipeline classes do not use these (their barriers live behind
 CuTe DSL allows. ``MbarrierArray`` emits upstream NVVM ops directly, with
 the sequences of CuTe DSL's ``MbarrierArray`` (``mbarrier.init`` of every
 stage by one elected thread of warp 0, arrives by op type).
+
+Neither the protocol checker nor the simulator models a barrier driven by
+hand, so the first such use in a kernel (an ``MbarrierArray``, a
+``producer_get_barrier`` handle) issues an ``UncheckedBarrierWarning`` at
+the user's line: :func:`warn_unchecked_barrier`.
 """
+
+import os
+import warnings
+import weakref
 
 import mlir.ir as ir
 from mlir.dialects import arith, llvm, nvvm
@@ -16,12 +25,72 @@ from ..kernel.smem import SmemPtr
 from ..kernel.values import Scalar, i1, i32, i64, to_value
 from .agent import Agent, CooperativeGroup, PipelineOp
 from .emit import MAX_STAGES, i32_value, smem_pointer, stage_count
-from .errors import PipelineError
+from .errors import PipelineError, UncheckedBarrierWarning
 
 # Suspend-time hint of a blocking try_wait (CUTLASS C++ and CuTe DSL).
 TRY_WAIT_SUSPEND_HINT_NS = 10000000
 # mbarrier arrive counts are 20-bit.
 MAX_ARRIVE_COUNT = (1 << 20) - 1
+
+
+# The builder packages. A warning names the first frame outside them, the
+# user's line, however many builder calls lie between (a Python frame count
+# would break whenever a builder gains a helper).
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_BUILDER_DIRS = tuple(os.path.join(_PACKAGE, d) + os.sep
+                      for d in ("pipeline", "kernel"))
+
+# Kernels already warned (the first hand-driven barrier of a kernel says it;
+# the next ones would only repeat it). Modules built without a Kernel are
+# keyed by (context, function symbol).
+_WARNED_KERNELS = weakref.WeakSet()
+_WARNED_FUNCTIONS = set()
+
+
+def _kernel_key():
+    """The kernel being built: the active ``Kernel``, else the function that
+    holds the insertion point, as (context id, symbol); None outside both."""
+    from ..kernel.kernel import active_kernel
+    k = active_kernel()
+    if k is not None:
+        return k
+    try:
+        op = ir.InsertionPoint.current.block.owner
+    except ValueError:
+        return None
+    while op is not None:
+        op = op.operation
+        if "function_type" in op.attributes and "sym_name" in op.attributes:
+            return (id(op.context), str(op.attributes["sym_name"]))
+        op = op.parent
+    return None
+
+
+def warn_unchecked_barrier(what, instead):
+    """Warn (``UncheckedBarrierWarning``, at the user's line) that ``what``
+    drives an mbarrier by hand, once per kernel; ``instead`` says what to
+    use."""
+    key = _kernel_key()
+    if key is not None:
+        seen = _WARNED_FUNCTIONS if isinstance(key, tuple) else _WARNED_KERNELS
+        if key in seen:
+            return
+        seen.add(key)
+    warnings.warn(
+        f"{what} drives an mbarrier by hand: the protocol checker "
+        "(pipeline-verify-protocol) and the simulator (pipeline-sim) do not "
+        "model such barriers, so their arrive counts, phases and init order "
+        "go unchecked (a second arrive per phase, a wait on the wrong parity "
+        "or an arrive before the barrier's init is visible to every thread "
+        f"hang or corrupt silently). {instead}",
+        UncheckedBarrierWarning, skip_file_prefixes=_BUILDER_DIRS)
+
+
+_USE_PIPELINES = (
+    "Use a pipeline class (PipelineAsync, PipelineTmaAsync, ...) and its "
+    "verbs (producer_acquire / producer_commit / consumer_wait / "
+    "consumer_release), PipelineOrder for turn-taking or NamedBarrier for a "
+    "CTA sync: the checker and the simulator model those.")
 
 
 class SyncObject:
@@ -74,6 +143,7 @@ class MbarrierArray(SyncObject):
                                 "transaction bytes; tx_count must be positive")
         self.op_type, self.cg = op_type, group
         self.tx_count = tx_count
+        warn_unchecked_barrier("MbarrierArray", _USE_PIPELINES)
         self.mbarrier_init()
 
     def recast_to_new_op_type(self, new_op_type):
@@ -113,6 +183,7 @@ class MbarrierArray(SyncObject):
 
     def arrive(self, index, dst=None, cta_group=None):
         """Arrive on barrier ``index`` the way the array's op type does."""
+        warn_unchecked_barrier("MbarrierArray.arrive", _USE_PIPELINES)
         bar = self.get_barrier(index).ir_value
         op = self.op_type
         if op is PipelineOp.AsyncThread:
@@ -142,18 +213,21 @@ class MbarrierArray(SyncObject):
                                 "not supported on a raw MbarrierArray")
 
     def arrive_and_expect_tx(self, index, tx_count):
+        warn_unchecked_barrier("MbarrierArray.arrive_and_expect_tx", _USE_PIPELINES)
         nvvm.mbarrier_arrive_expect_tx(
             i64(), self.get_barrier(index).ir_value,
             i32_value(tx_count, "MbarrierArray tx_count"))
 
     def try_wait(self, index, phase):
         """One ``mbarrier.try_wait.parity``; an i1 Scalar."""
+        warn_unchecked_barrier("MbarrierArray.try_wait", _USE_PIPELINES)
         return Scalar(nvvm.mbarrier_try_wait(
             i1(), self.get_barrier(index).ir_value,
             i32_value(phase, "MbarrierArray phase")))
 
     def wait(self, index, phase):
         """Block until phase parity ``phase`` of barrier ``index`` completed."""
+        warn_unchecked_barrier("MbarrierArray.wait", _USE_PIPELINES)
         nvvm.mbarrier_try_wait_parity(
             self.get_barrier(index).ir_value,
             i32_value(phase, "MbarrierArray phase"),

@@ -255,6 +255,16 @@ LogicalResult checkBarrierStorage(FunctionOpInterface fn);
 /// the whole kernel, as polynomials of the kernel's arguments and loop
 /// bounds, agree across roles (StageBalance.cpp).
 LogicalResult checkStageBalance(FunctionOpInterface fn, const Options &options);
+/// Property 12: a stage's copies (tma_load, bulk) run between the
+/// producer.acquire and the producer.commit of their state
+/// (CopyInsideAcquire.cpp).
+LogicalResult checkCopiesInsideAcquire(FunctionOpInterface fn);
+/// Property 13: no arrive (or init) of the user's own on a stage barrier
+/// handed out by producer.barrier (BarrierHandleChecks.cpp).
+LogicalResult checkBarrierHandles(FunctionOpInterface fn);
+/// Property 13 (second part): a pipeline created with defer_sync is used
+/// only after a post-init sync (pipeline.init_wait) (BarrierHandleChecks.cpp).
+LogicalResult checkDeferredInit(FunctionOpInterface fn, DominanceInfo &domInfo);
 /// Property 14: phases decided by the loop structure: start states made
 /// inside a loop, (index, phase) pairs computed from loop variables whose
 /// phase does not flip when the index wraps or starts at the other side's

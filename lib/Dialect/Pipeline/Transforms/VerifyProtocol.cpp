@@ -3,7 +3,8 @@
 // The pass runs every check on every function (func.func, gpu.func, ...) of
 // the module and fails if any of them reported an error. The checks live in
 // BalanceChecks.cpp, StartAndTailChecks.cpp, TxArriveChecks.cpp,
-// AsyncReadChecks.cpp, NamedBarrierChecks.cpp and StageBalance.cpp.
+// AsyncReadChecks.cpp, NamedBarrierChecks.cpp, StageBalance.cpp,
+// CopyInsideAcquire.cpp and BarrierHandleChecks.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,6 +59,8 @@ struct PipelineVerifyProtocolPass
       failed |= protocol::checkAsyncReads(fn).failed();
       failed |= protocol::checkNamedBarriers(fn, options).failed();
       failed |= protocol::checkBarrierStorage(fn).failed();
+      failed |= protocol::checkBarrierHandles(fn).failed();
+      failed |= protocol::checkDeferredInit(fn, domInfo).failed();
       failed |= protocol::checkTmaStoreBuffers(fn, options).failed();
       failed |= protocol::checkSmemHandoff(fn, options).failed();
       // Whole-kernel counts mean something once each loop body and role is
@@ -65,6 +68,10 @@ struct PipelineVerifyProtocolPass
       // before would report the same bug twice.
       if (!unbalanced)
         failed |= protocol::checkStageBalance(fn, options).failed();
+      // A copy whose state check 2 already found advanced past its acquire
+      // is also outside any acquire of its own state: report it once.
+      if (!unbalanced)
+        failed |= protocol::checkCopiesInsideAcquire(fn).failed();
     });
     if (failed)
       signalPassFailure();
