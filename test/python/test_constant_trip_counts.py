@@ -127,5 +127,5 @@ def test_mixed_constant_and_runtime_counts_are_compared():
                 c.advance()
     errors, _ = check(None, module=k.module)
     assert len(errors) == 1, errors
-    assert "commits 1 stage, the consumer role (one warp) releases %arg0 (for %arg0 = 2: " \
+    assert "commits 1 stage, the consumer role (one warp) releases n (for n = 2: " \
            "1 against 2)" in errors[0]

@@ -199,12 +199,12 @@ def _pingpong(consumer_loop, guard=False):
 
 @pytest.mark.parametrize("name,loop,guard,counts", [
     ("off by one", lambda k, n, s: k.range(n - 1, carry=[s]), False,
-     "commits %arg0 stages, the consumer role (one warp) releases %arg0 - 1 "
-     "(for %arg0 = 1: 1 against 0)"),
+     "commits n stages, the consumer role (one warp) releases n - 1 "
+     "(for n = 1: 1 against 0)"),
     ("half the range", lambda k, n, s: k.range(0, n, 2, carry=[s]), False,
-     "releases ceildiv(%arg0, 2) (for %arg0 = 2: 2 against 1)"),
+     "releases ceildiv(n, 2) (for n = 2: 2 against 1)"),
     ("unshared condition", lambda k, n, s: k.range(n, carry=[s]), True,
-     "releases %arg0 * [%arg1 ne 0] (for %arg0 = 1, %arg1 = 0: 1 against 0)"),
+     "releases [flag ne 0] * n (for flag = 0, n = 1: 1 against 0)"),
 ])
 def test_planted_imbalance_is_reported_at_the_python_line(name, loop, guard, counts):
     k, line = _pingpong(loop, guard)

@@ -8,7 +8,7 @@ import mlir.ir as ir
 from mlir.dialects import arith
 
 from pipeline_mlir import compiler
-from pipeline_mlir.kernel import Kernel, TmaDescriptor
+from pipeline_mlir.kernel import Int32, Kernel, TmaDescriptor
 from pipeline_mlir.kernel.compile import run_passes
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup,
                                     PipelineTmaAsync, PipelineTmaUmma,
@@ -192,6 +192,73 @@ def test_runtime_mask_cannot_be_derived():
     with pytest.raises(compiler.CompileError, match="multicast mask or trip count is only "
                        "known at run time"):
         compiler.to_nvvm(k.module)
+
+
+def handle_kernel(own_bytes=False):
+    """A TMA ring whose producer takes the stage's barrier handle
+    (producer_get_barrier) next to its tma_load, as CuTe DSL code passes it
+    to cute.copy; with ``own_bytes`` it also arms bytes of its own on the
+    handle. Returns (kernel, line of the handle's raw use)."""
+    import inspect
+    import warnings
+
+    from mlir.dialects import nvvm
+
+    k = Kernel("k", block_dim=64, params={"a": TmaDescriptor(), "n": Int32()})
+    line = None
+    with k:
+        p = PipelineTmaAsync.create(num_stages=2, producer_group=T1,
+                                    consumer_group=T1,
+                                    barrier_storage=k.alloc_barriers(4), name="ab")
+        buf = k.smem_alloc(2 * 8192, align=1024)
+        with k.if_(k.warp_idx() == 0):
+            s = make_pipeline_state(Producer, 2)
+            for _, (s,) in k.range(k.args.n, carry=[s]):
+                p.producer_acquire(s)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # the handle goes unchecked
+                    bar = p.producer_get_barrier(s)
+                with k.elect_one():
+                    p.tma_load(s, k.args.a, [0, 0], buf.stage(s.index, 8192), 8192)
+                    if own_bytes:
+                        # A raw op built from Python has no location of its
+                        # own: give it this line.
+                        line = inspect.currentframe().f_lineno
+                        nvvm.mbarrier_expect_tx(bar.ir_value, arith.constant(
+                            ir.IntegerType.get_signless(32), 1024),
+                            loc=ir.Location.file(__file__, line, 1))
+                s.advance()
+            p.producer_tail(s)
+        with k.if_(k.warp_idx() == 1):
+            c = make_pipeline_state(PipelineUserType.Consumer, 2)
+            for _, (c,) in k.range(k.args.n, carry=[c]):
+                p.consumer_wait(c)
+                p.consumer_release(c)
+                c.advance()
+    return k, line
+
+
+def test_a_barrier_handle_next_to_the_tma_load_still_derives():
+    # producer_get_barrier on a state that also has a tma_load made the
+    # derivation answer "no tma_load is bound".
+    k, _ = handle_kernel()
+    assert created(derived(k)).result.type.tx_count == 8192
+    check_protocol(k)
+    compiler.to_nvvm(k.module)
+    assert k.simulate({"n": 5}, schedules=10).ok
+
+
+def test_bytes_of_ones_own_on_the_barrier_handle_are_refused_at_their_line():
+    # The twin: bytes armed by hand on the handle are invisible to the
+    # derivation; it refuses them where they are, naming the fix.
+    k, line = handle_kernel(own_bytes=True)
+    with pytest.raises(compiler.CompileError) as info:
+        compiler.to_nvvm(k.module)
+    msg = str(info.value)
+    assert msg.startswith(f"{__file__}:{line}:1: error: pipeline 'ab': "
+                          "nvvm.mbarrier.expect_tx receives the stage's full barrier from "
+                          "producer_get_barrier(state)"), msg
+    assert "or give tx_count to create" in msg
 
 
 def test_clc_pipeline_still_needs_tx_count():

@@ -16,12 +16,14 @@
 - ``elect_one()``: ``nvvm.elect.sync`` + ``scf.if`` (one lane of the warp).
 """
 
+import linecache
+import re
 import sys
 
 import mlir.ir as ir
 from mlir.dialects import nvvm, scf
 
-from ..user_location import UserLine
+from ..user_location import UserLine, _is_library_file
 from .scope import LoopTrace, ScopeError, _loops, block_encloses, defining_block
 from .values import Scalar, i1, i32, to_value
 
@@ -224,6 +226,24 @@ def _loop_annotation(unroll, unroll_full, carries_states):
     return ir.Attribute.parse(f"#llvm.loop_annotation<unroll = <{text}>>")
 
 
+# `for kt, (s,) in k.range(...)`: the first name the statement binds.
+_FOR_TARGET = re.compile(r"\s*(?:async\s+)?for\s+\(?\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _induction_name():
+    """The name the user's ``for`` statement gives the loop's induction
+    variable (``for kt, (s,) in k.range(n)``: "kt"), or None (``_``, a
+    loop built by library code, no source). The checker prints it for the
+    loop's variable in its counts (``[kt ne 0]``, not ``[%iv ne 0]``)."""
+    frame = sys._getframe(2)
+    while frame is not None and _is_library_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    m = _FOR_TARGET.match(linecache.getline(frame.f_code.co_filename, frame.f_lineno))
+    return m.group(1) if m and not m.group(1).startswith("_") else None
+
+
 def range_(start, stop=None, step=1, *, carry=(), unroll=None, unroll_full=False):
     """``for i in range_(n)`` / ``for i, (a, b) in range_(n, carry=[a, b])``.
 
@@ -255,6 +275,9 @@ def range_(start, stop=None, step=1, *, carry=(), unroll=None, unroll_full=False
                                   any(_is_pipeline_state(v) for v in init))
     if annotation is not None:
         loop.operation.attributes["loop_annotation"] = annotation
+    name = _induction_name()
+    if name is not None:  # for messages only: scf-to-cf drops it
+        loop.operation.attributes["pipeline.iv_name"] = ir.StringAttr.get(name)
     body = loop.body
     rebind(loop.inner_iter_args)
     with _LoopTraced(body) as trace, ir.InsertionPoint(body):

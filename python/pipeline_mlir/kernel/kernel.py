@@ -151,6 +151,13 @@ class Kernel:
                     # LLVM's NVPTX back end prints it as .minnctapersm.
                     self.func.attributes["nvvm.minctasm"] = ir.IntegerAttr.get(
                         ir.IntegerType.get_signless(32), min_ctas_per_sm)
+                if specs:
+                    # The checker names arguments in messages by these
+                    # (`k_tiles - 1`, not `%arg2 - 1`); the gpu.func
+                    # lowering drops argument attributes (PTX unchanged).
+                    self.func.attributes["arg_attrs"] = ir.ArrayAttr.get([
+                        ir.DictAttr.get({"pipeline.name": ir.StringAttr.get(n)})
+                        for n, _ in specs])
                 self.entry = self.func.add_entry_block()
             with ir.InsertionPoint(self.entry):
                 # The prologue (shared-memory pointers) goes before `anchor`;

@@ -29,6 +29,7 @@ schedulers choose among enabled steps and ready events:
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
@@ -55,13 +56,16 @@ class Step:
 class Event:
     """An asynchronous completion the scheduler may fire at any later point."""
 
-    __slots__ = ("fire", "what", "channel", "cta")
+    __slots__ = ("fire", "what", "channel", "cta", "where")
 
     def __init__(self, fire: Callable[[], None], what: str, channel=None, cta: int | None = None):
         self.fire = fire
         self.what = what
         self.channel = channel
         self.cta = cta
+        # The location of the op that issued it (World.post): a finding
+        # raised when it lands names the user's line of the copy.
+        self.where: str | None = None
 
 
 class Agent:
@@ -144,6 +148,9 @@ class World:
         self.events: list[Event] = []
         self.readers: dict[tuple, Counter] = {}
         self.writers: dict[tuple, Counter] = {}
+        # (buffer key, who) -> location of the op that began the read or
+        # write: a race names both sides' lines.
+        self.began_at: dict[tuple, str | None] = {}
         self.steps = 0
         self.trace: list[str] | None = None
         # Cluster launch control: pending clusters a try_cancel may still
@@ -151,6 +158,10 @@ class World:
         self.clc_left = 0
         self.clc_next = 0
         self.clc_responses: dict[tuple, tuple[int, int]] = {}
+        # The agent whose step runs now (events it posts record it), and
+        # pipeline name -> location of its create (frontend.Kernel.created_at).
+        self.current: Agent | None = None
+        self.created_at: dict[str, str] = {}
 
     @property
     def warps_per_cta(self) -> int:
@@ -165,10 +176,47 @@ class World:
                 self.agents.append(a)
                 cta.live_agents += 1
         for a in self.agents:
-            a.start(body(a))
+            self.current = a
+            try:
+                a.start(body(a))
+            except SimError as err:
+                self.locate(err, a)
+                raise
+        self.current = None
 
     def post(self, event: Event) -> None:
+        if self.current is not None and event.where is None:
+            event.where = self.current.where
         self.events.append(event)
+
+    # -- locating findings ---------------------------------------------------
+    _PIPELINE = re.compile(r"pipeline '([^']*)'")
+    # Findings about what pipeline.create declares: its barriers' init, the
+    # groups' arrive counts, tx_count.
+    _CREATE_KINDS = ("uninitialized", "arrive-count", "tx-count")
+
+    def locate(self, err: SimError, pick) -> None:
+        """Gives ``err`` the user's lines of the ops involved when the code
+        that raised it named none: the op ``pick`` (an agent) runs, or the
+        op that issued ``pick`` (an event), and for what create declares,
+        the pipeline's create. Every finding then carries a file:line, the
+        way deadlocks always did."""
+        err.where = list(err.where)
+        if not err.where:
+            if isinstance(pick, Event):
+                loc = source_location(pick.where)
+                if loc:
+                    err.where.append(f"{pick.what}, issued at {loc}")
+            else:
+                loc = source_location(pick.where)
+                if loc:
+                    pipe = pick.step.pipe if pick.step else None
+                    err.where.append(f"{pick.label(pipe)} at {loc}")
+        if err.kind in self._CREATE_KINDS:
+            m = self._PIPELINE.search(err.message)
+            loc = m and source_location(self.created_at.get(m.group(1)))
+            if loc and not any(loc in w for w in err.where):
+                err.where.append(f"pipeline '{m.group(1)}' created at {loc}")
 
     # -- buffer ownership (overwrite / early-read detection) -----------------
     def start_read(self, key: tuple, who: str, what: str) -> None:
@@ -178,8 +226,10 @@ class World:
             raise SimError(
                 "early-read",
                 f"{who} reads {what} while {writers} still writes it: the full barrier "
-                f"completed before the data landed (commit before the copy finished)")
+                f"completed before the data landed (commit before the copy finished)",
+                self._race_notes(key, who, w))
         self.readers.setdefault(key, Counter())[who] += 1
+        self._began(key, who)
 
     def end_read(self, key: tuple, who: str) -> None:
         r = self.readers.get(key)
@@ -193,8 +243,27 @@ class World:
             raise SimError(
                 "overwrite",
                 f"{who} writes {what} while {holders} still holds it (between its wait and its "
-                f"release): buffer overwritten before its release")
+                f"release): buffer overwritten before its release",
+                self._race_notes(key, who, r))
         self.writers.setdefault(key, Counter())[who] += 1
+        self._began(key, who)
+
+    def _began(self, key: tuple, who: str) -> None:
+        if self.current is not None:
+            self.began_at[(key, who)] = self.current.where
+
+    def _race_notes(self, key: tuple, who: str, others: Counter) -> list[str]:
+        """"<who> at <file:line>" for the op racing now (the running agent's)
+        and for each other side still on the buffer (where it began)."""
+        out = []
+        here = source_location(self.current.where) if self.current is not None else None
+        if here:
+            out.append(f"{who} at {here}")
+        for other, n in others.items():
+            loc = source_location(self.began_at.get((key, other))) if n > 0 else None
+            if loc:
+                out.append(f"{other} at {loc}")
+        return out
 
     def end_write(self, key: tuple, who: str) -> None:
         w = self.writers.get(key)
@@ -271,16 +340,24 @@ class World:
                 raise SimError("step-limit", f"no end after {self.max_steps} steps (livelock?)")
             cont = options.index(last) if last in options else None
             pick = options[choose(len(options), cont)]
-            if isinstance(pick, Event):
-                self.events.remove(pick)
-                if self.trace is not None:
-                    self.trace.append(f"event: {pick.what}")
-                pick.fire()
-            else:
-                if self.trace is not None:
-                    self.trace.append(pick.step.what() if pick.step.what else f"{pick.label()}: step")
-                pick.run()
-                last = pick
+            try:
+                if isinstance(pick, Event):
+                    self.events.remove(pick)
+                    if self.trace is not None:
+                        self.trace.append(f"event: {pick.what}")
+                    pick.fire()
+                else:
+                    if self.trace is not None:
+                        self.trace.append(pick.step.what() if pick.step.what
+                                          else f"{pick.label()}: step")
+                    self.current = pick
+                    pick.run()
+                    last = pick
+            except SimError as err:
+                self.locate(err, pick)
+                raise
+            finally:
+                self.current = None
 
 
 class DfsChooser:

@@ -21,6 +21,8 @@ runs its then-region with those lanes, then its else-region with the others
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 
 import mlir.ir as ir
@@ -44,6 +46,27 @@ class Lanes(tuple):
 
 # -- compiled IR --------------------------------------------------------------
 
+# `"file":line:col` inside a printed location, whatever wraps it.
+_FILE_LOC = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
+
+
+def user_loc(loc) -> str:
+    """The printed location of an op reduced to its user's line,
+    ``loc("file":line:col)``, which ``model.source_location`` reads: the
+    first file location inside a ``callsite`` (the callee: the op's own
+    line), ``fused`` or named (``"k_tiles"(...)``) location, so findings keep
+    the user's file:line whatever the builders or passes wrapped around it.
+    Locations without one (unknown, text parsed from a string, whose file
+    is "-") stay as printed."""
+    text = str(loc)
+    if text.startswith('loc("') and _FILE_LOC.fullmatch(text[4:-1]):
+        return text  # the common case: already a plain file location
+    for m in _FILE_LOC.finditer(text):
+        if m.group(1) not in ("", "-"):
+            return f'loc("{m.group(1)}":{m.group(2)}:{m.group(3)})'
+    return text
+
+
 class Node:
     __slots__ = ("name", "ins", "outs", "a", "regions", "loc")
 
@@ -60,6 +83,9 @@ class Kernel:
     block_dim: tuple[int, int, int] | None
     pipes: dict[int, PipelineSpec] = field(default_factory=dict)  # create index -> spec
     int_args: dict[int, int] = field(default_factory=dict)  # position -> bit width
+    # pipeline name -> location of its pipeline.create: findings about what
+    # create declares (barrier init, counts, tx bytes) name that line too.
+    created_at: dict[str, str] = field(default_factory=dict)
 
     @property
     def cluster_size(self) -> int:
@@ -133,6 +159,7 @@ class _Compiler:
     def __init__(self):
         self.slots: dict = {}
         self.pipes: dict[int, PipelineSpec] = {}
+        self.created_at: dict[str, str] = {}
 
     def slot(self, v) -> int:
         s = self.slots.get(v)
@@ -166,6 +193,7 @@ class _Compiler:
             pname = attrs["name"].value if "name" in attrs else op.results[0].get_name()
             pid = len(self.pipes)
             self.pipes[pid] = pipeline_spec(op.results[0].type, pname)
+            self.created_at.setdefault(pname, user_loc(op.location))
             a["pipe"] = pid
             a["defer"] = "defer_sync" in attrs
         elif name in ("pipeline.state.make",):
@@ -205,7 +233,7 @@ class _Compiler:
         ins = [self.slot(v) for v in op.operands]
         outs = [self.slot(r) for r in op.results]
         regions = [[self.block(b) for b in r.blocks] for r in op.regions]
-        return Node(name, ins, outs, a, regions, str(op.location))
+        return Node(name, ins, outs, a, regions, user_loc(op.location))
 
 
 def _derive_tx_counts(module):
@@ -279,7 +307,7 @@ def compile_kernel(func) -> Kernel:
         if isinstance(arg.type, (ir.IntegerType, ir.IndexType)):
             ints[pos] = _width(arg.type)
     return Kernel(func.attributes["sym_name"].value, args, body, len(c.slots), bd, c.pipes,
-                  ints)
+                  ints, c.created_at)
 
 
 # Values tried for the integer arguments that --arg does not give, in order:

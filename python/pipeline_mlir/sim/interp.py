@@ -189,6 +189,9 @@ class _Interp:
             name = n.name
             if name in ("scf.yield", "scf.condition", "func.return", "gpu.return"):
                 return [env[i] for i in n.ins]
+            # The op this warp runs: a finding raised in it (or a deadlock
+            # in its wait), whatever op it is, names its user's line.
+            self.a.where = n.loc
             if name.startswith("pipeline."):
                 res = yield from self.pipeline_op(n, mask)
                 if n.outs:
@@ -544,6 +547,7 @@ def make_world_factory(k: Kernel, launch: Launch, max_steps: int = 200000):
     def make() -> World:
         w = World(launch.cluster, launch.block_threads, max_steps)
         w.clc_left = launch.clc_clusters
+        w.created_at = k.created_at
         pipes = {pid: PipeRef(spec, pid) for pid, spec in k.pipes.items()}
 
         def body(agent: Agent):

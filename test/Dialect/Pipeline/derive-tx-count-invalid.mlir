@@ -60,3 +60,28 @@ func.func @runtime_mask(%desc: !llvm.ptr, %buf: !llvm.ptr<3>, %mask: i16) {
   pipeline.producer.tail %p, %s0 : !T, !ps
   return
 }
+
+// -----
+
+!T = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>>
+!ps = !pipeline.state<2, producer>
+
+// A copy of one's own on the stage's barrier handle (here in a helper
+// function) lands bytes the derivation cannot see: refused at that op, not
+// silently left out of the tx_count (the twin, a handle next to the
+// tma_load and used by no copy, is in derive-tx-count.mlir).
+func.func private @my_copy(!llvm.ptr<3>)
+func.func @copy_through_the_barrier_handle(%desc: !llvm.ptr, %buf: !llvm.ptr<3>) {
+  %x = arith.constant 0 : i32
+  // expected-note @+1 {{pipeline 'ab' is created here}}
+  %p = pipeline.create {name = "ab"} : !T
+  %s0 = pipeline.state.make : !ps
+  pipeline.producer.acquire %p, %s0 : !T, !ps
+  pipeline.copy.tma_load %p, %s0, %desc[%x, %x] to %buf {bytes = 8192 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+  %bar = pipeline.producer.barrier %p, %s0 : !T, !ps
+  // expected-error @+1 {{pipeline 'ab': func.call receives the stage's full barrier from producer_get_barrier(state) and may deliver bytes to it that tx_count cannot be derived from (rule: a derived tx_count counts only the tma_load / bulk_copy of the state): issue the copy with tma_load(state, ...) or bulk_copy(state, ...), or give tx_count to create}}
+  func.call @my_copy(%bar) : (!llvm.ptr<3>) -> ()
+  pipeline.producer.commit %p, %s0 : !T, !ps
+  pipeline.producer.tail %p, %s0 : !T, !ps
+  return
+}

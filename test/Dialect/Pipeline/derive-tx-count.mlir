@@ -32,3 +32,31 @@ func.func @derived(%n: index, %desc: !llvm.ptr, %src: !llvm.ptr<1>, %buf: !llvm.
   pipeline.producer.tail %p, %sN : !T, !ps
   return
 }
+
+// The stage's barrier handle taken next to its tma_load (CuTe DSL passes
+// producer_get_barrier(state) to cute.copy): the handle
+// hides no copy, so the tma_load's bytes are the tx_count (the derivation
+// used to answer "no tma_load is bound"). A handle only waited on is no
+// copy either.
+// CHECK-LABEL: func.func @barrier_handle_next_to_the_copy
+// CHECK: pipeline.create {name = "ab"} : <tma_async, {{.*}}tx_count = 8192>
+// CHECK: pipeline.producer.barrier
+func.func @barrier_handle_next_to_the_copy(%n: index, %desc: !llvm.ptr, %buf: !llvm.ptr<3>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %x = arith.constant 0 : i32
+  %p = pipeline.create {name = "ab"} : !T
+  %s0 = pipeline.state.make : !ps
+  %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+    pipeline.producer.acquire %p, %s : !T, !ps
+    %bar = pipeline.producer.barrier %p, %s : !T, !ps
+    %token = arith.constant 0 : i64
+    %done = nvvm.mbarrier.test.wait %bar, %token : !llvm.ptr<3>, i64 -> i1
+    pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %buf {bytes = 8192 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+    pipeline.producer.commit %p, %s : !T, !ps
+    %s1 = pipeline.state.advance %s : !ps
+    scf.yield %s1 : !ps
+  }
+  pipeline.producer.tail %p, %sN : !T, !ps
+  return
+}

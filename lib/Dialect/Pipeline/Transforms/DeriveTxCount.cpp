@@ -13,6 +13,9 @@
 #include "ProtocolChecks.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace mlir::pipeline {
 #define GEN_PASS_DEF_PIPELINEDERIVETXCOUNT
@@ -35,6 +38,59 @@ struct Production {
 };
 } // namespace
 
+/// Whether the stage's bound copies (tma_load / bulk copy of the state) are
+/// all of them as far as the derivation knows: the state goes only to
+/// pipeline ops and loops. Unlike copiesAreVisible (the checker's property
+/// 5, which leaves such stages unchecked), a producer.barrier handle does
+/// not hide the copies here: taking the handle next to a tma_load is
+/// common (CuTe DSL passes it to cute.copy), and treating it as "no copy
+/// bound" made the derivation fail with a false "no tma_load" error. What
+/// is done with the handle is looked at by findByteDeliveringUse.
+static bool stateStaysInPipelineOps(Value state) {
+  return llvm::all_of(state.getUsers(), [](Operation *user) {
+    return isa<PipelineDialect>(user->getDialect()) ||
+           isa<scf::YieldOp, scf::ForOp>(user);
+  });
+}
+
+/// Whether `op`, given a stage's full barrier address, may land or expect
+/// transaction bytes on it, which the derivation cannot count: copies,
+/// expect_tx / complete_tx, calls, inline asm, stores of the address and
+/// anything unknown. Plain mbarrier arrives, waits and inits do not (their
+/// arrivals are the checker's business, BarrierHandleChecks.cpp).
+static bool mayDeliverBytes(Operation *op) {
+  StringRef name = op->getName().getStringRef();
+  if (name.starts_with("nvvm.mbarrier."))
+    return name.contains("expect_tx") || name.contains("complete_tx");
+  return true;
+}
+
+/// The first op that receives a producer.barrier handle of `state` (through
+/// pure address arithmetic and casts) and may deliver bytes to the barrier;
+/// null when the handles are unused or only waited or arrived on, so that
+/// the bound copies are the stage's bytes.
+static Operation *findByteDeliveringUse(Value state) {
+  SmallVector<Value> worklist;
+  for (Operation *user : state.getUsers())
+    if (auto handle = dyn_cast<ProducerBarrierOp>(user))
+      worklist.push_back(handle.getResult());
+  llvm::SmallPtrSet<Operation *, 8> seen;
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (!seen.insert(user).second)
+        continue;
+      if (isMemoryEffectFree(user) && user->getNumRegions() == 0) {
+        llvm::append_range(worklist, user->getResults());
+        continue;
+      }
+      if (mayDeliverBytes(user))
+        return user;
+    }
+  }
+  return nullptr;
+}
+
 /// Derives the tx_count of `create` (a TMA-load pipeline with tx_count 0)
 /// and sets its type; emits an error and returns failure when it cannot.
 static LogicalResult deriveOne(CreateOp create, const TxStages &stages,
@@ -43,8 +99,20 @@ static LogicalResult deriveOne(CreateOp create, const TxStages &stages,
   PipelineType type = getPipelineType(pipe);
   std::optional<Production> first;
   for (auto &[key, acqs] : stages.acquires) {
-    if (key.first != pipe || !copiesAreVisible(key.second))
+    if (key.first != pipe || !stateStaysInPipelineOps(key.second))
       continue;
+    if (Operation *user = findByteDeliveringUse(key.second)) {
+      InFlightDiagnostic diag = user->emitError();
+      diag << describe(pipe) << ": " << user->getName()
+           << " receives the stage's full barrier from "
+              "producer_get_barrier(state) and may deliver bytes to it that "
+              "tx_count cannot be derived from (rule: a derived tx_count "
+              "counts only the tma_load / bulk_copy of the state): issue the "
+              "copy with tma_load(state, ...) or bulk_copy(state, ...), or "
+              "give tx_count to create";
+      noteCreate(diag, pipe);
+      return failure();
+    }
     SmallVector<Operation *> stageCopies = stages.copies.lookup(key);
     for (Operation *acq : acqs) {
       Operation *culprit = nullptr;

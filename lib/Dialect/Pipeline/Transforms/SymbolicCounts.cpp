@@ -121,6 +121,19 @@ bool protocol::isCtaRead(Operation *op) {
          name.starts_with("nvvm.read.ptx.sreg.nclusterid.");
 }
 
+/// How messages name a function argument: the parameter's name in the
+/// user's source where the builder recorded one (the Python Kernel sets
+/// `{pipeline.name = "k_tiles"}` in the gpu.func's arg_attrs, so that a
+/// count reads "k_tiles - 1" as the kernel was written), else "%argN".
+static std::string argumentName(FunctionOpInterface fn, BlockArgument arg) {
+  if (arg.getOwner()->isEntryBlock())
+    if (auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                    "pipeline.name"))
+      if (!name.getValue().empty())
+        return name.str();
+  return "%arg" + std::to_string(arg.getArgNumber());
+}
+
 static std::string shortOpName(Operation *op) {
   StringRef name = op->getName().getStringRef();
   if (name.consume_front("nvvm.read.ptx.sreg."))
@@ -260,12 +273,16 @@ private:
         // function's may be thread ids (lit tests pass warp ids so).
         auto gpuFn = dyn_cast<gpu::GPUFuncOp>(owner);
         bool kernel = gpuFn && gpuFn.isKernel();
-        return leaf(key, "%arg" + std::to_string(arg.getArgNumber()),
-                    /*thread=*/!kernel, false, boolean);
+        return leaf(key, argumentName(fn, arg), /*thread=*/!kernel, false,
+                    boolean);
       }
       if (auto loop = dyn_cast_or_null<scf::ForOp>(owner)) {
         if (arg == loop.getInductionVar()) {
-          Atom a{AtomKind::Leaf, "%iv"};
+          // The `for` target's name where the builder knew it (the Python
+          // k.range sets pipeline.iv_name from `for kt, ... in k.range`).
+          auto hint = loop->getAttrOfType<StringAttr>("pipeline.iv_name");
+          Atom a{AtomKind::Leaf,
+                 hint && !hint.getValue().empty() ? hint.str() : "%iv"};
           a.loopVar = true;
           a.loop = loop;
           return Poly::atom(atoms.get(key, a));
