@@ -21,6 +21,7 @@ arrive of one's own on the handle is one arrival too many per phase
 """
 
 import inspect
+import re
 import warnings
 
 import pytest
@@ -363,3 +364,55 @@ def test_a_deferred_create_used_before_its_init_sync_is_reported():
     assert ("(call pipeline_init_arrive() and pipeline_init_wait() after the creates and "
             "before the first use, or drop defer_sync)") in first
     assert check(deferred_kernel(sync=True)) is None
+
+
+# -- check 12 generalizes: mutants of every kernel of the project --------------
+
+_ACQUIRE = re.compile(r"^(\s*)pipeline\.producer\.acquire (%[\w#]+), (%[\w#]+)")
+
+
+def _order_mutants(text):
+    """(kind, mutated text) for the first producer_acquire ... producer_commit
+    pair with copies of each pipeline of ``text``: the acquire moved after
+    the copies, the commit moved before them, the acquire dropped."""
+    lines = text.splitlines(keepends=True)
+    seen = set()
+    for i, line in enumerate(lines):
+        m = _ACQUIRE.match(line)
+        if not m or m.group(2) in seen:
+            continue
+        ind, p, s = m.groups()
+        commit = re.compile(rf"^{re.escape(ind)}pipeline\.producer\.commit {re.escape(p)}, "
+                            rf"{re.escape(s)}\b")
+        j = next((j for j in range(i + 1, len(lines)) if commit.match(lines[j])), None)
+        if j is None:
+            continue
+        body = "".join(lines[i + 1:j])
+        if f"copy.tma_load {p}, {s}" not in body and f"copy.bulk {p}, {s}" not in body:
+            continue
+        seen.add(p)
+        yield "acquire after the copies", "".join(lines[:i] + lines[i + 1:j] + [lines[i]] + lines[j:])
+        yield "commit before the copies", "".join(lines[:i + 1] + [lines[j]] + lines[i + 1:j]
+                                                  + lines[j + 1:])
+        yield "acquire dropped", "".join(lines[:i] + lines[i + 1:])
+
+
+def test_moved_or_dropped_acquires_of_every_kernel_are_reported():
+    # Every TMA producer of the examples, GEMMs, attention kernels,
+    # skeletons and GPU-suite kernels, with its acquire moved after its
+    # copies, its commit moved before them, or its acquire dropped: each
+    # mutant is rejected by check 12, naming the rule.
+    from test_stage_balance import KERNELS, check as run_checker
+
+    mutants = 0
+    for case, build in sorted(KERNELS.items()):
+        try:
+            text = build()
+        except Exception:  # noqa: BLE001 -- test_stage_balance reports it
+            continue
+        for kind, mutant in _order_mutants(text):
+            errors, _ = run_checker(mutant)
+            assert any("a stage's copies go between producer.acquire and producer.commit"
+                       in e for e in errors), (case, kind, errors)
+            mutants += 1
+    assert mutants >= 60, mutants
