@@ -320,6 +320,22 @@ def test_a_second_arrive_per_phase_on_the_barrier_handle_is_reported():
     assert check(raw_arrive_kernel(arrive=False)) is None
 
 
+def test_the_simulator_counts_a_raw_arrive_on_the_barrier_handle():
+    # The same kernels in the simulator: the raw arrive is an arrival on
+    # the stage's full barrier (before it was modelled, the bug ran clean).
+    # The warp's 32 arrivals complete each phase before producer_commit,
+    # whose 32 complete the next one: the consumers read the stage early or
+    # find its phase overrun, by schedule. (A TMA producer's raw arrive is
+    # an arrive-count finding: test/Sim/bug_raw_arrive.mlir.)
+    rep = raw_arrive_kernel(arrive=True).simulate(check=False, schedules=30)
+    assert not rep.ok
+    summary = str(rep).splitlines()[-1]
+    assert summary.startswith("pipeline-sim: FAILED: 30 schedules, "), summary
+    assert set(re.findall(r"\d+ ([a-z-]+)", summary.split("(")[0])) <= {
+        "schedules", "early-read", "overrun", "arrive-count"}, summary
+    assert raw_arrive_kernel(arrive=False).simulate(check=False, schedules=30).ok
+
+
 def deferred_kernel(sync):
     """A PipelineAsync created with defer_sync=True; ``sync``: call
     pipeline_init_arrive / pipeline_init_wait before the roles run."""

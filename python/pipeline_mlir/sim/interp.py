@@ -151,6 +151,25 @@ class _ClcStage:
     phase: int
 
 
+@dataclass(frozen=True)
+class _StageBarrier:
+    """The full barrier of a stage of any other pipeline, as
+    ``producer_get_barrier`` hands it out: a raw arrive on it is an arrival
+    (issue 29, class 6)."""
+    pid: int
+    index: int
+
+
+# Raw NVVM arrives a kernel may make on a stage barrier handle (the checker
+# rejects them statically: BarrierHandleChecks.cpp); each executing thread
+# arrives once.
+_RAW_ARRIVES = frozenset({
+    "nvvm.mbarrier.arrive", "nvvm.mbarrier.arrive.shared", "nvvm.mbarrier.arrive.expect_tx",
+    "nvvm.mbarrier.arrive.expect_tx.shared", "nvvm.mbarrier.arrive.nocomplete",
+    "nvvm.mbarrier.arrive.nocomplete.shared", "nvvm.mbarrier.arrive_drop",
+    "nvvm.mbarrier.arrive_drop.expect_tx", "nvvm.mbarrier.arrive_drop.nocomplete"})
+
+
 class _Interp:
     """Runs a kernel's node tree for one warp agent."""
 
@@ -220,6 +239,10 @@ class _Interp:
                     st = env[slot]
                     if isinstance(st, State):
                         V.plain_store(self.a, st, name, n.loc)
+            elif name in _RAW_ARRIVES and n.ins and isinstance(env[n.ins[0]], _StageBarrier):
+                h = env[n.ins[0]]
+                yield from V.raw_arrive(self.w, self.a, self.pipes[h.pid], h.index,
+                                        _lanes_of(mask), name, n.loc)
             elif name in ("gpu.barrier", "nvvm.barrier0"):
                 yield from V.named_sync(self.w, self.a, 0, self.launch.block_threads, False,
                                         _lanes_of(mask))
@@ -502,10 +525,12 @@ class _Interp:
         elif name == "producer.tail":
             yield from V.producer_tail(w, a, p, st, lanes)
         elif name == "producer.barrier":
-            # CLC requests name their barrier; other uses are not modelled.
+            # CLC requests name their barrier; a raw arrive on any other
+            # pipeline's handle counts as an arrival (other uses are not
+            # modelled: the handle is no number).
             if clc:
                 return _ClcStage(p.pid, st.index, st.phase ^ 1)
-            return UNKNOWN
+            return _StageBarrier(p.pid, st.index)
         elif name == "consumer.wait":
             tok = u(args[2], "the token") if len(args) > 2 else None
             yield from V.consumer_wait(w, a, p, st, lanes, tok)

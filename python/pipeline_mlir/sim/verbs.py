@@ -515,6 +515,21 @@ def producer_commit(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int],
         yield from _umma_commit(w, a, p, idx, [own], "producer.commit", slot=idx)
 
 
+def raw_arrive(w: World, a: Agent, p: PipeRef, idx: int, lanes: list[int], op: str, loc):
+    """An arrive of the kernel's own (``op``, at ``loc``) on stage ``idx``'s
+    full barrier through a ``producer_get_barrier`` handle: one arrival per
+    executing thread, on top of what the pipeline's verbs arrive: a second
+    arrive per phase (cutlass#2364) completes phases early, an arrive-count,
+    overrun or early-read finding depending on the schedule."""
+    at = source_location(loc)
+    who = f"{a.label(p.spec.name)} ({op} by hand{f' at {at}' if at else ''})"
+    n = len(lanes)
+
+    def fire():
+        _barrier(w, a, p, idx, a.cta).arrive(n, who)
+    yield Step(fire, None, lambda: f"{who} arrives on stage {idx} ({n} arrive(s))", p.spec.name)
+
+
 def _umma_commit(w: World, a: Agent, p: PipeRef, idx: int, keys: list, verb: str, slot: int):
     """Elected tcgen05.commit: one arrive on ``slot`` of every CTA of the
     mask once the MMAs issued so far are done (an in-order event)."""
