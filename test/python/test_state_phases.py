@@ -7,6 +7,9 @@ bugs at run time) naming the user's line too.
   restarts at (index 0, start phase) every tile while the barriers keep
   their phases (the twin carries the state across tiles; a tile of a
   multiple of 2 x stages k-blocks makes the restart harmless);
+- the same restart with an explicit pair computed from the k loop's
+  variable alone (``consumer_wait_w_index_phase(k % S, (k // S) % 2)``
+  inside the tile loop; the twin counts k across tiles);
 - ``consumer_wait_w_index_phase(k % S, k % 2)``: the phase flips every
   iteration instead of every lap of the ring (tilelang#3087);
 - ``consumer_wait_w_index_phase(k % S, (k // S + 1) % 2)``: an explicit-phase
@@ -69,6 +72,13 @@ def build(consumer, k_tiles=None):
                         pipe.consumer_wait(cons)
                         pipe.consumer_release(cons)
                         cons.advance()
+            elif consumer in ("explicit_per_tile", "explicit_across_tiles"):
+                for t, _ in k.range(ntiles):
+                    for kk, _ in k.range(kt):
+                        n = kk if consumer == "explicit_per_tile" else t * kt + kk
+                        line = _line()
+                        pipe.consumer_wait_w_index_phase(n % STAGES, (n // STAGES) % 2)
+                        pipe.consumer_release_w_index(n % STAGES)
             else:
                 for t, _ in k.range(ntiles * kt):
                     phase = {"flip_every_iteration": t % 2,
@@ -157,3 +167,20 @@ def test_simulator_finding_carries_the_users_line(consumer):
     (one,) = k.simulate({"ntiles": 3, "k_tiles": 3}, schedules=5, check=False)
     assert not one.ok
     assert any(f"{HERE}:{line}:" in w for f in one.findings for w in f.where), one.findings
+
+
+def test_explicit_pair_restarted_per_tile_is_an_error():
+    k, line = build("explicit_per_tile", k_tiles=3)
+    (diag,) = check(k)
+    assert f'"{HERE}":{line}:' in str(diag.location)
+    assert ("this state's (index, phase) is computed from the inner loop's variables "
+            "alone") in diag.message
+    assert "one pass of the inner loop walks 3 stage(s)" in diag.message
+    (one,) = k.simulate({"ntiles": 3}, schedules=5, check=False)
+    assert not one.ok
+
+
+def test_explicit_pair_counted_across_tiles_is_accepted():
+    k, _ = build("explicit_across_tiles", k_tiles=3)
+    assert check(k) == []
+    assert k.simulate({"ntiles": 3}, schedules=5, check=False).ok

@@ -9,7 +9,9 @@
 //   tile loop) restarts at (index 0, start phase) every iteration while the
 //   barriers keep their phases. It is right only when one iteration walks a
 //   multiple of 2 x stages (every stage back at its start parity); anything
-//   else, including a walk the checker cannot count, is reported.
+//   else, including a walk the checker cannot count, is reported. An
+//   (index, phase) pair computed from an inner loop's variables alone
+//   restarts the same way in every iteration of the loop around it.
 // - An (index, phase) pair computed from a loop's variables
 //   (`*_w_index_phase(k % S, k % 2)`, tilelang#3087) whose index walks the
 //   ring with a constant stride but whose phase does not flip exactly when
@@ -608,6 +610,105 @@ static bool checkLoopStart(
   return true;
 }
 
+/// Stages a state.make's (index, phase) advances per iteration when it walks
+/// the ring regularly over `iters` (packed states: the phase_index step;
+/// others: the index step modulo the stages, 1 for one stage), else nullopt.
+static std::optional<int64_t> walkStride(StateMakeOp make,
+                                         ArrayRef<Env> iters) {
+  if (iters.size() < 2)
+    return std::nullopt;
+  StateType type = make.getType();
+  int64_t stages = type.getStages();
+  if (type.getSimple()) {
+    SmallVector<int64_t> packed;
+    for (const Env &env : iters) {
+      std::optional<int64_t> v = evalWith(make.getIndex(), env);
+      if (!v)
+        return std::nullopt;
+      packed.push_back(*v);
+    }
+    int64_t stride = packed[1] - packed[0];
+    for (size_t j = 0; j + 1 < packed.size(); ++j)
+      if (packed[j + 1] - packed[j] != stride)
+        return std::nullopt;
+    return stride > 0 ? std::optional<int64_t>(stride) : std::nullopt;
+  }
+  SmallVector<Position> pos;
+  for (const Env &env : iters) {
+    std::optional<Position> p = positionAt(make, env);
+    if (!p)
+      return std::nullopt;
+    pos.push_back(*p);
+  }
+  int64_t stride = ((pos[1].index - pos[0].index) % stages + stages) % stages;
+  if (stages == 1)
+    stride = 1;
+  if (stride == 0)
+    return std::nullopt;
+  for (size_t j = 0; j + 1 < pos.size(); ++j)
+    if (pos[j + 1].index != (pos[j].index + stride) % stages)
+      return std::nullopt;
+  return stride;
+}
+
+/// (a) for explicit pairs: an (index, phase) computed from an inner loop's
+/// variables alone starts again at the same position in every iteration of
+/// the loop around it, as a start state made there does.
+static bool checkRestartedPairs(StateMakeOp make, scf::ForOp loop,
+                                ArrayRef<Env> iters, Operation *reader) {
+  Operation *outer = enclosingLoop(loop);
+  if (!outer)
+    return false;
+  if (auto outerFor = dyn_cast<scf::ForOp>(outer))
+    if (std::optional<int64_t> trips = getConstantTripCount(outerFor);
+        trips && *trips <= 1)
+      return false;
+  VerbRef verb = *getVerb(reader);
+  if (!runsEveryIteration(loop, outer) ||
+      !definedOutside(verb.pipeline, outer))
+    return false;
+  // The inner loop's bounds must not move with the outer loop either
+  // (`range(t * K, t * K + K)` walks on): iterate() needs constant ones.
+  if (!getConstantInt(loop.getLowerBound()) ||
+      !getConstantInt(loop.getStep()))
+    return false;
+  std::optional<int64_t> stride = walkStride(make, iters);
+  if (!stride)
+    return false;
+  int64_t stages = make.getType().getStages();
+  std::optional<int64_t> length;
+  if (std::optional<int64_t> trips = getConstantTripCount(loop)) {
+    if (*trips <= 0)
+      return false;
+    length = *trips * *stride;
+    if (*length % (2 * stages) == 0)
+      return false;
+  }
+  InFlightDiagnostic diag = make.emitError();
+  diag << describe(verb.pipeline)
+       << ": this state's (index, phase) is computed from the inner loop's "
+          "variables alone, so it starts again at the same stage and phase in "
+          "every iteration of the loop around it while the barriers keep "
+          "their phases: one pass of the inner loop walks ";
+  if (length)
+    diag << *length << " stage(s), not a multiple of 2 x " << stages
+         << " stages, ";
+  else
+    diag << "a number of stages not provably a multiple of 2 x " << stages
+         << " (a run-time trip count), ";
+  diag << "so the next pass's " << reader->getName()
+       << " reads a phase its stage no longer has; compute the pair from a "
+          "count that runs across the outer loop (index (t * k_tiles + k) % "
+       << stages << ", phase ((t * k_tiles + k) // " << stages
+       << ") % 2), or carry a PipelineState across it "
+          "(k.range(..., carry=[state]))";
+  diag.attachNote(outer->getLoc())
+      << "the loop whose iterations restart it";
+  diag.attachNote(reader->getLoc())
+      << reader->getName() << " reads the state here";
+  return true;
+}
+
 static bool checkLoopPhases(FunctionOpInterface fn) {
   llvm::DenseMap<std::pair<Value, unsigned>, SmallVector<Operation *>> waiters;
   fn->walk([&](Operation *op) {
@@ -638,7 +739,11 @@ static bool checkLoopPhases(FunctionOpInterface fn) {
       failed = true;
       return;
     }
-    failed |= checkPhaseFlips(make, loop, iters, readers.front());
+    if (checkPhaseFlips(make, loop, iters, readers.front())) {
+      failed = true;
+      return;
+    }
+    failed |= checkRestartedPairs(make, loop, iters, readers.front());
   });
   return failed;
 }

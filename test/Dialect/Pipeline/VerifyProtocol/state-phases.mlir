@@ -290,3 +290,59 @@ func.func @conditional_wait_not_decided(%p: !P, %n: i32) {
   }
   return
 }
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 32>>
+!cs = !pipeline.state<2, consumer>
+
+// An explicit pair computed from the k loop's variable alone, inside the
+// tile loop: every tile starts again at (0, 0) after 3 stages.
+func.func @explicit_pair_restarted_per_tile(%p: !P, %tiles: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %c3 = arith.constant 3 : i32
+  // expected-note @+1 {{the loop whose iterations restart it}}
+  scf.for %t = %c0 to %tiles step %c1 : i32 {
+    scf.for %k = %c0 to %c3 step %c1 : i32 {
+      %idx = arith.remsi %k, %c2 : i32
+      %lap = arith.divsi %k, %c2 : i32
+      %ph = arith.remsi %lap, %c2 : i32
+      // expected-error @+1 {{PipelineAsync pipeline: this state's (index, phase) is computed from the inner loop's variables alone, so it starts again at the same stage and phase in every iteration of the loop around it while the barriers keep their phases: one pass of the inner loop walks 3 stage(s), not a multiple of 2 x 2 stages, so the next pass's pipeline.consumer.wait reads a phase its stage no longer has; compute the pair from a count that runs across the outer loop (index (t * k_tiles + k) % 2, phase ((t * k_tiles + k) // 2) % 2), or carry a PipelineState across it (k.range(..., carry=[state]))}}
+      %s = pipeline.state.make index %idx phase %ph count %c0 : !cs
+      // expected-note @+1 {{pipeline.consumer.wait reads the state here}}
+      pipeline.consumer.wait %p, %s : !P, !cs
+      %r = pipeline.state.make index %idx phase %c0 count %c0 : !cs
+      pipeline.consumer.release %p, %r : !P, !cs
+    }
+  }
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 32>>
+!cs = !pipeline.state<2, consumer>
+
+// The twin: the pair is computed from a count that runs across tiles.
+func.func @explicit_pair_across_tiles(%p: !P, %tiles: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %c3 = arith.constant 3 : i32
+  scf.for %t = %c0 to %tiles step %c1 : i32 {
+    %base = arith.muli %t, %c3 : i32
+    scf.for %k = %c0 to %c3 step %c1 : i32 {
+      %n = arith.addi %base, %k : i32
+      %idx = arith.remsi %n, %c2 : i32
+      %lap = arith.divsi %n, %c2 : i32
+      %ph = arith.remsi %lap, %c2 : i32
+      %s = pipeline.state.make index %idx phase %ph count %c0 : !cs
+      pipeline.consumer.wait %p, %s : !P, !cs
+      %r = pipeline.state.make index %idx phase %c0 count %c0 : !cs
+      pipeline.consumer.release %p, %r : !P, !cs
+    }
+  }
+  return
+}
