@@ -44,6 +44,10 @@ def wanted(args):
                     v = gemm_configs.choose(m, n, k, dtype, args.sms)
                     print(f"{dtype} {m}x{n}x{k}: {v}")
                     out.add((kernel, v, dtype))
+                    if getattr(args, "epilogues", False) and gemm_configs.splits_of(v) > 1:
+                        # a fused epilogue runs on the plain pick
+                        out.add((kernel, gemm_configs.choose(m, n, k, dtype, args.sms,
+                                                             split=False), dtype))
         elif kernel == "fp8_gemm":
             for out_dtype in fp8_configs.OUT_DTYPES if args.all else ("bf16",):
                 dtype = f"e4m3-{out_dtype}"
@@ -56,12 +60,21 @@ def wanted(args):
             out.update((kernel, v, "bf16") for v in attention_configs.VARIANTS)
     tables = {"hopper_gemm": gemm_configs.VARIANTS, "fp8_gemm": fp8_configs.VARIANTS,
               "attention_fwd": attention_configs.VARIANTS}
-    found = [(k, v, tables[k][v], d) for k, v, d in sorted(out)]
+    found = [(k, v, gemm_configs.overrides(v) if k == "hopper_gemm" else tables[k][v], d)
+             for k, v, d in sorted(out)]
+    # A split-K pick also needs its reduction, and for a K of fewer K
+    # blocks than splits the reductions of fewer (down to 1, a conversion):
+    # the variant runs min(S, K blocks) splits (ops/splitk_host.py).
+    reductions = sorted({(s, d) for k, v, _, d in found if k == "hopper_gemm"
+                         and gemm_configs.splits_of(v) > 1
+                         for s in range(1, gemm_configs.splits_of(v) + 1)})
+    found += [("splitk_reduce", f"sum{s}", {"splits": s}, d) for s, d in reductions]
     if getattr(args, "epilogues", False):
         from pipeline_mlir.ops.epilogues import Epilogue
 
         found += [("hopper_gemm", *gemm_configs.fused(v, Epilogue.from_json(e)), d)
-                  for k, v, _, d in list(found) if k == "hopper_gemm"
+                  for k, v, _, d in list(found)
+                  if k == "hopper_gemm" and gemm_configs.splits_of(v) == 1
                   for e in gemm_configs.PREBUILT_EPILOGUES]
     return found
 

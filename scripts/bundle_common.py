@@ -66,13 +66,19 @@ def write_manifest(out, manifest):
 # The shapes of test_gpu_launch.py's fused-epilogue test (their variants,
 # 64x128 and 128x128, get gemm_configs.PREBUILT_EPILOGUES in the cache).
 EPILOGUE_TEST_SHAPES = ((256, 256, 256), (1000, 1032, 520), (333, 200, 72))
+# The narrow, long-K shapes of test_gpu_launch.py's split-K tests: their
+# split-K variants and reductions (gemm_configs.choose_split).
+SPLITK_TEST_SHAPES = ((4096, 256, 9000), (512, 512, 16384), (2000, 200, 9000),
+                      (256, 512, 9000))
 
 
-def fill_gemm_cache(out, chip="sm_90a"):
+def fill_gemm_cache(out, chip="sm_90a", shapes=()):
     """``out``/gemm-cache: every variant of pipeline_mlir.gemm's table in
-    bf16 and fp16 (scripts/build-gemm-cache.py --all), and the prebuilt
-    fused epilogues of the variants the GPU suite's epilogue test runs,
-    what the GPU host points PIPELINE_MLIR_CACHE_DIR at."""
+    bf16 and fp16 (scripts/build-gemm-cache.py --all), the prebuilt fused
+    epilogues of the variants the GPU suite's epilogue test runs, the
+    split-K variants and reductions of SPLITK_TEST_SHAPES and of ``shapes``
+    (what ``gemm`` picks for them): what the GPU host points
+    PIPELINE_MLIR_CACHE_DIR at."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -83,9 +89,12 @@ def fill_gemm_cache(out, chip="sm_90a"):
     try:
         where = ["--chip", chip, "--dir", os.path.join(out, "gemm-cache")]
         shapes = [x for shape in EPILOGUE_TEST_SHAPES for x in ("--shape", *map(str, shape))]
+        split = [x for shape in (*SPLITK_TEST_SHAPES, *shapes)
+                 for x in ("--shape", *map(str, shape))]
         return (mod.main(["--all", "--kernel", "hopper_gemm", "fp8_gemm", "attention_fwd",
                           *where])
-                or mod.main([*shapes, "--epilogues", *where]))
+                or mod.main([*shapes, "--epilogues", *where])
+                or mod.main([*split, *where]))
     finally:
         if saved is None:
             os.environ.pop("PIPELINE_MLIR_CACHE_DIR", None)

@@ -155,6 +155,69 @@ def test_every_table_variant_matches_torch(dtype, device, gemm_cache):
             close(c, a, b)
 
 
+# --- split-K --------------------------------------------------------------------------
+
+# Narrow outputs with a long K (scripts/bundle_common.SPLITK_TEST_SHAPES: the
+# bundle's cache holds their split-K variants and reductions): too few
+# output tiles to fill the SMs, so gemm_configs.choose_split cuts K. Ragged
+# M and N (2000 x 200), K not a multiple of the 64-wide K block (9000).
+SPLITK_SHAPES = [(4096, 256, 9000), (512, 512, 16384), (2000, 200, 9000), (256, 512, 9000)]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_gemm_split_k_matches_torch_and_repeats_bitwise(dtype, device, gemm_cache):
+    """pipeline_mlir.gemm on the narrow long-K shapes takes a split-K
+    variant, is within the GEMM's bound of torch in fp32, and gives the
+    same bits on a second call (into out=, the workspace reused) and after
+    another shape has used the GPU in between: the partial sums are added
+    in one fixed order."""
+    import pipeline_mlir
+    from pipeline_mlir.ops import gemm as ops_gemm
+    from pipeline_mlir.ops import gemm_configs
+
+    dt = getattr(torch, dtype)
+    torch.manual_seed(0)
+    firsts = []
+    for m, n, k in SPLITK_SHAPES:
+        a = torch.randn(m, k, device="cuda", dtype=dt)
+        b = torch.randn(n, k, device="cuda", dtype=dt)
+        c = pipeline_mlir.gemm(a, b)
+        v = ops_gemm.chosen(a, b)
+        assert gemm_configs.splits_of(v) > 1, f"{m}x{n}x{k} took {v}, not a split-K variant"
+        err = close(c, a, b)
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
+        assert pipeline_mlir.gemm(a, b, out=out) is out
+        assert torch.equal(out, c), f"{v} {m}x{n}x{k}: two runs differ"
+        firsts.append((a, b, c))
+        print(f"gemm {dtype} {m}x{n}x{k}: variant {v}, err {err:.3g}")
+    for a, b, c in firsts:          # each again, after the others
+        assert torch.equal(pipeline_mlir.gemm(a, b), c)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_split_k_variant_with_fewer_k_blocks_than_splits(dtype, device, gemm_cache):
+    """A split-K variant called directly with K of fewer 64-wide blocks
+    than its S runs min(S, K blocks) splits, none empty, and the reduction
+    of that many (the cache holds 2..S): right on a ragged shape, a shape
+    of one K block, and through a prepared launch on new values."""
+    from pipeline_mlir.ops import gemm as ops_gemm
+
+    g = ops_gemm.variant_gemm("128x128_sk8", dtype)
+    dt = getattr(torch, {"bf16": "bfloat16", "f16": "float16"}[dtype])
+    for m, n, k in ((1000, 1032, 200), (333, 200, 64), (256, 512, 9000)):
+        a = torch.randn(m, k, device="cuda", dtype=dt)
+        b = torch.randn(n, k, device="cuda", dtype=dt)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
+        for _ in range(2):
+            a.normal_()
+            assert g.launch(a, b, c, (), None, True) is c
+            close(c, a, b)
+    a = torch.randn(333, 64, device="cuda", dtype=dt)
+    b = torch.randn(200, 64, device="cuda", dtype=dt)
+    with pytest.raises(ValueError, match="out must be a contiguous 333 x 200"):
+        g.launch(a, b, torch.empty(200, 333, device="cuda", dtype=dt), (), None, False)
+
+
 # --- the fused epilogue -------------------------------------------------------------
 
 # The shapes (ragged M; N and K multiples of 8, as TMA needs) and the

@@ -72,3 +72,55 @@ class PersistentTileScheduler:
         if self.cluster_m > 1:
             return m_unit * self.cluster_m + cta_rank, n_block
         return m_unit, n_block
+
+
+def _udiv(a, b):
+    """``a // b`` for non-negative ints or i32 Scalars (unsigned: exact for
+    the non-negative counts of :func:`split_k_unit`)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a // b
+    return Scalar(arith.divui(_scalar(a).ir_value, _scalar(b).ir_value))
+
+
+def _urem(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a % b
+    return Scalar(arith.remui(_scalar(a).ir_value, _scalar(b).ir_value))
+
+
+def _umin(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return min(a, b)
+    return _min(_scalar(a), _scalar(b))
+
+
+def _scalar(x):
+    return x if isinstance(x, Scalar) else Scalar(arith.constant(i32(), x))
+
+
+def split_k_count(splits, k_blocks):
+    """The splits a split-K launch really uses: ``min(splits, k_blocks)``,
+    so that every split gets at least one K block (a split with none would
+    leave its workspace slice unwritten; the host sums exactly this many:
+    ``ops/splitk_host.py``). Ints or i32 Scalars."""
+    return _umin(splits, k_blocks)
+
+
+def split_k_unit(unit, tiles, splits, k_blocks):
+    """Split-K's work unit ``unit`` -> ``(tile, split, kb_begin, kb_count)``.
+
+    ``tiles`` output tiles times ``splits`` (already ``split_k_count``) units:
+    unit ``u`` is tile ``u % tiles`` of split ``u // tiles``, so the CTAs of
+    one wave walk neighbouring tiles of the same K range (their A row-panels
+    and B column-panels are the same L2 lines, as in the grouped order).
+    Split ``s`` covers K blocks ``[s kb / S, (s + 1) kb / S)``: contiguous,
+    in order, sizes differing by at most one, none empty when ``S <= kb``.
+    (A ceil-div split, ``ceil(kb / S)`` per split, leaves the last ones empty
+    when it overshoots: 9 blocks in 4 splits are 3, 3, 3, 0.)
+
+    Works on Python ints (the model the tests compare with) and on i32
+    Scalars (the kernel): the same arithmetic either way."""
+    split, tile = _udiv(unit, tiles), _urem(unit, tiles)
+    begin = _udiv(split * k_blocks, splits)
+    end = _udiv((split + 1) * k_blocks, splits)
+    return tile, split, begin, end - begin

@@ -35,14 +35,15 @@ import sys
 from dataclasses import dataclass, replace
 
 import mlir.ir as ir
-from mlir.dialects import arith
+from mlir.dialects import arith, llvm
 
 from pipeline_mlir.chip_limits import SMEM_PER_BLOCK
 from pipeline_mlir.kernel import (GlobalPtr, Int32, Kernel, TmaDescriptor,
                                   fence_view_async_shared, load)
 from pipeline_mlir.kernel import epilogue, wgmma
 from pipeline_mlir.kernel.epilogue import Epilogue, EpilogueContext
-from pipeline_mlir.kernel.tile_scheduler import PersistentTileScheduler
+from pipeline_mlir.kernel.tile_scheduler import (PersistentTileScheduler, split_k_count,
+                                                  split_k_unit)
 from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
                                             check_register_budget,
                                             set_max_registers)
@@ -80,6 +81,12 @@ class GemmConfig:
     # A fused epilogue on the fp32 accumulator (kernel/epilogue.py); None
     # (or an identity Epilogue) builds exactly the kernel without one.
     epilogue: Epilogue = None
+    # Split-K (S > 1): each output tile's K blocks are cut into S contiguous
+    # ranges, one work unit each; a unit stores its fp32 partial tile into
+    # the workspace slice ``split`` of an (S, M, N) fp32 tensor (``c_ptr``)
+    # and kernels/splitk_reduce.py sums the slices into C. For outputs of
+    # too few tiles to fill the SMs (ops/gemm_configs.choose_split).
+    split_k: int = 1
 
     @property
     def block_m(self):
@@ -87,7 +94,8 @@ class GemmConfig:
 
     @property
     def c_dtype(self):
-        return self.out_dtype or self.dtype
+        # Split-K writes fp32 partial tiles; the reduction rounds them.
+        return "f32" if self.split_k > 1 else (self.out_dtype or self.dtype)
 
     @property
     def threads(self):
@@ -102,7 +110,8 @@ class GemmConfig:
                 f"{self.epilogue_passes if self.tma_store_epilogue and self.epilogue_passes > 1 else ''}"
                 f"{'_scaled' if self.scaled else ''}"
                 f"{'_promoted' if self.accumulation == 'promoted' else ''}"
-                f"{'_' + self.epilogue.tag if self.fused else ''}")
+                f"{'_' + self.epilogue.tag if self.fused else ''}"
+                f"{f'_sk{self.split_k}' if self.split_k > 1 else ''}")
 
     @property
     def fused(self):
@@ -120,8 +129,8 @@ class GemmConfig:
 
     def epilogue_bytes(self):
         """The C buffer: each consumer warpgroup's share of one pass."""
-        if not self.tma_store_epilogue:
-            return 0
+        if not self.tma_store_epilogue or self.split_k > 1:
+            return 0     # split-K stores its fp32 partials from registers
         return self.consumer_warpgroups * self.layouts()[2].bytes // self.epilogue_passes
 
     def num_stages(self):
@@ -142,8 +151,14 @@ class GemmConfig:
         if self.accumulation not in ACCUMULATIONS:
             raise ValueError(f"{self.name}: accumulation must be one of {ACCUMULATIONS}, "
                              f"got {self.accumulation!r}")
+        if isinstance(self.split_k, bool) or not isinstance(self.split_k, int) \
+                or self.split_k < 1:
+            raise ValueError(f"{self.name}: split_k must be an int >= 1 (1: no split), got "
+                             f"{self.split_k!r}")
+        if self.split_k > 1:
+            self._check_split()
         c = self.layouts()[2]
-        if self.tma_store_epilogue:
+        if self.tma_store_epilogue and self.split_k == 1:
             epilogue.check_tile(c, self.block_n, self.name)
             if c.boxes % self.epilogue_passes:
                 raise ValueError(f"{self.name}: the {c.boxes} C boxes must split evenly "
@@ -151,6 +166,19 @@ class GemmConfig:
         if self.setmaxnreg:
             check_register_budget(self.threads, 1, self.producer_registers,
                                   self.consumer_warpgroups, self.consumer_registers)
+
+    def _check_split(self):
+        if self.cluster_m > 1:
+            raise ValueError(f"{self.name}: split_k needs cluster_m=1 (a cluster's CTAs share "
+                             "B tiles of one K range; the split units do not pair up): "
+                             "build the split-K variant without a cluster")
+        if self.fused:
+            raise ValueError(f"{self.name}: a fused epilogue cannot run on split-K partial "
+                             "sums (it is not linear); apply it in the reduction "
+                             "(kernels/splitk_reduce.py) and build the GEMM without it")
+        if self.out_dtype and self.out_dtype != self.dtype:
+            raise ValueError(f"{self.name}: split_k writes fp32 partials and the reduction "
+                             "picks the output dtype; leave out_dtype unset")
 
 
 def build(cfg=GemmConfig(), chip="sm_90a"):
@@ -197,6 +225,10 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
                                         group_m=cfg.group_m, cluster_m=cluster)
         units = sched.first_and_stride()        # this CTA's first tile, stride
         k_blocks = (kdim + (a_tile.k - 1)) // a_tile.k
+        split = None
+        if cfg.split_k > 1:
+            splits = split_k_count(cfg.split_k, k_blocks)
+            split = (splits, sched.num_units * splits)
         rank = k.cluster_cta_rank() if cluster > 1 else None
         warp = k.warp_idx()
         warpgroup = warp // 4
@@ -206,18 +238,33 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
                 set_max_registers(cfg.producer_registers, increase=False)
             with k.if_(warp == 0):
                 producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b,
-                         ring_a, ring_b)
+                         ring_a, ring_b, split)
         with role.else_():
             if cfg.setmaxnreg:
                 set_max_registers(cfg.consumer_registers, increase=True)
             consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c_buf,
-                     desc_c, c_ptr, m, n, scale_ptrs, epi_args)
+                     desc_c, c_ptr, m, n, scale_ptrs, epi_args, split)
     k.config = cfg
     k.stages = stages
     return k
 
 
-def producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b, ring_a, ring_b):
+def unit_work(sched, unit, rank, k_blocks, split):
+    """``(m_block, n_block, k-block range args, part)`` of a work unit: the
+    whole K of a tile (``part`` None), or (split-K, ``split`` = (splits,
+    units)) one split's contiguous K blocks, ``part`` = (split index, K
+    blocks) (``tile_scheduler.split_k_unit``). The producer and the
+    consumers call it alike, so both walk the same blocks."""
+    if split is None:
+        m_blk, n_blk = sched.tile(unit, rank)
+        return m_blk, n_blk, (k_blocks,), None
+    tile, index, begin, count = split_k_unit(unit, sched.num_units, split[0], k_blocks)
+    m_blk, n_blk = sched.tile(tile, rank)
+    return m_blk, n_blk, (begin, begin + count), (index, count)
+
+
+def producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b, ring_a, ring_b,
+             split=None):
     """Warp 0 of warpgroup 0: walks the tiles of the persistent schedule and,
     per k-block, fills a ring stage with the A and the B tile."""
     a_tile, b_tile, _ = cfg.layouts()
@@ -226,9 +273,10 @@ def producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b, ring_a,
     stages = ring.num_stages
     first, stride = units
     state = make_pipeline_state(PipelineUserType.Producer, stages)
-    for unit, _ in k.range(first, sched.num_units, stride, carry=[state]):
-        m_blk, n_blk = sched.tile(unit, rank)
-        for kb, _ in k.range(k_blocks, carry=[state]):
+    num_units = sched.num_units if split is None else split[1]
+    for unit, _ in k.range(first, num_units, stride, carry=[state]):
+        m_blk, n_blk, kb_range, _ = unit_work(sched, unit, rank, k_blocks, split)
+        for kb, _ in k.range(*kb_range, carry=[state]):
             ring.producer_acquire(state)
             with k.elect_one():
                 x = kb * a_tile.k
@@ -323,7 +371,7 @@ def mainloop_promoted(k, ring, mma_k_block, total, part, read, k_blocks):
 
 
 def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c_buf,
-             desc_c, c_ptr, m, n, scale_ptrs, epi_args=None):
+             desc_c, c_ptr, m, n, scale_ptrs, epi_args=None, split=None):
     """Warpgroups 1..: per tile, the mainloop into an fp32 accumulator, then
     the epilogue (the fused one, ``cfg.epilogue``, in registers first)."""
     _, _, c_tile = cfg.layouts()
@@ -346,14 +394,20 @@ def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c
     acc = mma_k_block.mma.accumulator()
     promoted = cfg.accumulation == "promoted"
     part = mma_k_block.mma.accumulator() if promoted else None
-    for unit, _ in k.range(first, sched.num_units, stride, carry=[read, release]):
-        m_blk, n_blk = sched.tile(unit, rank)
+    num_units = sched.num_units if split is None else split[1]
+    for unit, _ in k.range(first, num_units, stride, carry=[read, release]):
+        m_blk, n_blk, _, part_of = unit_work(sched, unit, rank, k_blocks, split)
+        blocks = k_blocks if part_of is None else part_of[1]
         if promoted:
-            mainloop_promoted(k, ring, mma_k_block, acc, part, read, k_blocks)
+            mainloop_promoted(k, ring, mma_k_block, acc, part, read, blocks)
         else:
-            mainloop_fast(k, ring, mma_k_block, acc, read, release, k_blocks)
+            mainloop_fast(k, ring, mma_k_block, acc, read, release, blocks)
         row0 = m_blk * cfg.block_m + cw * wgmma.WarpgroupMma.M
         out = acc if scale is None else acc * scale
+        if part_of is not None:
+            store_partial_global(out, c_ptr, row0, n_blk * cfg.block_n, m, n, part_of[0],
+                                 warp_in_wg, lane)
+            continue
         ctx = (EpilogueContext(row0, n_blk * cfg.block_n, m, n, warp_in_wg, lane,
                                cfg.c_dtype, epi_args) if cfg.fused else None)
         if c_buf is None:
@@ -392,6 +446,41 @@ def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c
     if store is not None:
         with k.if_(leader):
             store.producer_tail()
+
+
+def store_partial_global(acc, ws_ptr, row0, col0, m, n, split, warp, lane):
+    """Split-K: write the fp32 accumulator ``acc`` (``m64nN``) into slice
+    ``split`` of the row-major (S, m, n) fp32 workspace at ``ws_ptr``, rows
+    ``row0..row0+63`` and columns ``col0..``, skipping elements outside
+    ``m x n`` (``n`` a multiple of 8, so a thread's column pair is all in or
+    all out). One 8-byte store per value pair: each quad of lanes writes 32
+    contiguous bytes of a row, whole sectors; the partials are read once,
+    by the reduction, so they need no swizzled TMA store."""
+    from mlir.dialects import scf
+
+    f32 = ir.F32Type.get()
+    pair_t = ir.VectorType.get([2], f32)
+    i32t = ir.IntegerType.get_signless(32)
+    quad, pair = lane // 4, lane % 4
+    col_base = col0 + pair * 2
+    for half in range(2):
+        row = row0 + warp * 16 + quad + half * 8
+        row_ok = row < m
+        # i64 byte offset: split * m * n can pass 2^31 elements.
+        base = ((split.to(64) * m.to(64) + row.to(64)) * n.to(64) + col_base.to(64)) * 4
+        for j in range(acc.n // 8):
+            i = 4 * j + 2 * half
+            v = llvm.mlir_undef(pair_t)
+            v = llvm.insertelement(v, acc.value(i), arith.constant(i32t, 0))
+            v = llvm.insertelement(v, acc.value(i + 1), arith.constant(i32t, 1))
+            ok = row_ok & (col_base + 8 * j < n)
+            branch = scf.IfOp(ok.ir_value, [], has_else=False)
+            with ir.InsertionPoint(branch.then_block):
+                off = (base + 8 * 4 * j).ir_value
+                p = llvm.getelementptr(ws_ptr.type, ws_ptr, [off], [-2147483648],
+                                       ir.IntegerType.get_signless(8), 0)
+                llvm.store(v, p, alignment=8)
+                scf.YieldOp([])
 
 
 def build_variant(overrides, dtype, chip):

@@ -46,10 +46,11 @@ from pipeline_mlir.runtime.bounded import put_bounded
 from . import gemm_configs, kernel_cache
 from .epilogues import ACTIVATIONS, ALPHA_PARAM, Epilogue
 from .hopper_gemm_host import HopperGemm
+from .splitk_host import Reducer, SplitKGemm
 
 DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
 CHIPS = {(9, 0): "sm_90a"}
-_variants = {}   # (variant name, dtype, ordinal) -> HopperGemm
+_variants = {}   # (variant name, dtype, ordinal) -> HopperGemm (SplitKGemm for split-K)
 _picks = {}      # (a.shape, b.shape, dtype, ordinal) -> HopperGemm, at most _PICKS
 _fused_picks = {}  # the same key + the epilogue's -> (HopperGemm, extra names), bounded too
 _PICKS = 4096    # ragged shapes (a serving loop's batch sizes) come and go
@@ -70,16 +71,33 @@ def variant_gemm(variant, dtype, device=None, epilogue=None):
             raise RuntimeError(f"pipeline_mlir.gemm runs on Hopper (sm_90) GPUs; "
                                f"{device.name} is {device.sm}")
         image, meta = kernel_cache.get(name, overrides, dtype, chip)
-        found = _variants[key] = HopperGemm(image, meta, device=device)
+        found = HopperGemm(image, meta, device=device)
+        if overrides.get("split_k", 1) > 1:
+            found = SplitKGemm(found, lambda s: _reducer(s, dtype, chip, device),
+                               getattr(torch, _TORCH_DTYPES[dtype]))
+        _variants[key] = found
     return found
+
+
+_TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16"}
+
+
+def _reducer(splits, dtype, chip, device):
+    """The loaded split-K reduction summing ``splits`` partials into
+    ``dtype`` (kernels/splitk_reduce.py, from the kernel cache)."""
+    name = f"sum{splits}"
+    image, meta = kernel_cache.get(name, {"splits": splits}, dtype, chip,
+                                   kernel="splitk_reduce")
+    return Reducer(image, meta, device)
 
 
 def _select(a, b):
     return variant_gemm(*_variant_of(a, b))
 
 
-def _variant_of(a, b):
-    """(variant name, dtype, device) for these operands, every check run."""
+def _variant_of(a, b, split=True):
+    """(variant name, dtype, device) for these operands, every check run;
+    ``split=False``: never a split-K variant (a fused epilogue's pick)."""
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"gemm: {name} must be a torch tensor, got {type(t).__name__}")
@@ -96,7 +114,7 @@ def _variant_of(a, b):
                          "must be N x K (C = A @ B^T; for a K x N b pass b.T.contiguous())")
     device = runtime.default_device(a.get_device())
     (m, k), n = a.shape, b.shape[0]
-    variant = gemm_configs.choose(m, n, k, dtype, device.limits.multiprocessors)
+    variant = gemm_configs.choose(m, n, k, dtype, device.limits.multiprocessors, split)
     return variant, dtype, device
 
 
@@ -172,7 +190,9 @@ def _gemm_fused(a, b, out, bias, activation, residual, alpha):
     except (AttributeError, TypeError):  # not tensors, unhashable: the checks say so
         found = key = None
     if found is None:
-        variant, dtype, device = _variant_of(a, b)   # the pick without an epilogue
+        # The pick without an epilogue, split-K left out: the reduction
+        # applies no epilogue (docs/gemm.md, split-K).
+        variant, dtype, device = _variant_of(a, b, split=False)
         epi = _epilogue_of(a, b, bias, activation, residual, alpha)
         _check_epilogue_tensors(a, b, bias, residual)  # before a compile on demand
         g = variant_gemm(variant, dtype, device, epi)

@@ -24,8 +24,18 @@ leaves shared memory for 5 stages). 128x64 feeds two consumer warpgroups
 from one CTA on shapes whose 64x128 tiles already fill the GPU in one wave
 (1024 x 1024 x 16384: 128 tiles either way); it is measured by the sweep
 but left out of the rule until it wins there.
-Split-K and stream-K (for shapes whose tiles cannot fill the GPU even with
-64x128 tiles) are not implemented: such shapes get the smallest tile.
+
+Split-K (``choose_split``): an output of too few tiles to fill the SMs with
+a long K (4096 x 256 x 9000: 32 tiles of 128x256, 128 of 64x128 at 0.7
+efficiency) cuts each tile's K into S contiguous ranges, S x tiles work
+units, each storing an fp32 partial tile into an (S, M, N) workspace that a
+second kernel sums in a fixed order (kernels/splitk_reduce.py: bitwise the
+same every run). The rule is a time model over (tiles, waves, K per unit,
+workspace traffic, the second launch), ``estimate_time``; it takes split-K
+only where the model says it is ``SPLIT_MARGIN`` faster than the plain
+pick, so the shapes that fill the GPU keep their kernels. Its constants are
+H100 figures, not measured fits: docs/gemm.md says what is still to
+measure. Stream-K is not implemented.
 """
 
 import math
@@ -42,6 +52,13 @@ VARIANTS = {
     "128x192": dict(block_n=192, consumer_warpgroups=2, epilogue_passes=3, stages=5),
     "128x64": dict(block_n=64, consumer_warpgroups=2, epilogue_passes=1, stages=8),
 }
+# Split-K variants, ``<tile>_sk<S>`` (``split_variant``): the two tiles
+# with the most operand reuse; no C buffer in shared memory (partials go
+# from registers to the workspace), the stages of the plain tile.
+SPLIT_TILES = ("128x256", "128x128")
+SPLITS = tuple(range(2, 9))
+SPLIT_VARIANTS = {f"{t}_sk{s}": dict(VARIANTS[t], split_k=s)
+                  for t in SPLIT_TILES for s in SPLITS}
 # What the rule may pick: the 2-CTA cluster ties with one CTA at equal tiles
 # (docs/gemm.md), so it is left to TUNED and the sweep.
 RULE_VARIANTS = ("128x256", "128x192", "128x128", "64x256", "64x128")
@@ -68,12 +85,39 @@ TUNED = {
     (2048, 28672, 4096, "f16"): "128x256c2",
     (4096, 4096, 14336, "f16"): "128x256c2",
     (8192, 8192, 1024, "f16"): "128x128",
+    # Shapes of the sweep the split-K model would split, kept on the plain
+    # variant measured there (h100-sweep-run2.log: 1024 x 1024 x 16384 at
+    # 1.117x / 1.053x cuBLAS, 256 x 4096 x 14336 at 1.492x / 1.252x) until
+    # a run measures split-K against it (benchmarks/gemm/random_sweep.py).
+    (1024, 1024, 16384, "bf16"): "64x128",
+    (1024, 1024, 16384, "f16"): "64x128",
+    (256, 4096, 14336, "bf16"): "64x128",
+    (256, 4096, 14336, "f16"): "64x128",
 }
 
 
+def overrides(variant):
+    """The GemmConfig overrides of a plain or split-K variant name."""
+    found = VARIANTS.get(variant) or SPLIT_VARIANTS.get(variant)
+    if found is None:
+        raise KeyError(f"gemm_configs: no variant {variant!r} (plain: {', '.join(VARIANTS)}; "
+                       f"split-K: <{'|'.join(SPLIT_TILES)}>_sk<{SPLITS[0]}..{SPLITS[-1]}>)")
+    return found
+
+
+def splits_of(variant):
+    """S of a split-K variant name, 1 for a plain one."""
+    return overrides(variant).get("split_k", 1)
+
+
 def tile(variant):
-    cfg = VARIANTS[variant]
+    cfg = overrides(variant)
     return WGMMA_M * cfg["consumer_warpgroups"], cfg["block_n"]
+
+
+def tile_variant(variant):
+    """The plain variant a split-K one is built on (the name's tile part)."""
+    return variant.split("_sk")[0]
 
 
 def estimate(variant, m, n, sms):
@@ -83,12 +127,100 @@ def estimate(variant, m, n, sms):
     return math.ceil(tiles / sms) * bm * bn / EFFICIENCY[variant]
 
 
-def choose(m, n, k, dtype, sms=132):
-    """The variant name for this shape and dtype ('bf16' or 'f16')."""
+def choose(m, n, k, dtype, sms=132, split=True):
+    """The variant name for this shape and dtype ('bf16' or 'f16'); with
+    ``split=False`` never a split-K one (a fused epilogue's pick: the
+    reduction applies none yet)."""
     tuned = TUNED.get((m, n, k, dtype))
     if tuned is not None:
         return tuned
-    return min(RULE_VARIANTS, key=lambda v: (estimate(v, m, n, sms), -math.prod(tile(v))))
+    plain = min(RULE_VARIANTS, key=lambda v: (estimate(v, m, n, sms), -math.prod(tile(v))))
+    return (split and choose_split(m, n, k, sms, plain)) or plain
+
+
+# -- the time model of split-K ------------------------------------------------------
+# H100 SXM figures (the H200 has the same SMs and more bandwidth): what one
+# SM's wgmma stream sustains on a 128x256 tile (~790 TFLOPS over 132 SMs,
+# the measured best of docs/gemm.md), what DRAM and L2 sustain (a workspace
+# that fits in L2 with room to spare is written and read back there: the
+# reduction runs right behind the GEMM), the cost of a unit's pipeline fill
+# and epilogue, and of the second kernel's launch and its gap behind the GEMM.
+SM_FLOPS = 6.0e12
+DRAM_BYTES_PER_S = 3.0e12
+L2_BYTES_PER_S = 7.0e12
+L2_RESIDENT_BYTES = 24 << 20     # about half the H100's 50 MB L2
+UNIT_OVERHEAD_S = 1.0e-6
+REDUCE_LAUNCH_S = 2.0e-6
+# EFFICIENCY, except for the one-consumer-warpgroup tiles on a long K: one
+# warpgroup per SM issues every wgmma, so the tensor cores wait on it. The
+# 64x128 tile's measured rate on long-K shapes spans 0.45-0.86 of the
+# 128x256 tile's 705 TFLOP/s: 1024 x 1024 x 16384 ran at 604 TFLOP/s, 256 x
+# 4096 x 14336 at 527 (docs/gemm.md, sweep), the narrow shapes with K near
+# 9000 at 0.54-0.83x cuBLAS; 0.6 is inside that span, not a fit.
+TIME_EFFICIENCY = dict(EFFICIENCY, **{"64x128": 0.6, "64x256": 0.7})
+K_BLOCK = 64                 # K of one k-block (the 128-byte swizzle span of 16-bit K)
+MIN_SPLIT_K_BLOCKS = 8       # K per split: below this a unit is mostly its fill and epilogue
+SPLIT_MARGIN = 0.85          # split only when the model says >= 15% faster
+
+
+def units_of(variant, m, n, splits=1):
+    """Work units of the persistent schedule: tiles (x splits)."""
+    bm, bn = tile(variant)
+    return math.ceil(m / bm) * math.ceil(n / bn) * splits
+
+
+def fill(variant, m, n):
+    """Useful / computed area of the tiles: ``m n / (tiles bm bn)``."""
+    bm, bn = tile(variant)
+    return m * n / (units_of(variant, m, n) * bm * bn)
+
+
+def last_wave(variant, m, n, sms, splits=1):
+    """Occupancy of the last wave: the fraction of the SMs its units use."""
+    units = units_of(variant, m, n, splits)
+    return (units - (math.ceil(units / sms) - 1) * sms) / sms
+
+
+def estimate_time(variant, m, n, k, sms, splits=1):
+    """Modelled seconds of ``variant`` (a plain tile name) with ``splits``
+    K splits: waves of units, each its share of K blocks at the tile's
+    efficiency plus a fixed fill/epilogue cost, but no less than reading
+    the operands once; with splits > 1 also the fp32 workspace written and
+    read back and the reduction's launch."""
+    bm, bn = tile(variant)
+    kb = math.ceil(k / K_BLOCK)
+    per_unit = math.ceil(kb / splits)
+    waves = math.ceil(units_of(variant, m, n, splits) / sms)
+    t = waves * (2 * bm * bn * K_BLOCK * per_unit / (SM_FLOPS * TIME_EFFICIENCY[variant])
+                 + UNIT_OVERHEAD_S)
+    # A floor: A and B read from DRAM at least once (a 128 x 8192 x 8192
+    # product streams 134 MB of B, whatever the split).
+    t = max(t, (m + n) * k * 2 / DRAM_BYTES_PER_S)
+    if splits > 1:
+        workspace = splits * m * n * 4
+        rate = L2_BYTES_PER_S if workspace <= L2_RESIDENT_BYTES else DRAM_BYTES_PER_S
+        t += 2 * workspace / rate + 2 * m * n / DRAM_BYTES_PER_S + REDUCE_LAUNCH_S
+    return t
+
+
+def choose_split(m, n, k, sms, plain):
+    """The split-K variant for this shape, or None: only where the plain
+    pick ``plain`` runs fewer units than there are SMs (one part-empty
+    wave), over every split tile and S that leaves each split at least
+    ``MIN_SPLIT_K_BLOCKS``, the one of least ``estimate_time``, if it beats
+    the plain pick's by ``SPLIT_MARGIN``."""
+    if units_of(plain, m, n) >= sms:
+        return None
+    kb = math.ceil(k / K_BLOCK)
+    best, best_t = None, SPLIT_MARGIN * estimate_time(plain, m, n, k, sms)
+    for t in SPLIT_TILES:
+        for s in SPLITS:
+            if kb < s * MIN_SPLIT_K_BLOCKS:
+                break
+            est = estimate_time(t, m, n, k, sms, s)
+            if est < best_t:
+                best, best_t = f"{t}_sk{s}", est
+    return best
 
 
 # The fused epilogues scripts/build-gemm-cache.py --epilogues compiles beside
@@ -115,10 +247,13 @@ def fused(variant, epilogue):
     pass's residual values are held in registers beside the whole
     accumulator, and at two boxes per pass the 128x256 and 64x256 tiles
     spill (ptxas -v; test_gemm_epilogue.py checks that none does)."""
-    overrides = VARIANTS[variant]
+    found = overrides(variant)
     if epilogue is None or epilogue.is_identity:
-        return variant, overrides
-    overrides = dict(overrides, epilogue=epilogue.to_json())
+        return variant, found
+    if found.get("split_k", 1) > 1:
+        raise ValueError(f"gemm_configs: {variant} is a split-K variant; a fused epilogue "
+                         "runs on the plain variants only (choose(..., split=False))")
+    out = dict(found, epilogue=epilogue.to_json())
     if epilogue.residual:
-        overrides["epilogue_passes"] = overrides["block_n"] // 64
-    return f"{variant}_{epilogue.tag}", overrides
+        out["epilogue_passes"] = out["block_n"] // 64
+    return f"{variant}_{epilogue.tag}", out

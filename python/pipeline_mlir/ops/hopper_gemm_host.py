@@ -52,6 +52,10 @@ def meta_of(cfg, kernel):
             "layouts": {"a": a.to_meta(), "b": b.to_meta(), "c": c.to_meta()}}
     if getattr(cfg, "fused", False) and cfg.epilogue.fn is None:
         meta["epilogue"] = cfg.epilogue.to_json()   # for reports; params bind it
+    if getattr(cfg, "split_k", 1) > 1:
+        # C is the fp32 workspace's slice 0 (ops/splitk_host.py); a plain
+        # variant's meta is as it was.
+        meta["split_k"] = cfg.split_k
     return meta
 
 
@@ -142,7 +146,7 @@ class HopperGemm:
         if plan is None:
             m, n, k = self._check(a, b, c)
             plan = put_bounded(self._shapes, key, (m, n, k, self.grid(
-                m, n, self.device.limits.multiprocessors)), _LAUNCH_CACHE)
+                m, n, self.device.limits.multiprocessors, k)), _LAUNCH_CACHE)
         return plan
 
     def descriptors(self, a, b, c):
@@ -151,12 +155,18 @@ class HopperGemm:
         return tuple(rt.make_tma_descriptor(t, layout=lay[name])
                      for name, t in (("a", a), ("b", b), ("c", c)))
 
-    def grid(self, m, n, sms):
+    def grid(self, m, n, sms, k=None):
         """Persistent: as many CTAs (clusters) as run at once, never more
-        than there are tiles; else one CTA (cluster) per tile."""
+        than there are work units; else one CTA (cluster) per unit. A unit
+        is a tile, or for split-K (``meta['split_k']``) one split of a tile:
+        tiles x ``min(split_k, K blocks)`` units (tile_scheduler.split_k_count;
+        with ``k`` unknown, the most splits)."""
         meta = self.meta
         cl = meta["cluster_m"]
         units = math.ceil(m / (meta["block_m"] * cl)) * math.ceil(n / meta["block_n"])
+        split = meta.get("split_k", 1)
+        if split > 1:
+            units *= split if k is None else min(split, -(-k // self.layouts["a"].k))
         if self.persistent:
             if self._resident is None:
                 self._resident = sms if cl == 1 else self.kernel.max_active_clusters(

@@ -51,6 +51,7 @@ FAMILIES = {
     "hopper_gemm": ("gemm", "hopper_gemm", "GEMM"),
     "fp8_gemm": ("fp8_gemm", "fp8_gemm", "FP8 GEMM"),
     "attention_fwd": ("attention", "attention_fwd", "attention"),
+    "splitk_reduce": ("splitk_reduce", "splitk_reduce", "split-K reduction"),
 }
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -248,7 +249,7 @@ def _miss_message(variant, overrides, dtype, chip, kernel="hopper_gemm"):
     path = entry_path(variant, overrides, dtype, chip, kernel)
     folder = os.path.dirname(path)
     what = _family(kernel)[2]
-    fill = ("--shape M N K --dtype " + dtype if kernel == "hopper_gemm"
+    fill = ("--shape M N K --dtype " + dtype if kernel in ("hopper_gemm", "splitk_reduce")
             else "--all --kernel " + kernel)
     message = (
         f"no compiled {what} variant {variant} ({dtype}, {chip}) in {folder}: compile it where "

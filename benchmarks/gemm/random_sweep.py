@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""pipeline_mlir.gemm against cuBLAS on shapes drawn at random,
+with the waste of each pick beside its time.
+
+    python3 random_sweep.py --out DIR [--count 60] [--seed 33] [--dtype bf16 f16]
+                            [--dist log|linear] [--rounds 9] [--quick]
+
+Shapes: ``--count`` (M, N, K) drawn with ``random.Random(seed)``, each in
+[128, 16384] and a multiple of 8 (``--dist log``, the default: uniform in
+log2, so narrow outputs and short or long K come up as often as big cubes;
+``linear``: uniform), then the cubes and model shapes of sweep.py. For each
+shape and dtype, in one process on the same ``torch.randn`` inputs: our
+output is checked against an fp32 reference (hopper_gemm_host.REL_ERROR_BOUND)
+and against itself on a second call (bitwise: split-K's reduction runs in
+one order); then ours (``pipeline_mlir.gemm(a, b, out=c)``) and cuBLAS
+(``torch.matmul(a, b.T, out=)``) are timed in alternating rounds
+(run_gemm.bench_interleaved: CUDA events around 10 back-to-back calls).
+
+Per shape one RESULT line: the variant picked, its tile fill (useful /
+computed output area: the ragged edge's waste), the last wave's occupancy
+(the fraction of the SMs its work units use; for split-K, units = tiles x
+splits), the waves, both times and the ratio cuBLAS / ours (> 1: faster).
+Then, per dtype and overall, the median and worst ratio, and the five worst
+shapes; a markdown table. Writes DIR/random_sweep.json and .log.
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+LO, HI, STEP = 128, 16384, 8
+DEFAULT_COUNT, DEFAULT_SEED = 60, 33    # build_bundle.py compiles this draw's picks
+
+
+def draw(count, seed, dist="log"):
+    """``count`` (M, N, K) in [LO, HI], multiples of STEP, reproducible."""
+    rng = random.Random(seed)
+
+    def one():
+        if dist == "linear":
+            return rng.randrange(LO, HI + 1, STEP)
+        x = 2 ** rng.uniform(math.log2(LO), math.log2(HI))
+        return min(HI, max(LO, int(round(x / STEP)) * STEP))
+
+    return [(one(), one(), one()) for _ in range(count)]
+
+
+def waste(variant, m, n, k, sms):
+    """(tile fill, last-wave occupancy, waves) of ``variant`` on this shape."""
+    from pipeline_mlir.ops import gemm_configs as gc
+
+    tile = gc.tile_variant(variant)
+    splits = min(gc.splits_of(variant), -(-k // gc.K_BLOCK))
+    cluster = gc.overrides(variant).get("cluster_m", 1)
+    units = gc.units_of(tile, m, n, splits)
+    if cluster > 1:   # a 2-CTA cluster is one unit of two tiles: count CTAs
+        units = math.ceil(m / (gc.tile(tile)[0] * cluster)) * cluster * math.ceil(
+            n / gc.tile(tile)[1])
+    waves = math.ceil(units / sms)
+    return gc.fill(tile, m, n), (units - (waves - 1) * sms) / sms, waves
+
+
+def log(msg, fh):
+    print(msg, flush=True)
+    fh.write(msg + "\n")
+    fh.flush()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--count", type=int, default=DEFAULT_COUNT)
+    ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    ap.add_argument("--dist", choices=["log", "linear"], default="log")
+    ap.add_argument("--dtype", nargs="+", default=["bf16", "f16"], choices=["bf16", "f16"])
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--quick", action="store_true", help="8 random shapes, no fixed ones")
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    if os.path.isdir(os.path.join(HERE, "gemm-cache")):
+        os.environ.setdefault("PIPELINE_MLIR_CACHE_DIR", os.path.join(HERE, "gemm-cache"))
+    fh = open(os.path.join(args.out, "random_sweep.log"), "w")
+
+    import torch
+
+    import pipeline_mlir
+    from pipeline_mlir.ops import gemm as ops_gemm
+    from pipeline_mlir.ops.hopper_gemm_host import REL_ERROR_BOUND
+    from run_gemm import bench_interleaved, rel_err
+    from sweep import SHAPES as FIXED
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    shapes = [(m, n, k, "random") for m, n, k in draw(8 if args.quick else args.count,
+                                                       args.seed, args.dist)]
+    if not args.quick:
+        shapes += list(FIXED)
+    log(f"device: {torch.cuda.get_device_name()} ({sms} SMs), torch {torch.__version__}, "
+        f"seed {args.seed}, {args.dist}, {len(shapes)} shapes x {args.dtype}", fh)
+    results = []
+    for dtype in args.dtype:
+        dt = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+        for m, n, k, what in shapes:
+            torch.manual_seed(0)
+            a = torch.randn(m, k, device="cuda", dtype=dt)
+            b = torch.randn(n, k, device="cuda", dtype=dt)
+            ours = torch.empty(m, n, device="cuda", dtype=dt)
+            theirs = torch.empty(m, n, device="cuda", dtype=dt)
+            pipeline_mlir.gemm(a, b, out=ours)
+            again = pipeline_mlir.gemm(a, b)
+            ref = torch.matmul(a.float(), b.float().T)
+            err = rel_err(ours, ref, k)
+            del ref
+            ok = err <= REL_ERROR_BOUND[dtype]
+            same = bool(torch.equal(ours, again))
+            variant = ops_gemm.chosen(a, b)
+            fill, last, waves = waste(variant, m, n, k, sms)
+            med, ratio = bench_interleaved(
+                {"cublas": lambda: torch.matmul(a, b.T, out=theirs),
+                 "ours": lambda: pipeline_mlir.gemm(a, b, out=ours)}, rounds=args.rounds)
+            row = {"m": m, "n": n, "k": k, "what": what, "dtype": dtype, "variant": variant,
+                   "fill": fill, "last_wave": last, "waves": waves, "ours_ms": med["ours"],
+                   "cublas_ms": med["cublas"], "ratio": ratio["ours"], "err": err,
+                   "ok": ok, "bitwise_repeat": same,
+                   "tflops": 2 * m * n * k / med["ours"] / 1e9}
+            results.append(row)
+            log(f"RESULT {dtype} {m}x{n}x{k} ({what}) {variant}: fill {fill:.3f} last wave "
+                f"{last:.2f} of {waves} | ours {med['ours']:.4f} ms cuBLAS "
+                f"{med['cublas']:.4f} ms ratio {ratio['ours']:.3f} | err {err:.2g}"
+                f"{'' if ok else ' OVER BOUND'}{'' if same else ' NOT BITWISE REPEATABLE'}", fh)
+            del a, b, ours, theirs, again
+    log("", fh)
+    log("| dtype | M x N x K | what | variant | fill | last wave | waves | ours ms | "
+        "cuBLAS ms | cuBLAS / ours |", fh)
+    log("|---|---|---|---|---|---|---|---|---|---|", fh)
+    for r in results:
+        log(f"| {r['dtype']} | {r['m']} x {r['n']} x {r['k']} | {r['what']} | {r['variant']} "
+            f"| {r['fill']:.3f} | {r['last_wave']:.2f} | {r['waves']} | {r['ours_ms']:.4f} | "
+            f"{r['cublas_ms']:.4f} | {r['ratio']:.3f} |", fh)
+    for name, rows in [(d, [r for r in results if r["dtype"] == d]) for d in args.dtype] + [
+            ("random", [r for r in results if r["what"] == "random"]), ("all", results)]:
+        if rows:
+            ratios = [r["ratio"] for r in rows]
+            log(f"SUMMARY {name}: {len(rows)} runs, median {statistics.median(ratios):.3f}x, "
+                f"worst {min(ratios):.3f}x, best {max(ratios):.3f}x cuBLAS", fh)
+    for r in sorted(results, key=lambda r: r["ratio"])[:5]:
+        log(f"WORST {r['dtype']} {r['m']}x{r['n']}x{r['k']} {r['variant']}: {r['ratio']:.3f}x "
+            f"(fill {r['fill']:.3f}, last wave {r['last_wave']:.2f} of {r['waves']})", fh)
+    bad = [r for r in results if not (r["ok"] and r["bitwise_repeat"])]
+    for r in bad:
+        log(f"FAIL {r['dtype']} {r['m']}x{r['n']}x{r['k']} {r['variant']}: err {r['err']:.3g}, "
+            f"bitwise repeat {r['bitwise_repeat']}", fh)
+    with open(os.path.join(args.out, "random_sweep.json"), "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "sms": sms, "seed": args.seed,
+                   "dist": args.dist, "results": results}, f, indent=1)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
