@@ -14,7 +14,9 @@ bugs at run time) naming the user's line too.
   iteration instead of every lap of the ring (tilelang#3087);
 - ``consumer_wait_w_index_phase(k % S, (k // S + 1) % 2)``: an explicit-phase
   waiter whose first iteration starts at the producer's parity
-  (flash-attention#1317's shape).
+  (flash-attention#1317's shape), and flash-attention's packed
+  ``PipelineStateSimple(S, k)`` for a producer, whose phase_index counts
+  from ``S``.
 """
 
 import inspect
@@ -25,7 +27,8 @@ import pytest
 
 from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, PipelineAsync,
-                                    PipelineUserType, make_pipeline_state)
+                                    PipelineStateSimple, PipelineUserType,
+                                    make_pipeline_state)
 
 HERE = __file__
 STAGES = 2
@@ -184,3 +187,49 @@ def test_explicit_pair_counted_across_tiles_is_accepted():
     k, _ = build("explicit_across_tiles", k_tiles=3)
     assert check(k) == []
     assert k.simulate({"ntiles": 3}, schedules=5, check=False).ok
+
+
+def packed_producer(offset):
+    """flash-attention's producer: a PipelineStateSimple per iteration from
+    the loop variable, phase_index ``k + offset`` (``offset`` = stages is
+    the producer's start). Returns the kernel and the state's line."""
+    k = Kernel("packed_producer", block_dim=64, params={"n": Int32(), "out": GlobalPtr()})
+    with k:
+        n, _ = k.args
+        warp_group = CooperativeGroup(Agent.Thread, 32)
+        pipe = PipelineAsync.create(num_stages=STAGES, producer_group=warp_group,
+                                    consumer_group=warp_group,
+                                    barrier_storage=k.alloc_barriers(2 * STAGES), name="kv")
+        warp = k.warp_idx()
+        with k.if_(warp == 0):
+            for i, _ in k.range(n):
+                line = _line()
+                st = PipelineStateSimple(STAGES, i + offset, user_type=PipelineUserType.Producer)
+                pipe.producer_acquire(st)
+                pipe.producer_commit(st)
+            pipe.producer_tail(PipelineStateSimple(STAGES, n + offset,
+                                                   user_type=PipelineUserType.Producer))
+        with k.if_(warp == 1):
+            cons = make_pipeline_state(PipelineUserType.Consumer, STAGES)
+            for _, _ in k.range(n, carry=[cons]):
+                pipe.consumer_wait(cons)
+                pipe.consumer_release(cons)
+                cons.advance()
+    return k, line
+
+
+def test_packed_producer_counting_from_zero_is_an_error():
+    k, line = packed_producer(0)
+    (diag,) = check(k)
+    assert f'"{HERE}":{line}:' in str(diag.location)
+    assert ("in the loop's first iteration this state is (index 0, phase 0) and the "
+            "producer's first pipeline.producer.acquire on the pipeline reads it") in diag.message
+    assert "PipelineStateSimple(2, 2 + k)" in diag.message
+    (one,) = k.simulate({"n": 5}, schedules=5, check=False)
+    assert one.counts.get("deadlock")
+
+
+def test_packed_producer_counting_from_stages_is_accepted():
+    k, _ = packed_producer(STAGES)
+    assert check(k) == []
+    assert k.simulate({"n": 5}, schedules=5, check=False).ok
