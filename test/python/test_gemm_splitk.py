@@ -165,6 +165,15 @@ def test_split_variant_meta_tells_the_launcher():
     assert meta["layouts"]["c"]["dtype"] == "f32"       # C is the fp32 workspace slice
     _, plain = hg.build_variant(gemm_configs.overrides("128x128"), "bf16", "sm_90a")
     assert "split_k" not in plain and plain["layouts"]["c"]["dtype"] == "bf16"
+    # The launcher encodes a tensor map for C (the kernel does not use it
+    # when split): the fp32 layout's box passes every cuTensorMapEncodeTiled
+    # rule on a workspace slice of 2000 x 200.
+    from pipeline_mlir.layout import OperandLayout
+    from pipeline_mlir.runtime.tensormap import validate
+
+    c = OperandLayout.from_meta(meta["layouts"]["c"])
+    assert c.torch_dtype == "float32"
+    validate(0x7000_0000, (2000, 200), (800, 4), "float32", c.box, c.swizzle)
 
 
 def test_plain_variants_are_built_as_before():
@@ -359,6 +368,8 @@ def test_split_k_host_runs_the_gemm_into_the_workspace_then_the_reduction(monkey
     assert log[1][1] == 4 and log[1][2].shape == (4, 1000, 1032)
     with pytest.raises(ValueError, match="out must be a contiguous 4096 x 256"):
         g.launch(a, b, _Tensor((256, 4096)), (), 7, False)
+    with pytest.raises(ValueError, match="out must start on a 16-byte boundary"):
+        g.launch(a, b, _Tensor((4096, 256), base=0x7000_0008), (), 7, False)
     with pytest.raises(ValueError, match="takes no extra arguments"):
         g.launch(a, b, None, {"alpha": 0.5}, 7, False)
 

@@ -109,6 +109,10 @@ class SplitKGemm:
                              f"tensor on {a.device} (the reduction of {self.meta['name']} "
                              f"writes it whole), got {tuple(out.shape)} {out.dtype} on "
                              f"{out.device}{'' if out.is_contiguous() else ', not contiguous'}")
+        if out.data_ptr() % 16:
+            raise ValueError(f"gemm: out must start on a 16-byte boundary (the reduction of "
+                             f"{self.meta['name']} stores 8 values at once), got address "
+                             f"{out.data_ptr():#x}: pass a freshly allocated tensor")
         return out
 
     def launch(self, a, b, out, extra_args, stream, sync):
