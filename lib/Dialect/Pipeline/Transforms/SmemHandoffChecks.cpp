@@ -114,23 +114,7 @@ private:
     auto it = threadCache.find(op);
     if (it != threadCache.end())
       return it->second;
-    std::optional<llvm::BitVector> result = llvm::BitVector(blockDim, true);
-    for (Operation *cur = op; result && cur->getParentOp() &&
-                              !isa<FunctionOpInterface>(cur->getParentOp());
-         cur = cur->getParentOp()) {
-      auto ifOp = dyn_cast<scf::IfOp>(cur->getParentOp());
-      if (!ifOp || isUniformCondition(ifOp.getCondition()) ||
-          isLoopVariableCondition(ifOp.getCondition()))
-        continue;
-      bool inThen = cur->getParentRegion() == &ifOp.getThenRegion();
-      for (int64_t tid = 0; tid < blockDim && result; ++tid) {
-        std::optional<int64_t> c = evalForThread(ifOp.getCondition(), tid);
-        if (!c)
-          result = std::nullopt;
-        else if (static_cast<bool>(*c) != inThen)
-          result->reset(tid);
-      }
-    }
+    std::optional<llvm::BitVector> result = threadsRunning(op, blockDim);
     return threadCache[op] = std::move(result);
   }
 
@@ -454,6 +438,28 @@ private:
 };
 
 } // namespace
+
+std::optional<llvm::BitVector> protocol::threadsRunning(Operation *op,
+                                                       int64_t blockDim) {
+  std::optional<llvm::BitVector> result = llvm::BitVector(blockDim, true);
+  for (Operation *cur = op; result && cur->getParentOp() &&
+                            !isa<FunctionOpInterface>(cur->getParentOp());
+       cur = cur->getParentOp()) {
+    auto ifOp = dyn_cast<scf::IfOp>(cur->getParentOp());
+    if (!ifOp || isUniformCondition(ifOp.getCondition()) ||
+        isLoopVariableCondition(ifOp.getCondition()))
+      continue;
+    bool inThen = cur->getParentRegion() == &ifOp.getThenRegion();
+    for (int64_t tid = 0; tid < blockDim && result; ++tid) {
+      std::optional<int64_t> c = evalForThread(ifOp.getCondition(), tid);
+      if (!c)
+        result = std::nullopt;
+      else if (static_cast<bool>(*c) != inThen)
+        result->reset(tid);
+    }
+  }
+  return result;
+}
 
 LogicalResult protocol::checkSmemHandoff(FunctionOpInterface fn,
                                          const Options &options) {

@@ -27,6 +27,12 @@ bool isSharedMemoryWrite(Operation *op);
 bool isBulkStore(Operation *op);
 Value bulkStoreSource(Operation *op);
 
+/// The threads of a 1-D block of `blockDim` threads that run `op`, from the
+/// thread conditions of the scf.ifs around it (evalForThread); conditions
+/// the same for every thread (kernel arguments, loop variables) do not
+/// narrow it. nullopt when a condition is neither.
+std::optional<llvm::BitVector> threadsRunning(Operation *op, int64_t blockDim);
+
 /// Staging buffers: a PipelineTmaStore has no more stages than the staging
 /// buffers its stores read in turn (TmaStoreBufferChecks.cpp).
 LogicalResult checkTmaStoreBuffers(FunctionOpInterface fn,
@@ -36,6 +42,12 @@ LogicalResult checkTmaStoreBuffers(FunctionOpInterface fn,
 /// stores and stored by one thread with a bulk (TMA) store is handed over
 /// through a barrier in both directions (SmemHandoffChecks.cpp).
 LogicalResult checkSmemHandoff(FunctionOpInterface fn, const Options &options);
+
+/// Tensor-core fences: wgmma.fence before a warp's first wgmma.mma_async,
+/// tcgen05.wait::ld before a tcgen05.ld's registers are read, and the
+/// fence_before / barrier / fence_after between other warps' tcgen05 ops and
+/// a tcgen05.dealloc (FenceChecks.cpp).
+LogicalResult checkFences(FunctionOpInterface fn, const Options &options);
 
 } // namespace mlir::pipeline::protocol
 

@@ -63,6 +63,7 @@ struct PipelineVerifyProtocolPass
       failed |= protocol::checkDeferredInit(fn, domInfo).failed();
       failed |= protocol::checkTmaStoreBuffers(fn, options).failed();
       failed |= protocol::checkSmemHandoff(fn, options).failed();
+      failed |= protocol::checkFences(fn, options).failed();
       // Whole-kernel counts mean something once each loop body and role is
       // balanced and its states thread (checks 1 and 2): comparing them
       // before would report the same bug twice.

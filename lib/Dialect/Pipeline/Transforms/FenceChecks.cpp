@@ -1,0 +1,397 @@
+//===- FenceChecks.cpp - wgmma and tcgen05 ordering fences ----------------===//
+//
+// Ordering fences of the tensor-core instructions (pipeline-verify-protocol),
+// the statically recognisable forms:
+//  - wgmma.fence before the first wgmma.mma_async of each warp: until then
+//    the tensor cores may read accumulator / A registers before the warp's
+//    earlier writes to them land. Walked per thread: a fence counts for the
+//    threads that run it (thread conditions of the scf.ifs around it), paths
+//    that are not thread splits keep only what both fenced, and a loop is
+//    taken to run at least once.
+//  - tcgen05.wait::ld before the registers of a tcgen05.ld are read: the
+//    load is asynchronous. The result is followed through pure views
+//    (bitcasts, extracts) to the ops that compute with or store it; each
+//    must come after a tcgen05.wait::ld in program order (in the load's
+//    block, or before the use in the blocks around it). Uses outside the
+//    load's block's nest are left alone.
+//  - before a tcgen05.dealloc that runs after the roles (at the function's
+//    top level, or in a branch of its own there): every tcgen05 op (ld, st,
+//    mma, cp, commit, shift) of other warps must be followed by
+//    tcgen05.fence::before_thread_sync, then a CTA-wide barrier at top
+//    level, then tcgen05.fence::after_thread_sync before the dealloc;
+//    otherwise the columns are freed (and maybe allocated again) while those
+//    warps still use them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SmemHandoffChecks.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+using namespace mlir;
+using namespace mlir::pipeline;
+using namespace mlir::pipeline::protocol;
+
+namespace {
+
+bool isWgmmaMma(Operation *op) {
+  if (isa<NVVM::WgmmaMmaAsyncOp>(op))
+    return true;
+  auto inlineAsm = dyn_cast<LLVM::InlineAsmOp>(op);
+  return inlineAsm && inlineAsm.getAsmString().contains("wgmma.mma_async");
+}
+
+bool isWgmmaFence(Operation *op) {
+  if (isa<NVVM::WgmmaFenceAlignedOp>(op))
+    return true;
+  auto inlineAsm = dyn_cast<LLVM::InlineAsmOp>(op);
+  return inlineAsm && inlineAsm.getAsmString().contains("wgmma.fence");
+}
+
+bool isTcgen05Use(Operation *op) {
+  return isa<NVVM::Tcgen05LdOp, NVVM::Tcgen05StOp, NVVM::Tcgen05MMAOp,
+             NVVM::Tcgen05MMASparseOp, NVVM::Tcgen05MMABlockScaleOp,
+             NVVM::Tcgen05MMASparseBlockScaleOp, NVVM::Tcgen05MMAWsOp,
+             NVVM::Tcgen05MMAWsSparseOp, NVVM::Tcgen05CpOp,
+             NVVM::Tcgen05CommitOp, NVVM::Tcgen05ShiftOp>(op);
+}
+
+bool isTcgen05Fence(Operation *op, NVVM::Tcgen05FenceKind kind) {
+  auto fence = dyn_cast<NVVM::Tcgen05FenceOp>(op);
+  return fence && fence.getKind() == kind;
+}
+
+bool isWaitLoad(Operation *op) {
+  auto wait = dyn_cast<NVVM::Tcgen05WaitOp>(op);
+  return wait && wait.getKind() == NVVM::Tcgen05WaitKind::LOAD;
+}
+
+/// True when a wait::ld lies between `ld` and `user` in program order
+/// (before `user` in each block around it, up to `ld`'s block), or when the
+/// order is not decided (`user` outside `ld`'s nest, or before it).
+bool waitBetween(Operation *ld, Operation *user) {
+  auto holdsWait = [](Operation *op) {
+    bool found = false;
+    op->walk([&](Operation *inner) {
+      if (isWaitLoad(inner))
+        found = true;
+    });
+    return found;
+  };
+  Operation *cur = user;
+  while (cur->getBlock() != ld->getBlock()) {
+    for (Operation *prev = cur->getPrevNode(); prev; prev = prev->getPrevNode())
+      if (holdsWait(prev))
+        return true;
+    cur = cur->getParentOp();
+    if (!cur || isa<FunctionOpInterface>(cur))
+      return true; // not in the load's nest: not decided
+  }
+  if (!ld->isBeforeInBlock(cur))
+    return true; // a later iteration's use of an earlier result: not decided
+  for (Operation *op = ld->getNextNode(); op && op != cur; op = op->getNextNode())
+    if (holdsWait(op))
+      return true;
+  return false;
+}
+
+/// Pure views of a value: the registers are read by what uses them.
+bool isView(Operation *op) {
+  return isa<LLVM::BitcastOp, LLVM::ExtractValueOp, LLVM::ExtractElementOp,
+             UnrealizedConversionCastOp>(op) ||
+         op->getName().getStringRef() == "vector.extract" ||
+         op->getName().getStringRef() == "vector.bitcast" ||
+         op->getName().getStringRef() == "arith.bitcast";
+}
+
+class Checker {
+public:
+  explicit Checker(int64_t blockDim) : blockDim(blockDim) {}
+  bool failed = false;
+
+  // --- tcgen05.wait::ld -----------------------------------------------------
+  void checkWaitLoad(NVVM::Tcgen05LdOp ld) {
+    SmallVector<Value> work{ld.getResult()};
+    llvm::SmallPtrSet<Operation *, 16> seen;
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        if (!seen.insert(user).second)
+          continue;
+        if (isView(user)) {
+          for (Value r : user->getResults())
+            work.push_back(r);
+          continue;
+        }
+        if (waitBetween(ld, user))
+          continue;
+        failed = true;
+        InFlightDiagnostic diag =
+            user->emitError()
+            << "tcgen05 wait: this op reads the registers of a tcgen05.ld "
+               "with no tcgen05.wait::ld in between: the load is "
+               "asynchronous and the registers may not hold the tensor "
+               "memory's data yet (call tcgen05.wait_load() after "
+               "load_32x32b(), before using its result)";
+        diag.attachNote(ld.getLoc()) << "the tcgen05.ld";
+        return; // one finding per load
+      }
+    }
+  }
+
+  // --- the walk: wgmma.fence and the dealloc ------------------------------
+  struct State {
+    llvm::BitVector wgmmaFenced;
+    void meet(const State &o) { wgmmaFenced &= o.wgmmaFenced; }
+  };
+
+  void run(Block &body) {
+    State s;
+    s.wgmmaFenced = llvm::BitVector(blockDim);
+    walk(body, s);
+  }
+
+  // --- the dealloc at the end of the kernel ----------------------------------
+  /// The common form: the roles are branches at the function's top level,
+  /// and the tcgen05.dealloc runs after them (at top level, or in a branch
+  /// of its own). Between the other warps' tcgen05 ops and the dealloc:
+  /// tcgen05.fence::before_thread_sync after each op, a CTA-wide barrier at
+  /// top level, tcgen05.fence::after_thread_sync before the dealloc. A
+  /// dealloc inside a role (handed over through a pipeline's mbarriers) is
+  /// not looked at.
+  void checkDealloc(NVVM::Tcgen05DeallocOp dealloc, Block &body) {
+    Operation *top = dealloc;
+    while (top->getBlock() != &body) {
+      Operation *parent = top->getParentOp();
+      if (!parent || isa<FunctionOpInterface>(parent))
+        return;
+      if (!isa<scf::IfOp>(parent))
+        return; // in a loop, ...: not the end-of-kernel form
+      top = parent;
+    }
+    const std::optional<llvm::BitVector> &mine = threads(dealloc);
+    if (!mine || mine->none())
+      return;
+    auto isCtaBarrier = [](Operation *op) {
+      return isa<gpu::BarrierOp, NVVM::Barrier0Op, NVVM::BarrierOp,
+                 NVVM::ClusterWaitOp>(op);
+    };
+    // The last top-level barrier before the dealloc's op.
+    Operation *barrier = nullptr;
+    for (Operation *op = top->getPrevNode(); op && !barrier; op = op->getPrevNode())
+      if (isCtaBarrier(op))
+        barrier = op;
+    // Other warps' tcgen05 ops before the dealloc, in top-level order.
+    SmallVector<Operation *> uses;
+    for (Operation &op : body) {
+      if (&op == top)
+        break;
+      op.walk([&](Operation *inner) {
+        if (!isTcgen05Use(inner))
+          return;
+        const std::optional<llvm::BitVector> &t = threads(inner);
+        if (t && !subset(*t, *mine))
+          uses.push_back(inner);
+      });
+    }
+    if (uses.empty())
+      return;
+    auto report = [&](Operation *use) -> InFlightDiagnostic {
+      failed = true;
+      InFlightDiagnostic diag = dealloc->emitError();
+      if (use)
+        diag.attachNote(use->getLoc()) << "a tcgen05 op of another warp";
+      return diag;
+    };
+    for (Operation *use : uses) {
+      Operation *useTop = use;
+      while (useTop->getBlock() != &body)
+        useTop = useTop->getParentOp();
+      if (!barrier || !useTop->isBeforeInBlock(barrier)) {
+        report(use)
+            << "TMEM dealloc: this tcgen05.dealloc frees tensor memory that "
+               "other warps' tcgen05 ops use, with no CTA barrier between "
+               "them: the columns may be freed (and allocated again) while "
+               "those warps still use them (call "
+               "tcgen05.fence_before_thread_sync(), then k.sync_threads() "
+               "(k.cluster_sync() for a CTA pair), then "
+               "tcgen05.fence_after_thread_sync() before tmem.dealloc())";
+        return;
+      }
+      // A fence_before after the op: later in its top-level op (pre-order),
+      // or at top level before the barrier.
+      bool fenced = false, after = false;
+      useTop->walk<WalkOrder::PreOrder>([&](Operation *inner) {
+        if (inner == use)
+          after = true;
+        else if (after && isTcgen05Fence(inner,
+                                         NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC))
+          fenced = true;
+      });
+      for (Operation *op = useTop->getNextNode(); !fenced && op != barrier;
+           op = op->getNextNode())
+        op->walk([&](Operation *inner) {
+          if (isTcgen05Fence(inner, NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC))
+            fenced = true;
+        });
+      if (!fenced) {
+        report(use)
+            << "tcgen05 fence: the CTA barrier orders this tcgen05.dealloc "
+               "after other warps' tcgen05 ops, but no "
+               "tcgen05.fence::before_thread_sync follows those ops before "
+               "it: their tensor-memory accesses may still be in flight "
+               "(call tcgen05.fence_before_thread_sync() before the "
+               "barrier)";
+        return;
+      }
+    }
+    // A fence_after between the barrier and the dealloc.
+    bool fencedAfter = false;
+    auto scan = [&](Operation *op) {
+      op->walk([&](Operation *inner) {
+        if (isTcgen05Fence(inner, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC))
+          fencedAfter = true;
+      });
+    };
+    for (Operation *op = barrier->getNextNode(); op != top; op = op->getNextNode())
+      scan(op);
+    for (Operation *cur = dealloc; cur != top; cur = cur->getParentOp())
+      for (Operation *prev = cur->getPrevNode(); prev; prev = prev->getPrevNode())
+        scan(prev);
+    if (!fencedAfter)
+      report(nullptr)
+          << "tcgen05 fence: no tcgen05.fence::after_thread_sync between the "
+             "CTA barrier that orders other warps' tcgen05 ops and this "
+             "tcgen05.dealloc (call tcgen05.fence_after_thread_sync() after "
+             "the barrier, before tmem.dealloc())";
+  }
+
+private:
+  const std::optional<llvm::BitVector> &threads(Operation *op) {
+    auto it = cache.find(op);
+    if (it != cache.end())
+      return it->second;
+    return cache[op] = threadsRunning(op, blockDim);
+  }
+  llvm::BitVector threadsOrAll(Operation *op) {
+    const std::optional<llvm::BitVector> &t = threads(op);
+    return t ? *t : llvm::BitVector(blockDim, true);
+  }
+
+  static bool subset(const llvm::BitVector &a, const llvm::BitVector &b) {
+    llvm::BitVector rest = a;
+    rest.reset(b);
+    return rest.none();
+  }
+
+  void visitWgmma(Operation *op, State &s) {
+    const std::optional<llvm::BitVector> &t = threads(op);
+    if (!t || t->none() || subset(*t, s.wgmmaFenced))
+      return;
+    llvm::BitVector missing = *t;
+    missing.reset(s.wgmmaFenced);
+    // One finding per unfenced start: the MMAs after it are not reported.
+    s.wgmmaFenced |= *t;
+    if (!reported.insert(op).second)
+      return;
+    llvm::BitVector warps((blockDim + 31) / 32);
+    for (int i = missing.find_first(); i >= 0; i = missing.find_next(i))
+      warps.set(i / 32);
+    failed = true;
+    op->emitError()
+        << "wgmma fence: this wgmma.mma_async may be the first of "
+        << describeWarps(warps)
+        << " with no wgmma.fence before it on some path: the tensor cores "
+           "may read the accumulator and A registers before the warps' "
+           "earlier writes to them land (call wgmma.fence() -- "
+           "warpgroup_arrive -- before the warpgroup's first MMA)";
+  }
+
+  void visit(Operation *op, State &s) {
+    if (isWgmmaFence(op)) {
+      s.wgmmaFenced |= threadsOrAll(op);
+      return;
+    }
+    if (isWgmmaMma(op)) {
+      visitWgmma(op, s);
+      return;
+    }
+    if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
+      Value cond = ifOp.getCondition();
+      if (!isUniformCondition(cond) && !isLoopVariableCondition(cond) &&
+          evalForThread(cond, 0)) {
+        // A thread split: each op acts for its own threads.
+        walk(*ifOp.thenBlock(), s);
+        if (ifOp.elseBlock())
+          walk(*ifOp.elseBlock(), s);
+        return;
+      }
+      State t = s;
+      walk(*ifOp.thenBlock(), t);
+      if (ifOp.elseBlock())
+        walk(*ifOp.elseBlock(), s);
+      s.meet(t);
+      return;
+    }
+    if (op->getNumRegions() && isa<LoopLikeOpInterface>(op)) {
+      // Run at least once; the second pass sees what one iteration leaves
+      // to the next.
+      State first = s;
+      walkRegions(op, first);
+      walkRegions(op, first);
+      s = first;
+      return;
+    }
+    walkRegions(op, s);
+  }
+
+  void walkRegions(Operation *op, State &s) {
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        walk(block, s);
+  }
+  void walk(Block &block, State &s) {
+    for (Operation &op : block)
+      visit(&op, s);
+  }
+
+  int64_t blockDim;
+  DenseMap<Operation *, std::optional<llvm::BitVector>> cache;
+  llvm::SmallPtrSet<Operation *, 8> reported;
+};
+
+} // namespace
+
+LogicalResult protocol::checkFences(FunctionOpInterface fn,
+                                    const Options &options) {
+  if (fn.isExternal())
+    return success();
+  int64_t blockDim = getBlockDim(fn, options);
+  bool walkNeeded = false;
+  SmallVector<NVVM::Tcgen05LdOp> loads;
+  SmallVector<NVVM::Tcgen05DeallocOp> deallocs;
+  fn->walk([&](Operation *op) {
+    if (auto ld = dyn_cast<NVVM::Tcgen05LdOp>(op))
+      loads.push_back(ld);
+    if (auto d = dyn_cast<NVVM::Tcgen05DeallocOp>(op))
+      deallocs.push_back(d);
+    walkNeeded |= isWgmmaMma(op);
+  });
+  Checker checker(blockDim);
+  for (NVVM::Tcgen05LdOp ld : loads)
+    checker.checkWaitLoad(ld);
+  // Who runs what needs a block of known size.
+  if (blockDim > 0 && blockDim % 32 == 0 && blockDim <= 1024) {
+    if (walkNeeded)
+      checker.run(fn.getFunctionBody().front());
+    for (NVVM::Tcgen05DeallocOp d : deallocs)
+      checker.checkDealloc(d, fn.getFunctionBody().front());
+  }
+  return failure(checker.failed);
+}

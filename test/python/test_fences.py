@@ -1,0 +1,83 @@
+"""Tensor-core fences the checker decides statically (issue 29, class 12):
+``wgmma.fence`` before a warpgroup's first MMA, ``tcgen05.wait::ld`` before
+a TMEM load's registers are read, and the fence / CTA barrier / fence
+between other warps' tcgen05 ops and the ``tcgen05.dealloc`` at the end of
+the kernel. The Hopper and Blackwell GEMMs (built through the Python API)
+check clean; each bug is planted by dropping the one line that prevents it
+from their printed IR (test_planted_bugs.py style).
+"""
+
+import sys
+
+from _example_checks import EXAMPLES_DIR, verify_protocol
+
+if EXAMPLES_DIR not in sys.path:
+    sys.path.insert(0, EXAMPLES_DIR)
+
+import blackwell_gemm  # noqa: E402
+import hopper_gemm  # noqa: E402
+
+
+def drop(text, needle, which=-1):
+    """Drop one line holding ``needle`` (the last by default)."""
+    lines = text.splitlines(keepends=True)
+    hits = [i for i, line in enumerate(lines) if needle in line]
+    assert hits, needle
+    del lines[hits[which]]
+    return "".join(lines)
+
+
+def hopper():
+    return str(hopper_gemm.build().module)
+
+
+def blackwell():
+    return str(blackwell_gemm.build().module)
+
+
+def test_the_gemms_are_clean():
+    assert verify_protocol(hopper()) == []
+    assert verify_protocol(blackwell()) == []
+
+
+def test_wgmma_without_any_fence():
+    text = hopper()
+    while "nvvm.wgmma.fence.aligned" in text:
+        text = drop(text, "nvvm.wgmma.fence.aligned")
+    (msg,) = verify_protocol(text)
+    assert msg.startswith("wgmma fence: this wgmma.mma_async may be the first of warps "
+                          "4-11 with no wgmma.fence before it")
+    assert "call wgmma.fence()" in msg
+
+
+def test_tmem_registers_read_before_wait_load():
+    (msg,) = verify_protocol(drop(blackwell(), "nvvm.tcgen05.wait <load>"))
+    assert msg.startswith("tcgen05 wait: this op reads the registers of a tcgen05.ld "
+                          "with no tcgen05.wait::ld in between")
+    assert "call tcgen05.wait_load() after load_32x32b()" in msg
+    assert "note: the tcgen05.ld" in msg
+
+
+def test_tmem_dealloc_without_the_cta_barrier():
+    (msg,) = verify_protocol(drop(blackwell(), "nvvm.barrier0"))
+    assert msg.startswith("TMEM dealloc: this tcgen05.dealloc frees tensor memory that "
+                          "other warps' tcgen05 ops use, with no CTA barrier between them")
+    assert "note: a tcgen05 op of another warp" in msg
+
+
+def test_tmem_dealloc_without_fence_after_thread_sync():
+    (msg,) = verify_protocol(drop(blackwell(), "nvvm.tcgen05.fence <after>"))
+    assert msg.startswith("tcgen05 fence: no tcgen05.fence::after_thread_sync between the "
+                          "CTA barrier")
+
+
+def test_tmem_dealloc_without_any_fence_before_thread_sync():
+    text = blackwell()
+    # The epilogue's (before its release) and the kernel's (before the
+    # barrier): either one orders the loads.
+    assert verify_protocol(drop(text, "nvvm.tcgen05.fence <before>")) == []
+    text = drop(drop(text, "nvvm.tcgen05.fence <before>"), "nvvm.tcgen05.fence <before>")
+    msgs = verify_protocol(text)
+    assert any(m.startswith("tcgen05 fence: the CTA barrier orders this tcgen05.dealloc "
+                            "after other warps' tcgen05 ops, but no "
+                            "tcgen05.fence::before_thread_sync follows") for m in msgs)
