@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rows_host  # noqa: E402
 
 
-def build(n, dtype="bf16", threads=None, chip="sm_90a", name=None):
+def build(n=4096, dtype="bf16", threads=None, chip="sm_90a", name=None):
     """The RMSNorm kernel for rows of ``n`` elements of ``dtype``:
     parameters ``(src, weight, dst, m, eps)``, any grid."""
     from pipeline_mlir.kernel import Float32, GlobalPtr, Int32, Kernel, Rows, row_threads

@@ -24,8 +24,8 @@ import rows_host  # noqa: E402
 LOG2_E = 1.4426950408889634
 
 
-def build(n, dtype="bf16", threads=None, chip="sm_90a", name=None):
-    """The softmax kernel for rows of ``n`` elements of ``dtype``:
+def build(n=4096, dtype="bf16", threads=None, chip="sm_90a", name=None):
+    """The softmax kernel for rows of ``n`` elements (default 4096) of ``dtype``:
     parameters ``(src, dst, m)``, any grid (a grid-stride loop over the
     ``m`` rows); ``threads`` per row defaults to ``row_threads(n, dtype)``."""
     from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel, Rows, row_threads
