@@ -175,7 +175,7 @@ public:
         return; // in a loop, ...: not the end-of-kernel form
       top = parent;
     }
-    const std::optional<llvm::BitVector> &mine = threads(dealloc);
+    std::optional<llvm::BitVector> mine = threads(dealloc);
     if (!mine || mine->none())
       return;
     auto isCtaBarrier = [](Operation *op) {
@@ -195,7 +195,7 @@ public:
       op.walk([&](Operation *inner) {
         if (!isTcgen05Use(inner))
           return;
-        const std::optional<llvm::BitVector> &t = threads(inner);
+        std::optional<llvm::BitVector> t = threads(inner);
         if (t && !subset(*t, *mine))
           uses.push_back(inner);
       });
@@ -273,14 +273,16 @@ public:
   }
 
 private:
-  const std::optional<llvm::BitVector> &threads(Operation *op) {
-    auto it = cache.find(op);
+  // By value: a reference into the cache would dangle once it grows.
+  std::optional<llvm::BitVector> threads(Operation *op) {
+    // Every op of a block runs on the same threads.
+    auto it = cache.find(op->getBlock());
     if (it != cache.end())
       return it->second;
-    return cache[op] = threadsRunning(op, blockDim);
+    return cache[op->getBlock()] = threadsRunning(op, blockDim);
   }
   llvm::BitVector threadsOrAll(Operation *op) {
-    const std::optional<llvm::BitVector> &t = threads(op);
+    std::optional<llvm::BitVector> t = threads(op);
     return t ? *t : llvm::BitVector(blockDim, true);
   }
 
@@ -291,7 +293,7 @@ private:
   }
 
   void visitWgmma(Operation *op, State &s) {
-    const std::optional<llvm::BitVector> &t = threads(op);
+    std::optional<llvm::BitVector> t = threads(op);
     if (!t || t->none() || subset(*t, s.wgmmaFenced))
       return;
     llvm::BitVector missing = *t;
@@ -362,7 +364,7 @@ private:
   }
 
   int64_t blockDim;
-  DenseMap<Operation *, std::optional<llvm::BitVector>> cache;
+  DenseMap<Block *, std::optional<llvm::BitVector>> cache;
   llvm::SmallPtrSet<Operation *, 8> reported;
 };
 

@@ -110,12 +110,15 @@ private:
   /// The threads that run `op`, from the thread conditions of the scf.ifs
   /// around it; conditions the same for every thread (kernel arguments, loop
   /// variables) do not narrow it. nullopt when a condition is neither.
-  const std::optional<llvm::BitVector> &threadsOf(Operation *op) {
-    auto it = threadCache.find(op);
+  // By value: a reference into the cache would dangle once it grows.
+  std::optional<llvm::BitVector> threadsOf(Operation *op) {
+    // Every op of a block runs on the same threads: one evaluation per
+    // block (an epilogue has hundreds of stores in a few blocks).
+    auto it = threadCache.find(op->getBlock());
     if (it != threadCache.end())
       return it->second;
     std::optional<llvm::BitVector> result = threadsRunning(op, blockDim);
-    return threadCache[op] = std::move(result);
+    return threadCache[op->getBlock()] = std::move(result);
   }
 
   bool isThreadSplit(scf::IfOp ifOp) {
@@ -148,7 +151,7 @@ private:
 
   /// The shared-memory globals an address is computed from (through pure
   /// ops); empty when it comes from anything else (an argument, a load).
-  const llvm::SmallPtrSet<const void *, 2> &rootsOf(Value addr) {
+  llvm::SmallPtrSet<const void *, 2> rootsOf(Value addr) {
     auto it = rootCache.find(addr);
     if (it != rootCache.end())
       return it->second;
@@ -184,8 +187,7 @@ private:
   /// False only when both addresses are known to come from different
   /// shared-memory globals.
   bool mayAlias(Value a, Value b) {
-    const auto &ra = rootsOf(a);
-    const auto &rb = rootsOf(b);
+    llvm::SmallPtrSet<const void *, 2> ra = rootsOf(a), rb = rootsOf(b);
     if (ra.empty() || rb.empty())
       return true;
     for (const void *r : ra)
@@ -224,12 +226,12 @@ private:
   }
 
   void visitStore(Operation *op, State &s) {
-    const std::optional<llvm::BitVector> &storer = threadsOf(op);
+    std::optional<llvm::BitVector> storer = threadsOf(op);
     if (!storer || storer->none())
       return;
     Value src = bulkStoreSource(op);
     for (Operation *w : s.unsynced) {
-      const std::optional<llvm::BitVector> &writers = threadsOf(w);
+      std::optional<llvm::BitVector> writers = threadsOf(w);
       if (!writers || !storerAmongWriters(*storer, *writers) ||
           !mayAlias(writtenAddress(w), src))
         continue;
@@ -265,7 +267,7 @@ private:
   void checkFence(Operation *op, const llvm::BitVector &storer, Value src,
                   State &s) {
     for (Operation *w : s.unfenced) {
-      const std::optional<llvm::BitVector> &writers = threadsOf(w);
+      std::optional<llvm::BitVector> writers = threadsOf(w);
       if (!writers)
         continue;
       llvm::BitVector rest = storer;
@@ -303,7 +305,7 @@ private:
   }
 
   void visitWrite(Operation *op, State &s) {
-    const std::optional<llvm::BitVector> &writers = threadsOf(op);
+    std::optional<llvm::BitVector> writers = threadsOf(op);
     if (!writers || writers->none())
       return;
     s.unfenced.insert(op);
@@ -311,7 +313,7 @@ private:
       return;
     Value addr = writtenAddress(op);
     for (auto [st, waited] : s.stores) {
-      const std::optional<llvm::BitVector> &storer = threadsOf(st);
+      std::optional<llvm::BitVector> storer = threadsOf(st);
       if (!storer || !storerAmongWriters(*storer, *writers) ||
           !mayAlias(addr, bulkStoreSource(st)))
         continue;
@@ -355,9 +357,9 @@ private:
       return;
     }
     if (isBulkWait(op)) {
-      const std::optional<llvm::BitVector> &waiter = threadsOf(op);
+      std::optional<llvm::BitVector> waiter = threadsOf(op);
       for (auto &[st, waited] : s.stores) {
-        const std::optional<llvm::BitVector> &storer = threadsOf(st);
+        std::optional<llvm::BitVector> storer = threadsOf(st);
         if (!waiter || !storer) {
           waited = true; // not decided: assume the storer waits
           continue;
@@ -432,7 +434,7 @@ private:
   }
 
   int64_t blockDim;
-  DenseMap<Operation *, std::optional<llvm::BitVector>> threadCache;
+  DenseMap<Block *, std::optional<llvm::BitVector>> threadCache;
   DenseMap<Value, llvm::SmallPtrSet<const void *, 2>> rootCache;
   llvm::SmallPtrSet<Operation *, 8> reported, fenceReported;
 };
