@@ -35,6 +35,7 @@ def wanted(args):
     from pipeline_mlir.ops import attention_configs, fp8_configs, gemm_configs
 
     out = set()
+    split_runs = set()   # (splits a split-K pick runs at its shape, dtype)
     for kernel in args.kernel:
         if kernel == "hopper_gemm":
             for dtype in args.dtype:
@@ -44,10 +45,9 @@ def wanted(args):
                     v = gemm_configs.choose(m, n, k, dtype, args.sms)
                     print(f"{dtype} {m}x{n}x{k}: {v}")
                     out.add((kernel, v, dtype))
-                    if getattr(args, "epilogues", False) and gemm_configs.splits_of(v) > 1:
-                        # a fused epilogue runs on the plain pick
-                        out.add((kernel, gemm_configs.choose(m, n, k, dtype, args.sms,
-                                                             split=False), dtype))
+                    if gemm_configs.splits_of(v) > 1:
+                        split_runs.add((min(gemm_configs.splits_of(v),
+                                            -(-k // gemm_configs.K_BLOCK)), dtype))
         elif kernel == "fp8_gemm":
             for out_dtype in fp8_configs.OUT_DTYPES if args.all else ("bf16",):
                 dtype = f"e4m3-{out_dtype}"
@@ -76,6 +76,10 @@ def wanted(args):
                   for k, v, _, d in list(found)
                   if k == "hopper_gemm" and gemm_configs.splits_of(v) == 1
                   for e in gemm_configs.PREBUILT_EPILOGUES]
+        # a split-K pick's fused epilogue runs in its reduction (of the
+        # splits it runs at that shape)
+        found += [("splitk_reduce", *gemm_configs.reduction(s, Epilogue.from_json(e)), d)
+                  for s, d in sorted(split_runs) for e in gemm_configs.PREBUILT_EPILOGUES]
     return found
 
 

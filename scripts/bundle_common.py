@@ -76,9 +76,9 @@ def fill_gemm_cache(out, chip="sm_90a", shapes=()):
     """``out``/gemm-cache: every variant of pipeline_mlir.gemm's table in
     bf16 and fp16 (scripts/build-gemm-cache.py --all), the prebuilt fused
     epilogues of the variants the GPU suite's epilogue test runs, the
-    split-K variants and reductions of SPLITK_TEST_SHAPES and of ``shapes``
-    (what ``gemm`` picks for them): what the GPU host points
-    PIPELINE_MLIR_CACHE_DIR at."""
+    split-K variants and reductions (with the prebuilt epilogues) of
+    SPLITK_TEST_SHAPES, and what ``gemm`` picks for ``shapes``: what the
+    GPU host points PIPELINE_MLIR_CACHE_DIR at."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -88,13 +88,14 @@ def fill_gemm_cache(out, chip="sm_90a", shapes=()):
     saved = os.environ.get("PIPELINE_MLIR_CACHE_DIR")
     try:
         where = ["--chip", chip, "--dir", os.path.join(out, "gemm-cache")]
-        shapes = [x for shape in EPILOGUE_TEST_SHAPES for x in ("--shape", *map(str, shape))]
-        split = [x for shape in (*SPLITK_TEST_SHAPES, *shapes)
-                 for x in ("--shape", *map(str, shape))]
+        more = [x for shape in shapes for x in ("--shape", *map(str, shape))]
+        epi = [x for shape in EPILOGUE_TEST_SHAPES for x in ("--shape", *map(str, shape))]
+        split = [x for shape in SPLITK_TEST_SHAPES for x in ("--shape", *map(str, shape))]
         return (mod.main(["--all", "--kernel", "hopper_gemm", "fp8_gemm", "attention_fwd",
                           *where])
-                or mod.main([*shapes, "--epilogues", *where])
-                or mod.main([*split, *where]))
+                or mod.main([*epi, "--epilogues", *where])
+                or mod.main([*split, "--epilogues", *where])
+                or (more and mod.main([*more, *where])))
     finally:
         if saved is None:
             os.environ.pop("PIPELINE_MLIR_CACHE_DIR", None)

@@ -194,6 +194,36 @@ def test_gemm_split_k_matches_torch_and_repeats_bitwise(dtype, device, gemm_cach
         assert torch.equal(pipeline_mlir.gemm(a, b), c)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_gemm_split_k_fused_epilogue_matches_torch(dtype, device, gemm_cache):
+    """On the split-K shapes the fused epilogue runs in the reduction, on
+    the fp32 sum: alpha, bias, residual and an activation against torch in
+    fp32, the same bits twice; an f32 bias; the residual being out itself
+    (each element read before it is written, by the same thread)."""
+    import pipeline_mlir
+
+    dt = getattr(torch, dtype)
+    torch.manual_seed(0)
+    for m, n, k in SPLITK_SHAPES:
+        a = torch.randn(m, k, device="cuda", dtype=dt)
+        b = torch.randn(n, k, device="cuda", dtype=dt)
+        bias = torch.randn(n, device="cuda", dtype=dt)
+        res = torch.randn(m, n, device="cuda", dtype=dt)
+        for activation in ("gelu_erf", "relu"):
+            c = _fused_or_skip(lambda: pipeline_mlir.gemm(
+                a, b, bias=bias, activation=activation, residual=res, alpha=0.5))
+            err = fused_close(c, fused_ref(a, b, bias, activation, res, 0.5), a, 0.5)
+            assert torch.equal(c, pipeline_mlir.gemm(a, b, bias=bias, activation=activation,
+                                                     residual=res, alpha=0.5))
+            print(f"split-K gemm+{activation} {dtype} {m}x{n}x{k}: err {err:.3g}")
+        bias32 = torch.randn(n, device="cuda", dtype=torch.float32)
+        c = _fused_or_skip(lambda: pipeline_mlir.gemm(a, b, bias=bias32))
+        fused_close(c, fused_ref(a, b, bias32), a)
+        c = res.clone()
+        assert _fused_or_skip(lambda: pipeline_mlir.gemm(a, b, residual=c, out=c)) is c
+        fused_close(c, fused_ref(a, b, residual=res), a)
+
+
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])
 def test_split_k_variant_with_fewer_k_blocks_than_splits(dtype, device, gemm_cache):
     """A split-K variant called directly with K of fewer 64-wide blocks

@@ -221,6 +221,37 @@ def test_reduction_builds_and_assembles(splits, dtype):
         splitk_reduce.build(splitk_reduce.ReduceConfig(17, dtype))
 
 
+FUSED = {"full": Epilogue(alpha="param", bias="col", residual=True, activation="gelu_erf"),
+         "bias_f32_relu": Epilogue(bias="col", bias_dtype="f32", activation="relu"),
+         "alpha_const": Epilogue(alpha=0.5),
+         "residual_silu": Epilogue(residual=True, activation="silu")}
+
+
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_reduction_with_a_fused_epilogue(name):
+    """The epilogue in the reduction: its parameters after (ws, out,
+    groups, n) in Epilogue.param_names order; bias and residual loaded in
+    pairs (4 each per group of 8), one activation per value; assembled;
+    the cache entry names it."""
+    epi = FUSED[name]
+    entry, over = gemm_configs.reduction(3, epi)
+    assert entry == f"sum3_{epi.tag}" and over["epilogue"] == epi.to_json()
+    image, meta = splitk_reduce.build_variant(over, "bf16", "sm_90a")
+    assert image and meta["epilogue"] == epi.to_json()
+    assert [p[0] for p in meta["params"]] == ["ws", "out", "groups", "n",
+                                              *epi.param_names()]
+    ptx = splitk_reduce.build(splitk_reduce.ReduceConfig(3, "bf16", epi)).to_ptx()
+    pairs = len(re.findall(r"ld\.global\.v2\.b(?:16|32)", ptx))
+    assert pairs == 4 * (epi.bias is not None) + 4 * epi.residual
+    if epi.activation in ("gelu_erf", "silu"):
+        assert ptx.count("ex2.approx.ftz.f32") == 8
+    if epi.activation == "relu":
+        assert ptx.count("max.NaN.f32") == 8
+    with pytest.raises(ValueError, match="user fn epilogue"):
+        splitk_reduce.build(splitk_reduce.ReduceConfig(
+            2, "bf16", Epilogue(fn=lambda x, ctx: x)))
+
+
 # --- the pick ----------------------------------------------------------------------
 
 NARROW_LONG = [(4096, 256, 9000), (512, 512, 16384), (2000, 200, 9000), (256, 512, 9000),
@@ -327,8 +358,8 @@ class _Reduce:
     def __init__(self, splits, log):
         self.splits, self.log = splits, log
 
-    def launch(self, ws, out, groups, stream, sync):
-        self.log.append(("reduce", self.splits, ws, out, groups, stream))
+    def launch(self, ws, out, groups, n, extra, stream, sync):
+        self.log.append(("reduce", self.splits, ws, out, groups, stream, n, extra))
 
 
 def test_split_k_host_runs_the_gemm_into_the_workspace_then_the_reduction(monkeypatch):
@@ -349,11 +380,11 @@ def test_split_k_host_runs_the_gemm_into_the_workspace_then_the_reduction(monkey
     a, b = _Tensor((4096, 9000)), _Tensor((256, 9000))
     c = g.launch(a, b, None, (), 7, False)
     assert c.shape == (4096, 256) and c.dtype is _BF16
-    (_, ga, gb, gc, gs), (_, splits, ws, out, groups, rs) = log
+    (_, ga, gb, gc, gs), (_, splits, ws, out, groups, rs, n, extra) = log
     assert (ga, gb, gs, rs) == (a, b, 7, 7) and out is c
     assert ws.shape == (4, 4096, 256) and ws.dtype is _F32
     assert gc.shape == (4096, 256) and gc.data_ptr() == ws.data_ptr()
-    assert splits == 4 and groups == 4096 * 256 // 8
+    assert splits == 4 and groups == 4096 * 256 // 8 and n == 256 and extra == ()
     log.clear()
     g.launch(a, b, c, (), 7, False)
     assert log[1][2] is ws                                   # the same workspace
@@ -370,8 +401,18 @@ def test_split_k_host_runs_the_gemm_into_the_workspace_then_the_reduction(monkey
         g.launch(a, b, _Tensor((256, 4096)), (), 7, False)
     with pytest.raises(ValueError, match="out must start on a 16-byte boundary"):
         g.launch(a, b, _Tensor((4096, 256), base=0x7000_0008), (), 7, False)
-    with pytest.raises(ValueError, match="takes no extra arguments"):
+    with pytest.raises(ValueError, match=r"its reduction takes the extra arguments \[\]"):
         g.launch(a, b, None, {"alpha": 0.5}, 7, False)
+    # with a fused epilogue: its arguments go to the reduction, in the
+    # kernel's order whatever the dict's
+    log.clear()
+    fused = splitk_host.SplitKGemm(_Recorder({"name": "gemm_sk4", "split_k": 4}, log),
+                                   lambda s: _Reduce(s, log), _BF16, ("alpha", "bias"))
+    bias = _Tensor((256,))
+    fused.launch(a, b, c, {"bias": bias, "alpha": 0.5}, 7, False)
+    assert log[1][7] == (0.5, bias) and log[0][3].data_ptr() == ws.data_ptr()
+    with pytest.raises(ValueError, match=r"takes the extra arguments \['alpha', 'bias'\]"):
+        fused.launch(a, b, c, {"bias": bias}, 7, False)
 
 
 def test_split_k_grid_counts_tiles_times_splits():

@@ -62,6 +62,9 @@ def variant_gemm(variant, dtype, device=None, epilogue=None):
     name) and dtype ('bf16' / 'f16') on ``device`` (default GPU 0), with
     the fused ``epilogue`` (an ``epilogues.Epilogue``) if given."""
     device = device or runtime.default_device()
+    if gemm_configs.splits_of(variant) > 1 and epilogue is not None \
+            and not epilogue.is_identity:
+        return _split_fused(variant, dtype, device, epilogue)
     name, overrides = gemm_configs.fused(variant, epilogue)
     key = (name, dtype, device.ordinal)
     found = _variants.get(key)
@@ -82,13 +85,28 @@ def variant_gemm(variant, dtype, device=None, epilogue=None):
 _TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16"}
 
 
-def _reducer(splits, dtype, chip, device):
+def _reducer(splits, dtype, chip, device, epilogue=None):
     """The loaded split-K reduction summing ``splits`` partials into
-    ``dtype`` (kernels/splitk_reduce.py, from the kernel cache)."""
-    name = f"sum{splits}"
-    image, meta = kernel_cache.get(name, {"splits": splits}, dtype, chip,
-                                   kernel="splitk_reduce")
+    ``dtype``, with the fused ``epilogue`` if any (kernels/splitk_reduce.py,
+    from the kernel cache: ``gemm_configs.reduction``)."""
+    name, overrides = gemm_configs.reduction(splits, epilogue)
+    image, meta = kernel_cache.get(name, overrides, dtype, chip, kernel="splitk_reduce")
     return Reducer(image, meta, device)
+
+
+def _split_fused(variant, dtype, device, epilogue):
+    """A split-K variant with a fused epilogue: the same GEMM kernel as
+    without it (the epilogue is not linear: it cannot run on partial sums),
+    the epilogue in the reduction."""
+    key = (f"{variant}_{epilogue.tag}", dtype, device.ordinal)
+    found = _variants.get(key)
+    if found is None:
+        plain = variant_gemm(variant, dtype, device)
+        chip = CHIPS[tuple(device.cc)]
+        found = _variants[key] = SplitKGemm(
+            plain.gemm, lambda s: _reducer(s, dtype, chip, device, epilogue),
+            getattr(torch, _TORCH_DTYPES[dtype]), epilogue.param_names())
+    return found
 
 
 def _select(a, b):
@@ -97,7 +115,7 @@ def _select(a, b):
 
 def _variant_of(a, b, split=True):
     """(variant name, dtype, device) for these operands, every check run;
-    ``split=False``: never a split-K variant (a fused epilogue's pick)."""
+    ``split=False``: never a split-K variant."""
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"gemm: {name} must be a torch tensor, got {type(t).__name__}")
@@ -190,9 +208,8 @@ def _gemm_fused(a, b, out, bias, activation, residual, alpha):
     except (AttributeError, TypeError):  # not tensors, unhashable: the checks say so
         found = key = None
     if found is None:
-        # The pick without an epilogue, split-K left out: the reduction
-        # applies no epilogue (docs/gemm.md, split-K).
-        variant, dtype, device = _variant_of(a, b, split=False)
+        # The pick without an epilogue (for split-K, the reduction applies it)
+        variant, dtype, device = _variant_of(a, b)
         epi = _epilogue_of(a, b, bias, activation, residual, alpha)
         _check_epilogue_tensors(a, b, bias, residual)  # before a compile on demand
         g = variant_gemm(variant, dtype, device, epi)

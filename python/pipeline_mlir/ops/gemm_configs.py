@@ -129,8 +129,7 @@ def estimate(variant, m, n, sms):
 
 def choose(m, n, k, dtype, sms=132, split=True):
     """The variant name for this shape and dtype ('bf16' or 'f16'); with
-    ``split=False`` never a split-K one (a fused epilogue's pick: the
-    reduction applies none yet)."""
+    ``split=False`` never a split-K one."""
     tuned = TUNED.get((m, n, k, dtype))
     if tuned is not None:
         return tuned
@@ -223,6 +222,15 @@ def choose_split(m, n, k, sms, plain):
     return best
 
 
+def reduction(splits, epilogue=None):
+    """(cache-entry name, ReduceConfig overrides) of the split-K reduction
+    of ``splits`` partials with the fused ``epilogue`` (None or identity:
+    the sum, rounded), for kernels/splitk_reduce.py."""
+    if epilogue is None or epilogue.is_identity:
+        return f"sum{splits}", {"splits": splits}
+    return f"sum{splits}_{epilogue.tag}", {"splits": splits, "epilogue": epilogue.to_json()}
+
+
 # The fused epilogues scripts/build-gemm-cache.py --epilogues compiles beside
 # each variant it builds (a GPU host without MLIR finds only what was
 # built): each activation after a bias (a Linear layer), the whole
@@ -251,8 +259,9 @@ def fused(variant, epilogue):
     if epilogue is None or epilogue.is_identity:
         return variant, found
     if found.get("split_k", 1) > 1:
-        raise ValueError(f"gemm_configs: {variant} is a split-K variant; a fused epilogue "
-                         "runs on the plain variants only (choose(..., split=False))")
+        raise ValueError(f"gemm_configs: {variant} is a split-K variant: its GEMM kernel takes "
+                         "no epilogue (it is not linear); the reduction does "
+                         "(gemm_configs.reduction(splits, epilogue))")
     out = dict(found, epilogue=epilogue.to_json())
     if epilogue.residual:
         out["epilogue_passes"] = out["block_n"] // 64

@@ -61,11 +61,14 @@ class Reducer:
     def grid(self, groups):
         return (max(1, min(math.ceil(groups / REDUCE_BLOCK), REDUCE_WAVES * self._sms)), 1, 1)
 
-    def launch(self, ws, out, groups, stream, sync):
-        key = (ws.data_ptr(), out.data_ptr(), groups, stream)
+    def launch(self, ws, out, groups, n, extra, stream, sync):
+        """``extra``: the epilogue's arguments in the kernel's order
+        (tensors pass their addresses)."""
+        extra = tuple(x.data_ptr() if hasattr(x, "data_ptr") else x for x in extra)
+        key = (ws.data_ptr(), out.data_ptr(), groups, n, stream) + extra
         p = self._get(key)
         if p is None:
-            p = self.launches.prepare(key, (ws.data_ptr(), out.data_ptr(), groups),
+            p = self.launches.prepare(key, (ws.data_ptr(), out.data_ptr(), groups, n, *extra),
                                       self.grid(groups), stream)
         if sync:
             self.launcher.launch(p.values, self.grid(groups), stream, True, None)
@@ -81,13 +84,15 @@ class SplitKGemm:
     ``reducer(S)`` returns the ``Reducer`` summing S splits: S is the
     variant's, or fewer when K has fewer K blocks than splits
     (``tile_scheduler.split_k_count``: the kernel then runs that many
-    splits, every one non-empty)."""
+    splits, every one non-empty). A fused epilogue runs in the reduction;
+    ``extra_names`` are its parameters (``Epilogue.param_names``), the
+    extra arguments of a launch."""
 
-    def __init__(self, gemm, reducer, out_dtype):
+    def __init__(self, gemm, reducer, out_dtype, extra_names=()):
         self.gemm = gemm
         self.meta = gemm.meta
         self.splits = gemm.meta["split_k"]
-        self.extra_names = gemm.extra_names
+        self.extra_names = tuple(extra_names)
         self._reducer = reducer
         self._reducers = {}
         self._out_dtype = out_dtype
@@ -115,10 +120,21 @@ class SplitKGemm:
                              f"{out.data_ptr():#x}: pass a freshly allocated tensor")
         return out
 
+    def _extra(self, extra_args):
+        """The epilogue's arguments in the kernel's order, from a dict by
+        name or a tuple in ``extra_names``' order."""
+        if isinstance(extra_args, dict):
+            unknown = sorted(set(extra_args) - set(self.extra_names))
+            missing = sorted(set(self.extra_names) - set(extra_args))
+            if not unknown and not missing:
+                return tuple(extra_args[name] for name in self.extra_names)
+        elif len(extra_args or ()) == len(self.extra_names):
+            return tuple(extra_args or ())
+        raise ValueError(f"{self.meta['name']}: its reduction takes the extra arguments "
+                         f"{list(self.extra_names)}, got {extra_args!r}")
+
     def launch(self, a, b, out, extra_args, stream, sync):
-        if extra_args:
-            raise ValueError(f"{self.meta['name']}: a split-K GEMM takes no extra arguments "
-                             f"(a fused epilogue runs on a plain variant), got {extra_args!r}")
+        extra = self._extra(extra_args) if (extra_args or self.extra_names) else ()
         out = self._check_out(a, b, out)
         (m, k), n = a.shape, b.shape[0]
         s = current_stream_handle(self._ordinal) if stream is None else stream_address(stream)
@@ -126,5 +142,5 @@ class SplitKGemm:
         ws, first = workspace(a, splits, m, n, s)
         # The GEMM checks a and b (and the workspace slice as C).
         self.gemm.launch(a, b, first, (), s, False)
-        self.reducer(splits).launch(ws, out, m * n // 8, s, sync)
+        self.reducer(splits).launch(ws, out, m * n // 8, n, extra, s, sync)
         return out
