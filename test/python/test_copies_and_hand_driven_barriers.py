@@ -1,4 +1,4 @@
-"""Two blind spots of issue 29, through the Python API, each bug with its
+"""Two blind spots of the checker users reported, through the Python API, each bug with its
 correct twin.
 
 Class 2 (and 14): copies onto a stage never acquired. A ``tma_load`` /

@@ -15,7 +15,7 @@ class UncheckedBarrierWarning(UserWarning):
     """A kernel drives an mbarrier by hand (``MbarrierArray``, or the handle
     of ``producer_get_barrier``): the protocol checker and the simulator do
     not model such barriers, so their arrive counts, phases and init order
-    go unchecked (issue 29, class 6). Issued once per kernel, at the user's
+    go unchecked. Issued once per kernel, at the user's
     line."""
 
 

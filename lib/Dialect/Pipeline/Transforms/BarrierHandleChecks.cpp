@@ -11,7 +11,7 @@
 // `cp.async.mbarrier.arrive`, `tcgen05.commit`, possibly through `mapa` to
 // the peer CTA's copy) is therefore one arrival too many per phase: the
 // phase completes before the stage is full, or the pending count underflows
-// into the next phase (cutlass#2364, issue 29 class 6). A user who wants the
+// into the next phase (cutlass#2364). A user who wants the
 // arrive instead of the verb drops the verb, which check 1 reports; so the
 // rule is simply that a pipeline's barriers are driven by its verbs.
 //

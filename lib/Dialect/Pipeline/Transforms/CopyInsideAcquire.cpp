@@ -9,7 +9,8 @@
 // underflows the tx-count); after the commit the stage belongs to the
 // consumers. Both pass every count-based check (the bytes and the verbs add
 // up), which is why users meet them as intermittent corruption
-// (issue 29, classes 2 and 14: "an acquire swapped after its tma_load").
+// (a copy onto a stage never acquired, or "an acquire swapped after its
+// tma_load": both reported by users of other pipeline libraries).
 //
 // How: per pipeline, the acquires and commits of the copy's stage (the same
 // state value, or the same (root, offset), or identical operand-wise
