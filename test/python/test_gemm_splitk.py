@@ -399,6 +399,8 @@ def test_split_k_host_runs_the_gemm_into_the_workspace_then_the_reduction(monkey
     assert log[1][1] == 4 and log[1][2].shape == (4, 1000, 1032)
     with pytest.raises(ValueError, match="out must be a contiguous 4096 x 256"):
         g.launch(a, b, _Tensor((256, 4096)), (), 7, False)
+    with pytest.raises(ValueError, match=r"N \(204\) x 2 bytes must be a multiple of 16"):
+        g.launch(a, _Tensor((204, 9000)), None, (), 7, False)
     with pytest.raises(ValueError, match="out must start on a 16-byte boundary"):
         g.launch(a, b, _Tensor((4096, 256), base=0x7000_0008), (), 7, False)
     with pytest.raises(ValueError, match=r"its reduction takes the extra arguments \[\]"):

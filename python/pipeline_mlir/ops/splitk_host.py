@@ -106,6 +106,12 @@ class SplitKGemm:
 
     def _check_out(self, a, b, out):
         m, n = a.shape[0], b.shape[0]
+        if n % 8:
+            # The plain path's rule, which its 16-bit C tensor map enforces;
+            # here C is fp32 (4-byte rows pass), and the reduction's groups
+            # of 8 must not straddle rows.
+            raise ValueError(f"N ({n}) x 2 bytes must be a multiple of 16 (TMA needs 16-byte "
+                             "aligned row strides)")
         if out is None:
             return a.new_empty((m, n), dtype=self._out_dtype)
         if (out.dtype is not self._out_dtype or tuple(out.shape) != (m, n)
