@@ -434,3 +434,30 @@ def test_split_k_grid_counts_tiles_times_splits():
     assert HopperGemm.grid(fake, 8192, 512, 132, 9000) == (132, 1, 1)
     del fake.meta["split_k"]
     assert HopperGemm.grid(fake, 4096, 256, 132, 9000) == (32, 1, 1)
+
+
+def test_random_sweep_draws_reproducible_shapes_and_reports_the_pick_s_waste():
+    """benchmarks/gemm/random_sweep.py (run on a GPU host): its draw is the
+    same for a seed, inside [128, 16384] in multiples of 8, both
+    distributions; its waste columns are gemm_configs' (split-K units
+    counted as tiles x splits)."""
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "gemm",
+                        "random_sweep.py")
+    spec = importlib.util.spec_from_file_location("random_sweep", path)
+    rs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rs)
+    for dist in ("log", "linear"):
+        shapes = rs.draw(60, 33, dist)
+        assert shapes == rs.draw(60, 33, dist) != rs.draw(60, 34, dist)
+        assert len(shapes) == 60
+        assert all(128 <= x <= 16384 and x % 8 == 0 for s in shapes for x in s)
+    fill, last, waves = rs.waste("128x256_sk4", 4096, 256, 9000, 132)
+    assert (fill, waves) == (1.0, 1) and last == pytest.approx(128 / 132)
+    assert rs.waste("128x192", 4104, 4200, 2056, 132) == (
+        pytest.approx(gemm_configs.fill("128x192", 4104, 4200)),
+        pytest.approx(gemm_configs.last_wave("128x192", 4104, 4200, 132)), 6)
+    # K of 2 blocks: the variant runs 2 splits, not 4
+    assert rs.waste("128x256_sk4", 4096, 256, 128, 132)[1] == pytest.approx(64 / 132)

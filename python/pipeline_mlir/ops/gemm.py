@@ -28,7 +28,10 @@ tensors contiguous, on an sm_90 GPU.
 The variant (tile shape, stages, cluster) comes from ``gemm_configs.choose``
 and its cubin from the persistent cache (``kernel_cache``); both are looked
 up once per (shapes, dtype, device), so later calls cost a few microseconds
-of host time. It runs on torch's current stream and returns at once.
+of host time. It runs on torch's current stream and returns at once. A
+narrow output with a long K may take a split-K variant: two launches, the
+GEMM into an fp32 workspace and a reduction (with the epilogue, if any)
+into C, bitwise the same every run (``splitk_host``; docs/gemm.md).
 
 With torch it is also the custom op ``torch.ops.pipeline_mlir.gemm`` (and
 ``gemm_out``), with a fake implementation, so ``torch.compile`` (even
