@@ -13,6 +13,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <functional>
@@ -86,6 +87,67 @@ bool protocol::polyHas(const Poly &p, const AtomTable &atoms,
   return false;
 }
 
+std::vector<unsigned> protocol::ivsOf(const Poly &p, const AtomTable &atoms) {
+  std::vector<unsigned> out;
+  for (auto &[m, c] : p.terms)
+    for (unsigned id : m)
+      out.insert(out.end(), atoms[id].ivs.begin(), atoms[id].ivs.end());
+  llvm::sort(out);
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+static bool anyThread(const Poly &p, const AtomTable &atoms) {
+  return polyHas(p, atoms, [](const Atom &a) { return a.thread; });
+}
+static bool anyCarried(const Poly &p, const AtomTable &atoms) {
+  return polyHas(p, atoms, [](const Atom &a) { return a.carried; });
+}
+
+Poly protocol::sumOver(unsigned iv, const Poly &body, const Poly &trips,
+                       AtomTable &atoms) {
+  Poly r;
+  for (auto &[m, c] : body.terms) {
+    Monomial free, dep;
+    for (unsigned id : m)
+      (llvm::is_contained(atoms[id].ivs, iv) ? dep : free).push_back(id);
+    Poly coeff;
+    coeff.terms[free] = c;
+    if (dep.empty()) {
+      r = r + multiply(coeff, trips, atoms);
+      continue;
+    }
+    // One Sum atom per monomial of the loop's own variable: the producer's
+    // `1 + (n(t) - 1)` and a consumer's `n(t)` are one polynomial before
+    // they are summed, and so one atom after.
+    Poly inner;
+    inner.terms[dep] = 1;
+    std::string key = "sum(" + std::to_string(iv) + "|";
+    for (unsigned id : dep)
+      key += std::to_string(id) + ".";
+    key += ")";
+    const Atom &v = atoms[iv];
+    Atom a{AtomKind::Sum, "sum(" + v.name + " in [" + printPoly(v.inner, atoms) +
+                              ", " + printPoly(v.other, atoms) + "): " +
+                              printPoly(inner, atoms) + ")"};
+    a.inner = inner;
+    a.ivAtom = iv;
+    std::vector<unsigned> ivs = ivsOf(inner, atoms);
+    ivs.insert(ivs.end(), v.ivs.begin(), v.ivs.end());
+    llvm::sort(ivs);
+    ivs.erase(std::unique(ivs.begin(), ivs.end()), ivs.end());
+    for (unsigned id : ivs)
+      if (id != iv)
+        a.ivs.push_back(id);
+    a.thread = anyThread(inner, atoms) || v.thread;
+    a.carried = anyCarried(inner, atoms) || v.carried;
+    a.loopVar = a.carried || !a.ivs.empty();
+    unsigned id = atoms.get(key, a);
+    r = r + multiply(coeff, Poly::atom(id), atoms);
+  }
+  return r;
+}
+
 static std::string parenthesized(const Poly &p, const AtomTable &atoms) {
   std::string s = printPoly(p, atoms);
   if (p.terms.size() > 1 ||
@@ -134,6 +196,83 @@ static std::string argumentName(FunctionOpInterface fn, BlockArgument arg) {
   return "%arg" + std::to_string(arg.getArgNumber());
 }
 
+/// "max(ceildiv(...), 1)" for the integer arith ops the polynomials do not
+/// model, so that a count built on them (causal attention's k-block bound)
+/// reads as a formula; the op's name when the operands print too long.
+static std::string functionalNameOf(StringRef opName,
+                                    ArrayRef<std::string> operands) {
+  StringRef fn = llvm::StringSwitch<StringRef>(opName)
+                     .Cases("arith.maxsi", "arith.maxui", "max")
+                     .Cases("arith.minsi", "arith.minui", "min")
+                     .Cases("arith.divsi", "arith.divui", "div")
+                     .Cases("arith.remsi", "arith.remui", "rem")
+                     .Case("arith.select", "select")
+                     .Case("arith.andi", "and")
+                     .Case("arith.ori", "or")
+                     .Case("arith.xori", "xor")
+                     .Default("");
+  if (fn.empty())
+    return opName.str();
+  std::string s = fn.str() + "(" + llvm::join(operands, ", ") + ")";
+  return s.size() <= 72 ? s : fn.str() + "(...)";
+}
+
+/// Integer arith ops that witnesses evaluate exactly (evalArith).
+static bool isEvaluable(Operation *def) {
+  if (def->getNumResults() != 1 ||
+      !def->getResult(0).getType().isIntOrIndex())
+    return false;
+  return isa<arith::MaxSIOp, arith::MaxUIOp, arith::MinSIOp, arith::MinUIOp,
+             arith::DivSIOp, arith::DivUIOp, arith::FloorDivSIOp,
+             arith::CeilDivSIOp, arith::CeilDivUIOp, arith::RemSIOp,
+             arith::RemUIOp, arith::SelectOp, arith::AndIOp, arith::OrIOp,
+             arith::XOrIOp, arith::CmpIOp>(def);
+}
+
+static bool compare(arith::CmpIPredicate pred, int64_t x, int64_t y) {
+  using P = arith::CmpIPredicate;
+  switch (pred) {
+  case P::eq: return x == y;
+  case P::ne: return x != y;
+  case P::slt: case P::ult: return x < y;
+  case P::sle: case P::ule: return x <= y;
+  case P::sgt: case P::ugt: return x > y;
+  case P::sge: case P::uge: return x >= y;
+  }
+  return false;
+}
+
+/// The value of an evaluable op (isEvaluable) on operand values; nullopt on
+/// a division by zero.
+static std::optional<int64_t> evalArith(const Atom &a, ArrayRef<int64_t> x) {
+  StringRef op = a.op;
+  if (op == "arith.select")
+    return x[0] ? x[1] : x[2];
+  if (op == "arith.cmpi")
+    return compare(a.argPred, x[0], x[1]) ? 1 : 0;
+  if (op == "arith.maxsi" || op == "arith.maxui")
+    return std::max(x[0], x[1]);
+  if (op == "arith.minsi" || op == "arith.minui")
+    return std::min(x[0], x[1]);
+  if (op == "arith.andi")
+    return x[0] & x[1];
+  if (op == "arith.ori")
+    return x[0] | x[1];
+  if (op == "arith.xori")
+    return x[0] ^ x[1];
+  if (x[1] == 0)
+    return std::nullopt;
+  if (op == "arith.divsi" || op == "arith.divui")
+    return x[0] / x[1];
+  if (op == "arith.floordivsi")
+    return llvm::divideFloorSigned(x[0], x[1]);
+  if (op == "arith.ceildivsi" || op == "arith.ceildivui")
+    return llvm::divideCeilSigned(x[0], x[1]);
+  if (op == "arith.remsi" || op == "arith.remui")
+    return x[0] % x[1];
+  return std::nullopt;
+}
+
 static std::string shortOpName(Operation *op) {
   StringRef name = op->getName().getStringRef();
   if (name.consume_front("nvvm.read.ptx.sreg."))
@@ -177,11 +316,14 @@ private:
   }
 
   Poly leaf(const std::string &key, const std::string &name, bool thread,
-            bool loopVar, bool boolean) {
+            bool loopVar, bool boolean, bool carried = false,
+            std::vector<unsigned> ivs = {}) {
     Atom a{AtomKind::Leaf, name};
     a.thread = thread;
     a.loopVar = loopVar;
     a.boolean = boolean;
+    a.carried = carried;
+    a.ivs = std::move(ivs);
     return Poly::atom(atoms.get(key, a));
   }
 
@@ -189,14 +331,20 @@ private:
     // Identity of the value: two loads of one address may differ.
     std::string key = "v" + std::to_string(reinterpret_cast<uintptr_t>(
                                 v.getAsOpaquePointer()));
-    bool thread = false, loopVar = false;
+    bool thread = false, loopVar = false, carried = false;
+    std::vector<unsigned> ivs;
     if (Operation *def = v.getDefiningOp()) {
       thread = isThreadRead(def);
       for (Value operand : def->getOperands()) {
         Poly p = get(operand);
         thread |= polyHas(p, atoms, [](const Atom &a) { return a.thread; });
         loopVar |= polyHas(p, atoms, [](const Atom &a) { return a.loopVar; });
+        carried |= anyCarried(p, atoms);
+        std::vector<unsigned> more = ivsOf(p, atoms);
+        ivs.insert(ivs.end(), more.begin(), more.end());
       }
+      llvm::sort(ivs);
+      ivs.erase(std::unique(ivs.begin(), ivs.end()), ivs.end());
       std::string name = shortOpName(def);
       // Pure ops and uniform reads are keyed by structure.
       if ((isMemoryEffectFree(def) || isCtaRead(def) || isThreadRead(def)) &&
@@ -205,15 +353,35 @@ private:
         key = name;
         llvm::raw_string_ostream os(key);
         def->getAttrDictionary().print(os);
+        SmallVector<std::string> operandKeys;
         for (Value operand : def->getOperands())
-          os << "(" << this->key(operand) << ")";
+          operandKeys.push_back(this->key(operand));
+        // min(n, t + 1) and min(t + 1, n) are one value.
+        if (def->hasTrait<OpTrait::IsCommutative>())
+          llvm::sort(operandKeys);
+        for (const std::string &k : operandKeys)
+          os << "(" << k << ")";
         // Thread reads are keyed by structure too (warp_idx computed twice
         // is one value), but they never compare across roles.
+        name = functionalName(def, name);
       }
       // A cheap readable name: "%nctaid.x", "memref.load".
-      return leaf(key, name, thread, loopVar, v.getType().isInteger(1));
+      Poly p = leaf(key, name, thread, loopVar, v.getType().isInteger(1),
+                    carried, std::move(ivs));
+      if (isEvaluable(def)) {
+        Atom &a = atoms[p.terms.begin()->first.front()];
+        if (a.op.empty()) {
+          a.op = def->getName().getStringRef().str();
+          for (Value operand : def->getOperands())
+            a.args.push_back(get(operand));
+          if (auto cmp = dyn_cast<arith::CmpIOp>(def))
+            a.argPred = cmp.getPredicate();
+        }
+      }
+      return p;
     }
-    return leaf(key, "?", thread, true, v.getType().isInteger(1));
+    return leaf(key, "?", thread, true, v.getType().isInteger(1),
+                /*carried=*/true);
   }
 
   Poly divAtom(AtomKind kind, const Poly &inner, int64_t d, StringRef op) {
@@ -224,6 +392,8 @@ private:
     a.divisor = d;
     a.thread = polyHas(inner, atoms, [](const Atom &x) { return x.thread; });
     a.loopVar = polyHas(inner, atoms, [](const Atom &x) { return x.loopVar; });
+    a.carried = anyCarried(inner, atoms);
+    a.ivs = ivsOf(inner, atoms);
     a.name = kind == AtomKind::Rem
                  ? parenthesized(inner, atoms) + " mod " + std::to_string(d)
                  : op.str() + "(" + printPoly(inner, atoms) + ", " +
@@ -231,7 +401,58 @@ private:
     return Poly::atom(atoms.get(key, a));
   }
 
+  std::string functionalName(Operation *def, const std::string &opName) {
+    SmallVector<std::string> operands;
+    for (Value operand : def->getOperands())
+      operands.push_back(printPoly(get(operand), atoms));
+    return functionalNameOf(opName, operands);
+  }
+
+  std::string boundsKey(scf::ForOp loop) {
+    return keyOf(get(loop.getLowerBound())) + "|" +
+           keyOf(get(loop.getUpperBound())) + "|" + keyOf(get(loop.getStep()));
+  }
+
 public:
+  /// The Iv atom of `loop`'s induction variable. It is keyed by the loop's
+  /// bounds (and how many enclosing loops have the same ones), not by the
+  /// loop: the producer's tile loop and each consumer's, over the same
+  /// range, give one atom, so a k-block bound that each role computes from
+  /// its tile index with the same ops is one value, and the sums over tiles
+  /// of the roles' counts compare term by term.
+  unsigned ivAtom(scf::ForOp loop) {
+    Poly lb = get(loop.getLowerBound()), ub = get(loop.getUpperBound()),
+         step = get(loop.getStep());
+    std::string bounds = boundsKey(loop);
+    unsigned nth = 0;
+    for (Operation *p = loop->getParentOp(); p; p = p->getParentOp())
+      if (auto outer = dyn_cast<scf::ForOp>(p))
+        if (boundsKey(outer) == bounds)
+          ++nth;
+    std::string key = "iv(" + bounds + "#" + std::to_string(nth) + ")";
+    // The `for` target's name where the builder knew it (the Python
+    // k.range sets pipeline.iv_name from `for kt, ... in k.range`).
+    auto hint = loop->getAttrOfType<StringAttr>("pipeline.iv_name");
+    Atom a{AtomKind::Iv,
+           hint && !hint.getValue().empty() ? hint.str() : "%iv"};
+    a.loopVar = true;
+    a.loop = loop;
+    a.inner = lb;
+    a.other = ub;
+    a.step = step;
+    a.thread = anyThread(lb + ub + step, atoms);
+    a.carried = anyCarried(lb + ub + step, atoms);
+    unsigned id = atoms.get(key, a);
+    if (atoms[id].ivs.empty()) {
+      std::vector<unsigned> ivs = ivsOf(lb + ub + step, atoms);
+      ivs.push_back(id);
+      llvm::sort(ivs);
+      ivs.erase(std::unique(ivs.begin(), ivs.end()), ivs.end());
+      atoms[id].ivs = ivs;
+    }
+    return id;
+  }
+
   /// floor(p / d) or ceil(p / d) for a positive constant d, exactly when
   /// every non-constant coefficient is a multiple of d.
   Poly divide(const Poly &p, int64_t d, bool ceil) {
@@ -277,18 +498,10 @@ private:
                     boolean);
       }
       if (auto loop = dyn_cast_or_null<scf::ForOp>(owner)) {
-        if (arg == loop.getInductionVar()) {
-          // The `for` target's name where the builder knew it (the Python
-          // k.range sets pipeline.iv_name from `for kt, ... in k.range`).
-          auto hint = loop->getAttrOfType<StringAttr>("pipeline.iv_name");
-          Atom a{AtomKind::Leaf,
-                 hint && !hint.getValue().empty() ? hint.str() : "%iv"};
-          a.loopVar = true;
-          a.loop = loop;
-          return Poly::atom(atoms.get(key, a));
-        }
+        if (arg == loop.getInductionVar())
+          return Poly::atom(ivAtom(loop));
       }
-      return leaf(key, "?", false, true, boolean);
+      return leaf(key, "?", false, true, boolean, /*carried=*/true);
     }
     Operation *def = v.getDefiningOp();
     if (depth > 64 || !def)
@@ -335,6 +548,7 @@ std::string Canonicalizer::key(Value v) { return impl->key(v); }
 Poly Canonicalizer::divide(const Poly &p, int64_t d, bool ceil) {
   return impl->divide(p, d, ceil);
 }
+unsigned Canonicalizer::ivAtom(scf::ForOp loop) { return impl->ivAtom(loop); }
 
 namespace {
 //===----------------------------------------------------------------------===//
@@ -346,7 +560,43 @@ public:
   Evaluator(const AtomTable &atoms, std::mt19937_64 &rng, bool small,
             std::optional<int64_t> fixed)
       : atoms(atoms), rng(rng), small(small), fixed(fixed),
-        values(atoms.size()) {}
+        values(atoms.size()), bound(atoms.size()) {}
+
+  /// Whether `c >= 0` for every iteration of the loops whose variables it
+  /// depends on (outer loops first: an inner loop's bounds may depend on
+  /// them); nullopt when it cannot be evaluated.
+  std::optional<bool> holds(const Poly &c) {
+    std::optional<unsigned> next;
+    for (unsigned iv : ivsOf(c, atoms)) {
+      if (bound[iv])
+        continue;
+      // Outermost free loop: its bounds need no other free variable.
+      bool outermost = llvm::all_of(atoms[iv].ivs, [&](unsigned o) {
+        return o == iv || bound[o].has_value();
+      });
+      if (outermost) {
+        next = iv;
+        break;
+      }
+    }
+    if (!next) {
+      if (!ivsOf(c, atoms).empty() &&
+          llvm::any_of(ivsOf(c, atoms), [&](unsigned o) { return !bound[o]; }))
+        return std::nullopt;
+      std::optional<int64_t> v = eval(c);
+      if (!v)
+        return std::nullopt;
+      return *v >= 0;
+    }
+    std::optional<bool> all = true;
+    forEachIteration(*next, [&]() {
+      std::optional<bool> h = holds(c);
+      if (!h || !*h)
+        all = h;
+      return all.has_value() && *all;
+    }, all);
+    return all;
+  }
 
   std::optional<int64_t> eval(const Poly &p) {
     int64_t sum = 0;
@@ -372,14 +622,74 @@ private:
   bool small;
   std::optional<int64_t> fixed;
   std::vector<std::optional<int64_t>> values;
+  /// Values of the Iv atoms in the sum (or the constraint) being evaluated.
+  std::vector<std::optional<int64_t>> bound;
+  /// Values of atoms that depend on loop variables, per iteration: a leaf
+  /// the check does not look into (`max(ceildiv(min(...), 128), 1)` of the
+  /// tile index) is a function of them, the same in both counts.
+  std::map<std::pair<unsigned, std::vector<int64_t>>, int64_t> perIteration;
+  /// Iterations all sums of one sample may enumerate.
+  int64_t budget = 1 << 14;
+
+  /// Runs `body` with the Iv atom `iv` bound to each value of its loop
+  /// (until `body` returns false); `failed` is cleared (nullopt) when the
+  /// bounds cannot be evaluated or the budget runs out.
+  template <typename T>
+  void forEachIteration(unsigned iv, llvm::function_ref<bool()> body,
+                        std::optional<T> &failed) {
+    const Atom &v = atoms[iv];
+    std::optional<int64_t> lb = eval(v.inner), ub = eval(v.other),
+                           st = eval(v.step);
+    if (!lb || !ub || !st || *st <= 0) {
+      failed = std::nullopt;
+      return;
+    }
+    std::optional<int64_t> saved = bound[iv];
+    for (int64_t x = *lb; x < *ub; x += *st) {
+      if (--budget < 0) {
+        failed = std::nullopt;
+        break;
+      }
+      bound[iv] = x;
+      if (!body())
+        break;
+    }
+    bound[iv] = saved;
+  }
 
   std::optional<int64_t> atom(unsigned id) {
-    if (values[id])
-      return values[id];
     const Atom &a = atoms[id];
+    if (a.kind == AtomKind::Iv)
+      return bound[id];
+    std::vector<int64_t> at;
+    if (!a.ivs.empty()) {
+      for (unsigned iv : a.ivs) {
+        if (!bound[iv])
+          return std::nullopt;
+        at.push_back(*bound[iv]);
+      }
+      auto it = perIteration.find({id, at});
+      if (it != perIteration.end())
+        return it->second;
+    } else if (values[id]) {
+      return values[id];
+    }
     std::optional<int64_t> r;
     switch (a.kind) {
     case AtomKind::Leaf: {
+      if (!a.op.empty()) {
+        SmallVector<int64_t> x;
+        for (const Poly &arg : a.args) {
+          std::optional<int64_t> v = eval(arg);
+          if (!v)
+            return std::nullopt;
+          x.push_back(*v);
+        }
+        r = evalArith(a, x);
+        if (!r)
+          return std::nullopt;
+        break;
+      }
       // The first samples give every leaf one small value (the message
       // reads best with `n = 2`); then random ones, small and larger.
       int64_t hi = a.boolean ? 1 : small ? 8 : 300;
@@ -393,6 +703,12 @@ private:
         r = a.boolean ? 1 - digit : kSmall[digit];
       } else {
         r = std::uniform_int_distribution<int64_t>(0, hi)(rng);
+      }
+      if (!a.ivs.empty()) {
+        // A function of the loop variables: one value per iteration (small
+        // ones in the first samples, as for the leaves).
+        r = std::uniform_int_distribution<int64_t>(0, fixed ? 3 : hi)(rng);
+        break;
       }
       leaves.push_back({id, *r});
       break;
@@ -434,8 +750,29 @@ private:
     }
     case AtomKind::IvCount:
       return std::nullopt; // closed by its loop; never reaches a count
+    case AtomKind::Iv:
+      return bound[id]; // handled above
+    case AtomKind::Sum: {
+      std::optional<int64_t> sum = 0;
+      forEachIteration(a.ivAtom, [&]() {
+        std::optional<int64_t> x = eval(a.inner);
+        if (!x) {
+          sum = std::nullopt;
+          return false;
+        }
+        *sum += *x;
+        return true;
+      }, sum);
+      r = sum;
+      break;
     }
-    values[id] = r;
+    }
+    if (!r)
+      return std::nullopt;
+    if (!a.ivs.empty())
+      perIteration[{id, at}] = *r;
+    else
+      values[id] = r;
     return r;
   }
 };
@@ -453,8 +790,8 @@ std::optional<Witness> protocol::findWitness(const Poly &a, const Poly &b,
       continue;
     bool ok = true;
     for (const Poly &c : constraints) {
-      std::optional<int64_t> v = ev.eval(c);
-      if (!v || *v < 0) {
+      std::optional<bool> h = ev.holds(c);
+      if (!h || !*h) {
         ok = false;
         break;
       }
@@ -471,9 +808,13 @@ std::optional<Witness> protocol::findWitness(const Poly &a, const Poly &b,
       bool inCounts = false;
       std::function<bool(const Poly &)> uses = [&](const Poly &p) {
         for (auto &[m, c] : p.terms)
-          for (unsigned x : m)
-            if (x == id || uses(atoms[x].inner) || uses(atoms[x].other))
+          for (unsigned x : m) {
+            const Atom &at = atoms[x];
+            if (x == id || uses(at.inner) || uses(at.other) ||
+                (at.kind == AtomKind::Sum && uses(Poly::atom(at.ivAtom))) ||
+                llvm::any_of(at.args, uses))
               return true;
+          }
         return false;
       };
       inCounts = uses(a) || uses(b);

@@ -4,7 +4,8 @@
 // StageBalance.cpp). A count is a polynomial with integer coefficients over
 // atoms: leaves (kernel arguments, CTA-uniform reads, values the checker
 // does not look into), integer divisions of polynomials by constants, trip
-// counts with runtime steps and 0/1 indicators of conditions. Atoms are
+// counts with runtime steps, 0/1 indicators of conditions, induction
+// variables of scf.for loops and sums over a loop's iterations. Atoms are
 // deduplicated by structure, so two roles that each compute `(k + 63) / 64`
 // from the same argument share one. `findWitness` looks for values of the
 // leaves that make two polynomials differ.
@@ -90,6 +91,12 @@ enum class AtomKind {
   Trips,     // ceildiv(inner, step) with a runtime step
   Indicator, // [lhs pred rhs], 0 or 1
   IvCount,   // a loop-variable condition: closed by its loop (never leaves it)
+  Iv,        // an scf.for induction variable, ranging over [inner, other)
+             // by `step`; keyed by its bounds, so that the producer's and
+             // the consumers' tile loops over the same range share one
+  Sum,       // the sum of `inner` over the values of the Iv atom `ivAtom`:
+             // a loop whose body count depends on its own variable (the
+             // causal k-block bound computed from the tile index)
 };
 
 struct Atom {
@@ -97,6 +104,8 @@ struct Atom {
   std::string name;  // for messages
   bool thread = false; // differs between threads of a CTA
   bool loopVar = false; // depends on a loop variable or loop-carried value
+  bool carried = false; // depends on a loop-carried value (not an Iv): never
+                        // counted
   bool boolean = false; // an i1 leaf
   Poly inner, other;    // FloorDiv/CeilDiv/Rem/Trips: inner (/ other);
                         // Indicator: inner pred other
@@ -104,6 +113,19 @@ struct Atom {
   arith::CmpIPredicate pred = arith::CmpIPredicate::eq;
   scf::ForOp loop;      // IvCount: the loop it counts iterations of
   Poly count;           // IvCount: iterations where it holds
+  Poly step;            // Iv: the loop's step
+  unsigned ivAtom = 0;  // Sum: the Iv atom summed over
+  /// The Iv atoms this atom's value depends on (sorted; an Iv lists itself
+  /// and those of its bounds). An atom with Ivs only has a value inside
+  /// their loops: each loop closes its own (a Sum) before its count leaves.
+  std::vector<unsigned> ivs;
+  /// Leaf of an integer arith op the polynomials do not model (min, max,
+  /// select, division by a run-time value, ...): the op, `arith.minsi`, and
+  /// its operands, so that witnesses evaluate it exactly (an uninterpreted
+  /// value would let min(n, t + 1) and min(t + 1, n) differ).
+  std::string op;
+  std::vector<Poly> args;
+  arith::CmpIPredicate argPred = arith::CmpIPredicate::eq; // op = arith.cmpi
 };
 
 /// Atoms of one function, deduplicated by a structural key so that two
@@ -131,6 +153,14 @@ private:
 Poly multiply(const Poly &a, const Poly &b, const AtomTable &atoms);
 /// "n - 1", "ceildiv(k, 64) * tiles".
 std::string printPoly(const Poly &p, const AtomTable &atoms);
+/// The Iv atoms `p` depends on (sorted, unique).
+std::vector<unsigned> ivsOf(const Poly &p, const AtomTable &atoms);
+/// The sum of `body` over the iterations of the loop whose induction
+/// variable is the Iv atom `iv`: terms free of it are multiplied by `trips`;
+/// each other monomial becomes a Sum atom (sums are linear, so equal bodies
+/// written differently still share their Sum atoms).
+Poly sumOver(unsigned iv, const Poly &body, const Poly &trips,
+             AtomTable &atoms);
 /// True when some atom of `p` satisfies `pred`.
 bool polyHas(const Poly &p, const AtomTable &atoms,
              llvm::function_ref<bool(const Atom &)> pred);
@@ -157,6 +187,8 @@ public:
   std::string key(Value v);
   /// floor(p / d) or ceil(p / d) for a positive constant d.
   Poly divide(const Poly &p, int64_t d, bool ceil);
+  /// The Iv atom of `loop`'s induction variable.
+  unsigned ivAtom(scf::ForOp loop);
 
   AtomTable &atoms;
 
@@ -178,7 +210,11 @@ struct Witness {
 
 /// Leaf values for which `a` and `b` differ while every constraint is
 /// non-negative (small values first, then random ones); nullopt when none of
-/// the samples finds one.
+/// the samples finds one. A constraint that depends on loop variables (the
+/// extent of a k-block loop whose bound is computed from the tile index)
+/// must hold for every iteration of those loops. Leaves that depend on a
+/// loop variable (a min or max the check does not look into) take one value
+/// per iteration, the same in both counts.
 std::optional<Witness> findWitness(const Poly &a, const Poly &b,
                                    const std::vector<Poly> &constraints,
                                    const AtomTable &atoms);
