@@ -81,3 +81,23 @@ def test_tmem_dealloc_without_any_fence_before_thread_sync():
     assert any(m.startswith("tcgen05 fence: the CTA barrier orders this tcgen05.dealloc "
                             "after other warps' tcgen05 ops, but no "
                             "tcgen05.fence::before_thread_sync follows") for m in msgs)
+
+
+def test_clc_response_released_without_proxy_fence():
+    """The CLC scheduler's fence (``ClcTileScheduler.next_unit``) dropped
+    from one role's tile loop; the epilogue's fence (before its TMA store)
+    is the first one and stays."""
+    text = blackwell()
+    fence = "nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>"
+    (msg,) = verify_protocol(drop(text, fence))
+    assert msg.startswith("proxy fence: the response of pipeline 'clc' was read with an "
+                          "ordinary load")
+    assert "call fence_view_async_shared() after reading the response" in msg
+    assert "note: the response read here" in msg
+
+
+def test_tmem_alloc_published_without_fence_before_thread_sync():
+    (msg,) = verify_protocol(drop(blackwell(), "nvvm.tcgen05.fence <before>", which=0))
+    assert msg.startswith("tcgen05 fence: no tcgen05.fence::before_thread_sync between "
+                          "this tcgen05.alloc and the CTA barrier that publishes it")
+    assert "note: a tcgen05 op of another warp" in msg

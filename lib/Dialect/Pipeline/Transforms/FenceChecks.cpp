@@ -14,6 +14,12 @@
 //    must come after a tcgen05.wait::ld in program order (in the load's
 //    block, or before the use in the blocks around it). Uses outside the
 //    load's block's nest are left alone.
+//  - a fence.proxy.async.shared::cta between the ordinary load of a
+//    clc_fetch_async response and its consumer.release (the next
+//    try_cancel writes the buffer through the async proxy);
+//  - after a tcgen05.alloc in a top-level branch, before other warps'
+//    tcgen05 ops: fence_before, a CTA-wide barrier, fence_after (the
+//    mirror of the dealloc's);
 //  - before a tcgen05.dealloc that runs after the roles (at the function's
 //    top level, or in a branch of its own there): every tcgen05 op (ld, st,
 //    mma, cp, commit, shift) of other warps must be followed by
@@ -110,6 +116,31 @@ bool isView(Operation *op) {
          op->getName().getStringRef() == "arith.bitcast";
 }
 
+/// `fence.proxy.async[.shared::cta]`, or a call (it may fence).
+bool isProxyFenceOrCall(Operation *op) {
+  if (auto fence = dyn_cast<NVVM::FenceProxyOp>(op))
+    return fence.getKind() == NVVM::ProxyKind::async ||
+           fence.getKind() == NVVM::ProxyKind::async_shared;
+  if (auto inlineAsm = dyn_cast<LLVM::InlineAsmOp>(op))
+    return inlineAsm.getAsmString().contains("fence.proxy.async");
+  return isa<CallOpInterface>(op);
+}
+
+bool isSharedLoad(Operation *op) {
+  auto load = dyn_cast<LLVM::LoadOp>(op);
+  auto ptr = load ? dyn_cast<LLVM::LLVMPointerType>(load.getAddr().getType())
+                  : LLVM::LLVMPointerType();
+  return ptr && ptr.getAddressSpace() == 3;
+}
+
+/// A barrier every thread of the CTA reaches: bar.sync 0, the cluster
+/// barrier, the pipelines' init sync.
+bool isCtaBarrier(Operation *op) {
+  return isa<gpu::BarrierOp, NVVM::Barrier0Op, NVVM::BarrierOp,
+             NVVM::ClusterWaitOp>(op) ||
+         op->getName().getStringRef() == "pipeline.init_wait";
+}
+
 class Checker {
 public:
   explicit Checker(int64_t blockDim) : blockDim(blockDim) {}
@@ -145,7 +176,147 @@ public:
     }
   }
 
-  // --- the walk: wgmma.fence and the dealloc ------------------------------
+  // --- the alloc at the start of the kernel ---------------------------------
+  /// The mirror of the dealloc: a tcgen05.alloc in a top-level branch (or
+  /// at top level) and other warps' tcgen05 ops in later top-level ops.
+  /// Between them: tcgen05.fence::before_thread_sync after the alloc, a
+  /// CTA-wide barrier at top level (the pipelines' init sync, or
+  /// k.sync_threads()), tcgen05.fence::after_thread_sync before the use.
+  void checkAlloc(NVVM::Tcgen05AllocOp alloc, Block &body) {
+    Operation *top = alloc;
+    while (top->getBlock() != &body) {
+      Operation *parent = top->getParentOp();
+      if (!parent || !isa<scf::IfOp>(parent))
+        return;
+      top = parent;
+    }
+    std::optional<llvm::BitVector> mine = threads(alloc);
+    if (!mine || mine->none())
+      return;
+    auto holds = [](Operation *op, auto pred) {
+      bool found = false;
+      op->walk([&](Operation *inner) {
+        if (pred(inner))
+          found = true;
+      });
+      return found;
+    };
+    auto isBefore = [](Operation *op) {
+      return isTcgen05Fence(op, NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC);
+    };
+    auto isAfter = [](Operation *op) {
+      return isTcgen05Fence(op, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
+    };
+    // The first other-warp tcgen05 op after the alloc's op.
+    Operation *use = nullptr, *useTop = nullptr;
+    for (Operation *op = top->getNextNode(); op && !use; op = op->getNextNode())
+      op->walk<WalkOrder::PreOrder>([&](Operation *inner) {
+        if (use || !isTcgen05Use(inner))
+          return;
+        std::optional<llvm::BitVector> t = threads(inner);
+        if (t && !subset(*t, *mine)) {
+          use = inner;
+          useTop = op;
+        }
+      });
+    if (!use)
+      return;
+    Operation *barrier = nullptr;
+    for (Operation *op = top->getNextNode(); op != useTop && !barrier;
+         op = op->getNextNode())
+      if (isCtaBarrier(op))
+        barrier = op;
+    auto report = [&]() -> InFlightDiagnostic {
+      failed = true;
+      InFlightDiagnostic diag = alloc->emitError();
+      diag.attachNote(use->getLoc()) << "a tcgen05 op of another warp";
+      return diag;
+    };
+    if (!barrier) {
+      report() << "TMEM alloc: other warps use the tensor memory this "
+                  "tcgen05.alloc allocates with no CTA barrier after it: "
+                  "they may run (and read its address) before the alloc "
+                  "(call tcgen05.fence_before_thread_sync(), then the "
+                  "barrier -- pipeline_init_arrive/pipeline_init_wait or "
+                  "k.sync_threads() -- then "
+                  "tcgen05.fence_after_thread_sync() after tmem.alloc())";
+      return;
+    }
+    bool fencedBefore = false, after = false;
+    top->walk<WalkOrder::PreOrder>([&](Operation *inner) {
+      if (inner == alloc)
+        after = true;
+      else if (after && isBefore(inner))
+        fencedBefore = true;
+    });
+    for (Operation *op = top->getNextNode(); !fencedBefore && op != barrier;
+         op = op->getNextNode())
+      fencedBefore = holds(op, isBefore);
+    if (!fencedBefore) {
+      report() << "tcgen05 fence: no tcgen05.fence::before_thread_sync "
+                  "between this tcgen05.alloc and the CTA barrier that "
+                  "publishes it to the other warps (call "
+                  "tcgen05.fence_before_thread_sync() after tmem.alloc(), "
+                  "before the barrier)";
+      return;
+    }
+    bool fencedAfter = false;
+    for (Operation *op = barrier->getNextNode(); op != useTop && !fencedAfter;
+         op = op->getNextNode())
+      fencedAfter = holds(op, isAfter);
+    for (Operation *cur = use; cur != useTop && !fencedAfter;
+         cur = cur->getParentOp())
+      for (Operation *prev = cur->getPrevNode(); prev && !fencedAfter;
+           prev = prev->getPrevNode())
+        fencedAfter = holds(prev, isAfter);
+    if (!fencedAfter)
+      report() << "tcgen05 fence: other warps' tcgen05 ops follow the CTA "
+                  "barrier that publishes this tcgen05.alloc with no "
+                  "tcgen05.fence::after_thread_sync in between (call "
+                  "tcgen05.fence_after_thread_sync() after the barrier)";
+  }
+
+  // --- the CLC response: proxy fence before its release ---------------------
+  /// A clc_fetch_async stage is read with an ordinary load (the generic
+  /// proxy); the release lets the scheduler's next try_cancel write the
+  /// buffer through the async proxy. Between the last load since the
+  /// stage's wait and the release (in the release's block, ops nested in
+  /// it included) a proxy fence must order them.
+  void checkClcRelease(ConsumerReleaseOp release) {
+    if (getPipelineType(release.getPipeline()).getKind() !=
+        PipelineKind::ClcFetchAsync)
+      return;
+    for (Operation *op = release->getPrevNode(); op; op = op->getPrevNode()) {
+      if (auto wait = dyn_cast<ConsumerWaitOp>(op);
+          wait && wait.getPipeline() == release.getPipeline())
+        return;
+      // The latest op first: a fence after the load settles it.
+      Operation *fence = nullptr, *load = nullptr;
+      op->walk([&](Operation *inner) {
+        if (isProxyFenceOrCall(inner))
+          fence = inner;
+        else if (isSharedLoad(inner))
+          load = inner;
+      });
+      if (fence)
+        return;
+      if (!load)
+        continue;
+      failed = true;
+      InFlightDiagnostic diag =
+          release->emitError()
+          << "proxy fence: the response of " << describe(release.getPipeline())
+          << " was read with an ordinary load (the generic proxy), and this consumer_release lets the next try_cancel "
+             "write the buffer through the async proxy with no "
+             "fence.proxy.async.shared::cta in between (call "
+             "fence_view_async_shared() after reading the response, before "
+             "consumer_release)";
+      diag.attachNote(load->getLoc()) << "the response read here";
+      return;
+    }
+  }
+
+  // --- the walk: wgmma.fence ---------------------------------------------
   struct State {
     llvm::BitVector wgmmaFenced;
     void meet(const State &o) { wgmmaFenced &= o.wgmmaFenced; }
@@ -178,10 +349,6 @@ public:
     std::optional<llvm::BitVector> mine = threads(dealloc);
     if (!mine || mine->none())
       return;
-    auto isCtaBarrier = [](Operation *op) {
-      return isa<gpu::BarrierOp, NVVM::Barrier0Op, NVVM::BarrierOp,
-                 NVVM::ClusterWaitOp>(op);
-    };
     // The last top-level barrier before the dealloc's op.
     Operation *barrier = nullptr;
     for (Operation *op = top->getPrevNode(); op && !barrier; op = op->getPrevNode())
@@ -378,7 +545,13 @@ LogicalResult protocol::checkFences(FunctionOpInterface fn,
   bool walkNeeded = false;
   SmallVector<NVVM::Tcgen05LdOp> loads;
   SmallVector<NVVM::Tcgen05DeallocOp> deallocs;
+  SmallVector<ConsumerReleaseOp> releases;
+  SmallVector<NVVM::Tcgen05AllocOp> allocs;
   fn->walk([&](Operation *op) {
+    if (auto a = dyn_cast<NVVM::Tcgen05AllocOp>(op))
+      allocs.push_back(a);
+    if (auto rel = dyn_cast<ConsumerReleaseOp>(op))
+      releases.push_back(rel);
     if (auto ld = dyn_cast<NVVM::Tcgen05LdOp>(op))
       loads.push_back(ld);
     if (auto d = dyn_cast<NVVM::Tcgen05DeallocOp>(op))
@@ -388,12 +561,16 @@ LogicalResult protocol::checkFences(FunctionOpInterface fn,
   Checker checker(blockDim);
   for (NVVM::Tcgen05LdOp ld : loads)
     checker.checkWaitLoad(ld);
+  for (ConsumerReleaseOp rel : releases)
+    checker.checkClcRelease(rel);
   // Who runs what needs a block of known size.
   if (blockDim > 0 && blockDim % 32 == 0 && blockDim <= 1024) {
     if (walkNeeded)
       checker.run(fn.getFunctionBody().front());
     for (NVVM::Tcgen05DeallocOp d : deallocs)
       checker.checkDealloc(d, fn.getFunctionBody().front());
+    for (NVVM::Tcgen05AllocOp a : allocs)
+      checker.checkAlloc(a, fn.getFunctionBody().front());
   }
   return failure(checker.failed);
 }

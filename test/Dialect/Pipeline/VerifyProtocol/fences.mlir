@@ -206,3 +206,104 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+!C = !pipeline.pipeline<clc_fetch_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 32>, tx_count = 16>
+!cs = !pipeline.state<2, consumer>
+
+// A CLC response read with an ordinary load and released with no proxy
+// fence: the next try_cancel (async proxy) may overwrite it first.
+func.func @clc_release_without_fence(%resp: !llvm.ptr<3>, %out: !llvm.ptr<3>) {
+  %p = pipeline.create {name = "clc"} : !C
+  %s = pipeline.state.make : !cs
+  pipeline.consumer.wait %p, %s : !C, !cs
+  // expected-note @+1 {{the response read here}}
+  %r = llvm.load %resp {alignment = 16 : i64} : !llvm.ptr<3> -> i128
+  %ok = nvvm.clusterlaunchcontrol.query.cancel query = is_canceled, %r : i1
+  // expected-error @+1 {{proxy fence: the response of pipeline 'clc' was read with an ordinary load (the generic proxy), and this consumer_release lets the next try_cancel write the buffer through the async proxy with no fence.proxy.async.shared::cta in between (call fence_view_async_shared() after reading the response, before consumer_release)}}
+  pipeline.consumer.release %p, %s : !C, !cs
+  return
+}
+
+// -----
+
+!C = !pipeline.pipeline<clc_fetch_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 32>, tx_count = 16>
+!cs = !pipeline.state<2, consumer>
+
+// The twin: the fence between the read and the release (ClcTileScheduler).
+func.func @clc_release_with_fence(%resp: !llvm.ptr<3>, %out: !llvm.ptr<3>) {
+  %p = pipeline.create {name = "clc"} : !C
+  %s = pipeline.state.make : !cs
+  pipeline.consumer.wait %p, %s : !C, !cs
+  %r = llvm.load %resp {alignment = 16 : i64} : !llvm.ptr<3> -> i128
+  %ok = nvvm.clusterlaunchcontrol.query.cancel query = is_canceled, %r : i1
+  nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+  pipeline.consumer.release %p, %s : !C, !cs
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>, tx_count = 1024>
+
+// Warp 4 allocates TMEM; the barrier publishes it with no fence before it.
+gpu.module @m {
+  gpu.func @alloc_without_fence_before(%slot: !llvm.ptr<3>, %t: !llvm.ptr<6>, %out: !llvm.ptr<3>) kernel attributes {known_block_size = array<i32: 160, 1, 1>} {
+    %p = pipeline.create : !P
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %c32 = arith.constant 32 : i32
+    %c4 = arith.constant 4 : i32
+    %c512 = arith.constant 512 : i32
+    %warp = arith.divui %tid, %c32 : i32
+    %mma = arith.cmpi eq, %warp, %c4 : i32
+    scf.if %mma {
+      // expected-error @+1 {{tcgen05 fence: no tcgen05.fence::before_thread_sync between this tcgen05.alloc and the CTA barrier that publishes it to the other warps (call tcgen05.fence_before_thread_sync() after tmem.alloc(), before the barrier)}}
+      nvvm.tcgen05.alloc %slot, %c512 : !llvm.ptr<3>, i32
+    }
+    nvvm.barrier0
+    nvvm.tcgen05.fence <after>
+    %epi = arith.cmpi slt, %warp, %c4 : i32
+    scf.if %epi {
+      // expected-note @+1 {{a tcgen05 op of another warp}}
+      %v = nvvm.tcgen05.ld %t {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<4xi32>
+      nvvm.tcgen05.wait <load>
+      %c0 = arith.constant 0 : i32
+      %x = llvm.extractelement %v[%c0 : i32] : vector<4xi32>
+      llvm.store %x, %out : i32, !llvm.ptr<3>
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>, tx_count = 1024>
+
+// The twin: fence_before, barrier, fence_after (the Blackwell GEMM's start).
+gpu.module @m {
+  gpu.func @alloc_correct(%slot: !llvm.ptr<3>, %t: !llvm.ptr<6>, %out: !llvm.ptr<3>) kernel attributes {known_block_size = array<i32: 160, 1, 1>} {
+    %p = pipeline.create : !P
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %c32 = arith.constant 32 : i32
+    %c4 = arith.constant 4 : i32
+    %c512 = arith.constant 512 : i32
+    %warp = arith.divui %tid, %c32 : i32
+    %mma = arith.cmpi eq, %warp, %c4 : i32
+    scf.if %mma {
+      nvvm.tcgen05.alloc %slot, %c512 : !llvm.ptr<3>, i32
+    }
+    nvvm.tcgen05.fence <before>
+    nvvm.barrier0
+    nvvm.tcgen05.fence <after>
+    %epi = arith.cmpi slt, %warp, %c4 : i32
+    scf.if %epi {
+      %v = nvvm.tcgen05.ld %t {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<4xi32>
+      nvvm.tcgen05.wait <load>
+      %c0 = arith.constant 0 : i32
+      %x = llvm.extractelement %v[%c0 : i32] : vector<4xi32>
+      llvm.store %x, %out : i32, !llvm.ptr<3>
+    }
+    gpu.return
+  }
+}
