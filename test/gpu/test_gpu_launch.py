@@ -164,8 +164,23 @@ def test_every_table_variant_matches_torch(dtype, device, gemm_cache):
 SPLITK_SHAPES = [(4096, 256, 9000), (512, 512, 16384), (2000, 200, 9000), (256, 512, 9000)]
 
 
+@pytest.fixture
+def split_k_on(monkeypatch):
+    """The pick with split-K allowed (gemm_configs.AUTO_SPLIT_K is off by
+    default until split-K beats cuBLAS; these tests check it computes right)."""
+    from pipeline_mlir.ops import gemm as ops_gemm
+    from pipeline_mlir.ops import gemm_configs
+
+    monkeypatch.setattr(gemm_configs, "AUTO_SPLIT_K", True)
+    ops_gemm._picks.clear()
+    ops_gemm._fused_picks.clear()
+    yield
+    ops_gemm._picks.clear()
+    ops_gemm._fused_picks.clear()
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_gemm_split_k_matches_torch_and_repeats_bitwise(dtype, device, gemm_cache):
+def test_gemm_split_k_matches_torch_and_repeats_bitwise(dtype, device, gemm_cache, split_k_on):
     """pipeline_mlir.gemm on the narrow long-K shapes takes a split-K
     variant, is within the GEMM's bound of torch in fp32, and gives the
     same bits on a second call (into out=, the workspace reused) and after
@@ -195,7 +210,7 @@ def test_gemm_split_k_matches_torch_and_repeats_bitwise(dtype, device, gemm_cach
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_gemm_split_k_fused_epilogue_matches_torch(dtype, device, gemm_cache):
+def test_gemm_split_k_fused_epilogue_matches_torch(dtype, device, gemm_cache, split_k_on):
     """On the split-K shapes the fused epilogue runs in the reduction, on
     the fp32 sum: alpha, bias, residual and an activation against torch in
     fp32, the same bits twice; an f32 bias; the residual being out itself

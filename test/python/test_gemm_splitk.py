@@ -267,7 +267,7 @@ FILLING = [(1024, 1024, 16384), (256, 4096, 14336), (128, 8192, 8192),
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])
 def test_pick_splits_narrow_outputs_with_a_long_k(dtype):
     for m, n, k in NARROW_LONG:
-        v = gemm_configs.choose(m, n, k, dtype)
+        v = gemm_configs.choose(m, n, k, dtype, split=True)
         s = gemm_configs.splits_of(v)
         assert s > 1, (m, n, k, v)
         units = gemm_configs.units_of(gemm_configs.tile_variant(v), m, n, s)
@@ -284,6 +284,15 @@ def test_pick_keeps_the_shapes_that_fill_the_gpu(dtype):
         assert gemm_configs.splits_of(gemm_configs.choose(m, n, k, dtype)) == 1, (m, n, k)
     # a short K is not split however few the tiles (each split would be all fill)
     assert gemm_configs.splits_of(gemm_configs.choose(512, 512, 512, dtype)) == 1
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_the_default_pick_does_not_split_until_split_k_pays(dtype):
+    """AUTO_SPLIT_K is off (measured slower than cuBLAS on every split pick):
+    pipeline_mlir.gemm runs the plain pick, also on the narrow-long shapes."""
+    assert gemm_configs.AUTO_SPLIT_K is False
+    for m, n, k in NARROW_LONG:
+        assert gemm_configs.splits_of(gemm_configs.choose(m, n, k, dtype)) == 1
 
 
 def test_fill_and_last_wave():

@@ -116,7 +116,7 @@ def _select(a, b):
     return variant_gemm(*_variant_of(a, b))
 
 
-def _variant_of(a, b, split=True):
+def _variant_of(a, b, split=None):
     """(variant name, dtype, device) for these operands, every check run;
     ``split=False``: never a split-K variant."""
     for name, t in (("a", a), ("b", b)):

@@ -127,9 +127,20 @@ def estimate(variant, m, n, sms):
     return math.ceil(tiles / sms) * bm * bn / EFFICIENCY[variant]
 
 
-def choose(m, n, k, dtype, sms=132, split=True):
+# Whether the pick may choose a split-K variant. Off: measured on an H200
+# (docs/gemm.md, "Split-K and the fill analysis"), every split-K pick of the
+# random sweep ran at 0.44-0.96x cuBLAS (median 0.54x): about 35 us per call
+# against 17-20 us, where its two launches and workspace are host-bound. The
+# variants stay in the table, built and tested, for the work that makes them
+# pay (a single launch, or serial split-K in one kernel).
+AUTO_SPLIT_K = False
+
+
+def choose(m, n, k, dtype, sms=132, split=None):
     """The variant name for this shape and dtype ('bf16' or 'f16'); with
-    ``split=False`` never a split-K one."""
+    ``split=False`` never a split-K one (``None``: ``AUTO_SPLIT_K``)."""
+    if split is None:
+        split = AUTO_SPLIT_K
     tuned = TUNED.get((m, n, k, dtype))
     if tuned is not None:
         return tuned
