@@ -1,10 +1,11 @@
-"""Tensor-core fences the checker decides statically (issue 29, class 12):
+"""Tensor-core and proxy fences the checker decides statically:
 ``wgmma.fence`` before a warpgroup's first MMA, ``tcgen05.wait::ld`` before
-a TMEM load's registers are read, and the fence / CTA barrier / fence
-between other warps' tcgen05 ops and the ``tcgen05.dealloc`` at the end of
-the kernel. The Hopper and Blackwell GEMMs (built through the Python API)
-check clean; each bug is planted by dropping the one line that prevents it
-from their printed IR (test_planted_bugs.py style).
+a TMEM load's registers are read, the proxy fence before a CLC response is
+released, and the tcgen05 fence / CTA barrier / fence between a TMEM alloc
+or dealloc and other warps' tcgen05 ops. The Hopper and Blackwell GEMMs
+(built through the Python API) check clean; each bug is planted by dropping
+the one line that prevents it from their printed IR (test_planted_bugs.py
+style).
 """
 
 import sys
