@@ -628,8 +628,9 @@ private:
   /// the check does not look into (`max(ceildiv(min(...), 128), 1)` of the
   /// tile index) is a function of them, the same in both counts.
   std::map<std::pair<unsigned, std::vector<int64_t>>, int64_t> perIteration;
-  /// Iterations all sums of one sample may enumerate.
-  int64_t budget = 1 << 14;
+  /// Iterations all sums of one sample may enumerate (a sample past it is
+  /// skipped: 600 samples must stay cheap next to a compile).
+  int64_t budget = 1 << 12;
 
   /// Runs `body` with the Iv atom `iv` bound to each value of its loop
   /// (until `body` returns false); `failed` is cleared (nullopt) when the
