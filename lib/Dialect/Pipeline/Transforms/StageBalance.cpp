@@ -881,7 +881,13 @@ private:
       int64_t amount = 1;
       if (adv.getAmount()) {
         std::optional<int64_t> c = getConstantInt(adv.getAmount());
-        if (!c)
+        // `advance(n)` by more than one stage is a deliberate skip: the
+        // ping-pong consumers of CUTLASS's GEMM each jump over the stages
+        // the other warpgroup consumes, so their chains advance more than
+        // they use. Who consumes the skipped stages is the role-level
+        // counts' and PipelineOrder's business (and the simulator's), not
+        // this chain's: leave such chains undecided.
+        if (!c || *c != 1)
           return std::nullopt;
         amount = *c;
       }

@@ -4,7 +4,7 @@
 // the module and fails if any of them reported an error. The checks live in
 // BalanceChecks.cpp, StartAndTailChecks.cpp, TxArriveChecks.cpp,
 // AsyncReadChecks.cpp, NamedBarrierChecks.cpp, StageBalance.cpp,
-// CopyInsideAcquire.cpp and BarrierHandleChecks.cpp.
+// CopyInsideAcquire.cpp, BarrierHandleChecks.cpp and StatePhaseChecks.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,11 +59,11 @@ struct PipelineVerifyProtocolPass
       failed |= protocol::checkAsyncReads(fn).failed();
       failed |= protocol::checkNamedBarriers(fn, options).failed();
       failed |= protocol::checkBarrierStorage(fn).failed();
-      failed |= protocol::checkBarrierHandles(fn).failed();
-      failed |= protocol::checkDeferredInit(fn, domInfo).failed();
       failed |= protocol::checkTmaStoreBuffers(fn, options).failed();
       failed |= protocol::checkSmemHandoff(fn, options).failed();
       failed |= protocol::checkFences(fn, options).failed();
+      failed |= protocol::checkBarrierHandles(fn).failed();
+      failed |= protocol::checkDeferredInit(fn, domInfo).failed();
       // Whole-kernel counts mean something once each loop body and role is
       // balanced and its states thread (checks 1 and 2): comparing them
       // before would report the same bug twice.
