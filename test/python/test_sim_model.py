@@ -352,3 +352,17 @@ def test_cp_async_arrive_noinc_is_asynchronous():
     spec = PipelineSpec("cp", "cp_async", 2, Group("thread", 32), Group("warp", 1))
     rep = explore(async_world(spec), seed=4, schedules=40)
     assert rep.ok
+
+
+def test_integer_division_by_zero_is_unknown_not_a_crash():
+    """PTX leaves an integer division by zero unspecified (no trap): the
+    simulator's value is unknown, so a branch on it asks for other argument
+    values instead of the simulator crashing (the attention kernel divides
+    by a head ratio the first argument guess made zero)."""
+    from pipeline_mlir.sim.frontend import UNKNOWN
+    from pipeline_mlir.sim.interp import _binop
+
+    for op in ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivui"):
+        assert _binop(op, 32, 32)(7, 0) is UNKNOWN
+    assert _binop("arith.divsi", 32, 32)(7, 2) == 3
+    assert _binop("arith.divsi", 32, 32)((-7) & 0xFFFFFFFF, 2) == (-3) & 0xFFFFFFFF

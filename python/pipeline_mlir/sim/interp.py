@@ -52,19 +52,26 @@ def _binop(name: str, w: int, iw: int):
     def sdiv(x, y):
         q = abs(s(x)) // abs(s(y))
         return q if (s(x) < 0) == (s(y) < 0) else -q
+
+    def by_nonzero(f):
+        # An integer division by zero does not trap on the GPU: PTX leaves
+        # its result unspecified. The simulator does not guess one: the
+        # value is unknown (a branch or bound on it is then "cannot
+        # evaluate", and the CLI tries other argument values).
+        return lambda x, y: UNKNOWN if y == 0 else f(x, y)
     return {
         "arith.addi": lambda x, y: (x + y) & m, "arith.subi": lambda x, y: (x - y) & m,
-        "arith.muli": lambda x, y: (x * y) & m, "arith.divui": lambda x, y: x // y,
-        "arith.remui": lambda x, y: x % y, "arith.andi": lambda x, y: x & y,
+        "arith.muli": lambda x, y: (x * y) & m, "arith.divui": by_nonzero(lambda x, y: x // y),
+        "arith.remui": by_nonzero(lambda x, y: x % y), "arith.andi": lambda x, y: x & y,
         "arith.ori": lambda x, y: x | y, "arith.xori": lambda x, y: x ^ y,
         "arith.shli": lambda x, y: (x << y) & m, "arith.shrui": lambda x, y: x >> y,
         "arith.shrsi": lambda x, y: (s(x) >> y) & m,
-        "arith.divsi": lambda x, y: sdiv(x, y) & m,
-        "arith.remsi": lambda x, y: (s(x) - sdiv(x, y) * s(y)) & m,
+        "arith.divsi": by_nonzero(lambda x, y: sdiv(x, y) & m),
+        "arith.remsi": by_nonzero(lambda x, y: (s(x) - sdiv(x, y) * s(y)) & m),
         "arith.minui": min, "arith.maxui": max,
         "arith.minsi": lambda x, y: x if s(x) <= s(y) else y,
         "arith.maxsi": lambda x, y: x if s(x) >= s(y) else y,
-        "arith.ceildivui": lambda x, y: -(-x // y),
+        "arith.ceildivui": by_nonzero(lambda x, y: -(-x // y)),
     }.get(name)
 
 
