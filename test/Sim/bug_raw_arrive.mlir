@@ -1,8 +1,8 @@
 // RUN: not %python -m pipeline_mlir.sim %s --seed 1 --trip-count 4 > %t
 // RUN: FileCheck %s < %t
 
-// Barriers driven by hand next to a pipeline (issue 29, class 6;
-// cutlass#2364). @second_arrive: the elected producer lane arrives by hand
+// Barriers driven by hand next to a pipeline (cutlass#2364).
+// @second_arrive: the elected producer lane arrives by hand
 // on the stage's full barrier (producer_get_barrier's handle) after its
 // copy; producer.acquire already arrived with arrive.expect_tx, so the
 // phase gets two arrivals for a count of one. The simulator counts the raw

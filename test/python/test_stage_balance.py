@@ -110,7 +110,7 @@ KERNELS = _kernels()
 
 # Causal attention's k-block loops end at the diagonal, a bound each role
 # computes from the tile loop's variable: the counts are sums over the tiles
-# (issue 29, class 7), and equal sums are proved equal like every other count.
+#, and equal sums are proved equal like every other count.
 TRIANGULAR = set()
 
 

@@ -1,4 +1,4 @@
-"""Stage balance on persistent kernels (issue 29, class 7 and the causal
+"""Stage balance on persistent kernels (and the causal
 part of class 14): a tile loop around the k-block loop, the pipeline states
 carried through the inner loop's results into the outer one.
 

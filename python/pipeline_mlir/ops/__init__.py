@@ -9,5 +9,5 @@
 
 Each imports torch and is a torch custom op; ``kernel_cache`` finds the
 compiled variants on disk (compiling them where MLIR is installed). The
-launchers (``*_host.py``) need only the runtime and torch.
+launchers (``hopper_gemm_host``, ``fp8_gemm_host``, ``attention_fwd_host``...) need only the runtime and torch.
 """

@@ -161,8 +161,7 @@ class _ClcStage:
 @dataclass(frozen=True)
 class _StageBarrier:
     """The full barrier of a stage of any other pipeline, as
-    ``producer_get_barrier`` hands it out: a raw arrive on it is an arrival
-    (issue 29, class 6)."""
+    ``producer_get_barrier`` hands it out: a raw arrive on it is an arrival."""
     pid: int
     index: int
 

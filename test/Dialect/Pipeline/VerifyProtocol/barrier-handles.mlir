@@ -1,7 +1,7 @@
 // Property 13: a pipeline's barriers are driven only by its verbs. An
 // arrive of one's own on the full barrier that producer.barrier
 // (producer_get_barrier) hands out is one arrival too many per phase
-// (cutlass#2364, issue 29 class 6); so is re-initializing it. Second part
+// (cutlass#2364); so is re-initializing it. Second part
 // (the last two chunks): a pipeline created with defer_sync is used only
 // after the post-init sync.
 // A chunk without expected-* lines is a correct twin: any diagnostic fails it.

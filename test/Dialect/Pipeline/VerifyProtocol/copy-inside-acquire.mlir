@@ -1,6 +1,6 @@
 // Property 12: a stage's copies (copy.tma_load, copy.bulk) run between the
-// producer.acquire and the producer.commit of the state they name (issue 29,
-// classes 2 and 14). Every count adds up in these bugs: the bytes of the
+// producer.acquire and the producer.commit of the state they name (a copy
+// onto a stage never acquired; an acquire swapped after its copy). Every count adds up in these bugs: the bytes of the
 // copies equal tx_count and acquires equal commits; only the order is wrong.
 // A chunk without expected-* lines is a correct twin: any diagnostic fails it.
 // RUN: pipeline-opt --pipeline-verify-protocol -split-input-file -verify-diagnostics %s

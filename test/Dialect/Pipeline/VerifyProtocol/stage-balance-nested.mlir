@@ -1,4 +1,4 @@
-// Property 11 on persistent kernels (issue 29, class 7): a tile loop around
+// Property 11 on persistent kernels: a tile loop around
 // the k-block loop, the states carried through the inner loop's results.
 // When the inner bound is computed from the tile index (causal attention's
 // k-block loop ends at the diagonal), each role's count is a sum over the
