@@ -271,6 +271,18 @@ LogicalResult checkDeferredInit(FunctionOpInterface fn, DominanceInfo &domInfo);
 /// parity (StatePhaseChecks.cpp).
 LogicalResult checkStatePhases(FunctionOpInterface fn);
 
+/// Verbs whose barrier wait reads a state's phase (a state that only reaches
+/// commits and releases has a phase nobody reads).
+bool readsPhase(Verb v);
+
+/// The phase-reading verbs `start` reaches, following the state through
+/// advances, loop carries and scf.if results (checks 3 and 14).
+SmallVector<Operation *> phaseReaders(Value start);
+
+/// True when `before` runs earlier than `op` in program order: an ancestor
+/// of `before` precedes an ancestor of `op` in a common block.
+bool runsBefore(Operation *before, Operation *op);
+
 } // namespace mlir::pipeline::protocol
 
 #endif // PIPELINE_MLIR_LIB_DIALECT_PIPELINE_TRANSFORMS_PROTOCOLCHECKS_H

@@ -22,57 +22,6 @@ using namespace mlir::pipeline::protocol;
 // Start phases
 //===----------------------------------------------------------------------===//
 
-/// The verbs whose barrier wait reads the state's phase, per side: a state
-/// that only reaches commits and releases (`producer_commit_w_index` builds
-/// one with phase 0) has a phase nobody reads.
-static bool readsPhase(Verb v) {
-  return v == Verb::Acquire || v == Verb::TryAcquire || v == Verb::Tail ||
-         v == Verb::Wait || v == Verb::TryWait || v == Verb::OrderWait;
-}
-
-/// The phase-reading verbs that `start` reaches, following the state
-/// through advances, loop carries and scf.if results.
-static SmallVector<Operation *> phaseReaders(Value start) {
-  SmallVector<Operation *> readers;
-  llvm::SetVector<Value> values;
-  values.insert(start);
-  for (unsigned i = 0; i < values.size(); ++i)
-    for (OpOperand &use : values[i].getUses()) {
-      Operation *user = use.getOwner();
-      if (std::optional<VerbRef> verb = getVerb(user);
-          verb && verb->state == values[i] && readsPhase(verb->verb))
-        readers.push_back(user);
-      if (isa<StateAdvanceOp, OrderArriveOp>(user)) {
-        values.insert(user->getResult(0));
-      } else if (auto loop = dyn_cast<scf::ForOp>(user)) {
-        if (use.getOperandNumber() >= loop.getNumControlOperands()) {
-          unsigned idx = use.getOperandNumber() - loop.getNumControlOperands();
-          values.insert(loop.getRegionIterArgs()[idx]);
-          values.insert(loop.getResult(idx));
-        }
-      } else if (auto yield = dyn_cast<scf::YieldOp>(user)) {
-        Operation *parent = yield->getParentOp();
-        unsigned idx = use.getOperandNumber();
-        if (auto loop = dyn_cast<scf::ForOp>(parent)) {
-          values.insert(loop.getRegionIterArgs()[idx]);
-          values.insert(loop.getResult(idx));
-        } else if (isa<scf::IfOp>(parent)) {
-          values.insert(parent->getResult(idx));
-        }
-      }
-    }
-  return readers;
-}
-
-/// True when `before` runs earlier than `op` in program order: an ancestor
-/// of `before` precedes an ancestor of `op` in a common block.
-static bool runsBefore(Operation *before, Operation *op) {
-  for (Operation *b = before; b; b = b->getParentOp())
-    for (Operation *o = op; o; o = o->getParentOp())
-      if (o->getBlock() && o->getBlock() == b->getBlock())
-        return b != o && b->isBeforeInBlock(o);
-  return false;
-}
 
 /// The phase of a state.make when it claims to be the role's start state
 /// (nullopt when it is a position mid-stream, or not constant):

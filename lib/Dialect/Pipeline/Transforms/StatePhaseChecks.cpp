@@ -38,58 +38,6 @@ using namespace mlir;
 using namespace mlir::pipeline;
 using namespace mlir::pipeline::protocol;
 
-//===----------------------------------------------------------------------===//
-// Phase readers (the same walk as property 3's)
-//===----------------------------------------------------------------------===//
-
-/// Verbs whose barrier wait reads the state's phase.
-static bool readsPhase(Verb v) {
-  return v == Verb::Acquire || v == Verb::TryAcquire || v == Verb::Tail ||
-         v == Verb::Wait || v == Verb::TryWait || v == Verb::OrderWait;
-}
-
-/// The phase-reading verbs `start` reaches through advances, loop carries
-/// and scf.if results.
-static SmallVector<Operation *> phaseReaders(Value start) {
-  SmallVector<Operation *> readers;
-  llvm::SetVector<Value> values;
-  values.insert(start);
-  for (unsigned i = 0; i < values.size(); ++i)
-    for (OpOperand &use : values[i].getUses()) {
-      Operation *user = use.getOwner();
-      if (std::optional<VerbRef> verb = getVerb(user);
-          verb && verb->state == values[i] && readsPhase(verb->verb))
-        readers.push_back(user);
-      if (isa<StateAdvanceOp>(user)) {
-        values.insert(user->getResult(0));
-      } else if (auto loop = dyn_cast<scf::ForOp>(user)) {
-        if (use.getOperandNumber() >= loop.getNumControlOperands()) {
-          unsigned idx = use.getOperandNumber() - loop.getNumControlOperands();
-          values.insert(loop.getRegionIterArgs()[idx]);
-          values.insert(loop.getResult(idx));
-        }
-      } else if (auto yield = dyn_cast<scf::YieldOp>(user)) {
-        Operation *parent = yield->getParentOp();
-        unsigned idx = use.getOperandNumber();
-        if (auto loop = dyn_cast<scf::ForOp>(parent)) {
-          values.insert(loop.getRegionIterArgs()[idx]);
-          values.insert(loop.getResult(idx));
-        } else if (isa<scf::IfOp>(parent)) {
-          values.insert(parent->getResult(idx));
-        }
-      }
-    }
-  return readers;
-}
-
-/// True when `before` runs earlier than `op` in program order.
-static bool runsBefore(Operation *before, Operation *op) {
-  for (Operation *b = before; b; b = b->getParentOp())
-    for (Operation *o = op; o; o = o->getParentOp())
-      if (o->getBlock() && o->getBlock() == b->getBlock())
-        return b != o && b->isBeforeInBlock(o);
-  return false;
-}
 
 /// The nearest scf.for / scf.while around `op` inside its function.
 static Operation *enclosingLoop(Operation *op) {
