@@ -43,22 +43,9 @@ def build(n=4096, dtype="bf16", threads=None, chip="sm_90a", name=None):
     return k
 
 
-class RmsNorm:
+class RmsNorm(rows_host.RowKernel):
     """A compiled RMSNorm (cubin and ``meta``: ``rows_host.meta_of``) as a
     function of torch tensors; needs the runtime and torch, no MLIR."""
-
-    def __init__(self, cubin, meta, launch=None):
-        from pipeline_mlir.runtime import CompiledKernel
-
-        self.meta = meta
-        if isinstance(cubin, CompiledKernel):
-            self.fn = cubin
-        elif launch is None:
-            raise TypeError(f"{type(self).__name__}: a cubin given as bytes needs its launch "
-                            "metadata (launch=compiled.metadata(), or the .json that "
-                            "CompiledKernel.save wrote beside it)")
-        else:
-            self.fn = CompiledKernel.from_metadata(bytes(cubin), launch)
 
     def __call__(self, x, weight, eps=1e-6, out=None):
         rows = rows_host.check_rows(x, self.meta, "rms_norm")

@@ -14,6 +14,25 @@ DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
 _SMS = {}      # (kernel, device) -> (kernel, resident CTAs)
 
 
+class RowKernel:
+    """A compiled row kernel (a ``CompiledKernel``, or cubin bytes with its
+    launch metadata) and its ``meta`` (``meta_of``): the launchers of the
+    softmax and the RMSNorm build on it."""
+
+    def __init__(self, cubin, meta, launch=None):
+        from pipeline_mlir.runtime import CompiledKernel
+
+        self.meta = meta
+        if isinstance(cubin, CompiledKernel):
+            self.fn = cubin
+        elif launch is None:
+            raise TypeError(f"{type(self).__name__}: a cubin given as bytes needs its launch "
+                            "metadata (launch=compiled.metadata(), or the .json that "
+                            "CompiledKernel.save wrote beside it)")
+        else:
+            self.fn = CompiledKernel.from_metadata(bytes(cubin), launch)
+
+
 def meta_of(rows, k):
     """The launch facts of kernel ``k`` built on the layout ``rows``."""
     threads = k.block_dim[0] * k.block_dim[1] * k.block_dim[2]
