@@ -88,9 +88,6 @@ class LaunchCache:
         saves a method call; the dict is never replaced)."""
         return self._ready.get
 
-    def forget(self, key):
-        self._ready.pop(key, None)
-
     def prepare(self, key, values, grid, stream):
         """Put the descriptors, prepare the launch, keep it under ``key``."""
         launcher = self.launcher
