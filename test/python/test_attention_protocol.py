@@ -101,7 +101,9 @@ def test_an_unknown_mistake_is_refused():
         fa3_hopper_fwd.build(mistake="k_released_early")
 
 
-# -- the same mistakes on the attention example (examples/attention_fwd.py) -----
+# -- the same mistakes in the library's attention forward -----------------------
+# (pipeline_mlir/kernels/attention_fwd.py, also examples/attention_fwd.py),
+# each planted by replacing one of its stages (_attention_mistakes.py).
 
 import sys  # noqa: E402
 
@@ -111,6 +113,7 @@ if EXAMPLES_DIR not in sys.path:
     sys.path.insert(0, EXAMPLES_DIR)
 
 import attention_fwd  # noqa: E402
+from _attention_mistakes import STAGES_WITH, build_with_mistake  # noqa: E402
 
 # batch 1, 2 query heads on 1 K/V head (GQA), ragged 200 query / 300 key rows.
 EXAMPLE_ARGS = {5: 1, 6: 2, 7: 1, 8: 200, 9: 300}
@@ -128,12 +131,25 @@ EXAMPLE_CHECKER = {
 }
 
 
-def example_ir(**cfg):
-    return str(attention_fwd.build(attention_fwd.AttentionConfig(**cfg)).module)
+def example_ir(mistake=None, **cfg):
+    cfg = attention_fwd.AttentionConfig(**cfg)
+    kernel = attention_fwd.build(cfg) if mistake is None else build_with_mistake(mistake, cfg)
+    return str(kernel.module)
 
 
 def test_every_example_mistake_has_its_case():
-    assert set(EXAMPLE_CHECKER) == set(attention_fwd.MISTAKES) - {None}
+    assert set(EXAMPLE_CHECKER) == set(STAGES_WITH)
+
+
+@pytest.mark.parametrize("mistake", sorted(STAGES_WITH))
+def test_a_planted_mistake_changes_only_its_stage(mistake):
+    """The kernel holds no mistake: the production build is the default
+    stages', and each planted one differs from it (while keeping its name)."""
+    clean = example_ir()
+    assert str(attention_fwd.build(stages=attention_fwd.STAGES).module) == clean
+    planted = example_ir(mistake=mistake)
+    assert planted != clean
+    assert attention_fwd.AttentionConfig().name in planted
 
 
 @pytest.mark.parametrize("head_dim", [64, 128, 256])

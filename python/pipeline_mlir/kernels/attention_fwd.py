@@ -35,6 +35,13 @@ of the S GEMM that reads it, and a stage of 'v' after the group of the P V
 GEMM; Q is released after the tile's last S GEMM retired. Releasing any
 earlier lets TMA overwrite operands an in-flight wgmma still reads.
 
+Stages (``build`` assembles them from ``STAGES``; a ``Stages`` with one
+replaced builds a variant, which is how the tests plant mistakes):
+``Rings`` (shared memory and its pipelines), ``WorkSchedule`` (the
+scheduler), ``producer``, ``PingPong`` (the consumers' GEMM turns),
+``Mainloop`` (the GEMMs and every release), ``OnlineSoftmax`` (softmax and
+mask), ``OutputEpilogue``.
+
 Usage: python examples/attention_fwd.py [--d 64|128|256] [--causal] [--print-ir] [--out DIR]
 (builds, checks and compiles; ``pipeline_mlir/ops/attention_fwd_host.py`` runs it).
 
@@ -44,8 +51,8 @@ examples/_common.py).
 """
 
 import math
-import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from types import SimpleNamespace
 
 import mlir.ir as ir
 from mlir.dialects import llvm, nvvm
@@ -70,15 +77,12 @@ SWIZZLE = 128                    # bytes: every tile's TMA and wgmma swizzle
 PINGPONG_BARRIER = 1             # ids 1, 2(, 3): one per consumer warpgroup
 EPILOGUE_BARRIER = 4             # ids 4, 5(, 6): one per consumer warpgroup
 L2_BUDGET = 24 << 20             # bytes of K/V that causal sections keep in L2 (50 MB L2)
-MISTAKES = (None, "k_released_before_s_retired", "v_released_before_pv_retired",
-            "pingpong_barriers_crossed", "q_rearmed_while_read")
 
 
 @dataclass(frozen=True)
 class AttentionConfig:
     """One kernel variant. The switches after ``causal`` exist for the
-    step-by-step table of docs/attention.md; ``mistake`` plants one of the
-    synchronization bugs the checker must reject (tests only)."""
+    step-by-step table of docs/attention.md."""
     head_dim: int = 128
     causal: bool = False
     block_n: int = 0                  # 0: by head dim (128, or 80 for d = 256)
@@ -91,7 +95,6 @@ class AttentionConfig:
     tma_store: bool = False           # O through shared memory + TMA stores
     producer_registers: int = 24
     consumer_registers: int = 240
-    mistake: str = None
 
     def __post_init__(self):
         if self.head_dim not in (64, 128, 256):
@@ -101,8 +104,6 @@ class AttentionConfig:
             raise ValueError("AttentionConfig: consumer_warpgroups must be 1, 2 or 3")
         if self.pingpong and self.consumer_warpgroups < 2:
             raise ValueError("AttentionConfig: ping-pong needs 2 or 3 consumer warpgroups")
-        if self.mistake not in MISTAKES:
-            raise ValueError(f"AttentionConfig: mistake must be one of {MISTAKES}")
 
     @property
     def q_buffers(self):
@@ -144,8 +145,7 @@ class AttentionConfig:
                 f"_wg{self.consumer_warpgroups}"
                 f"{'_pp' if self.pingpong else ''}{'_ov' if self.intra_overlap else ''}"
                 f"{'_ts' if self.o_through_smem else ''}"
-                f"{'_l2sec' if self.causal and self.l2_sections else ''}"
-                f"{'_' + self.mistake if self.mistake else ''}")
+                f"{'_l2sec' if self.causal and self.l2_sections else ''}")
 
     # The operand layouts (pipeline_mlir.layout): every box, byte count and
     # descriptor of the kernel and every tensor map of the host follow from
@@ -192,19 +192,33 @@ class AttentionConfig:
                             "v": self.v_layout().to_meta(), "o": self.o_layout().to_meta()}}
 
 
-def build(cfg=AttentionConfig(), chip="sm_90a"):
-    """The kernel for ``cfg`` (``.module`` is the built module)."""
+@dataclass(frozen=True)
+class Stages:
+    """The kernel's stages, what ``build`` assembles: the schedule of work
+    units, the producer warp, the consumers' GEMM turns (ping-pong), their
+    mainloop, the online softmax with its mask, and the epilogue. ``build``
+    takes the production set, ``STAGES``, unless given another; the tests
+    plant each synchronization mistake the checker must reject by replacing
+    one stage with a wrong one of their own
+    (``dataclasses.replace(STAGES, mainloop=...)``), so the kernel itself
+    holds no mistake."""
+    schedule: type
+    producer: object
+    pingpong: type
+    mainloop: type
+    softmax: type
+    epilogue: type
+
+
+def build(cfg=AttentionConfig(), chip="sm_90a", stages=None):
+    """The kernel for ``cfg`` (``.module`` is the built module); ``stages``:
+    the ``Stages`` to assemble (``STAGES``)."""
+    stages = STAGES if stages is None else stages
     check_register_budget(cfg.threads, 1, cfg.producer_registers,
                           cfg.consumer_warpgroups, cfg.consumer_registers)
-    d, bm, bn, stages = cfg.head_dim, cfg.block_m, cfg.kv_block, cfg.stages
     if cfg.smem_bytes() > SMEM_LIMIT:
         raise ValueError(f"{cfg.name}: {cfg.smem_bytes()} bytes of shared memory "
                          f"> {SMEM_LIMIT}")
-    q_layout, k_layout, v_layout = cfg.q_layout(), cfg.k_layout(), cfg.v_layout()
-    q_bytes, kv_bytes = q_layout.bytes, k_layout.bytes
-    mma_s = wgmma.WarpgroupMma(bn, q_layout, k_layout)   # S = Q K^T: m64 n=bn
-    # O += P V: m64 n=d, V (kv rows x d) MN-major.
-    mma_o = wgmma.WarpgroupMma(d, "bf16", v_layout)      # O += P V: m64 n=d
     k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads,
                params={"q": TmaDescriptor(), "k": TmaDescriptor(), "v": TmaDescriptor(),
                        "o": TmaDescriptor() if cfg.o_through_smem else GlobalPtr(),
@@ -213,37 +227,91 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
                        "seqlen_q": Int32(), "seqlen_k": Int32(),
                        "scale_log2": Float32()})
     with k:
-        (desc_q, desc_k, desc_v, o_ptr, lse_ptr, batch, heads, heads_kv,
-         seqlen_q, seqlen_k, scale_log2) = k.args
-        q_stages = cfg.q_buffers
-        smem_q = k.smem_alloc(q_stages * q_bytes, align=q_layout.alignment, name="Q")
-        smem_k = k.smem_alloc(stages * kv_bytes, align=k_layout.alignment, name="K ring")
-        smem_v = k.smem_alloc(stages * v_layout.bytes, align=v_layout.alignment,
-                              name="V ring")
+        args = SimpleNamespace(**{name: v for (name, _), v in zip(k.params, k.args)})
+        rings = Rings(k, cfg)
+        sched = stages.schedule(k, cfg, args)
+        warp = k.warp_idx()
+        warpgroup = warp // 4
+
+        with k.if_(warpgroup == 0) as role:
+            set_max_registers(cfg.producer_registers, increase=False)
+            with k.if_(warp == 0):
+                stages.producer(k, cfg, rings, sched, args)
+        with role.else_():
+            set_max_registers(cfg.consumer_registers, increase=True)
+            consumer(k, cfg, stages, rings, sched, args, warp, warpgroup)
+    k.config = cfg
+    return k
+
+
+class Ring:
+    """One operand's shared-memory stages and the ``PipelineTmaAsync`` that
+    fills them: ``smem`` holds ``stages`` buffers of ``layout.bytes``."""
+
+    def __init__(self, smem, layout):
+        self.smem, self.layout = smem, layout
+        self.pipe = None
+
+    def buffer(self, index):
+        """Stage ``index``'s buffer."""
+        return self.smem.stage(index, self.layout.bytes)
+
+
+class Rings:
+    """The shared memory of a CTA and the pipelines over it: Q (``q``), the
+    K and V rings (``k``, ``v``), the O tiles of the TMA-store epilogue
+    (``o``, or None). The stage count of each ring is read once, here: its
+    buffers, its barriers and its create follow it, and every pipeline
+    state is made from ``pipe.num_stages``."""
+
+    def __init__(self, k, cfg):
+        q_layout, k_layout, v_layout = cfg.q_layout(), cfg.k_layout(), cfg.v_layout()
+        q_stages, kv_stages = cfg.q_buffers, cfg.stages
+        self.q = Ring(k.smem_alloc(q_stages * q_layout.bytes, align=q_layout.alignment,
+                                   name="Q"), q_layout)
+        self.k = Ring(k.smem_alloc(kv_stages * k_layout.bytes, align=k_layout.alignment,
+                                   name="K ring"), k_layout)
+        self.v = Ring(k.smem_alloc(kv_stages * v_layout.bytes, align=v_layout.alignment,
+                                   name="V ring"), v_layout)
         o_layout = cfg.o_layout()
-        smem_o = (k.smem_alloc(cfg.consumer_warpgroups * o_layout.bytes,
+        self.o = (k.smem_alloc(cfg.consumer_warpgroups * o_layout.bytes,
                                align=o_layout.alignment, name="O tiles")
                   if cfg.o_through_smem else None)
 
         one_tma_thread = CooperativeGroup(Agent.Thread, 1)
         # Every consumer warp releases a stage once.
         consumers = CooperativeGroup(Agent.Thread, 4 * cfg.consumer_warpgroups)
-        pipe_q = PipelineTmaAsync.create(
-            num_stages=q_stages, producer_group=one_tma_thread, consumer_group=consumers,
-            tx_count=q_bytes, barrier_storage=k.alloc_barriers(2 * q_stages), name="q")
-        pipe_k = PipelineTmaAsync.create(
-            num_stages=stages, producer_group=one_tma_thread, consumer_group=consumers,
-            tx_count=kv_bytes, barrier_storage=k.alloc_barriers(2 * stages), name="k")
-        pipe_v = PipelineTmaAsync.create(
-            num_stages=stages, producer_group=one_tma_thread, consumer_group=consumers,
-            tx_count=v_layout.bytes, barrier_storage=k.alloc_barriers(2 * stages), name="v")
+        for name, ring, stages in (("q", self.q, q_stages), ("k", self.k, kv_stages),
+                                   ("v", self.v, kv_stages)):
+            ring.pipe = PipelineTmaAsync.create(
+                num_stages=stages, producer_group=one_tma_thread, consumer_group=consumers,
+                tx_count=ring.layout.bytes, barrier_storage=k.alloc_barriers(2 * stages),
+                name=name)
 
-        # -- the work units, shared by producer and consumers ------------------
-        m_blocks = (seqlen_q + (bm - 1)) // bm
-        bh = batch * heads
-        num_units = bh * m_blocks
-        cta = k.block_idx()
-        ctas = Scalar(nvvm.read_ptx_sreg_nctaid_x(i32()))
+    def states(self, side):
+        """A start state of ``side`` for each of Q, K and V."""
+        return tuple(make_pipeline_state(side, r.pipe.num_stages)
+                     for r in (self.q, self.k, self.v))
+
+
+# -- stage: the schedule -----------------------------------------------------
+
+class WorkSchedule:
+    """The work units shared by producer and consumers: (tile of ``block_m``
+    query rows, head, batch), persistent, in snake order; causal runs the
+    longest tiles first (in L2-sized head sections with ``l2_sections``);
+    and the key blocks each tile reads."""
+
+    def __init__(self, k, cfg, args):
+        self.cfg = cfg
+        bm = cfg.block_m
+        self.seqlen_k = args.seqlen_k
+        self.m_blocks = (args.seqlen_q + (bm - 1)) // bm
+        self.bh = args.batch * args.heads
+        self.heads = args.heads
+        num_units = self.bh * self.m_blocks
+        self.cta = cta = k.block_idx()
+        self.ctas = ctas = Scalar(nvvm.read_ptx_sreg_nctaid_x(i32()))
         # Persistent schedule, snake order: in round r the CTAs take units
         # r * ctas .. r * ctas + ctas - 1, CTA c the c-th of them in even
         # rounds and the (ctas - 1 - c)-th in odd ones. Causal units come
@@ -252,339 +320,448 @@ def build(cfg=AttentionConfig(), chip="sm_90a"):
         # of rounds is known up front (the last round is partial).
         full_rounds = num_units // ctas
         last_pos = ((full_rounds & 1) == 1).select((ctas - 1 - cta).ir_value, cta.ir_value)
-        my_rounds = full_rounds + (Scalar(last_pos) < num_units % ctas).select(1, 0)
-
-        def unit_of_round(r):
-            pos = ((r & 1) == 1).select((ctas - 1 - cta).ir_value, cta.ir_value)
-            return r * ctas + Scalar(pos)
-        group = heads // heads_kv
-        offset = seqlen_k - seqlen_q           # causal diagonal, bottom right
+        self.rounds = full_rounds + (Scalar(last_pos) < num_units % ctas).select(1, 0)
+        self.group = args.heads // args.heads_kv
+        self.offset = args.seqlen_k - args.seqlen_q      # causal diagonal, bottom right
 
         # Causal: heads in sections whose K and V fit in L2 together
         # (L2_BUDGET bytes), each section's units longest first. All heads
         # longest first would spread the 132 CTAs of a round over as many
         # heads, and every K/V block would come from HBM instead of L2.
         if cfg.causal and cfg.l2_sections:
-            kv_head_bytes = seqlen_k * (4 * d)          # K and V of one head, bf16
-            section = (Scalar(L2_BUDGET) // kv_head_bytes.max(1)).max(1).min(bh)
+            kv_head_bytes = args.seqlen_k * (4 * cfg.head_dim)   # K and V of one head, bf16
+            self.section = (Scalar(L2_BUDGET) // kv_head_bytes.max(1)).max(1).min(self.bh)
         else:
-            section = None
+            self.section = None
 
-        def unit(u):
-            """(m_block, batch index, head) of work unit ``u``; causal runs
-            the longest rows (the last m-blocks) first."""
-            if cfg.causal and section is not None:
-                per_section = section * m_blocks
-                first_bh = (u // per_section) * section
-                in_section = (bh - first_bh).min(section)   # the last one may be short
-                idx = u % per_section
-                m_block = m_blocks - 1 - idx // in_section
-                rest = first_bh + idx % in_section
-            elif cfg.causal:
-                m_block = m_blocks - 1 - u // bh
-                rest = u % bh
-            else:
-                m_block = u % m_blocks
-                rest = u // m_blocks
-            return m_block, rest // heads, rest % heads
+    def unit_of_round(self, r):
+        pos = ((r & 1) == 1).select((self.ctas - 1 - self.cta).ir_value, self.cta.ir_value)
+        return r * self.ctas + Scalar(pos)
 
-        def kv_blocks(m_block):
-            """Key blocks this tile reads (at least one: a fully masked row
-            gets O = 0, LSE = -inf)."""
-            if cfg.causal:
-                end = ((m_block + 1) * bm + offset).min(seqlen_k)
-            else:
-                end = seqlen_k
-            return ((end + (bn - 1)) // bn).max(1)
+    def unit(self, u):
+        """(m_block, batch index, head) of work unit ``u``; causal runs the
+        longest rows (the last m-blocks) first."""
+        cfg, m_blocks, bh, section = self.cfg, self.m_blocks, self.bh, self.section
+        if cfg.causal and section is not None:
+            per_section = section * m_blocks
+            first_bh = (u // per_section) * section
+            in_section = (bh - first_bh).min(section)   # the last one may be short
+            idx = u % per_section
+            m_block = m_blocks - 1 - idx // in_section
+            rest = first_bh + idx % in_section
+        elif cfg.causal:
+            m_block = m_blocks - 1 - u // bh
+            rest = u % bh
+        else:
+            m_block = u % m_blocks
+            rest = u // m_blocks
+        return m_block, rest // self.heads, rest % self.heads
 
-        def unmasked_blocks(m_block):
-            """Key blocks before the first one that needs a mask (the causal
-            diagonal or the sequence's tail)."""
-            full = seqlen_k // bn
-            if cfg.causal:
-                full = full.min((m_block * bm + offset + 1) // bn).max(0)
-            return full
+    def round_unit(self, r):
+        """(m_block, batch index, head) of this CTA's round ``r``."""
+        return self.unit(self.unit_of_round(r))
 
-        warp = k.warp_idx()
-        warpgroup = warp // 4
+    def kv_blocks(self, m_block):
+        """Key blocks this tile reads (at least one: a fully masked row
+        gets O = 0, LSE = -inf)."""
+        bm, bn = self.cfg.block_m, self.cfg.kv_block
+        if self.cfg.causal:
+            end = ((m_block + 1) * bm + self.offset).min(self.seqlen_k)
+        else:
+            end = self.seqlen_k
+        return ((end + (bn - 1)) // bn).max(1)
 
-        with k.if_(warpgroup == 0) as role:
-            # ---- producer warpgroup ----
-            set_max_registers(cfg.producer_registers, increase=False)
-            with k.if_(warp == 0):
-                q_state = make_pipeline_state(PipelineUserType.Producer, q_stages)
-                k_state = make_pipeline_state(PipelineUserType.Producer, stages)
-                v_state = make_pipeline_state(PipelineUserType.Producer, stages)
-                for r, _ in k.range(my_rounds, carry=[q_state, k_state, v_state]):
-                    m_block, b, h = unit(unit_of_round(r))
-                    h_kv = h // group
-                    pipe_q.producer_acquire(q_state)
-                    with k.elect_one():
-                        for col, off in q_layout.box_offsets():
-                            pipe_q.tma_load(q_state, desc_q, [h * d + col, m_block * bm, b],
-                                            smem_q.stage(q_state.index, q_bytes) + off,
-                                            q_layout.box_bytes)
-                    pipe_q.producer_commit(q_state)
-                    q_state.advance()
+    def unmasked_blocks(self, m_block):
+        """Key blocks before the first one that needs a mask (the causal
+        diagonal or the sequence's tail)."""
+        bm, bn = self.cfg.block_m, self.cfg.kv_block
+        full = self.seqlen_k // bn
+        if self.cfg.causal:
+            full = full.min((m_block * bm + self.offset + 1) // bn).max(0)
+        return full
 
-                    def load(pipe, desc, ring, state, j, layout):
-                        pipe.producer_acquire(state)
-                        with k.elect_one():
-                            tile = ring.stage(state.index, layout.bytes)
-                            for col, off in layout.box_offsets():
-                                pipe.tma_load(state, desc, [h_kv * d + col, j * bn, b],
-                                              tile + off, layout.box_bytes)
-                        pipe.producer_commit(state)
-                        state.advance()
 
-                    # In the order the consumers read them: K_0, then K_j with
-                    # V_{j-1} (S_j is issued before P_{j-1} V_{j-1}), then the
-                    # last V. Loading V_j before K_{j+1} would make the next
-                    # K wait behind a V stage released one block later.
-                    load(pipe_k, desc_k, smem_k, k_state, 0, k_layout)
-                    for j, _ in k.range(1, kv_blocks(m_block), carry=[k_state, v_state]):
-                        load(pipe_k, desc_k, smem_k, k_state, j, k_layout)
-                        load(pipe_v, desc_v, smem_v, v_state, j - 1, v_layout)
-                    load(pipe_v, desc_v, smem_v, v_state, kv_blocks(m_block) - 1,
-                         v_layout)
-                # No arrive may land on this CTA's barriers after it exits.
-                pipe_q.producer_tail(q_state)
-                pipe_k.producer_tail(k_state)
-                pipe_v.producer_tail(v_state)
+# -- stage: the producer -----------------------------------------------------
 
-        with role.else_():
-            # ---- consumer warpgroups ----
-            set_max_registers(cfg.consumer_registers, increase=True)
-            cw = warpgroup - 1
-            warp_in_wg, lane = warp % 4, k.lane_idx()
-            # Ping-pong: the consumer warpgroups issue their GEMMs in turn
-            # (0, 1, .., 0, 1, ..): warpgroup w waits on barrier id w (its
-            # own 128 threads plus the 128 of the warpgroup before it, which
-            # arrive when they have issued), then arrives on the next one's.
-            wgs = cfg.consumer_warpgroups
-            sched = (NamedBarrier(PINGPONG_BARRIER, 2 * THREADS_PER_WARPGROUP, num_ids=wgs)
-                     if cfg.pingpong else None)
-            mine = cw
-            other = (cw + 1) % wgs
-            if cfg.mistake == "pingpong_barriers_crossed":
-                # Each waits on the other's id (and still arrives there): each
-                # id is reached by one warpgroup only. (Swapping both ids would
-                # be a correct ping-pong in which warpgroup 1 goes first.)
-                mine = other
+def producer(k, cfg, rings, sched, args):
+    """Warp 0 of warpgroup 0: per work unit, Q into its stage, then K and V
+    block by block into their rings, every load a 3-D TMA box (d-columns,
+    rows, batch) that reads zeros past the sequence's end."""
+    d, bm, bn = cfg.head_dim, cfg.block_m, cfg.kv_block
+    q_state, k_state, v_state = rings.states(PipelineUserType.Producer)
+    for r, _ in k.range(sched.rounds, carry=[q_state, k_state, v_state]):
+        m_block, b, h = sched.round_unit(r)
+        h_kv = h // sched.group
+        q = rings.q
+        q.pipe.producer_acquire(q_state)
+        with k.elect_one():
+            for col, off in q.layout.box_offsets():
+                q.pipe.tma_load(q_state, args.q, [h * d + col, m_block * bm, b],
+                                q.buffer(q_state.index) + off, q.layout.box_bytes)
+        q.pipe.producer_commit(q_state)
+        q_state.advance()
 
-            def gemms_begin():
-                if sched is not None:
-                    sched.arrive_and_wait_w_index(mine)
+        def load(ring, desc, state, j):
+            ring.pipe.producer_acquire(state)
+            with k.elect_one():
+                tile = ring.buffer(state.index)
+                for col, off in ring.layout.box_offsets():
+                    ring.pipe.tma_load(state, desc, [h_kv * d + col, j * bn, b],
+                                       tile + off, ring.layout.box_bytes)
+            ring.pipe.producer_commit(state)
+            state.advance()
 
-            def gemms_end():
-                if sched is not None:
-                    sched.arrive_w_index(other)
+        # In the order the consumers read them: K_0, then K_j with
+        # V_{j-1} (S_j is issued before P_{j-1} V_{j-1}), then the
+        # last V. Loading V_j before K_{j+1} would make the next
+        # K wait behind a V stage released one block later.
+        load(rings.k, args.k, k_state, 0)
+        for j, _ in k.range(1, sched.kv_blocks(m_block), carry=[k_state, v_state]):
+            load(rings.k, args.k, k_state, j)
+            load(rings.v, args.v, v_state, j - 1)
+        load(rings.v, args.v, v_state, sched.kv_blocks(m_block) - 1)
+    # No arrive may land on this CTA's barriers after it exits.
+    rings.q.pipe.producer_tail(q_state)
+    rings.k.pipe.producer_tail(k_state)
+    rings.v.pipe.producer_tail(v_state)
 
-            if sched is not None:
-                # Warpgroup 0 issues first: the last one lets it through once.
-                with k.if_(cw == wgs - 1):
-                    sched.arrive_w_index(0)
 
-            # Stage 0 of the K and V rings (Q's descriptor is made per tile).
-            k_base = wgmma.smem_matrix_descriptor(smem_k, k_layout)
-            v_base = wgmma.smem_matrix_descriptor(smem_v, v_layout)
-            k_step, v_step = descriptor_units(k_layout.bytes), descriptor_units(v_layout.bytes)
+# -- the consumer warpgroups -------------------------------------------------
 
-            def issue_s(s_acc, stage, q_desc):
-                """S = Q K_stage^T: d / 16 wgmma, one group."""
-                db = (stage.to(64) * k_step + Scalar(k_base)).ir_value
-                wgmma.fence()
-                for kk in range(q_layout.k_slices):
-                    mma_s.mma(s_acc, wgmma.k_slice_descriptor(q_desc, q_layout, kk),
-                              wgmma.k_slice_descriptor(db, k_layout, kk), accumulate=kk > 0)
-                wgmma.commit_group()
+def consumer(k, cfg, stages, rings, sched, args, warp, warpgroup):
+    """Warpgroups 1..: per work unit, the mainloop over the key blocks (the
+    online softmax between its GEMMs), then the epilogue."""
+    cw = warpgroup - 1
+    warp_in_wg, lane = warp % 4, k.lane_idx()
+    turns = stages.pingpong(k, cfg, cw)
+    mainloop = stages.mainloop(k, cfg, rings, turns)
+    thread_row, thread_col = Fragment.thread_origin(warp_in_wg, lane)
+    softmax = stages.softmax(k, cfg, sched, args.scale_log2, thread_row, thread_col)
+    epi = stages.epilogue(k, cfg, rings.o, cw, warp_in_wg, lane, thread_row, thread_col)
+    states = rings.states(PipelineUserType.Consumer)
+    for r, _ in k.range(sched.rounds, carry=list(states)):
+        m_block, b, h = sched.round_unit(r)
+        n_blocks = sched.kv_blocks(m_block)
+        n_free = sched.unmasked_blocks(m_block)
+        m_row0 = m_block * cfg.block_m + cw * WGMMA_M
+        acc = TileAccumulators(mainloop.mma_o.accumulator(), RowVector.full(float("-inf")),
+                               RowVector.full(0.0))
+        mainloop.tile(states, acc, softmax, cw, m_row0, n_blocks, n_free)
+        epi.tile(acc, args, b, h, m_row0)
+    epi.tail()
 
-            def issue_pv(o_acc, p, stage):
-                """O += P V_stage: bn / 16 wgmma with P in registers, one group."""
-                db = (stage.to(64) * v_step + Scalar(v_base)).ir_value
-                wgmma.fence()
-                for kk in range(len(p)):
-                    mma_o.mma_rs(o_acc, p.slice(kk), wgmma.k_slice_descriptor(db, v_layout, kk))
-                wgmma.commit_group()
 
-            thread_row, thread_col = Fragment.thread_origin(warp_in_wg, lane)
+# -- stage: the consumers' GEMM turns ----------------------------------------
 
-            def softmax(s_acc, row_max, row_sum, j, m_row0, masked, first):
-                """Online softmax of S_j: mask, new row max, P = exp2(S *
-                scale_log2 - max), the running sum; returns P and the
-                correction exp2(old max - new max) that O needs before the
-                next P V."""
-                if masked is not None:
-                    with k.if_(masked, carry=[s_acc]):
-                        col0 = j * bn + thread_col
-                        row0 = m_row0 + thread_row
-                        tail = seqlen_k - col0            # keep c < tail
-                        diag = row0 + offset - col0       # keep c - r <= diag
+class PingPong:
+    """The consumer warpgroups issue their GEMMs in turn (0, 1, .., 0, 1,
+    ..): warpgroup w waits on barrier id w (its own 128 threads plus the 128
+    of the warpgroup before it, which arrive when they have issued), then
+    arrives on the next one's. Without ``cfg.pingpong``, ``begin`` and
+    ``end`` emit nothing."""
 
-                        def keep(r, c):
-                            ok = tail > c
-                            return ok & (diag >= c - r) if cfg.causal else ok
+    def __init__(self, k, cfg, cw):
+        wgs = cfg.consumer_warpgroups
+        self.barrier = (NamedBarrier(PINGPONG_BARRIER, 2 * THREADS_PER_WARPGROUP,
+                                     num_ids=wgs)
+                        if cfg.pingpong else None)
+        self.mine, self.other = self.ids(cw, wgs)
+        if self.barrier is not None:
+            # Warpgroup 0 issues first: the last one lets it through once.
+            with k.if_(cw == wgs - 1):
+                self.barrier.arrive_w_index(0)
 
-                        s_acc.set(s_acc.where(keep, float("-inf")))
-                new_max = row_max.max(s_acc.row_max())
-                scaled = new_max * scale_log2
-                # A fully masked row keeps max -inf: use 0 so exp2 gives 0s.
-                finite = [Scalar(v) != float("-inf") for v in new_max.values]
-                scaled = scaled.where(finite, 0.0)
-                p = s_acc.fma(scale_log2, -scaled).exp2()
-                if not first:
-                    corr = (row_max * scale_log2 - scaled).exp2()
-                    row_sum.set(row_sum * corr + p.row_sum_partial())
-                else:
-                    corr = None
-                    row_sum.set(p.row_sum_partial())
-                row_max.set(new_max)
-                return p, corr
+    def ids(self, cw, wgs):
+        """(the id warpgroup ``cw`` waits on, the id it arrives on)."""
+        return cw, (cw + 1) % wgs
 
-            leader = (warp_in_wg == 0) & (lane == 0)
-            if smem_o is not None:
-                o_store = PipelineTmaStore.create(
-                    num_stages=1, producer_group=CooperativeGroup(Agent.Thread, 1))
-                epi_sync = NamedBarrier(EPILOGUE_BARRIER, THREADS_PER_WARPGROUP,
-                                        num_ids=cfg.consumer_warpgroups)
-            q_read = make_pipeline_state(PipelineUserType.Consumer, q_stages)
-            k_read = make_pipeline_state(PipelineUserType.Consumer, stages)
-            v_read = make_pipeline_state(PipelineUserType.Consumer, stages)
-            for r, _ in k.range(my_rounds, carry=[q_read, k_read, v_read]):
-                m_block, b, h = unit(unit_of_round(r))
-                n_blocks = kv_blocks(m_block)
-                n_free = unmasked_blocks(m_block)
-                m_row0 = m_block * bm + cw * WGMMA_M
-                o_acc = mma_o.accumulator()
-                row_max = RowVector.full(float("-inf"))
-                row_sum = RowVector.full(0.0)
+    def begin(self):
+        if self.barrier is not None:
+            self.barrier.arrive_and_wait_w_index(self.mine)
 
-                pipe_q.consumer_wait(q_read)
-                # This warpgroup's 64 rows of Q, addressed from Q's stage
-                # index: that ties the S GEMMs to the Q stage, so the checker
-                # sees them read it.
-                q_desc = wgmma.smem_matrix_descriptor(
-                    smem_q.stage(q_read.index, q_bytes) + q_layout.mn_offset(64) * cw, q_layout)
-                # Block 0: S_0 and its softmax.
-                s_acc = Fragment.undef(bn)
-                pipe_k.consumer_wait(k_read)
-                gemms_begin()
-                issue_s(s_acc, k_read.index, q_desc)
-                gemms_end()
-                if cfg.mistake == "k_released_before_s_retired":
-                    pipe_k.consumer_release(k_read)
-                if cfg.mistake == "q_rearmed_while_read":
-                    # Wrong: the S GEMMs of this tile still read Q, and the
-                    # producer may now load the next tile's Q over it.
-                    pipe_q.consumer_release(q_read)
-                wgmma.wait_group(0)
-                if cfg.mistake != "k_released_before_s_retired":
-                    pipe_k.consumer_release(k_read)
-                k_read.advance()
-                p, _ = softmax(s_acc, row_max, row_sum, Scalar(0), m_row0,
-                               Scalar(0) >= n_free, first=True)
-                p_regs = p.to_operand_a("bf16")
+    def end(self):
+        if self.barrier is not None:
+            self.barrier.arrive_w_index(self.other)
 
-                corr = RowVector.full(1.0)
-                if not cfg.intra_overlap:
-                    # The plain order, for the ladder: each block's P V right
-                    # after its softmax (the tensor cores idle meanwhile,
-                    # unless the other warpgroup fills them).
-                    for j, _ in k.range(1, n_blocks, carry=[k_read, v_read, o_acc,
-                                                            row_max, row_sum, p_regs]):
-                        pipe_v.consumer_wait(v_read)
-                        gemms_begin()
-                        issue_pv(o_acc, p_regs, v_read.index)
-                        gemms_end()
-                        wgmma.wait_group(0)
-                        pipe_v.consumer_release(v_read)
-                        v_read.advance()
-                        s_acc = Fragment.undef(bn)
-                        pipe_k.consumer_wait(k_read)
-                        gemms_begin()
-                        issue_s(s_acc, k_read.index, q_desc)
-                        gemms_end()
-                        wgmma.wait_group(0)
-                        pipe_k.consumer_release(k_read)
-                        k_read.advance()
-                        p, c = softmax(s_acc, row_max, row_sum, j, m_row0,
-                                       j >= n_free, first=False)
-                        o_acc.set(o_acc * c)
-                        p_regs.set(p.to_operand_a("bf16"))
-                else:
-                    # Blocks 1..n-1: S_j is issued before P_{j-1} V_{j-1}, so the
-                    # softmax of S_j runs while the P V GEMM is in flight; O is
-                    # rescaled by the previous block's correction between the two
-                    # issues, while S_j occupies the tensor cores.
-                    for j, _ in k.range(1, n_blocks, carry=[k_read, v_read, o_acc, row_max,
-                                                            row_sum, p_regs, corr]):
-                        s_acc = Fragment.undef(bn)
-                        pipe_k.consumer_wait(k_read)
-                        gemms_begin()
-                        issue_s(s_acc, k_read.index, q_desc)
-                        o_acc.set(o_acc * corr)
-                        pipe_v.consumer_wait(v_read)
-                        issue_pv(o_acc, p_regs, v_read.index)
-                        gemms_end()
-                        wgmma.wait_group(1)              # S_j retired
-                        pipe_k.consumer_release(k_read)
-                        k_read.advance()
-                        p, new_corr = softmax(s_acc, row_max, row_sum, j, m_row0,
-                                              j >= n_free, first=False)
-                        if cfg.mistake == "v_released_before_pv_retired":
-                            pipe_v.consumer_release(v_read)
-                        wgmma.wait_group(0)              # P_{j-1} V_{j-1} retired
-                        if cfg.mistake != "v_released_before_pv_retired":
-                            pipe_v.consumer_release(v_read)
-                        v_read.advance()
-                        corr.set(new_corr)
-                        p_regs.set(p.to_operand_a("bf16"))
-                # Q is no longer read: every S GEMM of the tile retired.
-                if cfg.mistake != "q_rearmed_while_read":
-                    pipe_q.consumer_release(q_read)
-                # Last block: O += P_{n-1} V_{n-1}.
-                pipe_v.consumer_wait(v_read)
-                gemms_begin()
-                o_acc.set(o_acc * corr)
-                issue_pv(o_acc, p_regs, v_read.index)
-                gemms_end()
-                wgmma.wait_group(0)
-                pipe_v.consumer_release(v_read)
-                v_read.advance()
-                q_read.advance()
 
-                # Epilogue: O / row sum, LSE = (max * scale_log2 + log2 sum) ln 2.
-                total = row_sum.quad_sum()
-                nonzero = [Scalar(t) != 0.0 for t in total.values]
-                inv = total.reciprocal().where(nonzero, 0.0)
-                out = o_acc * inv
-                lse = ((row_max * scale_log2 + total.log2()) * math.log(2.0)).where(
-                    nonzero, float("-inf"))
-                store_lse(k, lse, lse_ptr, b, h, heads, seqlen_q, m_row0 + thread_row, lane)
-                if smem_o is None:
-                    store_o(k, out, o_ptr, b, h, heads, seqlen_q, d, m_row0 + thread_row,
-                            thread_col)
-                else:
-                    # O: the previous tile's TMA stores must have read this
-                    # warpgroup's buffer before it is rewritten; then every
-                    # thread's writes are fenced (generic -> async proxy)
-                    # and one thread stores the 64 x d tile.
-                    tile = smem_o + cw * o_layout.bytes
-                    with k.if_(leader):
-                        o_store.producer_acquire()
-                    epi_sync.arrive_and_wait_w_index(cw)
-                    epilogue.store_fragment(out, tile, warp_in_wg, lane, o_layout)
-                    fence_view_async_shared()
-                    epi_sync.arrive_and_wait_w_index(cw)
-                    with k.if_(leader):
-                        for col, off in o_layout.box_offsets():
-                            o_store.tma_store(o_ptr, [h * d + col, m_row0, b], tile + off)
-                        o_store.producer_commit()
-            if smem_o is not None:
-                with k.if_(leader):
-                    o_store.producer_tail()
-    k.config = cfg
-    return k
+# -- stage: the mainloop -----------------------------------------------------
+
+@dataclass
+class TileAccumulators:
+    """A consumer warpgroup's running values over one tile: O (fp32, m64 x
+    d), the row max of S and the row sum of P."""
+    o: Fragment
+    row_max: RowVector
+    row_sum: RowVector
+
+
+class Mainloop:
+    """A consumer warpgroup's GEMMs over one tile and the release of every
+    stage they read. Per key block j:
+
+        S_j = Q K_j^T        (``issue_s``)
+        P_j = softmax(S_j)   (the softmax stage)
+        O  += P_{j-1} V_{j-1}  (``issue_pv``)
+
+    Release order (what the checker's async-read check proves): a K stage
+    after ``wgmma.wait_group`` retired the S GEMM that reads it, a V stage
+    after its P V GEMM, Q after the tile's last S GEMM."""
+
+    def __init__(self, k, cfg, rings, turns):
+        self.k, self.cfg, self.rings, self.turns = k, cfg, rings, turns
+        q_layout, k_layout, v_layout = rings.q.layout, rings.k.layout, rings.v.layout
+        self.mma_s = wgmma.WarpgroupMma(cfg.kv_block, q_layout, k_layout)  # m64 n=bn
+        # O += P V: m64 n=d, V (kv rows x d) MN-major.
+        self.mma_o = wgmma.WarpgroupMma(cfg.head_dim, "bf16", v_layout)
+        # Stage 0 of the K and V rings (Q's descriptor is made per tile).
+        self.k_base = wgmma.smem_matrix_descriptor(rings.k.smem, k_layout)
+        self.v_base = wgmma.smem_matrix_descriptor(rings.v.smem, v_layout)
+        self.k_step = descriptor_units(k_layout.bytes)
+        self.v_step = descriptor_units(v_layout.bytes)
+
+    def issue_s(self, s_acc, stage, q_desc):
+        """S = Q K_stage^T: d / 16 wgmma, one group."""
+        q_layout, k_layout = self.rings.q.layout, self.rings.k.layout
+        db = (stage.to(64) * self.k_step + Scalar(self.k_base)).ir_value
+        wgmma.fence()
+        for kk in range(q_layout.k_slices):
+            self.mma_s.mma(s_acc, wgmma.k_slice_descriptor(q_desc, q_layout, kk),
+                           wgmma.k_slice_descriptor(db, k_layout, kk), accumulate=kk > 0)
+        wgmma.commit_group()
+
+    def issue_pv(self, o_acc, p, stage):
+        """O += P V_stage: bn / 16 wgmma with P in registers, one group."""
+        v_layout = self.rings.v.layout
+        db = (stage.to(64) * self.v_step + Scalar(self.v_base)).ir_value
+        wgmma.fence()
+        for kk in range(len(p)):
+            self.mma_o.mma_rs(o_acc, p.slice(kk), wgmma.k_slice_descriptor(db, v_layout, kk))
+        wgmma.commit_group()
+
+    def tile(self, states, acc, softmax, cw, m_row0, n_blocks, n_free):
+        """One tile's key blocks into ``acc``; ``states``: the consumer
+        states of Q, K and V."""
+        k, q = self.k, self.rings.q
+        q_read, k_read, v_read = states
+        q.pipe.consumer_wait(q_read)
+        # This warpgroup's 64 rows of Q, addressed from Q's stage
+        # index: that ties the S GEMMs to the Q stage, so the checker
+        # sees them read it.
+        q_desc = wgmma.smem_matrix_descriptor(
+            q.buffer(q_read.index) + q.layout.mn_offset(64) * cw, q.layout)
+        p_regs = self.first_block(states, q_desc, acc, softmax, m_row0, n_free)
+        corr = RowVector.full(1.0)
+        if not self.cfg.intra_overlap:
+            # The plain order, for the ladder: each block's P V right
+            # after its softmax (the tensor cores idle meanwhile,
+            # unless the other warpgroup fills them).
+            for j, _ in k.range(1, n_blocks, carry=[k_read, v_read, acc.o, acc.row_max,
+                                                    acc.row_sum, p_regs]):
+                self.plain_block(states, j, q_desc, acc, p_regs, softmax, m_row0, n_free)
+        else:
+            # Blocks 1..n-1: S_j is issued before P_{j-1} V_{j-1}, so the
+            # softmax of S_j runs while the P V GEMM is in flight; O is
+            # rescaled by the previous block's correction between the two
+            # issues, while S_j occupies the tensor cores.
+            for j, _ in k.range(1, n_blocks, carry=[k_read, v_read, acc.o, acc.row_max,
+                                                    acc.row_sum, p_regs, corr]):
+                self.overlapped_block(states, j, q_desc, acc, p_regs, corr, softmax,
+                                      m_row0, n_free)
+        self.release_q(q_read)
+        self.last_block(v_read, acc, p_regs, corr)
+        q_read.advance()
+
+    def first_block(self, states, q_desc, acc, softmax, m_row0, n_free):
+        """Block 0: S_0 and its softmax; returns P_0 as wgmma A operand."""
+        _, k_read, _ = states
+        pipe_k = self.rings.k.pipe
+        s_acc = Fragment.undef(self.cfg.kv_block)
+        pipe_k.consumer_wait(k_read)
+        self.turns.begin()
+        self.issue_s(s_acc, k_read.index, q_desc)
+        self.turns.end()
+        wgmma.wait_group(0)
+        pipe_k.consumer_release(k_read)
+        k_read.advance()
+        p, _ = softmax(s_acc, acc, Scalar(0), m_row0, Scalar(0) >= n_free, first=True)
+        return p.to_operand_a("bf16")
+
+    def plain_block(self, states, j, q_desc, acc, p_regs, softmax, m_row0, n_free):
+        """Block j without overlap: P_{j-1} V_{j-1}, retired, then S_j,
+        retired, then its softmax."""
+        _, k_read, v_read = states
+        pipe_k, pipe_v = self.rings.k.pipe, self.rings.v.pipe
+        pipe_v.consumer_wait(v_read)
+        self.turns.begin()
+        self.issue_pv(acc.o, p_regs, v_read.index)
+        self.turns.end()
+        wgmma.wait_group(0)
+        pipe_v.consumer_release(v_read)
+        v_read.advance()
+        s_acc = Fragment.undef(self.cfg.kv_block)
+        pipe_k.consumer_wait(k_read)
+        self.turns.begin()
+        self.issue_s(s_acc, k_read.index, q_desc)
+        self.turns.end()
+        wgmma.wait_group(0)
+        pipe_k.consumer_release(k_read)
+        k_read.advance()
+        p, c = softmax(s_acc, acc, j, m_row0, j >= n_free, first=False)
+        acc.o.set(acc.o * c)
+        p_regs.set(p.to_operand_a("bf16"))
+
+    def overlapped_block(self, states, j, q_desc, acc, p_regs, corr, softmax, m_row0,
+                         n_free):
+        """Block j with intra-warpgroup overlap: S_j and P_{j-1} V_{j-1}
+        issued together, the softmax of S_j while P V runs."""
+        _, k_read, v_read = states
+        pipe_k, pipe_v = self.rings.k.pipe, self.rings.v.pipe
+        s_acc = Fragment.undef(self.cfg.kv_block)
+        pipe_k.consumer_wait(k_read)
+        self.turns.begin()
+        self.issue_s(s_acc, k_read.index, q_desc)
+        acc.o.set(acc.o * corr)
+        pipe_v.consumer_wait(v_read)
+        self.issue_pv(acc.o, p_regs, v_read.index)
+        self.turns.end()
+        wgmma.wait_group(1)              # S_j retired
+        pipe_k.consumer_release(k_read)
+        k_read.advance()
+        p, new_corr = softmax(s_acc, acc, j, m_row0, j >= n_free, first=False)
+        wgmma.wait_group(0)              # P_{j-1} V_{j-1} retired
+        pipe_v.consumer_release(v_read)
+        v_read.advance()
+        corr.set(new_corr)
+        p_regs.set(p.to_operand_a("bf16"))
+
+    def release_q(self, q_read):
+        """Q is no longer read: every S GEMM of the tile retired."""
+        self.rings.q.pipe.consumer_release(q_read)
+
+    def last_block(self, v_read, acc, p_regs, corr):
+        """The last block: O += P_{n-1} V_{n-1}."""
+        pipe_v = self.rings.v.pipe
+        pipe_v.consumer_wait(v_read)
+        self.turns.begin()
+        acc.o.set(acc.o * corr)
+        self.issue_pv(acc.o, p_regs, v_read.index)
+        self.turns.end()
+        wgmma.wait_group(0)
+        pipe_v.consumer_release(v_read)
+        v_read.advance()
+
+
+# -- stage: the online softmax and its mask ----------------------------------
+
+class OnlineSoftmax:
+    """The online softmax of one S block (``__call__``), after the mask
+    (``mask``: the sequence's tail, and the causal diagonal)."""
+
+    def __init__(self, k, cfg, sched, scale_log2, thread_row, thread_col):
+        self.k, self.cfg, self.sched = k, cfg, sched
+        self.scale_log2 = scale_log2
+        self.thread_row, self.thread_col = thread_row, thread_col
+
+    def mask(self, s_acc, j, m_row0):
+        """-inf where key column c of block j is past the sequence's end or
+        (causal) after query row r's diagonal."""
+        col0 = j * self.cfg.kv_block + self.thread_col
+        row0 = m_row0 + self.thread_row
+        tail = self.sched.seqlen_k - col0          # keep c < tail
+        diag = row0 + self.sched.offset - col0     # keep c - r <= diag
+        causal = self.cfg.causal
+
+        def keep(r, c):
+            ok = tail > c
+            return ok & (diag >= c - r) if causal else ok
+
+        s_acc.set(s_acc.where(keep, float("-inf")))
+
+    def __call__(self, s_acc, acc, j, m_row0, masked, first):
+        """Online softmax of S_j: mask (where ``masked`` holds), new row
+        max, P = exp2(S * scale_log2 - max), the running sum; returns P and
+        the correction exp2(old max - new max) that O needs before the
+        next P V (None for the first block)."""
+        row_max, row_sum, scale_log2 = acc.row_max, acc.row_sum, self.scale_log2
+        if masked is not None:
+            with self.k.if_(masked, carry=[s_acc]):
+                self.mask(s_acc, j, m_row0)
+        new_max = row_max.max(s_acc.row_max())
+        scaled = new_max * scale_log2
+        # A fully masked row keeps max -inf: use 0 so exp2 gives 0s.
+        finite = [Scalar(v) != float("-inf") for v in new_max.values]
+        scaled = scaled.where(finite, 0.0)
+        p = s_acc.fma(scale_log2, -scaled).exp2()
+        if not first:
+            corr = (row_max * scale_log2 - scaled).exp2()
+            row_sum.set(row_sum * corr + p.row_sum_partial())
+        else:
+            corr = None
+            row_sum.set(p.row_sum_partial())
+        row_max.set(new_max)
+        return p, corr
+
+
+# -- stage: the epilogue -----------------------------------------------------
+
+class OutputEpilogue:
+    """O / row sum and the LSE of a tile: LSE from the first lane of each
+    quad, O straight from registers or (``cfg.o_through_smem``) through this
+    warpgroup's O tile in shared memory and TMA stores."""
+
+    def __init__(self, k, cfg, smem_o, cw, warp_in_wg, lane, thread_row, thread_col):
+        self.k, self.cfg, self.smem_o, self.cw = k, cfg, smem_o, cw
+        self.warp_in_wg, self.lane = warp_in_wg, lane
+        self.thread_row, self.thread_col = thread_row, thread_col
+        self.leader = (warp_in_wg == 0) & (lane == 0)
+        if smem_o is not None:
+            self.o_store = PipelineTmaStore.create(
+                num_stages=1, producer_group=CooperativeGroup(Agent.Thread, 1))
+            self.sync = NamedBarrier(EPILOGUE_BARRIER, THREADS_PER_WARPGROUP,
+                                     num_ids=cfg.consumer_warpgroups)
+
+    def tile(self, acc, args, b, h, m_row0):
+        """O / row sum, LSE = (max * scale_log2 + log2 sum) ln 2, stored."""
+        k, cfg, lane = self.k, self.cfg, self.lane
+        total = acc.row_sum.quad_sum()
+        nonzero = [Scalar(t) != 0.0 for t in total.values]
+        inv = total.reciprocal().where(nonzero, 0.0)
+        out = acc.o * inv
+        lse = ((acc.row_max * args.scale_log2 + total.log2()) * math.log(2.0)).where(
+            nonzero, float("-inf"))
+        store_lse(k, lse, args.lse, b, h, args.heads, args.seqlen_q,
+                  m_row0 + self.thread_row, lane)
+        if self.smem_o is None:
+            store_o(k, out, args.o, b, h, args.heads, args.seqlen_q, cfg.head_dim,
+                    m_row0 + self.thread_row, self.thread_col)
+            return
+        # O: the previous tile's TMA stores must have read this
+        # warpgroup's buffer before it is rewritten; then every
+        # thread's writes are fenced (generic -> async proxy)
+        # and one thread stores the 64 x d tile.
+        o_layout, cw = cfg.o_layout(), self.cw
+        tile = self.smem_o + cw * o_layout.bytes
+        with k.if_(self.leader):
+            self.o_store.producer_acquire()
+        self.sync.arrive_and_wait_w_index(cw)
+        epilogue.store_fragment(out, tile, self.warp_in_wg, lane, o_layout)
+        fence_view_async_shared()
+        self.sync.arrive_and_wait_w_index(cw)
+        with k.if_(self.leader):
+            for col, off in o_layout.box_offsets():
+                self.o_store.tma_store(args.o, [h * cfg.head_dim + col, m_row0, b],
+                                       tile + off)
+            self.o_store.producer_commit()
+
+    def tail(self):
+        """After the last tile: the TMA stores must finish before exit."""
+        if self.smem_o is not None:
+            with self.k.if_(self.leader):
+                self.o_store.producer_tail()
+
+
+STAGES = Stages(schedule=WorkSchedule, producer=producer, pingpong=PingPong,
+                mainloop=Mainloop, softmax=OnlineSoftmax, epilogue=OutputEpilogue)
 
 
 def store_lse(k, lse, lse_ptr, b, h, heads, seqlen_q, row, lane):
