@@ -40,6 +40,18 @@ def _user_line():
     return f"{loc.filename}:{loc.start_line}"
 
 
+def state_index_stages(value):
+    """The stage count of the pipeline state whose ``pipeline.state.index``
+    made ``value``, or None (``value`` is something else)."""
+    owner = getattr(value, "owner", None)
+    op = getattr(owner, "operation", None)
+    if op is None or op.name != "pipeline.state.index":
+        return None
+    from ..dialects import pipeline as pl
+
+    return pl.StateType(op.operands[0].type).stages
+
+
 class SmemPtr:
     """A ``!llvm.ptr<3>`` with byte-offset arithmetic (``ptr + 128``).
 
@@ -50,9 +62,10 @@ class SmemPtr:
 
     __hash__ = object.__hash__
 
-    def __init__(self, value, size=None):
+    def __init__(self, value, size=None, name=None):
         self._value = value
         self.size = size
+        self.name = name      # the allocation's (``smem_alloc(name=...)``)
 
     @property
     def ir_value(self):
@@ -66,9 +79,30 @@ class SmemPtr:
         return SmemPtr(_gep_bytes(self.ir_value, offset))
 
     def stage(self, index, stage_bytes):
-        """Pointer to buffer ``index`` of a ring of ``stage_bytes`` buffers."""
+        """Pointer to buffer ``index`` of a ring of ``stage_bytes`` buffers.
+
+        When this is an allocation and ``index`` a pipeline state's index
+        (``state.index``), the allocation must hold exactly one buffer per
+        stage of that state's pipeline: the stage count is written at the
+        create and again in the allocation's size, and where they disagree
+        the last stages would overlap the next allocation (or buffers would
+        sit unused), which neither the IR nor the simulator can see."""
         idx = index if isinstance(index, Scalar) else Scalar(to_value(index, i32()))
+        self._check_ring(idx, stage_bytes)
         return self + idx * stage_bytes
+
+    def _check_ring(self, idx, stage_bytes):
+        stages = state_index_stages(idx.ir_value)
+        if stages is None or self.size is None or not isinstance(stage_bytes, int):
+            return
+        if stages * stage_bytes != self.size:
+            what = f"shared memory {self.name!r}" if self.name else "this shared memory"
+            raise ValueError(
+                f"{what} holds {self.size} bytes ({self.size / stage_bytes:g} buffers of "
+                f"{stage_bytes} bytes) but it is indexed by the state of a {stages}-stage "
+                f"pipeline: the ring's stage count is written twice and disagrees "
+                f"(allocate {stages} * {stage_bytes} = {stages * stage_bytes} bytes, or "
+                f"create the pipeline with the stage count the allocation was sized for)")
 
     def __repr__(self):
         return f"SmemPtr({self._value})"
@@ -145,7 +179,7 @@ class SharedMemory:
 
         self.allocations.append((name, offset, nbytes))
         self._lines.append(_user_line())
-        return SmemPtr(pointer, nbytes)
+        return SmemPtr(pointer, nbytes, name)
 
     def check_fits(self, limit, chip):
         """Raise CompileError when the allocations need more than ``limit``
