@@ -60,6 +60,9 @@ DTYPES = {
     "e5m2": (1, "float8_e5m2", "e5m2"),
     "f32": (4, "float32", "tf32"),
 }
+# 8-bit element type -> its largest finite value: what a per-tensor scale
+# maps a tensor's amax to when it is quantized (ops/fp8_gemm_host.quantize).
+FP8_MAX = {"e4m3": 448.0, "e5m2": 57344.0}
 MAJORS = ("K", "MN")
 # Swizzle span in bytes -> wgmma descriptor swizzle mode (bits 62-63).
 SWIZZLE_MODES = {0: 0, 128: 1, 64: 2, 32: 3}

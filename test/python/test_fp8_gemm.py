@@ -99,3 +99,38 @@ def test_error_bound():
     assert not fp8_gemm_host.bound_detects_a_k_block(65536, "fast")
     with pytest.raises(ValueError, match="accumulation must be"):
         fp8_gemm_host.error_bound(128, "exact")
+
+
+def test_the_host_bound_reads_its_k_geometry_from_the_kernel_layout():
+    """The host's bound is the kernel's A tile's: K per wgmma and per
+    k-block come from the OperandLayout the kernel is built from (the
+    launcher's ``layouts['a']``), and the module's default layout has the
+    K geometry of every variant's kernel."""
+    from pipeline_mlir.ops import fp8_configs
+
+    default = fp8_gemm_host.E4M3_A
+    for name, overrides in fp8_configs.VARIANTS.items():
+        a = replace(fp8_gemm.FAST, **overrides).layouts()[0]
+        assert (a.dtype, a.k, a.k_per_instruction) == (
+            default.dtype, default.k, default.k_per_instruction), name
+    # A kernel of another K geometry gets its own bound: e5m2 in a 64-byte
+    # swizzle has 64-element k-blocks, so promotion happens twice as often.
+    narrow = hopper_gemm.GemmConfig(dtype="e4m3", swizzle=64).layouts()[0]
+    assert narrow.k == 64
+    assert fp8_gemm_host.error_bound(8192, "promoted", narrow) == \
+        2 ** -8 + 2 * 2 ** -13 + 128 * 2 ** -24
+    gemm = fp8_gemm_host.Fp8Gemm.__new__(fp8_gemm_host.Fp8Gemm)
+    gemm.meta, gemm.layouts = {"accumulation": "promoted"}, {"a": narrow}
+    assert gemm.error_bound(8192) == fp8_gemm_host.error_bound(8192, "promoted", narrow)
+
+
+def test_quantize_takes_its_range_from_the_dtype_table():
+    torch = pytest.importorskip("torch")
+    from pipeline_mlir.layout import FP8_MAX
+
+    x = torch.tensor([[1.0, -3.0], [0.5, 2.0]])
+    q, scale = fp8_gemm_host.quantize(x, fp8_gemm.FAST.layouts()[0])
+    assert q.dtype == torch.float8_e4m3fn
+    assert scale.item() == pytest.approx(3.0 / FP8_MAX["e4m3"])
+    q5, _ = fp8_gemm_host.quantize(x, "e5m2")
+    assert q5.dtype == torch.float8_e5m2

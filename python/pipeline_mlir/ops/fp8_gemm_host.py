@@ -23,7 +23,9 @@ values are exact in fp32, so only the sums and the output round):
   partial sum, whose size is ``sigma * sqrt(K)`` (``sigma``: the rms of the
   dequantized products). ``fast``: S = K / 32 steps on one accumulator;
   ``promoted``: S = 128 / 32 = 4 steps per k-block, then fp32 additions
-  (2^-24 each, K / 128 of them).
+  (2^-24 each, K / 128 of them). The 32 (K of one wgmma) and the 128 (K of
+  one k-block) are the kernel's A tile's (``OperandLayout.k_per_instruction``
+  and ``.k``), read from the launcher's layouts, not written here.
 
 So ``|c - r| <= 2^-8 |r| + (S * 2^-13 + (K/128) * 2^-24) * sigma * sqrt(K)``,
 checked as ``max |c - r| / (|r| + sigma * sqrt(K)) <= 2^-8 + S 2^-13 + ...``.
@@ -33,37 +35,46 @@ more than the bound for every K here (checked: ``bound_detects_a_k_block``).
 
 import math
 
+from pipeline_mlir.layout import DTYPES, FP8_MAX, OperandLayout
 from pipeline_mlir.ops.hopper_gemm_host import HopperGemm
 
-FP8_MAX = {"e4m3": 448.0, "e5m2": 57344.0}
-TORCH_FP8 = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}
 OUTPUT_ROUNDING = 2.0 ** -8          # bf16
 FP8_ACCUMULATOR_LOSS = 2.0 ** -13    # per wgmma step into the tensor core's accumulator
 FP32_ROUNDING = 2.0 ** -24
-K_PER_WGMMA = 32                     # 32 bytes of K: k32 for 8-bit
-K_BLOCK = 128                        # one 128-byte swizzle span of e4m3
+# The A tile of every variant of fp8_configs (e4m3, K-major, one 128-byte
+# swizzle span of K per k-block; the rows do not matter here): the layout
+# the module-level bound uses when no launcher is at hand. A launcher
+# (``Fp8Gemm.error_bound``) uses its kernel's own, from the meta;
+# test_fp8_gemm.py checks that every variant's kernel has this K geometry.
+E4M3_A = OperandLayout.one_box("e4m3", "K", 128, 64)
 
 
-def error_bound(k, accumulation):
-    """The bound on ``max |c - r| / (|r| + sigma sqrt(K))`` (module doc)."""
+def error_bound(k, accumulation, a_layout=E4M3_A):
+    """The bound on ``max |c - r| / (|r| + sigma sqrt(K))`` (module doc),
+    for a kernel whose A tile is ``a_layout``."""
+    per_wgmma, k_block = a_layout.k_per_instruction, a_layout.k
     if accumulation == "fast":
-        steps, promotions = math.ceil(k / K_PER_WGMMA), 0
+        steps, promotions = math.ceil(k / per_wgmma), 0
     elif accumulation == "promoted":
-        steps, promotions = K_BLOCK // K_PER_WGMMA, math.ceil(k / K_BLOCK)
+        steps, promotions = k_block // per_wgmma, math.ceil(k / k_block)
     else:
         raise ValueError(f"accumulation must be 'fast' or 'promoted', got {accumulation!r}")
     return OUTPUT_ROUNDING + steps * FP8_ACCUMULATOR_LOSS + promotions * FP32_ROUNDING
 
 
-def bound_detects_a_k_block(k, accumulation):
-    """A k-block lost (or added twice) moves outputs by ~sigma sqrt(128),
-    i.e. sqrt(128 / K) / 2 in the normalized error at |r| ~ sigma sqrt(K):
-    the check must see it."""
-    return math.sqrt(K_BLOCK / k) / 2 > error_bound(k, accumulation)
+def bound_detects_a_k_block(k, accumulation, a_layout=E4M3_A):
+    """A k-block lost (or added twice) moves outputs by ~sigma sqrt(k-block),
+    i.e. sqrt(k-block / K) / 2 in the normalized error at |r| ~ sigma
+    sqrt(K): the check must see it."""
+    return math.sqrt(a_layout.k / k) / 2 > error_bound(k, accumulation, a_layout)
 
 
 class Fp8Gemm(HopperGemm):
     """A loaded FP8 GEMM variant (``pipeline_mlir/kernels/fp8_gemm.py``)."""
+
+    def error_bound(self, k):
+        """``error_bound`` for this kernel: its A tile and accumulation."""
+        return error_bound(k, self.meta["accumulation"], self.layouts["a"])
 
     def __call__(self, a, b, scale_a, scale_b, c=None, stream=None, sync=False):
         import torch
@@ -78,11 +89,14 @@ class Fp8Gemm(HopperGemm):
 
 def quantize(x, dtype="e4m3"):
     """(x / scale in ``dtype``, scale) with the per-tensor scale amax / max
-    representable, as a one-element fp32 tensor."""
+    representable (``OperandLayout.finite_max``), as a one-element fp32
+    tensor; ``dtype`` may be an ``OperandLayout`` (a launcher's
+    ``layouts['a']``) or an 8-bit type's name."""
     import torch
 
-    scale = (x.abs().max().float() / FP8_MAX[dtype]).clamp(min=1e-12).reshape(1)
-    q = (x.float() / scale).to(getattr(torch, TORCH_FP8[dtype]))
+    name = dtype.dtype if isinstance(dtype, OperandLayout) else dtype
+    scale = (x.abs().max().float() / FP8_MAX[name]).clamp(min=1e-12).reshape(1)
+    q = (x.float() / scale).to(getattr(torch, DTYPES[name][1]))
     return q, scale
 
 
@@ -105,13 +119,13 @@ def check(gemm, m, n, k, accumulation, seed=0):
     import torch
 
     g = torch.Generator(device="cuda").manual_seed(seed)
-    a8, sa = quantize(torch.randn(m, k, device="cuda", generator=g))
-    b8, sb = quantize(torch.randn(n, k, device="cuda", generator=g))
+    a8, sa = quantize(torch.randn(m, k, device="cuda", generator=g), gemm.layouts["a"])
+    b8, sb = quantize(torch.randn(n, k, device="cuda", generator=g), gemm.layouts["b"])
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
     gemm(a8, b8, sa, sb, c, sync=True)
     ref, sigma = reference(a8, sa, b8, sb)
     err = normalized_error(c, ref, sigma, k)
-    bound = error_bound(k, accumulation)
+    bound = error_bound(k, accumulation, gemm.layouts["a"])
     if not err <= bound:  # also catches NaN (unwritten outputs)
         raise AssertionError(f"{gemm.meta['name']} {m}x{n}x{k}: normalized error "
                              f"{err:.3g} > {bound:.3g}")
