@@ -9,8 +9,8 @@ pick, so a GPU host without MLIR finds them.
 
 ``--kernel`` names the families (pipeline_mlir/ops/kernel_cache.py
 ``FAMILIES``): ``hopper_gemm`` (``pipeline_mlir.gemm``, the default),
-``fp8_gemm`` (``pipeline_mlir.scaled_mm``), ``attention_fwd``
-(``pipeline_mlir.attention``). ``--all`` compiles every variant of each
+``fp8_gemm`` (``pipeline_mlir.scaled_mm``), ``attention_fwd`` and
+``attention_bwd`` (``pipeline_mlir.attention`` and its backward). ``--all`` compiles every variant of each
 family's table (ops/gemm_configs.py, ops/fp8_configs.py,
 ops/attention_configs.py); ``--shape`` the GEMM variants the table's rule
 picks for those shapes (``--sms``: the GPU's SM count it assumes, 132 for
@@ -56,10 +56,13 @@ def wanted(args):
                 for m, n, k in args.shape:
                     for acc in ("fast", "promoted"):
                         out.add((kernel, fp8_configs.choose(m, n, k, acc, args.sms), dtype))
+        elif kernel == "attention_bwd":
+            out.update((kernel, v, "bf16") for v in attention_configs.BWD_VARIANTS)
         else:
             out.update((kernel, v, "bf16") for v in attention_configs.VARIANTS)
     tables = {"hopper_gemm": gemm_configs.VARIANTS, "fp8_gemm": fp8_configs.VARIANTS,
-              "attention_fwd": attention_configs.VARIANTS}
+              "attention_fwd": attention_configs.VARIANTS,
+              "attention_bwd": attention_configs.BWD_VARIANTS}
     found = [(k, v, gemm_configs.overrides(v) if k == "hopper_gemm" else tables[k][v], d)
              for k, v, d in sorted(out)]
     # A split-K pick also needs its reduction, and for a K of fewer K
@@ -89,7 +92,7 @@ def main(argv=None):
                     metavar=("M", "N", "K"))
     ap.add_argument("--all", action="store_true", help="every variant of the tables")
     ap.add_argument("--kernel", nargs="+", default=["hopper_gemm"],
-                    choices=["hopper_gemm", "fp8_gemm", "attention_fwd"])
+                    choices=["hopper_gemm", "fp8_gemm", "attention_fwd", "attention_bwd"])
     ap.add_argument("--epilogues", action="store_true",
                     help="also each GEMM variant's gemm_configs.PREBUILT_EPILOGUES")
     ap.add_argument("--dtype", nargs="+", default=["bf16", "f16"], choices=["bf16", "f16"])

@@ -92,6 +92,7 @@ def fill_gemm_cache(out, chip="sm_90a", shapes=()):
         epi = [x for shape in EPILOGUE_TEST_SHAPES for x in ("--shape", *map(str, shape))]
         split = [x for shape in SPLITK_TEST_SHAPES for x in ("--shape", *map(str, shape))]
         return (mod.main(["--all", "--kernel", "hopper_gemm", "fp8_gemm", "attention_fwd",
+                          "attention_bwd",
                           *where])
                 or mod.main([*epi, "--epilogues", *where])
                 or mod.main([*split, "--epilogues", *where])

@@ -1,5 +1,5 @@
-"""``pipeline_mlir.attention``: scaled dot-product attention forward on a
-Hopper GPU, in ``flash_attn_func``'s layout.
+"""``pipeline_mlir.attention``: scaled dot-product attention on a Hopper
+GPU, in ``flash_attn_func``'s layout, forward and backward.
 
     o = pipeline_mlir.attention(q, k, v, causal=True)
     o, lse = pipeline_mlir.attention(q, k, v, return_lse=True)
@@ -18,7 +18,16 @@ configuration of its head dim (``attention_configs``); its cubin comes from
 the kernel cache (family ``attention_fwd``: compiled on demand where MLIR is
 installed, else read from ``PIPELINE_MLIR_CACHE_DIR``). It runs on torch's
 current stream and is the torch custom op ``torch.ops.pipeline_mlir.attention``
-(``torch.compile(fullgraph=True)`` traces it). Forward only: no autograd.
+(``torch.compile(fullgraph=True)`` traces it).
+
+Autograd: the op's backward is registered (``register_autograd``); it is the
+custom op ``torch.ops.pipeline_mlir.attention_backward`` (head dims 64 and
+128; ``pipeline_mlir.kernels.attention_bwd``, kernel cache family
+``attention_bwd``), so ``torch.compile`` traces forward and backward as two
+opaque ops. The gradients are those of ``o``: ``lse`` is an output without
+a gradient (marked non-differentiable). dK and dV are summed over the query
+heads of a GQA group in a fixed order; dQ is accumulated across key blocks
+with fp32 atomic adds, so it is not bitwise repeatable.
 """
 
 import math
@@ -28,10 +37,11 @@ import torch
 from pipeline_mlir import runtime
 
 from . import attention_configs, kernel_cache
+from .attention_bwd_host import AttentionBwd
 from .attention_fwd_host import AttentionFwd
 
 CHIPS = {(9, 0): "sm_90a"}
-_variants = {}   # (variant, ordinal) -> AttentionFwd
+_variants = {}   # (variant, ordinal) -> AttentionFwd / AttentionBwd
 
 
 def variant_attention(head_dim, causal, device=None):
@@ -47,6 +57,22 @@ def variant_attention(head_dim, causal, device=None):
                                f"{device.name} is {device.sm}")
         image, meta = kernel_cache.get(name, overrides, "bf16", chip, kernel="attention_fwd")
         found = _variants[key] = AttentionFwd(image, meta, device=device)
+    return found
+
+
+def variant_attention_bwd(head_dim, causal, device=None):
+    """The loaded ``AttentionBwd`` of this head dim and causality."""
+    device = device or runtime.default_device()
+    name, overrides = attention_configs.bwd_variant(head_dim, causal)
+    key = (name, device.ordinal)
+    found = _variants.get(key)
+    if found is None:
+        chip = CHIPS.get(tuple(device.cc))
+        if chip is None:
+            raise RuntimeError(f"pipeline_mlir.attention runs on Hopper (sm_90) GPUs; "
+                               f"{device.name} is {device.sm}")
+        image, meta = kernel_cache.get(name, overrides, "bf16", chip, kernel="attention_bwd")
+        found = _variants[key] = AttentionBwd(image, meta, device=device)
     return found
 
 
@@ -83,9 +109,14 @@ def _attention(q, k, v, causal, softmax_scale):
     return attn(q, k, v, softmax_scale=scale)
 
 
+def _needs_grad(*ts):
+    return torch.is_grad_enabled() and any(t.requires_grad for t in ts)
+
+
 def attention(q, k, v, causal=False, softmax_scale=None, return_lse=False):
     """O (and LSE with ``return_lse``) of attention over q, k, v (module doc)."""
-    if torch.compiler.is_compiling():
+    if torch.compiler.is_compiling() or _needs_grad(q, k, v):
+        # Through the custom op: autograd records it (and its backward).
         o, lse = torch.ops.pipeline_mlir.attention(q, k, v, causal, softmax_scale)
     else:
         o, lse = _attention(q, k, v, causal, softmax_scale)
@@ -102,3 +133,45 @@ def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
 def _attention_fake(q, k, v, causal, softmax_scale):
     b, s, h, _ = q.shape
     return torch.empty_like(q), q.new_empty(b, h, s, dtype=torch.float32)
+
+
+def _attention_backward(do, q, k, v, o, lse, causal, softmax_scale):
+    d = q.shape[3]
+    if d not in attention_configs.BWD_HEAD_DIMS:
+        raise ValueError(f"attention backward: head_dim must be one of "
+                         f"{attention_configs.BWD_HEAD_DIMS}, got {d}")
+    do, q, k, v, o = (t if t.is_contiguous() else t.contiguous() for t in (do, q, k, v, o))
+    bwd = variant_attention_bwd(d, causal, runtime.default_device(q.get_device()))
+    scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
+    return bwd(q, k, v, o, lse, do.to(torch.bfloat16), softmax_scale=scale)
+
+
+@torch.library.custom_op("pipeline_mlir::attention_backward", mutates_args=())
+def _attention_backward_op(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                           v: torch.Tensor, o: torch.Tensor, lse: torch.Tensor, causal: bool,
+                           softmax_scale: float | None
+                           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return _attention_backward(do, q, k, v, o, lse, causal, softmax_scale)
+
+
+@_attention_backward_op.register_fake
+def _attention_backward_fake(do, q, k, v, o, lse, causal, softmax_scale):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, causal, softmax_scale = inputs
+    o, lse = output
+    ctx.save_for_backward(q, k, v, o, lse)
+    ctx.causal, ctx.softmax_scale = causal, softmax_scale
+    ctx.mark_non_differentiable(lse)
+
+
+def _backward(ctx, do, dlse):
+    q, k, v, o, lse = ctx.saved_tensors
+    dq, dk, dv = torch.ops.pipeline_mlir.attention_backward(
+        do, q, k, v, o, lse, ctx.causal, ctx.softmax_scale)
+    return dq, dk, dv, None, None
+
+
+_attention_op.register_autograd(_backward, setup_context=_setup_context)

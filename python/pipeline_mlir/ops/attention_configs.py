@@ -24,3 +24,23 @@ def variant(head_dim, causal):
 
 
 VARIANTS = dict(variant(d, c) for d in HEAD_DIMS for c in (False, True))
+
+
+# The backward's main kernel (kernels/attention_bwd.py) per head dim: one
+# configuration so far, 128 keys per CTA over 64-row query blocks, two
+# stages of Q and dO. Head dim 256 has no backward yet (its dK and dV
+# accumulators alone would take 256 registers per thread at this tiling).
+BWD_HEAD_DIMS = (64, 128)
+
+
+def bwd_variant(head_dim, causal):
+    """(name, AttentionBwdConfig overrides) of the backward for this head
+    dim and causality."""
+    if head_dim not in BWD_HEAD_DIMS:
+        raise ValueError(f"attention backward: head_dim must be one of {BWD_HEAD_DIMS}, "
+                         f"got {head_dim}")
+    return (f"bwd_d{head_dim}{'c' if causal else ''}",
+            dict(head_dim=head_dim, causal=bool(causal)))
+
+
+BWD_VARIANTS = dict(bwd_variant(d, c) for d in BWD_HEAD_DIMS for c in (False, True))

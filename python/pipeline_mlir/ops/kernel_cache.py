@@ -1,7 +1,7 @@
 """Compiled kernel variants on disk, never served stale.
 
 A kernel family (``FAMILIES``: the bf16/fp16 GEMM, the FP8 GEMM, the
-attention forward) keeps its entries in a folder of the cache root. An
+attention forward and backward) keeps its entries in a folder of the cache root. An
 entry is ``<cache root>/<folder>/<variant>-<dtype>-<chip>-<key>.cubin`` with
 its ``.json`` record (the launch facts, the image's sha256 and the build
 fingerprint). Its address, ``key``, hashes what a GPU host without MLIR
@@ -51,6 +51,7 @@ FAMILIES = {
     "hopper_gemm": ("gemm", "hopper_gemm", "GEMM"),
     "fp8_gemm": ("fp8_gemm", "fp8_gemm", "FP8 GEMM"),
     "attention_fwd": ("attention", "attention_fwd", "attention"),
+    "attention_bwd": ("attention_bwd", "attention_bwd", "attention backward"),
     "splitk_reduce": ("splitk_reduce", "splitk_reduce", "split-K reduction"),
 }
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Attention backward on a Hopper GPU: ``pipeline_mlir.attention``'s backward
+vs torch SDPA's cuDNN backward (and FlashAttention-4's CuTe DSL backward
+where ``flash_attn.cute`` imports), in one process, on the same tensors.
+
+    python3 run_attention_bwd.py --out DIR [--rows quick] [--only ours,cudnn,fa4]
+
+Run it from the folder benchmarks/attention/build_bwd_bundle.py makes (its
+``gemm-cache/`` holds the compiled kernels; no MLIR needed there).
+
+For every row (b, h, s, d), full and causal: one set of ``torch.randn`` bf16
+tensors q, k, v, dO of shape (b, s, h, d). Each contender's forward runs once
+with autograd recording; its gradients are checked against fp32 gradients
+of the same tensors (``REL_BOUND``: max |error| / max |reference| per
+gradient), then ``torch.autograd.grad(o, (q, k, v), dO, retain_graph=True)``
+-- the backward alone -- is timed in alternating rounds (``ROUNDS`` after
+warm-up, ``ITERS`` calls each, CUDA events), and so is forward + backward.
+TFLOP/s by FlashAttention's convention: forward 4 b h s^2 d, backward 2.5
+times that, causal half of each; a ratio is the median over rounds of
+(peer time / our time).
+
+Writes DIR/attention_bwd.json and DIR/attention_bwd.log.
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+ROWS = [(4, 16, 4096, 128), (2, 16, 8192, 128), (4, 32, 4096, 64)]
+QUICK_ROWS = [(1, 4, 1024, 128), (1, 4, 1024, 64)]
+CONTENDERS = ("ours", "cudnn", "fa4")
+ROUNDS, ITERS, WARMUP = 7, 5, 2
+# max |grad - ref| / max |ref| per gradient: P and dS are rounded to bf16
+# before the gradient GEMMs (2^-8 relative each), the result once more.
+REL_BOUND = 2e-2
+
+
+def fwd_flops(b, h, s, d, causal):
+    total = 4 * b * h * s * s * d
+    return total // 2 if causal else total
+
+
+def log(msg, fh=None):
+    print(msg, flush=True)
+    if fh is not None:
+        fh.write(msg + "\n")
+        fh.flush()
+
+
+def reference_grads(q, k, v, do, causal, heads_per_chunk=2):
+    """fp32 (dq, dk, dv) of attention's O with upstream dO, chunked over
+    heads so the fp32 score matrices stay small."""
+    import torch
+
+    b, s, h, d = q.shape
+    out = [torch.empty(t.shape, dtype=torch.float32, device=t.device) for t in (q, k, v)]
+    scale = 1.0 / math.sqrt(d)
+    mask = torch.ones(s, s, dtype=torch.bool, device=q.device).tril() if causal else None
+    for bi in range(b):
+        for h0 in range(0, h, heads_per_chunk):
+            hs = slice(h0, min(h, h0 + heads_per_chunk))
+            qc, kc, vc = (t[bi, :, hs].transpose(0, 1).float().requires_grad_()
+                          for t in (q, k, v))
+            sc = torch.matmul(qc, kc.transpose(-1, -2)) * scale
+            if mask is not None:
+                sc = sc.masked_fill(~mask, float("-inf"))
+            o = torch.matmul(torch.softmax(sc, -1), vc)
+            gq, gk, gv = torch.autograd.grad(o, (qc, kc, vc),
+                                             do[bi, :, hs].transpose(0, 1).float())
+            for dst, g in zip(out, (gq, gk, gv)):
+                dst[bi, :, hs] = g.transpose(0, 1)
+            del sc, o
+    return out
+
+
+def load_contenders(only):
+    """{name: fn(q, k, v, causal) -> o (autograd recorded)}, {name: why not}."""
+    fns, missing = {}, {}
+    if "ours" in only:
+        try:
+            os.environ.setdefault("PIPELINE_MLIR_CACHE_DIR", os.path.join(HERE, "gemm-cache"))
+            import pipeline_mlir
+
+            fns["ours"] = lambda q, k, v, causal: pipeline_mlir.attention(q, k, v,
+                                                                          causal=causal)
+        except Exception as e:
+            missing["ours"] = f"{type(e).__name__}: {e}"
+    if "cudnn" in only:
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        def cudnn(q, k, v, causal):
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                                   v.transpose(1, 2), is_causal=causal)
+            return o.transpose(1, 2)
+        fns["cudnn"] = cudnn
+    if "fa4" in only:
+        try:
+            from flash_attn.cute.interface import flash_attn_func
+
+            def fa4(q, k, v, causal):
+                out = flash_attn_func(q, k, v, causal=causal)
+                return out[0] if isinstance(out, tuple) else out
+            fns["fa4"] = fa4
+        except Exception as e:
+            missing["fa4"] = f"{type(e).__name__}: {e}"
+    return fns, missing
+
+
+def time_interleaved(fns, rounds=ROUNDS):
+    import torch
+    for fn in fns.values():
+        for _ in range(WARMUP):
+            fn()
+    torch.cuda.synchronize()
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(ITERS):
+                fn()
+            end.record()
+            end.synchronize()
+            times[name].append(start.elapsed_time(end) / ITERS)
+    return times
+
+
+def summarize(flop, times):
+    out = {"ms": {n: statistics.median(t) for n, t in times.items()}}
+    out["tflops"] = {n: flop / (ms * 1e-3) / 1e12 for n, ms in out["ms"].items()}
+    if "ours" in times:
+        out["ours_over"] = {n: statistics.median(p / o for p, o in zip(t, times["ours"]))
+                            for n, t in times.items() if n != "ours"}
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--rows", choices=("all", "quick"), default="all")
+    ap.add_argument("--only", default=",".join(CONTENDERS))
+    args = ap.parse_args(argv)
+    only = [n.strip() for n in args.only.split(",") if n.strip()]
+
+    import torch
+    if not torch.cuda.is_available():
+        print("run_attention_bwd: no CUDA GPU: nothing to measure (run it on a Hopper GPU)")
+        return 0
+    os.makedirs(args.out, exist_ok=True)
+    fh = open(os.path.join(args.out, "attention_bwd.log"), "w")
+    log(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}", fh)
+    fns, missing = load_contenders(only)
+    for name, why in missing.items():
+        log(f"{name}: not measured ({why})", fh)
+    names = [n for n in CONTENDERS if n in fns]
+    results = []
+    torch.manual_seed(0)
+    for row in (QUICK_ROWS if args.rows == "quick" else ROWS):
+        b, h, s, d = row
+        q, k, v, do = (torch.randn(b, s, h, d, dtype=torch.bfloat16, device="cuda")
+                       for _ in range(4))
+        for t in (q, k, v):
+            t.requires_grad_()
+        for causal in (False, True):
+            ref = reference_grads(q, k, v, do, causal)
+            outs, errors = {}, {}
+            for n, fn in fns.items():
+                o = fn(q, k, v, causal)
+                grads = torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+                errors[n] = [(g.float() - r).abs().max().item() / r.abs().max().item()
+                             for g, r in zip(grads, ref)]
+                outs[n] = o
+                if max(errors[n]) > REL_BOUND:
+                    raise AssertionError(f"{n} {row} causal={causal}: relative errors "
+                                         f"(dq, dk, dv) {errors[n]} > {REL_BOUND}")
+            del ref
+            log(f"{row} causal={causal} checked (dq, dk, dv rel. err): " + ", ".join(
+                f"{n} " + "/".join(f"{e:.1e}" for e in errs) for n, errs in errors.items()), fh)
+            bwd = time_interleaved({n: (lambda o=o: torch.autograd.grad(
+                o, (q, k, v), do, retain_graph=True)) for n, o in outs.items()})
+            fwd_bwd = time_interleaved({n: (lambda fn=fn, causal=causal: torch.autograd.grad(
+                fn(q, k, v, causal), (q, k, v), do)) for n, fn in fns.items()})
+            f = fwd_flops(b, h, s, d, causal)
+            r = {"row": list(row), "causal": causal, "errors": errors,
+                 "bwd": summarize(2.5 * f, bwd), "fwd_bwd": summarize(3.5 * f, fwd_bwd)}
+            results.append(r)
+            for what in ("bwd", "fwd_bwd"):
+                cells = [f"{b},{h},{s},{d} {'causal' if causal else 'full  '} {what:7s}"]
+                cells += [f"{n} {r[what]['tflops'][n]:6.1f}" for n in names]
+                cells += [f"ours/{n} {x:5.3f}x" for n, x in r[what].get("ours_over", {}).items()]
+                log(" | ".join(cells), fh)
+            del outs
+        del q, k, v, do
+        torch.cuda.empty_cache()
+    with open(os.path.join(args.out, "attention_bwd.json"), "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "rel_bound": REL_BOUND,
+                   "not_measured": missing, "results": results}, f, indent=1)
+    fh.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

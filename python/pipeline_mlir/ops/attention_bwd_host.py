@@ -1,0 +1,164 @@
+"""Host side of pipeline_mlir/kernels/attention_bwd.py: run the attention
+backward on torch tensors, and the fp32 reference it is checked against.
+
+Needs only ``pipeline_mlir.runtime`` (cuda-bindings) and torch, no MLIR.
+
+    bwd = AttentionBwd(cubin_bytes, meta)      # meta: AttentionBwdConfig.meta(kernel)
+    dq, dk, dv = bwd(q, k, v, o, lse, do)      # (b, s, h, d) bf16; lse (b, h, s) fp32
+
+Three steps on torch's current stream:
+
+1. prepare (torch ops): dPsum = rowsum(dO * O) in fp32 and LSE * log2(e)
+   (a row whose LSE is -inf, fully masked, gets +inf: its P is 0), both
+   (batch, heads, rows) with the rows padded to whole 64-row query blocks
+   (padding: dPsum 0, LSE +inf, so padded rows add nothing), and the fp32
+   dQ accumulator zeroed;
+2. the main kernel: one CTA per (128-key block, K/V head, batch), dK and dV
+   written once, dQ added into the accumulator by TMA reduce-add;
+3. dQ = accumulator * softmax_scale, rounded to bf16.
+
+Steps 1 and 3 are memory-bound elementwise work; they are torch ops here.
+"""
+
+import math
+
+META_KEYS = ("name", "head_dim", "causal", "block_m", "block_n", "threads",
+             "layouts", "smem", "signature", "params")
+LOG2_E = 1.4426950408889634
+LAUNCH_CACHE = 256
+# Error bounds of the check against fp32 gradients (``check``), relative to
+# the largest magnitude of each reference gradient: P and dS are rounded to
+# bf16 before the dV, dK and dQ GEMMs (2^-8 relative each) and the outputs
+# once more; sums over up to a few thousand keys or queries average those
+# roundings. 2e-2 of the largest entry is about five bf16 ulps of it.
+REL_ERROR_BOUND = 2e-2
+
+
+class AttentionBwd:
+    """A loaded backward variant; calling it launches on torch's current
+    stream."""
+
+    def __init__(self, image, meta, device=None):
+        from pipeline_mlir import runtime
+        from pipeline_mlir.layout import OperandLayout
+
+        missing = [k for k in META_KEYS if k not in meta]
+        if missing:
+            raise ValueError(f"AttentionBwd: meta lacks {missing}")
+        self.meta = dict(meta)
+        self.layouts = {name: OperandLayout.from_meta(m) for name, m in meta["layouts"].items()}
+        self._runtime = runtime
+        self.compiled = runtime.CompiledKernel.cached(
+            image, name=meta["name"], params=list(meta["signature"]),
+            block=meta["threads"], smem=meta["smem"])
+        self.device = device or runtime.default_device()
+        self.launcher = self.compiled.launcher(self.device)
+        self.launches = runtime.LaunchCache(self.launcher, LAUNCH_CACHE)
+
+    def _descriptor(self, t, layout):
+        """3-D tensor map (batch, seqlen, heads * d) of ``t`` whose box is one
+        batch entry of ``layout``'s box."""
+        layout = self.layouts[layout]
+        b, s, h, d = t.shape
+        e = t.element_size()
+        return self._runtime.make_tma_descriptor(
+            t, shape=(b, s, h * d), strides=(s * h * d * e, h * d * e, e),
+            box_shape=(1,) + tuple(layout.box), swizzle=layout.swizzle)
+
+    def prepare(self, o, lse, do):
+        """(LSE * log2 e, dPsum), fp32 (b, h, padded rows), as the kernel
+        reads them (module doc, step 1)."""
+        import torch
+
+        b, sq, h, _ = o.shape
+        padded = math.ceil(sq / self.meta["block_m"]) * self.meta["block_m"]
+        lse_log2 = torch.full((b, h, padded), float("inf"), dtype=torch.float32,
+                              device=o.device)
+        lse_log2[:, :, :sq] = torch.where(torch.isneginf(lse), float("inf"), lse * LOG2_E)
+        dpsum = torch.zeros((b, h, padded), dtype=torch.float32, device=o.device)
+        dpsum[:, :, :sq] = (do.float() * o.float()).sum(-1).transpose(1, 2)
+        return lse_log2, dpsum
+
+    def __call__(self, q, k, v, o, lse, do, softmax_scale=None, stream=None, sync=False):
+        import torch
+
+        d = self.meta["head_dim"]
+        for name, t in (("q", q), ("k", k), ("v", v), ("o", o), ("do", do)):
+            if t.dtype != torch.bfloat16 or t.dim() != 4 or not t.is_cuda \
+                    or not t.is_contiguous() or t.shape[3] != d:
+                raise ValueError(f"{name} must be a contiguous 4-D (batch, seqlen, heads, "
+                                 f"{d}) bf16 CUDA tensor")
+        b, sq, h, _ = q.shape
+        _, sk, hk, _ = k.shape
+        if tuple(o.shape) != tuple(q.shape) or tuple(do.shape) != tuple(q.shape) \
+                or tuple(v.shape) != tuple(k.shape) or k.shape[0] != b or h % hk:
+            raise ValueError(f"shapes: q {tuple(q.shape)}, o, do like q; k {tuple(k.shape)}, "
+                             f"v like k; heads a multiple of the K/V heads")
+        if tuple(lse.shape) != (b, h, sq) or lse.dtype != torch.float32:
+            raise ValueError(f"lse must be fp32 (batch, heads, seqlen_q) = {(b, h, sq)}")
+        scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
+        lse_log2, dpsum = self.prepare(o, lse.contiguous(), do)
+        dq_accum = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        dk = torch.empty_like(k)
+        dv = torch.empty_like(v)
+        rt = self._runtime
+        s = (rt.fastlaunch.current_stream_handle(self.device.ordinal) if stream is None
+             else rt.launch.stream_address(stream))
+        grid = (math.ceil(sk / self.meta["block_n"]) * hk * b, 1, 1)
+        tensors = (q, k, v, do, lse_log2, dpsum, dq_accum, dk, dv)
+        # The caching allocator hands a training loop the same addresses
+        # step after step: the prepared launch (tensor maps encoded) is
+        # found again by them.
+        key = tuple(t.data_ptr() for t in tensors) + (tuple(q.shape), tuple(k.shape),
+                                                      scale, s)
+        p = self.launches.get(key)
+        if p is None:
+            args = {"q": self._descriptor(q, "q"), "k": self._descriptor(k, "kv"),
+                    "v": self._descriptor(v, "kv"), "do": self._descriptor(do, "q"),
+                    "lse_log2": lse_log2.data_ptr(), "dpsum": dpsum.data_ptr(),
+                    "dq_accum": self._descriptor(dq_accum, "dq"),
+                    "dk": self._descriptor(dk, "dkv"), "dv": self._descriptor(dv, "dkv"),
+                    "batch": b, "heads": h, "heads_kv": hk, "seqlen_q": sq, "seqlen_k": sk,
+                    "scale_log2": scale * LOG2_E, "scale": scale}
+            p = self.launches.prepare(key, tuple(args[n] for n in self.meta["params"]),
+                                      grid, s)
+        if sync:
+            self.launcher.launch(p.values, grid, s, True, None)
+        else:
+            self.launches.fire(p)
+        dq = (dq_accum * scale).to(torch.bfloat16)
+        return dq, dk, dv
+
+
+def reference(q, k, v, do, causal, softmax_scale=None):
+    """fp32 gradients (dq, dk, dv) of attention's O with upstream ``do``,
+    bottom-right causal, GQA by repeating K/V heads (their gradients summed
+    back over the group)."""
+    import torch
+
+    b, sq, h, d = q.shape
+    hk = k.shape[2]
+    qf, kf, vf = (t.detach().float().requires_grad_() for t in (q, k, v))
+    scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
+    kr = kf.repeat_interleave(h // hk, dim=2)
+    vr = vf.repeat_interleave(h // hk, dim=2)
+    s = torch.einsum("bqhd,bkhd->bhqk", qf, kr) * scale
+    if causal:
+        sk = k.shape[1]
+        r = torch.arange(sq, device=q.device)[:, None]
+        c = torch.arange(sk, device=q.device)[None, :]
+        s = s.masked_fill(c > r + (sk - sq), float("-inf"))
+    p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+    o = torch.einsum("bhqk,bkhd->bqhd", p, vr)
+    o.backward(do.float())
+    return qf.grad, kf.grad, vf.grad
+
+
+def relative_errors(got, want):
+    """max |got - want| / max |want| for each pair (0 where want is 0)."""
+    out = []
+    for g, w in zip(got, want):
+        top = w.abs().max().item()
+        out.append((g.float() - w).abs().max().item() / top if top else
+                   g.float().abs().max().item())
+    return out

@@ -1,0 +1,179 @@
+"""The GPU suite: ``pipeline_mlir.attention``'s backward against fp32
+gradients, under ``torch.compile``, and in a training step of a small
+transformer block against the same step with torch's SDPA.
+
+The kernels come from the bundle's kernel cache (``gemm-cache/``, families
+``attention_fwd`` and ``attention_bwd``: scripts/build-gpu-bundle.py or
+benchmarks/attention/build_bwd_bundle.py fill it).
+
+    cd .gpu-bundle && python3 -m pytest -q test_gpu_attention_bwd.py
+"""
+
+import copy
+import math
+import os
+
+import pytest
+
+from gpu_child import bundle_dir
+
+torch = pytest.importorskip("torch", reason="these tests compare the op with torch")
+CACHE = os.path.join(bundle_dir() or os.path.dirname(os.path.abspath(__file__)), "gemm-cache")
+
+
+@pytest.fixture(scope="module")
+def cache():
+    if not os.path.isdir(os.path.join(CACHE, "attention_bwd")):
+        pytest.skip(f"no attention backward kernels at {CACHE}: build the bundle with "
+                    "scripts/build-gpu-bundle.py")
+    os.environ["PIPELINE_MLIR_CACHE_DIR"] = CACHE
+
+
+# b, sq, sk, h, hk, d, causal: both head dims, both masks, GQA and MQA,
+# lengths the 64-query and 128-key tiles do not divide, more keys than
+# queries and more queries than keys (causal: the first rows see no key).
+SHAPES = [
+    (2, 512, 512, 4, 4, 128, False), (1, 333, 517, 4, 2, 128, True),
+    (2, 256, 256, 8, 1, 64, True), (1, 300, 77, 2, 1, 64, False),
+    (1, 200, 330, 2, 2, 128, True), (1, 330, 200, 4, 1, 64, True),
+    (1, 1000, 1000, 2, 2, 128, False), (2, 64, 64, 2, 1, 128, True)]
+
+
+def inputs(b, sq, sk, h, hk, d, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*shape, device="cuda", dtype=torch.bfloat16, generator=g)
+    return randn(b, sq, h, d), randn(b, sk, hk, d), randn(b, sk, hk, d), randn(b, sq, h, d)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_gradients_match_fp32(cache, device, shape):
+    import pipeline_mlir
+    from pipeline_mlir.ops.attention_bwd_host import (REL_ERROR_BOUND, reference,
+                                                      relative_errors)
+
+    b, sq, sk, h, hk, d, causal = shape
+    q, k, v, do = inputs(b, sq, sk, h, hk, d, sq + sk)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    o = pipeline_mlir.attention(q, k, v, causal=causal)
+    grads = torch.autograd.grad(o, (q, k, v), do)
+    want = reference(q, k, v, do, causal)
+    errs = relative_errors(grads, want)
+    print(f"attention backward {shape}: relative errors dq {errs[0]:.2e} dk {errs[1]:.2e} "
+          f"dv {errs[2]:.2e}")
+    assert all(torch.isfinite(g).all() for g in grads)
+    assert max(errs) <= REL_ERROR_BOUND, errs
+    # Another scale: the kernel takes it, the reference agrees.
+    scale = 0.5 / math.sqrt(d)
+    o2 = pipeline_mlir.attention(q, k, v, causal=causal, softmax_scale=scale)
+    errs2 = relative_errors(torch.autograd.grad(o2, (q, k, v), do),
+                            reference(q, k, v, do, causal, softmax_scale=scale))
+    assert max(errs2) <= REL_ERROR_BOUND, errs2
+
+
+def test_dk_dv_are_deterministic(cache, device):
+    """dK and dV sum in registers in a fixed order (GQA included): two runs
+    agree bit for bit."""
+    import pipeline_mlir
+
+    q, k, v, do = inputs(1, 700, 700, 8, 2, 128, 7)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    runs = [torch.autograd.grad(pipeline_mlir.attention(q, k, v, causal=True), (k, v), do)
+            for _ in range(2)]
+    assert torch.equal(runs[0][0], runs[1][0]) and torch.equal(runs[0][1], runs[1][1])
+
+
+def test_compile_traces_forward_and_backward(cache, device):
+    import pipeline_mlir
+
+    q, k, v, do = inputs(1, 256, 256, 4, 2, 64, 3)
+
+    def step(q, k, v, do):
+        q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+        o = pipeline_mlir.attention(q, k, v, causal=True)
+        (o.float() * do.float()).sum().backward()
+        return o, q.grad, k.grad, v.grad
+
+    eager = step(q, k, v, do)
+    compiled = torch.compile(step, fullgraph=False)(q, k, v, do)
+    for a, b in zip(eager, compiled):
+        assert (a.float() - b.float()).abs().max().item() <= 1e-2 * a.float().abs().max().item()
+
+    def loss(q, k, v):
+        return pipeline_mlir.attention(q, k, v, causal=True).float().square().sum()
+
+    qg, kg, vg = (t.detach().requires_grad_() for t in (q, k, v))
+    torch.compile(loss, fullgraph=True)(qg, kg, vg).backward()
+    qe, ke, ve = (t.detach().requires_grad_() for t in (q, k, v))
+    loss(qe, ke, ve).backward()
+    for a, b in ((qg.grad, qe.grad), (kg.grad, ke.grad), (vg.grad, ve.grad)):
+        assert (a.float() - b.float()).abs().max().item() <= 1e-2 * b.float().abs().max().item()
+
+
+class Block(torch.nn.Module):
+    """Pre-norm transformer block: causal GQA attention and an MLP."""
+
+    def __init__(self, dim=256, heads=4, kv_heads=2, head_dim=64):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
+        self.norm1 = torch.nn.LayerNorm(dim)
+        self.wq = torch.nn.Linear(dim, heads * head_dim)
+        self.wkv = torch.nn.Linear(dim, 2 * kv_heads * head_dim)
+        self.wo = torch.nn.Linear(heads * head_dim, dim)
+        self.norm2 = torch.nn.LayerNorm(dim)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(dim, 4 * dim), torch.nn.GELU(),
+                                       torch.nn.Linear(4 * dim, dim))
+
+    def forward(self, x, attn):
+        b, s, _ = x.shape
+        y = self.norm1(x)
+        q = self.wq(y).view(b, s, self.heads, self.head_dim)
+        k, v = self.wkv(y).view(b, s, 2, self.kv_heads, self.head_dim).unbind(2)
+        x = x + self.wo(attn(q, k.contiguous(), v.contiguous()).reshape(b, s, -1))
+        return x + self.mlp(self.norm2(x))
+
+
+def sdpa(q, k, v):
+    g = q.shape[2] // k.shape[2]
+    k, v = (t.repeat_interleave(g, dim=2) for t in (k, v))
+    o = torch.nn.functional.scaled_dot_product_attention(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+    return o.transpose(1, 2)
+
+
+def test_training_step_matches_sdpa(cache, device):
+    """One SGD step of the block with our attention and with SDPA, both in
+    bf16, against the same step in fp32 (SDPA's math): after the step every
+    parameter of ours is at most twice as far from the fp32 one as SDPA's
+    (plus 1e-3 of its size), and so are the loss and the gradients."""
+    import pipeline_mlir
+
+    torch.manual_seed(0)
+    ref = Block().cuda()
+    x = torch.randn(2, 300, 256, device="cuda")
+    models = {"fp32": ref, "sdpa": copy.deepcopy(ref).bfloat16(),
+              "ours": copy.deepcopy(ref).bfloat16()}
+    attn = {"fp32": sdpa, "sdpa": sdpa,
+            "ours": lambda q, k, v: pipeline_mlir.attention(q, k, v, causal=True)}
+    losses, grads, params = {}, {}, {}
+    for name, m in models.items():
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        xin = x if name == "fp32" else x.bfloat16()
+        loss = m(xin, attn[name]).float().square().mean()
+        loss.backward()
+        losses[name] = loss.item()
+        grads[name] = [p.grad.float().clone() for p in m.parameters()]
+        opt.step()
+        params[name] = [p.float() for p in m.parameters()]
+
+    def dist(name, what):
+        return [(a - r).abs().max().item() for a, r in zip(what[name], what["fp32"])]
+    print(f"training step: loss fp32 {losses['fp32']:.6f} sdpa {losses['sdpa']:.6f} "
+          f"ours {losses['ours']:.6f}")
+    assert abs(losses["ours"] - losses["fp32"]) <= 2 * abs(losses["sdpa"] - losses["fp32"]) \
+        + 1e-3 * abs(losses["fp32"])
+    for what in (grads, params):
+        scale = [r.abs().max().item() for r in what["fp32"]]
+        for o, s, size in zip(dist("ours", what), dist("sdpa", what), scale):
+            assert o <= 2 * s + 1e-3 * size, (o, s, size)
