@@ -61,6 +61,43 @@ def test_scaled_mm_matches_the_reference_and_torch(cache, device, fast):
             assert normalized_error(peer, ref, sigma, k) <= 2 * bound + 1e-2
 
 
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "promoted"])
+def test_scaled_mm_fuses_the_bias_as_torch_does(cache, device, fast):
+    """``bias`` runs in the kernel's epilogue (fp8_configs.BIAS), after the
+    scales: within the bound of the fp64 reference plus the bias, and next
+    to torch._scaled_mm(bias=...) as close as each is to that reference."""
+    import pipeline_mlir
+    from pipeline_mlir.ops import scaled_mm as op
+    from pipeline_mlir.ops.fp8_gemm_host import error_bound, normalized_error, reference
+
+    for i, (m, n, k) in enumerate(FP8_SHAPES):
+        a8, sa = quantized(m, k, 200 + i)
+        w8, sw = quantized(n, k, 300 + i)
+        g = torch.Generator(device="cuda").manual_seed(400 + i)
+        bias = torch.randn(n, device="cuda", generator=g).to(torch.bfloat16)
+        out = pipeline_mlir.scaled_mm(a8, w8.t(), sa, sw, bias=bias, out_dtype=torch.bfloat16,
+                                      use_fast_accum=fast)
+        assert out.shape == (m, n) and out.dtype == torch.bfloat16
+        picked = op.variant_gemm(op.chosen(a8, w8.t(), fast), epilogue=op.fp8_configs.BIAS)
+        assert picked.meta["name"].endswith("_bias")       # fused, not a torch add
+        ref, sigma = reference(a8, sa, w8, sw)
+        ref = ref + bias.double()
+        err = normalized_error(out, ref, sigma, k)
+        bound = error_bound(k, "fast" if fast else "promoted")
+        print(f"scaled_mm+bias {m}x{n}x{k} {'fast' if fast else 'promoted'}: error {err:.3g}")
+        assert err <= bound, f"{m}x{n}x{k}: normalized error {err:.3g} > {bound:.3g}"
+        if n % 16 == 0 and k % 16 == 0:
+            peer = torch._scaled_mm(a8, w8.t(), sa, sw, bias=bias, out_dtype=torch.bfloat16,
+                                    use_fast_accum=fast)
+            assert normalized_error(peer, ref, sigma, k) <= 2 * bound + 1e-2
+            assert normalized_error(out, peer.double(), sigma, k) <= 3 * bound + 1e-2
+    a8, sa = quantized(256, 512, 1)
+    w8, sw = quantized(384, 512, 2)
+    with pytest.raises(ValueError, match="bias must be a contiguous vector of 384"):
+        pipeline_mlir.scaled_mm(a8, w8.t(), sa, sw, bias=torch.zeros(
+            384, device="cuda", dtype=torch.float16))
+
+
 def test_scaled_mm_options_and_errors(cache, device):
     import pipeline_mlir
 

@@ -84,3 +84,41 @@ def test_a_family_without_a_builder_says_how_to_fill_the_cache(tmp_path, monkeyp
     with pytest.raises(LookupError, match=r"no compiled attention variant d128c .*"
                        r"build-gemm-cache.py --all --kernel attention_fwd"):
         kernel_cache.get(name, over, "bf16", "sm_90a", kernel="attention_fwd")
+
+
+def test_the_fp8_bias_is_its_own_cache_entry_and_none_changes_nothing():
+    plain = fp8_configs.VARIANTS["fast_128x256"]
+    assert fp8_configs.fused("fast_128x256", None) == ("fast_128x256", plain)
+    name, over = fp8_configs.fused("fast_128x256", fp8_configs.BIAS)
+    assert name == "fast_128x256_bias" and over == dict(plain, epilogue={"bias": "col"})
+    assert kernel_cache.entry_path(name, over, "e4m3-bf16", "sm_90a", kernel="fp8_gemm") != \
+        kernel_cache.entry_path("fast_128x256", plain, "e4m3-bf16", "sm_90a",
+                                kernel="fp8_gemm")
+
+
+@pytest.mark.parametrize("variant", sorted(fp8_configs.VARIANTS))
+def test_every_fp8_variant_fuses_the_bias(variant):
+    """scaled_mm's bias in the kernel: each variant of the table with
+    fp8_configs.BIAS builds from its cache-key form, takes ``bias`` after
+    the scales (bound by name), loads one bias pair per column pair in its
+    epilogue after the scales' multiply, passes the checker and (where
+    ptxas is on PATH) does not spill; without it the kernel is as before."""
+    import json
+    import re
+    from dataclasses import replace
+
+    from pipeline_mlir.kernels import fp8_gemm
+    from test_gemm_epilogue import _ptxas_spills
+
+    name, over = fp8_configs.fused(variant, fp8_configs.BIAS)
+    image, meta = fp8_gemm.build_variant(json.loads(json.dumps(over)), "e4m3-bf16", "sm_90a")
+    assert image[:4] == b"\x7fELF"
+    assert [p[0] for p in meta["params"]][7:] == ["scale_a", "scale_b", "bias"]
+    assert meta["epilogue"] == {"bias": "col"} and meta["name"].endswith("_bias")
+    cfg = replace(fp8_gemm.FAST, **dict(over, epilogue=fp8_configs.BIAS))
+    ptx = fp8_gemm.build(cfg).to_ptx()
+    plain_ptx = fp8_gemm.build(replace(fp8_gemm.FAST, **fp8_configs.VARIANTS[variant])).to_ptx()
+    bias_loads = len(re.findall(r"ld\.global\.v2\.b16", ptx))
+    assert bias_loads == cfg.block_n // 8 and not re.search(r"ld\.global\.v2\.b16", plain_ptx)
+    spills = _ptxas_spills(ptx)
+    assert spills in (None, 0), f"{name}: {spills} bytes of spill stores"

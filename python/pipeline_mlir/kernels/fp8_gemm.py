@@ -7,7 +7,9 @@ bf16 output -- the contract of ``torch._scaled_mm``:
 A is M x K and B is given N x K, both K-major (wgmma reads 8-bit operands
 K-major only); ``scale_a`` and ``scale_b`` are one-element fp32 device
 tensors (pointers), read once per consumer thread and applied in the
-epilogue, before the conversion to bf16.
+epilogue, before the conversion to bf16. A fused epilogue (``epilogue=``,
+``pipeline_mlir.kernel.epilogue``, the 16-bit GEMM's hook) runs on the
+scaled accumulator: ``scaled_mm``'s bias is one (``fp8_configs.BIAS``).
 
 Everything but the element type is the 16-bit kernel's: the operand layouts
 (``OperandLayout``: a k-block is one 128-byte swizzle span, 128 e4m3), the
@@ -38,6 +40,7 @@ Usage: python examples/fp8_gemm.py [--print-ir] [--fast] [--bn 128|192|256]
 import sys
 from dataclasses import replace
 
+from pipeline_mlir.kernel.epilogue import Epilogue
 from pipeline_mlir.kernels import hopper_gemm
 from pipeline_mlir.layout import DTYPES
 
@@ -68,6 +71,9 @@ def build_variant(overrides, dtype, chip):
     from pipeline_mlir.ops.hopper_gemm_host import meta_of
 
     operands, out = dtype.split("-")
+    overrides = dict(overrides)
+    if overrides.get("epilogue") is not None:   # its to_json form (a cache key)
+        overrides["epilogue"] = Epilogue.from_json(overrides["epilogue"])
     cfg = replace(FAST, dtype=operands, out_dtype=out, **overrides)
     k = build(cfg, chip=chip)
     meta = meta_of(cfg, k)

@@ -16,6 +16,8 @@ import math
 
 from pipeline_mlir.chip_limits import WGMMA_M
 
+from .epilogues import Epilogue
+
 # name -> fp8_gemm GemmConfig overrides (over fp8_gemm.FAST)
 VARIANTS = {
     "fast_128x256": dict(block_n=256, accumulation="fast"),
@@ -52,6 +54,10 @@ TUNED = {
 }
 # The output types the kernels write (torch._scaled_mm's out_dtype).
 OUT_DTYPES = ("bf16", "f16")
+# scaled_mm's ``bias``: one value per output column, of the output dtype,
+# added in the kernel's epilogue after the scales (torch._scaled_mm's
+# order). Each variant with it is its own cache entry (``fused``).
+BIAS = Epilogue(bias="col")
 
 
 def tile(variant):
@@ -63,6 +69,18 @@ def estimate(variant, m, n, sms):
     bm, bn = tile(variant)
     tiles = math.ceil(m / bm) * math.ceil(n / bn)
     return math.ceil(tiles / sms) * bm * bn / EFFICIENCY[variant]
+
+
+def fused(variant, epilogue):
+    """(cache-entry name, fp8_gemm GemmConfig overrides) of ``variant`` with
+    a fused ``epilogue`` (an ``epilogues.Epilogue``, e.g. ``BIAS``); None
+    or an identity one: the variant itself, its name and overrides
+    unchanged. The epilogue's JSON form goes into the overrides, so each
+    epilogue is its own cache entry."""
+    found = VARIANTS[variant]
+    if epilogue is None or epilogue.is_identity:
+        return variant, found
+    return f"{variant}_{epilogue.tag}", dict(found, epilogue=epilogue.to_json())
 
 
 def choose(m, n, k, accumulation, sms=132):

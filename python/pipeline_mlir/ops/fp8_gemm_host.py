@@ -76,7 +76,10 @@ class Fp8Gemm(HopperGemm):
         """``error_bound`` for this kernel: its A tile and accumulation."""
         return error_bound(k, self.meta["accumulation"], self.layouts["a"])
 
-    def __call__(self, a, b, scale_a, scale_b, c=None, stream=None, sync=False):
+    def __call__(self, a, b, scale_a, scale_b, c=None, stream=None, sync=False, bias=None):
+        """``c = scale_a * scale_b * (a @ b^T) [+ bias]``; ``bias`` (N values
+        of C's dtype) only for a variant built with the fused bias
+        (``fp8_configs.BIAS``), which needs it."""
         import torch
 
         for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
@@ -84,7 +87,10 @@ class Fp8Gemm(HopperGemm):
                     and s.numel() == 1 and s.is_cuda):
                 raise TypeError(f"{self.meta['name']}: {name} must be a one-element "
                                 f"float32 CUDA tensor (torch._scaled_mm's per-tensor scale)")
-        return self.launch(a, b, c, (scale_a, scale_b), stream, sync)
+        extra = {"scale_a": scale_a, "scale_b": scale_b}
+        if bias is not None:
+            extra["bias"] = bias
+        return self.launch(a, b, c, extra, stream, sync)
 
 
 def quantize(x, dtype="e4m3"):

@@ -10,7 +10,9 @@ K x N, column-major (``w.t()`` of an N x K row-major ``w``, as
 one-element float32 CUDA tensors. The result is
 ``(a.float() * scale_a) @ (b.float() * scale_b)`` rounded to ``out_dtype``
 (bfloat16 or float16); ``bias`` (N values of ``out_dtype``) is added to
-every row (after the kernel, by torch: not fused). ``use_fast_accum``
+every row in the kernel's epilogue, after the scales and before the
+rounding (``fp8_configs.BIAS``: the epilogue hook of ``pipeline_mlir.gemm``;
+each variant with it is its own cache entry). ``use_fast_accum``
 picks fast accumulation (every K block's products in one fp32 accumulator,
 as cuBLASLt's fast mode) or promoted accumulation (each K block's partial
 sum added into a separate fp32 total: more exact at large K).
@@ -35,24 +37,25 @@ from .fp8_gemm_host import Fp8Gemm
 CHIPS = {(9, 0): "sm_90a"}
 OPERAND_DTYPES = {torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}
 OUT_DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
-_variants = {}    # (variant, dtype key, ordinal) -> Fp8Gemm
-_picks = {}       # (a.shape, b.shape, dtypes, fast, ordinal) -> Fp8Gemm
+_variants = {}    # (cache-entry name, dtype key, ordinal) -> Fp8Gemm
+_picks = {}       # (a.shape, b.shape, dtypes, fast, ordinal, bias?) -> Fp8Gemm
 _PICKS = 4096
 
 
-def variant_gemm(variant, operands="e4m3", out="bf16", device=None):
-    """The loaded ``Fp8Gemm`` of one ``fp8_configs.VARIANTS`` name."""
+def variant_gemm(variant, operands="e4m3", out="bf16", device=None, epilogue=None):
+    """The loaded ``Fp8Gemm`` of one ``fp8_configs.VARIANTS`` name, with
+    the fused ``epilogue`` (``fp8_configs.BIAS``) if given."""
     device = device or runtime.default_device()
     dtype = f"{operands}-{out}"
-    key = (variant, dtype, device.ordinal)
+    name, overrides = fp8_configs.fused(variant, epilogue)
+    key = (name, dtype, device.ordinal)
     found = _variants.get(key)
     if found is None:
         chip = CHIPS.get(tuple(device.cc))
         if chip is None:
             raise RuntimeError(f"pipeline_mlir.scaled_mm runs on Hopper (sm_90) GPUs; "
                                f"{device.name} is {device.sm}")
-        image, meta = kernel_cache.get(variant, fp8_configs.VARIANTS[variant], dtype, chip,
-                                       kernel="fp8_gemm")
+        image, meta = kernel_cache.get(name, overrides, dtype, chip, kernel="fp8_gemm")
         found = _variants[key] = Fp8Gemm(image, meta, device=device)
     return found
 
@@ -93,34 +96,49 @@ def _check(a, b, scale_a, scale_b, out_dtype):
     return operands, out
 
 
-def _select(a, b, scale_a, scale_b, out_dtype, fast):
+def _check_bias(a, b, bias, out_dtype):
+    """``bias``: a contiguous vector of N values of ``out_dtype`` on a's
+    device (what the kernel's epilogue reads, one value per column)."""
+    n = b.shape[1]
+    if not isinstance(bias, torch.Tensor):
+        raise TypeError(f"scaled_mm: bias must be a torch tensor, got {type(bias).__name__}")
+    if tuple(bias.shape) != (n,) or bias.dtype != out_dtype or not bias.is_contiguous():
+        raise ValueError(f"scaled_mm: bias must be a contiguous vector of {n} values of "
+                         f"{out_dtype}, got {tuple(bias.shape)} {bias.dtype}"
+                         f"{'' if bias.is_contiguous() else ', not contiguous'}")
+    if bias.device != a.device:
+        raise ValueError(f"scaled_mm: bias is on {bias.device}, a on {a.device}")
+
+
+def _select(a, b, scale_a, scale_b, out_dtype, fast, bias):
     operands, out = _check(a, b, scale_a, scale_b, out_dtype)
+    if bias is not None:       # before a bias variant is built for it
+        _check_bias(a, b, bias, out_dtype)
     device = runtime.default_device(a.get_device())
     (m, k), n = a.shape, b.shape[1]
     variant = fp8_configs.choose(m, n, k, "fast" if fast else "promoted",
                                  device.limits.multiprocessors)
-    return variant_gemm(variant, operands, out, device)
+    return variant_gemm(variant, operands, out, device,
+                        None if bias is None else fp8_configs.BIAS)
 
 
 def _scaled_mm(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, out):
     try:
-        key = (a.shape, b.shape, a.dtype, out_dtype, bool(use_fast_accum), a.get_device())
+        key = (a.shape, b.shape, a.dtype, out_dtype, bool(use_fast_accum), a.get_device(),
+               bias is not None)
         g = _picks.get(key)
     except AttributeError:   # not tensors: _select says so
         g = key = None
     if g is None:
         g = put_bounded(_picks, key, _select(a, b, scale_a, scale_b, out_dtype,
-                                             bool(use_fast_accum)), _PICKS)
+                                             bool(use_fast_accum), bias), _PICKS)
     elif not (scale_a.dtype == torch.float32 and scale_b.dtype == torch.float32
               and scale_a.numel() == 1 and scale_b.numel() == 1 and b.t().is_contiguous()):
         _check(a, b, scale_a, scale_b, out_dtype)   # raises the message
-    c = g(a, b.t(), scale_a, scale_b, out)
-    if bias is not None:
-        if bias.shape != (c.shape[1],) or bias.dtype != c.dtype:
-            raise ValueError(f"scaled_mm: bias must be {c.shape[1]} values of {c.dtype}, "
-                             f"got {tuple(bias.shape)} {bias.dtype}")
-        c.add_(bias)
-    return c
+    if bias is None:
+        return g(a, b.t(), scale_a, scale_b, out)
+    _check_bias(a, b, bias, out_dtype)
+    return g(a, b.t(), scale_a, scale_b, out, bias=bias)
 
 
 def scaled_mm(a, b, scale_a, scale_b, bias=None, out_dtype=torch.bfloat16,
