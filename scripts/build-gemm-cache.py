@@ -72,6 +72,9 @@ def wanted(args):
                          and gemm_configs.splits_of(v) > 1
                          for s in range(1, gemm_configs.splits_of(v) + 1)})
     found += [("splitk_reduce", f"sum{s}", {"splits": s}, d) for s, d in reductions]
+    # Each FP8 variant also with scaled_mm's fused bias (its own entry).
+    found += [("fp8_gemm", *fp8_configs.fused(v, fp8_configs.BIAS), d)
+              for k, v, _, d in list(found) if k == "fp8_gemm"]
     if getattr(args, "epilogues", False):
         from pipeline_mlir.ops.epilogues import Epilogue
 
