@@ -72,3 +72,19 @@ def test_the_attention_rings_derive_every_count_from_one():
     text = str(k.module)
     for name, stages in (("q", 1), ("k", 3), ("v", 3)):
         assert f'{{name = "{name}"}} : <tma_async, stages = {stages},' in text
+
+
+def test_the_attention_plan_must_be_what_the_rings_allocate():
+    """AttentionConfig.smem_bytes() (which picks Q's buffers and passes the
+    limit check before anything is built) counts the stages once more: a
+    plan that disagrees with the allocations stops the build."""
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Misplanned(attention_fwd.AttentionConfig):
+        def smem_bytes(self):
+            return super().smem_bytes() - 2 * self.k_layout().bytes   # one K/V stage short
+
+    with pytest.raises(ValueError, match="the plan and Rings disagree"):
+        attention_fwd.build(Misplanned(head_dim=64))
+    attention_fwd.build(attention_fwd.AttentionConfig(head_dim=64))

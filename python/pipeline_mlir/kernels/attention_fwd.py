@@ -63,6 +63,7 @@ from pipeline_mlir.kernel import (Float32, GlobalPtr, Int32, Kernel, Scalar,
 from pipeline_mlir.kernel import epilogue, fence_view_async_shared, wgmma
 from pipeline_mlir.kernel.fragment import Fragment, RowVector
 from pipeline_mlir.kernel.memory import element_ptr
+from pipeline_mlir.kernel.smem import BASE_ALIGN
 from pipeline_mlir.kernel.values import f32, i32
 from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
                                             check_register_budget,
@@ -177,7 +178,7 @@ class AttentionConfig:
         q = q_buffers * self.q_layout().bytes
         kv = self.stages * (self.k_layout().bytes + self.v_layout().bytes)
         o = self.consumer_warpgroups * self.o_layout().bytes if o_tiles else 0
-        return q + kv + o + 1024 + 8 * 2 * (q_buffers + 2 * self.stages)
+        return q + kv + o + BASE_ALIGN + 8 * 2 * (q_buffers + 2 * self.stages)
 
     def meta(self, kernel):
         """What the host launcher needs (pipeline_mlir/ops/attention_fwd_host.py) of
@@ -229,6 +230,13 @@ def build(cfg=AttentionConfig(), chip="sm_90a", stages=None):
     with k:
         args = SimpleNamespace(**{name: v for (name, _), v in zip(k.params, k.args)})
         rings = Rings(k, cfg)
+        # The plan that chose Q's buffers and passed the limit check above
+        # counts each ring's stages again: it must be what was allocated.
+        if k.smem_bytes + BASE_ALIGN != cfg.smem_bytes():
+            raise ValueError(f"{cfg.name}: AttentionConfig.smem_bytes() plans "
+                             f"{cfg.smem_bytes() - BASE_ALIGN} bytes of shared memory "
+                             f"(without the alignment slack) but the rings allocate "
+                             f"{k.smem_bytes}: the plan and Rings disagree")
         sched = stages.schedule(k, cfg, args)
         warp = k.warp_idx()
         warpgroup = warp // 4
