@@ -142,9 +142,13 @@ def test_every_example_mistake_has_its_case():
 
 
 @pytest.mark.parametrize("mistake", sorted(STAGES_WITH))
-def test_a_planted_mistake_changes_only_its_stage(mistake):
+def test_the_kernel_holds_no_mistake_and_a_planted_one_changes_it(mistake):
     """The kernel holds no mistake: the production build is the default
-    stages', and each planted one differs from it (while keeping its name)."""
+    stages', and each planted one differs from it (while keeping its name);
+    a configuration cannot ask for one."""
+    from dataclasses import fields
+
+    assert "mistake" not in {f.name for f in fields(attention_fwd.AttentionConfig)}
     clean = example_ir()
     assert str(attention_fwd.build(stages=attention_fwd.STAGES).module) == clean
     planted = example_ir(mistake=mistake)
