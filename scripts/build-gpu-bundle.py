@@ -31,7 +31,7 @@ def copy_suite(out):
     copy_runtime(out)
     for f in ("conftest.py", "test_gpu.py", "test_gpu_launch.py", "test_gpu_ops.py",
               "test_soak.py", "soak.py",
-              "gpu_child.py", "pytest.ini",
+              "gpu_child.py", "pytest.ini", "test_gpu_attention_bwd.py",
               "run_forensics.py", "fragment_reference.py", "ptx_layouts.py",
               "test_gpu_rows.py", "rows_reference.py"):
         shutil.copy(os.path.join(ROOT, "test", "gpu", f), out)

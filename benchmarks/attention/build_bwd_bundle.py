@@ -7,7 +7,8 @@ cuda-bindings.
 
     .venv/bin/python benchmarks/attention/build_bwd_bundle.py [--out DIR]
 
-Then, on the GPU host: ``cd DIR && python3 -m pytest -q test_gpu_attention_bwd.py``
+Then, on the GPU host: ``cd DIR && python3 -m pytest -q test_gpu_attention_bwd.py
+test_attention_autograd_trace.py``
 and ``python3 run_attention_bwd.py --out results``.
 """
 
@@ -35,6 +36,8 @@ def main(argv=None):
     shutil.copy(os.path.join(HERE, "run_attention_bwd.py"), out)
     for f in GPU_TESTS:
         shutil.copy(os.path.join(ROOT, "test", "gpu", f), out)
+    # The tracing test needs torch, not MLIR: it runs where torch is.
+    shutil.copy(os.path.join(ROOT, "test", "python", "test_attention_autograd_trace.py"), out)
     spec = importlib.util.spec_from_file_location(
         "build_gemm_cache", os.path.join(ROOT, "scripts", "build-gemm-cache.py"))
     cache = importlib.util.module_from_spec(spec)

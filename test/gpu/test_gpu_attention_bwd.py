@@ -72,6 +72,28 @@ def test_gradients_match_fp32(cache, device, shape):
     assert max(errs2) <= REL_ERROR_BOUND, errs2
 
 
+def test_preprocess_matches_torch(cache, device):
+    """The preprocess kernel's LSE * log2(e) and dPsum against the same in
+    torch, padding rows and fully masked (-inf) rows included."""
+    from pipeline_mlir.ops.attention import variant_attention_bwd
+    from pipeline_mlir.ops.attention_bwd_host import LOG2_E
+
+    bwd = variant_attention_bwd(128, True)
+    g = torch.Generator(device="cuda").manual_seed(5)
+    o, do = (torch.randn(2, 100, 3, 128, device="cuda", dtype=torch.bfloat16, generator=g)
+             for _ in range(2))
+    lse = torch.randn(2, 3, 100, device="cuda", generator=g)
+    lse[:, :, :7] = float("-inf")
+    lse_log2, dpsum = bwd.prepare(o, lse, do)
+    assert lse_log2.shape == dpsum.shape == (2, 3, 128)
+    want = (do.float() * o.float()).sum(-1).transpose(1, 2)
+    assert (dpsum[..., :100] - want).abs().max().item() <= 1e-4 * want.abs().max().item()
+    assert torch.equal(dpsum[..., 100:], torch.zeros_like(dpsum[..., 100:]))
+    assert torch.isposinf(lse_log2[..., :7]).all() and torch.isposinf(lse_log2[..., 100:]).all()
+    assert torch.allclose(lse_log2[..., 7:100], lse[..., 7:] * LOG2_E, rtol=1e-6, atol=0)
+    torch.cuda.synchronize()
+
+
 def test_dk_dv_are_deterministic(cache, device):
     """dK and dV sum in registers in a fixed order (GQA included): two runs
     agree bit for bit."""

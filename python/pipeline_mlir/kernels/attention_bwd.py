@@ -11,11 +11,12 @@ Layouts as the forward's (``attention_fwd``): Q, dO (batch, seqlen_q, heads,
 d), K, V (batch, seqlen_k, heads_kv, d), bf16; query head ``h`` reads K/V
 head ``h // (heads / heads_kv)``; causal masking bottom-right aligned.
 
-This kernel is the main pass. Around it (``attention_bwd_prep``): a
-preprocess computes dPsum and LSE * log2(e) (fully masked rows' -inf LSE
-becomes +inf, so their P is 0) into fp32 buffers padded to whole query
-blocks (padding: dPsum 0, LSE +inf), and clears the fp32 dQ accumulator; a
-postprocess turns the accumulator into bf16 dQ, scaled.
+This kernel is the main pass. Before it, a preprocess (``attention_bwd_prep``)
+computes dPsum and LSE * log2(e) (fully masked rows' -inf LSE becomes +inf,
+so their P is 0) into fp32 buffers padded to whole query blocks (padding:
+dPsum 0, LSE +inf) and the host clears the fp32 dQ accumulator; after it,
+the accumulator (already scaled: each dQ tile is multiplied by the softmax
+scale before its reduce-add) is rounded to bf16.
 
 One CTA per (key block of 128 rows, K/V head, batch), 384 threads:
 
@@ -518,7 +519,9 @@ def build(cfg=AttentionBwdConfig(), chip="sm_90a"):
                         if not plant("do_released_before_dp_retired"):
                             pipe_do.consumer_release(do_read)
                         pipe_q.consumer_release(q_read)
-                    store_fragment_f32(dq, dq_tile, warp_in_wg, lane, dq_layout,
+                    # dQ = scale * dS K: scaled here, so the postprocess
+                    # is a plain conversion of the accumulator.
+                    store_fragment_f32(dq * scale, dq_tile, warp_in_wg, lane, dq_layout,
                                        first_box=c * dq_n // dq_layout.box_cols)
                 if not plant("dq_reduce_before_fence"):
                     fence_view_async_shared()            # generic writes -> TMA's proxy
@@ -572,10 +575,19 @@ def _k_slice(kb, k_mn, cw, kk):
 
 def build_variant(overrides, dtype, chip):
     """(cubin, launch facts) of the backward variant ``overrides``
-    (``AttentionBwdConfig`` fields) in ``dtype`` ('bf16'): the kernel
-    cache's builder of the family ``attention_bwd``."""
+    (``AttentionBwdConfig`` fields, or ``kernel="prep"`` and ``head_dim``
+    for the preprocess of ``attention_bwd_prep``) in ``dtype`` ('bf16'):
+    the kernel cache's builder of the family ``attention_bwd``."""
     if dtype != "bf16":
         raise ValueError(f"attention_bwd: bf16 only, got {dtype!r}")
+    if overrides.get("kernel") == "prep":
+        from pipeline_mlir.kernels import attention_bwd_prep
+
+        if set(overrides) != {"kernel", "head_dim"}:
+            raise ValueError(f"attention_bwd prep: overrides are kernel and head_dim, got "
+                             f"{sorted(overrides)}")
+        prep = attention_bwd_prep.build(overrides["head_dim"], chip=chip)
+        return bytes(prep.compile()), attention_bwd_prep.meta(prep)
     cfg = AttentionBwdConfig(**overrides)
     kernel = build(cfg, chip=chip)
     return bytes(kernel.compile()), cfg.meta(kernel)

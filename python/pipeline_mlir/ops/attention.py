@@ -72,7 +72,9 @@ def variant_attention_bwd(head_dim, causal, device=None):
             raise RuntimeError(f"pipeline_mlir.attention runs on Hopper (sm_90) GPUs; "
                                f"{device.name} is {device.sm}")
         image, meta = kernel_cache.get(name, overrides, "bf16", chip, kernel="attention_bwd")
-        found = _variants[key] = AttentionBwd(image, meta, device=device)
+        prep = kernel_cache.get(*attention_configs.bwd_prep_variant(head_dim), "bf16", chip,
+                                kernel="attention_bwd")
+        found = _variants[key] = AttentionBwd(image, meta, prep=prep, device=device)
     return found
 
 

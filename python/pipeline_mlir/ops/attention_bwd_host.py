@@ -3,21 +3,22 @@ backward on torch tensors, and the fp32 reference it is checked against.
 
 Needs only ``pipeline_mlir.runtime`` (cuda-bindings) and torch, no MLIR.
 
-    bwd = AttentionBwd(cubin_bytes, meta)      # meta: AttentionBwdConfig.meta(kernel)
+    bwd = AttentionBwd(cubin_bytes, meta, prep=(prep_cubin, prep_meta))
     dq, dk, dv = bwd(q, k, v, o, lse, do)      # (b, s, h, d) bf16; lse (b, h, s) fp32
 
 Three steps on torch's current stream:
 
-1. prepare (torch ops): dPsum = rowsum(dO * O) in fp32 and LSE * log2(e)
-   (a row whose LSE is -inf, fully masked, gets +inf: its P is 0), both
-   (batch, heads, rows) with the rows padded to whole 64-row query blocks
-   (padding: dPsum 0, LSE +inf, so padded rows add nothing), and the fp32
-   dQ accumulator zeroed;
+1. prepare: dPsum = rowsum(dO * O) in fp32 and LSE * log2(e) (a row whose
+   LSE is -inf, fully masked, gets +inf: its P is 0), both (batch, heads,
+   rows) with the rows padded to whole 64-row query blocks (padding: dPsum
+   0, LSE +inf, so padded rows add nothing): the preprocess kernel
+   (kernels/attention_bwd_prep.py, one pass over O and dO) where ``prep``
+   is given, else the same in torch ops; and the fp32 dQ accumulator
+   zeroed;
 2. the main kernel: one CTA per (128-key block, K/V head, batch), dK and dV
-   written once, dQ added into the accumulator by TMA reduce-add;
-3. dQ = accumulator * softmax_scale, rounded to bf16.
-
-Steps 1 and 3 are memory-bound elementwise work; they are torch ops here.
+   written once, dQ * softmax_scale added into the accumulator by TMA
+   reduce-add;
+3. dQ = the accumulator rounded to bf16.
 """
 
 import math
@@ -38,13 +39,15 @@ class AttentionBwd:
     """A loaded backward variant; calling it launches on torch's current
     stream."""
 
-    def __init__(self, image, meta, device=None):
+    def __init__(self, image, meta, prep=None, device=None):
         from pipeline_mlir import runtime
         from pipeline_mlir.layout import OperandLayout
 
         missing = [k for k in META_KEYS if k not in meta]
         if missing:
             raise ValueError(f"AttentionBwd: meta lacks {missing}")
+        if prep is not None and prep[1].get("head_dim") != meta["head_dim"]:
+            raise ValueError("AttentionBwd: the preprocess is for another head dim")
         self.meta = dict(meta)
         self.layouts = {name: OperandLayout.from_meta(m) for name, m in meta["layouts"].items()}
         self._runtime = runtime
@@ -54,6 +57,16 @@ class AttentionBwd:
         self.device = device or runtime.default_device()
         self.launcher = self.compiled.launcher(self.device)
         self.launches = runtime.LaunchCache(self.launcher, LAUNCH_CACHE)
+        self.prep = None
+        if prep is not None:
+            pimage, pmeta = prep
+            self.prep_meta = dict(pmeta)
+            compiled = runtime.CompiledKernel.cached(
+                pimage, name=pmeta["name"], params=list(pmeta["signature"]),
+                block=pmeta["threads"], smem=pmeta["smem"])
+            self.prep = compiled.launcher(self.device)
+            self.prep_launches = runtime.LaunchCache(self.prep, LAUNCH_CACHE)
+        self._sms = None
 
     def _descriptor(self, t, layout):
         """3-D tensor map (batch, seqlen, heads * d) of ``t`` whose box is one
@@ -65,18 +78,41 @@ class AttentionBwd:
             t, shape=(b, s, h * d), strides=(s * h * d * e, h * d * e, e),
             box_shape=(1,) + tuple(layout.box), swizzle=layout.swizzle)
 
-    def prepare(self, o, lse, do):
+    def prepare(self, o, lse, do, stream=None):
         """(LSE * log2 e, dPsum), fp32 (b, h, padded rows), as the kernel
         reads them (module doc, step 1)."""
         import torch
 
         b, sq, h, _ = o.shape
         padded = math.ceil(sq / self.meta["block_m"]) * self.meta["block_m"]
-        lse_log2 = torch.full((b, h, padded), float("inf"), dtype=torch.float32,
-                              device=o.device)
-        lse_log2[:, :, :sq] = torch.where(torch.isneginf(lse), float("inf"), lse * LOG2_E)
-        dpsum = torch.zeros((b, h, padded), dtype=torch.float32, device=o.device)
-        dpsum[:, :, :sq] = (do.float() * o.float()).sum(-1).transpose(1, 2)
+        if self.prep is None:
+            lse_log2 = torch.full((b, h, padded), float("inf"), dtype=torch.float32,
+                                  device=o.device)
+            lse_log2[:, :, :sq] = torch.where(torch.isneginf(lse), float("inf"),
+                                              lse * LOG2_E)
+            dpsum = torch.zeros((b, h, padded), dtype=torch.float32, device=o.device)
+            dpsum[:, :, :sq] = (do.float() * o.float()).sum(-1).transpose(1, 2)
+            return lse_log2, dpsum
+        lse_log2 = torch.empty((b, h, padded), dtype=torch.float32, device=o.device)
+        dpsum = torch.empty((b, h, padded), dtype=torch.float32, device=o.device)
+        if padded > sq:                         # the last block's padding rows
+            lse_log2[:, :, sq:] = float("inf")
+            dpsum[:, :, sq:] = 0.0
+        rows = b * sq * h
+        if self._sms is None:
+            self._sms = self.device.limits.multiprocessors
+        warps = self.prep_meta["warps_per_cta"]
+        grid = (max(1, min(math.ceil(rows / warps), 16 * self._sms)), 1, 1)
+        key = (o.data_ptr(), do.data_ptr(), lse.data_ptr(), lse_log2.data_ptr(),
+               dpsum.data_ptr(), b, sq, h, padded, stream)
+        p = self.prep_launches.get(key)
+        if p is None:
+            args = {"o": o.data_ptr(), "do": do.data_ptr(), "lse": lse.data_ptr(),
+                    "lse_log2": lse_log2.data_ptr(), "dpsum": dpsum.data_ptr(),
+                    "rows": rows, "heads": h, "seqlen": sq, "padded": padded}
+            p = self.prep_launches.prepare(
+                key, tuple(args[n] for n in self.prep_meta["params"]), grid, stream)
+        self.prep_launches.fire(p)
         return lse_log2, dpsum
 
     def __call__(self, q, k, v, o, lse, do, softmax_scale=None, stream=None, sync=False):
@@ -97,13 +133,13 @@ class AttentionBwd:
         if tuple(lse.shape) != (b, h, sq) or lse.dtype != torch.float32:
             raise ValueError(f"lse must be fp32 (batch, heads, seqlen_q) = {(b, h, sq)}")
         scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
-        lse_log2, dpsum = self.prepare(o, lse.contiguous(), do)
-        dq_accum = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
-        dk = torch.empty_like(k)
-        dv = torch.empty_like(v)
         rt = self._runtime
         s = (rt.fastlaunch.current_stream_handle(self.device.ordinal) if stream is None
              else rt.launch.stream_address(stream))
+        lse_log2, dpsum = self.prepare(o, lse.contiguous(), do, s)
+        dq_accum = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        dk = torch.empty_like(k)
+        dv = torch.empty_like(v)
         grid = (math.ceil(sk / self.meta["block_n"]) * hk * b, 1, 1)
         tensors = (q, k, v, do, lse_log2, dpsum, dq_accum, dk, dv)
         # The caching allocator hands a training loop the same addresses
@@ -126,8 +162,7 @@ class AttentionBwd:
             self.launcher.launch(p.values, grid, s, True, None)
         else:
             self.launches.fire(p)
-        dq = (dq_accum * scale).to(torch.bfloat16)
-        return dq, dk, dv
+        return dq_accum.to(torch.bfloat16), dk, dv
 
 
 def reference(q, k, v, do, causal, softmax_scale=None):

@@ -43,4 +43,14 @@ def bwd_variant(head_dim, causal):
             dict(head_dim=head_dim, causal=bool(causal)))
 
 
-BWD_VARIANTS = dict(bwd_variant(d, c) for d in BWD_HEAD_DIMS for c in (False, True))
+def bwd_prep_variant(head_dim):
+    """(name, overrides) of the backward's preprocess for this head dim
+    (kernels/attention_bwd_prep.py, built by the same family)."""
+    if head_dim not in BWD_HEAD_DIMS:
+        raise ValueError(f"attention backward: head_dim must be one of {BWD_HEAD_DIMS}, "
+                         f"got {head_dim}")
+    return f"bwd_prep_d{head_dim}", dict(kernel="prep", head_dim=head_dim)
+
+
+BWD_VARIANTS = dict([bwd_variant(d, c) for d in BWD_HEAD_DIMS for c in (False, True)]
+                    + [bwd_prep_variant(d) for d in BWD_HEAD_DIMS])

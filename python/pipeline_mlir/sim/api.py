@@ -25,6 +25,7 @@ KIND_TITLES = {
     "uninitialized": "uninitialized barrier", "unsupported": "unsupported",
     "step-limit": "step limit", "commit-before-write": "commit before write",
     "async-read": "asynchronous read in flight",
+    "read-after-release": "stage read after its release",
 }
 
 

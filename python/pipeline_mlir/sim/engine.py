@@ -86,6 +86,7 @@ class Agent:
         self.holding: Counter = Counter()  # (pipe, stage) -> open consumer holds
         self.committed: dict = {}  # (pipe, stage) -> where its last commit ran, until reacquired
         self.state_pipes: dict = {}  # state origin -> {pipe id: PipeRef} of producer verbs
+        self.wait_pipes: dict = {}   # state origin -> {pipe id: PipeRef} of consumer waits
         self.bulk_open = 0  # TMA stores in the open bulk async-group
         self.bulk_pending: list[int] = []  # committed groups not yet complete
         self.cluster_gen: int | None = None

@@ -126,19 +126,21 @@ def pipeline_spec(t, name: str) -> PipelineSpec:
 # Stores whose address may name a stage buffer: the stored value is operand
 # 0, the address (a pointer, or a memref and its indices) the rest.
 STORE_OPS = ("llvm.store", "memref.store", "vector.store")
+LOAD_OPS = ("llvm.load", "memref.load", "vector.load")
 # Ops an address computation goes through (pure pointer and integer math).
 _ADDRESS_OPS = ("llvm.getelementptr", "llvm.inttoptr", "llvm.ptrtoint", "llvm.addrspacecast",
                 "llvm.bitcast", "memref.subview", "memref.reinterpret_cast", "memref.view",
                 "memref.cast")
 
 
-def _address_states(store) -> list:
+def _address_states(store, first=1) -> list:
     """The state values whose ``pipeline.state.index`` the address of
     ``store`` is computed from (through _ADDRESS_OPS and arith ops; block
     arguments, loads and other ops end the walk). This is how a plain store
-    is tied to a stage, as in the checker's CommitBeforeWrite.cpp."""
+    is tied to a stage, as in the checker's CommitBeforeWrite.cpp; a load
+    (``first=0``: its address is its first operand) the same way."""
     found, seen = [], set()
-    work = list(store.operands)[1:]
+    work = list(store.operands)[first:]
     while work:
         v = work.pop()
         owner = v.owner
@@ -230,6 +232,8 @@ class _Compiler:
             a["segs"] = list(ir.DenseI32ArrayAttr(attrs["operandSegmentSizes"]))
         if name in STORE_OPS:
             a["stage_states"] = [self.slot(v) for v in _address_states(op)]
+        if name in LOAD_OPS:
+            a["stage_states"] = [self.slot(v) for v in _address_states(op, first=0)]
         ins = [self.slot(v) for v in op.operands]
         outs = [self.slot(r) for r in op.results]
         regions = [[self.block(b) for b in r.blocks] for r in op.regions]

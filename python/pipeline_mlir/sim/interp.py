@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from . import asyncread as AR
 from . import verbs as V
 from .engine import Agent, World
-from .frontend import STORE_OPS, UNKNOWN, Kernel, Lanes, Node
+from .frontend import LOAD_OPS, STORE_OPS, UNKNOWN, Kernel, Lanes, Node
 from .model import SimError
 from .verbs import PipeRef, State
 
@@ -245,6 +245,12 @@ class _Interp:
                     st = env[slot]
                     if isinstance(st, State):
                         V.plain_store(self.a, st, name, n.loc)
+            elif name in LOAD_OPS and n.a["stage_states"]:
+                for slot in n.a["stage_states"]:
+                    st = env[slot]
+                    if isinstance(st, State):
+                        V.plain_load(self.a, st, name, n.loc)
+                self.scalar(n, mask)
             elif name in _RAW_ARRIVES and n.ins and isinstance(env[n.ins[0]], _StageBarrier):
                 h = env[n.ins[0]]
                 yield from V.raw_arrive(self.w, self.a, self.pipes[h.pid], h.index,

@@ -25,7 +25,8 @@ class SimError(Exception):
 
     ``kind`` is one of: deadlock, overrun, overwrite, early-read, arrive-count,
     tx-count, exited-cta, unbalanced, role, initial-phase, uninitialized,
-    unsupported, step-limit, commit-before-write, async-read (asyncread.py).
+    unsupported, step-limit, commit-before-write, async-read (asyncread.py),
+    read-after-release.
     """
 
     def __init__(self, kind: str, message: str, where: list[str] | None = None):

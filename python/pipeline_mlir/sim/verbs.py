@@ -20,6 +20,7 @@ agent acts on which side of which pipeline.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -586,6 +587,8 @@ def consumer_wait(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int],
     a.use(spec.name, "consumer", "consumer.wait", st.role == "producer_consumer")
     idx, who = st.index, a.label(spec.name)
     op = spec.consumer_op
+    if st.origin is not None:
+        a.wait_pipes.setdefault(st.origin, {})[p.pid] = p
 
     def hold():
         key = (p.pid, idx)
@@ -713,6 +716,7 @@ def plain_store(a: Agent, st: State, op: str, loc: str | None) -> None:
     consumers may read the stage before the store lands. Inside an acquire
     .. commit window it is the write the commit publishes. It is not a
     scheduling point (it touches no barrier)."""
+    _store_into_held(a, st, op, loc)
     pipes = [p for p in a.state_pipes.get(st.origin, {}).values()
              if p.spec.producer_op in (ASYNC, CPASYNC)]
     idx = st.index
@@ -731,6 +735,49 @@ def plain_store(a: Agent, st: State, op: str, loc: str | None) -> None:
             f"again: the consumers may read the stage before the write lands (move the write "
             f"before producer.commit)",
             where=[f"{who} at {store_at}"] if store_at else [])
+
+
+def _store_into_held(a: Agent, st: State, op: str, loc: str | None) -> None:
+    w, idx = a.world, st.index
+    for p in a.wait_pipes.get(st.origin, {}).values():
+        if p.spec.stages != st.stages:
+            continue
+        key = _key(p, a.cta, idx)
+        me = a.label(p.spec.name)
+        others = {k: v for k, v in (w.readers.get(key) or {}).items() if v > 0 and k != me}
+        if others:
+            at = source_location(loc)
+            raise SimError(
+                "overwrite",
+                f"{me} writes {_buf(p, a.cta, idx)} with {op}{f' at {at}' if at else ''} "
+                f"while {', '.join(others)} still holds it (between its wait and its "
+                f"release): the other warps may still read the stage (order the write after "
+                f"their consumer.release, e.g. with a named barrier)",
+                w._race_notes(key, me, Counter(others)))
+
+
+def plain_load(a: Agent, st: State, op: str, loc: str | None) -> None:
+    """A load (``llvm.load``, ...) whose address is computed from
+    ``st.index``, from that stage of a pipeline this agent waits on with
+    states of the same origin (and the same stage count): the agent must
+    hold the stage (between its consumer.wait and its consumer.release).
+    After the release the producer may refill the stage under the read:
+    error kind ``read-after-release``, whatever the schedule. A stage the
+    agent has acquired as a producer may be read too. Not a scheduling
+    point."""
+    idx = st.index
+    for p in a.wait_pipes.get(st.origin, {}).values():
+        key = (p.pid, idx)
+        if p.spec.stages != st.stages or a.holding[key] or a.acquired[key]:
+            continue
+        who, at = a.label(p.spec.name), source_location(loc)
+        raise SimError(
+            "read-after-release",
+            f"{who} reads {_buf(p, a.cta, idx)} with {op}{f' at {at}' if at else ''} while it "
+            f"does not hold the stage (after its consumer.release, or before its "
+            f"consumer.wait): the producer may refill it under the read (read the stage "
+            f"between consumer.wait and consumer.release)",
+            where=[f"{who} at {at}"] if at else [])
 
 
 # -- cluster launch control ---------------------------------------------------
