@@ -4,10 +4,13 @@
   (``gemm_configs``), launched by ``hopper_gemm_host``;
 - ``pipeline_mlir.scaled_mm`` (scaled_mm.py): FP8 GEMM with per-tensor
   scales, ``torch._scaled_mm``'s contract (``fp8_configs``, ``fp8_gemm_host``);
-- ``pipeline_mlir.attention`` (attention.py): attention forward in
-  ``flash_attn_func``'s layout (``attention_configs``, ``attention_fwd_host``).
+- ``pipeline_mlir.attention`` (attention.py): attention in
+  ``flash_attn_func``'s layout (``attention_configs``, ``attention_fwd_host``),
+  differentiable: its backward is the custom op ``attention_backward``
+  (``attention_bwd_host``).
 
 Each imports torch and is a torch custom op; ``kernel_cache`` finds the
 compiled variants on disk (compiling them where MLIR is installed). The
-launchers (``hopper_gemm_host``, ``fp8_gemm_host``, ``attention_fwd_host``...) need only the runtime and torch.
+launchers (``hopper_gemm_host``, ``fp8_gemm_host``, ``attention_fwd_host``,
+``attention_bwd_host``...) need only the runtime and torch.
 """
