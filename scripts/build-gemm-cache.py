@@ -11,9 +11,10 @@ pick, so a GPU host without MLIR finds them.
 ``FAMILIES``): ``hopper_gemm`` (``pipeline_mlir.gemm``, the default),
 ``fp8_gemm`` (``pipeline_mlir.scaled_mm``), ``attention_fwd`` and
 ``attention_bwd`` (``pipeline_mlir.attention`` and its backward). ``--all`` compiles every variant of each
-family's table (ops/gemm_configs.py, ops/fp8_configs.py,
-ops/attention_configs.py); ``--shape`` the GEMM variants the table's rule
-picks for those shapes (``--sms``: the GPU's SM count it assumes, 132 for
+family's table (ops/gemm_configs.py with its stream-K variants,
+ops/fp8_configs.py, ops/attention_configs.py); ``--shape`` the GEMM
+variants the table's rule picks for those shapes (and the plain pick a
+fused call takes where the rule picks stream-K) (``--sms``: the GPU's SM count it assumes, 132 for
 an H100 SXM). ``--epilogues`` adds, for each GEMM variant built, its fused
 epilogue variants of ``gemm_configs.PREBUILT_EPILOGUES`` (what
 ``pipeline_mlir.gemm(..., bias=, activation=, residual=, alpha=)`` runs;
@@ -40,11 +41,22 @@ def wanted(args):
         if kernel == "hopper_gemm":
             for dtype in args.dtype:
                 if args.all:
-                    out.update((kernel, v, dtype) for v in gemm_configs.VARIANTS)
+                    out.update((kernel, v, dtype) for v in (*gemm_configs.VARIANTS,
+                                                            *gemm_configs.STREAM_K_VARIANTS))
                 for m, n, k in args.shape:
                     v = gemm_configs.choose(m, n, k, dtype, args.sms)
                     print(f"{dtype} {m}x{n}x{k}: {v}")
                     out.add((kernel, v, dtype))
+                    # a fused call's pick (never stream-K), and split-K's pick
+                    # where the GPU suite turns split-K on (test_gpu_launch.py)
+                    out.add((kernel, gemm_configs.choose(m, n, k, dtype, args.sms,
+                                                         stream_k=False), dtype))
+                    v = gemm_configs.choose(m, n, k, dtype, args.sms, split=True,
+                                            stream_k=False)
+                    out.add((kernel, v, dtype))
+                    if gemm_configs.splits_of(v) > 1:
+                        split_runs.add((min(gemm_configs.splits_of(v),
+                                            -(-k // gemm_configs.K_BLOCK)), dtype))
                     if gemm_configs.splits_of(v) > 1:
                         split_runs.add((min(gemm_configs.splits_of(v),
                                             -(-k // gemm_configs.K_BLOCK)), dtype))
@@ -81,6 +93,7 @@ def wanted(args):
         found += [("hopper_gemm", *gemm_configs.fused(v, Epilogue.from_json(e)), d)
                   for k, v, _, d in list(found)
                   if k == "hopper_gemm" and gemm_configs.splits_of(v) == 1
+                  and not gemm_configs.is_stream_k(v)
                   for e in gemm_configs.PREBUILT_EPILOGUES]
         # a split-K pick's fused epilogue runs in its reduction (of the
         # splits it runs at that shape)

@@ -4,6 +4,7 @@ with the waste of each pick beside its time.
 
     python3 random_sweep.py --out DIR [--count 60] [--seed 33] [--dtype bf16 f16]
                             [--dist log|linear] [--rounds 9] [--quick]
+                            [--variants NAME ...]
 
 Shapes: ``--count`` (M, N, K) drawn with ``random.Random(seed)``, each in
 [128, 16384] and a multiple of 8 (``--dist log``, the default: uniform in
@@ -19,7 +20,11 @@ one order); then ours (``pipeline_mlir.gemm(a, b, out=c)``) and cuBLAS
 Per shape one RESULT line: the variant picked, its tile fill (useful /
 computed output area: the ragged edge's waste), the last wave's occupancy
 (the fraction of the SMs its work units use; for split-K, units = tiles x
-splits), the waves, both times and the ratio cuBLAS / ours (> 1: faster).
+splits; for stream-K, the SMs its balanced runs use), the waves (for
+stream-K, each CTA's K blocks in tiles' worth), both times and the ratio
+cuBLAS / ours (> 1: faster). ``--variants`` also times those
+variants (``gemm_configs`` names) beside the pick, each output checked the
+same way: one CANDIDATE line each (what calibrates the pick's model).
 Then, per dtype and overall, the median and worst ratio, and the five worst
 shapes; a markdown table. Writes DIR/random_sweep.json and .log.
 """
@@ -57,6 +62,17 @@ def waste(variant, m, n, k, sms):
     from pipeline_mlir.ops import gemm_configs as gc
 
     tile = gc.tile_variant(variant)
+    if gc.is_stream_k(variant):
+        # units: tiles, or a cluster's tile pairs (sms / 2 of them a wave);
+        # the stream-K run's CTAs as a fraction of a wave; each CTA's work
+        # in tiles' worth (whole rounds, then one piece of a tile)
+        cluster, (bm, bn) = gc.cluster_of(tile), gc.tile(tile)
+        units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
+        kb, wave = -(-k // gc.K_BLOCK), sms // cluster
+        grid, sk_ctas = gc.stream_k_launch(units, kb, wave, tile)
+        rounds, rest, pieces = gc.stream_k_plan(units, kb, wave, tile)
+        return (gc.fill(tile, m, n), (sk_ctas if rest else grid) / wave,
+                round(rounds + (1 / pieces if rest else 0), 2))
     splits = min(gc.splits_of(variant), -(-k // gc.K_BLOCK))
     cluster = gc.overrides(variant).get("cluster_m", 1)
     units = gc.units_of(tile, m, n, splits)
@@ -82,6 +98,8 @@ def main(argv=None):
     ap.add_argument("--dtype", nargs="+", default=["bf16", "f16"], choices=["bf16", "f16"])
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--quick", action="store_true", help="8 random shapes, no fixed ones")
+    ap.add_argument("--variants", nargs="*", default=[],
+                    help="also time these gemm_configs variants beside the pick")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     if os.path.isdir(os.path.join(HERE, "gemm-cache")):
@@ -121,15 +139,37 @@ def main(argv=None):
             same = bool(torch.equal(ours, again))
             variant = ops_gemm.chosen(a, b)
             fill, last, waves = waste(variant, m, n, k, sms)
-            med, ratio = bench_interleaved(
-                {"cublas": lambda: torch.matmul(a, b.T, out=theirs),
-                 "ours": lambda: pipeline_mlir.gemm(a, b, out=ours)}, rounds=args.rounds)
+            fns = {"cublas": lambda: torch.matmul(a, b.T, out=theirs),
+                   "ours": lambda: pipeline_mlir.gemm(a, b, out=ours)}
+            checked = {}
+            for v in args.variants:
+                if v == variant:
+                    continue
+                g = ops_gemm.variant_gemm(v, dtype)
+                out_v = torch.empty(m, n, device="cuda", dtype=dt)
+                g.launch(a, b, out_v, (), None, False)
+                again_v = g.launch(a, b, None, (), None, False)
+                ref = torch.matmul(a.float(), b.float().T)
+                checked[v] = (rel_err(out_v, ref, k), bool(torch.equal(out_v, again_v)))
+                del ref, again_v
+                fns[v] = (lambda g=g, o=out_v: g.launch(a, b, o, (), None, False))
+            med, ratio = bench_interleaved(fns, rounds=args.rounds)
             row = {"m": m, "n": n, "k": k, "what": what, "dtype": dtype, "variant": variant,
                    "fill": fill, "last_wave": last, "waves": waves, "ours_ms": med["ours"],
                    "cublas_ms": med["cublas"], "ratio": ratio["ours"], "err": err,
                    "ok": ok, "bitwise_repeat": same,
-                   "tflops": 2 * m * n * k / med["ours"] / 1e9}
+                   "tflops": 2 * m * n * k / med["ours"] / 1e9,
+                   "candidates": {v: {"ms": med[v], "ratio": ratio[v], "err": e,
+                                      "ok": e <= REL_ERROR_BOUND[dtype], "bitwise_repeat": rep,
+                                      "waste": waste(v, m, n, k, sms)}
+                                  for v, (e, rep) in checked.items()}}
             results.append(row)
+            for v, c in row["candidates"].items():
+                cf, cl, cw = c["waste"]
+                log(f"CANDIDATE {dtype} {m}x{n}x{k} {v}: fill {cf:.3f} last wave {cl:.2f} of "
+                    f"{cw} | {c['ms']:.4f} ms ratio {c['ratio']:.3f} | err {c['err']:.2g}"
+                    f"{'' if c['ok'] else ' OVER BOUND'}"
+                    f"{'' if c['bitwise_repeat'] else ' NOT BITWISE REPEATABLE'}", fh)
             log(f"RESULT {dtype} {m}x{n}x{k} ({what}) {variant}: fill {fill:.3f} last wave "
                 f"{last:.2f} of {waves} | ours {med['ours']:.4f} ms cuBLAS "
                 f"{med['cublas']:.4f} ms ratio {ratio['ours']:.3f} | err {err:.2g}"
@@ -152,7 +192,14 @@ def main(argv=None):
     for r in sorted(results, key=lambda r: r["ratio"])[:5]:
         log(f"WORST {r['dtype']} {r['m']}x{r['n']}x{r['k']} {r['variant']}: {r['ratio']:.3f}x "
             f"(fill {r['fill']:.3f}, last wave {r['last_wave']:.2f} of {r['waves']})", fh)
+    if args.variants:
+        best = [max([r["ratio"]] + [c["ratio"] for c in r["candidates"].values()])
+                for r in results]
+        log(f"SUMMARY best of pick and --variants: {len(best)} runs, median "
+            f"{statistics.median(best):.3f}x, worst {min(best):.3f}x cuBLAS", fh)
     bad = [r for r in results if not (r["ok"] and r["bitwise_repeat"])]
+    bad += [dict(r, variant=v, **c) for r in results for v, c in r["candidates"].items()
+            if not (c["ok"] and c["bitwise_repeat"])]
     for r in bad:
         log(f"FAIL {r['dtype']} {r['m']}x{r['n']}x{r['k']} {r['variant']}: err {r['err']:.3g}, "
             f"bitwise repeat {r['bitwise_repeat']}", fh)

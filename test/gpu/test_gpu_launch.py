@@ -167,11 +167,13 @@ SPLITK_SHAPES = [(4096, 256, 9000), (512, 512, 16384), (2000, 200, 9000), (256, 
 @pytest.fixture
 def split_k_on(monkeypatch):
     """The pick with split-K allowed (gemm_configs.AUTO_SPLIT_K is off by
-    default until split-K beats cuBLAS; these tests check it computes right)."""
+    default until split-K beats cuBLAS; these tests check it computes right)
+    and stream-K, which the pick prefers on these shapes, left out."""
     from pipeline_mlir.ops import gemm as ops_gemm
     from pipeline_mlir.ops import gemm_configs
 
     monkeypatch.setattr(gemm_configs, "AUTO_SPLIT_K", True)
+    monkeypatch.setattr(gemm_configs, "AUTO_STREAM_K", False)
     ops_gemm._picks.clear()
     ops_gemm._fused_picks.clear()
     yield
@@ -261,6 +263,82 @@ def test_split_k_variant_with_fewer_k_blocks_than_splits(dtype, device, gemm_cac
     b = torch.randn(200, 64, device="cuda", dtype=dt)
     with pytest.raises(ValueError, match="out must be a contiguous 333 x 200"):
         g.launch(a, b, torch.empty(200, 333, device="cuda", dtype=dt), (), None, False)
+
+
+# --- stream-K -------------------------------------------------------------------------
+
+# Ragged shapes whose tiles leave the last wave part-empty (4544 x 1008 x 7784:
+# 144 tiles of 128x256 on 132 SMs), fewer tiles than SMs with a long K
+# (1664 x 1112 x 12456), a few K blocks (1000 x 1032 x 520), K under one
+# block and M, N under one tile (333 x 200 x 72, 100 x 136 x 4104), and a
+# shape of whole waves (4096 x 4096 x 1024: no stream-K run, all tiles whole).
+STREAMK_SHAPES = [(4544, 1008, 7784), (1664, 1112, 12456), (2040, 2752, 6744),
+                  (1000, 1032, 520), (333, 200, 72), (100, 136, 4104), (4096, 4096, 1024)]
+
+
+def _counters_zero():
+    from pipeline_mlir.ops import streamk_host
+
+    for ws, counters in streamk_host._buffers.values():
+        assert int(counters.abs().sum()) == 0, "a stream-K launch left a counter set"
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_stream_k_variants_match_torch_and_repeat_bitwise(dtype, device, gemm_cache):
+    """Every stream-K variant on every shape: within the GEMM's bound of
+    torch in fp32 (a NaN-filled C: every element written), the same bits
+    on a second call and after the other shapes ran in between (whichever
+    CTA arrives last, the partials are summed in K order), and the arrival
+    counters back at zero after each launch."""
+    from pipeline_mlir.ops import gemm as ops_gemm
+    from pipeline_mlir.ops import gemm_configs
+
+    dt = getattr(torch, {"bf16": "bfloat16", "f16": "float16"}[dtype])
+    torch.manual_seed(0)
+    for v in gemm_configs.STREAM_K_VARIANTS:
+        g = ops_gemm.variant_gemm(v, dtype)
+        firsts = []
+        for m, n, k in STREAMK_SHAPES:
+            a = torch.randn(m, k, device="cuda", dtype=dt)
+            b = torch.randn(n, k, device="cuda", dtype=dt)
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
+            assert g.launch(a, b, c, (), None, True) is c
+            err = close(c, a, b)
+            _counters_zero()
+            again = g.launch(a, b, None, (), None, True)
+            assert torch.equal(again, c), f"{v} {m}x{n}x{k}: two runs differ"
+            firsts.append((a, b, c))
+            print(f"{v} {dtype} {m}x{n}x{k}: err {err:.3g}")
+        for a, b, c in firsts:
+            assert torch.equal(g.launch(a, b, None, (), None, True), c)
+        _counters_zero()
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_gemm_picks_stream_k_on_a_part_empty_last_wave(dtype, device, gemm_cache):
+    """pipeline_mlir.gemm on 4544 x 1008 x 7784 (plain: two waves, the
+    second 9% full at 128x256) takes a stream-K variant; right, bitwise the
+    same into out= and on a side stream (its own workspace and counters)."""
+    import pipeline_mlir
+    from pipeline_mlir.ops import gemm as ops_gemm
+    from pipeline_mlir.ops import gemm_configs
+
+    dt = getattr(torch, dtype)
+    m, n, k = 4544, 1008, 7784
+    a = torch.randn(m, k, device="cuda", dtype=dt)
+    b = torch.randn(n, k, device="cuda", dtype=dt)
+    c = pipeline_mlir.gemm(a, b)
+    v = ops_gemm.chosen(a, b)
+    assert gemm_configs.is_stream_k(v), f"took {v}"
+    close(c, a, b)
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
+    assert pipeline_mlir.gemm(a, b, out=out) is out and torch.equal(out, c)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        other = pipeline_mlir.gemm(a, b)
+    side.synchronize()
+    assert torch.equal(other, c)
+    _counters_zero()
 
 
 # --- the fused epilogue -------------------------------------------------------------

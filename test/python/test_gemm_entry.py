@@ -37,11 +37,12 @@ SHAPES = [(m, n, k) for m in (16, 128, 256, 1024, 2048, 4096, 8192)
 
 @pytest.mark.parametrize("sms", [132, 114])
 def test_the_rule_picks_the_cheapest_estimate(sms):
-    # the plain rule; split-K (over it) is test/python/test_gemm_splitk.py's
+    # the plain rule; split-K and stream-K (over it) are
+    # test/python/test_gemm_splitk.py's and test_gemm_streamk.py's
     for m, n, k in SHAPES:
-        v = gc.choose(m, n, k, "bf16", sms, split=False)
+        v = gc.choose(m, n, k, "bf16", sms, split=False, stream_k=False)
         assert v in gc.RULE_VARIANTS
-        assert all(gc.estimate(v, m, n, sms) <= gc.estimate(o, m, n, sms)
+        assert all(gc.estimate(v, m, n, sms, k) <= gc.estimate(o, m, n, sms, k)
                    for o in gc.RULE_VARIANTS), (m, n, k, v)
 
 

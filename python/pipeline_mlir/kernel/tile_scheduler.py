@@ -124,3 +124,120 @@ def split_k_unit(unit, tiles, splits, k_blocks):
     begin = _udiv(split * k_blocks, splits)
     end = _udiv((split + 1) * k_blocks, splits)
     return tile, split, begin, end - begin
+
+
+# -- stream-K: full waves of whole tiles, then the rest split evenly ------------------
+#
+# ``tiles`` output tiles of ``k_blocks`` K blocks each on ``grid`` persistent
+# CTAs. When ``tiles`` is not a multiple of ``grid`` the last wave of a
+# tile-per-unit schedule leaves SMs idle (144 tiles on 132 SMs: a second
+# wave 9% full). Here the full waves run whole tiles, as the data-parallel
+# schedule does (CTA c takes tiles c, c + grid, ...: ``rounds`` of them),
+# and the ``sk_tiles = tiles % grid`` left over are laid end to end as one
+# run of ``iters = sk_tiles x k_blocks`` K blocks that the first ``sk_ctas``
+# CTAs share equally: CTA c < sk_ctas takes ``[c iters / sk_ctas, (c + 1)
+# iters / sk_ctas)``. The host picks ``sk_ctas`` (between ``sk_tiles`` and
+# ``grid``: ops/gemm_configs.stream_k_ctas) so that each run is at most one
+# tile long and at least one K block. A run crosses at most one tile
+# boundary, so it is one or two *segments*, each a work unit holding part of
+# a tile: each contributor stores an fp32 partial tile and the last to
+# arrive sums all of them in K order (kernels/hopper_gemm.py).
+#
+# A CTA runs its segments last first: the later tile from its K block 0,
+# then the earlier one from where its run began. All CTAs then walk K at
+# the same pace from two origins (0, and a tile's length minus a run's), so
+# the operand blocks in use at any moment are two narrow bands of K, as in
+# the data-parallel waves: in the order of the run, the CTAs would read
+# every part of K at once, and a long K's operands outgrow L2.
+#
+# Workspace slots: ``2 c`` for CTA c's first segment (by K order: the end
+# of a tile), ``2 c + 1`` for its second (the start of the next). A partial
+# tile's contributors are the CTAs ``owner(t kb) .. owner(t kb + kb - 1)``;
+# contributor c wrote slot ``2 c + 1`` if its run began before the tile,
+# else ``2 c``.
+#
+# All of it works on Python ints (the model the tests compare with) and on
+# i32 Scalars (the kernel, through i64 where ``iters x sk_ctas`` may pass
+# 2^31).
+
+
+def _wide(x):
+    return x.to(64) if isinstance(x, Scalar) else x
+
+
+def _narrow(x):
+    return x.to(32) if isinstance(x, Scalar) else x
+
+
+def _select(cond, a, b):
+    """``a if cond else b`` on Python values, ``arith.select`` on Scalars."""
+    if isinstance(cond, bool):
+        return a if cond else b
+    return cond.select(_scalar(a) if not isinstance(a, Scalar) else a,
+                       _scalar(b) if not isinstance(b, Scalar) else b)
+
+
+class StreamKSchedule:
+    """One CTA's work units under stream-K (see above): ``units`` of them,
+    ``unit(i)`` for each. ``cta`` is this CTA's index, ``grid`` the CTAs,
+    ``sk_ctas`` how many of them share the stream-K run (at least one K
+    block each: ``sk_ctas <= sk_tiles x k_blocks``; at most ``grid``)."""
+
+    def __init__(self, tiles, k_blocks, grid, cta, sk_ctas):
+        self.tiles, self.k_blocks, self.grid, self.cta = tiles, k_blocks, grid, cta
+        self.sk_ctas = sk_ctas
+        self.rounds = _udiv(tiles, grid)
+        self.dp_tiles = self.rounds * grid
+        self.sk_tiles = tiles - self.dp_tiles
+        self.iters = self.sk_tiles * k_blocks
+        self.begin = self.run_begin(_umin(cta, sk_ctas))
+        self.end = self.run_begin(_umin(cta + 1, sk_ctas))
+        self.first_tile = _udiv(self.begin, k_blocks)
+        last_tile = _udiv(_select(self.end > self.begin, self.end - 1, self.begin), k_blocks)
+        self.segments = _select(self.end > self.begin, last_tile - self.first_tile + 1, 0)
+        self.units = self.rounds + self.segments
+
+    def run_begin(self, cta):
+        """First stream-K K block of ``cta``'s run: ``cta iters / sk_ctas``."""
+        return _narrow(_udiv(_wide(cta) * _wide(self.iters), _wide(self.sk_ctas)))
+
+    def owner(self, x):
+        """The CTA whose run holds stream-K K block ``x``: the largest c
+        with ``c iters / sk_ctas <= x``, i.e. ``((x + 1) sk_ctas - 1) / iters``."""
+        return _narrow(_udiv((_wide(x) + 1) * _wide(self.sk_ctas) - 1, _wide(self.iters)))
+
+    def unit(self, i):
+        """``(tile, kb_begin, kb_count, partial, slot, sk_tile)`` of unit
+        ``i``: the output tile (the scheduler's linear tile id), its K blocks
+        ``[kb_begin, kb_begin + kb_count)``, whether it is a partial
+        segment, and for one its workspace slot and its index among the
+        stream-K tiles (its counters'). Segments come last first."""
+        kb = self.k_blocks
+        dp = i < self.rounds
+        seg = self.segments - 1 - (i - self.rounds)
+        sk_tile = self.first_tile + seg
+        x0 = sk_tile * kb
+        lo = _select(self.begin > x0, self.begin, x0)
+        hi = _umin(self.end, x0 + kb)
+        tile = _select(dp, self.cta + i * self.grid, self.dp_tiles + sk_tile)
+        begin = _select(dp, 0, lo - x0)
+        count = _select(dp, kb, hi - lo)
+        if isinstance(lo, Scalar):
+            partial = (~dp) & ~((lo == x0) & (hi == x0 + kb))
+        else:
+            partial = not dp and not (lo == x0 and hi == x0 + kb)
+        slot = 2 * self.cta + _select(seg > 0, 1, 0)
+        return tile, begin, count, partial, slot, sk_tile
+
+    def contributors(self, sk_tile):
+        """``(first CTA, last CTA)`` whose runs cover part of stream-K tile
+        ``sk_tile``, in K order."""
+        x0 = sk_tile * self.k_blocks
+        return self.owner(x0), self.owner(x0 + self.k_blocks - 1)
+
+    def slot_of(self, cta, sk_tile):
+        """The workspace slot where ``cta`` left its partial of ``sk_tile``:
+        its second segment's (``2 cta + 1``) if its run began before the
+        tile, else its first's (``2 cta``)."""
+        began_before = self.run_begin(cta) < sk_tile * self.k_blocks
+        return 2 * cta + _select(began_before, 1, 0)

@@ -42,8 +42,10 @@ from pipeline_mlir.kernel import (GlobalPtr, Int32, Kernel, TmaDescriptor,
                                   fence_view_async_shared, load)
 from pipeline_mlir.kernel import epilogue, wgmma
 from pipeline_mlir.kernel.epilogue import Epilogue, EpilogueContext
-from pipeline_mlir.kernel.tile_scheduler import (PersistentTileScheduler, split_k_count,
-                                                  split_k_unit)
+from pipeline_mlir.kernel import arrival_counter
+from pipeline_mlir.kernel.fragment import Fragment
+from pipeline_mlir.kernel.tile_scheduler import (PersistentTileScheduler, StreamKSchedule,
+                                                  split_k_count, split_k_unit)
 from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
                                             check_register_budget,
                                             set_max_registers)
@@ -87,6 +89,13 @@ class GemmConfig:
     # and kernels/splitk_reduce.py sums the slices into C. For outputs of
     # too few tiles to fill the SMs (ops/gemm_configs.choose_split).
     split_k: int = 1
+    # Stream-K: the waves the tiles fill whole run as above; the remaining
+    # tiles' K blocks are shared equally by all CTAs, and the CTAs that
+    # computed parts of one tile leave fp32 partials in a workspace, the
+    # last to arrive summing them in K order (bitwise the same whoever it
+    # is) and storing C. For shapes whose last wave would be part-empty
+    # (ops/gemm_configs.choose; kernel/tile_scheduler.StreamKSchedule).
+    stream_k: bool = False
 
     @property
     def block_m(self):
@@ -111,7 +120,8 @@ class GemmConfig:
                 f"{'_scaled' if self.scaled else ''}"
                 f"{'_promoted' if self.accumulation == 'promoted' else ''}"
                 f"{'_' + self.epilogue.tag if self.fused else ''}"
-                f"{f'_sk{self.split_k}' if self.split_k > 1 else ''}")
+                f"{f'_sk{self.split_k}' if self.split_k > 1 else ''}"
+                f"{'_streamk' if self.stream_k else ''}")
 
     @property
     def fused(self):
@@ -157,6 +167,8 @@ class GemmConfig:
                              f"{self.split_k!r}")
         if self.split_k > 1:
             self._check_split()
+        if self.stream_k:
+            self._check_stream_k()
         c = self.layouts()[2]
         if self.tma_store_epilogue and self.split_k == 1:
             epilogue.check_tile(c, self.block_n, self.name)
@@ -166,6 +178,18 @@ class GemmConfig:
         if self.setmaxnreg:
             check_register_budget(self.threads, 1, self.producer_registers,
                                   self.consumer_warpgroups, self.consumer_registers)
+
+    def _check_stream_k(self):
+        if self.split_k > 1:
+            raise ValueError(f"{self.name}: stream_k and split_k are two ways to cut K; "
+                             "build one or the other")
+        if not self.tma_store_epilogue:
+            raise ValueError(f"{self.name}: stream_k stores whole tiles through the TMA "
+                             "epilogue; build it with tma_store_epilogue=True")
+        if self.fused:
+            raise ValueError(f"{self.name}: stream_k applies the epilogue to a whole tile "
+                             "summed in registers, which spills with a fused epilogue "
+                             "(ptxas -v); a fused call keeps its plain variant")
 
     def _check_split(self):
         if self.cluster_m > 1:
@@ -194,6 +218,11 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
               "m": Int32(), "n": Int32(), "k": Int32()}
     if cfg.scaled:
         params.update(scale_a=GlobalPtr(align=4), scale_b=GlobalPtr(align=4))
+    if cfg.stream_k:
+        # the fp32 partial tiles (two slots per CTA) and the per-warp arrival
+        # counters of the stream-K tiles (ops/streamk_host.py sizes both)
+        params.update(sk_workspace=GlobalPtr(), sk_counters=GlobalPtr(align=4),
+                      sk_ctas=Int32())
     epi_params = epilogue.kernel_params(cfg.epilogue, cfg.c_dtype) if cfg.fused else {}
     params.update(epi_params)
     k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads,
@@ -201,7 +230,8 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
     with k:
         desc_a, desc_b, desc_c, c_ptr, m, n, kdim = k.args[:7]
         extra = len(k.args) - len(epi_params)
-        scale_ptrs = k.args[7:extra]
+        scale_ptrs = k.args[7:extra - 3] if cfg.stream_k else k.args[7:extra]
+        stream_args = k.args[extra - 3:extra] if cfg.stream_k else None
         epi_args = dict(zip(epi_params, k.args[extra:]))
         barriers = k.alloc_barriers(2 * stages)
         ring_a = k.smem_alloc(stages * a_tile.bytes, align=a_tile.alignment, name="A ring")
@@ -229,6 +259,9 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
         if cfg.split_k > 1:
             splits = split_k_count(cfg.split_k, k_blocks)
             split = (splits, sched.num_units * splits)
+        if cfg.stream_k:
+            split = StreamKSchedule(sched.num_units, k_blocks, units[1], units[0],
+                                    stream_args[2])
         rank = k.cluster_cta_rank() if cluster > 1 else None
         warp = k.warp_idx()
         warpgroup = warp // 4
@@ -243,21 +276,38 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
             if cfg.setmaxnreg:
                 set_max_registers(cfg.consumer_registers, increase=True)
             consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c_buf,
-                     desc_c, c_ptr, m, n, scale_ptrs, epi_args, split)
+                     desc_c, c_ptr, m, n, scale_ptrs, epi_args, split, stream_args)
     k.config = cfg
     k.stages = stages
     return k
+
+
+def unit_range(sched, units, split):
+    """``(start, stop, step)`` of this CTA's unit loop: every ``stride``-th
+    tile (or split-K unit) from its first, or its stream-K units in order."""
+    first, stride = units
+    if split is None:
+        return first, sched.num_units, stride
+    if isinstance(split, StreamKSchedule):
+        return 0, split.units, 1
+    return first, split[1], stride
 
 
 def unit_work(sched, unit, rank, k_blocks, split):
     """``(m_block, n_block, k-block range args, part)`` of a work unit: the
     whole K of a tile (``part`` None), or (split-K, ``split`` = (splits,
     units)) one split's contiguous K blocks, ``part`` = (split index, K
-    blocks) (``tile_scheduler.split_k_unit``). The producer and the
+    blocks) (``tile_scheduler.split_k_unit``), or (stream-K, ``split`` a
+    ``StreamKSchedule``) the unit's K blocks of its tile, ``part`` = (K
+    blocks, partial, workspace slot, stream-K tile). The producer and the
     consumers call it alike, so both walk the same blocks."""
     if split is None:
         m_blk, n_blk = sched.tile(unit, rank)
         return m_blk, n_blk, (k_blocks,), None
+    if isinstance(split, StreamKSchedule):
+        tile, begin, count, partial, slot, sk_tile = split.unit(unit)
+        m_blk, n_blk = sched.tile(tile, rank)
+        return m_blk, n_blk, (begin, begin + count), (count, partial, slot, sk_tile)
     tile, index, begin, count = split_k_unit(unit, sched.num_units, split[0], k_blocks)
     m_blk, n_blk = sched.tile(tile, rank)
     return m_blk, n_blk, (begin, begin + count), (index, count)
@@ -271,10 +321,8 @@ def producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b, ring_a,
     cluster = cfg.cluster_m
     b_stage_bytes = b_tile.bytes * cluster
     stages = ring.num_stages
-    first, stride = units
     state = make_pipeline_state(PipelineUserType.Producer, stages)
-    num_units = sched.num_units if split is None else split[1]
-    for unit, _ in k.range(first, num_units, stride, carry=[state]):
+    for unit, _ in k.range(*unit_range(sched, units, split), carry=[state]):
         m_blk, n_blk, kb_range, _ = unit_work(sched, unit, rank, k_blocks, split)
         for kb, _ in k.range(*kb_range, carry=[state]):
             ring.producer_acquire(state)
@@ -371,9 +419,11 @@ def mainloop_promoted(k, ring, mma_k_block, total, part, read, k_blocks):
 
 
 def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c_buf,
-             desc_c, c_ptr, m, n, scale_ptrs, epi_args=None, split=None):
+             desc_c, c_ptr, m, n, scale_ptrs, epi_args=None, split=None, stream_args=None):
     """Warpgroups 1..: per tile, the mainloop into an fp32 accumulator, then
-    the epilogue (the fused one, ``cfg.epilogue``, in registers first)."""
+    the epilogue (the fused one, ``cfg.epilogue``, in registers first). A
+    stream-K unit that is part of a tile goes through ``stream_k_fixup``
+    instead of the TMA-store epilogue."""
     _, _, c_tile = cfg.layouts()
     stages = ring.num_stages
     cw = warp // 4 - 1
@@ -394,17 +444,17 @@ def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c
     acc = mma_k_block.mma.accumulator()
     promoted = cfg.accumulation == "promoted"
     part = mma_k_block.mma.accumulator() if promoted else None
-    num_units = sched.num_units if split is None else split[1]
-    for unit, _ in k.range(first, num_units, stride, carry=[read, release]):
+    streamed = isinstance(split, StreamKSchedule)
+    for unit, _ in k.range(*unit_range(sched, units, split), carry=[read, release]):
         m_blk, n_blk, _, part_of = unit_work(sched, unit, rank, k_blocks, split)
-        blocks = k_blocks if part_of is None else part_of[1]
+        blocks = k_blocks if part_of is None else part_of[0 if streamed else 1]
         if promoted:
             mainloop_promoted(k, ring, mma_k_block, acc, part, read, blocks)
         else:
             mainloop_fast(k, ring, mma_k_block, acc, read, release, blocks)
         row0 = m_blk * cfg.block_m + cw * wgmma.WarpgroupMma.M
         out = acc if scale is None else acc * scale
-        if part_of is not None:
+        if part_of is not None and not streamed:
             store_partial_global(out, c_ptr, row0, n_blk * cfg.block_n, m, n, part_of[0],
                                  warp_in_wg, lane)
             continue
@@ -416,36 +466,140 @@ def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c
             epilogue.store_fragment_global(out, c_ptr, row0, n_blk * cfg.block_n, m, n,
                                            warp_in_wg, lane, cfg.c_dtype)
             continue
-        per_pass = c_tile.boxes // cfg.epilogue_passes
-        tile = c_buf + cw * (per_pass * c_tile.box_bytes)
-        for p in range(cfg.epilogue_passes):
-            boxes = range(p * per_pass, (p + 1) * per_pass)
-            # The fused epilogue once per pass: the pass stores only its
-            # columns, so LLVM drops the other columns' loads and math, and
-            # a pass holds its share of the residual in registers, not the
-            # whole tile's (a 128x256 tile's would not fit beside the
-            # accumulator). Before the waits below, so that its bias and
-            # residual loads are in flight while the previous TMA stores
-            # drain (the loads read other columns than those stores write).
-            values = cfg.epilogue.apply(out, ctx) if ctx is not None else out
-            # The previous TMA stores must have read the buffer.
-            with k.if_(leader):
-                store.producer_acquire()
-            epi_sync.arrive_and_wait_w_index(cw)
-            epilogue.store_fragment(values, tile, warp_in_wg, lane, c_tile, box_range=boxes)
-            # Generic-proxy writes -> visible to TMA (async proxy).
-            fence_view_async_shared()
-            epi_sync.arrive_and_wait_w_index(cw)
-            with k.if_(leader):
-                offsets = c_tile.box_offsets()
-                for box in boxes:
-                    col, smem = offsets[box]
-                    store.tma_store(desc_c, c_tile.coords(row0, n_blk * cfg.block_n + col),
-                                    tile + (smem - offsets[boxes.start][1]))
-                store.producer_commit()
+        if streamed:
+            # Each branch reads the accumulator through a fragment of its
+            # own: a Fragment caches the values it extracted, and values
+            # extracted inside one branch do not exist in the other.
+            whole = out.ir_value
+            with k.if_(part_of[1]) as partial:
+                stream_k_fixup(k, cfg, split, part_of, Fragment(cfg.block_n, struct=whole),
+                               ctx, stream_args, c_ptr, row0,
+                               n_blk * cfg.block_n, m, n, cw, warp_in_wg, lane, rank)
+            with partial.else_():
+                store_tile(k, cfg, Fragment(cfg.block_n, struct=whole), ctx, store, epi_sync,
+                           c_buf, desc_c, c_tile, row0, n_blk, cw, warp_in_wg, lane, leader)
+        else:
+            store_tile(k, cfg, out, ctx, store, epi_sync, c_buf, desc_c, c_tile, row0,
+                       n_blk, cw, warp_in_wg, lane, leader)
     if store is not None:
         with k.if_(leader):
             store.producer_tail()
+
+
+def store_tile(k, cfg, out, ctx, store, epi_sync, c_buf, desc_c, c_tile, row0, n_blk, cw,
+               warp_in_wg, lane, leader):
+    """The TMA-store epilogue of one whole tile: per pass, the fused
+    epilogue, then the pass's columns into the swizzled C buffer and TMA
+    stores of its boxes."""
+    per_pass = c_tile.boxes // cfg.epilogue_passes
+    tile = c_buf + cw * (per_pass * c_tile.box_bytes)
+    for p in range(cfg.epilogue_passes):
+        boxes = range(p * per_pass, (p + 1) * per_pass)
+        # The fused epilogue once per pass: the pass stores only its
+        # columns, so LLVM drops the other columns' loads and math, and
+        # a pass holds its share of the residual in registers, not the
+        # whole tile's (a 128x256 tile's would not fit beside the
+        # accumulator). Before the waits below, so that its bias and
+        # residual loads are in flight while the previous TMA stores
+        # drain (the loads read other columns than those stores write).
+        values = cfg.epilogue.apply(out, ctx) if ctx is not None else out
+        # The previous TMA stores must have read the buffer.
+        with k.if_(leader):
+            store.producer_acquire()
+        epi_sync.arrive_and_wait_w_index(cw)
+        epilogue.store_fragment(values, tile, warp_in_wg, lane, c_tile, box_range=boxes)
+        # Generic-proxy writes -> visible to TMA (async proxy).
+        fence_view_async_shared()
+        epi_sync.arrive_and_wait_w_index(cw)
+        with k.if_(leader):
+            offsets = c_tile.box_offsets()
+            for box in boxes:
+                col, smem = offsets[box]
+                store.tma_store(desc_c, c_tile.coords(row0, n_blk * cfg.block_n + col),
+                                tile + (smem - offsets[boxes.start][1]))
+            store.producer_commit()
+
+
+def stream_k_fixup(k, cfg, sched, part_of, out, ctx, stream_args, c_ptr, row0, col0, m, n, cw,
+                   warp_in_wg, lane, rank=None):
+    """A stream-K unit that is part of a tile (``sched`` its
+    ``StreamKSchedule``, ``part_of`` = (K blocks, partial, slot, stream-K
+    tile)), per consumer warp: store the partial ``out`` into this CTA's
+    workspace slot, arrive at the warp's counter of the tile; the warp
+    that arrives last resets the counter, sums every contributor's partial
+    in K order (the first contributor's first: the same additions in the
+    same order whichever warp is last, so the same bits every run), applies
+    the fused epilogue and stores its rows of C. With a 2-CTA cluster the
+    schedule's units are tile pairs: each CTA (``rank``) has slots and
+    counters of its own, and sums the partials of the same rank."""
+    ws, counters, _ = stream_args[:3]
+    _, _, slot, sk_tile = part_of
+    cluster = cfg.cluster_m
+
+    def own(x):     # a unit's slot or stream-K tile -> this CTA's
+        return x * cluster + rank if cluster > 1 else x
+
+    store_partial_slot(out, ws, own(slot), cfg, cw, warp_in_wg, lane)
+    warps = 4 * cfg.consumer_warpgroups
+    counter = own(sk_tile) * warps + cw * 4 + warp_in_wg
+    first, last = sched.contributors(sk_tile)
+    before = arrival_counter.warp_arrive(counters, counter, lane)
+    with k.if_(before == last - first):
+        arrival_counter.reset(counters, counter, lane)
+        total = Fragment.zeros(cfg.block_n)
+        for c, _ in k.range(first, last + 1, carry=[total]):
+            total += load_partial_slot(ws, own(sched.slot_of(c, sk_tile)), cfg, cw,
+                                       warp_in_wg, lane)
+        values = cfg.epilogue.apply(total, ctx) if ctx is not None else total
+        epilogue.store_fragment_global(values, c_ptr, row0, col0, m, n, warp_in_wg, lane,
+                                       cfg.c_dtype)
+
+
+def _slot_address(ws, slot, cfg, cw, warp_in_wg, lane):
+    """This thread's first 16 bytes in workspace slot ``slot``: a slot is one
+    fp32 tile in the accumulators' own order (the thread's values 4 by 4,
+    each group of a warpgroup's 128 threads 2 KiB apart), so a warp's store
+    or load of one group is 512 contiguous bytes; a slot is only ever read
+    by the thread of the same role in another CTA."""
+    slot_bytes = cfg.block_m * cfg.block_n * 4
+    wg_bytes = wgmma.WarpgroupMma.M * cfg.block_n * 4
+    offset = (slot.to(64) * slot_bytes + cw.to(64) * wg_bytes
+              + (warp_in_wg * 32 + lane).to(64) * 16)
+    return ws, offset
+
+
+def _slot_ptr(ws, offset):
+    return llvm.getelementptr(ws.type, ws, [offset.ir_value], [-2147483648],
+                              ir.IntegerType.get_signless(8), 0)
+
+
+_GROUP_STRIDE = THREADS_PER_WARPGROUP * 16     # bytes between a thread's 4-value groups
+
+
+def store_partial_slot(acc, ws, slot, cfg, cw, warp_in_wg, lane):
+    """Store the fp32 fragment ``acc`` into workspace slot ``slot``
+    (``_slot_address``'s order): 16-byte stores, no masks (a slot holds the
+    whole tile, edges included)."""
+    ws, base = _slot_address(ws, slot, cfg, cw, warp_in_wg, lane)
+    vec_t = ir.VectorType.get([4], ir.F32Type.get())
+    i32t = ir.IntegerType.get_signless(32)
+    for g in range(acc.count // 4):
+        v = llvm.mlir_undef(vec_t)
+        for e in range(4):
+            v = llvm.insertelement(v, acc.value(4 * g + e), arith.constant(i32t, e))
+        llvm.store(v, _slot_ptr(ws, base + g * _GROUP_STRIDE), alignment=16)
+
+
+def load_partial_slot(ws, slot, cfg, cw, warp_in_wg, lane):
+    """The fragment ``store_partial_slot`` left in slot ``slot``."""
+    ws, base = _slot_address(ws, slot, cfg, cw, warp_in_wg, lane)
+    vec_t = ir.VectorType.get([4], ir.F32Type.get())
+    i32t = ir.IntegerType.get_signless(32)
+    values = []
+    for g in range(cfg.block_n // 8):
+        v = llvm.load(vec_t, _slot_ptr(ws, base + g * _GROUP_STRIDE), alignment=16)
+        values += [llvm.extractelement(v, arith.constant(i32t, e)) for e in range(4)]
+    return Fragment(cfg.block_n, values=values)
 
 
 def store_partial_global(acc, ws_ptr, row0, col0, m, n, split, warp, lane):

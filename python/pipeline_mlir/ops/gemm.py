@@ -31,7 +31,11 @@ up once per (shapes, dtype, device), so later calls cost a few microseconds
 of host time. It runs on torch's current stream and returns at once. A
 narrow output with a long K may take a split-K variant: two launches, the
 GEMM into an fp32 workspace and a reduction (with the epilogue, if any)
-into C, bitwise the same every run (``splitk_host``; docs/gemm.md).
+into C, bitwise the same every run (``splitk_host``; docs/gemm.md). A
+shape whose tiles leave the last wave part-empty may take a stream-K
+variant: one launch, the leftover tiles' K blocks shared by all SMs, their
+partial sums added in a fixed order (``streamk_host``; bitwise the same
+every run too).
 
 With torch it is also the custom op ``torch.ops.pipeline_mlir.gemm`` (and
 ``gemm_out``), with a fake implementation, so ``torch.compile`` (even
@@ -50,6 +54,7 @@ from . import gemm_configs, kernel_cache
 from .epilogues import ACTIVATIONS, ALPHA_PARAM, Epilogue
 from .hopper_gemm_host import HopperGemm
 from .splitk_host import Reducer, SplitKGemm
+from .streamk_host import StreamKGemm
 
 DTYPES = {torch.bfloat16: "bf16", torch.float16: "f16"}
 CHIPS = {(9, 0): "sm_90a"}
@@ -81,6 +86,8 @@ def variant_gemm(variant, dtype, device=None, epilogue=None):
         if overrides.get("split_k", 1) > 1:
             found = SplitKGemm(found, lambda s: _reducer(s, dtype, chip, device),
                                getattr(torch, _TORCH_DTYPES[dtype]))
+        elif overrides.get("stream_k"):
+            found = StreamKGemm(found)
         _variants[key] = found
     return found
 
@@ -116,9 +123,10 @@ def _select(a, b):
     return variant_gemm(*_variant_of(a, b))
 
 
-def _variant_of(a, b, split=None):
+def _variant_of(a, b, split=None, stream_k=None):
     """(variant name, dtype, device) for these operands, every check run;
-    ``split=False``: never a split-K variant."""
+    ``split=False``: never a split-K variant; ``stream_k=False``: never a
+    stream-K one."""
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"gemm: {name} must be a torch tensor, got {type(t).__name__}")
@@ -135,7 +143,8 @@ def _variant_of(a, b, split=None):
                          "must be N x K (C = A @ B^T; for a K x N b pass b.T.contiguous())")
     device = runtime.default_device(a.get_device())
     (m, k), n = a.shape, b.shape[0]
-    variant = gemm_configs.choose(m, n, k, dtype, device.limits.multiprocessors, split)
+    variant = gemm_configs.choose(m, n, k, dtype, device.limits.multiprocessors, split,
+                                  stream_k)
     return variant, dtype, device
 
 
@@ -211,8 +220,9 @@ def _gemm_fused(a, b, out, bias, activation, residual, alpha):
     except (AttributeError, TypeError):  # not tensors, unhashable: the checks say so
         found = key = None
     if found is None:
-        # The pick without an epilogue (for split-K, the reduction applies it)
-        variant, dtype, device = _variant_of(a, b)
+        # The pick without an epilogue (for split-K, the reduction applies
+        # it), stream-K aside: its fixup would spill with the epilogue
+        variant, dtype, device = _variant_of(a, b, stream_k=False)
         epi = _epilogue_of(a, b, bias, activation, residual, alpha)
         _check_epilogue_tensors(a, b, bias, residual)  # before a compile on demand
         g = variant_gemm(variant, dtype, device, epi)

@@ -4,17 +4,22 @@ shapes and a rule that picks one.
 Each variant is a set of ``examples/hopper_gemm.GemmConfig`` overrides
 (tile M = 64 x consumer warpgroups, tile N = ``block_n``, operand stages,
 epilogue passes, cluster). The persistent kernel runs one CTA per SM over
-the output tiles; a shape whose tile count leaves SMs idle in the last
-wave wastes them, so the rule estimates, per variant,
+the output tiles (a 2-CTA cluster over tile pairs); a shape whose tile
+count leaves SMs idle in the last wave wastes them, so the rule estimates,
+per variant (``estimate``),
 
-    waves = ceil(tiles / SMs),  cost = waves x tile area / efficiency
+    waves = ceil(units / units per wave),
+    time = waves x (K blocks x block time + tile time)
 
-and picks the cheapest (the larger tile on a tie). ``EFFICIENCY`` is the
-throughput of a tile shape relative to 128x256 on a full wave: smaller
-tiles reuse each loaded operand byte less (a 64-row tile feeds one
-consumer warpgroup). ``benchmarks/gemm/sweep.py`` measures every variant
-at every shape and prints where the rule's pick was not the fastest;
-``TUNED`` takes such measured winners, by shape and dtype, before the rule.
+with the block time a 128x256 tile's (``BLOCK_S``, measured on an H200)
+scaled by the tile's area over its ``EFFICIENCY`` (smaller tiles reuse
+each loaded operand byte less; a 64-row tile feeds one consumer
+warpgroup), and by ``MISALIGNED_K`` for a one-CTA tile when K is not a
+multiple of 16; it picks the cheapest (the larger tile on a tie).
+``benchmarks/gemm/sweep.py`` and ``random_sweep.py --variants`` measure
+the variants beside the pick (``benchmarks/gemm/fit_pick.py`` scores the
+rule on such a run); ``TUNED`` takes measured winners, by shape and
+dtype, before the rule.
 
 Why 128x192: a 3072-square output is 288 tiles of 128x256 (3 waves on 132
 SMs, the last 18% full) or 576 of 128x128 (5 waves, the last 36% full);
@@ -35,7 +40,17 @@ workspace traffic, the second launch), ``estimate_time``; it takes split-K
 only where the model says it is ``SPLIT_MARGIN`` faster than the plain
 pick, so the shapes that fill the GPU keep their kernels. Its constants are
 H100 figures, not measured fits: docs/gemm.md says what is still to
-measure. Stream-K is not implemented.
+measure.
+
+Stream-K (``choose_stream_k``, ``<tile>_streamk`` variants): one launch in
+which the waves the tiles fill whole run as data-parallel tiles and the
+rest (between one and two waves' worth, or all tiles when there are fewer
+than SMs) is cut into equal runs of K blocks, one per CTA; the CTAs that
+share a tile leave fp32 partials in a workspace and the last to arrive sums
+them in K order (bitwise the same every run). It removes the part-empty
+last wave of any shape at the price of writing and reading partial tiles;
+``estimate_time_stream_k`` models both, and the pick takes stream-K where
+the model says it beats the plain pick by ``STREAM_K_MARGIN``.
 """
 
 import math
@@ -59,12 +74,37 @@ SPLIT_TILES = ("128x256", "128x128")
 SPLITS = tuple(range(2, 9))
 SPLIT_VARIANTS = {f"{t}_sk{s}": dict(VARIANTS[t], split_k=s)
                   for t in SPLIT_TILES for s in SPLITS}
-# What the rule may pick: the 2-CTA cluster ties with one CTA at equal tiles
-# (docs/gemm.md), so it is left to TUNED and the sweep.
-RULE_VARIANTS = ("128x256", "128x192", "128x128", "64x256", "64x128")
-# 128x192 between 128x256 and 128x128: operand bytes per FLOP
-# (bm + bn) / (bm bn) of 0.0130 against 0.0117 and 0.0156.
-EFFICIENCY = {"128x256": 1.0, "128x192": 0.93, "128x128": 0.9, "64x256": 0.8, "64x128": 0.7}
+# Stream-K variants, ``<tile>_streamk``: the plain tile's stages and
+# epilogue, plus the workspace and counter parameters (ops/streamk_host.py).
+STREAM_K_TILES = ("128x256", "128x256c2", "128x192", "128x128")
+STREAM_K_VARIANTS = {f"{t}_streamk": dict(VARIANTS[t], stream_k=True) for t in STREAM_K_TILES}
+# What the rule may pick (in this order on a tie): the 2-CTA cluster
+# (multicast B: half of B's reads from L2) runs as fast as one CTA where L2
+# keeps up, and faster where it does not (below: MISALIGNED_K).
+RULE_VARIANTS = ("128x256", "128x256c2", "128x192", "128x128", "64x256", "64x128")
+# The time of a K block of each tile relative to its area's share of a
+# 128x256 tile's, measured on an H200 (benchmarks/gemm/results/
+# h200-random-sweep-run2.log: every tile timed at 60 random shapes and the
+# fixed ones, bf16; the medians over the shapes of at least 50 us were
+# 1.00 for the cluster, 0.98 for 128x192, 0.91 for 128x128, 0.61 for
+# 64x128: one consumer warpgroup per SM). 64x256: not measured there.
+EFFICIENCY = {"128x256": 1.0, "128x256c2": 1.0, "128x192": 0.9, "128x128": 0.9,
+              "64x256": 0.8, "64x128": 0.6}
+# The model's constants, fitted on the same run (the pick that maximizes
+# the sum of log(ratio to the best variant) over its 76 shapes, coarse
+# grid): a 128x256 tile's K block with every SM busy; a tile's fill and
+# epilogue; the factor on one-CTA tiles when a row of A or B (K x 2 bytes)
+# is not a multiple of 32 bytes, K not a multiple of 16 (each 128-byte TMA
+# row read then spans five 32-byte L2 sectors instead of four, and a
+# 128x256 tile already reads 48 KiB per K block: L2-bound. The cluster,
+# which reads half of B, ran 0.85-0.96x cuBLAS on the big shapes of such
+# a K where one CTA ran 0.70-0.81x; on K a multiple of 16 but not of 64
+# (rows 32-byte aligned) the two ran alike, 0.84-0.98x); below FLOOR_S a
+# call is host-bound and no model is compared.
+BLOCK_S = 0.75e-6
+TILE_S = 1.5e-6
+MISALIGNED_K = 1.2
+FLOOR_S = 10e-6
 # (m, n, k, dtype) -> variant name, from measurements: the BEST lines of
 # benchmarks/gemm/sweep.py on the H100 (a variant > 1% ahead of the rule's pick).
 TUNED = {
@@ -98,11 +138,17 @@ TUNED = {
 
 def overrides(variant):
     """The GemmConfig overrides of a plain or split-K variant name."""
-    found = VARIANTS.get(variant) or SPLIT_VARIANTS.get(variant)
+    found = (VARIANTS.get(variant) or SPLIT_VARIANTS.get(variant)
+             or STREAM_K_VARIANTS.get(variant))
     if found is None:
         raise KeyError(f"gemm_configs: no variant {variant!r} (plain: {', '.join(VARIANTS)}; "
-                       f"split-K: <{'|'.join(SPLIT_TILES)}>_sk<{SPLITS[0]}..{SPLITS[-1]}>)")
+                       f"split-K: <{'|'.join(SPLIT_TILES)}>_sk<{SPLITS[0]}..{SPLITS[-1]}>; "
+                       f"stream-K: {', '.join(STREAM_K_VARIANTS)})")
     return found
+
+
+def is_stream_k(variant):
+    return bool(overrides(variant).get("stream_k", False))
 
 
 def splits_of(variant):
@@ -115,16 +161,36 @@ def tile(variant):
     return WGMMA_M * cfg["consumer_warpgroups"], cfg["block_n"]
 
 
+def cluster_of(variant):
+    """CTAs of the variant's cluster along M (1 or 2)."""
+    return overrides(variant).get("cluster_m", 1)
+
+
 def tile_variant(variant):
-    """The plain variant a split-K one is built on (the name's tile part)."""
-    return variant.split("_sk")[0]
+    """The plain variant a split-K or stream-K one is built on (the name's
+    tile part)."""
+    return variant.split("_sk")[0].split("_streamk")[0]
 
 
-def estimate(variant, m, n, sms):
-    """Relative time of ``variant`` on an m x n output (see the module doc)."""
+def block_time(variant, k):
+    """Modelled seconds of one K block of a ``variant`` tile, every SM busy."""
     bm, bn = tile(variant)
-    tiles = math.ceil(m / bm) * math.ceil(n / bn)
-    return math.ceil(tiles / sms) * bm * bn / EFFICIENCY[variant]
+    t = BLOCK_S * bm * bn / (128 * 256) / EFFICIENCY[variant]
+    if cluster_of(variant) == 1 and (k * 2) % 32:
+        t *= MISALIGNED_K
+    return t
+
+
+def estimate(variant, m, n, sms, k=64):
+    """Modelled seconds of the plain ``variant`` on an m x n x k product:
+    waves of tiles (a 2-CTA cluster's unit is two tiles, ``sms / 2`` of
+    them a wave), each its K blocks and a tile's fixed cost (see the
+    module doc)."""
+    bm, bn = tile(variant)
+    cluster = cluster_of(variant)
+    units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
+    waves = math.ceil(units / (sms // cluster))
+    return waves * (math.ceil(k / K_BLOCK) * block_time(variant, k) + TILE_S)
 
 
 # Whether the pick may choose a split-K variant. Off: measured on an H200
@@ -134,18 +200,26 @@ def estimate(variant, m, n, sms):
 # variants stay in the table, built and tested, for the work that makes them
 # pay (a single launch, or serial split-K in one kernel).
 AUTO_SPLIT_K = False
+# Whether the pick may choose a stream-K variant (choose_stream_k).
+AUTO_STREAM_K = True
 
 
-def choose(m, n, k, dtype, sms=132, split=None):
+def choose(m, n, k, dtype, sms=132, split=None, stream_k=None):
     """The variant name for this shape and dtype ('bf16' or 'f16'); with
-    ``split=False`` never a split-K one (``None``: ``AUTO_SPLIT_K``)."""
+    ``split=False`` never a split-K one (``None``: ``AUTO_SPLIT_K``), with
+    ``stream_k=False`` never a stream-K one (a fused epilogue's pick;
+    ``None``: ``AUTO_STREAM_K``)."""
     if split is None:
         split = AUTO_SPLIT_K
+    if stream_k is None:
+        stream_k = AUTO_STREAM_K
     tuned = TUNED.get((m, n, k, dtype))
-    if tuned is not None:
+    if tuned is not None and (stream_k or not is_stream_k(tuned)):
         return tuned
-    plain = min(RULE_VARIANTS, key=lambda v: (estimate(v, m, n, sms), -math.prod(tile(v))))
-    return (split and choose_split(m, n, k, sms, plain)) or plain
+    plain = min(RULE_VARIANTS, key=lambda v: (estimate(v, m, n, sms, k),
+                                              -math.prod(tile(v))))
+    return ((stream_k and choose_stream_k(m, n, k, sms, plain))
+            or (split and choose_split(m, n, k, sms, plain)) or plain)
 
 
 # -- the time model of split-K ------------------------------------------------------
@@ -233,6 +307,88 @@ def choose_split(m, n, k, sms, plain):
     return best
 
 
+# -- the time model of stream-K -----------------------------------------------------
+# A stream-K run costs, besides its K blocks: a fixed part (its extra
+# units' pipeline fill, the arrival's fences and atomic, the partial path's
+# direct stores of C, the last arrival's wait for the others) and one
+# partial tile's write or read per piece and two more (128x256: 128 KiB of
+# fp32). Fitted with the plain model's constants on the H200 run above;
+# the fixed part is large: the runs measured cost 10-40 us over their K
+# blocks (docs/gemm.md says what is still to find there).
+STREAM_K_FIXED_S = 10e-6
+SLOT_S = 1.3e-6              # a 128x256 tile's partial (scaled by area)
+STREAM_K_MARGIN = 0.9        # stream-K only when the model says >= 10% faster
+
+
+def stream_k_run_time(variant, sk_tiles, k_blocks, pieces, k=K_BLOCK):
+    """Modelled seconds of the stream-K run: ``sk_tiles`` tiles cut into
+    ``pieces`` runs each (``sk_tiles x pieces`` CTAs); one piece is a
+    whole tile (no partial)."""
+    bm, bn = tile(variant)
+    if pieces == 1:
+        return k_blocks * block_time(variant, k) + TILE_S
+    return (-(-k_blocks // pieces) * block_time(variant, k) + STREAM_K_FIXED_S
+            + (pieces + 3) * SLOT_S * bm * bn / (128 * 256))
+
+
+def stream_k_launch(tiles, k_blocks, sms, variant="128x256"):
+    """``(grid, sk_ctas)`` of a stream-K launch: one CTA per SM for the
+    full waves (fewer tiles than SMs: the stream-K CTAs alone), and the
+    ``tiles % grid`` left over cut into the number of pieces each (at most
+    ``sms // leftover``, at most a K block each) of least
+    ``stream_k_run_time``. With no tiles left over, ``sk_ctas`` is 1 and
+    unused. The host and the pick both call this (the same numbers)."""
+    rest = tiles % sms if tiles >= sms else tiles
+    if rest == 0:
+        return sms, 1
+    most = max(1, min(sms // rest, k_blocks))
+    pieces = min(range(1, most + 1),
+                 key=lambda p: (stream_k_run_time(variant, rest, k_blocks, p), -p))
+    sk_ctas = rest * pieces
+    return (sms if tiles >= sms else sk_ctas), sk_ctas
+
+
+def stream_k_grid(tiles, k_blocks, sms, variant="128x256"):
+    """The grid of a stream-K launch (``stream_k_launch``)."""
+    return stream_k_launch(tiles, k_blocks, sms, variant)[0]
+
+
+def stream_k_plan(tiles, k_blocks, sms, variant="128x256"):
+    """``(rounds, stream-K tiles, pieces per tile)``, as
+    kernel/tile_scheduler.StreamKSchedule runs them on this launch."""
+    grid, sk_ctas = stream_k_launch(tiles, k_blocks, sms, variant)
+    rounds, rest = divmod(tiles, grid)
+    return rounds, rest, (sk_ctas // rest if rest else 0)
+
+
+def estimate_time_stream_k(variant, m, n, k, sms):
+    """Modelled seconds of the stream-K variant of tile ``variant``: its
+    whole-tile rounds, then the stream-K run (a 2-CTA cluster's units are
+    tile pairs, ``sms / 2`` of them a wave)."""
+    kb = math.ceil(k / K_BLOCK)
+    bm, bn = tile(variant)
+    cluster = cluster_of(variant)
+    units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
+    rounds, rest, pieces = stream_k_plan(units, kb, sms // cluster, variant)
+    t = rounds * (kb * block_time(variant, k) + TILE_S)
+    if rest:
+        t += stream_k_run_time(variant, rest, kb, pieces, k)
+    return t
+
+
+def choose_stream_k(m, n, k, sms, plain):
+    """The stream-K variant for this shape, or None: the stream-K tile of
+    least ``estimate_time_stream_k``, if it beats the plain pick's
+    ``estimate`` by ``STREAM_K_MARGIN`` (both at least ``FLOOR_S``: a
+    host-bound call gains nothing). A shape whose tiles fill whole waves
+    gains nothing (the same rounds, no stream-K run)."""
+    best = min(STREAM_K_TILES, key=lambda v: estimate_time_stream_k(v, m, n, k, sms))
+    if max(estimate_time_stream_k(best, m, n, k, sms), FLOOR_S) < \
+            STREAM_K_MARGIN * max(estimate(plain, m, n, sms, k), FLOOR_S):
+        return f"{best}_streamk"
+    return None
+
+
 def reduction(splits, epilogue=None):
     """(cache-entry name, ReduceConfig overrides) of the split-K reduction
     of ``splits`` partials with the fused ``epilogue`` (None or identity:
@@ -269,6 +425,10 @@ def fused(variant, epilogue):
     found = overrides(variant)
     if epilogue is None or epilogue.is_identity:
         return variant, found
+    if found.get("stream_k"):
+        raise ValueError(f"gemm_configs: {variant} is a stream-K variant, built without a "
+                         "fused epilogue (it would spill); a fused call picks with "
+                         "choose(..., stream_k=False)")
     if found.get("split_k", 1) > 1:
         raise ValueError(f"gemm_configs: {variant} is a split-K variant: its GEMM kernel takes "
                          "no epilogue (it is not linear); the reduction does "

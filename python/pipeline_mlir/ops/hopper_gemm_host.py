@@ -56,7 +56,16 @@ def meta_of(cfg, kernel):
         # C is the fp32 workspace's slice 0 (ops/splitk_host.py); a plain
         # variant's meta is as it was.
         meta["split_k"] = cfg.split_k
+    if getattr(cfg, "stream_k", False):
+        # the grid is stream-K's (gemm_configs.stream_k_grid), and the
+        # workspace and counters come from ops/streamk_host.py
+        meta["stream_k"] = True
     return meta
+
+
+def stream_k_tile(meta):
+    """The gemm_configs tile name of a stream-K meta (its time model's)."""
+    return f"{meta['block_m']}x{meta['block_n']}" + ("c2" if meta["cluster_m"] == 2 else "")
 
 
 class HopperGemm:
@@ -160,10 +169,16 @@ class HopperGemm:
         than there are work units; else one CTA (cluster) per unit. A unit
         is a tile, or for split-K (``meta['split_k']``) one split of a tile:
         tiles x ``min(split_k, K blocks)`` units (tile_scheduler.split_k_count;
-        with ``k`` unknown, the most splits)."""
+        with ``k`` unknown, the most splits). A stream-K variant
+        (``meta['stream_k']``) runs ``gemm_configs.stream_k_grid`` CTAs."""
         meta = self.meta
         cl = meta["cluster_m"]
         units = math.ceil(m / (meta["block_m"] * cl)) * math.ceil(n / meta["block_n"])
+        if meta.get("stream_k") and k is not None:
+            from .gemm_configs import stream_k_grid
+
+            return (stream_k_grid(units, -(-k // self.layouts["a"].k), self.stream_k_wave(sms),
+                                  stream_k_tile(meta)) * cl, 1, 1)
         split = meta.get("split_k", 1)
         if split > 1:
             units *= split if k is None else min(split, -(-k // self.layouts["a"].k))
@@ -173,6 +188,17 @@ class HopperGemm:
                     (meta["threads"], 1, 1), (cl, 1, 1), meta["smem"])
             units = min(units, self._resident)
         return (units * cl, 1, 1)
+
+    def stream_k_wave(self, sms):
+        """Units (tiles, or a cluster's tile pairs) that run at once: the
+        SMs, or the clusters resident together."""
+        cl = self.meta["cluster_m"]
+        if cl == 1:
+            return sms
+        if self._resident is None:
+            self._resident = self.kernel.max_active_clusters(
+                (self.meta["threads"], 1, 1), (cl, 1, 1), self.meta["smem"])
+        return max(1, min(sms // cl, self._resident))
 
     # -- the call ---------------------------------------------------------------
 

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""How ``gemm_configs.choose`` does on a measured random sweep, and the
+coarse fit of its model's constants. Runs here (no GPU), on the JSON of a
+``random_sweep.py --variants ...`` run:
+
+    .venv/bin/python benchmarks/gemm/fit_pick.py benchmarks/gemm/results/h200-random-sweep-run3.json [--grid]
+
+For each (shape, dtype) of the run, the pick is made among the variants
+that run measured (the table's plain tiles and stream-K tiles, restricted
+to those timed), without ``TUNED``; the line gives the measured ratio to
+cuBLAS of that pick and of the best measured variant. The summary: median
+and worst of the picks, the sum of log(pick / best) (0: always the best).
+``--grid`` evaluates every point of a coarse grid of EFFICIENCY (128x192,
+128x128, 64x128), MISALIGNED_K and STREAM_K_FIXED_S the same way and
+prints the best few by that sum, the worst pick breaking ties.
+"""
+
+import argparse
+import itertools
+import json
+import math
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+
+
+def measured(results):
+    """[(m, n, k, dtype, {variant: ratio})] of the runs that timed variants."""
+    out = []
+    for r in results:
+        ratios = {v: c["ratio"] for v, c in r.get("candidates", {}).items()}
+        ratios[r["variant"]] = r["ratio"]
+        if len(ratios) > 1:
+            out.append((r["m"], r["n"], r["k"], r["dtype"], ratios))
+    return out
+
+
+def picks(gc, rows, sms):
+    """[(picked ratio, best ratio, pick, shape)] with the pick restricted to
+    each shape's measured variants."""
+    plain_all, sk_all, tuned = gc.RULE_VARIANTS, gc.STREAM_K_TILES, gc.TUNED
+    out = []
+    try:
+        gc.TUNED = {}
+        for m, n, k, dtype, ratios in rows:
+            gc.RULE_VARIANTS = tuple(v for v in plain_all if v in ratios)
+            gc.STREAM_K_TILES = tuple(v for v in sk_all if f"{v}_streamk" in ratios)
+            if not gc.RULE_VARIANTS:
+                continue
+            if not gc.STREAM_K_TILES:
+                v = gc.choose(m, n, k, dtype, sms, stream_k=False)
+            else:
+                v = gc.choose(m, n, k, dtype, sms)
+            out.append((ratios[v], max(ratios.values()), v, (m, n, k, dtype)))
+    finally:
+        gc.RULE_VARIANTS, gc.STREAM_K_TILES, gc.TUNED = plain_all, sk_all, tuned
+    return out
+
+
+def score(got):
+    ratios = [g[0] for g in got]
+    return (sum(math.log(g[0] / g[1]) for g in got), min(ratios), statistics.median(ratios))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("json")
+    ap.add_argument("--grid", action="store_true")
+    args = ap.parse_args(argv)
+    from pipeline_mlir.ops import gemm_configs as gc
+
+    with open(args.json) as f:
+        run = json.load(f)
+    rows, sms = measured(run["results"]), run["sms"]
+    got = picks(gc, rows, sms)
+    for r, best, v, (m, n, k, dtype) in got:
+        print(f"{dtype} {m}x{n}x{k}: pick {v} {r:.3f}, best measured {best:.3f}")
+    total, worst, median = score(got)
+    print(f"PICK {len(got)} shapes: median {median:.3f}x, worst {worst:.3f}x cuBLAS, "
+          f"sum log(pick / best) {total:.2f}")
+    if not args.grid:
+        return 0
+    saved = (dict(gc.EFFICIENCY), gc.MISALIGNED_K, gc.STREAM_K_FIXED_S)
+    points = []
+    try:
+        for e192, e128, e64, mis, fixed in itertools.product(
+                (0.85, 0.9, 0.95), (0.8, 0.85, 0.9), (0.5, 0.6, 0.7), (1.0, 1.1, 1.2, 1.3),
+                (5e-6, 10e-6, 20e-6, 30e-6)):
+            gc.EFFICIENCY.update({"128x192": e192, "128x128": e128, "64x128": e64})
+            gc.MISALIGNED_K, gc.STREAM_K_FIXED_S = mis, fixed
+            points.append((score(picks(gc, rows, sms)), (e192, e128, e64, mis, fixed)))
+    finally:
+        gc.EFFICIENCY.clear()
+        gc.EFFICIENCY.update(saved[0])
+        gc.MISALIGNED_K, gc.STREAM_K_FIXED_S = saved[1], saved[2]
+    points.sort(key=lambda p: (p[0][0], p[0][1]), reverse=True)
+    for (total, worst, median), (e192, e128, e64, mis, fixed) in points[:5]:
+        print(f"GRID 128x192 {e192} 128x128 {e128} 64x128 {e64} MISALIGNED_K {mis} "
+              f"STREAM_K_FIXED_S {fixed * 1e6:.0f} us: sum {total:.2f}, median {median:.3f}x, "
+              f"worst {worst:.3f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

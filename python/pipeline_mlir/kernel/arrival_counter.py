@@ -1,0 +1,77 @@
+"""Arrival counters between CTAs, in global memory: how the CTAs that each
+computed part of one output tile (stream-K, kernels/hopper_gemm.py) learn
+which of them arrived last and may read the others' partial results.
+
+A warp that has stored its part of a partial tile calls :func:`warp_arrive`
+on the tile's counter; every lane gets the count before its arrival back, so
+the warp whose arrival completes the count knows it is last and reads the
+other warps' stores. The order that makes that read safe, in the PTX memory
+model's terms (the pattern of cooperative groups' grid barrier, per warp):
+
+1. ``bar.warp.sync``: the lanes' stores happen before what lane 0 does next;
+2. ``membar.gl`` (``fence.sc.gpu``) then ``atom.global.add`` by lane 0: a
+   release pattern, so any warp that observes the incremented count also
+   observes the stores;
+3. ``membar.gl`` by every lane after the broadcast of the old count: the
+   acquire side, so the last warp's later loads see every earlier arrival's
+   stores (and no line its SM's L1 held from before).
+
+The pipeline dialect has no operation for this (its barriers live in
+shared memory and order the CTAs of one cluster), so the protocol checker
+and the simulator do not see these counters: they are NVVM's ``membar``,
+``bar.warp.sync``, ``shfl.sync`` and an LLVM ``atomicrmw`` on a global
+pointer, kept to these two functions and tested for their instructions
+(test/python/test_gemm_streamk.py) and on the GPU (bitwise-repeatable
+results, test/gpu/test_gpu_launch.py).
+
+A counter must read 0 when a launch starts: the last arrival resets it
+(:func:`reset`) once nobody else will touch it in that launch, so a launch
+leaves its counters as it found them; the host allocates them zeroed.
+"""
+
+import mlir.ir as ir
+from mlir.dialects import arith, llvm, nvvm, scf
+
+from .values import Scalar, i32, to_value
+
+_FULL_MASK = -1
+
+
+def _counter_ptr(counters, index):
+    base = to_value(counters, what="counters pointer")
+    idx = to_value(index, i32(), what="counter index")
+    return llvm.getelementptr(base.type, base, [idx], [-2147483648], i32(), 0)
+
+
+def _fence_gpu():
+    nvvm.MembarOp(nvvm.MemScopeKind.GPU)
+
+
+def warp_arrive(counters, index, lane):
+    """Called by all 32 lanes of a warp after their stores: one arrival at
+    ``counters[index]`` (i32, global); returns the count before it (an i32
+    Scalar, the same in every lane)."""
+    nvvm.bar_warp_sync(to_value(_FULL_MASK, i32()))
+    _fence_gpu()
+    first = to_value(lane == 0, what="lane 0")
+    branch = scf.IfOp(first, [i32()], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        old = llvm.atomicrmw(llvm.AtomicBinOp.add, _counter_ptr(counters, index),
+                             arith.constant(i32(), 1), llvm.AtomicOrdering.monotonic,
+                             syncscope="device")
+        scf.YieldOp([old])
+    with ir.InsertionPoint(branch.else_block):
+        scf.YieldOp([arith.constant(i32(), 0)])
+    old = nvvm.shfl_sync(i32(), to_value(_FULL_MASK, i32()), branch.results[0],
+                         to_value(0, i32()), to_value(31, i32()), nvvm.ShflKind.idx)
+    _fence_gpu()
+    return Scalar(old)
+
+
+def reset(counters, index, lane):
+    """Lane 0 sets ``counters[index]`` back to 0 (by the last arrival: every
+    other arrival of this launch has happened)."""
+    branch = scf.IfOp(to_value(lane == 0, what="lane 0"), [], has_else=False)
+    with ir.InsertionPoint(branch.then_block):
+        llvm.store(arith.constant(i32(), 0), _counter_ptr(counters, index))
+        scf.YieldOp([])

@@ -1,0 +1,82 @@
+"""Host side of stream-K: a stream-K GEMM variant (kernels/hopper_gemm.py,
+``stream_k=True``) takes three more arguments than a plain one: its fp32
+workspace (two partial tiles per CTA), its arrival counters (one per
+consumer warp of every stream-K tile, zero between launches: the kernel's
+last arrival resets each one it used) and ``sk_ctas``, how many CTAs share
+the tiles left over by the full waves (``gemm_configs.stream_k_launch``,
+once per shape). Needs only the runtime and torch.
+
+    g = StreamKGemm(HopperGemm(image, meta))
+    c = g.launch(a, b, None, (), None, False)
+
+One launch, prepared and fired as the plain GEMM's (its HopperGemm and
+LaunchCache; the workspace and counters are two more addresses in the
+launch's key). Both buffers are kept per (device, stream) and variant
+(``_BUFFERS`` sets at most, the oldest dropped), sized for the largest
+grid, so every shape on a stream shares them and a repeated call finds
+the same addresses and its prepared launch. Two streams never share a set:
+kernels on two streams may run at once, and their partials and counts must
+not meet.
+"""
+
+from pipeline_mlir.runtime.bounded import put_bounded
+from pipeline_mlir.runtime.fastlaunch import current_stream_handle
+from pipeline_mlir.runtime.launch import stream_address
+
+_BUFFERS = 8
+_buffers = {}    # (ordinal, stream, block_m, block_n, sms) -> (workspace, counters)
+WARPS_PER_TILE_ROW = 4     # consumer warps per 64-row warpgroup (one counter each)
+
+
+def buffers(a, meta, sms, stream):
+    """(workspace, counters) of this device, stream and tile shape: 2 x
+    ``sms`` fp32 tiles (two slots per CTA), and the counters of ``sms``
+    stream-K tiles (fewer than one wave: kernel/tile_scheduler.py)."""
+    bm, bn = meta["block_m"], meta["block_n"]
+    key = (a.get_device(), stream, bm, bn, sms)
+    found = _buffers.get(key)
+    if found is None:
+        import torch
+
+        ws = torch.empty(2 * sms * bm * bn, device=a.device, dtype=torch.float32)
+        warps = bm // 64 * WARPS_PER_TILE_ROW
+        counters = torch.zeros(sms * warps, device=a.device, dtype=torch.int32)
+        found = put_bounded(_buffers, key, (ws, counters), _BUFFERS)
+    return found
+
+
+class StreamKGemm:
+    """A stream-K variant as ``pipeline_mlir.gemm`` calls it: ``launch(a, b,
+    out, extra_args, stream, sync)`` like ``HopperGemm.launch``, with the
+    workspace and counters of the call's stream as the kernel's two extra
+    arguments."""
+
+    def __init__(self, gemm):
+        self.gemm = gemm
+        self.meta = gemm.meta
+        self.extra_names = ()
+        self._ordinal = gemm.device.ordinal
+        self._sms = gemm.device.limits.multiprocessors
+        self._shares = {}    # (m, n, k) -> sk_ctas
+
+    def sk_ctas(self, m, n, k):
+        found = self._shares.get((m, n, k))
+        if found is None:
+            from .gemm_configs import K_BLOCK, stream_k_launch
+            from .hopper_gemm_host import stream_k_tile
+
+            bm, bn, cl = self.meta["block_m"], self.meta["block_n"], self.meta["cluster_m"]
+            units = -(-m // (bm * cl)) * -(-n // bn)
+            found = stream_k_launch(units, -(-k // K_BLOCK), self.gemm.stream_k_wave(self._sms),
+                                    stream_k_tile(self.meta))[1]
+            put_bounded(self._shares, (m, n, k), found, 4096)
+        return found
+
+    def launch(self, a, b, out, extra_args, stream, sync):
+        if extra_args:
+            raise ValueError(f"{self.meta['name']}: a stream-K variant takes no epilogue "
+                             "arguments (a fused call runs the plain variant)")
+        s = current_stream_handle(self._ordinal) if stream is None else stream_address(stream)
+        ws, counters = buffers(a, self.meta, self._sms, s)
+        share = self.sk_ctas(a.shape[0], b.shape[0], a.shape[1])
+        return self.gemm.launch(a, b, out, (ws, counters, share), s, sync)

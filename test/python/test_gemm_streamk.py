@@ -1,0 +1,435 @@
+"""Stream-K, deviceless: the schedule (whole-tile rounds, then equal runs
+of K blocks), folded from the kernel's own IR, equals the Python model, and
+the model covers every (tile, K block) once with consistent workspace slots
+and contributors; the stream-K variants build, pass the protocol checker,
+assemble without spills and carry the arrival counter's instructions; the
+pick takes stream-K where the plain pick leaves the last wave part-empty,
+never for a fused epilogue, and keeps the shapes of whole waves; the host
+passes the workspace and counters of the call's stream. The GPU checks
+(against torch in fp32, bitwise equal over runs, counters back at zero) are
+test/gpu/test_gpu_launch.py::test_stream_k_* and ::test_gemm_picks_stream_k_*."""
+
+import random
+import re
+import shutil
+from dataclasses import replace
+
+import pytest
+from mlir import passmanager as pm
+from mlir.dialects import arith
+
+from pipeline_mlir.kernel import GlobalPtr, Kernel, Scalar, store
+from pipeline_mlir.kernel.tile_scheduler import StreamKSchedule
+from pipeline_mlir.kernel.values import i32
+from pipeline_mlir.kernels import hopper_gemm as hg
+from pipeline_mlir.ops import gemm_configs
+
+ASSEMBLER = "ptxas" if shutil.which("ptxas") else "nvjitlink"
+
+
+# --- the schedule ------------------------------------------------------------------
+
+def _model(tiles, k_blocks, grid, sk_ctas):
+    """An independent statement of the schedule: per CTA, its whole tiles
+    (c, c + grid, ... for every full wave), then, for the first sk_ctas
+    CTAs, its run [c I / S, (c + 1) I / S) of the leftover tiles' K blocks
+    laid end to end, cut at tile boundaries, the later piece first."""
+    rounds, rest = divmod(tiles, grid)
+    iters = rest * k_blocks
+    out = []
+    for c in range(grid):
+        units = [(c + r * grid, 0, k_blocks) for r in range(rounds)]
+        pieces = []
+        if c < sk_ctas:
+            x, end = c * iters // sk_ctas, (c + 1) * iters // sk_ctas
+            while x < end:
+                t = x // k_blocks
+                stop = min(end, (t + 1) * k_blocks)
+                pieces.append((rounds * grid + t, x - t * k_blocks, stop - x))
+                x = stop
+        out.append(units + pieces[::-1])
+    return out
+
+
+# (tiles, K blocks, grid, CTAs sharing the leftover tiles)
+CASES = [(144, 122, 132, 132), (144, 122, 132, 120), (65, 195, 130, 130), (18, 39, 126, 126),
+         (264, 10, 132, 1), (1, 200, 132, 132), (133, 1, 132, 1), (300, 3, 132, 108),
+         (5, 40, 7, 7), (12, 7, 5, 4), (20, 9, 6, 6), (7, 3, 7, 1)]
+
+
+@pytest.mark.parametrize("tiles, k_blocks, grid, sk_ctas", CASES)
+def test_schedule_equals_the_model(tiles, k_blocks, grid, sk_ctas):
+    want = _model(tiles, k_blocks, grid, sk_ctas)
+    for c in range(grid):
+        s = StreamKSchedule(tiles, k_blocks, grid, c, sk_ctas)
+        assert [s.unit(i)[:3] for i in range(s.units)] == want[c]
+
+
+def test_runs_start_on_two_bands_of_k():
+    """The later piece first: every stream-K CTA starts at K block 0 of a
+    tile or, when its run lies inside one tile, where the run begins; its
+    second piece, if any, starts a tile's length minus a run's after its
+    first started (so all CTAs walk two bands of K at one pace)."""
+    tiles, kb, grid, sk_ctas = 144, 122, 132, 132
+    run = (tiles % grid) * kb // sk_ctas
+    for c in range(grid):
+        s = StreamKSchedule(tiles, kb, grid, c, sk_ctas)
+        units = [s.unit(i) for i in range(s.rounds, s.units)]
+        if len(units) == 2:
+            (_, b0, n0, *_), (_, b1, n1, *_) = units
+            assert b0 == 0 and b1 + n1 == kb and n0 + n1 in (run, run + 1)
+
+
+def _check_cover(tiles, k_blocks, grid, sk_ctas):
+    """Every (tile, K block) once; a CTA's partial segments take distinct
+    slots (two at most); each stream-K tile's partials were written by
+    exactly ``contributors`` (in K order), at ``slot_of``'s slots."""
+    seen, written = {}, {}
+    for c in range(grid):
+        s = StreamKSchedule(tiles, k_blocks, grid, c, sk_ctas)
+        slots = []
+        for i in range(s.units):
+            t, begin, count, partial, slot, sk_tile = s.unit(i)
+            assert count >= 1
+            for kb in range(begin, begin + count):
+                assert (t, kb) not in seen
+                seen[t, kb] = c
+            if partial:
+                slots.append(slot)
+                written.setdefault(sk_tile, []).append((begin, c, slot))
+        assert len(slots) == len(set(slots)) <= 2
+        assert all(2 * c <= x <= 2 * c + 1 for x in slots)
+    assert len(seen) == tiles * k_blocks
+    s = StreamKSchedule(tiles, k_blocks, grid, 0, sk_ctas)
+    for sk_tile, parts in written.items():
+        first, last = s.contributors(sk_tile)
+        assert [c for _, c, _ in sorted(parts)] == list(range(first, last + 1))
+        assert all(s.slot_of(c, sk_tile) == slot for _, c, slot in parts)
+
+
+@pytest.mark.parametrize("tiles, k_blocks, grid, sk_ctas", CASES)
+def test_every_k_block_once_and_the_fixup_finds_every_partial(tiles, k_blocks, grid, sk_ctas):
+    _check_cover(tiles, k_blocks, grid, sk_ctas)
+
+
+def test_random_schedules_through_the_host_launch():
+    """Shapes drawn at random, on the launch the host makes
+    (gemm_configs.stream_k_launch): every stream-K CTA's run non-empty and
+    at most one tile long (the kernel's assumptions), the cover and the
+    fixup's bookkeeping as above, the host's plan equal to the kernel's."""
+    rng = random.Random(7)
+    for _ in range(300):
+        sms = rng.choice([132, 114, 16, 7])
+        tiles, kb = rng.randint(1, 3 * sms), rng.randint(1, 200)
+        variant = rng.choice(gemm_configs.STREAM_K_TILES)
+        grid, sk_ctas = gemm_configs.stream_k_launch(tiles, kb, sms, variant)
+        assert 1 <= sk_ctas <= grid <= sms and (tiles < sms or grid == sms)
+        s = StreamKSchedule(tiles, kb, grid, 0, sk_ctas)
+        assert s.sk_tiles == 0 or s.sk_tiles <= sk_ctas <= s.iters
+        rounds, rest, pieces = gemm_configs.stream_k_plan(tiles, kb, sms, variant)
+        assert (rounds, rest) == (s.rounds, s.sk_tiles)
+        assert rest == 0 or pieces * rest == sk_ctas
+        _check_cover(tiles, kb, grid, sk_ctas)
+
+
+def _const(v):
+    return Scalar(arith.constant(i32(), v))
+
+
+def _folded(tiles, k_blocks, grid, cta, sk_ctas, units):
+    """StreamKSchedule as the kernel emits it (i32 Scalars, i64 where
+    products may pass 2^31), folded for constant inputs by canonicalize:
+    per unit its six fields, then the contributors and slots of its tile."""
+    k = Kernel("streamk_map", block_dim=32, params={"out": GlobalPtr()})
+    per = 9
+    with k:
+        (out,) = k.args
+        s = StreamKSchedule(_const(tiles), _const(k_blocks), _const(grid), _const(cta),
+                            _const(sk_ctas))
+        store(s.units, out, 0)
+        for i in range(units):
+            t, begin, count, partial, slot, sk_tile = s.unit(_const(i))
+            first, last = s.contributors(sk_tile)
+            vals = [t, begin, count, partial.select(1, 0), slot, sk_tile, first, last,
+                    s.slot_of(first, sk_tile)]
+            for j, v in enumerate(vals):
+                store(v, out, 1 + per * i + j)
+    pm.PassManager.parse("builtin.module(gpu.module(gpu.func(canonicalize)))",
+                         k.context).run(k.module.operation)
+    text = str(k.module)
+    stored = re.findall(r"llvm\.store %(c[-\w]*)", text)
+    consts = dict(re.findall(r"%(c[-\w]*) = arith\.constant (-?\d+) : i32", text))
+    consts.update({"true": "1", "false": "0"})
+    values = [int(consts[name]) for name in stored]
+    assert len(values) == 1 + per * units, text
+    return values[0], [tuple(values[1 + per * i:1 + per * (i + 1)]) for i in range(units)]
+
+
+@pytest.mark.parametrize("tiles, k_blocks, grid, sk_ctas, cta", [
+    (144, 122, 132, 132, 0), (144, 122, 132, 132, 77), (144, 122, 132, 120, 131),
+    (65, 195, 130, 130, 64), (300, 3, 132, 108, 5), (12, 7, 5, 4, 3)])
+def test_unit_map_in_the_kernel_equals_the_model(tiles, k_blocks, grid, sk_ctas, cta):
+    model = StreamKSchedule(tiles, k_blocks, grid, cta, sk_ctas)
+    units, got = _folded(tiles, k_blocks, grid, cta, sk_ctas, model.units)
+    assert units == model.units
+    want = []
+    for i in range(model.units):
+        t, begin, count, partial, slot, sk_tile = model.unit(i)
+        first, last = model.contributors(sk_tile)
+        want.append((t, begin, count, int(partial), slot, sk_tile, first, last,
+                     model.slot_of(first, sk_tile)))
+    for g, w, (t, begin, count, partial, *_rest) in zip(got, want, want):
+        if partial:
+            assert g == w
+        else:   # a whole tile: the fixup's fields are never read
+            assert g[:4] == w[:4]
+
+
+# --- the kernels -------------------------------------------------------------------
+
+@pytest.mark.parametrize("variant", sorted(gemm_configs.STREAM_K_VARIANTS))
+def test_stream_k_variant_builds_checks_and_assembles(variant):
+    """Verified, through the protocol checker (to_ptx runs it), assembled;
+    the plain kernel's wgmma and TMA store, the two extra parameters, one
+    arrival per partial (bar.warp.sync, membar.gl around a global atomic
+    add) and 16-byte partial stores and loads."""
+    cfg = replace(hg.GemmConfig(dtype="f16"), **gemm_configs.overrides(variant))
+    k = hg.build(cfg)
+    k.verify()
+    ptx = k.to_ptx()
+    assert cfg.name.endswith("_streamk")
+    assert [n for n, _ in k.params] == ["a", "b", "c", "c_ptr", "m", "n", "k",
+                                        "sk_workspace", "sk_counters", "sk_ctas"]
+    assert ptx.count("membar.gl") == 2 and ptx.count("atom.global.add.u32") == 1
+    assert "bar.warp.sync" in ptx and "cp.async.bulk.tensor.2d.global.shared::cta" in ptx
+    assert ptx.count("st.global.v4.b32") == cfg.block_n // 8
+    assert ptx.count("ld.global.v4.b32") == cfg.block_n // 8
+    k.compile(assembler=ASSEMBLER)
+
+
+@pytest.mark.skipif(not shutil.which("ptxas"), reason="ptxas -v counts the spills")
+@pytest.mark.parametrize("variant", ["128x256_streamk", "128x192_streamk"])
+def test_stream_k_variant_does_not_spill(variant):
+    import os
+    import subprocess
+    import tempfile
+
+    ptx = hg.build(replace(hg.GemmConfig(), **gemm_configs.overrides(variant))).to_ptx()
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "k.ptx"), "w") as f:
+            f.write(ptx)
+        r = subprocess.run(["ptxas", "-arch=sm_90a", "-v", os.path.join(d, "k.ptx"), "-o",
+                            os.path.join(d, "k.o")], capture_output=True, text=True, check=True)
+    assert sum(int(x) for x in re.findall(r"(\d+) bytes spill stores", r.stderr)) == 0
+
+
+def test_simulator_runs_the_whole_tile_path():
+    """pipeline-sim on one CTA (its grid): every tile whole, no stream-K
+    run; the partial path's branch on the arrival count reads global
+    memory, which the simulator does not model (docs/gemm.md)."""
+    import os
+    import tempfile
+
+    from pipeline_mlir.sim.cli import main as sim_main
+
+    k = hg.build(replace(hg.GemmConfig(), **gemm_configs.overrides("128x128_streamk")))
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "streamk.mlir")
+        with open(path, "w") as f:
+            f.write(str(k))
+        assert sim_main([path, "--arg", "4=384", "--arg", "5=256", "--arg", "6=640",
+                         "--schedules", "2"]) == 0
+
+
+def test_plain_variants_carry_nothing_of_stream_k():
+    """stream_k=False is the default and emits nothing of it (the
+    byte-for-byte comparison of every table variant's str(module) before
+    and after stream-K was run by hand: docs/gemm.md); misuse is refused."""
+    for over in gemm_configs.VARIANTS.values():
+        cfg = replace(hg.GemmConfig(), **over)
+        assert not cfg.stream_k and "_streamk" not in cfg.name
+    text = str(hg.build(replace(hg.GemmConfig(), **gemm_configs.VARIANTS["128x128"])).module)
+    assert "atomicrmw" not in text and "nvvm.membar" not in text
+    from pipeline_mlir.ops.epilogues import Epilogue
+
+    with pytest.raises(ValueError, match="stream_k and split_k are two ways to cut K"):
+        hg.build(hg.GemmConfig(stream_k=True, split_k=2))
+    with pytest.raises(ValueError, match="a fused call keeps its plain variant"):
+        hg.build(hg.GemmConfig(stream_k=True, epilogue=Epilogue(activation="relu")))
+    with pytest.raises(ValueError, match="is a stream-K variant"):
+        gemm_configs.fused("128x256_streamk", Epilogue(activation="relu"))
+
+
+# --- the pick ----------------------------------------------------------------------
+
+# Measured (h200-random-sweep-run2.log) faster with a stream-K variant than
+# with any plain one, or within 1% of the best: a part-empty last wave, or
+# too few tiles for the SMs and a long K.
+RAGGED = [(4544, 1008, 7784), (2040, 2752, 6744), (512, 360, 9920), (336, 320, 12864),
+          (1496, 456, 9000), (224, 168, 14872), (432, 568, 7312), (152, 144, 5648)]
+# Whole waves, or one wave nearly full: the plain pick stays.
+WHOLE = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (3072, 3072, 3072),
+         (4096, 14336, 4096), (8192, 12288, 4096), (2048, 28672, 4096), (4096, 4096, 14336),
+         (16384, 1024, 4096), (8192, 8192, 1024), (1024, 1024, 1024)]
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_pick_takes_stream_k_where_the_last_wave_is_part_empty(dtype):
+    for m, n, k in RAGGED:
+        v = gemm_configs.choose(m, n, k, dtype)
+        assert gemm_configs.is_stream_k(v), (m, n, k, v)
+        plain = gemm_configs.choose(m, n, k, dtype, stream_k=False)
+        assert not gemm_configs.is_stream_k(plain)
+        assert gemm_configs.estimate_time_stream_k(gemm_configs.tile_variant(v), m, n, k, 132) \
+            < gemm_configs.estimate(plain, m, n, 132, k)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_pick_keeps_whole_waves_plain(dtype):
+    for m, n, k in WHOLE:
+        assert not gemm_configs.is_stream_k(gemm_configs.choose(m, n, k, dtype)), (m, n, k)
+
+
+def test_pick_on_a_grid_of_shapes():
+    """Over a grid of shapes: a stream-K pick is one of the table's, its
+    modelled time beats the plain pick's by the margin; a shape whose
+    128x256 tiles fill whole waves exactly keeps them (stream-K may still
+    replace a smaller plain tile that fills its waves: 200 x 4104 is 132
+    tiles of 64x128, whose one consumer warpgroup per SM runs slower than
+    stream-K's 128x256); a fused call's pick (stream_k=False) never does."""
+    sizes = [128, 200, 512, 1000, 1544, 2048, 3000, 4104, 6000, 9000, 16384]
+    seen = 0
+    for m in sizes:
+        for n in sizes:
+            for k in (64, 520, 4096, 12000):
+                v = gemm_configs.choose(m, n, k, "bf16")
+                assert not gemm_configs.is_stream_k(
+                    gemm_configs.choose(m, n, k, "bf16", stream_k=False))
+                if not gemm_configs.is_stream_k(v):
+                    continue
+                seen += 1
+                assert v in gemm_configs.STREAM_K_VARIANTS
+                plain = gemm_configs.choose(m, n, k, "bf16", stream_k=False)
+                assert plain != "128x256" or gemm_configs.units_of(plain, m, n) % 132, (m, n, k)
+                assert max(gemm_configs.estimate_time_stream_k(
+                    gemm_configs.tile_variant(v), m, n, k, 132), gemm_configs.FLOOR_S) < \
+                    gemm_configs.STREAM_K_MARGIN * max(gemm_configs.estimate(plain, m, n, 132, k),
+                                                       gemm_configs.FLOOR_S)
+    assert seen > 20
+
+
+def test_auto_stream_k_off_keeps_the_plain_pick(monkeypatch):
+    monkeypatch.setattr(gemm_configs, "AUTO_STREAM_K", False)
+    assert not gemm_configs.is_stream_k(gemm_configs.choose(4544, 1008, 7784, "bf16"))
+
+
+def test_stream_k_launch():
+    """One CTA per SM for the full waves; the leftover tiles cut into equal
+    pieces, more of them the longer the K (a piece's K blocks against the
+    partials the last arrival reads), one piece when K is a block."""
+    grid, sk_ctas = gemm_configs.stream_k_launch(144, 122, 132)
+    assert grid == 132 and sk_ctas % 12 == 0 and 12 < sk_ctas <= 132
+    grid, sk_ctas = gemm_configs.stream_k_launch(65, 195, 132)
+    assert grid == sk_ctas == 130                          # 65 tiles in halves
+    assert gemm_configs.stream_k_launch(4, 1, 132) == (4, 4)
+    assert gemm_configs.stream_k_launch(264, 10, 132) == (132, 1)   # whole waves
+    short = gemm_configs.stream_k_launch(12, 8, 132)[1] // 12
+    long = gemm_configs.stream_k_launch(12, 800, 132)[1] // 12
+    assert 1 <= short < long <= 11
+
+
+# --- the host side, without a GPU --------------------------------------------------
+
+class _Tensor:
+    _next = 0x7000_0000
+
+    def __init__(self, shape, dtype="bf16"):
+        self.shape, self.dtype, self.device = tuple(shape), dtype, "cuda:0"
+        self.base = _Tensor._next
+        _Tensor._next += 1 << 24
+
+    def get_device(self):
+        return 0
+
+    def data_ptr(self):
+        return self.base
+
+
+def test_stream_k_host_passes_the_stream_s_workspace_and_counters(monkeypatch):
+    """One launch of the GEMM with (workspace, counters) as its extra
+    arguments and sk_ctas: 2 x SMs fp32 tiles, SMs x warps zeroed counters,
+    kept per (device, stream, tile), so a repeat on a stream reuses them
+    and another stream gets its own; a fused call's arguments are refused
+    (a fused call picks a plain variant)."""
+    import sys
+    import types
+
+    from pipeline_mlir.ops import streamk_host
+
+    torch = types.ModuleType("torch")
+    torch.float32, torch.int32 = "f32", "i32"
+    made = []
+
+    def alloc(kind):
+        def f(n, device=None, dtype=None):
+            made.append((kind, n, dtype))
+            return _Tensor((n,), dtype)
+        return f
+
+    torch.empty, torch.zeros = alloc("empty"), alloc("zeros")
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(streamk_host, "_buffers", {})
+    log = []
+
+    class Gemm:
+        meta = {"name": "gemm_streamk", "block_m": 128, "block_n": 256, "cluster_m": 1}
+        device = types.SimpleNamespace(ordinal=0, limits=types.SimpleNamespace(
+            multiprocessors=132))
+
+        def stream_k_wave(self, sms):
+            return sms
+
+        def launch(self, a, b, c, extra, stream, sync):
+            log.append((a, b, c, extra, stream))
+            return c
+
+    g = streamk_host.StreamKGemm(Gemm())
+    a, b, c = _Tensor((4544, 7784)), _Tensor((1008, 7784)), _Tensor((4544, 1008))
+    assert g.launch(a, b, c, (), 7, False) is c
+    (ga, gb, gc, (ws, counters, share), s), = log
+    assert (ga, gb, gc, s) == (a, b, c, 7)
+    assert made == [("empty", 2 * 132 * 128 * 256, "f32"), ("zeros", 132 * 8, "i32")]
+    assert share == gemm_configs.stream_k_launch(36 * 4, 122, 132)[1]
+    g.launch(a, b, c, (), 7, False)
+    assert log[-1][3] == (ws, counters, share) and len(made) == 2
+    g.launch(a, b, c, (), 9, False)
+    assert log[-1][3][0] is not ws and len(made) == 4
+    with pytest.raises(ValueError, match="takes no epilogue arguments"):
+        g.launch(a, b, c, {"alpha": 0.5}, 7, False)
+
+
+def test_stream_k_grid_of_the_launcher():
+    """HopperGemm.grid of a stream-K meta: gemm_configs.stream_k_launch's
+    over its tiles and K blocks; a plain meta as before."""
+    import types
+
+    from pipeline_mlir.layout import OperandLayout
+    from pipeline_mlir.ops.hopper_gemm_host import HopperGemm
+
+    fake = types.SimpleNamespace(
+        meta={"block_m": 128, "block_n": 256, "cluster_m": 1, "stream_k": True},
+        persistent=True, _resident=None,
+        layouts={"a": OperandLayout.one_box("bf16", "K", 128, 128)})
+    fake.stream_k_wave = types.MethodType(HopperGemm.stream_k_wave, fake)
+    assert HopperGemm.grid(fake, 4544, 1008, 132, 7784) == (132, 1, 1)
+    assert HopperGemm.grid(fake, 256, 256, 132, 640) == (
+        gemm_configs.stream_k_launch(2, 10, 132)[0], 1, 1)
+    del fake.meta["stream_k"]
+    assert HopperGemm.grid(fake, 256, 256, 132, 640) == (2, 1, 1)
+    assert HopperGemm.grid(fake, 4544, 1008, 132, 7784) == (132, 1, 1)
+    # a 2-CTA cluster: units are tile pairs, a wave the resident clusters
+    # (here 60 of the 66 pairs of SMs), the grid in CTAs
+    fake.meta.update(stream_k=True, cluster_m=2)
+    fake._resident = 60
+    grid, _ = gemm_configs.stream_k_launch(18 * 4, 122, 60, "128x256c2")
+    assert grid == 60 and HopperGemm.grid(fake, 4544, 1008, 132, 7784) == (120, 1, 1)
