@@ -25,7 +25,14 @@ def test_fp8_rule_picks_within_its_accumulation_mode(acc):
 
 
 def test_attention_variants_cover_every_head_dim_and_mask():
-    assert set(attention_configs.VARIANTS) == {"d64", "d64c", "d128", "d128c", "d256", "d256c"}
+    # Per head dim and mask: the plain tiles, GQA-packed for each group,
+    # and (d 64, 128) the short-sequence tiles, packed or not.
+    plain = {"d64", "d64c", "d128", "d128c", "d256", "d256c"}
+    assert plain <= set(attention_configs.VARIANTS)
+    assert set(attention_configs.VARIANTS) == plain | {
+        f"{p}_gqa{g}" for p in plain for g in attention_configs.GROUPS} | {
+        f"{p}{f'_gqa{g}' if g else ''}_short" for p in plain if not p.startswith("d256")
+        for g in (0,) + attention_configs.GROUPS}
     name, over = attention_configs.variant(64, True)
     assert name == "d64c" and over["causal"] and over["consumer_warpgroups"] == 3
     with pytest.raises(ValueError, match="head_dim must be one of"):
@@ -52,7 +59,7 @@ def test_every_attention_variant_builds(name):
     k = attention_fwd.build(cfg)
     meta = cfg.meta(k)
     assert meta["head_dim"] == attention_configs.VARIANTS[name]["head_dim"]
-    assert meta["causal"] == name.endswith("c")
+    assert meta["causal"] == name.split("_")[0].endswith("c")
 
 
 def test_families_compile_on_demand_into_their_folders(tmp_path, monkeypatch):

@@ -17,6 +17,9 @@ batch) work units; causal runs the longest tiles first):
   tile, Q into a one-stage ``PipelineTmaAsync`` ('q') and then K and V block
   by block into their own rings ('k', 'v'); every load is a 3-D TMA box
   (d-columns, rows, batch), so rows past the sequence end read zeros;
+  with ``pack_gqa`` = g, Q is a 4-D box (d-columns, the g query heads of
+  one K/V group, block_m / g positions, batch) and a tile's rows are
+  (position, head) pairs, so each K/V block serves the whole group;
 - warpgroups 1 and 2, the consumers: raise their registers; each owns 64
   query rows of the tile. Per key block j:
 
@@ -42,6 +45,10 @@ scheduler), ``producer``, ``PingPong`` (the consumers' GEMM turns),
 ``Mainloop`` (the GEMMs and every release), ``OnlineSoftmax`` (softmax and
 mask), ``OutputEpilogue``.
 
+``ctas_per_sm=2`` sizes a configuration (one consumer warpgroup, 64-row
+tiles) for two CTAs per SM: ``.minnctapersm 2`` caps the entry registers,
+the register budget and the shared memory are checked against half an SM.
+
 Usage: python examples/attention_fwd.py [--d 64|128|256] [--causal] [--print-ir] [--out DIR]
 (builds, checks and compiles; ``pipeline_mlir/ops/attention_fwd_host.py`` runs it).
 
@@ -57,7 +64,7 @@ from types import SimpleNamespace
 import mlir.ir as ir
 from mlir.dialects import llvm, nvvm
 
-from pipeline_mlir.chip_limits import SMEM_PER_BLOCK, WGMMA_M
+from pipeline_mlir.chip_limits import REGISTER_FILE, SMEM_PER_BLOCK, WGMMA_M
 from pipeline_mlir.kernel import (Float32, GlobalPtr, Int32, Kernel, Scalar,
                                   TmaDescriptor)
 from pipeline_mlir.kernel import epilogue, fence_view_async_shared, wgmma
@@ -74,6 +81,8 @@ from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     make_pipeline_state)
 
 SMEM_LIMIT = SMEM_PER_BLOCK           # dynamic shared memory one CTA may opt into
+SMEM_PER_SM = 228 * 1024         # an SM's shared memory; each resident CTA reserves 1 KiB
+PACKED_GROUPS = (2, 4, 8)        # query heads per K/V head one tile may pack
 SWIZZLE = 128                    # bytes: every tile's TMA and wgmma swizzle
 PINGPONG_BARRIER = 1             # ids 1, 2(, 3): one per consumer warpgroup
 EPILOGUE_BARRIER = 4             # ids 4, 5(, 6): one per consumer warpgroup
@@ -96,6 +105,14 @@ class AttentionConfig:
     tma_store: bool = False           # O through shared memory + TMA stores
     producer_registers: int = 24
     consumer_registers: int = 240
+    # GQA packing: 0 (off), or the query heads per K/V head (2, 4, 8) that
+    # one tile packs: its rows are (block_m / g query positions) x (the g
+    # query heads of one K/V group), so K and V are read once per group.
+    pack_gqa: int = 0
+    # CTAs resident on one SM: 2 sizes registers and shared memory so that
+    # two run side by side (short sequences: one CTA's prologue, masked
+    # blocks and epilogue run under the other's GEMMs).
+    ctas_per_sm: int = 1
 
     def __post_init__(self):
         if self.head_dim not in (64, 128, 256):
@@ -105,6 +122,15 @@ class AttentionConfig:
             raise ValueError("AttentionConfig: consumer_warpgroups must be 1, 2 or 3")
         if self.pingpong and self.consumer_warpgroups < 2:
             raise ValueError("AttentionConfig: ping-pong needs 2 or 3 consumer warpgroups")
+        if self.pack_gqa not in (0,) + PACKED_GROUPS:
+            raise ValueError(f"AttentionConfig: pack_gqa must be 0 or one of {PACKED_GROUPS} "
+                             f"(a divisor of the 8 rows between a thread's two rows), "
+                             f"got {self.pack_gqa!r}")
+        if self.pack_gqa and self.tma_store:
+            raise ValueError("AttentionConfig: pack_gqa stores O from registers "
+                             "(tma_store=False)")
+        if self.ctas_per_sm not in (1, 2):
+            raise ValueError("AttentionConfig: ctas_per_sm must be 1 or 2")
 
     @property
     def q_buffers(self):
@@ -114,7 +140,7 @@ class AttentionConfig:
         GEMM)."""
         if self.q_stages:
             return self.q_stages
-        return 2 if self._smem_bytes(self.o_through_smem, 2) <= SMEM_LIMIT else 1
+        return 2 if self._smem_bytes(self.o_through_smem, 2) <= self.smem_limit else 1
 
     @property
     def o_through_smem(self):
@@ -128,6 +154,28 @@ class AttentionConfig:
     @property
     def block_m(self):
         return WGMMA_M * self.consumer_warpgroups
+
+    @property
+    def group(self):
+        """Query heads one tile packs (1: a tile is one head's rows)."""
+        return self.pack_gqa or 1
+
+    @property
+    def tile_positions(self):
+        """Query positions one tile covers: its rows over the packed heads."""
+        return self.block_m // self.group
+
+    @property
+    def smem_limit(self):
+        """Shared memory one CTA may use so that ``ctas_per_sm`` fit."""
+        if self.ctas_per_sm == 1:
+            return SMEM_LIMIT
+        return SMEM_PER_SM // self.ctas_per_sm - 1024
+
+    @property
+    def register_file(self):
+        """Registers one CTA may hold so that ``ctas_per_sm`` fit."""
+        return REGISTER_FILE // self.ctas_per_sm
 
     @property
     def kv_block(self):
@@ -146,7 +194,9 @@ class AttentionConfig:
                 f"_wg{self.consumer_warpgroups}"
                 f"{'_pp' if self.pingpong else ''}{'_ov' if self.intra_overlap else ''}"
                 f"{'_ts' if self.o_through_smem else ''}"
-                f"{'_l2sec' if self.causal and self.l2_sections else ''}")
+                f"{'_l2sec' if self.causal and self.l2_sections else ''}"
+                f"{f'_gqa{self.pack_gqa}' if self.pack_gqa else ''}"
+                f"{f'_x{self.ctas_per_sm}' if self.ctas_per_sm > 1 else ''}")
 
     # The operand layouts (pipeline_mlir.layout): every box, byte count and
     # descriptor of the kernel and every tensor map of the host follow from
@@ -188,6 +238,7 @@ class AttentionConfig:
                 "smem": kernel.smem_bytes, "name": self.name, "head_dim": self.head_dim,
                 "causal": self.causal,
                 "block_m": self.block_m, "block_n": self.kv_block,
+                "pack_gqa": self.pack_gqa, "ctas_per_sm": self.ctas_per_sm,
                 "threads": self.threads,
                 "layouts": {"q": self.q_layout().to_meta(), "k": self.k_layout().to_meta(),
                             "v": self.v_layout().to_meta(), "o": self.o_layout().to_meta()}}
@@ -216,11 +267,15 @@ def build(cfg=AttentionConfig(), chip="sm_90a", stages=None):
     the ``Stages`` to assemble (``STAGES``)."""
     stages = STAGES if stages is None else stages
     check_register_budget(cfg.threads, 1, cfg.producer_registers,
-                          cfg.consumer_warpgroups, cfg.consumer_registers)
-    if cfg.smem_bytes() > SMEM_LIMIT:
+                          cfg.consumer_warpgroups, cfg.consumer_registers,
+                          register_file=cfg.register_file)
+    if cfg.smem_bytes() > cfg.smem_limit:
         raise ValueError(f"{cfg.name}: {cfg.smem_bytes()} bytes of shared memory "
-                         f"> {SMEM_LIMIT}")
-    k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads,
+                         f"> {cfg.smem_limit}")
+    # Two CTAs per SM: ptxas must keep the entry registers within half the
+    # register file (.minnctapersm), or the second CTA does not fit.
+    extra = {"min_ctas_per_sm": cfg.ctas_per_sm} if cfg.ctas_per_sm > 1 else {}
+    k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads, **extra,
                params={"q": TmaDescriptor(), "k": TmaDescriptor(), "v": TmaDescriptor(),
                        "o": TmaDescriptor() if cfg.o_through_smem else GlobalPtr(),
                        "lse": GlobalPtr(align=4),
@@ -308,15 +363,21 @@ class WorkSchedule:
     """The work units shared by producer and consumers: (tile of ``block_m``
     query rows, head, batch), persistent, in snake order; causal runs the
     longest tiles first (in L2-sized head sections with ``l2_sections``);
-    and the key blocks each tile reads."""
+    and the key blocks each tile reads.
+
+    With ``cfg.pack_gqa`` a unit's head is a K/V head and its tile holds
+    ``tile_positions`` query positions of each of the group's query heads
+    (packed row ``i``: position ``i // g``, head ``i % g`` of the group)."""
 
     def __init__(self, k, cfg, args):
         self.cfg = cfg
-        bm = cfg.block_m
+        bm = cfg.tile_positions
         self.seqlen_k = args.seqlen_k
         self.m_blocks = (args.seqlen_q + (bm - 1)) // bm
-        self.bh = args.batch * args.heads
-        self.heads = args.heads
+        # Packed, the units run over K/V heads (each tile covers a group).
+        unit_heads = args.heads_kv if cfg.pack_gqa else args.heads
+        self.bh = args.batch * unit_heads
+        self.heads = unit_heads
         num_units = self.bh * self.m_blocks
         self.cta = cta = k.block_idx()
         self.ctas = ctas = Scalar(nvvm.read_ptx_sreg_nctaid_x(i32()))
@@ -372,7 +433,7 @@ class WorkSchedule:
     def kv_blocks(self, m_block):
         """Key blocks this tile reads (at least one: a fully masked row
         gets O = 0, LSE = -inf)."""
-        bm, bn = self.cfg.block_m, self.cfg.kv_block
+        bm, bn = self.cfg.tile_positions, self.cfg.kv_block
         if self.cfg.causal:
             end = ((m_block + 1) * bm + self.offset).min(self.seqlen_k)
         else:
@@ -382,7 +443,7 @@ class WorkSchedule:
     def unmasked_blocks(self, m_block):
         """Key blocks before the first one that needs a mask (the causal
         diagonal or the sequence's tail)."""
-        bm, bn = self.cfg.block_m, self.cfg.kv_block
+        bm, bn = self.cfg.tile_positions, self.cfg.kv_block
         full = self.seqlen_k // bn
         if self.cfg.causal:
             full = full.min((m_block * bm + self.offset + 1) // bn).max(0)
@@ -399,12 +460,22 @@ def producer(k, cfg, rings, sched, args):
     q_state, k_state, v_state = rings.states(PipelineUserType.Producer)
     for r, _ in k.range(sched.rounds, carry=[q_state, k_state, v_state]):
         m_block, b, h = sched.round_unit(r)
-        h_kv = h // sched.group
         q = rings.q
+        if cfg.pack_gqa:
+            # The unit's head is the K/V head; Q is a 4-D TMA box (columns,
+            # the group's g heads, tile_positions positions, batch), whose
+            # rows land in shared memory as packed rows (position, head).
+            h_kv = h
+            q_coords = [h * cfg.pack_gqa, m_block * cfg.tile_positions, b]
+        else:
+            h_kv = h // sched.group
+            q_coords = None
         q.pipe.producer_acquire(q_state)
         with k.elect_one():
             for col, off in q.layout.box_offsets():
-                q.pipe.tma_load(q_state, args.q, [h * d + col, m_block * bm, b],
+                coords = ([col] + q_coords if q_coords is not None
+                          else [h * d + col, m_block * bm, b])
+                q.pipe.tma_load(q_state, args.q, coords,
                                 q.buffer(q_state.index) + off, q.layout.box_bytes)
         q.pipe.producer_commit(q_state)
         q_state.advance()
@@ -674,14 +745,21 @@ class OnlineSoftmax:
         """-inf where key column c of block j is past the sequence's end or
         (causal) after query row r's diagonal."""
         col0 = j * self.cfg.kv_block + self.thread_col
-        row0 = m_row0 + self.thread_row
+        if self.cfg.pack_gqa:
+            # Packed row i is query position i // g: the thread's rows 8
+            # apart are 8 / g positions apart (g divides 8).
+            row0 = (m_row0 + self.thread_row) >> packed_shift(self.cfg)
+            group = self.cfg.pack_gqa
+        else:
+            row0 = m_row0 + self.thread_row
+            group = 1
         tail = self.sched.seqlen_k - col0          # keep c < tail
         diag = row0 + self.sched.offset - col0     # keep c - r <= diag
         causal = self.cfg.causal
 
         def keep(r, c):
             ok = tail > c
-            return ok & (diag >= c - r) if causal else ok
+            return ok & (diag >= c - r // group) if causal else ok
 
         s_acc.set(s_acc.where(keep, float("-inf")))
 
@@ -737,6 +815,18 @@ class OutputEpilogue:
         out = acc.o * inv
         lse = ((acc.row_max * args.scale_log2 + total.log2()) * math.log(2.0)).where(
             nonzero, float("-inf"))
+        if cfg.pack_gqa:
+            # Packed row i: position i // g of query head h g + i % g; the
+            # thread's two rows (8 apart) share the head (g divides 8).
+            packed_row = m_row0 + self.thread_row
+            row = packed_row >> packed_shift(cfg)
+            head = h * cfg.pack_gqa + (packed_row & (cfg.pack_gqa - 1))
+            step = 8 // cfg.pack_gqa
+            store_lse(k, lse, args.lse, b, head, args.heads, args.seqlen_q, row, lane,
+                      row_step=step)
+            store_o(k, out, args.o, b, head, args.heads, args.seqlen_q, cfg.head_dim,
+                    row, self.thread_col, row_step=step)
+            return
         store_lse(k, lse, args.lse, b, h, args.heads, args.seqlen_q,
                   m_row0 + self.thread_row, lane)
         if self.smem_o is None:
@@ -772,22 +862,28 @@ STAGES = Stages(schedule=WorkSchedule, producer=producer, pingpong=PingPong,
                 mainloop=Mainloop, softmax=OnlineSoftmax, epilogue=OutputEpilogue)
 
 
-def store_lse(k, lse, lse_ptr, b, h, heads, seqlen_q, row, lane):
-    """The first lane of each quad writes the LSE of its two rows (rows past
-    ``seqlen_q`` are not written)."""
+def packed_shift(cfg):
+    """log2 of the packed group: packed row i is position i >> shift."""
+    return cfg.pack_gqa.bit_length() - 1
+
+
+def store_lse(k, lse, lse_ptr, b, h, heads, seqlen_q, row, lane, row_step=8):
+    """The first lane of each quad writes the LSE of its two rows, ``row``
+    and ``row + row_step`` (rows past ``seqlen_q`` are not written)."""
     for half in range(2):
-        r = row + 8 * half
+        r = row + row_step * half
         with k.if_((r < seqlen_q) & (lane % 4 == 0)):
             idx = (b * heads + h) * seqlen_q + r
             llvm.store(lse.values[half], element_ptr(lse_ptr, f32(), idx))
 
 
-def store_o(k, out, o_ptr, b, h, heads, seqlen_q, d, row, col):
+def store_o(k, out, o_ptr, b, h, heads, seqlen_q, d, row, col, row_step=8):
     """Each thread writes its values of O as bf16 pairs straight from
-    registers; rows past ``seqlen_q`` are not written."""
+    registers, its two rows at ``row`` and ``row + row_step``; rows past
+    ``seqlen_q`` are not written."""
     packed = out.to_packed("bf16")              # one i32 per column pair
     for half in range(2):
-        r = row + 8 * half
+        r = row + row_step * half
         with k.if_(r < seqlen_q):
             # Element (row, h, col) of O (batch b): ((b * sq + r) * H + h) * d + col.
             base = ((b * seqlen_q + r) * heads + h) * d + col

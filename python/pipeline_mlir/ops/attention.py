@@ -13,8 +13,9 @@ each row's softmax denominator (what the backward pass takes). ``causal``
 masks bottom-right aligned (query i sees keys up to i + seqlen_k - seqlen_q,
 FlashAttention's convention); ``softmax_scale`` defaults to 1/sqrt(head_dim).
 
-The kernel is ``pipeline_mlir.kernels.attention_fwd`` in the tuned
-configuration of its head dim (``attention_configs``); its cubin comes from
+The kernel is ``pipeline_mlir.kernels.attention_fwd`` in the configuration
+``attention_configs.pick`` chooses for the call's shape (head dim,
+causality, GQA group, work units, keys per row); its cubin comes from
 the kernel cache (family ``attention_fwd``: compiled on demand where MLIR is
 installed, else read from ``PIPELINE_MLIR_CACHE_DIR``). It runs on torch's
 current stream and is the torch custom op ``torch.ops.pipeline_mlir.attention``
@@ -44,10 +45,17 @@ CHIPS = {(9, 0): "sm_90a"}
 _variants = {}   # (variant, ordinal) -> AttentionFwd / AttentionBwd
 
 
-def variant_attention(head_dim, causal, device=None):
-    """The loaded ``AttentionFwd`` of this head dim and causality."""
+def variant_attention(head_dim, causal, device=None, shape=None):
+    """The loaded ``AttentionFwd`` of this head dim and causality: the
+    configuration ``attention_configs.pick`` chooses for ``shape`` (batch,
+    heads, kv_heads, seqlen_q, seqlen_k), or the head dim's plain one
+    without a shape."""
     device = device or runtime.default_device()
-    name, overrides = attention_configs.variant(head_dim, causal)
+    if shape is None:
+        name, overrides = attention_configs.variant(head_dim, causal)
+    else:
+        name, overrides = attention_configs.pick(
+            head_dim, causal, *shape, sms=device.limits.multiprocessors)
     key = (name, device.ordinal)
     found = _variants.get(key)
     if found is None:
@@ -106,7 +114,9 @@ def _check(q, k, v):
 def _attention(q, k, v, causal, softmax_scale):
     _check(q, k, v)
     q, k, v = (t if t.is_contiguous() else t.contiguous() for t in (q, k, v))
-    attn = variant_attention(q.shape[3], causal, runtime.default_device(q.get_device()))
+    b, sq, h, _ = q.shape
+    attn = variant_attention(q.shape[3], causal, runtime.default_device(q.get_device()),
+                             shape=(b, h, k.shape[2], sq, k.shape[1]))
     scale = 1.0 / math.sqrt(q.shape[3]) if softmax_scale is None else float(softmax_scale)
     return attn(q, k, v, softmax_scale=scale)
 

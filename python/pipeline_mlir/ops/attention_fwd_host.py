@@ -72,6 +72,10 @@ class AttentionFwd:
                              f"q's batch {b}")
         if h % hk:
             raise ValueError(f"heads ({h}) must be a multiple of the K/V heads ({hk})")
+        group = self.meta.get("pack_gqa", 0)
+        if group and h // hk != group:
+            raise ValueError(f"{self.meta['name']} packs {group} query heads per K/V head; "
+                             f"got {h} heads on {hk} K/V heads")
         return b, sq, h, sk, hk
 
     def _descriptor(self, t, operand):
@@ -84,7 +88,26 @@ class AttentionFwd:
             t, shape=(b, s, h * d), strides=(s * h * d * e, h * d * e, e),
             box_shape=(1,) + tuple(layout.box), swizzle=layout.swizzle)
 
-    def units(self, b, h, sq):
+    def _packed_descriptor(self, t, operand):
+        """4-D tensor map (batch, seqlen, heads, d) of ``t`` whose box is the
+        packed tile: (1, block_m / g positions, the g heads of a group, box
+        columns); its rows land in shared memory as (position, head)."""
+        layout = self.layouts[operand]
+        b, s, h, d = t.shape
+        e = t.element_size()
+        group = self.meta["pack_gqa"]
+        rows, cols = layout.box
+        return self._runtime.make_tma_descriptor(
+            t, shape=(b, s, h, d), strides=(s * h * d * e, h * d * e, d * e, e),
+            box_shape=(1, rows // group, group, cols), swizzle=layout.swizzle)
+
+    def units(self, b, h, sq, hk=None):
+        """Work units: tiles of ``block_m`` rows of one head, or packed
+        (``pack_gqa`` g), of block_m / g positions of one K/V group."""
+        group = self.meta.get("pack_gqa", 0)
+        if group:
+            hk = h // group if hk is None else hk
+            return b * hk * math.ceil(sq / (self.meta["block_m"] // group))
         return b * h * math.ceil(sq / self.meta["block_m"])
 
     def __call__(self, q, k, v, out=None, lse=None, softmax_scale=None, stream=None,
@@ -100,9 +123,11 @@ class AttentionFwd:
         scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
         if self._sms is None:
             self._sms = self.device.limits.multiprocessors
-        units = self.units(b, h, sq)
-        # Persistent: one CTA per SM walks the work units; else one per unit.
-        grid = (min(units, self._sms) if self.meta.get("persistent", True) else units, 1, 1)
+        units = self.units(b, h, sq, hk)
+        # Persistent: ctas_per_sm CTAs per SM walk the work units; else one
+        # per unit.
+        slots = self._sms * self.meta.get("ctas_per_sm", 1)
+        grid = (min(units, slots) if self.meta.get("persistent", True) else units, 1, 1)
         rt = self._runtime
         s = (rt.fastlaunch.current_stream_handle(self.device.ordinal) if stream is None
              else rt.launch.stream_address(stream))
@@ -115,7 +140,9 @@ class AttentionFwd:
         p = self.launches.get(key)
         if p is None:
             p = self.launches.prepare(key, (
-                self._descriptor(q, "q"), self._descriptor(k, "k"), self._descriptor(v, "v"),
+                (self._packed_descriptor(q, "q") if self.meta.get("pack_gqa", 0)
+                 else self._descriptor(q, "q")),
+                self._descriptor(k, "k"), self._descriptor(v, "v"),
                 # O: a tensor map when the kernel stores it with TMA.
                 self._descriptor(out, "o") if o_tma else out.data_ptr(),
                 lse.data_ptr(), b, h, hk, sq, sk, scale * math.log2(math.e)), grid, s)
