@@ -125,10 +125,13 @@ TUNED = {
     (2048, 28672, 4096, "f16"): "128x256c2",
     (4096, 4096, 14336, "f16"): "128x256c2",
     (8192, 8192, 1024, "f16"): "128x128",
-    # Shapes of the sweep the split-K model would split, kept on the plain
-    # variant measured there (h100-sweep-run2.log: 1024 x 1024 x 16384 at
-    # 1.117x / 1.053x cuBLAS, 256 x 4096 x 14336 at 1.492x / 1.252x) until
-    # a run measures split-K against it (benchmarks/gemm/random_sweep.py).
+    # Shapes whose 64x128 tiles fill one wave and whose K is long: the model
+    # takes 128x128 stream-K there, measured slower (h200-random-sweep-run3.log,
+    # bf16: 1024 x 1024 x 16384 1.22x cuBLAS on 64x128 against 1.10x,
+    # 256 x 4096 x 14336 1.19x against 1.14x; the one-warpgroup tile runs
+    # these better than its 0.6 efficiency says). Before, the split-K model
+    # would have split them (h100-sweep-run2.log: 1.117x / 1.053x and
+    # 1.492x / 1.252x on 64x128).
     (1024, 1024, 16384, "bf16"): "64x128",
     (1024, 1024, 16384, "f16"): "64x128",
     (256, 4096, 14336, "bf16"): "64x128",
