@@ -433,3 +433,28 @@ def test_stream_k_grid_of_the_launcher():
     fake._resident = 60
     grid, _ = gemm_configs.stream_k_launch(18 * 4, 122, 60, "128x256c2")
     assert grid == 60 and HopperGemm.grid(fake, 4544, 1008, 132, 7784) == (120, 1, 1)
+
+
+def test_arrival_counter_orders_release_atomic_acquire():
+    """kernel/arrival_counter.py in PTX: the warp's barrier, a gpu-scope
+    fence, the atomic add by lane 0, the broadcast of the old count, a
+    gpu-scope fence again (so the last warp's loads come after every
+    earlier arrival's stores), and the reset a plain store of 0."""
+    from pipeline_mlir.kernel import arrival_counter
+
+    k = Kernel("arrive", block_dim=32, params={"counters": GlobalPtr(align=4),
+                                               "out": GlobalPtr()})
+    with k:
+        counters, out = k.args
+        lane = k.lane_idx()
+        before = arrival_counter.warp_arrive(counters, 5, lane)
+        store(before, out, lane)
+        arrival_counter.reset(counters, 5, lane)
+    ptx = k.to_ptx()
+    body = ptx[ptx.index("bar.warp.sync"):]
+    order = [body.index(x) for x in ("bar.warp.sync", "membar.gl", "atom.global.add.u32",
+                                     "shfl.sync.idx.b32")]
+    assert order == sorted(order)
+    assert "membar.gl" in body[order[3]:]
+    assert re.search(r"st\.global\.b32\s+\[%rd\d+\+20\], 0;", ptx)   # counters[5] = 0
+    assert re.search(r"atom\.global\.add\.u32\s+%r\d+, \[%rd\d+\+20\], 1;", ptx)
