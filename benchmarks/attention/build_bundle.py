@@ -6,7 +6,9 @@ time them on a GPU host that has only torch and cuda-bindings.
     .venv/bin/python benchmarks/attention/build_bundle.py [--out DIR] [--quick]
 
 Then, on the GPU host: ``cd DIR && python3 check_attention.py`` (correctness
-grid) and ``python3 run_attention.py`` (benchmark against the peers).
+grid) and ``python3 run_attention.py`` (benchmark against the peers). With
+``--grid`` the bundle holds every configuration of the op's pick
+(``attention_configs.VARIANTS``) for ``run_attention_grid.py``.
 """
 
 import argparse
@@ -20,8 +22,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "examples"), HERE]
 from bundle_common import new_bundle, save_cubin, write_manifest  # noqa: E402
 
-SCRIPTS = ("check_attention.py", "run_attention.py", "ours.py", "variants.py", "profile_one.py",
-           "profile_pair.py")
+SCRIPTS = ("check_attention.py", "run_attention.py", "run_attention_grid.py", "ours.py",
+           "variants.py", "profile_one.py", "profile_pair.py")
 
 
 def main(argv=None):
@@ -30,10 +32,13 @@ def main(argv=None):
     ap.add_argument("--chip", default="sm_90a")
     ap.add_argument("--quick", action="store_true", help="the correctness variants only")
     ap.add_argument("--sweep", action="store_true", help="also the configuration candidates")
+    ap.add_argument("--grid", action="store_true",
+                    help="only every configuration the op's pick can return (tagged 'cfg "
+                         "<name>', for run_attention_grid.py)")
     args = ap.parse_args(argv)
 
     import attention_fwd
-    from variants import variants
+    from variants import grid_variants, variants
 
     out = new_bundle(args.out)
     for f in SCRIPTS:
@@ -42,7 +47,9 @@ def main(argv=None):
     shutil.copy(os.path.join(ROOT, "examples", "attention_fwd_host.py"), out)
     manifest = {"chip": args.chip, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
                 "variants": []}
-    for tag, cfg, persistent in variants(quick=args.quick, sweep=args.sweep):
+    chosen = (grid_variants() if args.grid
+              else variants(quick=args.quick, sweep=args.sweep))
+    for tag, cfg, persistent in chosen:
         t0 = time.monotonic()
         k = attention_fwd.build(cfg, chip=args.chip)
         path = save_cubin(out, cfg.name, args.chip, k.compile())

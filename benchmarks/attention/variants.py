@@ -45,3 +45,28 @@ def variants(quick=False, sweep=False):
             out.append((f"ladder {step}", replace(AttentionConfig(), **overrides),
                         persistent))
     return [o if len(o) == 3 else (*o, True) for o in out]
+
+
+# Beside the pick's configurations, candidates the grid also times on its
+# rows (the plain tiles only): 64-key blocks at d 128 (a finer causal
+# diagonal, more blocks to pipeline on short rows) and 128-row tiles at
+# d 64 (twice the tiles of the 192-row ones).
+GRID_EXTRA = {"bn64": dict(head_dim=128, block_n=64),
+              "wg2": dict(head_dim=64, consumer_warpgroups=2)}
+
+
+def grid_variants():
+    """[(tag, AttentionConfig, persistent)]: every configuration
+    ``attention_configs.pick`` can return (``VARIANTS``), tagged ``cfg
+    <name>``, and the ``GRID_EXTRA`` candidates, tagged ``cand <name>``:
+    what run_attention_grid.py checks and times."""
+    from attention_fwd import AttentionConfig
+
+    from pipeline_mlir.ops.attention_configs import VARIANTS
+
+    out = [(f"cfg {name}", AttentionConfig(**over), True) for name, over in VARIANTS.items()]
+    for suffix, over in GRID_EXTRA.items():
+        for causal in (False, True):
+            name = f"d{over['head_dim']}{'c' if causal else ''}_{suffix}"
+            out.append((f"cand {name}", AttentionConfig(causal=causal, **over), True))
+    return out

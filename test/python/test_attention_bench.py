@@ -113,3 +113,45 @@ def test_transport_refuses_a_missing_pin(tmp_path):
     wheel(str(whl), "flash-attn-4", "4.0.0b35")
     with pytest.raises(SystemExit, match=r"no wheel of \['flash-attn-4'\]"):
         transport.main(["--whl", str(whl), "--out", str(tmp_path)])
+
+
+run_grid = load("benchmarks/attention/run_attention_grid.py", "run_attention_grid")
+
+
+def test_the_grid_covers_gqa_ratios_lengths_head_dims_and_masks():
+    rows = run_grid.ROWS
+    assert {h // hk for _, _, _, h, hk, _, _ in rows} >= {1, 4, 8}
+    assert {d for *_, d, _ in rows} >= {64, 128, 256}
+    lengths = {sq for _, sq, *_ in rows}
+    assert min(lengths) == 512 and max(lengths) >= 8192
+    assert any(sq != sk for _, sq, sk, *_ in rows)
+    assert {m for *_, modes in rows for m in modes} == {"full", "causal"}
+    # SDPA's causal mask is top-left aligned: causal rows are square.
+    assert all(sq == sk for _, sq, sk, *_, modes in rows if "causal" in modes)
+
+
+def test_grid_flops_count_the_visible_pairs():
+    assert run_grid.flops(1, 4, 4, 1, 64, False) == 4 * 16 * 64
+    assert run_grid.flops(1, 4, 4, 1, 64, True) == 4 * (1 + 2 + 3 + 4) * 64
+    assert run_grid.flops(1, 2, 4, 1, 64, True) == 4 * (3 + 4) * 64    # bottom-right
+
+
+def test_grid_candidates_start_with_the_pick_and_are_built():
+    from pipeline_mlir.ops import attention_configs as configs
+
+    cands = run_grid.candidates(configs, 128, True, 2, 32, 4, 4096, 4096, 132)
+    assert cands[0] == ("ours", configs.pick(128, True, 2, 32, 4, 4096, 4096, sms=132)[0])
+    names = [n for _, n in cands]
+    assert set(names) == {"d128c", "d128c_gqa8", "d128c_short", "d128c_gqa8_short"}
+    assert len(names) == len(set(names)) and set(names) <= set(configs.VARIANTS)
+    # d 256 has no short configuration; MHA has nothing to pack.
+    assert [n for _, n in run_grid.candidates(configs, 256, False, 4, 8, 8, 2048, 2048,
+                                               132)] == ["d256"]
+
+
+def test_grid_samples_the_first_middle_and_last_rows():
+    assert run_grid.sample_rows(300) == list(range(300))
+    rows = run_grid.sample_rows(4096)
+    s = run_grid.SAMPLE
+    assert rows[:s] == list(range(s)) and rows[-s:] == list(range(4096 - s, 4096))
+    assert len(rows) == 3 * s == len(set(rows))
