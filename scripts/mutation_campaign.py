@@ -33,9 +33,15 @@ Each mutant is classified by the first stage that rejects it:
 
 The unmutated kernels must pass both (a false positive fails the run).
 Survivors that change nothing a barrier observes are marked ``harmless``
-by rule (a duplicated or moved op whose effect is idempotent or order-free
-with respect to its neighbours: fences, setmaxnreg, wgmma.fence); the rest
-are listed for a reader to explain. The report gives, per kernel and in
+by rule (``_harmless``: a duplicated or moved op whose effect is idempotent
+or order-free with respect to its neighbours: fences, setmaxnreg,
+wgmma.fence, a doubled wgmma wait or commit group, a doubled TMA store of
+the same tile or PipelineTmaStore tail, two TMA stores of one group
+swapped, a doubled CTA-wide barrier every thread runs; a TMA producer's
+commit, which emits nothing; a stage count below the buffers; a one-CTA
+kernel's ``init_arrive``, which emits nothing, and its producer tail; a
+proxy fence moved past the hand-over barrier, which the storing thread then
+runs before its store); the rest are listed for a reader to explain. The report gives, per kernel and in
 total, the fraction of protocol-breaking mutants (all but invalid and
 harmless) caught statically and by the checker plus the simulator.
 """
@@ -227,7 +233,106 @@ def _harmless(kind, what, text=""):
         return True
     if kind.startswith("move") and any(op in what for op in HARMLESS_MOVE):
         return True
+    if "init_arrive" in what or ("init_wait" in what and kind == "move-up"
+                                 and _moved_past(text, what, "pipeline.init_arrive")):
+        # init_arrive of a one-CTA cluster emits nothing (the wait is the
+        # whole sync): dropping, doubling or reordering it changes nothing
+        return "cluster_size" not in text
+    if kind == "move-down" and "nvvm.fence.proxy" in what and _moved_past(
+            text, what, "named_barrier.sync"):
+        # the proxy fence after the hand-over barrier instead of before it:
+        # every thread that crossed the barrier, the storing one included,
+        # fences before the store, which orders the writes before it through
+        # the barrier (the checker accepts a storer's fence after the barrier)
+        return True
+    if kind.startswith("move") and "copy.tma_store" in what and _moved_past(
+            text, what, "pipeline.copy.tma_store"):
+        # two stores of one bulk group in the other order
+        return True
+    if kind == "dup" and "copy.tma_store" in what:
+        # the same tile stored twice from the same buffer in one bulk group:
+        # the group's wait covers both reads, and the bytes are the same
+        return True
+    if kind == "dup" and "producer.tail" in what and _line_of(text, what, "tma_store"):
+        # a PipelineTmaStore's tail is a bulk-group wait: waiting twice is
+        # waiting once
+        return True
+    if kind == "dup" and ("nvvm.wgmma.wait.group" in what or "nvvm.wgmma.commit.group" in what):
+        # waiting twice for the same count is waiting once; an extra (empty)
+        # commit group only makes the next wait_group N wait for more
+        return True
+    if kind == "dup" and "nvvm.barrier0" in what and _outside_branches(text, what):
+        # a CTA barrier every thread runs, twice: one more full barrier
+        return True
+    if kind == "dup" and "named_barrier.sync" in what and _whole_cta_sync(text, what):
+        # every thread of the CTA runs every op on this barrier id in the
+        # same straight-line order: one more sync is one more full barrier
+        return True
     return False
+
+
+def _mutated_line(text, what):
+    """The 0-based index of the verb a mutation names (``line N: ...``)."""
+    m = re.match(r"line (\d+):", what)
+    return int(m.group(1)) - 1 if m else None
+
+
+def _line_of(text, what, needle):
+    i = _mutated_line(text, what)
+    lines = text.split("\n")
+    return i is not None and i < len(lines) and needle in lines[i]
+
+
+def _moved_past(text, what, op):
+    """For a move: the verb the moved one passed is ``op``."""
+    lines = text.split("\n")
+    m = re.search(r"(before|past) line (\d+)", what)
+    if not m:
+        return False
+    j = int(m.group(2)) - 1
+    # move-up: the moved verb now sits at j, the passed one after it;
+    # move-down: the moved verb sits at j, the passed one before it
+    k = j + 1 if m.group(1) == "before" else j - 1
+    return 0 <= k < len(lines) and op in lines[k]
+
+
+def _outside_branches(text, what, line=None):
+    """True when the line a mutation names (or ``line``) lies in no
+    ``scf.if`` branch (loops and the function body only)."""
+    lines = text.split("\n")
+    i = _mutated_line(text, what) if line is None else line
+    if i is None:
+        return False
+    indent = len(lines[i]) - len(lines[i].lstrip())
+    for k in range(i - 1, -1, -1):   # the enclosing ops, innermost first
+        ind = len(lines[k]) - len(lines[k].lstrip())
+        if ind < indent and lines[k].strip():
+            if "scf.if" in lines[k] or "} else {" in lines[k]:
+                return False
+            if "gpu.func" in lines[k] or "func.func" in lines[k]:
+                return True
+            indent = ind
+    return True
+
+
+def _whole_cta_sync(text, what):
+    """True when the named barrier a duplicated sync waits at counts every
+    thread of the block and every op on its id lies outside any ``scf.if``
+    (each thread runs the same sequence of them)."""
+    i = _mutated_line(text, what)
+    lines = text.split("\n")
+    m = i is not None and re.search(r"named_barrier\.sync id = (\d+), threads = (\d+)", lines[i])
+    block = re.search(r"known_block_size = array<i32: (\d+), (\d+), (\d+)>", text)
+    if not m or not block:
+        return False
+    if int(m.group(2)) != int(block.group(1)) * int(block.group(2)) * int(block.group(3)):
+        return False
+    for j, line in enumerate(lines):
+        if not re.search(rf"named_barrier\.\w+ id = {m.group(1)}\b", line):
+            continue
+        if "index" in line.split("threads", 1)[1] or not _outside_branches(text, what, j):
+            return False   # a ring of ids, or a role's barrier
+    return True
 
 
 def _static(path, opt):

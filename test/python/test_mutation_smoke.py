@@ -81,3 +81,41 @@ def test_mutation_operators_keep_programs_valid(campaign):
     moved = kinds["move-down"][0].split("\n")
     assert moved[4].strip().startswith("pipeline.producer.commit")
     assert moved[5].strip().startswith("pipeline.producer.acquire")
+
+
+def test_swaps_and_ring_overflows_are_caught_statically(result):
+    # The copy ring's slips that keep every count right: an acquire moved
+    # below its commit, a release above its wait, one stage more than the
+    # ring's buffers.
+    must = [r for r in result["records"] if r["kernel"] == "examples/copy_ring" and (
+        r["kind"] == "stages+1"
+        or (r["kind"] == "move-down" and "producer.acquire" in r["what"])
+        or (r["kind"] == "move-up" and "consumer.release" in r["what"]))]
+    assert must, "the sample holds no such mutant"
+    missed = [r for r in must if r["outcome"] != "static"]
+    assert missed == [], missed
+
+
+def test_harmless_rules(campaign):
+    one_cta = "pipeline.create {defer_sync}\npipeline.init_arrive\npipeline.init_wait\n"
+    assert campaign._harmless("drop", "line 2: pipeline.init_arrive", one_cta)
+    cluster = one_cta.replace("init_arrive", "init_arrive {cluster_size = 2 : i64}")
+    assert not campaign._harmless("drop", "line 2: pipeline.init_arrive", cluster)
+    body = """gpu.func @k() kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+  scf.for %i = %a to %b step %c : i32 {
+    pipeline.named_barrier.sync id = 1, threads = 128
+    pipeline.named_barrier.sync id = 1, threads = 128
+  }
+}"""
+    # every thread runs both syncs: one more full barrier
+    assert campaign._harmless("dup", "line 3: pipeline.named_barrier.sync", body)
+    role = """gpu.func @k() kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+  scf.if %w {
+    pipeline.named_barrier.sync id = 1, threads = 128
+  }
+}"""
+    # one role's barrier: the other warps do not sync twice
+    assert not campaign._harmless("dup", "line 3: pipeline.named_barrier.sync", role)
+    assert not campaign._harmless(
+        "dup", "line 3: pipeline.named_barrier.sync",
+        body.replace("threads = 128", "threads = 64"))

@@ -18,11 +18,14 @@ memory (``Kernel.smem_bytes``).
 import mlir.ir as ir
 from mlir.dialects import arith, llvm, nvvm
 
-from ..user_location import user_location
+from ..user_location import user_line, user_location
 from .values import Scalar, i32, to_value
 
 BASE_ALIGN = 1024
 DYNAMIC_SMEM_SYMBOL = "__pipeline_dynamic_smem"
+# Discardable attribute naming the bytes of one allocation (read by
+# pipeline-verify-protocol's ring-buffer check).
+SMEM_BYTES_ATTR = "pipeline.smem_bytes"
 
 
 def _gep_bytes(base, offset):
@@ -75,6 +78,9 @@ class SmemPtr:
 
     value = ir_value
 
+    # At the user's line: the checker names the address of a ring buffer
+    # that lies past its allocation there.
+    @user_line
     def __add__(self, offset):
         return SmemPtr(_gep_bytes(self.ir_value, offset))
 
@@ -175,7 +181,14 @@ class SharedMemory:
             with loc, ir.InsertionPoint(self._anchor):
                 if self._base is None:
                     self._base = self._make_base()
-                return _gep_bytes(self._base, offset) if offset else self._base
+                ptr = _gep_bytes(self._base, offset) if offset else self._base
+            # The allocation's size, for the protocol checker: a pipeline
+            # whose stages index a ring in it must not index past its end
+            # (more stages than buffers). The op yielding an allocation's
+            # pointer carries it; the offset-0 allocation's is the base.
+            ptr.owner.attributes[SMEM_BYTES_ATTR] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(64), nbytes)
+            return ptr
 
         self.allocations.append((name, offset, nbytes))
         self._lines.append(_user_line())

@@ -196,3 +196,53 @@ LogicalResult protocol::checkDeferredInit(FunctionOpInterface fn,
   }
   return failure(failed);
 }
+
+LogicalResult protocol::checkInitSyncPairs(FunctionOpInterface fn) {
+  SmallVector<Operation *> syncs;
+  fn->walk([&](Operation *op) {
+    if (auto a = dyn_cast<InitArriveOp>(op); a && a.getClusterSize() > 1)
+      syncs.push_back(op);
+    if (auto w = dyn_cast<InitWaitOp>(op); w && w.getClusterSize() > 1)
+      syncs.push_back(op);
+  });
+  // Straight-line code only: a pair split across branches or loops is not
+  // decided here.
+  if (syncs.empty() || llvm::any_of(syncs, [&](Operation *op) {
+        return op->getBlock() != syncs.front()->getBlock();
+      }))
+    return success();
+  static constexpr const char *kFix =
+      "(call pipeline.init_arrive once, then pipeline.init_wait once, after "
+      "the pipelines are created and before their first use)";
+  Operation *pending = nullptr;
+  for (Operation *op : syncs) {
+    if (isa<InitArriveOp>(op)) {
+      if (pending) {
+        InFlightDiagnostic diag = op->emitError();
+        diag << "pipeline.init_arrive a second time before pipeline.init_wait "
+                "(rule: one cluster arrive, then one cluster wait): the "
+                "extra arrive counts toward the next phase of the cluster "
+                "barrier, so a later cluster barrier completes before every "
+                "CTA reached it "
+             << kFix;
+        diag.attachNote(pending->getLoc()) << "the first pipeline.init_arrive";
+        return failure();
+      }
+      pending = op;
+      continue;
+    }
+    if (!pending) {
+      op->emitError()
+          << "pipeline.init_wait with no pipeline.init_arrive before it "
+             "(rule: one cluster arrive, then one cluster wait): this "
+             "thread never arrived on the cluster barrier it waits for, so "
+             "the wait hangs or completes on a phase that started without "
+             "it, and a peer CTA's barriers may still be uninitialized when "
+             "it multicasts into them "
+          << kFix;
+      return failure();
+    }
+    pending = nullptr;
+  }
+  return success();
+}

@@ -8,9 +8,9 @@
 //
 // The size is known when the storage is a shared global (`llvm.mlir.global`
 // in address space 3 of an array type), reached through `llvm.mlir.addressof`
-// and constant byte offsets (`llvm.getelementptr`). Storage carved out of
-// dynamic shared memory has no size in the IR; the Python builders check it
-// where the allocation is known (`Kernel.alloc_barriers`).
+// and constant byte offsets (`llvm.getelementptr`), or when it is carved out
+// of dynamic shared memory by the Python layer, whose allocation pointer
+// carries its bytes (`pipeline.smem_bytes`, `Kernel.alloc_barriers`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,17 +38,24 @@ static std::optional<int64_t> getTypeBytes(Type type) {
 }
 
 namespace {
-/// The shared global behind a storage pointer and the bytes left from the
-/// pointer to its end.
+/// The allocation behind a storage pointer (a shared global, or the op
+/// that carries `pipeline.smem_bytes`) and the bytes left from the pointer
+/// to its end.
 struct Storage {
-  LLVM::GlobalOp global;
+  Operation *allocation;
   int64_t bytesLeft;
 };
 } // namespace
 
 static std::optional<Storage> getStorage(Value ptr, Operation *from) {
   int64_t offset = 0;
-  while (auto gep = ptr.getDefiningOp<LLVM::GEPOp>()) {
+  while (Operation *def = ptr.getDefiningOp()) {
+    // A Python allocation (`Kernel.alloc_barriers`) names its bytes.
+    if (auto bytes = def->getAttrOfType<IntegerAttr>("pipeline.smem_bytes"))
+      return Storage{def, bytes.getInt() - offset};
+    auto gep = dyn_cast<LLVM::GEPOp>(def);
+    if (!gep)
+      break;
     // Byte offsets only (`getelementptr ... i8`), as builders emit them.
     if (!gep.getElemType().isInteger(8) || gep.getIndices().size() != 1)
       return std::nullopt;
@@ -99,7 +106,7 @@ LogicalResult protocol::checkBarrierStorage(FunctionOpInterface fn) {
          << "): the last barriers overlap the shared memory after it (make "
             "the storage "
          << needed << " bytes)";
-    diag.attachNote(found->global.getLoc()) << "storage declared here";
+    diag.attachNote(found->allocation->getLoc()) << "storage declared here";
     failed = true;
   });
   return failure(failed);

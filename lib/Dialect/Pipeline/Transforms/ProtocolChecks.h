@@ -248,6 +248,11 @@ LogicalResult checkAsyncReads(FunctionOpInterface fn);
 /// Property 9: named barrier ids, thread counts and the warps that reach
 /// them (NamedBarrierChecks.cpp).
 LogicalResult checkNamedBarriers(FunctionOpInterface fn, const Options &options);
+/// Property 9 (second part): a warp that only syncs on a named barrier gets
+/// an arrival of every warp the barrier counts for each of its syncs
+/// (NamedBarrierBalance.cpp).
+LogicalResult checkNamedBarrierBalance(FunctionOpInterface fn,
+                                       const Options &options);
 /// Property 10: barrier storage holds the pipeline's mbarriers where its size
 /// is known (BarrierStorageChecks.cpp).
 LogicalResult checkBarrierStorage(FunctionOpInterface fn);
@@ -270,6 +275,17 @@ LogicalResult checkDeferredInit(FunctionOpInterface fn, DominanceInfo &domInfo);
 /// phase does not flip when the index wraps or starts at the other side's
 /// parity (StatePhaseChecks.cpp).
 LogicalResult checkStatePhases(FunctionOpInterface fn);
+/// Property 15: in straight-line code, one stage's verbs come in their
+/// protocol's order: commit after acquire, release after wait, each once;
+/// one producer.tail; a PipelineTmaStore's copy.tma_store between its
+/// acquire and commit (VerbOrderChecks.cpp).
+LogicalResult checkVerbOrder(FunctionOpInterface fn);
+/// Property 16: the buffer a state's index selects lies inside the
+/// shared-memory allocation of its ring (RingBufferChecks.cpp).
+LogicalResult checkRingBuffers(FunctionOpInterface fn);
+/// Property 13 (third part): the cluster's post-init sync comes in pairs,
+/// pipeline.init_arrive then pipeline.init_wait (BarrierHandleChecks.cpp).
+LogicalResult checkInitSyncPairs(FunctionOpInterface fn);
 
 /// Verbs whose barrier wait reads a state's phase (a state that only reaches
 /// commits and releases has a phase nobody reads).

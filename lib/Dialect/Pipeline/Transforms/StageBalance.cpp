@@ -1103,6 +1103,21 @@ private:
 
 } // namespace
 
+std::optional<Poly>
+protocol::countExecutions(Operation *op, Canonicalizer &canon,
+                          std::vector<Poly> &constraints) {
+  // The counter's pipeline is not consulted when placing a count.
+  RoleCounter counter(Value(), canon);
+  Counts once;
+  once.v[kAcquire] = Poly::constant(1);
+  Counts c = counter.placed(once, op->getBlock());
+  if (c.unknownAt)
+    return std::nullopt;
+  constraints.insert(constraints.end(), counter.constraints.begin(),
+                     counter.constraints.end());
+  return c.v[kAcquire];
+}
+
 LogicalResult protocol::checkStageBalance(FunctionOpInterface fn,
                                           const Options &options) {
   llvm::MapVector<Value, SmallVector<Operation *>> verbs;

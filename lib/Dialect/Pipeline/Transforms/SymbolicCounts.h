@@ -219,6 +219,17 @@ std::optional<Witness> findWitness(const Poly &a, const Poly &b,
                                    const std::vector<Poly> &constraints,
                                    const AtomTable &atoms);
 
+/// How often one thread that runs `op` runs it over the kernel: the trip
+/// counts of the loops around it, times the indicators of the branches on
+/// kernel arguments and loop variables (a peeled iteration); branches on
+/// the thread or CTA (roles, guards) count 1. The loop extents and
+/// iteration counts assumed non-negative are appended to `constraints`.
+/// nullopt when a count depends on what is not counted (memory, a while
+/// loop, a loop bound computed per thread). Defined in StageBalance.cpp,
+/// whose role counter it shares.
+std::optional<Poly> countExecutions(Operation *op, Canonicalizer &canon,
+                                    std::vector<Poly> &constraints);
+
 } // namespace mlir::pipeline::protocol
 
 #endif // PIPELINE_MLIR_LIB_DIALECT_PIPELINE_TRANSFORMS_SYMBOLICCOUNTS_H

@@ -3,8 +3,10 @@
 // The pass runs every check on every function (func.func, gpu.func, ...) of
 // the module and fails if any of them reported an error. The checks live in
 // BalanceChecks.cpp, StartAndTailChecks.cpp, TxArriveChecks.cpp,
-// AsyncReadChecks.cpp, NamedBarrierChecks.cpp, StageBalance.cpp,
-// CopyInsideAcquire.cpp, BarrierHandleChecks.cpp and StatePhaseChecks.cpp.
+// AsyncReadChecks.cpp, NamedBarrierChecks.cpp, NamedBarrierBalance.cpp,
+// StageBalance.cpp,
+// CopyInsideAcquire.cpp, BarrierHandleChecks.cpp, StatePhaseChecks.cpp,
+// VerbOrderChecks.cpp and RingBufferChecks.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,12 +60,16 @@ struct PipelineVerifyProtocolPass
       failed |= protocol::checkCommitBeforeWrite(fn).failed();
       failed |= protocol::checkAsyncReads(fn).failed();
       failed |= protocol::checkNamedBarriers(fn, options).failed();
+      failed |= protocol::checkNamedBarrierBalance(fn, options).failed();
       failed |= protocol::checkBarrierStorage(fn).failed();
       failed |= protocol::checkTmaStoreBuffers(fn, options).failed();
       failed |= protocol::checkSmemHandoff(fn, options).failed();
       failed |= protocol::checkFences(fn, options).failed();
       failed |= protocol::checkBarrierHandles(fn).failed();
       failed |= protocol::checkDeferredInit(fn, domInfo).failed();
+      failed |= protocol::checkInitSyncPairs(fn).failed();
+      failed |= protocol::checkVerbOrder(fn).failed();
+      failed |= protocol::checkRingBuffers(fn).failed();
       // Whole-kernel counts mean something once each loop body and role is
       // balanced and its states thread (checks 1 and 2): comparing them
       // before would report the same bug twice.
