@@ -1,9 +1,10 @@
 """The attention backward's main kernel (pipeline_mlir/kernels/attention_bwd.py)
 without a GPU: it builds, the protocol checker accepts it, the simulator runs
 it to the end, ptxas assembles it, and each of four backward-specific
-synchronization mistakes, planted by the test-only hook ``planted``, is
-rejected by the checker or the simulator while its correct twin (the
-production kernel) is not. Also the launch facts the host reads, the
+synchronization mistakes, planted by building the kernel with one stage
+replaced by its wrong twin (_attention_bwd_mistakes.py), is rejected by the
+checker or the simulator while its correct twin (the production kernel) is
+not. Also the launch facts the host reads, the
 variant table and the kernel cache family. (The op's tracing with fake
 tensors: test_attention_autograd_trace.py.)
 """
@@ -12,6 +13,7 @@ import re
 
 import pytest
 
+from _attention_bwd_mistakes import STAGES_WITH, build_with_mistake
 from pipeline_mlir.kernels import attention_bwd as ab
 from pipeline_mlir.ops import attention_configs, kernel_cache
 
@@ -45,12 +47,23 @@ def build(mistake=None, **cfg):
     config = ab.AttentionBwdConfig(**cfg)
     if mistake is None:
         return ab.build(config)
-    with ab.planted(mistake):
-        return ab.build(config)
+    return build_with_mistake(mistake, config)
 
 
 def test_every_mistake_has_its_case():
-    assert set(CAUGHT) == set(ab.MISTAKES)
+    assert set(CAUGHT) == set(STAGES_WITH)
+
+
+def test_the_kernel_holds_no_mistake():
+    """The production build takes ``STAGES``; a mistake is only ever a
+    stage the tests swap in, each differing from it in that one stage."""
+    import dataclasses
+
+    fields = [f.name for f in dataclasses.fields(ab.Stages)]
+    for name, stages in STAGES_WITH.items():
+        changed = [f for f in fields if getattr(stages, f) is not getattr(ab.STAGES, f)]
+        assert len(changed) == 1, (name, changed)
+        assert issubclass(getattr(stages, changed[0]), getattr(ab.STAGES, changed[0]))
 
 
 @pytest.mark.parametrize("head_dim", [64, 128])
@@ -91,14 +104,6 @@ def test_each_planted_mistake_is_rejected(mistake):
         assert report.counts == {who: SCHEDULES}, report
         (finding,) = report.findings
         assert re.search(pattern, finding.message), finding.message
-
-
-def test_planted_restores_the_production_build():
-    with ab.planted("lse_read_after_release"):
-        pass
-    assert build(head_dim=64).simulate(SIM_ARGS, schedules=1).ok
-    with pytest.raises(ValueError, match="mistake must be one of"):
-        ab.planted("released_early")
 
 
 def test_the_launch_facts_name_every_parameter():

@@ -54,6 +54,14 @@ dV over the K and V tiles, which both consumer warpgroups read until their
 last GEMM: each releases 'kv' after its last wait, and a named barrier over
 both lets neither write before the other released.
 
+Stages (``build`` assembles them from ``STAGES``; a ``Stages`` with one
+replaced builds a variant, which is how the tests plant mistakes):
+``Rings`` (the shared-memory plan and its pipelines), ``KeyBlockSchedule``
+(a CTA's key block and its steps), ``producer``, ``Mainloop`` (one query
+block's order: every wait and release), ``ScoreGemms`` (S^T, dP^T),
+``SoftmaxGrad`` (P^T, the mask, dS^T), ``GradGemms`` (dV, dK, dQ),
+``DqReduce`` (the TMA reduce-add of dQ), ``DkvEpilogue``.
+
 Usage: python -m pipeline_mlir.kernels.attention_bwd [--d 64|128] [--causal]
 (builds, checks and compiles; ``pipeline_mlir/ops/attention_bwd_host.py``
 runs it).
@@ -61,6 +69,7 @@ runs it).
 
 import sys
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import mlir.ir as ir
 from mlir.dialects import llvm, nvvm
@@ -92,10 +101,6 @@ ROW_BYTES = BLOCK_M * 4                     # one query block of LSE or dPsum
 # its own TMA thread); 3: both consumer warpgroups before the epilogue.
 WG_BARRIER = 1
 EPILOGUE_BARRIER = 3
-# The synchronization mistakes the tests plant (test-only hook, see
-# ``plant``): each must be rejected by the checker or the simulator.
-MISTAKES = ("do_released_before_dp_retired", "dq_reduce_before_fence",
-            "epilogue_races_last_mma", "lse_read_after_release")
 
 
 @dataclass(frozen=True)
@@ -180,36 +185,6 @@ class AttentionBwdConfig:
                             "dkv": self.dkv_layout().to_meta()}}
 
 
-def _no_mistake(name):
-    return False
-
-
-# A test may replace this (``planted``): ``plant(name)`` says whether the
-# kernel being built carries the synchronization mistake ``name``. The
-# production build never does.
-plant = _no_mistake
-
-
-class planted:
-    """``with planted(mistake): build(cfg)`` builds the kernel with one
-    mistake of ``MISTAKES`` (tests only)."""
-
-    def __init__(self, mistake):
-        if mistake not in MISTAKES:
-            raise ValueError(f"planted: mistake must be one of {MISTAKES}, got {mistake!r}")
-        self.mistake = mistake
-
-    def __enter__(self):
-        global plant
-        self._saved = plant
-        plant = lambda name: name == self.mistake  # noqa: E731
-        return self
-
-    def __exit__(self, *exc):
-        global plant
-        plant = self._saved
-
-
 @user_line
 def load_columns(stage, lane, n):
     """The ``n`` fp32 values of a query block (a stage of 'lse' or 'dpsum')
@@ -262,23 +237,39 @@ def tma_reduce_add(desc, coords, src):
         mode=nvvm.TMAStoreMode.TILE)
 
 
-def build(cfg=AttentionBwdConfig(), chip="sm_90a"):
-    """The main backward kernel for ``cfg`` (``.module`` is the built module)."""
+@dataclass(frozen=True)
+class Stages:
+    """The kernel's stages, what ``build`` assembles: the shared-memory plan
+    and its rings, the schedule of query blocks, the producer warp, and per
+    consumer warpgroup the order of one query block (``mainloop``: every
+    wait and release), the S^T / dP^T GEMMs (``scores``), the
+    softmax-gradient math (``softmax_grad``: P^T, the mask, dS^T), the dV /
+    dK / dQ GEMMs (``grads``), the dQ reduce-add (``dq_reduce``) and the dK /
+    dV epilogue. ``build`` takes the production set, ``STAGES``, unless
+    given another; the tests plant each synchronization mistake the checker
+    or the simulator must reject by replacing one stage with a wrong one of
+    their own (``dataclasses.replace(STAGES, epilogue=...)``), so the
+    kernel itself holds no mistake."""
+    rings: type
+    schedule: type
+    producer: object
+    mainloop: type
+    scores: type
+    softmax_grad: type
+    grads: type
+    dq_reduce: type
+    epilogue: type
+
+
+def build(cfg=AttentionBwdConfig(), chip="sm_90a", stages=None):
+    """The main backward kernel for ``cfg`` (``.module`` is the built
+    module); ``stages``: the ``Stages`` to assemble (``STAGES``)."""
+    stages = STAGES if stages is None else stages
     check_register_budget(cfg.threads, 1, cfg.producer_registers,
                           CONSUMER_WARPGROUPS, cfg.consumer_registers)
     if cfg.smem_bytes() > SMEM_PER_BLOCK:
         raise ValueError(f"{cfg.name}: {cfg.smem_bytes()} bytes of shared memory "
                          f"> {SMEM_PER_BLOCK}")
-    d, bm, bn, stages = cfg.head_dim, BLOCK_M, BLOCK_N, cfg.stages
-    q_layout, q_mn = cfg.q_layout(), cfg.q_mn_layout()
-    kv_layout, k_mn = cfg.kv_layout(), cfg.k_mn_layout()
-    ds_layout, ds_mn, dq_layout, dkv_layout = (cfg.ds_layout(), cfg.ds_mn_layout(),
-                                               cfg.dq_layout(), cfg.dkv_layout())
-    q_bytes, kv_bytes = q_layout.bytes, kv_layout.bytes
-    dq_n = min(d, DQ_CHUNK)
-    mma_s = wgmma.WarpgroupMma(bm, kv_layout, q_layout)       # S^T, dP^T: m64 n=bm
-    mma_kv = wgmma.WarpgroupMma(d, "bf16", q_mn)              # dV, dK: m64 n=d, A regs
-    mma_dq = wgmma.WarpgroupMma(dq_n, ds_mn, k_mn)            # dQ: m64 n=dq_n
     k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads,
                params={"q": TmaDescriptor(), "k": TmaDescriptor(), "v": TmaDescriptor(),
                        "do": TmaDescriptor(), "lse_log2": GlobalPtr(align=16),
@@ -288,280 +279,527 @@ def build(cfg=AttentionBwdConfig(), chip="sm_90a"):
                        "seqlen_q": Int32(), "seqlen_k": Int32(),
                        "scale_log2": Float32(), "scale": Float32()})
     with k:
-        (desc_q, desc_k, desc_v, desc_do, lse_ptr, dpsum_ptr, desc_dq, desc_dk, desc_dv,
-         batch, heads, heads_kv, seqlen_q, seqlen_k, scale_log2, scale) = k.args
-        # K then V, one stage.
-        smem_kv = k.smem_alloc(2 * kv_bytes, align=kv_layout.alignment, name="K and V")
-        smem_q = k.smem_alloc(stages * q_bytes, align=q_layout.alignment, name="Q ring")
-        smem_do = k.smem_alloc(stages * q_bytes, align=q_layout.alignment, name="dO ring")
-        smem_lse = k.smem_alloc((stages + 1) * ROW_BYTES, align=128, name="LSE ring")
-        smem_dpsum = k.smem_alloc((stages + 1) * ROW_BYTES, align=128, name="dPsum ring")
-        smem_ds = k.smem_alloc(CONSUMER_WARPGROUPS * ds_layout.bytes,
-                               align=ds_layout.alignment, name="dS tiles")
-        smem_dq = k.smem_alloc(CONSUMER_WARPGROUPS * dq_layout.bytes,
-                               align=dq_layout.alignment, name="dQ tiles")
+        args = SimpleNamespace(**{name: v for (name, _), v in zip(k.params, k.args)})
+        rings = stages.rings(k, cfg)
+        sched = stages.schedule(k, cfg, args)
+        warp = k.warp_idx()
+        warpgroup = warp // 4
 
-        one = CooperativeGroup(Agent.Thread, 1)
-        consumers = CooperativeGroup(Agent.Thread, 4 * CONSUMER_WARPGROUPS)
+        with k.if_(warpgroup == 0) as role:
+            set_max_registers(cfg.producer_registers, increase=False)
+            with k.if_(warp == 0):
+                stages.producer(k, cfg, rings, sched, args)
+        with role.else_():
+            set_max_registers(cfg.consumer_registers, increase=True)
+            consumer(k, cfg, stages, rings, sched, args, warp, warpgroup)
+    k.config = cfg
+    return k
 
-        def ring(name, tx, n):
-            return PipelineTmaAsync.create(num_stages=n, producer_group=one,
-                                           consumer_group=consumers, tx_count=tx,
-                                           barrier_storage=k.alloc_barriers(2 * n), name=name)
-        pipe_kv = ring("kv", 2 * kv_bytes, 1)
-        pipe_q = ring("q", q_bytes, stages)
+
+# -- stage: the shared-memory plan and its rings ------------------------------
+
+class Ring:
+    """One operand's shared-memory stages and the ``PipelineTmaAsync`` that
+    fills them: ``smem`` holds one buffer of ``stage_bytes`` per stage."""
+
+    def __init__(self, smem, stage_bytes):
+        self.smem, self.stage_bytes = smem, stage_bytes
+        self.pipe = None
+
+    def buffer(self, index):
+        """Stage ``index``'s buffer."""
+        return self.smem.stage(index, self.stage_bytes)
+
+
+class Rings:
+    """The shared memory of a CTA (``AttentionBwdConfig.smem_bytes`` plans
+    the same) and the pipelines over it: K and V together (``kv``, one
+    stage, loaded once), the rings of Q, LSE, dO and dPsum (``q``, ``lse``,
+    ``do``, ``dpsum``), and per consumer warpgroup a dS^T tile (``ds``) and
+    an fp32 dQ tile (``dq``). Each ring's stage count is read once, here:
+    its buffers, barriers and create follow it, and every pipeline state
+    is made from ``pipe.num_stages``."""
+
+    def __init__(self, k, cfg):
+        kv_layout, q_layout = cfg.kv_layout(), cfg.q_layout()
+        ds_layout, dq_layout = cfg.ds_layout(), cfg.dq_layout()
+        kv_bytes, q_bytes = kv_layout.bytes, q_layout.bytes
+        stages = cfg.stages
         # LSE and dPsum rings one stage deeper than Q and dO: tiny, and a
         # state of another stage count is a state of its own for the
         # checker and the simulator, which otherwise take the same stage of
         # every ring a state indexes to be read by the GEMMs of any of them.
         row_stages = stages + 1
-        pipe_lse = ring("lse", ROW_BYTES, row_stages)
-        pipe_do = ring("do", q_bytes, stages)
-        pipe_dpsum = ring("dpsum", ROW_BYTES, row_stages)
+        # K then V, one stage.
+        self.kv = Ring(k.smem_alloc(2 * kv_bytes, align=kv_layout.alignment, name="K and V"),
+                       2 * kv_bytes)
+        self.q = Ring(k.smem_alloc(stages * q_bytes, align=q_layout.alignment, name="Q ring"),
+                      q_bytes)
+        self.do = Ring(k.smem_alloc(stages * q_bytes, align=q_layout.alignment,
+                                    name="dO ring"), q_bytes)
+        self.lse = Ring(k.smem_alloc(row_stages * ROW_BYTES, align=128, name="LSE ring"),
+                        ROW_BYTES)
+        self.dpsum = Ring(k.smem_alloc(row_stages * ROW_BYTES, align=128, name="dPsum ring"),
+                          ROW_BYTES)
+        self.ds = k.smem_alloc(CONSUMER_WARPGROUPS * ds_layout.bytes,
+                               align=ds_layout.alignment, name="dS tiles")
+        self.dq = k.smem_alloc(CONSUMER_WARPGROUPS * dq_layout.bytes,
+                               align=dq_layout.alignment, name="dQ tiles")
 
-        # -- the work of this CTA ------------------------------------------------
-        n_blocks = (seqlen_k + (bn - 1)) // bn
+        self.one = CooperativeGroup(Agent.Thread, 1)
+        # Every consumer warp releases a stage once.
+        consumers = CooperativeGroup(Agent.Thread, 4 * CONSUMER_WARPGROUPS)
+        for name, ring, n in (("kv", self.kv, 1), ("q", self.q, stages),
+                              ("lse", self.lse, row_stages), ("do", self.do, stages),
+                              ("dpsum", self.dpsum, row_stages)):
+            ring.pipe = PipelineTmaAsync.create(
+                num_stages=n, producer_group=self.one, consumer_group=consumers,
+                tx_count=ring.stage_bytes, barrier_storage=k.alloc_barriers(2 * n), name=name)
+
+    def states(self, side):
+        """A start state of ``side`` for each of Q, LSE, dO and dPsum (the
+        rings of a query block, in the order the producer fills them)."""
+        return [make_pipeline_state(side, r.pipe.num_stages)
+                for r in (self.q, self.lse, self.do, self.dpsum)]
+
+
+# -- stage: the schedule -----------------------------------------------------
+
+class KeyBlockSchedule:
+    """What a CTA works on: one key block of ``BLOCK_N`` rows of one K/V
+    head and batch entry (``n_block``, ``h_kv``, ``b``, from the block
+    index), and its steps: every (query head of the GQA group, query block
+    of ``BLOCK_M`` rows) that sees the key block (causal: from the first
+    query block whose diagonal reaches it)."""
+
+    def __init__(self, k, cfg, args):
+        bm, bn = BLOCK_M, BLOCK_N
+        self.cfg = cfg
+        self.seqlen_k = args.seqlen_k
+        n_blocks = (args.seqlen_k + (bn - 1)) // bn
         cta = k.block_idx()
-        n_block = cta % n_blocks
+        self.n_block = cta % n_blocks
         rest = cta // n_blocks
-        h_kv = rest % heads_kv
-        b = rest // heads_kv
-        group = heads // heads_kv
-        m_blocks = (seqlen_q + (bm - 1)) // bm
-        padded_q = m_blocks * bm                 # rows of the LSE / dPsum buffers
-        offset = seqlen_k - seqlen_q             # causal diagonal, bottom right
+        self.h_kv = rest % args.heads_kv
+        self.b = rest // args.heads_kv
+        self.group = args.heads // args.heads_kv
+        m_blocks = (args.seqlen_q + (bm - 1)) // bm
+        self.padded_q = m_blocks * bm            # rows of the LSE / dPsum buffers
+        self.offset = args.seqlen_k - args.seqlen_q     # causal diagonal, bottom right
         if cfg.causal:
             # The first query that sees this block's first key.
-            m_first = (n_block * bn - offset).max(0) // bm
+            self.m_first = (self.n_block * bn - self.offset).max(0) // bm
         else:
-            m_first = Scalar(0)
-        n_m = m_blocks - m_first
-        steps = group * n_m                      # at least one: every key is seen
+            self.m_first = Scalar(0)
+        self.n_m = m_blocks - self.m_first
+        self.steps = self.group * self.n_m      # at least one: every key is seen
 
-        def step(it):
-            """(query head, query block) of step ``it``."""
-            return h_kv * group + it // n_m, m_first + it % n_m
+    def step(self, it):
+        """(query head, query block) of step ``it``."""
+        return self.h_kv * self.group + it // self.n_m, self.m_first + it % self.n_m
 
-        warp = k.warp_idx()
-        warpgroup = warp // 4
 
-        with k.if_(warpgroup == 0) as role:
-            # ---- producer warpgroup ----
-            set_max_registers(cfg.producer_registers, increase=False)
-            with k.if_(warp == 0):
-                kv_state = make_pipeline_state(PipelineUserType.Producer, 1)
-                pipe_kv.producer_acquire(kv_state)
-                with k.elect_one():
-                    tile = smem_kv.stage(kv_state.index, 2 * kv_bytes)
-                    for desc, base in ((desc_k, 0), (desc_v, kv_bytes)):
-                        for col, off in kv_layout.box_offsets():
-                            pipe_kv.tma_load(kv_state, desc, [h_kv * d + col, n_block * bn, b],
-                                             tile + (base + off), kv_layout.box_bytes)
-                pipe_kv.producer_commit(kv_state)
-                kv_state.advance()
+# -- stage: the producer -----------------------------------------------------
 
-                states = [make_pipeline_state(PipelineUserType.Producer, n)
-                          for n in (stages, row_stages, stages, row_stages)]
-                for it, _ in k.range(steps, carry=states):
-                    h, m_block = step(it)
-                    q_state, lse_state, do_state, dpsum_state = states
-                    row = (b * heads + h) * padded_q + m_block * bm
+def producer(k, cfg, rings, sched, args):
+    """Warp 0 of warpgroup 0: the CTA's K and V once, then per step Q,
+    LSE, dO and dPsum, each into its ring: Q and dO as 3-D TMA boxes (rows
+    past the sequence read zeros), LSE and dPsum as bulk copies of one
+    query block's padded row."""
+    d, bm, bn = cfg.head_dim, BLOCK_M, BLOCK_N
+    kv_layout, q_layout = cfg.kv_layout(), cfg.q_layout()
+    kv_bytes = kv_layout.bytes
+    b, h_kv = sched.b, sched.h_kv
+    pipe_kv = rings.kv.pipe
+    kv_state = make_pipeline_state(PipelineUserType.Producer, pipe_kv.num_stages)
+    pipe_kv.producer_acquire(kv_state)
+    with k.elect_one():
+        tile = rings.kv.buffer(kv_state.index)
+        for desc, base in ((args.k, 0), (args.v, kv_bytes)):
+            for col, off in kv_layout.box_offsets():
+                pipe_kv.tma_load(kv_state, desc, [h_kv * d + col, sched.n_block * bn, b],
+                                 tile + (base + off), kv_layout.box_bytes)
+    pipe_kv.producer_commit(kv_state)
+    kv_state.advance()
 
-                    def tile_load(pipe, state, desc, ring_ptr):
-                        pipe.producer_acquire(state)
-                        with k.elect_one():
-                            t = ring_ptr.stage(state.index, q_bytes)
-                            for col, off in q_layout.box_offsets():
-                                pipe.tma_load(state, desc, [h * d + col, m_block * bm, b],
-                                              t + off, q_layout.box_bytes)
-                        pipe.producer_commit(state)
-                        state.advance()
+    states = rings.states(PipelineUserType.Producer)
+    for it, _ in k.range(sched.steps, carry=states):
+        h, m_block = sched.step(it)
+        q_state, lse_state, do_state, dpsum_state = states
+        row = (b * args.heads + h) * sched.padded_q + m_block * bm
 
-                    def row_load(pipe, state, src, ring_ptr):
-                        pipe.producer_acquire(state)
-                        with k.elect_one():
-                            pipe.bulk_copy(state, element_ptr(src, f32(), row),
-                                           ring_ptr.stage(state.index, ROW_BYTES), ROW_BYTES)
-                        pipe.producer_commit(state)
-                        state.advance()
+        def tile_load(ring, state, desc):
+            ring.pipe.producer_acquire(state)
+            with k.elect_one():
+                t = ring.buffer(state.index)
+                for col, off in q_layout.box_offsets():
+                    ring.pipe.tma_load(state, desc, [h * d + col, m_block * bm, b],
+                                       t + off, q_layout.box_bytes)
+            ring.pipe.producer_commit(state)
+            state.advance()
 
-                    tile_load(pipe_q, q_state, desc_q, smem_q)
-                    row_load(pipe_lse, lse_state, lse_ptr, smem_lse)
-                    tile_load(pipe_do, do_state, desc_do, smem_do)
-                    row_load(pipe_dpsum, dpsum_state, dpsum_ptr, smem_dpsum)
-                # No arrive may land on this CTA's barriers after it exits.
-                pipe_kv.producer_tail(kv_state)
-                for pipe, state in zip((pipe_q, pipe_lse, pipe_do, pipe_dpsum), states):
-                    pipe.producer_tail(state)
+        def row_load(ring, state, src):
+            ring.pipe.producer_acquire(state)
+            with k.elect_one():
+                ring.pipe.bulk_copy(state, element_ptr(src, f32(), row),
+                                    ring.buffer(state.index), ROW_BYTES)
+            ring.pipe.producer_commit(state)
+            state.advance()
 
-        with role.else_():
-            # ---- consumer warpgroups ----
-            set_max_registers(cfg.consumer_registers, increase=True)
-            cw = warpgroup - 1
-            warp_in_wg, lane = warp % 4, k.lane_idx()
-            leader = (warp_in_wg == 0) & (lane == 0)
-            thread_row, thread_col = Fragment.thread_origin(warp_in_wg, lane)
-            wg_sync = NamedBarrier(WG_BARRIER, THREADS_PER_WARPGROUP,
-                                   num_ids=CONSUMER_WARPGROUPS)
-            # The dQ reduce-adds are bulk groups of the leader thread: a
-            # TmaStoreFence (commit / wait of bulk async-groups), since a
-            # reduce is no copy.tma_store of a PipelineTmaStore stage.
-            dq_groups = TmaStoreFence(num_stages=1)
-            out_store = PipelineTmaStore.create(num_stages=1, producer_group=one, name="dkv")
+        tile_load(rings.q, q_state, args.q)
+        row_load(rings.lse, lse_state, args.lse_log2)
+        tile_load(rings.do, do_state, args.do)
+        row_load(rings.dpsum, dpsum_state, args.dpsum)
+    # No arrive may land on this CTA's barriers after it exits.
+    pipe_kv.producer_tail(kv_state)
+    for ring, state in zip((rings.q, rings.lse, rings.do, rings.dpsum), states):
+        ring.pipe.producer_tail(state)
 
-            kv_read = make_pipeline_state(PipelineUserType.Consumer, 1)
-            pipe_kv.consumer_wait(kv_read)
-            kv_tile = smem_kv.stage(kv_read.index, 2 * kv_bytes)
-            # This warpgroup's 64 keys: rows 64 cw.. of K and V as the A of
-            # S^T / dP^T; K whole as dQ's MN-major B (its k slices 4 cw..).
-            k_a = wgmma.smem_matrix_descriptor(kv_tile + kv_layout.mn_offset(64) * cw,
-                                               kv_layout)
-            v_a = wgmma.smem_matrix_descriptor(
-                kv_tile + kv_bytes + kv_layout.mn_offset(64) * cw, kv_layout)
-            k_b = wgmma.smem_matrix_descriptor(kv_tile, k_mn)
-            ds_tile = smem_ds + cw * ds_layout.bytes
-            ds_a = wgmma.smem_matrix_descriptor(ds_tile, ds_mn)
-            dq_tile = smem_dq + cw * dq_layout.bytes
-            key0 = n_block * bn + cw * WGMMA_M + thread_row     # this thread's first key
 
-            dv = mma_kv.accumulator()
-            dk = mma_kv.accumulator()
-            reads = [make_pipeline_state(PipelineUserType.Consumer, n)
-                     for n in (stages, row_stages, stages, row_stages)]
-            for it, _ in k.range(steps, carry=reads + [dv, dk]):
-                h, m_block = step(it)
-                q_read, lse_read, do_read, dpsum_read = reads
-                pipe_q.consumer_wait(q_read)
-                pipe_do.consumer_wait(do_read)
-                q_tile = smem_q.stage(q_read.index, q_bytes)
-                do_tile = smem_do.stage(do_read.index, q_bytes)
-                q_b = wgmma.smem_matrix_descriptor(q_tile, q_layout)
-                do_b = wgmma.smem_matrix_descriptor(do_tile, q_layout)
+# -- the consumer warpgroups ---------------------------------------------------
 
-                # S^T = K_w Q^T and dP^T = V_w dO^T: two groups.
-                s = Fragment.undef(bm)
-                dp = Fragment.undef(bm)
-                wgmma.fence()
-                for acc, a, bdesc in ((s, k_a, q_b), (dp, v_a, do_b)):
-                    for kk in range(kv_layout.k_slices):
-                        mma_s.mma(acc, wgmma.k_slice_descriptor(a, kv_layout, kk),
-                                  wgmma.k_slice_descriptor(bdesc, q_layout, kk),
-                                  accumulate=kk > 0)
-                    wgmma.commit_group()
-                if plant("do_released_before_dp_retired"):
-                    pipe_do.consumer_release(do_read)
+def consumer(k, cfg, stages, rings, sched, args, warp, warpgroup):
+    """A consumer warpgroup: its 64 keys' dK and dV over every step, then
+    the epilogue."""
+    cw = warpgroup - 1
+    warp_in_wg, lane = warp % 4, k.lane_idx()
+    leader = (warp_in_wg == 0) & (lane == 0)
+    thread_row, thread_col = Fragment.thread_origin(warp_in_wg, lane)
+    wg_sync = NamedBarrier(WG_BARRIER, THREADS_PER_WARPGROUP, num_ids=CONSUMER_WARPGROUPS)
+    epi = stages.epilogue(k, cfg, rings, sched, args, cw, warp_in_wg, lane, leader, wg_sync)
 
-                # P^T = exp2(S^T scale log2e - LSE log2e), masked.
-                pipe_lse.consumer_wait(lse_read)
-                lse_stage = smem_lse.stage(lse_read.index, ROW_BYTES)
-                if plant("lse_read_after_release"):
-                    pipe_lse.consumer_release(lse_read)
-                lse = load_columns(lse_stage, lane, bm)
-                if not plant("lse_read_after_release"):
-                    pipe_lse.consumer_release(lse_read)
-                wgmma.wait_group(1)                      # S^T retired
-                p = s.fma(scale_log2, -lse).exp2()
-                col0 = m_block * bm + thread_col          # this thread's first query
-                tail = (n_block + 1) * bn > seqlen_k      # some key past the end
-                if cfg.causal:
-                    # Key c is visible to query r when c <= r + offset.
-                    needs = tail | (n_block * bn + bn - 1 > m_block * bm + offset)
-                else:
-                    needs = tail
-                with k.if_(needs, carry=[p]):
-                    def keep(r, c):
-                        key = key0 + r
-                        ok = key < seqlen_k
-                        return ok & (key <= col0 + c + offset) if cfg.causal else ok
-                    p.set(p.where(keep, 0.0))
+    kv_read = make_pipeline_state(PipelineUserType.Consumer, rings.kv.pipe.num_stages)
+    rings.kv.pipe.consumer_wait(kv_read)
+    kv_tile = rings.kv.buffer(kv_read.index)
+    scores = stages.scores(cfg, kv_tile, cw)
+    grads = stages.grads(k, cfg, rings, kv_tile, cw, warp_in_wg, lane, wg_sync)
+    reduce = stages.dq_reduce(k, cfg, sched, args, grads.dq_tile, cw, leader, wg_sync)
+    softmax_grad = stages.softmax_grad(k, cfg, rings, sched, args, cw, lane,
+                                       thread_row, thread_col)
+    mainloop = stages.mainloop(k, cfg, rings, sched, args, scores, softmax_grad, grads,
+                               reduce)
 
-                pipe_dpsum.consumer_wait(dpsum_read)
-                dpsum = load_columns(smem_dpsum.stage(dpsum_read.index, ROW_BYTES), lane, bm)
-                pipe_dpsum.consumer_release(dpsum_read)
-                wgmma.wait_group(0)                      # dP^T retired
-                ds = p * (dp - dpsum)
+    dv = grads.accumulator()
+    dk = grads.accumulator()
+    reads = rings.states(PipelineUserType.Consumer)
+    for it, _ in k.range(sched.steps, carry=reads + [dv, dk]):
+        mainloop.step(it, reads, dv, dk)
 
-                # dV += P^T dO, dK += dS^T Q: A from registers, one group.
-                p_a = p.to_operand_a("bf16")
-                ds_regs = ds.to_operand_a("bf16")
-                do_mn = wgmma.smem_matrix_descriptor(do_tile, q_mn)
-                q_mnd = wgmma.smem_matrix_descriptor(q_tile, q_mn)
-                wgmma.fence()
-                for kk in range(len(p_a)):
-                    mma_kv.mma_rs(dv, p_a.slice(kk), wgmma.k_slice_descriptor(do_mn, q_mn, kk))
-                for kk in range(len(ds_regs)):
-                    mma_kv.mma_rs(dk, ds_regs.slice(kk),
-                                  wgmma.k_slice_descriptor(q_mnd, q_mn, kk))
-                wgmma.commit_group()
+    # Every GEMM of this warpgroup retired in its last step; K and V go
+    # back before the epilogue writes over them.
+    rings.kv.pipe.consumer_release(kv_read)
+    reduce.tail()
+    epi(kv_tile, dv, dk)
 
-                # dS^T to shared memory: the previous step's reduce-add must
-                # have read the dQ tile (the leader waits; the barrier tells
-                # the others) -- and its dQ GEMMs this dS tile (retired).
-                with k.if_(leader):
-                    dq_groups.wait()
-                wg_sync.arrive_and_wait_w_index(cw)
-                epilogue.store_fragment(ds, ds_tile, warp_in_wg, lane, ds_layout)
-                fence_view_async_shared()                # generic writes -> wgmma's proxy
-                wg_sync.arrive_and_wait_w_index(cw)
 
-                # dQ = dS K_w, dq_n columns at a time, into the fp32 dQ tile.
-                for c in range(d // dq_n):
-                    dq = Fragment.undef(dq_n)
-                    kb = wgmma.advance_descriptor(k_b, k_mn.mn_offset(c * dq_n))
-                    wgmma.fence()
-                    for kk in range(ds_mn.k_slices):
-                        mma_dq.mma(dq, wgmma.k_slice_descriptor(ds_a, ds_mn, kk),
-                                   _k_slice(kb, k_mn, cw, kk),
-                                   accumulate=kk > 0)
-                    wgmma.commit_group()
-                    wgmma.wait_group(0)                  # dV, dK and this dQ part retired
-                    if c == 0:
-                        if not plant("do_released_before_dp_retired"):
-                            pipe_do.consumer_release(do_read)
-                        pipe_q.consumer_release(q_read)
-                    # dQ = scale * dS K: scaled here, so the postprocess
-                    # is a plain conversion of the accumulator.
-                    store_fragment_f32(dq * scale, dq_tile, warp_in_wg, lane, dq_layout,
-                                       first_box=c * dq_n // dq_layout.box_cols)
-                if not plant("dq_reduce_before_fence"):
-                    fence_view_async_shared()            # generic writes -> TMA's proxy
-                wg_sync.arrive_and_wait_w_index(cw)
-                with k.if_(leader):
-                    for col, off in dq_layout.box_offsets():
-                        tma_reduce_add(desc_dq, [h * d + col, m_block * bm, b], dq_tile + off)
-                    dq_groups.arrive()
-                for st in reads:
-                    st.advance()
+# -- stage: one query block, its waits and releases ----------------------------
 
-            # ---- epilogue: dK (scaled) and dV over the K and V tiles ----
-            # Every GEMM of this warpgroup retired in its last step; the
-            # other warpgroup's may still read K and V, which the tiles of
-            # dK and dV overlap (this warpgroup's 64 x d tile covers the
-            # first columns of all 128 key rows): both release, and the
-            # barrier over both orders the writes after the other's reads.
-            pipe_kv.consumer_release(kv_read)
-            with k.if_(leader):
-                dq_groups.tail()
-            if plant("epilogue_races_last_mma"):
-                wg_sync.arrive_and_wait_w_index(cw)        # wrong: this warpgroup only
-            else:
-                NamedBarrier(EPILOGUE_BARRIER, 2 * THREADS_PER_WARPGROUP).arrive_and_wait()
-            k_out = kv_tile + cw * dkv_layout.bytes
-            v_out = kv_tile + kv_bytes + cw * dkv_layout.bytes
-            epilogue.store_fragment(dv, v_out, warp_in_wg, lane, dkv_layout)
-            epilogue.store_fragment(dk * scale, k_out, warp_in_wg, lane, dkv_layout)
-            fence_view_async_shared()
-            wg_sync.arrive_and_wait_w_index(cw)
-            with k.if_(leader):
-                out_store.producer_acquire()
-                row = n_block * bn + cw * WGMMA_M
-                for desc, tile in ((desc_dk, k_out), (desc_dv, v_out)):
-                    for col, off in dkv_layout.box_offsets():
-                        out_store.tma_store(desc, [h_kv * d + col, row, b], tile + off)
-                out_store.producer_commit()
-                out_store.producer_tail()
-    k.config = cfg
-    return k
+class Mainloop:
+    """One step (query head, query block) of a consumer warpgroup, and
+    every wait and release of its rings: a 'do' stage goes back after
+    ``wait_group`` retired the dP^T GEMM and the dV GEMM that read it, a
+    'q' stage after the S^T and dK GEMMs (both at the first dQ part's
+    wait); 'lse' and 'dpsum' (``softmax_grad``) once their values are in
+    registers."""
+
+    def __init__(self, k, cfg, rings, sched, args, scores, softmax_grad, grads, reduce):
+        self.k, self.cfg, self.rings, self.sched, self.args = k, cfg, rings, sched, args
+        self.scores, self.softmax_grad = scores, softmax_grad
+        self.grads, self.reduce = grads, reduce
+
+    def step(self, it, reads, dv, dk):
+        h, m_block = self.sched.step(it)
+        q_read, lse_read, do_read, dpsum_read = reads
+        rings = self.rings
+        rings.q.pipe.consumer_wait(q_read)
+        rings.do.pipe.consumer_wait(do_read)
+        q_tile = rings.q.buffer(q_read.index)
+        do_tile = rings.do.buffer(do_read.index)
+        s, dp = self.issue_scores(reads, q_tile, do_tile)
+        p, ds = self.softmax_grad(s, dp, lse_read, dpsum_read, m_block)
+        self.grads.issue_dkv(dv, dk, p, ds, q_tile, do_tile)
+        # dS^T to shared memory: the previous step's reduce-add must have
+        # read the dQ tile -- and its dQ GEMMs this dS tile (retired).
+        self.reduce.acquire()
+        self.grads.store_ds(ds)
+        self.grads.dq(self.args.scale, lambda: self.release_q_do(q_read, do_read))
+        self.reduce.issue(h, m_block)
+        for st in reads:
+            st.advance()
+
+    def issue_scores(self, reads, q_tile, do_tile):
+        """S^T and dP^T issued, one wgmma group each; dO's stage stays
+        held (``release_q_do``)."""
+        return self.scores.issue(q_tile, do_tile)
+
+    def release_q_do(self, q_read, do_read):
+        """Q and dO are no longer read: the dV and dK GEMMs retired (and
+        the S^T and dP^T GEMMs before them)."""
+        self.rings.do.pipe.consumer_release(do_read)
+        self.rings.q.pipe.consumer_release(q_read)
+
+
+# -- stage: S^T and dP^T ----------------------------------------------------------
+
+class ScoreGemms:
+    """S^T = K_w Q^T and dP^T = V_w dO^T of this warpgroup's 64 keys: A
+    (its rows of K or V) and B (Q or dO, N x K) from shared memory."""
+
+    def __init__(self, cfg, kv_tile, cw):
+        kv_layout = self.kv_layout = cfg.kv_layout()
+        self.q_layout = cfg.q_layout()
+        self.mma = wgmma.WarpgroupMma(BLOCK_M, kv_layout, self.q_layout)   # m64 n=bm
+        # This warpgroup's 64 keys: rows 64 cw.. of K and V.
+        self.k_a = wgmma.smem_matrix_descriptor(kv_tile + kv_layout.mn_offset(64) * cw,
+                                                kv_layout)
+        self.v_a = wgmma.smem_matrix_descriptor(
+            kv_tile + kv_layout.bytes + kv_layout.mn_offset(64) * cw, kv_layout)
+
+    def issue(self, q_tile, do_tile):
+        """(S^T, dP^T): two committed groups, S^T's first."""
+        kv_layout, q_layout = self.kv_layout, self.q_layout
+        q_b = wgmma.smem_matrix_descriptor(q_tile, q_layout)
+        do_b = wgmma.smem_matrix_descriptor(do_tile, q_layout)
+        s = Fragment.undef(BLOCK_M)
+        dp = Fragment.undef(BLOCK_M)
+        wgmma.fence()
+        for acc, a, bdesc in ((s, self.k_a, q_b), (dp, self.v_a, do_b)):
+            for kk in range(kv_layout.k_slices):
+                self.mma.mma(acc, wgmma.k_slice_descriptor(a, kv_layout, kk),
+                             wgmma.k_slice_descriptor(bdesc, q_layout, kk),
+                             accumulate=kk > 0)
+            wgmma.commit_group()
+        return s, dp
+
+
+# -- stage: the softmax gradient -----------------------------------------------
+
+class SoftmaxGrad:
+    """P^T and dS^T in registers, once the score GEMMs retire:
+
+        P^T  = exp2(S^T * scale * log2(e) - LSE * log2(e)), masked
+        dS^T = P^T * (dP^T - dPsum)
+
+    LSE and dPsum are read from their ring stages between the wait and the
+    release, each as the columns (queries) this thread holds."""
+
+    def __init__(self, k, cfg, rings, sched, args, cw, lane, thread_row, thread_col):
+        self.k, self.cfg, self.rings, self.sched, self.args = k, cfg, rings, sched, args
+        self.lane, self.thread_col = lane, thread_col
+        self.key0 = sched.n_block * BLOCK_N + cw * WGMMA_M + thread_row  # first key
+
+    def __call__(self, s, dp, lse_read, dpsum_read, m_block):
+        """(P^T, dS^T) of the step's S^T and dP^T (both groups retired
+        here)."""
+        lse = self.load_lse(lse_read)
+        wgmma.wait_group(1)                      # S^T retired
+        p = s.fma(self.args.scale_log2, -lse).exp2()
+        self.mask(p, m_block)
+        dpsum = self.load_dpsum(dpsum_read)
+        wgmma.wait_group(0)                      # dP^T retired
+        return p, p * (dp - dpsum)
+
+    def load_lse(self, lse_read):
+        pipe = self.rings.lse.pipe
+        pipe.consumer_wait(lse_read)
+        lse = load_columns(self.rings.lse.buffer(lse_read.index), self.lane, BLOCK_M)
+        pipe.consumer_release(lse_read)
+        return lse
+
+    def load_dpsum(self, dpsum_read):
+        pipe = self.rings.dpsum.pipe
+        pipe.consumer_wait(dpsum_read)
+        dpsum = load_columns(self.rings.dpsum.buffer(dpsum_read.index), self.lane, BLOCK_M)
+        pipe.consumer_release(dpsum_read)
+        return dpsum
+
+    def mask(self, p, m_block):
+        """P^T = 0 where the key is past the sequence or (causal) after the
+        query's diagonal; only in blocks that cross either."""
+        k, cfg, sched = self.k, self.cfg, self.sched
+        bm, bn, n_block, seqlen_k = BLOCK_M, BLOCK_N, sched.n_block, sched.seqlen_k
+        offset = sched.offset
+        col0 = m_block * bm + self.thread_col     # this thread's first query
+        tail = (n_block + 1) * bn > seqlen_k      # some key past the end
+        if cfg.causal:
+            # Key c is visible to query r when c <= r + offset.
+            needs = tail | (n_block * bn + bn - 1 > m_block * bm + offset)
+        else:
+            needs = tail
+        key0 = self.key0
+        with k.if_(needs, carry=[p]):
+            def keep(r, c):
+                key = key0 + r
+                ok = key < seqlen_k
+                return ok & (key <= col0 + c + offset) if cfg.causal else ok
+            p.set(p.where(keep, 0.0))
+
+
+# -- stage: dV, dK and dQ ----------------------------------------------------------
+
+class GradGemms:
+    """The gradient GEMMs of one step:
+
+        dV_w += P^T dO, dK_w += dS^T Q    A from registers, B MN-major
+        dQ    = dS K_w                    A = dS^T from this warpgroup's
+                                          tile (read transposed), B = K
+                                          MN-major (its k slices 4 cw..)
+
+    dQ is computed ``DQ_CHUNK`` columns at a time (register budget), scaled
+    and written as fp32 into this warpgroup's dQ tile."""
+
+    def __init__(self, k, cfg, rings, kv_tile, cw, warp_in_wg, lane, wg_sync):
+        self.k, self.cfg, self.cw = k, cfg, cw
+        self.warp_in_wg, self.lane, self.wg_sync = warp_in_wg, lane, wg_sync
+        d = cfg.head_dim
+        self.q_mn, self.k_mn = cfg.q_mn_layout(), cfg.k_mn_layout()
+        self.ds_layout, self.ds_mn = cfg.ds_layout(), cfg.ds_mn_layout()
+        self.dq_layout = cfg.dq_layout()
+        self.dq_n = min(d, DQ_CHUNK)
+        self.mma_kv = wgmma.WarpgroupMma(d, "bf16", self.q_mn)          # m64 n=d, A regs
+        self.mma_dq = wgmma.WarpgroupMma(self.dq_n, self.ds_mn, self.k_mn)   # m64 n=dq_n
+        # K whole as dQ's MN-major B (this warpgroup's k slices 4 cw..).
+        self.k_b = wgmma.smem_matrix_descriptor(kv_tile, self.k_mn)
+        self.ds_tile = rings.ds + cw * self.ds_layout.bytes
+        self.ds_a = wgmma.smem_matrix_descriptor(self.ds_tile, self.ds_mn)
+        self.dq_tile = rings.dq + cw * self.dq_layout.bytes
+
+    def accumulator(self):
+        """A zero dK or dV accumulator (m64 x d)."""
+        return self.mma_kv.accumulator()
+
+    def issue_dkv(self, dv, dk, p, ds, q_tile, do_tile):
+        """dV += P^T dO, dK += dS^T Q: A from registers, one group."""
+        q_mn = self.q_mn
+        p_a = p.to_operand_a("bf16")
+        ds_regs = ds.to_operand_a("bf16")
+        do_mn = wgmma.smem_matrix_descriptor(do_tile, q_mn)
+        q_mnd = wgmma.smem_matrix_descriptor(q_tile, q_mn)
+        wgmma.fence()
+        for kk in range(len(p_a)):
+            self.mma_kv.mma_rs(dv, p_a.slice(kk), wgmma.k_slice_descriptor(do_mn, q_mn, kk))
+        for kk in range(len(ds_regs)):
+            self.mma_kv.mma_rs(dk, ds_regs.slice(kk), wgmma.k_slice_descriptor(q_mnd, q_mn, kk))
+        wgmma.commit_group()
+
+    def store_ds(self, ds):
+        """dS^T (bf16) into this warpgroup's tile, handed to its dQ GEMM:
+        the first barrier says the tile is free (the previous step's dQ
+        GEMMs retired, its reduce-add read the dQ tile), the fence makes
+        the generic writes visible to wgmma's proxy before the second."""
+        cw = self.cw
+        self.wg_sync.arrive_and_wait_w_index(cw)
+        epilogue.store_fragment(ds, self.ds_tile, self.warp_in_wg, self.lane, self.ds_layout)
+        fence_view_async_shared()                # generic writes -> wgmma's proxy
+        self.wg_sync.arrive_and_wait_w_index(cw)
+
+    def dq(self, scale, retired):
+        """dQ = scale * dS K_w, ``dq_n`` columns at a time, into the fp32
+        dQ tile; ``retired()`` runs once the first part's wait retired
+        every GEMM of the step that reads Q or dO."""
+        d, dq_n, k_mn, ds_mn = self.cfg.head_dim, self.dq_n, self.k_mn, self.ds_mn
+        for c in range(d // dq_n):
+            dq = Fragment.undef(dq_n)
+            kb = wgmma.advance_descriptor(self.k_b, k_mn.mn_offset(c * dq_n))
+            wgmma.fence()
+            for kk in range(ds_mn.k_slices):
+                self.mma_dq.mma(dq, wgmma.k_slice_descriptor(self.ds_a, ds_mn, kk),
+                                _k_slice(kb, k_mn, self.cw, kk), accumulate=kk > 0)
+            wgmma.commit_group()
+            wgmma.wait_group(0)                  # dV, dK and this dQ part retired
+            if c == 0:
+                retired()
+            # dQ = scale * dS K: scaled here, so the postprocess is a
+            # plain conversion of the accumulator.
+            store_fragment_f32(dq * scale, self.dq_tile, self.warp_in_wg, self.lane,
+                               self.dq_layout, first_box=c * dq_n // self.dq_layout.box_cols)
+
+
+# -- stage: the dQ reduce-add ----------------------------------------------------
+
+class DqReduce:
+    """This warpgroup's dQ tile added into the fp32 accumulator by TMA
+    reduce-adds (``cp.reduce.async.bulk.tensor ... add``), one thread's
+    bulk groups: a ``TmaStoreFence`` (commit / wait of bulk async-groups),
+    since a reduce is no copy.tma_store of a ``PipelineTmaStore`` stage."""
+
+    def __init__(self, k, cfg, sched, args, dq_tile, cw, leader, wg_sync):
+        self.k, self.cfg, self.sched, self.args = k, cfg, sched, args
+        self.dq_tile, self.cw, self.leader, self.wg_sync = dq_tile, cw, leader, wg_sync
+        self.groups = TmaStoreFence(num_stages=1)
+
+    def acquire(self):
+        """The leader waits until the previous reduce-adds read the tile
+        (the warpgroup's next barrier tells the others)."""
+        with self.k.if_(self.leader):
+            self.groups.wait()
+
+    def issue(self, h, m_block):
+        """Fence the generic writes of the dQ tile for TMA's proxy, let the
+        leader know every warp wrote, and add the tile at query block
+        ``m_block`` of head ``h``."""
+        fence_view_async_shared()                # generic writes -> TMA's proxy
+        self.reduce(h, m_block)
+
+    def reduce(self, h, m_block):
+        args, d = self.args, self.cfg.head_dim
+        self.wg_sync.arrive_and_wait_w_index(self.cw)
+        with self.k.if_(self.leader):
+            for col, off in self.cfg.dq_layout().box_offsets():
+                tma_reduce_add(args.dq_accum, [h * d + col, m_block * BLOCK_M, self.sched.b],
+                               self.dq_tile + off)
+            self.groups.arrive()
+
+    def tail(self):
+        """The last reduce-adds must finish reading before the CTA exits."""
+        with self.k.if_(self.leader):
+            self.groups.tail()
+
+
+# -- stage: the dK / dV epilogue ---------------------------------------------------
+
+class DkvEpilogue:
+    """dK (scaled) and dV written over the K and V tiles and stored by TMA.
+    The other warpgroup's GEMMs may still read K and V, which the tiles of
+    dK and dV overlap (this warpgroup's 64 x d tile covers the first
+    columns of all 128 key rows): each warpgroup released 'kv', and the
+    barrier over both orders the writes after the other's reads."""
+
+    def __init__(self, k, cfg, rings, sched, args, cw, warp_in_wg, lane, leader, wg_sync):
+        self.k, self.cfg, self.sched, self.args, self.cw = k, cfg, sched, args, cw
+        self.warp_in_wg, self.lane, self.leader, self.wg_sync = warp_in_wg, lane, leader, wg_sync
+        self.out_store = PipelineTmaStore.create(num_stages=1, producer_group=rings.one,
+                                                 name="dkv")
+
+    def both_released(self):
+        """Wait until both consumer warpgroups are past their last GEMM."""
+        NamedBarrier(EPILOGUE_BARRIER, 2 * THREADS_PER_WARPGROUP).arrive_and_wait()
+
+    def __call__(self, kv_tile, dv, dk):
+        k, cfg, cw, args = self.k, self.cfg, self.cw, self.args
+        dkv_layout = cfg.dkv_layout()
+        kv_bytes = cfg.kv_layout().bytes
+        self.both_released()
+        k_out = kv_tile + cw * dkv_layout.bytes
+        v_out = kv_tile + kv_bytes + cw * dkv_layout.bytes
+        epilogue.store_fragment(dv, v_out, self.warp_in_wg, self.lane, dkv_layout)
+        epilogue.store_fragment(dk * args.scale, k_out, self.warp_in_wg, self.lane, dkv_layout)
+        fence_view_async_shared()
+        self.wg_sync.arrive_and_wait_w_index(cw)
+        with k.if_(self.leader):
+            self.out_store.producer_acquire()
+            row = self.sched.n_block * BLOCK_N + cw * WGMMA_M
+            for desc, tile in ((args.dk, k_out), (args.dv, v_out)):
+                for col, off in dkv_layout.box_offsets():
+                    self.out_store.tma_store(desc, [self.sched.h_kv * cfg.head_dim + col, row,
+                                                    self.sched.b], tile + off)
+            self.out_store.producer_commit()
+            self.out_store.producer_tail()
+
+
+STAGES = Stages(rings=Rings, schedule=KeyBlockSchedule, producer=producer,
+                mainloop=Mainloop, scores=ScoreGemms, softmax_grad=SoftmaxGrad,
+                grads=GradGemms, dq_reduce=DqReduce, epilogue=DkvEpilogue)
 
 
 def _k_slice(kb, k_mn, cw, kk):

@@ -1,0 +1,74 @@
+"""Synchronization mistakes planted in the library's attention backward
+(pipeline_mlir/kernels/attention_bwd.py), each a wrong version of one of
+its stages: ``build(cfg, stages=STAGES_WITH[name])`` builds the kernel with
+that stage replaced. The kernel holds no mistake of its own; these are what
+the protocol checker and the simulator must reject (test_attention_bwd.py).
+
+Each wrong stage is its correct twin with one release moved, one fence
+dropped or one barrier narrowed, so the kernel around the mistake is the
+production one.
+"""
+
+from dataclasses import replace
+
+from pipeline_mlir.kernels import attention_bwd
+from pipeline_mlir.kernels.attention_bwd import (BLOCK_M, STAGES, DkvEpilogue, DqReduce,
+                                                 Mainloop, SoftmaxGrad, load_columns)
+
+
+class DoReleasedBeforeDpRetired(Mainloop):
+    """dO's stage goes back right after the dP^T GEMM is issued, before
+    ``wait_group`` retired it (and the dV GEMM that reads it later): TMA
+    may overwrite dO under both."""
+
+    def issue_scores(self, reads, q_tile, do_tile):
+        s, dp = super().issue_scores(reads, q_tile, do_tile)
+        _, _, do_read, _ = reads
+        self.rings.do.pipe.consumer_release(do_read)      # wrong: dP^T still reads it
+        return s, dp
+
+    def release_q_do(self, q_read, do_read):
+        """dO went back already (``issue_scores``)."""
+        self.rings.q.pipe.consumer_release(q_read)
+
+
+class DqReduceBeforeFence(DqReduce):
+    """The reduce-add reads the dQ tile through TMA's proxy without the
+    ``fence.proxy.async`` after the warps' ordinary stores into it."""
+
+    def issue(self, h, m_block):
+        self.reduce(h, m_block)                            # wrong: no proxy fence
+
+
+class EpilogueRacesLastMma(DkvEpilogue):
+    """The barrier before the dK/dV stores covers this warpgroup only: the
+    other one's last GEMMs may still read the K and V rows these stores
+    overwrite."""
+
+    def both_released(self):
+        self.wg_sync.arrive_and_wait_w_index(self.cw)    # wrong: this warpgroup only
+
+
+class LseReadAfterRelease(SoftmaxGrad):
+    """LSE's stage goes back before its values are loaded: the producer may
+    refill it under the loads."""
+
+    def load_lse(self, lse_read):
+        pipe = self.rings.lse.pipe
+        pipe.consumer_wait(lse_read)
+        stage = self.rings.lse.buffer(lse_read.index)
+        pipe.consumer_release(lse_read)                   # wrong: read below
+        return load_columns(stage, self.lane, BLOCK_M)
+
+
+STAGES_WITH = {
+    "do_released_before_dp_retired": replace(STAGES, mainloop=DoReleasedBeforeDpRetired),
+    "dq_reduce_before_fence": replace(STAGES, dq_reduce=DqReduceBeforeFence),
+    "epilogue_races_last_mma": replace(STAGES, epilogue=EpilogueRacesLastMma),
+    "lse_read_after_release": replace(STAGES, softmax_grad=LseReadAfterRelease),
+}
+
+
+def build_with_mistake(name, cfg=attention_bwd.AttentionBwdConfig()):
+    """The backward kernel for ``cfg`` with mistake ``name`` planted."""
+    return attention_bwd.build(cfg, stages=STAGES_WITH[name])
