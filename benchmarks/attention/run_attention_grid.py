@@ -2,13 +2,16 @@
 """Attention forward over a broad grid of shapes (GQA ratios, short and long
 sequences, seqlen_q != seqlen_k): the configuration ``attention_configs.pick``
 chooses ("ours", what ``pipeline_mlir.attention`` runs) and the other
-candidates of the row (the plain tiles, GQA-packed, short-sequence) vs
+candidates of the row (the other configurations of the op's table and the
+bundle's extra candidates that run it) vs
 FlashAttention-4 and cuDNN, in one process, on the same tensors.
 
     python3 run_attention_grid.py --out DIR [--rows quick] [--only ours,fa4] [--no-variants]
+                                  [--pick-only] [--rounds N]
 
 Run from a grid bundle (``build_bundle.py --grid``: every configuration of
-``attention_configs.VARIANTS``, tagged ``cfg <name>``). First every variant
+``attention_configs.VARIANTS``, tagged ``cfg <name>``, and the candidates
+of ``variants.grid_extra``, tagged ``cand <name>``). First every variant
 of the bundle is checked against fp32 attention
 (``attention_fwd_host.check``) on ragged shapes its GQA packing accepts
 (``VARIANT_SHAPES``), causal or not as built. Then per row of ``ROWS``, full
@@ -42,8 +45,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 # (batch, seqlen_q, seqlen_k, heads, kv_heads, head_dim, modes): the rows
-# measured weak before the GQA packing and short-sequence configurations,
-# then GQA ratios 1 / 4 / 8 over 512 .. 8192 and head dims 64 / 128.
+# an earlier comparison measured weak, then GQA ratios 1 / 4 / 8 over
+# 512 .. 8192 and head dims 64 / 128.
 ROWS = [
     (2, 8192, 8192, 16, 2, 64, ("causal", "full")),
     (8, 1024, 1024, 16, 16, 64, ("full", "causal")),
@@ -80,23 +83,17 @@ def flops(b, sq, sk, h, d, causal):
     return 4 * b * h * pairs * d
 
 
-def candidates(configs, d, causal, b, h, hk, sq, sk, sms, extra=()):
-    """[(label, variant name)]: the pick first ("ours"), then each other
-    configuration of the row: plain, GQA-packed (when the group packs),
-    short-sequence (when the head dim has one), both; then the bundle's
-    extra candidates (``extra``: {name: meta}) of this head dim and mask."""
+def candidates(configs, d, causal, b, h, hk, sq, sk, sms, metas):
+    """[(label, variant name)]: the pick first ("ours"), then every other
+    configuration of ``metas`` ({name: meta} of the bundle: head_dim,
+    causal, pack_gqa) for this head dim and mask that runs the row: one
+    head per tile, or packed over the row's GQA group."""
     pick, _ = configs.pick(d, causal, b, h, hk, sq, sk, sms=sms)
-    group = h // hk
+    packs = {0, h // hk}
     out = [("ours", pick)]
-    packs = (0, group) if group in configs.GROUPS else (0,)
-    shorts = (False, True) if d in configs.SHORT else (False,)
-    for short in shorts:
-        for g in packs:
-            name, _ = configs.variant(d, causal, g, short)
-            if name != pick:
-                out.append((name, name))
-    for name, meta in sorted(dict(extra).items()):
-        if meta["head_dim"] == d and bool(meta["causal"]) == bool(causal):
+    for name, meta in sorted(metas.items()):
+        if (name != pick and meta["head_dim"] == d and bool(meta["causal"]) == bool(causal)
+                and meta.get("pack_gqa", 0) in packs):
             out.append((name, name))
     return out
 
@@ -248,6 +245,9 @@ def main(argv=None):
     ap.add_argument("--rows", choices=("all", "quick"), default="all")
     ap.add_argument("--only", default="ours,fa4,cudnn")
     ap.add_argument("--no-variants", action="store_true", help="skip the variant checks")
+    ap.add_argument("--pick-only", action="store_true",
+                    help="of ours, only the pick (and its CUDA-graph replay)")
+    ap.add_argument("--rounds", type=int, default=ROUNDS)
     ap.add_argument("--bundle", default=HERE)
     args = ap.parse_args(argv)
     only = {n.strip() for n in args.only.split(",") if n.strip()}
@@ -274,6 +274,14 @@ def main(argv=None):
     log(f"variant checks: {failed} failed")
     peer_fns = peers(only, log)
     results, wrong = [], 0
+
+    def save(results):
+        # after every row: a run stopped early keeps what it measured
+        with open(os.path.join(args.out, "attention-grid.json"), "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "sms": sms,
+                       "variant_checks_failed": failed, "wrong_outputs": wrong,
+                       "results": results}, f, indent=1)
+
     torch.manual_seed(0)
     for b, sq, sk, h, hk, d, modes in (QUICK_ROWS if args.rows == "quick" else ROWS):
         q = torch.randn(b, sq, h, d, dtype=torch.bfloat16, device="cuda")
@@ -284,9 +292,10 @@ def main(argv=None):
             causal = mode == "causal"
             label = f"{b},{sq},{sk},{h}/{hk},{d} {mode}"
             cands = candidates(configs, d, causal, b, h, hk, sq, sk, sms,
-                               {n: a.meta for n, a in variants.items()
-                                if n not in configs.VARIANTS})
+                               {n: a.meta for n, a in variants.items()})
             fns = {}
+            if args.pick_only:
+                cands = cands[:1]
             if "ours" in only:
                 for tag, name in cands:
                     fns[tag] = lambda q, k, v, causal, a=variants[name]: a(q, k, v)
@@ -323,7 +332,7 @@ def main(argv=None):
                 if graphed is not None:
                     fns["ours@graph"] = graphed
             times = time_interleaved({n: (lambda fn=fn: fn(q, k, v, causal))
-                                      for n, fn in fns.items()}, rounds=ROUNDS)
+                                      for n, fn in fns.items()}, rounds=args.rounds)
             f = flops(b, sq, sk, h, d, causal)
             ms = {n: statistics.median(t) for n, t in times.items()}
             tflops = {n: f / (t * 1e-3) / 1e12 for n, t in ms.items()}
@@ -333,18 +342,16 @@ def main(argv=None):
                     ratios[n] = statistics.median(
                         p / o for p, o in zip(times[n], times["ours"]))
             r = {"row": [b, sq, sk, h, hk, d], "mode": mode, "pick": cands[0][1],
-                 "candidates": dict(cands), "ms": ms, "tflops": tflops,
+                 "candidates": dict(cands), "ms": ms, "rounds_ms": times, "tflops": tflops,
                  "ours_over": ratios, "errors": errors, "skipped": skipped}
             results.append(r)
+            save(results)
             cells = " ".join(f"{n}={tflops[n]:.0f}" for n in tflops)
             log(f"ROW {label} pick={cands[0][1]}: TFLOP/s {cells}; "
                 + " ".join(f"ours/{n}={x:.3f}" for n, x in ratios.items()))
         del q, k, v
         torch.cuda.empty_cache()
-    with open(os.path.join(args.out, "attention-grid.json"), "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "sms": sms,
-                   "variant_checks_failed": failed, "wrong_outputs": wrong,
-                   "results": results}, f, indent=1)
+    save(results)
     log(f"variant checks failed: {failed}; wrong outputs on the rows: {wrong}")
     fh.close()
     return 1 if failed or wrong else 0

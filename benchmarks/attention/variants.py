@@ -47,26 +47,43 @@ def variants(quick=False, sweep=False):
     return [o if len(o) == 3 else (*o, True) for o in out]
 
 
-# Beside the pick's configurations, candidates the grid also times on its
-# rows (the plain tiles only): 64-key blocks at d 128 (a finer causal
-# diagonal, more blocks to pipeline on short rows) and 128-row tiles at
-# d 64 (twice the tiles of the 192-row ones).
-GRID_EXTRA = {"bn64": dict(head_dim=128, block_n=64),
-              "wg2": dict(head_dim=64, consumer_warpgroups=2)}
+# Beside the pick's configurations (``VARIANTS``), candidates the grid also
+# times on its rows: two CTAs per SM of one consumer warpgroup and 64-row
+# tiles ("short", d 64 and 128, packed or not; 64-key blocks at d 128 for
+# the shared memory of half an SM), 128-row tiles at d 64 and 64-key blocks
+# at d 128 for full attention too (the pick takes them for causal rows).
+SHORT = {64: dict(consumer_warpgroups=1, pingpong=False, consumer_registers=232,
+                  ctas_per_sm=2),
+         128: dict(consumer_warpgroups=1, pingpong=False, consumer_registers=232,
+                   ctas_per_sm=2, block_n=64)}
+
+
+def grid_extra():
+    """{name: AttentionConfig overrides} of the extra candidates."""
+    from pipeline_mlir.ops.attention_configs import GROUPS
+
+    out = {}
+    for d, over in SHORT.items():
+        for causal in (False, True):
+            for g in (0,) + GROUPS:
+                name = f"d{d}{'c' if causal else ''}{f'_gqa{g}' if g else ''}_short"
+                out[name] = dict(over, head_dim=d, causal=causal,
+                                 **({"pack_gqa": g} if g else {}))
+    out["d64_m128"] = dict(head_dim=64, consumer_warpgroups=2)
+    out["d128_bn64"] = dict(head_dim=128, block_n=64)
+    return out
 
 
 def grid_variants():
     """[(tag, AttentionConfig, persistent)]: every configuration
     ``attention_configs.pick`` can return (``VARIANTS``), tagged ``cfg
-    <name>``, and the ``GRID_EXTRA`` candidates, tagged ``cand <name>``:
-    what run_attention_grid.py checks and times."""
+    <name>``, and the extra candidates (``grid_extra``), tagged ``cand
+    <name>``: what run_attention_grid.py checks and times."""
     from attention_fwd import AttentionConfig
 
     from pipeline_mlir.ops.attention_configs import VARIANTS
 
     out = [(f"cfg {name}", AttentionConfig(**over), True) for name, over in VARIANTS.items()]
-    for suffix, over in GRID_EXTRA.items():
-        for causal in (False, True):
-            name = f"d{over['head_dim']}{'c' if causal else ''}_{suffix}"
-            out.append((f"cand {name}", AttentionConfig(causal=causal, **over), True))
+    out += [(f"cand {name}", AttentionConfig(**over), True)
+            for name, over in grid_extra().items()]
     return out

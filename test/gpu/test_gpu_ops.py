@@ -148,7 +148,26 @@ def test_scaled_mm_compiles_and_captures(cache, device):
 ATTENTION_SHAPES = [  # b, sq, sk, h, hk, d, causal
     (2, 512, 512, 4, 4, 128, False), (1, 333, 517, 4, 2, 128, True),
     (2, 256, 256, 8, 1, 64, True), (1, 300, 77, 2, 1, 64, False),
-    (1, 384, 384, 2, 2, 256, True), (1, 128, 640, 4, 1, 256, False)]
+    (1, 384, 384, 2, 2, 256, True), (1, 128, 640, 4, 1, 256, False),
+    # what attention_configs.pick packs: GQA 8:1 and 4:1 at d 128 and 64,
+    # causal and full; d 64 causal in 128-row tiles; d 128 causal with
+    # fewer work units than SMs in 64-key blocks
+    (1, 100, 300, 8, 1, 128, True), (2, 200, 200, 8, 2, 64, True),
+    (4, 300, 4096, 32, 4, 128, False), (2, 333, 333, 4, 4, 64, True),
+    (1, 500, 700, 4, 4, 128, True),
+    # the plain tiles of one head, many work units
+    (4, 600, 600, 8, 8, 128, True), (8, 256, 2048, 16, 16, 64, False)]
+
+
+def test_the_attention_shapes_reach_every_kind_of_configuration():
+    """The shapes above run the plain, GQA-packed and shape-specific
+    configurations of the pick (for an H100's or H200's 132 SMs)."""
+    from pipeline_mlir.ops import attention_configs
+
+    names = {attention_configs.pick(d, c, b, h, hk, sq, sk)[0]
+             for b, sq, sk, h, hk, d, c in ATTENTION_SHAPES}
+    assert {"d128c_gqa8", "d64c_gqa4", "d128_gqa8", "d64c_m128", "d128c_bn64", "d128",
+            "d128c", "d64", "d256c"} <= names
 
 
 @pytest.mark.parametrize("shape", ATTENTION_SHAPES, ids=lambda s: "x".join(map(str, s)))

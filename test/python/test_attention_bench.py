@@ -136,17 +136,18 @@ def test_grid_flops_count_the_visible_pairs():
     assert run_grid.flops(1, 2, 4, 1, 64, True) == 4 * (3 + 4) * 64    # bottom-right
 
 
-def test_grid_candidates_start_with_the_pick_and_are_built():
+def test_grid_candidates_start_with_the_pick_and_run_the_row():
     from pipeline_mlir.ops import attention_configs as configs
 
-    cands = run_grid.candidates(configs, 128, True, 2, 32, 4, 4096, 4096, 132)
-    assert cands[0] == ("ours", configs.pick(128, True, 2, 32, 4, 4096, 4096, sms=132)[0])
-    names = [n for _, n in cands]
-    assert set(names) == {"d128c", "d128c_gqa8", "d128c_short", "d128c_gqa8_short"}
-    assert len(names) == len(set(names)) and set(names) <= set(configs.VARIANTS)
-    # d 256 has no short configuration; MHA has nothing to pack.
+    metas = {n: dict(head_dim=o["head_dim"], causal=o["causal"],
+                     pack_gqa=o.get("pack_gqa", 0)) for n, o in configs.VARIANTS.items()}
+    metas["d128c_short"] = dict(head_dim=128, causal=True)           # an extra candidate
+    cands = run_grid.candidates(configs, 128, True, 2, 32, 4, 4096, 4096, 132, metas)
+    assert cands[0] == ("ours", "d128c_gqa8")
+    assert [n for _, n in cands[1:]] == ["d128c", "d128c_bn64", "d128c_short"]
+    # One head per tile: nothing packed; d 256 has one configuration per mask.
     assert [n for _, n in run_grid.candidates(configs, 256, False, 4, 8, 8, 2048, 2048,
-                                               132)] == ["d256"]
+                                               132, metas)] == ["d256"]
 
 
 def test_grid_samples_the_first_middle_and_last_rows():

@@ -1,15 +1,18 @@
-"""The attention forward's GQA packing (``AttentionConfig.pack_gqa``) and
-short-sequence configuration (64-row tiles, two CTAs per SM:
-``ctas_per_sm``), and the shape-aware pick among the configurations
-(``attention_configs.pick``), without a GPU: the builds pass the protocol
-checker and the simulator, ptxas compiles them without spills (and within
-half the register file where two CTAs share an SM), the packed kernel loads
-Q as one 4-D box per column block, the features off leave the kernel as it
-was, and the pick over a grid of shapes returns a built configuration by
-its rules. Their outputs are checked against fp32 attention on a GPU host
+"""The attention forward's GQA packing (``AttentionConfig.pack_gqa``), its
+two-CTAs-per-SM configurations (``ctas_per_sm``: one consumer warpgroup,
+64-row tiles; the benchmark's "short" candidates) and the shape-aware pick
+among the configurations (``attention_configs.pick``), without a GPU: the
+builds pass the protocol checker and the simulator, ptxas compiles them
+without spills (and within half the register file where two CTAs share an
+SM), the packed kernel loads Q as one 4-D box per column block, the
+features off leave the kernel as it was, and the pick over a grid of shapes
+returns a configuration of its table by its rules. Their outputs are
+checked against fp32 attention on a GPU host
 (benchmarks/attention/run_attention_grid.py)."""
 
+import importlib.util
 import math
+import os
 import re
 import sys
 from types import SimpleNamespace
@@ -27,7 +30,18 @@ from pipeline_mlir.ops.attention_fwd_host import AttentionFwd
 if EXAMPLES_DIR not in sys.path:
     sys.path.insert(0, EXAMPLES_DIR)
 
-NEW = sorted(n for n in configs.VARIANTS if "_gqa" in n or n.endswith("_short"))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_spec = importlib.util.spec_from_file_location(
+    "attention_bench_variants", os.path.join(REPO, "benchmarks", "attention", "variants.py"))
+bench_variants = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench_variants)
+SHORT = bench_variants.SHORT
+
+# Every configuration beyond the head dims' plain ones: the table's packed
+# and shape-specific ones, and the benchmark's extra candidates.
+NEW = {**{n: o for n, o in configs.VARIANTS.items() if n not in
+          {configs.variant(d, c)[0] for d in configs.HEAD_DIMS for c in (False, True)}},
+       **bench_variants.grid_extra()}
 
 
 def ir(**cfg):
@@ -72,8 +86,8 @@ CHECKED = [dict(head_dim=128, pack_gqa=8),
            dict(head_dim=128, causal=True, pack_gqa=4),
            dict(head_dim=64, causal=True, pack_gqa=2, consumer_warpgroups=3,
                 consumer_registers=160, l2_sections=True),
-           dict(configs.SHORT[128], head_dim=128, causal=True),
-           dict(configs.SHORT[64], head_dim=64, causal=False, pack_gqa=8)]
+           dict(SHORT[128], head_dim=128, causal=True),
+           dict(SHORT[64], head_dim=64, causal=False, pack_gqa=8)]
 
 
 @pytest.mark.parametrize("cfg", CHECKED, ids=lambda c: AttentionConfig(**c).name)
@@ -89,12 +103,12 @@ def test_new_configurations_check_and_simulate_clean(cfg):
     assert report.ok and report.schedules == 2, report
 
 
-@pytest.mark.parametrize("name", NEW)
+@pytest.mark.parametrize("name", sorted(NEW))
 def test_new_variants_compile_without_spills(name):
-    """ptxas on every new configuration of the table: no spill stores (the
-    plain kernels have none either), and the two-CTA ones fit two per SM
-    (entry registers <= 65536 / (2 x threads), shared memory <= half an SM)."""
-    cfg = AttentionConfig(**configs.VARIANTS[name])
+    """ptxas on every new configuration: no spill stores (the plain kernels
+    have none either), and the two-CTA ones fit two per SM (entry registers
+    <= 65536 / (2 x threads), shared memory <= half an SM)."""
+    cfg = AttentionConfig(**NEW[name])
     k = attention_fwd.build(cfg)
     ptx = k.to_ptx()
     spills = _ptxas_spills(ptx)
@@ -144,30 +158,16 @@ def test_the_host_counts_packed_units_over_kv_heads():
     assert AttentionFwd.units(host, 2, 32, 1000, 4) == 2 * 32 * math.ceil(1000 / 128)
 
 
-def brute_mean_keys(causal, sq, sk):
-    if not causal:
-        return sk
-    return sum(max(0, min(sk, r + 1 + sk - sq)) for r in range(sq)) / sq
-
-
-@pytest.mark.parametrize("sq, sk", [(1, 1), (1, 64), (7, 300), (300, 77), (512, 512),
-                                    (1000, 999), (4096, 8192)])
-def test_mean_keys_is_the_rows_average(sq, sk):
-    for causal in (False, True):
-        assert configs.mean_keys(causal, sq, sk) == pytest.approx(
-            brute_mean_keys(causal, sq, sk))
-
-
 GRID = [(d, causal, b, h, hk, sq, sk)
         for d in configs.HEAD_DIMS for causal in (False, True)
         for b in (1, 2, 8, 16) for h, hk in ((16, 16), (32, 8), (32, 4), (16, 2), (12, 4),
-                                             (8, 1))
+                                             (8, 1), (6, 3), (64, 4))
         for sq, sk in ((128, 128), (300, 300), (512, 512), (1000, 1000), (2048, 2048),
                        (4096, 4096), (8192, 8192), (32768, 32768), (512, 8192), (1, 4096),
                        (3000, 3000))]
 
 
-def test_the_pick_returns_a_built_configuration_by_its_rules():
+def test_the_pick_returns_a_configuration_of_its_table_by_its_rules():
     sms = 132
     names = set()
     for d, causal, b, h, hk, sq, sk in GRID:
@@ -177,40 +177,39 @@ def test_the_pick_returns_a_built_configuration_by_its_rules():
         cfg = AttentionConfig(**over)
         assert cfg.head_dim == d and cfg.causal == causal
         group = h // hk
-        # Packing: only a group the kernel packs, and only where the packed
-        # tiles hold more query rows than one head's.
+        # Packing: exactly the groups the kernel packs (else one head per tile).
+        assert cfg.pack_gqa == (group if group in configs.GROUPS else 0)
+        # Never two CTAs per SM; 128-row tiles for d 64 causal one-head
+        # tiles, 64-key blocks for d 128 causal with fewer units than SMs.
+        assert cfg.ctas_per_sm == 1
+        plain = AttentionConfig(**configs.variant(d, causal)[1])
+        few = b * h * math.ceil(sq / plain.block_m) < sms
         if cfg.pack_gqa:
-            assert cfg.pack_gqa == group in configs.GROUPS
-            bm = cfg.block_m
-            fill = sq / (math.ceil(sq / bm) * bm)
-            packed = sq * group / (math.ceil(sq * group / bm) * bm)
-            assert fill < packed
-        # Short tiles: never at d 256; always when the rows see few keys;
-        # never for long rows with many work units.
-        short = cfg.ctas_per_sm == 2
-        keys = configs.mean_keys(causal, sq, sk)
-        plain_units = b * h * math.ceil(sq / AttentionConfig(**configs.BEST[d]).block_m)
-        if d == 256:
-            assert not short
-        elif keys <= configs.SHORT_KEYS:
-            assert short, (name, b, h, sq, sk)
-        elif plain_units >= sms:
-            assert not short, (name, b, h, sq, sk)
+            assert over == dict(configs.variant(d, causal)[1], pack_gqa=group)
+        elif d == 64 and causal:
+            assert cfg.block_m == 128 and cfg.kv_block == 128
+        elif d == 128 and causal and few:
+            assert cfg.block_m == 128 and cfg.kv_block == 64
         else:
-            assert short
-    # The grid reaches plain, packed and short configurations.
-    assert {"d128", "d128c", "d64_short", "d128c_short"} <= names
-    assert any("_gqa" in n for n in names)
+            assert over == plain_overrides(d, causal)
+    # The grid reaches every configuration of the table but the head dim's
+    # plain d 64 causal one (what variant_attention runs without a shape).
+    assert set(configs.VARIANTS) - names == {"d64c"}
+
+
+def plain_overrides(d, causal):
+    return configs.variant(d, causal)[1]
 
 
 def test_the_pick_of_the_measured_rows():
-    """What the op runs on the rows docs/attention.md measures (H200, 132
-    SMs): a short 512-token causal prefill and 1024-token d 64 rows run the
-    short configuration; long rows the plain tiles."""
+    """What the op runs on rows of docs/attention.md's grid (H200, 132 SMs)."""
     def pick(*shape):
         return configs.pick(*shape, sms=132)[0]
-    assert pick(128, True, 16, 16, 16, 512, 512) == "d128c_short"
-    assert pick(64, False, 8, 16, 16, 1024, 1024) == "d64_short"
-    assert pick(128, True, 1, 8, 8, 16384, 16384) == "d128c"
+    assert pick(64, True, 2, 16, 2, 8192, 8192) == "d64c_gqa8"
+    assert pick(64, True, 8, 16, 16, 1024, 1024) == "d64c_m128"
+    assert pick(64, False, 8, 16, 16, 1024, 1024) == "d64"
+    assert pick(128, True, 16, 16, 16, 512, 512) == "d128c"
+    assert pick(128, True, 1, 8, 8, 1024, 1024) == "d128c_bn64"
+    assert pick(128, False, 1, 8, 8, 1024, 1024) == "d128"
+    assert pick(128, False, 2, 32, 4, 4096, 4096) == "d128_gqa8"
     assert pick(256, True, 4, 8, 8, 2048, 2048) == "d256c"
-    assert pick(128, False, 4, 16, 16, 512, 8192) == "d128"
