@@ -32,8 +32,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-ROWS = [(4, 16, 4096, 128), (2, 16, 8192, 128), (4, 32, 4096, 64)]
-QUICK_ROWS = [(1, 4, 1024, 128), (1, 4, 1024, 64)]
+ROWS = [(4, 16, 4096, 128), (2, 16, 8192, 128), (4, 32, 4096, 64), (4, 8, 4096, 256)]
+QUICK_ROWS = [(1, 4, 1024, 128), (1, 4, 1024, 64), (1, 4, 1024, 256)]
 CONTENDERS = ("ours", "cudnn", "fa4")
 ROUNDS, ITERS, WARMUP = 7, 5, 2
 # max |grad - ref| / max |ref| per gradient: P and dS are rounded to bf16

@@ -29,14 +29,17 @@ def cache():
     os.environ["PIPELINE_MLIR_CACHE_DIR"] = CACHE
 
 
-# b, sq, sk, h, hk, d, causal: both head dims, both masks, GQA and MQA,
-# lengths the 64-query and 128-key tiles do not divide, more keys than
-# queries and more queries than keys (causal: the first rows see no key).
+# b, sq, sk, h, hk, d, causal: every head dim, both masks, GQA and MQA,
+# lengths the 64-query and 128-key (d 256: 64-key) tiles do not divide, more
+# keys than queries and more queries than keys (causal: the first rows see
+# no key).
 SHAPES = [
     (2, 512, 512, 4, 4, 128, False), (1, 333, 517, 4, 2, 128, True),
     (2, 256, 256, 8, 1, 64, True), (1, 300, 77, 2, 1, 64, False),
     (1, 200, 330, 2, 2, 128, True), (1, 330, 200, 4, 1, 64, True),
-    (1, 1000, 1000, 2, 2, 128, False), (2, 64, 64, 2, 1, 128, True)]
+    (1, 1000, 1000, 2, 2, 128, False), (2, 64, 64, 2, 1, 128, True),
+    (2, 512, 512, 4, 2, 256, False), (1, 333, 517, 4, 1, 256, True),
+    (1, 330, 200, 2, 2, 256, True), (1, 300, 77, 2, 1, 256, False)]
 
 
 def inputs(b, sq, sk, h, hk, d, seed):
@@ -94,12 +97,13 @@ def test_preprocess_matches_torch(cache, device):
     torch.cuda.synchronize()
 
 
-def test_dk_dv_are_deterministic(cache, device):
+@pytest.mark.parametrize("head_dim", [128, 256])
+def test_dk_dv_are_deterministic(cache, device, head_dim):
     """dK and dV sum in registers in a fixed order (GQA included): two runs
     agree bit for bit."""
     import pipeline_mlir
 
-    q, k, v, do = inputs(1, 700, 700, 8, 2, 128, 7)
+    q, k, v, do = inputs(1, 700, 700, 8, 2, head_dim, 7)
     q, k, v = (t.requires_grad_() for t in (q, k, v))
     runs = [torch.autograd.grad(pipeline_mlir.attention(q, k, v, causal=True), (k, v), do)
             for _ in range(2)]

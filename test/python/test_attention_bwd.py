@@ -35,7 +35,8 @@ CAUGHT = {
     "epilogue_races_last_mma": (
         "overwrite",
         r"consumer warp \d+ of CTA 0 writes pipeline 'kv' stage 0 of CTA 0 with llvm.store "
-        r"at [^ ]+ while consumer warp \d+ of CTA 0 still holds it"),
+        r"at [^ ]+ while consumer warp \d+ of CTA 0(, consumer warp \d+ of CTA 0)* still "
+        r"holds it"),
     "lse_read_after_release": (
         "read-after-release",
         r"consumer warp \d+ of CTA 0 reads pipeline 'lse' stage \d of CTA 0 with llvm.load "
@@ -66,10 +67,15 @@ def test_the_kernel_holds_no_mistake():
         assert issubclass(getattr(stages, changed[0]), getattr(ab.STAGES, changed[0]))
 
 
-@pytest.mark.parametrize("head_dim", [64, 128])
+def production(head_dim, causal=False):
+    """The configuration the op runs for this head dim (its cache entry)."""
+    return attention_configs.bwd_variant(head_dim, causal)[1]
+
+
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_kernel_checks_and_assembles(head_dim, causal):
-    k = build(head_dim=head_dim, causal=causal)
+    k = build(**production(head_dim, causal))
     k.verify()
     image = k.compile()                 # the checker, then ptxas
     assert len(image) > 0
@@ -82,18 +88,22 @@ def test_the_kernel_checks_and_assembles(head_dim, causal):
     assert k.smem_bytes <= ab.SMEM_PER_BLOCK
 
 
-@pytest.mark.parametrize("cfg", [dict(), dict(head_dim=64, causal=True)])
+@pytest.mark.parametrize("cfg", [dict(), dict(head_dim=64, causal=True), production(256),
+                                 production(256, causal=True)])
 def test_the_kernel_simulates_clean(cfg):
     (report,) = build(**cfg).simulate(SIM_ARGS, schedules=SCHEDULES)
     assert report.ok and report.schedules == SCHEDULES, report
 
 
+@pytest.mark.parametrize("head_dim", [64, 256])
 @pytest.mark.parametrize("mistake", sorted(CAUGHT))
-def test_each_planted_mistake_is_rejected(mistake):
+def test_each_planted_mistake_is_rejected(mistake, head_dim):
+    """At d 64 (each consumer its own keys) and d 256 (both consumers on
+    the same keys, each its columns of the gradients)."""
     from pipeline_mlir.compiler import CompileError
 
     who, pattern = CAUGHT[mistake]
-    k = build(mistake, head_dim=64)
+    k = build(mistake, **production(head_dim))
     if who == "checker":
         with pytest.raises(CompileError) as err:
             k.to_ptx()
@@ -115,20 +125,78 @@ def test_the_launch_facts_name_every_parameter():
     assert meta["block_m"] == 64 and meta["block_n"] == 128 and meta["threads"] == 384
     assert meta["layouts"]["dq"]["dtype"] == "f32"
     assert meta["smem"] == k.smem_bytes
+    # d 256: the host sizes its grid by 64-key blocks.
+    k = build(**production(256, causal=True))
+    meta = k.config.meta(k)
+    assert meta["block_n"] == 64 and meta["threads"] == 384 and meta["head_dim"] == 256
+    assert meta["smem"] == k.smem_bytes <= ab.SMEM_PER_BLOCK
+    assert meta["layouts"]["dq"]["cols"] == 128 and meta["layouts"]["dkv"]["cols"] == 128
 
 
 def test_the_variants_and_their_family():
-    assert set(attention_configs.BWD_VARIANTS) == {"bwd_d64", "bwd_d64c", "bwd_d128",
-                                                   "bwd_d128c", "bwd_prep_d64",
-                                                   "bwd_prep_d128"}
+    assert set(attention_configs.BWD_VARIANTS) == {
+        "bwd_d64", "bwd_d64c", "bwd_d128", "bwd_d128c", "bwd_d256", "bwd_d256c",
+        "bwd_prep_d64", "bwd_prep_d128", "bwd_prep_d256"}
+    # d 64 and 128 keep their cache keys; d 256 runs one stage of Q and dO.
+    assert attention_configs.BWD_VARIANTS["bwd_d128c"] == dict(head_dim=128, causal=True)
+    assert attention_configs.BWD_VARIANTS["bwd_d256"] == dict(head_dim=256, causal=False,
+                                                              stages=1)
     with pytest.raises(ValueError, match="head_dim must be one of"):
-        attention_configs.bwd_variant(256, False)
+        attention_configs.bwd_variant(96, False)
     assert "attention_bwd" in kernel_cache.FAMILIES
-    with pytest.raises(ValueError, match="head_dim must be 64 or 128"):
-        ab.AttentionBwdConfig(head_dim=256)
+    with pytest.raises(ValueError, match="head_dim must be one of"):
+        ab.AttentionBwdConfig(head_dim=96)
+    # Two stages of Q and dO do not fit next to d 256's K, V and dQ tiles.
+    with pytest.raises(ValueError, match="bytes of shared memory"):
+        ab.build(ab.AttentionBwdConfig(head_dim=256, stages=2))
 
 
-@pytest.mark.parametrize("head_dim", [64, 128])
+def test_head_dim_256_splits_the_gradients_by_columns():
+    """d 256: 64 keys per CTA, both consumer warpgroups on them, each the
+    128 columns ``128 cw ..`` of dK, dV and dQ. The byte offsets its
+    operands are read at are where TMA put those columns, its tiles'
+    boxes are the host's tensor-map boxes, and its stores and reduce-adds
+    land on its columns of the head (the same functions build the kernel's
+    coordinates)."""
+    cfg = ab.AttentionBwdConfig(**production(256))
+    assert (cfg.block_n, cfg.column_parts, cfg.part_cols) == (64, 2, 128)
+    kv, k_mn, q, q_mn = cfg.kv_layout(), cfg.k_mn_layout(), cfg.q_layout(), cfg.q_mn_layout()
+    # Column 128 of K (dQ's B) and of Q and dO (dK's and dV's B): box 2 of
+    # the tiles TMA loaded, 64 rows of 128 bytes per box.
+    assert dict(kv.box_offsets())[128] == k_mn.mn_offset(128) == 2 * 64 * 128
+    assert dict(q.box_offsets())[128] == q_mn.mn_offset(128) == 2 * 64 * 128
+    # dK / dV of consumer cw overwrite exactly the K / V boxes of its columns.
+    dkv = cfg.dkv_layout()
+    assert dkv.bytes == dict(kv.box_offsets())[128] and dkv.box == kv.box == (64, 64)
+    # dQ: a 64 x 128 fp32 tile in 32-column boxes, the host map's box.
+    dq = cfg.dq_layout()
+    assert (dq.rows, dq.cols, dq.box) == (64, 128, (64, 32))
+    # Tensor coordinates: head 3 (K/V head 1), key block 5, consumer 1.
+    assert [ab.dq_column(cfg, 3, 1, c) for c, _ in dq.box_offsets()] == [
+        3 * 256 + 128 + c for c in (0, 32, 64, 96)]
+    assert ab.dkv_row(cfg, 5, 1) == ab.dkv_row(cfg, 5, 0) == 5 * 64
+    assert [ab.dkv_column(cfg, 1, 1, c) for c, _ in dkv.box_offsets()] == [384, 448]
+    # d 128 is unchanged: each consumer its own 64 keys, every column.
+    c128 = ab.AttentionBwdConfig(head_dim=128)
+    assert (c128.block_n, c128.column_parts, c128.part_cols) == (128, 1, 128)
+    assert ab.dkv_row(c128, 5, 1) == 5 * 128 + 64
+    assert ab.dkv_column(c128, 1, 1, 64) == ab.dq_column(c128, 1, 1, 64) == 128 + 64
+
+
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
+def test_ptxas_spills_stay_small(head_dim):
+    """ptxas -v on the production kernels (consumers at 240 registers):
+    measured 20-24 bytes of spill stores at d 64 and 128 and 76-92 at
+    d 256 (its S^T and dP^T walk 16 K slices); a change that pushes the
+    consumers' registers over would show here as hundreds."""
+    from test_gemm_epilogue import _ptxas_spills
+
+    for causal in (False, True):
+        spills = _ptxas_spills(build(**production(head_dim, causal)).to_ptx())
+        assert spills is None or spills <= 128, (head_dim, causal, spills)
+
+
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
 def test_the_preprocess_builds_through_the_family(head_dim):
     """The family's builder makes the preprocess from its overrides: one
     pass of 16-byte loads over O and dO, a warp reduction, two stores."""

@@ -93,10 +93,10 @@ from pipeline_mlir.user_location import user_line
 
 SWIZZLE = 128
 CONSUMER_WARPGROUPS = 2
-BLOCK_N = WGMMA_M * CONSUMER_WARPGROUPS     # key rows per CTA: 64 per consumer
 BLOCK_M = 64                                # query rows per step
 DQ_CHUNK = 64                               # dQ columns per GEMM (register budget)
 ROW_BYTES = BLOCK_M * 4                     # one query block of LSE or dPsum
+HEAD_DIMS = (64, 128, 256)
 # Named barrier ids: per consumer warpgroup 1, 2 (its dS / dQ hand-over to
 # its own TMA thread); 3: both consumer warpgroups before the epilogue.
 WG_BARRIER = 1
@@ -113,14 +113,33 @@ class AttentionBwdConfig:
     consumer_registers: int = 240
 
     def __post_init__(self):
-        if self.head_dim not in (64, 128):
-            raise ValueError(f"AttentionBwdConfig: head_dim must be 64 or 128, "
+        if self.head_dim not in HEAD_DIMS:
+            raise ValueError(f"AttentionBwdConfig: head_dim must be one of {HEAD_DIMS}, "
                              f"got {self.head_dim!r}")
         if self.stages not in (1, 2, 3):
             raise ValueError("AttentionBwdConfig: stages must be 1, 2 or 3")
 
     block_m = BLOCK_M
-    block_n = BLOCK_N
+
+    @property
+    def column_parts(self):
+        """Consumer warpgroups that share one group of 64 keys, each owning
+        ``part_cols`` columns of their dK, dV and dQ. 1 up to d = 128 (each
+        warpgroup its own 64 keys, all d columns); 2 at d = 256, where one
+        warpgroup's dK and dV accumulators over all 256 columns would take
+        256 registers a thread: there both compute the keys' S^T and dP^T
+        (the same values) and each its 128 columns of the gradients."""
+        return 2 if self.head_dim == 256 else 1
+
+    @property
+    def part_cols(self):
+        """dK, dV and dQ columns one consumer warpgroup computes."""
+        return self.head_dim // self.column_parts
+
+    @property
+    def block_n(self):
+        """Key rows per CTA: 64 per group of keys."""
+        return WGMMA_M * CONSUMER_WARPGROUPS // self.column_parts
 
     @property
     def threads(self):
@@ -129,7 +148,7 @@ class AttentionBwdConfig:
     @property
     def name(self):
         return (f"attn_bwd_d{self.head_dim}{'_causal' if self.causal else ''}"
-                f"_{BLOCK_N}x{BLOCK_M}_s{self.stages}")
+                f"_{self.block_n}x{BLOCK_M}_s{self.stages}")
 
     # The operand layouts. Q and dO are read as the B operand of S^T / dP^T
     # (N x K: d contiguous) and, the same bytes, as the MN-major B of dK /
@@ -142,10 +161,10 @@ class AttentionBwdConfig:
         return OperandLayout("bf16", "MN", SWIZZLE, BLOCK_M, self.head_dim)
 
     def kv_layout(self):
-        return OperandLayout("bf16", "K", SWIZZLE, BLOCK_N, self.head_dim)
+        return OperandLayout("bf16", "K", SWIZZLE, self.block_n, self.head_dim)
 
     def k_mn_layout(self):
-        return OperandLayout("bf16", "MN", SWIZZLE, BLOCK_N, self.head_dim)
+        return OperandLayout("bf16", "MN", SWIZZLE, self.block_n, self.head_dim)
 
     def ds_layout(self):
         """One consumer's dS^T tile (its 64 keys x 64 queries, queries
@@ -158,15 +177,21 @@ class AttentionBwdConfig:
         return OperandLayout("bf16", "MN", SWIZZLE, WGMMA_M, BLOCK_M)
 
     def dq_layout(self):
-        """One consumer's fp32 dQ tile, the source of the TMA reduce-add."""
-        return OperandLayout("f32", "K", SWIZZLE, BLOCK_M, self.head_dim)
+        """One consumer's fp32 dQ tile (its ``part_cols`` columns), the
+        source of the TMA reduce-add."""
+        return OperandLayout("f32", "K", SWIZZLE, BLOCK_M, self.part_cols)
 
     def dkv_layout(self):
-        """One consumer's 64 rows of dK or dV (bf16), written over its part
-        of the K or V tile and stored with TMA."""
-        return OperandLayout("bf16", "K", SWIZZLE, WGMMA_M, self.head_dim)
+        """One consumer's 64 rows x ``part_cols`` columns of dK or dV
+        (bf16), written over its part of the K or V tile and stored with
+        TMA. (With two column parts a part's bytes are the K tile's boxes
+        of its columns: the same 64-row, 128-byte-row boxes.)"""
+        return OperandLayout("bf16", "K", SWIZZLE, WGMMA_M, self.part_cols)
 
     def smem_bytes(self):
+        """Dynamic shared memory ``Rings`` allocates: K and V, the Q / dO and
+        LSE / dPsum rings, per consumer a dS^T and a dQ tile, the barriers,
+        and the arena's 1024-byte alignment slack."""
         kv = 2 * self.kv_layout().bytes
         rings = self.stages * 2 * self.q_layout().bytes + (self.stages + 1) * 2 * ROW_BYTES
         per_consumer = CONSUMER_WARPGROUPS * (self.ds_layout().bytes + self.dq_layout().bytes)
@@ -178,7 +203,7 @@ class AttentionBwdConfig:
         return {"signature": [p.kind for _, p in kernel.params],
                 "params": [name for name, _ in kernel.params],
                 "smem": kernel.smem_bytes, "name": self.name, "head_dim": self.head_dim,
-                "causal": self.causal, "block_m": BLOCK_M, "block_n": BLOCK_N,
+                "causal": self.causal, "block_m": BLOCK_M, "block_n": self.block_n,
                 "threads": self.threads,
                 "layouts": {"q": self.q_layout().to_meta(), "kv": self.kv_layout().to_meta(),
                             "dq": self.dq_layout().to_meta(),
@@ -366,14 +391,14 @@ class Rings:
 # -- stage: the schedule -----------------------------------------------------
 
 class KeyBlockSchedule:
-    """What a CTA works on: one key block of ``BLOCK_N`` rows of one K/V
+    """What a CTA works on: one key block of ``cfg.block_n`` rows of one K/V
     head and batch entry (``n_block``, ``h_kv``, ``b``, from the block
     index), and its steps: every (query head of the GQA group, query block
     of ``BLOCK_M`` rows) that sees the key block (causal: from the first
     query block whose diagonal reaches it)."""
 
     def __init__(self, k, cfg, args):
-        bm, bn = BLOCK_M, BLOCK_N
+        bm, bn = BLOCK_M, cfg.block_n
         self.cfg = cfg
         self.seqlen_k = args.seqlen_k
         n_blocks = (args.seqlen_k + (bn - 1)) // bn
@@ -406,7 +431,7 @@ def producer(k, cfg, rings, sched, args):
     LSE, dO and dPsum, each into its ring: Q and dO as 3-D TMA boxes (rows
     past the sequence read zeros), LSE and dPsum as bulk copies of one
     query block's padded row."""
-    d, bm, bn = cfg.head_dim, BLOCK_M, BLOCK_N
+    d, bm, bn = cfg.head_dim, BLOCK_M, cfg.block_n
     kv_layout, q_layout = cfg.kv_layout(), cfg.q_layout()
     kv_bytes = kv_layout.bytes
     b, h_kv = sched.b, sched.h_kv
@@ -543,17 +568,23 @@ class Mainloop:
 
 class ScoreGemms:
     """S^T = K_w Q^T and dP^T = V_w dO^T of this warpgroup's 64 keys: A
-    (its rows of K or V) and B (Q or dO, N x K) from shared memory."""
+    (its rows of K or V) and B (Q or dO, N x K) from shared memory. With two
+    column parts both warpgroups of the key group compute the same two."""
 
     def __init__(self, cfg, kv_tile, cw):
         kv_layout = self.kv_layout = cfg.kv_layout()
         self.q_layout = cfg.q_layout()
         self.mma = wgmma.WarpgroupMma(BLOCK_M, kv_layout, self.q_layout)   # m64 n=bm
-        # This warpgroup's 64 keys: rows 64 cw.. of K and V.
-        self.k_a = wgmma.smem_matrix_descriptor(kv_tile + kv_layout.mn_offset(64) * cw,
-                                                kv_layout)
-        self.v_a = wgmma.smem_matrix_descriptor(
-            kv_tile + kv_layout.bytes + kv_layout.mn_offset(64) * cw, kv_layout)
+        if cfg.column_parts == 1:
+            # This warpgroup's 64 keys: rows 64 cw.. of K and V.
+            self.k_a = wgmma.smem_matrix_descriptor(kv_tile + kv_layout.mn_offset(64) * cw,
+                                                    kv_layout)
+            self.v_a = wgmma.smem_matrix_descriptor(
+                kv_tile + kv_layout.bytes + kv_layout.mn_offset(64) * cw, kv_layout)
+        else:
+            # The CTA's 64 keys, every warpgroup's.
+            self.k_a = wgmma.smem_matrix_descriptor(kv_tile, kv_layout)
+            self.v_a = wgmma.smem_matrix_descriptor(kv_tile + kv_layout.bytes, kv_layout)
 
     def issue(self, q_tile, do_tile):
         """(S^T, dP^T): two committed groups, S^T's first."""
@@ -586,7 +617,10 @@ class SoftmaxGrad:
     def __init__(self, k, cfg, rings, sched, args, cw, lane, thread_row, thread_col):
         self.k, self.cfg, self.rings, self.sched, self.args = k, cfg, rings, sched, args
         self.lane, self.thread_col = lane, thread_col
-        self.key0 = sched.n_block * BLOCK_N + cw * WGMMA_M + thread_row  # first key
+        if cfg.column_parts == 1:
+            self.key0 = sched.n_block * cfg.block_n + cw * WGMMA_M + thread_row  # first key
+        else:
+            self.key0 = sched.n_block * cfg.block_n + thread_row     # the keys are shared
 
     def __call__(self, s, dp, lse_read, dpsum_read, m_block):
         """(P^T, dS^T) of the step's S^T and dP^T (both groups retired
@@ -617,7 +651,7 @@ class SoftmaxGrad:
         """P^T = 0 where the key is past the sequence or (causal) after the
         query's diagonal; only in blocks that cross either."""
         k, cfg, sched = self.k, self.cfg, self.sched
-        bm, bn, n_block, seqlen_k = BLOCK_M, BLOCK_N, sched.n_block, sched.seqlen_k
+        bm, bn, n_block, seqlen_k = BLOCK_M, cfg.block_n, sched.n_block, sched.seqlen_k
         offset = sched.offset
         col0 = m_block * bm + self.thread_col     # this thread's first query
         tail = (n_block + 1) * bn > seqlen_k      # some key past the end
@@ -646,20 +680,27 @@ class GradGemms:
                                           MN-major (its k slices 4 cw..)
 
     dQ is computed ``DQ_CHUNK`` columns at a time (register budget), scaled
-    and written as fp32 into this warpgroup's dQ tile."""
+    and written as fp32 into this warpgroup's dQ tile. With two column parts
+    (d = 256) warpgroup ``cw`` computes columns ``part_cols * cw ..`` of
+    each, over the CTA's 64 keys (all k slices of K)."""
 
     def __init__(self, k, cfg, rings, kv_tile, cw, warp_in_wg, lane, wg_sync):
         self.k, self.cfg, self.cw = k, cfg, cw
         self.warp_in_wg, self.lane, self.wg_sync = warp_in_wg, lane, wg_sync
-        d = cfg.head_dim
+        n = cfg.part_cols
         self.q_mn, self.k_mn = cfg.q_mn_layout(), cfg.k_mn_layout()
         self.ds_layout, self.ds_mn = cfg.ds_layout(), cfg.ds_mn_layout()
         self.dq_layout = cfg.dq_layout()
-        self.dq_n = min(d, DQ_CHUNK)
-        self.mma_kv = wgmma.WarpgroupMma(d, "bf16", self.q_mn)          # m64 n=d, A regs
+        self.dq_n = min(n, DQ_CHUNK)
+        self.mma_kv = wgmma.WarpgroupMma(n, "bf16", self.q_mn)    # m64 n=part_cols, A regs
         self.mma_dq = wgmma.WarpgroupMma(self.dq_n, self.ds_mn, self.k_mn)   # m64 n=dq_n
-        # K whole as dQ's MN-major B (this warpgroup's k slices 4 cw..).
-        self.k_b = wgmma.smem_matrix_descriptor(kv_tile, self.k_mn)
+        if cfg.column_parts == 1:
+            # K whole as dQ's MN-major B (this warpgroup's k slices 4 cw..).
+            self.k_b = wgmma.smem_matrix_descriptor(kv_tile, self.k_mn)
+        else:
+            # This warpgroup's columns of K (whole 128-byte atoms), all keys.
+            self.k_b = wgmma.smem_matrix_descriptor(
+                kv_tile + self.k_mn.mn_offset(n) * cw, self.k_mn)
         self.ds_tile = rings.ds + cw * self.ds_layout.bytes
         self.ds_a = wgmma.smem_matrix_descriptor(self.ds_tile, self.ds_mn)
         self.dq_tile = rings.dq + cw * self.dq_layout.bytes
@@ -673,6 +714,10 @@ class GradGemms:
         q_mn = self.q_mn
         p_a = p.to_operand_a("bf16")
         ds_regs = ds.to_operand_a("bf16")
+        if self.cfg.column_parts > 1:
+            # This warpgroup's columns of dO and Q (N of both GEMMs).
+            part = q_mn.mn_offset(self.cfg.part_cols) * self.cw
+            do_tile, q_tile = do_tile + part, q_tile + part
         do_mn = wgmma.smem_matrix_descriptor(do_tile, q_mn)
         q_mnd = wgmma.smem_matrix_descriptor(q_tile, q_mn)
         wgmma.fence()
@@ -697,14 +742,16 @@ class GradGemms:
         """dQ = scale * dS K_w, ``dq_n`` columns at a time, into the fp32
         dQ tile; ``retired()`` runs once the first part's wait retired
         every GEMM of the step that reads Q or dO."""
-        d, dq_n, k_mn, ds_mn = self.cfg.head_dim, self.dq_n, self.k_mn, self.ds_mn
-        for c in range(d // dq_n):
+        n, dq_n, k_mn, ds_mn = self.cfg.part_cols, self.dq_n, self.k_mn, self.ds_mn
+        for c in range(n // dq_n):
             dq = Fragment.undef(dq_n)
             kb = wgmma.advance_descriptor(self.k_b, k_mn.mn_offset(c * dq_n))
             wgmma.fence()
             for kk in range(ds_mn.k_slices):
-                self.mma_dq.mma(dq, wgmma.k_slice_descriptor(self.ds_a, ds_mn, kk),
-                                _k_slice(kb, k_mn, self.cw, kk), accumulate=kk > 0)
+                a_slice = wgmma.k_slice_descriptor(self.ds_a, ds_mn, kk)
+                b_slice = (_k_slice(kb, k_mn, self.cw, kk) if self.cfg.column_parts == 1
+                           else wgmma.k_slice_descriptor(kb, k_mn, kk))
+                self.mma_dq.mma(dq, a_slice, b_slice, accumulate=kk > 0)
             wgmma.commit_group()
             wgmma.wait_group(0)                  # dV, dK and this dQ part retired
             if c == 0:
@@ -742,11 +789,12 @@ class DqReduce:
         self.reduce(h, m_block)
 
     def reduce(self, h, m_block):
-        args, d = self.args, self.cfg.head_dim
+        args, cfg = self.args, self.cfg
         self.wg_sync.arrive_and_wait_w_index(self.cw)
         with self.k.if_(self.leader):
-            for col, off in self.cfg.dq_layout().box_offsets():
-                tma_reduce_add(args.dq_accum, [h * d + col, m_block * BLOCK_M, self.sched.b],
+            for col, off in cfg.dq_layout().box_offsets():
+                tma_reduce_add(args.dq_accum, [dq_column(cfg, h, self.cw, col),
+                                               m_block * BLOCK_M, self.sched.b],
                                self.dq_tile + off)
             self.groups.arrive()
 
@@ -788,13 +836,41 @@ class DkvEpilogue:
         self.wg_sync.arrive_and_wait_w_index(cw)
         with k.if_(self.leader):
             self.out_store.producer_acquire()
-            row = self.sched.n_block * BLOCK_N + cw * WGMMA_M
+            sched = self.sched
+            row = dkv_row(cfg, sched.n_block, cw)
             for desc, tile in ((args.dk, k_out), (args.dv, v_out)):
                 for col, off in dkv_layout.box_offsets():
-                    self.out_store.tma_store(desc, [self.sched.h_kv * cfg.head_dim + col, row,
-                                                    self.sched.b], tile + off)
+                    self.out_store.tma_store(desc, [dkv_column(cfg, sched.h_kv, cw, col), row,
+                                                    sched.b], tile + off)
             self.out_store.producer_commit()
             self.out_store.producer_tail()
+
+
+# -- where a consumer warpgroup's tiles go (ints or i32 Scalars) ---------------------
+
+def dq_column(cfg, h, cw, col):
+    """dQ's tensor column (in the host's (batch, seqlen, heads * d) map) of
+    column ``col`` of consumer ``cw``'s dQ tile, query head ``h``."""
+    d = cfg.head_dim
+    if cfg.column_parts == 1:
+        return h * d + col
+    return h * d + cw * cfg.part_cols + col
+
+
+def dkv_row(cfg, n_block, cw):
+    """dK's and dV's first row of consumer ``cw``'s tile in key block
+    ``n_block``: its 64 keys (with column parts, the CTA's)."""
+    if cfg.column_parts == 1:
+        return n_block * cfg.block_n + cw * WGMMA_M
+    return n_block * cfg.block_n
+
+
+def dkv_column(cfg, h_kv, cw, col):
+    """dK's and dV's tensor column of column ``col`` of consumer ``cw``'s
+    tile, K/V head ``h_kv`` (with column parts, within its columns)."""
+    if cfg.column_parts == 1:
+        return h_kv * cfg.head_dim + col
+    return h_kv * cfg.head_dim + cw * cfg.part_cols + col
 
 
 STAGES = Stages(rings=Rings, schedule=KeyBlockSchedule, producer=producer,

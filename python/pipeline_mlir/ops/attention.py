@@ -22,8 +22,8 @@ current stream and is the torch custom op ``torch.ops.pipeline_mlir.attention``
 (``torch.compile(fullgraph=True)`` traces it).
 
 Autograd: the op's backward is registered (``register_autograd``); it is the
-custom op ``torch.ops.pipeline_mlir.attention_backward`` (head dims 64 and
-128; ``pipeline_mlir.kernels.attention_bwd``, kernel cache family
+custom op ``torch.ops.pipeline_mlir.attention_backward`` (head dims 64, 128
+and 256; ``pipeline_mlir.kernels.attention_bwd``, kernel cache family
 ``attention_bwd``), so ``torch.compile`` traces forward and backward as two
 opaque ops. The gradients are those of ``o``: ``lse`` is an output without
 a gradient (marked non-differentiable). dK and dV are summed over the query

@@ -15,7 +15,8 @@ Three steps on torch's current stream:
    (kernels/attention_bwd_prep.py, one pass over O and dO) where ``prep``
    is given, else the same in torch ops; and the fp32 dQ accumulator
    zeroed;
-2. the main kernel: one CTA per (128-key block, K/V head, batch), dK and dV
+2. the main kernel: one CTA per (key block of 128 keys, 64 at head dim 256,
+   K/V head, batch; ``meta["block_n"]``), dK and dV
    written once, dQ * softmax_scale added into the accumulator by TMA
    reduce-add;
 3. dQ = the accumulator rounded to bf16.

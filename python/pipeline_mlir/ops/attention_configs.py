@@ -100,10 +100,13 @@ VARIANTS = dict([variant(d, c, g) for d in HEAD_DIMS for c in (False, True)
 
 
 # The backward's main kernel (kernels/attention_bwd.py) per head dim: one
-# configuration so far, 128 keys per CTA over 64-row query blocks, two
-# stages of Q and dO. Head dim 256 has no backward yet (its dK and dV
-# accumulators alone would take 256 registers per thread at this tiling).
-BWD_HEAD_DIMS = (64, 128)
+# configuration each. d 64 and 128: 128 keys per CTA (64 per consumer
+# warpgroup) over 64-row query blocks, two stages of Q and dO. d 256: 64
+# keys per CTA, the two consumer warpgroups splitting dK, dV and dQ by
+# columns, and one stage of Q and dO (two would not fit the 227 KiB of
+# shared memory next to K, V and the fp32 dQ tiles).
+BWD_HEAD_DIMS = (64, 128, 256)
+BWD_STAGES = {64: 2, 128: 2, 256: 1}
 
 
 def bwd_variant(head_dim, causal):
@@ -112,8 +115,10 @@ def bwd_variant(head_dim, causal):
     if head_dim not in BWD_HEAD_DIMS:
         raise ValueError(f"attention backward: head_dim must be one of {BWD_HEAD_DIMS}, "
                          f"got {head_dim}")
-    return (f"bwd_d{head_dim}{'c' if causal else ''}",
-            dict(head_dim=head_dim, causal=bool(causal)))
+    overrides = dict(head_dim=head_dim, causal=bool(causal))
+    if BWD_STAGES[head_dim] != 2:            # AttentionBwdConfig's default
+        overrides["stages"] = BWD_STAGES[head_dim]
+    return f"bwd_d{head_dim}{'c' if causal else ''}", overrides
 
 
 def bwd_prep_variant(head_dim):
