@@ -120,7 +120,8 @@ def mutants(text):
              if VERB.match(line) and not re.match(r"\s*%[\w#:]+(, %[\w#:]+)* = ", line)]
     for i in verbs:
         op = VERB.match(lines[i]).group(2)
-        kind_of = re.search(r": <(\w+)", lines[i])   # the pipeline kind the verb acts on
+        # the pipeline kind the verb acts on (short or full type syntax)
+        kind_of = re.search(r": (?:!pipeline\.pipeline)?<(\w+)", lines[i])
         where = f"line {i + 1}: {op}" + (f" <{kind_of.group(1)}>" if kind_of else "")
         emit("drop", where, lines[:i] + lines[i + 1:])
         emit("dup", where, lines[:i + 1] + [lines[i]] + lines[i + 1:])
@@ -264,9 +265,11 @@ def _harmless(kind, what, text=""):
     if kind == "dup" and "nvvm.barrier0" in what and _outside_branches(text, what):
         # a CTA barrier every thread runs, twice: one more full barrier
         return True
-    if kind == "dup" and "named_barrier.sync" in what and _whole_cta_sync(text, what):
-        # every thread of the CTA runs every op on this barrier id in the
-        # same straight-line order: one more sync is one more full barrier
+    if kind == "dup" and "named_barrier.sync" in what and (
+            _whole_cta_sync(text, what) or _one_role_syncs(text, what)):
+        # every thread the barrier counts runs every op on its id in the same
+        # straight-line order (the whole CTA, or one role that only syncs on
+        # it): one more sync is one more full barrier
         return True
     return False
 
@@ -313,6 +316,41 @@ def _outside_branches(text, what, line=None):
                 return True
             indent = ind
     return True
+
+
+def _enclosing_branches(lines, i):
+    """The ``scf.if`` / ``} else {`` lines enclosing line ``i`` (indices)."""
+    out, indent = [], len(lines[i]) - len(lines[i].lstrip())
+    for k in range(i - 1, -1, -1):
+        ind = len(lines[k]) - len(lines[k].lstrip())
+        if ind < indent and lines[k].strip():
+            if "scf.if" in lines[k] or "} else {" in lines[k]:
+                out.append(k)
+            if "gpu.func" in lines[k] or "func.func" in lines[k]:
+                break
+            indent = ind
+    return out
+
+
+def _one_role_syncs(text, what):
+    """True when every op on a duplicated sync's barrier (same id, count and
+    index) is a sync under the same branches: the warps of one role that
+    only sync on it together, each running all of them."""
+    i = _mutated_line(text, what)
+    lines = text.split("\n")
+    m = i is not None and re.search(r"named_barrier\.sync (id = .*)$", lines[i])
+    if not m:
+        return False
+    sites = [j for j, line in enumerate(lines)
+             if re.search(r"named_barrier\.\w+ " + re.escape(m.group(1)) + "$", line)
+             or re.search(r"named_barrier\.\w+ id = " + m.group(1).split(",")[0][5:] + r"\b",
+                          line)]
+    if "index" in m.group(1):   # a range of ids: every named barrier op is one of them
+        sites = [j for j, line in enumerate(lines) if "named_barrier." in line]
+    if any("named_barrier.sync " + m.group(1) not in lines[j] for j in sites):
+        return False   # an arrive, or the id with another count or index
+    chains = {tuple(_enclosing_branches(lines, j)) for j in sites}
+    return len(chains) == 1
 
 
 def _whole_cta_sync(text, what):

@@ -114,8 +114,12 @@ def test_harmless_rules(campaign):
     pipeline.named_barrier.sync id = 1, threads = 128
   }
 }"""
-    # one role's barrier: the other warps do not sync twice
-    assert not campaign._harmless("dup", "line 3: pipeline.named_barrier.sync", role)
-    assert not campaign._harmless(
-        "dup", "line 3: pipeline.named_barrier.sync",
-        body.replace("threads = 128", "threads = 64"))
+    # one role that only syncs on the id: each of its warps syncs twice
+    assert campaign._harmless("dup", "line 3: pipeline.named_barrier.sync", role)
+    handover = role.replace("  }\n}", """  }
+  scf.if %v {
+    pipeline.named_barrier.arrive id = 1, threads = 128
+  }
+}""")
+    # a hand-over: the other role arrives once per sync
+    assert not campaign._harmless("dup", "line 3: pipeline.named_barrier.sync", handover)

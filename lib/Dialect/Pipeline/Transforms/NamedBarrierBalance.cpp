@@ -12,16 +12,19 @@
 // hand-over (the epilogue's full/empty barriers, a ring of barrier ids):
 // every per-op check passes, the counts do not.
 //
-// How: per barrier id (an `index` operand that is a constant or a
-// remainder by a constant widens the id to a range; overlapping ranges
-// are one family, whose sums bound each id's), the warps reaching each op
+// How: per barrier id (an `index` operand computed from the warp gives
+// each warp its id; one that is a remainder by a constant widens the id to
+// a range; overlapping ranges are one family, whose sums bound each id's),
+// the warps reaching each op
 // come from the thread conditions of the scf.ifs around it, evaluated per
 // thread of the block (whole warps only); how often a warp runs the op comes from the loops
 // and the branches on kernel arguments and loop variables around it, as
 // polynomials of the kernel's values (the stage-balance counter). The id's
 // thread count must equal the warps reaching it; a sync-only warp's count
 // times the warps is compared with the sum over all warps, for values of
-// the kernel's arguments where every loop runs; an id whose ops are all
+// the kernel's arguments where every loop runs (fewer: its last sync hangs;
+// more by a count that grows with the kernel's values: a warp arrives
+// twice per generation); an id whose ops are all
 // accounted for and that fewer warps reach than it counts never completes
 // a sync (check 9 decides the same only without loop-variable branches).
 // Ids reached under any other condition, counted with fewer threads than
@@ -36,6 +39,8 @@
 #include "mlir/Interfaces/CallInterfaces.h"
 
 #include "llvm/ADT/MapVector.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace mlir::pipeline;
@@ -126,6 +131,37 @@ std::optional<llvm::BitVector> warpsRunning(Operation *op, int64_t blockDim,
   return warps;
 }
 
+void reportSurplus(const Id &id, const std::string &idText,
+                   const llvm::BitVector &all, int64_t w, const Poly &c,
+                   const Poly &total, const Poly &needed,
+                   const AtomTable &atoms) {
+  // At an arrive of a warp that arrives more often than the syncing warp.
+  const Site *site = nullptr;
+  for (const Site &s : id.sites)
+    if (!site && !s.sync)
+      site = &s;
+  if (!site)
+    site = &id.sites.front();
+  llvm::BitVector one(all.size());
+  one.set(w);
+  InFlightDiagnostic diag = site->op->emitError();
+  diag << "named barrier id " << idText << " counts " << id.threads
+       << " threads (" << describeWarps(all) << "); " << describeWarps(one)
+       << " only syncs on it, " << printPoly(c, atoms)
+       << " times, but the warps arrive " << printPoly(total, atoms)
+       << " times in all, " << printPoly(total - needed, atoms)
+       << " more than its syncs use: a warp arrives twice in one generation "
+          "and completes it without the syncing warp, which then waits for "
+          "a generation its partners already passed (rule: every warp a "
+          "named barrier counts reaches it once per generation; look for an "
+          "arrive doubled or a sync dropped)";
+  for (const Site &s : id.sites)
+    if (s.op != site->op)
+      diag.attachNote(s.op->getLoc())
+          << "reached by " << describeWarps(s.warps) << ", "
+          << printPoly(s.count, atoms) << " times";
+}
+
 } // namespace
 
 LogicalResult protocol::checkNamedBarrierBalance(FunctionOpInterface fn,
@@ -147,16 +183,52 @@ LogicalResult protocol::checkNamedBarrierBalance(FunctionOpInterface fn,
   AtomTable atoms;
   Canonicalizer canon(atoms);
   std::vector<Poly> constraints;
-  // Ids whose ranges overlap form one family: a warp's syncs on the family
-  // need the same arrivals in sum as on each id.
-  SmallVector<std::pair<int64_t, int64_t>> ranges;
+  // Each op's ids: one, a range (an index that is a remainder by a
+  // constant), or one per warp (an index computed from the warp: the
+  // ping-pong scheduler's `id + warpgroup`).
+  struct Entry {
+    Operation *op;
+    int64_t lo, hi;
+    std::optional<llvm::BitVector> warps;
+    bool counted;
+  };
+  SmallVector<Entry> entries;
   for (Operation *op : ops) {
+    bool counted = false;
+    std::optional<llvm::BitVector> warps = warpsRunning(op, blockDim, counted);
+    int64_t base = op->getAttrOfType<IntegerAttr>("barrier_id").getInt();
+    Value index = op->getNumOperands() ? op->getOperand(0) : Value();
+    if (index && !getConstantInt(index) && warps) {
+      // Per warp, when the index is the same for its lanes.
+      std::map<int64_t, llvm::BitVector> byId;
+      bool perWarp = true;
+      for (int64_t w : warps->set_bits()) {
+        std::optional<int64_t> first = evalForThread(index, 32 * w);
+        std::optional<int64_t> last = evalForThread(index, 32 * w + 31);
+        if (!first || first != last) {
+          perWarp = false;
+          break;
+        }
+        auto [it, _] = byId.try_emplace(base + *first,
+                                        llvm::BitVector(warps->size()));
+        it->second.set(w);
+      }
+      if (perWarp) {
+        for (auto &[id, ws] : byId)
+          entries.push_back({op, id, id + 1, ws, counted});
+        continue;
+      }
+    }
     std::optional<std::pair<int64_t, int64_t>> range = idRange(op);
     if (!range)
       return success(); // an id anywhere: nothing is decided
-    ranges.push_back(*range);
+    entries.push_back({op, range->first, range->second, warps, counted});
   }
-  SmallVector<std::pair<int64_t, int64_t>> sorted(ranges);
+  // Ids whose ranges overlap form one family: a warp's syncs on the family
+  // need the same arrivals in sum as on each id.
+  SmallVector<std::pair<int64_t, int64_t>> sorted;
+  for (const Entry &e : entries)
+    sorted.push_back({e.lo, e.hi});
   llvm::sort(sorted);
   SmallVector<Id> ids;
   for (auto [lo, hi] : sorted) {
@@ -165,24 +237,22 @@ LogicalResult protocol::checkNamedBarrierBalance(FunctionOpInterface fn,
     else
       ids.push_back({lo, hi});
   }
-  for (auto [op, range] : llvm::zip(ops, ranges)) {
+  for (const Entry &e : entries) {
     Id *id = nullptr;
     for (Id &family : ids)
-      if (family.lo <= range.first && range.second <= family.hi)
+      if (family.lo <= e.lo && e.hi <= family.hi)
         id = &family;
-    int64_t threads = op->getAttrOfType<IntegerAttr>("num_threads").getInt();
+    int64_t threads = e.op->getAttrOfType<IntegerAttr>("num_threads").getInt();
     if (id->threads >= 0 && id->threads != threads)
       id->decided = false; // two barriers on one id: check 9 reports it
     id->threads = threads;
-    bool counted;
-    std::optional<llvm::BitVector> warps = warpsRunning(op, blockDim, counted);
-    std::optional<Poly> count = countExecutions(op, canon, constraints);
-    if (!warps || !count) {
+    std::optional<Poly> count = countExecutions(e.op, canon, constraints);
+    if (!e.warps || !count) {
       id->decided = false;
       continue;
     }
     id->sites.push_back(
-        {op, *warps, *count, isa<NamedBarrierSyncOp>(op), counted});
+        {e.op, *e.warps, *count, isa<NamedBarrierSyncOp>(e.op), e.counted});
   }
 
   bool failed = false;
@@ -245,6 +315,19 @@ LogicalResult protocol::checkNamedBarrierBalance(FunctionOpInterface fn,
       Poly needed = c.scaled(p);
       if (needed == total)
         continue;
+      // Arrivals beyond what the syncs use that grow with the kernel's
+      // values (every term positive, none constant only): some warp arrives
+      // twice in one generation, every iteration, and completes generations
+      // without the syncing warp (an arrive doubled). A constant surplus is
+      // a start signal nobody waits for, which is legal.
+      Poly surplus = total - needed;
+      if (!surplus.getConstant() &&
+          llvm::all_of(surplus.terms,
+                       [](const auto &t) { return t.second > 0; })) {
+        reportSurplus(id, idText, all, w, c, total, needed, atoms);
+        failed = true;
+        break;
+      }
       std::optional<Witness> wit = findWitness(needed, total, constraints, atoms);
       if (!wit || wit->a <= wit->b)
         continue;

@@ -147,3 +147,37 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+// The bug: warp 0's arrive doubled. Its two arrivals complete each
+// generation of id 1 on their own (64 threads), so warp 1's sync waits for
+// a generation its partner already passed.
+gpu.module @m {
+  gpu.func @arrive_doubled(%n: index) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c32 = arith.constant 32 : i32
+    %i0 = arith.constant 0 : index
+    %i1 = arith.constant 1 : index
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %warp = arith.divui %tid, %c32 : i32
+    %isp = arith.cmpi eq, %warp, %c0 : i32
+    scf.if %isp {
+      scf.for %k = %i0 to %n step %i1 {
+        // expected-error @+1 {{named barrier id 1 counts 64 threads (warps 0-1); warp 1 only syncs on it, %arg0 times, but the warps arrive 3 * %arg0 times in all, %arg0 more than its syncs use: a warp arrives twice in one generation}}
+        pipeline.named_barrier.arrive id = 1, threads = 64
+        // expected-note @+1 {{reached by warp 0, %arg0 times}}
+        pipeline.named_barrier.arrive id = 1, threads = 64
+      }
+    }
+    %isc = arith.cmpi eq, %warp, %c1 : i32
+    scf.if %isc {
+      scf.for %k = %i0 to %n step %i1 {
+        // expected-note @+1 {{reached by warp 1, %arg0 times}}
+        pipeline.named_barrier.sync id = 1, threads = 64
+      }
+    }
+    gpu.return
+  }
+}
