@@ -18,7 +18,7 @@ docs/attention.md (H200, benchmarks/attention/run_attention_grid.py):
 - GQA packing (``pack_gqa``): with g = heads / kv_heads in 2, 4, 8, a tile
   holds block_m / g query positions of each of the group's g heads, so each
   K/V block a CTA loads serves the whole group. Picked for every such
-  group: faster than one head per tile on 13 of the grid's 14 GQA rows
+  group: faster than one head per tile on 12 of the grid's 13 GQA rows
   (d 64 causal GQA 8:1 at 8192: 369 -> 486 TFLOP/s; the one exception lost
   0.7%).
 - d 64 causal, unpacked: 128-row tiles (two consumer warpgroups,
@@ -33,8 +33,8 @@ docs/attention.md (H200, benchmarks/attention/run_attention_grid.py):
   row only, full attention there was faster with 128-key blocks).
 
 Two CTAs per SM with 64-row tiles (``AttentionConfig.ctas_per_sm``, the
-benchmark's ``short`` candidates) measured slower than these on every row
-of the grid, so the pick does not use them.
+benchmark's ``short`` candidates) measured slower than these on 25 of the
+grid's 26 rows (the other 1% faster), so the pick does not use them.
 """
 
 import functools
