@@ -44,7 +44,12 @@ def main():
     print(f"GPU: {torch.cuda.get_device_name()}")
     for meta in manifest["variants"]:
         attn = load(meta)
+        group = meta.get("pack_gqa", 0)
         for shape in GRID:
+            if group:
+                # A packed variant runs g query heads per K/V head only.
+                b, sq, sk, h, hk = shape
+                shape = (b, sq, sk, group * hk, hk)
             try:
                 err, lerr = check(attn, *shape)
                 status = "ok"

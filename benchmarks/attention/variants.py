@@ -51,7 +51,8 @@ def variants(quick=False, sweep=False):
 # times on its rows: two CTAs per SM of one consumer warpgroup and 64-row
 # tiles ("short", d 64 and 128, packed or not; 64-key blocks at d 128 for
 # the shared memory of half an SM), 128-row tiles at d 64 and 64-key blocks
-# at d 128 for full attention too (the pick takes them for causal rows).
+# at d 128 for full attention too (the pick takes them for causal rows), and
+# those causal ones GQA-packed.
 SHORT = {64: dict(consumer_warpgroups=1, pingpong=False, consumer_registers=232,
                   ctas_per_sm=2),
          128: dict(consumer_warpgroups=1, pingpong=False, consumer_registers=232,
@@ -71,6 +72,12 @@ def grid_extra():
                                  **({"pack_gqa": g} if g else {}))
     out["d64_m128"] = dict(head_dim=64, consumer_warpgroups=2)
     out["d128_bn64"] = dict(head_dim=128, block_n=64)
+    # The shape rules' tiles packed too (not measured yet: the pick packs
+    # with the head dim's own tiles).
+    for g in GROUPS:
+        out[f"d64c_m128_gqa{g}"] = dict(head_dim=64, causal=True, consumer_warpgroups=2,
+                                        pack_gqa=g)
+        out[f"d128c_bn64_gqa{g}"] = dict(head_dim=128, causal=True, block_n=64, pack_gqa=g)
     return out
 
 

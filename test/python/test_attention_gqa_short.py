@@ -86,6 +86,8 @@ CHECKED = [dict(head_dim=128, pack_gqa=8),
            dict(head_dim=128, causal=True, pack_gqa=4),
            dict(head_dim=64, causal=True, pack_gqa=2, consumer_warpgroups=3,
                 consumer_registers=160, l2_sections=True),
+           dict(head_dim=64, causal=True, consumer_warpgroups=2, pack_gqa=4),
+           dict(head_dim=128, causal=True, block_n=64, pack_gqa=2),
            dict(SHORT[128], head_dim=128, causal=True),
            dict(SHORT[64], head_dim=64, causal=False, pack_gqa=8)]
 
