@@ -23,4 +23,6 @@ else:
         cfg = replace(cfg, head_dim=int(sys.argv[sys.argv.index("--d") + 1]))
     if "--causal" in sys.argv:
         cfg = replace(cfg, causal=True)
+    if "--pack-gqa" in sys.argv:   # query heads per K/V head one tile packs: 2, 4 or 8
+        cfg = replace(cfg, pack_gqa=int(sys.argv[sys.argv.index("--pack-gqa") + 1]))
     sys.exit(main(build(cfg), cfg.name))
