@@ -69,12 +69,14 @@ def wanted(args):
                     for acc in ("fast", "promoted"):
                         out.add((kernel, fp8_configs.choose(m, n, k, acc, args.sms), dtype))
         elif kernel == "attention_bwd":
-            out.update((kernel, v, "bf16") for v in attention_configs.BWD_VARIANTS)
+            out.update((kernel, v, "bf16") for v in {**attention_configs.BWD_VARIANTS,
+                                                     **attention_configs.BWD_CANDIDATES})
         else:
             out.update((kernel, v, "bf16") for v in attention_configs.VARIANTS)
     tables = {"hopper_gemm": gemm_configs.VARIANTS, "fp8_gemm": fp8_configs.VARIANTS,
               "attention_fwd": attention_configs.VARIANTS,
-              "attention_bwd": attention_configs.BWD_VARIANTS}
+              "attention_bwd": {**attention_configs.BWD_VARIANTS,
+                                **attention_configs.BWD_CANDIDATES}}
     found = [(k, v, gemm_configs.overrides(v) if k == "hopper_gemm" else tables[k][v], d)
              for k, v, d in sorted(out)]
     # A split-K pick also needs its reduction, and for a K of fewer K

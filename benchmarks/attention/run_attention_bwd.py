@@ -3,7 +3,7 @@
 vs torch SDPA's cuDNN backward (and FlashAttention-4's CuTe DSL backward
 where ``flash_attn.cute`` imports), in one process, on the same tensors.
 
-    python3 run_attention_bwd.py --out DIR [--rows quick] [--only ours,cudnn,fa4]
+    python3 run_attention_bwd.py --out DIR [--rows quick] [--only ours,cudnn,fa4] [--dq-split]
 
 Run it from the folder benchmarks/attention/build_bwd_bundle.py makes (its
 ``gemm-cache/`` holds the compiled kernels; no MLIR needed there).
@@ -18,6 +18,10 @@ warm-up, ``ITERS`` calls each, CUDA events), and so is forward + backward.
 TFLOP/s by FlashAttention's convention: forward 4 b h s^2 d, backward 2.5
 times that, causal half of each; a ratio is the median over rounds of
 (peer time / our time).
+
+``--dq-split``: our d 128 backward runs the candidate that splits dQ by
+columns between its consumer warpgroups (``attention_configs.BWD_CANDIDATES``)
+instead of the default; the other rows are unchanged.
 
 Writes DIR/attention_bwd.json and DIR/attention_bwd.log.
 """
@@ -148,6 +152,8 @@ def main(argv=None):
     ap.add_argument("--out", required=True)
     ap.add_argument("--rows", choices=("all", "quick"), default="all")
     ap.add_argument("--only", default=",".join(CONTENDERS))
+    ap.add_argument("--dq-split", action="store_true",
+                    help="d 128: the backward candidate with dQ split by columns")
     args = ap.parse_args(argv)
     only = [n.strip() for n in args.only.split(",") if n.strip()]
 
@@ -159,6 +165,11 @@ def main(argv=None):
     fh = open(os.path.join(args.out, "attention_bwd.log"), "w")
     log(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}", fh)
     fns, missing = load_contenders(only)
+    if args.dq_split and "ours" in fns:
+        import importlib
+
+        importlib.import_module("pipeline_mlir.ops.attention").BWD_DQ_SPLIT = True
+        log("ours: d 128 backward with dQ split by columns (dq_split)", fh)
     for name, why in missing.items():
         log(f"{name}: not measured ({why})", fh)
     names = [n for n in CONTENDERS if n in fns]
@@ -203,6 +214,7 @@ def main(argv=None):
         torch.cuda.empty_cache()
     with open(os.path.join(args.out, "attention_bwd.json"), "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "rel_bound": REL_BOUND,
+                   "dq_split": args.dq_split,
                    "not_measured": missing, "results": results}, f, indent=1)
     fh.close()
     return 0

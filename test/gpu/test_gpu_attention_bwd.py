@@ -75,6 +75,43 @@ def test_gradients_match_fp32(cache, device, shape):
     assert max(errs2) <= REL_ERROR_BOUND, errs2
 
 
+# The d 128 candidate with dQ split by columns between the consumer
+# warpgroups: ragged, GQA and MQA, causal with more keys than queries and
+# the reverse.
+SPLIT_SHAPES = [(2, 512, 512, 4, 4, 128, False), (1, 333, 517, 4, 2, 128, True),
+                (1, 330, 200, 4, 1, 128, True), (1, 1000, 1000, 2, 2, 128, False)]
+
+
+@pytest.mark.parametrize("shape", SPLIT_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_dq_split_candidate_matches_fp32(cache, device, shape):
+    """attention_configs.BWD_CANDIDATES (``dq_split``, not the op's default):
+    its gradients within the bound against fp32, and its dK and dV bit for
+    bit the default kernel's (the split changes only how dQ is summed)."""
+    import importlib
+
+    import pipeline_mlir
+    from pipeline_mlir.ops.attention_bwd_host import (REL_ERROR_BOUND, reference,
+                                                      relative_errors)
+
+    op = importlib.import_module("pipeline_mlir.ops.attention")
+    b, sq, sk, h, hk, d, causal = shape
+    q, k, v, do = inputs(b, sq, sk, h, hk, d, sq + sk + 1)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    o = pipeline_mlir.attention(q, k, v, causal=causal)
+    default = torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+    op.BWD_DQ_SPLIT = True
+    try:
+        split = torch.autograd.grad(o, (q, k, v), do)
+    finally:
+        op.BWD_DQ_SPLIT = False
+    errs = relative_errors(split, reference(q, k, v, do, causal))
+    print(f"attention backward, dq_split {shape}: relative errors dq {errs[0]:.2e} "
+          f"dk {errs[1]:.2e} dv {errs[2]:.2e}")
+    assert all(torch.isfinite(g).all() for g in split)
+    assert max(errs) <= REL_ERROR_BOUND, errs
+    assert torch.equal(split[1], default[1]) and torch.equal(split[2], default[2])
+
+
 def test_preprocess_matches_torch(cache, device):
     """The preprocess kernel's LSE * log2(e) and dPsum against the same in
     torch, padding rows and fully masked (-inf) rows included."""

@@ -183,6 +183,68 @@ def test_head_dim_256_splits_the_gradients_by_columns():
     assert ab.dkv_column(c128, 1, 1, 64) == ab.dq_column(c128, 1, 1, 64) == 128 + 64
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_dq_split_checks_simulates_and_halves_the_reduce(causal):
+    """``dq_split`` (d 128): checker and simulator clean on the ragged GQA
+    shape, and each warpgroup reduce-adds a 64 x 64 tile per step (two
+    32-column boxes) where the default adds 64 x 128 (four): one dQ tile's
+    traffic per CTA and query block instead of two; 16 KiB less shared
+    memory (dQ tiles halve, dS tiles double)."""
+    split = build(**production(128, causal), dq_split=True)
+    plain = build(**production(128, causal))
+    split.verify()
+    assert len(split.compile()) > 0
+    (report,) = split.simulate(SIM_ARGS, schedules=SCHEDULES)
+    assert report.ok and report.schedules == SCHEDULES, report
+    reduce = "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add"
+    assert split.to_ptx().count(reduce) == 2 and plain.to_ptx().count(reduce) == 4
+    # The barrier over both consumers' dS tiles (id 4), only with the split.
+    assert re.search(r"bar\.sync\s+4, 256;", split.to_ptx())
+    assert not re.search(r"bar\.sync\s+4, 256;", plain.to_ptx())
+    assert plain.smem_bytes - split.smem_bytes == 16384
+    assert split.config.name.endswith("_dqs") and "dqs" not in plain.config.name
+
+
+def test_dq_split_coordinates():
+    """Where ``dq_split``'s consumer ``cw`` reads and writes (the functions
+    and layouts the kernel is built from): its B is K's column atom ``cw``
+    (columns 64 cw.., where TMA put them), its A both consumers' dS^T tiles
+    of the step's buffer, consumer 1's tile at K slice 4 (keys 64..), the
+    same keys as K slice 4 of B; its dQ tile 64 x 64 fp32 in the host map's
+    32-column boxes, reduce-added at columns 64 cw.. of the head."""
+    cfg = ab.AttentionBwdConfig(head_dim=128, dq_split=True)
+    kv, k_mn = cfg.kv_layout(), cfg.k_mn_layout()
+    ds, ds_mn, dq = cfg.ds_layout(), cfg.ds_mn_layout(), cfg.dq_layout()
+    assert (cfg.dq_cols, cfg.ds_buffers, ds_mn.rows, ds_mn.k_slices) == (64, 2, 128, 8)
+    assert dict(kv.box_offsets())[64] == k_mn.mn_offset(64) == 128 * 128
+    assert ds_mn.k_slice_offset(4) == ds.bytes == 64 * 128
+    assert k_mn.k_slice_offset(4) == 64 * 128          # K's rows 64.. (keys 64..)
+    # One buffer: both tiles, exactly the A's bytes; two buffers allocated.
+    assert ds_mn.bytes == ab.CONSUMER_WARPGROUPS * ds.bytes
+    assert (dq.rows, dq.cols, dq.box, dq.box_offsets()) == (64, 64, (64, 32),
+                                                            [(0, 0), (32, 8192)])
+    assert [ab.dq_column(cfg, 3, cw, c) for cw in (0, 1) for c in (0, 32)] == [
+        384, 416, 448, 480]
+    # dK and dV are not split: each consumer its 64 keys, every column.
+    assert ab.dkv_row(cfg, 5, 1) == 5 * 128 + 64 and ab.dkv_column(cfg, 1, 1, 64) == 192
+    plain = ab.AttentionBwdConfig(head_dim=128)
+    assert ab.dq_column(plain, 3, 1, 96) == 3 * 128 + 96
+    for d in (64, 256):
+        with pytest.raises(ValueError, match="dq_split needs head_dim 128"):
+            ab.AttentionBwdConfig(head_dim=d, dq_split=True)
+
+
+def test_dq_split_is_a_cached_candidate():
+    """In the kernel cache family (built for the GPU tests and the
+    benchmark's --dq-split), not among the variants the op runs."""
+    assert attention_configs.BWD_CANDIDATES == {
+        "bwd_d128_dqs": dict(head_dim=128, causal=False, dq_split=True),
+        "bwd_d128c_dqs": dict(head_dim=128, causal=True, dq_split=True)}
+    assert not set(attention_configs.BWD_CANDIDATES) & set(attention_configs.BWD_VARIANTS)
+    with pytest.raises(ValueError, match="dq_split is for head_dim 128"):
+        attention_configs.bwd_variant(64, False, dq_split=True)
+
+
 @pytest.mark.parametrize("head_dim", [64, 128, 256])
 def test_ptxas_spills_stay_small(head_dim):
     """ptxas -v on the production kernels (consumers at 240 registers):
@@ -194,6 +256,9 @@ def test_ptxas_spills_stay_small(head_dim):
     for causal in (False, True):
         spills = _ptxas_spills(build(**production(head_dim, causal)).to_ptx())
         assert spills is None or spills <= 128, (head_dim, causal, spills)
+        if head_dim == 128:                        # and the dq_split candidate
+            spills = _ptxas_spills(build(**production(128, causal), dq_split=True).to_ptx())
+            assert spills is None or spills <= 128, ("dq_split", causal, spills)
 
 
 @pytest.mark.parametrize("head_dim", [64, 128, 256])

@@ -46,6 +46,13 @@ One CTA per (key block of 128 rows, K/V head, batch), 384 threads:
   blocks of many CTAs through the TMA unit's fp32 add, which is not
   (addition order varies from run to run).
 
+Head dim 256 (``column_parts`` = 2): one key block is 64 rows, both
+consumer warpgroups compute its S^T and dP^T and each its 128 columns of
+dV, dK and dQ (256 columns would not fit one warpgroup's registers).
+``dq_split`` (d 128, off by default): each consumer computes dQ's 64
+columns ``64 cw ..`` over all 128 keys from both warpgroups' dS^T tiles
+(double buffered, a named barrier over both) and reduce-adds half a tile.
+
 Release order (what pipeline-verify-protocol's async-read check proves): a
 stage of 'do' goes back only after ``wait_group`` retired the dP GEMM and
 the dV GEMM that read it, a stage of 'q' after the S and dK GEMMs; 'lse'
@@ -62,7 +69,7 @@ block's order: every wait and release), ``ScoreGemms`` (S^T, dP^T),
 ``SoftmaxGrad`` (P^T, the mask, dS^T), ``GradGemms`` (dV, dK, dQ),
 ``DqReduce`` (the TMA reduce-add of dQ), ``DkvEpilogue``.
 
-Usage: python -m pipeline_mlir.kernels.attention_bwd [--d 64|128] [--causal]
+Usage: python -m pipeline_mlir.kernels.attention_bwd [--d 64|128|256] [--causal]
 (builds, checks and compiles; ``pipeline_mlir/ops/attention_bwd_host.py``
 runs it).
 """
@@ -98,9 +105,11 @@ DQ_CHUNK = 64                               # dQ columns per GEMM (register budg
 ROW_BYTES = BLOCK_M * 4                     # one query block of LSE or dPsum
 HEAD_DIMS = (64, 128, 256)
 # Named barrier ids: per consumer warpgroup 1, 2 (its dS / dQ hand-over to
-# its own TMA thread); 3: both consumer warpgroups before the epilogue.
+# its own TMA thread); 3: both consumer warpgroups before the epilogue; 4:
+# both consumers' dS tiles written (``dq_split``).
 WG_BARRIER = 1
 EPILOGUE_BARRIER = 3
+DS_BARRIER = 4
 
 
 @dataclass(frozen=True)
@@ -111,6 +120,14 @@ class AttentionBwdConfig:
     stages: int = 2
     producer_registers: int = 24
     consumer_registers: int = 240
+    # dQ = dS K split by columns between the consumer warpgroups: each
+    # computes its d/2 columns over all 128 keys of the CTA from both
+    # warpgroups' dS^T tiles (double buffered; one named barrier over both
+    # per step) and reduce-adds a 64 x d/2 tile, rather than each all d
+    # columns over its own 64 keys (two reduce-adds of a whole 64 x d tile
+    # per step: twice the traffic). Head dim 128 only: at 64 a part would be
+    # 32 columns, not whole 128-byte atoms of K. Off until measured.
+    dq_split: bool = False
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -118,6 +135,10 @@ class AttentionBwdConfig:
                              f"got {self.head_dim!r}")
         if self.stages not in (1, 2, 3):
             raise ValueError("AttentionBwdConfig: stages must be 1, 2 or 3")
+        if self.dq_split and self.head_dim != 128:
+            raise ValueError("AttentionBwdConfig: dq_split needs head_dim 128 (each "
+                             "warpgroup's dQ columns whole 128-byte atoms of K; d 256 "
+                             "splits every gradient by columns already)")
 
     block_m = BLOCK_M
 
@@ -137,6 +158,18 @@ class AttentionBwdConfig:
         return self.head_dim // self.column_parts
 
     @property
+    def dq_cols(self):
+        """dQ columns one consumer warpgroup computes and reduce-adds."""
+        return self.head_dim // CONSUMER_WARPGROUPS if self.dq_split else self.part_cols
+
+    @property
+    def ds_buffers(self):
+        """Buffers of the dS^T tiles (each all consumers' tiles): two with
+        ``dq_split``, so that a step's writes need not wait for the other
+        warpgroup's dQ GEMM of the step before."""
+        return 2 if self.dq_split else 1
+
+    @property
     def block_n(self):
         """Key rows per CTA: 64 per group of keys."""
         return WGMMA_M * CONSUMER_WARPGROUPS // self.column_parts
@@ -148,7 +181,7 @@ class AttentionBwdConfig:
     @property
     def name(self):
         return (f"attn_bwd_d{self.head_dim}{'_causal' if self.causal else ''}"
-                f"_{self.block_n}x{BLOCK_M}_s{self.stages}")
+                f"_{self.block_n}x{BLOCK_M}_s{self.stages}{'_dqs' if self.dq_split else ''}")
 
     # The operand layouts. Q and dO are read as the B operand of S^T / dP^T
     # (N x K: d contiguous) and, the same bytes, as the MN-major B of dK /
@@ -173,13 +206,16 @@ class AttentionBwdConfig:
 
     def ds_mn_layout(self):
         """The same bytes as the A operand of dQ = dS K: M (queries)
-        contiguous, rows are K (keys): MN-major."""
-        return OperandLayout("bf16", "MN", SWIZZLE, WGMMA_M, BLOCK_M)
+        contiguous, rows are K (keys): MN-major. With ``dq_split`` both
+        consumers' tiles of one buffer, one after the other: all 128 keys
+        (consumer 1's tile starts at K slice 4)."""
+        keys = self.block_n if self.dq_split else WGMMA_M
+        return OperandLayout("bf16", "MN", SWIZZLE, keys, BLOCK_M)
 
     def dq_layout(self):
-        """One consumer's fp32 dQ tile (its ``part_cols`` columns), the
-        source of the TMA reduce-add."""
-        return OperandLayout("f32", "K", SWIZZLE, BLOCK_M, self.part_cols)
+        """One consumer's fp32 dQ tile (its ``dq_cols`` columns), the source
+        of the TMA reduce-add."""
+        return OperandLayout("f32", "K", SWIZZLE, BLOCK_M, self.dq_cols)
 
     def dkv_layout(self):
         """One consumer's 64 rows x ``part_cols`` columns of dK or dV
@@ -194,7 +230,8 @@ class AttentionBwdConfig:
         and the arena's 1024-byte alignment slack."""
         kv = 2 * self.kv_layout().bytes
         rings = self.stages * 2 * self.q_layout().bytes + (self.stages + 1) * 2 * ROW_BYTES
-        per_consumer = CONSUMER_WARPGROUPS * (self.ds_layout().bytes + self.dq_layout().bytes)
+        per_consumer = CONSUMER_WARPGROUPS * (self.ds_buffers * self.ds_layout().bytes
+                                              + self.dq_layout().bytes)
         barriers = 8 * 2 * (1 + 4 * self.stages + 2)
         return kv + rings + per_consumer + barriers + 1024
 
@@ -366,7 +403,7 @@ class Rings:
                         ROW_BYTES)
         self.dpsum = Ring(k.smem_alloc(row_stages * ROW_BYTES, align=128, name="dPsum ring"),
                           ROW_BYTES)
-        self.ds = k.smem_alloc(CONSUMER_WARPGROUPS * ds_layout.bytes,
+        self.ds = k.smem_alloc(cfg.ds_buffers * CONSUMER_WARPGROUPS * ds_layout.bytes,
                                align=ds_layout.alignment, name="dS tiles")
         self.dq = k.smem_alloc(CONSUMER_WARPGROUPS * dq_layout.bytes,
                                align=dq_layout.alignment, name="dQ tiles")
@@ -546,8 +583,8 @@ class Mainloop:
         # dS^T to shared memory: the previous step's reduce-add must have
         # read the dQ tile -- and its dQ GEMMs this dS tile (retired).
         self.reduce.acquire()
-        self.grads.store_ds(ds)
-        self.grads.dq(self.args.scale, lambda: self.release_q_do(q_read, do_read))
+        ds_a = self.grads.store_ds(ds, it)
+        self.grads.dq(ds_a, self.args.scale, lambda: self.release_q_do(q_read, do_read))
         self.reduce.issue(h, m_block)
         for st in reads:
             st.advance()
@@ -682,7 +719,10 @@ class GradGemms:
     dQ is computed ``DQ_CHUNK`` columns at a time (register budget), scaled
     and written as fp32 into this warpgroup's dQ tile. With two column parts
     (d = 256) warpgroup ``cw`` computes columns ``part_cols * cw ..`` of
-    each, over the CTA's 64 keys (all k slices of K)."""
+    each, over the CTA's 64 keys (all k slices of K). With ``dq_split``
+    (d = 128) its dQ is columns ``64 cw ..`` over all 128 keys: A from both
+    warpgroups' dS^T tiles of the step's buffer, B from K's column atom
+    ``cw``."""
 
     def __init__(self, k, cfg, rings, kv_tile, cw, warp_in_wg, lane, wg_sync):
         self.k, self.cfg, self.cw = k, cfg, cw
@@ -691,19 +731,28 @@ class GradGemms:
         self.q_mn, self.k_mn = cfg.q_mn_layout(), cfg.k_mn_layout()
         self.ds_layout, self.ds_mn = cfg.ds_layout(), cfg.ds_mn_layout()
         self.dq_layout = cfg.dq_layout()
-        self.dq_n = min(n, DQ_CHUNK)
+        self.dq_n = min(cfg.dq_cols, DQ_CHUNK)
         self.mma_kv = wgmma.WarpgroupMma(n, "bf16", self.q_mn)    # m64 n=part_cols, A regs
         self.mma_dq = wgmma.WarpgroupMma(self.dq_n, self.ds_mn, self.k_mn)   # m64 n=dq_n
-        if cfg.column_parts == 1:
+        if cfg.dq_split:
+            # This warpgroup's dQ columns of K (one 128-byte atom), all keys.
+            self.k_b = wgmma.smem_matrix_descriptor(
+                kv_tile + self.k_mn.mn_offset(cfg.dq_cols) * cw, self.k_mn)
+        elif cfg.column_parts == 1:
             # K whole as dQ's MN-major B (this warpgroup's k slices 4 cw..).
             self.k_b = wgmma.smem_matrix_descriptor(kv_tile, self.k_mn)
         else:
             # This warpgroup's columns of K (whole 128-byte atoms), all keys.
             self.k_b = wgmma.smem_matrix_descriptor(
                 kv_tile + self.k_mn.mn_offset(n) * cw, self.k_mn)
+        self.ds_tiles = rings.ds
         self.ds_tile = rings.ds + cw * self.ds_layout.bytes
-        self.ds_a = wgmma.smem_matrix_descriptor(self.ds_tile, self.ds_mn)
+        # dq_split: the A of a step is its buffer's two tiles (``store_ds``).
+        self.ds_a = (None if cfg.dq_split
+                     else wgmma.smem_matrix_descriptor(self.ds_tile, self.ds_mn))
         self.dq_tile = rings.dq + cw * self.dq_layout.bytes
+        self.both = (NamedBarrier(DS_BARRIER, 2 * THREADS_PER_WARPGROUP) if cfg.dq_split
+                     else None)
 
     def accumulator(self):
         """A zero dK or dV accumulator (m64 x d)."""
@@ -727,29 +776,50 @@ class GradGemms:
             self.mma_kv.mma_rs(dk, ds_regs.slice(kk), wgmma.k_slice_descriptor(q_mnd, q_mn, kk))
         wgmma.commit_group()
 
-    def store_ds(self, ds):
-        """dS^T (bf16) into this warpgroup's tile, handed to its dQ GEMM:
-        the first barrier says the tile is free (the previous step's dQ
-        GEMMs retired, its reduce-add read the dQ tile), the fence makes
-        the generic writes visible to wgmma's proxy before the second."""
+    def store_ds(self, ds, it):
+        """dS^T (bf16) of step ``it`` into this warpgroup's tile, handed to
+        the dQ GEMMs; returns their A descriptor. The first barrier says the
+        tile is free (the previous step's dQ GEMMs retired, its reduce-add
+        read the dQ tile), the fence makes the generic writes visible to
+        wgmma's proxy before the second.
+
+        With ``dq_split`` both warpgroups' dQ GEMMs read both tiles: the
+        second barrier spans both warpgroups, and the tiles alternate
+        between two buffers (step ``it`` writes buffer ``it % 2``), so a
+        write follows the other warpgroup's arrival at the previous step's
+        barrier, which it reaches after its dQ GEMMs of the step before
+        that, the last reader of the buffer, retired."""
         cw = self.cw
         self.wg_sync.arrive_and_wait_w_index(cw)
-        epilogue.store_fragment(ds, self.ds_tile, self.warp_in_wg, self.lane, self.ds_layout)
+        if not self.cfg.dq_split:
+            epilogue.store_fragment(ds, self.ds_tile, self.warp_in_wg, self.lane,
+                                    self.ds_layout)
+            fence_view_async_shared()            # generic writes -> wgmma's proxy
+            self.wg_sync.arrive_and_wait_w_index(cw)
+            return self.ds_a
+        buf = (it % 2) * (CONSUMER_WARPGROUPS * self.ds_layout.bytes)
+        epilogue.store_fragment(ds, self.ds_tile + buf, self.warp_in_wg, self.lane,
+                                self.ds_layout)
         fence_view_async_shared()                # generic writes -> wgmma's proxy
-        self.wg_sync.arrive_and_wait_w_index(cw)
+        self.both.arrive_and_wait()
+        return wgmma.smem_matrix_descriptor(self.ds_tiles + buf, self.ds_mn)
 
-    def dq(self, scale, retired):
-        """dQ = scale * dS K_w, ``dq_n`` columns at a time, into the fp32
-        dQ tile; ``retired()`` runs once the first part's wait retired
-        every GEMM of the step that reads Q or dO."""
-        n, dq_n, k_mn, ds_mn = self.cfg.part_cols, self.dq_n, self.k_mn, self.ds_mn
+    def dq(self, ds_a, scale, retired):
+        """dQ = scale * dS K_w (A: ``ds_a``), ``dq_n`` columns at a time,
+        into the fp32 dQ tile; ``retired()`` runs once the first part's wait
+        retired every GEMM of the step that reads Q or dO."""
+        cfg = self.cfg
+        n, dq_n, k_mn, ds_mn = cfg.dq_cols, self.dq_n, self.k_mn, self.ds_mn
+        # Each warpgroup's own keys are K slices 4 cw.. of the K tile;
+        # otherwise (shared keys, or dq_split's all keys) every slice.
+        own_keys = cfg.column_parts == 1 and not cfg.dq_split
         for c in range(n // dq_n):
             dq = Fragment.undef(dq_n)
             kb = wgmma.advance_descriptor(self.k_b, k_mn.mn_offset(c * dq_n))
             wgmma.fence()
             for kk in range(ds_mn.k_slices):
-                a_slice = wgmma.k_slice_descriptor(self.ds_a, ds_mn, kk)
-                b_slice = (_k_slice(kb, k_mn, self.cw, kk) if self.cfg.column_parts == 1
+                a_slice = wgmma.k_slice_descriptor(ds_a, ds_mn, kk)
+                b_slice = (_k_slice(kb, k_mn, self.cw, kk) if own_keys
                            else wgmma.k_slice_descriptor(kb, k_mn, kk))
                 self.mma_dq.mma(dq, a_slice, b_slice, accumulate=kk > 0)
             wgmma.commit_group()
@@ -852,9 +922,9 @@ def dq_column(cfg, h, cw, col):
     """dQ's tensor column (in the host's (batch, seqlen, heads * d) map) of
     column ``col`` of consumer ``cw``'s dQ tile, query head ``h``."""
     d = cfg.head_dim
-    if cfg.column_parts == 1:
+    if cfg.column_parts == 1 and not cfg.dq_split:
         return h * d + col
-    return h * d + cw * cfg.part_cols + col
+    return h * d + cw * cfg.dq_cols + col
 
 
 def dkv_row(cfg, n_block, cw):
@@ -908,8 +978,12 @@ def build_variant(overrides, dtype, chip):
 
 
 if __name__ == "__main__":
+    from pipeline_mlir.ops import attention_configs
+
     d = int(sys.argv[sys.argv.index("--d") + 1]) if "--d" in sys.argv else 128
-    kern = build(AttentionBwdConfig(head_dim=d, causal="--causal" in sys.argv))
+    # The configuration the op runs for this head dim (d 256: one stage).
+    _, overrides = attention_configs.bwd_variant(d, "--causal" in sys.argv)
+    kern = build(AttentionBwdConfig(**overrides))
     if "--print-ir" in sys.argv:
         print(kern)
     else:

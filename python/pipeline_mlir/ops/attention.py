@@ -43,6 +43,10 @@ from .attention_fwd_host import AttentionFwd
 
 CHIPS = {(9, 0): "sm_90a"}
 _variants = {}   # (variant, ordinal) -> AttentionFwd / AttentionBwd
+# Head dim 128's backward with dQ split by columns between the consumer
+# warpgroups (attention_configs.BWD_CANDIDATES): off until measured faster;
+# benchmarks/attention/run_attention_bwd.py --dq-split sets it.
+BWD_DQ_SPLIT = False
 
 
 def variant_attention(head_dim, causal, device=None, shape=None):
@@ -68,10 +72,11 @@ def variant_attention(head_dim, causal, device=None, shape=None):
     return found
 
 
-def variant_attention_bwd(head_dim, causal, device=None):
-    """The loaded ``AttentionBwd`` of this head dim and causality."""
+def variant_attention_bwd(head_dim, causal, device=None, dq_split=False):
+    """The loaded ``AttentionBwd`` of this head dim and causality
+    (``dq_split``: the d 128 candidate of ``attention_configs.bwd_variant``)."""
     device = device or runtime.default_device()
-    name, overrides = attention_configs.bwd_variant(head_dim, causal)
+    name, overrides = attention_configs.bwd_variant(head_dim, causal, dq_split=dq_split)
     key = (name, device.ordinal)
     found = _variants.get(key)
     if found is None:
@@ -153,7 +158,8 @@ def _attention_backward(do, q, k, v, o, lse, causal, softmax_scale):
         raise ValueError(f"attention backward: head_dim must be one of "
                          f"{attention_configs.BWD_HEAD_DIMS}, got {d}")
     do, q, k, v, o = (t if t.is_contiguous() else t.contiguous() for t in (do, q, k, v, o))
-    bwd = variant_attention_bwd(d, causal, runtime.default_device(q.get_device()))
+    bwd = variant_attention_bwd(d, causal, runtime.default_device(q.get_device()),
+                                dq_split=BWD_DQ_SPLIT and d == 128)
     scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
     return bwd(q, k, v, o, lse, do.to(torch.bfloat16), softmax_scale=scale)
 

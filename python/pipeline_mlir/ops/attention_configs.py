@@ -109,16 +109,23 @@ BWD_HEAD_DIMS = (64, 128, 256)
 BWD_STAGES = {64: 2, 128: 2, 256: 1}
 
 
-def bwd_variant(head_dim, causal):
+def bwd_variant(head_dim, causal, dq_split=False):
     """(name, AttentionBwdConfig overrides) of the backward for this head
-    dim and causality."""
+    dim and causality; ``dq_split``: the candidate that splits dQ by
+    columns between the consumer warpgroups (d 128 only, not the op's
+    default until measured: ``BWD_CANDIDATES``)."""
     if head_dim not in BWD_HEAD_DIMS:
         raise ValueError(f"attention backward: head_dim must be one of {BWD_HEAD_DIMS}, "
                          f"got {head_dim}")
     overrides = dict(head_dim=head_dim, causal=bool(causal))
     if BWD_STAGES[head_dim] != 2:            # AttentionBwdConfig's default
         overrides["stages"] = BWD_STAGES[head_dim]
-    return f"bwd_d{head_dim}{'c' if causal else ''}", overrides
+    if dq_split:
+        if head_dim != 128:
+            raise ValueError(f"attention backward: dq_split is for head_dim 128, "
+                             f"got {head_dim}")
+        overrides["dq_split"] = True
+    return f"bwd_d{head_dim}{'c' if causal else ''}{'_dqs' if dq_split else ''}", overrides
 
 
 def bwd_prep_variant(head_dim):
@@ -132,3 +139,6 @@ def bwd_prep_variant(head_dim):
 
 BWD_VARIANTS = dict([bwd_variant(d, c) for d in BWD_HEAD_DIMS for c in (False, True)]
                     + [bwd_prep_variant(d) for d in BWD_HEAD_DIMS])
+# Built into the kernel cache next to BWD_VARIANTS (the GPU tests and
+# run_attention_bwd.py --dq-split run them) but not what the op runs.
+BWD_CANDIDATES = dict(bwd_variant(128, c, dq_split=True) for c in (False, True))
