@@ -15,21 +15,20 @@
 // How: per barrier id (an `index` operand computed from the warp gives
 // each warp its id; one that is a remainder by a constant widens the id to
 // a range; overlapping ranges are one family, whose sums bound each id's),
-// the warps reaching each op
-// come from the thread conditions of the scf.ifs around it, evaluated per
-// thread of the block (whole warps only); how often a warp runs the op comes from the loops
-// and the branches on kernel arguments and loop variables around it, as
-// polynomials of the kernel's values (the stage-balance counter). The id's
-// thread count must equal the warps reaching it; a sync-only warp's count
-// times the warps is compared with the sum over all warps, for values of
-// the kernel's arguments where every loop runs (fewer: its last sync hangs;
-// more by a count that grows with the kernel's values: a warp arrives
-// twice per generation); an id whose ops are all
-// accounted for and that fewer warps reach than it counts never completes
-// a sync (check 9 decides the same only without loop-variable branches).
-// Ids reached under any other condition, counted with fewer threads than
-// reach them (roles that take turns), or used in a function that calls
-// others are left alone.
+// the warps reaching each op come from the thread conditions of the scf.ifs
+// around it, evaluated per thread of the block (whole warps only); how
+// often a warp runs the op comes from the loops and the branches on kernel
+// arguments and loop variables around it, as polynomials of the kernel's
+// values (the stage-balance counter). The id's thread count must equal the
+// warps reaching it; a sync-only warp's count times the warps is compared
+// with the sum over all warps, for values of the kernel's arguments where
+// every loop runs (fewer: its last sync hangs; more by a count that grows
+// with the kernel's values: a warp arrives twice per generation). An id
+// whose ops are all accounted for and that fewer warps reach than it counts
+// never completes a sync (check 9 decides the same only without
+// loop-variable branches). Ids reached under any other condition, counted
+// with fewer threads than reach them (roles that take turns), or used in a
+// function that calls others are left alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,7 +37,6 @@
 
 #include "mlir/Interfaces/CallInterfaces.h"
 
-#include "llvm/ADT/MapVector.h"
 
 #include <map>
 
@@ -273,8 +271,8 @@ LogicalResult protocol::checkNamedBarrierBalance(FunctionOpInterface fn,
       // variable and no run-time id index is involved.
       bool check9Decides =
           blockDim > 0 && llvm::none_of(id.sites, [](const Site &s) {
-            return s.counted ||
-                   (s.op->getNumOperands() && !getConstantInt(s.op->getOperand(0)));
+            return s.counted || (s.op->getNumOperands() &&
+                                 !getConstantInt(s.op->getOperand(0)));
           });
       const Site *sync = nullptr;
       for (const Site &s : id.sites)
@@ -328,7 +326,8 @@ LogicalResult protocol::checkNamedBarrierBalance(FunctionOpInterface fn,
         failed = true;
         break;
       }
-      std::optional<Witness> wit = findWitness(needed, total, constraints, atoms);
+      std::optional<Witness> wit =
+          findWitness(needed, total, constraints, atoms);
       if (!wit || wit->a <= wit->b)
         continue;
       // Report at a sync of this warp.
