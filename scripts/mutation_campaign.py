@@ -41,7 +41,10 @@ swapped, a doubled CTA-wide barrier every thread runs; a TMA producer's
 commit, which emits nothing; a stage count below the buffers; a one-CTA
 kernel's ``init_arrive``, which emits nothing, and its producer tail; a
 proxy fence moved past the hand-over barrier, which the storing thread then
-runs before its store); the rest are listed for a reader to explain. The report gives, per kernel and in
+runs before its store; a move past an identical line, which changes
+nothing; one of two back-to-back syncs of one role dropped; a loop one trip
+short that only stores through a PipelineTmaStore); the rest are listed for
+a reader to explain. The report gives, per kernel and in
 total, the fraction of protocol-breaking mutants (all but invalid and
 harmless) caught statically and by the checker plus the simulator.
 """
@@ -114,7 +117,9 @@ def mutants(text):
     out = []
 
     def emit(kind, what, new_lines):
-        out.append((kind, what, "\n".join(new_lines)))
+        new = "\n".join(new_lines)
+        # a move past an identical line changes nothing
+        out.append((kind, what + (" (no change)" if new == text else ""), new))
 
     verbs = [i for i, line in enumerate(lines)
              if VERB.match(line) and not re.match(r"\s*%[\w#:]+(, %[\w#:]+)* = ", line)]
@@ -123,7 +128,8 @@ def mutants(text):
         # the pipeline kind the verb acts on (short or full type syntax)
         kind_of = re.search(r": (?:!pipeline\.pipeline)?<(\w+)", lines[i])
         where = f"line {i + 1}: {op}" + (f" <{kind_of.group(1)}>" if kind_of else "")
-        emit("drop", where, lines[:i] + lines[i + 1:])
+        twin = any(0 <= j < len(lines) and lines[j] == lines[i] for j in (i - 1, i + 1))
+        emit("drop", where + (" (next to its twin)" if twin else ""), lines[:i] + lines[i + 1:])
         emit("dup", where, lines[:i + 1] + [lines[i]] + lines[i + 1:])
         block = [j for j in _block_of(lines, i) if j in set(verbs)]
         pos = block.index(i)
@@ -218,6 +224,16 @@ def mutants(text):
 
 
 def _harmless(kind, what, text=""):
+    if what.endswith("(no change)"):
+        return True
+    if kind == "drop" and "named_barrier.sync" in what and _drops_twin_sync(text, what):
+        # one of two back-to-back syncs with nothing between them: the other
+        # one is the same barrier for the same warps
+        return True
+    if kind == "trip-1" and _loop_of_one_side(text, what):
+        # a loop that only stores through a PipelineTmaStore (and syncs its
+        # own warps): one tile fewer is stored, every barrier still balances
+        return True
     if kind == "dup" and any(op in what for op in HARMLESS_DUP):
         return True
     if (kind in ("drop", "dup") or kind.startswith("move")) and "producer.commit" in what \
@@ -330,6 +346,37 @@ def _enclosing_branches(lines, i):
                 break
             indent = ind
     return out
+
+
+def _drops_twin_sync(text, what):
+    """For a dropped ``named_barrier.sync`` right next to an identical one:
+    every op on its id is such a sync under the same branches."""
+    i = _mutated_line(text, what)
+    if not what.endswith("(next to its twin)") or i is None:
+        return False
+    lines = text.split("\n")
+    j = i if i < len(lines) and "named_barrier.sync" in lines[i] else i - 1
+    return _one_role_syncs(text, f"line {j + 1}: pipeline.named_barrier.sync")
+
+
+def _loop_of_one_side(text, what):
+    """For ``trip-1``: every protocol verb in the loop is a PipelineTmaStore
+    verb, a TMA store or a named-barrier sync."""
+    lines = text.split("\n")
+    m = re.match(r"line (\d+)", what)
+    if not m:
+        return False
+    i = int(m.group(1))   # the loop line, after the inserted constant
+    indent = len(lines[i]) - len(lines[i].lstrip())
+    body = []
+    for line in lines[i + 1:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        body.append(line)
+    verbs = [line for line in body if VERB.match(line)]
+    return bool(verbs) and all(
+        "<tma_store" in line or "copy.tma_store" in line or "named_barrier.sync" in line
+        or "nvvm.fence" in line for line in verbs)
 
 
 def _one_role_syncs(text, what):

@@ -123,3 +123,19 @@ def test_harmless_rules(campaign):
 }""")
     # a hand-over: the other role arrives once per sync
     assert not campaign._harmless("dup", "line 3: pipeline.named_barrier.sync", handover)
+
+
+def test_mutants_that_change_nothing_are_marked(campaign):
+    text = """gpu.func @k() kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+  scf.if %w {
+    pipeline.named_barrier.sync id = 1, threads = 128
+    pipeline.named_barrier.sync id = 1, threads = 128
+  }
+}"""
+    got = {(kind, what) for kind, what, _ in campaign.mutants(text)}
+    # swapping two identical lines is the same program
+    assert ("move-down", "line 3: pipeline.named_barrier.sync past line 4 (no change)") in got
+    # dropping one of two back-to-back syncs of one role
+    drop = next(new for kind, what, new in campaign.mutants(text) if kind == "drop")
+    assert campaign._harmless("drop", "line 3: pipeline.named_barrier.sync (next to its twin)",
+                              drop)
