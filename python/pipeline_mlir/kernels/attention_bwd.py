@@ -374,11 +374,12 @@ class Ring:
 
 
 class Rings:
-    """The shared memory of a CTA (``AttentionBwdConfig.smem_bytes`` plans
-    the same) and the pipelines over it: K and V together (``kv``, one
-    stage, loaded once), the rings of Q, LSE, dO and dPsum (``q``, ``lse``,
-    ``do``, ``dpsum``), and per consumer warpgroup a dS^T tile (``ds``) and
-    an fp32 dQ tile (``dq``). Each ring's stage count is read once, here:
+    """The shared memory of a CTA (``AttentionBwdConfig.smem_bytes`` bounds
+    it for the limit check) and the pipelines over it: K and V together
+    (``kv``, one stage, loaded once), the rings of Q, LSE, dO and dPsum
+    (``q``, ``lse``, ``do``, ``dpsum``), and per consumer warpgroup a dS^T
+    tile (``ds``; two buffers of them with ``dq_split``) and an fp32 dQ tile
+    (``dq``). Each ring's stage count is read once, here:
     its buffers, barriers and create follow it, and every pipeline state
     is made from ``pipe.num_stages``."""
 
@@ -521,8 +522,8 @@ def producer(k, cfg, rings, sched, args):
 # -- the consumer warpgroups ---------------------------------------------------
 
 def consumer(k, cfg, stages, rings, sched, args, warp, warpgroup):
-    """A consumer warpgroup: its 64 keys' dK and dV over every step, then
-    the epilogue."""
+    """A consumer warpgroup: dK and dV of its 64 keys (d 256: its columns
+    of the CTA's 64 keys) over every step, then the epilogue."""
     cw = warpgroup - 1
     warp_in_wg, lane = warp % 4, k.lane_idx()
     leader = (warp_in_wg == 0) & (lane == 0)
