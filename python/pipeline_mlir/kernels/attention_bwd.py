@@ -881,8 +881,10 @@ class DkvEpilogue:
     """dK (scaled) and dV written over the K and V tiles and stored by TMA.
     The other warpgroup's GEMMs may still read K and V, which the tiles of
     dK and dV overlap (this warpgroup's 64 x d tile covers the first
-    columns of all 128 key rows): each warpgroup released 'kv', and the
-    barrier over both orders the writes after the other's reads."""
+    columns of all 128 key rows; at d 256 its 64 x 128 tile is the boxes of
+    its columns, which the other warpgroup's S^T and dP^T read): each
+    warpgroup released 'kv', and the barrier over both orders the writes
+    after the other's reads."""
 
     def __init__(self, k, cfg, rings, sched, args, cw, warp_in_wg, lane, leader, wg_sync):
         self.k, self.cfg, self.sched, self.args, self.cw = k, cfg, sched, args, cw
