@@ -10,9 +10,10 @@ pick, so a GPU host without MLIR finds them.
 ``--kernel`` names the families (pipeline_mlir/ops/kernel_cache.py
 ``FAMILIES``): ``hopper_gemm`` (``pipeline_mlir.gemm``, the default),
 ``fp8_gemm`` (``pipeline_mlir.scaled_mm``), ``attention_fwd`` and
-``attention_bwd`` (``pipeline_mlir.attention`` and its backward). ``--all`` compiles every variant of each
+``attention_bwd`` (``pipeline_mlir.attention`` and its backward; ``attention_fwd``
+also ``pipeline_mlir.attention_fp8``'s e4m3 entries). ``--all`` compiles every variant of each
 family's table (ops/gemm_configs.py with its stream-K variants,
-ops/fp8_configs.py, ops/attention_configs.py); ``--shape`` the GEMM
+ops/fp8_configs.py, ops/attention_configs.py, ops/attention_fp8_configs.py); ``--shape`` the GEMM
 variants the table's rule picks for those shapes (and the plain pick a
 fused call takes where the rule picks stream-K) (``--sms``: the GPU's SM count it assumes, 132 for
 an H100 SXM). ``--epilogues`` adds, for each GEMM variant built, its fused
@@ -33,7 +34,8 @@ import time
 
 def wanted(args):
     """[(family, variant, overrides, dtype)] to build."""
-    from pipeline_mlir.ops import attention_configs, fp8_configs, gemm_configs
+    from pipeline_mlir.ops import (attention_configs, attention_fp8_configs, fp8_configs,
+                                   gemm_configs)
 
     out = set()
     split_runs = set()   # (splits a split-K pick runs at its shape, dtype)
@@ -73,8 +75,12 @@ def wanted(args):
                                                      **attention_configs.BWD_CANDIDATES})
         else:
             out.update((kernel, v, "bf16") for v in attention_configs.VARIANTS)
+            # pipeline_mlir.attention_fp8's configurations (dtype e4m3).
+            out.update((kernel, v, attention_fp8_configs.DTYPE)
+                       for v in attention_fp8_configs.VARIANTS)
     tables = {"hopper_gemm": gemm_configs.VARIANTS, "fp8_gemm": fp8_configs.VARIANTS,
-              "attention_fwd": attention_configs.VARIANTS,
+              "attention_fwd": {**attention_configs.VARIANTS,
+                                **attention_fp8_configs.VARIANTS},
               "attention_bwd": {**attention_configs.BWD_VARIANTS,
                                 **attention_configs.BWD_CANDIDATES}}
     found = [(k, v, gemm_configs.overrides(v) if k == "hopper_gemm" else tables[k][v], d)

@@ -8,7 +8,10 @@ time them on a GPU host that has only torch and cuda-bindings.
 Then, on the GPU host: ``cd DIR && python3 check_attention.py`` (correctness
 grid) and ``python3 run_attention.py`` (benchmark against the peers). With
 ``--grid`` the bundle holds every configuration of the op's pick
-(``attention_configs.VARIANTS``) for ``run_attention_grid.py``.
+(``attention_configs.VARIANTS``) for ``run_attention_grid.py``; with
+``--fp8`` the FP8 forward's configurations (``attention_fp8_configs.VARIANTS``,
+tagged ``fp8 ...``), its candidates (``fp8cand ...``) and the bf16 ones
+of the same head dims, for ``run_attention_fp8.py``.
 """
 
 import argparse
@@ -22,7 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [os.path.join(ROOT, "scripts"), os.path.join(ROOT, "examples"), HERE]
 from bundle_common import new_bundle, save_cubin, write_manifest  # noqa: E402
 
-SCRIPTS = ("check_attention.py", "run_attention.py", "run_attention_grid.py", "ours.py",
+SCRIPTS = ("check_attention.py", "run_attention.py", "run_attention_grid.py",
+           "run_attention_fp8.py", "ours.py",
            "variants.py", "profile_one.py", "profile_pair.py")
 
 
@@ -35,10 +39,18 @@ def main(argv=None):
     ap.add_argument("--grid", action="store_true",
                     help="only every configuration the op's pick can return (tagged 'cfg "
                          "<name>', for run_attention_grid.py)")
+    ap.add_argument("--fp8", action="store_true",
+                    help="only the FP8 forward's configurations and candidates, and the "
+                         "bf16 ones of head dims 128 and 256 (for run_attention_fp8.py)")
     args = ap.parse_args(argv)
+    if args.fp8:
+        # pipeline_mlir.attention_fp8 reads its cubins from a kernel cache:
+        # the bundle carries one (run_attention_fp8.py --cache cache).
+        os.environ["PIPELINE_MLIR_CACHE_DIR"] = os.path.join(os.path.abspath(args.out),
+                                                             "cache")
 
     import attention_fwd
-    from variants import grid_variants, variants
+    from variants import fp8_variants, grid_variants, variants
 
     out = new_bundle(args.out)
     for f in SCRIPTS:
@@ -47,7 +59,7 @@ def main(argv=None):
     shutil.copy(os.path.join(ROOT, "examples", "attention_fwd_host.py"), out)
     manifest = {"chip": args.chip, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
                 "variants": []}
-    chosen = (grid_variants() if args.grid
+    chosen = (grid_variants() if args.grid else fp8_variants() if args.fp8
               else variants(quick=args.quick, sweep=args.sweep))
     for tag, cfg, persistent in chosen:
         t0 = time.monotonic()
@@ -58,6 +70,13 @@ def main(argv=None):
         manifest["variants"].append(meta)
         print(f"BUILT {tag:28s} {cfg.name:44s} smem {k.smem_bytes} "
               f"({time.monotonic() - t0:.1f} s)")
+    if args.fp8:
+        from pipeline_mlir.ops import attention_fp8_configs, kernel_cache
+
+        for name, over in attention_fp8_configs.VARIANTS.items():
+            kernel_cache.get(name, over, attention_fp8_configs.DTYPE, args.chip,
+                             kernel="attention_fwd")
+            print(f"CACHED {name}")
     total = write_manifest(out, manifest)
     if total is None:
         return 1

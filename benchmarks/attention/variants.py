@@ -94,3 +94,35 @@ def grid_variants():
     out += [(f"cand {name}", AttentionConfig(**over), True)
             for name, over in grid_extra().items()]
     return out
+
+
+# FP8 candidates beside the op's configurations (attention_fp8_configs),
+# per head dim, timed on run_attention_fp8.py's rows: d 128 leaves shared
+# memory unused at two K/V stages (98 KiB of 227), so three and four; d 256
+# fits three with one Q buffer. (256-key blocks at d 128 and three consumer
+# warpgroups spill registers.)
+FP8_CANDIDATES = {128: {"s3": dict(stages=3), "s4": dict(stages=4)},
+                  256: {"q1s3": dict(q_stages=1, stages=3)}}
+
+
+def fp8_variants():
+    """[(tag, AttentionConfig, persistent)]: the FP8 forward's
+    configurations (``fp8 d<d>[ causal]``), its candidates
+    (``fp8cand d<d>[ causal] <name>``) and the bf16 'best' ones of head dims
+    128 and 256, the peer of run_attention_fp8.py."""
+    from dataclasses import replace
+
+    from attention_fwd import AttentionConfig
+
+    from pipeline_mlir.ops.attention_fp8_configs import VARIANTS as FP8
+
+    out = []
+    for name, over in FP8.items():
+        cfg = AttentionConfig(**over, dtype="e4m3")
+        c = " causal" if cfg.causal else ""
+        out.append((f"fp8 d{cfg.head_dim}{c}", cfg, True))
+        out += [(f"fp8cand d{cfg.head_dim}{c} {n}", replace(cfg, **o), True)
+                for n, o in FP8_CANDIDATES[cfg.head_dim].items()]
+    out += [(tag, cfg, p) for tag, cfg, p in variants(quick=True)
+            if cfg.head_dim in (128, 256)]
+    return out

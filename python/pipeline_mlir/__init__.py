@@ -49,7 +49,8 @@ def make_context():
     return ctx
 
 
-_OPS = {"gemm": "gemm", "scaled_mm": "scaled_mm", "attention": "attention"}
+_OPS = {"gemm": "gemm", "scaled_mm": "scaled_mm", "attention": "attention",
+        "attention_fp8": "attention_fp8"}
 
 
 def __getattr__(name):

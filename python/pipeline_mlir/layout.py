@@ -73,6 +73,32 @@ MAX_BOX = 256                   # cuTensorMapEncodeTiled: box sides 1..256
 TMA_SMEM_ALIGN = 128            # a TMA copy's shared-memory address
 
 
+def fp8_register_a_key_order():
+    """The K order of an 8-bit wgmma's register A operand filled in place.
+
+    A k32 slice of an 8-bit register A operand (PTX ISA, "Register
+    Fragments: Matrix A", m64k32 for .e4m3/.e5m2) gives thread ``t`` (its
+    lane % 4) of a quad k indices ``4t .. 4t + 3`` in its first register
+    (row g), the same of row g + 8 in its second, and ``16 + 4t .. 16 + 4t +
+    3`` in its third and fourth. The f32 accumulator that such an operand is
+    made from (attention's P) gives the same thread columns ``8c + 2t, 8c +
+    2t + 1`` (c = 0..3) of the 32-column slice. Packing each thread's own
+    values in order (``Fragment.to_operand_a(dtype, in_place=True)``: no
+    shuffles) therefore puts accumulator column ``ORDER[kappa]`` at k index
+    ``kappa``, with
+
+        ORDER[16 h + 4 t + j] = 16 h + 8 (j // 2) + 2 t + j % 2
+
+    (h: which half of the slice, j: the byte in the register). The product
+    is still right when the B operand's row ``kappa`` holds row
+    ``ORDER[kappa]`` of the real B: a B given N x K (K-major, as 8-bit B must
+    be) has its K columns permuted within every 32-column block by this
+    order (what the FP8 attention's host does to V). Returns ``ORDER``, a
+    permutation of 0..31."""
+    return tuple(16 * (kk // 16) + 8 * ((kk % 4) // 2) + 2 * ((kk % 16) // 4) + kk % 2
+                 for kk in range(32))
+
+
 class LayoutError(ValueError):
     """An operand layout that no TMA box or wgmma descriptor can express."""
 
@@ -302,4 +328,5 @@ class OperandLayout:
                 f"{self.swizzle or 'no'}-B swizzle, {self.rows}x{self.cols})")
 
 
-__all__ = ["OperandLayout", "LayoutError", "DTYPES", "descriptor_units"]
+__all__ = ["OperandLayout", "LayoutError", "DTYPES", "descriptor_units",
+           "fp8_register_a_key_order"]

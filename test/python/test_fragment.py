@@ -228,13 +228,45 @@ def test_mma_rs_refuses_a_wrong_accumulator():
             mma.mma_rs(Fragment(32), a.slice(0), desc)
 
 
-def test_mma_rs_refuses_8_bit_types():
+def _e4m3_mma_rs_ptx(in_place):
     k = kernel()
     with k:
+        out, inp, s = k.args
         mma, desc = _mma_setup(k, dtype="e4m3")
-        a = Fragment.full(64, 1.0).to_operand_a("e4m3")
-        with pytest.raises(ValueError, match="register A supports bf16/f16 here, got 'e4m3'"):
-            mma.mma_rs(mma.accumulator(), a.slice(0), desc)
+        a = Fragment.full(64, s).to_operand_a("e4m3", in_place=in_place)
+        acc = mma.accumulator()
+        wgmma.fence()
+        for j in range(len(a)):
+            mma.mma_rs(acc, a.slice(j), desc)
+        wgmma.commit_group()
+        wgmma.wait_group(0)
+        store(acc.value(0), out, 0)
+    ptx = k.to_ptx()
+    k.compile(assembler=ASSEMBLER)
+    return ptx
+
+
+def test_mma_rs_on_8_bit_types_is_k32_without_trans_b():
+    """e4m3 from registers: one m64nNk32 per 32-column slice, B K-major, so
+    the PTX form ends at the two scale immediates (no imm-trans-b). Packed
+    in place the operand costs no shuffle; the quad-shuffled packing does."""
+    shuffles = {}
+    for in_place in (False, True):
+        ptx = _e4m3_mma_rs_ptx(in_place)
+        found = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k32\.f32\.e4m3\.e4m3 "
+                           r"\{[^}]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, p, 1, 1;",
+                           ptx)
+        assert len(found) == 2
+        shuffles[in_place] = ptx.count("shfl.sync.idx")
+    # The one left in place is the kernel's own (the warp index broadcast).
+    assert shuffles[True] <= 1 < shuffles[False]
+
+
+def test_in_place_8_bit_operand_is_refused_for_16_bit_types():
+    k = kernel()
+    with k:
+        with pytest.raises(ValueError, match="in_place is for 8-bit types"):
+            Fragment.full(64, 1.0).to_operand_a("bf16", in_place=True)
 
 
 def test_mma_accumulate_false_sets_scale_d_zero():

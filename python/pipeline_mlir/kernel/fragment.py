@@ -769,10 +769,14 @@ class Fragment:
 
     # -- conversions ---------------------------------------------------------
 
-    def to_operand_a(self, dtype="bf16"):
+    def to_operand_a(self, dtype="bf16", in_place=False):
         """This tile converted to ``dtype`` and packed as the register A
-        operand of ``wgmma`` (an :class:`OperandA` of ``n / k`` k-slices)."""
-        return OperandA.from_fragment(self, dtype)
+        operand of ``wgmma`` (an :class:`OperandA` of ``n / k`` k-slices).
+        ``in_place`` (8-bit types): each thread packs its own values, no
+        shuffles, so k index ``kappa`` of each 32-column slice holds column
+        ``layout.fp8_register_a_key_order()[kappa]``; the B operand's K rows
+        must be permuted to match (FP8 attention's V)."""
+        return OperandA.from_fragment(self, dtype, in_place=in_place)
 
     def to_packed(self, dtype):
         """Pairs of consecutive values ``(2j, 2j + 1)`` (same row, adjacent
@@ -851,8 +855,11 @@ class OperandA:
         return self.slices[j]
 
     @classmethod
-    def from_fragment(cls, frag, dtype):
+    def from_fragment(cls, frag, dtype, in_place=False):
         t, bits = _float_type(dtype, "to_operand_a")
+        if in_place and bits != 8:
+            raise ValueError(f"to_operand_a: in_place is for 8-bit types (16-bit ones "
+                             f"are in place already), got {dtype!r}")
         if bits == 16:
             if frag.n % 16:
                 raise ValueError(f"to_operand_a: n ({frag.n}) must be a multiple of 16")
@@ -865,7 +872,8 @@ class OperandA:
             if frag.n % 32:
                 raise ValueError(f"to_operand_a: n ({frag.n}) must be a multiple of 32 for "
                                  f"8-bit types")
-            return cls(dtype, [_fp8_a_slice(frag, dtype, s) for s in range(frag.n // 32)])
+            make = _fp8_a_slice_in_place if in_place else _fp8_a_slice
+            return cls(dtype, [make(frag, dtype, s) for s in range(frag.n // 32)])
         raise ValueError(f"to_operand_a: dtype must be 16- or 8-bit, got {dtype!r}")
 
 
@@ -914,3 +922,28 @@ def _fp8_a_slice(frag, dtype, s):
             regs.append(arith.ori(lo16, hi16))
     # Order: a0 (row g, cols 4t..), a1 (row g + 8), a2 (row g, +16), a3.
     return [regs[0], regs[1], regs[2], regs[3]]
+
+
+def fp8_in_place_value(s, reg, byte):
+    """The accumulator value index (of the thread's ``n / 2``) that byte
+    ``byte`` of register ``reg`` of k32 slice ``s`` holds when the operand is
+    packed in place: registers 0 and 2 are row g, 1 and 3 row g + 8
+    (value pairs ``(i // 2) % 2``); registers 2, 3 take the slice's second
+    16 columns (value blocks 2, 3); bytes 0, 1 are one column pair of an
+    8-column block, bytes 2, 3 the pair of the next block."""
+    return 16 * s + 8 * (reg // 2) + 2 * (reg % 2) + 4 * (byte // 2) + byte % 2
+
+
+def _fp8_a_slice_in_place(frag, dtype, s):
+    """The four registers of k32 slice ``s`` of an 8-bit A operand from the
+    thread's own values (``fp8_in_place_value``): two ``cvt.rn.satfinite``
+    pairs per register, no data movement between threads. The K order this
+    gives is ``layout.fp8_register_a_key_order()``."""
+    v = frag.values
+    regs = []
+    for reg in range(4):
+        idx = [fp8_in_place_value(s, reg, b) for b in range(4)]
+        lo = arith.extui(i32(), _cvt_f8x2(dtype, v[idx[1]], v[idx[0]]))
+        hi = arith.extui(i32(), _cvt_f8x2(dtype, v[idx[3]], v[idx[2]]))
+        regs.append(arith.ori(lo, arith.shli(hi, to_value(16, i32()))))
+    return regs

@@ -120,6 +120,7 @@ class WarpgroupMma:
                                  "for .f16/.bf16), so give 8-bit and tf32 operands K-major")
         self.n = n
         self.dtype = a_dtype
+        self.dtype_b = b_dtype
         self.a_type = getattr(nvvm.WGMMATypes, DTYPES[a_dtype][2])
         self.b_type = getattr(nvvm.WGMMATypes, DTYPES[b_dtype][2])
         self.b_major = b_major
@@ -197,25 +198,33 @@ def wait_group(pending):
 
 
 def _mma_rs_asm(mma, acc, a_regs, desc_b, accumulate):
-    """``wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T`` with A in registers,
+    """``wgmma.mma_async.sync.aligned.m64nNkK.f32.A.B`` with A in registers,
     as one ``llvm.inline_asm``: outputs ``$0..$(n/2-1)`` are the accumulator
     (tied to the inputs of the same index), then the four A registers, the B
     descriptor and the scale-d flag, turned into the predicate the
-    instruction takes. The immediates are scale-a = scale-b = 1 and
-    trans-b (1 for an MN-major B)."""
+    instruction takes. The immediates are scale-a = scale-b = 1 and, for
+    16-bit types, trans-b (1 for an MN-major B); 8-bit types (k32) have no
+    trans-b (their B is K-major)."""
     count = acc.count
-    dtype = {"bf16": "bf16", "f16": "f16"}.get(mma.dtype)
+    dtype = {"bf16": "bf16", "f16": "f16", "e4m3": "e4m3", "e5m2": "e5m2"}.get(mma.dtype)
     if dtype is None:
-        raise ValueError(f"mma_rs: register A supports bf16/f16 here, got {mma.dtype!r}")
+        raise ValueError(f"mma_rs: register A supports bf16/f16/e4m3/e5m2 here, "
+                         f"got {mma.dtype!r}")
     outs = ", ".join(f"${i}" for i in range(count))
     a0 = 2 * count       # operands $count..$2count-1 are the tied inputs
     a_ops = ", ".join(f"${a0 + j}" for j in range(4))
     desc, scale = f"${a0 + 4}", f"${a0 + 5}"
-    trans_b = 0 if mma.b_major == "K" else 1
+    if DTYPES[mma.dtype][0] == 1:
+        # 8-bit: k32, B K-major only, so the PTX form has no imm-trans-b.
+        b_type = DTYPES[mma.dtype_b][2]
+        tail = "p, 1, 1"
+    else:
+        b_type = dtype
+        tail = f"p, 1, 1, {0 if mma.b_major == 'K' else 1}"
     text = ("{\n.reg .pred p;\n"
             f"setp.ne.b32 p, {scale}, 0;\n"
-            f"wgmma.mma_async.sync.aligned.m64n{mma.n}k16.f32.{dtype}.{dtype} "
-            f"{{{outs}}}, {{{a_ops}}}, {desc}, p, 1, 1, {trans_b};\n}}\n")
+            f"wgmma.mma_async.sync.aligned.m64n{mma.n}k{mma.k}.f32.{dtype}.{b_type} "
+            f"{{{outs}}}, {{{a_ops}}}, {desc}, {tail};\n}}\n")
     constraints = ",".join(["=f"] * count + [str(i) for i in range(count)] +
                            ["r"] * 4 + ["l", "n"])
     values = list(acc.values) + a_regs + [desc_b,

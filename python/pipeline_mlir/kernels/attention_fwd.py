@@ -45,6 +45,38 @@ scheduler), ``producer``, ``PingPong`` (the consumers' GEMM turns),
 ``Mainloop`` (the GEMMs and every release), ``OnlineSoftmax`` (softmax and
 mask), ``OutputEpilogue``.
 
+FP8 (``dtype='e4m3'``): Q, K and V in e4m3 with per-tensor descales (three
+one-element fp32 device tensors, parameters ``q_descale``, ``k_descale``,
+``v_descale``), O bf16, LSE fp32. S = Q K^T is an 8-bit wgmma (k32; Q and K
+K-major as before, d contiguous); q and k's descales fold into the softmax's
+``scale_log2``, V's into O's 1 / row sum. P, converted to e4m3 in registers,
+is the A operand of P V: an 8-bit wgmma reads B K-major only (no
+transposed form), and P V's K is the keys, so V arrives as V^T (batch,
+kv_heads, d, keys): keys contiguous, one ring stage = d rows x 128 keys
+(one 128-byte box row). The host makes it (``fp8_v_operand`` in
+ops/attention_fwd_host.py: a transpose, not an in-kernel one, so the
+producer stays one TMA warp and the consumers' shared memory is read as
+TMA wrote it).
+
+Why V's keys are also permuted: P is the f32 accumulator of S, whose
+thread ``t`` (lane % 4) holds, in each row and each 32-key slice, columns
+``8c + 2t, 8c + 2t + 1`` for c = 0..3 (``Fragment``). The k32 register A
+operand of an 8-bit wgmma wants that thread to hold k indices ``4t .. 4t +
+3`` (register 0: row g, 1: row g + 8) and ``16 + 4t .. 16 + 4t + 3``
+(registers 2, 3). Converting in place (``to_operand_a('e4m3',
+in_place=True)``: two ``cvt.rn.satfinite.e4m3x2.f32`` per register, bytes
+in value order, no shuffle) therefore gives k index ``kappa = 16 h + 4 t +
+j`` the accumulator column ``ORDER[kappa] = 16 h + 8 (j // 2) + 2 t + j %
+2`` (``layout.fp8_register_a_key_order``). The product P V stays right if
+B's K index ``kappa`` (V^T's column ``kappa`` in each 32: the K-major
+descriptor's K order is the row's byte order) holds key ``ORDER[kappa]``;
+the host's gather does exactly that (``fp8_v_source_keys``), and
+test/python/test_attention_fp8.py checks it element by element against the
+PTX ISA's fragment layouts (test/gpu/ptx_layouts.py). Keys past the
+sequence's end are padding zeros (V^T is padded to whole 32-key blocks),
+and P is 0 there anyway (masked). FlashAttention-3 gets the same effect by
+permuting V's columns as it transposes V in the kernel.
+
 ``ctas_per_sm=2`` sizes a configuration (one consumer warpgroup, 64-row
 tiles) for two CTAs per SM: ``.minnctapersm 2`` caps the entry registers,
 the register budget and the shared memory are checked against half an SM.
@@ -70,13 +102,13 @@ from pipeline_mlir.kernel import (Float32, GlobalPtr, Int32, Kernel, Scalar,
                                   TmaDescriptor)
 from pipeline_mlir.kernel import epilogue, fence_view_async_shared, wgmma
 from pipeline_mlir.kernel.fragment import Fragment, RowVector
-from pipeline_mlir.kernel.memory import element_ptr
+from pipeline_mlir.kernel.memory import element_ptr, load
 from pipeline_mlir.kernel.smem import BASE_ALIGN
 from pipeline_mlir.kernel.values import f32, i32
 from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
                                             check_register_budget,
                                             set_max_registers)
-from pipeline_mlir.layout import OperandLayout, descriptor_units
+from pipeline_mlir.layout import DTYPES, OperandLayout, descriptor_units
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     PipelineTmaAsync, PipelineTmaStore, PipelineUserType,
                                     make_pipeline_state)
@@ -85,6 +117,8 @@ SMEM_LIMIT = SMEM_PER_BLOCK           # dynamic shared memory one CTA may opt in
 SMEM_PER_SM = 228 * 1024         # an SM's shared memory; each resident CTA reserves 1 KiB
 PACKED_GROUPS = (2, 4, 8)        # query heads per K/V head one tile may pack
 SWIZZLE = 128                    # bytes: every tile's TMA and wgmma swizzle
+DTYPES_FWD = ("bf16", "e4m3")    # operand types of Q, K and V
+FP8_KEYS_PER_BOX = SWIZZLE       # e4m3 V^T: one 128-byte box row is 128 keys
 PINGPONG_BARRIER = 1             # ids 1, 2(, 3): one per consumer warpgroup
 EPILOGUE_BARRIER = 4             # ids 4, 5(, 6): one per consumer warpgroup
 L2_BUDGET = 24 << 20             # bytes of K/V that causal sections keep in L2 (50 MB L2)
@@ -114,6 +148,9 @@ class AttentionConfig:
     # two run side by side (short sequences: one CTA's prologue, masked
     # blocks and epilogue run under the other's GEMMs).
     ctas_per_sm: int = 1
+    # Operand type of Q, K and V: 'bf16', or 'e4m3' (the FP8 forward: the
+    # module doc's "FP8"; O stays bf16, LSE fp32).
+    dtype: str = "bf16"
 
     def __post_init__(self):
         if self.head_dim not in (64, 128, 256):
@@ -132,6 +169,27 @@ class AttentionConfig:
                              "(tma_store=False)")
         if self.ctas_per_sm not in (1, 2):
             raise ValueError("AttentionConfig: ctas_per_sm must be 1 or 2")
+        if self.dtype not in DTYPES_FWD:
+            raise ValueError(f"AttentionConfig: dtype must be one of {DTYPES_FWD}, "
+                             f"got {self.dtype!r}")
+        if self.fp8:
+            if self.head_dim not in (128, 256):
+                raise ValueError(f"AttentionConfig: the e4m3 forward takes head_dim 128 or "
+                                 f"256 (a row of Q and K is whole 128-byte swizzle spans), "
+                                 f"got {self.head_dim}")
+            if self.kv_block % FP8_KEYS_PER_BOX:
+                raise ValueError(f"AttentionConfig: the e4m3 forward's key block is a "
+                                 f"multiple of {FP8_KEYS_PER_BOX} (V^T's 128-byte rows), "
+                                 f"got {self.kv_block}")
+            if self.pack_gqa or self.tma_store or self.ctas_per_sm != 1:
+                raise ValueError("AttentionConfig: the e4m3 forward runs unpacked, one CTA "
+                                 "per SM, O from registers (pack_gqa=0, ctas_per_sm=1, "
+                                 "tma_store=False)")
+
+    @property
+    def fp8(self):
+        """Whether the operands are 8-bit (the FP8 forward)."""
+        return DTYPES[self.dtype][0] == 1
 
     @property
     def q_buffers(self):
@@ -182,6 +240,8 @@ class AttentionConfig:
     def kv_block(self):
         if self.block_n:
             return self.block_n
+        if self.fp8:
+            return FP8_KEYS_PER_BOX
         return 80 if self.head_dim == 256 else 128
 
     @property
@@ -197,21 +257,26 @@ class AttentionConfig:
                 f"{'_ts' if self.o_through_smem else ''}"
                 f"{'_l2sec' if self.causal and self.l2_sections else ''}"
                 f"{f'_gqa{self.pack_gqa}' if self.pack_gqa else ''}"
-                f"{f'_x{self.ctas_per_sm}' if self.ctas_per_sm > 1 else ''}")
+                f"{f'_x{self.ctas_per_sm}' if self.ctas_per_sm > 1 else ''}"
+                f"{f'_{self.dtype}' if self.dtype != 'bf16' else ''}")
 
     # The operand layouts (pipeline_mlir.layout): every box, byte count and
     # descriptor of the kernel and every tensor map of the host follow from
     # these three.
     def q_layout(self):
         """Q: the A operand of S = Q K^T, K-major (d contiguous)."""
-        return OperandLayout("bf16", "K", SWIZZLE, self.block_m, self.head_dim)
+        return OperandLayout(self.dtype, "K", SWIZZLE, self.block_m, self.head_dim)
 
     def k_layout(self):
         """K: the B operand of S = Q K^T, given N x K (d contiguous)."""
-        return OperandLayout("bf16", "K", SWIZZLE, self.kv_block, self.head_dim)
+        return OperandLayout(self.dtype, "K", SWIZZLE, self.kv_block, self.head_dim)
 
     def v_layout(self):
-        """V: the B operand of O = P V, MN-major (rows are this GEMM's K)."""
+        """V: the B operand of O = P V, MN-major (rows are this GEMM's K).
+        FP8: K-major, V^T given d x keys (keys contiguous, permuted within
+        every 32 by ``fp8_register_a_key_order``: the module doc's "FP8")."""
+        if self.fp8:
+            return OperandLayout(self.dtype, "K", SWIZZLE, self.head_dim, self.kv_block)
         return OperandLayout("bf16", "MN", SWIZZLE, self.kv_block, self.head_dim)
 
     def o_layout(self):
@@ -240,7 +305,7 @@ class AttentionConfig:
                 "causal": self.causal,
                 "block_m": self.block_m, "block_n": self.kv_block,
                 "pack_gqa": self.pack_gqa, "ctas_per_sm": self.ctas_per_sm,
-                "threads": self.threads,
+                "threads": self.threads, "dtype": self.dtype,
                 "layouts": {"q": self.q_layout().to_meta(), "k": self.k_layout().to_meta(),
                             "v": self.v_layout().to_meta(), "o": self.o_layout().to_meta()}}
 
@@ -276,13 +341,18 @@ def build(cfg=AttentionConfig(), chip="sm_90a", stages=None):
     # Two CTAs per SM: ptxas must keep the entry registers within half the
     # register file (.minnctapersm), or the second CTA does not fit.
     extra = {"min_ctas_per_sm": cfg.ctas_per_sm} if cfg.ctas_per_sm > 1 else {}
-    k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads, **extra,
-               params={"q": TmaDescriptor(), "k": TmaDescriptor(), "v": TmaDescriptor(),
-                       "o": TmaDescriptor() if cfg.o_through_smem else GlobalPtr(),
-                       "lse": GlobalPtr(align=4),
-                       "batch": Int32(), "heads": Int32(), "heads_kv": Int32(),
-                       "seqlen_q": Int32(), "seqlen_k": Int32(),
-                       "scale_log2": Float32()})
+    params = {"q": TmaDescriptor(), "k": TmaDescriptor(), "v": TmaDescriptor(),
+              "o": TmaDescriptor() if cfg.o_through_smem else GlobalPtr(),
+              "lse": GlobalPtr(align=4),
+              "batch": Int32(), "heads": Int32(), "heads_kv": Int32(),
+              "seqlen_q": Int32(), "seqlen_k": Int32(),
+              "scale_log2": Float32()}
+    if cfg.fp8:
+        # Per-tensor descales: one-element fp32 device tensors (read by the
+        # consumers, as the FP8 GEMM reads its scales: no host sync).
+        params.update(q_descale=GlobalPtr(align=4), k_descale=GlobalPtr(align=4),
+                      v_descale=GlobalPtr(align=4))
+    k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads, **extra, params=params)
     with k:
         args = SimpleNamespace(**{name: v for (name, _), v in zip(k.params, k.args)})
         rings = Rings(k, cfg)
@@ -481,13 +551,16 @@ def producer(k, cfg, rings, sched, args):
         q.pipe.producer_commit(q_state)
         q_state.advance()
 
-        def load(ring, desc, state, j):
+        def load(ring, desc, state, j, transposed=False):
             ring.pipe.producer_acquire(state)
             with k.elect_one():
                 tile = ring.buffer(state.index)
                 for col, off in ring.layout.box_offsets():
-                    ring.pipe.tma_load(state, desc, [h_kv * d + col, j * bn, b],
-                                       tile + off, ring.layout.box_bytes)
+                    # V^T (FP8): rows are the head's d, columns its keys.
+                    coords = ([j * bn + col, h_kv * d, b] if transposed
+                              else [h_kv * d + col, j * bn, b])
+                    ring.pipe.tma_load(state, desc, coords, tile + off,
+                                       ring.layout.box_bytes)
             ring.pipe.producer_commit(state)
             state.advance()
 
@@ -498,8 +571,8 @@ def producer(k, cfg, rings, sched, args):
         load(rings.k, args.k, k_state, 0)
         for j, _ in k.range(1, sched.kv_blocks(m_block), carry=[k_state, v_state]):
             load(rings.k, args.k, k_state, j)
-            load(rings.v, args.v, v_state, j - 1)
-        load(rings.v, args.v, v_state, sched.kv_blocks(m_block) - 1)
+            load(rings.v, args.v, v_state, j - 1, cfg.fp8)
+        load(rings.v, args.v, v_state, sched.kv_blocks(m_block) - 1, cfg.fp8)
     # No arrive may land on this CTA's barriers after it exits.
     rings.q.pipe.producer_tail(q_state)
     rings.k.pipe.producer_tail(k_state)
@@ -516,8 +589,10 @@ def consumer(k, cfg, stages, rings, sched, args, warp, warpgroup):
     turns = stages.pingpong(k, cfg, cw)
     mainloop = stages.mainloop(k, cfg, rings, turns)
     thread_row, thread_col = Fragment.thread_origin(warp_in_wg, lane)
-    softmax = stages.softmax(k, cfg, sched, args.scale_log2, thread_row, thread_col)
+    scales = Scales.of(cfg, args)
+    softmax = stages.softmax(k, cfg, sched, scales.scale_log2, thread_row, thread_col)
     epi = stages.epilogue(k, cfg, rings.o, cw, warp_in_wg, lane, thread_row, thread_col)
+    epi.scales = scales
     states = rings.states(PipelineUserType.Consumer)
     for r, _ in k.range(sched.rounds, carry=list(states)):
         m_block, b, h = sched.round_unit(r)
@@ -529,6 +604,23 @@ def consumer(k, cfg, stages, rings, sched, args, warp, warpgroup):
         mainloop.tile(states, acc, softmax, cw, m_row0, n_blocks, n_free)
         epi.tile(acc, args, b, h, m_row0)
     epi.tail()
+
+
+@dataclass
+class Scales:
+    """The consumers' scales: ``scale_log2`` (softmax scale x log2 e, the
+    FP8 forward's q and k descales folded in: S's accumulator is Q8 K8^T)
+    and ``v_descale`` (FP8: O's, applied with 1 / row sum; None for bf16)."""
+    scale_log2: object
+    v_descale: object = None
+
+    @classmethod
+    def of(cls, cfg, args):
+        if not cfg.fp8:
+            return cls(args.scale_log2)
+        qd, kd, vd = (Scalar(load(p, f32())) for p in (args.q_descale, args.k_descale,
+                                                         args.v_descale))
+        return cls(args.scale_log2 * qd * kd, vd)
 
 
 # -- stage: the consumers' GEMM turns ----------------------------------------
@@ -591,16 +683,25 @@ class Mainloop:
         self.k, self.cfg, self.rings, self.turns = k, cfg, rings, turns
         q_layout, k_layout, v_layout = rings.q.layout, rings.k.layout, rings.v.layout
         self.mma_s = wgmma.WarpgroupMma(cfg.kv_block, q_layout, k_layout)  # m64 n=bn
-        # O += P V: m64 n=d, V (kv rows x d) MN-major.
-        self.mma_o = wgmma.WarpgroupMma(cfg.head_dim, "bf16", v_layout)
+        # O += P V: m64 n=d, V (kv rows x d) MN-major; FP8: V^T (d x kv)
+        # K-major, its keys in P's in-place register order.
+        self.mma_o = wgmma.WarpgroupMma(cfg.head_dim, cfg.dtype, v_layout)
         # Stage 0 of the K and V rings (Q's descriptor is made per tile).
         self.k_base = wgmma.smem_matrix_descriptor(rings.k.smem, k_layout)
         self.v_base = wgmma.smem_matrix_descriptor(rings.v.smem, v_layout)
         self.k_step = descriptor_units(k_layout.bytes)
         self.v_step = descriptor_units(v_layout.bytes)
 
+    def operand_a(self, p):
+        """P as the register A operand of P V: bf16 (the accumulator's own
+        layout), or e4m3 packed in place (no shuffles; V^T's keys are in
+        the order this gives, ``layout.fp8_register_a_key_order``)."""
+        if self.cfg.fp8:
+            return p.to_operand_a(self.cfg.dtype, in_place=True)
+        return p.to_operand_a("bf16")
+
     def issue_s(self, s_acc, stage, q_desc):
-        """S = Q K_stage^T: d / 16 wgmma, one group."""
+        """S = Q K_stage^T: d / 16 wgmma (d / 32 for e4m3), one group."""
         q_layout, k_layout = self.rings.q.layout, self.rings.k.layout
         db = (stage.to(64) * self.k_step + Scalar(self.k_base)).ir_value
         wgmma.fence()
@@ -610,7 +711,8 @@ class Mainloop:
         wgmma.commit_group()
 
     def issue_pv(self, o_acc, p, stage):
-        """O += P V_stage: bn / 16 wgmma with P in registers, one group."""
+        """O += P V_stage: bn / 16 wgmma (bn / 32 for e4m3) with P in
+        registers, one group."""
         v_layout = self.rings.v.layout
         db = (stage.to(64) * self.v_step + Scalar(self.v_base)).ir_value
         wgmma.fence()
@@ -664,7 +766,7 @@ class Mainloop:
         pipe_k.consumer_release(k_read)
         k_read.advance()
         p, _ = softmax(s_acc, acc, Scalar(0), m_row0, Scalar(0) >= n_free, first=True)
-        return p.to_operand_a("bf16")
+        return self.operand_a(p)
 
     def plain_block(self, states, j, q_desc, acc, p_regs, softmax, m_row0, n_free):
         """Block j without overlap: P_{j-1} V_{j-1}, retired, then S_j,
@@ -688,7 +790,7 @@ class Mainloop:
         k_read.advance()
         p, c = softmax(s_acc, acc, j, m_row0, j >= n_free, first=False)
         acc.o.set(acc.o * c)
-        p_regs.set(p.to_operand_a("bf16"))
+        p_regs.set(self.operand_a(p))
 
     def overlapped_block(self, states, j, q_desc, acc, p_regs, corr, softmax, m_row0,
                          n_free):
@@ -712,7 +814,7 @@ class Mainloop:
         pipe_v.consumer_release(v_read)
         v_read.advance()
         corr.set(new_corr)
-        p_regs.set(p.to_operand_a("bf16"))
+        p_regs.set(self.operand_a(p))
 
     def release_q(self, q_read):
         """Q is no longer read: every S GEMM of the tile retired."""
@@ -801,6 +903,7 @@ class OutputEpilogue:
         self.warp_in_wg, self.lane = warp_in_wg, lane
         self.thread_row, self.thread_col = thread_row, thread_col
         self.leader = (warp_in_wg == 0) & (lane == 0)
+        self.scales = None           # the consumer's Scales (set after construction)
         if smem_o is not None:
             self.o_store = PipelineTmaStore.create(
                 num_stages=1, producer_group=CooperativeGroup(Agent.Thread, 1))
@@ -813,8 +916,11 @@ class OutputEpilogue:
         total = acc.row_sum.quad_sum()
         nonzero = [Scalar(t) != 0.0 for t in total.values]
         inv = total.reciprocal().where(nonzero, 0.0)
+        scales = self.scales or Scales(args.scale_log2)
+        if scales.v_descale is not None:
+            inv = inv * scales.v_descale          # FP8: O = v_descale P V8 / sum
         out = acc.o * inv
-        lse = ((acc.row_max * args.scale_log2 + total.log2()) * math.log(2.0)).where(
+        lse = ((acc.row_max * scales.scale_log2 + total.log2()) * math.log(2.0)).where(
             nonzero, float("-inf"))
         if cfg.pack_gqa:
             # Packed row i: position i // g of query head h g + i % g; the
@@ -898,10 +1004,11 @@ def store_o(k, out, o_ptr, b, h, heads, seqlen_q, d, row, col, row_step=8):
 def build_variant(overrides, dtype, chip):
     """(cubin, launch facts) of the attention variant ``overrides``
     (``AttentionConfig`` fields: head_dim, causal and the tuned ones of
-    ``pipeline_mlir.ops.attention_configs``) in ``dtype`` ('bf16'): the
-    kernel cache's builder of this family."""
-    if dtype != "bf16":
-        raise ValueError(f"attention_fwd: bf16 only, got {dtype!r}")
-    cfg = AttentionConfig(**overrides)
+    ``pipeline_mlir.ops.attention_configs``) in ``dtype`` ('bf16', or 'e4m3':
+    ``pipeline_mlir.ops.attention_fp8``): the kernel cache's builder of this
+    family."""
+    if dtype not in DTYPES_FWD:
+        raise ValueError(f"attention_fwd: dtype must be one of {DTYPES_FWD}, got {dtype!r}")
+    cfg = AttentionConfig(**overrides, dtype=dtype)
     k = build(cfg, chip=chip)
     return bytes(k.compile()), cfg.meta(k)

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""The FP8 (e4m3) attention forward on a Hopper GPU: checked against fp32
+attention of its dequantized inputs, then timed next to our bf16 forward on
+the same shapes, in one process.
+
+    python3 run_attention_fp8.py --out DIR [--rows quick] [--bundle DIR]
+
+Run from (or point ``--bundle`` at) an attention bundle built with
+``benchmarks/attention/build_bundle.py --fp8``: the FP8 variants (tagged
+``fp8 d<d>[ causal]``), candidates (``fp8cand ...``) and the bf16 forward's
+chosen ones (``best ...``).
+
+Correctness (``CHECKS``: ragged lengths, GQA, sq != sk, causal and full):
+gaussian q, k, v quantized per tensor to e4m3
+(``attention_fwd_host.fp8_quantize``), the kernel's O against fp32
+attention of the dequantized tensors, every element within its row's bound
+``max|V| (2^-4 + 2^-10 seqlen_k / L) + 2^-9 |O|`` (P rounded to e4m3 before
+P V; ``attention_fwd_host.check_fp8``), LSE within ``FP8_LSE_ERROR_BOUND``.
+
+Timing: per row one set of ``torch.randn`` tensors, quantized for the FP8
+kernel and cast to bf16 for the bf16 one; alternating rounds (``ROUNDS``
+rounds of ``ITERS`` back-to-back calls, CUDA events), TFLOP/s = 4 b h s^2 d /
+median time (half for causal), the ratio the median over rounds of bf16
+time / FP8 time. The FP8 kernel gets V already as ``fp8_v_operand(v)``
+(what a KV cache keeps); that pass over V is timed on its own (``v prep``).
+Also reported: whether torch's SDPA takes e4m3 inputs (cuDNN's FP8 SDPA);
+and with ``--cache DIR`` (the bundle's ``cache``), that the library op
+``pipeline_mlir.attention_fp8`` (V given as (b, s, h, d), transposed by the
+op) returns the bundled kernel's O and LSE bit for bit.
+Writes DIR/attention_fp8.json and DIR/attention_fp8.log.
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+# (b, h, hk, sq, sk, d, causal)
+CHECKS = [(1, 4, 4, 1000, 1000, 128, False), (1, 4, 4, 1000, 1000, 128, True),
+          (2, 8, 2, 777, 1500, 128, True), (1, 4, 4, 2048, 2048, 256, False),
+          (1, 8, 2, 1536, 700, 256, True), (1, 2, 2, 4096, 4096, 128, True)]
+# (b, h, s, d)
+ROWS = [(4, 16, 8192, 128), (2, 16, 16384, 128), (4, 8, 8192, 256), (2, 8, 16384, 256)]
+QUICK_ROWS = [(2, 16, 4096, 128), (2, 8, 4096, 256)]
+ROUNDS, ITERS, WARMUP = 5, 5, 2
+
+
+def log(msg, fh):
+    print(msg, flush=True)
+    fh.write(msg + "\n")
+    fh.flush()
+
+
+def flops(b, h, s, d, causal):
+    total = 4 * b * h * s * s * d
+    return total // 2 if causal else total
+
+
+def load(bundle):
+    """{tag: AttentionFwd} of the bundle's FP8 variants, candidates and
+    bf16 'best' ones."""
+    if bundle not in sys.path:
+        sys.path.insert(0, bundle)
+    from attention_fwd_host import AttentionFwd
+
+    with open(os.path.join(bundle, "manifest.json")) as f:
+        manifest = json.load(f)
+    out = {}
+    for meta in manifest["variants"]:
+        if meta["tag"].split()[0] in ("fp8", "fp8cand", "best"):
+            with open(os.path.join(bundle, meta["image"]), "rb") as f:
+                out[meta["tag"]] = AttentionFwd(f.read(), meta)
+    return out
+
+
+def time_interleaved(fns):
+    import torch
+
+    for fn in fns.values():
+        for _ in range(WARMUP):
+            fn()
+    torch.cuda.synchronize()
+    times = {n: [] for n in fns}
+    for _ in range(ROUNDS):
+        for n, fn in fns.items():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
+                enable_timing=True)
+            start.record()
+            for _ in range(ITERS):
+                fn()
+            end.record()
+            end.synchronize()
+            times[n].append(start.elapsed_time(end) / ITERS)
+    return times
+
+
+def sdpa_fp8_status():
+    """Whether torch's SDPA (the cuDNN backend) runs on e4m3 inputs here."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    x = torch.randn(1, 2, 256, 128, device="cuda").to(torch.float8_e4m3fn)
+    try:
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            F.scaled_dot_product_attention(x, x, x)
+        return "torch SDPA ran on e4m3 inputs"
+    except Exception as e:
+        return f"torch SDPA does not take e4m3 inputs: {type(e).__name__}: {str(e)[:160]}"
+
+
+def check_op(kernels, fp8_quantize, fp8_v_operand):
+    """``pipeline_mlir.attention_fp8`` against the bundled kernel, bit for
+    bit, on a ragged GQA shape per head dim, causal and full."""
+    import torch
+
+    sys.path.insert(0, os.path.abspath(HERE))
+    import pipeline_mlir
+
+    f8 = torch.float8_e4m3fn
+    done = []
+    for d in (128, 256):
+        x = [torch.randn(2, s, n, d, device="cuda") for s, n in ((600, 8), (900, 2), (900, 2))]
+        (q8, qd), (k8, kd), (v8, vd) = (fp8_quantize(t, f8) for t in x)
+        for causal in (False, True):
+            o, lse = pipeline_mlir.attention_fp8(q8, k8, v8, qd, kd, vd.item(), causal=causal,
+                                                 return_lse=True)
+            tag = f"fp8 d{d}{' causal' if causal else ''}"
+            ko, klse = kernels[tag](q8, k8, fp8_v_operand(v8), descales=(qd, kd, vd))
+            if not (torch.equal(o, ko) and torch.equal(lse, klse)):
+                raise AssertionError(f"attention_fp8 differs from the bundled {tag}")
+            done.append(tag)
+    return f"op pipeline_mlir.attention_fp8 == bundled kernel, bitwise: {', '.join(done)}"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--rows", choices=("all", "quick"), default="all")
+    ap.add_argument("--bundle", default=HERE)
+    ap.add_argument("--cache", help="a kernel cache with the FP8 entries: check the op too")
+    args = ap.parse_args(argv)
+    if args.cache:
+        os.environ["PIPELINE_MLIR_CACHE_DIR"] = os.path.abspath(args.cache)
+
+    import torch
+    if not torch.cuda.is_available():
+        print("run_attention_fp8: no CUDA GPU: nothing to measure (run it on a Hopper GPU)")
+        return 0
+    os.makedirs(args.out, exist_ok=True)
+    fh = open(os.path.join(args.out, "attention_fp8.log"), "w")
+    log(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}", fh)
+    kernels = load(os.path.abspath(args.bundle))
+    from attention_fwd_host import check_fp8, fp8_quantize, fp8_v_operand
+
+    log(sdpa_fp8_status(), fh)
+    result = {"device": torch.cuda.get_device_name(), "checks": [], "rows": []}
+    for b, h, hk, sq, sk, d, causal in CHECKS:
+        tag = f"fp8 d{d}{' causal' if causal else ''}"
+        emax, ratio, lerr = check_fp8(kernels[tag], b, sq, sk, h, hk)
+        log(f"check {tag}: b={b} h={h}/{hk} sq={sq} sk={sk}: max|dO| {emax:.3e} "
+            f"(<= {ratio:.3f} of its bound), max|dLSE| {lerr:.2e}", fh)
+        result["checks"].append(dict(tag=tag, shape=[b, h, hk, sq, sk, d], o_max_abs=emax,
+                                     bound_ratio=ratio, lse_max_abs=lerr))
+        torch.cuda.empty_cache()
+
+    f8 = torch.float8_e4m3fn
+    if args.cache:
+        log(check_op(kernels, fp8_quantize, fp8_v_operand), fh)
+    torch.manual_seed(0)
+    for b, h, s, d in (QUICK_ROWS if args.rows == "quick" else ROWS):
+        x = [torch.randn(b, s, h, d, device="cuda") for _ in range(3)]
+        bf = [t.to(torch.bfloat16) for t in x]
+        (q8, qd), (k8, kd), (v8, vd) = (fp8_quantize(t, f8) for t in x)
+        del x
+        vt = fp8_v_operand(v8)
+        for causal in (False, True):
+            c = " causal" if causal else ""
+            fns = {}
+            for tag, attn in kernels.items():
+                if attn.meta["head_dim"] != d or bool(attn.meta["causal"]) != causal:
+                    continue
+                if tag.startswith("best"):
+                    fns["bf16"] = (lambda a=attn: a(*bf))
+                else:
+                    fns[tag] = (lambda a=attn: a(q8, k8, vt, descales=(qd, kd, vd)))
+            fns["v prep"] = lambda: fp8_v_operand(v8)
+            times = time_interleaved(fns)
+            f = flops(b, h, s, d, causal)
+            ms = {n: statistics.median(t) for n, t in times.items()}
+            tflops = {n: f / (m * 1e-3) / 1e12 for n, m in ms.items() if n != "v prep"}
+            main_tag = f"fp8 d{d}{c}"
+            ratio = statistics.median(p / o for p, o in zip(times["bf16"], times[main_tag]))
+            row = dict(row=[b, h, s, d], causal=causal, ms=ms, tflops=tflops,
+                       fp8_over_bf16=ratio)
+            result["rows"].append(row)
+            log(f"{b},{h},{s},{d}{c or ' full'}: " + ", ".join(
+                f"{n} {t:.1f}" for n, t in tflops.items()) + f" TFLOP/s; fp8/bf16 "
+                f"{ratio:.3f}x; v prep {ms['v prep']:.3f} ms (kernel {ms[main_tag]:.3f} ms)",
+                fh)
+        del q8, k8, v8, vt, bf
+        torch.cuda.empty_cache()
+    with open(os.path.join(args.out, "attention_fp8.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    fh.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
