@@ -25,15 +25,17 @@ from pipeline_mlir.kernels import attention_fwd
 from pipeline_mlir.kernels.attention_fwd import AttentionConfig
 from pipeline_mlir.layout import fp8_register_a_key_order
 from pipeline_mlir.ops import attention_configs, attention_fp8_configs, kernel_cache
-from pipeline_mlir.ops.attention_fwd_host import fp8_v_keys, fp8_v_source_keys
+from pipeline_mlir.ops.attention_fwd_host import (FP8_KEY_AXES, FP8_KEY_TRANSPOSE,
+                                                  fp8_v_keys, fp8_v_source_keys)
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "gpu")))
 import ptx_layouts  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ORDER = fp8_register_a_key_order()
-FP8 = [dict(head_dim=128), dict(head_dim=128, causal=True), dict(head_dim=256),
-       dict(head_dim=256, causal=True)]
+# The op's configurations: d 128 full, causal, d 256 full, causal.
+FP8 = [attention_fp8_configs.VARIANTS[n] for n in ("fp8_d128", "fp8_d128c", "fp8_d256",
+                                                    "fp8_d256c")]
 
 
 def ir(**cfg):
@@ -48,7 +50,7 @@ def test_the_key_order_is_a_permutation_within_each_half_slice():
     assert sorted(ORDER[:16]) == list(range(16))
 
 
-@pytest.mark.parametrize("n", [128, 256])
+@pytest.mark.parametrize("n", [128, 192, 256])
 def test_in_place_registers_hold_the_columns_the_b_descriptor_pairs_them_with(n):
     """For every thread, k32 slice, register and byte: the PTX ISA says the
     register A operand's byte is element (row, kappa) of A; the in-place
@@ -60,7 +62,11 @@ def test_in_place_registers_hold_the_columns_the_b_descriptor_pairs_them_with(n)
     v_cfg = AttentionConfig(head_dim=128, dtype="e4m3", block_n=n)
     vt = v_cfg.v_layout()
     assert (vt.major, vt.rows, vt.cols, vt.k_per_instruction) == ("K", 128, n, 32)
-    assert [vt.k_slice_offset(s) for s in range(4)] == [0, 32, 64, 96]
+    # Slice s starts at V^T column 32 s: its box, then its byte in the row
+    # (192 keys: three 64-byte boxes, the 64-byte swizzle).
+    for s in range(n // 32):
+        off = vt.k_slice_offset(s)
+        assert (off // vt.box_bytes) * vt.box_cols + off % vt.box_bytes == 32 * s
     source = fp8_v_source_keys(n)
     for T in range(ptx_layouts.THREADS):
         for s in range(n // 32):
@@ -98,6 +104,19 @@ def test_the_register_product_with_the_permuted_v_is_p_v():
     assert not np.array_equal(a, p)             # the packing did permute
 
 
+def test_the_v_operands_transpose_of_key_axes_is_the_gather():
+    """fp8_v_operand permutes a 32-key block's axes (h, a, t, e) to (h, t,
+    a, e); on numpy the same transpose must give the key order."""
+    keys = np.arange(32).reshape(FP8_KEY_AXES).transpose(FP8_KEY_TRANSPOSE).reshape(-1)
+    assert tuple(keys) == ORDER == tuple(fp8_v_source_keys(32))
+    # and with V's other axes around it, as the host folds it in:
+    b, sk, hk, d = 2, 64, 3, 4
+    v = np.arange(b * sk * hk * d).reshape(b, sk, hk, d)
+    blocks = v.reshape(b, sk // 32, *FP8_KEY_AXES, hk, d)
+    vt = blocks.transpose(0, 6, 7, 1, *(2 + i for i in FP8_KEY_TRANSPOSE)).reshape(b, hk, d, sk)
+    assert np.array_equal(vt, v[:, fp8_v_source_keys(sk)].transpose(0, 2, 3, 1))
+
+
 def test_the_v_operand_pads_to_whole_key_blocks():
     for sk in (1, 31, 32, 300, 4096):
         keys = fp8_v_keys(sk)
@@ -110,7 +129,8 @@ def test_the_v_operand_pads_to_whole_key_blocks():
 
 # -- the kernel -----------------------------------------------------------------
 
-@pytest.mark.parametrize("cfg", [FP8[1], FP8[2]], ids=lambda c: str(c))
+@pytest.mark.parametrize("cfg", [FP8[1], FP8[2], dict(head_dim=128, block_n=192, causal=True)],
+                         ids=lambda c: str(c))
 def test_fp8_configurations_check_and_simulate_clean(cfg):
     """Checker clean, and the simulator runs every warp to the end on a
     ragged GQA shape: 4 query heads on 2 K/V heads, 200 queries, 300 keys."""
@@ -139,7 +159,7 @@ def test_fp8_kernels_compile_to_8_bit_wgmma_without_spills(cfg):
     pv = re.findall(rf"wgmma\.mma_async\.sync\.aligned\.m64n{d}k32\.f32\.e4m3\.e4m3 "
                     r"\{[^}]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, p, 1, 1;", ptx)
     assert len(pv) == 2 * 4          # the overlapped and the last block, 128 / 32 each
-    bf16 = attention_fwd.build(AttentionConfig(**cfg)).to_ptx()
+    bf16 = attention_fwd.build(AttentionConfig(head_dim=d, causal=cfg["causal"])).to_ptx()
     assert _shuffles(ptx) == _shuffles(bf16)
 
 
@@ -168,7 +188,7 @@ def test_bf16_configurations_take_no_fp8_parameter():
 
 @pytest.mark.parametrize("cfg, message", [
     (dict(head_dim=64), "head_dim 128 or 256"),
-    (dict(head_dim=128, block_n=64), "key block is a multiple of 128"),
+    (dict(head_dim=128, block_n=96), "key block is a multiple of 64"),
     (dict(head_dim=128, pack_gqa=2), "runs unpacked"),
     (dict(head_dim=128, dtype="f16"), "dtype must be one of"),
 ])

@@ -119,6 +119,7 @@ PACKED_GROUPS = (2, 4, 8)        # query heads per K/V head one tile may pack
 SWIZZLE = 128                    # bytes: every tile's TMA and wgmma swizzle
 DTYPES_FWD = ("bf16", "e4m3")    # operand types of Q, K and V
 FP8_KEYS_PER_BOX = SWIZZLE       # e4m3 V^T: one 128-byte box row is 128 keys
+FP8_V_SWIZZLE_64 = 64            # e4m3 V^T of 64-key multiples: 64-byte rows
 PINGPONG_BARRIER = 1             # ids 1, 2(, 3): one per consumer warpgroup
 EPILOGUE_BARRIER = 4             # ids 4, 5(, 6): one per consumer warpgroup
 L2_BUDGET = 24 << 20             # bytes of K/V that causal sections keep in L2 (50 MB L2)
@@ -177,10 +178,10 @@ class AttentionConfig:
                 raise ValueError(f"AttentionConfig: the e4m3 forward takes head_dim 128 or "
                                  f"256 (a row of Q and K is whole 128-byte swizzle spans), "
                                  f"got {self.head_dim}")
-            if self.kv_block % FP8_KEYS_PER_BOX:
+            if self.kv_block % FP8_V_SWIZZLE_64:
                 raise ValueError(f"AttentionConfig: the e4m3 forward's key block is a "
-                                 f"multiple of {FP8_KEYS_PER_BOX} (V^T's 128-byte rows), "
-                                 f"got {self.kv_block}")
+                                 f"multiple of {FP8_V_SWIZZLE_64} (V^T's box rows: 128 or "
+                                 f"64 bytes of keys), got {self.kv_block}")
             if self.pack_gqa or self.tma_store or self.ctas_per_sm != 1:
                 raise ValueError("AttentionConfig: the e4m3 forward runs unpacked, one CTA "
                                  "per SM, O from registers (pack_gqa=0, ctas_per_sm=1, "
@@ -276,7 +277,10 @@ class AttentionConfig:
         FP8: K-major, V^T given d x keys (keys contiguous, permuted within
         every 32 by ``fp8_register_a_key_order``: the module doc's "FP8")."""
         if self.fp8:
-            return OperandLayout(self.dtype, "K", SWIZZLE, self.head_dim, self.kv_block)
+            # 128-byte swizzle where the key block is whole 128-key rows,
+            # else 64-byte boxes (e.g. 192 keys: three).
+            swizzle = SWIZZLE if self.kv_block % FP8_KEYS_PER_BOX == 0 else FP8_V_SWIZZLE_64
+            return OperandLayout(self.dtype, "K", swizzle, self.head_dim, self.kv_block)
         return OperandLayout("bf16", "MN", SWIZZLE, self.kv_block, self.head_dim)
 
     def o_layout(self):

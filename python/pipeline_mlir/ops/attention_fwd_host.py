@@ -219,22 +219,33 @@ def fp8_v_source_keys(seqlen_k):
             for kk in range(FP8_KEY_BLOCK)]
 
 
+# A key of a 32-key block is 16 h + 8 a + 2 t + e (h, a, e in 0..1, t in
+# 0..3); at V^T column 16 h + 4 t + 2 a + e it is ORDER[that column]
+# (layout.fp8_register_a_key_order): the block's axes (h, a, t, e) become
+# (h, t, a, e), one transpose that fp8_v_operand folds into V's.
+FP8_KEY_AXES = (2, 2, 4, 2)
+FP8_KEY_TRANSPOSE = (0, 2, 1, 3)
+
+
 def fp8_v_operand(v):
     """V (batch, seqlen_k, kv_heads, d) e4m3 as the FP8 forward reads it:
     V^T (batch, kv_heads, d, keys), keys contiguous (an 8-bit wgmma's B is
     K-major), padded with zeros to ``fp8_v_keys`` and permuted within every
-    32 by ``fp8_v_source_keys`` (so that P's register fragment needs no
-    shuffles: the module doc of kernels/attention_fwd.py). One pass over V:
-    a KV cache can keep V in this form and pass it to every call."""
+    32 as ``fp8_v_source_keys`` says (so that P's register fragment needs
+    no shuffles: the module doc of kernels/attention_fwd.py). One copy of
+    V (a permute of its axes); a KV cache can keep V in this form and pass
+    it to every call."""
     import torch
 
     b, sk, hk, d = v.shape
     keys = fp8_v_keys(sk)
-    raw = v.contiguous().view(torch.uint8)             # gathers on the bytes
+    raw = v.contiguous().view(torch.uint8)             # the copy moves bytes
     if keys != sk:
         raw = torch.cat([raw, raw.new_zeros(b, keys - sk, hk, d)], dim=1)
-    index = torch.tensor(fp8_v_source_keys(sk), device=v.device)
-    vt = raw.index_select(1, index).permute(0, 2, 3, 1).contiguous()
+    blocks = raw.view(b, keys // FP8_KEY_BLOCK, *FP8_KEY_AXES, hk, d)
+    # (b, block, h, a, t, e, hk, d) -> (b, hk, d, block, h, t, a, e)
+    inner = tuple(2 + i for i in FP8_KEY_TRANSPOSE)
+    vt = blocks.permute(0, 6, 7, 1, *inner).reshape(b, hk, d, keys)
     return vt.view(v.dtype)
 
 
