@@ -38,7 +38,8 @@ or order-free with respect to its neighbours: fences, setmaxnreg,
 wgmma.fence, a doubled wgmma wait or commit group, a doubled TMA store of
 the same tile or PipelineTmaStore tail, two TMA stores of one group
 swapped, a doubled CTA-wide barrier every thread runs; a TMA producer's
-commit, which emits nothing; a stage count below the buffers; a one-CTA
+commit, which emits nothing, and moves past it; two copies of one stage,
+or two pipelines' tails, swapped; a stage count below the buffers; a one-CTA
 kernel's ``init_arrive``, which emits nothing, and its producer tail; a
 proxy fence moved past the hand-over barrier, which the storing thread then
 runs before its store; a move past an identical line, which changes
@@ -237,9 +238,24 @@ def _harmless(kind, what, text=""):
     if kind == "dup" and any(op in what for op in HARMLESS_DUP):
         return True
     if (kind in ("drop", "dup") or kind.startswith("move")) and "producer.commit" in what \
-            and ("<tma_async>" in what or "<tma_umma>" in what):
-        # a TMA producer's commit emits nothing: the copies' complete_tx
-        # completes the full barrier (the pipeline semantics' table of verbs)
+            and any(f"<{k}>" in what for k in NOOP_COMMIT_KINDS):
+        # a TMA (or CLC) producer's commit emits nothing: the copies'
+        # complete_tx completes the full barrier (the kind table's commit
+        # target is none)
+        return True
+    passed = _passed_line(text, what) if kind.startswith("move") else ""
+    if "pipeline.producer.commit" in passed and any(f"<{k}," in passed
+                                                     for k in NOOP_COMMIT_KINDS):
+        # moved past a commit that emits nothing
+        return True
+    if "copy.tma_load" in what and "copy.tma_load" in passed and _same_stage_copy(
+            text, what, passed):
+        # two copies of one stage, between the same acquire and commit, in
+        # the other order
+        return True
+    if "producer.tail" in what and "producer.tail" in passed:
+        # two pipelines' tails in the other order: each waits for its own
+        # consumers' releases
         return True
     if kind == "stages-1":   # fewer stages than buffers and barriers: still a correct ring
         return True
@@ -288,6 +304,33 @@ def _harmless(kind, what, text=""):
         # it): one more sync is one more full barrier
         return True
     return False
+
+
+# Kinds whose producer.commit emits nothing (the kind table's commit target
+# is none: the full barrier completes by transaction bytes).
+NOOP_COMMIT_KINDS = ("tma_async", "tma_umma", "tma_multi_consumers_async", "clc_fetch_async")
+
+
+def _passed_line(text, what):
+    """For a move: the line of the verb the moved one passed."""
+    lines = text.split("\n")
+    m = re.search(r"(before|past) line (\d+)", what)
+    if not m:
+        return ""
+    j = int(m.group(2)) - 1
+    k = j + 1 if m.group(1) == "before" else j - 1
+    return lines[k] if 0 <= k < len(lines) else ""
+
+
+def _same_stage_copy(text, what, passed):
+    """The moved copy names the same (pipeline, state) as ``passed``."""
+    m = re.search(r"(before|past) line (\d+)", what)
+    lines = text.split("\n")
+    j = int(m.group(2)) - 1
+    moved = lines[j] if 0 <= j < len(lines) else ""
+    key = re.compile(r"copy\.tma_load (%[\w#]+), (%[\w#]+),")
+    a, b = key.search(moved), key.search(passed)
+    return bool(a and b and a.groups() == b.groups())
 
 
 def _mutated_line(text, what):
