@@ -52,8 +52,9 @@ K-major as before, d contiguous); q and k's descales fold into the softmax's
 ``scale_log2``, V's into O's 1 / row sum. P, converted to e4m3 in registers,
 is the A operand of P V: an 8-bit wgmma reads B K-major only (no
 transposed form), and P V's K is the keys, so V arrives as V^T (batch,
-kv_heads, d, keys): keys contiguous, one ring stage = d rows x 128 keys
-(one 128-byte box row). The host makes it (``fp8_v_operand`` in
+kv_heads, d, keys): keys contiguous, one ring stage = d rows x the key
+block (128 keys: one 128-byte swizzled box; 192: three 64-byte ones). The
+host makes it (``fp8_v_operand`` in
 ops/attention_fwd_host.py: a transpose, not an in-kernel one, so the
 producer stays one TMA warp and the consumers' shared memory is read as
 TMA wrote it).

@@ -245,7 +245,7 @@ def fp8_v_operand(v):
     blocks = raw.view(b, keys // FP8_KEY_BLOCK, *FP8_KEY_AXES, hk, d)
     # (b, block, h, a, t, e, hk, d) -> (b, hk, d, block, h, t, a, e)
     inner = tuple(2 + i for i in FP8_KEY_TRANSPOSE)
-    vt = blocks.permute(0, 6, 7, 1, *inner).reshape(b, hk, d, keys)
+    vt = blocks.permute(0, 6, 7, 1, *inner).contiguous().view(b, hk, d, keys)
     return vt.view(v.dtype)
 
 
