@@ -25,4 +25,8 @@ else:
         cfg = replace(cfg, causal=True)
     if "--pack-gqa" in sys.argv:   # query heads per K/V head one tile packs: 2, 4 or 8
         cfg = replace(cfg, pack_gqa=int(sys.argv[sys.argv.index("--pack-gqa") + 1]))
+    if "--fp8" in sys.argv:        # the e4m3 forward in pipeline_mlir.attention_fp8's configuration
+        from pipeline_mlir.ops.attention_fp8_configs import variant
+
+        cfg = AttentionConfig(**variant(cfg.head_dim, cfg.causal)[1], dtype="e4m3")
     sys.exit(main(build(cfg), cfg.name))

@@ -83,7 +83,7 @@ tiles) for two CTAs per SM: ``.minnctapersm 2`` caps the entry registers,
 the register budget and the shared memory are checked against half an SM.
 
 Usage: python examples/attention_fwd.py [--d 64|128|256] [--causal] [--pack-gqa 2|4|8]
-[--print-ir] [--out DIR]
+[--fp8] [--print-ir] [--out DIR]
 (builds, checks and compiles; ``pipeline_mlir/ops/attention_fwd_host.py`` runs it).
 
 ``--out DIR``: where the cubin and its launch metadata go (by default a
