@@ -1,5 +1,6 @@
 """The GPU suite, part 3: the library ops PyTorch users call,
-``pipeline_mlir.scaled_mm`` and ``pipeline_mlir.attention``, against torch.
+``pipeline_mlir.scaled_mm``, ``pipeline_mlir.attention`` and
+``pipeline_mlir.attention_fp8``, against torch.
 
 Their variants come from the bundle's kernel cache (``gemm-cache/``: every
 family, filled by scripts/build-gpu-bundle.py). Without a GPU, torch or
@@ -213,3 +214,49 @@ def test_attention_compiles_and_refuses_bad_input(cache, device):
         pipeline_mlir.attention(q[:, :, :3].contiguous(), kv, kv)
     with pytest.raises(TypeError, match="bfloat16"):
         pipeline_mlir.attention(q.half(), kv.half(), kv.half())
+
+
+# (b, sq, sk, h, hk, d, causal): both head dims, ragged, GQA, sq != sk.
+FP8_ATTENTION_SHAPES = [(2, 1000, 1000, 4, 4, 128, True), (1, 777, 1500, 8, 2, 128, False),
+                        (2, 1536, 700, 8, 2, 256, True), (1, 2048, 2048, 4, 4, 256, False)]
+
+
+@pytest.mark.parametrize("shape", FP8_ATTENTION_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_attention_fp8_matches_fp32_of_the_dequantized_inputs(cache, device, shape):
+    """``pipeline_mlir.attention_fp8`` (V given as (b, s, h, d), transposed
+    by the op; descales as tensors and as floats) within the per-row bound
+    of ``attention_fwd_host.fp8_errors``; V^T passed by the caller gives the
+    same bits."""
+    import pipeline_mlir
+    from pipeline_mlir.ops.attention_fwd_host import fp8_errors, fp8_quantize, fp8_v_operand
+
+    b, sq, sk, h, hk, d, causal = shape
+    g = torch.Generator(device="cuda").manual_seed(sq + sk)
+    x = [torch.randn(b, s, n, d, device="cuda", generator=g) for s, n in
+         ((sq, h), (sk, hk), (sk, hk))]
+    (q8, qd), (k8, kd), (v8, vd) = (fp8_quantize(t, torch.float8_e4m3fn) for t in x)
+    o, lse = pipeline_mlir.attention_fp8(q8, k8, v8, qd, kd, vd, causal=causal,
+                                         return_lse=True)
+    assert o.dtype == torch.bfloat16 and o.shape == q8.shape and lse.shape == (b, h, sq)
+    emax, ratio, lerr = fp8_errors(o, lse, (q8, qd), (k8, kd), (v8, vd), causal)
+    print(f"attention_fp8 {shape}: max |O err| {emax:.3g} ({ratio:.3f} of its bound), "
+          f"max |LSE err| {lerr:.3g}")
+    o2 = pipeline_mlir.attention_fp8(q8, k8, None, qd.item(), kd.item(), vd.item(),
+                                     causal=causal, vt=fp8_v_operand(v8))
+    assert torch.equal(o2, o)
+
+
+def test_attention_fp8_refuses_bad_input(cache, device):
+    import pipeline_mlir
+
+    q = torch.randn(1, 256, 4, 128, device="cuda").to(torch.float8_e4m3fn)
+    kv = torch.randn(1, 256, 2, 128, device="cuda").to(torch.float8_e4m3fn)
+    with pytest.raises(TypeError, match="float8_e4m3fn"):
+        pipeline_mlir.attention_fp8(q.float(), kv, kv, 1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="head_dim must be one of"):
+        pipeline_mlir.attention_fp8(q[..., :64].contiguous(), kv[..., :64].contiguous(),
+                                    kv[..., :64].contiguous(), 1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="per tensor"):
+        pipeline_mlir.attention_fp8(q, kv, kv, torch.ones(4, device="cuda"), 1.0, 1.0)
+    with pytest.raises(ValueError, match="one of them"):
+        pipeline_mlir.attention_fp8(q, kv, None, 1.0, 1.0, 1.0)

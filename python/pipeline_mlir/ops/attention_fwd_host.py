@@ -322,9 +322,8 @@ def fp8_quantize(x, dtype):
 
 def check_fp8(attn, b, sq, sk, h, hk, seed=0):
     """Run the FP8 variant ``attn`` on gaussian inputs quantized per tensor
-    and compare with fp32 attention of the dequantized inputs. Raises AssertionError over the
-    bounds (the bound is per row, the comment above); returns (max |O
-    error|, the largest error / bound ratio, max |LSE error|)."""
+    and compare with fp32 attention of the dequantized inputs
+    (``fp8_errors``); returns what that returns."""
     import torch
 
     d = attn.meta["head_dim"]
@@ -335,16 +334,31 @@ def check_fp8(attn, b, sq, sk, h, hk, seed=0):
     (q8, qd), (k8, kd), (v8, vd) = (fp8_quantize(t, f8) for t in (q, k, v))
     out = torch.full((b, sq, h, d), float("nan"), dtype=torch.bfloat16, device="cuda")
     o, lse = attn(q8, k8, fp8_v_operand(v8), out=out, sync=True, descales=(qd, kd, vd))
+    return fp8_errors(o, lse, (q8, qd), (k8, kd), (v8, vd), attn.meta["causal"],
+                      name=attn.meta["name"])
+
+
+def fp8_errors(o, lse, q, k, v, causal, softmax_scale=None, name="attention_fp8"):
+    """O and LSE of an FP8 forward against fp32 attention of its
+    dequantized inputs (``q``, ``k``, ``v``: (e4m3 tensor, descale) pairs).
+    Raises AssertionError over the bounds (the bound is per row, the
+    comment above); returns (max |O error|, the largest error / bound
+    ratio, max |LSE error|)."""
+    import torch
+
+    (q8, qd), (k8, kd), (v8, vd) = q, k, v
+    b, sq, h, d = q8.shape
+    sk, hk = k8.shape[1], k8.shape[2]
     qf, kf, vf = q8.float() * qd, k8.float() * kd, v8.float() * vd
-    ro, rlse = reference(qf, kf, vf, attn.meta["causal"])
+    ro, rlse = reference(qf, kf, vf, causal, softmax_scale)
     # Per row: L = exp(LSE - max S) from the reference's S.
-    scale = 1.0 / math.sqrt(d)
+    scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(d)
     qt = qf.transpose(1, 2)
     kt = kf.transpose(1, 2).repeat_interleave(h // hk, dim=1)
     s = torch.matmul(qt, kt.transpose(-1, -2)) * scale
-    if attn.meta["causal"]:
-        r = torch.arange(sq, device="cuda")[:, None]
-        c = torch.arange(sk, device="cuda")[None, :]
+    if causal:
+        r = torch.arange(sq, device=s.device)[:, None]
+        c = torch.arange(sk, device=s.device)[None, :]
         s = s.masked_fill(c > r + (sk - sq), float("-inf"))
     row_l = torch.exp(rlse - s.amax(dim=-1)).transpose(1, 2)[..., None]   # b sq h 1
     del s
@@ -356,10 +370,10 @@ def check_fp8(attn, b, sq, sk, h, hk, seed=0):
     over = (err > bound) & rows
     lerr = (lse[finite] - rlse[finite]).abs().max().item() if finite.any() else 0.0
     if not torch.equal(torch.isfinite(lse), finite):
-        raise AssertionError(f"{attn.meta['name']}: LSE -inf rows differ from the reference")
+        raise AssertionError(f"{name}: LSE -inf rows differ from the reference")
     emax = err[rows].max().item()
     if over.any() or lerr > FP8_LSE_ERROR_BOUND:
-        raise AssertionError(f"{attn.meta['name']} b={b} sq={sq} sk={sk} h={h} hk={hk}: "
+        raise AssertionError(f"{name} b={b} sq={sq} sk={sk} h={h} hk={hk}: "
                              f"{int(over.sum())} outputs over their bound (max |O err| "
                              f"{emax:.3g}), max |LSE err| {lerr:.3g} (bound "
                              f"{FP8_LSE_ERROR_BOUND})")
