@@ -182,12 +182,13 @@ class SharedMemory:
                 if self._base is None:
                     self._base = self._make_base()
                 ptr = _gep_bytes(self._base, offset) if offset else self._base
-            # The allocation's size, for the protocol checker: a pipeline
-            # whose stages index a ring in it must not index past its end
-            # (more stages than buffers). The op yielding an allocation's
-            # pointer carries it; the offset-0 allocation's is the base.
-            ptr.owner.attributes[SMEM_BYTES_ATTR] = ir.IntegerAttr.get(
-                ir.IntegerType.get_signless(64), nbytes)
+                # The allocation's size, for the protocol checker: a
+                # pipeline whose stages index a ring in it must not index
+                # past its end (more stages than buffers). The op yielding
+                # an allocation's pointer carries it; the offset-0
+                # allocation's is the base.
+                ptr.owner.attributes[SMEM_BYTES_ATTR] = ir.IntegerAttr.get(
+                    ir.IntegerType.get_signless(64), nbytes)
             return ptr
 
         self.allocations.append((name, offset, nbytes))
