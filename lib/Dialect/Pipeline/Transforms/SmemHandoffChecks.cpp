@@ -29,7 +29,9 @@
 // the number of warps (any thread's fence counts).
 // Who executes an op comes from the thread conditions of the scf.ifs
 // around it, evaluated per thread of a block of known size (`block-dim` or
-// `known_block_size`); without one, the check is off. Branches on thread
+// `known_block_size`); without one, per thread of the largest block, where
+// only ops run by a closed set of threads (`warp == 0`, a lane of it) are
+// decided. Branches on thread
 // ids are walked one after the other (each op acts for its own threads);
 // other branches are paths, merged by keeping what either leaves pending;
 // loop bodies are walked twice so that one iteration's stores meet the
@@ -95,7 +97,8 @@ Value writtenAddress(Operation *op) {
 
 class Checker {
 public:
-  Checker(FunctionOpInterface fn, int64_t blockDim) : blockDim(blockDim) {}
+  Checker(FunctionOpInterface fn, int64_t blockDim, bool openEnded)
+      : blockDim(blockDim), openEnded(openEnded) {}
 
   void run(Block &body) {
     State s;
@@ -118,6 +121,8 @@ private:
     if (it != threadCache.end())
       return it->second;
     std::optional<llvm::BitVector> result = threadsRunning(op, blockDim);
+    if (openEnded && result && result->test(blockDim - 1))
+      result = std::nullopt;
     return threadCache[op->getBlock()] = std::move(result);
   }
 
@@ -434,6 +439,8 @@ private:
   }
 
   int64_t blockDim;
+  /// The block size is not known: blockDim is the largest block's.
+  bool openEnded;
   DenseMap<Block *, std::optional<llvm::BitVector>> threadCache;
   DenseMap<Value, llvm::SmallPtrSet<const void *, 2>> rootCache;
   llvm::SmallPtrSet<Operation *, 8> reported, fenceReported;
@@ -468,7 +475,13 @@ LogicalResult protocol::checkSmemHandoff(FunctionOpInterface fn,
   if (fn.isExternal())
     return success();
   int64_t blockDim = getBlockDim(fn, options);
-  if (blockDim <= 0 || blockDim % 32 != 0 || blockDim > 1024)
+  // Without a block size, the largest block is evaluated and an op whose
+  // threads reach its last warp (`warp >= 1`, no condition at all) is not
+  // decided: closed sets (`warp == 0`, a lane of it) do not depend on it.
+  bool openEnded = blockDim <= 0;
+  if (openEnded)
+    blockDim = 1024;
+  else if (blockDim % 32 != 0 || blockDim > 1024)
     return success();
   // Only functions with both halves of the idiom.
   bool stores = false, writes = false;
@@ -478,7 +491,7 @@ LogicalResult protocol::checkSmemHandoff(FunctionOpInterface fn,
   });
   if (!stores || !writes)
     return success();
-  Checker checker(fn, blockDim);
+  Checker checker(fn, blockDim, openEnded);
   checker.run(fn.getFunctionBody().front());
   return failure(checker.failed);
 }

@@ -337,6 +337,114 @@ gpu.module @m {
 !S = !pipeline.pipeline<tma_store, stages = 2>
 !ps = !pipeline.state<2, producer>
 
+// The same without a known block size: warp 0 and its elected lane are
+// closed sets, decided for any block.
+gpu.module @m {
+  llvm.mlir.global external @smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+  gpu.func @one_warp_no_proxy_fence_any_block(%desc: !llvm.ptr, %n: i32) kernel {
+    %base = llvm.mlir.addressof @smem : !llvm.ptr<3>
+    %p = pipeline.create {name = "c"} : !S
+    %s = pipeline.state.make : !ps
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c2 = arith.constant 2 : i32
+    %c32 = arith.constant 32 : i32
+    %c512 = arith.constant 512 : i32
+    %warp = arith.divui %tid, %c32 : i32
+    %w0 = arith.cmpi eq, %warp, %c0 : i32
+    scf.for %t = %c0 to %n step %c1 : i32 {
+      %slot = arith.remsi %t, %c2 : i32
+      %off = arith.muli %slot, %c512 : i32
+      %buf = llvm.getelementptr %base[%off] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+      scf.if %w0 {
+        %e = nvvm.elect.sync -> i1
+        scf.if %e {
+          pipeline.producer.acquire %p, %s : !S, !ps
+        }
+      }
+      %a = llvm.getelementptr %buf[%tid] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32
+      scf.if %w0 {
+        // expected-note @+1 {{written here, with no proxy fence after it before the store}}
+        llvm.store %t, %a : i32, !llvm.ptr<3>
+      }
+      scf.if %w0 {
+        %e = nvvm.elect.sync -> i1
+        scf.if %e {
+          // expected-error @+1 {{proxy fence: this TMA store reads shared memory through the async proxy that warp 0 wrote with ordinary stores (the generic proxy), and on some path no fence.proxy.async.shared::cta lies between the writes and the store: the TMA unit may read stale data (call fence_view_async_shared() after the stores, before the barrier that hands the tile to the storing thread)}}
+          pipeline.copy.tma_store %desc[%c0, %t] from %buf : !llvm.ptr, <3>
+          pipeline.producer.commit %p, %s : !S, !ps
+        }
+      }
+    }
+    scf.if %w0 {
+      %e = nvvm.elect.sync -> i1
+      scf.if %e {
+        pipeline.producer.tail %p, %s : !S, !ps
+      }
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+!S = !pipeline.pipeline<tma_store, stages = 2>
+!ps = !pipeline.state<2, producer>
+
+// Its twin: the fence between the writes and the store.
+gpu.module @m {
+  llvm.mlir.global external @smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+  gpu.func @one_warp_proxy_fence_any_block(%desc: !llvm.ptr, %n: i32) kernel {
+    %base = llvm.mlir.addressof @smem : !llvm.ptr<3>
+    %p = pipeline.create {name = "c"} : !S
+    %s = pipeline.state.make : !ps
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c2 = arith.constant 2 : i32
+    %c32 = arith.constant 32 : i32
+    %c512 = arith.constant 512 : i32
+    %warp = arith.divui %tid, %c32 : i32
+    %w0 = arith.cmpi eq, %warp, %c0 : i32
+    scf.for %t = %c0 to %n step %c1 : i32 {
+      %slot = arith.remsi %t, %c2 : i32
+      %off = arith.muli %slot, %c512 : i32
+      %buf = llvm.getelementptr %base[%off] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+      scf.if %w0 {
+        %e = nvvm.elect.sync -> i1
+        scf.if %e {
+          pipeline.producer.acquire %p, %s : !S, !ps
+        }
+      }
+      %a = llvm.getelementptr %buf[%tid] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32
+      scf.if %w0 {
+        llvm.store %t, %a : i32, !llvm.ptr<3>
+        nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+      }
+      scf.if %w0 {
+        %e = nvvm.elect.sync -> i1
+        scf.if %e {
+          pipeline.copy.tma_store %desc[%c0, %t] from %buf : !llvm.ptr, <3>
+          pipeline.producer.commit %p, %s : !S, !ps
+        }
+      }
+    }
+    scf.if %w0 {
+      %e = nvvm.elect.sync -> i1
+      scf.if %e {
+        pipeline.producer.tail %p, %s : !S, !ps
+      }
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+!S = !pipeline.pipeline<tma_store, stages = 2>
+!ps = !pipeline.state<2, producer>
+
 // The storing thread fences after the barrier, before its store: accepted
 // (the check does not ask which thread fences).
 gpu.module @m {
