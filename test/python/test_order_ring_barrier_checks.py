@@ -8,7 +8,11 @@ is reported at compile time at the user's line, and its correct twin is not.
   already refuses the mismatch at build time): ``smem_alloc`` tells the
   checker the ring's size (property 16);
 - named barriers: a hand-over through two NamedBarriers whose consumer
-  syncs once more than the producer arrives (property 9, second part).
+  syncs once more than the producer arrives (property 9, second part);
+- the examples' own slips of the same kinds, planted in their printed IR:
+  the cluster's pipeline_init_wait above its pipeline_init_arrive
+  (property 13, third part), the epilogue's tma_store below the
+  producer_commit that closes its group, or dropped (property 15).
 """
 
 import os
@@ -18,6 +22,7 @@ import mlir.passmanager as passmanager
 import pytest
 
 import pipeline_mlir
+from _example_checks import example_ir, verify_protocol
 
 from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel, load, store
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier, PipelineAsync,
@@ -161,3 +166,35 @@ def test_named_barrier_sync_doubled():
 
 def test_named_barrier_hand_over_is_clean():
     assert errors_at(hand_over()) == []
+
+
+def _swap_lines(text, first, second):
+    lines = text.split("\n")
+    i = next(n for n, line in enumerate(lines) if first in line)
+    j = next(n for n, line in enumerate(lines) if second in line)
+    lines[i], lines[j] = lines[j], lines[i]
+    return "\n".join(lines)
+
+
+def test_cluster_init_wait_above_its_arrive():
+    text = example_ir("tma_reduction_cluster")
+    assert verify_protocol(text) == []
+    (diag,) = verify_protocol(_swap_lines(text, "pipeline.init_arrive", "pipeline.init_wait"))
+    assert diag.startswith("pipeline.init_wait with no pipeline.init_arrive before it (rule: "
+                           "one cluster arrive, then one cluster wait)")
+    assert "(call pipeline.init_arrive once, then pipeline.init_wait once" in diag
+
+
+def test_epilogue_store_below_its_commit_or_dropped():
+    text = example_ir("tma_store_epilogue")
+    assert verify_protocol(text) == []
+    (diag,) = verify_protocol(_swap_lines(text, "pipeline.copy.tma_store",
+                                          "pipeline.producer.commit"))
+    assert ("copy.tma_store runs after the producer.commit that closes its stage (rule: a "
+            "PipelineTmaStore stage's copy.tma_store goes between producer.acquire and "
+            "producer.commit)") in diag
+    dropped = "\n".join(line for line in text.split("\n")
+                        if "pipeline.copy.tma_store" not in line)
+    (diag,) = verify_protocol(dropped)
+    assert "producer.commit closes a bulk group with no copy.tma_store since the " \
+           "producer.acquire of its state" in diag
