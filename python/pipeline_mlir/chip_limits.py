@@ -13,6 +13,10 @@ the driver; these are the defaults and what code builds for.
 # Dynamic shared memory one CTA may opt into: 227 KiB (228 KiB per SM, 1 KiB
 # reserved by the system), on sm_90 and sm_100 alike.
 SMEM_PER_BLOCK = 227 * 1024
+# CTAs of one cluster: 8 portably, 16 with the non-portable cluster size
+# attribute (sm_90 and sm_100 alike).
+MAX_CLUSTER_SIZE_PORTABLE = 8
+MAX_CLUSTER_SIZE_NONPORTABLE = 16
 # 32-bit registers per SM (and the most one CTA can hold).
 REGISTER_FILE = 65536
 THREADS_PER_WARP = 32

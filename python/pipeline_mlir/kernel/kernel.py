@@ -33,6 +33,8 @@ import mlir.ir as ir
 import mlir.passmanager as pm
 from mlir.dialects import arith, gpu, nvvm
 
+from pipeline_mlir.chip_limits import MAX_CLUSTER_SIZE_NONPORTABLE, SMEM_PER_BLOCK
+
 from . import compile as _compile
 from .control import If, elect_one, range_, while_
 from .params import as_param
@@ -111,9 +113,10 @@ class Kernel:
         self.cluster_dim = _dims(cluster_dim, "cluster_dim")
         if self.cluster_dim == (1, 1, 1):
             self.cluster_dim = None
-        # The non-portable maximum of sm_90 and sm_100 (runtime/device.py).
-        from pipeline_mlir.runtime.device import DeviceLimits
-        most = DeviceLimits().max_cluster_size_nonportable
+        # The non-portable maximum of sm_90 and sm_100 (chip_limits: building
+        # a kernel must not import the CUDA runtime, which costs a cold
+        # build tens of milliseconds).
+        most = MAX_CLUSTER_SIZE_NONPORTABLE
         if self.cluster_dim and _volume(self.cluster_dim) > most:
             raise ValueError(f"Kernel: cluster_dim {self.cluster_dim} has "
                              f"{_volume(self.cluster_dim)} CTAs; a cluster holds at "
@@ -364,10 +367,8 @@ class Kernel:
         check_kernel_register_budget(self.func, self.block_dim)
 
     def _check_smem(self, chip):
-        # The launch limit of sm_90 and sm_100 alike (runtime/device.py).
-        from pipeline_mlir.runtime.device import DeviceLimits
-
-        self.smem.check_fits(DeviceLimits().max_smem_per_block_optin, chip)
+        # The launch limit of sm_90 and sm_100 alike (chip_limits).
+        self.smem.check_fits(SMEM_PER_BLOCK, chip)
 
     def simulate(self, args=None, *, schedules=100, seed=0, trip_count=None,
                  cluster=None, exhaustive_bound=None, check=True):

@@ -8,7 +8,8 @@ then raises NoGpuError, which is how the deviceless tests exercise it.
 
 from dataclasses import dataclass
 
-from ..chip_limits import MULTIPROCESSORS, SMEM_PER_BLOCK
+from ..chip_limits import (MAX_CLUSTER_SIZE_NONPORTABLE, MAX_CLUSTER_SIZE_PORTABLE,
+                           MULTIPROCESSORS, SMEM_PER_BLOCK)
 from . import _driver
 from .errors import NoGpuError
 
@@ -19,8 +20,8 @@ class DeviceLimits:
     max_block_dims: tuple = (1024, 1024, 64)
     max_grid_dims: tuple = (2**31 - 1, 65535, 65535)
     max_smem_per_block_optin: int = SMEM_PER_BLOCK  # 227 KiB on sm_90 / sm_100
-    max_cluster_size_portable: int = 8
-    max_cluster_size_nonportable: int = 16
+    max_cluster_size_portable: int = MAX_CLUSTER_SIZE_PORTABLE
+    max_cluster_size_nonportable: int = MAX_CLUSTER_SIZE_NONPORTABLE
     multiprocessors: int = MULTIPROCESSORS["sm_90a"]
 
 
