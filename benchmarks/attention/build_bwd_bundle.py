@@ -33,7 +33,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     out = new_bundle(args.out)
-    shutil.copy(os.path.join(HERE, "run_attention_bwd.py"), out)
+    for f in ("run_attention_bwd.py", "profile_bwd_pair.py"):
+        shutil.copy(os.path.join(HERE, f), out)
     for f in GPU_TESTS:
         shutil.copy(os.path.join(ROOT, "test", "gpu", f), out)
     # The tracing test needs torch, not MLIR: it runs where torch is.

@@ -4,6 +4,7 @@ vs torch SDPA's cuDNN backward (and FlashAttention-4's CuTe DSL backward
 where ``flash_attn.cute`` imports), in one process, on the same tensors.
 
     python3 run_attention_bwd.py --out DIR [--rows quick] [--only ours,cudnn,fa4] [--dq-split]
+        [--options dq_overlap+dq_store_spread,dq_overlap,...]
 
 Run it from the folder benchmarks/attention/build_bwd_bundle.py makes (its
 ``gemm-cache/`` holds the compiled kernels; no MLIR needed there).
@@ -22,6 +23,12 @@ times that, causal half of each; a ratio is the median over rounds of
 ``--dq-split``: our d 128 backward runs the candidate that splits dQ by
 columns between its consumer warpgroups (``attention_configs.BWD_CANDIDATES``)
 instead of the default; the other rows are unchanged.
+
+``--options``: each comma-separated set of ``attention_configs.BWD_OPTIONS``
+(joined by '+') is one more contender, our backward with those switches on
+at every head dim (``attention_configs.BWD_CANDIDATES``), named ``ours_`` and
+the options' tags (``ours_dqo_dqw``), timed in the same alternating rounds
+as the default: an A/B of a candidate against the default and the peers.
 
 Writes DIR/attention_bwd.json and DIR/attention_bwd.log.
 """
@@ -81,6 +88,32 @@ def reference_grads(q, k, v, do, causal, heads_per_chunk=2):
                 dst[bi, :, hs] = g.transpose(0, 1)
             del sc, o
     return out
+
+
+def option_sets(spec):
+    """``--options``' sets: [(contender name, options tuple)]."""
+    from pipeline_mlir.ops import attention_configs
+
+    out = []
+    for item in filter(None, (x.strip() for x in spec.split(","))):
+        opts = tuple(o.strip() for o in item.split("+"))
+        attention_configs.bwd_variant(128, False, options=opts)      # known names
+        tags = [tag for o, tag in attention_configs.BWD_OPTIONS.items() if o in opts]
+        out.append(("ours_" + "_".join(tags), opts))
+    return out
+
+
+def with_options(options, fn):
+    """``fn()`` with our backward's ``BWD_OPTIONS`` set to ``options`` (the
+    op reads them when the backward runs)."""
+    import importlib
+
+    op = importlib.import_module("pipeline_mlir.ops.attention")
+    before, op.BWD_OPTIONS = op.BWD_OPTIONS, options
+    try:
+        return fn()
+    finally:
+        op.BWD_OPTIONS = before
 
 
 def load_contenders(only):
@@ -154,6 +187,8 @@ def main(argv=None):
     ap.add_argument("--only", default=",".join(CONTENDERS))
     ap.add_argument("--dq-split", action="store_true",
                     help="d 128: the backward candidate with dQ split by columns")
+    ap.add_argument("--options", default="",
+                    help="candidates: sets of BWD_OPTIONS joined by '+', comma-separated")
     args = ap.parse_args(argv)
     only = [n.strip() for n in args.only.split(",") if n.strip()]
 
@@ -170,9 +205,18 @@ def main(argv=None):
 
         importlib.import_module("pipeline_mlir.ops.attention").BWD_DQ_SPLIT = True
         log("ours: d 128 backward with dQ split by columns (dq_split)", fh)
+    options = {}                                  # contender -> our backward's options
+    if args.options and "ours" in fns:
+        for name, opts in option_sets(args.options):
+            fns[name], options[name] = fns["ours"], opts
+            log(f"{name}: our backward with {'+'.join(opts)}", fh)
     for name, why in missing.items():
         log(f"{name}: not measured ({why})", fh)
-    names = [n for n in CONTENDERS if n in fns]
+    names = [n for n in CONTENDERS if n in fns] + list(options)
+
+    def grad(n, o, retain_graph=True):
+        return with_options(options.get(n, ()), lambda: torch.autograd.grad(
+            o, (q, k, v), do, retain_graph=retain_graph))
     results = []
     torch.manual_seed(0)
     for row in (QUICK_ROWS if args.rows == "quick" else ROWS):
@@ -186,7 +230,7 @@ def main(argv=None):
             outs, errors = {}, {}
             for n, fn in fns.items():
                 o = fn(q, k, v, causal)
-                grads = torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+                grads = grad(n, o)
                 errors[n] = [(g.float() - r).abs().max().item() / r.abs().max().item()
                              for g, r in zip(grads, ref)]
                 outs[n] = o
@@ -196,10 +240,9 @@ def main(argv=None):
             del ref
             log(f"{row} causal={causal} checked (dq, dk, dv rel. err): " + ", ".join(
                 f"{n} " + "/".join(f"{e:.1e}" for e in errs) for n, errs in errors.items()), fh)
-            bwd = time_interleaved({n: (lambda o=o: torch.autograd.grad(
-                o, (q, k, v), do, retain_graph=True)) for n, o in outs.items()})
-            fwd_bwd = time_interleaved({n: (lambda fn=fn, causal=causal: torch.autograd.grad(
-                fn(q, k, v, causal), (q, k, v), do)) for n, fn in fns.items()})
+            bwd = time_interleaved({n: (lambda n=n, o=o: grad(n, o)) for n, o in outs.items()})
+            fwd_bwd = time_interleaved({n: (lambda n=n, fn=fn, causal=causal: grad(
+                n, fn(q, k, v, causal), retain_graph=False)) for n, fn in fns.items()})
             f = fwd_flops(b, h, s, d, causal)
             r = {"row": list(row), "causal": causal, "errors": errors,
                  "bwd": summarize(2.5 * f, bwd), "fwd_bwd": summarize(3.5 * f, fwd_bwd)}
@@ -215,6 +258,7 @@ def main(argv=None):
     with open(os.path.join(args.out, "attention_bwd.json"), "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "rel_bound": REL_BOUND,
                    "dq_split": args.dq_split,
+                   "options": {n: list(o) for n, o in options.items()},
                    "not_measured": missing, "results": results}, f, indent=1)
     fh.close()
     return 0

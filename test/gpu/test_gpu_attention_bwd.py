@@ -112,6 +112,48 @@ def test_dq_split_candidate_matches_fp32(cache, device, shape):
     assert torch.equal(split[1], default[1]) and torch.equal(split[2], default[2])
 
 
+# The candidates with attention_configs.BWD_OPTIONS on: every head dim,
+# ragged, GQA and MQA, causal with more keys than queries and the reverse.
+OPTION_SHAPES = [(2, 512, 512, 4, 4, 128, False), (1, 333, 517, 4, 2, 128, True),
+                 (2, 256, 256, 8, 1, 64, True), (1, 300, 77, 2, 1, 64, False),
+                 (2, 512, 512, 4, 2, 256, False), (1, 330, 200, 2, 2, 256, True)]
+
+
+@pytest.mark.parametrize("options", [("dq_overlap", "dq_store_spread"), ("dq_overlap",),
+                                     ("dq_store_spread",)], ids="+".join)
+@pytest.mark.parametrize("shape", OPTION_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_option_candidates_match_fp32(cache, device, shape, options):
+    """attention_configs.BWD_CANDIDATES with ``options`` (not the op's
+    default): gradients within the bound against fp32, and dQ, dK and dV
+    close to the default kernel's (the options reorder dQ's waits and
+    where its stores land, not any sum: dK and dV bit for bit, dQ up to
+    the reduce-add's order)."""
+    import importlib
+
+    import pipeline_mlir
+    from pipeline_mlir.ops.attention_bwd_host import (REL_ERROR_BOUND, reference,
+                                                      relative_errors)
+
+    op = importlib.import_module("pipeline_mlir.ops.attention")
+    b, sq, sk, h, hk, d, causal = shape
+    q, k, v, do = inputs(b, sq, sk, h, hk, d, sq + sk + 2)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    o = pipeline_mlir.attention(q, k, v, causal=causal)
+    default = torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+    op.BWD_OPTIONS = options
+    try:
+        cand = torch.autograd.grad(o, (q, k, v), do)
+    finally:
+        op.BWD_OPTIONS = ()
+    errs = relative_errors(cand, reference(q, k, v, do, causal))
+    print(f"attention backward, {'+'.join(options)} {shape}: relative errors dq "
+          f"{errs[0]:.2e} dk {errs[1]:.2e} dv {errs[2]:.2e}")
+    assert all(torch.isfinite(g).all() for g in cand)
+    assert max(errs) <= REL_ERROR_BOUND, errs
+    assert torch.equal(cand[1], default[1]) and torch.equal(cand[2], default[2])
+    assert max(relative_errors((cand[0],), (default[0].float(),))) <= 1e-2
+
+
 def test_preprocess_matches_torch(cache, device):
     """The preprocess kernel's LSE * log2(e) and dPsum against the same in
     torch, padding rows and fully masked (-inf) rows included."""

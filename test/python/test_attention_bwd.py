@@ -16,6 +16,7 @@ import pytest
 from _attention_bwd_mistakes import STAGES_WITH, build_with_mistake
 from pipeline_mlir.kernels import attention_bwd as ab
 from pipeline_mlir.ops import attention_configs, kernel_cache
+from pipeline_mlir.layout import OperandLayout
 
 # batch 1, 2 query heads on 1 K/V head (GQA: each CTA walks both heads),
 # ragged 200 query / 300 key rows (two key blocks, the last one partial).
@@ -72,6 +73,11 @@ def production(head_dim, causal=False):
     return attention_configs.bwd_variant(head_dim, causal)[1]
 
 
+def dq_split_candidate(causal=False):
+    """The d 128 dq_split candidate's configuration (its cache entry)."""
+    return attention_configs.bwd_variant(128, causal, dq_split=True)[1]
+
+
 @pytest.mark.parametrize("head_dim", [64, 128, 256])
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_kernel_checks_and_assembles(head_dim, causal):
@@ -88,8 +94,8 @@ def test_the_kernel_checks_and_assembles(head_dim, causal):
     assert k.smem_bytes <= ab.SMEM_PER_BLOCK
 
 
-@pytest.mark.parametrize("cfg", [dict(), dict(head_dim=64, causal=True), production(256),
-                                 production(256, causal=True)])
+@pytest.mark.parametrize("cfg", [production(128), dict(head_dim=64, causal=True),
+                                 production(256), production(256, causal=True)])
 def test_the_kernel_simulates_clean(cfg):
     (report,) = build(**cfg).simulate(SIM_ARGS, schedules=SCHEDULES)
     assert report.ok and report.schedules == SCHEDULES, report
@@ -107,7 +113,7 @@ def test_each_planted_mistake_is_rejected(mistake, config):
 
     who, pattern = CAUGHT[mistake]
     cfg = {"d64": production(64), "d256": production(256),
-           "d128_dqs": dict(production(128), dq_split=True)}[config]
+           "d128_dqs": dq_split_candidate()}[config]
     k = build(mistake, **cfg)
     if who == "checker":
         with pytest.raises(CompileError) as err:
@@ -145,10 +151,13 @@ def test_the_variants_and_their_family():
     assert set(attention_configs.BWD_VARIANTS) == {
         "bwd_d64", "bwd_d64c", "bwd_d128", "bwd_d128c", "bwd_d256", "bwd_d256c",
         "bwd_prep_d64", "bwd_prep_d128", "bwd_prep_d256"}
-    # d 64 and 128 keep their cache keys; d 256 runs one stage of Q and dO.
-    assert attention_configs.BWD_VARIANTS["bwd_d128c"] == dict(head_dim=128, causal=True)
+    # d 64 keeps its cache key; d 128 and 256 store the dQ tile spread
+    # (measured faster), and d 256 runs one stage of Q and dO.
+    assert attention_configs.BWD_VARIANTS["bwd_d64c"] == dict(head_dim=64, causal=True)
+    assert attention_configs.BWD_VARIANTS["bwd_d128c"] == dict(head_dim=128, causal=True,
+                                                               dq_store_spread=True)
     assert attention_configs.BWD_VARIANTS["bwd_d256"] == dict(head_dim=256, causal=False,
-                                                              stages=1)
+                                                              stages=1, dq_store_spread=True)
     with pytest.raises(ValueError, match="head_dim must be one of"):
         attention_configs.bwd_variant(96, False)
     assert "attention_bwd" in kernel_cache.FAMILIES
@@ -198,7 +207,7 @@ def test_dq_split_checks_simulates_and_halves_the_reduce(causal):
     32-column boxes) where the default adds 64 x 128 (four): one dQ tile's
     traffic per CTA and query block instead of two; 16 KiB less shared
     memory (dQ tiles halve, dS tiles double)."""
-    split = build(**production(128, causal), dq_split=True)
+    split = build(**dq_split_candidate(causal))
     plain = build(**production(128, causal))
     split.verify()
     assert len(split.compile()) > 0
@@ -245,10 +254,11 @@ def test_dq_split_coordinates():
 def test_dq_split_is_a_cached_candidate():
     """In the kernel cache family (built for the GPU tests and the
     benchmark's --dq-split), not among the variants the op runs."""
-    assert attention_configs.BWD_CANDIDATES == {
+    cands = attention_configs.BWD_CANDIDATES
+    assert {n: o for n, o in cands.items() if "dqs" in n} == {
         "bwd_d128_dqs": dict(head_dim=128, causal=False, dq_split=True),
         "bwd_d128c_dqs": dict(head_dim=128, causal=True, dq_split=True)}
-    assert not set(attention_configs.BWD_CANDIDATES) & set(attention_configs.BWD_VARIANTS)
+    assert not set(cands) & set(attention_configs.BWD_VARIANTS)
     with pytest.raises(ValueError, match="dq_split is for head_dim 128"):
         attention_configs.bwd_variant(64, False, dq_split=True)
 
@@ -265,7 +275,7 @@ def test_ptxas_spills_stay_small(head_dim):
         spills = _ptxas_spills(build(**production(head_dim, causal)).to_ptx())
         assert spills is None or spills <= 128, (head_dim, causal, spills)
         if head_dim == 128:                        # and the dq_split candidate
-            spills = _ptxas_spills(build(**production(128, causal), dq_split=True).to_ptx())
+            spills = _ptxas_spills(build(**dq_split_candidate(causal)).to_ptx())
             assert spills is None or spills <= 128, ("dq_split", causal, spills)
 
 
@@ -285,3 +295,139 @@ def test_the_preprocess_builds_through_the_family(head_dim):
     assert ptx.count("st.global") == 2
     with pytest.raises(ValueError, match="overrides are kernel and head_dim"):
         ab.build_variant(dict(overrides, causal=True), "bf16", "sm_90a")
+
+
+# -- the dQ path's options (candidates, off by default) ---------------------------
+
+OPTION_SETS = attention_configs.BWD_OPTION_SETS
+
+
+def test_option_candidates_are_cached_and_named():
+    """Every head dim and mask, each option set of ``BWD_OPTION_SETS``: in
+    the kernel cache family (the GPU tests and run_attention_bwd.py
+    --options run them), its overrides the production ones plus the
+    options, named with their tags; not what the op runs; unknown names
+    refused."""
+    cands = attention_configs.BWD_CANDIDATES
+    for opts in OPTION_SETS:
+        for d in (64, 128, 256):
+            for causal in (False, True):
+                name, over = attention_configs.bwd_variant(d, causal, options=opts)
+                assert cands[name] == dict(production(d, causal), **{o: True for o in opts})
+                tags = "".join("_" + attention_configs.BWD_OPTIONS[o] for o in opts)
+                assert name == f"bwd_d{d}{'c' if causal else ''}" + tags
+                cfg_name = ab.AttentionBwdConfig(**over).name
+                assert all(f"_{attention_configs.BWD_OPTIONS[o]}" in cfg_name for o in opts)
+    assert not set(cands) & set(attention_configs.BWD_VARIANTS)
+    with pytest.raises(ValueError, match="unknown options"):
+        attention_configs.bwd_variant(128, False, options=("dq_fast",))
+
+
+@pytest.mark.parametrize("cols", [64, 128])
+@pytest.mark.parametrize("spread", [False, True])
+def test_dq_tile_stores_land_right_and_spread_removes_the_bank_conflict(cols, spread):
+    """``f32_pair_offset`` (what ``store_fragment_f32`` emits, on ints):
+    every element of an m64 x ``cols`` fp32 fragment is stored exactly once,
+    where the 128-byte swizzle that TMA reads puts it; and per store
+    instruction each half-warp (the unit of a 64-bit store) needs as many
+    shared-memory wavefronts as its busiest bank has words: 2 by default
+    (rows 2i and 2i + 1 on the same chunks), 1 with ``spread``."""
+    layout = OperandLayout("f32", "K", 128, 64, cols)
+    seen = {}
+    for j in range(cols // 8):
+        for half in range(2):
+            for warp in range(4):
+                banks = [[], []]                    # per half-warp: 4-byte banks
+                for lane in range(32):
+                    quad, pair = lane // 4, lane % 4
+                    r = warp * 16 + quad + 8 * half
+                    box, off = ab.f32_pair_offset(layout, r, pair, j, spread)
+                    src = j ^ 2 if spread and r % 2 else j
+                    col = 8 * src + 2 * pair
+                    want_box, in_box = divmod(col, layout.box_cols)
+                    assert (box, off) == (want_box, layout.swizzled_offset(r, in_box * 4))
+                    for e in range(2):
+                        key = (r, col + e)
+                        assert key not in seen, key
+                        seen[key] = box * layout.box_bytes + off + 4 * e
+                        banks[lane // 16].append((off // 4 + e) % 32)
+                worst = max(max(b.count(x) for x in set(b)) for b in banks)
+                assert worst == (1 if spread else 2), (j, half, warp, worst)
+    assert len(seen) == 64 * cols == len(set(seen.values()))
+
+
+@pytest.mark.parametrize("opts", OPTION_SETS, ids="+".join)
+@pytest.mark.parametrize("head_dim,causal", [(128, False), (64, True), (256, True)])
+def test_option_candidates_check_and_simulate_clean(opts, head_dim, causal):
+    """Each option set, each head dim: the checker accepts it (its Q and
+    dO stages go back after the first dQ part's wait, which with
+    ``dq_overlap`` leaves that part running, except at d 256) and the
+    simulator runs it clean on the ragged GQA shape; the PTX shows what
+    changed: the overlapped waits leave one group pending, the spread
+    stores select."""
+    want = dict(production(head_dim, causal), **{o: True for o in opts})
+    k = build(**want)
+    k.verify()
+    assert len(k.compile()) > 0
+    (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES)
+    assert report.ok and report.schedules == SCHEDULES, report
+    ptx = k.to_ptx()
+    plain = build(**dict(production(head_dim, causal), dq_store_spread=False)).to_ptx()
+    pending1 = r"wgmma\.wait_group\.sync\.aligned\s+1;"
+    cfg = k.config
+    # One wait_group(1) per dQ part; the first a full wait where Q and dO
+    # have one stage, as K and V (GradGemms.wait_dkv).
+    extra = cfg.dq_cols // ab.DQ_CHUNK - (cfg.stages == 1) if "dq_overlap" in opts else 0
+    assert len(re.findall(pending1, ptx)) == len(re.findall(pending1, plain)) + extra
+    # One select per dQ value a thread stores (64 x dq_cols over 128 threads).
+    selects = cfg.dq_cols // 2 if cfg.dq_store_spread else 0
+    assert ptx.count("selp.f32") - plain.count("selp.f32") == selects
+    assert k.config == ab.AttentionBwdConfig(**want)
+
+
+def test_dq_overlap_release_before_dkv_retired_is_rejected():
+    """The wrong twin of ``dq_overlap``'s first wait (none: Q and dO go
+    back while the dV and dK GEMMs that read them may still run) is
+    rejected by the checker; the production order is the correct twin."""
+    import dataclasses
+
+    from pipeline_mlir.compiler import CompileError
+
+    class NoWaitForDkv(ab.GradGemms):
+        def wait_dkv(self):
+            pass                                  # wrong: dV and dK may still read Q, dO
+
+    stages = dataclasses.replace(ab.STAGES, grads=NoWaitForDkv)
+    cfg = ab.AttentionBwdConfig(**production(128), dq_overlap=True)
+    with pytest.raises(CompileError) as err:
+        ab.build(cfg, stages=stages).to_ptx()
+    assert re.search(r"consumer_release hands back a stage of pipeline '(do|q)' while "
+                     r"WarpgroupMma\.mma(_rs)? may still read it", str(err.value)), str(err.value)
+    ab.build(cfg).to_ptx()
+
+
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
+def test_option_candidates_spill_little(head_dim):
+    """ptxas -v on the candidates with both options: dQ's parts in flight
+    together hold one more 64 x 64 accumulator (32 registers) while dV and
+    dK retire; measured 24/68 (d 64), 20/84 (d 128) and 84/100 (d 256)
+    bytes of spill stores, full/causal, the production kernels' or 8 more."""
+    from test_gemm_epilogue import _ptxas_spills
+
+    for causal in (False, True):
+        spills = _ptxas_spills(build(**dict(production(head_dim, causal), dq_overlap=True,
+                                            dq_store_spread=True)).to_ptx())
+        assert spills is None or spills <= 128, (head_dim, causal, spills)
+
+
+def test_dq_store_spread_is_the_default_at_128_and_256():
+    """Measured faster on every d 128 and d 256 row of the H200 A/B, not
+    on every d 64 row: the op's configurations (and their cache entries)
+    store the dQ tile spread at d 128 and 256 only; the dq_split candidate
+    stays as it was measured."""
+    for d, on in ((64, False), (128, True), (256, True)):
+        for causal in (False, True):
+            assert production(d, causal).get("dq_store_spread", False) is on
+            name = attention_configs.bwd_variant(d, causal)[0]
+            assert attention_configs.BWD_VARIANTS[name] == production(d, causal)
+    assert "dq_store_spread" not in attention_configs.bwd_variant(128, False, dq_split=True)[1]

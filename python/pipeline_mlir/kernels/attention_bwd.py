@@ -52,6 +52,10 @@ dV, dK and dQ (256 columns would not fit one warpgroup's registers).
 ``dq_split`` (d 128, off by default): each consumer computes dQ's 64
 columns ``64 cw ..`` over all 128 keys from both warpgroups' dS^T tiles
 (double buffered, a named barrier over both) and reduce-adds half a tile.
+``dq_overlap`` (any head dim, off: measured no faster) keeps dQ's column
+parts in flight together; ``dq_store_spread`` stores its fp32 tile without
+bank conflicts (the op's configuration at d 128 and 256, where it measured
+faster: ``attention_configs.BWD_DQ_STORE_SPREAD``).
 
 Release order (what pipeline-verify-protocol's async-read check proves): a
 stage of 'do' goes back only after ``wait_group`` retired the dP GEMM and
@@ -128,6 +132,23 @@ class AttentionBwdConfig:
     # per step: twice the traffic). Head dim 128 only: at 64 a part would be
     # 32 columns, not whole 128-byte atoms of K. Off until measured.
     dq_split: bool = False
+    # dQ's column chunks (``DQ_CHUNK`` wide) kept in flight: each chunk's
+    # GEMM is issued before the wait for the one before it, whose fp32
+    # stores then overlap it, and the first wait (``wait_group(1)``) needs
+    # only dV and dK retired, so Q and dO go back while dQ still runs. The
+    # default waits for everything after each chunk and stores it with the
+    # tensor core idle for this warpgroup. Measured no faster on an H200
+    # (0.97-1.03x the default's time): off.
+    dq_overlap: bool = False
+    # The fp32 dQ tile's 8-byte stores without bank conflicts: rows 2i and
+    # 2i + 1 of the 128-byte swizzle put a column pair in the same two
+    # 16-byte chunks, so each half-warp (4 rows) filled only 4 of a row's
+    # 8 chunks, twice (4 wavefronts per store where 2 carry the bytes;
+    # Nsight Compute on the d 128 kernel). With this, odd rows store their
+    # pair 64 bytes over (pair j ^ 2, chosen by a select), and each half
+    # fills every chunk once. The op turns it on where it measured faster
+    # (attention_configs.BWD_DQ_STORE_SPREAD: d 128 and 256).
+    dq_store_spread: bool = False
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -181,7 +202,8 @@ class AttentionBwdConfig:
     @property
     def name(self):
         return (f"attn_bwd_d{self.head_dim}{'_causal' if self.causal else ''}"
-                f"_{self.block_n}x{BLOCK_M}_s{self.stages}{'_dqs' if self.dq_split else ''}")
+                f"_{self.block_n}x{BLOCK_M}_s{self.stages}{'_dqs' if self.dq_split else ''}"
+                f"{'_dqo' if self.dq_overlap else ''}{'_dqw' if self.dq_store_spread else ''}")
 
     # The operand layouts. Q and dO are read as the B operand of S^T / dP^T
     # (N x K: d contiguous) and, the same bytes, as the MN-major B of dK /
@@ -263,27 +285,53 @@ def load_columns(stage, lane, n):
     return ColVector(n, values)
 
 
+def f32_pair_offset(layout, row, pair, j, spread=False):
+    """(box, byte offset in the box) where the thread holding column pair
+    ``pair`` of row ``row`` of an ``m64 x n`` fragment stores at its
+    ``j``-th store into the fp32 tile ``layout`` (ints or i32 Scalars): its
+    pair ``j`` (columns ``8 j + 2 pair ..``); with ``spread``, on odd rows
+    its pair ``j ^ 2`` (``store_fragment_f32``)."""
+    box, in_box = divmod(8 * j, layout.box_cols)
+    offset = row * layout.atom_bytes + (in_box * 4 + pair * 8)
+    if spread:
+        offset = offset ^ ((row & 1) * 64)     # pair j ^ 2: 16 columns over, same box
+    return box, offset ^ ((row & 7) << 4)
+
+
 @user_line
-def store_fragment_f32(acc, smem, warp, lane, layout, first_box=0):
+def store_fragment_f32(acc, smem, warp, lane, layout, first_box=0, spread=False):
     """Write ``acc`` (``m64 x n`` fp32) into boxes ``first_box ..`` of the
     fp32 tile ``layout`` at ``smem`` (swizzled as TMA reads it): one 8-byte
     store per pair of adjacent columns. With the 128-byte swizzle the eight
-    rows a warp writes at once land in different 16-byte chunks."""
+    rows a warp writes at once land in different 16-byte chunks, but a
+    64-bit store is carried out a half-warp (4 rows) at a time, and rows 2i
+    and 2i + 1 map a column pair onto the same two chunks: each half fills
+    4 of the 8 chunks twice. ``spread``: lanes of odd rows store their pair
+    ``j ^ 2`` (64 bytes over, same box) where the even rows store pair
+    ``j``, so each half covers all 8 chunks once (one select per value)."""
+    from mlir.dialects import arith
+
     pair_t = ir.VectorType.get([2], f32())
     quad, pair = lane // 4, lane % 4
     row = warp * 16 + quad
-    box_cols = layout.box_cols
+    if spread:
+        if layout.box_cols != 32 or acc.n % 32:
+            raise ValueError("store_fragment_f32: spread needs 32-column boxes filled "
+                             f"whole, got {layout.box_cols}-column boxes and n = {acc.n}")
+        odd = (quad & 1) == 1                  # rows 16 w + quad (+ 8): same parity
     for j in range(acc.n // 8):
-        col = 8 * j              # + 2 * pair, a multiple of 2: same chunk pair
-        box, in_box = divmod(col, box_cols)
         for half in range(2):
             r = row + 8 * half
-            offset = r * layout.atom_bytes + (in_box * 4 + pair * 8)
-            swizzled = offset ^ ((r & 7) << 4)
+            box, swizzled = f32_pair_offset(layout, r, pair, j, spread)
             i = 4 * j + 2 * half
+            lo, hi = acc.value(i), acc.value(i + 1)
+            if spread:
+                other = 4 * (j ^ 2) + 2 * half
+                lo = arith.select(odd.ir_value, acc.value(other), lo)
+                hi = arith.select(odd.ir_value, acc.value(other + 1), hi)
             v = llvm.mlir_undef(pair_t)
-            v = llvm.insertelement(v, acc.value(i), to_value(Scalar(0)))
-            v = llvm.insertelement(v, acc.value(i + 1), to_value(Scalar(1)))
+            v = llvm.insertelement(v, lo, to_value(Scalar(0)))
+            v = llvm.insertelement(v, hi, to_value(Scalar(1)))
             ptr = smem + ((first_box + box) * layout.box_bytes) + swizzled
             llvm.store(v, ptr.ir_value)
 
@@ -754,6 +802,7 @@ class GradGemms:
         self.dq_tile = rings.dq + cw * self.dq_layout.bytes
         self.both = (NamedBarrier(DS_BARRIER, 2 * THREADS_PER_WARPGROUP) if cfg.dq_split
                      else None)
+        self.one_stage_rings = rings.q.pipe.num_stages == rings.kv.pipe.num_stages
 
     def accumulator(self):
         """A zero dK or dV accumulator (m64 x d)."""
@@ -805,16 +854,32 @@ class GradGemms:
         self.both.arrive_and_wait()
         return wgmma.smem_matrix_descriptor(self.ds_tiles + buf, self.ds_mn)
 
+    def wait_dkv(self):
+        """``dq_overlap``: with dQ part 0 just committed, wait until the
+        dV and dK group before it retired (groups retire in order), leaving
+        part 0 in flight. Not where Q and dO have one stage, as K and V
+        (d 256): the simulator ties a GEMM's reads to a stage through the
+        state index its operand comes from, so part 0's reads of K count
+        as reads of stage 0 of every one-stage ring, Q's and dO's too, and
+        releasing them with part 0 in flight would be reported; there the
+        wait is for part 0 too, as in the default order (part 0's stores
+        still overlap part 1)."""
+        wgmma.wait_group(0 if self.one_stage_rings else 1)
+
     def dq(self, ds_a, scale, retired):
         """dQ = scale * dS K_w (A: ``ds_a``), ``dq_n`` columns at a time,
         into the fp32 dQ tile; ``retired()`` runs once the first part's wait
-        retired every GEMM of the step that reads Q or dO."""
+        retired every GEMM of the step that reads Q or dO. By default each
+        part is waited for (with dV and dK) and stored before the next is
+        issued; with ``dq_overlap`` part c + 1 is issued before part c is
+        waited for and stored, and the first wait is for dV and dK alone."""
         cfg = self.cfg
         n, dq_n, k_mn, ds_mn = cfg.dq_cols, self.dq_n, self.k_mn, self.ds_mn
         # Each warpgroup's own keys are K slices 4 cw.. of the K tile;
         # otherwise (shared keys, or dq_split's all keys) every slice.
         own_keys = cfg.column_parts == 1 and not cfg.dq_split
-        for c in range(n // dq_n):
+
+        def issue(c):
             dq = Fragment.undef(dq_n)
             kb = wgmma.advance_descriptor(self.k_b, k_mn.mn_offset(c * dq_n))
             wgmma.fence()
@@ -824,13 +889,35 @@ class GradGemms:
                            else wgmma.k_slice_descriptor(kb, k_mn, kk))
                 self.mma_dq.mma(dq, a_slice, b_slice, accumulate=kk > 0)
             wgmma.commit_group()
-            wgmma.wait_group(0)                  # dV, dK and this dQ part retired
-            if c == 0:
-                retired()
+            return dq
+
+        def store(c, dq):
             # dQ = scale * dS K: scaled here, so the postprocess is a
             # plain conversion of the accumulator.
             store_fragment_f32(dq * scale, self.dq_tile, self.warp_in_wg, self.lane,
-                               self.dq_layout, first_box=c * dq_n // self.dq_layout.box_cols)
+                               self.dq_layout, first_box=c * dq_n // self.dq_layout.box_cols,
+                               spread=cfg.dq_store_spread)
+
+        chunks = n // dq_n
+        if not cfg.dq_overlap:
+            for c in range(chunks):
+                dq = issue(c)
+                wgmma.wait_group(0)              # dV, dK and this dQ part retired
+                if c == 0:
+                    retired()
+                store(c, dq)
+            return
+        # Groups retire in order: [dV dK], [dQ 0], [dQ 1], ...
+        dq = issue(0)
+        self.wait_dkv()
+        retired()
+        for c in range(1, chunks):
+            nxt = issue(c)
+            wgmma.wait_group(1)                  # dQ part c - 1 retired
+            store(c - 1, dq)
+            dq = nxt
+        wgmma.wait_group(0)
+        store(chunks - 1, dq)
 
 
 # -- stage: the dQ reduce-add ----------------------------------------------------

@@ -47,6 +47,10 @@ _variants = {}   # (variant, ordinal) -> AttentionFwd / AttentionBwd
 # warpgroups (attention_configs.BWD_CANDIDATES): off until measured faster;
 # benchmarks/attention/run_attention_bwd.py --dq-split sets it.
 BWD_DQ_SPLIT = False
+# attention_configs.BWD_OPTIONS turned on in the backward of every head dim
+# (the candidates of attention_configs.BWD_CANDIDATES): none until measured
+# faster; benchmarks/attention/run_attention_bwd.py --options sets them.
+BWD_OPTIONS = ()
 
 
 def variant_attention(head_dim, causal, device=None, shape=None):
@@ -72,11 +76,12 @@ def variant_attention(head_dim, causal, device=None, shape=None):
     return found
 
 
-def variant_attention_bwd(head_dim, causal, device=None, dq_split=False):
+def variant_attention_bwd(head_dim, causal, device=None, dq_split=False, options=()):
     """The loaded ``AttentionBwd`` of this head dim and causality
-    (``dq_split``: the d 128 candidate of ``attention_configs.bwd_variant``)."""
+    (``dq_split``, ``options``: candidates of ``attention_configs.bwd_variant``)."""
     device = device or runtime.default_device()
-    name, overrides = attention_configs.bwd_variant(head_dim, causal, dq_split=dq_split)
+    name, overrides = attention_configs.bwd_variant(head_dim, causal, dq_split=dq_split,
+                                                    options=options)
     key = (name, device.ordinal)
     found = _variants.get(key)
     if found is None:
@@ -159,7 +164,7 @@ def _attention_backward(do, q, k, v, o, lse, causal, softmax_scale):
                          f"{attention_configs.BWD_HEAD_DIMS}, got {d}")
     do, q, k, v, o = (t if t.is_contiguous() else t.contiguous() for t in (do, q, k, v, o))
     bwd = variant_attention_bwd(d, causal, runtime.default_device(q.get_device()),
-                                dq_split=BWD_DQ_SPLIT and d == 128)
+                                dq_split=BWD_DQ_SPLIT and d == 128, options=BWD_OPTIONS)
     scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
     return bwd(q, k, v, o, lse, do.to(torch.bfloat16), softmax_scale=scale)
 

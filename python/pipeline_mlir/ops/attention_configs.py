@@ -107,25 +107,45 @@ VARIANTS = dict([variant(d, c, g) for d in HEAD_DIMS for c in (False, True)
 # shared memory next to K, V and the fp32 dQ tiles).
 BWD_HEAD_DIMS = (64, 128, 256)
 BWD_STAGES = {64: 2, 128: 2, 256: 1}
+# The fp32 dQ tile stored without bank conflicts (AttentionBwdConfig.
+# dq_store_spread): faster on all six d 128 and d 256 rows of the H200 A/B
+# (benchmarks/attention/results/h200-bwd-options-ab.log: 2.9-8.3% less
+# backward time); at d 64 3.4% faster full but 4.6% slower causal, so off.
+BWD_DQ_STORE_SPREAD = {64: False, 128: True, 256: True}
 
 
-def bwd_variant(head_dim, causal, dq_split=False):
+# AttentionBwdConfig's switches of the dQ path that a candidate turns on
+# (``bwd_variant(..., options=...)``), with their tags in variant names.
+BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw"}
+
+
+def bwd_variant(head_dim, causal, dq_split=False, options=()):
     """(name, AttentionBwdConfig overrides) of the backward for this head
     dim and causality; ``dq_split``: the candidate that splits dQ by
-    columns between the consumer warpgroups (d 128 only, not the op's
-    default until measured: ``BWD_CANDIDATES``)."""
+    columns between the consumer warpgroups (d 128 only); ``options``:
+    names from ``BWD_OPTIONS`` to turn on. Neither is the op's default
+    until measured (``BWD_CANDIDATES``)."""
     if head_dim not in BWD_HEAD_DIMS:
         raise ValueError(f"attention backward: head_dim must be one of {BWD_HEAD_DIMS}, "
                          f"got {head_dim}")
     overrides = dict(head_dim=head_dim, causal=bool(causal))
     if BWD_STAGES[head_dim] != 2:            # AttentionBwdConfig's default
         overrides["stages"] = BWD_STAGES[head_dim]
+    if BWD_DQ_STORE_SPREAD[head_dim] and not dq_split:   # dq_split: as it was measured
+        overrides["dq_store_spread"] = True
     if dq_split:
         if head_dim != 128:
             raise ValueError(f"attention backward: dq_split is for head_dim 128, "
                              f"got {head_dim}")
         overrides["dq_split"] = True
-    return f"bwd_d{head_dim}{'c' if causal else ''}{'_dqs' if dq_split else ''}", overrides
+    unknown = sorted(set(options) - set(BWD_OPTIONS))
+    if unknown:
+        raise ValueError(f"attention backward: unknown options {unknown}; "
+                         f"known: {sorted(BWD_OPTIONS)}")
+    tags = "".join(f"_{tag}" for o, tag in BWD_OPTIONS.items() if o in options)
+    overrides.update((o, True) for o in BWD_OPTIONS if o in options)
+    return (f"bwd_d{head_dim}{'c' if causal else ''}{'_dqs' if dq_split else ''}{tags}",
+            overrides)
 
 
 def bwd_prep_variant(head_dim):
@@ -141,4 +161,10 @@ BWD_VARIANTS = dict([bwd_variant(d, c) for d in BWD_HEAD_DIMS for c in (False, T
                     + [bwd_prep_variant(d) for d in BWD_HEAD_DIMS])
 # Built into the kernel cache next to BWD_VARIANTS (the GPU tests and
 # run_attention_bwd.py --dq-split run them) but not what the op runs.
-BWD_CANDIDATES = dict(bwd_variant(128, c, dq_split=True) for c in (False, True))
+# The option sets built as candidates: both, and each alone (to tell their
+# shares apart when measured; dq_store_spread alone is the default at d 128
+# and 256 since that measurement).
+BWD_OPTION_SETS = (("dq_overlap", "dq_store_spread"), ("dq_overlap",), ("dq_store_spread",))
+BWD_CANDIDATES = dict([bwd_variant(128, c, dq_split=True) for c in (False, True)]
+                      + [bwd_variant(d, c, options=opts) for opts in BWD_OPTION_SETS
+                         for d in BWD_HEAD_DIMS for c in (False, True)])
