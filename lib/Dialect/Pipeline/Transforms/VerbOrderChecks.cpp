@@ -35,6 +35,7 @@
 
 #include "ProtocolChecks.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
@@ -104,9 +105,16 @@ bool sameStage(Value a, Value b) {
   return a == b || getStateRoot(a) == getStateRoot(b);
 }
 
+/// Whether `op` holds a bulk store that joins the thread's open bulk group,
+/// which a PipelineTmaStore's commit closes: a copy.tma_store, or the NVVM
+/// bulk tensor store and reduce (a TMA reduce-add accumulating a tile into
+/// global memory is stored through such a ring too).
 bool containsTmaStore(Operation *op) {
   bool found = false;
-  op->walk([&](TmaStoreOp) {
+  op->walk([&](Operation *inner) {
+    if (!isa<TmaStoreOp, NVVM::CpAsyncBulkTensorReduceOp,
+             NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp>(inner))
+      return WalkResult::advance();
     found = true;
     return WalkResult::interrupt();
   });

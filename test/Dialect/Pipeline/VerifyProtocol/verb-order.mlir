@@ -235,6 +235,29 @@ func.func @tma_store_missing(%n: index) {
 !S = !pipeline.pipeline<tma_store, stages = 2>
 !ps = !pipeline.state<2, producer>
 
+// The correct twin: the stage's tile leaves by a TMA reduce-add (an fp32
+// accumulator summed across CTAs, as attention's backward adds dQ), which
+// joins the bulk group the commit closes like a copy.tma_store.
+func.func @tma_reduce_add_counts_as_a_store(%n: index, %desc: !llvm.ptr, %buf: !llvm.ptr<3>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %x = arith.constant 0 : i32
+  %p = pipeline.create {name = "c"} : !S
+  %s = pipeline.state.make : !ps
+  scf.for %i = %c0 to %n step %c1 {
+    pipeline.producer.acquire %p, %s : !S, !ps
+    nvvm.cp.async.bulk.tensor.reduce %desc, %buf, box[%x, %x] {redKind = #nvvm.tma_redux_kind<add>} : !llvm.ptr, <3>
+    pipeline.producer.commit %p, %s : !S, !ps
+  }
+  pipeline.producer.tail %p, %s : !S, !ps
+  return
+}
+
+// -----
+
+!S = !pipeline.pipeline<tma_store, stages = 2>
+!ps = !pipeline.state<2, producer>
+
 // The correct twin: the store under a data-dependent condition of its own
 // between acquire and commit still counts.
 func.func @tma_store_conditional(%n: index, %desc: !llvm.ptr, %buf: !llvm.ptr<3>, %c: i1) {
