@@ -492,9 +492,7 @@ private:
       return;
     }
     if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
-      Value cond = ifOp.getCondition();
-      if (!isUniformCondition(cond) && !isLoopVariableCondition(cond) &&
-          evalForThread(cond, 0)) {
+      if (isThreadSplit(ifOp)) {
         // A thread split: each op acts for its own threads.
         walk(*ifOp.thenBlock(), s);
         if (ifOp.elseBlock())

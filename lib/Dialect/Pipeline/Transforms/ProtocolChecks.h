@@ -147,6 +147,12 @@ bool isUniformCondition(Value cond);
 /// branch runs is not decided.
 bool isLoopVariableCondition(Value cond);
 
+/// True when an `scf.if` splits threads: its condition is neither uniform
+/// nor a loop variable's, and evalForThread decides it per thread. Each
+/// branch then acts for its own threads (the per-thread walks of the fence
+/// and shared-memory hand-over checks).
+bool isThreadSplit(scf::IfOp ifOp);
+
 /// The op that owns a role block (the scf.if or the function), for notes.
 Operation *getRoleOwner(Block *roleBlock);
 

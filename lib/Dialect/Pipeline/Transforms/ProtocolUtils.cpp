@@ -426,6 +426,12 @@ bool protocol::isLoopVariableCondition(Value cond) {
   return sources.loopVariable && !sources.other;
 }
 
+bool protocol::isThreadSplit(scf::IfOp ifOp) {
+  Value cond = ifOp.getCondition();
+  return !isUniformCondition(cond) && !isLoopVariableCondition(cond) &&
+         evalForThread(cond, 0).has_value();
+}
+
 Operation *protocol::getRoleOwner(Block *roleBlock) {
   return roleBlock->getParentOp();
 }

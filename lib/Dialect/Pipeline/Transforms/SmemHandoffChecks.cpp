@@ -126,12 +126,6 @@ private:
     return threadCache[op->getBlock()] = std::move(result);
   }
 
-  bool isThreadSplit(scf::IfOp ifOp) {
-    Value cond = ifOp.getCondition();
-    return !isUniformCondition(cond) && !isLoopVariableCondition(cond) &&
-           evalForThread(cond, 0).has_value();
-  }
-
   static int64_t warpCount(const llvm::BitVector &threads) {
     int64_t warps = 0;
     for (int64_t w = 0; w * 32 < static_cast<int64_t>(threads.size()); ++w)
