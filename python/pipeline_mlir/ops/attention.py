@@ -42,7 +42,7 @@ from .attention_bwd_host import AttentionBwd
 from .attention_fwd_host import AttentionFwd
 
 CHIPS = {(9, 0): "sm_90a"}
-_variants = {}   # (variant, ordinal) -> AttentionFwd / AttentionBwd
+_variants = {}   # (variant, dtype, ordinal) -> AttentionFwd / AttentionBwd
 # Head dim 128's backward with dQ split by columns between the consumer
 # warpgroups (attention_configs.BWD_CANDIDATES): off until measured faster;
 # benchmarks/attention/run_attention_bwd.py --dq-split sets it.
@@ -51,6 +51,22 @@ BWD_DQ_SPLIT = False
 # (the candidates of attention_configs.BWD_CANDIDATES): none until measured
 # faster; benchmarks/attention/run_attention_bwd.py --options sets them.
 BWD_OPTIONS = ()
+
+
+def load_variant(name, overrides, dtype, family, device, make, op="pipeline_mlir.attention"):
+    """The loaded launcher of one kernel-cache entry on ``device``, made once
+    by ``make(image, meta, chip)`` (at most one per variant of the finite
+    variant tables, so the table is bounded). Every attention op (bf16
+    forward and backward, FP8 forward) loads through here."""
+    key = (name, dtype, device.ordinal)
+    found = _variants.get(key)
+    if found is None:
+        chip = CHIPS.get(tuple(device.cc))
+        if chip is None:
+            raise RuntimeError(f"{op} runs on Hopper (sm_90) GPUs; {device.name} is {device.sm}")
+        image, meta = kernel_cache.get(name, overrides, dtype, chip, kernel=family)
+        found = _variants[key] = make(image, meta, chip)
+    return found
 
 
 def variant_attention(head_dim, causal, device=None, shape=None):
@@ -64,16 +80,8 @@ def variant_attention(head_dim, causal, device=None, shape=None):
     else:
         name, overrides = attention_configs.pick(
             head_dim, causal, *shape, sms=device.limits.multiprocessors)
-    key = (name, device.ordinal)
-    found = _variants.get(key)
-    if found is None:
-        chip = CHIPS.get(tuple(device.cc))
-        if chip is None:
-            raise RuntimeError(f"pipeline_mlir.attention runs on Hopper (sm_90) GPUs; "
-                               f"{device.name} is {device.sm}")
-        image, meta = kernel_cache.get(name, overrides, "bf16", chip, kernel="attention_fwd")
-        found = _variants[key] = AttentionFwd(image, meta, device=device)
-    return found
+    return load_variant(name, overrides, "bf16", "attention_fwd", device,
+                        lambda image, meta, chip: AttentionFwd(image, meta, device=device))
 
 
 def variant_attention_bwd(head_dim, causal, device=None, dq_split=False, options=()):
@@ -82,18 +90,13 @@ def variant_attention_bwd(head_dim, causal, device=None, dq_split=False, options
     device = device or runtime.default_device()
     name, overrides = attention_configs.bwd_variant(head_dim, causal, dq_split=dq_split,
                                                     options=options)
-    key = (name, device.ordinal)
-    found = _variants.get(key)
-    if found is None:
-        chip = CHIPS.get(tuple(device.cc))
-        if chip is None:
-            raise RuntimeError(f"pipeline_mlir.attention runs on Hopper (sm_90) GPUs; "
-                               f"{device.name} is {device.sm}")
-        image, meta = kernel_cache.get(name, overrides, "bf16", chip, kernel="attention_bwd")
+
+    def make(image, meta, chip):
         prep = kernel_cache.get(*attention_configs.bwd_prep_variant(head_dim), "bf16", chip,
                                 kernel="attention_bwd")
-        found = _variants[key] = AttentionBwd(image, meta, prep=prep, device=device)
-    return found
+        return AttentionBwd(image, meta, prep=prep, device=device)
+
+    return load_variant(name, overrides, "bf16", "attention_bwd", device, make)
 
 
 def _check(q, k, v):

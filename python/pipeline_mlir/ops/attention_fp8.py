@@ -37,28 +37,18 @@ import torch
 
 from pipeline_mlir import runtime
 
-from . import kernel_cache
+from .attention import load_variant
 from .attention_fp8_configs import DTYPE, HEAD_DIMS, VARIANTS, variant
 from .attention_fwd_host import AttentionFwd, fp8_v_operand
-
-CHIPS = {(9, 0): "sm_90a"}
-_loaded = {}   # (variant, ordinal) -> AttentionFwd
 
 
 def variant_attention_fp8(head_dim, causal, device=None):
     """The loaded FP8 ``AttentionFwd`` of this head dim and causality."""
     device = device or runtime.default_device()
     name, overrides = variant(head_dim, causal)
-    key = (name, device.ordinal)
-    found = _loaded.get(key)
-    if found is None:
-        chip = CHIPS.get(tuple(device.cc))
-        if chip is None:
-            raise RuntimeError(f"pipeline_mlir.attention_fp8 runs on Hopper (sm_90) GPUs; "
-                               f"{device.name} is {device.sm}")
-        image, meta = kernel_cache.get(name, overrides, DTYPE, chip, kernel="attention_fwd")
-        found = _loaded[key] = AttentionFwd(image, meta, device=device)
-    return found
+    return load_variant(name, overrides, DTYPE, "attention_fwd", device,
+                        lambda image, meta, chip: AttentionFwd(image, meta, device=device),
+                        op="pipeline_mlir.attention_fp8")
 
 
 def _descale(x, name, device):
