@@ -97,14 +97,15 @@ def grid_variants():
 
 
 # FP8 candidates beside the op's configurations (attention_fp8_configs),
-# per head dim, timed on run_attention_fp8.py's rows: the ones the op's were
-# chosen over (d 128: 128-key blocks with two and three stages, 192-key
-# blocks with two; d 256: two stages with two Q buffers). 256-key blocks
-# and three consumer warpgroups at d 128 spill registers.
-FP8_CANDIDATES = {128: {"bn128s2": dict(block_n=128, stages=2),
-                        "bn128s3": dict(block_n=128, stages=3),
-                        "bn192s2": dict(block_n=192, stages=2)},
-                  256: {"q2s2": dict(q_stages=0, stages=2)}}
+# per head dim, timed on run_attention_fp8.py's rows: the op's configuration
+# with part of the softmax's exponentials on the FMA pipe (``exp2_poly``: of
+# every 16 values, this many by the polynomial). The tile and stage
+# candidates the op's were chosen over (d 128: 128-key blocks with two and
+# three stages, 192-key blocks with two; d 256: two stages with two Q
+# buffers) were timed in run 2 of docs/attention.md's "FP8 forward";
+# 256-key blocks and three consumer warpgroups at d 128 spill registers.
+FP8_CANDIDATES = {128: {f"px{k}": dict(exp2_poly=k) for k in (2, 3, 4, 6)},
+                  256: {f"px{k}": dict(exp2_poly=k) for k in (2, 4)}}
 
 
 def fp8_variants():

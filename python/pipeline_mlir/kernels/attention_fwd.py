@@ -96,16 +96,16 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 import mlir.ir as ir
-from mlir.dialects import llvm, nvvm
+from mlir.dialects import arith, llvm, nvvm
 
 from pipeline_mlir.chip_limits import REGISTER_FILE, SMEM_PER_BLOCK, WGMMA_M
 from pipeline_mlir.kernel import (Float32, GlobalPtr, Int32, Kernel, Scalar,
                                   TmaDescriptor)
 from pipeline_mlir.kernel import epilogue, fence_view_async_shared, wgmma
-from pipeline_mlir.kernel.fragment import Fragment, RowVector
+from pipeline_mlir.kernel.fragment import Fragment, RowVector, exp2
 from pipeline_mlir.kernel.memory import element_ptr, load
 from pipeline_mlir.kernel.smem import BASE_ALIGN
-from pipeline_mlir.kernel.values import f32, i32
+from pipeline_mlir.kernel.values import f32, i32, to_value
 from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
                                             check_register_budget,
                                             set_max_registers)
@@ -124,6 +124,7 @@ FP8_V_SWIZZLE_64 = 64            # e4m3 V^T of 64-key multiples: 64-byte rows
 PINGPONG_BARRIER = 1             # ids 1, 2(, 3): one per consumer warpgroup
 EPILOGUE_BARRIER = 4             # ids 4, 5(, 6): one per consumer warpgroup
 L2_BUDGET = 24 << 20             # bytes of K/V that causal sections keep in L2 (50 MB L2)
+POLY_SLOTS = 16                  # exp2_poly counts values of every 16 a thread holds
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,12 @@ class AttentionConfig:
     # Operand type of Q, K and V: 'bf16', or 'e4m3' (the FP8 forward: the
     # module doc's "FP8"; O stays bf16, LSE fp32).
     dtype: str = "bf16"
+    # Softmax exponentials computed on the FMA pipe: of every 16 values of
+    # P a thread holds, this many come from ``exp2_poly`` (a polynomial,
+    # FlashAttention-4's emulation), the rest from MUFU's ex2. 0: all MUFU.
+    # The FP8 forward at d 128 is bound by MUFU's 16 ex2 per SM and clock
+    # (docs/attention.md, "FP8 forward").
+    exp2_poly: int = 0
 
     def __post_init__(self):
         if self.head_dim not in (64, 128, 256):
@@ -174,6 +181,9 @@ class AttentionConfig:
         if self.dtype not in DTYPES_FWD:
             raise ValueError(f"AttentionConfig: dtype must be one of {DTYPES_FWD}, "
                              f"got {self.dtype!r}")
+        if not (isinstance(self.exp2_poly, int) and 0 <= self.exp2_poly <= POLY_SLOTS):
+            raise ValueError(f"AttentionConfig: exp2_poly counts values of every "
+                             f"{POLY_SLOTS} (0..{POLY_SLOTS}), got {self.exp2_poly!r}")
         if self.fp8:
             if self.head_dim not in (128, 256):
                 raise ValueError(f"AttentionConfig: the e4m3 forward takes head_dim 128 or "
@@ -260,6 +270,7 @@ class AttentionConfig:
                 f"{'_l2sec' if self.causal and self.l2_sections else ''}"
                 f"{f'_gqa{self.pack_gqa}' if self.pack_gqa else ''}"
                 f"{f'_x{self.ctas_per_sm}' if self.ctas_per_sm > 1 else ''}"
+                f"{f'_px{self.exp2_poly}' if self.exp2_poly else ''}"
                 f"{f'_{self.dtype}' if self.dtype != 'bf16' else ''}")
 
     # The operand layouts (pipeline_mlir.layout): every box, byte count and
@@ -885,7 +896,7 @@ class OnlineSoftmax:
         # A fully masked row keeps max -inf: use 0 so exp2 gives 0s.
         finite = [Scalar(v) != float("-inf") for v in new_max.values]
         scaled = scaled.where(finite, 0.0)
-        p = s_acc.fma(scale_log2, -scaled).exp2()
+        p = exponentials(s_acc.fma(scale_log2, -scaled), self.cfg.exp2_poly)
         if not first:
             corr = (row_max * scale_log2 - scaled).exp2()
             row_sum.set(row_sum * corr + p.row_sum_partial())
@@ -894,6 +905,81 @@ class OnlineSoftmax:
             row_sum.set(p.row_sum_partial())
         row_max.set(new_max)
         return p, corr
+
+
+# The polynomial exp2 (FlashAttention-4's emulation on the FMA pipe). For x
+# <= 0 (the softmax's exponents): x clamped at -127, split into n = floor(x)
+# (an add rounding down onto 1.5 * 2^23, where the ulp is 1, leaves n in the
+# low mantissa bits) and f = x - n in [0, 1); 2^f from a degree-3 minimax
+# polynomial with constant term 1 (relative error < 1e-4, below bf16's and
+# far below e4m3's rounding of P), and n added to its exponent field as an
+# integer. At x = -127 (and -inf, masked): f = 0, 2^f = 1.0 exactly, and
+# the exponent field becomes 0 with a zero mantissa: exactly +0.0, as
+# ex2.approx.ftz gives. Exponents above 127 are outside its range (the
+# softmax's are <= 0).
+EXP2_POLY_COEFFS = (1.0, 0.695146143436431884765625, 0.227564394474029541015625,
+                    0.077119089663028717041015625)
+EXP2_POLY_MIN = -127.0
+EXP2_ROUND_MAGIC = float(2 ** 23 + 2 ** 22)
+
+
+class PolyIrOps:
+    """The operations ``exp2_poly`` is written in, emitted as MLIR (the
+    tests run the same formula on numpy with their own ops)."""
+
+    @staticmethod
+    def const(c):
+        return to_value(float(c), f32())
+
+    @staticmethod
+    def maximum(a, b):
+        return arith.maxnumf(a, b)
+
+    @staticmethod
+    def add_round_down(a, b):
+        """``add.rm.f32``: the sum rounded toward -inf."""
+        return llvm.call_intrinsic(f32(), "llvm.nvvm.add.rm.f", [a, b], [], [])
+
+    sub = staticmethod(arith.subf)
+
+    @staticmethod
+    def fma(a, b, c):
+        return llvm.intr_fma(a, b, c)
+
+    @staticmethod
+    def add_to_exponent(rounded, frac_pow):
+        """The f32 whose bits are ``frac_pow``'s plus ``rounded``'s shifted
+        left by 23 (its low bits: floor(x), into the exponent field)."""
+        n = arith.shli(llvm.bitcast(i32(), rounded), to_value(23, i32()))
+        return llvm.bitcast(f32(), arith.addi(llvm.bitcast(i32(), frac_pow), n))
+
+
+def exp2_poly(x, ops=PolyIrOps):
+    """``2 ** x`` for x <= 0 without MUFU (the comment above)."""
+    xc = ops.maximum(x, ops.const(EXP2_POLY_MIN))
+    rounded = ops.add_round_down(xc, ops.const(EXP2_ROUND_MAGIC))
+    f = ops.sub(xc, ops.sub(rounded, ops.const(EXP2_ROUND_MAGIC)))
+    c = EXP2_POLY_COEFFS
+    poly = ops.fma(ops.fma(ops.fma(ops.const(c[3]), f, ops.const(c[2])), f,
+                           ops.const(c[1])), f, ops.const(c[0]))
+    return ops.add_to_exponent(rounded, poly)
+
+
+def poly_slots(per_16):
+    """Which of a thread's 16 consecutive values take ``exp2_poly``:
+    ``per_16`` of them, spread evenly (so MUFU and FMA work interleave in
+    the register order the compiler schedules from)."""
+    return frozenset(i for i in range(POLY_SLOTS) if (i * per_16) % POLY_SLOTS < per_16)
+
+
+def exponentials(x, per_16):
+    """``2 ** x`` of each value of the fragment ``x``: ``per_16`` of every
+    16 by ``exp2_poly``, the others by ex2.approx."""
+    if not per_16:
+        return x.exp2()
+    slots = poly_slots(per_16)
+    return Fragment(x.n, values=[exp2_poly(v) if i % POLY_SLOTS in slots else exp2(v)
+                                 for i, v in enumerate(x.values)])
 
 
 # -- stage: the epilogue -----------------------------------------------------
