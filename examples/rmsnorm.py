@@ -6,7 +6,8 @@
 the input, weight and output in ``dtype`` and the math in fp32. The weight
 is loaded once per CTA, before the loop over rows, in the layout of a row
 (``Rows.load_columns``): each thread holds the columns it multiplies. A
-warp per row up to 2048 columns, a CTA beyond, as examples/row_softmax.py.
+warp per row up to 2048 columns, a CTA beyond, long rows through a ring
+of shared-memory stages, as examples/row_softmax.py.
 
 ``build(n, dtype)`` returns the Kernel; ``rms_norm(x, weight, eps)`` runs it
 on torch tensors (compiling on first use where MLIR is installed);
@@ -20,27 +21,44 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rows_host  # noqa: E402
 
 
-def build(n=4096, dtype="bf16", threads=None, chip="sm_90a", name=None):
+def build(n=4096, dtype="bf16", threads=None, stages=None, chip="sm_90a", name=None):
     """The RMSNorm kernel for rows of ``n`` elements of ``dtype``:
-    parameters ``(src, weight, dst, m, eps)``, any grid."""
-    from pipeline_mlir.kernel import Float32, GlobalPtr, Int32, Kernel, Rows, row_threads
-    from pipeline_mlir.kernel.rows import rsqrt
+    parameters ``(src, weight, dst, m, eps)``, any grid; ``threads`` and
+    ``stages`` as in examples/row_softmax.py."""
+    from pipeline_mlir.kernel import (Float32, GlobalPtr, Int32, Kernel, RowRing, Rows,
+                                      ring_stages, row_threads)
 
-    threads = threads or row_threads(n, dtype)
-    rows = Rows(n, dtype, threads=threads)
-    block = 128 if rows.per_warp else threads
+    rows = Rows(n, dtype, threads=threads or row_threads(n, dtype))
+    stages = ring_stages(rows) if stages is None else stages
+    block = 128 if rows.per_warp else RowRing.block_threads(rows) if stages else rows.threads
     k = Kernel(name or f"rmsnorm_{dtype}_{n}", chip=chip, block_dim=block,
                params={"src": GlobalPtr(), "weight": GlobalPtr(), "dst": GlobalPtr(),
                        "m": Int32(), "eps": Float32()})
     with k:
         src, weight, dst, m, eps = k.args
-        w = rows.load_columns(weight)                  # once per CTA, reused by every row
-        for row in rows.grid_stride(k, m):
-            x = rows.load(src, row)                    # out-of-row values: 0
-            scale = rsqrt((x * x).sum() * (1.0 / n) + eps)
-            rows.store(x * scale * w, dst, row)
-    k.rows = rows
+        if stages:
+            ring = RowRing(rows, k, stages)
+            ring.produce(src, m)                       # the producer warp
+            with ring.consumers():
+                w = rows.load_columns(weight)          # once per CTA, reused by every row
+                for row, stage in ring.rows(m):
+                    # read twice from shared memory: x need not live across the sum
+                    scale = _scale(rows, stage.load(), eps)
+                    rows.store(stage.load() * scale * w, dst, row)
+        else:
+            w = rows.load_columns(weight)
+            for row in rows.grid_stride(k, m):
+                x = rows.load(src, row)                # out-of-row values: 0
+                rows.store(x * _scale(rows, x, eps) * w, dst, row)
+    k.rows, k.stages = rows, stages
     return k
+
+
+def _scale(rows, x, eps):
+    """``rsqrt(mean(x^2) + eps)`` of the row ``x`` (out-of-row values 0)."""
+    from pipeline_mlir.kernel.rows import rsqrt
+
+    return rsqrt((x * x).sum() * (1.0 / rows.n) + eps)
 
 
 class RmsNorm(rows_host.RowKernel):

@@ -7,8 +7,11 @@ stable: ``max``, ``exp2((x - max) log2 e)`` (one ``fma`` and one
 ``ex2.approx`` per element), ``sum``, and one reciprocal per row. A warp
 handles a row up to 2048 columns (its reductions are five shuffles), a
 CTA beyond (``rows.row_threads``: a warp's registers cannot hold the row;
-the CTA reduces through shared memory). The kernel is built per row
-length N, so only a ragged last chunk is masked.
+the CTA reduces through shared memory). A CTA per row takes its rows
+through a ring of shared-memory stages (``RowRing``: a producer warp
+bulk-copies the next rows while the row's threads reduce and store this
+one) where ``ring_stages`` says so. The kernel is built per row length N,
+so only a ragged last chunk is masked.
 
 ``build(n, dtype)`` returns the Kernel; ``softmax(x)`` runs it on a torch
 tensor (building and compiling it on first use where MLIR is installed);
@@ -24,28 +27,43 @@ import rows_host  # noqa: E402
 LOG2_E = 1.4426950408889634
 
 
-def build(n=4096, dtype="bf16", threads=None, chip="sm_90a", name=None):
+def build(n=4096, dtype="bf16", threads=None, stages=None, chip="sm_90a", name=None):
     """The softmax kernel for rows of ``n`` elements (default 4096) of ``dtype``:
     parameters ``(src, dst, m)``, any grid (a grid-stride loop over the
-    ``m`` rows); ``threads`` per row defaults to ``row_threads(n, dtype)``."""
-    from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel, Rows, row_threads
-    from pipeline_mlir.kernel.rows import reciprocal
+    ``m`` rows); ``threads`` per row defaults to ``row_threads(n, dtype)``,
+    ``stages`` of the shared-memory ring of rows to ``ring_stages(rows)``
+    (0: no ring, each row loaded straight into registers)."""
+    from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel, RowRing, Rows, ring_stages, row_threads
 
-    threads = threads or row_threads(n, dtype)
-    rows = Rows(n, dtype, threads=threads)
-    # A warp per row: 4 warps per CTA, 4 rows at once; a CTA per row: the row's threads.
-    block = 128 if rows.per_warp else threads
+    rows = Rows(n, dtype, threads=threads or row_threads(n, dtype))
+    stages = ring_stages(rows) if stages is None else stages
+    # A warp per row: 4 warps per CTA, 4 rows at once; a CTA per row: the
+    # row's threads, and with a ring a producer warp.
+    block = 128 if rows.per_warp else RowRing.block_threads(rows) if stages else rows.threads
     k = Kernel(name or f"row_softmax_{dtype}_{n}", chip=chip, block_dim=block,
                params={"src": GlobalPtr(), "dst": GlobalPtr(), "m": Int32()})
     with k:
         src, dst, m = k.args
-        for row in rows.grid_stride(k, m):
-            x = rows.load(src, row, fill=float("-inf"))
-            top = x.max()
-            p = x.fma(LOG2_E, -(top * LOG2_E)).exp2()     # exp2((x - max) log2 e)
-            rows.store(p * reciprocal(p.sum()), dst, row)
-    k.rows = rows
+        if stages:
+            ring = RowRing(rows, k, stages)
+            ring.produce(src, m)                 # the producer warp: rows into the ring
+            with ring.consumers():
+                for row, stage in ring.rows(m):
+                    _softmax_row(rows, stage.load(fill=float("-inf")), dst, row)
+        else:
+            for row in rows.grid_stride(k, m):
+                _softmax_row(rows, rows.load(src, row, fill=float("-inf")), dst, row)
+    k.rows, k.stages = rows, stages
     return k
+
+
+def _softmax_row(rows, x, dst, row):
+    """Store the softmax of the row ``x`` (its out-of-row values -inf)."""
+    from pipeline_mlir.kernel.rows import reciprocal
+
+    top = x.max()
+    p = x.fma(LOG2_E, -(top * LOG2_E)).exp2()     # exp2((x - max) log2 e)
+    rows.store(p * reciprocal(p.sum()), dst, row)
 
 
 class RowSoftmax(rows_host.RowKernel):

@@ -11,6 +11,10 @@ On the GPU host (torch, cuda-bindings; no MLIR):
 
     cd .gpu-bundle/rows-bench && python3 bench_rows.py [--rounds 10] [--mib 256]
 
+A CTA per row takes its rows through a ring of shared-memory stages
+(``RowRing``) where ``ring_stages`` says so; ``--build ... --alt`` also
+builds each without it (``_regs``) and with half and twice the threads.
+
 For each row length N, M = (MiB of input) / (N * 2 bytes) rows of
 ``torch.randn`` bf16 (ragged N included); ours, torch's op and
 ``y.copy_(x)`` are timed in alternating rounds (each round: CUDA events
@@ -18,7 +22,9 @@ around ``--iters`` launches of each), the median round reported. Bandwidth
 counts the bytes read and written once each (x, y, and the weight for
 RMSNorm): ``(read + written) / time``; ``of copy`` is that over the copy's
 bandwidth, the ceiling of a kernel that reads and writes each byte once.
-Every kernel's output is checked against the fp32 reference first.
+Every kernel's output is checked against the fp32 reference first, on the
+benchmark's rows and on 1, 3 and 37 rows (with a row after the output that
+must stay untouched).
 """
 
 import argparse
@@ -33,20 +39,44 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 # Row lengths: powers of two through both regimes (a warp per row up to
 # 2048, a CTA per row beyond) and ragged ones (not a multiple of a chunk).
-NS = [512, 1000, 1024, 2048, 3000, 4096, 5120, 8192, 12288, 16384, 32768]
+NS = [512, 1000, 1024, 2048, 3000, 4096, 5120, 8192, 12288, 16384, 20000, 24576, 32768,
+      65536]
 OPS = ("row_softmax", "rmsnorm")
 
 
-def _threads_tried(n, alt, row_threads, widest_vec, MAX_VALUES):
-    """Threads per row: ``row_threads``'s pick and, with ``alt``, for a CTA
-    per row, half and twice as many (the choice's check: more values per
-    thread against more warps per row)."""
+def _variants(n, alt):
+    """(threads, stages) per kernel built for rows of ``n``: the defaults
+    (``row_threads``, ``ring_stages``: None) and, with ``alt``, for a CTA
+    per row, the choices' checks: the same threads with the ring where the
+    default has none and without it where it has one (stages 0), with two
+    stages, and half and twice the threads."""
+    from pipeline_mlir.kernel import ring_stages, row_stages, row_threads
+    from pipeline_mlir.kernel.rows import MAX_VALUES, Rows, widest_vec
+
     t = row_threads(n)
+    out = [(t, None)]
     if not alt or t == 32:
-        return [t]
-    others = [h for h in (t // 2, 2 * t) if 64 <= h <= 1024 and
-              math.ceil(n / (h * widest_vec(n, "bf16"))) * widest_vec(n, "bf16") <= MAX_VALUES]
-    return [t] + others
+        return out
+    default = ring_stages(Rows(n, "bf16", threads=t))
+    other = 0 if default else row_stages(n)
+    if other != default:
+        out.append((t, other))
+    if default > 2:
+        out.append((t, 2))
+    vec = widest_vec(n, "bf16")
+    out += [(h, None) for h in (t // 2, 2 * t)
+            if 64 <= h <= 1024 and math.ceil(n / (h * vec)) * vec <= MAX_VALUES]
+    return out
+
+
+def _name(op, n, threads, stages):
+    from pipeline_mlir.kernel import ring_stages, row_threads
+    from pipeline_mlir.kernel.rows import Rows
+
+    default = ring_stages(Rows(n, "bf16", threads=threads))
+    return (f"{op}_bf16_{n}" + ("" if threads == row_threads(n) else f"_t{threads}")
+            + ("" if stages is None or stages == default else
+               "_regs" if stages == 0 else f"_s{stages}"))
 
 
 def build(out, chip, alt=False):
@@ -65,18 +95,16 @@ def build(out, chip, alt=False):
         shutil.copy(os.path.join(ROOT, "examples", f), out)
     shutil.copy(os.path.join(ROOT, "test", "gpu", "rows_reference.py"), out)
     shutil.copy(os.path.abspath(__file__), out)
-    from pipeline_mlir.kernel import row_threads
-    from pipeline_mlir.kernel.rows import MAX_VALUES, widest_vec
-
     kernels = []
     for op, module in (("row_softmax", row_softmax), ("rmsnorm", rmsnorm)):
-        for n, threads in ((n, t) for n in NS for t in _threads_tried(n, alt, row_threads, widest_vec, MAX_VALUES)):
-            name = f"{op}_bf16_{n}" + ("" if threads == row_threads(n) else f"_t{threads}")
-            k = module.build(n, "bf16", threads=threads, chip=chip, name=name)
+        for n, (threads, stages) in ((n, v) for n in NS for v in _variants(n, alt)):
+            k = module.build(n, "bf16", threads=threads, stages=stages, chip=chip,
+                             name=_name(op, n, threads, stages))
             fn = k.compile()
             kernels.append({"op": op, "name": k.name, "image": save_cubin(out, k.name, chip, fn),
                             "launch": fn.metadata(), "rows": rows_host.meta_of(k.rows, k)})
-            print(f"built {k.name}: {k.rows!r}, block {k.block_dim[0]}")
+            print(f"built {k.name}: {k.rows!r}, block {k.block_dim[0]}, "
+                  f"{k.stages} stages of rows in shared memory")
     total = write_manifest(out, {"chip": chip, "kernels": kernels})
     if total is None:
         return 1
@@ -96,6 +124,28 @@ def timed(torch, fn, iters):
     return start.elapsed_time(end) / iters
 
 
+def _few_rows_wrong(torch, ref, kernel, op, n, w):
+    """Elements beyond the bound for 1, 3 and 37 rows (fewer rows than
+    CTAs: some CTAs' loops never run), or -1 when a launch wrote into the
+    row after the output."""
+    for m in (1, 3, 37):
+        x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+        buf = torch.full((m + 1, n), 7.0, device="cuda", dtype=torch.bfloat16)
+        if op == "row_softmax":
+            kernel(x, out=buf[:m])
+            want = ref.softmax_ref(x)
+        else:
+            kernel(x, w, 1e-6, out=buf[:m])
+            want = ref.rmsnorm_ref(x, w, 1e-6)
+        torch.cuda.synchronize()
+        if not (buf[m] == 7.0).all():
+            return -1
+        bad, _ = ref.beyond_bound(buf[:m], want)
+        if bad:
+            return bad
+    return 0
+
+
 def run(args):
     import torch
 
@@ -111,7 +161,7 @@ def run(args):
     print(f"{props.name}, {props.multi_processor_count} SMs, torch {torch.__version__}; "
           f"{args.mib} MiB of input per case, {args.rounds} alternating rounds x "
           f"{args.iters} launches, median round")
-    print(f"{'kernel':26s} {'N':>6s} {'M':>7s} {'ours GB/s':>10s} {'torch GB/s':>10s} "
+    print(f"{'kernel':34s} {'N':>6s} {'M':>7s} {'ours GB/s':>10s} {'torch GB/s':>10s} "
           f"{'copy GB/s':>10s} {'ours/copy':>9s} {'torch/copy':>10s} {'ours/torch':>10s}")
     results = []
     for e in manifest["kernels"]:
@@ -143,6 +193,8 @@ def run(args):
         torch.cuda.synchronize()
         bad, worst = ref.beyond_bound(y, want)
         del want
+        if not bad:
+            bad = _few_rows_wrong(torch, ref, kernel, e["op"], n, w if e["op"] == "rmsnorm" else None)
         if bad:
             print(f"{e['name']}: WRONG: {bad} elements beyond the bound (worst {worst:.3g} of the bound)")
             results.append({"name": e["name"], "wrong": bad})
@@ -156,12 +208,13 @@ def run(args):
                 t[key].append(timed(torch, fn, args.iters))
         ms = {k: statistics.median(v) for k, v in t.items()}
         gbs = {k: (moved if k != "copy" else 2 * x.numel() * 2) / v / 1e6 for k, v in ms.items()}
-        row = {"name": e["name"], "op": e["op"], "n": n, "threads": meta["threads"], "m": m, "ms": ms, "gb_s": gbs,
+        row = {"name": e["name"], "op": e["op"], "n": n, "threads": meta["threads"],
+               "stages": meta.get("stages", 0), "m": m, "ms": ms, "gb_s": gbs,
                "ours_of_copy": gbs["ours"] / gbs["copy"],
                "torch_of_copy": gbs["torch"] / gbs["copy"],
                "ours_over_torch": ms["torch"] / ms["ours"], "worst_of_bound": worst}
         results.append(row)
-        print(f"{e['name']:26s} {n:6d} {m:7d} {gbs['ours']:10.0f} {gbs['torch']:10.0f} "
+        print(f"{e['name']:34s} {n:6d} {m:7d} {gbs['ours']:10.0f} {gbs['torch']:10.0f} "
               f"{gbs['copy']:10.0f} {row['ours_of_copy']:9.3f} {row['torch_of_copy']:10.3f} "
               f"{row['ours_over_torch']:9.2f}x", flush=True)
         del x, y, copy_dst
@@ -178,7 +231,8 @@ def main(argv=None):
                     "(needs MLIR) instead of running")
     ap.add_argument("--chip", default="sm_90a")
     ap.add_argument("--alt", action="store_true", help="with --build: also build each CTA-per-"
-                    "row kernel with twice the threads (the threads-per-row choice's check)")
+                    "row kernel without its ring of rows, and with half and twice the threads "
+                    "(the choices' checks)")
     ap.add_argument("--mib", type=int, default=256, help="MiB of input per case")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--iters", type=int, default=20)

@@ -74,9 +74,9 @@ def test_row_threads_regimes():
     assert [row_threads(n) for n in (128, 1000, 2048)] == [32, 32, 32]   # a warp per row
     assert row_threads(2048, "f32") == 32
     assert row_threads(4096) == 128 and row_threads(8192) == 256
-    assert row_threads(12288) == 512
-    # from LARGE_ROW on, 64 values per thread: fewer threads, two rows per SM
-    assert row_threads(16384) == 256 and row_threads(32768) == 512
+    # about 32 values per thread over at most 512 threads, then up to 64
+    assert row_threads(12288) == 512 and row_threads(16384) == 512
+    assert row_threads(32768) == 512
     assert row_threads(65536) == 1024 and row_threads(2 * 65536) == 1024   # refused by Rows
     assert row_threads(2049) > 32        # odd: scalar accesses, 65 per lane is too many
 
@@ -110,7 +110,9 @@ def global_offsets(ptx, op):
 
 @pytest.mark.parametrize("n", [128, 1000, 2048, 4096, 6000, 16384])
 def test_softmax_kernel_instructions_and_addresses(n):
-    k = row_softmax.build(n)
+    # rows loaded straight into registers (16 KiB rows take a ring by
+    # default: test_row_ring.py)
+    k = row_softmax.build(n, stages=0)
     rows = k.rows
     ptx = ptx_and_cubin(k)
     assert count(r"ld\.global[.\w]*\.v4", ptx) == rows.chunks       # one 16-byte load per chunk
@@ -148,7 +150,7 @@ def test_softmax_other_dtypes(dtype):
 
 @pytest.mark.parametrize("n", [1000, 2048, 8192])
 def test_rmsnorm_kernel_instructions(n):
-    k = rmsnorm.build(n)
+    k = rmsnorm.build(n, stages=0)
     rows = k.rows
     ptx = ptx_and_cubin(k)
     # the weight once, before the row loop, and the row: two loads per chunk
@@ -171,7 +173,7 @@ def test_rmsnorm_keeps_the_weight_packed_across_the_row_loop():
 def test_meta_of_records_the_launch_facts():
     k = row_softmax.build(4096)
     assert rows_host.meta_of(k.rows, k) == {"n": 4096, "dtype": "bf16", "threads": 128,
-                                            "rows_per_cta": 1, "block": 128}
+                                            "rows_per_cta": 1, "block": 128, "stages": 0}
     k = rmsnorm.build(1000)
     assert rows_host.meta_of(k.rows, k)["rows_per_cta"] == 4
 

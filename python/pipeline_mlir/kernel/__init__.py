@@ -5,7 +5,8 @@ launch bounds and cluster dims (:class:`Kernel`), parameters
 (:mod:`.params`), thread/warp/lane/CTA-rank values, shared memory
 (:class:`SmemPtr`), ``scf.for`` loops carrying pipeline states
 (``k.range``), ``scf.if`` branches (``k.if_``), ``scf.while`` loops (``k.while_``), ``elect_one``, rows of a tensor in
-registers for memory-bound kernels (:class:`Rows`, :class:`RowValues`) and compilation
+registers for memory-bound kernels (:class:`Rows`, :class:`RowValues`; long ones staged
+through a shared-memory ring, :class:`RowRing`) and compilation
 (``k.verify()``, ``k.to_ptx()``, ``k.compile()``).
 """
 
@@ -14,6 +15,7 @@ from .control import If, elect_one, range_, while_
 from .kernel import Kernel
 from .memory import element_ptr, fence_view_async_shared, load, store
 from .params import Float32, GlobalPtr, Int32, Int64, Param, TmaDescriptor
+from .row_ring import RowRing, ring_stages, row_stages
 from .rows import Rows, RowValues, row_threads
 from .scope import ScopeError
 from .smem import SmemPtr
@@ -24,5 +26,5 @@ __all__ = [
     "Int32", "Int64", "Float32", "If", "elect_one", "range_", "while_", "to_value",
     "ScopeError", "LoweringUnavailable", "has_pipeline_to_cubin",
     "load", "store", "element_ptr", "fence_view_async_shared",
-    "Rows", "RowValues", "row_threads",
+    "Rows", "RowValues", "row_threads", "RowRing", "ring_stages", "row_stages",
 ]

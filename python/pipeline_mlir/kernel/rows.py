@@ -59,16 +59,19 @@ ACCESS_BYTES = 16          # the widest global access (ld.global.v4.b32)
 WARP = 32
 MAX_THREADS = 1024
 # Values one thread holds: past MAX_VALUES a row's registers spill (Rows
-# refuses it); row_threads aims at TARGET_VALUES, and at MAX_VALUES from
-# LARGE_ROW elements on, where a row's f32 values alone fill a quarter of
-# an SM's registers and each thread's fixed registers (addresses, loop,
-# reductions) decide whether a second row fits beside it: measured on an
-# H200 (benchmarks/rows/bench_rows.py --alt), bf16 RMSNorm of 16384
-# columns ran at 0.71 of copy bandwidth over 512 threads, 0.86 over 256;
-# below 16384 the smaller target was as fast or faster (5120: 0.91 / 0.88).
+# refuses it). row_threads aims at TARGET_VALUES per thread over at most
+# CTA_THREADS threads, and takes up to MAX_VALUES before it takes more
+# threads than that. Measured on an H200 (benchmarks/rows/bench_rows.py
+# --alt, bf16, fraction of a device-to-device copy's bandwidth): a CTA of
+# 1024 threads per row ran at 0.44 (softmax, 12288 columns) to 0.83
+# (RMSNorm, 32768): each block reduction waits for 32 warps; the same rows
+# over 512 threads ran at 0.86 to 0.92. Rows staged through a RowRing ran
+# best near TARGET_VALUES (softmax of 16384 columns: 0.91 over 512
+# threads, 32 values, 0.84 over 256, 64 values): the row's threads do the
+# arithmetic while the producer warp loads, and more of them hide it.
 TARGET_VALUES = 32
 MAX_VALUES = 64
-LARGE_ROW = 16384
+CTA_THREADS = 512
 
 
 def _bytes(dtype, what):
@@ -96,18 +99,25 @@ def widest_vec(n, dtype):
 def row_threads(n, dtype="bf16"):
     """Threads per row for a row of ``n`` elements: a warp while each
     thread holds at most ``MAX_VALUES`` values (2048 bf16 or f32 columns),
-    else a CTA of the power of two (128..1024) that brings a thread to
-    about ``TARGET_VALUES`` (``MAX_VALUES`` from ``LARGE_ROW`` elements on).
-    A warp per row needs no shared memory and no barrier; past it, a
-    warp's registers cannot hold the row."""
+    else a CTA: the smallest power of two from 128 to ``CTA_THREADS`` that
+    brings a thread to ``TARGET_VALUES``, or ``CTA_THREADS`` while a thread
+    holds at most ``MAX_VALUES`` (32768 bf16 columns), and 1024 only past
+    that. A warp per row needs no shared memory and no barrier; past it, a
+    warp's registers cannot hold the row; a CTA of 1024 threads is slow
+    (the measurements above)."""
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"row_threads: n must be a positive int, got {n!r}")
     vec = widest_vec(n, dtype)
-    if math.ceil(n / (WARP * vec)) * vec <= MAX_VALUES:
+
+    def values(threads):
+        return math.ceil(n / (threads * vec)) * vec
+
+    if values(WARP) <= MAX_VALUES:
         return WARP
-    target = MAX_VALUES if n >= LARGE_ROW else TARGET_VALUES
     threads = 128
-    while threads < MAX_THREADS and math.ceil(n / (threads * vec)) * vec > target:
+    while threads < CTA_THREADS and values(threads) > TARGET_VALUES:
+        threads *= 2
+    while threads < MAX_THREADS and values(threads) > MAX_VALUES:
         threads *= 2
     return threads
 
@@ -152,6 +162,10 @@ class Rows:
         # kernel -> its block-reduction buffer; weak, so that a Rows reused
         # across kernels neither keeps them alive nor meets a dead one's id.
         self._buffers = weakref.WeakKeyDictionary()
+        # kernel -> its RowRing (row_ring.py): the block holds a producer
+        # warp besides the row's threads, and reductions sync on a named
+        # barrier of the row's threads.
+        self._rings = weakref.WeakKeyDictionary()
 
     def __repr__(self):
         return (f"Rows(n={self.n}, dtype={self.dtype!r}, threads={self.threads}, "
@@ -193,11 +207,13 @@ class Rows:
         threads = k.block_dim[0] * k.block_dim[1] * k.block_dim[2]
         if self.per_warp:
             return threads // WARP
-        if threads != self.threads:
+        ring = self._rings.get(k)
+        want = self.threads if ring is None else ring.block_threads(self)
+        if threads != want:
             raise ValueError(
                 f"Rows: a CTA per row of {self.threads} threads, but kernel "
                 f"{k.name!r} has {threads}: its block reductions take every thread "
-                f"of the CTA. Build the kernel with block_dim={self.threads}")
+                f"of the CTA. Build the kernel with block_dim={want}")
         return 1
 
     def rows_per_cta(self, k):
@@ -356,7 +372,9 @@ class Rows:
         tid = k.linear_thread_idx()
         with If(tid % WARP == 0):
             _store(v, buf, tid // WARP)
-        nvvm.barrier0()              # every warp's value is written
+        ring = self._rings.get(k)
+        sync = nvvm.barrier0 if ring is None else ring.reductions.sync
+        sync()                       # every warp's value is written
         parts = []
         if warps % 4 == 0:           # ld.shared.v4: a quarter of the loads
             v4 = ir.VectorType.get([4], f32())
@@ -368,7 +386,7 @@ class Rows:
         out = _tree(parts, fn)
         # The next reduction rewrites this buffer: no warp may write it
         # before every warp has read this one's values.
-        nvvm.barrier0()
+        sync()
         return out
 
 

@@ -1,0 +1,231 @@
+"""Rows staged through shared memory (python/pipeline_mlir/kernel/row_ring.py)
+and the row kernels built on them (examples/row_softmax.py and
+examples/rmsnorm.py from 16 KiB rows on), without a GPU: which rows take a
+ring and how deep, the instructions of the ring kernels (one bulk copy per
+row, the row read from shared memory, named-barrier reductions, no spill
+through ptxas where it is on PATH), the checker and the simulator on them,
+with a planted mistake and its twin, and misuse refused with the rule and
+the fix. The GPU checks the values and the speed:
+benchmarks/rows/bench_rows.py."""
+
+import os
+import re
+import shutil
+import sys
+
+import pytest
+
+from pipeline_mlir.kernel import (GlobalPtr, Int32, Kernel, RowRing, Rows, ring_stages,
+                                  row_stages, row_threads)
+from pipeline_mlir.kernel import row_ring as ring_mod
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+import rmsnorm  # noqa: E402
+import row_softmax  # noqa: E402
+import rows_host  # noqa: E402
+from _example_checks import messages, protocol_warnings, simulate, verify_protocol  # noqa: E402
+
+ASSEMBLER = "ptxas" if shutil.which("ptxas") else "nvjitlink"
+BULK = r"cp\.async\.bulk\.shared::cluster\.global\.mbarrier::complete_tx::bytes"
+
+
+def count(pattern, ptx):
+    return len(re.findall(pattern, ptx))
+
+
+# -- which rows take a ring ------------------------------------------------------------
+
+def test_stages_fit_the_shared_memory_of_one_or_two_rings_per_sm():
+    # 96 KiB rings (two CTAs per SM) while a row is at most a third of that...
+    assert [row_stages(n) for n in (2048, 8192, 12288, 16384, 24576)] == [4, 4, 4, 3, 2]
+    # ...longer rows: one CTA per SM, up to 200 KiB
+    assert row_stages(32768) == 3 and row_stages(51200) == 2
+    assert row_stages(65536) == 0               # two rows of 128 KiB do not fit
+    assert row_stages(16383) == 0               # not a multiple of 16 bytes: no bulk copy
+    assert row_stages(16384, "f32") == 3 and row_stages(4096, "f32") == 4
+    for n in (8192, 12288, 20000, 32768):
+        s = row_stages(n)
+        assert s * n * 2 <= ring_mod.MAX_RING
+
+
+def test_a_cta_per_row_takes_a_ring_from_16_kib_rows():
+    def stages(n, dtype="bf16"):
+        return ring_stages(Rows(n, dtype, threads=row_threads(n, dtype)))
+
+    assert [stages(n) for n in (2048, 3000, 4096, 6000)] == [0, 0, 0, 0]   # registers
+    assert [stages(n) for n in (8192, 12288, 16384, 20000, 32768)] == [4, 4, 3, 2, 3]
+    assert stages(4096, "f32") == 4             # 16 KiB of f32
+    assert stages(16383) == 0                   # scalar rows: no bulk copy
+    assert stages(65536) == 0                   # 1024 threads leave no room for a producer
+    assert ring_stages(Rows(16384, threads=1024)) == 0
+
+
+def test_row_threads_never_picks_a_cta_of_1024_while_512_hold_the_row():
+    """About 32 values per thread over at most 512 threads; up to 64 before
+    1024 threads (measured slow: rows.py's notes)."""
+    assert [row_threads(n) for n in (2048, 3000, 4096, 8192, 12288, 16384, 32768)] == \
+        [32, 128, 128, 256, 512, 512, 512]
+    assert row_threads(40000) == 1024 and row_threads(65536) == 1024
+    for n in range(2049, 32769, 997):           # ragged lengths, any vector width
+        t = row_threads(n)
+        assert t <= 512 and Rows(n, threads=t).count <= 64, n
+
+
+# -- the kernels -------------------------------------------------------------------------
+
+def compiled_ptx(k):
+    ptx = k.to_ptx()
+    cubin = k.compile(assembler=ASSEMBLER)
+    return ptx, cubin
+
+
+def _spills(k):
+    if ASSEMBLER != "ptxas":
+        return None
+    import subprocess
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+        f.write(k.to_ptx())
+    out = subprocess.run(["ptxas", "-arch=sm_90a", "-v", f.name, "-o", os.devnull],
+                         capture_output=True, text=True).stderr
+    os.unlink(f.name)
+    return sum(int(b) for b in re.findall(r"(\d+) bytes spill stores", out))
+
+
+@pytest.mark.parametrize("n", [8192, 20000, 32768])
+def test_softmax_ring_kernel_instructions(n):
+    k = row_softmax.build(n)
+    rows, stages = k.rows, k.stages
+    assert stages == row_stages(n) and k.block_dim[0] == rows.threads + 32
+    ptx, _ = compiled_ptx(k)
+    # one bulk copy of the whole row per row, by the producer; no global load of it
+    assert count(BULK, ptx) == 1 and count(r"ld\.global", ptx) == 0
+    assert re.search(rf"mov\.b32\s+%r\d+, {n * 2};", ptx)          # its byte count
+    # the row out of the stage, one ld.shared.v4 per chunk (+ the block reductions' loads)
+    warps = rows.threads // 32
+    assert count(r"ld\.shared\.v4", ptx) == rows.chunks + 2 * (warps // 4)
+    assert count(r"st\.global[.\w]*\.v4", ptx) == rows.chunks
+    # the reductions sync the row's threads only: bar.sync id, threads
+    assert count(rf"bar\.sync\s+\d+, {rows.threads};", ptx) == 4
+    assert count(r"bar\.sync\s+0;", ptx) == 1                      # the pipeline's init
+    assert count(r"ex2\.approx", ptx) == rows.count
+    assert k.smem_bytes >= stages * n * 2
+    assert _spills(k) in (None, 0)
+
+
+def test_rmsnorm_ring_reads_the_row_twice_from_shared_memory():
+    """x is read for the sum of squares and again for the output: it need
+    not stay in registers across the reduction."""
+    k = rmsnorm.build(16384)
+    rows = k.rows
+    ptx, _ = compiled_ptx(k)
+    warps = rows.threads // 32
+    assert count(r"ld\.shared\.v4", ptx) == 2 * rows.chunks + warps // 4
+    assert count(r"ld\.global[.\w]*\.v4", ptx) == rows.chunks        # the weight, once
+    assert count(BULK, ptx) == 1
+    assert count(rf"bar\.sync\s+\d+, {rows.threads};", ptx) == 2
+    assert _spills(k) in (None, 0)
+
+
+def test_meta_records_the_ring():
+    k = row_softmax.build(16384)
+    assert rows_host.meta_of(k.rows, k) == {"n": 16384, "dtype": "bf16", "threads": 512,
+                                            "rows_per_cta": 1, "block": 544, "stages": 3}
+    k = rmsnorm.build(16384, stages=0)
+    assert rows_host.meta_of(k.rows, k)["stages"] == 0 and k.block_dim[0] == 512
+
+
+# -- the checker and the simulator -------------------------------------------------------
+
+CASES = [(row_softmax, 8192, None), (row_softmax, 20000, None), (rmsnorm, 16384, None),
+         (row_softmax, 3000, 2)]       # a ragged last chunk and a two-stage ring
+
+
+@pytest.mark.parametrize("module,n,stages", CASES,
+                         ids=lambda c: getattr(c, "__name__", str(c)))
+def test_ring_kernels_check_and_simulate_clean(module, n, stages):
+    """More rows than stages (the ring wraps around twice) in one CTA."""
+    k = module.build(n, stages=stages)
+    text = str(k.module)
+    assert verify_protocol(text) == [] and protocol_warnings(text) == []
+    m_arg = 2 if module is row_softmax else 3
+    (report,) = simulate(text, schedules=3, args={m_arg: 2 * k.stages + 1}).values()
+    assert report.ok and report.schedules == 3, report
+
+
+def _planted(plant):
+    """A softmax-like ring kernel with ``plant``: the reductions' barrier
+    counting the producer warp, or a consumer that never releases."""
+    from pipeline_mlir.pipeline import NamedBarrier, PipelineUserType, make_pipeline_state
+
+    rows = Rows(4096, "bf16", threads=128)
+    k = Kernel(f"ring_{plant}", block_dim=RowRing.block_threads(rows),
+               params={"src": GlobalPtr(), "dst": GlobalPtr(), "m": Int32()})
+    with k:
+        src, dst, m = k.args
+        ring = RowRing(rows, k, 2)
+        if plant == "barrier":
+            ring.reductions = NamedBarrier(num_threads=k.block_dim[0])
+        ring.produce(src, m)
+        with ring.consumers():
+            if plant == "release":
+                state = make_pipeline_state(PipelineUserType.Consumer, 2)
+                for row, _ in k.range(k.block_idx(), m, k.grid_dim(), carry=[state]):
+                    ring.pipe.consumer_wait(state)
+                    x = rows._load_at(ring.buffer.stage(state.index, ring.row_bytes), 0, None,
+                                      0.0, "bf16", rows.thread(k))
+                    rows.store(x * x.sum(), dst, row)
+                    state.advance()
+            else:
+                for row, stage in ring.rows(m):
+                    x = stage.load()
+                    rows.store(x * x.sum(), dst, row)
+    return str(k.module)
+
+
+def test_the_planted_twin_is_clean():
+    text = _planted("none")
+    assert verify_protocol(text) == []
+    (report,) = simulate(text, schedules=2, args={2: 5}).values()
+    assert report.ok
+
+
+def test_a_reduction_barrier_counting_the_producer_is_caught():
+    text = _planted("barrier")
+    errors = verify_protocol(text)
+    assert errors and "waits for 160 threads but only 128 (warps 0-3) reach it" in errors[0]
+    (report,) = simulate(text, schedules=2, args={2: 5}).values()
+    assert not report.ok and "named barrier" in messages(report)["deadlock"]
+
+
+def test_a_consumer_that_never_releases_is_caught():
+    text = _planted("release")
+    errors = verify_protocol(text)
+    assert errors and "waits on 1 stage but releases 0" in errors[0]
+    (report,) = simulate(text, schedules=2, args={2: 5}).values()
+    assert not report.ok and "producer.acquire" in messages(report)["deadlock"]
+
+
+# -- misuse ------------------------------------------------------------------------------
+
+def test_misuse_names_the_rule_and_the_fix():
+    def kernel(rows, block):
+        return Kernel("ring_misuse", block_dim=block, params={"x": GlobalPtr()})
+
+    rows = Rows(1024)                                   # a warp per row
+    k = kernel(rows, 128)
+    with k, pytest.raises(ValueError, match="a warp per row holds its row in registers"):
+        RowRing(rows, k)
+    rows = Rows(4100, threads=128)                      # 8200 bytes: not a multiple of 16
+    k = kernel(rows, 160)
+    with k, pytest.raises(ValueError, match=r"multiple of 16 bytes.*row_stages\(4100, 'bf16'\) = 0"):
+        RowRing(rows, k)
+    rows = Rows(4096, threads=128)
+    k = kernel(rows, 128)
+    with k, pytest.raises(ValueError, match=r"needs block_dim=160 \(128 consumers and a producer"):
+        RowRing(rows, k)
+    k = kernel(rows, 160)
+    with k, pytest.raises(ValueError, match="the ring at most"):
+        RowRing(rows, k, stages=40)
