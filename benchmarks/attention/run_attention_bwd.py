@@ -4,7 +4,7 @@ vs torch SDPA's cuDNN backward (and FlashAttention-4's CuTe DSL backward
 where ``flash_attn.cute`` imports), in one process, on the same tensors.
 
     python3 run_attention_bwd.py --out DIR [--rows quick] [--only ours,cudnn,fa4] [--dq-split]
-        [--options dq_overlap+dq_store_spread,dq_overlap,...]
+        [--options dq_overlap+dq_store_spread,dq_overlap,...] [--head-dims 64,128]
 
 Run it from the folder benchmarks/attention/build_bwd_bundle.py makes (its
 ``gemm-cache/`` holds the compiled kernels; no MLIR needed there).
@@ -29,6 +29,8 @@ instead of the default; the other rows are unchanged.
 at every head dim (``attention_configs.BWD_CANDIDATES``), named ``ours_`` and
 the options' tags (``ours_dqo_dqw``), timed in the same alternating rounds
 as the default: an A/B of a candidate against the default and the peers.
+``--head-dims``: only the rows of these head dims (the d 64 option sets of
+``attention_configs.BWD_D64_OPTION_SETS`` are built for d 64 alone).
 
 Writes DIR/attention_bwd.json and DIR/attention_bwd.log.
 """
@@ -189,6 +191,8 @@ def main(argv=None):
                     help="d 128: the backward candidate with dQ split by columns")
     ap.add_argument("--options", default="",
                     help="candidates: sets of BWD_OPTIONS joined by '+', comma-separated")
+    ap.add_argument("--head-dims", default="",
+                    help="only the rows of these head dims, comma-separated (default: all)")
     args = ap.parse_args(argv)
     only = [n.strip() for n in args.only.split(",") if n.strip()]
 
@@ -219,7 +223,10 @@ def main(argv=None):
             o, (q, k, v), do, retain_graph=retain_graph))
     results = []
     torch.manual_seed(0)
-    for row in (QUICK_ROWS if args.rows == "quick" else ROWS):
+    head_dims = {int(x) for x in args.head_dims.split(",") if x.strip()}
+    rows = [r for r in (QUICK_ROWS if args.rows == "quick" else ROWS)
+            if not head_dims or r[3] in head_dims]
+    for row in rows:
         b, h, s, d = row
         q, k, v, do = (torch.randn(b, s, h, d, dtype=torch.bfloat16, device="cuda")
                        for _ in range(4))

@@ -119,9 +119,17 @@ OPTION_SHAPES = [(2, 512, 512, 4, 4, 128, False), (1, 333, 517, 4, 2, 128, True)
                  (2, 512, 512, 4, 2, 256, False), (1, 330, 200, 2, 2, 256, True)]
 
 
-@pytest.mark.parametrize("options", [("dq_overlap", "dq_store_spread"), ("dq_overlap",),
-                                     ("dq_store_spread",)], ids="+".join)
-@pytest.mark.parametrize("shape", OPTION_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def _option_cases():
+    """(shape, options): every option set of attention_configs.bwd_option_sets
+    on the shapes of its head dim."""
+    from pipeline_mlir.ops import attention_configs
+    return [pytest.param(shape, opts, id="x".join(map(str, shape)) + "-" + "+".join(opts))
+            for opts in attention_configs.BWD_OPTION_SETS + attention_configs.BWD_D64_OPTION_SETS
+            for shape in OPTION_SHAPES
+            if opts in attention_configs.bwd_option_sets(shape[5])]
+
+
+@pytest.mark.parametrize("shape,options", _option_cases())
 def test_option_candidates_match_fp32(cache, device, shape, options):
     """attention_configs.BWD_CANDIDATES with ``options`` (not the op's
     default): gradients within the bound against fp32, and dQ, dK and dV

@@ -21,8 +21,8 @@ class DoReleasedBeforeDpRetired(Mainloop):
     ``wait_group`` retired it (and the dV GEMM that reads it later): TMA
     may overwrite dO under both."""
 
-    def issue_scores(self, reads, q_tile, do_tile):
-        s, dp = super().issue_scores(reads, q_tile, do_tile)
+    def issue_scores(self, reads, q_tile, do_tile, between=None):
+        s, dp = super().issue_scores(reads, q_tile, do_tile, between)
         _, _, do_read, _ = reads
         self.rings.do.pipe.consumer_release(do_read)      # wrong: dP^T still reads it
         return s, dp
@@ -36,8 +36,8 @@ class DqReduceBeforeFence(DqReduce):
     """The reduce-add reads the dQ tile through TMA's proxy without the
     ``fence.proxy.async`` after the warps' ordinary stores into it."""
 
-    def issue(self, h, m_block):
-        self.reduce(h, m_block)                            # wrong: no proxy fence
+    def issue(self, h, m_block, step=None):
+        self.reduce(h, m_block, step)                      # wrong: no proxy fence
 
 
 class EpilogueRacesLastMma(DkvEpilogue):

@@ -68,6 +68,11 @@ def test_the_kernel_holds_no_mistake():
         assert issubclass(getattr(stages, changed[0]), getattr(ab.STAGES, changed[0]))
 
 
+# The d 64 option set measured fastest on the H200 (6% less backward time,
+# full and causal), a candidate: attention_configs.BWD_D64_OPTION_SETS.
+D64_BEST = ("dq_store_spread", "dq_deferred", "min_ctas", "dq_double_buffer")
+
+
 def production(head_dim, causal=False):
     """The configuration the op runs for this head dim (its cache entry)."""
     return attention_configs.bwd_variant(head_dim, causal)[1]
@@ -101,19 +106,21 @@ def test_the_kernel_simulates_clean(cfg):
     assert report.ok and report.schedules == SCHEDULES, report
 
 
-@pytest.mark.parametrize("config", ["d64", "d256", "d128_dqs"])
+@pytest.mark.parametrize("config", ["d64", "d256", "d128_dqs", "d64_dqd_dqb"])
 @pytest.mark.parametrize("mistake", sorted(CAUGHT))
 def test_each_planted_mistake_is_rejected(mistake, config):
     """At d 64 (each consumer its own keys), d 256 (both consumers on the
-    same keys, each its columns of the gradients) and d 128 with
+    same keys, each its columns of the gradients), d 128 with
     ``dq_split`` (its barrier over both consumers per step lets the
     epilogue race show in fewer of the simulator's schedules: at least
-    one)."""
+    one) and the d 64 candidate measured fastest (dQ's last part stored a
+    step later, two dQ tiles, the spread stores, the launch bound)."""
     from pipeline_mlir.compiler import CompileError
 
     who, pattern = CAUGHT[mistake]
     cfg = {"d64": production(64), "d256": production(256),
-           "d128_dqs": dq_split_candidate()}[config]
+           "d128_dqs": dq_split_candidate(),
+           "d64_dqd_dqb": dict(production(64), **{o: True for o in D64_BEST})}[config]
     k = build(mistake, **cfg)
     if who == "checker":
         with pytest.raises(CompileError) as err:
@@ -309,12 +316,13 @@ def test_option_candidates_are_cached_and_named():
     options, named with their tags; not what the op runs; unknown names
     refused."""
     cands = attention_configs.BWD_CANDIDATES
-    for opts in OPTION_SETS:
-        for d in (64, 128, 256):
+    for d in (64, 128, 256):
+        for opts in attention_configs.bwd_option_sets(d):
             for causal in (False, True):
                 name, over = attention_configs.bwd_variant(d, causal, options=opts)
                 assert cands[name] == dict(production(d, causal), **{o: True for o in opts})
-                tags = "".join("_" + attention_configs.BWD_OPTIONS[o] for o in opts)
+                tags = "".join("_" + tag for o, tag in attention_configs.BWD_OPTIONS.items()
+                               if o in opts)
                 assert name == f"bwd_d{d}{'c' if causal else ''}" + tags
                 cfg_name = ab.AttentionBwdConfig(**over).name
                 assert all(f"_{attention_configs.BWD_OPTIONS[o]}" in cfg_name for o in opts)
@@ -379,8 +387,10 @@ def test_option_candidates_check_and_simulate_clean(opts, head_dim, causal):
     # have one stage, as K and V (GradGemms.wait_dkv).
     extra = cfg.dq_cols // ab.DQ_CHUNK - (cfg.stages == 1) if "dq_overlap" in opts else 0
     assert len(re.findall(pending1, ptx)) == len(re.findall(pending1, plain)) + extra
-    # One select per dQ value a thread stores (64 x dq_cols over 128 threads).
-    selects = cfg.dq_cols // 2 if cfg.dq_store_spread else 0
+    # One select per dQ value a thread stores (64 x dq_cols over 128 threads);
+    # dq_deferred stores its last part in the loop and once more after it.
+    stored = cfg.dq_cols + (ab.DQ_CHUNK if cfg.dq_deferred else 0)
+    selects = stored // 2 if cfg.dq_store_spread else 0
     assert ptx.count("selp.f32") - plain.count("selp.f32") == selects
     assert k.config == ab.AttentionBwdConfig(**want)
 
@@ -431,3 +441,94 @@ def test_dq_store_spread_is_the_default_at_128_and_256():
             name = attention_configs.bwd_variant(d, causal)[0]
             assert attention_configs.BWD_VARIANTS[name] == production(d, causal)
     assert "dq_store_spread" not in attention_configs.bwd_variant(128, False, dq_split=True)[1]
+
+
+# -- dq_deferred, min_ctas, dq_double_buffer (candidates, off by default) ----------
+
+def _ptxas_notes(ptx):
+    """ptxas -v's stderr for ``ptx`` (None without ptxas)."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+
+    if not shutil.which("ptxas"):
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "k.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        return subprocess.run(["ptxas", "-arch=sm_90a", "-v", src, "-o", os.path.join(d, "k.o")],
+                              capture_output=True, text=True, check=True).stderr
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_min_ctas_makes_ptxas_honour_setmaxnreg_at_d64(causal):
+    """Without ``.minnctapersm`` ptxas cannot tell the d 64 kernel's
+    register count at entry and drops its ``setmaxnreg`` (note C7508: the
+    consumers keep 168 registers and spill); ``min_ctas`` declares one CTA
+    per SM and the consumers get their 240, spill-free."""
+    from test_gemm_epilogue import _ptxas_spills
+
+    plain = build(**production(64, causal)).to_ptx()
+    bound = build(**dict(production(64, causal), min_ctas=True)).to_ptx()
+    assert ".minnctapersm 1" in bound and ".minnctapersm" not in plain
+    notes = _ptxas_notes(plain)
+    if notes is None:
+        pytest.skip("no ptxas")
+    assert "'setmaxnreg' ignored" in notes
+    assert "'setmaxnreg' ignored" not in _ptxas_notes(bound)
+    assert _ptxas_spills(bound) == 0
+
+
+def test_dq_deferred_stores_the_last_part_a_step_later():
+    """``dq_deferred``: the last dQ part's store and reduce-add are emitted
+    in the loop (for the step before, after S^T is issued) and once after
+    it (the last step's): twice the reduce-adds of the default in the
+    PTX, and the first wait of the dQ parts a full one. Not with
+    ``dq_overlap``."""
+    for d in (64, 128):
+        plain = build(**production(d)).to_ptx()
+        ptx = build(**dict(production(d), dq_deferred=True, min_ctas=True)).to_ptx()
+        red = "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add"
+        assert ptx.count(red) == 2 * plain.count(red) > 0, d
+    with pytest.raises(ValueError, match="not with dq_overlap"):
+        ab.AttentionBwdConfig(dq_deferred=True, dq_overlap=True)
+
+
+@pytest.mark.parametrize("head_dim", [128, 256])
+def test_dq_deferred_spills_stay_bounded(head_dim):
+    """ptxas -v: at d 128 and 256 the carried dQ part (32 registers) next
+    to dK, dV and S^T's accumulator costs spills: measured 92-96 bytes at
+    d 128 and 184-200 at d 256 (176 and 192-208 with ``min_ctas``),
+    against 20-84 and 76-92 for the production kernels; d 64 none with
+    ``min_ctas``. A reordering that held dP^T too would show as 600+."""
+    from test_gemm_epilogue import _ptxas_spills
+
+    for causal in (False, True):
+        spills = _ptxas_spills(build(**dict(production(head_dim, causal), dq_deferred=True,
+                                            min_ctas=True)).to_ptx())
+        assert spills is None or spills <= 256, (head_dim, causal, spills)
+
+
+D64_SETS = attention_configs.BWD_D64_OPTION_SETS
+
+
+@pytest.mark.parametrize("opts", D64_SETS, ids="+".join)
+def test_dq_double_buffer_checks_and_simulates_clean(opts):
+    """The d 64 sets with two dQ tiles per warpgroup: checked and simulated
+    clean (ragged GQA, causal), the leader's wait leaves one reduce-add
+    reading (``wait_group.read 1``), 32 KiB more shared memory; refused
+    where it would not fit."""
+    want = dict(production(64, True), **{o: True for o in opts})
+    k = build(**want)
+    k.verify()
+    assert len(k.compile()) > 0
+    (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES)
+    assert report.ok and report.schedules == SCHEDULES, report
+    ptx = k.to_ptx()
+    assert re.search(r"cp\.async\.bulk\.wait_group\.read\s+1;", ptx)
+    base = ab.AttentionBwdConfig(**production(64, True))
+    assert k.config.smem_bytes() - base.smem_bytes() == 2 * base.dq_layout().bytes
+    with pytest.raises(ValueError, match="dq_double_buffer at head_dim 128"):
+        ab.AttentionBwdConfig(head_dim=128, dq_double_buffer=True)

@@ -55,7 +55,12 @@ columns ``64 cw ..`` over all 128 keys from both warpgroups' dS^T tiles
 ``dq_overlap`` (any head dim, off: measured no faster) keeps dQ's column
 parts in flight together; ``dq_store_spread`` stores its fp32 tile without
 bank conflicts (the op's configuration at d 128 and 256, where it measured
-faster: ``attention_configs.BWD_DQ_STORE_SPREAD``).
+faster: ``attention_configs.BWD_DQ_STORE_SPREAD``). ``dq_deferred`` stores
+and reduce-adds a step's last dQ part in the next step, under its S^T
+GEMM; ``min_ctas`` declares one CTA per SM (ptxas honours ``setmaxnreg``
+at d 64 only then); ``dq_double_buffer`` (d 64) gives each consumer two dQ
+tiles used by turns. All three candidates, off (measured in
+docs/attention.md).
 
 Release order (what pipeline-verify-protocol's async-read check proves): a
 stage of 'do' goes back only after ``wait_group`` retired the dP GEMM and
@@ -149,6 +154,35 @@ class AttentionBwdConfig:
     # fills every chunk once. The op turns it on where it measured faster
     # (attention_configs.BWD_DQ_STORE_SPREAD: d 128 and 256).
     dq_store_spread: bool = False
+    # The last dQ part's fp32 store and reduce-add deferred to the next
+    # step: its values stay in registers (retired) until that step's S^T
+    # and dP^T are issued, and are stored while those GEMMs run; the
+    # parts before it are stored while the next part's GEMM runs. The
+    # default stores every part and issues the reduce-add before the next
+    # step's GEMMs, so each warpgroup's tensor work stops for its dQ
+    # epilogue (Nsight Compute: the tensor pipe idles 48% of the d 128
+    # kernel, much of it in that epilogue's waits, fences and barriers).
+    # Measured on an H200: 5-24% slower at d 128 and 256 (the carried part
+    # spills there); at d 64 6% faster with dq_double_buffer, the spread
+    # stores and min_ctas (docs/attention.md). Off.
+    dq_deferred: bool = False
+    # ``.minnctapersm 1`` on the kernel: without it ptxas may not know the
+    # register count at entry and then ignores every ``setmaxnreg`` (its
+    # C7508 note; seen at d 64): the consumers get the flat 168 registers
+    # of 65536 / 384 threads instead of 240, and spill. Measured alone on
+    # an H200: -2..+4% at d 64, 1-8% slower at d 128 and 256. Off.
+    min_ctas: bool = False
+    # Two fp32 dQ tiles per consumer warpgroup, used by turns (step ``it``
+    # writes tile ``it % 2``): a step's dQ stores wait only for the
+    # reduce-add of two steps before to have read its tile, not the one
+    # just issued (the leader's ``cp.async.bulk.wait_group.read 1``; the
+    # default waits for every reduce-add, then the warpgroup's barrier
+    # before the dS^T stores waits for the leader). Shared memory allows
+    # it at d 64 only (another 32 KiB; d 128 and 256 would pass 227 KiB).
+    # The tiles are plain shared memory: the checker and the simulator do
+    # not model which one a reduce-add still reads (the wait's count is the
+    # argument; the GPU tests compare with fp32). Off.
+    dq_double_buffer: bool = False
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -156,6 +190,14 @@ class AttentionBwdConfig:
                              f"got {self.head_dim!r}")
         if self.stages not in (1, 2, 3):
             raise ValueError("AttentionBwdConfig: stages must be 1, 2 or 3")
+        if self.dq_deferred and self.dq_overlap:
+            raise ValueError("AttentionBwdConfig: dq_deferred orders the dQ parts itself "
+                             "(each stored while the next one's GEMM runs); not with "
+                             "dq_overlap")
+        if self.dq_double_buffer and self.smem_bytes() > SMEM_PER_BLOCK:
+            raise ValueError(f"AttentionBwdConfig: dq_double_buffer at head_dim "
+                             f"{self.head_dim} needs {self.smem_bytes()} bytes of shared "
+                             f"memory, over {SMEM_PER_BLOCK} (it fits at 64)")
         if self.dq_split and self.head_dim != 128:
             raise ValueError("AttentionBwdConfig: dq_split needs head_dim 128 (each "
                              "warpgroup's dQ columns whole 128-byte atoms of K; d 256 "
@@ -191,6 +233,11 @@ class AttentionBwdConfig:
         return 2 if self.dq_split else 1
 
     @property
+    def dq_buffers(self):
+        """fp32 dQ tiles per consumer warpgroup (``dq_double_buffer``)."""
+        return 2 if self.dq_double_buffer else 1
+
+    @property
     def block_n(self):
         """Key rows per CTA: 64 per group of keys."""
         return WGMMA_M * CONSUMER_WARPGROUPS // self.column_parts
@@ -203,7 +250,9 @@ class AttentionBwdConfig:
     def name(self):
         return (f"attn_bwd_d{self.head_dim}{'_causal' if self.causal else ''}"
                 f"_{self.block_n}x{BLOCK_M}_s{self.stages}{'_dqs' if self.dq_split else ''}"
-                f"{'_dqo' if self.dq_overlap else ''}{'_dqw' if self.dq_store_spread else ''}")
+                f"{'_dqo' if self.dq_overlap else ''}{'_dqw' if self.dq_store_spread else ''}"
+                f"{'_dqd' if self.dq_deferred else ''}{'_mc' if self.min_ctas else ''}"
+                f"{'_dqb' if self.dq_double_buffer else ''}")
 
     # The operand layouts. Q and dO are read as the B operand of S^T / dP^T
     # (N x K: d contiguous) and, the same bytes, as the MN-major B of dK /
@@ -253,7 +302,7 @@ class AttentionBwdConfig:
         kv = 2 * self.kv_layout().bytes
         rings = self.stages * 2 * self.q_layout().bytes + (self.stages + 1) * 2 * ROW_BYTES
         per_consumer = CONSUMER_WARPGROUPS * (self.ds_buffers * self.ds_layout().bytes
-                                              + self.dq_layout().bytes)
+                                              + self.dq_buffers * self.dq_layout().bytes)
         barriers = 8 * 2 * (1 + 4 * self.stages + 2)
         return kv + rings + per_consumer + barriers + 1024
 
@@ -381,6 +430,7 @@ def build(cfg=AttentionBwdConfig(), chip="sm_90a", stages=None):
         raise ValueError(f"{cfg.name}: {cfg.smem_bytes()} bytes of shared memory "
                          f"> {SMEM_PER_BLOCK}")
     k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads,
+               min_ctas_per_sm=1 if cfg.min_ctas else None,
                params={"q": TmaDescriptor(), "k": TmaDescriptor(), "v": TmaDescriptor(),
                        "do": TmaDescriptor(), "lse_log2": GlobalPtr(align=16),
                        "dpsum": GlobalPtr(align=16), "dq_accum": TmaDescriptor(),
@@ -454,7 +504,7 @@ class Rings:
                           ROW_BYTES)
         self.ds = k.smem_alloc(cfg.ds_buffers * CONSUMER_WARPGROUPS * ds_layout.bytes,
                                align=ds_layout.alignment, name="dS tiles")
-        self.dq = k.smem_alloc(CONSUMER_WARPGROUPS * dq_layout.bytes,
+        self.dq = k.smem_alloc(cfg.dq_buffers * CONSUMER_WARPGROUPS * dq_layout.bytes,
                                align=dq_layout.alignment, name="dQ tiles")
 
         self.one = CooperativeGroup(Agent.Thread, 1)
@@ -593,8 +643,15 @@ def consumer(k, cfg, stages, rings, sched, args, warp, warpgroup):
     dv = grads.accumulator()
     dk = grads.accumulator()
     reads = rings.states(PipelineUserType.Consumer)
-    for it, _ in k.range(sched.steps, carry=reads + [dv, dk]):
-        mainloop.step(it, reads, dv, dk)
+    if not cfg.dq_deferred:
+        for it, _ in k.range(sched.steps, carry=reads + [dv, dk]):
+            mainloop.step(it, reads, dv, dk)
+    else:
+        # The previous step's last dQ part (retired, not stored yet).
+        dq_last = Fragment.zeros(grads.dq_n)
+        for it, _ in k.range(sched.steps, carry=reads + [dv, dk, dq_last]):
+            mainloop.step(it, reads, dv, dk, dq_last)
+        mainloop.finish_dq(sched.steps - 1, dq_last)
 
     # Every GEMM of this warpgroup retired in its last step; K and V go
     # back before the epilogue writes over them.
@@ -618,30 +675,58 @@ class Mainloop:
         self.scores, self.softmax_grad = scores, softmax_grad
         self.grads, self.reduce = grads, reduce
 
-    def step(self, it, reads, dv, dk):
+    def step(self, it, reads, dv, dk, dq_last=None):
+        """Step ``it``; with ``dq_deferred``, ``dq_last`` holds the
+        previous step's last dQ part (stored and reduce-added here, while
+        this step's S^T and dP^T run) and is set to this step's."""
         h, m_block = self.sched.step(it)
         q_read, lse_read, do_read, dpsum_read = reads
         rings = self.rings
+        self.grads.dq_step = it                  # the dQ tile of this step
         rings.q.pipe.consumer_wait(q_read)
         rings.do.pipe.consumer_wait(do_read)
         q_tile = rings.q.buffer(q_read.index)
         do_tile = rings.do.buffer(do_read.index)
-        s, dp = self.issue_scores(reads, q_tile, do_tile)
+        if dq_last is None:
+            s, dp = self.issue_scores(reads, q_tile, do_tile)
+        else:
+            def finish():
+                with self.k.if_(it > 0):
+                    self.finish_dq(it - 1, dq_last)
+            # With 128 or more gradient columns (dK and dV take 128
+            # registers) the previous dQ part is stored between S^T's
+            # issue and dP^T's: its 32 registers and dP^T's accumulator
+            # would not fit next to each other without spills.
+            early = self.cfg.part_cols < 128
+            s, dp = self.issue_scores(reads, q_tile, do_tile,
+                                      between=None if early else finish)
+            if early:
+                finish()
         p, ds = self.softmax_grad(s, dp, lse_read, dpsum_read, m_block)
         self.grads.issue_dkv(dv, dk, p, ds, q_tile, do_tile)
         # dS^T to shared memory: the previous step's reduce-add must have
         # read the dQ tile -- and its dQ GEMMs this dS tile (retired).
         self.reduce.acquire()
         ds_a = self.grads.store_ds(ds, it)
-        self.grads.dq(ds_a, self.args.scale, lambda: self.release_q_do(q_read, do_read))
-        self.reduce.issue(h, m_block)
+        retired = lambda: self.release_q_do(q_read, do_read)   # noqa: E731
+        if dq_last is None:
+            self.grads.dq(ds_a, self.args.scale, retired)
+            self.reduce.issue(h, m_block, it)
+        else:
+            dq_last.set(self.grads.dq_deferred(ds_a, self.args.scale, retired))
         for st in reads:
             st.advance()
 
-    def issue_scores(self, reads, q_tile, do_tile):
-        """S^T and dP^T issued, one wgmma group each; dO's stage stays
-        held (``release_q_do``)."""
-        return self.scores.issue(q_tile, do_tile)
+    def finish_dq(self, it, dq_last):
+        """``dq_deferred``: step ``it``'s last dQ part into the dQ tile and
+        the tile's reduce-add (the parts before it are in the tile)."""
+        self.grads.store_dq(self.grads.dq_chunks - 1, dq_last, step=it)
+        self.reduce.issue(*self.sched.step(it), it)
+
+    def issue_scores(self, reads, q_tile, do_tile, between=None):
+        """S^T and dP^T issued, one wgmma group each (``between()``
+        between them); dO's stage stays held (``release_q_do``)."""
+        return self.scores.issue(q_tile, do_tile, between)
 
     def release_q_do(self, q_read, do_read):
         """Q and dO are no longer read: the dV and dK GEMMs retired (and
@@ -672,15 +757,19 @@ class ScoreGemms:
             self.k_a = wgmma.smem_matrix_descriptor(kv_tile, kv_layout)
             self.v_a = wgmma.smem_matrix_descriptor(kv_tile + kv_layout.bytes, kv_layout)
 
-    def issue(self, q_tile, do_tile):
-        """(S^T, dP^T): two committed groups, S^T's first."""
+    def issue(self, q_tile, do_tile, between=None):
+        """(S^T, dP^T): two committed groups, S^T's first; ``between()``,
+        if given, runs after S^T's issue and before dP^T's."""
         kv_layout, q_layout = self.kv_layout, self.q_layout
         q_b = wgmma.smem_matrix_descriptor(q_tile, q_layout)
         do_b = wgmma.smem_matrix_descriptor(do_tile, q_layout)
         s = Fragment.undef(BLOCK_M)
         dp = Fragment.undef(BLOCK_M)
-        wgmma.fence()
         for acc, a, bdesc in ((s, self.k_a, q_b), (dp, self.v_a, do_b)):
+            if acc is dp and between is not None:
+                between()
+            if acc is s or between is not None:
+                wgmma.fence()
             for kk in range(kv_layout.k_slices):
                 self.mma.mma(acc, wgmma.k_slice_descriptor(a, kv_layout, kk),
                              wgmma.k_slice_descriptor(bdesc, q_layout, kk),
@@ -799,7 +888,8 @@ class GradGemms:
         # dq_split: the A of a step is its buffer's two tiles (``store_ds``).
         self.ds_a = (None if cfg.dq_split
                      else wgmma.smem_matrix_descriptor(self.ds_tile, self.ds_mn))
-        self.dq_tile = rings.dq + cw * self.dq_layout.bytes
+        self.dq_tiles = rings.dq + cw * self.dq_layout.bytes
+        self.dq_step = None
         self.both = (NamedBarrier(DS_BARRIER, 2 * THREADS_PER_WARPGROUP) if cfg.dq_split
                      else None)
         self.one_stage_rings = rings.q.pipe.num_stages == rings.kv.pipe.num_stages
@@ -866,6 +956,48 @@ class GradGemms:
         still overlap part 1)."""
         wgmma.wait_group(0 if self.one_stage_rings else 1)
 
+    def dq_tile(self, step=None):
+        """This warpgroup's fp32 dQ tile of step ``step`` (with
+        ``dq_double_buffer`` tile ``step % 2``; None: the step being
+        computed, ``dq_step``)."""
+        step = self.dq_step if step is None else step
+        if self.cfg.dq_buffers == 1:
+            return self.dq_tiles
+        return self.dq_tiles + (step % 2) * (CONSUMER_WARPGROUPS * self.dq_layout.bytes)
+
+    @property
+    def dq_chunks(self):
+        """dQ parts of one step (``dq_n`` columns each)."""
+        return self.cfg.dq_cols // self.dq_n
+
+    def issue_dq(self, ds_a, c):
+        """dQ part ``c`` (columns ``c dq_n ..``) = dS K_w, one committed
+        group; returns its accumulator."""
+        cfg, dq_n, k_mn, ds_mn = self.cfg, self.dq_n, self.k_mn, self.ds_mn
+        # Each warpgroup's own keys are K slices 4 cw.. of the K tile;
+        # otherwise (shared keys, or dq_split's all keys) every slice.
+        own_keys = cfg.column_parts == 1 and not cfg.dq_split
+        dq = Fragment.undef(dq_n)
+        kb = wgmma.advance_descriptor(self.k_b, k_mn.mn_offset(c * dq_n))
+        wgmma.fence()
+        for kk in range(ds_mn.k_slices):
+            a_slice = wgmma.k_slice_descriptor(ds_a, ds_mn, kk)
+            b_slice = (_k_slice(kb, k_mn, self.cw, kk) if own_keys
+                       else wgmma.k_slice_descriptor(kb, k_mn, kk))
+            self.mma_dq.mma(dq, a_slice, b_slice, accumulate=kk > 0)
+        wgmma.commit_group()
+        return dq
+
+    def store_dq(self, c, dq, scale=None, step=None):
+        """dQ part ``c`` (retired), times ``scale`` (dQ = scale * dS K,
+        so the postprocess is a plain conversion of the accumulator; None:
+        scaled already), into its boxes of step ``step``'s fp32 dQ tile."""
+        if scale is not None:
+            dq = dq * scale
+        store_fragment_f32(dq, self.dq_tile(step), self.warp_in_wg, self.lane,
+                           self.dq_layout, first_box=c * self.dq_n // self.dq_layout.box_cols,
+                           spread=self.cfg.dq_store_spread)
+
     def dq(self, ds_a, scale, retired):
         """dQ = scale * dS K_w (A: ``ds_a``), ``dq_n`` columns at a time,
         into the fp32 dQ tile; ``retired()`` runs once the first part's wait
@@ -873,33 +1005,15 @@ class GradGemms:
         part is waited for (with dV and dK) and stored before the next is
         issued; with ``dq_overlap`` part c + 1 is issued before part c is
         waited for and stored, and the first wait is for dV and dK alone."""
-        cfg = self.cfg
-        n, dq_n, k_mn, ds_mn = cfg.dq_cols, self.dq_n, self.k_mn, self.ds_mn
-        # Each warpgroup's own keys are K slices 4 cw.. of the K tile;
-        # otherwise (shared keys, or dq_split's all keys) every slice.
-        own_keys = cfg.column_parts == 1 and not cfg.dq_split
+        chunks = self.dq_chunks
 
         def issue(c):
-            dq = Fragment.undef(dq_n)
-            kb = wgmma.advance_descriptor(self.k_b, k_mn.mn_offset(c * dq_n))
-            wgmma.fence()
-            for kk in range(ds_mn.k_slices):
-                a_slice = wgmma.k_slice_descriptor(ds_a, ds_mn, kk)
-                b_slice = (_k_slice(kb, k_mn, self.cw, kk) if own_keys
-                           else wgmma.k_slice_descriptor(kb, k_mn, kk))
-                self.mma_dq.mma(dq, a_slice, b_slice, accumulate=kk > 0)
-            wgmma.commit_group()
-            return dq
+            return self.issue_dq(ds_a, c)
 
         def store(c, dq):
-            # dQ = scale * dS K: scaled here, so the postprocess is a
-            # plain conversion of the accumulator.
-            store_fragment_f32(dq * scale, self.dq_tile, self.warp_in_wg, self.lane,
-                               self.dq_layout, first_box=c * dq_n // self.dq_layout.box_cols,
-                               spread=cfg.dq_store_spread)
+            self.store_dq(c, dq, scale)
 
-        chunks = n // dq_n
-        if not cfg.dq_overlap:
+        if not self.cfg.dq_overlap:
             for c in range(chunks):
                 dq = issue(c)
                 wgmma.wait_group(0)              # dV, dK and this dQ part retired
@@ -919,6 +1033,26 @@ class GradGemms:
         wgmma.wait_group(0)
         store(chunks - 1, dq)
 
+    def dq_deferred(self, ds_a, scale, retired):
+        """``dq_deferred``: dQ as ``dq``, but each part is stored while
+        the next one's GEMM runs, and the last one, retired, is returned
+        unstored (``Mainloop.finish_dq`` stores it in the next step, after
+        that step's S^T and dP^T are issued). The first wait retires dV,
+        dK and part 0 together, then ``retired()``: no GEMM is in flight
+        when Q and dO go back (so also where they have one stage)."""
+        dq = self.issue_dq(ds_a, 0)
+        wgmma.wait_group(0)                      # dV, dK and dQ part 0 retired
+        retired()
+        for c in range(1, self.dq_chunks):
+            nxt = self.issue_dq(ds_a, c)
+            self.store_dq(c - 1, dq, scale)      # while part c runs
+            wgmma.wait_group(0)
+            dq = nxt
+        # Scaled now: what the loop carries is no wgmma's output register
+        # (ptxas otherwise waits for every wgmma group at the next step's
+        # first use of it, its S^T and dP^T included).
+        return dq * scale
+
 
 # -- stage: the dQ reduce-add ----------------------------------------------------
 
@@ -930,30 +1064,33 @@ class DqReduce:
 
     def __init__(self, k, cfg, sched, args, dq_tile, cw, leader, wg_sync):
         self.k, self.cfg, self.sched, self.args = k, cfg, sched, args
+        # dq_tile(step): the step's tile (GradGemms.dq_tile).
         self.dq_tile, self.cw, self.leader, self.wg_sync = dq_tile, cw, leader, wg_sync
-        self.groups = TmaStoreFence(num_stages=1)
+        # With two tiles a wait leaves the last reduce-add reading.
+        self.groups = TmaStoreFence(num_stages=cfg.dq_buffers)
 
     def acquire(self):
         """The leader waits until the previous reduce-adds read the tile
-        (the warpgroup's next barrier tells the others)."""
+        (the warpgroup's next barrier tells the others); with two tiles,
+        all but the last one, which reads the other tile."""
         with self.k.if_(self.leader):
             self.groups.wait()
 
-    def issue(self, h, m_block):
-        """Fence the generic writes of the dQ tile for TMA's proxy, let the
-        leader know every warp wrote, and add the tile at query block
-        ``m_block`` of head ``h``."""
+    def issue(self, h, m_block, step=None):
+        """Fence the generic writes of step ``step``'s dQ tile for TMA's
+        proxy, let the leader know every warp wrote, and add the tile at
+        query block ``m_block`` of head ``h``."""
         fence_view_async_shared()                # generic writes -> TMA's proxy
-        self.reduce(h, m_block)
+        self.reduce(h, m_block, step)
 
-    def reduce(self, h, m_block):
+    def reduce(self, h, m_block, step=None):
         args, cfg = self.args, self.cfg
         self.wg_sync.arrive_and_wait_w_index(self.cw)
         with self.k.if_(self.leader):
             for col, off in cfg.dq_layout().box_offsets():
                 tma_reduce_add(args.dq_accum, [dq_column(cfg, h, self.cw, col),
                                                m_block * BLOCK_M, self.sched.b],
-                               self.dq_tile + off)
+                               self.dq_tile(step) + off)
             self.groups.arrive()
 
     def tail(self):

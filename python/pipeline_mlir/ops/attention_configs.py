@@ -116,7 +116,8 @@ BWD_DQ_STORE_SPREAD = {64: False, 128: True, 256: True}
 
 # AttentionBwdConfig's switches of the dQ path that a candidate turns on
 # (``bwd_variant(..., options=...)``), with their tags in variant names.
-BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw"}
+BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw", "dq_deferred": "dqd",
+               "min_ctas": "mc", "dq_double_buffer": "dqb"}
 
 
 def bwd_variant(head_dim, causal, dq_split=False, options=()):
@@ -164,7 +165,24 @@ BWD_VARIANTS = dict([bwd_variant(d, c) for d in BWD_HEAD_DIMS for c in (False, T
 # The option sets built as candidates: both, and each alone (to tell their
 # shares apart when measured; dq_store_spread alone is the default at d 128
 # and 256 since that measurement).
-BWD_OPTION_SETS = (("dq_overlap", "dq_store_spread"), ("dq_overlap",), ("dq_store_spread",))
+# Then the launch bound alone (min_ctas: ptxas honours setmaxnreg at d 64
+# only with it), and with dq_deferred (the last dQ part stored in the next
+# step, under its S^T and dP^T GEMMs), without and with the spread stores
+# (the same kernel at d 128 and 256, where the spread is the default).
+BWD_OPTION_SETS = (("dq_overlap", "dq_store_spread"), ("dq_overlap",), ("dq_store_spread",),
+                   ("min_ctas",), ("dq_deferred", "min_ctas"),
+                   ("dq_deferred", "dq_store_spread", "min_ctas"))
+# Sets for d 64 alone: two dQ tiles per warpgroup (dq_double_buffer) fit
+# the shared memory there only.
+BWD_D64_OPTION_SETS = (("dq_double_buffer",), ("dq_store_spread", "dq_double_buffer"),
+                       ("dq_store_spread", "dq_deferred", "min_ctas", "dq_double_buffer"))
+
+
+def bwd_option_sets(head_dim):
+    """The option sets built as candidates at ``head_dim``."""
+    return BWD_OPTION_SETS + (BWD_D64_OPTION_SETS if head_dim == 64 else ())
+
+
 BWD_CANDIDATES = dict([bwd_variant(128, c, dq_split=True) for c in (False, True)]
-                      + [bwd_variant(d, c, options=opts) for opts in BWD_OPTION_SETS
-                         for d in BWD_HEAD_DIMS for c in (False, True)])
+                      + [bwd_variant(d, c, options=opts) for d in BWD_HEAD_DIMS
+                         for opts in bwd_option_sets(d) for c in (False, True)])
