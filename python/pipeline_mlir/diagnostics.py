@@ -105,6 +105,11 @@ PYTHON_TERMS = [
     (re.compile(r"\bpipeline\.copy\.bulk\b"), "bulk_copy"),
     (re.compile(r"\bpipeline\.create\b"), "create"),
     (re.compile(r"\bextra_tx\b(?!_count)"), "extra_tx_count"),
+    # the register budget (RegisterBudgetChecks.cpp)
+    (re.compile(r"\bsetmaxnreg\.(inc|dec) (\d+) runs in\b"),
+     lambda m: f"set_max_registers({m.group(2)}, increase={m.group(1) == 'inc'}) runs in"),
+    (re.compile(r"\bthe setmaxnreg\.inc of\b"), "the set_max_registers of"),
+    (re.compile(r"\ba setmaxnreg\.dec to at most\b"), "a set_max_registers(N, increase=False) with N at most"),
 ]
 
 

@@ -340,7 +340,6 @@ class Kernel:
         if not isinstance(watchdog, bool):
             raise TypeError(f"watchdog must be True or False, not {watchdog!r}")
         self._check_smem(chip)
-        self._check_registers()
         cubin = compiler.to_cubin(self.module, chip=chip, assembler=assembler,
                                   verbose=verbose, watchdog=watchdog)
         return CompiledKernel.cached(
@@ -354,17 +353,8 @@ class Kernel:
         from pipeline_mlir import compiler
 
         self._check_smem(chip or self.chip)
-        self._check_registers()
         return compiler.to_ptx(self.module, chip=chip or self.chip,
                                verbose=verbose, watchdog=watchdog)
-
-    def _check_registers(self):
-        # The warpgroups' registers after their set_max_registers must fit
-        # the register file, or setmaxnreg.inc waits forever (a kernel that
-        # compiles and hangs): refused here, at the user's lines.
-        from .warpgroup import check_kernel_register_budget
-
-        check_kernel_register_budget(self.func, self.block_dim)
 
     def _check_smem(self, chip):
         # The launch limit of sm_90 and sm_100 alike (chip_limits).

@@ -289,6 +289,12 @@ LogicalResult checkVerbOrder(FunctionOpInterface fn);
 /// Property 16: the buffer a state's index selects lies inside the
 /// shared-memory allocation of its ring (RingBufferChecks.cpp).
 LogicalResult checkRingBuffers(FunctionOpInterface fn);
+/// Property 17: the registers the warpgroups hold after their setmaxnreg
+/// (the launch's when they run none) fit the 65,536-register file, or
+/// setmaxnreg.inc waits forever (RegisterBudgetChecks.cpp). Runs on every
+/// function with a setmaxnreg, pipelines or not.
+LogicalResult checkRegisterBudget(FunctionOpInterface fn,
+                                  const Options &options);
 /// Property 13 (third part): the cluster's post-init sync comes in pairs,
 /// pipeline.init_arrive then pipeline.init_wait (BarrierHandleChecks.cpp).
 LogicalResult checkInitSyncPairs(FunctionOpInterface fn);

@@ -6,7 +6,7 @@
 // AsyncReadChecks.cpp, NamedBarrierChecks.cpp, NamedBarrierBalance.cpp,
 // StageBalance.cpp,
 // CopyInsideAcquire.cpp, BarrierHandleChecks.cpp, StatePhaseChecks.cpp,
-// VerbOrderChecks.cpp and RingBufferChecks.cpp.
+// VerbOrderChecks.cpp, RingBufferChecks.cpp and RegisterBudgetChecks.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +39,9 @@ struct PipelineVerifyProtocolPass
 
     bool failed = false;
     getOperation()->walk([&](FunctionOpInterface fn) {
+      // The register budget concerns every kernel that resizes its
+      // warpgroups, whether it has pipelines or not.
+      failed |= protocol::checkRegisterBudget(fn, options).failed();
       // Functions without pipeline ops are the common case: skip them early.
       bool usesPipelines = false;
       fn->walk([&](Operation *op) {
