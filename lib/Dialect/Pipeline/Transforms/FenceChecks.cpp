@@ -8,6 +8,22 @@
 //    threads that run it (thread conditions of the scf.ifs around it), paths
 //    that are not thread splits keep only what both fenced, and a loop is
 //    taken to run at least once.
+//  - wgmma.fence between an op that writes an MMA's accumulator or register
+//    A fragment and that MMA: the operand is followed back on SSA (through
+//    insert/extractvalue, casts, scf.if and scf.for results and iter_args)
+//    to the ops that compute it; a wgmma result chained into the next MMA
+//    is ordered by the hardware, constants and undef have no place in
+//    program order (the back end materializes them), anything else (the
+//    accumulator rescaled, P converted for P V) needs a wgmma.fence after
+//    it and before the MMA in program order, around a loop's back edge too.
+//  - tcgen05.fence around the hand-over of a tensor-memory stage (an
+//    umma_async pipeline: the MMA writes the accumulator, the epilogue reads
+//    it): after the consumer.wait / producer.acquire that hands a stage over
+//    and before the first tcgen05 op on it, tcgen05.fence::after_thread_sync;
+//    after the last tcgen05 op and before the consumer.release that hands it
+//    back, tcgen05.fence::before_thread_sync. Without them the tcgen05 ops
+//    are not ordered with the mbarrier hand-over (the epilogue may read an
+//    accumulator the MMA still writes, or the MMA overwrite one still read).
 //  - tcgen05.wait::ld before the registers of a tcgen05.ld are read: the
 //    load is asynchronous. The result is followed through pure views
 //    (bitcasts, extracts) to the ops that compute with or store it; each
@@ -38,6 +54,7 @@
 #include "mlir/Interfaces/CallInterfaces.h"
 
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 using namespace mlir;
@@ -76,6 +93,49 @@ bool isTcgen05Fence(Operation *op, NVVM::Tcgen05FenceKind kind) {
 bool isWaitLoad(Operation *op) {
   auto wait = dyn_cast<NVVM::Tcgen05WaitOp>(op);
   return wait && wait.getKind() == NVVM::Tcgen05WaitKind::LOAD;
+}
+
+
+/// A tcgen05 op that reads or writes tensor memory (not a commit: it only
+/// tracks the MMAs before it).
+bool isTcgen05Access(Operation *op) {
+  return isTcgen05Use(op) && !isa<NVVM::Tcgen05CommitOp>(op);
+}
+
+bool holdsOp(Operation *op, llvm::function_ref<bool(Operation *)> pred) {
+  bool found = false;
+  op->walk([&](Operation *inner) {
+    if (!found && pred(inner))
+      found = true;
+  });
+  return found;
+}
+
+/// The operands of a wgmma that are its accumulator or register A
+/// fragment: the inouts of nvvm.wgmma.mma_async; of an inline-asm wgmma,
+/// the inputs tied to an output (the accumulator) and the "r" / "f"
+/// register inputs (A), not the descriptors ("l") or immediates ("n").
+SmallVector<Value> wgmmaRegisterOperands(Operation *op) {
+  if (auto mma = dyn_cast<NVVM::WgmmaMmaAsyncOp>(op))
+    return {mma.getInouts()};
+  SmallVector<Value> out;
+  auto inlineAsm = dyn_cast<LLVM::InlineAsmOp>(op);
+  if (!inlineAsm)
+    return out;
+  SmallVector<StringRef> constraints;
+  inlineAsm.getConstraints().split(constraints, ',');
+  unsigned input = 0;
+  for (StringRef c : constraints) {
+    c = c.trim();
+    if (c.starts_with("=") || c.starts_with("~"))
+      continue;
+    if (input >= inlineAsm.getNumOperands())
+      break;
+    Value v = inlineAsm.getOperand(input++);
+    if (!c.empty() && (llvm::isDigit(c.front()) || c == "r" || c == "f"))
+      out.push_back(v);
+  }
+  return out;
 }
 
 /// True when a wait::ld lies between `ld` and `user` in program order
@@ -316,16 +376,290 @@ public:
     }
   }
 
+
+  // --- wgmma.fence after register writes between MMAs -----------------------
+  /// The ops whose results the register operand `v` of an MMA is computed
+  /// from, other than wgmma results (ordered by the hardware), constants and
+  /// undef (no place in program order).
+  void registerWriters(Value v, SmallVectorImpl<Operation *> &writers,
+                       llvm::SmallPtrSetImpl<void *> &seen) {
+    if (!seen.insert(v.getAsOpaquePointer()).second || seen.size() > 4096)
+      return;
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+      if (!loop || arg.getArgNumber() == 0)
+        return; // a kernel argument, an induction variable: not decided
+      unsigned i = arg.getArgNumber() - 1;
+      registerWriters(loop.getInitArgs()[i], writers, seen);
+      registerWriters(loop.getBody()->getTerminator()->getOperand(i), writers,
+                      seen);
+      return;
+    }
+    Operation *def = v.getDefiningOp();
+    if (isWgmmaMma(def) ||
+        isa<LLVM::UndefOp, LLVM::PoisonOp, LLVM::ZeroOp, LLVM::ConstantOp>(
+            def) ||
+        def->hasTrait<OpTrait::ConstantLike>())
+      return;
+    if (isa<LLVM::InsertValueOp, LLVM::ExtractValueOp, LLVM::BitcastOp,
+            UnrealizedConversionCastOp>(def)) {
+      for (Value operand : def->getOperands())
+        registerWriters(operand, writers, seen);
+      return;
+    }
+    auto result = cast<OpResult>(v);
+    if (auto ifOp = dyn_cast<scf::IfOp>(def)) {
+      for (Region &r : ifOp->getRegions())
+        if (!r.empty())
+          registerWriters(
+              r.front().getTerminator()->getOperand(result.getResultNumber()),
+              writers, seen);
+      return;
+    }
+    if (auto loop = dyn_cast<scf::ForOp>(def)) {
+      unsigned i = result.getResultNumber();
+      registerWriters(loop.getInitArgs()[i], writers, seen);
+      registerWriters(loop.getBody()->getTerminator()->getOperand(i), writers,
+                      seen);
+      return;
+    }
+    writers.push_back(def);
+  }
+
+  /// A wgmma.fence after `writer` within `ancestor` (which holds it), in
+  /// program order: later in its block, then after each op around it.
+  bool fenceAfterWithin(Operation *writer, Operation *ancestor) {
+    for (Operation *cur = writer; cur && cur != ancestor;
+         cur = cur->getParentOp())
+      for (Operation *next = cur->getNextNode(); next;
+           next = next->getNextNode())
+        if (holdsFence(next))
+          return true;
+    return false;
+  }
+
+  bool holdsFence(Operation *op) {
+    auto it = fenceCache.find(op);
+    if (it != fenceCache.end())
+      return it->second;
+    return fenceCache[op] = holdsOp(op, isWgmmaFence);
+  }
+
+  /// A wgmma.fence runs after `writer` and before `mma` in program order
+  /// (around the back edge of a loop holding both, when `writer` comes
+  /// after `mma` in its body). True when the order is not decided.
+  bool fencedBetween(Operation *writer, Operation *mma) {
+    for (Operation *cur = mma;;) {
+      for (Operation *prev = cur->getPrevNode(); prev;
+           prev = prev->getPrevNode()) {
+        if (prev == writer)
+          return false;
+        if (prev->isAncestor(writer))
+          return fenceAfterWithin(writer, prev);
+        if (holdsFence(prev))
+          return true;
+      }
+      Operation *parent = cur->getParentOp();
+      if (!parent || isa<FunctionOpInterface>(parent))
+        return true; // the writer is in no block around the MMA
+      if (isa<LoopLikeOpInterface>(parent) && parent->isAncestor(writer))
+        return fenceAfterWithin(writer, parent); // the back edge
+      if (!isa<scf::IfOp, scf::ForOp>(parent))
+        return true;
+      cur = parent;
+    }
+  }
+
+  void checkRegisterFence(Operation *mma) {
+    SmallVector<Operation *> writers;
+    llvm::SmallPtrSet<void *, 32> seen;
+    for (Value operand : wgmmaRegisterOperands(mma))
+      registerWriters(operand, writers, seen);
+    llvm::SmallPtrSet<Operation *, 32> checked;
+    {
+      for (Operation *writer : writers) {
+        if (!checked.insert(writer).second)
+          continue;
+        if (fencedBetween(writer, mma))
+          continue;
+        failed = true;
+        InFlightDiagnostic diag =
+            mma->emitError()
+            << "wgmma fence: this wgmma.mma_async reads registers (its "
+               "accumulator or A fragment) that an op wrote with no "
+               "wgmma.fence in between: the tensor cores may read them "
+               "before that write lands (call wgmma.fence() -- "
+               "warpgroup_arrive -- after the last write to the "
+               "accumulator or A fragment, before the MMA)";
+        diag.attachNote(writer->getLoc()) << "the register write";
+        reported.insert(mma); // one finding per MMA
+        return;
+      }
+    }
+  }
+
+  // --- tcgen05 fences around a tensor-memory stage's hand-over --------------
+  /// After a consumer.wait / producer.acquire of an umma_async pipeline: a
+  /// tcgen05.fence::after_thread_sync before the first tcgen05 access that
+  /// follows in program order (in the loop body or function around it).
+  void checkTcgen05AfterSync(Operation *verb, Value pipe) {
+    for (Operation *cur = verb; cur && !isa<FunctionOpInterface>(cur);
+         cur = cur->getParentOp()) {
+      for (Operation *next = cur->getNextNode(); next;
+           next = next->getNextNode()) {
+        Operation *access = nullptr;
+        bool fenced = false;
+        next->walk<WalkOrder::PreOrder>([&](Operation *inner) {
+          if (fenced || access)
+            return WalkResult::interrupt();
+          if (isTcgen05Fence(inner, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC))
+            fenced = true;
+          else if (isTcgen05Access(inner))
+            access = inner;
+          return WalkResult::advance();
+        });
+        if (fenced)
+          return;
+        if (access) {
+          failed = true;
+          bool wait = isa<ConsumerWaitOp>(verb);
+          InFlightDiagnostic diag =
+              access->emitError()
+              << "tcgen05 fence: this tcgen05 op uses the tensor memory "
+                 "that the "
+              << (wait ? "consumer.wait" : "producer.acquire") << " of "
+              << describe(pipe)
+              << " hands over, with no tcgen05.fence::after_thread_sync "
+                 "in between: it is not ordered after the other role's "
+                 "tcgen05 ops on that stage (call "
+                 "tcgen05.fence_after_thread_sync() after "
+              << (wait ? "consumer_wait" : "producer_acquire") << ")";
+          diag.attachNote(verb->getLoc())
+              << (wait ? "the consumer.wait" : "the producer.acquire");
+          return;
+        }
+      }
+      if (isa<LoopLikeOpInterface>(cur->getParentOp()))
+        return; // the end of the loop body: the next stage's own verbs
+    }
+  }
+
+  /// Before a consumer.release of an umma_async pipeline: after the last
+  /// tcgen05 access since the stage's wait, a
+  /// tcgen05.fence::before_thread_sync.
+  void checkTcgen05BeforeRelease(ConsumerReleaseOp release) {
+    Value pipe = release.getPipeline();
+    for (Operation *cur = release; cur && !isa<FunctionOpInterface>(cur);
+         cur = cur->getParentOp()) {
+      for (Operation *prev = cur->getPrevNode(); prev;
+           prev = prev->getPrevNode()) {
+        // The latest op first: a fence after the access settles it.
+        Operation *fence = nullptr, *access = nullptr;
+        bool waitSeen = false;
+        prev->walk([&](Operation *inner) {
+          if (isTcgen05Fence(inner, NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC))
+            fence = inner;
+          else if (isTcgen05Access(inner))
+            access = inner;
+          else if (auto w = dyn_cast<ConsumerWaitOp>(inner);
+                   w && w.getPipeline() == pipe)
+            waitSeen = true;
+        });
+        if (fence)
+          return;
+        if (access) {
+          failed = true;
+          InFlightDiagnostic diag =
+              release->emitError()
+              << "tcgen05 fence: this consumer.release hands the tensor "
+                 "memory of "
+              << describe(pipe)
+              << " back with no tcgen05.fence::before_thread_sync after "
+                 "the tcgen05 ops that used it: the next MMA may overwrite "
+                 "the stage before they are done (call "
+                 "tcgen05.fence_before_thread_sync() before "
+                 "consumer_release)";
+          diag.attachNote(access->getLoc()) << "the tcgen05 op";
+          return;
+        }
+        if (waitSeen)
+          return;
+      }
+      if (isa<LoopLikeOpInterface>(cur->getParentOp()))
+        return;
+    }
+  }
+
   // --- the walk: wgmma.fence ---------------------------------------------
   struct State {
     llvm::BitVector wgmmaFenced;
-    void meet(const State &o) { wgmmaFenced &= o.wgmmaFenced; }
+    // Threads with a wgmma.fence since their last read of an MMA's
+    // registers (all of them at the start: nothing was read).
+    llvm::BitVector fencedSinceRead;
+    void meet(const State &o) {
+      wgmmaFenced &= o.wgmmaFenced;
+      fencedSinceRead &= o.fencedSinceRead;
+    }
   };
 
   void run(Block &body) {
     State s;
     s.wgmmaFenced = llvm::BitVector(blockDim);
+    s.fencedSinceRead = llvm::BitVector(blockDim, true);
+    markRegisterReaders(body);
     walk(body, s);
+  }
+
+  /// The ops that read an MMA's result registers: its results followed
+  /// through views (extract/insertvalue, casts) and loop and branch
+  /// carries to the first other op (softmax on S, the rescale of O, an
+  /// epilogue's store). Another MMA chained on them is not a reader.
+  void markRegisterReaders(Block &body) {
+    SmallVector<Value> work;
+    llvm::SmallPtrSet<void *, 32> seen;
+    body.getParentOp()->walk([&](Operation *op) {
+      if (isWgmmaMma(op))
+        for (Value r : op->getResults())
+          work.push_back(r);
+    });
+    auto push = [&](Value v) {
+      if (seen.insert(v.getAsOpaquePointer()).second)
+        work.push_back(v);
+    };
+    while (!work.empty() && seen.size() < 65536) {
+      Value v = work.pop_back_val();
+      for (OpOperand &use : v.getUses()) {
+        Operation *user = use.getOwner();
+        unsigned idx = use.getOperandNumber();
+        if (isWgmmaMma(user))
+          continue;
+        if (isa<LLVM::ExtractValueOp, LLVM::InsertValueOp, LLVM::BitcastOp,
+                UnrealizedConversionCastOp>(user)) {
+          for (Value r : user->getResults())
+            push(r);
+          continue;
+        }
+        if (isa<scf::YieldOp>(user)) {
+          Operation *parent = user->getParentOp();
+          if (auto loop = dyn_cast<scf::ForOp>(parent)) {
+            push(loop.getRegionIterArgs()[idx]);
+            push(loop->getResult(idx));
+          } else if (isa<scf::IfOp>(parent)) {
+            push(parent->getResult(idx));
+          }
+          continue;
+        }
+        if (auto loop = dyn_cast<scf::ForOp>(user)) {
+          if (idx >= loop.getNumControlOperands()) {
+            unsigned i = idx - loop.getNumControlOperands();
+            push(loop.getRegionIterArgs()[i]);
+            push(loop->getResult(i));
+          }
+          continue;
+        }
+        registerReaders.insert(user);
+      }
+    }
   }
 
   // --- the dealloc at the end of the kernel ----------------------------------
@@ -461,12 +795,34 @@ private:
 
   void visitWgmma(Operation *op, State &s) {
     std::optional<llvm::BitVector> t = threads(op);
-    if (!t || t->none() || subset(*t, s.wgmmaFenced))
+    if (!t || t->none())
       return;
-    llvm::BitVector missing = *t;
+    if (!subset(*t, s.wgmmaFenced)) {
+      reportFirst(op, *t, s);
+      return;
+    }
+    if (subset(*t, s.fencedSinceRead))
+      return;
+    // One finding per unfenced start: the MMAs after it are not reported.
+    s.fencedSinceRead |= *t;
+    if (!reported.insert(op).second)
+      return;
+    failed = true;
+    op->emitError()
+        << "wgmma fence: this wgmma.mma_async may follow ops that read "
+           "earlier MMAs' registers (the softmax of S, the rescale of O, an "
+           "epilogue) with no wgmma.fence in between: the tensor cores may "
+           "write those registers before the reads are done (call "
+           "wgmma.fence() -- warpgroup_arrive -- before each batch of MMAs, "
+           "after the register reads)";
+  }
+
+  void reportFirst(Operation *op, const llvm::BitVector &t, State &s) {
+    llvm::BitVector missing = t;
     missing.reset(s.wgmmaFenced);
     // One finding per unfenced start: the MMAs after it are not reported.
-    s.wgmmaFenced |= *t;
+    s.wgmmaFenced |= t;
+    s.fencedSinceRead |= t;
     if (!reported.insert(op).second)
       return;
     llvm::BitVector warps((blockDim + 31) / 32);
@@ -484,9 +840,13 @@ private:
 
   void visit(Operation *op, State &s) {
     if (isWgmmaFence(op)) {
-      s.wgmmaFenced |= threadsOrAll(op);
+      llvm::BitVector t = threadsOrAll(op);
+      s.wgmmaFenced |= t;
+      s.fencedSinceRead |= t;
       return;
     }
+    if (registerReaders.contains(op))
+      s.fencedSinceRead.reset(threadsOrAll(op));
     if (isWgmmaMma(op)) {
       visitWgmma(op, s);
       return;
@@ -529,6 +889,8 @@ private:
   }
 
   int64_t blockDim;
+  DenseMap<Operation *, bool> fenceCache;
+  llvm::SmallPtrSet<Operation *, 32> registerReaders;
   DenseMap<Block *, std::optional<llvm::BitVector>> cache;
   llvm::SmallPtrSet<Operation *, 8> reported;
 };
@@ -545,7 +907,19 @@ LogicalResult protocol::checkFences(FunctionOpInterface fn,
   SmallVector<NVVM::Tcgen05DeallocOp> deallocs;
   SmallVector<ConsumerReleaseOp> releases;
   SmallVector<NVVM::Tcgen05AllocOp> allocs;
+  SmallVector<Operation *> mmas;
+  SmallVector<std::pair<Operation *, Value>> tmemSyncs;
+  auto isTmemStage = [](Value pipe) {
+    return getPipelineType(pipe).getKind() == PipelineKind::UmmaAsync;
+  };
   fn->walk([&](Operation *op) {
+    if (isWgmmaMma(op))
+      mmas.push_back(op);
+    if (auto w = dyn_cast<ConsumerWaitOp>(op); w && isTmemStage(w.getPipeline()))
+      tmemSyncs.push_back({op, w.getPipeline()});
+    if (auto a = dyn_cast<ProducerAcquireOp>(op);
+        a && isTmemStage(a.getPipeline()))
+      tmemSyncs.push_back({op, a.getPipeline()});
     if (auto a = dyn_cast<NVVM::Tcgen05AllocOp>(op))
       allocs.push_back(a);
     if (auto rel = dyn_cast<ConsumerReleaseOp>(op))
@@ -559,8 +933,15 @@ LogicalResult protocol::checkFences(FunctionOpInterface fn,
   Checker checker(blockDim);
   for (NVVM::Tcgen05LdOp ld : loads)
     checker.checkWaitLoad(ld);
-  for (ConsumerReleaseOp rel : releases)
+  for (ConsumerReleaseOp rel : releases) {
     checker.checkClcRelease(rel);
+    if (isTmemStage(rel.getPipeline()))
+      checker.checkTcgen05BeforeRelease(rel);
+  }
+  for (auto [verb, pipe] : tmemSyncs)
+    checker.checkTcgen05AfterSync(verb, pipe);
+  for (Operation *mma : mmas)
+    checker.checkRegisterFence(mma);
   // Who runs what needs a block of known size.
   if (blockDim > 0 && blockDim % 32 == 0 && blockDim <= 1024) {
     if (walkNeeded)
