@@ -26,6 +26,7 @@ KIND_TITLES = {
     "step-limit": "step limit", "commit-before-write": "commit before write",
     "async-read": "asynchronous read in flight",
     "read-after-release": "stage read after its release",
+    "named-barrier": "named barrier left half-arrived at exit",
 }
 
 

@@ -289,7 +289,29 @@ class World:
                     "exited-cta",
                     f"CTA {cta.rank} exits while {pending[0].what} is still in flight "
                     f"(missing producer_tail / bulk_group.wait before exit)")
+            self._check_named_drained(cta)
             cta.exit()
+
+    def _check_named_drained(self, cta) -> None:
+        """At the CTA's exit no named barrier holds a partial phase beyond the
+        arrivals of start signals (a ping-pong's first turn, handed over by a
+        bar.arrive outside every loop, is left pending by the last turn): any
+        other pending arrival is a handshake whose sync never came -- a
+        drain dropped, so the arriving warps' last hand-over is never
+        waited for."""
+        for bar_id, nb in sorted(cta.named.items()):
+            if bar_id == 0 or nb.count <= nb.credit:
+                continue
+            who, where = nb.last_arrive or ("a warp", None)
+            loc = source_location(where)
+            raise SimError(
+                "named-barrier",
+                f"CTA {cta.rank} exits while {nb.name} holds {nb.count} of {nb.expected} "
+                f"threads' arrivals of a phase no sync completes (the last by {who}): the "
+                f"sync that should meet them never runs, so that hand-over is never waited "
+                f"for (give each bar.arrive its bar.sync before the kernel ends, as the "
+                f"producer's final syncs drain a named-barrier ring)",
+                [f"{who} at {loc}"] if loc else [])
 
     def _ready_events(self) -> list[Event]:
         heads: dict = {}

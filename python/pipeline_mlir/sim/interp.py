@@ -182,6 +182,10 @@ class _Interp:
     def __init__(self, k: Kernel, launch: Launch, w: World, agent: Agent, pipes: dict):
         self.k, self.launch, self.w, self.a, self.pipes = k, launch, w, agent, pipes
         self.clc_seen = None     # (pipeline, stage) of the last CLC consumer.wait
+        # Loops around the op running now: a named-barrier arrive outside
+        # every loop is a start signal (the ping-pong's first turn), whose
+        # arrivals may still be pending when the CTA exits.
+        self.loop_depth = 0
         self.env: list = [UNKNOWN] * k.nslots
         bx, by, _ = launch.block_dim
         tids = [32 * agent.warp + lane for lane in range(32)]
@@ -366,11 +370,13 @@ class _Interp:
             trips = max(0, -(-(ub - lb) // step)) if step else 0
         (args, body), = n.regions[0]
         vals = inits
+        self.loop_depth += 1
         for i in range(trips):
             env[args[0]] = lb + i * step if isinstance(lb, int) and isinstance(step, int) else UNKNOWN
             for s, v in zip(args[1:], vals):
                 env[s] = v
             vals = yield from self.run(body, mask)
+        self.loop_depth -= 1
         for o, v in zip(n.outs, vals):
             env[o] = v
 
@@ -379,6 +385,7 @@ class _Interp:
         (bargs, before), = n.regions[0]
         (aargs, after), = n.regions[1]
         vals = [env[i] for i in n.ins]
+        self.loop_depth += 1
         for _ in range(self.launch.max_while_trips):
             for s, v in zip(bargs, vals):
                 env[s] = v
@@ -390,6 +397,7 @@ class _Interp:
             vals = yield from self.run(after, mask)
         else:
             self.fail(n, f"the loop ran {self.launch.max_while_trips} times without ending")
+        self.loop_depth -= 1
         for o, v in zip(n.outs, res[1:]):
             env[o] = v
 
@@ -467,8 +475,12 @@ class _Interp:
             return getattr(st, name.split(".")[1])
         if name in ("named_barrier.arrive", "named_barrier.sync"):
             bar = attrs["barrier_id"] + (u(args[0], "the barrier index") if args else 0)
-            f = V.named_arrive if name.endswith("arrive") else V.named_sync
-            yield from f(w, a, bar, attrs["num_threads"], attrs["unaligned"], lanes)
+            if name.endswith("arrive"):
+                yield from V.named_arrive(w, a, bar, attrs["num_threads"], attrs["unaligned"],
+                                          lanes, start_signal=self.loop_depth == 0)
+            else:
+                yield from V.named_sync(w, a, bar, attrs["num_threads"], attrs["unaligned"],
+                                        lanes)
             return None
         if name == "copy.tma_store":
             self.issue_read(n, "bulk")

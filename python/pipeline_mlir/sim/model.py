@@ -26,7 +26,7 @@ class SimError(Exception):
     ``kind`` is one of: deadlock, overrun, overwrite, early-read, arrive-count,
     tx-count, exited-cta, unbalanced, role, initial-phase, uninitialized,
     unsupported, step-limit, commit-before-write, async-read (asyncread.py),
-    read-after-release.
+    read-after-release, named-barrier (a partial phase left at the CTA's exit).
     """
 
     def __init__(self, kind: str, message: str, where: list[str] | None = None):
@@ -227,6 +227,12 @@ class NamedBarrier:
         self.count = 0
         self.generation = 0
         self.waiting: dict[str, int] = {}
+        # Threads that arrived with a start signal (a bar.arrive outside
+        # every loop), and (who, location) of the last bar.arrive: a phase
+        # left partial at the CTA's exit beyond the start signals is a sync
+        # that never came (World.agent_finished).
+        self.credit = 0
+        self.last_arrive: tuple[str, str | None] | None = None
 
     def arrive(self, threads: int, expected: int, who: str) -> int:
         if self.expected is not None and self.count and expected != self.expected:

@@ -391,11 +391,22 @@ def init_wait(w: World, a: Agent, cluster_size: int, lanes: list[int]):
                        f"({w.cluster.barrier.count} of {w.cluster.size * w.block_threads} threads arrived)")
 
 
-def named_arrive(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool, lanes: list[int]):
+def named_arrive(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool, lanes: list[int],
+                 start_signal: bool = False):
+    """``bar.arrive``; ``start_signal``: the op lies outside every loop (a
+    first turn handed over once, whose arrivals may be left pending at the
+    CTA's exit: see ``World.agent_finished``)."""
     nb = w.cluster.ctas[a.cta].named_barrier(bar_id)
     k = len(lanes) if unaligned else a.threads
-    yield Step(lambda: nb.arrive(k, threads, a.label()), None,
-               lambda: f"{a.label()} arrives on {nb.name}")
+    where = a.where
+
+    def fire():
+        if start_signal:
+            nb.credit += k
+        gen = nb.arrive(k, threads, a.label())
+        nb.last_arrive = (a.label(), where)
+        return gen
+    yield Step(fire, None, lambda: f"{a.label()} arrives on {nb.name}")
 
 
 def named_sync(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool, lanes: list[int]):
