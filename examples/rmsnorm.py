@@ -7,7 +7,7 @@ the input, weight and output in ``dtype`` and the math in fp32. The weight
 is loaded once per CTA, before the loop over rows, in the layout of a row
 (``Rows.load_columns``): each thread holds the columns it multiplies. A
 warp per row up to 2048 columns, a CTA beyond, long rows through a ring
-of shared-memory stages, as examples/row_softmax.py.
+of shared-memory stages (two: measured), as examples/row_softmax.py.
 
 ``build(n, dtype)`` returns the Kernel; ``rms_norm(x, weight, eps)`` runs it
 on torch tensors (compiling on first use where MLIR is installed);
@@ -21,15 +21,21 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rows_host  # noqa: E402
 
 
-def build(n=4096, dtype="bf16", threads=None, stages=None, chip="sm_90a", name=None):
+# Stages of the RMSNorm's ring at most: on an H200 two stages ran at 0.88-0.90
+# of copy bandwidth from 8192 to 16384 columns, the softmax's deeper ring
+# (three or four) at 0.85-0.87 (benchmarks/rows/bench_rows.py --alt).
+RING_STAGES = 2
+
+
+def build(n=4096, dtype="bf16", threads=None, stages=None, parts=None, chip="sm_90a",
+          name=None):
     """The RMSNorm kernel for rows of ``n`` elements of ``dtype``:
     parameters ``(src, weight, dst, m, eps)``, any grid; ``threads`` and
-    ``stages`` as in examples/row_softmax.py."""
-    from pipeline_mlir.kernel import (Float32, GlobalPtr, Int32, Kernel, RowRing, Rows,
-                                      ring_stages, row_threads)
+    ``stages`` as in examples/row_softmax.py (the ring: at most
+    ``RING_STAGES`` stages, a part and one more for a row in parts)."""
+    from pipeline_mlir.kernel import Float32, GlobalPtr, Int32, Kernel, RowRing, row_plan
 
-    rows = Rows(n, dtype, threads=threads or row_threads(n, dtype))
-    stages = ring_stages(rows) if stages is None else stages
+    rows, parts, stages = row_plan(n, dtype, threads, stages, most=RING_STAGES, parts=parts)
     block = 128 if rows.per_warp else RowRing.block_threads(rows) if stages else rows.threads
     k = Kernel(name or f"rmsnorm_{dtype}_{n}", chip=chip, block_dim=block,
                params={"src": GlobalPtr(), "weight": GlobalPtr(), "dst": GlobalPtr(),
@@ -37,28 +43,38 @@ def build(n=4096, dtype="bf16", threads=None, stages=None, chip="sm_90a", name=N
     with k:
         src, weight, dst, m, eps = k.args
         if stages:
-            ring = RowRing(rows, k, stages)
+            ring = RowRing(rows, k, stages, parts)
             ring.produce(src, m)                       # the producer warp
             with ring.consumers():
-                w = rows.load_columns(weight)          # once per CTA, reused by every row
+                # the weight once per CTA, reused by every row, one Columns per part
+                w = [rows.load_columns(_at(weight, p * rows.n * rows.elem_bytes))
+                     for p in range(parts)]
                 for row, stage in ring.rows(m):
                     # read twice from shared memory: x need not live across the sum
-                    scale = _scale(rows, stage.load(), eps)
-                    rows.store(stage.load() * scale * w, dst, row)
+                    scale = rsqrt_mean(stage.sum(lambda x: x * x), n, eps)
+                    for p in range(parts):
+                        stage.store(stage.load(p) * scale * w[p], dst, row, p)
         else:
             w = rows.load_columns(weight)
             for row in rows.grid_stride(k, m):
                 x = rows.load(src, row)                # out-of-row values: 0
-                rows.store(x * _scale(rows, x, eps) * w, dst, row)
-    k.rows, k.stages = rows, stages
+                rows.store(x * rsqrt_mean((x * x).sum(), n, eps) * w, dst, row)
+    k.rows, k.parts, k.stages = rows, parts, stages
     return k
 
 
-def _scale(rows, x, eps):
-    """``rsqrt(mean(x^2) + eps)`` of the row ``x`` (out-of-row values 0)."""
+def rsqrt_mean(total, n, eps):
+    """``rsqrt(total / n + eps)``: the RMSNorm's scale from the row's sum of squares."""
     from pipeline_mlir.kernel.rows import rsqrt
 
-    return rsqrt((x * x).sum() * (1.0 / rows.n) + eps)
+    return rsqrt(total * (1.0 / n) + eps)
+
+
+def _at(ptr, byte_offset):
+    """``ptr + byte_offset`` (a global pointer)."""
+    from pipeline_mlir.kernel import Rows, to_value
+
+    return Rows._at(to_value(ptr), byte_offset)
 
 
 class RmsNorm(rows_host.RowKernel):

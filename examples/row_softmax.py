@@ -10,7 +10,8 @@ CTA beyond (``rows.row_threads``: a warp's registers cannot hold the row;
 the CTA reduces through shared memory). A CTA per row takes its rows
 through a ring of shared-memory stages (``RowRing``: a producer warp
 bulk-copies the next rows while the row's threads reduce and store this
-one) where ``ring_stages`` says so. The kernel is built per row length N,
+one) where ``ring_stages`` says so, a row longer than 512 threads hold
+in parts. The kernel is built per row length N,
 so only a ragged last chunk is masked.
 
 ``build(n, dtype)`` returns the Kernel; ``softmax(x)`` runs it on a torch
@@ -27,16 +28,25 @@ import rows_host  # noqa: E402
 LOG2_E = 1.4426950408889634
 
 
-def build(n=4096, dtype="bf16", threads=None, stages=None, chip="sm_90a", name=None):
+def build(n=4096, dtype="bf16", threads=None, stages=None, stream=None, parts=None,
+          chip="sm_90a", name=None):
     """The softmax kernel for rows of ``n`` elements (default 4096) of ``dtype``:
     parameters ``(src, dst, m)``, any grid (a grid-stride loop over the
-    ``m`` rows); ``threads`` per row defaults to ``row_threads(n, dtype)``,
-    ``stages`` of the shared-memory ring of rows to ``ring_stages(rows)``
-    (0: no ring, each row loaded straight into registers)."""
-    from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel, RowRing, Rows, ring_stages, row_threads
+    ``m`` rows); ``threads`` per row (of a part) defaults to ``row_threads``,
+    ``stages`` of the shared-memory ring to ``ring_stages`` (0: no ring,
+    each row loaded straight into registers); ``row_plan`` says which.
+    ``stream`` (a ring only): read the row twice from shared memory (online
+    statistics, then the output) rather than hold its exponentials in
+    registers; by default for a row in parts, whose exponentials do not
+    fit. On an H200 (bf16, benchmarks/rows/bench_rows.py --alt) holding
+    them was as fast or faster from 12288 to 32768 columns (16384: 0.91
+    of a copy's bandwidth held, 0.88 streamed)."""
+    from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel, RowRing, row_plan
 
-    rows = Rows(n, dtype, threads=threads or row_threads(n, dtype))
-    stages = ring_stages(rows) if stages is None else stages
+    rows, parts, stages = row_plan(n, dtype, threads, stages, parts=parts)
+    if stream is None:
+        stream = parts > 1
+    stream = bool(stream and stages)
     # A warp per row: 4 warps per CTA, 4 rows at once; a CTA per row: the
     # row's threads, and with a ring a producer warp.
     block = 128 if rows.per_warp else RowRing.block_threads(rows) if stages else rows.threads
@@ -45,15 +55,18 @@ def build(n=4096, dtype="bf16", threads=None, stages=None, chip="sm_90a", name=N
     with k:
         src, dst, m = k.args
         if stages:
-            ring = RowRing(rows, k, stages)
+            ring = RowRing(rows, k, stages, parts)
             ring.produce(src, m)                 # the producer warp: rows into the ring
             with ring.consumers():
                 for row, stage in ring.rows(m):
-                    _softmax_row(rows, stage.load(fill=float("-inf")), dst, row)
+                    if stream:
+                        _softmax_streamed(stage, dst, row)
+                    else:
+                        _softmax_row(rows, stage.load(fill=float("-inf")), dst, row)
         else:
             for row in rows.grid_stride(k, m):
                 _softmax_row(rows, rows.load(src, row, fill=float("-inf")), dst, row)
-    k.rows, k.stages = rows, stages
+    k.rows, k.parts, k.stages, k.stream = rows, parts, stages, stream
     return k
 
 
@@ -64,6 +77,19 @@ def _softmax_row(rows, x, dst, row):
     top = x.max()
     p = x.fma(LOG2_E, -(top * LOG2_E)).exp2()     # exp2((x - max) log2 e)
     rows.store(p * reciprocal(p.sum()), dst, row)
+
+
+def _softmax_streamed(stage, dst, row):
+    """The softmax of a row in the ring's stage(s), read twice from shared
+    memory: the row's max and sum of exponentials in one pass (online, a
+    chunk of values live at a time), then each part's output."""
+    from pipeline_mlir.kernel.rows import reciprocal
+
+    top, total = stage.max_sum_exp2(LOG2_E)
+    scale, shift = reciprocal(total), -(top * LOG2_E)
+    for part in range(stage.parts):
+        x = stage.load(part, fill=float("-inf"))
+        stage.store(x.fma(LOG2_E, shift).exp2() * scale, dst, row, part)
 
 
 class RowSoftmax(rows_host.RowKernel):

@@ -5,8 +5,9 @@ cubins.
 
 A row kernel's ``meta`` (``meta_of``) is what its launcher reads: ``n``
 (the row length it was built for), ``dtype``, ``threads`` per row,
-``rows_per_cta`` and ``stages`` (of its ring of rows in shared memory, 0
-for none); the compiled kernel knows its block.
+``rows_per_cta``, ``stages`` (of its ring of rows in shared memory, 0
+for none) and ``parts`` (a row's, in the ring); the compiled kernel knows
+its block.
 """
 
 import math
@@ -37,9 +38,10 @@ class RowKernel:
 def meta_of(rows, k):
     """The launch facts of kernel ``k`` built on the layout ``rows``."""
     threads = k.block_dim[0] * k.block_dim[1] * k.block_dim[2]
-    return {"n": rows.n, "dtype": rows.dtype, "threads": rows.threads,
+    parts = getattr(k, "parts", 1)
+    return {"n": rows.n * parts, "dtype": rows.dtype, "threads": rows.threads,
             "rows_per_cta": threads // rows.threads if rows.per_warp else 1,
-            "block": threads, "stages": getattr(k, "stages", 0)}
+            "block": threads, "stages": getattr(k, "stages", 0), "parts": parts}
 
 
 def resident_ctas(fn, device):

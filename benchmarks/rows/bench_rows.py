@@ -37,51 +37,59 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-# Row lengths: powers of two through both regimes (a warp per row up to
-# 2048, a CTA per row beyond) and ragged ones (not a multiple of a chunk).
+# Row lengths: powers of two through the regimes (a warp per row up to
+# 2048, a CTA per row beyond, a ring of rows in shared memory from 16 KiB
+# rows, a ring of parts of rows past 32768 columns) and ragged ones (not a
+# multiple of a chunk).
 NS = [512, 1000, 1024, 2048, 3000, 4096, 5120, 8192, 12288, 16384, 20000, 24576, 32768,
-      65536]
+      40000, 65536]
 OPS = ("row_softmax", "rmsnorm")
 
 
-def _variants(n, alt):
-    """(threads, stages) per kernel built for rows of ``n``: the defaults
-    (``row_threads``, ``ring_stages``: None) and, with ``alt``, for a CTA
-    per row, the choices' checks: the same threads with the ring where the
-    default has none and without it where it has one (stages 0), with two
-    stages, and half and twice the threads."""
-    from pipeline_mlir.kernel import ring_stages, row_stages, row_threads
-    from pipeline_mlir.kernel.rows import MAX_VALUES, Rows, widest_vec
+def _variants(module, n, alt):
+    """Keyword arguments of ``module.build`` per kernel built for rows of
+    ``n``: the defaults (``row_plan``: ``{}``) and, with ``alt``, for a CTA
+    per row, the choices' checks: without the ring where the default has
+    one (stages 0), with it where it has none, other depths (two stages, as
+    many as fit two rings per SM, as many as fit one), half and twice the
+    threads, a row in one part or two, and for the softmax the other way
+    of holding the row (``stream``)."""
+    from pipeline_mlir.kernel import row_plan, row_stages
+    from pipeline_mlir.kernel.row_ring import MAX_RING, MAX_STAGES
+    from pipeline_mlir.kernel.rows import MAX_VALUES, widest_vec
 
-    t = row_threads(n)
-    out = [(t, None)]
-    if not alt or t == 32:
+    most = getattr(module, "RING_STAGES", None)
+    rows, parts, stages = row_plan(n, "bf16", most=most)
+    out = [{}]
+    if not alt or rows.per_warp:
         return out
-    default = ring_stages(Rows(n, "bf16", threads=t))
-    other = 0 if default else row_stages(n)
-    if other != default:
-        out.append((t, other))
-    if default > 2:
-        out.append((t, 2))
-    vec = widest_vec(n, "bf16")
-    out += [(h, None) for h in (t // 2, 2 * t)
-            if 64 <= h <= 1024 and math.ceil(n / (h * vec)) * vec <= MAX_VALUES]
+    deepest = row_stages(n, "bf16", parts)
+    deep = min(max(MAX_STAGES, parts + 1), MAX_RING // (rows.n * 2))
+    for s in (0 if stages else deepest, 2 if stages > 2 else deepest, deep):
+        if s != stages and {"stages": s} not in out and (s == 0 or s >= parts + (parts > 1)):
+            out.append({"stages": s})
+    vec = widest_vec(rows.n, "bf16")
+    out += [{"threads": h} for h in (rows.threads // 2, 2 * rows.threads)
+            if 64 <= h <= 1024 and -(-rows.n // (h * vec)) * vec <= MAX_VALUES]
+    if stages:
+        other = 1 if parts > 1 else 2
+        plan = row_plan(n, "bf16", most=most, parts=other)
+        if plan[1] == other and plan[2]:
+            out.append({"parts": other})
+        if module.__name__ == "row_softmax" and parts == 1:
+            out.append({"stream": True})
     return out
 
 
-def _name(op, n, threads, stages):
-    from pipeline_mlir.kernel import ring_stages, row_threads
-    from pipeline_mlir.kernel.rows import Rows
-
-    default = ring_stages(Rows(n, "bf16", threads=threads))
-    return (f"{op}_bf16_{n}" + ("" if threads == row_threads(n) else f"_t{threads}")
-            + ("" if stages is None or stages == default else
-               "_regs" if stages == 0 else f"_s{stages}"))
+def _name(op, n, kw):
+    suffix = {"threads": lambda v: f"_t{v}", "stages": lambda v: "_regs" if v == 0 else f"_s{v}",
+              "parts": lambda v: f"_p{v}", "stream": lambda v: "_stream" if v else "_hold"}
+    return f"{op}_bf16_{n}" + "".join(suffix[key](v) for key, v in kw.items())
 
 
 def build(out, chip, alt=False):
     """Compile the kernels of NS for both ops into the bundle ``out``
-    (``alt``: also the variants of ``_threads_tried``)."""
+    (``alt``: also the variants of ``_variants``)."""
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     from bundle_common import new_bundle, save_cubin, write_manifest
@@ -97,14 +105,13 @@ def build(out, chip, alt=False):
     shutil.copy(os.path.abspath(__file__), out)
     kernels = []
     for op, module in (("row_softmax", row_softmax), ("rmsnorm", rmsnorm)):
-        for n, (threads, stages) in ((n, v) for n in NS for v in _variants(n, alt)):
-            k = module.build(n, "bf16", threads=threads, stages=stages, chip=chip,
-                             name=_name(op, n, threads, stages))
+        for n, kw in ((n, v) for n in NS for v in _variants(module, n, alt)):
+            k = module.build(n, "bf16", chip=chip, name=_name(op, n, kw), **kw)
             fn = k.compile()
             kernels.append({"op": op, "name": k.name, "image": save_cubin(out, k.name, chip, fn),
                             "launch": fn.metadata(), "rows": rows_host.meta_of(k.rows, k)})
-            print(f"built {k.name}: {k.rows!r}, block {k.block_dim[0]}, "
-                  f"{k.stages} stages of rows in shared memory")
+            print(f"built {k.name}: {k.rows!r}" + (f" x {k.parts} parts" if k.parts > 1 else "")
+                  + f", block {k.block_dim[0]}, {k.stages} stages in shared memory")
     total = write_manifest(out, {"chip": chip, "kernels": kernels})
     if total is None:
         return 1

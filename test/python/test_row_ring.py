@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from pipeline_mlir.kernel import (GlobalPtr, Int32, Kernel, RowRing, Rows, ring_stages,
-                                  row_stages, row_threads)
+                                  row_parts, row_plan, row_stages, row_threads)
 from pipeline_mlir.kernel import row_ring as ring_mod
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -59,6 +59,26 @@ def test_a_cta_per_row_takes_a_ring_from_16_kib_rows():
     assert stages(16383) == 0                   # scalar rows: no bulk copy
     assert stages(65536) == 0                   # 1024 threads leave no room for a producer
     assert ring_stages(Rows(16384, threads=1024)) == 0
+
+
+def test_rows_past_512_threads_of_64_values_come_in_parts():
+    assert [row_parts(n) for n in (2048, 16384, 32768)] == [1, 1, 1]
+    assert row_parts(16384, "f32") == 1
+    assert [row_parts(n) for n in (32784, 40000, 65536)] == [2, 2, 2]
+    # a row and a part of the next must fit one CTA's shared memory: 256 KiB
+    # do not, and such rows stay in registers
+    assert row_parts(131072) == 0 and row_parts(65536, "f32") == 0
+    assert row_plan(65536, "f32")[1:] == (1, 0)
+    assert row_parts(40001) == 0 and row_parts(32772) == 0     # parts of whole 16-byte vectors
+    rows, parts, stages = row_plan(65536)
+    assert (rows.n, rows.threads, rows.count, parts, stages) == (32768, 512, 64, 2, 3)
+    # a row and a part of the next, whatever the depth asked for
+    assert row_plan(65536, most=2)[2] == 3 and row_plan(40000, most=2)[1:] == (2, 3)
+    # no ring, no parts: the whole row in registers
+    rows, parts, stages = row_plan(65536, stages=0)
+    assert (rows.n, rows.threads, parts, stages) == (65536, 1024, 1, 0)
+    rows, parts, stages = row_plan(40001)
+    assert (rows.n, parts, stages) == (40001, 1, 0)
 
 
 def test_row_threads_never_picks_a_cta_of_1024_while_512_hold_the_row():
@@ -115,6 +135,34 @@ def test_softmax_ring_kernel_instructions(n):
     assert _spills(k) in (None, 0)
 
 
+@pytest.mark.parametrize("n,stream", [(40000, None), (65536, None), (24576, True)])
+def test_softmax_streamed_reads_the_row_twice(n, stream):
+    """In parts (or asked for): the online max and
+    sum in one pass over shared memory (an ex2 per value and one per chunk
+    for the rescale), then the output (an ex2 per value); two block
+    reductions (the max, the rescaled sums)."""
+    k = row_softmax.build(n, stream=stream)
+    rows, parts = k.rows, k.parts
+    assert k.stream and (parts > 1 or stream)
+    ptx, _ = compiled_ptx(k)
+    assert count(BULK, ptx) == parts and count(r"ld\.global", ptx) == 0
+    warps = rows.threads // 32
+    assert count(r"ld\.shared\.v4", ptx) == 2 * parts * rows.chunks + 2 * (warps // 4)
+    assert count(r"st\.global[.\w]*\.v4", ptx) == parts * rows.chunks
+    assert count(r"ex2\.approx", ptx) == parts * (2 * rows.count + rows.chunks) + 1
+    assert count(rf"bar\.sync\s+\d+, {rows.threads};", ptx) == 4
+    assert _spills(k) in (None, 0)
+
+
+def test_rmsnorm_in_parts_loads_the_weight_of_each_part():
+    k = rmsnorm.build(65536)
+    rows = k.rows
+    ptx, _ = compiled_ptx(k)
+    assert count(r"ld\.global[.\w]*\.v4", ptx) == 2 * rows.chunks        # the weight, once
+    assert count(BULK, ptx) == 2 and k.stages == 3
+    assert _spills(k) in (None, 0)
+
+
 def test_rmsnorm_ring_reads_the_row_twice_from_shared_memory():
     """x is read for the sum of squares and again for the output: it need
     not stay in registers across the reduction."""
@@ -132,7 +180,12 @@ def test_rmsnorm_ring_reads_the_row_twice_from_shared_memory():
 def test_meta_records_the_ring():
     k = row_softmax.build(16384)
     assert rows_host.meta_of(k.rows, k) == {"n": 16384, "dtype": "bf16", "threads": 512,
-                                            "rows_per_cta": 1, "block": 544, "stages": 3}
+                                            "rows_per_cta": 1, "block": 544, "stages": 3,
+                                            "parts": 1}
+    k = row_softmax.build(65536)                 # the launcher checks the whole row's length
+    assert rows_host.meta_of(k.rows, k) == {"n": 65536, "dtype": "bf16", "threads": 512,
+                                            "rows_per_cta": 1, "block": 544, "stages": 3,
+                                            "parts": 2}
     k = rmsnorm.build(16384, stages=0)
     assert rows_host.meta_of(k.rows, k)["stages"] == 0 and k.block_dim[0] == 512
 
@@ -140,7 +193,8 @@ def test_meta_records_the_ring():
 # -- the checker and the simulator -------------------------------------------------------
 
 CASES = [(row_softmax, 8192, None), (row_softmax, 20000, None), (rmsnorm, 16384, None),
-         (row_softmax, 3000, 2)]       # a ragged last chunk and a two-stage ring
+         (row_softmax, 3000, 2),       # a ragged last chunk and a two-stage ring
+         (row_softmax, 65536, None), (rmsnorm, 40000, None)]     # rows in parts
 
 
 @pytest.mark.parametrize("module,n,stages", CASES,
@@ -220,12 +274,12 @@ def test_misuse_names_the_rule_and_the_fix():
         RowRing(rows, k)
     rows = Rows(4100, threads=128)                      # 8200 bytes: not a multiple of 16
     k = kernel(rows, 160)
-    with k, pytest.raises(ValueError, match=r"multiple of 16 bytes.*row_stages\(4100, 'bf16'\) = 0"):
+    with k, pytest.raises(ValueError, match=r"multiple of 16 bytes.*row_stages\(4100, 'bf16', 1\) = 0"):
         RowRing(rows, k)
     rows = Rows(4096, threads=128)
     k = kernel(rows, 128)
     with k, pytest.raises(ValueError, match=r"needs block_dim=160 \(128 consumers and a producer"):
         RowRing(rows, k)
     k = kernel(rows, 160)
-    with k, pytest.raises(ValueError, match="the ring at most"):
+    with k, pytest.raises(ValueError, match="and at most 204800 bytes"):
         RowRing(rows, k, stages=40)

@@ -173,7 +173,8 @@ def test_rmsnorm_keeps_the_weight_packed_across_the_row_loop():
 def test_meta_of_records_the_launch_facts():
     k = row_softmax.build(4096)
     assert rows_host.meta_of(k.rows, k) == {"n": 4096, "dtype": "bf16", "threads": 128,
-                                            "rows_per_cta": 1, "block": 128, "stages": 0}
+                                            "rows_per_cta": 1, "block": 128, "stages": 0,
+                                            "parts": 1}
     k = rmsnorm.build(1000)
     assert rows_host.meta_of(k.rows, k)["rows_per_cta"] == 4
 

@@ -15,7 +15,7 @@ from .control import If, elect_one, range_, while_
 from .kernel import Kernel
 from .memory import element_ptr, fence_view_async_shared, load, store
 from .params import Float32, GlobalPtr, Int32, Int64, Param, TmaDescriptor
-from .row_ring import RowRing, ring_stages, row_stages
+from .row_ring import RowRing, RowStage, ring_stages, row_parts, row_plan, row_stages
 from .rows import Rows, RowValues, row_threads
 from .scope import ScopeError
 from .smem import SmemPtr
@@ -26,5 +26,6 @@ __all__ = [
     "Int32", "Int64", "Float32", "If", "elect_one", "range_", "while_", "to_value",
     "ScopeError", "LoweringUnavailable", "has_pipeline_to_cubin",
     "load", "store", "element_ptr", "fence_view_async_shared",
-    "Rows", "RowValues", "row_threads", "RowRing", "ring_stages", "row_stages",
+    "Rows", "RowValues", "row_threads", "RowRing", "RowStage", "ring_stages", "row_stages",
+    "row_parts", "row_plan",
 ]

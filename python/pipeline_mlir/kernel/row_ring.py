@@ -1,4 +1,4 @@
-"""Rows staged through shared memory: a TMA ring of whole rows.
+"""Rows staged through shared memory: a TMA ring of rows, or of parts of rows.
 
 A :class:`Rows` kernel with a CTA per row keeps the row in registers from
 its load to its store, so a CTA has one row's loads in flight and then
@@ -29,24 +29,35 @@ the row is stored; the ring's other stages are being filled meanwhile.
                 ...
                 rows.store(y, dst, row)
 
+A row longer than one CTA's threads hold (more than 512 threads x 64
+values: 32768 bf16 columns) comes in ``parts``: each stage holds a part
+(the layout ``rows`` is a part's), the producer copies a row's parts into
+consecutive stages, and the consumers wait for all of them before the
+body, which reads each part as often as it needs (``stage.load(part)``,
+``stage.max()``, ``stage.sum(fn)``: one block reduction over every part)
+and releases them all after it. The ring holds a row and a part of the
+next (``parts + 1`` stages at least), so the next row's copy overlaps
+this row's work.
+
 Both loops visit the rows ``blockIdx.x, blockIdx.x + gridDim.x, ...``
 below ``m`` (:meth:`Rows.grid_stride`'s order for a CTA per row). The
 consumers' block reductions synchronise on a named barrier of their
 threads only (``bar.sync id, threads``), not ``bar.sync 0``: the producer
 warp is elsewhere in its loop. A row must be a multiple of 16 bytes (the
 bulk copy's granule; every row then starts aligned): :func:`row_stages`
-returns 0 for one that is not, or that no two stages hold.
+returns 0 for one that is not, or whose ring does not fit.
 """
 
 import mlir.ir as ir
-from mlir.dialects import llvm
+from mlir.dialects import arith, llvm
 
-from .rows import ACCESS_BYTES, MAX_THREADS, WARP, Rows, _bytes, _kernel
+from .rows import (ACCESS_BYTES, CTA_THREADS, MAX_THREADS, MAX_VALUES, WARP, Rows, _bytes,
+                   _kernel, row_threads)
 
 # Shared memory a CTA's ring takes, at most: two rings per SM (228 KiB,
-# 227 KiB to one CTA) while a row is at most a third of this, so that a
-# second CTA's reductions overlap this one's; longer rows take one CTA per
-# SM with at most MAX_RING bytes.
+# 227 KiB to one CTA) while two rows fit, so that a second CTA's
+# reductions overlap this one's; longer rows take one CTA per SM with at
+# most MAX_RING bytes.
 RING_BYTES = 96 * 1024
 MAX_RING = 200 * 1024
 MAX_STAGES = 4
@@ -60,63 +71,117 @@ MAX_STAGES = 4
 RING_FROM_BYTES = 16 * 1024
 
 
-def row_stages(n, dtype="bf16"):
-    """Stages of the ring for rows of ``n`` elements of ``dtype``: as many
-    whole rows as fit ``RING_BYTES`` (up to ``MAX_STAGES``), or as fit
-    ``MAX_RING`` when fewer than two fit that; 0 when the row is not a
-    multiple of 16 bytes or two rows do not fit (stage it in registers)."""
-    row = n * _bytes(dtype, "row_stages")
-    if row % ACCESS_BYTES:
+def row_parts(n, dtype="bf16"):
+    """Parts a row of ``n`` elements is staged in: the fewest (a power of
+    two) whose part ``CTA_THREADS`` threads hold with at most
+    ``MAX_VALUES`` values each (1 up to 32768 bf16 columns), of whole
+    16-byte vectors, with the ring (the row's parts and one more) in at
+    most ``MAX_RING`` bytes; 0 when there is none: such a row stays in
+    registers. A row in parts is resident whole while it is worked on.
+    Not more parts to fit two rings per SM: on an H200 the softmax of
+    32768 columns in two parts over a three-stage ring (two CTAs per SM,
+    each with half a row in flight while it works) ran at 0.77 of a
+    copy's bandwidth, in one part over three stages (one CTA, two rows in
+    flight) at 0.86-0.89 (benchmarks/rows/bench_rows.py --alt)."""
+    eb = _bytes(dtype, "row_parts")
+    vec = ACCESS_BYTES // eb
+    parts = 1
+    while n > parts * CTA_THREADS * MAX_VALUES:
+        parts *= 2
+    if parts > 1 and n % (parts * vec):
         return 0
-    stages = min(MAX_STAGES, RING_BYTES // row)
-    if stages < 2:
-        stages = min(MAX_STAGES, MAX_RING // row)
-    return stages if stages >= 2 else 0
+    return parts if row_stages(n, dtype, parts) else 0
 
 
-def ring_stages(rows):
-    """Stages of the ring a kernel on ``rows`` (a :class:`Rows`) takes its
-    rows through: ``row_stages`` for a CTA per row of at least
-    ``RING_FROM_BYTES`` whose threads leave room for the producer warp
-    (at most 992), else 0 (each row loaded straight into registers: a warp
-    per row has several rows per CTA in flight)."""
-    if rows.per_warp or rows.n * rows.elem_bytes < RING_FROM_BYTES or \
+def row_stages(n, dtype="bf16", parts=1, most=None, ring=None):
+    """Stages of the ring for rows of ``n`` elements of ``dtype`` in
+    ``parts`` parts: as many parts as fit ``RING_BYTES`` (up to
+    ``MAX_STAGES``, or ``most``), or as fit ``MAX_RING`` when fewer than a
+    row's parts and one more (two whole rows for a row in one part) fit
+    that; 0 when a part is not a multiple of 16 bytes or they do not fit.
+    ``ring``: only that many bytes."""
+    part = n // parts * _bytes(dtype, "row_stages")
+    if part % ACCESS_BYTES or n % parts:
+        return 0
+    least = parts + 1
+    cap = max(MAX_STAGES if most is None else most, least)
+    for budget in ((ring,) if ring else (RING_BYTES, MAX_RING)):
+        stages = min(cap, budget // part)
+        if stages >= least:
+            return stages
+    return 0
+
+
+def ring_stages(rows, parts=1, most=None):
+    """Stages of the ring a kernel on ``rows`` (a :class:`Rows`, a part's
+    layout when ``parts > 1``) takes its rows through: ``row_stages`` for
+    a CTA per row of at least ``RING_FROM_BYTES`` whose threads leave room
+    for the producer warp (at most 992), else 0 (each row loaded straight
+    into registers: a warp per row has several rows per CTA in flight)."""
+    if rows.per_warp or rows.n * parts * rows.elem_bytes < RING_FROM_BYTES or \
             RowRing.block_threads(rows) > MAX_THREADS:
         return 0
-    return row_stages(rows.n, rows.dtype)
+    return row_stages(rows.n * parts, rows.dtype, parts, most)
+
+
+def part_layout(n, dtype="bf16", threads=None, parts=None):
+    """``(Rows of one part, parts)`` for rows of ``n`` elements: the whole
+    row (``parts`` 1) while it fits a CTA's registers, else a part of it
+    (:func:`row_parts`); ``threads`` per row defaults to ``row_threads``
+    of the part; ``parts`` overrides the rule."""
+    parts = parts or row_parts(n, dtype) or 1
+    part = n // parts
+    return Rows(part, dtype, threads=threads or row_threads(part, dtype)), parts
+
+
+def row_plan(n, dtype="bf16", threads=None, stages=None, most=None, parts=None):
+    """``(rows, parts, stages)`` of a row kernel for rows of ``n``
+    elements: the layout of a part (:func:`part_layout`), and the ring's
+    stages (``ring_stages``, at most ``most``; 0: no ring). A row in parts
+    needs the ring: where none fits (or ``stages=0``), the whole row in
+    registers. ``parts`` overrides :func:`row_parts`."""
+    rows, parts = part_layout(n, dtype, threads, parts)
+    if stages is None:
+        stages = ring_stages(rows, parts, most)
+    if parts > 1 and not stages:
+        rows, parts = Rows(n, dtype, threads=threads or row_threads(n, dtype)), 1
+    return rows, parts, stages
 
 
 class RowRing:
-    """A ring of ``stages`` whole rows of ``rows`` in shared memory, its
-    ``PipelineTmaAsync`` (one producer thread, one release per consumer
-    warp) and the consumers' named barrier (see the module docstring).
-    Create it inside ``with k:`` before the roles' branches: it allocates
-    the ring and the barriers and initialises the pipeline. The kernel's
-    block is ``rows.threads`` consumer threads (warps ``0 ..``) and one
-    producer warp after them."""
+    """A ring of ``stages`` rows (or parts of rows) of ``rows`` in shared
+    memory, its ``PipelineTmaAsync`` (one producer thread, one release per
+    consumer warp) and the consumers' named barrier (see the module
+    docstring). Create it inside ``with k:`` before the roles' branches: it
+    allocates the ring and the barriers and initialises the pipeline. The
+    kernel's block is ``rows.threads`` consumer threads (warps ``0 ..``)
+    and one producer warp after them."""
 
     PRODUCER_WARPS = 1
 
-    def __init__(self, rows, k, stages=None, name="row ring"):
+    def __init__(self, rows, k, stages=None, parts=1, name="row ring"):
         from ..pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                 PipelineTmaAsync)
 
         if not isinstance(rows, Rows) or rows.per_warp:
             raise ValueError(f"RowRing: stages whole rows of a CTA per row, got {rows!r}; "
                              "a warp per row holds its row in registers (Rows alone)")
-        self.layout, self.k = rows, k
-        self.row_bytes = rows.n * rows.elem_bytes
-        fit = row_stages(rows.n, rows.dtype)
+        self.layout, self.k, self.parts = rows, k, parts
+        self.part_bytes = rows.n * rows.elem_bytes
+        n = rows.n * parts
+        fit = row_stages(n, rows.dtype, parts)
         stages = stages if stages is not None else fit
-        if self.row_bytes % ACCESS_BYTES or not isinstance(stages, int) or stages < 1 or \
-                stages * self.row_bytes > MAX_RING or self.block_threads(rows) > MAX_THREADS:
+        if self.part_bytes % ACCESS_BYTES or not isinstance(stages, int) or \
+                stages < parts + (parts > 1) or stages * self.part_bytes > MAX_RING or \
+                self.block_threads(rows) > MAX_THREADS:
             raise ValueError(
-                f"RowRing: {stages!r} stages of rows of {rows.n} {rows.dtype} "
-                f"({self.row_bytes} bytes): a row must be a multiple of {ACCESS_BYTES} "
-                f"bytes (the bulk copy's granule), the ring at most {MAX_RING} bytes and the "
-                f"row's threads at most {MAX_THREADS - WARP} (a producer warp joins them); "
-                f"row_stages({rows.n}, {rows.dtype!r}) = {fit} (0: keep such rows in "
-                "registers, Rows.load)")
+                f"RowRing: {stages!r} stages of {parts} part(s) of {rows.n} {rows.dtype} "
+                f"({self.part_bytes} bytes): a part must be a multiple of {ACCESS_BYTES} "
+                f"bytes (the bulk copy's granule), the ring hold a row and a part more "
+                f"and at most {MAX_RING} bytes, and the row's threads be at most "
+                f"{MAX_THREADS - WARP} (a producer warp joins them); row_stages({n}, "
+                f"{rows.dtype!r}, {parts}) = {fit} (0: keep such rows in registers, "
+                "Rows.load)")
         self.stages = stages
         self.consumer_warps = rows.threads // WARP
         threads = k.block_dim[0] * k.block_dim[1] * k.block_dim[2]
@@ -126,30 +191,34 @@ class RowRing:
                 f"{rows.threads} threads needs block_dim={self.block_threads(rows)} "
                 f"({rows.threads} consumers and a producer warp)")
         barriers = k.alloc_barriers(2 * stages, name=f"{name} barriers")
-        self.buffer = k.smem_alloc(stages * self.row_bytes, align=128, name=name)
+        self.buffer = k.smem_alloc(stages * self.part_bytes, align=128, name=name)
         self.pipe = PipelineTmaAsync.create(
             num_stages=stages, producer_group=CooperativeGroup(Agent.Thread, 1),
             consumer_group=CooperativeGroup(Agent.Thread, self.consumer_warps),
-            tx_count=self.row_bytes, barrier_storage=barriers, name=name)
+            tx_count=self.part_bytes, barrier_storage=barriers, name=name)
         # The consumers' reductions: their threads only.
         self.reductions = NamedBarrier(num_threads=rows.threads)
         rows._rings[k] = self
+
+    @property
+    def row_bytes(self):
+        return self.part_bytes * self.parts
 
     @classmethod
     def block_threads(cls, rows):
         """The block of a ring kernel on ``rows``: its threads and the producer."""
         return rows.threads + WARP * cls.PRODUCER_WARPS
 
-    def _loop(self, m, state):
+    def _loop(self, m, carry):
         k = self.k
-        return k.range(k.block_idx(), m, k.grid_dim(), carry=[state])
+        return k.range(k.block_idx(), m, k.grid_dim(), carry=carry)
 
     def produce(self, src, m, ld=None):
         """The producer warp: for each of this CTA's rows of the tensor at
-        ``src`` (rows ``ld`` elements apart, default ``n``; a multiple of 8
-        bytes' worth keeps each row 16-byte aligned), acquire a stage and
-        bulk-copy the row into it (one elected lane); wait at the end until
-        the consumers released every stage."""
+        ``src`` (rows ``ld`` elements apart, default the row's length; a
+        multiple of 16 bytes keeps each row aligned), acquire a stage per
+        part and bulk-copy the part into it (one elected lane); wait at the
+        end until the consumers released every stage."""
         from ..pipeline import PipelineUserType, make_pipeline_state
         from .values import Scalar, to_value
 
@@ -157,18 +226,21 @@ class RowRing:
         eb = rows.elem_bytes
         with k.if_(k.warp_idx() == self.consumer_warps):
             state = make_pipeline_state(PipelineUserType.Producer, self.stages)
-            for row, _ in self._loop(m, state):
-                pipe.producer_acquire(state)
-                ld64 = rows.n if ld is None else (ld.to(64) if isinstance(ld, Scalar) else ld)
+            for row, _ in self._loop(m, [state]):
+                ld64 = rows.n * self.parts if ld is None else \
+                    (ld.to(64) if isinstance(ld, Scalar) else ld)
                 base = to_value(src, what="RowRing.produce: src")
                 off = row.to(64) * ld64 * eb
                 at = llvm.getelementptr(base.type, base, [off.ir_value], [-2147483648],
                                         ir.IntegerType.get_signless(8), 0)
-                with k.elect_one():
-                    pipe.bulk_copy(state, at, self.buffer.stage(state.index, self.row_bytes),
-                                   self.row_bytes)
-                pipe.producer_commit(state)
-                state.advance()
+                for part in range(self.parts):
+                    pipe.producer_acquire(state)
+                    with k.elect_one():
+                        pipe.bulk_copy(state, Rows._at(at, part * self.part_bytes),
+                                       self.buffer.stage(state.index, self.part_bytes),
+                                       self.part_bytes)
+                    pipe.producer_commit(state)
+                    state.advance()
             pipe.producer_tail(state)
 
     def consumers(self):
@@ -180,39 +252,94 @@ class RowRing:
 
     def rows(self, m):
         """``for row, stage in ring.rows(m):`` this CTA's rows, in the
-        producer's order, each once its copy has landed in ``stage`` (a
-        :class:`RowStage`: ``stage.load()`` reads this thread's values of
-        the row out of shared memory, as often as the body likes). The
-        stage is released when the body ends. Inside :meth:`consumers`."""
+        producer's order, each once every part's copy has landed (a
+        :class:`RowStage`: ``stage.load(part)`` reads this thread's values
+        of a part out of shared memory, as often as the body likes). The
+        stages are released when the body ends. Inside :meth:`consumers`."""
         from ..pipeline import PipelineUserType, make_pipeline_state
 
         k, rows, pipe = _kernel("RowRing.rows"), self.layout, self.pipe
         state = make_pipeline_state(PipelineUserType.Consumer, self.stages)
+        if self.parts == 1:
+            t = rows.thread(k)
+            for row, _ in self._loop(m, [state]):
+                pipe.consumer_wait(state)
+                yield row, RowStage(self, [self.buffer.stage(state.index, self.part_bytes)], t)
+                pipe.consumer_release(state)
+                state.advance()
+            return
+        # Parts: wait for each (``state``), release each after the body
+        # (``release``, the same stages one row behind).
+        release = make_pipeline_state(PipelineUserType.Consumer, self.stages)
         t = rows.thread(k)
-        for row, _ in self._loop(m, state):
-            pipe.consumer_wait(state)
-            yield row, RowStage(rows, self.buffer.stage(state.index, self.row_bytes), t)
-            pipe.consumer_release(state)
-            state.advance()
+        for row, _ in self._loop(m, [state, release]):
+            buffers = []
+            for _ in range(self.parts):
+                pipe.consumer_wait(state)
+                buffers.append(self.buffer.stage(state.index, self.part_bytes))
+                state.advance()
+            yield row, RowStage(self, buffers, t)
+            for _ in range(self.parts):
+                pipe.consumer_release(release)
+                release.advance()
 
 
 class RowStage:
-    """A row in a stage of a :class:`RowRing`, between the consumers' wait
-    and their release."""
+    """A row in the stages of a :class:`RowRing`, between the consumers'
+    waits and their releases: ``parts`` parts of ``rows.n`` elements."""
 
-    def __init__(self, rows, buffer, thread):
-        self.rows, self.buffer, self._t = rows, buffer, thread
+    def __init__(self, ring, buffers, thread):
+        self.ring, self.rows, self.buffers, self._t = ring, ring.layout, buffers, thread
+        self.parts = len(buffers)
 
-    def load(self, fill=0.0):
-        """This thread's values of the row (:class:`RowValues`, f32), read
-        from shared memory (``ld.shared.v4``); past the row's end ``fill``
-        (the reductions skip those values whatever they hold). Each call
-        reads again: a value used on both sides of a reduction can be read
-        twice instead of living in registers across it."""
-        return self.rows._load_at(self.buffer, 0, None, fill, self.rows.dtype, self._t)
+    def load(self, part=0, fill=0.0):
+        """This thread's values of ``part`` of the row (:class:`RowValues`,
+        f32), read from shared memory (``ld.shared.v4``); past the row's end
+        ``fill`` (the reductions skip those values whatever they hold).
+        Each call reads again: a value used on both sides of a reduction
+        can be read twice instead of living in registers across it."""
+        return self.rows._load_at(self.buffers[part], 0, None, fill, self.rows.dtype, self._t)
+
+    def store(self, values, dst, row, part=0):
+        """``values`` (of ``part``) into row ``row`` of the tensor at ``dst``
+        (rows ``rows.n * parts`` elements apart), as :meth:`Rows.store`."""
+        from .values import to_value
+
+        base = to_value(dst, what="RowStage.store: dst")
+        at = Rows._at(base, part * self.ring.part_bytes)
+        self.rows.store(values, at, row, ld=self.rows.n * self.parts)
+
+    def _reduce(self, kind, fn, fill):
+        combine = {"sum": arith.addf, "max": arith.maxnumf, "min": arith.minnumf}[kind]
+        local = None
+        for part in range(self.parts):
+            x = self.load(part, fill)
+            if fn is not None:
+                x = fn(x)
+            v = x._local(kind, combine)
+            local = v if local is None else combine(local, v)
+        return self.rows.allreduce(local, combine)
+
+    def sum(self, fn=None, fill=0.0):
+        """The row's sum of ``fn(part values)`` over every part (one block
+        reduction): ``stage.sum(lambda x: x * x)``."""
+        return self._reduce("sum", fn, fill)
+
+    def max_sum_exp2(self, scale):
+        """The row's softmax statistics ``(M, S)`` over every part in one
+        pass over shared memory (``RowValues.max_sum_exp2`` per part, then
+        ``Rows.max_sum_exp2``): ``M`` the maximum, ``S`` the sum of
+        ``exp2((x - M) * scale)``."""
+        running = None
+        for part in range(self.parts):
+            running = self.load(part, float("-inf")).max_sum_exp2(scale, running)
+        return self.rows.max_sum_exp2(*running, scale)
+
+    def max(self, fn=None, fill=float("-inf")):
+        """The row's maximum (of ``fn`` of its values) over every part."""
+        return self._reduce("max", fn, fill)
 
 
 def ring_of(rows, k):
     """The RowRing of ``rows`` in kernel ``k``, or None."""
     return rows._rings.get(k)
-

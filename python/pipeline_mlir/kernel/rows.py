@@ -352,6 +352,18 @@ class Rows:
 
     # -- reductions across threads ------------------------------------------
 
+    def max_sum_exp2(self, m, s, scale, k=None):
+        """The row's softmax statistics from each thread's ``(m, s)``
+        (:meth:`RowValues.max_sum_exp2`): ``M``, the row's maximum, and
+        ``S``, the sum of ``exp2((v - M) * scale)`` over the row, as f32
+        Scalars in every thread of the row (two reductions: the maximum,
+        then the rescaled sums)."""
+        top = self.allreduce(m, arith.maxnumf, k)
+        c_scale = _f32(scale, "max_sum_exp2 scale")
+        neg = arith.negf(arith.mulf(top.ir_value, c_scale))
+        mine = arith.mulf(to_value(s), _exp2(llvm.intr_fma(to_value(m), c_scale, neg)))
+        return top, self.allreduce(mine, arith.addf, k)
+
     def allreduce(self, value, fn, k=None):
         """``fn`` over one f32 value per thread of the row, the result in
         every thread: five butterfly shuffles across the warp, then, for a
@@ -663,6 +675,41 @@ class RowValues:
                 chunk = [arith.select(m, v, ident) for v in chunk]
             vals += chunk
         return _tree(vals, fn)
+
+    def max_sum_exp2(self, scale, running=None):
+        """This thread's online softmax statistics: ``(m, s)`` with ``m``
+        the largest of its values and ``s`` the sum of ``exp2((v - m) *
+        scale)`` over them, chunk by chunk (``s`` rescaled by ``exp2((m_old
+        - m_new) * scale)`` when a chunk raises ``m``: one more ``ex2`` per
+        chunk, and only a chunk's values live at once), continuing from
+        ``running`` (an earlier ``(m, s)`` of f32 values). Out-of-row values
+        count for nothing. Combine threads with :meth:`Rows.max_sum_exp2`.
+        ``m`` starts at -3e38, not -inf, so that a thread with no value of
+        the row keeps ``s = 0`` (``exp2(-inf - -inf)`` would be NaN)."""
+        rows = self.rows
+        k = None
+        c_scale = _f32(scale, "max_sum_exp2 scale")
+        if running is None:
+            m, s = arith.constant(f32(), -3.0e38), arith.constant(f32(), 0.0)
+        else:
+            m, s = (_f32(v, "max_sum_exp2 running") for v in running)
+        ninf = None
+        for c in range(rows.chunks):
+            chunk = self.values[c * rows.vec:(c + 1) * rows.vec]
+            if rows.chunk_masked(c):
+                mask = self.masks[c]
+                if mask is None:
+                    k = k or _kernel("max_sum_exp2")
+                    mask = rows._valid(rows.thread(k))
+                ninf = ninf or arith.constant(f32(), float("-inf"))
+                chunk = [arith.select(mask, v, ninf) for v in chunk]
+            new = arith.maxnumf(m, _tree(chunk, arith.maxnumf))
+            neg = arith.negf(arith.mulf(new, c_scale))
+            s = arith.mulf(s, _exp2(llvm.intr_fma(m, c_scale, neg)))
+            s = arith.addf(s, _tree([_exp2(llvm.intr_fma(v, c_scale, neg)) for v in chunk],
+                                    arith.addf))
+            m = new
+        return m, s
 
     def sum(self):
         """The row's sum (an f32 Scalar in every thread of the row)."""
