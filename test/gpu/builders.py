@@ -408,12 +408,16 @@ ROW_CASES = [
     ("rmsnorm", 1000, "bf16"), ("rmsnorm", 2048, "bf16"), ("rmsnorm", 1001, "bf16"),
     ("rmsnorm", 4096, "bf16"), ("rmsnorm", 6000, "bf16"), ("rmsnorm", 16384, "bf16"),
     ("rmsnorm", 1024, "f32"),
+    # through a ring of rows in shared memory (row_ring.py): whole rows, and
+    # rows in parts past 32768 columns (the softmax's online pass), f16 / f32
+    ("row_softmax", 32768, "bf16"), ("row_softmax", 65536, "bf16"),
+    ("row_softmax", 4096, "f32"), ("rmsnorm", 40000, "bf16"), ("rmsnorm", 8192, "f16"),
 ]
 
 
 def build_rows(chip, _mib):
     """examples/row_softmax.py and examples/rmsnorm.py (register rows,
-    pipeline_mlir.kernel.rows) for ROW_CASES; test_gpu_rows.py checks them
+    pipeline_mlir.kernel.rows, and rings of rows, row_ring.py) for ROW_CASES; test_gpu_rows.py checks them
     against fp32 references with their host launchers (rows_host.py)."""
     import sys
 
@@ -426,7 +430,8 @@ def build_rows(chip, _mib):
     out = []
     for example, n, dtype in ROW_CASES:
         k = {"row_softmax": row_softmax, "rmsnorm": rmsnorm}[example].build(n, dtype, chip=chip)
-        e = {"name": k.name, "pipeline": "register rows", "source": f"examples/{example}.py",
+        e = {"name": k.name, "pipeline": "PipelineTmaAsync row ring" if k.stages else "register rows",
+             "source": f"examples/{example}.py",
              "kernel": k.name, "chip": chip, "check": example,
              "rows": rows_host.meta_of(k.rows, k)}
         out.append(Built(e, k.compile()))

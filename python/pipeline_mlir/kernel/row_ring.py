@@ -64,10 +64,11 @@ MAX_STAGES = 4
 # Row bytes from which a CTA per row takes its rows through a ring. On an
 # H200 (benchmarks/rows/bench_rows.py --alt, bf16, fraction of a copy's
 # bandwidth) the ring lifted the softmax of 8192 to 32768 columns from
-# 0.77-0.87 to 0.89-0.93 and the RMSNorm of 20000 to 32768 from 0.81-0.88
-# to 0.88-0.90; on rows of 4096 and 5120 columns (8 and 10 KiB), where
-# several CTAs per SM hold a row each in registers, it was slower (softmax
-# 0.85 against 0.88-0.92).
+# 0.65-0.90 (rows in registers) to 0.85-0.93 and the RMSNorm of 16384 to
+# 24576 from 0.72-0.83 to 0.88-0.92 (32768: 0.88 either way); on rows of
+# 4096 and 5120 columns (8 and 10 KiB), where several CTAs per SM hold a
+# row each in registers, it was slower (softmax 0.84-0.86 against
+# 0.87-0.92).
 RING_FROM_BYTES = 16 * 1024
 
 
@@ -339,7 +340,3 @@ class RowStage:
         """The row's maximum (of ``fn`` of its values) over every part."""
         return self._reduce("max", fn, fill)
 
-
-def ring_of(rows, k):
-    """The RowRing of ``rows`` in kernel ``k``, or None."""
-    return rows._rings.get(k)
