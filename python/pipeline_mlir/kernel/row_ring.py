@@ -4,10 +4,10 @@ A :class:`Rows` kernel with a CTA per row keeps the row in registers from
 its load to its store, so a CTA has one row's loads in flight and then
 none while it reduces and stores. Past a few thousand columns few CTAs fit
 per SM, and their phases no longer hide each other (an H200 ran the bf16
-softmax of 32768 columns at 0.70-0.76 of a device-to-device copy's
+softmax of 32768 columns at 0.70-0.77 of a device-to-device copy's
 bandwidth that way). A :class:`RowRing` keeps the memory busy with a
 pipeline instead: one producer warp bulk-copies (``cp.async.bulk``, one
-per row) the CTA's next rows into a ``PipelineTmaAsync`` ring of
+per row or part) the CTA's next rows into a ``PipelineTmaAsync`` ring of
 ``stages`` row buffers while the row's threads (the consumers) reduce and
 store the current one. A consumer reads its values of the row out of the
 stage in the :class:`Rows` layout (``ld.shared.v4``), as often as it
@@ -17,11 +17,11 @@ the row is stored; the ring's other stages are being filled meanwhile.
 
 ::
 
-    rows = Rows(n, "bf16", threads=row_threads(n))
-    k = Kernel(..., block_dim=rows.threads + 32, ...)    # consumers + the producer warp
+    rows, parts, stages = row_plan(n, "bf16")            # here parts == 1
+    k = Kernel(..., block_dim=RowRing.block_threads(rows), ...)   # consumers + a producer warp
     with k:
         src, dst, m = k.args
-        ring = RowRing(rows, k)          # ring, barriers, pipeline: before the roles
+        ring = RowRing(rows, k, stages)  # ring, barriers, pipeline: before the roles
         ring.produce(src, m)             # the producer warp's loop
         with ring.consumers():           # the row's threads
             for row, stage in ring.rows(m):
