@@ -52,7 +52,7 @@ def wanted(args):
                     # a fused call's pick (never stream-K), and split-K's pick
                     # where the GPU suite turns split-K on (test_gpu_launch.py)
                     out.add((kernel, gemm_configs.choose(m, n, k, dtype, args.sms,
-                                                         stream_k=False), dtype))
+                                                         fused=True), dtype))
                     v = gemm_configs.choose(m, n, k, dtype, args.sms, split=True,
                                             stream_k=False)
                     out.add((kernel, v, dtype))

@@ -72,12 +72,13 @@ SPLITK_TEST_SHAPES = ((4096, 256, 9000), (512, 512, 16384), (2000, 200, 9000),
                       (256, 512, 9000))
 
 
-def fill_gemm_cache(out, chip="sm_90a", shapes=()):
+def fill_gemm_cache(out, chip="sm_90a", shapes=(), epilogue_shapes=()):
     """``out``/gemm-cache: every variant of pipeline_mlir.gemm's table in
     bf16 and fp16 (scripts/build-gemm-cache.py --all), the prebuilt fused
     epilogues of the variants the GPU suite's epilogue test runs, the
     split-K variants and reductions (with the prebuilt epilogues) of
-    SPLITK_TEST_SHAPES, and what ``gemm`` picks for ``shapes``: what the
+    SPLITK_TEST_SHAPES, what ``gemm`` picks for ``shapes``, and (bf16) the
+    prebuilt fused epilogues of its picks for ``epilogue_shapes``: what the
     GPU host points PIPELINE_MLIR_CACHE_DIR at."""
     import importlib.util
 
@@ -89,6 +90,7 @@ def fill_gemm_cache(out, chip="sm_90a", shapes=()):
     try:
         where = ["--chip", chip, "--dir", os.path.join(out, "gemm-cache")]
         more = [x for shape in shapes for x in ("--shape", *map(str, shape))]
+        epi_more = [x for shape in epilogue_shapes for x in ("--shape", *map(str, shape))]
         epi = [x for shape in EPILOGUE_TEST_SHAPES for x in ("--shape", *map(str, shape))]
         split = [x for shape in SPLITK_TEST_SHAPES for x in ("--shape", *map(str, shape))]
         return (mod.main(["--all", "--kernel", "hopper_gemm", "fp8_gemm", "attention_fwd",
@@ -96,7 +98,9 @@ def fill_gemm_cache(out, chip="sm_90a", shapes=()):
                           *where])
                 or mod.main([*epi, "--epilogues", *where])
                 or mod.main([*split, "--epilogues", *where])
-                or (more and mod.main([*more, *where])))
+                or (more and mod.main([*more, *where]))
+                or (epi_more and mod.main([*epi_more, "--epilogues", "--dtype", "bf16",
+                                           *where])))
     finally:
         if saved is None:
             os.environ.pop("PIPELINE_MLIR_CACHE_DIR", None)

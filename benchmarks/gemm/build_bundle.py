@@ -9,12 +9,14 @@ examples/fp8_gemm.py under "fp8_variants"), the pure-Python runtime, the
 launchers (examples/hopper_gemm_host.py, fp8_gemm_host.py), run_gemm.py,
 run_fp8.py and triton_matmul.py, and gemm-cache/ (every variant of
 pipeline_mlir.gemm's table, and what it picks for the shapes of sweep.py
-and random_sweep.py's default draw, split-K variants among them) with
-launch_overhead.py, sweep.py and random_sweep.py. On the GPU host:
+and random_sweep.py's default draw, split-K variants among them, and the
+fused picks of epilogue_bench.py's shapes) with launch_overhead.py,
+sweep.py, random_sweep.py and epilogue_bench.py. On the GPU host:
 
     cd .gemm-bundle && python3 run_gemm.py --out results && python3 run_fp8.py --out results
     cd .gemm-bundle && python3 launch_overhead.py --out results && python3 sweep.py --out results
     cd .gemm-bundle && python3 random_sweep.py --out results
+    cd .gemm-bundle && python3 epilogue_bench.py --out results
 """
 
 import argparse
@@ -43,7 +45,8 @@ def main(argv=None):
 
     out = new_bundle(args.out)
     for f in ("run_gemm.py", "run_fp8.py", "triton_matmul.py", "variants.py",
-              "profile_one.py", "launch_overhead.py", "sweep.py", "random_sweep.py"):
+              "profile_one.py", "launch_overhead.py", "sweep.py", "random_sweep.py",
+              "epilogue_bench.py"):
         shutil.copy(os.path.join(HERE, f), out)
     # the CuTe DSL contender of launch_overhead.py (used where `import cutlass` works)
     shutil.copy(os.path.join(ROOT, "benchmarks", "cute_streaming.py"), out)
@@ -79,12 +82,13 @@ def main(argv=None):
     # pipeline_mlir.gemm's variants, for launch_overhead.py, sweep.py and
     # random_sweep.py (its default seed, count and distribution: another
     # draw on a host without MLIR misses the variants it picks)
+    import epilogue_bench
     import random_sweep
     import sweep
 
     shapes = [s[:3] for s in sweep.SHAPES] + random_sweep.draw(
         random_sweep.DEFAULT_COUNT, random_sweep.DEFAULT_SEED)
-    if fill_gemm_cache(out, args.chip, shapes):
+    if fill_gemm_cache(out, args.chip, shapes, epilogue_shapes=epilogue_bench.SHAPES):
         return 1
     total = write_manifest(out, manifest)
     if total is None:

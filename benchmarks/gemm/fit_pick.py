@@ -4,6 +4,12 @@ coarse fit of its model's constants. Runs here (no GPU), on the JSON of a
 ``random_sweep.py --variants ...`` run:
 
     .venv/bin/python benchmarks/gemm/fit_pick.py benchmarks/gemm/results/h200-random-sweep-run3.json [--grid]
+    .venv/bin/python benchmarks/gemm/fit_pick.py RUN5.json RUN3.json RUN4.json [--grid]
+
+Several runs: a (shape, dtype)'s variants are merged, each variant's
+ratio taken from the first run that timed it (ratios, not times: two runs
+on two machines differ by a few percent in clock, and the ratio to the
+same run's cuBLAS cancels that).
 
 For each (shape, dtype) of the run, the pick is made among the variants
 that run measured (the table's plain tiles and stream-K tiles, restricted
@@ -28,35 +34,36 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"
 
 
 def measured(results):
-    """[(m, n, k, dtype, {variant: ratio})] of the runs that timed variants."""
-    out = []
+    """[(m, n, k, dtype, {variant: ratio})] of the runs that timed variants
+    (``results``: the rows of one or more runs, the first run's first)."""
+    merged = {}
     for r in results:
-        ratios = {v: c["ratio"] for v, c in r.get("candidates", {}).items()}
-        ratios[r["variant"]] = r["ratio"]
-        if len(ratios) > 1:
-            out.append((r["m"], r["n"], r["k"], r["dtype"], ratios))
-    return out
+        ratios = merged.setdefault((r["m"], r["n"], r["k"], r["dtype"]), {})
+        for v, c in r.get("candidates", {}).items():
+            ratios.setdefault(v, c["ratio"])
+        ratios.setdefault(r["variant"], r["ratio"])
+    return [(*key, ratios) for key, ratios in merged.items() if len(ratios) > 1]
 
 
 def picks(gc, rows, sms):
     """[(picked ratio, best ratio, pick, shape)] with the pick restricted to
     each shape's measured variants."""
-    plain_all, sk_all, tuned = gc.RULE_VARIANTS, gc.STREAM_K_TILES, gc.TUNED
+    plain_all, sk_all, tuned = gc.RULE_VARIANTS, gc.RULE_STREAM_K_TILES, gc.TUNED
     out = []
     try:
         gc.TUNED = {}
         for m, n, k, dtype, ratios in rows:
             gc.RULE_VARIANTS = tuple(v for v in plain_all if v in ratios)
-            gc.STREAM_K_TILES = tuple(v for v in sk_all if f"{v}_streamk" in ratios)
+            gc.RULE_STREAM_K_TILES = tuple(v for v in sk_all if f"{v}_streamk" in ratios)
             if not gc.RULE_VARIANTS:
                 continue
-            if not gc.STREAM_K_TILES:
+            if not gc.RULE_STREAM_K_TILES:
                 v = gc.choose(m, n, k, dtype, sms, stream_k=False)
             else:
                 v = gc.choose(m, n, k, dtype, sms)
             out.append((ratios[v], max(ratios.values()), v, (m, n, k, dtype)))
     finally:
-        gc.RULE_VARIANTS, gc.STREAM_K_TILES, gc.TUNED = plain_all, sk_all, tuned
+        gc.RULE_VARIANTS, gc.RULE_STREAM_K_TILES, gc.TUNED = plain_all, sk_all, tuned
     return out
 
 
@@ -67,14 +74,16 @@ def score(got):
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("json")
+    ap.add_argument("json", nargs="+")
     ap.add_argument("--grid", action="store_true")
     args = ap.parse_args(argv)
     from pipeline_mlir.ops import gemm_configs as gc
 
-    with open(args.json) as f:
-        run = json.load(f)
-    rows, sms = measured(run["results"]), run["sms"]
+    runs = []
+    for path in args.json:
+        with open(path) as f:
+            runs.append(json.load(f))
+    rows, sms = measured([r for run in runs for r in run["results"]]), runs[0]["sms"]
     got = picks(gc, rows, sms)
     for r, best, v, (m, n, k, dtype) in got:
         print(f"{dtype} {m}x{n}x{k}: pick {v} {r:.3f}, best measured {best:.3f}")

@@ -4,7 +4,7 @@ with the waste of each pick beside its time.
 
     python3 random_sweep.py --out DIR [--count 60] [--seed 33] [--dtype bf16 f16]
                             [--dist log|linear] [--rounds 9] [--quick]
-                            [--variants NAME ...]
+                            [--variants NAME ...] [--shapes MxNxK ...]
 
 Shapes: ``--count`` (M, N, K) drawn with ``random.Random(seed)``, each in
 [128, 16384] and a multiple of 8 (``--dist log``, the default: uniform in
@@ -25,6 +25,8 @@ stream-K, each CTA's K blocks in tiles' worth), both times and the ratio
 cuBLAS / ours (> 1: faster). ``--variants`` also times those
 variants (``gemm_configs`` names) beside the pick, each output checked the
 same way: one CANDIDATE line each (what calibrates the pick's model).
+``--shapes`` keeps only those of the draw and the fixed shapes (a
+calibration run on the shapes a change is for, beside a few controls).
 Then, per dtype and overall, the median and worst ratio, and the five worst
 shapes; a markdown table. Writes DIR/random_sweep.json and .log.
 """
@@ -100,6 +102,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="8 random shapes, no fixed ones")
     ap.add_argument("--variants", nargs="*", default=[],
                     help="also time these gemm_configs variants beside the pick")
+    ap.add_argument("--shapes", nargs="*", default=[],
+                    help="only these shapes of the draw and the fixed ones (MxNxK)")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     if os.path.isdir(os.path.join(HERE, "gemm-cache")):
@@ -119,6 +123,8 @@ def main(argv=None):
                                                        args.seed, args.dist)]
     if not args.quick:
         shapes += list(FIXED)
+    if args.shapes:
+        shapes = [s for s in shapes if f"{s[0]}x{s[1]}x{s[2]}" in set(args.shapes)]
     log(f"device: {torch.cuda.get_device_name()} ({sms} SMs), torch {torch.__version__}, "
         f"seed {args.seed}, {args.dist}, {len(shapes)} shapes x {args.dtype}", fh)
     results = []

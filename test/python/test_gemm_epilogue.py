@@ -151,7 +151,12 @@ def test_epilogue_variant_builds_checks_and_assembles(name):
 @pytest.mark.parametrize("variant", sorted(gemm_configs.VARIANTS))
 def test_every_table_variant_fuses_the_full_epilogue_without_spills(variant):
     """alpha + bias + residual + gelu_erf on each tile of pipeline_mlir.gemm's
-    table: checked, and (where ptxas is on PATH) no register spill."""
+    table: checked, and (where ptxas is on PATH) no register spill; a tile
+    of ``UNFUSED`` is refused (a fused call never picks it)."""
+    if variant in gemm_configs.UNFUSED:
+        with pytest.raises(ValueError, match="built without fused epilogues"):
+            gemm_configs.fused(variant, FULL)
+        return
     name, overrides = gemm_configs.fused(variant, FULL)
     overrides = json.loads(json.dumps(overrides))        # what the cache key hashes
     image, meta = hg.build_variant(overrides, "bf16", "sm_90a")

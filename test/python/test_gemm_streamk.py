@@ -208,7 +208,8 @@ def test_stream_k_variant_builds_checks_and_assembles(variant):
 
 
 @pytest.mark.skipif(not shutil.which("ptxas"), reason="ptxas -v counts the spills")
-@pytest.mark.parametrize("variant", ["128x256_streamk", "128x192_streamk"])
+@pytest.mark.parametrize("variant", ["128x256_streamk", "128x192_streamk", "192x192_streamk",
+                                     "192x128_streamk"])
 def test_stream_k_variant_does_not_spill(variant):
     import os
     import subprocess

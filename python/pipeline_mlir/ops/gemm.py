@@ -123,10 +123,11 @@ def _select(a, b):
     return variant_gemm(*_variant_of(a, b))
 
 
-def _variant_of(a, b, split=None, stream_k=None):
+def _variant_of(a, b, split=None, stream_k=None, fused=False):
     """(variant name, dtype, device) for these operands, every check run;
     ``split=False``: never a split-K variant; ``stream_k=False``: never a
-    stream-K one."""
+    stream-K one; ``fused``: the pick of a call with a fused epilogue
+    (``gemm_configs.choose``)."""
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"gemm: {name} must be a torch tensor, got {type(t).__name__}")
@@ -144,7 +145,7 @@ def _variant_of(a, b, split=None, stream_k=None):
     device = runtime.default_device(a.get_device())
     (m, k), n = a.shape, b.shape[0]
     variant = gemm_configs.choose(m, n, k, dtype, device.limits.multiprocessors, split,
-                                  stream_k)
+                                  stream_k, fused)
     return variant, dtype, device
 
 
@@ -221,8 +222,8 @@ def _gemm_fused(a, b, out, bias, activation, residual, alpha):
         found = key = None
     if found is None:
         # The pick without an epilogue (for split-K, the reduction applies
-        # it), stream-K aside: its fixup would spill with the epilogue
-        variant, dtype, device = _variant_of(a, b, stream_k=False)
+        # it), stream-K and the tiles that spill with an epilogue aside
+        variant, dtype, device = _variant_of(a, b, fused=True)
         epi = _epilogue_of(a, b, bias, activation, residual, alpha)
         _check_epilogue_tensors(a, b, bias, residual)  # before a compile on demand
         g = variant_gemm(variant, dtype, device, epi)

@@ -30,6 +30,14 @@ from one CTA on shapes whose 64x128 tiles already fill the GPU in one wave
 (1024 x 1024 x 16384: 128 tiles either way); it is measured by the sweep
 but left out of the rule until it wins there.
 
+Why 192 rows (three consumer warpgroups): 192x192 reads 48 KiB of
+operands per K block, as 128x256 does, for 1.125 times its area, and cuts
+N of a few hundred in whole tiles (320 = 2 x 192 minus a ragged 64, where
+128-wide tiles leave 2.5); 192x128 covers an M of 129..192 in one row of
+tiles (184 x 11464 x 5424: 90 tiles of 192x128 where 128x192 runs 120
+tiles a quarter empty); 192x192c2 multicasts B to a pair along M as
+128x256c2 does. Measured on an H200 (docs/gemm.md: run5, run6).
+
 Split-K (``choose_split``): an output of too few tiles to fill the SMs with
 a long K (4096 x 256 x 9000: 32 tiles of 128x256, 128 of 64x128 at 0.7
 efficiency) cuts each tile's K into S contiguous ranges, S x tiles work
@@ -66,6 +74,21 @@ VARIANTS = {
     "64x128": dict(block_n=128, consumer_warpgroups=1, epilogue_passes=1, stages=8),
     "128x192": dict(block_n=192, consumer_warpgroups=2, epilogue_passes=3, stages=5),
     "128x64": dict(block_n=64, consumer_warpgroups=2, epilogue_passes=1, stages=8),
+    # Three consumer warpgroups (64 rows each): tiles of 192 rows. The entry
+    # registers are 65,536 / threads (128 at 512 threads), and setmaxnreg
+    # moves registers within the CTA's own: 32 + 3 x 160 = 4 x 128. ptxas
+    # holds every role to the entry count: m64n192's 96 accumulators fit
+    # (no spill, the full fused epilogue included), m64n256's 128 do not.
+    # 256x128 (four consumer warpgroups, 96 entry registers) was measured
+    # and left out: 0.98 of 128x256's rate on the big shapes, 0.83 of
+    # 192x192's on a narrow N, and 56 bytes of spills with the full fused
+    # epilogue (docs/gemm.md, run5).
+    "192x192": dict(block_n=192, consumer_warpgroups=3, epilogue_passes=3,
+                    producer_registers=32, consumer_registers=160),
+    "192x192c2": dict(block_n=192, consumer_warpgroups=3, epilogue_passes=3,
+                      producer_registers=32, consumer_registers=160, cluster_m=2),
+    "192x128": dict(block_n=128, consumer_warpgroups=3, epilogue_passes=2, stages=5,
+                    producer_registers=32, consumer_registers=160),
 }
 # Split-K variants, ``<tile>_sk<S>`` (``split_variant``): the two tiles
 # with the most operand reuse; no C buffer in shared memory (partials go
@@ -76,20 +99,42 @@ SPLIT_VARIANTS = {f"{t}_sk{s}": dict(VARIANTS[t], split_k=s)
                   for t in SPLIT_TILES for s in SPLITS}
 # Stream-K variants, ``<tile>_streamk``: the plain tile's stages and
 # epilogue, plus the workspace and counter parameters (ops/streamk_host.py).
-STREAM_K_TILES = ("128x256", "128x256c2", "128x192", "128x128")
+STREAM_K_TILES = ("128x256", "128x256c2", "128x192", "128x128", "192x192", "192x192c2",
+                  "192x128")
 STREAM_K_VARIANTS = {f"{t}_streamk": dict(VARIANTS[t], stream_k=True) for t in STREAM_K_TILES}
+# Tiles built without fused epilogues: with the full one (alpha, bias,
+# residual, gelu) 192x192c2 spills 8 bytes (ptxas -v; its 128 registers
+# hold the cluster's multicast state besides 96 accumulators). A fused
+# call's pick (choose(..., fused=True)) leaves them out.
+UNFUSED = ("192x192c2",)
+# The stream-K tiles the rule may pick.
+RULE_STREAM_K_TILES = ("128x256", "128x256c2", "192x192c2", "192x192", "128x192", "192x128",
+                       "128x128")
 # What the rule may pick (in this order on a tie): the 2-CTA cluster
 # (multicast B: half of B's reads from L2) runs as fast as one CTA where L2
 # keeps up, and faster where it does not (below: MISALIGNED_K).
-RULE_VARIANTS = ("128x256", "128x256c2", "128x192", "128x128", "64x256", "64x128")
+RULE_VARIANTS = ("128x256", "128x256c2", "192x192c2", "192x192", "128x192", "192x128", "128x128",
+                 "64x256", "64x128")
 # The time of a K block of each tile relative to its area's share of a
 # 128x256 tile's, measured on an H200 (benchmarks/gemm/results/
 # h200-random-sweep-run2.log: every tile timed at 60 random shapes and the
 # fixed ones, bf16; the medians over the shapes of at least 50 us were
 # 1.00 for the cluster, 0.98 for 128x192, 0.91 for 128x128, 0.61 for
 # 64x128: one consumer warpgroup per SM). 64x256: not measured there.
+#
+# The 192-row tiles (h200-random-sweep-run5.log: every new tile beside the
+# pick at the 76 shapes, bf16): against the 128x256 tile at the shapes of
+# at least 50 us, medians 0.99 for 192x192 (the most operand reuse of the
+# table: 48 KiB a K block for 1.125 times 128x256's area), 0.96 for
+# 192x128, 0.98 for 256x128 but 0.83 where N is a few hundred
+# (10528 x 320 x 3024, where 192x192 ran 1.12 times faster): 256x128 was
+# left out of the table. 192x192c2 (run6, bf16 and fp16): 1.00 of
+# 192x192 (median), 1.10-1.12 where K is misaligned or the wave short
+# (6208 x 1800 x 1192, 4544 x 1008 x 7784), 0.91-0.93 on 2048 x 28672 x
+# 4096. The 192x* values are the fit of the pick (fit_pick.py over run6,
+# run5, run3 and run4, the shapes of at least 30 us).
 EFFICIENCY = {"128x256": 1.0, "128x256c2": 1.0, "128x192": 0.9, "128x128": 0.9,
-              "64x256": 0.8, "64x128": 0.6}
+              "64x256": 0.8, "64x128": 0.6, "192x192": 1.0, "192x192c2": 1.0, "192x128": 1.0}
 # The model's constants, fitted on the same run (the pick that maximizes
 # the sum of log(ratio to the best variant) over its 76 shapes, coarse
 # grid): a 128x256 tile's K block with every SM busy; a tile's fill and
@@ -99,11 +144,14 @@ EFFICIENCY = {"128x256": 1.0, "128x256c2": 1.0, "128x192": 0.9, "128x128": 0.9,
 # 128x256 tile already reads 48 KiB per K block: L2-bound. The cluster,
 # which reads half of B, ran 0.85-0.96x cuBLAS on the big shapes of such
 # a K where one CTA ran 0.70-0.81x; on K a multiple of 16 but not of 64
-# (rows 32-byte aligned) the two ran alike, 0.84-0.98x); below FLOOR_S a
-# call is host-bound and no model is compared.
+# (rows 32-byte aligned) the two ran alike, 0.84-0.98x; refitted to 1.4
+# with the 192-row tiles over run6, run5, run3 and run4: 6208 x 1800 x
+# 1192 ran 1.03x on the 128x256 cluster, 0.80x on 128x256, where 1.2 kept
+# 128x256); below
+# FLOOR_S a call is host-bound and no model is compared.
 BLOCK_S = 0.75e-6
 TILE_S = 1.5e-6
-MISALIGNED_K = 1.2
+MISALIGNED_K = 1.4
 FLOOR_S = 10e-6
 # (m, n, k, dtype) -> variant name, from measurements: the BEST lines of
 # benchmarks/gemm/sweep.py on the H100 (a variant > 1% ahead of the rule's pick).
@@ -207,20 +255,24 @@ AUTO_SPLIT_K = False
 AUTO_STREAM_K = True
 
 
-def choose(m, n, k, dtype, sms=132, split=None, stream_k=None):
+def choose(m, n, k, dtype, sms=132, split=None, stream_k=None, fused=False):
     """The variant name for this shape and dtype ('bf16' or 'f16'); with
     ``split=False`` never a split-K one (``None``: ``AUTO_SPLIT_K``), with
-    ``stream_k=False`` never a stream-K one (a fused epilogue's pick;
-    ``None``: ``AUTO_STREAM_K``)."""
+    ``stream_k=False`` never a stream-K one (``None``: ``AUTO_STREAM_K``);
+    ``fused=True``: the pick of a call with a fused epilogue, never
+    stream-K and never a variant of ``UNFUSED``."""
     if split is None:
         split = AUTO_SPLIT_K
     if stream_k is None:
         stream_k = AUTO_STREAM_K
+    if fused:
+        stream_k = False
     tuned = TUNED.get((m, n, k, dtype))
-    if tuned is not None and (stream_k or not is_stream_k(tuned)):
+    if tuned is not None and (stream_k or not is_stream_k(tuned)) \
+            and not (fused and tuned in UNFUSED):
         return tuned
-    plain = min(RULE_VARIANTS, key=lambda v: (estimate(v, m, n, sms, k),
-                                              -math.prod(tile(v))))
+    rule = [v for v in RULE_VARIANTS if not (fused and v in UNFUSED)]
+    plain = min(rule, key=lambda v: (estimate(v, m, n, sms, k), -math.prod(tile(v))))
     return ((stream_k and choose_stream_k(m, n, k, sms, plain))
             or (split and choose_split(m, n, k, sms, plain)) or plain)
 
@@ -385,7 +437,7 @@ def choose_stream_k(m, n, k, sms, plain):
     ``estimate`` by ``STREAM_K_MARGIN`` (both at least ``FLOOR_S``: a
     host-bound call gains nothing). A shape whose tiles fill whole waves
     gains nothing (the same rounds, no stream-K run)."""
-    best = min(STREAM_K_TILES, key=lambda v: estimate_time_stream_k(v, m, n, k, sms))
+    best = min(RULE_STREAM_K_TILES, key=lambda v: estimate_time_stream_k(v, m, n, k, sms))
     if max(estimate_time_stream_k(best, m, n, k, sms), FLOOR_S) < \
             STREAM_K_MARGIN * max(estimate(plain, m, n, sms, k), FLOOR_S):
         return f"{best}_streamk"
@@ -431,7 +483,10 @@ def fused(variant, epilogue):
     if found.get("stream_k"):
         raise ValueError(f"gemm_configs: {variant} is a stream-K variant, built without a "
                          "fused epilogue (it would spill); a fused call picks with "
-                         "choose(..., stream_k=False)")
+                         "choose(..., fused=True)")
+    if variant in UNFUSED:
+        raise ValueError(f"gemm_configs: {variant} is built without fused epilogues (the "
+                         "full one spills); a fused call picks with choose(..., fused=True)")
     if found.get("split_k", 1) > 1:
         raise ValueError(f"gemm_configs: {variant} is a split-K variant: its GEMM kernel takes "
                          "no epilogue (it is not linear); the reduction does "
