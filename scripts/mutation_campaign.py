@@ -45,9 +45,24 @@ proxy fence moved past the hand-over barrier, which the storing thread then
 runs before its store; a move past an identical line, which changes
 nothing; one of two back-to-back syncs of one role dropped; a loop one trip
 short that only stores through a PipelineTmaStore); the rest are listed for
-a reader to explain. The report gives, per kernel and in
-total, the fraction of protocol-breaking mutants (all but invalid and
-harmless) caught statically and by the checker plus the simulator.
+a reader to explain. Also harmless: a wgmma fence or commit group and a
+consumer.wait or named-barrier op swapped with only address arithmetic
+between them (the checker's register-fence rule proves the fence still
+orders the register accesses), two syncs of one role swapped on barriers
+the other roles only arrive on, a dropped setmaxnreg (a drop that overruns
+the register file is rejected by the checker first), a PipelineOrder loop
+every thread runs one trip short.
+
+**schedule-only** survivors (``_schedule_only``) change when a warpgroup
+waits or takes its turn, never what a barrier or buffer sees: a ping-pong
+turn's arrive or sync (a named barrier whose first turn is an arrive
+outside every loop) moved past a wgmma fence, commit or wait or a
+consumer.wait, and two pipelines' consumer.waits swapped with nothing read
+between them. They have their own column and are not protocol-breaking.
+
+The report gives, per kernel and in total, the fraction of
+protocol-breaking mutants (all but invalid, harmless and schedule-only)
+caught statically and by the checker plus the simulator.
 """
 
 import argparse
@@ -235,6 +250,17 @@ def _harmless(kind, what, text=""):
         # a loop that only stores through a PipelineTmaStore (and syncs its
         # own warps): one tile fewer is stored, every barrier still balances
         return True
+    if kind == "drop" and "nvvm.setmaxregister" in what:
+        # a warpgroup keeps the launch's registers instead of resizing:
+        # ptxas compiles its code within them. A drop that overruns the
+        # register file (a producer's decrease) is the checker's register
+        # budget rule, which rejects it before this classifier is asked
+        return True
+    if kind == "trip-1" and _order_loop_of_all(text, what):
+        # a PipelineOrder loop every thread runs: each group takes one turn
+        # fewer, the turns still rotate and balance; one tile fewer is
+        # processed, which is data, not synchronization
+        return True
     if kind == "dup" and any(op in what for op in HARMLESS_DUP):
         return True
     if (kind in ("drop", "dup") or kind.startswith("move")) and "producer.commit" in what \
@@ -294,6 +320,19 @@ def _harmless(kind, what, text=""):
         # waiting twice for the same count is waiting once; an extra (empty)
         # commit group only makes the next wait_group N wait for more
         return True
+    if kind.startswith("move") and _fence_or_commit_past_wait(text, what):
+        # a wgmma.fence or commit group and a consumer.wait / named-barrier
+        # op in the other order, with only address arithmetic between them:
+        # the wait or barrier touches no wgmma register, the fence still
+        # sits between the register writes and the MMAs (the checker's
+        # register-fence rule proves that), the commit still closes the
+        # same MMAs
+        return True
+    if kind.startswith("move") and _syncs_met_by_arrives(text, what):
+        # two syncs of one role in the other order, on barriers the other
+        # roles only arrive on (never wait): each sync still waits for the
+        # same arrivals, nothing else can block
+        return True
     if kind == "dup" and "nvvm.barrier0" in what and _outside_branches(text, what):
         # a CTA barrier every thread runs, twice: one more full barrier
         return True
@@ -303,6 +342,138 @@ def _harmless(kind, what, text=""):
         # straight-line order (the whole CTA, or one role that only syncs on
         # it): one more sync is one more full barrier
         return True
+    return False
+
+
+# Lines that only compute addresses and values: a verb moved across them
+# changes nothing but its order with the verb it passed.
+PURE_LINE = re.compile(r"^\s*(?:(?:%[\w#:]+(?:, %[\w#:]+)*) = )?(?:arith\.\w+|llvm\.(?:getelementptr|"
+                       r"ptrtoint|inttoptr|zext|sext|trunc|bitcast|mlir\.(?:constant|undef|zero|"
+                       r"poison))|pipeline\.state\.(?:index|phase|count|advance|make))\b")
+
+
+def _move_span(text, what):
+    """For a move: (moved line, passed line, [lines between them], index of
+    the moved line) in the mutated text, or None."""
+    lines = text.split("\n")
+    m = re.match(r"line (\d+): .* (before|past) line (\d+)", what)
+    if not m:
+        return None
+    i, j = int(m.group(1)) - 1, int(m.group(3)) - 1
+    if m.group(2) == "past":   # moved from i to j; the passed verb at j - 1
+        between = lines[i:j - 1]
+        moved, passed = j, j - 1
+    else:                      # moved from i to j; the passed verb at j + 1
+        between = lines[j + 2:i + 1]
+        moved, passed = j, j + 1
+    if not (0 <= moved < len(lines) and 0 <= passed < len(lines)):
+        return None
+    return lines[moved], lines[passed], between, moved
+
+
+def _only_pure_between(between):
+    return all(not line.strip() or PURE_LINE.match(line) for line in between)
+
+
+WAITS_AND_BARRIERS = ("pipeline.consumer.wait", "pipeline.named_barrier.sync",
+                      "pipeline.named_barrier.arrive")
+
+
+def _fence_or_commit_past_wait(text, what):
+    """A wgmma.fence or wgmma.commit.group and a consumer.wait or
+    named-barrier op swapped (either moved), with only pure lines between."""
+    span = _move_span(text, what)
+    if not span:
+        return False
+    moved, passed, between, _ = span
+    pair = (moved, passed)
+    wgmma = [x for x in pair if "nvvm.wgmma.fence" in x or "nvvm.wgmma.commit.group" in x]
+    # a ping-pong turn's barrier is the schedule's (_schedule_only), not this
+    other = [x for x in pair if any(v in x for v in WAITS_AND_BARRIERS)
+             and not _token_ring(text, x)]
+    return len(wgmma) == 1 and len(other) == 1 and _only_pure_between(between)
+
+
+def _barrier_base(line):
+    m = re.search(r"named_barrier\.\w+ id = (\d+)", line)
+    return m and m.group(1)
+
+
+def _syncs_met_by_arrives(text, what):
+    """Two named-barrier syncs of one role swapped, nothing but pure lines
+    between, and every op of another role on their barriers an arrive."""
+    span = _move_span(text, what)
+    if not span:
+        return False
+    moved, passed, between, i = span
+    if "named_barrier.sync" not in moved or "named_barrier.sync" not in passed \
+            or not _only_pure_between(between):
+        return False
+    lines = text.split("\n")
+    role = _enclosing_branches(lines, i)[-1:]   # the outermost branch: the role
+    bases = {_barrier_base(moved), _barrier_base(passed)}
+    for k, line in enumerate(lines):
+        if _barrier_base(line) in bases and "named_barrier.sync" in line \
+                and _enclosing_branches(lines, k)[-1:] != role:
+            return False   # another role waits on it too: the order may matter
+    return True
+
+
+def _token_ring(text, line):
+    """The named barrier of ``line`` hands a turn around (a ping-pong
+    schedule, a warpgroup order): some arrive on its id lies outside every
+    loop (the first turn, given once)."""
+    base = _barrier_base(line)
+    if base is None:
+        return False
+    lines = text.split("\n")
+    for k, x in enumerate(lines):
+        if "named_barrier.arrive" in x and _barrier_base(x) == base:
+            indent = len(x) - len(x.lstrip())
+            outside = True
+            for j in range(k - 1, -1, -1):
+                ind = len(lines[j]) - len(lines[j].lstrip())
+                if ind < indent and lines[j].strip():
+                    if "scf.for" in lines[j] or "scf.while" in lines[j]:
+                        outside = False
+                        break
+                    if "gpu.func" in lines[j] or "func.func" in lines[j]:
+                        break
+                    indent = ind
+            if outside:
+                return True
+    return False
+
+
+SCHEDULE_VERBS = ("nvvm.wgmma.fence", "nvvm.wgmma.commit.group", "nvvm.wgmma.wait.group",
+                  "pipeline.consumer.wait")
+
+
+def _schedule_only(kind, what, text=""):
+    """Survivors that only change when a warpgroup waits or gives its turn,
+    never what any barrier or buffer sees: listed in their own column, not
+    counted as protocol-breaking (docs/VerifyProtocol.md says why)."""
+    if not kind.startswith("move"):
+        return False
+    span = _move_span(text, what)
+    if not span:
+        return False
+    moved, passed, between, _ = span
+    pair = (moved, passed)
+    turn = [x for x in pair if "named_barrier." in x and _token_ring(text, x)]
+    if len(turn) == 1 and any(v in x for x in pair if x is not turn[0]
+                              for v in SCHEDULE_VERBS):
+        # a ping-pong turn (its arrive or sync) moved past a wgmma fence,
+        # commit or wait or a consumer.wait: the barrier only orders when
+        # the warpgroups issue their MMAs; it guards no data
+        return True
+    if "pipeline.consumer.wait" in moved and "pipeline.consumer.wait" in passed \
+            and _only_pure_between(between):
+        a = re.search(r"consumer\.wait (%[\w#]+),", moved)
+        b = re.search(r"consumer\.wait (%[\w#]+),", passed)
+        # two pipelines' waits in the other order, nothing read between
+        # them: both complete on their own (a deadlock is the simulator's)
+        return bool(a and b and a.group(1) != b.group(1))
     return False
 
 
@@ -420,6 +591,25 @@ def _loop_of_one_side(text, what):
     return bool(verbs) and all(
         "<tma_store" in line or "copy.tma_store" in line or "named_barrier.sync" in line
         or "nvvm.fence" in line for line in verbs)
+
+
+def _order_loop_of_all(text, what):
+    """For ``trip-1``: the loop lies in no ``scf.if`` (every thread of the
+    block runs it) and its only protocol verbs are PipelineOrder's."""
+    lines = text.split("\n")
+    m = re.match(r"line (\d+)", what)
+    if not m:
+        return False
+    i = int(m.group(1))   # the loop line, after the inserted constant
+    indent = len(lines[i]) - len(lines[i].lstrip())
+    body = []
+    for line in lines[i + 1:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        body.append(line)
+    verbs = [line for line in body if VERB.match(line)]
+    return (bool(verbs) and all("pipeline.order." in line for line in verbs)
+            and _outside_branches(text, what, i))
 
 
 def _one_role_syncs(text, what):
@@ -540,7 +730,8 @@ def classify(job):
         stage, why = _static(path, opt)
         if stage is None:
             stage, why = _simulate(path, schedules, 120, SIM_ARGS.get(kernel, ()))
-            stage = stage or ("harmless" if _harmless(kind, what, text) else "neither")
+            stage = stage or ("harmless" if _harmless(kind, what, text) else
+                              "schedule-only" if _schedule_only(kind, what, text) else "neither")
     except subprocess.TimeoutExpired:
         stage, why = "static-timeout", "pipeline-opt over 60 s"
     finally:
@@ -575,7 +766,8 @@ def run(names=None, per_kernel=None, seed=1, jobs=2, schedules=30, log=print):
             records.append(r)
             if (i + 1) % 100 == 0:
                 log(f"  {i + 1}/{len(work)} in {time.time() - t0:.0f} s")
-    false_positives = [b for b in base if b["outcome"] not in ("neither", "harmless")]
+    false_positives = [b for b in base
+                       if b["outcome"] not in ("neither", "harmless", "schedule-only")]
     return {"records": records, "baselines": base, "false_positives": false_positives,
             "seconds": time.time() - t0, "summary": summarize(records)}
 
@@ -586,7 +778,8 @@ def summarize(records):
         c = {}
         for r in rs:
             c[r["outcome"]] = c.get(r["outcome"], 0) + 1
-        breaking = sum(v for k, v in c.items() if k not in ("invalid", "harmless"))
+        breaking = sum(v for k, v in c.items()
+                       if k not in ("invalid", "harmless", "schedule-only"))
         static = c.get("static", 0)
         caught = static + c.get("simulator", 0)
         return {"counts": c, "breaking": breaking,
@@ -601,12 +794,13 @@ def summarize(records):
 
 def table(result):
     s = result["summary"]
-    rows = ["| kernel | mutants | invalid | harmless | breaking | static | simulator | neither |"
-            " static % | static + sim % |", "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| kernel | mutants | invalid | harmless | schedule-only | breaking | static | simulator |"
+            " neither | static % | static + sim % |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, t in list(s["kernels"].items()) + [("**total**", s["total"])]:
         c = t["counts"]
         rows.append(f"| {name} | {sum(c.values())} | {c.get('invalid', 0)} | "
-                    f"{c.get('harmless', 0)} | {t['breaking']} | {c.get('static', 0)} | "
+                    f"{c.get('harmless', 0)} | {c.get('schedule-only', 0)} | {t['breaking']} | "
+                    f"{c.get('static', 0)} | "
                     f"{c.get('simulator', 0)} | {c.get('neither', 0)} | "
                     f"{t['static_pct']:.1f} | {t['caught_pct']:.1f} |")
     return "\n".join(rows)

@@ -139,3 +139,99 @@ def test_mutants_that_change_nothing_are_marked(campaign):
     drop = next(new for kind, what, new in campaign.mutants(text) if kind == "drop")
     assert campaign._harmless("drop", "line 3: pipeline.named_barrier.sync (next to its twin)",
                               drop)
+
+
+def _mutant(campaign, text, kind, what_prefix):
+    """(what, mutated text) of the one mutant of ``kind`` whose description
+    starts with ``what_prefix``."""
+    (found,) = [(what, new) for k, what, new in campaign.mutants(text)
+                if k == kind and what.startswith(what_prefix)]
+    return found
+
+
+def test_fence_or_commit_moved_past_a_wait_is_harmless(campaign):
+    text = """gpu.func @k() kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+  scf.if %w {
+    nvvm.wgmma.fence.aligned
+    %i = pipeline.state.index %s : <2, consumer>
+    pipeline.consumer.wait %p, %s : <tma_async, stages = 2>, <2, consumer>
+    %d = nvvm.wgmma.mma_async %a, %b, %c
+    nvvm.wgmma.commit.group.sync.aligned
+  }
+}"""
+    # only address arithmetic between the fence and the wait: the wait
+    # touches no wgmma register
+    what, new = _mutant(campaign, text, "move-down", "line 3: nvvm.wgmma.fence")
+    assert campaign._harmless("move-down", what, new)
+    # the twin: a commit moved up past the wait with the MMA in between is
+    # not (the MMA changes groups)
+    what, new = _mutant(campaign, text, "move-up", "line 7: nvvm.wgmma.commit")
+    assert not campaign._harmless("move-up", what, new)
+
+
+def test_two_syncs_the_other_role_only_arrives_on_may_swap(campaign):
+    text = """gpu.func @k() kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+  scf.if %w0 {
+    pipeline.named_barrier.sync id = 4, threads = 64 index %c0
+    pipeline.named_barrier.sync id = 4, threads = 64 index %c1
+  }
+  scf.if %w1 {
+    pipeline.named_barrier.arrive id = 4, threads = 64 index %s
+  }
+}"""
+    what, new = _mutant(campaign, text, "move-down", "line 3: pipeline.named_barrier.sync")
+    assert campaign._harmless("move-down", what, new)
+    # the twin: the other role waits on those barriers too, the order matters
+    synced = text.replace("named_barrier.arrive id = 4", "named_barrier.sync id = 4")
+    what, new = _mutant(campaign, synced, "move-down", "line 3: pipeline.named_barrier.sync")
+    assert not campaign._harmless("move-down", what, new)
+
+
+def test_a_dropped_setmaxnreg_and_a_short_order_loop_are_harmless(campaign):
+    assert campaign._harmless("drop", "line 9: nvvm.setmaxregister", "")
+    order = """gpu.func @k(%n: i32) kernel attributes {known_block_size = array<i32: 96, 1, 1>} {
+  %c0 = arith.constant 0 : i32
+  %r = scf.for %t = %c0 to %n step %c1 iter_args(%s = %o) -> (!pipeline.state<3, producer_consumer>)  : i32 {
+    pipeline.order.wait %p, %s, %g : <order, stages = 3, producer = <thread, 32>, length = 3>, <3, producer_consumer>
+    %a = pipeline.order.arrive %p, %s : <order, stages = 3, producer = <thread, 32>, length = 3>, <3, producer_consumer>
+    scf.yield %a : !pipeline.state<3, producer_consumer>
+  }
+}"""
+    # every group runs the loop: one turn fewer each
+    what, new = _mutant(campaign, order, "trip-1", "line 3")
+    assert campaign._harmless("trip-1", what, new)
+    # the twin: the loop of one role only
+    body = order.split("\n")
+    role = "\n".join(body[:2] + ["  scf.if %w {"] + ["  " + x for x in body[2:-1]]
+                     + ["  }", "}"])
+    what, new = _mutant(campaign, role, "trip-1", "line 4")
+    assert not campaign._harmless("trip-1", what, new)
+
+
+def test_schedule_only_moves(campaign):
+    text = """gpu.func @k() kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+  scf.if %c {
+    pipeline.named_barrier.arrive id = 1, threads = 256 index %c0
+  }
+  scf.for %t = %a to %b step %c : i32 {
+    pipeline.consumer.wait %q, %s : <tma_async, stages = 2>, <2, consumer>
+    pipeline.consumer.wait %k, %s : <tma_async, stages = 2>, <2, consumer>
+    pipeline.named_barrier.sync id = 1, threads = 256 index %mine
+    nvvm.wgmma.fence.aligned
+    %d = nvvm.wgmma.mma_async %a, %b, %c
+    nvvm.wgmma.commit.group.sync.aligned
+    pipeline.named_barrier.arrive id = 1, threads = 256 index %other
+  }
+}"""
+    # a ping-pong turn (its first one handed over outside the loop) moved
+    # past a wgmma commit: only when the other warpgroup issues changes
+    what, new = _mutant(campaign, text, "move-up", "line 12: pipeline.named_barrier.arrive")
+    assert campaign._schedule_only("move-up", what, new)
+    assert not campaign._harmless("move-up", what, new)
+    # two pipelines' waits in the other order
+    what, new = _mutant(campaign, text, "move-up", "line 7: pipeline.consumer.wait")
+    assert campaign._schedule_only("move-up", what, new)
+    # the twin: a barrier with no start signal is a hand-over, not a turn
+    handover = text.replace("arrive id = 1, threads = 256 index %c0", "sync id = 2, threads = 256")
+    what, new = _mutant(campaign, handover, "move-up", "line 12: pipeline.named_barrier.arrive")
+    assert not campaign._schedule_only("move-up", what, new)
