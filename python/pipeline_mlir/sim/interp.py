@@ -7,6 +7,7 @@ Values and divergence are as ``frontend.py`` describes them.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from . import asyncread as AR
@@ -27,7 +28,10 @@ def _map(f, *xs):
     """Apply f to scalars, elementwise to lane vectors; UNKNOWN propagates."""
     if any(isinstance(x, Lanes) for x in xs):
         cols = [x if isinstance(x, Lanes) else (x,) * 32 for x in xs]
-        return Lanes(_map(f, *vals) for vals in zip(*cols))
+        # One lane at a time, inline (the lanes of a vector are scalars):
+        # the causal attention's mask evaluates millions of them.
+        return Lanes(UNKNOWN if any(v is UNKNOWN or not isinstance(v, int) for v in vals)
+                     else f(*vals) for vals in zip(*cols))
     if any(x is UNKNOWN or not isinstance(x, int) for x in xs):
         return UNKNOWN
     return f(*xs)
@@ -37,6 +41,7 @@ def _signed(x: int, w: int) -> int:
     return x - (1 << w) if x >> (w - 1) & 1 else x
 
 
+@functools.lru_cache(maxsize=None)
 def _cmp(pred: int, w: int):
     s = lambda x: _signed(x, w)  # noqa: E731
     return [lambda x, y: x == y, lambda x, y: x != y,
@@ -45,6 +50,7 @@ def _cmp(pred: int, w: int):
             lambda x, y: x < y, lambda x, y: x <= y, lambda x, y: x > y, lambda x, y: x >= y][pred]
 
 
+@functools.lru_cache(maxsize=None)
 def _binop(name: str, w: int, iw: int):
     m = (1 << w) - 1
     s = lambda x: _signed(x, iw)  # noqa: E731
@@ -283,7 +289,8 @@ class _Interp:
         elif name == "arith.constant":
             r = a["value"]
         elif name == "arith.cmpi":
-            r = _map(lambda x, y: int(_cmp(a["pred"], a["in_width"])(x, y)), *args)
+            cmp = _cmp(a["pred"], a["in_width"])
+            r = _map(lambda x, y: int(cmp(x, y)), *args)
         elif name == "arith.select":
             r = _map(lambda c, x, y: x if c else y, *args) if all(
                 isinstance(x, (int, Lanes)) for x in args) else (
