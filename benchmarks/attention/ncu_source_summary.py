@@ -90,24 +90,36 @@ def summarize(title, header, data, top, out):
             by_class[m][i] += number(r[i]) or 0.0
     if key is None:
         return
-    shown = [key] + [i for i in numeric if i != key and (totals[i] or 0) > 0][:14]
-    out.write(f"\nby instruction class, sorted by {header[key].strip()} "
-              f"(share of the kernel's total; executed counts as they are)\n")
-    out.write(f"{'class':18s}" + "".join(f"{header[i].strip()[:22]:>24s}" for i in shown) + "\n")
-    for m, v in sorted(by_class.items(), key=lambda kv: -kv[1][key])[:40]:
-        cells = []
-        for i in shown:
-            if i in samples and totals[i]:
-                cells.append(f"{100 * v[i] / totals[i]:23.1f}%")
-            else:
-                cells.append(f"{v[i]:24.0f}")
-        out.write(f"{m:18s}" + "".join(cells) + "\n")
+    # The stall reasons of every sample (ncu's stall_* columns, not the
+    # "(Not Issued)" ones), where the export has them, as shares of all the
+    # kernel's samples; else every numeric column.
+    reasons = [i for i in numeric if header[i].strip().startswith("stall_")
+               and "Not Issued" not in header[i] and totals[i] >= 0.01 * (totals[key] or 1)]
+    reasons.sort(key=lambda i: -totals[i])
+    executed = next((i for i in numeric if header[i].strip() == "Instructions Executed"),
+                    None)
+    shown = [key] + (reasons or [i for i in numeric if i != key and totals[i]][:14])
+    if executed is not None:
+        shown.append(executed)
+    out.write(f"\nby instruction class: % of all stall samples ({int(totals[key])}), "
+              f"by reason; instructions executed\n")
+    label = {key: "samples"}
+    out.write(f"{'class':18s}" + "".join(
+        f"{label.get(i, header[i].strip().replace('stall_', ''))[:11]:>12s}"
+        for i in shown) + "\n")
+    out.write(f"{'(kernel)':18s}" + "".join(
+        f"{100 * totals[i] / (totals[key] or 1):11.1f}%" if i != executed
+        else f"{totals[i]:12.3g}" for i in shown) + "\n")
+    for m, v in sorted(by_class.items(), key=lambda kv: -kv[1][key])[:30]:
+        out.write(f"{m:18s}" + "".join(
+            f"{100 * v[i] / (totals[key] or 1):11.1f}%" if i != executed
+            else f"{v[i]:12.3g}" for i in shown) + "\n")
     out.write(f"\ntop {top} instructions by {header[key].strip()}\n")
     for r in sorted(data, key=lambda r: -(number(r[key]) or 0))[:top]:
         share = 100 * (number(r[key]) or 0) / (totals[key] or 1)
         where = r[addr].strip() if addr is not None else ""
-        extra = "  ".join(f"{header[i].strip()[:18]}={r[i].strip()}" for i in samples
-                          if i != key and (number(r[i]) or 0) > 0)
+        extra = " ".join(f"{header[i].strip().replace('stall_', '')}={r[i].strip()}"
+                         for i in reasons if (number(r[i]) or 0) > 0)
         out.write(f"{share:5.1f}%  {where:>8s}  {r[src].strip()[:70]:70s}  {extra}\n")
     out.write("\n")
 

@@ -7,8 +7,9 @@ the same shapes, in one process.
 
 Run from (or point ``--bundle`` at) an attention bundle built with
 ``benchmarks/attention/build_bundle.py --fp8``: the FP8 variants (tagged
-``fp8 d<d>[ causal]``), candidates (``fp8cand ...``) and the bf16 forward's
-chosen ones (``best ...``).
+``fp8 d<d>[ causal]``), candidates (``fp8cand ...``), the bf16 forward's
+chosen ones (``best ...``) and bf16 candidates (``bf16cand ...``, checked
+against fp32 and timed beside them).
 
 Correctness (``CHECKS``: ragged lengths, GQA, sq != sk, causal and full):
 gaussian q, k, v quantized per tensor to e4m3
@@ -72,7 +73,7 @@ def load(bundle):
         manifest = json.load(f)
     out = {}
     for meta in manifest["variants"]:
-        if meta["tag"].split()[0] in ("fp8", "fp8cand", "best"):
+        if meta["tag"].split()[0] in ("fp8", "fp8cand", "best", "bf16cand"):
             with open(os.path.join(bundle, meta["image"]), "rb") as f:
                 out[meta["tag"]] = AttentionFwd(f.read(), meta)
     return out
@@ -178,7 +179,18 @@ def main(argv=None):
 
     # Every candidate is checked too (one GQA shape each): none is timed
     # unchecked.
+    from attention_fwd_host import check
+
     for tag, attn in kernels.items():
+        if tag.startswith("bf16cand"):
+            try:
+                err, lerr = check(attn, 2, 777, 1500, 8, 2)
+                log(f"check {tag}: b=2 h=8/2 sq=777 sk=1500: max|dO| {err:.3e}, "
+                    f"max|dLSE| {lerr:.2e}", fh)
+            except AssertionError as e:
+                log(f"CHECK FAILED {tag}: {e}", fh)
+                result["failed"] = result.get("failed", 0) + 1
+            continue
         if not tag.startswith("fp8cand"):
             continue
         try:
@@ -210,6 +222,8 @@ def main(argv=None):
                     continue
                 if tag.startswith("best"):
                     fns["bf16"] = (lambda a=attn: a(*bf))
+                elif tag.startswith("bf16cand"):
+                    fns[tag] = (lambda a=attn: a(*bf))
                 else:
                     fns[tag] = (lambda a=attn: a(q8, k8, vt, descales=(qd, kd, vd)))
             fns["v prep"] = lambda: fp8_v_operand(v8)

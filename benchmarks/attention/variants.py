@@ -97,22 +97,33 @@ def grid_variants():
 
 
 # FP8 candidates beside the op's configurations (attention_fp8_configs),
-# per head dim, timed on run_attention_fp8.py's rows: the op's configuration
-# with part of the softmax's exponentials on the FMA pipe (``exp2_poly``: of
-# every 16 values, this many by the polynomial). The tile and stage
-# candidates the op's were chosen over (d 128: 128-key blocks with two and
-# three stages, 192-key blocks with two; d 256: two stages with two Q
-# buffers) were timed in run 2 of docs/attention.md's "FP8 forward";
-# 256-key blocks and three consumer warpgroups at d 128 spill registers.
-FP8_CANDIDATES = {128: {f"px{k}": dict(exp2_poly=k) for k in (2, 3, 4, 6)},
-                  256: {f"px{k}": dict(exp2_poly=k) for k in (2, 4)}}
+# per head dim, timed on run_attention_fp8.py's rows (a candidate equal to
+# the op's configuration is left out): P V's retirement held after the
+# softmax or not (``hold_pv_wait``), and part of the softmax's exponentials
+# on the FMA pipe (``exp2_poly``: of every 16 values, this many by the
+# polynomial), alone and with the hold. The tile and stage candidates the
+# op's were chosen over (d 128: 128-key blocks with two and three stages,
+# 192-key blocks with two; d 256: two stages with two Q buffers) were timed
+# in run 2 of docs/attention.md's "FP8 forward"; 256-key blocks and three
+# consumer warpgroups at d 128 spill registers.
+FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0),
+                        "px3": dict(hold_pv_wait=False, exp2_poly=3),
+                        "hw": dict(hold_pv_wait=True, exp2_poly=0),
+                        "px4hw": dict(hold_pv_wait=True, exp2_poly=4)},
+                  256: {"plain": dict(hold_pv_wait=False, exp2_poly=0),
+                        "hw": dict(hold_pv_wait=True, exp2_poly=0),
+                        "px2hw": dict(hold_pv_wait=True, exp2_poly=2)}}
+# bf16 candidates timed beside the 'best' ones on the same rows (tagged
+# ``bf16cand d<d>[ causal] <name>``).
+BF16_CANDIDATES = {"hw": dict(hold_pv_wait=True)}
 
 
 def fp8_variants():
     """[(tag, AttentionConfig, persistent)]: the FP8 forward's
     configurations (``fp8 d<d>[ causal]``), its candidates
-    (``fp8cand d<d>[ causal] <name>``) and the bf16 'best' ones of head dims
-    128 and 256, the peer of run_attention_fp8.py."""
+    (``fp8cand d<d>[ causal] <name>``), the bf16 'best' ones of head dims
+    128 and 256, the peer of run_attention_fp8.py, and their candidates
+    (``bf16cand ...``)."""
     from dataclasses import replace
 
     from attention_fwd import AttentionConfig
@@ -125,7 +136,12 @@ def fp8_variants():
         c = " causal" if cfg.causal else ""
         out.append((f"fp8 d{cfg.head_dim}{c}", cfg, True))
         out += [(f"fp8cand d{cfg.head_dim}{c} {n}", replace(cfg, **o), True)
-                for n, o in FP8_CANDIDATES[cfg.head_dim].items()]
-    out += [(tag, cfg, p) for tag, cfg, p in variants(quick=True)
-            if cfg.head_dim in (128, 256)]
+                for n, o in FP8_CANDIDATES[cfg.head_dim].items()
+                if replace(cfg, **o) != cfg]
+    for tag, cfg, p in variants(quick=True):
+        if cfg.head_dim in (128, 256):
+            out.append((tag, cfg, p))
+            c = " causal" if cfg.causal else ""
+            out += [(f"bf16cand d{cfg.head_dim}{c} {n}", replace(cfg, **o), p)
+                    for n, o in BF16_CANDIDATES.items()]
     return out

@@ -158,8 +158,21 @@ class AttentionConfig:
     # P a thread holds, this many come from ``exp2_poly`` (a polynomial,
     # FlashAttention-4's emulation), the rest from MUFU's ex2. 0: all MUFU.
     # The FP8 forward at d 128 is bound by MUFU's 16 ex2 per SM and clock
-    # (docs/attention.md, "FP8 forward").
+    # (docs/attention.md, "FP8 forward": its op takes 4 full, 3 causal at
+    # d 128, 2 at d 256 full; +1% to +13% at d 128 on an H200).
     exp2_poly: int = 0
+    # Keep P_{j-1} V_{j-1}'s retirement (``wgmma.wait_group 0``) after the
+    # softmax of S_j: an ``if row sum < 0: trap`` (never taken) just before
+    # the wait (``hold_after``). Without it ptxas schedules the
+    # wait (``WARPGROUP.DEPBAR.LE gsb0, 0x0``) right after the row max's
+    # first instructions, to interleave P's conversion into the registers
+    # that GEMM reads with the exponentials, so the softmax runs after the
+    # P V GEMM instead of under it (docs/attention.md, "Where the forward
+    # stalls": Nsight Compute's samples at that wait). The branch reads the
+    # new row sums (>= 0: never taken), so no compiler moves it, or the
+    # wait, above the exponentials. Measured: no faster in bf16 (3-12%
+    # slower), mixed in FP8 (on in the FP8 op at d 256 full only).
+    hold_pv_wait: bool = False
 
     def __post_init__(self):
         if self.head_dim not in (64, 128, 256):
@@ -271,6 +284,7 @@ class AttentionConfig:
                 f"{f'_gqa{self.pack_gqa}' if self.pack_gqa else ''}"
                 f"{f'_x{self.ctas_per_sm}' if self.ctas_per_sm > 1 else ''}"
                 f"{f'_px{self.exp2_poly}' if self.exp2_poly else ''}"
+                f"{'_hw' if self.hold_pv_wait else ''}"
                 f"{f'_{self.dtype}' if self.dtype != 'bf16' else ''}")
 
     # The operand layouts (pipeline_mlir.layout): every box, byte count and
@@ -826,6 +840,8 @@ class Mainloop:
         pipe_k.consumer_release(k_read)
         k_read.advance()
         p, new_corr = softmax(s_acc, acc, j, m_row0, j >= n_free, first=False)
+        if self.cfg.hold_pv_wait:
+            hold_after(acc.row_sum)
         wgmma.wait_group(0)              # P_{j-1} V_{j-1} retired
         pipe_v.consumer_release(v_read)
         v_read.advance()
@@ -980,6 +996,23 @@ def exponentials(x, per_16):
     slots = poly_slots(per_16)
     return Fragment(x.n, values=[exp2_poly(v) if i % POLY_SLOTS in slots else exp2(v)
                                  for i, v in enumerate(x.values)])
+
+
+def hold_after(row_sum):
+    """A trap on ``row_sum`` < 0 in any lane (never: sums of exponentials
+    are >= 0), for ``AttentionConfig.hold_pv_wait``: ptxas keeps the
+    ``wgmma.wait_group`` that follows after it, and so after every
+    exponential the sums read. One asm with side effects: LLVM keeps it
+    after the exponentials it reads and before the wait (which has side
+    effects too), and the simulator, which cannot evaluate a condition on
+    GEMM results, sees no branch; the vote keeps the trap's branch
+    warp-uniform (on a per-thread one ptxas treats what follows as
+    divergent and moves every wgmma descriptor through vector registers)."""
+    total = arith.addf(row_sum.values[0], row_sum.values[1])
+    llvm.inline_asm(None, [total],
+                    "{ .reg .pred p, q; setp.lt.f32 p, $0, 0f00000000; "
+                    "vote.sync.any.pred q, p, 0xffffffff; @q trap; }",
+                    "f", has_side_effects=True)
 
 
 # -- stage: the epilogue -----------------------------------------------------

@@ -12,16 +12,31 @@ stages than bf16 fits (the operands take half the bytes):
   (176 KiB). On an H200 (run 2 of docs/attention.md, "FP8 forward"), same
   process, alternating rounds, against 128-key blocks with three stages:
   +3% to +13% on the 4 rows (b 2-4, s 8192-16384, full and causal); 256-key
-  blocks and three consumer warpgroups spill registers.
+  blocks and three consumer warpgroups spill registers. Some softmax
+  exponentials by the polynomial on the FMA pipe (``exp2_poly``: MUFU's ex2
+  bounds this head dim), 4 of every 16 in full attention, 3 causal: on an
+  H200, runs 3 to 6, each faster than all on MUFU on every row (+1% to
+  +13%); 4 ahead of 3 on 6 of the 8 full rows, 3 ahead of 4 on 5 of the 8
+  causal ones (mean +1.3% and +2.3%). 2 and 6 of 16, and P V's retirement
+  held after the softmax (``hold_pv_wait``) with and without the
+  polynomial, measured behind (the hold ahead on 1 row of 4 in run 6).
 - d 256: 128-key blocks (one 128-byte box row of V^T), three stages with one
   Q buffer (225 KiB). Against two stages with two Q buffers the two runs
   disagree (run 1: +1% to +11% on the 4 rows; run 2: -0.4% to -2%): a
-  difference within what changes between machines.
+  difference within what changes between machines. Full attention also
+  takes 2 of 16 exponentials by the polynomial and holds P V's retirement
+  after the softmax: run 6, +2.3% and +4.8% over neither (run 5, with the
+  hold's first form: +4% and +7%); causal takes neither (the hold alone
+  behind on the 4 rows of runs 5 and 6, with 2 of 16 ahead on 1 of 4).
 """
 
 HEAD_DIMS = (128, 256)
 DTYPE = "e4m3"
-TUNED = {128: dict(block_n=192, stages=3), 256: dict(q_stages=1, stages=3)}
+TUNED = {128: dict(block_n=192, stages=3, exp2_poly=4),
+         256: dict(q_stages=1, stages=3)}
+# (head dim, causal) -> overrides on top of TUNED (measured per mode).
+TUNED_MODE = {(128, True): dict(exp2_poly=3),
+              (256, False): dict(exp2_poly=2, hold_pv_wait=True)}
 
 
 def variant(head_dim, causal):
@@ -30,7 +45,8 @@ def variant(head_dim, causal):
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"attention_fp8: head_dim must be one of {HEAD_DIMS}, got {head_dim}")
     return (f"fp8_d{head_dim}{'c' if causal else ''}",
-            dict(head_dim=head_dim, causal=bool(causal), **TUNED[head_dim]))
+            {"head_dim": head_dim, "causal": bool(causal), **TUNED[head_dim],
+             **TUNED_MODE.get((head_dim, bool(causal)), {})})
 
 
 VARIANTS = dict(variant(d, c) for d in HEAD_DIMS for c in (False, True))
