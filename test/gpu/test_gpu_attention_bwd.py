@@ -124,7 +124,8 @@ def _option_cases():
     on the shapes of its head dim."""
     from pipeline_mlir.ops import attention_configs
     return [pytest.param(shape, opts, id="x".join(map(str, shape)) + "-" + "+".join(opts))
-            for opts in attention_configs.BWD_OPTION_SETS + attention_configs.BWD_D64_OPTION_SETS
+            for opts in (attention_configs.BWD_OPTION_SETS + attention_configs.BWD_D64_OPTION_SETS
+                         + attention_configs.BWD_D128_OPTION_SETS)
             for shape in OPTION_SHAPES
             if opts in attention_configs.bwd_option_sets(shape[5])]
 

@@ -71,6 +71,8 @@ def test_the_kernel_holds_no_mistake():
 # The d 64 option set measured fastest on the H200 (6% less backward time,
 # full and causal), a candidate: attention_configs.BWD_D64_OPTION_SETS.
 D64_BEST = ("dq_store_spread", "dq_deferred", "min_ctas", "dq_double_buffer")
+# And at d 128 (0.5-6.8% less on its four rows), with dQ split by columns.
+D128_BEST = ("dq_split", "dq_deferred", "dq_double_buffer", "min_ctas")
 
 
 def production(head_dim, causal=False):
@@ -106,21 +108,24 @@ def test_the_kernel_simulates_clean(cfg):
     assert report.ok and report.schedules == SCHEDULES, report
 
 
-@pytest.mark.parametrize("config", ["d64", "d256", "d128_dqs", "d64_dqd_dqb"])
+@pytest.mark.parametrize("config", ["d64", "d256", "d128_dqs", "d64_dqd_dqb",
+                                    "d128_split_dqd_dqb"])
 @pytest.mark.parametrize("mistake", sorted(CAUGHT))
 def test_each_planted_mistake_is_rejected(mistake, config):
     """At d 64 (each consumer its own keys), d 256 (both consumers on the
     same keys, each its columns of the gradients), d 128 with
     ``dq_split`` (its barrier over both consumers per step lets the
     epilogue race show in fewer of the simulator's schedules: at least
-    one) and the d 64 candidate measured fastest (dQ's last part stored a
-    step later, two dQ tiles, the spread stores, the launch bound)."""
+    one) and the d 64 and d 128 candidates measured fastest (dQ's last
+    part stored a step later, two dQ tiles, the launch bound; at d 128 with
+    dQ split by columns)."""
     from pipeline_mlir.compiler import CompileError
 
     who, pattern = CAUGHT[mistake]
     cfg = {"d64": production(64), "d256": production(256),
            "d128_dqs": dq_split_candidate(),
-           "d64_dqd_dqb": dict(production(64), **{o: True for o in D64_BEST})}[config]
+           "d64_dqd_dqb": dict(production(64), **{o: True for o in D64_BEST}),
+           "d128_split_dqd_dqb": dict(production(128), **{o: True for o in D128_BEST})}[config]
     k = build(mistake, **cfg)
     if who == "checker":
         with pytest.raises(CompileError) as err:
@@ -129,7 +134,7 @@ def test_each_planted_mistake_is_rejected(mistake, config):
     else:
         k.to_ptx()                       # statically clean: the simulator finds it
         (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES, check=False)
-        if config == "d128_dqs":
+        if config in ("d128_dqs", "d128_split_dqd_dqb"):
             assert set(report.counts) == {who} and report.counts[who] >= 1, report
         else:
             assert report.counts == {who: SCHEDULES}, report
@@ -325,7 +330,10 @@ def test_option_candidates_are_cached_and_named():
                                if o in opts)
                 assert name == f"bwd_d{d}{'c' if causal else ''}" + tags
                 cfg_name = ab.AttentionBwdConfig(**over).name
-                assert all(f"_{attention_configs.BWD_OPTIONS[o]}" in cfg_name for o in opts)
+                # The kernel's own name tags dq_split "dqs" (the variant "split":
+                # "bwd_d128_dqs" is the candidate without the spread stores).
+                kernel_tags = dict(attention_configs.BWD_OPTIONS, dq_split="dqs")
+                assert all(f"_{kernel_tags[o]}" in cfg_name for o in opts)
     assert not set(cands) & set(attention_configs.BWD_VARIANTS)
     with pytest.raises(ValueError, match="unknown options"):
         attention_configs.bwd_variant(128, False, options=("dq_fast",))
@@ -512,23 +520,30 @@ def test_dq_deferred_spills_stay_bounded(head_dim):
 
 
 D64_SETS = attention_configs.BWD_D64_OPTION_SETS
+D128_SETS = attention_configs.BWD_D128_OPTION_SETS
 
 
-@pytest.mark.parametrize("opts", D64_SETS, ids="+".join)
-def test_dq_double_buffer_checks_and_simulates_clean(opts):
-    """The d 64 sets with two dQ tiles per warpgroup: checked and simulated
-    clean (ragged GQA, causal), the leader's wait leaves one reduce-add
-    reading (``wait_group.read 1``), 32 KiB more shared memory; refused
-    where it would not fit."""
-    want = dict(production(64, True), **{o: True for o in opts})
+@pytest.mark.parametrize("head_dim,opts",
+                         [(64, o) for o in D64_SETS] + [(128, o) for o in D128_SETS],
+                         ids=lambda x: "+".join(x) if isinstance(x, tuple) else f"d{x}")
+def test_head_dim_option_sets_check_and_simulate_clean(head_dim, opts):
+    """The sets of one head dim (two dQ tiles per warpgroup at d 64, and at
+    d 128 with dQ split by columns): checked and simulated clean (ragged
+    GQA, causal), with two tiles the leader's wait leaves one reduce-add
+    reading (``wait_group.read 1``) for one tile's more shared memory;
+    refused where it would not fit."""
+    want = dict(production(head_dim, True), **{o: True for o in opts})
     k = build(**want)
     k.verify()
     assert len(k.compile()) > 0
     (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES)
     assert report.ok and report.schedules == SCHEDULES, report
     ptx = k.to_ptx()
-    assert re.search(r"cp\.async\.bulk\.wait_group\.read\s+1;", ptx)
-    base = ab.AttentionBwdConfig(**production(64, True))
-    assert k.config.smem_bytes() - base.smem_bytes() == 2 * base.dq_layout().bytes
+    cfg = k.config
+    assert cfg.smem_bytes() <= ab.SMEM_PER_BLOCK
+    if "dq_double_buffer" in opts:
+        assert re.search(r"cp\.async\.bulk\.wait_group\.read\s+1;", ptx)
+        single = ab.AttentionBwdConfig(**dict(want, dq_double_buffer=False))
+        assert cfg.smem_bytes() - single.smem_bytes() == 2 * cfg.dq_layout().bytes
     with pytest.raises(ValueError, match="dq_double_buffer at head_dim 128"):
         ab.AttentionBwdConfig(head_dim=128, dq_double_buffer=True)

@@ -163,8 +163,9 @@ class AttentionBwdConfig:
     # epilogue (Nsight Compute: the tensor pipe idles 48% of the d 128
     # kernel, much of it in that epilogue's waits, fences and barriers).
     # Measured on an H200: 5-24% slower at d 128 and 256 (the carried part
-    # spills there); at d 64 6% faster with dq_double_buffer, the spread
-    # stores and min_ctas (docs/attention.md). Off.
+    # spills there); 6% faster at d 64 with dq_double_buffer, the spread
+    # stores and min_ctas, and 0.5-7% at d 128 with those and dq_split
+    # (one 64-column part to carry; docs/attention.md). Off.
     dq_deferred: bool = False
     # ``.minnctapersm 1`` on the kernel: without it ptxas may not know the
     # register count at entry and then ignores every ``setmaxnreg`` (its
@@ -178,7 +179,9 @@ class AttentionBwdConfig:
     # just issued (the leader's ``cp.async.bulk.wait_group.read 1``; the
     # default waits for every reduce-add, then the warpgroup's barrier
     # before the dS^T stores waits for the leader). Shared memory allows
-    # it at d 64 only (another 32 KiB; d 128 and 256 would pass 227 KiB).
+    # it at d 64 (another 32 KiB) and at d 128 with ``dq_split`` (its
+    # 64-column tiles: 226.7 KiB); otherwise d 128 and 256 would pass
+    # 227 KiB.
     # The tiles are plain shared memory: the checker and the simulator do
     # not model which one a reduce-add still reads (the wait's count is the
     # argument; the GPU tests compare with fp32). Off.

@@ -117,7 +117,7 @@ BWD_DQ_STORE_SPREAD = {64: False, 128: True, 256: True}
 # AttentionBwdConfig's switches of the dQ path that a candidate turns on
 # (``bwd_variant(..., options=...)``), with their tags in variant names.
 BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw", "dq_deferred": "dqd",
-               "min_ctas": "mc", "dq_double_buffer": "dqb"}
+               "min_ctas": "mc", "dq_double_buffer": "dqb", "dq_split": "split"}
 
 
 def bwd_variant(head_dim, causal, dq_split=False, options=()):
@@ -178,9 +178,20 @@ BWD_D64_OPTION_SETS = (("dq_double_buffer",), ("dq_store_spread", "dq_double_buf
                        ("dq_store_spread", "dq_deferred", "min_ctas", "dq_double_buffer"))
 
 
+# Sets for d 128 alone: dQ split by columns (64-column fp32 tiles, so two
+# per warpgroup fit), deferred and double buffered as at d 64. The last
+# took 0.5-6.8% less backward time on the four d 128 rows of the H200 A/B
+# (benchmarks/attention/results/h200-bwd-d128-split-ab.log), as the d 64
+# set of four 6.4% on the d 64 rows (h200-bwd-d64-ab.log): candidates, not
+# the op's default (each measured once, on its head dim's rows alone).
+BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_buffer"),
+                        ("dq_split", "dq_deferred", "dq_double_buffer", "min_ctas"))
+
+
 def bwd_option_sets(head_dim):
     """The option sets built as candidates at ``head_dim``."""
-    return BWD_OPTION_SETS + (BWD_D64_OPTION_SETS if head_dim == 64 else ())
+    return BWD_OPTION_SETS + {64: BWD_D64_OPTION_SETS,
+                              128: BWD_D128_OPTION_SETS}.get(head_dim, ())
 
 
 BWD_CANDIDATES = dict([bwd_variant(128, c, dq_split=True) for c in (False, True)]
