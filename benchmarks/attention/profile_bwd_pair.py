@@ -9,6 +9,9 @@ kind of tensors, for a profiler to compare the two main kernels:
 
 (``attn_bwd_d``: our main kernel, not its preprocess ``attn_bwd_prep``;
 ``BackwardSm90``: FA4's main backward kernel, not its pre/postprocess.)
+``ours+OPTION+...`` runs our backward with ``attention_configs.BWD_OPTIONS``
+on, one of the kernel cache's candidates (``bwd_option_sets`` of the head
+dim), e.g. ``ours+dq_split+dq_deferred+dq_double_buffer+min_ctas`` at d 128.
 Run it from the backward bundle (build_bwd_bundle.py); FA4 needs
 flash-attn-4 importable. ``causal`` as a sixth argument masks.
 """
@@ -30,10 +33,21 @@ def main():
                    for _ in range(4))
     for t in (q, k, v):
         t.requires_grad_()
-    if who == "ours":
+    if who.split("+")[0] == "ours":
+        import importlib
+
         os.environ.setdefault("PIPELINE_MLIR_CACHE_DIR", os.path.join(HERE, "gemm-cache"))
         import pipeline_mlir
 
+        options = tuple(who.split("+")[1:])
+        if options:
+            from pipeline_mlir.ops import attention_configs
+
+            if set(options) not in [set(o) for o in attention_configs.bwd_option_sets(d)]:
+                raise SystemExit(f"profile_bwd_pair: {'+'.join(options)} is no candidate at "
+                                 f"d {d}: {attention_configs.bwd_option_sets(d)}")
+            # The op reads its options when the backward runs.
+            importlib.import_module("pipeline_mlir.ops.attention").BWD_OPTIONS = options
         o = pipeline_mlir.attention(q, k, v, causal=causal)
     else:
         from flash_attn.cute.interface import flash_attn_func
