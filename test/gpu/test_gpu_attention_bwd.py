@@ -153,7 +153,7 @@ def test_option_candidates_match_fp32(cache, device, shape, options):
     try:
         cand = torch.autograd.grad(o, (q, k, v), do)
     finally:
-        op.BWD_OPTIONS = ()
+        op.BWD_OPTIONS = None
     errs = relative_errors(cand, reference(q, k, v, do, causal))
     print(f"attention backward, {'+'.join(options)} {shape}: relative errors dq "
           f"{errs[0]:.2e} dk {errs[1]:.2e} dv {errs[2]:.2e}")

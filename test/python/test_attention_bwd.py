@@ -339,6 +339,20 @@ def test_option_candidates_are_cached_and_named():
         attention_configs.bwd_variant(128, False, options=("dq_fast",))
 
 
+def test_the_ops_default_options_are_measured_candidates_in_the_cache():
+    """What the op's backward runs at each head dim (BWD_DEFAULT_OPTIONS)
+    is one of that head dim's candidate sets, or none: a variant the kernel
+    cache builds (a GPU host without MLIR reads it from there) and the GPU
+    tests check against fp32."""
+    cached = {**attention_configs.BWD_VARIANTS, **attention_configs.BWD_CANDIDATES}
+    assert set(attention_configs.BWD_DEFAULT_OPTIONS) == set(attention_configs.BWD_HEAD_DIMS)
+    for d, opts in attention_configs.BWD_DEFAULT_OPTIONS.items():
+        assert not opts or set(opts) in [set(o) for o in attention_configs.bwd_option_sets(d)]
+        for causal in (False, True):
+            name, over = attention_configs.bwd_variant(d, causal, options=opts)
+            assert cached[name] == over
+
+
 @pytest.mark.parametrize("cols", [64, 128])
 @pytest.mark.parametrize("spread", [False, True])
 def test_dq_tile_stores_land_right_and_spread_removes_the_bank_conflict(cols, spread):

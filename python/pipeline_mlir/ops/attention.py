@@ -48,9 +48,11 @@ _variants = {}   # (variant, dtype, ordinal) -> AttentionFwd / AttentionBwd
 # benchmarks/attention/run_attention_bwd.py --dq-split sets it.
 BWD_DQ_SPLIT = False
 # attention_configs.BWD_OPTIONS turned on in the backward of every head dim
-# (the candidates of attention_configs.BWD_CANDIDATES): none until measured
-# faster; benchmarks/attention/run_attention_bwd.py --options sets them.
-BWD_OPTIONS = ()
+# (the candidates of attention_configs.BWD_CANDIDATES), in place of each
+# head dim's measured default (attention_configs.BWD_DEFAULT_OPTIONS) while
+# not None; benchmarks/attention/run_attention_bwd.py --options sets them
+# (() runs the plain configuration).
+BWD_OPTIONS = None
 
 
 def load_variant(name, overrides, dtype, family, device, make, op="pipeline_mlir.attention"):
@@ -166,8 +168,12 @@ def _attention_backward(do, q, k, v, o, lse, causal, softmax_scale):
         raise ValueError(f"attention backward: head_dim must be one of "
                          f"{attention_configs.BWD_HEAD_DIMS}, got {d}")
     do, q, k, v, o = (t if t.is_contiguous() else t.contiguous() for t in (do, q, k, v, o))
+    options = attention_configs.BWD_DEFAULT_OPTIONS[d] if BWD_OPTIONS is None else BWD_OPTIONS
+    split = BWD_DQ_SPLIT and d == 128
     bwd = variant_attention_bwd(d, causal, runtime.default_device(q.get_device()),
-                                dq_split=BWD_DQ_SPLIT and d == 128, options=BWD_OPTIONS)
+                                dq_split=split,
+                                # the dq_split candidate runs alone, as it was measured
+                                options=() if split else options)
     scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
     return bwd(q, k, v, o, lse, do.to(torch.bfloat16), softmax_scale=scale)
 

@@ -187,6 +187,16 @@ BWD_D64_OPTION_SETS = (("dq_double_buffer",), ("dq_store_spread", "dq_double_buf
 BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_buffer"),
                         ("dq_split", "dq_deferred", "dq_double_buffer", "min_ctas"))
 
+# The options the op's backward runs at each head dim (ops/attention.py):
+# the d 64 and d 128 sets above that took less backward time than the
+# plain configuration on every row of their head dim in one process
+# (0.936x at d 64 full and causal; 0.932-0.995x on the four d 128 rows;
+# gradients within the bound of fp32, dK and dV bit for bit the plain
+# kernel's); d 256 has no set that fits its shared memory and won.
+BWD_DEFAULT_OPTIONS = {64: ("dq_store_spread", "dq_deferred", "min_ctas", "dq_double_buffer"),
+                       128: ("dq_split", "dq_deferred", "dq_double_buffer", "min_ctas"),
+                       256: ()}
+
 
 def bwd_option_sets(head_dim):
     """The option sets built as candidates at ``head_dim``."""
