@@ -101,7 +101,7 @@ def wanted(args):
         found += [("hopper_gemm", *gemm_configs.fused(v, Epilogue.from_json(e)), d)
                   for k, v, _, d in list(found)
                   if k == "hopper_gemm" and gemm_configs.splits_of(v) == 1
-                  and not gemm_configs.is_stream_k(v)
+                  and not gemm_configs.is_stream_k(v) and v not in gemm_configs.UNFUSED
                   for e in gemm_configs.PREBUILT_EPILOGUES]
         # a split-K pick's fused epilogue runs in its reduction (of the
         # splits it runs at that shape)

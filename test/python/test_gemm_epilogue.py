@@ -299,3 +299,11 @@ def test_build_script_lists_the_prebuilt_epilogues_of_each_variant():
     for _, name, overrides, _ in found[1:]:
         epi = Epilogue.from_json(overrides["epilogue"])
         assert name == f"64x128_{epi.tag}" and json.dumps(overrides)   # a JSON key
+    # a shape whose plain pick is UNFUSED: its fused entries are the fused
+    # pick's (192x192), none of the unfused tile's
+    args.shape = [(6208, 1800, 1192)]
+    assert gemm_configs.choose(6208, 1800, 1192, "bf16") in gemm_configs.UNFUSED
+    names = [v for _, v, _, _ in mod.wanted(args)]
+    fused = gemm_configs.choose(6208, 1800, 1192, "bf16", fused=True)
+    assert f"{fused}_alpha_bias_res_gelu_erf" in names
+    assert not [v for v in names for u in gemm_configs.UNFUSED if v.startswith(u + "_")]
