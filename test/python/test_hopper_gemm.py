@@ -91,6 +91,12 @@ VARIANTS = {
     # pipeline_mlir.gemm's 128x192 and 128x64 tiles (ops/gemm_configs.py)
     "bn192_three_passes": dict(block_n=192, epilogue_passes=3, stages=5),
     "f16_bn64": dict(dtype="f16", block_n=64, epilogue_passes=1, stages=8),
+    # the 192-row tiles: three consumer warpgroups, 512 threads
+    "three_consumer_wgs_bn192": dict(block_n=192, consumer_warpgroups=3, epilogue_passes=3,
+                                     producer_registers=32, consumer_registers=160),
+    "three_consumer_wgs_bn128_cluster2": dict(block_n=128, consumer_warpgroups=3,
+                                              epilogue_passes=2, producer_registers=32,
+                                              consumer_registers=160, cluster_m=2),
 }
 
 

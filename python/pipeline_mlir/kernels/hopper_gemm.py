@@ -56,7 +56,7 @@ from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     pipeline_init_arrive, pipeline_init_wait)
 
 SMEM_LIMIT = SMEM_PER_BLOCK           # dynamic shared memory one CTA may opt into
-EPILOGUE_BARRIER = 1            # named barriers 1, 2: one per consumer WG
+EPILOGUE_BARRIER = 1            # named barriers 1..: one per consumer WG (1-3 at 192 rows)
 ACCUMULATIONS = ("fast", "promoted")
 
 
