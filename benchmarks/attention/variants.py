@@ -99,9 +99,10 @@ def grid_variants():
 # FP8 candidates beside the op's configurations (attention_fp8_configs),
 # per head dim, timed on run_attention_fp8.py's rows (a candidate equal to
 # the op's configuration is left out): P V's retirement held after the
-# softmax or not (``hold_pv_wait``), and part of the softmax's exponentials
-# on the FMA pipe (``exp2_poly``: of every 16 values, this many by the
-# polynomial), alone and with the hold. The tile and stage candidates the
+# softmax or not (``hold_pv_wait``), P converted before that wait into
+# other registers (``double_p``, with the hold), and part of the softmax's
+# exponentials on the FMA pipe (``exp2_poly``: of every 16 values, this many
+# by the polynomial), alone and with the others. The tile and stage candidates the
 # op's were chosen over (d 128: 128-key blocks with two and three stages,
 # 192-key blocks with two; d 256: two stages with two Q buffers) were timed
 # in run 2 of docs/attention.md's "FP8 forward"; 256-key blocks and three
@@ -109,10 +110,12 @@ def grid_variants():
 FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0),
                         "px3": dict(hold_pv_wait=False, exp2_poly=3),
                         "hw": dict(hold_pv_wait=True, exp2_poly=0),
-                        "px4hw": dict(hold_pv_wait=True, exp2_poly=4)},
+                        "px4hw": dict(hold_pv_wait=True, exp2_poly=4),
+                        "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0),
+                        "px4hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=4)},
                   256: {"plain": dict(hold_pv_wait=False, exp2_poly=0),
                         "hw": dict(hold_pv_wait=True, exp2_poly=0),
-                        "px2hw": dict(hold_pv_wait=True, exp2_poly=2)}}
+                        "px2hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=2)}}
 # bf16 candidates timed beside the 'best' ones on the same rows (tagged
 # ``bf16cand d<d>[ causal] <name>``).
 BF16_CANDIDATES = {"hw": dict(hold_pv_wait=True)}

@@ -11,6 +11,11 @@ and the simulator, and the bf16 configurations without the option are what
 they were. Where the SASS keeps the wait is the GPU host's to see
 (``cuobjdump -sass``); the timings are docs/attention.md's."""
 
+import re
+import shutil
+import subprocess
+import tempfile
+
 import pytest
 
 from _example_checks import protocol_warnings, simulate, verify_protocol
@@ -23,6 +28,23 @@ from pipeline_mlir.ops import attention_configs, attention_fp8_configs
 HELD = [dict(head_dim=128, causal=True, hold_pv_wait=True),
         dict(head_dim=128, block_n=192, stages=3, dtype="e4m3", hold_pv_wait=True),
         dict(head_dim=256, stages=3, q_stages=1, dtype="e4m3", hold_pv_wait=True)]
+# P_j converted before the held wait, into other registers (double_p).
+DOUBLE = [dict(head_dim=128, causal=True, block_n=192, stages=3, dtype="e4m3",
+               hold_pv_wait=True, double_p=True),
+          dict(head_dim=256, stages=3, q_stages=1, dtype="e4m3", hold_pv_wait=True,
+               double_p=True, exp2_poly=2)]
+
+
+def _ptxas_info(ptx):
+    """ptxas -v's report for sm_90a (None without ptxas)."""
+    if not shutil.which("ptxas"):
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        src = f"{d}/k.ptx"
+        with open(src, "w") as f:
+            f.write(ptx)
+        return subprocess.run(["ptxas", "-arch=sm_90a", "-v", src, "-o", f"{d}/k.o"],
+                              capture_output=True, text=True, check=True).stderr
 
 
 @pytest.mark.parametrize("cfg", HELD, ids=str)
@@ -63,3 +85,42 @@ def test_the_option_is_off_in_the_bf16_op_and_named():
 def test_the_fp8_op_holds_where_it_was_measured_faster():
     held = {n for n, o in attention_fp8_configs.VARIANTS.items() if o.get("hold_pv_wait")}
     assert held == {"fp8_d256"}
+
+
+@pytest.mark.parametrize("cfg", DOUBLE, ids=str)
+def test_p_converted_before_the_held_wait(cfg):
+    """With double_p the block's e4m3 conversions come before the trap and
+    the wait (P_j goes to registers the in-flight GEMM does not read), and
+    ptxas neither spills nor serializes the wgmmas for it (C7513/C7514:
+    "defining"/"reading" registers of a wgmma in flight)."""
+    c = AttentionConfig(**cfg)
+    ptx = attention_fwd.build(c).to_ptx()
+    single = attention_fwd.build(AttentionConfig(**dict(cfg, double_p=False))).to_ptx()
+    vote = ptx.index("vote.sync.any.pred")
+    pv_wait = ptx.index("wgmma.wait_group.sync.aligned \t0", vote)
+    label = ptx.rfind("$L__BB", 0, vote)
+    conversions = "cvt.rn.satfinite.e4m3x2.f32"
+    # in the trap's block, before it: every conversion of the block's P
+    # (two per register of the operand: bn / 32 slices of four); none
+    # between it and the wait; without double_p none before it
+    assert ptx[label:vote].count(conversions) == 2 * 4 * c.kv_block // 32
+    assert conversions not in ptx[vote:pv_wait]
+    s_vote = single.index("vote.sync.any.pred")
+    assert conversions not in single[single.rfind("$L__BB", 0, s_vote):s_vote]
+    info = _ptxas_info(ptx)
+    if info is not None:
+        assert not re.search(r"C751[34]", info), info
+        assert re.findall(r"(\d+) bytes spill stores", info) == ["0"]
+
+
+def test_double_p_kernel_checks_and_simulates_clean():
+    text = str(attention_fwd.build(AttentionConfig(**DOUBLE[0])).module)
+    assert verify_protocol(text) == [] and protocol_warnings(text) == []
+    args = {5: 1, 6: 4, 7: 2, 8: 200, 9: 300}
+    (report,) = simulate(text, schedules=2, args=args).values()
+    assert report.ok and report.schedules == 2, report
+
+
+def test_double_p_needs_the_overlapped_mainloop():
+    with pytest.raises(ValueError, match="double_p"):
+        AttentionConfig(double_p=True, intra_overlap=False)

@@ -173,6 +173,12 @@ class AttentionConfig:
     # wait, above the exponentials. Measured: no faster in bf16 (3-12%
     # slower), mixed in FP8 (on in the FP8 op at d 256 full only).
     hold_pv_wait: bool = False
+    # P_j converted before P_{j-1} V_{j-1}'s wait, into registers that GEMM
+    # does not read, and moved into the loop's P registers after it: with
+    # ``hold_pv_wait`` the conversion then interleaves with the
+    # exponentials and both run under the GEMM. Costs a second copy of P
+    # in registers and one move per P register a block. Not measured yet.
+    double_p: bool = False
 
     def __post_init__(self):
         if self.head_dim not in (64, 128, 256):
@@ -194,6 +200,9 @@ class AttentionConfig:
         if self.dtype not in DTYPES_FWD:
             raise ValueError(f"AttentionConfig: dtype must be one of {DTYPES_FWD}, "
                              f"got {self.dtype!r}")
+        if self.double_p and not self.intra_overlap:
+            raise ValueError("AttentionConfig: double_p is for the overlapped mainloop "
+                             "(intra_overlap=True)")
         if not (isinstance(self.exp2_poly, int) and 0 <= self.exp2_poly <= POLY_SLOTS):
             raise ValueError(f"AttentionConfig: exp2_poly counts values of every "
                              f"{POLY_SLOTS} (0..{POLY_SLOTS}), got {self.exp2_poly!r}")
@@ -285,6 +294,7 @@ class AttentionConfig:
                 f"{f'_x{self.ctas_per_sm}' if self.ctas_per_sm > 1 else ''}"
                 f"{f'_px{self.exp2_poly}' if self.exp2_poly else ''}"
                 f"{'_hw' if self.hold_pv_wait else ''}"
+                f"{'_db' if self.double_p else ''}"
                 f"{f'_{self.dtype}' if self.dtype != 'bf16' else ''}")
 
     # The operand layouts (pipeline_mlir.layout): every box, byte count and
@@ -825,7 +835,9 @@ class Mainloop:
     def overlapped_block(self, states, j, q_desc, acc, p_regs, corr, softmax, m_row0,
                          n_free):
         """Block j with intra-warpgroup overlap: S_j and P_{j-1} V_{j-1}
-        issued together, the softmax of S_j while P V runs."""
+        issued together, the softmax of S_j while P V runs. ``p_regs``
+        holds P_{j-1}, then P_j: converted after P V's wait, or
+        (cfg.double_p) before it, into other registers."""
         _, k_read, v_read = states
         pipe_k, pipe_v = self.rings.k.pipe, self.rings.v.pipe
         s_acc = Fragment.undef(self.cfg.kv_block)
@@ -840,13 +852,17 @@ class Mainloop:
         pipe_k.consumer_release(k_read)
         k_read.advance()
         p, new_corr = softmax(s_acc, acc, j, m_row0, j >= n_free, first=False)
+        if self.cfg.double_p:
+            # P_j converted while P_{j-1} V_{j-1} still reads p_regs: into
+            # other registers, moved into p_regs after the wait.
+            p_next = self.operand_a(p)
         if self.cfg.hold_pv_wait:
             hold_after(acc.row_sum)
         wgmma.wait_group(0)              # P_{j-1} V_{j-1} retired
         pipe_v.consumer_release(v_read)
         v_read.advance()
         corr.set(new_corr)
-        p_regs.set(self.operand_a(p))
+        p_regs.set(p_next if self.cfg.double_p else self.operand_a(p))
 
     def release_q(self, q_read):
         """Q is no longer read: every S GEMM of the tile retired."""
