@@ -51,7 +51,9 @@ between them (the checker's register-fence rule proves the fence still
 orders the register accesses), two syncs of one role swapped on barriers
 the other roles only arrive on, a dropped setmaxnreg (a drop that overruns
 the register file is rejected by the checker first), a PipelineOrder loop
-every thread runs one trip short.
+every thread runs one trip short, a wgmma.fence moved below MMAs that an
+earlier fence of its block already orders (nothing between the two reads
+or writes an MMA's registers).
 
 **schedule-only** survivors (``_schedule_only``) change when a warpgroup
 waits or takes its turn, never what a barrier or buffer sees: a ping-pong
@@ -328,6 +330,11 @@ def _harmless(kind, what, text=""):
         # register-fence rule proves that), the commit still closes the
         # same MMAs
         return True
+    if kind == "move-down" and _fence_moved_past_unread_mmas(text, what):
+        # a wgmma.fence moved below MMAs that an earlier fence of the same
+        # block already orders: no register is read or written between the
+        # two fences but by the MMAs themselves (chained) and constants
+        return True
     if kind.startswith("move") and _syncs_met_by_arrives(text, what):
         # two syncs of one role in the other order, on barriers the other
         # roles only arrive on (never wait): each sync still waits for the
@@ -392,6 +399,52 @@ def _fence_or_commit_past_wait(text, what):
     other = [x for x in pair if any(v in x for v in WAITS_AND_BARRIERS)
              and not _token_ring(text, x)]
     return len(wgmma) == 1 and len(other) == 1 and _only_pure_between(between)
+
+
+FLOAT_TYPES = re.compile(r"\b(?:f16|bf16|f32|f64|f8\w*|vector<)")
+
+
+def _register_free(line, constants):
+    """The line neither reads nor writes a register an MMA accesses:
+    address and index arithmetic, constants and undef, a constant inserted
+    into a struct (position-less: the back end places it), an MMA or its
+    commit and wait, a pipeline or named-barrier verb."""
+    stripped = line.strip()
+    if not stripped or stripped == "}" or "nvvm.wgmma." in stripped:
+        return True
+    if re.search(r"= (?:arith\.constant|llvm\.mlir\.(?:undef|poison|zero|constant))\b", stripped):
+        return True
+    m = re.search(r"= llvm\.insertvalue (%[\w#]+), ", stripped)
+    if m:
+        return m.group(1) in constants
+    if re.match(r"(?:%[\w#:]+(?:, %[\w#:]+)* = )?pipeline\.", stripped):
+        return True
+    return bool(PURE_LINE.match(line)) and not FLOAT_TYPES.search(stripped)
+
+
+def _fence_moved_past_unread_mmas(text, what):
+    """For a wgmma.fence moved down: an earlier wgmma.fence of the same
+    block precedes it, and every line between that fence and the moved
+    one's new place is register-free (_register_free)."""
+    if "nvvm.wgmma.fence" not in what:
+        return False
+    span = _move_span(text, what)
+    if not span:
+        return False
+    lines = text.split("\n")
+    j = span[3]
+    indent = len(lines[j]) - len(lines[j].lstrip())
+    constants = set(re.findall(r"(%[\w#]+) = arith\.constant\b", text))
+    for k in range(j - 1, -1, -1):
+        line = lines[k]
+        ind = len(line) - len(line.lstrip())
+        if line.strip() and ind < indent:
+            return False   # the block's start: no earlier fence in it
+        if ind == indent and "nvvm.wgmma.fence" in line:
+            return True
+        if not _register_free(line, constants):
+            return False
+    return False
 
 
 def _barrier_base(line):

@@ -235,3 +235,32 @@ def test_schedule_only_moves(campaign):
     handover = text.replace("arrive id = 1, threads = 256 index %c0", "sync id = 2, threads = 256")
     what, new = _mutant(campaign, handover, "move-up", "line 12: pipeline.named_barrier.arrive")
     assert not campaign._schedule_only("move-up", what, new)
+
+
+def test_a_fence_moved_below_mmas_an_earlier_fence_orders(campaign):
+    text = """gpu.func @k() kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+  scf.for %t = %a to %b step %c iter_args(%o = %z) -> (!acc) : i32 {
+    nvvm.wgmma.fence.aligned
+    %cst = arith.constant 0.000000e+00 : f32
+    %u = llvm.mlir.undef : !acc
+    %z0 = llvm.insertvalue %cst, %u[0] : !acc
+    %s = nvvm.wgmma.mma_async %a, %b, %z0
+    nvvm.wgmma.commit.group.sync.aligned
+    nvvm.wgmma.fence.aligned
+    %i = pipeline.state.index %st : <2, consumer>
+    %d = nvvm.wgmma.mma_async %a, %i, %o
+    nvvm.wgmma.commit.group.sync.aligned
+    scf.yield %d : !acc
+  }
+}"""
+    # the loop's first fence already orders the second MMA: between the two
+    # fences only an MMA, a constant accumulator and index arithmetic
+    what, new = _mutant(campaign, text, "move-down", "line 9: nvvm.wgmma.fence")
+    assert campaign._harmless("move-down", what, new)
+    # the twin: the first MMA's result is read (S's softmax) before the
+    # second fence, which must then precede the second MMA
+    read = text.replace("    nvvm.wgmma.fence.aligned\n    %i =",
+                        "    %x = llvm.extractvalue %s[0] : !acc\n"
+                        "    %e = math.exp %x : f32\n    nvvm.wgmma.fence.aligned\n    %i =")
+    what, new = _mutant(campaign, read, "move-down", "line 11: nvvm.wgmma.fence")
+    assert not campaign._harmless("move-down", what, new)
