@@ -5,8 +5,14 @@ serving or training loop makes them.
 
 Runs in the GPU bundle (``scripts/build-gpu-bundle.py``): ``pipeline_mlir.gemm``
 on bf16 and fp16 shapes that pick different variants (from the bundle's
-GEMM cache), the FP8 GEMM and the attention forward (from the manifest).
-Calls come in bursts of one op, with random address churn: each operand is
+GEMM cache), with a fused bias + activation, a split-K pick and a forced
+stream-K variant; ``pipeline_mlir.scaled_mm`` in both accumulation modes;
+``pipeline_mlir.attention`` forward and backward through autograd; and the
+examples' FP8 GEMM and attention forward launchers (from the manifest).
+Calls come in bursts of one op on one of three streams (each burst's stream
+waits for the last one's, as a program that hands tensors between streams
+must), so per-stream workspaces and counters are taken and come back.
+Each burst has random address churn: each operand is
 drawn from a pool of tensors and pool entries are reallocated now and then,
 so new address sets keep arriving and old ones come back after their
 descriptor slots were reused by other ops. It starts with the sequence
@@ -20,7 +26,7 @@ after the warm-up and at the end; the GPU figure leaves out torch's caching
 allocator (its pool follows the reference checks), so that it measures
 what the launch path itself holds. The last line is the summary:
 
-    soak: 100000 calls, 7 shapes, 0 wrong results, 0 hangs, GPU memory drift +0.00%, host memory drift +0.12%
+    soak: 100000 calls, 15 shapes, 0 wrong results, 0 hangs, GPU memory drift +0.00%, host memory drift +0.12%
 """
 
 import argparse
@@ -125,14 +131,169 @@ class Gemm(Op):
         self.gemm(a, b, out=c)
         return args
 
+    def reference(self, args):
+        a, b = args[:2]
+        return torch.matmul(a.float(), b.float().T)
+
     def check(self, args):
         from pipeline_mlir.ops.hopper_gemm_host import REL_ERROR_BOUND
 
-        a, b, c = args
-        r = torch.matmul(a.float(), b.float().T)
+        a, b, c = args[:3]
+        r = self.reference(args)
         err = ((c.float() - r).abs() / (r.abs() + math.sqrt(a.shape[1]))).max().item()
         bound = REL_ERROR_BOUND["bf16" if self.dtype == torch.bfloat16 else "f16"]
         return err <= bound, err
+
+
+class FusedGemm(Gemm):
+    """``pipeline_mlir.gemm`` with a bias and an activation fused in the
+    epilogue (the bias pool churns with the operands)."""
+
+    def __init__(self, rng, m, n, k, dtype, activation):
+        self.activation = activation
+        super().__init__(rng, m, n, k, dtype)
+        self.name = f"gemm {dtype} {m}x{n}x{k} + bias, {activation}"
+        self._pools["bias"] = [self.make("bias") for _ in range(self.pool)]
+
+    def make(self, which):
+        if which == "bias":
+            return torch.randn(self.shape[1], device="cuda", dtype=self.dtype)
+        return super().make(which)
+
+    def pick(self, index=None):
+        p, r = self._pools, self.rng
+        return tuple(p[w][r.randrange(self.pool) if index is None else index[w]]
+                     for w in ("a", "b", "c", "bias"))
+
+    def call(self, args):
+        a, b, c, bias = args
+        if self.checking:
+            c.fill_(float("nan"))
+        self.gemm(a, b, bias=bias, activation=self.activation, out=c)
+        return args
+
+    def reference(self, args):
+        a, b, _, bias = args
+        return _activate(torch.matmul(a.float(), b.float().T) + bias.float(), self.activation)
+
+
+def _activate(x, activation):
+    import torch.nn.functional as F
+
+    return {"relu": F.relu, "silu": F.silu,
+            "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"),
+            "gelu_erf": F.gelu}[activation](x)
+
+
+class StreamKGemm(Gemm):
+    """A stream-K variant, whose arrival counters and partial-sum workspace
+    are per stream and reused by every launch: forced (the pick takes it
+    only on shapes too large for a soak's pools)."""
+
+    def __init__(self, rng, m, n, k, dtype, variant):
+        super().__init__(rng, m, n, k, dtype)
+        from pipeline_mlir.ops import gemm as ops_gemm
+
+        self.name = f"gemm {dtype} {m}x{n}x{k} {variant}"
+        self.variant = ops_gemm.variant_gemm(
+            variant, "bf16" if self.dtype == torch.bfloat16 else "f16")
+
+    def call(self, args):
+        a, b, c = args
+        if self.checking:
+            c.fill_(float("nan"))
+        self.variant.launch(a, b, c, (), None, False)
+        return args
+
+
+class ScaledMm(Op):
+    """``pipeline_mlir.scaled_mm`` (e4m3 operands, per-tensor scales) in
+    one accumulation mode."""
+
+    def __init__(self, rng, m, n, k, fast):
+        super().__init__(f"scaled_mm {'fast' if fast else 'promoted'} {m}x{n}x{k}", rng)
+        import pipeline_mlir
+
+        self.scaled_mm, self.fast = pipeline_mlir.scaled_mm, fast
+        self.shape = (m, n, k)
+        self._pools = {w: [self.make(w) for _ in range(self.pool)] for w in "abc"}
+
+    def pools(self):
+        return self._pools
+
+    def make(self, which):
+        m, n, k = self.shape
+        if which == "c":
+            return torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        from pipeline_mlir.ops.fp8_gemm_host import quantize
+
+        return quantize(torch.randn((m, k) if which == "a" else (n, k), device="cuda"))
+
+    def pick(self, index=None):
+        p, r = self._pools, self.rng
+        return tuple(p[w][r.randrange(self.pool) if index is None else index[w]]
+                     for w in "abc")
+
+    def call(self, args):
+        (a8, sa), (b8, sb), c = args
+        if self.checking:
+            c.fill_(float("nan"))
+        self.scaled_mm(a8, b8.t(), sa, sb, out_dtype=torch.bfloat16,
+                       use_fast_accum=self.fast, out=c)
+        return args
+
+    def check(self, args):
+        from pipeline_mlir.ops.fp8_gemm_host import error_bound, normalized_error, reference
+
+        (a8, sa), (b8, sb), c = args
+        ref, sigma = reference(a8, sa, b8, sb)
+        err = normalized_error(c, ref, sigma, self.shape[2])
+        return err <= error_bound(self.shape[2], "fast" if self.fast else "promoted"), err
+
+
+class AttentionTrain(Op):
+    """``pipeline_mlir.attention`` forward and backward through autograd,
+    as a training step calls it (dQ, dK, dV written by the backward's
+    kernels and its dQ reduction; GQA when ``hk < h``)."""
+
+    def __init__(self, rng, b, s, h, hk, d, causal):
+        super().__init__(f"attention train d{d}{' causal' if causal else ''} "
+                         f"b{b} s{s} h{h}/{hk}", rng)
+        import pipeline_mlir
+
+        self.attention = pipeline_mlir.attention
+        self.dims, self.d, self.causal = (b, s, h, hk), d, causal
+        self._pools = {w: [self.make(w) for _ in range(4)] for w in ("q", "k", "v", "do")}
+
+    def pools(self):
+        return self._pools
+
+    def make(self, which):
+        b, s, h, hk = self.dims
+        heads = h if which in ("q", "do") else hk
+        return torch.randn(b, s, heads, self.d, device="cuda", dtype=torch.bfloat16)
+
+    def pick(self, index=None):
+        p, r = self._pools, self.rng
+        return tuple(p[w][r.randrange(len(p[w])) if index is None else index[w]]
+                     for w in ("q", "k", "v", "do"))
+
+    def call(self, args):
+        q, k, v, do = args
+        q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+        o = self.attention(q, k, v, causal=self.causal)
+        o.backward(do)
+        return q, k, v, do, o
+
+    def check(self, args):
+        from pipeline_mlir.ops.attention_bwd_host import (REL_ERROR_BOUND, reference,
+                                                          relative_errors)
+
+        q, k, v, do, _ = args
+        errs = relative_errors((q.grad, k.grad, v.grad), reference(q, k, v, do, self.causal))
+        ok = max(errs) <= REL_ERROR_BOUND and all(
+            torch.isfinite(g).all() for g in (q.grad, k.grad, v.grad))
+        return ok, max(errs)
 
 
 class Fp8(Op):
@@ -234,6 +395,19 @@ def make_ops(rng, manifest):
         ops.append(Fp8(rng, e, 512, 768, 512))
     for e, dims in zip(att, ((1, 384, 4, 2), (2, 256, 2, 1))):
         ops.append(Attention(rng, e, *dims))
+    # The library's other entry points, each with state that lives across
+    # calls: a fused epilogue's variant, a split-K pick's workspace, a
+    # stream-K variant's per-stream workspace and arrival counters (which a
+    # launch must leave at zero), scaled_mm's picks, and attention's
+    # backward (its dQ accumulator and preprocess) through autograd.
+    from pipeline_mlir.ops import gemm_configs
+
+    ops += [FusedGemm(rng, 1000, 1032, 520, "bfloat16", "gelu_tanh"),
+            Gemm(rng, 2000, 200, 9000, "bfloat16"),
+            StreamKGemm(rng, 1000, 1032, 520, "float16", sorted(gemm_configs.STREAM_K_VARIANTS)[0]),
+            ScaledMm(rng, 512, 768, 528, fast=True), ScaledMm(rng, 1000, 1032, 512, fast=False),
+            AttentionTrain(rng, 1, 384, 4, 2, 128, causal=True),
+            AttentionTrain(rng, 2, 200, 2, 1, 64, causal=False)]
     return ops
 
 
@@ -275,14 +449,21 @@ def run(calls, check_every, seed, log=print):
         for args in first[:20]:
             one(x, args, check=True)
         log(f"soak: the 600/800/600 sequence passed ({done} calls)")
+        streams = [torch.cuda.current_stream(), torch.cuda.Stream(), torch.cuda.Stream()]
+        last = streams[0]
         while done < calls:
             op = rng.choice(ops)
-            for _ in range(rng.choice((1, 8, 50, 200, 800))):
-                if done >= calls:
-                    break
-                if rng.random() < 0.02:
-                    op.churn()
-                one(op, check=(done % check_every == 0))
+            stream = rng.choice(streams)
+            stream.wait_stream(last)
+            with torch.cuda.stream(stream):
+                for _ in range(rng.choice((1, 8, 50, 200, 800))):
+                    if done >= calls:
+                        break
+                    if rng.random() < 0.02:
+                        op.churn()
+                    one(op, check=(done % check_every == 0))
+            last = stream
+            streams[0].wait_stream(last)
             if warm is None and done >= WARM_CALLS:
                 wait()
                 warm = (gpu_used_bytes(), rss_bytes(), done)
@@ -300,6 +481,14 @@ def run(calls, check_every, seed, log=print):
     from pipeline_mlir.runtime import device_arena, default_device
 
     stats = device_arena(default_device()).stats()
+    from pipeline_mlir.ops import streamk_host
+
+    torch.cuda.synchronize()
+    for ws, counters in streamk_host._buffers.values():
+        if int(counters.abs().sum()):
+            wrong += 1
+            failures.append("a stream-K launch left an arrival counter set")
+    log(f"soak: stream-K workspaces held: {len(streamk_host._buffers)}")
     for op in ops:
         log(f"soak: {op.name}: {op.calls} calls")
     log(f"soak: descriptor arena {stats}")

@@ -1,5 +1,7 @@
 """The soak test: 100,000 calls of the library's kernels (bf16 and fp16
-``pipeline_mlir.gemm`` shapes of different variants, the FP8 GEMM, attention)
+``pipeline_mlir.gemm`` shapes of different variants, a fused epilogue, a
+split-K pick and a stream-K variant, the FP8 GEMM and ``scaled_mm``,
+attention forward, and forward + backward through autograd)
 in bursts with address churn; every 97th result checked against torch; GPU
 and host memory flat within 1% after warm-up; no hang (soak.py has the
 details and prints the summary line that docs/gpu-results.md records).
@@ -43,6 +45,7 @@ def test_soak_many_calls_no_hang_no_leak_no_wrong_result(device, tmp_path):
     result = json.loads(out.read_text())
     assert result["calls"] >= calls and result["hangs"] == 0 and result["wrong"] == 0, \
         result["summary"]
-    assert {"Gemm", "Fp8", "Attention"} <= set(result["kinds"]) and result["shapes"] >= 6
+    assert {"Gemm", "FusedGemm", "StreamKGemm", "Fp8", "ScaledMm", "Attention",
+            "AttentionTrain"} <= set(result["kinds"]) and result["shapes"] >= 13
     assert abs(result["gpu_drift"]) <= 0.01 and abs(result["host_drift"]) <= 0.01, \
         result["summary"]
