@@ -4,12 +4,15 @@ attention of its dequantized inputs, then timed next to our bf16 forward on
 the same shapes, in one process.
 
     python3 run_attention_fp8.py --out DIR [--rows quick] [--bundle DIR]
+        [--candidates NAME,...]
 
 Run from (or point ``--bundle`` at) an attention bundle built with
 ``benchmarks/attention/build_bundle.py --fp8``: the FP8 variants (tagged
 ``fp8 d<d>[ causal]``), candidates (``fp8cand ...``), the bf16 forward's
 chosen ones (``best ...``) and bf16 candidates (``bf16cand ...``, checked
-against fp32 and timed beside them).
+against fp32 and timed beside them). ``--candidates hwdb,px4hwdb`` checks
+and times only the candidates of those names (the last word of their tag;
+``none``: none), beside the op's configurations and the bf16 ones.
 
 Correctness (``CHECKS``: ragged lengths, GQA, sq != sk, causal and full):
 gaussian q, k, v quantized per tensor to e4m3
@@ -62,9 +65,10 @@ def flops(b, h, s, d, causal):
     return total // 2 if causal else total
 
 
-def load(bundle):
+def load(bundle, candidates=None):
     """{tag: AttentionFwd} of the bundle's FP8 variants, candidates and
-    bf16 'best' ones."""
+    bf16 'best' ones; with ``candidates`` (a set of names) only the
+    candidates (``fp8cand``, ``bf16cand``) whose tag ends in one of them."""
     if bundle not in sys.path:
         sys.path.insert(0, bundle)
     from attention_fwd_host import AttentionFwd
@@ -73,7 +77,11 @@ def load(bundle):
         manifest = json.load(f)
     out = {}
     for meta in manifest["variants"]:
-        if meta["tag"].split()[0] in ("fp8", "fp8cand", "best", "bf16cand"):
+        kind, name = meta["tag"].split()[0], meta["tag"].split()[-1]
+        if kind in ("fp8cand", "bf16cand") and candidates is not None and \
+                name not in candidates:
+            continue
+        if kind in ("fp8", "fp8cand", "best", "bf16cand"):
             with open(os.path.join(bundle, meta["image"]), "rb") as f:
                 out[meta["tag"]] = AttentionFwd(f.read(), meta)
     return out
@@ -145,6 +153,9 @@ def main(argv=None):
     ap.add_argument("--rows", choices=("all", "quick"), default="all")
     ap.add_argument("--bundle", default=HERE)
     ap.add_argument("--cache", help="a kernel cache with the FP8 entries: check the op too")
+    ap.add_argument("--candidates",
+                    help="comma-separated candidate names (fp8cand/bf16cand tags' last word) "
+                         "to check and time; 'none' for none (default: all in the bundle)")
     args = ap.parse_args(argv)
     if args.cache:
         os.environ["PIPELINE_MLIR_CACHE_DIR"] = os.path.abspath(args.cache)
@@ -156,7 +167,8 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     fh = open(os.path.join(args.out, "attention_fp8.log"), "w")
     log(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}", fh)
-    kernels = load(os.path.abspath(args.bundle))
+    kernels = load(os.path.abspath(args.bundle),
+                   None if args.candidates is None else set(args.candidates.split(",")))
     from attention_fwd_host import check_fp8, fp8_quantize, fp8_v_operand
 
     log(sdpa_fp8_status(), fh)

@@ -102,7 +102,9 @@ def grid_variants():
 # softmax or not (``hold_pv_wait``), P converted before that wait into
 # other registers (``double_p``, with the hold), and part of the softmax's
 # exponentials on the FMA pipe (``exp2_poly``: of every 16 values, this many
-# by the polynomial), alone and with the others. The tile and stage candidates the
+# by the polynomial), alone and with the others (the ``double_p`` ones were
+# timed in run 7 of docs/attention.md's "FP8 forward": none faster on every
+# row of a head dim and mode). The tile and stage candidates the
 # op's were chosen over (d 128: 128-key blocks with two and three stages,
 # 192-key blocks with two; d 256: two stages with two Q buffers) were timed
 # in run 2 of docs/attention.md's "FP8 forward"; 256-key blocks and three
@@ -112,9 +114,11 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0),
                         "hw": dict(hold_pv_wait=True, exp2_poly=0),
                         "px4hw": dict(hold_pv_wait=True, exp2_poly=4),
                         "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0),
+                        "px3hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=3),
                         "px4hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=4)},
                   256: {"plain": dict(hold_pv_wait=False, exp2_poly=0),
                         "hw": dict(hold_pv_wait=True, exp2_poly=0),
+                        "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0),
                         "px2hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=2)}}
 # bf16 candidates timed beside the 'best' ones on the same rows (tagged
 # ``bf16cand d<d>[ causal] <name>``).

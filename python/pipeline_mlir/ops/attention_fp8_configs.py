@@ -28,6 +28,13 @@ stages than bf16 fits (the operands take half the bytes):
   after the softmax: run 6, +2.3% and +4.8% over neither (run 5, with the
   hold's first form: +4% and +7%); causal takes neither (the hold alone
   behind on the 4 rows of runs 5 and 6, with 2 of 16 ahead on 1 of 4).
+
+P converted before the held wait (``double_p``, with ``hold_pv_wait``;
+run 7 of docs/attention.md's "FP8 forward", one H200 machine, two
+passes) is on in none: with no, 2, 3 or 4 of
+16 exponentials by the polynomial it was faster than these on every row
+of no head dim and mode (d 128: up to +8% on 16384 full, -1% to -7% on the
+other rows; d 256: -4% to +2%).
 """
 
 HEAD_DIMS = (128, 256)
