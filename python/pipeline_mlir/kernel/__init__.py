@@ -6,7 +6,8 @@ launch bounds and cluster dims (:class:`Kernel`), parameters
 (:class:`SmemPtr`), ``scf.for`` loops carrying pipeline states
 (``k.range``), ``scf.if`` branches (``k.if_``), ``scf.while`` loops (``k.while_``), ``elect_one``, rows of a tensor in
 registers for memory-bound kernels (:class:`Rows`, :class:`RowValues`; long ones staged
-through a shared-memory ring, :class:`RowRing`) and compilation
+through a shared-memory ring, :class:`RowRing`), an operand's TMA-filled stages
+(:class:`Ring`) and compilation
 (``k.verify()``, ``k.to_ptx()``, ``k.compile()``).
 """
 
@@ -15,6 +16,7 @@ from .control import If, elect_one, range_, while_
 from .kernel import Kernel
 from .memory import element_ptr, fence_view_async_shared, load, store
 from .params import Float32, GlobalPtr, Int32, Int64, Param, TmaDescriptor
+from .ring import Ring
 from .row_ring import RowRing, RowStage, ring_stages, row_parts, row_plan, row_stages
 from .rows import Rows, RowValues, row_threads
 from .scope import ScopeError
@@ -26,6 +28,6 @@ __all__ = [
     "Int32", "Int64", "Float32", "If", "elect_one", "range_", "while_", "to_value",
     "ScopeError", "LoweringUnavailable", "has_pipeline_to_cubin",
     "load", "store", "element_ptr", "fence_view_async_shared",
-    "Rows", "RowValues", "row_threads", "RowRing", "RowStage", "ring_stages", "row_stages",
+    "Rows", "RowValues", "row_threads", "Ring", "RowRing", "RowStage", "ring_stages", "row_stages",
     "row_parts", "row_plan",
 ]

@@ -104,3 +104,22 @@ def check_register_budget(block_threads, producer_warpgroups, producer_registers
                              + [consumer_registers] * consumer_warpgroups, register_file)
     if problem:
         raise ValueError(problem)
+
+
+def producer_consumer_roles(k, producer_registers, consumer_registers, producer, consumer):
+    """The warp-specialized split of a kernel's warpgroups: warpgroup 0 the
+    producer, which lowers its registers to ``producer_registers`` and whose
+    warp 0 runs ``producer()`` (the TMA loads: one warp issues them, the
+    other three idle); warpgroups 1.. the consumers, which raise theirs to
+    ``consumer_registers`` and run ``consumer(warp, warpgroup)`` (warp and
+    warpgroup indices, i32 Scalars). Each role is its own branch, as
+    ``setmaxnreg`` needs (the module doc)."""
+    warp = k.warp_idx()
+    warpgroup = warp // WARPS_PER_WARPGROUP
+    with k.if_(warpgroup == 0) as role:
+        set_max_registers(producer_registers, increase=False)
+        with k.if_(warp == 0):
+            producer()
+    with role.else_():
+        set_max_registers(consumer_registers, increase=True)
+        consumer(warp, warpgroup)

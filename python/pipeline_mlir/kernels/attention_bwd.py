@@ -96,15 +96,14 @@ from pipeline_mlir.kernel import (Float32, GlobalPtr, Int32, Kernel, Scalar,
 from pipeline_mlir.kernel import epilogue, fence_view_async_shared, wgmma
 from pipeline_mlir.kernel.fragment import ColVector, Fragment
 from pipeline_mlir.kernel.memory import element_ptr
+from pipeline_mlir.kernel.ring import Ring
 from pipeline_mlir.kernel.values import f32, i32, to_value
 from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
                                             check_register_budget,
-                                            set_max_registers)
+                                            producer_consumer_roles)
 from pipeline_mlir.layout import OperandLayout
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
-                                    PipelineTmaAsync, PipelineTmaStore, PipelineUserType,
-                                    TmaStoreFence,
-                                    make_pipeline_state)
+                                    PipelineTmaStore, PipelineUserType, TmaStoreFence)
 from pipeline_mlir.user_location import user_line
 
 SWIZZLE = 128
@@ -445,34 +444,16 @@ def build(cfg=AttentionBwdConfig(), chip="sm_90a", stages=None):
         args = SimpleNamespace(**{name: v for (name, _), v in zip(k.params, k.args)})
         rings = stages.rings(k, cfg)
         sched = stages.schedule(k, cfg, args)
-        warp = k.warp_idx()
-        warpgroup = warp // 4
-
-        with k.if_(warpgroup == 0) as role:
-            set_max_registers(cfg.producer_registers, increase=False)
-            with k.if_(warp == 0):
-                stages.producer(k, cfg, rings, sched, args)
-        with role.else_():
-            set_max_registers(cfg.consumer_registers, increase=True)
-            consumer(k, cfg, stages, rings, sched, args, warp, warpgroup)
+        producer_consumer_roles(
+            k, cfg.producer_registers, cfg.consumer_registers,
+            lambda: stages.producer(k, cfg, rings, sched, args),
+            lambda warp, warpgroup: consumer(k, cfg, stages, rings, sched, args, warp,
+                                             warpgroup))
     k.config = cfg
     return k
 
 
 # -- stage: the shared-memory plan and its rings ------------------------------
-
-class Ring:
-    """One operand's shared-memory stages and the ``PipelineTmaAsync`` that
-    fills them: ``smem`` holds one buffer of ``stage_bytes`` per stage."""
-
-    def __init__(self, smem, stage_bytes):
-        self.smem, self.stage_bytes = smem, stage_bytes
-        self.pipe = None
-
-    def buffer(self, index):
-        """Stage ``index``'s buffer."""
-        return self.smem.stage(index, self.stage_bytes)
-
 
 class Rings:
     """The shared memory of a CTA (``AttentionBwdConfig.smem_bytes`` bounds
@@ -480,14 +461,12 @@ class Rings:
     (``kv``, one stage, loaded once), the rings of Q, LSE, dO and dPsum
     (``q``, ``lse``, ``do``, ``dpsum``), and per consumer warpgroup a dS^T
     tile (``ds``; two buffers of them with ``dq_split``) and an fp32 dQ tile
-    (``dq``). Each ring's stage count is read once, here:
-    its buffers, barriers and create follow it, and every pipeline state
-    is made from ``pipe.num_stages``."""
+    (``dq``). Each ring holds its stage count (``Ring``): its buffers, its
+    barriers and every pipeline state over it follow it."""
 
     def __init__(self, k, cfg):
         kv_layout, q_layout = cfg.kv_layout(), cfg.q_layout()
         ds_layout, dq_layout = cfg.ds_layout(), cfg.dq_layout()
-        kv_bytes, q_bytes = kv_layout.bytes, q_layout.bytes
         stages = cfg.stages
         # LSE and dPsum rings one stage deeper than Q and dO: tiny, and a
         # state of another stage count is a state of its own for the
@@ -495,16 +474,11 @@ class Rings:
         # every ring a state indexes to be read by the GEMMs of any of them.
         row_stages = stages + 1
         # K then V, one stage.
-        self.kv = Ring(k.smem_alloc(2 * kv_bytes, align=kv_layout.alignment, name="K and V"),
-                       2 * kv_bytes)
-        self.q = Ring(k.smem_alloc(stages * q_bytes, align=q_layout.alignment, name="Q ring"),
-                      q_bytes)
-        self.do = Ring(k.smem_alloc(stages * q_bytes, align=q_layout.alignment,
-                                    name="dO ring"), q_bytes)
-        self.lse = Ring(k.smem_alloc(row_stages * ROW_BYTES, align=128, name="LSE ring"),
-                        ROW_BYTES)
-        self.dpsum = Ring(k.smem_alloc(row_stages * ROW_BYTES, align=128, name="dPsum ring"),
-                          ROW_BYTES)
+        self.kv = Ring(k, 1, 2 * kv_layout.bytes, align=kv_layout.alignment, name="K and V")
+        self.q = Ring.of_layout(k, stages, q_layout, "Q ring")
+        self.do = Ring.of_layout(k, stages, q_layout, "dO ring")
+        self.lse = Ring(k, row_stages, ROW_BYTES, align=128, name="LSE ring")
+        self.dpsum = Ring(k, row_stages, ROW_BYTES, align=128, name="dPsum ring")
         self.ds = k.smem_alloc(cfg.ds_buffers * CONSUMER_WARPGROUPS * ds_layout.bytes,
                                align=ds_layout.alignment, name="dS tiles")
         self.dq = k.smem_alloc(cfg.dq_buffers * CONSUMER_WARPGROUPS * dq_layout.bytes,
@@ -513,18 +487,14 @@ class Rings:
         self.one = CooperativeGroup(Agent.Thread, 1)
         # Every consumer warp releases a stage once.
         consumers = CooperativeGroup(Agent.Thread, 4 * CONSUMER_WARPGROUPS)
-        for name, ring, n in (("kv", self.kv, 1), ("q", self.q, stages),
-                              ("lse", self.lse, row_stages), ("do", self.do, stages),
-                              ("dpsum", self.dpsum, row_stages)):
-            ring.pipe = PipelineTmaAsync.create(
-                num_stages=n, producer_group=self.one, consumer_group=consumers,
-                tx_count=ring.stage_bytes, barrier_storage=k.alloc_barriers(2 * n), name=name)
+        for name, ring in (("kv", self.kv), ("q", self.q), ("lse", self.lse),
+                           ("do", self.do), ("dpsum", self.dpsum)):
+            ring.create_pipeline(k, self.one, consumers, name)
 
     def states(self, side):
         """A start state of ``side`` for each of Q, LSE, dO and dPsum (the
         rings of a query block, in the order the producer fills them)."""
-        return [make_pipeline_state(side, r.pipe.num_stages)
-                for r in (self.q, self.lse, self.do, self.dpsum)]
+        return [r.state(side) for r in (self.q, self.lse, self.do, self.dpsum)]
 
 
 # -- stage: the schedule -----------------------------------------------------
@@ -575,7 +545,7 @@ def producer(k, cfg, rings, sched, args):
     kv_bytes = kv_layout.bytes
     b, h_kv = sched.b, sched.h_kv
     pipe_kv = rings.kv.pipe
-    kv_state = make_pipeline_state(PipelineUserType.Producer, pipe_kv.num_stages)
+    kv_state = rings.kv.state(PipelineUserType.Producer)
     pipe_kv.producer_acquire(kv_state)
     with k.elect_one():
         tile = rings.kv.buffer(kv_state.index)
@@ -632,7 +602,7 @@ def consumer(k, cfg, stages, rings, sched, args, warp, warpgroup):
     wg_sync = NamedBarrier(WG_BARRIER, THREADS_PER_WARPGROUP, num_ids=CONSUMER_WARPGROUPS)
     epi = stages.epilogue(k, cfg, rings, sched, args, cw, warp_in_wg, lane, leader, wg_sync)
 
-    kv_read = make_pipeline_state(PipelineUserType.Consumer, rings.kv.pipe.num_stages)
+    kv_read = rings.kv.state(PipelineUserType.Consumer)
     rings.kv.pipe.consumer_wait(kv_read)
     kv_tile = rings.kv.buffer(kv_read.index)
     scores = stages.scores(cfg, kv_tile, cw)

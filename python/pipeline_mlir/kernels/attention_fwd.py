@@ -104,15 +104,15 @@ from pipeline_mlir.kernel import (Float32, GlobalPtr, Int32, Kernel, Scalar,
 from pipeline_mlir.kernel import epilogue, fence_view_async_shared, wgmma
 from pipeline_mlir.kernel.fragment import Fragment, RowVector, exp2
 from pipeline_mlir.kernel.memory import element_ptr, load
+from pipeline_mlir.kernel.ring import Ring
 from pipeline_mlir.kernel.smem import BASE_ALIGN
 from pipeline_mlir.kernel.values import f32, i32, to_value
 from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
                                             check_register_budget,
-                                            set_max_registers)
+                                            producer_consumer_roles)
 from pipeline_mlir.layout import DTYPES, OperandLayout, descriptor_units
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
-                                    PipelineTmaAsync, PipelineTmaStore, PipelineUserType,
-                                    make_pipeline_state)
+                                    PipelineTmaStore, PipelineUserType)
 
 SMEM_LIMIT = SMEM_PER_BLOCK           # dynamic shared memory one CTA may opt into
 SMEM_PER_SM = 228 * 1024         # an SM's shared memory; each resident CTA reserves 1 KiB
@@ -404,49 +404,25 @@ def build(cfg=AttentionConfig(), chip="sm_90a", stages=None):
                              f"(without the alignment slack) but the rings allocate "
                              f"{k.smem_bytes}: the plan and Rings disagree")
         sched = stages.schedule(k, cfg, args)
-        warp = k.warp_idx()
-        warpgroup = warp // 4
-
-        with k.if_(warpgroup == 0) as role:
-            set_max_registers(cfg.producer_registers, increase=False)
-            with k.if_(warp == 0):
-                stages.producer(k, cfg, rings, sched, args)
-        with role.else_():
-            set_max_registers(cfg.consumer_registers, increase=True)
-            consumer(k, cfg, stages, rings, sched, args, warp, warpgroup)
+        producer_consumer_roles(
+            k, cfg.producer_registers, cfg.consumer_registers,
+            lambda: stages.producer(k, cfg, rings, sched, args),
+            lambda warp, warpgroup: consumer(k, cfg, stages, rings, sched, args, warp,
+                                             warpgroup))
     k.config = cfg
     return k
-
-
-class Ring:
-    """One operand's shared-memory stages and the ``PipelineTmaAsync`` that
-    fills them: ``smem`` holds ``stages`` buffers of ``layout.bytes``."""
-
-    def __init__(self, smem, layout):
-        self.smem, self.layout = smem, layout
-        self.pipe = None
-
-    def buffer(self, index):
-        """Stage ``index``'s buffer."""
-        return self.smem.stage(index, self.layout.bytes)
 
 
 class Rings:
     """The shared memory of a CTA and the pipelines over it: Q (``q``), the
     K and V rings (``k``, ``v``), the O tiles of the TMA-store epilogue
-    (``o``, or None). The stage count of each ring is read once, here: its
-    buffers, its barriers and its create follow it, and every pipeline
-    state is made from ``pipe.num_stages``."""
+    (``o``, or None). Each ring holds its stage count (``Ring``): its
+    buffers, its barriers and every pipeline state over it follow it."""
 
     def __init__(self, k, cfg):
-        q_layout, k_layout, v_layout = cfg.q_layout(), cfg.k_layout(), cfg.v_layout()
-        q_stages, kv_stages = cfg.q_buffers, cfg.stages
-        self.q = Ring(k.smem_alloc(q_stages * q_layout.bytes, align=q_layout.alignment,
-                                   name="Q"), q_layout)
-        self.k = Ring(k.smem_alloc(kv_stages * k_layout.bytes, align=k_layout.alignment,
-                                   name="K ring"), k_layout)
-        self.v = Ring(k.smem_alloc(kv_stages * v_layout.bytes, align=v_layout.alignment,
-                                   name="V ring"), v_layout)
+        self.q = Ring.of_layout(k, cfg.q_buffers, cfg.q_layout(), "Q")
+        self.k = Ring.of_layout(k, cfg.stages, cfg.k_layout(), "K ring")
+        self.v = Ring.of_layout(k, cfg.stages, cfg.v_layout(), "V ring")
         o_layout = cfg.o_layout()
         self.o = (k.smem_alloc(cfg.consumer_warpgroups * o_layout.bytes,
                                align=o_layout.alignment, name="O tiles")
@@ -455,17 +431,12 @@ class Rings:
         one_tma_thread = CooperativeGroup(Agent.Thread, 1)
         # Every consumer warp releases a stage once.
         consumers = CooperativeGroup(Agent.Thread, 4 * cfg.consumer_warpgroups)
-        for name, ring, stages in (("q", self.q, q_stages), ("k", self.k, kv_stages),
-                                   ("v", self.v, kv_stages)):
-            ring.pipe = PipelineTmaAsync.create(
-                num_stages=stages, producer_group=one_tma_thread, consumer_group=consumers,
-                tx_count=ring.layout.bytes, barrier_storage=k.alloc_barriers(2 * stages),
-                name=name)
+        for name, ring in (("q", self.q), ("k", self.k), ("v", self.v)):
+            ring.create_pipeline(k, one_tma_thread, consumers, name)
 
     def states(self, side):
         """A start state of ``side`` for each of Q, K and V."""
-        return tuple(make_pipeline_state(side, r.pipe.num_stages)
-                     for r in (self.q, self.k, self.v))
+        return tuple(r.state(side) for r in (self.q, self.k, self.v))
 
 
 # -- stage: the schedule -----------------------------------------------------
