@@ -107,7 +107,8 @@ def option_sets(spec):
 
 def with_options(options, fn):
     """``fn()`` with our backward's ``BWD_OPTIONS`` set to ``options`` (the
-    op reads them when the backward runs)."""
+    op reads them when the backward runs; None: each head dim's default,
+    ``()``: the plain configuration)."""
     import importlib
 
     op = importlib.import_module("pipeline_mlir.ops.attention")
@@ -219,7 +220,8 @@ def main(argv=None):
     names = [n for n in CONTENDERS if n in fns] + list(options)
 
     def grad(n, o, retain_graph=True):
-        return with_options(options.get(n, ()), lambda: torch.autograd.grad(
+        # None: the op's own choice (each head dim's default options)
+        return with_options(options.get(n), lambda: torch.autograd.grad(
             o, (q, k, v), do, retain_graph=retain_graph))
     results = []
     torch.manual_seed(0)
