@@ -234,9 +234,14 @@ LogicalResult protocol::checkRegisterBudget(FunctionOpInterface fn,
       if (entry.second.empty() || entry.second.back() != g)
         entry.second.push_back(g);
     }
-  for (auto &[key, site] : sitesOf)
+  for (auto &[key, site] : sitesOf) {
+    llvm::BitVector warps(numGroups * kWarpgroupThreads / 32);
+    for (int64_t g : site.second)
+      warps.set(g * 4, g * 4 + 4);
     diag.attachNote(site.first->getLoc())
         << (std::get<1>(key) ? "setmaxnreg.inc " : "setmaxnreg.dec ")
-        << std::get<2>(key) << " runs in " << warpgroupNames(site.second);
+        << std::get<2>(key) << " runs in " << warpgroupNames(site.second)
+        << " (" << describeWarps(warps) << ")";
+  }
   return failure();
 }

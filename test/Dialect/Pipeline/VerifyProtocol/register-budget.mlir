@@ -18,7 +18,7 @@ gpu.module @m {
     scf.if %producer {
     } else {
       // expected-error @+2 {{register budget: warpgroups 1-2 at 232 registers per thread and warpgroup 0 at 168 (not resized: the entry registers) need 128 threads x (2 x 232 + 168) = 80896 > 65536 registers (the 65,536-register file of an SM): setmaxnreg.inc waits until the registers it asks for are free, and no warpgroup gives them back, so the kernel hangs (give warpgroup 0 a setmaxnreg.dec to at most 48, or lower the setmaxnreg.inc of warpgroups 1-2 to at most 168)}}
-      // expected-note @+1 {{setmaxnreg.inc 232 runs in warpgroups 1-2}}
+      // expected-note @+1 {{setmaxnreg.inc 232 runs in warpgroups 1-2 (warps 4-11)}}
       nvvm.setmaxregister increase 232
     }
     gpu.return
@@ -57,11 +57,11 @@ gpu.module @m {
     %wg = arith.divui %tid, %c128 : i32
     %producer = arith.cmpi eq, %wg, %c0 : i32
     scf.if %producer {
-      // expected-note @+1 {{setmaxnreg.dec 40 runs in warpgroup 0}}
+      // expected-note @+1 {{setmaxnreg.dec 40 runs in warpgroup 0 (warps 0-3)}}
       nvvm.setmaxregister decrease 40
     } else {
       // expected-error @+2 {{register budget: warpgroups 1-4 at 160 registers per thread and warpgroup 0 at 40 need 128 threads x (4 x 160 + 40) = 87040 > 65536 registers (the 65,536-register file of an SM): setmaxnreg.inc waits until the registers it asks for are free, and no warpgroup gives them back, so the kernel hangs (lower the setmaxnreg.inc of warpgroups 1-4 to at most 112, or give the kernel fewer warpgroups)}}
-      // expected-note @+1 {{setmaxnreg.inc 160 runs in warpgroups 1-4}}
+      // expected-note @+1 {{setmaxnreg.inc 160 runs in warpgroups 1-4 (warps 4-19)}}
       nvvm.setmaxregister increase 160
     }
     gpu.return
