@@ -14,6 +14,7 @@ import re
 import pytest
 
 from _attention_bwd_mistakes import STAGES_WITH, build_with_mistake
+from pipeline_mlir.chip_limits import SMEM_PER_BLOCK
 from pipeline_mlir.kernels import attention_bwd as ab
 from pipeline_mlir.ops import attention_configs, kernel_cache
 from pipeline_mlir.layout import OperandLayout
@@ -98,7 +99,7 @@ def test_the_kernel_checks_and_assembles(head_dim, causal):
     assert "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add" in ptx
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.bf16\.bf16 \{", ptx)
     assert "cp.async.bulk.tensor.3d.global.shared::cta" in ptx
-    assert k.smem_bytes <= ab.SMEM_PER_BLOCK
+    assert k.smem_bytes <= SMEM_PER_BLOCK
 
 
 @pytest.mark.parametrize("cfg", [production(128), dict(head_dim=64, causal=True),
@@ -155,7 +156,7 @@ def test_the_launch_facts_name_every_parameter():
     k = build(**production(256, causal=True))
     meta = k.config.meta(k)
     assert meta["block_n"] == 64 and meta["threads"] == 384 and meta["head_dim"] == 256
-    assert meta["smem"] == k.smem_bytes <= ab.SMEM_PER_BLOCK
+    assert meta["smem"] == k.smem_bytes <= SMEM_PER_BLOCK
     assert meta["layouts"]["dq"]["cols"] == 128 and meta["layouts"]["dkv"]["cols"] == 128
 
 
@@ -554,7 +555,7 @@ def test_head_dim_option_sets_check_and_simulate_clean(head_dim, opts):
     assert report.ok and report.schedules == SCHEDULES, report
     ptx = k.to_ptx()
     cfg = k.config
-    assert cfg.smem_bytes() <= ab.SMEM_PER_BLOCK
+    assert cfg.smem_bytes() <= SMEM_PER_BLOCK
     if "dq_double_buffer" in opts:
         assert re.search(r"cp\.async\.bulk\.wait_group\.read\s+1;", ptx)
         single = ab.AttentionBwdConfig(**dict(want, dq_double_buffer=False))

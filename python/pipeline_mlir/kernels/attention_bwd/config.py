@@ -1,0 +1,225 @@
+"""The backward's configuration (``AttentionBwdConfig``): its switches, the
+tile shapes and operand layouts that follow from them, the shared-memory
+plan, and the launch facts the host needs; with the kernel-wide constants
+(tile rows, dQ chunk, named barrier ids).
+"""
+
+from dataclasses import dataclass
+
+from pipeline_mlir.chip_limits import SMEM_PER_BLOCK, WGMMA_M
+from pipeline_mlir.kernel.warpgroup import THREADS_PER_WARPGROUP
+from pipeline_mlir.layout import OperandLayout
+
+
+SWIZZLE = 128
+CONSUMER_WARPGROUPS = 2
+BLOCK_M = 64                                # query rows per step
+DQ_CHUNK = 64                               # dQ columns per GEMM (register budget)
+ROW_BYTES = BLOCK_M * 4                     # one query block of LSE or dPsum
+HEAD_DIMS = (64, 128, 256)
+# Named barrier ids: per consumer warpgroup 1, 2 (its dS / dQ hand-over to
+# its own TMA thread); 3: both consumer warpgroups before the epilogue; 4:
+# both consumers' dS tiles written (``dq_split``).
+WG_BARRIER = 1
+EPILOGUE_BARRIER = 3
+DS_BARRIER = 4
+
+
+@dataclass(frozen=True)
+class AttentionBwdConfig:
+    """One variant of the backward's main kernel."""
+    head_dim: int = 128
+    causal: bool = False
+    stages: int = 2
+    producer_registers: int = 24
+    consumer_registers: int = 240
+    # dQ = dS K split by columns between the consumer warpgroups: each
+    # computes its d/2 columns over all 128 keys of the CTA from both
+    # warpgroups' dS^T tiles (double buffered; one named barrier over both
+    # per step) and reduce-adds a 64 x d/2 tile, rather than each all d
+    # columns over its own 64 keys (two reduce-adds of a whole 64 x d tile
+    # per step: twice the traffic). Head dim 128 only: at 64 a part would be
+    # 32 columns, not whole 128-byte atoms of K. Off until measured.
+    dq_split: bool = False
+    # dQ's column chunks (``DQ_CHUNK`` wide) kept in flight: each chunk's
+    # GEMM is issued before the wait for the one before it, whose fp32
+    # stores then overlap it, and the first wait (``wait_group(1)``) needs
+    # only dV and dK retired, so Q and dO go back while dQ still runs. The
+    # default waits for everything after each chunk and stores it with the
+    # tensor core idle for this warpgroup. Measured no faster on an H200
+    # (0.97-1.03x the default's time): off.
+    dq_overlap: bool = False
+    # The fp32 dQ tile's 8-byte stores without bank conflicts: rows 2i and
+    # 2i + 1 of the 128-byte swizzle put a column pair in the same two
+    # 16-byte chunks, so each half-warp (4 rows) filled only 4 of a row's
+    # 8 chunks, twice (4 wavefronts per store where 2 carry the bytes;
+    # Nsight Compute on the d 128 kernel). With this, odd rows store their
+    # pair 64 bytes over (pair j ^ 2, chosen by a select), and each half
+    # fills every chunk once. The op turns it on where it measured faster
+    # (attention_configs.BWD_DQ_STORE_SPREAD: d 128 and 256).
+    dq_store_spread: bool = False
+    # The last dQ part's fp32 store and reduce-add deferred to the next
+    # step: its values stay in registers (retired) until that step's S^T
+    # and dP^T are issued, and are stored while those GEMMs run; the
+    # parts before it are stored while the next part's GEMM runs. The
+    # default stores every part and issues the reduce-add before the next
+    # step's GEMMs, so each warpgroup's tensor work stops for its dQ
+    # epilogue (Nsight Compute: the tensor pipe idles 48% of the d 128
+    # kernel, much of it in that epilogue's waits, fences and barriers).
+    # Measured on an H200: 5-24% slower at d 128 and 256 (the carried part
+    # spills there); 6% faster at d 64 with dq_double_buffer, the spread
+    # stores and min_ctas, and 0.5-7% at d 128 with those and dq_split
+    # (one 64-column part to carry; docs/attention.md). Off.
+    dq_deferred: bool = False
+    # ``.minnctapersm 1`` on the kernel: without it ptxas may not know the
+    # register count at entry and then ignores every ``setmaxnreg`` (its
+    # C7508 note; seen at d 64): the consumers get the flat 168 registers
+    # of 65536 / 384 threads instead of 240, and spill. Measured alone on
+    # an H200: -2..+4% at d 64, 1-8% slower at d 128 and 256. Off.
+    min_ctas: bool = False
+    # Two fp32 dQ tiles per consumer warpgroup, used by turns (step ``it``
+    # writes tile ``it % 2``): a step's dQ stores wait only for the
+    # reduce-add of two steps before to have read its tile, not the one
+    # just issued (the leader's ``cp.async.bulk.wait_group.read 1``; the
+    # default waits for every reduce-add, then the warpgroup's barrier
+    # before the dS^T stores waits for the leader). Shared memory allows
+    # it at d 64 (another 32 KiB) and at d 128 with ``dq_split`` (its
+    # 64-column tiles: 226.7 KiB); otherwise d 128 and 256 would pass
+    # 227 KiB.
+    # The tiles are plain shared memory: the checker and the simulator do
+    # not model which one a reduce-add still reads (the wait's count is the
+    # argument; the GPU tests compare with fp32). Off.
+    dq_double_buffer: bool = False
+
+    def __post_init__(self):
+        if self.head_dim not in HEAD_DIMS:
+            raise ValueError(f"AttentionBwdConfig: head_dim must be one of {HEAD_DIMS}, "
+                             f"got {self.head_dim!r}")
+        if self.stages not in (1, 2, 3):
+            raise ValueError("AttentionBwdConfig: stages must be 1, 2 or 3")
+        if self.dq_deferred and self.dq_overlap:
+            raise ValueError("AttentionBwdConfig: dq_deferred orders the dQ parts itself "
+                             "(each stored while the next one's GEMM runs); not with "
+                             "dq_overlap")
+        if self.dq_double_buffer and self.smem_bytes() > SMEM_PER_BLOCK:
+            raise ValueError(f"AttentionBwdConfig: dq_double_buffer at head_dim "
+                             f"{self.head_dim} needs {self.smem_bytes()} bytes of shared "
+                             f"memory, over {SMEM_PER_BLOCK} (it fits at 64)")
+        if self.dq_split and self.head_dim != 128:
+            raise ValueError("AttentionBwdConfig: dq_split needs head_dim 128 (each "
+                             "warpgroup's dQ columns whole 128-byte atoms of K; d 256 "
+                             "splits every gradient by columns already)")
+
+    block_m = BLOCK_M
+
+    @property
+    def column_parts(self):
+        """Consumer warpgroups that share one group of 64 keys, each owning
+        ``part_cols`` columns of their dK, dV and dQ. 1 up to d = 128 (each
+        warpgroup its own 64 keys, all d columns); 2 at d = 256, where one
+        warpgroup's dK and dV accumulators over all 256 columns would take
+        256 registers a thread: there both compute the keys' S^T and dP^T
+        (the same values) and each its 128 columns of the gradients."""
+        return 2 if self.head_dim == 256 else 1
+
+    @property
+    def part_cols(self):
+        """dK, dV and dQ columns one consumer warpgroup computes."""
+        return self.head_dim // self.column_parts
+
+    @property
+    def dq_cols(self):
+        """dQ columns one consumer warpgroup computes and reduce-adds."""
+        return self.head_dim // CONSUMER_WARPGROUPS if self.dq_split else self.part_cols
+
+    @property
+    def ds_buffers(self):
+        """Buffers of the dS^T tiles (each all consumers' tiles): two with
+        ``dq_split``, so that a step's writes need not wait for the other
+        warpgroup's dQ GEMM of the step before."""
+        return 2 if self.dq_split else 1
+
+    @property
+    def dq_buffers(self):
+        """fp32 dQ tiles per consumer warpgroup (``dq_double_buffer``)."""
+        return 2 if self.dq_double_buffer else 1
+
+    @property
+    def block_n(self):
+        """Key rows per CTA: 64 per group of keys."""
+        return WGMMA_M * CONSUMER_WARPGROUPS // self.column_parts
+
+    @property
+    def threads(self):
+        return THREADS_PER_WARPGROUP * (1 + CONSUMER_WARPGROUPS)
+
+    @property
+    def name(self):
+        return (f"attn_bwd_d{self.head_dim}{'_causal' if self.causal else ''}"
+                f"_{self.block_n}x{BLOCK_M}_s{self.stages}{'_dqs' if self.dq_split else ''}"
+                f"{'_dqo' if self.dq_overlap else ''}{'_dqw' if self.dq_store_spread else ''}"
+                f"{'_dqd' if self.dq_deferred else ''}{'_mc' if self.min_ctas else ''}"
+                f"{'_dqb' if self.dq_double_buffer else ''}")
+
+    # The operand layouts. Q and dO are read as the B operand of S^T / dP^T
+    # (N x K: d contiguous) and, the same bytes, as the MN-major B of dK /
+    # dV (K x N: query rows are that GEMM's K). K and V likewise: the A of
+    # S^T / dP^T, and K the MN-major B of dQ.
+    def q_layout(self):
+        return OperandLayout("bf16", "K", SWIZZLE, BLOCK_M, self.head_dim)
+
+    def q_mn_layout(self):
+        return OperandLayout("bf16", "MN", SWIZZLE, BLOCK_M, self.head_dim)
+
+    def kv_layout(self):
+        return OperandLayout("bf16", "K", SWIZZLE, self.block_n, self.head_dim)
+
+    def k_mn_layout(self):
+        return OperandLayout("bf16", "MN", SWIZZLE, self.block_n, self.head_dim)
+
+    def ds_layout(self):
+        """One consumer's dS^T tile (its 64 keys x 64 queries, queries
+        contiguous) as it writes it: a 64-row C tile."""
+        return OperandLayout("bf16", "K", SWIZZLE, WGMMA_M, BLOCK_M)
+
+    def ds_mn_layout(self):
+        """The same bytes as the A operand of dQ = dS K: M (queries)
+        contiguous, rows are K (keys): MN-major. With ``dq_split`` both
+        consumers' tiles of one buffer, one after the other: all 128 keys
+        (consumer 1's tile starts at K slice 4)."""
+        keys = self.block_n if self.dq_split else WGMMA_M
+        return OperandLayout("bf16", "MN", SWIZZLE, keys, BLOCK_M)
+
+    def dq_layout(self):
+        """One consumer's fp32 dQ tile (its ``dq_cols`` columns), the source
+        of the TMA reduce-add."""
+        return OperandLayout("f32", "K", SWIZZLE, BLOCK_M, self.dq_cols)
+
+    def dkv_layout(self):
+        """One consumer's 64 rows x ``part_cols`` columns of dK or dV
+        (bf16), written over its part of the K or V tile and stored with
+        TMA. (With two column parts a part's bytes are the K tile's boxes
+        of its columns: the same 64-row, 128-byte-row boxes.)"""
+        return OperandLayout("bf16", "K", SWIZZLE, WGMMA_M, self.part_cols)
+
+    def smem_bytes(self):
+        """Dynamic shared memory ``Rings`` allocates: K and V, the Q / dO and
+        LSE / dPsum rings, per consumer a dS^T and a dQ tile, the barriers,
+        and the arena's 1024-byte alignment slack."""
+        kv = 2 * self.kv_layout().bytes
+        rings = self.stages * 2 * self.q_layout().bytes + (self.stages + 1) * 2 * ROW_BYTES
+        per_consumer = CONSUMER_WARPGROUPS * (self.ds_buffers * self.ds_layout().bytes
+                                              + self.dq_buffers * self.dq_layout().bytes)
+        barriers = 8 * 2 * (1 + 4 * self.stages + 2)
+        return kv + rings + per_consumer + barriers + 1024
+
+    def meta(self, kernel):
+        """What the host launcher needs (ops/attention_bwd_host.py)."""
+        return {"signature": [p.kind for _, p in kernel.params],
+                "params": [name for name, _ in kernel.params],
+                "smem": kernel.smem_bytes, "name": self.name, "head_dim": self.head_dim,
+                "causal": self.causal, "block_m": BLOCK_M, "block_n": self.block_n,
+                "threads": self.threads,
+                "layouts": {"q": self.q_layout().to_meta(), "kv": self.kv_layout().to_meta(),
+                            "dq": self.dq_layout().to_meta(),
+                            "dkv": self.dkv_layout().to_meta()}}

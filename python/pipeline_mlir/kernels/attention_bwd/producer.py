@@ -1,0 +1,64 @@
+"""Stage: the backward's producer warp (``producer``): K and V once, then Q,
+LSE, dO and dPsum per step.
+"""
+
+from pipeline_mlir.kernel.memory import element_ptr
+from pipeline_mlir.kernel.values import f32
+from pipeline_mlir.pipeline import PipelineUserType
+
+from .config import BLOCK_M, ROW_BYTES
+
+
+def producer(k, cfg, rings, sched, args):
+    """Warp 0 of warpgroup 0: the CTA's K and V once, then per step Q,
+    LSE, dO and dPsum, each into its ring: Q and dO as 3-D TMA boxes (rows
+    past the sequence read zeros), LSE and dPsum as bulk copies of one
+    query block's padded row."""
+    d, bm, bn = cfg.head_dim, BLOCK_M, cfg.block_n
+    kv_layout, q_layout = cfg.kv_layout(), cfg.q_layout()
+    kv_bytes = kv_layout.bytes
+    b, h_kv = sched.b, sched.h_kv
+    pipe_kv = rings.kv.pipe
+    kv_state = rings.kv.state(PipelineUserType.Producer)
+    pipe_kv.producer_acquire(kv_state)
+    with k.elect_one():
+        tile = rings.kv.buffer(kv_state.index)
+        for desc, base in ((args.k, 0), (args.v, kv_bytes)):
+            for col, off in kv_layout.box_offsets():
+                pipe_kv.tma_load(kv_state, desc, [h_kv * d + col, sched.n_block * bn, b],
+                                 tile + (base + off), kv_layout.box_bytes)
+    pipe_kv.producer_commit(kv_state)
+    kv_state.advance()
+
+    states = rings.states(PipelineUserType.Producer)
+    for it, _ in k.range(sched.steps, carry=states):
+        h, m_block = sched.step(it)
+        q_state, lse_state, do_state, dpsum_state = states
+        row = (b * args.heads + h) * sched.padded_q + m_block * bm
+
+        def tile_load(ring, state, desc):
+            ring.pipe.producer_acquire(state)
+            with k.elect_one():
+                t = ring.buffer(state.index)
+                for col, off in q_layout.box_offsets():
+                    ring.pipe.tma_load(state, desc, [h * d + col, m_block * bm, b],
+                                       t + off, q_layout.box_bytes)
+            ring.pipe.producer_commit(state)
+            state.advance()
+
+        def row_load(ring, state, src):
+            ring.pipe.producer_acquire(state)
+            with k.elect_one():
+                ring.pipe.bulk_copy(state, element_ptr(src, f32(), row),
+                                    ring.buffer(state.index), ROW_BYTES)
+            ring.pipe.producer_commit(state)
+            state.advance()
+
+        tile_load(rings.q, q_state, args.q)
+        row_load(rings.lse, lse_state, args.lse_log2)
+        tile_load(rings.do, do_state, args.do)
+        row_load(rings.dpsum, dpsum_state, args.dpsum)
+    # No arrive may land on this CTA's barriers after it exits.
+    pipe_kv.producer_tail(kv_state)
+    for ring, state in zip((rings.q, rings.lse, rings.do, rings.dpsum), states):
+        ring.pipe.producer_tail(state)

@@ -1,0 +1,96 @@
+"""Stage: the softmax gradient in registers, P^T (masked) and dS^T
+(``SoftmaxGrad``), and the loads of LSE and dPsum it reads
+(``load_columns``).
+"""
+
+import mlir.ir as ir
+from mlir.dialects import llvm
+
+from pipeline_mlir.chip_limits import WGMMA_M
+from pipeline_mlir.kernel import Scalar, wgmma
+from pipeline_mlir.kernel.fragment import ColVector
+from pipeline_mlir.kernel.memory import element_ptr
+from pipeline_mlir.kernel.values import f32, to_value
+from pipeline_mlir.user_location import user_line
+
+from .config import BLOCK_M
+
+
+@user_line
+def load_columns(stage, lane, n):
+    """The ``n`` fp32 values of a query block (a stage of 'lse' or 'dpsum')
+    that this thread's columns of an ``m64 x n`` fragment need, as a
+    ColVector: one 8-byte shared load per pair of adjacent columns."""
+    pair_t = ir.VectorType.get([2], f32())
+    first = (lane % 4) * 2
+    values = []
+    for j in range(n // 8):
+        ptr = element_ptr(stage, f32(), first + 8 * j)
+        v = llvm.load(pair_t, ptr.ir_value)
+        for e in range(2):
+            values.append(llvm.extractelement(v, to_value(Scalar(e))))
+    return ColVector(n, values)
+
+
+class SoftmaxGrad:
+    """P^T and dS^T in registers, once the score GEMMs retire:
+
+        P^T  = exp2(S^T * scale * log2(e) - LSE * log2(e)), masked
+        dS^T = P^T * (dP^T - dPsum)
+
+    LSE and dPsum are read from their ring stages between the wait and the
+    release, each as the columns (queries) this thread holds."""
+
+    def __init__(self, k, cfg, rings, sched, args, cw, lane, thread_row, thread_col):
+        self.k, self.cfg, self.rings, self.sched, self.args = k, cfg, rings, sched, args
+        self.lane, self.thread_col = lane, thread_col
+        if cfg.column_parts == 1:
+            self.key0 = sched.n_block * cfg.block_n + cw * WGMMA_M + thread_row  # first key
+        else:
+            self.key0 = sched.n_block * cfg.block_n + thread_row     # the keys are shared
+
+    def __call__(self, s, dp, lse_read, dpsum_read, m_block):
+        """(P^T, dS^T) of the step's S^T and dP^T (both groups retired
+        here)."""
+        lse = self.load_lse(lse_read)
+        wgmma.wait_group(1)                      # S^T retired
+        p = s.fma(self.args.scale_log2, -lse).exp2()
+        self.mask(p, m_block)
+        dpsum = self.load_dpsum(dpsum_read)
+        wgmma.wait_group(0)                      # dP^T retired
+        return p, p * (dp - dpsum)
+
+    def load_lse(self, lse_read):
+        pipe = self.rings.lse.pipe
+        pipe.consumer_wait(lse_read)
+        lse = load_columns(self.rings.lse.buffer(lse_read.index), self.lane, BLOCK_M)
+        pipe.consumer_release(lse_read)
+        return lse
+
+    def load_dpsum(self, dpsum_read):
+        pipe = self.rings.dpsum.pipe
+        pipe.consumer_wait(dpsum_read)
+        dpsum = load_columns(self.rings.dpsum.buffer(dpsum_read.index), self.lane, BLOCK_M)
+        pipe.consumer_release(dpsum_read)
+        return dpsum
+
+    def mask(self, p, m_block):
+        """P^T = 0 where the key is past the sequence or (causal) after the
+        query's diagonal; only in blocks that cross either."""
+        k, cfg, sched = self.k, self.cfg, self.sched
+        bm, bn, n_block, seqlen_k = BLOCK_M, cfg.block_n, sched.n_block, sched.seqlen_k
+        offset = sched.offset
+        col0 = m_block * bm + self.thread_col     # this thread's first query
+        tail = (n_block + 1) * bn > seqlen_k      # some key past the end
+        if cfg.causal:
+            # Key c is visible to query r when c <= r + offset.
+            needs = tail | (n_block * bn + bn - 1 > m_block * bm + offset)
+        else:
+            needs = tail
+        key0 = self.key0
+        with k.if_(needs, carry=[p]):
+            def keep(r, c):
+                key = key0 + r
+                ok = key < seqlen_k
+                return ok & (key <= col0 + c + offset) if cfg.causal else ok
+            p.set(p.where(keep, 0.0))
