@@ -1,5 +1,5 @@
 """Synchronization mistakes planted in the library's attention backward
-(pipeline_mlir/kernels/attention_bwd.py), each a wrong version of one of
+(pipeline_mlir/kernels/attention_bwd/), each a wrong version of one of
 its stages: ``build(cfg, stages=STAGES_WITH[name])`` builds the kernel with
 that stage replaced. The kernel holds no mistake of its own; these are what
 the protocol checker and the simulator must reject (test_attention_bwd.py).

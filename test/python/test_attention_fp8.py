@@ -1,5 +1,5 @@
 """The FP8 (e4m3) attention forward (``AttentionConfig(dtype='e4m3')``,
-kernels/attention_fwd.py's "FP8"), without a GPU: P's register operand
+kernels/attention_fwd/__init__.py's "FP8"), without a GPU: P's register operand
 packed in place against V^T's key order, element by element on the PTX
 ISA's fragment layouts (test/gpu/ptx_layouts.py) and as a product; the
 host's V^T operand; the configurations pass the protocol checker and the

@@ -1,4 +1,4 @@
-"""Host side of pipeline_mlir/kernels/attention_bwd.py: run the attention
+"""Host side of pipeline_mlir/kernels/attention_bwd/: run the attention
 backward on torch tensors, and the fp32 reference it is checked against.
 
 Needs only ``pipeline_mlir.runtime`` (cuda-bindings) and torch, no MLIR.

@@ -99,7 +99,7 @@ VARIANTS = dict([variant(d, c, g) for d in HEAD_DIMS for c in (False, True)
                  for g in (0,) + GROUPS] + [CAUSAL_D64, FEW_UNITS_D128])
 
 
-# The backward's main kernel (kernels/attention_bwd.py) per head dim: one
+# The backward's main kernel (kernels/attention_bwd/) per head dim: one
 # configuration each. d 64 and 128: 128 keys per CTA (64 per consumer
 # warpgroup) over 64-row query blocks, two stages of Q and dO. d 256: 64
 # keys per CTA, the two consumer warpgroups splitting dK, dV and dQ by

@@ -20,7 +20,7 @@ Forward only (no autograd).
 V's contract: an 8-bit wgmma reads its B operand K-major only, and P V's K
 is the keys, so the kernel reads V^T (keys contiguous) with its keys
 permuted within every 32 so that P's register operand needs no shuffles
-(``kernels/attention_fwd.py``, "FP8"). The op makes that operand from
+(``kernels/attention_fwd/__init__.py``, "FP8"). The op makes that operand from
 ``v8`` (``attention_fwd_host.fp8_v_operand``: one pass over V, a transpose
 and a gather); a caller that reuses V (a KV cache) makes it once and passes
 ``vt=fp8_v_operand(v8)`` with ``v8=None``.

@@ -1,4 +1,4 @@
-"""Host side of pipeline_mlir/kernels/attention_fwd.py: launch a compiled attention
+"""Host side of pipeline_mlir/kernels/attention_fwd/: launch a compiled attention
 forward on torch tensors and check it against PyTorch.
 
 Needs only ``pipeline_mlir.runtime`` (cuda-bindings) and torch, no MLIR: the
@@ -232,7 +232,7 @@ def fp8_v_operand(v):
     V^T (batch, kv_heads, d, keys), keys contiguous (an 8-bit wgmma's B is
     K-major), padded with zeros to ``fp8_v_keys`` and permuted within every
     32 as ``fp8_v_source_keys`` says (so that P's register fragment needs
-    no shuffles: the module doc of kernels/attention_fwd.py). One copy of
+    no shuffles: the module doc of kernels/attention_fwd/__init__.py). One copy of
     V (a permute of its axes); a KV cache can keep V in this form and pass
     it to every call."""
     import torch

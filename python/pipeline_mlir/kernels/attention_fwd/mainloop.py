@@ -1,0 +1,212 @@
+"""Stage: a consumer warpgroup's GEMMs over one tile and the release of every
+stage they read (``Mainloop``), the values it carries (``TileAccumulators``)
+and the hold of P V's retirement (``hold_after``).
+"""
+
+from dataclasses import dataclass
+
+from mlir.dialects import arith, llvm
+
+from pipeline_mlir.kernel import Scalar, wgmma
+from pipeline_mlir.kernel.fragment import Fragment, RowVector
+from pipeline_mlir.layout import descriptor_units
+
+
+@dataclass
+class TileAccumulators:
+    """A consumer warpgroup's running values over one tile: O (fp32, m64 x
+    d), the row max of S and the row sum of P."""
+    o: Fragment
+    row_max: RowVector
+    row_sum: RowVector
+
+
+class Mainloop:
+    """A consumer warpgroup's GEMMs over one tile and the release of every
+    stage they read. Per key block j:
+
+        S_j = Q K_j^T        (``issue_s``)
+        P_j = softmax(S_j)   (the softmax stage)
+        O  += P_{j-1} V_{j-1}  (``issue_pv``)
+
+    Release order (what the checker's async-read check proves): a K stage
+    after ``wgmma.wait_group`` retired the S GEMM that reads it, a V stage
+    after its P V GEMM, Q after the tile's last S GEMM."""
+
+    def __init__(self, k, cfg, rings, turns):
+        self.k, self.cfg, self.rings, self.turns = k, cfg, rings, turns
+        q_layout, k_layout, v_layout = rings.q.layout, rings.k.layout, rings.v.layout
+        self.mma_s = wgmma.WarpgroupMma(cfg.kv_block, q_layout, k_layout)  # m64 n=bn
+        # O += P V: m64 n=d, V (kv rows x d) MN-major; FP8: V^T (d x kv)
+        # K-major, its keys in P's in-place register order.
+        self.mma_o = wgmma.WarpgroupMma(cfg.head_dim, cfg.dtype, v_layout)
+        # Stage 0 of the K and V rings (Q's descriptor is made per tile).
+        self.k_base = wgmma.smem_matrix_descriptor(rings.k.smem, k_layout)
+        self.v_base = wgmma.smem_matrix_descriptor(rings.v.smem, v_layout)
+        self.k_step = descriptor_units(k_layout.bytes)
+        self.v_step = descriptor_units(v_layout.bytes)
+
+    def operand_a(self, p):
+        """P as the register A operand of P V: bf16 (the accumulator's own
+        layout), or e4m3 packed in place (no shuffles; V^T's keys are in
+        the order this gives, ``layout.fp8_register_a_key_order``)."""
+        if self.cfg.fp8:
+            return p.to_operand_a(self.cfg.dtype, in_place=True)
+        return p.to_operand_a("bf16")
+
+    def issue_s(self, s_acc, stage, q_desc):
+        """S = Q K_stage^T: d / 16 wgmma (d / 32 for e4m3), one group."""
+        q_layout, k_layout = self.rings.q.layout, self.rings.k.layout
+        db = (stage.to(64) * self.k_step + Scalar(self.k_base)).ir_value
+        wgmma.fence()
+        for kk in range(q_layout.k_slices):
+            self.mma_s.mma(s_acc, wgmma.k_slice_descriptor(q_desc, q_layout, kk),
+                           wgmma.k_slice_descriptor(db, k_layout, kk), accumulate=kk > 0)
+        wgmma.commit_group()
+
+    def issue_pv(self, o_acc, p, stage):
+        """O += P V_stage: bn / 16 wgmma (bn / 32 for e4m3) with P in
+        registers, one group."""
+        v_layout = self.rings.v.layout
+        db = (stage.to(64) * self.v_step + Scalar(self.v_base)).ir_value
+        wgmma.fence()
+        for kk in range(len(p)):
+            self.mma_o.mma_rs(o_acc, p.slice(kk), wgmma.k_slice_descriptor(db, v_layout, kk))
+        wgmma.commit_group()
+
+    def tile(self, states, acc, softmax, cw, m_row0, n_blocks, n_free):
+        """One tile's key blocks into ``acc``; ``states``: the consumer
+        states of Q, K and V."""
+        k, q = self.k, self.rings.q
+        q_read, k_read, v_read = states
+        q.pipe.consumer_wait(q_read)
+        # This warpgroup's 64 rows of Q, addressed from Q's stage
+        # index: that ties the S GEMMs to the Q stage, so the checker
+        # sees them read it.
+        q_desc = wgmma.smem_matrix_descriptor(
+            q.buffer(q_read.index) + q.layout.mn_offset(64) * cw, q.layout)
+        p_regs = self.first_block(states, q_desc, acc, softmax, m_row0, n_free)
+        corr = RowVector.full(1.0)
+        if not self.cfg.intra_overlap:
+            # The plain order, for the ladder: each block's P V right
+            # after its softmax (the tensor cores idle meanwhile,
+            # unless the other warpgroup fills them).
+            for j, _ in k.range(1, n_blocks, carry=[k_read, v_read, acc.o, acc.row_max,
+                                                    acc.row_sum, p_regs]):
+                self.plain_block(states, j, q_desc, acc, p_regs, softmax, m_row0, n_free)
+        else:
+            # Blocks 1..n-1: S_j is issued before P_{j-1} V_{j-1}, so the
+            # softmax of S_j runs while the P V GEMM is in flight; O is
+            # rescaled by the previous block's correction between the two
+            # issues, while S_j occupies the tensor cores.
+            for j, _ in k.range(1, n_blocks, carry=[k_read, v_read, acc.o, acc.row_max,
+                                                    acc.row_sum, p_regs, corr]):
+                self.overlapped_block(states, j, q_desc, acc, p_regs, corr, softmax,
+                                      m_row0, n_free)
+        self.release_q(q_read)
+        self.last_block(v_read, acc, p_regs, corr)
+        q_read.advance()
+
+    def first_block(self, states, q_desc, acc, softmax, m_row0, n_free):
+        """Block 0: S_0 and its softmax; returns P_0 as wgmma A operand."""
+        _, k_read, _ = states
+        pipe_k = self.rings.k.pipe
+        s_acc = Fragment.undef(self.cfg.kv_block)
+        pipe_k.consumer_wait(k_read)
+        self.turns.begin()
+        self.issue_s(s_acc, k_read.index, q_desc)
+        self.turns.end()
+        wgmma.wait_group(0)
+        pipe_k.consumer_release(k_read)
+        k_read.advance()
+        p, _ = softmax(s_acc, acc, Scalar(0), m_row0, Scalar(0) >= n_free, first=True)
+        return self.operand_a(p)
+
+    def plain_block(self, states, j, q_desc, acc, p_regs, softmax, m_row0, n_free):
+        """Block j without overlap: P_{j-1} V_{j-1}, retired, then S_j,
+        retired, then its softmax."""
+        _, k_read, v_read = states
+        pipe_k, pipe_v = self.rings.k.pipe, self.rings.v.pipe
+        pipe_v.consumer_wait(v_read)
+        self.turns.begin()
+        self.issue_pv(acc.o, p_regs, v_read.index)
+        self.turns.end()
+        wgmma.wait_group(0)
+        pipe_v.consumer_release(v_read)
+        v_read.advance()
+        s_acc = Fragment.undef(self.cfg.kv_block)
+        pipe_k.consumer_wait(k_read)
+        self.turns.begin()
+        self.issue_s(s_acc, k_read.index, q_desc)
+        self.turns.end()
+        wgmma.wait_group(0)
+        pipe_k.consumer_release(k_read)
+        k_read.advance()
+        p, c = softmax(s_acc, acc, j, m_row0, j >= n_free, first=False)
+        acc.o.set(acc.o * c)
+        p_regs.set(self.operand_a(p))
+
+    def overlapped_block(self, states, j, q_desc, acc, p_regs, corr, softmax, m_row0,
+                         n_free):
+        """Block j with intra-warpgroup overlap: S_j and P_{j-1} V_{j-1}
+        issued together, the softmax of S_j while P V runs. ``p_regs``
+        holds P_{j-1}, then P_j: converted after P V's wait, or
+        (cfg.double_p) before it, into other registers."""
+        _, k_read, v_read = states
+        pipe_k, pipe_v = self.rings.k.pipe, self.rings.v.pipe
+        s_acc = Fragment.undef(self.cfg.kv_block)
+        pipe_k.consumer_wait(k_read)
+        self.turns.begin()
+        self.issue_s(s_acc, k_read.index, q_desc)
+        acc.o.set(acc.o * corr)
+        pipe_v.consumer_wait(v_read)
+        self.issue_pv(acc.o, p_regs, v_read.index)
+        self.turns.end()
+        wgmma.wait_group(1)              # S_j retired
+        pipe_k.consumer_release(k_read)
+        k_read.advance()
+        p, new_corr = softmax(s_acc, acc, j, m_row0, j >= n_free, first=False)
+        if self.cfg.double_p:
+            # P_j converted while P_{j-1} V_{j-1} still reads p_regs: into
+            # other registers, moved into p_regs after the wait.
+            p_next = self.operand_a(p)
+        if self.cfg.hold_pv_wait:
+            hold_after(acc.row_sum)
+        wgmma.wait_group(0)              # P_{j-1} V_{j-1} retired
+        pipe_v.consumer_release(v_read)
+        v_read.advance()
+        corr.set(new_corr)
+        p_regs.set(p_next if self.cfg.double_p else self.operand_a(p))
+
+    def release_q(self, q_read):
+        """Q is no longer read: every S GEMM of the tile retired."""
+        self.rings.q.pipe.consumer_release(q_read)
+
+    def last_block(self, v_read, acc, p_regs, corr):
+        """The last block: O += P_{n-1} V_{n-1}."""
+        pipe_v = self.rings.v.pipe
+        pipe_v.consumer_wait(v_read)
+        self.turns.begin()
+        acc.o.set(acc.o * corr)
+        self.issue_pv(acc.o, p_regs, v_read.index)
+        self.turns.end()
+        wgmma.wait_group(0)
+        pipe_v.consumer_release(v_read)
+        v_read.advance()
+
+
+def hold_after(row_sum):
+    """A trap on ``row_sum`` < 0 in any lane (never: sums of exponentials
+    are >= 0), for ``AttentionConfig.hold_pv_wait``: ptxas keeps the
+    ``wgmma.wait_group`` that follows after it, and so after every
+    exponential the sums read. One asm with side effects: LLVM keeps it
+    after the exponentials it reads and before the wait (which has side
+    effects too), and the simulator, which cannot evaluate a condition on
+    GEMM results, sees no branch; the vote keeps the trap's branch
+    warp-uniform (on a per-thread one ptxas treats what follows as
+    divergent and moves every wgmma descriptor through vector registers)."""
+    total = arith.addf(row_sum.values[0], row_sum.values[1])
+    llvm.inline_asm(None, [total],
+                    "{ .reg .pred p, q; setp.lt.f32 p, $0, 0f00000000; "
+                    "vote.sync.any.pred q, p, 0xffffffff; @q trap; }",
+                    "f", has_side_effects=True)

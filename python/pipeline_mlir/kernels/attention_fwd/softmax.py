@@ -1,0 +1,62 @@
+"""Stage: the online softmax of one S block and its mask (``OnlineSoftmax``)."""
+
+from pipeline_mlir.kernel import Scalar
+
+from .config import packed_shift
+from .exponentials import exponentials
+
+
+class OnlineSoftmax:
+    """The online softmax of one S block (``__call__``), after the mask
+    (``mask``: the sequence's tail, and the causal diagonal)."""
+
+    def __init__(self, k, cfg, sched, scale_log2, thread_row, thread_col):
+        self.k, self.cfg, self.sched = k, cfg, sched
+        self.scale_log2 = scale_log2
+        self.thread_row, self.thread_col = thread_row, thread_col
+
+    def mask(self, s_acc, j, m_row0):
+        """-inf where key column c of block j is past the sequence's end or
+        (causal) after query row r's diagonal."""
+        col0 = j * self.cfg.kv_block + self.thread_col
+        if self.cfg.pack_gqa:
+            # Packed row i is query position i // g: the thread's rows 8
+            # apart are 8 / g positions apart (g divides 8).
+            row0 = (m_row0 + self.thread_row) >> packed_shift(self.cfg)
+            group = self.cfg.pack_gqa
+        else:
+            row0 = m_row0 + self.thread_row
+            group = 1
+        tail = self.sched.seqlen_k - col0          # keep c < tail
+        diag = row0 + self.sched.offset - col0     # keep c - r <= diag
+        causal = self.cfg.causal
+
+        def keep(r, c):
+            ok = tail > c
+            return ok & (diag >= c - r // group) if causal else ok
+
+        s_acc.set(s_acc.where(keep, float("-inf")))
+
+    def __call__(self, s_acc, acc, j, m_row0, masked, first):
+        """Online softmax of S_j: mask (where ``masked`` holds), new row
+        max, P = exp2(S * scale_log2 - max), the running sum; returns P and
+        the correction exp2(old max - new max) that O needs before the
+        next P V (None for the first block)."""
+        row_max, row_sum, scale_log2 = acc.row_max, acc.row_sum, self.scale_log2
+        if masked is not None:
+            with self.k.if_(masked, carry=[s_acc]):
+                self.mask(s_acc, j, m_row0)
+        new_max = row_max.max(s_acc.row_max())
+        scaled = new_max * scale_log2
+        # A fully masked row keeps max -inf: use 0 so exp2 gives 0s.
+        finite = [Scalar(v) != float("-inf") for v in new_max.values]
+        scaled = scaled.where(finite, 0.0)
+        p = exponentials(s_acc.fma(scale_log2, -scaled), self.cfg.exp2_poly)
+        if not first:
+            corr = (row_max * scale_log2 - scaled).exp2()
+            row_sum.set(row_sum * corr + p.row_sum_partial())
+        else:
+            corr = None
+            row_sum.set(p.row_sum_partial())
+        row_max.set(new_max)
+        return p, corr
