@@ -27,7 +27,8 @@ from bundle_common import new_bundle, save_cubin, write_manifest  # noqa: E402
 
 SCRIPTS = ("check_attention.py", "run_attention.py", "run_attention_grid.py",
            "run_attention_fp8.py", "ours.py",
-           "variants.py", "profile_one.py", "profile_pair.py", "ncu_source_summary.py")
+           "variants.py", "timing.py", "profile_one.py", "profile_pair.py",
+           "ncu_source_summary.py")
 
 
 def main(argv=None):

@@ -16,8 +16,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-# The benchmark's rows and timing loop (run_attention.py, in the same bundle).
-from run_attention import ROWS as TIMED, time_interleaved  # noqa: E402
+# The benchmark's rows and timing (run_attention.py, in the same bundle).
+from run_attention import ITERS, WARMUP, ROWS as TIMED  # noqa: E402
+from timing import time_interleaved  # noqa: E402
 
 # (batch, seqlen_q, seqlen_k, heads, heads_kv)
 GRID = [(2, 512, 512, 4, 4), (1, 1000, 1000, 3, 3), (1, 333, 517, 4, 2),
@@ -102,7 +103,7 @@ def main():
                         fns.append(lambda a2=a2: a2(q, k, v))
                         names.append(m["tag"])
                 times = time_interleaved(dict(zip(names, fns)),
-                                         rounds=3 if len(fns) > 4 else 5)
+                                         3 if len(fns) > 4 else 5, ITERS, WARMUP)
                 ms = [statistics.median(times[n]) for n in names]
                 flops = 4 * b * h * s * s * d / (2 if causal else 1)
                 tf = [flops / (t * 1e-3) / 1e12 for t in ms]

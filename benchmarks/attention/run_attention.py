@@ -37,6 +37,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from timing import ratios_over, time_interleaved  # noqa: E402
+
 ROWS = [(4, 16, 4096, 128), (2, 16, 8192, 128), (4, 32, 4096, 64), (4, 8, 4096, 256)]
 QUICK_ROWS = [(1, 4, 1024, 128)]
 CONTENDERS = ("ours", "fa4", "cudnn")
@@ -142,28 +144,6 @@ def load_contenders(only, bundle=HERE):
     return fns, missing
 
 
-def time_interleaved(fns, rounds=ROUNDS):
-    """Per-call ms of each fn ({name: fn()}) in alternating rounds: {name:
-    [ms per round]}."""
-    import torch
-    for fn in fns.values():
-        for _ in range(WARMUP):
-            fn()
-    torch.cuda.synchronize()
-    times = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(ITERS):
-                fn()
-            end.record()
-            end.synchronize()
-            times[name].append(start.elapsed_time(end) / ITERS)
-    return times
-
-
 def summarize(row, causal, times):
     """TFLOP/s per contender and ratios ours/peer (median over rounds of
     peer time / our time)."""
@@ -173,8 +153,7 @@ def summarize(row, causal, times):
            "ms": {n: statistics.median(t) for n, t in times.items()}}
     out["tflops"] = {n: f / (ms * 1e-3) / 1e12 for n, ms in out["ms"].items()}
     if "ours" in times:
-        out["ours_over"] = {n: statistics.median(p / o for p, o in zip(t, times["ours"]))
-                            for n, t in times.items() if n != "ours"}
+        out["ours_over"] = ratios_over(times)
     return out
 
 
@@ -233,7 +212,7 @@ def main(argv=None):
                 continue
             times = time_interleaved({n: (lambda fn=fn, q=q, k=k, v=v, causal=causal:
                                           fn(q, k, v, causal))
-                                      for n, fn in fns.items()})
+                                      for n, fn in fns.items()}, ROUNDS, ITERS, WARMUP)
             r = summarize(row, causal, times)
             r["errors"] = errors
             results.append(r)

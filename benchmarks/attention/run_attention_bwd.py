@@ -45,6 +45,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from timing import ratios_over, time_interleaved  # noqa: E402
+
 ROWS = [(4, 16, 4096, 128), (2, 16, 8192, 128), (4, 32, 4096, 64), (4, 8, 4096, 256)]
 QUICK_ROWS = [(1, 4, 1024, 128), (1, 4, 1024, 64), (1, 4, 1024, 256)]
 CONTENDERS = ("ours", "cudnn", "fa4")
@@ -154,32 +156,11 @@ def load_contenders(only):
     return fns, missing
 
 
-def time_interleaved(fns, rounds=ROUNDS):
-    import torch
-    for fn in fns.values():
-        for _ in range(WARMUP):
-            fn()
-    torch.cuda.synchronize()
-    times = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(ITERS):
-                fn()
-            end.record()
-            end.synchronize()
-            times[name].append(start.elapsed_time(end) / ITERS)
-    return times
-
-
 def summarize(flop, times):
     out = {"ms": {n: statistics.median(t) for n, t in times.items()}}
     out["tflops"] = {n: flop / (ms * 1e-3) / 1e12 for n, ms in out["ms"].items()}
     if "ours" in times:
-        out["ours_over"] = {n: statistics.median(p / o for p, o in zip(t, times["ours"]))
-                            for n, t in times.items() if n != "ours"}
+        out["ours_over"] = ratios_over(times)
     return out
 
 
@@ -249,9 +230,11 @@ def main(argv=None):
             del ref
             log(f"{row} causal={causal} checked (dq, dk, dv rel. err): " + ", ".join(
                 f"{n} " + "/".join(f"{e:.1e}" for e in errs) for n, errs in errors.items()), fh)
-            bwd = time_interleaved({n: (lambda n=n, o=o: grad(n, o)) for n, o in outs.items()})
+            bwd = time_interleaved({n: (lambda n=n, o=o: grad(n, o)) for n, o in outs.items()},
+                                  ROUNDS, ITERS, WARMUP)
             fwd_bwd = time_interleaved({n: (lambda n=n, fn=fn, causal=causal: grad(
-                n, fn(q, k, v, causal), retain_graph=False)) for n, fn in fns.items()})
+                n, fn(q, k, v, causal), retain_graph=False)) for n, fn in fns.items()},
+                ROUNDS, ITERS, WARMUP)
             f = fwd_flops(b, h, s, d, causal)
             r = {"row": list(row), "causal": causal, "errors": errors,
                  "bwd": summarize(2.5 * f, bwd), "fwd_bwd": summarize(3.5 * f, fwd_bwd)}

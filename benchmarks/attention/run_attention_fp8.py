@@ -44,6 +44,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from timing import ratios_over, time_interleaved  # noqa: E402
+
 # (b, h, hk, sq, sk, d, causal)
 CHECKS = [(1, 4, 4, 1000, 1000, 128, False), (1, 4, 4, 1000, 1000, 128, True),
           (2, 8, 2, 777, 1500, 128, True), (1, 4, 4, 2048, 2048, 256, False),
@@ -85,27 +87,6 @@ def load(bundle, candidates=None):
             with open(os.path.join(bundle, meta["image"]), "rb") as f:
                 out[meta["tag"]] = AttentionFwd(f.read(), meta)
     return out
-
-
-def time_interleaved(fns):
-    import torch
-
-    for fn in fns.values():
-        for _ in range(WARMUP):
-            fn()
-    torch.cuda.synchronize()
-    times = {n: [] for n in fns}
-    for _ in range(ROUNDS):
-        for n, fn in fns.items():
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
-                enable_timing=True)
-            start.record()
-            for _ in range(ITERS):
-                fn()
-            end.record()
-            end.synchronize()
-            times[n].append(start.elapsed_time(end) / ITERS)
-    return times
 
 
 def sdpa_fp8_status():
@@ -239,12 +220,12 @@ def main(argv=None):
                 else:
                     fns[tag] = (lambda a=attn: a(q8, k8, vt, descales=(qd, kd, vd)))
             fns["v prep"] = lambda: fp8_v_operand(v8)
-            times = time_interleaved(fns)
+            times = time_interleaved(fns, ROUNDS, ITERS, WARMUP)
             f = flops(b, h, s, d, causal)
             ms = {n: statistics.median(t) for n, t in times.items()}
             tflops = {n: f / (m * 1e-3) / 1e12 for n, m in ms.items() if n != "v prep"}
             main_tag = f"fp8 d{d}{c}"
-            ratio = statistics.median(p / o for p, o in zip(times["bf16"], times[main_tag]))
+            ratio = ratios_over(times, ours=main_tag)["bf16"]
             row = dict(row=[b, h, s, d], causal=causal, ms=ms, tflops=tflops,
                        fp8_over_bf16=ratio)
             result["rows"].append(row)

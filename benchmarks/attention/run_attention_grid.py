@@ -20,7 +20,7 @@ output is checked against fp32 attention on sampled query rows (the first,
 middle and last ``SAMPLE`` rows of every batch entry and head, against all
 keys: exact, and a full fp32 reference of the long rows would take minutes;
 one outside the bound is reported, counted and not timed); then the
-contenders are timed in alternating rounds (run_attention's loop).
+contenders are timed in alternating rounds (timing.py).
 "ours@graph" is ours replayed from a CUDA graph (the host's share of a
 short row). TFLOP/s = 4 b h sq sk d / time (causal: the visible share,
 bottom-right);
@@ -257,7 +257,8 @@ def main(argv=None):
         print("run_attention_grid: no CUDA GPU: nothing to measure")
         return 0
     from pipeline_mlir.ops import attention_configs as configs
-    from run_attention import time_interleaved
+    from run_attention import ITERS, WARMUP
+    from timing import ratios_over, time_interleaved
 
     os.makedirs(args.out, exist_ok=True)
     fh = open(os.path.join(args.out, "attention-grid.log"), "w")
@@ -332,15 +333,12 @@ def main(argv=None):
                 if graphed is not None:
                     fns["ours@graph"] = graphed
             times = time_interleaved({n: (lambda fn=fn: fn(q, k, v, causal))
-                                      for n, fn in fns.items()}, rounds=args.rounds)
+                                      for n, fn in fns.items()}, args.rounds, ITERS, WARMUP)
             f = flops(b, sq, sk, h, d, causal)
             ms = {n: statistics.median(t) for n, t in times.items()}
             tflops = {n: f / (t * 1e-3) / 1e12 for n, t in ms.items()}
-            ratios = {}
-            for n in ("fa4", "cudnn"):
-                if n in times and "ours" in times:
-                    ratios[n] = statistics.median(
-                        p / o for p, o in zip(times[n], times["ours"]))
+            over = ratios_over(times) if "ours" in times else {}
+            ratios = {n: over[n] for n in ("fa4", "cudnn") if n in over}
             r = {"row": [b, sq, sk, h, hk, d], "mode": mode, "pick": cands[0][1],
                  "candidates": dict(cands), "ms": ms, "rounds_ms": times, "tflops": tflops,
                  "ours_over": ratios, "errors": errors, "skipped": skipped}
