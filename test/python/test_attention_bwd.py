@@ -1,4 +1,4 @@
-"""The attention backward's main kernel (pipeline_mlir/kernels/attention_bwd.py)
+"""The attention backward's main kernel (pipeline_mlir/kernels/attention_bwd/)
 without a GPU: it builds, the protocol checker accepts it, the simulator runs
 it to the end, ptxas assembles it, and each of four backward-specific
 synchronization mistakes, planted by building the kernel with one stage

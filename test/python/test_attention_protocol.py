@@ -102,7 +102,7 @@ def test_an_unknown_mistake_is_refused():
 
 
 # -- the same mistakes in the library's attention forward -----------------------
-# (pipeline_mlir/kernels/attention_fwd.py, also examples/attention_fwd.py),
+# (pipeline_mlir/kernels/attention_fwd/, also examples/attention_fwd.py),
 # each planted by replacing one of its stages (_attention_mistakes.py).
 
 import sys  # noqa: E402
