@@ -4,7 +4,7 @@ The kernel is ``pipeline_mlir.kernels.attention_fwd`` (what ``pipeline_mlir``'s 
 run); this script builds one configuration, verifies it, checks its
 protocol and writes its cubin (``--out``, ``--print-ir``: see _common.py).
 Imported as a module (``import attention_fwd``, as the tests and benchmarks do), it is
-that kernel module.
+that kernel package (its ``__init__``: ``AttentionConfig``, ``build``, the stages).
 """
 
 import sys
