@@ -12,11 +12,18 @@
 // of dynamic shared memory by the Python layer, whose allocation pointer
 // carries its bytes (`pipeline.smem_bytes`, `Kernel.alloc_barriers`).
 //
+// Two pipelines whose storage overlaps in one allocation (the same
+// `alloc_barriers` handed to two creates, or offsets into one array that
+// collide) share mbarriers: each ring's arrivals complete the other's phases
+// and its waits pass on the other's commits. Creates in the two branches of
+// one `scf.if` never both run and are not compared.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ProtocolChecks.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
@@ -44,6 +51,8 @@ namespace {
 struct Storage {
   Operation *allocation;
   int64_t bytesLeft;
+  /// Bytes from the allocation's start to the pointer.
+  int64_t offset;
 };
 } // namespace
 
@@ -52,7 +61,7 @@ static std::optional<Storage> getStorage(Value ptr, Operation *from) {
   while (Operation *def = ptr.getDefiningOp()) {
     // A Python allocation (`Kernel.alloc_barriers`) names its bytes.
     if (auto bytes = def->getAttrOfType<IntegerAttr>("pipeline.smem_bytes"))
-      return Storage{def, bytes.getInt() - offset};
+      return Storage{def, bytes.getInt() - offset, offset};
     auto gep = dyn_cast<LLVM::GEPOp>(def);
     if (!gep)
       break;
@@ -81,11 +90,70 @@ static std::optional<Storage> getStorage(Value ptr, Operation *from) {
   // A zero-length array is the extern dynamic shared memory: no size.
   if (!size || *size == 0)
     return std::nullopt;
-  return Storage{global, *size - offset};
+  return Storage{global, *size - offset, offset};
 }
+
+/// Whether `a` and `b` lie in different branches of one `scf.if` (so that
+/// at most one of them runs).
+static bool inExclusiveBranches(Operation *a, Operation *b) {
+  for (Operation *ifOp = a->getParentOp(); ifOp; ifOp = ifOp->getParentOp()) {
+    if (!isa<scf::IfOp>(ifOp) || !ifOp->isProperAncestor(b))
+      continue;
+    Region *ra = a->getParentRegion(), *rb = b->getParentRegion();
+    while (ra->getParentOp() != ifOp)
+      ra = ra->getParentOp()->getParentRegion();
+    while (rb->getParentOp() != ifOp)
+      rb = rb->getParentOp()->getParentRegion();
+    return ra != rb;
+  }
+  return false;
+}
+
+namespace {
+/// A create's mbarriers: bytes [begin, end) of an allocation.
+struct Placed {
+  CreateOp create;
+  Operation *allocation;
+  int64_t begin, end;
+};
+} // namespace
 
 LogicalResult protocol::checkBarrierStorage(FunctionOpInterface fn) {
   bool failed = false;
+  SmallVector<Placed> placed;
+  fn->walk([&](CreateOp create) {
+    Value storage = create.getBarrierStorage();
+    if (!storage)
+      return;
+    PipelineType type = getPipelineType(create.getResult());
+    int64_t needed = getBarrierPlan(type).numBarriers * 8;
+    std::optional<Storage> found = getStorage(storage, create);
+    if (!found)
+      return;
+    Placed here{create, found->allocation, found->offset,
+                found->offset + needed};
+    for (Placed &other : placed) {
+      if (other.allocation != here.allocation || other.end <= here.begin ||
+          here.end <= other.begin ||
+          inExclusiveBranches(other.create, create))
+        continue;
+      InFlightDiagnostic diag = create.emitError();
+      diag << describe(create.getResult())
+           << ": its barrier storage (bytes " << here.begin << "-"
+           << here.end - 1 << " of the allocation) overlaps that of "
+           << describe(other.create.getResult()) << " (bytes " << other.begin
+           << "-" << other.end - 1
+           << "): the two pipelines share mbarriers, so each one's arrivals "
+              "complete the other's phases and its waits pass on the other's "
+              "commits (give each pipeline its own barrier storage, e.g. its "
+              "own alloc_barriers)";
+      diag.attachNote(other.create.getLoc()) << "the other pipeline is created here";
+      diag.attachNote(found->allocation->getLoc()) << "storage declared here";
+      failed = true;
+      break;
+    }
+    placed.push_back(here);
+  });
   fn->walk([&](CreateOp create) {
     Value storage = create.getBarrierStorage();
     if (!storage)
