@@ -32,8 +32,15 @@ missing). Every twin passes both, with no checker warning.
 | shared_barrier_storage         | (copied create line) | yes*   | passes            |
 | unrolled_by_two                | (trip counts)        | yes    | deadlock          |
 | leader_releases_for_role       | triton#10035         | no     | buffer overwritten|
+| read_after_release             | (load below release) | no     | read after release|
+| write_after_commit             | (store below commit) | yes    | commit before write|
+| named_barrier_short            | (count of 4 warps)   | yes    | deadlock          |
+| participants_commit_in_branch  | (peeled epilogue)    | no     | deadlock          |
+| producer_in_rank0_only         | (cluster roles)      | no     | deadlock          |
+| buffer_from_iteration (xfail)  | (t % 2 on 4 stages)  | no     | passes            |
 
-(*) found by neither tool before this file: check 10 of
+The last is found by neither tool: an xfail(strict=True) naming what is
+missing. (*) found by neither tool before this file: check 10 of
 pipeline-verify-protocol now refuses two pipelines whose barrier storage
 overlaps (test/Dialect/Pipeline/VerifyProtocol/barrier-storage.mlir).
 docs/VerifyProtocol.md ("Held-out bugs") has the totals.
@@ -46,8 +53,9 @@ import pytest
 
 from pipeline_mlir import diagnostics
 from pipeline_mlir.compiler import CompileError
-from pipeline_mlir.kernel import Int32, Kernel, TmaDescriptor, store
+from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel, TmaDescriptor, load, store
 from pipeline_mlir.kernel import fence_view_async_shared
+from pipeline_mlir.kernel.values import i32
 from pipeline_mlir.kernel.warpgroup import set_max_registers
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier, PipelineError,
                                     pipeline_init_arrive, pipeline_init_wait,
@@ -716,6 +724,133 @@ def dropped_copy(bug):
     return k, line, {"n": 9}
 
 
+
+# -- 22-25. a payload ring: the stage's buffer and the verbs around it -----
+STAGE_BYTES = 128                       # one int32 per lane
+
+
+def payload_ring(bug, what):
+    """Warp 0 stores a value per lane into its stage's buffer and commits;
+    warp 1 waits, loads it and releases. The bugs:
+
+    - ``read_after_release``: the consumer releases, then loads (the load
+      moved below the release while tidying the loop);
+    - ``write_after_commit``: the producer commits, then stores;
+    - ``buffer_from_iteration``: the producer picks its buffer as
+      ``t % 2`` (double-buffering habit) on a ring of 4 stages, so it
+      writes buffers it has not acquired while the consumer reads them."""
+    k = Kernel("payload_" + what, block_dim=64, params={"out": GlobalPtr(), "n": Int32()})
+    lines = {}
+    with k:
+        out, n = k.args
+        ring = k.smem_alloc(S * STAGE_BYTES, align=128, name="ring")
+        pipe = _async(k)
+        lane = k.lane_idx()
+        with k.if_(k.warp_idx() == 0):
+            s = make_pipeline_state(Producer, S)
+            for t, (s,) in k.range(n, carry=[s]):
+                pipe.producer_acquire(s)
+                if bug and what == "buffer_from_iteration":
+                    lines["bug"] = _next_line()
+                    buf = ring.stage(t % 2, STAGE_BYTES)
+                else:
+                    buf = ring.stage(s.index, STAGE_BYTES)
+                if bug and what == "write_after_commit":
+                    pipe.producer_commit(s)
+                    lines["bug"] = _next_line()
+                    store(t, buf, lane)
+                else:
+                    store(t, buf, lane)
+                    pipe.producer_commit(s)
+                s.advance()
+            pipe.producer_tail(s)
+        with k.if_(k.warp_idx() == 1):
+            c = make_pipeline_state(Consumer, S)
+            for t, (c,) in k.range(n, carry=[c]):
+                pipe.consumer_wait(c)
+                buf = ring.stage(c.index, STAGE_BYTES)
+                if bug and what == "read_after_release":
+                    pipe.consumer_release(c)
+                    lines["bug"] = _next_line()
+                    v = load(buf, i32(), lane)
+                else:
+                    v = load(buf, i32(), lane)
+                    pipe.consumer_release(c)
+                store(v, out, t * 32 + lane)
+                c.advance()
+    return k, lines.get("bug"), {"n": 9}
+
+
+# -- 26. a final named barrier that leaves out the producer warp ----------
+def named_barrier_short(bug):
+    """After the mainloop every warp syncs on a named barrier before the
+    epilogue; its count was written for the four consumer warps (128) but
+    the producer warp reaches it too (160)."""
+    k = Kernel("nb_short", block_dim=160, params={"n": Int32()})
+    with k:
+        (n,) = k.args
+        pipe = _async(k, consumer=CooperativeGroup(Agent.Warp, 4))
+        sync = NamedBarrier(barrier_id=2, num_threads=128 if bug else 160)
+        with k.if_(k.warp_idx() == 0):
+            _produce(k, pipe, n)
+        with k.if_(k.warp_idx() >= 1):
+            _consume(k, pipe, n)
+        line = _next_line()
+        sync.arrive_and_wait()
+    return k, line, {"n": 9}
+
+
+# -- 27. a participant commit left in a branch -----------------------------
+def participants_commit_in_branch(bug):
+    """CuTe DSL's participants (`acquire_and_advance`, `commit(h)`): the
+    last iteration's commit was put under `t + 1 < n` (an epilogue peeled
+    by hand), so the last stage is acquired and never committed."""
+    k = Kernel("participants", block_dim=64, params={"n": Int32()})
+    lines = {}
+    with k:
+        (n,) = k.args
+        pipe = _async(k)
+        producer, consumer = pipe.make_participants()
+        with k.if_(k.warp_idx() == 0):
+            for t, (producer,) in k.range(n, carry=[producer]):
+                handle = producer.acquire_and_advance()
+                if bug:
+                    with k.if_(t + 1 < n):
+                        lines["bug"] = _next_line()
+                        handle.commit()
+                else:
+                    handle.commit()
+            producer.tail()
+        with k.if_(k.warp_idx() == 1):
+            for _, (consumer,) in k.range(n, carry=[consumer]):
+                handle = consumer.wait_and_advance()
+                handle.release()
+    return k, lines.get("bug"), {"n": 9}
+
+
+# -- 28. a producer in one CTA of the cluster, consumers in both ----------
+def producer_in_rank0_only(bug):
+    """A cluster of two CTAs, each with its own (not multicast) ring: the
+    producer role was put under `cluster_cta_rank() == 0` (as a multicast
+    leader would be), so CTA 1's consumers wait for stages nobody fills."""
+    k = Kernel("rank0_producer", chip="sm_90a", block_dim=64, cluster_dim=(2, 1, 1),
+               params={"n": Int32()})
+    lines = {}
+    with k:
+        (n,) = k.args
+        pipe = _async(k)
+        rank = k.cluster_cta_rank()
+        with k.if_(k.warp_idx() == 0):
+            if bug:
+                lines["bug"] = _next_line()
+                with k.if_(rank == 0):
+                    _produce(k, pipe, n)
+            else:
+                _produce(k, pipe, n)
+        with k.if_(k.warp_idx() == 1):
+            _consume(k, pipe, n)
+    return k, lines.get("bug"), {"n": 9}
+
 # ---------------------------------------------------------------------------
 # What the tools do with each pair.
 #
@@ -783,12 +918,23 @@ CASES = [
      "the producer role (one warp) commits n stages, the consumer role (one warp) releases "
      "2 * ceildiv(n, 2)", {"deadlock"}),
     ("leader_releases_for_role", leader_releases_for_role, {}, None, {"overwrite"}),
+    ("read_after_release", payload_ring, {"what": "read_after_release"}, None,
+     {"read-after-release"}),
+    ("write_after_commit", payload_ring, {"what": "write_after_commit"},
+     "llvm.store writes the stage that producer_commit already published",
+     {"commit-before-write"}),
+    ("named_barrier_short", named_barrier_short, {},
+     "named barrier id 2 counts 128 threads but 160 threads (warps 0-4) reach it",
+     {"deadlock"}),
+    ("participants_commit_in_branch", participants_commit_in_branch, {}, None, {"deadlock"}),
+    ("producer_in_rank0_only", producer_in_rank0_only, {}, None, {"deadlock"}),
 ]
 IDS = [c[0] for c in CASES]
 # Where the checker's error names the line the builder returned (the rest
 # point at a helper's line in this file: the create or loop of _async /
 # _consume / load).
 AT_RETURNED_LINE = {"release_after_advance", "store_commit_without_acquire",
+                    "write_after_commit", "named_barrier_short",
                     "producer_keeps_registers", "shared_barrier_storage", "dropped_copy",
                     "multicast_consumer_count", "release_on_other_pipeline"}
 SCHEDULES = 30
@@ -850,5 +996,31 @@ def test_consumer_waits_on_a_producer_state():
             "producer (make it with make_pipeline_state(PipelineUserType.Consumer, stages))"
             ) in str(err.value)
     k, _, args = consumer_with_producer_state(False)
+    k.to_ptx()
+    assert k.simulate(args, schedules=SCHEDULES, check=False).ok
+
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "neither tool ties a buffer to a stage unless its address is computed from "
+    "pipeline.state.index: the producer's ring.stage(t % 2) on a 4-stage ring writes "
+    "buffers it never acquired (one the consumer may be reading), and the checker "
+    "(check 16 follows state.index only) and the simulator (plain_store: addresses from "
+    "state.index only) both pass it; needed: map a plain access into a ring allocation "
+    "(one some role addresses as c * state.index) to its buffer from the concrete address "
+    "in the simulator, or refuse in the checker an access to such a ring inside an "
+    "acquire..commit / wait..release window whose offset is not the held state's index"))
+def test_buffer_not_from_the_state_is_found():
+    k, _, args = payload_ring(True, "buffer_from_iteration")
+    try:
+        k.to_ptx()
+    except CompileError:
+        return
+    result = k.simulate(args, schedules=SCHEDULES, check=False)
+    assert not result.ok, "neither the checker nor the simulator found the bug"
+
+
+def test_buffer_from_the_state_twin_is_clean():
+    k, _, args = payload_ring(False, "buffer_from_iteration")
     k.to_ptx()
     assert k.simulate(args, schedules=SCHEDULES, check=False).ok

@@ -25,6 +25,8 @@ def element_ptr(ptr, elem_type, index):
     return SmemPtr(v) if isinstance(ptr, SmemPtr) else v
 
 
+# Loads too: the simulator's read-after-release finding points at them.
+@user_line
 def load(ptr, elem_type, index=0):
     """``ptr[index]``; integers come back as Scalars."""
     p = _ptr(element_ptr(ptr, elem_type, index))
