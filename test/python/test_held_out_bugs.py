@@ -37,10 +37,14 @@ missing). Every twin passes both, with no checker warning.
 | named_barrier_short            | (count of 4 warps)   | yes    | deadlock          |
 | participants_commit_in_branch  | (peeled epilogue)    | no     | deadlock          |
 | producer_in_rank0_only         | (cluster roles)      | no     | deadlock          |
+| tma_store_without_tail         | (TMA store ring)     | yes    | exited CTA        |
+| tma_consumer_count_in_threads  | (threads vs warps)   | yes    | deadlock          |
 | buffer_from_iteration (xfail)  | (t % 2 on 4 stages)  | no     | passes            |
 
 The last is found by neither tool: an xfail(strict=True) naming what is
-missing. (*) found by neither tool before this file: check 10 of
+missing. FlashAttention's release-the-previous-stage idiom (a correct
+kernel) passes both: test_release_previous_stage_idiom_is_clean.
+(*) found by neither tool before this file: check 10 of
 pipeline-verify-protocol now refuses two pipelines whose barrier storage
 overlaps (test/Dialect/Pipeline/VerifyProtocol/barrier-storage.mlir).
 docs/VerifyProtocol.md ("Held-out bugs") has the totals.
@@ -473,9 +477,11 @@ def multicast_consumer_count(bug, what="count"):
 
 
 # -- 14. a TMA-store ring that commits without acquiring -------------------
-def store_commit_without_acquire(bug):
+def store_commit_without_acquire(bug, what="acquire"):
     """tma_store_epilogue with the acquire left out of the tile loop: the
-    third tile's writes may overwrite a buffer a bulk store still reads."""
+    third tile's writes may overwrite a buffer a bulk store still reads.
+    ``what="tail"``: the acquire is there, the final producer_tail is not
+    (the CTA may exit while a bulk store still reads its shared memory)."""
     threads, tile = 128, 128 * 4
     k = Kernel("store_no_acquire", chip="sm_90a", block_dim=threads,
                params={"out": TmaDescriptor(), "tiles": Int32()})
@@ -490,7 +496,7 @@ def store_commit_without_acquire(bug):
         storer = k.warp_idx() == 0
         for t in k.range(tiles):
             buf = staging.stage(t % 2, tile)
-            if not bug:
+            if not (bug and what == "acquire"):
                 with k.if_(storer):
                     with k.elect_one():
                         pipe.producer_acquire()
@@ -503,9 +509,10 @@ def store_commit_without_acquire(bug):
                     pipe.tma_store(out, [0, t], buf)
                     lines["bug"] = _next_line()
                     pipe.producer_commit()
-        with k.if_(storer):
-            with k.elect_one():
-                pipe.producer_tail()
+        if not (bug and what == "tail"):
+            with k.if_(storer):
+                with k.elect_one():
+                    pipe.producer_tail()
     return k, lines["bug"], {"tiles": 5}
 
 
@@ -572,10 +579,14 @@ def producer_keeps_registers(bug):
 
 
 # -- 17. a TMA copy issued by the whole producer warp ----------------------
-def tma_load_whole_warp(bug):
+def tma_load_whole_warp(bug, what="elect"):
     """The producer warp issues its tma_load without elect_one: 32 copies of
-    the box land on the stage, 32 x the bytes its tx_count armed."""
-    k = Kernel("warp_tma", chip="sm_90a", block_dim=64,
+    the box land on the stage, 32 x the bytes its tx_count armed.
+    ``what="count"``: four consumer warps release a PipelineTmaAsync stage
+    (one signalling lane per warp) and the group is written in threads,
+    CooperativeGroup(Agent.Thread, 128): the empty barrier never completes."""
+    consumers = 4 if what == "count" else 1
+    k = Kernel("warp_tma", chip="sm_90a", block_dim=32 * (consumers + 1),
                params={"src": TmaDescriptor(), "n": Int32()})
     with k:
         src, n = k.args
@@ -583,14 +594,15 @@ def tma_load_whole_warp(bug):
         ring = k.smem_alloc(S * TILE, align=128, name="ring")
         pipe = PipelineTmaAsync.create(
             num_stages=S, producer_group=CooperativeGroup(Agent.Thread, 1),
-            consumer_group=CooperativeGroup(Agent.Thread, 1),
+            consumer_group=CooperativeGroup(
+                Agent.Thread, 32 * consumers if bug and what == "count" else consumers),
             tx_count=TILE, barrier_storage=bars, name="ring")
-        with k.if_(k.warp_idx() == 1):
+        with k.if_(k.warp_idx() == consumers):
             s = make_pipeline_state(Producer, S)
             for t, (s,) in k.range(n, carry=[s]):
                 pipe.producer_acquire(s)
                 line = _next_line()
-                if bug:
+                if bug and what == "elect":
                     pipe.tma_load(s, src, [0, t * ROWS], ring.stage(s.index, TILE), TILE)
                 else:
                     with k.elect_one():
@@ -598,7 +610,7 @@ def tma_load_whole_warp(bug):
                 pipe.producer_commit(s)
                 s.advance()
             pipe.producer_tail(s)
-        with k.if_(k.warp_idx() == 0):
+        with k.if_(k.warp_idx() < consumers):
             _consume(k, pipe, n)
     return k, line, {"n": 9}
 
@@ -928,6 +940,13 @@ CASES = [
      {"deadlock"}),
     ("participants_commit_in_branch", participants_commit_in_branch, {}, None, {"deadlock"}),
     ("producer_in_rank0_only", producer_in_rank0_only, {}, None, {"deadlock"}),
+    ("tma_store_without_tail", store_commit_without_acquire, {"what": "tail"},
+     "PipelineTmaStore pipeline: producer role exits without producer_tail(state): TMA "
+     "stores may still be reading shared memory", {"exited-cta"}),
+    ("tma_consumer_count_in_threads", tma_load_whole_warp, {"what": "count"},
+     "the consumer group CooperativeGroup(Agent.Thread, 128) expects 128 arrivals per "
+     "phase, but the consumer role (4 warps, whole-warp consumer_release: one "
+     "signalling-lane arrive per warp) gives 4", {"deadlock"}),
 ]
 IDS = [c[0] for c in CASES]
 # Where the checker's error names the line the builder returned (the rest
@@ -1024,3 +1043,31 @@ def test_buffer_from_the_state_twin_is_clean():
     k, _, args = payload_ring(False, "buffer_from_iteration")
     k.to_ptx()
     assert k.simulate(args, schedules=SCHEDULES, check=False).ok
+
+
+
+def test_release_previous_stage_idiom_is_clean():
+    """FlashAttention's consumer waits on stage i and releases stage i - 1
+    (its state one behind), releasing the last stage after the loop: correct,
+    and neither tool may flag it."""
+    k = Kernel("release_previous", block_dim=64, params={"n": Int32()})
+    with k:
+        (n,) = k.args
+        pipe = _async(k)
+        with k.if_(k.warp_idx() == 0):
+            _produce(k, pipe, n + 1)
+        with k.if_(k.warp_idx() == 1):
+            c = make_pipeline_state(Consumer, S)
+            prev = make_pipeline_state(Consumer, S)
+            pipe.consumer_wait(c)
+            c.advance()
+            for _, (c, prev) in k.range(n, carry=[c, prev]):
+                pipe.consumer_wait(c)
+                pipe.consumer_release(prev)
+                c.advance()
+                prev.advance()
+            pipe.consumer_release(prev)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", diagnostics.CheckerWarning)
+        k.to_ptx()
+    assert k.simulate({"n": 6}, schedules=SCHEDULES, check=False).ok
