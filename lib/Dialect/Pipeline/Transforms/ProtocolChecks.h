@@ -289,6 +289,11 @@ LogicalResult checkVerbOrder(FunctionOpInterface fn);
 /// Property 16: the buffer a state's index selects lies inside the
 /// shared-memory allocation of its ring (RingBufferChecks.cpp).
 LogicalResult checkRingBuffers(FunctionOpInterface fn);
+
+/// Property 16 (accesses): a plain load or store into a ring, while a role
+/// holds one of its stages, whose address comes from no state index.
+LogicalResult checkRingBufferAccess(FunctionOpInterface fn);
+
 /// Property 17: the registers the warpgroups hold after their setmaxnreg
 /// (the launch's when they run none) fit the 65,536-register file, or
 /// setmaxnreg.inc waits forever (RegisterBudgetChecks.cpp). Runs on every

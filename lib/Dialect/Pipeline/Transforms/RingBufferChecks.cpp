@@ -32,7 +32,11 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
@@ -280,5 +284,181 @@ LogicalResult protocol::checkRingBuffers(FunctionOpInterface fn) {
       break; // one report per index
     }
   }
+  return failure(failed);
+}
+
+//===----------------------------------------------------------------------===//
+// Accesses to a ring whose buffer is not the held stage's
+//===----------------------------------------------------------------------===//
+//
+// A ring some role addresses as `c * state.index + rest` holds one buffer
+// per stage. A plain load or store into that allocation between a role's
+// producer.acquire and producer.commit (or consumer.wait and
+// consumer.release) of the ring's pipeline, whose address is computed from
+// no state index (`ring.stage(t % 2, bytes)` on a ring of 4 stages: the
+// double-buffering habit), touches a buffer the role need not hold: one a
+// consumer is still reading, or one the producer is filling. Addresses from
+// the index operand of an explicit `state.make index %i` count as the
+// state's. Only the common static form: the verbs in the access's block or
+// an enclosing one, before and after it.
+
+namespace {
+/// Values the address computation of `addr` reads (through region-free,
+/// effect-free ops): whether it reaches a state.index, or a value that is
+/// the index of an explicit state.make.
+bool addressFromState(Value addr) {
+  SmallVector<Value> worklist{addr};
+  llvm::SmallPtrSet<Operation *, 16> visited;
+  llvm::DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    for (Operation *user : v.getUsers())
+      if (isa<StateMakeOp>(user))
+        return true;
+    Operation *def = v.getDefiningOp();
+    if (!def || !visited.insert(def).second)
+      continue;
+    if (isa<StateIndexOp>(def))
+      return true;
+    if (def->getNumRegions() != 0 || isa<PipelineDialect>(def->getDialect()))
+      continue;
+    if (auto iface = dyn_cast<MemoryEffectOpInterface>(def))
+      if (!iface.hasNoEffect())
+        continue;
+    llvm::append_range(worklist, def->getOperands());
+  }
+  return false;
+}
+
+/// The allocation a pointer chain starts from (getelementptr bases and
+/// casts), or null.
+Operation *baseAllocation(Value ptr) {
+  for (int depth = 0; depth < 32; ++depth) {
+    Operation *def = ptr.getDefiningOp();
+    if (!def)
+      return nullptr;
+    if (allocationOf(def))
+      return def;
+    if (auto gep = dyn_cast<LLVM::GEPOp>(def))
+      ptr = gep.getBase();
+    else if (isa<LLVM::AddrSpaceCastOp, LLVM::BitcastOp>(def))
+      ptr = def->getOperand(0);
+    else
+      return nullptr;
+  }
+  return nullptr;
+}
+
+/// The first verb of `pipe` in `op` (itself or nested), among `verbs`.
+Operation *findVerb(Operation *op, Value pipe, ArrayRef<Verb> verbs) {
+  Operation *found = nullptr;
+  op->walk([&](Operation *inner) {
+    if (found)
+      return;
+    std::optional<VerbRef> verb = getVerb(inner);
+    if (verb && verb->pipeline == pipe && llvm::is_contained(verbs, verb->verb))
+      found = inner;
+  });
+  return found;
+}
+
+/// The (opening, closing) verbs of `pipe` around `access`: an acquire or
+/// wait before it and a commit or release after it, in its block or an
+/// enclosing one (the nearest level that has an opening verb).
+std::optional<std::pair<Operation *, Operation *>>
+window(Operation *access, Value pipe) {
+  for (Operation *at = access; at && !isa<FunctionOpInterface>(at);
+       at = at->getParentOp()) {
+    Operation *open = nullptr;
+    for (Operation *p = at->getPrevNode(); p && !open; p = p->getPrevNode()) {
+      if (findVerb(p, pipe, {Verb::Commit, Verb::Release}))
+        break;
+      open = findVerb(p, pipe, {Verb::Acquire, Verb::Wait});
+    }
+    if (!open)
+      continue;
+    std::optional<VerbRef> opened = getVerb(open);
+    Verb closing = opened->verb == Verb::Acquire ? Verb::Commit : Verb::Release;
+    for (Operation *n = at->getNextNode(); n; n = n->getNextNode())
+      if (Operation *close = findVerb(n, pipe, {closing}))
+        return std::make_pair(open, close);
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+/// A ring: the pipeline whose states index it, the stride of one stage and
+/// the address computation that shows it.
+struct Ring {
+  Value pipeline;
+  int64_t stride;
+  Operation *indexed;
+};
+} // namespace
+
+LogicalResult protocol::checkRingBufferAccess(FunctionOpInterface fn) {
+  llvm::MapVector<Operation *, Ring> rings;
+  fn->walk([&](StateIndexOp index) {
+    auto type = dyn_cast<StateType>(index.getState().getType());
+    if (!type || type.getSimple() || type.getStages() <= 1)
+      return;
+    std::optional<VerbRef> verb = verbOf(index.getState());
+    if (!verb)
+      return;
+    llvm::SetVector<Operation *> work;
+    for (Operation *user : index->getUsers())
+      work.insert(user);
+    for (size_t i = 0; i < work.size() && work.size() < 256; ++i) {
+      Operation *op = work[i];
+      if (auto gep = dyn_cast<LLVM::GEPOp>(op)) {
+        std::optional<std::pair<Allocation, Bound>> p = pointerBound(gep);
+        if (p && p->second.index == index.getResult() && p->second.coef > 0)
+          rings.insert({p->first.op, Ring{verb->pipeline, p->second.coef, gep}});
+        continue;
+      }
+      if (op->getNumResults() != 1 || op->getNumRegions() ||
+          !isa<arith::ArithDialect>(op->getDialect()))
+        continue;
+      for (Operation *user : op->getResult(0).getUsers())
+        work.insert(user);
+    }
+  });
+  if (rings.empty())
+    return success();
+
+  bool failed = false;
+  llvm::DenseSet<Operation *> reported;
+  fn->walk([&](Operation *access) {
+    Value addr;
+    if (auto store = dyn_cast<LLVM::StoreOp>(access))
+      addr = store.getAddr();
+    else if (auto load = dyn_cast<LLVM::LoadOp>(access))
+      addr = load.getAddr();
+    else
+      return;
+    Operation *alloc = baseAllocation(addr);
+    auto ring = alloc ? rings.find(alloc) : rings.end();
+    if (ring == rings.end() || addressFromState(addr))
+      return;
+    std::optional<std::pair<Operation *, Operation *>> held =
+        window(access, ring->second.pipeline);
+    if (!held || !reported.insert(alloc).second)
+      return;
+    InFlightDiagnostic diag = access->emitError();
+    diag << describe(ring->second.pipeline) << ": " << access->getName()
+         << " reaches the ring whose buffers the stages pick (buffers of "
+         << ring->second.stride
+         << " bytes, addressed from state.index), while this role holds a "
+            "stage, but its address is computed from no state's index: it "
+            "may touch a buffer the role does not hold, one another role is "
+            "filling or still reading (take the buffer from the held state: "
+            "ring.stage(state.index, stage_bytes))";
+    diag.attachNote(held->first->getLoc()) << "the stage is held from here";
+    diag.attachNote(ring->second.indexed->getLoc())
+        << "the ring's buffers are addressed from state.index here";
+    failed = true;
+  });
   return failure(failed);
 }

@@ -73,6 +73,7 @@ struct PipelineVerifyProtocolPass
       failed |= protocol::checkInitSyncPairs(fn).failed();
       failed |= protocol::checkVerbOrder(fn).failed();
       failed |= protocol::checkRingBuffers(fn).failed();
+      failed |= protocol::checkRingBufferAccess(fn).failed();
       // Whole-kernel counts mean something once each loop body and role is
       // balanced and its states thread (checks 1 and 2): comparing them
       // before would report the same bug twice.
