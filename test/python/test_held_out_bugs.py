@@ -39,14 +39,16 @@ missing). Every twin passes both, with no checker warning.
 | producer_in_rank0_only         | (cluster roles)      | no     | deadlock          |
 | tma_store_without_tail         | (TMA store ring)     | yes    | exited CTA        |
 | tma_consumer_count_in_threads  | (threads vs warps)   | yes    | deadlock          |
-| buffer_from_iteration (xfail)  | (t % 2 on 4 stages)  | no     | passes            |
+| buffer_from_iteration          | (t % 2 on 4 stages)  | yes*   | passes            |
 
-The last is found by neither tool: an xfail(strict=True) naming what is
-missing. FlashAttention's release-the-previous-stage idiom (a correct
+FlashAttention's release-the-previous-stage idiom (a correct
 kernel) passes both: test_release_previous_stage_idiom_is_clean.
-(*) found by neither tool before this file: check 10 of
+(*) found by neither tool before this file. Check 10 of
 pipeline-verify-protocol now refuses two pipelines whose barrier storage
-overlaps (test/Dialect/Pipeline/VerifyProtocol/barrier-storage.mlir).
+overlaps (test/Dialect/Pipeline/VerifyProtocol/barrier-storage.mlir), and
+check 16 a plain access into a ring, while a stage is held, whose address
+comes from no state index
+(test/Dialect/Pipeline/VerifyProtocol/ring-buffer-access.mlir).
 docs/VerifyProtocol.md ("Held-out bugs") has the totals.
 """
 
@@ -943,6 +945,10 @@ CASES = [
     ("tma_store_without_tail", store_commit_without_acquire, {"what": "tail"},
      "PipelineTmaStore pipeline: producer role exits without producer_tail(state): TMA "
      "stores may still be reading shared memory", {"exited-cta"}),
+    ("buffer_from_iteration", payload_ring, {"what": "buffer_from_iteration"},
+     "llvm.store reaches the ring whose buffers the stages pick (buffers of 128 bytes, "
+     "addressed from state.index), while this role holds a stage, but its address is "
+     "computed from no state's index", None),
     ("tma_consumer_count_in_threads", tma_load_whole_warp, {"what": "count"},
      "the consumer group CooperativeGroup(Agent.Thread, 128) expects 128 arrivals per "
      "phase, but the consumer role (4 warps, whole-warp consumer_release: one "
@@ -1015,32 +1021,6 @@ def test_consumer_waits_on_a_producer_state():
             "producer (make it with make_pipeline_state(PipelineUserType.Consumer, stages))"
             ) in str(err.value)
     k, _, args = consumer_with_producer_state(False)
-    k.to_ptx()
-    assert k.simulate(args, schedules=SCHEDULES, check=False).ok
-
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "neither tool ties a buffer to a stage unless its address is computed from "
-    "pipeline.state.index: the producer's ring.stage(t % 2) on a 4-stage ring writes "
-    "buffers it never acquired (one the consumer may be reading), and the checker "
-    "(check 16 follows state.index only) and the simulator (plain_store: addresses from "
-    "state.index only) both pass it; needed: map a plain access into a ring allocation "
-    "(one some role addresses as c * state.index) to its buffer from the concrete address "
-    "in the simulator, or refuse in the checker an access to such a ring inside an "
-    "acquire..commit / wait..release window whose offset is not the held state's index"))
-def test_buffer_not_from_the_state_is_found():
-    k, _, args = payload_ring(True, "buffer_from_iteration")
-    try:
-        k.to_ptx()
-    except CompileError:
-        return
-    result = k.simulate(args, schedules=SCHEDULES, check=False)
-    assert not result.ok, "neither the checker nor the simulator found the bug"
-
-
-def test_buffer_from_the_state_twin_is_clean():
-    k, _, args = payload_ring(False, "buffer_from_iteration")
     k.to_ptx()
     assert k.simulate(args, schedules=SCHEDULES, check=False).ok
 
