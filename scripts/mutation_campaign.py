@@ -53,7 +53,12 @@ the other roles only arrive on, a dropped setmaxnreg (a drop that overruns
 the register file is rejected by the checker first), a PipelineOrder loop
 every thread runs one trip short, a wgmma.fence moved below MMAs that an
 earlier fence of its block already orders (nothing between the two reads
-or writes an MMA's registers).
+or writes an MMA's registers), a doubled tcgen05 fence, a one-CTA
+``init_wait`` (bar.sync 0, which every thread passes) doubled, a hand-over
+sync moved above its proxy fence (the same program as the fence moved below
+it), a wgmma commit group moved down past a consumer.wait or named-barrier
+op across no MMA and no wait_group (it closes the same group), and a
+flipped start phase of a state no verb uses.
 
 **schedule-only** survivors (``_schedule_only``) change when a warpgroup
 waits or takes its turn, never what a barrier or buffer sees: a ping-pong
@@ -92,7 +97,7 @@ STATE_MAKE_LINE = re.compile(r"^(\s*)(%[\w#]+) = pipeline\.state\.make\b(.*?): "
 GROUP = re.compile(r"(producer|consumer) = <(thread|warp|warpgroup), (\d+)>")
 # Ops a move or a duplicate cannot change the protocol of (idempotent, or
 # ordered only against memory the pipeline does not hand over).
-HARMLESS_DUP = ("nvvm.fence", "nvvm.setmaxregister", "nvvm.wgmma.fence")
+HARMLESS_DUP = ("nvvm.fence", "nvvm.setmaxregister", "nvvm.wgmma.fence", "nvvm.tcgen05.fence")
 HARMLESS_MOVE = ("nvvm.setmaxregister",)
 
 
@@ -299,6 +304,20 @@ def _harmless(kind, what, text=""):
         # init_arrive of a one-CTA cluster emits nothing (the wait is the
         # whole sync): dropping, doubling or reordering it changes nothing
         return "cluster_size" not in text
+    if kind == "dup" and "pipeline.init_wait" in what and _one_cta_init_wait(text, what):
+        # a one-CTA init_wait is a CTA-wide bar.sync 0 every thread passes:
+        # twice is one more full barrier (a cluster's is a cluster wait,
+        # which needs an arrive of its own)
+        return True
+    if kind == "flip-phase" and _dead_state(text, what):
+        # a state no verb ever uses (carried through loops and yielded
+        # back unchanged): its phase reaches no barrier
+        return True
+    if kind == "move-up" and "named_barrier.sync" in what and _sync_above_proxy_fence(
+            text, what):
+        # the hand-over barrier moved above the proxy fence: the same program
+        # as the fence moved below the barrier (next rule)
+        return True
     if kind == "move-down" and "nvvm.fence.proxy" in what and _moved_past(
             text, what, "named_barrier.sync"):
         # the proxy fence after the hand-over barrier instead of before it:
@@ -398,7 +417,85 @@ def _fence_or_commit_past_wait(text, what):
     # a ping-pong turn's barrier is the schedule's (_schedule_only), not this
     other = [x for x in pair if any(v in x for v in WAITS_AND_BARRIERS)
              and not _token_ring(text, x)]
-    return len(wgmma) == 1 and len(other) == 1 and _only_pure_between(between)
+    if len(wgmma) != 1 or len(other) != 1:
+        return False
+    if "nvvm.wgmma.commit.group" in moved:
+        # a commit closes the same group wherever it sits as long as no MMA
+        # (nor a wait_group, which would count it) lies between its two
+        # places: register arithmetic in between is not its business
+        return not any("wgmma" in x or "llvm.call" in x for x in between)
+    return _only_pure_between(between)
+
+
+def _one_cta_init_wait(text, what):
+    """The duplicated init_wait lowers to bar.sync 0 (no cluster_size) and
+    every thread runs it (it lies in no branch)."""
+    i = _mutated_line(text, what)
+    if i is None:
+        return False
+    line = text.split("\n")[i]
+    return "pipeline.init_wait" in line and "cluster_size" not in line and _outside_branches(
+        text, what)
+
+
+def _dead_state(text, what):
+    """The state a flip-phase mutant remakes reaches no verb: its value (and
+    the loop arguments and results it flows into) is only carried by
+    scf.for iter_args and yielded back. Block arguments are looked up in
+    their loop's body only (sibling regions reuse their names)."""
+    m = re.match(r"line \d+: (%[\w#]+) \(", what)
+    if not m:
+        return False
+    lines = text.split("\n")
+
+    def indent(k):
+        return len(lines[k]) - len(lines[k].lstrip())
+
+    def body_end(k):   # the first line after the op of line k's regions
+        j = k + 1
+        while j < len(lines) and (not lines[j].strip() or indent(j) > indent(k)):
+            j += 1
+        return j
+
+    seen, todo = set(), [(m.group(1), 0, len(lines))]
+    while todo:
+        name, lo, hi = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        pat = re.compile(re.escape(name) + r"(?![\w#])")
+        for k in range(lo, hi):
+            line = lines[k]
+            if not pat.search(line) or re.match(rf"\s*{re.escape(name)}(?::\d+)? = ", line):
+                continue
+            bound = re.findall(r"(%[\w#]+) = " + re.escape(name) + r"(?![\w#])", line)
+            if "scf.for" in line and bound:
+                todo += [(b, k + 1, body_end(k)) for b in bound]   # carried into the loop
+                continue
+            y = re.match(r"\s*scf\.yield (.*?) :", line)
+            if not y:
+                return False           # any other use may reach a barrier
+            pos = [x.strip() for x in y.group(1).split(",")].index(name)
+            loop = next((j for j in range(k - 1, -1, -1)
+                         if lines[j].strip() and indent(j) < indent(k)), None)
+            r = re.match(r"\s*(%[\w]+)(:\d+)? = scf\.for ", lines[loop] if loop is not None
+                         else "")
+            if not r:
+                return False
+            todo.append((f"{r.group(1)}#{pos}" if r.group(2) else r.group(1), loop + 1,
+                         len(lines)))
+    return True
+
+
+def _sync_above_proxy_fence(text, what):
+    """A named_barrier.sync moved up past a fence.proxy with only pure lines
+    between: the fence now follows the barrier, as when it is moved down."""
+    span = _move_span(text, what)
+    if not span:
+        return False
+    moved, passed, between, _ = span
+    return ("named_barrier.sync" in moved and "nvvm.fence.proxy" in passed
+            and _only_pure_between(between))
 
 
 FLOAT_TYPES = re.compile(r"\b(?:f16|bf16|f32|f64|f8\w*|vector<)")

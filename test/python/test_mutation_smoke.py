@@ -264,3 +264,93 @@ def test_a_fence_moved_below_mmas_an_earlier_fence_orders(campaign):
                         "    %e = math.exp %x : f32\n    nvvm.wgmma.fence.aligned\n    %i =")
     what, new = _mutant(campaign, read, "move-down", "line 11: nvvm.wgmma.fence")
     assert not campaign._harmless("move-down", what, new)
+
+
+def test_the_second_samples_harmless_survivors(campaign):
+    """Rules for survivors of the seed-2 sample, each with the twin it must
+    refuse."""
+    text = """gpu.func @k() kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+  pipeline.init_arrive
+  pipeline.init_wait
+  nvvm.tcgen05.fence <before>
+  nvvm.tcgen05.commit %bar : !llvm.ptr<3>
+}"""
+    # a doubled tcgen05 fence orders what one does; a doubled commit arrives twice
+    what, new = _mutant(campaign, text, "dup", "line 4: nvvm.tcgen05.fence")
+    assert campaign._harmless("dup", what, new)
+    what, new = _mutant(campaign, text, "dup", "line 5: nvvm.tcgen05.commit")
+    assert not campaign._harmless("dup", what, new)
+    # a one-CTA init_wait is bar.sync 0, which every thread passes twice
+    what, new = _mutant(campaign, text, "dup", "line 3: pipeline.init_wait")
+    assert campaign._harmless("dup", what, new)
+    # the twins: a cluster's wait needs an arrive of its own; a wait in a branch
+    cluster = text.replace("init_wait", "init_wait {cluster_size = 2 : i64}")
+    what, new = _mutant(campaign, cluster, "dup", "line 3: pipeline.init_wait")
+    assert not campaign._harmless("dup", what, new)
+    branch = text.replace("  pipeline.init_wait\n", "  scf.if %w {\n    pipeline.init_wait\n  }\n")
+    what, new = _mutant(campaign, branch, "dup", "line 4: pipeline.init_wait")
+    assert not campaign._harmless("dup", what, new)
+
+
+def test_a_sync_above_the_proxy_fence_is_the_fence_below_it(campaign):
+    text = """gpu.func @k() kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+  llvm.store %v, %p : vector<4xi32>, !llvm.ptr<3>
+  nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+  pipeline.named_barrier.sync id = 1, threads = 128
+}"""
+    what, new = _mutant(campaign, text, "move-up", "line 4: pipeline.named_barrier.sync")
+    assert campaign._harmless("move-up", what, new)
+    # the twin: a store between them, which the barrier would then precede
+    stored = text.replace("  pipeline.named_barrier.sync",
+                          "  llvm.store %v, %q : vector<4xi32>, !llvm.ptr<3>\n"
+                          "  pipeline.named_barrier.sync")
+    what, new = _mutant(campaign, stored, "move-up", "line 5: pipeline.named_barrier.sync")
+    assert not campaign._harmless("move-up", what, new)
+
+
+def test_a_commit_moved_past_register_arithmetic_and_a_wait(campaign):
+    text = """gpu.func @k() kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+  scf.if %w {
+    %s = nvvm.wgmma.mma_async %a, %b, %c
+    nvvm.wgmma.commit.group.sync.aligned
+    %x = llvm.extractvalue %o[0] : !acc
+    %y = arith.mulf %x, %m : f32
+    pipeline.consumer.wait %p, %st : <tma_async, stages = 2>, <2, consumer>
+    nvvm.wgmma.fence.aligned
+  }
+}"""
+    # O's rescale between the S group's commit and the wait for V: the
+    # commit closes the same MMAs below it
+    what, new = _mutant(campaign, text, "move-down", "line 4: nvvm.wgmma.commit")
+    assert campaign._harmless("move-down", what, new)
+    # the twin: an MMA between the two places joins the group
+    mma = text.replace("    %y = arith.mulf", "    %t = nvvm.wgmma.mma_async %a, %b, %o\n"
+                       "    %y = arith.mulf")
+    what, new = _mutant(campaign, mma, "move-down", "line 4: nvvm.wgmma.commit")
+    assert not campaign._harmless("move-down", what, new)
+
+
+def test_a_state_no_verb_uses_may_start_at_either_phase(campaign):
+    text = """gpu.func @k(%n: i32) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+  %a = pipeline.state.make : <6, consumer>
+  %b = pipeline.state.make : <6, consumer>
+  %r:2 = scf.for %t = %c0 to %n step %c1 iter_args(%arg1 = %a, %arg2 = %b) -> (!pipeline.state<6, consumer>, !pipeline.state<6, consumer>)  : i32 {
+    pipeline.consumer.wait %p, %arg1 : <tma_async, stages = 6>, <6, consumer>
+    pipeline.consumer.release %p, %arg1 : <tma_async, stages = 6>, <6, consumer>
+    %s = pipeline.state.advance %arg1 : <6, consumer>
+    scf.yield %s, %arg2 : !pipeline.state<6, consumer>, !pipeline.state<6, consumer>
+  }
+  scf.if %w {
+    %u = scf.for %t = %c0 to %n step %c1 iter_args(%arg2 = %c0) -> (i32)  : i32 {
+      pipeline.consumer.wait %p, %arg2 : <tma_async, stages = 6>, <6, consumer>
+      scf.yield %arg2 : i32
+    }
+  }
+}"""
+    # %b is carried through the loop and yielded back, never waited on (a
+    # loop elsewhere reuses the name %arg2 for something else)
+    what, new = _mutant(campaign, text, "flip-phase", "line 3: %b")
+    assert campaign._harmless("flip-phase", what, new)
+    # the twin: %a is the state the loop waits on
+    what, new = _mutant(campaign, text, "flip-phase", "line 2: %a")
+    assert not campaign._harmless("flip-phase", what, new)

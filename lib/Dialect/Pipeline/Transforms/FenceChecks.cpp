@@ -42,7 +42,12 @@
 //    tcgen05.fence::before_thread_sync, then a CTA-wide barrier at top
 //    level, then tcgen05.fence::after_thread_sync before the dealloc;
 //    otherwise the columns are freed (and maybe allocated again) while those
-//    warps still use them.
+//    warps still use them;
+//  - a kernel that runs tcgen05.alloc must give the columns back: no
+//    tcgen05.dealloc in the function, or (all column counts constant, none in
+//    a loop) fewer columns deallocated than allocated, leaves them allocated
+//    after the CTA exits, and the next CTA's tcgen05.alloc on that SM waits
+//    for them forever.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,7 +56,9 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -334,6 +341,67 @@ public:
                   "barrier that publishes this tcgen05.alloc with no "
                   "tcgen05.fence::after_thread_sync in between (call "
                   "tcgen05.fence_after_thread_sync() after the barrier)";
+  }
+
+  // --- every TMEM column allocated is given back ---------------------------
+  /// Tensor memory outlives nothing but its deallocation: columns a CTA
+  /// allocates and never deallocates stay taken after it exits, and the next
+  /// CTA's tcgen05.alloc on that SM blocks until they are free (forever).
+  /// No tcgen05.dealloc in the function is an error at each alloc; with every
+  /// column count a constant and no alloc or dealloc in a loop, the columns
+  /// deallocated must add up to those allocated.
+  void checkTmemFreed(ArrayRef<NVVM::Tcgen05AllocOp> allocs,
+                      ArrayRef<NVVM::Tcgen05DeallocOp> deallocs) {
+    if (allocs.empty())
+      return;
+    if (deallocs.empty()) {
+      for (NVVM::Tcgen05AllocOp alloc : allocs) {
+        failed = true;
+        alloc->emitError()
+            << "TMEM leak: this tcgen05.alloc has no tcgen05.dealloc in the "
+               "kernel: its columns stay allocated after the CTA exits, and "
+               "the next CTA's tcgen05.alloc on this SM waits for them "
+               "forever (call tmem.dealloc() with the same column count at "
+               "the end of the kernel, after tcgen05.fence_before_thread_"
+               "sync(), a CTA barrier and tcgen05.fence_after_thread_sync())";
+      }
+      return;
+    }
+    auto inLoop = [](Operation *op) {
+      return op->getParentOfType<LoopLikeOpInterface>() != nullptr;
+    };
+    auto columns = [](Value n) -> std::optional<int64_t> {
+      APInt v;
+      if (!matchPattern(n, m_ConstantInt(&v)))
+        return std::nullopt;
+      return v.getSExtValue();
+    };
+    int64_t allocated = 0, freed = 0;
+    for (NVVM::Tcgen05AllocOp alloc : allocs) {
+      std::optional<int64_t> n = columns(alloc.getNCols());
+      if (!n || inLoop(alloc))
+        return;
+      allocated += *n;
+    }
+    for (NVVM::Tcgen05DeallocOp dealloc : deallocs) {
+      std::optional<int64_t> n = columns(dealloc.getNCols());
+      if (!n || inLoop(dealloc))
+        return;
+      freed += *n;
+    }
+    if (freed >= allocated)
+      return;
+    failed = true;
+    InFlightDiagnostic diag = allocs.front()->emitError()
+                              << "TMEM leak: the kernel allocates "
+                              << allocated << " tensor-memory columns and "
+                              << "deallocates " << freed
+                              << ": the rest stay allocated after the CTA "
+                                 "exits, and the next CTA's tcgen05.alloc on "
+                                 "this SM may wait for them forever (dealloc "
+                                 "every column allocated)";
+    for (NVVM::Tcgen05DeallocOp dealloc : deallocs)
+      diag.attachNote(dealloc.getLoc()) << "a tcgen05.dealloc";
   }
 
   // --- the CLC response: proxy fence before its release ---------------------
@@ -931,6 +999,7 @@ LogicalResult protocol::checkFences(FunctionOpInterface fn,
     walkNeeded |= isWgmmaMma(op);
   });
   Checker checker(blockDim);
+  checker.checkTmemFreed(allocs, deallocs);
   for (NVVM::Tcgen05LdOp ld : loads)
     checker.checkWaitLoad(ld);
   for (ConsumerReleaseOp rel : releases) {

@@ -272,6 +272,12 @@ gpu.module @m {
       %x = llvm.extractelement %v[%c0 : i32] : vector<4xi32>
       llvm.store %x, %out : i32, !llvm.ptr<3>
     }
+    nvvm.tcgen05.fence <before>
+    nvvm.barrier0
+    scf.if %mma {
+      nvvm.tcgen05.fence <after>
+      nvvm.tcgen05.dealloc %t, %c512 : !llvm.ptr<6>, i32
+    }
     gpu.return
   }
 }
@@ -303,6 +309,12 @@ gpu.module @m {
       %c0 = arith.constant 0 : i32
       %x = llvm.extractelement %v[%c0 : i32] : vector<4xi32>
       llvm.store %x, %out : i32, !llvm.ptr<3>
+    }
+    nvvm.tcgen05.fence <before>
+    nvvm.barrier0
+    scf.if %mma {
+      nvvm.tcgen05.fence <after>
+      nvvm.tcgen05.dealloc %t, %c512 : !llvm.ptr<6>, i32
     }
     gpu.return
   }
