@@ -835,7 +835,12 @@ def _alarm(signum, frame):
 # once per stage at the end, so it needs ntiles >= its 3 stages
 # (examples/tile_copies.py says so); with ntiles = 1 it deadlocks as it
 # would on a GPU.
-SIM_ARGS = {"gpu builder named_barrier": ["--arg", "2=8"]}
+#
+# The attention forward kernel's main loop runs from the second key block:
+# with the small seqlen_k the simulator picks it never runs, and no mutant of
+# the loop is simulated at all; 384 keys (three blocks) run it twice.
+SIM_ARGS = {"gpu builder named_barrier": ["--arg", "2=8"],
+            "examples/attention_fwd": ["--arg", "9=384"]}
 
 
 def _simulate(path, schedules, limit_s, extra=()):

@@ -233,15 +233,29 @@ class NamedBarrier:
         # that never came (World.agent_finished).
         self.credit = 0
         self.last_arrive: tuple[str, str | None] | None = None
+        # Warps that arrived (whole, with bar.arrive or bar.sync) in this
+        # phase: the barrier counts threads, so a warp arriving again before
+        # the phase completes stands in for a warp that has not arrived.
+        self.warps: set = set()
 
-    def arrive(self, threads: int, expected: int, who: str) -> int:
+    def arrive(self, threads: int, expected: int, who: str, warp: object = None) -> int:
         if self.expected is not None and self.count and expected != self.expected:
             raise SimError(
                 "arrive-count",
                 f"{who} arrives on {self.name} expecting {expected} threads while the "
                 f"barrier is in use with {self.expected}")
+        if warp is not None and warp in self.warps:
+            raise SimError(
+                "arrive-count",
+                f"{who} arrives on {self.name} twice in one phase: the barrier counts "
+                f"threads, so its second arrival ({self.count + threads} of {expected} "
+                f"threads) stands in for a warp that has not arrived, and the phase "
+                f"completes early (a doubled arrive, or an arrive no sync of the other "
+                f"role met)")
         self.expected = expected
         self.count += threads
+        if warp is not None:
+            self.warps.add(warp)
         gen = self.generation
         if self.count > expected:
             raise SimError(
@@ -251,6 +265,7 @@ class NamedBarrier:
             self.generation += 1
             self.count = 0
             self.expected = None
+            self.warps = set()
         return gen
 
 

@@ -403,7 +403,7 @@ def named_arrive(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool,
     def fire():
         if start_signal:
             nb.credit += k
-        gen = nb.arrive(k, threads, a.label())
+        gen = nb.arrive(k, threads, a.label(), None if unaligned else a.warp)
         nb.last_arrive = (a.label(), where)
         return gen
     yield Step(fire, None, lambda: f"{a.label()} arrives on {nb.name}")
@@ -412,7 +412,8 @@ def named_arrive(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool,
 def named_sync(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool, lanes: list[int]):
     nb = w.cluster.ctas[a.cta].named_barrier(bar_id)
     k = len(lanes) if unaligned else a.threads
-    gen = yield Step(lambda: nb.arrive(k, threads, a.label()), None,
+    gen = yield Step(lambda: nb.arrive(k, threads, a.label(), None if unaligned else a.warp),
+                     None,
                      lambda: f"{a.label()} arrives on {nb.name}")
     yield Step(lambda: None, lambda: nb.generation > gen,
                lambda: f"{a.label()} waits on {nb.name} ({nb.count} of {threads} threads arrived)")
