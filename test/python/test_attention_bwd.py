@@ -39,10 +39,13 @@ CAUGHT = {
         r"consumer warp \d+ of CTA 0 writes pipeline 'kv' stage 0 of CTA 0 with llvm.store "
         r"at [^ ]+ while consumer warp \d+ of CTA 0(, consumer warp \d+ of CTA 0)* still "
         r"holds it"),
+    # The checker's ring-access rule (check 16) refuses it before the
+    # simulator's read-after-release finding would.
     "lse_read_after_release": (
-        "read-after-release",
-        r"consumer warp \d+ of CTA 0 reads pipeline 'lse' stage \d of CTA 0 with llvm.load "
-        r"at [^ ]+ while it does not hold the stage"),
+        "checker",
+        r"llvm.load touches a buffer of the ring that pipeline 'lse' fills \(its producer "
+        r"addresses it from state.index\), while this role holds a stage of pipeline '\w+' "
+        r"but none of pipeline 'lse'"),
 }
 
 

@@ -40,6 +40,7 @@ missing). Every twin passes both, with no checker warning.
 | tma_store_without_tail         | (TMA store ring)     | yes    | exited CTA        |
 | tma_consumer_count_in_threads  | (threads vs warps)   | yes    | deadlock          |
 | buffer_from_iteration          | (t % 2 on 4 stages)  | yes*   | passes            |
+| read_other_ring                | (copied index line)  | yes*   | passes            |
 
 FlashAttention's release-the-previous-stage idiom (a correct
 kernel) passes both: test_release_previous_stage_idiom_is_clean.
@@ -47,7 +48,8 @@ kernel) passes both: test_release_previous_stage_idiom_is_clean.
 pipeline-verify-protocol now refuses two pipelines whose barrier storage
 overlaps (test/Dialect/Pipeline/VerifyProtocol/barrier-storage.mlir), and
 check 16 a plain access into a ring, while a stage is held, whose address
-comes from no state index
+comes from no state index, or that touches a ring another pipeline fills
+while holding none of its stages
 (test/Dialect/Pipeline/VerifyProtocol/ring-buffer-access.mlir).
 docs/VerifyProtocol.md ("Held-out bugs") has the totals.
 """
@@ -865,6 +867,50 @@ def producer_in_rank0_only(bug):
             _consume(k, pipe, n)
     return k, lines.get("bug"), {"n": 9}
 
+
+# -- 29. a buffer of the other ring, read with this ring's state -----------
+def read_other_ring(bug):
+    """Two rings, A and B, each filled by its own producer warp; the
+    consumer waits on A and reads B's buffer with A's state (a copied line:
+    `rb.stage(ca.index)` for `rb.stage(cb.index)`), before waiting on B:
+    the buffer may not be filled yet, or be refilled under the read."""
+    k = Kernel("other_ring", block_dim=96, params={"out": GlobalPtr(), "n": Int32()})
+    lines = {}
+    with k:
+        out, n = k.args
+        ra = k.smem_alloc(S * STAGE_BYTES, align=128, name="A")
+        rb = k.smem_alloc(S * STAGE_BYTES, align=128, name="B")
+        a = _async(k, name="a")
+        b = _async(k, name="b")
+        lane = k.lane_idx()
+        for w, (pipe, ring) in enumerate([(a, ra), (b, rb)]):
+            with k.if_(k.warp_idx() == w):
+                s = make_pipeline_state(Producer, S)
+                for t, (s,) in k.range(n, carry=[s]):
+                    pipe.producer_acquire(s)
+                    store(t, ring.stage(s.index, STAGE_BYTES), lane)
+                    pipe.producer_commit(s)
+                    s.advance()
+                pipe.producer_tail(s)
+        with k.if_(k.warp_idx() == 2):
+            ca = make_pipeline_state(Consumer, S)
+            cb = make_pipeline_state(Consumer, S)
+            for t, (ca, cb) in k.range(n, carry=[ca, cb]):
+                a.consumer_wait(ca)
+                x = load(ra.stage(ca.index, STAGE_BYTES), i32(), lane)
+                if bug:
+                    lines["bug"] = _next_line()
+                    y = load(rb.stage(ca.index, STAGE_BYTES), i32(), lane)
+                a.consumer_release(ca)
+                b.consumer_wait(cb)
+                if not bug:
+                    y = load(rb.stage(cb.index, STAGE_BYTES), i32(), lane)
+                b.consumer_release(cb)
+                store(x + y, out, t * 32 + lane)
+                ca.advance()
+                cb.advance()
+    return k, lines.get("bug"), {"n": 9}
+
 # ---------------------------------------------------------------------------
 # What the tools do with each pair.
 #
@@ -949,6 +995,10 @@ CASES = [
      "llvm.store reaches the ring whose buffers the stages pick (buffers of 128 bytes, "
      "addressed from state.index), while this role holds a stage, but its address is "
      "computed from no state's index", None),
+    ("read_other_ring", read_other_ring, {},
+     "pipeline 'a': llvm.load touches a buffer of the ring that pipeline 'b' fills (its "
+     "producer addresses it from state.index), while this role holds a stage of pipeline "
+     "'a' but none of pipeline 'b'", None),
     ("tma_consumer_count_in_threads", tma_load_whole_warp, {"what": "count"},
      "the consumer group CooperativeGroup(Agent.Thread, 128) expects 128 arrivals per "
      "phase, but the consumer role (4 warps, whole-warp consumer_release: one "
@@ -958,7 +1008,7 @@ IDS = [c[0] for c in CASES]
 # Where the checker's error names the line the builder returned (the rest
 # point at a helper's line in this file: the create or loop of _async /
 # _consume / load).
-AT_RETURNED_LINE = {"release_after_advance", "store_commit_without_acquire",
+AT_RETURNED_LINE = {"release_after_advance", "store_commit_without_acquire", "read_other_ring",
                     "write_after_commit", "named_barrier_short",
                     "producer_keeps_registers", "shared_barrier_storage", "dropped_copy",
                     "multicast_consumer_count", "release_on_other_pipeline"}

@@ -400,6 +400,9 @@ struct Ring {
 
 LogicalResult protocol::checkRingBufferAccess(FunctionOpInterface fn) {
   llvm::MapVector<Operation *, Ring> rings;
+  // The pipelines whose producer states index each ring: the ones that
+  // fill it.
+  llvm::DenseMap<Operation *, llvm::SetVector<Value>> fillers;
   fn->walk([&](StateIndexOp index) {
     auto type = dyn_cast<StateType>(index.getState().getType());
     if (!type || type.getSimple() || type.getStages() <= 1)
@@ -407,6 +410,11 @@ LogicalResult protocol::checkRingBufferAccess(FunctionOpInterface fn) {
     std::optional<VerbRef> verb = verbOf(index.getState());
     if (!verb)
       return;
+    llvm::SetVector<Value> producers;
+    for (Operation *user : index.getState().getUsers())
+      if (std::optional<VerbRef> v = getVerb(user))
+        if (isProducerVerb(v->verb))
+          producers.insert(v->pipeline);
     llvm::SetVector<Operation *> work;
     for (Operation *user : index->getUsers())
       work.insert(user);
@@ -414,8 +422,10 @@ LogicalResult protocol::checkRingBufferAccess(FunctionOpInterface fn) {
       Operation *op = work[i];
       if (auto gep = dyn_cast<LLVM::GEPOp>(op)) {
         std::optional<std::pair<Allocation, Bound>> p = pointerBound(gep);
-        if (p && p->second.index == index.getResult() && p->second.coef > 0)
+        if (p && p->second.index == index.getResult() && p->second.coef > 0) {
           rings.insert({p->first.op, Ring{verb->pipeline, p->second.coef, gep}});
+          fillers[p->first.op].insert(producers.begin(), producers.end());
+        }
         continue;
       }
       if (op->getNumResults() != 1 || op->getNumRegions() ||
@@ -427,6 +437,8 @@ LogicalResult protocol::checkRingBufferAccess(FunctionOpInterface fn) {
   });
   if (rings.empty())
     return success();
+  SmallVector<Value> pipelines;
+  fn->walk([&](CreateOp create) { pipelines.push_back(create.getResult()); });
 
   bool failed = false;
   llvm::DenseSet<Operation *> reported;
@@ -440,24 +452,59 @@ LogicalResult protocol::checkRingBufferAccess(FunctionOpInterface fn) {
       return;
     Operation *alloc = baseAllocation(addr);
     auto ring = alloc ? rings.find(alloc) : rings.end();
-    if (ring == rings.end() || addressFromState(addr))
+    if (ring == rings.end() || reported.contains(alloc))
       return;
-    std::optional<std::pair<Operation *, Operation *>> held =
-        window(access, ring->second.pipeline);
-    if (!held || !reported.insert(alloc).second)
+    // The pipelines of which this role holds a stage at the access.
+    SmallVector<std::pair<Value, Operation *>> held;
+    for (Value pipe : pipelines)
+      if (auto w = window(access, pipe))
+        held.push_back({pipe, w->first});
+    if (held.empty())
       return;
+    const llvm::SetVector<Value> &owners = fillers[alloc];
+    if (!addressFromState(addr)) {
+      auto own = llvm::find_if(held, [&](auto &h) {
+        return h.first == ring->second.pipeline || owners.contains(h.first);
+      });
+      if (own == held.end())
+        return;
+      reported.insert(alloc);
+      InFlightDiagnostic diag = access->emitError();
+      diag << describe(own->first) << ": " << access->getName()
+           << " reaches the ring whose buffers the stages pick (buffers of "
+           << ring->second.stride
+           << " bytes, addressed from state.index), while this role holds a "
+              "stage, but its address is computed from no state's index: it "
+              "may touch a buffer the role does not hold, one another role "
+              "is filling or still reading (take the buffer from the held "
+              "state: ring.stage(state.index, stage_bytes))";
+      diag.attachNote(own->second->getLoc()) << "the stage is held from here";
+      diag.attachNote(ring->second.indexed->getLoc())
+          << "the ring's buffers are addressed from state.index here";
+      failed = true;
+      return;
+    }
+    // A ring one pipeline fills, touched while holding only stages of
+    // others: the buffer is not this role's to read or write yet.
+    if (owners.size() != 1 ||
+        llvm::any_of(held, [&](auto &h) { return owners.contains(h.first); }))
+      return;
+    reported.insert(alloc);
     InFlightDiagnostic diag = access->emitError();
-    diag << describe(ring->second.pipeline) << ": " << access->getName()
-         << " reaches the ring whose buffers the stages pick (buffers of "
-         << ring->second.stride
-         << " bytes, addressed from state.index), while this role holds a "
-            "stage, but its address is computed from no state's index: it "
-            "may touch a buffer the role does not hold, one another role is "
-            "filling or still reading (take the buffer from the held state: "
-            "ring.stage(state.index, stage_bytes))";
-    diag.attachNote(held->first->getLoc()) << "the stage is held from here";
-    diag.attachNote(ring->second.indexed->getLoc())
-        << "the ring's buffers are addressed from state.index here";
+    diag << describe(held.front().first) << ": " << access->getName()
+         << " touches a buffer of the ring that "
+         << describe(owners.front())
+         << " fills (its producer addresses it from state.index), while this "
+            "role holds a stage of "
+         << describe(held.front().first) << " but none of "
+         << describe(owners.front())
+         << ": the buffer may not be filled yet, or be refilled under the "
+            "access (wait on "
+         << describe(owners.front())
+         << " first, and take the buffer from its own state)";
+    diag.attachNote(held.front().second->getLoc())
+        << "the stage held here is of another pipeline";
+    noteCreate(diag, owners.front());
     failed = true;
   });
   return failure(failed);
