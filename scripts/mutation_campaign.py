@@ -57,15 +57,20 @@ or writes an MMA's registers), a doubled tcgen05 fence, a one-CTA
 ``init_wait`` (bar.sync 0, which every thread passes) doubled, a hand-over
 sync moved above its proxy fence (the same program as the fence moved below
 it), a wgmma commit group moved down past a consumer.wait or named-barrier
-op across no MMA and no wait_group (it closes the same group), and a
-flipped start phase of a state no verb uses.
+op across no MMA and no wait_group (it closes the same group), a
+flipped start phase of a state no verb uses, and a tcgen05 after-fence
+moved above the barrier that publishes the TMEM alloc (the checker's
+after-alloc rule, which accepted it, proves each user fences after it).
 
 **schedule-only** survivors (``_schedule_only``) change when a warpgroup
 waits or takes its turn, never what a barrier or buffer sees: a ping-pong
 turn's arrive or sync (a named barrier whose first turn is an arrive
 outside every loop) moved past a wgmma fence, commit or wait or a
-consumer.wait, and two pipelines' consumer.waits swapped with nothing read
-between them. They have their own column and are not protocol-breaking.
+consumer.wait, two pipelines' consumer.waits swapped with nothing read
+between them, an accumulator stage's (umma_async) commit moved below
+another pipeline's consumer.wait (the same MMAs tracked, handed over
+later), and a stage released after another pipeline's wait instead of
+before it (held longer). They have their own column and are not protocol-breaking.
 
 The report gives, per kernel and in total, the fraction of
 protocol-breaking mutants (all but invalid, harmless and schedule-only)
@@ -309,6 +314,13 @@ def _harmless(kind, what, text=""):
         # twice is one more full barrier (a cluster's is a cluster wait,
         # which needs an arrive of its own)
         return True
+    if kind.startswith("move") and _after_fence_above_barrier(text, what):
+        # tcgen05.fence::after_thread_sync above the CTA barrier that
+        # publishes the TMEM alloc instead of below it: the checker's
+        # after-alloc rule, which accepted the mutant, proves every other
+        # warp's tcgen05 op still follows an after-fence of its own role
+        # after the barrier (the Blackwell GEMM's epilogue and MMA warps)
+        return True
     if kind == "flip-phase" and _dead_state(text, what):
         # a state no verb ever uses (carried through loops and yielded
         # back unchanged): its phase reaches no barrier
@@ -487,6 +499,23 @@ def _dead_state(text, what):
     return True
 
 
+def _after_fence_above_barrier(text, what):
+    """A tcgen05.fence <after> and the CTA barrier after it (a one-CTA
+    init_wait or nvvm.barrier0) swapped, with only pure lines between."""
+    span = _move_span(text, what)
+    if not span:
+        return False
+    moved, passed, between, _ = span
+    if "past" in what:   # moved below the passed line
+        above, below = passed, moved
+    else:                # moved above the passed line
+        above, below = moved, passed
+    barrier = ("nvvm.barrier0" in below or ("pipeline.init_wait" in below
+                                            and "cluster_size" not in below))
+    return (barrier and "nvvm.tcgen05.fence <after>" in above
+            and _only_pure_between(between))
+
+
 def _sync_above_proxy_fence(text, what):
     """A named_barrier.sync moved up past a fence.proxy with only pure lines
     between: the fence now follows the barrier, as when it is moved down."""
@@ -617,6 +646,24 @@ def _schedule_only(kind, what, text=""):
         # commit or wait or a consumer.wait: the barrier only orders when
         # the warpgroups issue their MMAs; it guards no data
         return True
+    if kind == "move-down" and "pipeline.producer.commit <umma_async>" in what \
+            and "pipeline.consumer.wait" in passed and _only_pure_between(between):
+        # an accumulator stage's commit (tcgen05.commit: its barrier
+        # completes when all the thread's earlier MMAs do) after the wait
+        # for another pipeline: it tracks the same MMAs, the epilogue is
+        # handed the stage later (a deadlock is the simulator's)
+        return True
+    waits_release = sorted(x.split("%")[0].strip() for x in (moved, passed))
+    if waits_release == ["pipeline.consumer.release", "pipeline.consumer.wait"] \
+            and _only_pure_between(between) and (
+                ("past" in what) == ("pipeline.consumer.release" in moved)):
+        a = re.search(r"consumer\.\w+ (%[\w#]+),", moved)
+        b = re.search(r"consumer\.\w+ (%[\w#]+),", passed)
+        # a stage released after the wait for another pipeline instead of
+        # before it: held longer, which only delays its producer (a
+        # deadlock, the producer needing it to fill the awaited stage, is
+        # the simulator's)
+        return bool(a and b and a.group(1) != b.group(1))
     if "pipeline.consumer.wait" in moved and "pipeline.consumer.wait" in passed \
             and _only_pure_between(between):
         a = re.search(r"consumer\.wait (%[\w#]+),", moved)

@@ -354,3 +354,44 @@ def test_a_state_no_verb_uses_may_start_at_either_phase(campaign):
     # the twin: %a is the state the loop waits on
     what, new = _mutant(campaign, text, "flip-phase", "line 2: %a")
     assert not campaign._harmless("flip-phase", what, new)
+
+
+def test_the_after_fence_above_the_alloc_barrier(campaign):
+    text = """gpu.func @k() kernel attributes {known_block_size = array<i32: 160, 1, 1>} {
+  nvvm.tcgen05.fence <before>
+  pipeline.init_arrive
+  pipeline.init_wait
+  nvvm.tcgen05.fence <after>
+}"""
+    # the checker accepted it only if every user fences after the barrier
+    what, new = _mutant(campaign, text, "move-down", "line 4: pipeline.init_wait")
+    assert campaign._harmless("move-down", what, new)
+    # the twin: the before-fence below the barrier
+    what, new = _mutant(campaign, text, "move-down", "line 2: nvvm.tcgen05.fence")
+    assert not campaign._harmless("move-down", what, new)
+
+
+def test_a_hand_over_later_or_a_stage_held_longer_is_schedule_only(campaign):
+    text = """gpu.func @k() kernel attributes {known_block_size = array<i32: 160, 1, 1>} {
+  scf.if %w {
+    pipeline.producer.commit %acc, %s : <umma_async, stages = 2>, <2, producer>
+    %n = pipeline.state.advance %s : <2, producer>
+    pipeline.consumer.wait %clc, %c : <clc_fetch_async, stages = 2>, <2, consumer>
+    pipeline.consumer.release %k, %r : <tma_async, stages = 2>, <2, consumer>
+    pipeline.consumer.wait %v, %r : <tma_async, stages = 2>, <2, consumer>
+    pipeline.consumer.release %v, %r : <tma_async, stages = 2>, <2, consumer>
+    pipeline.consumer.wait %v, %r2 : <tma_async, stages = 2>, <2, consumer>
+  }
+}"""
+    # the accumulator's commit after the wait for the next CLC response
+    what, new = _mutant(campaign, text, "move-down", "line 3: pipeline.producer.commit")
+    assert campaign._schedule_only("move-down", what, new)
+    # K's stage released after the wait for V
+    what, new = _mutant(campaign, text, "move-up", "line 7: pipeline.consumer.wait")
+    assert campaign._schedule_only("move-up", what, new)
+    # the twins: a wait moved above the release of its own pipeline; the
+    # wait moved below the release (waiting later is not holding longer)
+    what, new = _mutant(campaign, text, "move-up", "line 9: pipeline.consumer.wait")
+    assert not campaign._schedule_only("move-up", what, new)
+    what, new = _mutant(campaign, text, "move-up", "line 6: pipeline.consumer.release")
+    assert not campaign._schedule_only("move-up", what, new)
