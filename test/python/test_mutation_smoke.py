@@ -367,8 +367,11 @@ def test_the_after_fence_above_the_alloc_barrier(campaign):
     what, new = _mutant(campaign, text, "move-down", "line 4: pipeline.init_wait")
     assert campaign._harmless("move-down", what, new)
     # the twin: the before-fence below the barrier
-    what, new = _mutant(campaign, text, "move-down", "line 2: nvvm.tcgen05.fence")
+    bar0 = text.replace("  pipeline.init_arrive\n  pipeline.init_wait\n", "  nvvm.barrier0\n")
+    what, new = _mutant(campaign, bar0, "move-down", "line 2: nvvm.tcgen05.fence")
     assert not campaign._harmless("move-down", what, new)
+    what, new = _mutant(campaign, bar0, "move-down", "line 3: nvvm.barrier0")
+    assert campaign._harmless("move-down", what, new)
 
 
 def test_a_hand_over_later_or_a_stage_held_longer_is_schedule_only(campaign):
@@ -395,3 +398,42 @@ def test_a_hand_over_later_or_a_stage_held_longer_is_schedule_only(campaign):
     assert not campaign._schedule_only("move-up", what, new)
     what, new = _mutant(campaign, text, "move-up", "line 6: pipeline.consumer.release")
     assert not campaign._schedule_only("move-up", what, new)
+
+
+def test_a_move_past_a_one_cta_init_arrive_and_the_epilogues_short_loop(campaign):
+    text = """gpu.func @k() kernel attributes {known_block_size = array<i32: 160, 1, 1>} {
+  nvvm.tcgen05.fence <before>
+  pipeline.init_arrive
+  pipeline.init_wait
+}"""
+    # the fence still precedes the barrier: init_arrive emits nothing
+    what, new = _mutant(campaign, text, "move-down", "line 2: nvvm.tcgen05.fence")
+    assert campaign._harmless("move-down", what, new)
+    # the twin: a cluster's init_arrive is the cluster barrier's arrive
+    cluster = text.replace("init_arrive", "init_arrive {cluster_size = 2 : i64}").replace(
+        "init_wait", "init_wait {cluster_size = 2 : i64}")
+    what, new = _mutant(campaign, cluster, "move-down", "line 2: nvvm.tcgen05.fence")
+    assert not campaign._harmless("move-down", what, new)
+    loop = """gpu.func @k() kernel attributes {known_block_size = array<i32: 160, 1, 1>} {
+  %c0 = arith.constant 0 : i32
+  scf.if %epi {
+    scf.for %i = %c0 to %c4 step %c1  : i32 {
+      %v = nvvm.tcgen05.ld %t {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<64xi32>
+      nvvm.tcgen05.wait <load>
+      pipeline.producer.acquire %st, %s : <tma_store, stages = 2>, <2, producer>
+      pipeline.named_barrier.sync id = 1, threads = 128
+      pipeline.copy.tma_store %d[%c0, %i] from %b : !llvm.ptr, <3>
+      pipeline.producer.commit %st, %s : <tma_store, stages = 2>, <2, producer>
+    }
+  }
+}"""
+    # one sub-tile of the accumulator fewer read and stored: data
+    what, new = _mutant(campaign, loop, "trip-1", "line 4")
+    assert campaign._harmless("trip-1", what, new)
+    # the twin: the loop also releases the accumulator stage each trip
+    released = loop.replace(
+        "      pipeline.producer.commit %st",
+        "      pipeline.consumer.release %acc, %r : <umma_async, stages = 2>, <2, consumer>\n"
+        "      pipeline.producer.commit %st")
+    what, new = _mutant(campaign, released, "trip-1", "line 4")
+    assert not campaign._harmless("trip-1", what, new)
