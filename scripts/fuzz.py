@@ -72,6 +72,8 @@ LOWERING_REJECTIONS = re.compile(
     # ops outside functions, pipelines passed to declarations (the same pass)
     r"is directly in the body of gpu.module|is a declaration taking|"
     r"does not fit the 29 bits|"
+    # a global's alignment LLVM cannot hold (the address-space guard's pass)
+    r"is not a power of two of at most 2\^32 bytes|"
     # tx_count left out (0) where no copy tells the bytes: pipeline-derive-tx-count
     r"tx_count cannot be derived|production's copies deliver|"
     # a derived tx_count outside 1..1048575 (the mbarrier's per-phase limit)

@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace mlir::pipeline {
 #define GEN_PASS_DEF_CONVERTPIPELINETONVVM
@@ -178,6 +179,15 @@ LogicalResult checkAddressSpaces(ModuleOp module) {
           global.emitOpError() << "addr_space = " << global.getAddrSpace()
                                << " is not a PTX address space a global "
                                   "variable can live in (0, 1, 3, 4 or 5)";
+          ok = false;
+        } else if (std::optional<uint64_t> align = global.getAlignment();
+                   align && (*align == 0 || !llvm::isPowerOf2_64(*align) ||
+                             *align > (uint64_t(1) << 32))) {
+          // LLVM asserts on such an alignment when it translates the global
+          // (found by the fuzzer: alignment = -2^63).
+          global.emitOpError()
+              << "alignment = " << static_cast<int64_t>(*align)
+              << " is not a power of two of at most 2^32 bytes";
           ok = false;
         } else if (hasForbiddenInitialValue(global)) {
           global.emitOpError()

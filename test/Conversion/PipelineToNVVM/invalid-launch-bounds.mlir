@@ -76,6 +76,28 @@ gpu.module @m {
 
 // -----
 
+// An alignment that is not a power of two of at most 2^32 bytes (fuzz
+// finding: alignment = -2^63 tripped an LLVM assertion in translation).
+gpu.module @m {
+  // expected-error @+1 {{'llvm.mlir.global' op alignment = -9223372036854775808 is not a power of two of at most 2^32 bytes}}
+  llvm.mlir.global external @smem() {addr_space = 3 : i32, alignment = -9223372036854775808 : i64} : !llvm.array<0 x i8>
+}
+
+// -----
+
+gpu.module @m {
+  // expected-error @+1 {{'llvm.mlir.global' op alignment = 8589934592 is not a power of two of at most 2^32 bytes}}
+  llvm.mlir.global external @smem2p33() {addr_space = 3 : i32, alignment = 8589934592 : i64} : !llvm.array<0 x i8>
+}
+
+// -----
+
+gpu.module @m {
+  llvm.mlir.global external @smem1024() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+}
+
+// -----
+
 // Zero or no initial value in shared memory, any value in global or
 // constant memory: accepted.
 gpu.module @m {
