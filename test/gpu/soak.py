@@ -206,51 +206,6 @@ class StreamKGemm(Gemm):
         return args
 
 
-class ScaledMm(Op):
-    """``pipeline_mlir.scaled_mm`` (e4m3 operands, per-tensor scales) in
-    one accumulation mode."""
-
-    def __init__(self, rng, m, n, k, fast):
-        super().__init__(f"scaled_mm {'fast' if fast else 'promoted'} {m}x{n}x{k}", rng)
-        import pipeline_mlir
-
-        self.scaled_mm, self.fast = pipeline_mlir.scaled_mm, fast
-        self.shape = (m, n, k)
-        self._pools = {w: [self.make(w) for _ in range(self.pool)] for w in "abc"}
-
-    def pools(self):
-        return self._pools
-
-    def make(self, which):
-        m, n, k = self.shape
-        if which == "c":
-            return torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-        from pipeline_mlir.ops.fp8_gemm_host import quantize
-
-        return quantize(torch.randn((m, k) if which == "a" else (n, k), device="cuda"))
-
-    def pick(self, index=None):
-        p, r = self._pools, self.rng
-        return tuple(p[w][r.randrange(self.pool) if index is None else index[w]]
-                     for w in "abc")
-
-    def call(self, args):
-        (a8, sa), (b8, sb), c = args
-        if self.checking:
-            c.fill_(float("nan"))
-        self.scaled_mm(a8, b8.t(), sa, sb, out_dtype=torch.bfloat16,
-                       use_fast_accum=self.fast, out=c)
-        return args
-
-    def check(self, args):
-        from pipeline_mlir.ops.fp8_gemm_host import error_bound, normalized_error, reference
-
-        (a8, sa), (b8, sb), c = args
-        ref, sigma = reference(a8, sa, b8, sb)
-        err = normalized_error(c, ref, sigma, self.shape[2])
-        return err <= error_bound(self.shape[2], "fast" if self.fast else "promoted"), err
-
-
 class AttentionTrain(Op):
     """``pipeline_mlir.attention`` forward and backward through autograd,
     as a training step calls it (dQ, dK, dV written by the backward's
@@ -296,21 +251,21 @@ class AttentionTrain(Op):
         return ok, max(errs)
 
 
-class Fp8(Op):
-    def __init__(self, rng, entry, m, n, k):
-        super().__init__(f"fp8 {entry['accumulation']} {m}x{n}x{k}", rng)
-        from fp8_gemm_host import Fp8Gemm
+class Fp8Operands(Op):
+    """e4m3 operands with per-tensor scales, a bf16 C and the FP8 GEMM's
+    error bound for one accumulation mode: what the examples' FP8 launcher
+    and ``pipeline_mlir.scaled_mm`` share; subclasses say how to call."""
 
-        with open(os.path.join(HERE, entry["image"]), "rb") as f:
-            self.gemm = Fp8Gemm(f.read(), entry["gemm"])
-        self.shape, self.accumulation = (m, n, k), entry["accumulation"]
+    def __init__(self, name, rng, m, n, k, accumulation):
+        super().__init__(name, rng)
+        self.shape, self.accumulation = (m, n, k), accumulation
         self._pools = {w: [self.make(w) for _ in range(self.pool)] for w in "abc"}
 
     def pools(self):
         return self._pools
 
     def make(self, which):
-        from fp8_gemm_host import quantize
+        from pipeline_mlir.ops.fp8_gemm_host import quantize
 
         m, n, k = self.shape
         if which == "c":
@@ -326,16 +281,46 @@ class Fp8(Op):
         (a8, sa), (b8, sb), c = args
         if self.checking:
             c.fill_(float("nan"))
-        self.gemm(a8, b8, sa, sb, c)
+        self.launch(a8, sa, b8, sb, c)
         return args
 
     def check(self, args):
-        from fp8_gemm_host import error_bound, normalized_error, reference
+        from pipeline_mlir.ops.fp8_gemm_host import error_bound, normalized_error, reference
 
         (a8, sa), (b8, sb), c = args
         ref, sigma = reference(a8, sa, b8, sb)
         err = normalized_error(c, ref, sigma, self.shape[2])
         return err <= error_bound(self.shape[2], self.accumulation), err
+
+
+class Fp8(Fp8Operands):
+    """The examples' FP8 GEMM launcher on a manifest entry's cubin."""
+
+    def __init__(self, rng, entry, m, n, k):
+        from fp8_gemm_host import Fp8Gemm
+
+        with open(os.path.join(HERE, entry["image"]), "rb") as f:
+            self.gemm = Fp8Gemm(f.read(), entry["gemm"])
+        super().__init__(f"fp8 {entry['accumulation']} {m}x{n}x{k}", rng, m, n, k,
+                         entry["accumulation"])
+
+    def launch(self, a8, sa, b8, sb, c):
+        self.gemm(a8, b8, sa, sb, c)
+
+
+class ScaledMm(Fp8Operands):
+    """``pipeline_mlir.scaled_mm`` in one accumulation mode."""
+
+    def __init__(self, rng, m, n, k, fast):
+        import pipeline_mlir
+
+        self.scaled_mm, self.fast = pipeline_mlir.scaled_mm, fast
+        mode = "fast" if fast else "promoted"
+        super().__init__(f"scaled_mm {mode} {m}x{n}x{k}", rng, m, n, k, mode)
+
+    def launch(self, a8, sa, b8, sb, c):
+        self.scaled_mm(a8, b8.t(), sa, sb, out_dtype=torch.bfloat16,
+                       use_fast_accum=self.fast, out=c)
 
 
 class Attention(Op):

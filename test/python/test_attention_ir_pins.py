@@ -18,10 +18,10 @@ to change its IR changes these too: refresh them with
 
 For a restructuring, compare every configuration before and after:
 
-    .venv/bin/python test/python/test_attention_ir_pins.py --all /tmp/before.json
+    .venv/bin/python test/python/test_attention_ir_pins.py --all before.json
     ... (restructure, scripts/dev-sync.sh) ...
-    .venv/bin/python test/python/test_attention_ir_pins.py --all /tmp/after.json
-    cmp /tmp/before.json /tmp/after.json
+    .venv/bin/python test/python/test_attention_ir_pins.py --all after.json
+    cmp before.json after.json
 """
 
 import hashlib
