@@ -17,6 +17,10 @@ sweep.py, random_sweep.py and epilogue_bench.py. On the GPU host:
     cd .gemm-bundle && python3 launch_overhead.py --out results && python3 sweep.py --out results
     cd .gemm-bundle && python3 random_sweep.py --out results
     cd .gemm-bundle && python3 epilogue_bench.py --out results
+    cd .gemm-bundle && python3 fp8_sweep.py --out results
+
+``--fp8-only``: only what run_fp8.py and fp8_sweep.py need (the FP8
+variants, ``pipeline_mlir.scaled_mm``'s cache family), a bundle of a few MiB.
 """
 
 import argparse
@@ -36,17 +40,20 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=os.path.join(ROOT, ".gemm-bundle"))
     ap.add_argument("--chip", default="sm_90a")
+    ap.add_argument("--fp8-only", action="store_true",
+                    help="only the FP8 GEMM's variants and scripts")
     args = ap.parse_args(argv)
 
-    import fp8_gemm
     import hopper_gemm
     import hopper_gemm_host
     from variants import CANDIDATES, LADDER
 
     out = new_bundle(args.out)
+    if args.fp8_only:
+        return fp8_bundle(out, args.chip)
     for f in ("run_gemm.py", "run_fp8.py", "triton_matmul.py", "variants.py",
               "profile_one.py", "launch_overhead.py", "sweep.py", "random_sweep.py",
-              "epilogue_bench.py"):
+              "epilogue_bench.py", "fp8_sweep.py"):
         shutil.copy(os.path.join(HERE, f), out)
     # the CuTe DSL contender of launch_overhead.py (used where `import cutlass` works)
     shutil.copy(os.path.join(ROOT, "benchmarks", "cute_streaming.py"), out)
@@ -69,16 +76,7 @@ def main(argv=None):
             manifest["variants"].append(meta)
             print(f"BUILT {dtype} {step:22s} {cfg.name:38s} stages {k.stages} "
                   f"smem {k.smem_bytes} ({time.monotonic() - t0:.1f} s)")
-    for cfg in fp8_gemm.CONFIGS.values():
-        t0 = time.monotonic()
-        k = fp8_gemm.build(cfg, chip=args.chip)
-        path = save_cubin(out, cfg.name, args.chip, k.compile())
-        meta = hopper_gemm_host.meta_of(cfg, k)
-        meta.update(accumulation=cfg.accumulation, persistent=True, image=path,
-                    stages=k.stages)
-        manifest["fp8_variants"].append(meta)
-        print(f"BUILT fp8 {cfg.name:55s} stages {k.stages} smem {k.smem_bytes} "
-              f"({time.monotonic() - t0:.1f} s)")
+    build_fp8_examples(out, args.chip, manifest)
     # pipeline_mlir.gemm's variants, for launch_overhead.py, sweep.py and
     # random_sweep.py (its default seed, count and distribution: another
     # draw on a host without MLIR misses the variants it picks)
@@ -97,6 +95,51 @@ def main(argv=None):
     print("run on the GPU host: cd .gemm-bundle && python3 run_gemm.py --out results "
           "&& python3 run_fp8.py --out results; python3 launch_overhead.py --out results; "
           "python3 sweep.py --out results")
+    return 0
+
+
+def build_fp8_examples(out, chip, manifest):
+    """run_fp8.py's kernels (fp8_gemm.CONFIGS) into the bundle's manifest."""
+    import fp8_gemm
+    import hopper_gemm_host
+
+    for cfg in fp8_gemm.CONFIGS.values():
+        t0 = time.monotonic()
+        k = fp8_gemm.build(cfg, chip=chip)
+        path = save_cubin(out, cfg.name, chip, k.compile())
+        meta = hopper_gemm_host.meta_of(cfg, k)
+        meta.update(accumulation=cfg.accumulation, persistent=True, image=path,
+                    stages=k.stages)
+        manifest["fp8_variants"].append(meta)
+        print(f"BUILT fp8 {cfg.name:55s} stages {k.stages} smem {k.smem_bytes} "
+              f"({time.monotonic() - t0:.1f} s)")
+
+
+def fp8_bundle(out, chip):
+    """The ``--fp8-only`` bundle: run_fp8.py's kernels, and gemm-cache/ with
+    every variant of ops/fp8_configs.py (scripts/build-gemm-cache.py --all
+    --kernel fp8_gemm) for fp8_sweep.py."""
+    import importlib.util
+
+    for f in ("run_gemm.py", "run_fp8.py", "fp8_sweep.py"):
+        shutil.copy(os.path.join(HERE, f), out)
+    shutil.copy(os.path.join(ROOT, "examples", "fp8_gemm_host.py"), out)
+    shutil.copy(os.path.join(ROOT, "examples", "hopper_gemm_host.py"), out)
+    manifest = {"chip": chip, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "variants": [], "fp8_variants": []}
+    build_fp8_examples(out, chip, manifest)
+    spec = importlib.util.spec_from_file_location(
+        "build_gemm_cache", os.path.join(ROOT, "scripts", "build-gemm-cache.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    if mod.main(["--all", "--kernel", "fp8_gemm", "--chip", chip,
+                 "--dir", os.path.join(out, "gemm-cache")]):
+        return 1
+    total = write_manifest(out, manifest)
+    if total is None:
+        return 1
+    print(f"{out}: {len(manifest['fp8_variants'])} FP8 examples, {total / 1024:.0f} KiB")
+    print(f"run on the GPU host: cd {os.path.basename(out)} && python3 fp8_sweep.py --out results")
     return 0
 
 

@@ -2,7 +2,7 @@
 """``pipeline_mlir.scaled_mm`` against ``torch._scaled_mm`` (cuBLASLt) over a
 sweep of shapes, in both accumulation modes, in one process.
 
-    python3 fp8_sweep.py --out DIR [--quick]
+    python3 fp8_sweep.py --out DIR [--quick | --misaligned] [--picks-only]
 
 Runs where the kernel cache holds the FP8 variants (a GPU bundle's
 ``gemm-cache``, or PIPELINE_MLIR_CACHE_DIR; scripts/build-gemm-cache.py
@@ -14,11 +14,19 @@ default): the op as users call it (the rule's variant), cuBLASLt with the
 same ``use_fast_accum``, and every other variant of the mode, timed in
 alternating rounds (``run_gemm.bench_interleaved``: CUDA events over 10
 back-to-back calls, 9 rounds); the ratio is the median over rounds of
-cuBLASLt's time / ours. Every output is checked against
+cuBLASLt's time / ours; the pick's launcher is timed beside the op (the
+op's own host cost where a call is short). Every output is checked against
 fp8_gemm_host.error_bound first. Prints a RESULT line per shape and mode,
-a BEST line where another variant beat the rule's pick by > 1% (a TUNED
-candidate for ops/fp8_configs.py), and per mode the median and worst ratio.
-Writes DIR/fp8_sweep.json and DIR/fp8_sweep.log.
+a RATIOS line with every candidate's ratio, a BEST line where another
+variant beat the rule's pick by > 1% (a TUNED candidate for
+ops/fp8_configs.py), and per mode the median and worst ratio. Writes
+DIR/fp8_sweep.json and DIR/fp8_sweep.log.
+
+``--misaligned``: instead of the sweep, shapes whose K is a multiple of 16
+but not of 32 (rows of A and B not whole 32-byte L2 sectors: the
+``MISALIGNED_K`` of ops/gemm_configs.py), beside controls of K a multiple
+of 32 but not of 128 and of K a multiple of 128. ``--picks-only``: time
+only the rule's pick and cuBLASLt (a confirmation run).
 """
 
 import argparse
@@ -26,6 +34,7 @@ import json
 import os
 import statistics
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -43,6 +52,12 @@ SHAPES = [
     (384, 1536, 2048), (96, 8192, 8192),
 ]
 QUICK = [(3072, 3072, 3072), (4096, 4096, 4096), (512, 14336, 4096), (1008, 1040, 1056)]
+MISALIGNED = [
+    # K = 4096 (aligned), 4128 (32-byte rows, not 128), 4112 (16-byte rows)
+    (3008, 2064, 4096), (3008, 2064, 4128), (4096, 4096, 4128), (4096, 4096, 4112),
+    (8192, 8192, 1040), (2048, 14336, 4112), (6208, 1808, 1200), (4544, 1008, 7792),
+    (16384, 1024, 4112),
+]
 
 
 def log(msg, fh):
@@ -54,8 +69,14 @@ def log(msg, fh):
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=".")
-    ap.add_argument("--quick", action="store_true")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--quick", action="store_true")
+    which.add_argument("--misaligned", action="store_true")
+    ap.add_argument("--picks-only", action="store_true",
+                    help="time only the rule's pick and cuBLASLt")
     args = ap.parse_args(argv)
+    shapes = QUICK if args.quick else MISALIGNED if args.misaligned else SHAPES
+    t0 = time.monotonic()
     os.makedirs(args.out, exist_ok=True)
     fh = open(os.path.join(args.out, "fp8_sweep.log"), "w")
     if os.path.isdir(os.path.join(HERE, "gemm-cache")):
@@ -72,7 +93,7 @@ def main(argv=None):
 
     log(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}", fh)
     results, failures = [], 0
-    for m, n, k in (QUICK if args.quick else SHAPES):
+    for m, n, k in shapes:
         torch.manual_seed(m * 7 + n * 3 + k)
         a8, sa = quantize(torch.randn(m, k, device="cuda"))
         w8, sw = quantize(torch.randn(n, k, device="cuda"))
@@ -86,12 +107,15 @@ def main(argv=None):
                    "ours": lambda f=fast, o=out: pipeline_mlir.scaled_mm(
                        a8, w8.t(), sa, sw, use_fast_accum=f, out=o)}
             for v in fp8_configs.VARIANTS:
-                if fp8_configs.VARIANTS[v]["accumulation"] == mode and v != pick:
+                if fp8_configs.VARIANTS[v]["accumulation"] == mode and (
+                        v == pick or not args.picks_only):
                     g = ops_scaled_mm.variant_gemm(v)
-                    # the launcher takes B as N x K (w), the op as K x N (w.t())
-                    fns[v] = lambda g=g, o=out: g(a8, w8, sa, sw, o)
+                    # the launcher takes B as N x K (w), the op as K x N (w.t());
+                    # the pick's launcher ("launcher") shows the op's own cost
+                    fns["launcher" if v == pick else v] = \
+                        lambda g=g, o=out: g(a8, w8, sa, sw, o)
             bad = []
-            for name, fn in fns.items():
+            for name, fn in list(fns.items()):
                 if name == "cublaslt":
                     continue
                 out.fill_(float("nan"))
@@ -99,22 +123,30 @@ def main(argv=None):
                 err = normalized_error(out, ref, sigma, k)
                 if not err <= error_bound(k, mode):
                     bad.append(f"{name} error {err:.3g}")
+                    del fns[name]      # not timed; a wrong candidate is a failure
             if bad:
                 failures += 1
                 log(f"FAIL {m}x{n}x{k} {mode}: {', '.join(bad)}", fh)
+            if "ours" not in fns:
                 continue
             med, ratio = bench_interleaved(fns, baseline=lambda name: "cublaslt")
             tflops = 2 * m * n * k / (med["ours"] * 1e-3) / 1e12
-            best = max((name for name in fns if name not in ("cublaslt",)),
+            best = max((name for name in fns if name not in ("cublaslt", "launcher")),
                        key=lambda name: ratio[name])
             best_name = pick if best == "ours" else best
             row = {"shape": [m, n, k], "mode": mode, "variant": pick,
                    "ratio": ratio["ours"], "tflops": tflops,
                    "cublaslt_ms": med["cublaslt"], "ours_ms": med["ours"],
-                   "best": best_name, "best_ratio": ratio[best]}
+                   "best": best_name, "best_ratio": ratio[best],
+                   "launcher_ratio": ratio.get("launcher"),
+                   "ratios": {(pick if name == "ours" else name): ratio[name]
+                              for name in fns if name not in ("cublaslt", "launcher")}}
             results.append(row)
             log(f"RESULT {m}x{n}x{k} {mode:8s} {pick:17s} {ratio['ours']:.3f}x cuBLASLt "
                 f"({tflops:.0f} TFLOP/s; best {best_name} {ratio[best]:.3f}x)", fh)
+            log(f"RATIOS {m}x{n}x{k} {mode}: " + " ".join(
+                f"{name}={r:.3f}" for name, r in sorted(row["ratios"].items()))
+                + f" (the pick's launcher {ratio.get('launcher', float('nan')):.3f})", fh)
             if best != "ours" and ratio[best] > 1.01 * ratio["ours"]:
                 log(f"BEST ({m}, {n}, {k}, \"{mode}\"): \"{best}\"", fh)
     summary = {}
@@ -122,8 +154,11 @@ def main(argv=None):
         rs = [r["ratio"] for r in results if r["mode"] == mode]
         if rs:
             summary[mode] = {"median": statistics.median(rs), "worst": min(rs), "shapes": len(rs)}
+            worst = min((r for r in results if r["mode"] == mode), key=lambda r: r["ratio"])
             log(f"SUMMARY {mode}: {len(rs)} shapes, median {statistics.median(rs):.3f}x, "
-                f"worst {min(rs):.3f}x cuBLASLt", fh)
+                f"worst {min(rs):.3f}x cuBLASLt "
+                f"({'x'.join(map(str, worst['shape']))}, {worst['variant']})", fh)
+    log(f"elapsed {time.monotonic() - t0:.0f} s", fh)
     with open(os.path.join(args.out, "fp8_sweep.json"), "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "results": results,
                    "summary": summary, "failures": failures}, f, indent=1)

@@ -134,3 +134,62 @@ def test_quantize_takes_its_range_from_the_dtype_table():
     assert scale.item() == pytest.approx(3.0 / FP8_MAX["e4m3"])
     q5, _ = fp8_gemm_host.quantize(x, "e5m2")
     assert q5.dtype == torch.float8_e5m2
+
+
+def test_the_pick_takes_a_cluster_tile_where_k_rows_are_not_whole_l2_sectors():
+    """fp8_configs' rule uses the 16-bit model's misalignment predicate and
+    factor (one fact, in gemm_configs): where a row of K e4m3 values is not
+    a whole number of 32-byte sectors the one-CTA tiles pay MISALIGNED_K,
+    so the rule takes a 2-CTA cluster tile (measured: 3008 x 2064 x 4112
+    fast ran 0.889x cuBLASLt on 128x192, 1.152x on 128x192c2)."""
+    from pipeline_mlir.ops import fp8_configs, gemm_configs
+
+    assert fp8_configs.misaligned_k is gemm_configs.misaligned_k
+    assert fp8_configs.MISALIGNED_K is gemm_configs.MISALIGNED_K
+    assert gemm_configs.misaligned_k(4112, element_bytes=1)          # 4112 % 32 = 16
+    assert not gemm_configs.misaligned_k(4128, element_bytes=1)      # sectors whole
+    assert not gemm_configs.misaligned_k(4112)                       # 8224 bytes in 16-bit
+    for m, n in ((3008, 2064), (4096, 4096), (2048, 14336), (16384, 1024)):
+        for acc in ("fast", "promoted"):
+            picked = fp8_configs.choose(m, n, 4112, acc)
+            assert fp8_configs.cluster_of(picked) == 2, (m, n, acc, picked)
+    # K a multiple of 32: the one-CTA tile where the pairs would waste a wave
+    assert fp8_configs.choose(3008, 2064, 4096, "fast") == "fast_128x192"
+    assert fp8_configs.estimate("fast_128x192", 3008, 2064, 4112, 132) == pytest.approx(
+        gemm_configs.MISALIGNED_K * fp8_configs.estimate("fast_128x192", 3008, 2064, 4096, 132))
+
+
+def test_the_rule_and_the_tuned_table_name_variants_of_their_mode():
+    from pipeline_mlir.ops import fp8_configs
+
+    for v in fp8_configs.RULE_VARIANTS:
+        assert v in fp8_configs.VARIANTS and v in fp8_configs.EFFICIENCY, v
+    for (m, n, k, acc), v in fp8_configs.TUNED.items():
+        assert fp8_configs.VARIANTS[v]["accumulation"] == acc, (m, n, k, v)
+        assert fp8_configs.choose(m, n, k, acc) == v
+    for v, over in fp8_configs.VARIANTS.items():
+        assert v.startswith(over["accumulation"] + "_")
+        bm, bn = fp8_configs.tile(v)
+        assert v.endswith(f"{bm}x{bn}" + ("c2" if fp8_configs.cluster_of(v) == 2 else ""))
+
+
+@pytest.mark.parametrize("variant", ["fast_128x256c2", "fast_128x192c2", "promoted_128x192c2",
+                                     "promoted_128x128c2", "fast_192x192", "promoted_192x128"])
+def test_cluster_and_192_row_variants_lower_without_spills(variant):
+    """The 2-CTA variants multicast B to the pair (one multicast load, a
+    cluster of 2 in the PTX); the 192-row ones run three consumer
+    warpgroups in 128 entry registers a thread. None spills (ptxas -v,
+    where ptxas is on PATH); their bias builds are test_ops_tables'."""
+    from pipeline_mlir.ops import fp8_configs
+    from test_gemm_epilogue import _ptxas_spills
+
+    cfg = replace(fp8_gemm.FAST, **fp8_configs.VARIANTS[variant])
+    k = fp8_gemm.build(cfg)
+    ptx = k.to_ptx()
+    assert k.smem_bytes <= hopper_gemm.SMEM_LIMIT
+    clustered = fp8_configs.cluster_of(variant) == 2
+    assert ptx.count("multicast::cluster") == (1 if clustered else 0)
+    assert (".reqnctapercluster 2, 1, 1" in ptx) == clustered
+    assert f"m64n{cfg.block_n}k32.f32.e4m3.e4m3" in ptx
+    assert cfg.threads == 128 * (1 + cfg.consumer_warpgroups)
+    assert _ptxas_spills(ptx) in (None, 0)

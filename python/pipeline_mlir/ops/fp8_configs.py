@@ -8,8 +8,12 @@ sum into a separate fp32 total (DeepGEMM's 2xacc), which costs registers
 and so wants narrower tiles. Within a mode the rule is the GEMM's
 (``gemm_configs``): one CTA per SM over the output tiles, so the tile whose
 last wave wastes the fewest SMs wins, weighted by how well the tile shape
-reuses its operands (``EFFICIENCY``). ``TUNED`` holds measured winners by
-shape, before the rule (``benchmarks/gemm/fp8_sweep.py`` prints them).
+reuses its operands (``EFFICIENCY``), and by the 16-bit GEMM's
+``MISALIGNED_K`` on one-CTA tiles where a row of K is not a whole number
+of 32-byte L2 sectors (``gemm_configs.misaligned_k``; a 2-CTA cluster
+tile, which multicasts B to its pair, reads half of B from L2). ``TUNED``
+holds measured winners by shape, before the rule
+(``benchmarks/gemm/fp8_sweep.py`` prints them).
 """
 
 import math
@@ -17,6 +21,7 @@ import math
 from pipeline_mlir.chip_limits import WGMMA_M
 
 from .epilogues import Epilogue
+from .gemm_configs import MISALIGNED_K, misaligned_k
 
 # name -> fp8_gemm GemmConfig overrides (over fp8_gemm.FAST)
 VARIANTS = {
@@ -29,28 +34,80 @@ VARIANTS = {
     "promoted_128x192": dict(block_n=192, epilogue_passes=3, stages=5, accumulation="promoted"),
     "promoted_64x128": dict(block_n=128, consumer_warpgroups=1, stages=8,
                             accumulation="promoted"),
+    # 2-CTA clusters along M: B multicast to the pair, so each CTA reads
+    # half of B from L2 (the 16-bit table's 128x256c2). ptxas -v: no spills,
+    # with the bias too.
+    "fast_128x256c2": dict(block_n=256, cluster_m=2, accumulation="fast"),
+    "fast_128x192c2": dict(block_n=192, epilogue_passes=3, stages=5, cluster_m=2,
+                           accumulation="fast"),
+    "promoted_128x192c2": dict(block_n=192, epilogue_passes=3, stages=5, cluster_m=2,
+                               accumulation="promoted"),
+    "promoted_128x128c2": dict(block_n=128, stages=6, cluster_m=2, accumulation="promoted"),
+    # 192-row tiles (three consumer warpgroups; setmaxnreg 32 + 3 x 160, as
+    # the 16-bit 192x192): promoted m64n128 holds 2 x 64 accumulators in
+    # the 160 registers, no spill. Only TUNED picks them (below).
+    "fast_192x192": dict(block_n=192, consumer_warpgroups=3, epilogue_passes=3,
+                         producer_registers=32, consumer_registers=160, accumulation="fast"),
+    "promoted_192x128": dict(block_n=128, consumer_warpgroups=3, epilogue_passes=2, stages=5,
+                             producer_registers=32, consumer_registers=160,
+                             accumulation="promoted"),
 }
+# What the rule may pick, in this order on a tie. A cluster tile ties with
+# its one-CTA tile where the pairs fill the same waves. Where K is a
+# multiple of 32 the two ran within a few percent of each other (the third
+# sweep, H200, benchmarks/gemm/results/h200-fp8-sweep-run3.log, the shapes
+# of at least 50 us): 128x256c2 ahead of 128x256 on 10 of 14 shapes
+# (0.98-1.04x of it), promoted 128x128c2 ahead or level on 11 of 16
+# (0.99-1.07x): these clusters go first; 128x192c2 behind 128x192 on 10 of
+# 14 (fast, 0.98-1.02x) and 10 of 16 (promoted): the one-CTA tile first.
+RULE_VARIANTS = ("fast_128x256c2", "fast_128x256", "fast_128x192", "fast_128x192c2",
+                 "fast_128x128", "fast_64x256", "promoted_128x192", "promoted_128x192c2",
+                 "promoted_128x128c2", "promoted_128x128", "promoted_64x128")
 # Tile reuse relative to the widest tile of the mode (operand bytes per
 # FLOP, as in gemm_configs). Promoted accumulation adds each K block's
 # partial sum into the total with FMAs the tensor cores do not hide; the
 # 128x192 tile amortizes them best (the first sweep, H200: it led or tied
 # on 14 of 24 shapes), and the 64-row tile, whose single consumer
 # warpgroup waits on every promotion, was slower than 128-row tiles at
-# every M it was picked for.
+# every M it was picked for. A cluster tile: its one-CTA tile's (as in
+# the 16-bit table); the 192-row tiles are not in the rule.
+#
+# Where K is a multiple of 16 but not of 32 (``misaligned_k``), a cluster
+# tile ran 1.06-1.38x faster than its one-CTA tile (median 1.18x, 128-row
+# tiles, the shapes of at least 50 us of h200-fp8-sweep-run3-misaligned.log
+# and 3008 x 2064 x 4112: 4096 x 4096 x 4112 fast 1.001x cuBLASLt on
+# 128x256, 1.132x on 128x256c2), and where K is a multiple of 32 but not
+# of 128 (4128) not (1.039x and 1.037x): the 32-byte sectors, not the
+# 128-byte lines. The imported MISALIGNED_K (1.4, the 16-bit fit) picks the
+# best tile at 11 of those 12 shapes and modes.
 EFFICIENCY = {"fast_128x256": 1.0, "fast_128x192": 0.93, "fast_128x128": 0.9,
               "fast_64x256": 0.8, "promoted_128x192": 1.0, "promoted_128x128": 0.93,
-              "promoted_64x128": 0.6}
+              "promoted_64x128": 0.6, "fast_128x256c2": 1.0, "fast_128x192c2": 0.93,
+              "promoted_128x192c2": 1.0, "promoted_128x128c2": 0.93}
 # (m, n, k, accumulation) -> variant: the BEST lines of
 # benchmarks/gemm/fp8_sweep.py (a variant > 1% ahead of the rule's pick).
+# The shapes of at most ~50 us (M or N of 1024 and less, 2048^3) are
+# host-bound and were kept from the first sweep.
 TUNED = {
     (1024, 1024, 1024, "fast"): "fast_128x192",
     (2048, 2048, 2048, "fast"): "fast_128x128",
     (8192, 8192, 8192, "fast"): "fast_128x192",
     (128, 4096, 4096, "fast"): "fast_64x256",
     (512, 4096, 4096, "fast"): "fast_64x256",
-    (2048, 4096, 4096, "fast"): "fast_128x128",
     (4096, 1024, 4096, "fast"): "fast_128x128",
     (128, 4096, 4096, "promoted"): "promoted_128x128",
+    # the third sweep (h200-fp8-sweep-run3.log): 3072^3 fast 1.133x on
+    # 192x192 against 1.101x on 128x192c2; promoted 192x128 1.173x against
+    # 1.121x, 1.056x against 1.015x at 8192^3, 1.230x against 1.123x at
+    # 8192 x 8192 x 1024 (128x192 and 192x128 tile these alike; the model
+    # cannot tell them apart).
+    (3072, 3072, 3072, "fast"): "fast_192x192",
+    # 1.122x on 128x256 against 1.100x on its cluster (and 1.209x against
+    # 1.117x on 128x128 in the second sweep, h200-fp8-sweep-run2.log)
+    (2048, 4096, 4096, "fast"): "fast_128x256",
+    (3072, 3072, 3072, "promoted"): "promoted_192x128",
+    (8192, 8192, 8192, "promoted"): "promoted_192x128",
+    (8192, 8192, 1024, "promoted"): "promoted_192x128",
 }
 # The output types the kernels write (torch._scaled_mm's out_dtype).
 OUT_DTYPES = ("bf16", "f16")
@@ -65,10 +122,23 @@ def tile(variant):
     return WGMMA_M * cfg.get("consumer_warpgroups", 2), cfg["block_n"]
 
 
-def estimate(variant, m, n, sms):
+def cluster_of(variant):
+    """CTAs of the variant's cluster along M (1 or 2)."""
+    return VARIANTS[variant].get("cluster_m", 1)
+
+
+def estimate(variant, m, n, k, sms):
+    """Relative time of ``variant`` on m x n x k: waves of units (a tile,
+    or a 2-CTA cluster's tile pair, ``sms / 2`` of them a wave), each a
+    tile's area over its ``EFFICIENCY``, times ``MISALIGNED_K`` for a
+    one-CTA tile where K's rows are not whole L2 sectors (e4m3: 1 byte)."""
     bm, bn = tile(variant)
-    tiles = math.ceil(m / bm) * math.ceil(n / bn)
-    return math.ceil(tiles / sms) * bm * bn / EFFICIENCY[variant]
+    cluster = cluster_of(variant)
+    units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
+    t = math.ceil(units / (sms // cluster)) * bm * bn / EFFICIENCY[variant]
+    if cluster == 1 and misaligned_k(k, element_bytes=1):
+        t *= MISALIGNED_K
+    return t
 
 
 def fused(variant, epilogue):
@@ -90,5 +160,5 @@ def choose(m, n, k, accumulation, sms=132):
     tuned = TUNED.get((m, n, k, accumulation))
     if tuned is not None:
         return tuned
-    mine = [v for v in VARIANTS if VARIANTS[v]["accumulation"] == accumulation]
-    return min(mine, key=lambda v: (estimate(v, m, n, sms), -math.prod(tile(v))))
+    mine = [v for v in RULE_VARIANTS if VARIANTS[v]["accumulation"] == accumulation]
+    return min(mine, key=lambda v: (estimate(v, m, n, k, sms), -math.prod(tile(v))))

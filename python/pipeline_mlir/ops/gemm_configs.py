@@ -223,11 +223,19 @@ def tile_variant(variant):
     return variant.split("_sk")[0].split("_streamk")[0]
 
 
+def misaligned_k(k, element_bytes=2):
+    """Whether a K-major row of ``k`` elements is not a whole number of
+    32-byte L2 sectors, so that each 128-byte TMA row of a tile reads five
+    sectors instead of four (``MISALIGNED_K``); ``element_bytes`` 1 for
+    the FP8 GEMM (ops/fp8_configs.py)."""
+    return (k * element_bytes) % 32 != 0
+
+
 def block_time(variant, k):
     """Modelled seconds of one K block of a ``variant`` tile, every SM busy."""
     bm, bn = tile(variant)
     t = BLOCK_S * bm * bn / (128 * 256) / EFFICIENCY[variant]
-    if cluster_of(variant) == 1 and (k * 2) % 32:
+    if cluster_of(variant) == 1 and misaligned_k(k):
         t *= MISALIGNED_K
     return t
 
