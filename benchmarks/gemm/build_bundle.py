@@ -42,7 +42,17 @@ def main(argv=None):
     ap.add_argument("--chip", default="sm_90a")
     ap.add_argument("--fp8-only", action="store_true",
                     help="only the FP8 GEMM's variants and scripts")
+    ap.add_argument("--shapes", nargs="+", default=[], metavar="MxNxK",
+                    help="a quick bundle: only the scripts and, in gemm-cache, what "
+                         "pipeline_mlir.gemm picks for these shapes and --variants")
+    ap.add_argument("--epilogues", action="store_true",
+                    help="with --shapes: the fused picks' prebuilt epilogues too (bf16)")
+    ap.add_argument("--variants", nargs="*", default=[],
+                    help="with --shapes: these gemm_configs variants too (both dtypes; "
+                         "random_sweep.py --variants times them)")
     args = ap.parse_args(argv)
+    if args.shapes:
+        return quick_bundle(args)
 
     import hopper_gemm
     import hopper_gemm_host
@@ -95,6 +105,42 @@ def main(argv=None):
     print("run on the GPU host: cd .gemm-bundle && python3 run_gemm.py --out results "
           "&& python3 run_fp8.py --out results; python3 launch_overhead.py --out results; "
           "python3 sweep.py --out results")
+    return 0
+
+
+def quick_bundle(args):
+    """``--shapes``: a bundle for random_sweep.py --shapes and
+    epilogue_bench.py on a few shapes, built in minutes: the scripts, and
+    gemm-cache/ with the picks of those shapes (with ``--epilogues`` the
+    fused picks' prebuilt epilogues) and the ``--variants`` candidates (a
+    name's ``@spread`` / ``@leftover`` part is a launch, not a kernel)."""
+    import importlib.util
+
+    out = new_bundle(args.out)
+    for f in ("run_gemm.py", "variants.py", "profile_one.py", "sweep.py", "random_sweep.py",
+              "epilogue_bench.py"):
+        shutil.copy(os.path.join(HERE, f), out)
+    spec = importlib.util.spec_from_file_location(
+        "build_gemm_cache", os.path.join(ROOT, "scripts", "build-gemm-cache.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cache = os.path.join(out, "gemm-cache")
+    shapes = [x for s in args.shapes for x in ("--shape", *s.split("x"))]
+    where = ["--chip", args.chip, "--dir", cache]
+    if mod.main([*shapes, *where]) or (args.epilogues and mod.main(
+            [*shapes, "--epilogues", "--dtype", "bf16", *where])):
+        return 1
+    from pipeline_mlir.ops import gemm_configs, kernel_cache
+
+    for name in args.variants:
+        variant = name.partition("@")[0]
+        for dtype in ("bf16", "f16"):
+            kernel_cache.get(variant, gemm_configs.overrides(variant), dtype, args.chip)
+            print(f"BUILT {variant} {dtype}")
+    total = write_manifest(out, {"chip": args.chip, "variants": [], "fp8_variants": []})
+    if total is None:
+        return 1
+    print(f"{out}: {total / 1024:.0f} KiB")
     return 0
 
 

@@ -24,9 +24,12 @@ splits; for stream-K, the SMs its balanced runs use), the waves (for
 stream-K, each CTA's K blocks in tiles' worth), both times and the ratio
 cuBLAS / ours (> 1: faster). ``--variants`` also times those
 variants (``gemm_configs`` names) beside the pick, each output checked the
-same way: one CANDIDATE line each (what calibrates the pick's model).
-``--shapes`` keeps only those of the draw and the fixed shapes (a
-calibration run on the shapes a change is for, beside a few controls).
+same way: one CANDIDATE line each (what calibrates the pick's model); a
+stream-K name with ``@spread`` or ``@leftover`` runs that kind of launch
+(gemm_configs.stream_k_launch) whatever the model would choose.
+``--shapes`` runs only those shapes, in that order (those of the draw and
+the fixed ones keep their label, any other is "given": a calibration run
+on the shapes a change is for, beside a few controls).
 Then, per dtype and overall, the median and worst ratio, and the five worst
 shapes; a markdown table. Writes DIR/random_sweep.json and .log.
 """
@@ -59,10 +62,31 @@ def draw(count, seed, dist="log"):
     return [(one(), one(), one()) for _ in range(count)]
 
 
-def waste(variant, m, n, k, sms):
+def launch_kind(name):
+    """The stream-K launch a candidate name asks for: ``<variant>@spread``
+    or ``<variant>@leftover`` (gemm_configs.stream_k_launch), else None
+    (the model's choice)."""
+    kind = name.partition("@")[2]
+    return {"": None, "spread": True, "leftover": False}[kind]
+
+
+def candidate(ops_gemm, name, dtype):
+    """The launcher of a ``--variants`` name: a gemm_configs variant, or a
+    stream-K one with ``@spread`` / ``@leftover`` (its kernel, that launch)."""
+    variant = name.partition("@")[0]
+    g = ops_gemm.variant_gemm(variant, dtype)
+    if "@" in name:
+        from pipeline_mlir.ops.streamk_host import StreamKGemm
+
+        g = StreamKGemm(g.gemm, spread=launch_kind(name))
+    return g
+
+
+def waste(variant, m, n, k, sms, spread=None):
     """(tile fill, last-wave occupancy, waves) of ``variant`` on this shape."""
     from pipeline_mlir.ops import gemm_configs as gc
 
+    variant = variant.partition("@")[0]
     tile = gc.tile_variant(variant)
     if gc.is_stream_k(variant):
         # units: tiles, or a cluster's tile pairs (sms / 2 of them a wave);
@@ -71,10 +95,10 @@ def waste(variant, m, n, k, sms):
         cluster, (bm, bn) = gc.cluster_of(tile), gc.tile(tile)
         units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
         kb, wave = -(-k // gc.K_BLOCK), sms // cluster
-        grid, sk_ctas = gc.stream_k_launch(units, kb, wave, tile)
-        rounds, rest, pieces = gc.stream_k_plan(units, kb, wave, tile)
+        grid, sk_ctas, rounds = gc.stream_k_launch(units, kb, wave, tile, spread)
+        rest = units - rounds * grid
         return (gc.fill(tile, m, n), (sk_ctas if rest else grid) / wave,
-                round(rounds + (1 / pieces if rest else 0), 2))
+                round(rounds + (rest / sk_ctas if rest else 0), 2))
     splits = min(gc.splits_of(variant), -(-k // gc.K_BLOCK))
     cluster = gc.overrides(variant).get("cluster_m", 1)
     units = gc.units_of(tile, m, n, splits)
@@ -101,7 +125,8 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--quick", action="store_true", help="8 random shapes, no fixed ones")
     ap.add_argument("--variants", nargs="*", default=[],
-                    help="also time these gemm_configs variants beside the pick")
+                    help="also time these gemm_configs variants beside the pick (a "
+                         "stream-K one with @spread or @leftover: that launch)")
     ap.add_argument("--shapes", nargs="*", default=[],
                     help="only these shapes of the draw and the fixed ones (MxNxK)")
     args = ap.parse_args(argv)
@@ -124,7 +149,8 @@ def main(argv=None):
     if not args.quick:
         shapes += list(FIXED)
     if args.shapes:
-        shapes = [s for s in shapes if f"{s[0]}x{s[1]}x{s[2]}" in set(args.shapes)]
+        named = {f"{s[0]}x{s[1]}x{s[2]}": s for s in shapes}
+        shapes = [named.get(s) or (*map(int, s.split("x")), "given") for s in args.shapes]
     log(f"device: {torch.cuda.get_device_name()} ({sms} SMs), torch {torch.__version__}, "
         f"seed {args.seed}, {args.dist}, {len(shapes)} shapes x {args.dtype}", fh)
     results = []
@@ -151,7 +177,7 @@ def main(argv=None):
             for v in args.variants:
                 if v == variant:
                     continue
-                g = ops_gemm.variant_gemm(v, dtype)
+                g = candidate(ops_gemm, v, dtype)
                 out_v = torch.empty(m, n, device="cuda", dtype=dt)
                 g.launch(a, b, out_v, (), None, False)
                 again_v = g.launch(a, b, None, (), None, False)
@@ -167,7 +193,7 @@ def main(argv=None):
                    "tflops": 2 * m * n * k / med["ours"] / 1e9,
                    "candidates": {v: {"ms": med[v], "ratio": ratio[v], "err": e,
                                       "ok": e <= REL_ERROR_BOUND[dtype], "bitwise_repeat": rep,
-                                      "waste": waste(v, m, n, k, sms)}
+                                      "waste": waste(v, m, n, k, sms, launch_kind(v))}
                                   for v, (e, rep) in checked.items()}}
             results.append(row)
             for v, c in row["candidates"].items():

@@ -29,12 +29,15 @@ ASSEMBLER = "ptxas" if shutil.which("ptxas") else "nvjitlink"
 
 # --- the schedule ------------------------------------------------------------------
 
-def _model(tiles, k_blocks, grid, sk_ctas):
+def _model(tiles, k_blocks, grid, sk_ctas, rounds=None):
     """An independent statement of the schedule: per CTA, its whole tiles
-    (c, c + grid, ... for every full wave), then, for the first sk_ctas
-    CTAs, its run [c I / S, (c + 1) I / S) of the leftover tiles' K blocks
-    laid end to end, cut at tile boundaries, the later piece first."""
-    rounds, rest = divmod(tiles, grid)
+    (c, c + grid, ... for ``rounds`` waves, by default every full one),
+    then, for the first sk_ctas CTAs, its run [c I / S, (c + 1) I / S) of
+    the remaining tiles' K blocks laid end to end, cut at tile boundaries,
+    the later piece first."""
+    if rounds is None:
+        rounds = tiles // grid
+    rest = tiles - rounds * grid
     iters = rest * k_blocks
     out = []
     for c in range(grid):
@@ -51,17 +54,21 @@ def _model(tiles, k_blocks, grid, sk_ctas):
     return out
 
 
-# (tiles, K blocks, grid, CTAs sharing the leftover tiles)
-CASES = [(144, 122, 132, 132), (144, 122, 132, 120), (65, 195, 130, 130), (18, 39, 126, 126),
-         (264, 10, 132, 1), (1, 200, 132, 132), (133, 1, 132, 1), (300, 3, 132, 108),
-         (5, 40, 7, 7), (12, 7, 5, 4), (20, 9, 6, 6), (7, 3, 7, 1)]
+# (tiles, K blocks, grid, CTAs sharing the stream-K run, whole-tile rounds:
+# None every full wave, fewer the spread launch's runs of one to two tiles)
+CASES = [(144, 122, 132, 132, None), (144, 122, 132, 120, None), (65, 195, 130, 130, None),
+         (18, 39, 126, 126, None), (264, 10, 132, 1, None), (1, 200, 132, 132, None),
+         (133, 1, 132, 1, None), (300, 3, 132, 108, None), (5, 40, 7, 7, None),
+         (12, 7, 5, 4, None), (20, 9, 6, 6, None), (7, 3, 7, 1, None),
+         (144, 122, 132, 132, 0), (234, 179, 132, 132, 0), (344, 64, 132, 132, 1),
+         (72, 122, 66, 66, 0), (13, 5, 7, 7, 0), (11, 3, 6, 6, 0), (19, 4, 5, 5, 2)]
 
 
-@pytest.mark.parametrize("tiles, k_blocks, grid, sk_ctas", CASES)
-def test_schedule_equals_the_model(tiles, k_blocks, grid, sk_ctas):
-    want = _model(tiles, k_blocks, grid, sk_ctas)
+@pytest.mark.parametrize("tiles, k_blocks, grid, sk_ctas, rounds", CASES)
+def test_schedule_equals_the_model(tiles, k_blocks, grid, sk_ctas, rounds):
+    want = _model(tiles, k_blocks, grid, sk_ctas, rounds)
     for c in range(grid):
-        s = StreamKSchedule(tiles, k_blocks, grid, c, sk_ctas)
+        s = StreamKSchedule(tiles, k_blocks, grid, c, sk_ctas, rounds)
         assert [s.unit(i)[:3] for i in range(s.units)] == want[c]
 
 
@@ -80,13 +87,13 @@ def test_runs_start_on_two_bands_of_k():
             assert b0 == 0 and b1 + n1 == kb and n0 + n1 in (run, run + 1)
 
 
-def _check_cover(tiles, k_blocks, grid, sk_ctas):
+def _check_cover(tiles, k_blocks, grid, sk_ctas, rounds=None):
     """Every (tile, K block) once; a CTA's partial segments take distinct
     slots (two at most); each stream-K tile's partials were written by
     exactly ``contributors`` (in K order), at ``slot_of``'s slots."""
     seen, written = {}, {}
     for c in range(grid):
-        s = StreamKSchedule(tiles, k_blocks, grid, c, sk_ctas)
+        s = StreamKSchedule(tiles, k_blocks, grid, c, sk_ctas, rounds)
         slots = []
         for i in range(s.units):
             t, begin, count, partial, slot, sk_tile = s.unit(i)
@@ -100,36 +107,42 @@ def _check_cover(tiles, k_blocks, grid, sk_ctas):
         assert len(slots) == len(set(slots)) <= 2
         assert all(2 * c <= x <= 2 * c + 1 for x in slots)
     assert len(seen) == tiles * k_blocks
-    s = StreamKSchedule(tiles, k_blocks, grid, 0, sk_ctas)
+    s = StreamKSchedule(tiles, k_blocks, grid, 0, sk_ctas, rounds)
     for sk_tile, parts in written.items():
         first, last = s.contributors(sk_tile)
         assert [c for _, c, _ in sorted(parts)] == list(range(first, last + 1))
         assert all(s.slot_of(c, sk_tile) == slot for _, c, slot in parts)
 
 
-@pytest.mark.parametrize("tiles, k_blocks, grid, sk_ctas", CASES)
-def test_every_k_block_once_and_the_fixup_finds_every_partial(tiles, k_blocks, grid, sk_ctas):
-    _check_cover(tiles, k_blocks, grid, sk_ctas)
+@pytest.mark.parametrize("tiles, k_blocks, grid, sk_ctas, rounds", CASES)
+def test_every_k_block_once_and_the_fixup_finds_every_partial(tiles, k_blocks, grid, sk_ctas,
+                                                              rounds):
+    _check_cover(tiles, k_blocks, grid, sk_ctas, rounds)
 
 
 def test_random_schedules_through_the_host_launch():
     """Shapes drawn at random, on the launch the host makes
-    (gemm_configs.stream_k_launch): every stream-K CTA's run non-empty and
-    at most one tile long (the kernel's assumptions), the cover and the
-    fixup's bookkeeping as above, the host's plan equal to the kernel's."""
+    (gemm_configs.stream_k_launch, each kind and the model's choice): every
+    stream-K CTA's run non-empty and at most one tile long (leftover) or
+    two (spread: fewer than two waves' tiles over the whole wave), the
+    cover and the fixup's bookkeeping as above (at most two slots a CTA),
+    the host's plan equal to the kernel's."""
     rng = random.Random(7)
     for _ in range(300):
         sms = rng.choice([132, 114, 16, 7])
         tiles, kb = rng.randint(1, 3 * sms), rng.randint(1, 200)
         variant = rng.choice(gemm_configs.STREAM_K_TILES)
-        grid, sk_ctas = gemm_configs.stream_k_launch(tiles, kb, sms, variant)
+        spread = rng.choice([None, True, False])
+        grid, sk_ctas, rounds = gemm_configs.stream_k_launch(tiles, kb, sms, variant, spread)
         assert 1 <= sk_ctas <= grid <= sms and (tiles < sms or grid == sms)
-        s = StreamKSchedule(tiles, kb, grid, 0, sk_ctas)
-        assert s.sk_tiles == 0 or s.sk_tiles <= sk_ctas <= s.iters
-        rounds, rest, pieces = gemm_configs.stream_k_plan(tiles, kb, sms, variant)
-        assert (rounds, rest) == (s.rounds, s.sk_tiles)
-        assert rest == 0 or pieces * rest == sk_ctas
-        _check_cover(tiles, kb, grid, sk_ctas)
+        s = StreamKSchedule(tiles, kb, grid, 0, sk_ctas, rounds)
+        long = 2 if rounds < tiles // grid else 1
+        assert s.sk_tiles == 0 or s.sk_tiles <= long * sk_ctas <= long * s.iters
+        assert spread is None or tiles < sms or tiles % sms == 0 \
+            or (rounds < tiles // grid) == spread
+        assert gemm_configs.stream_k_plan(tiles, kb, sms, variant, spread) == (
+            s.rounds, s.sk_tiles, sk_ctas)
+        _check_cover(tiles, kb, grid, sk_ctas, rounds)
 
 
 def _const(v):
@@ -199,7 +212,8 @@ def test_stream_k_variant_builds_checks_and_assembles(variant):
     ptx = k.to_ptx()
     assert cfg.name.endswith("_streamk")
     assert [n for n, _ in k.params] == ["a", "b", "c", "c_ptr", "m", "n", "k",
-                                        "sk_workspace", "sk_counters", "sk_ctas"]
+                                        "sk_workspace", "sk_counters", "sk_ctas",
+                                        "sk_rounds"]
     assert ptx.count("membar.gl") == 2 and ptx.count("atom.global.add.u32") == 1
     assert "bar.warp.sync" in ptx and "cp.async.bulk.tensor.2d.global.shared::cta" in ptx
     assert ptx.count("st.global.v4.b32") == cfg.block_n // 8
@@ -238,8 +252,9 @@ def test_simulator_runs_the_whole_tile_path():
         path = os.path.join(d, "streamk.mlir")
         with open(path, "w") as f:
             f.write(str(k))
+        # 6 tiles on a grid of one: six whole-tile rounds (sk_rounds), no run
         assert sim_main([path, "--arg", "4=384", "--arg", "5=256", "--arg", "6=640",
-                         "--schedules", "2"]) == 0
+                         "--arg", "9=1", "--arg", "10=6", "--schedules", "2"]) == 0
 
 
 def test_plain_variants_carry_nothing_of_stream_k():
@@ -328,15 +343,34 @@ def test_stream_k_launch():
     """One CTA per SM for the full waves; the leftover tiles cut into equal
     pieces, more of them the longer the K (a piece's K blocks against the
     partials the last arrival reads), one piece when K is a block."""
-    grid, sk_ctas = gemm_configs.stream_k_launch(144, 122, 132)
-    assert grid == 132 and sk_ctas % 12 == 0 and 12 < sk_ctas <= 132
-    grid, sk_ctas = gemm_configs.stream_k_launch(65, 195, 132)
-    assert grid == sk_ctas == 130                          # 65 tiles in halves
-    assert gemm_configs.stream_k_launch(4, 1, 132) == (4, 4)
-    assert gemm_configs.stream_k_launch(264, 10, 132) == (132, 1)   # whole waves
+    grid, sk_ctas, rounds = gemm_configs.stream_k_launch(144, 122, 132, spread=False)
+    assert grid == 132 and rounds == 1 and sk_ctas % 12 == 0 and 12 < sk_ctas <= 132
+    grid, sk_ctas, rounds = gemm_configs.stream_k_launch(65, 195, 132)
+    assert grid == sk_ctas == 130 and rounds == 0          # 65 tiles in halves
+    assert gemm_configs.stream_k_launch(4, 1, 132) == (4, 4, 0)
+    assert gemm_configs.stream_k_launch(264, 10, 132) == (132, 1, 2)   # whole waves
     short = gemm_configs.stream_k_launch(12, 8, 132)[1] // 12
     long = gemm_configs.stream_k_launch(12, 800, 132)[1] // 12
     assert 1 <= short < long <= 11
+
+
+def test_stream_k_spreads_a_small_leftover_over_the_last_wave():
+    """12 tiles left over by a wave of 132 with a long K: cut into pieces,
+    each tile's last arrival would read up to eleven partials; the spread
+    launch hands the last full wave to the stream-K run (no whole-tile
+    round), every CTA 1.09 tiles' K blocks, at most two contributors a
+    tile: modelled faster. 80 left over by two waves of a short K: one
+    round, then 212 tiles over the 132 CTAs if asked (runs of 1.6 tiles,
+    measured slower: not the model's choice for a leftover over a quarter
+    of the wave); 102 left over of 234 likewise."""
+    assert gemm_configs.stream_k_launch(144, 122, 132) == (132, 132, 0)
+    assert gemm_configs.stream_k_launch(344, 64, 132, spread=True) == (132, 132, 1)
+    assert gemm_configs.stream_k_launch(344, 64, 132) == (132, 80, 2)
+    assert gemm_configs.stream_k_launch(234, 179, 132, spread=True) == (132, 132, 0)
+    assert gemm_configs.stream_k_launch(234, 179, 132) == (132, 102, 1)
+    # no full wave: the leftover kind whatever is asked
+    assert gemm_configs.stream_k_launch(12, 141, 66, spread=True) == \
+        gemm_configs.stream_k_launch(12, 141, 66, spread=False)
 
 
 # --- the host side, without a GPU --------------------------------------------------
@@ -397,12 +431,15 @@ def test_stream_k_host_passes_the_stream_s_workspace_and_counters(monkeypatch):
     g = streamk_host.StreamKGemm(Gemm())
     a, b, c = _Tensor((4544, 7784)), _Tensor((1008, 7784)), _Tensor((4544, 1008))
     assert g.launch(a, b, c, (), 7, False) is c
-    (ga, gb, gc, (ws, counters, share), s), = log
+    (ga, gb, gc, (ws, counters, share, rounds), s), = log
     assert (ga, gb, gc, s) == (a, b, c, 7)
-    assert made == [("empty", 2 * 132 * 128 * 256, "f32"), ("zeros", 132 * 8, "i32")]
-    assert share == gemm_configs.stream_k_launch(36 * 4, 122, 132)[1]
+    assert made == [("empty", 2 * 132 * 128 * 256, "f32"), ("zeros", 2 * 132 * 8, "i32")]
+    assert (share, rounds) == gemm_configs.stream_k_launch(36 * 4, 122, 132)[1:]
     g.launch(a, b, c, (), 7, False)
-    assert log[-1][3] == (ws, counters, share) and len(made) == 2
+    assert log[-1][3] == (ws, counters, share, rounds) and len(made) == 2
+    leftover = streamk_host.StreamKGemm(Gemm(), spread=False)
+    leftover.launch(a, b, c, (), 7, False)
+    assert log[-1][3][2:] == gemm_configs.stream_k_launch(36 * 4, 122, 132, spread=False)[1:]
     g.launch(a, b, c, (), 9, False)
     assert log[-1][3][0] is not ws and len(made) == 4
     with pytest.raises(ValueError, match="takes no epilogue arguments"):
@@ -432,7 +469,7 @@ def test_stream_k_grid_of_the_launcher():
     # (here 60 of the 66 pairs of SMs), the grid in CTAs
     fake.meta.update(stream_k=True, cluster_m=2)
     fake._resident = 60
-    grid, _ = gemm_configs.stream_k_launch(18 * 4, 122, 60, "128x256c2")
+    grid, _, _ = gemm_configs.stream_k_launch(18 * 4, 122, 60, "128x256c2")
     assert grid == 60 and HopperGemm.grid(fake, 4544, 1008, 132, 7784) == (120, 1, 1)
 
 

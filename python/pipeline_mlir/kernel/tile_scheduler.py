@@ -181,12 +181,16 @@ class StreamKSchedule:
     """One CTA's work units under stream-K (see above): ``units`` of them,
     ``unit(i)`` for each. ``cta`` is this CTA's index, ``grid`` the CTAs,
     ``sk_ctas`` how many of them share the stream-K run (at least one K
-    block each: ``sk_ctas <= sk_tiles x k_blocks``; at most ``grid``)."""
+    block each: ``sk_ctas <= sk_tiles x k_blocks``; at most ``grid``).
+    ``rounds``: the whole-tile rounds (None: every full wave, ``tiles /
+    grid``); fewer hands the last full wave to the stream-K run too, whose
+    runs are then up to two tiles long (at most three segments: a whole
+    tile between two partial ones, so still two workspace slots)."""
 
-    def __init__(self, tiles, k_blocks, grid, cta, sk_ctas):
+    def __init__(self, tiles, k_blocks, grid, cta, sk_ctas, rounds=None):
         self.tiles, self.k_blocks, self.grid, self.cta = tiles, k_blocks, grid, cta
         self.sk_ctas = sk_ctas
-        self.rounds = _udiv(tiles, grid)
+        self.rounds = _udiv(tiles, grid) if rounds is None else rounds
         self.dp_tiles = self.rounds * grid
         self.sk_tiles = tiles - self.dp_tiles
         self.iters = self.sk_tiles * k_blocks

@@ -219,10 +219,12 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
     if cfg.scaled:
         params.update(scale_a=GlobalPtr(align=4), scale_b=GlobalPtr(align=4))
     if cfg.stream_k:
-        # the fp32 partial tiles (two slots per CTA) and the per-warp arrival
-        # counters of the stream-K tiles (ops/streamk_host.py sizes both)
+        # the fp32 partial tiles (two slots per CTA), the per-warp arrival
+        # counters of the stream-K tiles (ops/streamk_host.py sizes both),
+        # the CTAs sharing the stream-K run and the whole-tile rounds before
+        # it (gemm_configs.stream_k_schedule)
         params.update(sk_workspace=GlobalPtr(), sk_counters=GlobalPtr(align=4),
-                      sk_ctas=Int32())
+                      sk_ctas=Int32(), sk_rounds=Int32())
     epi_params = epilogue.kernel_params(cfg.epilogue, cfg.c_dtype) if cfg.fused else {}
     params.update(epi_params)
     k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads,
@@ -230,8 +232,8 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
     with k:
         desc_a, desc_b, desc_c, c_ptr, m, n, kdim = k.args[:7]
         extra = len(k.args) - len(epi_params)
-        scale_ptrs = k.args[7:extra - 3] if cfg.stream_k else k.args[7:extra]
-        stream_args = k.args[extra - 3:extra] if cfg.stream_k else None
+        scale_ptrs = k.args[7:extra - 4] if cfg.stream_k else k.args[7:extra]
+        stream_args = k.args[extra - 4:extra] if cfg.stream_k else None
         epi_args = dict(zip(epi_params, k.args[extra:]))
         barriers = k.alloc_barriers(2 * stages)
         ring_a = k.smem_alloc(stages * a_tile.bytes, align=a_tile.alignment, name="A ring")
@@ -261,7 +263,7 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
             split = (splits, sched.num_units * splits)
         if cfg.stream_k:
             split = StreamKSchedule(sched.num_units, k_blocks, units[1], units[0],
-                                    stream_args[2])
+                                    stream_args[2], rounds=stream_args[3])
         rank = k.cluster_cta_rank() if cluster > 1 else None
         warp = k.warp_idx()
         warpgroup = warp // 4
@@ -532,7 +534,7 @@ def stream_k_fixup(k, cfg, sched, part_of, out, ctx, stream_args, c_ptr, row0, c
     the fused epilogue and stores its rows of C. With a 2-CTA cluster the
     schedule's units are tile pairs: each CTA (``rank``) has slots and
     counters of its own, and sums the partials of the same rank."""
-    ws, counters, _ = stream_args[:3]
+    ws, counters = stream_args[:2]
     _, _, slot, sk_tile = part_of
     cluster = cfg.cluster_m
 

@@ -152,6 +152,15 @@ EFFICIENCY = {"128x256": 1.0, "128x256c2": 1.0, "128x192": 0.9, "128x128": 0.9,
 BLOCK_S = 0.75e-6
 TILE_S = 1.5e-6
 MISALIGNED_K = 1.4
+# The one-CTA 192x192 tile loses less there: against its 2-CTA cluster
+# 1.04-1.12 per K block (run6, run7: 2072 x 16040 x 3464, 5128 x 13896 x
+# 7224, 8600 x 14032 x 4984, 6208 x 1800 x 1192, 4544 x 1008 x 7784,
+# 10928 x 6640 x 248, bf16 and fp16, each pair at its own wave count),
+# where the one-CTA 128x256 tile lost 1.13-1.45 against its cluster at the
+# same shapes (it reads 256 rows of B a K block, 192x192 192): with 1.4,
+# the pick took 192x192c2 on 2072 x 16040 x 3464 (8 rounds of pairs)
+# where 192x192 (7 whole waves) ran 5-10% faster.
+MISALIGNED_K_OF = {"192x192": 1.1}
 FLOOR_S = 10e-6
 # (m, n, k, dtype) -> variant name, from measurements: the BEST lines of
 # benchmarks/gemm/sweep.py on the H100 (a variant > 1% ahead of the rule's pick).
@@ -236,7 +245,7 @@ def block_time(variant, k):
     bm, bn = tile(variant)
     t = BLOCK_S * bm * bn / (128 * 256) / EFFICIENCY[variant]
     if cluster_of(variant) == 1 and misaligned_k(k):
-        t *= MISALIGNED_K
+        t *= MISALIGNED_K_OF.get(variant, MISALIGNED_K)
     return t
 
 
@@ -381,34 +390,69 @@ def choose_split(m, n, k, sms, plain):
 STREAM_K_FIXED_S = 10e-6
 SLOT_S = 1.3e-6              # a 128x256 tile's partial (scaled by area)
 STREAM_K_MARGIN = 0.9        # stream-K only when the model says >= 10% faster
+# The spread launch only for a leftover of at most a quarter of the wave
+# (runs of at most 1.25 tiles). Measured on an H200 (docs/gemm.md, run8),
+# spread against leftover in one process: 1.09-tile runs 2-3% faster
+# (4544 x 1008 x 7784), 1.33 even (2040 x 2752 x 6744), 1.61-1.97 2-5%
+# slower and 1.77 on the one-CTA 128x256 18% slower (1024 x 11008 x 4096,
+# 592 x 9560 x 3864, 1048 x 6504 x 11408): long runs put the CTAs that
+# share an operand block at different K, so L2 keeps less of it.
+SPREAD_LEFTOVER = 4
 
 
-def stream_k_run_time(variant, sk_tiles, k_blocks, pieces, k=K_BLOCK):
-    """Modelled seconds of the stream-K run: ``sk_tiles`` tiles cut into
-    ``pieces`` runs each (``sk_tiles x pieces`` CTAs); one piece is a
-    whole tile (no partial)."""
+def stream_k_run_time(variant, sk_tiles, k_blocks, sk_ctas, k=K_BLOCK):
+    """Modelled seconds of the stream-K run: ``sk_tiles`` tiles' K blocks
+    shared equally by ``sk_ctas`` CTAs (as many: one whole tile each, no
+    partial). Its cost besides the longest run's K blocks (and a tile's
+    fill for each whole tile inside a run): the fixed part, and the
+    partial tiles written and read, ``contributors + 3`` of them, where
+    ``contributors`` is the most CTAs sharing one tile (the last arrival
+    reads them all)."""
     bm, bn = tile(variant)
-    if pieces == 1:
+    if sk_ctas == sk_tiles:
         return k_blocks * block_time(variant, k) + TILE_S
-    return (-(-k_blocks // pieces) * block_time(variant, k) + STREAM_K_FIXED_S
-            + (pieces + 3) * SLOT_S * bm * bn / (128 * 256))
+    blocks = -(-sk_tiles * k_blocks // sk_ctas)
+    contributors = -(-sk_ctas // sk_tiles) + (1 if sk_ctas % sk_tiles else 0)
+    return (blocks * block_time(variant, k) + blocks // k_blocks * TILE_S + STREAM_K_FIXED_S
+            + (contributors + 3) * SLOT_S * bm * bn / (128 * 256))
 
 
-def stream_k_launch(tiles, k_blocks, sms, variant="128x256"):
-    """``(grid, sk_ctas)`` of a stream-K launch: one CTA per SM for the
-    full waves (fewer tiles than SMs: the stream-K CTAs alone), and the
-    ``tiles % grid`` left over cut into the number of pieces each (at most
-    ``sms // leftover``, at most a K block each) of least
-    ``stream_k_run_time``. With no tiles left over, ``sk_ctas`` is 1 and
-    unused. The host and the pick both call this (the same numbers)."""
-    rest = tiles % sms if tiles >= sms else tiles
+def stream_k_launch(tiles, k_blocks, sms, variant="128x256", spread=None):
+    """``(grid, sk_ctas, rounds)`` of a stream-K launch, the one of least
+    modelled time of two kinds:
+
+    - *leftover*: every full wave runs whole tiles (``rounds = tiles //
+      sms``), and the ``tiles % sms`` left over are cut into the number of
+      pieces each (at most ``sms // leftover``, at most a K block each) of
+      least ``stream_k_run_time``: ``sk_ctas = leftover x pieces``;
+    - *spread* (at least one full wave, a leftover of at most ``sms /
+      SPREAD_LEFTOVER``): the last full wave joins the leftover, and every
+      CTA shares the ``sms + leftover`` tiles' K blocks (``rounds = tiles
+      // sms - 1``, ``sk_ctas = sms``): runs of one to 1.25 tiles, so a
+      tile has at most two contributors, where a leftover much smaller
+      than the wave cuts each of its tiles into many pieces whose partials
+      one SM then reads back (4544 x 1008 x 7784 on the 2-CTA 128x256
+      tile: 6 pairs over 66 clusters, nine pieces each).
+
+    One CTA per SM (fewer tiles than SMs: the stream-K CTAs alone). With
+    no tiles left over, ``sk_ctas`` is 1 and unused. The host and the pick
+    both call this (the same numbers). ``spread`` True / False: that kind
+    wherever there is a full wave (to measure one beside the other:
+    random_sweep.py's ``<variant>@spread`` candidates)."""
+    rounds, rest = divmod(tiles, sms) if tiles >= sms else (0, tiles)
     if rest == 0:
-        return sms, 1
+        return sms, 1, rounds
     most = max(1, min(sms // rest, k_blocks))
     pieces = min(range(1, most + 1),
-                 key=lambda p: (stream_k_run_time(variant, rest, k_blocks, p), -p))
-    sk_ctas = rest * pieces
-    return (sms if tiles >= sms else sk_ctas), sk_ctas
+                 key=lambda p: (stream_k_run_time(variant, rest, k_blocks, rest * p), -p))
+    best = (stream_k_run_time(variant, rest, k_blocks, rest * pieces), rest * pieces, rounds)
+    if rounds >= 1 and (spread or (spread is None and rest * SPREAD_LEFTOVER <= sms)):
+        t = (stream_k_run_time(variant, rest + sms, k_blocks, sms)
+             - k_blocks * block_time(variant, K_BLOCK) - TILE_S)
+        if t < best[0] or spread:
+            best = (t, sms, rounds - 1)
+    _, sk_ctas, rounds = best
+    return (sms if tiles >= sms else sk_ctas), sk_ctas, rounds
 
 
 def stream_k_grid(tiles, k_blocks, sms, variant="128x256"):
@@ -416,12 +460,11 @@ def stream_k_grid(tiles, k_blocks, sms, variant="128x256"):
     return stream_k_launch(tiles, k_blocks, sms, variant)[0]
 
 
-def stream_k_plan(tiles, k_blocks, sms, variant="128x256"):
-    """``(rounds, stream-K tiles, pieces per tile)``, as
+def stream_k_plan(tiles, k_blocks, sms, variant="128x256", spread=None):
+    """``(rounds, stream-K tiles, sk_ctas)``, as
     kernel/tile_scheduler.StreamKSchedule runs them on this launch."""
-    grid, sk_ctas = stream_k_launch(tiles, k_blocks, sms, variant)
-    rounds, rest = divmod(tiles, grid)
-    return rounds, rest, (sk_ctas // rest if rest else 0)
+    grid, sk_ctas, rounds = stream_k_launch(tiles, k_blocks, sms, variant, spread)
+    return rounds, tiles - rounds * grid, sk_ctas
 
 
 def estimate_time_stream_k(variant, m, n, k, sms):
@@ -432,10 +475,10 @@ def estimate_time_stream_k(variant, m, n, k, sms):
     bm, bn = tile(variant)
     cluster = cluster_of(variant)
     units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
-    rounds, rest, pieces = stream_k_plan(units, kb, sms // cluster, variant)
+    rounds, rest, sk_ctas = stream_k_plan(units, kb, sms // cluster, variant)
     t = rounds * (kb * block_time(variant, k) + TILE_S)
     if rest:
-        t += stream_k_run_time(variant, rest, kb, pieces, k)
+        t += stream_k_run_time(variant, rest, kb, sk_ctas, k)
     return t
 
 

@@ -2,9 +2,10 @@
 ``stream_k=True``) takes three more arguments than a plain one: its fp32
 workspace (two partial tiles per CTA), its arrival counters (one per
 consumer warp of every stream-K tile, zero between launches: the kernel's
-last arrival resets each one it used) and ``sk_ctas``, how many CTAs share
-the tiles left over by the full waves (``gemm_configs.stream_k_launch``,
-once per shape). Needs only the runtime and torch.
+last arrival resets each one it used), ``sk_ctas``, how many CTAs share
+the stream-K run, and ``sk_rounds``, the whole-tile rounds before it
+(``gemm_configs.stream_k_launch``, once per shape). Needs only the runtime
+and torch.
 
     g = StreamKGemm(HopperGemm(image, meta))
     c = g.launch(a, b, None, (), None, False)
@@ -30,8 +31,9 @@ WARPS_PER_TILE_ROW = 4     # consumer warps per 64-row warpgroup (one counter ea
 
 def buffers(a, meta, sms, stream):
     """(workspace, counters) of this device, stream and tile shape: 2 x
-    ``sms`` fp32 tiles (two slots per CTA), and the counters of ``sms``
-    stream-K tiles (fewer than one wave: kernel/tile_scheduler.py)."""
+    ``sms`` fp32 tiles (two slots per CTA), and the counters of ``2 sms``
+    stream-K tiles (the leftover of the full waves, and at most one wave
+    more: gemm_configs.stream_k_launch)."""
     bm, bn = meta["block_m"], meta["block_n"]
     key = (a.get_device(), stream, bm, bn, sms)
     found = _buffers.get(key)
@@ -40,7 +42,7 @@ def buffers(a, meta, sms, stream):
 
         ws = torch.empty(2 * sms * bm * bn, device=a.device, dtype=torch.float32)
         warps = bm // 64 * WARPS_PER_TILE_ROW
-        counters = torch.zeros(sms * warps, device=a.device, dtype=torch.int32)
+        counters = torch.zeros(2 * sms * warps, device=a.device, dtype=torch.int32)
         found = put_bounded(_buffers, key, (ws, counters), _BUFFERS)
     return found
 
@@ -51,15 +53,17 @@ class StreamKGemm:
     workspace and counters of the call's stream as the kernel's two extra
     arguments."""
 
-    def __init__(self, gemm):
+    def __init__(self, gemm, spread=None):
         self.gemm = gemm
+        self.spread = spread     # gemm_configs.stream_k_launch's (None: the model's)
         self.meta = gemm.meta
         self.extra_names = ()
         self._ordinal = gemm.device.ordinal
         self._sms = gemm.device.limits.multiprocessors
-        self._shares = {}    # (m, n, k) -> sk_ctas
+        self._shares = {}    # (m, n, k) -> (sk_ctas, sk_rounds)
 
-    def sk_ctas(self, m, n, k):
+    def share(self, m, n, k):
+        """``(sk_ctas, sk_rounds)`` of this shape's launch."""
         found = self._shares.get((m, n, k))
         if found is None:
             from .gemm_configs import K_BLOCK, stream_k_launch
@@ -68,7 +72,7 @@ class StreamKGemm:
             bm, bn, cl = self.meta["block_m"], self.meta["block_n"], self.meta["cluster_m"]
             units = -(-m // (bm * cl)) * -(-n // bn)
             found = stream_k_launch(units, -(-k // K_BLOCK), self.gemm.stream_k_wave(self._sms),
-                                    stream_k_tile(self.meta))[1]
+                                    stream_k_tile(self.meta), self.spread)[1:]
             put_bounded(self._shares, (m, n, k), found, 4096)
         return found
 
@@ -78,5 +82,5 @@ class StreamKGemm:
                              "arguments (a fused call runs the plain variant)")
         s = current_stream_handle(self._ordinal) if stream is None else stream_address(stream)
         ws, counters = buffers(a, self.meta, self._sms, s)
-        share = self.sk_ctas(a.shape[0], b.shape[0], a.shape[1])
-        return self.gemm.launch(a, b, out, (ws, counters, share), s, sync)
+        sk_ctas, sk_rounds = self.share(a.shape[0], b.shape[0], a.shape[1])
+        return self.gemm.launch(a, b, out, (ws, counters, sk_ctas, sk_rounds), s, sync)
