@@ -1,4 +1,4 @@
-//===- FenceChecks.cpp - wgmma and tcgen05 ordering fences ----------------===//
+//===- FenceChecks.cpp - wgmma and proxy ordering fences ------------------===//
 //
 // Ordering fences of the tensor-core instructions (pipeline-verify-protocol),
 // the statically recognisable forms:
@@ -16,47 +16,22 @@
 //    program order (the back end materializes them), anything else (the
 //    accumulator rescaled, P converted for P V) needs a wgmma.fence after
 //    it and before the MMA in program order, around a loop's back edge too.
-//  - tcgen05.fence around the hand-over of a tensor-memory stage (an
-//    umma_async pipeline: the MMA writes the accumulator, the epilogue reads
-//    it): after the consumer.wait / producer.acquire that hands a stage over
-//    and before the first tcgen05 op on it, tcgen05.fence::after_thread_sync;
-//    after the last tcgen05 op and before the consumer.release that hands it
-//    back, tcgen05.fence::before_thread_sync. Without them the tcgen05 ops
-//    are not ordered with the mbarrier hand-over (the epilogue may read an
-//    accumulator the MMA still writes, or the MMA overwrite one still read).
-//  - tcgen05.wait::ld before the registers of a tcgen05.ld are read: the
-//    load is asynchronous. The result is followed through pure views
-//    (bitcasts, extracts) to the ops that compute with or store it; each
-//    must come after a tcgen05.wait::ld in program order (in the load's
-//    block, or before the use in the blocks around it). Uses outside the
-//    load's block's nest are left alone.
 //  - a fence.proxy.async.shared::cta between the ordinary load of a
 //    clc_fetch_async response and its consumer.release (the next
-//    try_cancel writes the buffer through the async proxy);
-//  - after a tcgen05.alloc in a top-level branch, before other warps'
-//    tcgen05 ops: fence_before, a CTA-wide barrier, fence_after (the
-//    mirror of the dealloc's);
-//  - before a tcgen05.dealloc that runs after the roles (at the function's
-//    top level, or in a branch of its own there): every tcgen05 op (ld, st,
-//    mma, cp, commit, shift) of other warps must be followed by
-//    tcgen05.fence::before_thread_sync, then a CTA-wide barrier at top
-//    level, then tcgen05.fence::after_thread_sync before the dealloc;
-//    otherwise the columns are freed (and maybe allocated again) while those
-//    warps still use them;
-//  - a kernel that runs tcgen05.alloc must give the columns back: no
-//    tcgen05.dealloc in the function, or (all column counts constant, none in
-//    a loop) fewer columns deallocated than allocated, leaves them allocated
-//    after the CTA exits, and the next CTA's tcgen05.alloc on that SM waits
-//    for them forever.
+//    try_cancel writes the buffer through the async proxy).
+//
+// The tensor-memory (tcgen05) rules -- tcgen05.wait::ld, the tcgen05 fences
+// around an umma_async stage's hand-over, after the alloc and before the
+// dealloc, and the columns given back -- are in TmemChecks.cpp; checkFences
+// runs both families.
 //
 //===----------------------------------------------------------------------===//
 
 #include "SmemHandoffChecks.h"
+#include "TmemChecks.h"
 
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 
@@ -82,31 +57,6 @@ bool isWgmmaFence(Operation *op) {
     return true;
   auto inlineAsm = dyn_cast<LLVM::InlineAsmOp>(op);
   return inlineAsm && inlineAsm.getAsmString().contains("wgmma.fence");
-}
-
-bool isTcgen05Use(Operation *op) {
-  return isa<NVVM::Tcgen05LdOp, NVVM::Tcgen05StOp, NVVM::Tcgen05MMAOp,
-             NVVM::Tcgen05MMASparseOp, NVVM::Tcgen05MMABlockScaleOp,
-             NVVM::Tcgen05MMASparseBlockScaleOp, NVVM::Tcgen05MMAWsOp,
-             NVVM::Tcgen05MMAWsSparseOp, NVVM::Tcgen05CpOp,
-             NVVM::Tcgen05CommitOp, NVVM::Tcgen05ShiftOp>(op);
-}
-
-bool isTcgen05Fence(Operation *op, NVVM::Tcgen05FenceKind kind) {
-  auto fence = dyn_cast<NVVM::Tcgen05FenceOp>(op);
-  return fence && fence.getKind() == kind;
-}
-
-bool isWaitLoad(Operation *op) {
-  auto wait = dyn_cast<NVVM::Tcgen05WaitOp>(op);
-  return wait && wait.getKind() == NVVM::Tcgen05WaitKind::LOAD;
-}
-
-
-/// A tcgen05 op that reads or writes tensor memory (not a commit: it only
-/// tracks the MMAs before it).
-bool isTcgen05Access(Operation *op) {
-  return isTcgen05Use(op) && !isa<NVVM::Tcgen05CommitOp>(op);
 }
 
 bool holdsOp(Operation *op, llvm::function_ref<bool(Operation *)> pred) {
@@ -145,44 +95,6 @@ SmallVector<Value> wgmmaRegisterOperands(Operation *op) {
   return out;
 }
 
-/// True when a wait::ld lies between `ld` and `user` in program order
-/// (before `user` in each block around it, up to `ld`'s block), or when the
-/// order is not decided (`user` outside `ld`'s nest, or before it).
-bool waitBetween(Operation *ld, Operation *user) {
-  auto holdsWait = [](Operation *op) {
-    bool found = false;
-    op->walk([&](Operation *inner) {
-      if (isWaitLoad(inner))
-        found = true;
-    });
-    return found;
-  };
-  Operation *cur = user;
-  while (cur->getBlock() != ld->getBlock()) {
-    for (Operation *prev = cur->getPrevNode(); prev; prev = prev->getPrevNode())
-      if (holdsWait(prev))
-        return true;
-    cur = cur->getParentOp();
-    if (!cur || isa<FunctionOpInterface>(cur))
-      return true; // not in the load's nest: not decided
-  }
-  if (!ld->isBeforeInBlock(cur))
-    return true; // a later iteration's use of an earlier result: not decided
-  for (Operation *op = ld->getNextNode(); op && op != cur; op = op->getNextNode())
-    if (holdsWait(op))
-      return true;
-  return false;
-}
-
-/// Pure views of a value: the registers are read by what uses them.
-bool isView(Operation *op) {
-  return isa<LLVM::BitcastOp, LLVM::ExtractValueOp, LLVM::ExtractElementOp,
-             UnrealizedConversionCastOp>(op) ||
-         op->getName().getStringRef() == "vector.extract" ||
-         op->getName().getStringRef() == "vector.bitcast" ||
-         op->getName().getStringRef() == "arith.bitcast";
-}
-
 /// `fence.proxy.async[.shared::cta]`, or a call (it may fence).
 bool isProxyFenceOrCall(Operation *op) {
   if (auto fence = dyn_cast<NVVM::FenceProxyOp>(op))
@@ -200,209 +112,11 @@ bool isSharedLoad(Operation *op) {
   return ptr && ptr.getAddressSpace() == 3;
 }
 
-/// A barrier every thread of the CTA reaches: bar.sync 0, the cluster
-/// barrier, the pipelines' init sync.
-bool isCtaBarrier(Operation *op) {
-  return isa<gpu::BarrierOp, NVVM::Barrier0Op, NVVM::BarrierOp,
-             NVVM::ClusterWaitOp>(op) ||
-         op->getName().getStringRef() == "pipeline.init_wait";
-}
 
 class Checker {
 public:
   explicit Checker(int64_t blockDim) : blockDim(blockDim) {}
   bool failed = false;
-
-  // --- tcgen05.wait::ld -----------------------------------------------------
-  void checkWaitLoad(NVVM::Tcgen05LdOp ld) {
-    SmallVector<Value> work{ld.getResult()};
-    llvm::SmallPtrSet<Operation *, 16> seen;
-    while (!work.empty()) {
-      Value v = work.pop_back_val();
-      for (Operation *user : v.getUsers()) {
-        if (!seen.insert(user).second)
-          continue;
-        if (isView(user)) {
-          for (Value r : user->getResults())
-            work.push_back(r);
-          continue;
-        }
-        if (waitBetween(ld, user))
-          continue;
-        failed = true;
-        InFlightDiagnostic diag =
-            user->emitError()
-            << "tcgen05 wait: this op reads the registers of a tcgen05.ld "
-               "with no tcgen05.wait::ld in between: the load is "
-               "asynchronous and the registers may not hold the tensor "
-               "memory's data yet (call tcgen05.wait_load() after "
-               "load_32x32b(), before using its result)";
-        diag.attachNote(ld.getLoc()) << "the tcgen05.ld";
-        return; // one finding per load
-      }
-    }
-  }
-
-  // --- the alloc at the start of the kernel ---------------------------------
-  /// The mirror of the dealloc: a tcgen05.alloc in a top-level branch (or
-  /// at top level) and other warps' tcgen05 ops in later top-level ops.
-  /// Between them: tcgen05.fence::before_thread_sync after the alloc, a
-  /// CTA-wide barrier at top level (the pipelines' init sync, or
-  /// k.sync_threads()), tcgen05.fence::after_thread_sync before the use.
-  void checkAlloc(NVVM::Tcgen05AllocOp alloc, Block &body) {
-    Operation *top = alloc;
-    while (top->getBlock() != &body) {
-      Operation *parent = top->getParentOp();
-      if (!parent || !isa<scf::IfOp>(parent))
-        return;
-      top = parent;
-    }
-    std::optional<llvm::BitVector> mine = threads(alloc);
-    if (!mine || mine->none())
-      return;
-    auto holds = [](Operation *op, auto pred) {
-      bool found = false;
-      op->walk([&](Operation *inner) {
-        if (pred(inner))
-          found = true;
-      });
-      return found;
-    };
-    auto isBefore = [](Operation *op) {
-      return isTcgen05Fence(op, NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC);
-    };
-    auto isAfter = [](Operation *op) {
-      return isTcgen05Fence(op, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC);
-    };
-    // The first other-warp tcgen05 op after the alloc's op.
-    Operation *use = nullptr, *useTop = nullptr;
-    for (Operation *op = top->getNextNode(); op && !use; op = op->getNextNode())
-      op->walk<WalkOrder::PreOrder>([&](Operation *inner) {
-        if (use || !isTcgen05Use(inner))
-          return;
-        std::optional<llvm::BitVector> t = threads(inner);
-        if (t && !subset(*t, *mine)) {
-          use = inner;
-          useTop = op;
-        }
-      });
-    if (!use)
-      return;
-    Operation *barrier = nullptr;
-    for (Operation *op = top->getNextNode(); op != useTop && !barrier;
-         op = op->getNextNode())
-      if (isCtaBarrier(op))
-        barrier = op;
-    auto report = [&]() -> InFlightDiagnostic {
-      failed = true;
-      InFlightDiagnostic diag = alloc->emitError();
-      diag.attachNote(use->getLoc()) << "a tcgen05 op of another warp";
-      return diag;
-    };
-    if (!barrier) {
-      report() << "TMEM alloc: other warps use the tensor memory this "
-                  "tcgen05.alloc allocates with no CTA barrier after it: "
-                  "they may run (and read its address) before the alloc "
-                  "(call tcgen05.fence_before_thread_sync(), then the "
-                  "barrier -- pipeline_init_arrive/pipeline_init_wait or "
-                  "k.sync_threads() -- then "
-                  "tcgen05.fence_after_thread_sync() after tmem.alloc())";
-      return;
-    }
-    bool fencedBefore = false, after = false;
-    top->walk<WalkOrder::PreOrder>([&](Operation *inner) {
-      if (inner == alloc)
-        after = true;
-      else if (after && isBefore(inner))
-        fencedBefore = true;
-    });
-    for (Operation *op = top->getNextNode(); !fencedBefore && op != barrier;
-         op = op->getNextNode())
-      fencedBefore = holds(op, isBefore);
-    if (!fencedBefore) {
-      report() << "tcgen05 fence: no tcgen05.fence::before_thread_sync "
-                  "between this tcgen05.alloc and the CTA barrier that "
-                  "publishes it to the other warps (call "
-                  "tcgen05.fence_before_thread_sync() after tmem.alloc(), "
-                  "before the barrier)";
-      return;
-    }
-    bool fencedAfter = false;
-    for (Operation *op = barrier->getNextNode(); op != useTop && !fencedAfter;
-         op = op->getNextNode())
-      fencedAfter = holds(op, isAfter);
-    for (Operation *cur = use; cur != useTop && !fencedAfter;
-         cur = cur->getParentOp())
-      for (Operation *prev = cur->getPrevNode(); prev && !fencedAfter;
-           prev = prev->getPrevNode())
-        fencedAfter = holds(prev, isAfter);
-    if (!fencedAfter)
-      report() << "tcgen05 fence: other warps' tcgen05 ops follow the CTA "
-                  "barrier that publishes this tcgen05.alloc with no "
-                  "tcgen05.fence::after_thread_sync in between (call "
-                  "tcgen05.fence_after_thread_sync() after the barrier)";
-  }
-
-  // --- every TMEM column allocated is given back ---------------------------
-  /// Tensor memory outlives nothing but its deallocation: columns a CTA
-  /// allocates and never deallocates stay taken after it exits, and the next
-  /// CTA's tcgen05.alloc on that SM blocks until they are free (forever).
-  /// No tcgen05.dealloc in the function is an error at each alloc; with every
-  /// column count a constant and no alloc or dealloc in a loop, the columns
-  /// deallocated must add up to those allocated.
-  void checkTmemFreed(ArrayRef<NVVM::Tcgen05AllocOp> allocs,
-                      ArrayRef<NVVM::Tcgen05DeallocOp> deallocs) {
-    if (allocs.empty())
-      return;
-    if (deallocs.empty()) {
-      for (NVVM::Tcgen05AllocOp alloc : allocs) {
-        failed = true;
-        alloc->emitError()
-            << "TMEM leak: this tcgen05.alloc has no tcgen05.dealloc in the "
-               "kernel: its columns stay allocated after the CTA exits, and "
-               "the next CTA's tcgen05.alloc on this SM waits for them "
-               "forever (call tmem.dealloc() with the same column count at "
-               "the end of the kernel, after tcgen05.fence_before_thread_"
-               "sync(), a CTA barrier and tcgen05.fence_after_thread_sync())";
-      }
-      return;
-    }
-    auto inLoop = [](Operation *op) {
-      return op->getParentOfType<LoopLikeOpInterface>() != nullptr;
-    };
-    auto columns = [](Value n) -> std::optional<int64_t> {
-      APInt v;
-      if (!matchPattern(n, m_ConstantInt(&v)))
-        return std::nullopt;
-      return v.getSExtValue();
-    };
-    int64_t allocated = 0, freed = 0;
-    for (NVVM::Tcgen05AllocOp alloc : allocs) {
-      std::optional<int64_t> n = columns(alloc.getNCols());
-      if (!n || inLoop(alloc))
-        return;
-      allocated += *n;
-    }
-    for (NVVM::Tcgen05DeallocOp dealloc : deallocs) {
-      std::optional<int64_t> n = columns(dealloc.getNCols());
-      if (!n || inLoop(dealloc))
-        return;
-      freed += *n;
-    }
-    if (freed >= allocated)
-      return;
-    failed = true;
-    InFlightDiagnostic diag = allocs.front()->emitError()
-                              << "TMEM leak: the kernel allocates "
-                              << allocated << " tensor-memory columns and "
-                              << "deallocates " << freed
-                              << ": the rest stay allocated after the CTA "
-                                 "exits, and the next CTA's tcgen05.alloc on "
-                                 "this SM may wait for them forever (dealloc "
-                                 "every column allocated)";
-    for (NVVM::Tcgen05DeallocOp dealloc : deallocs)
-      diag.attachNote(dealloc.getLoc()) << "a tcgen05.dealloc";
-  }
 
   // --- the CLC response: proxy fence before its release ---------------------
   /// A clc_fetch_async stage is read with an ordinary load (the generic
@@ -566,98 +280,6 @@ public:
     }
   }
 
-  // --- tcgen05 fences around a tensor-memory stage's hand-over --------------
-  /// After a consumer.wait / producer.acquire of an umma_async pipeline: a
-  /// tcgen05.fence::after_thread_sync before the first tcgen05 access that
-  /// follows in program order (in the loop body or function around it).
-  void checkTcgen05AfterSync(Operation *verb, Value pipe) {
-    for (Operation *cur = verb; cur && !isa<FunctionOpInterface>(cur);
-         cur = cur->getParentOp()) {
-      for (Operation *next = cur->getNextNode(); next;
-           next = next->getNextNode()) {
-        Operation *access = nullptr;
-        bool fenced = false;
-        next->walk<WalkOrder::PreOrder>([&](Operation *inner) {
-          if (fenced || access)
-            return WalkResult::interrupt();
-          if (isTcgen05Fence(inner, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC))
-            fenced = true;
-          else if (isTcgen05Access(inner))
-            access = inner;
-          return WalkResult::advance();
-        });
-        if (fenced)
-          return;
-        if (access) {
-          failed = true;
-          bool wait = isa<ConsumerWaitOp>(verb);
-          InFlightDiagnostic diag =
-              access->emitError()
-              << "tcgen05 fence: this tcgen05 op uses the tensor memory "
-                 "that the "
-              << (wait ? "consumer.wait" : "producer.acquire") << " of "
-              << describe(pipe)
-              << " hands over, with no tcgen05.fence::after_thread_sync "
-                 "in between: it is not ordered after the other role's "
-                 "tcgen05 ops on that stage (call "
-                 "tcgen05.fence_after_thread_sync() after "
-              << (wait ? "consumer_wait" : "producer_acquire") << ")";
-          diag.attachNote(verb->getLoc())
-              << (wait ? "the consumer.wait" : "the producer.acquire");
-          return;
-        }
-      }
-      if (isa<LoopLikeOpInterface>(cur->getParentOp()))
-        return; // the end of the loop body: the next stage's own verbs
-    }
-  }
-
-  /// Before a consumer.release of an umma_async pipeline: after the last
-  /// tcgen05 access since the stage's wait, a
-  /// tcgen05.fence::before_thread_sync.
-  void checkTcgen05BeforeRelease(ConsumerReleaseOp release) {
-    Value pipe = release.getPipeline();
-    for (Operation *cur = release; cur && !isa<FunctionOpInterface>(cur);
-         cur = cur->getParentOp()) {
-      for (Operation *prev = cur->getPrevNode(); prev;
-           prev = prev->getPrevNode()) {
-        // The latest op first: a fence after the access settles it.
-        Operation *fence = nullptr, *access = nullptr;
-        bool waitSeen = false;
-        prev->walk([&](Operation *inner) {
-          if (isTcgen05Fence(inner, NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC))
-            fence = inner;
-          else if (isTcgen05Access(inner))
-            access = inner;
-          else if (auto w = dyn_cast<ConsumerWaitOp>(inner);
-                   w && w.getPipeline() == pipe)
-            waitSeen = true;
-        });
-        if (fence)
-          return;
-        if (access) {
-          failed = true;
-          InFlightDiagnostic diag =
-              release->emitError()
-              << "tcgen05 fence: this consumer.release hands the tensor "
-                 "memory of "
-              << describe(pipe)
-              << " back with no tcgen05.fence::before_thread_sync after "
-                 "the tcgen05 ops that used it: the next MMA may overwrite "
-                 "the stage before they are done (call "
-                 "tcgen05.fence_before_thread_sync() before "
-                 "consumer_release)";
-          diag.attachNote(access->getLoc()) << "the tcgen05 op";
-          return;
-        }
-        if (waitSeen)
-          return;
-      }
-      if (isa<LoopLikeOpInterface>(cur->getParentOp()))
-        return;
-    }
-  }
-
   // --- the walk: wgmma.fence ---------------------------------------------
   struct State {
     llvm::BitVector wgmmaFenced;
@@ -728,117 +350,6 @@ public:
         registerReaders.insert(user);
       }
     }
-  }
-
-  // --- the dealloc at the end of the kernel ----------------------------------
-  /// The common form: the roles are branches at the function's top level,
-  /// and the tcgen05.dealloc runs after them (at top level, or in a branch
-  /// of its own). Between the other warps' tcgen05 ops and the dealloc:
-  /// tcgen05.fence::before_thread_sync after each op, a CTA-wide barrier at
-  /// top level, tcgen05.fence::after_thread_sync before the dealloc. A
-  /// dealloc inside a role (handed over through a pipeline's mbarriers) is
-  /// not looked at.
-  void checkDealloc(NVVM::Tcgen05DeallocOp dealloc, Block &body) {
-    Operation *top = dealloc;
-    while (top->getBlock() != &body) {
-      Operation *parent = top->getParentOp();
-      if (!parent || isa<FunctionOpInterface>(parent))
-        return;
-      if (!isa<scf::IfOp>(parent))
-        return; // in a loop, ...: not the end-of-kernel form
-      top = parent;
-    }
-    std::optional<llvm::BitVector> mine = threads(dealloc);
-    if (!mine || mine->none())
-      return;
-    // The last top-level barrier before the dealloc's op.
-    Operation *barrier = nullptr;
-    for (Operation *op = top->getPrevNode(); op && !barrier; op = op->getPrevNode())
-      if (isCtaBarrier(op))
-        barrier = op;
-    // Other warps' tcgen05 ops before the dealloc, in top-level order.
-    SmallVector<Operation *> uses;
-    for (Operation &op : body) {
-      if (&op == top)
-        break;
-      op.walk([&](Operation *inner) {
-        if (!isTcgen05Use(inner))
-          return;
-        std::optional<llvm::BitVector> t = threads(inner);
-        if (t && !subset(*t, *mine))
-          uses.push_back(inner);
-      });
-    }
-    if (uses.empty())
-      return;
-    auto report = [&](Operation *use) -> InFlightDiagnostic {
-      failed = true;
-      InFlightDiagnostic diag = dealloc->emitError();
-      if (use)
-        diag.attachNote(use->getLoc()) << "a tcgen05 op of another warp";
-      return diag;
-    };
-    for (Operation *use : uses) {
-      Operation *useTop = use;
-      while (useTop->getBlock() != &body)
-        useTop = useTop->getParentOp();
-      if (!barrier || !useTop->isBeforeInBlock(barrier)) {
-        report(use)
-            << "TMEM dealloc: this tcgen05.dealloc frees tensor memory that "
-               "other warps' tcgen05 ops use, with no CTA barrier between "
-               "them: the columns may be freed (and allocated again) while "
-               "those warps still use them (call "
-               "tcgen05.fence_before_thread_sync(), then k.sync_threads() "
-               "(k.cluster_sync() for a CTA pair), then "
-               "tcgen05.fence_after_thread_sync() before tmem.dealloc())";
-        return;
-      }
-      // A fence_before after the op: later in its top-level op (pre-order),
-      // or at top level before the barrier.
-      bool fenced = false, after = false;
-      useTop->walk<WalkOrder::PreOrder>([&](Operation *inner) {
-        if (inner == use)
-          after = true;
-        else if (after && isTcgen05Fence(inner,
-                                         NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC))
-          fenced = true;
-      });
-      for (Operation *op = useTop->getNextNode(); !fenced && op != barrier;
-           op = op->getNextNode())
-        op->walk([&](Operation *inner) {
-          if (isTcgen05Fence(inner, NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC))
-            fenced = true;
-        });
-      if (!fenced) {
-        report(use)
-            << "tcgen05 fence: the CTA barrier orders this tcgen05.dealloc "
-               "after other warps' tcgen05 ops, but no "
-               "tcgen05.fence::before_thread_sync follows those ops before "
-               "it: their tensor-memory accesses may still be in flight "
-               "(call tcgen05.fence_before_thread_sync() before the "
-               "barrier)";
-        return;
-      }
-    }
-    // A fence_after between the barrier and the dealloc.
-    bool fencedAfter = false;
-    auto scan = [&](Operation *op) {
-      op->walk([&](Operation *inner) {
-        if (isTcgen05Fence(inner, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC))
-          fencedAfter = true;
-      });
-    };
-    for (Operation *op = barrier->getNextNode(); op != top; op = op->getNextNode())
-      scan(op);
-    for (Operation *cur = dealloc; cur != top; cur = cur->getParentOp())
-      for (Operation *prev = cur->getPrevNode(); prev; prev = prev->getPrevNode())
-        scan(prev);
-    if (!fencedAfter)
-      report(nullptr)
-          << "tcgen05 fence: no tcgen05.fence::after_thread_sync between the "
-             "CTA barrier that orders other warps' tcgen05 ops and this "
-             "tcgen05.dealloc (call tcgen05.fence_after_thread_sync() after "
-             "the barrier, before tmem.dealloc())";
   }
 
 private:
@@ -999,16 +510,17 @@ LogicalResult protocol::checkFences(FunctionOpInterface fn,
     walkNeeded |= isWgmmaMma(op);
   });
   Checker checker(blockDim);
-  checker.checkTmemFreed(allocs, deallocs);
+  TmemChecker tmem(blockDim);
+  tmem.checkTmemFreed(allocs, deallocs);
   for (NVVM::Tcgen05LdOp ld : loads)
-    checker.checkWaitLoad(ld);
+    tmem.checkWaitLoad(ld);
   for (ConsumerReleaseOp rel : releases) {
     checker.checkClcRelease(rel);
     if (isTmemStage(rel.getPipeline()))
-      checker.checkTcgen05BeforeRelease(rel);
+      tmem.checkTcgen05BeforeRelease(rel);
   }
   for (auto [verb, pipe] : tmemSyncs)
-    checker.checkTcgen05AfterSync(verb, pipe);
+    tmem.checkTcgen05AfterSync(verb, pipe);
   for (Operation *mma : mmas)
     checker.checkRegisterFence(mma);
   // Who runs what needs a block of known size.
@@ -1016,9 +528,9 @@ LogicalResult protocol::checkFences(FunctionOpInterface fn,
     if (walkNeeded)
       checker.run(fn.getFunctionBody().front());
     for (NVVM::Tcgen05DeallocOp d : deallocs)
-      checker.checkDealloc(d, fn.getFunctionBody().front());
+      tmem.checkDealloc(d, fn.getFunctionBody().front());
     for (NVVM::Tcgen05AllocOp a : allocs)
-      checker.checkAlloc(a, fn.getFunctionBody().front());
+      tmem.checkAlloc(a, fn.getFunctionBody().front());
   }
-  return failure(checker.failed);
+  return failure(checker.failed || tmem.failed);
 }

@@ -46,7 +46,7 @@ LogicalResult checkSmemHandoff(FunctionOpInterface fn, const Options &options);
 /// Tensor-core fences: wgmma.fence before a warp's first wgmma.mma_async,
 /// tcgen05.wait::ld before a tcgen05.ld's registers are read, and the
 /// fence_before / barrier / fence_after between other warps' tcgen05 ops and
-/// a tcgen05.dealloc (FenceChecks.cpp).
+/// a tcgen05.dealloc (FenceChecks.cpp; the tcgen05 rules in TmemChecks.cpp).
 LogicalResult checkFences(FunctionOpInterface fn, const Options &options);
 
 } // namespace mlir::pipeline::protocol
