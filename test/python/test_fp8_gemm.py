@@ -174,10 +174,10 @@ def test_the_rule_and_the_tuned_table_name_variants_of_their_mode():
 
 
 @pytest.mark.parametrize("variant", ["fast_128x256c2", "fast_128x192c2", "promoted_128x192c2",
-                                     "promoted_128x128c2", "fast_192x192", "promoted_192x128"])
+                                     "promoted_128x128c2", "promoted_192x128"])
 def test_cluster_and_192_row_variants_lower_without_spills(variant):
     """The 2-CTA variants multicast B to the pair (one multicast load, a
-    cluster of 2 in the PTX); the 192-row ones run three consumer
+    cluster of 2 in the PTX); the 192-row one runs three consumer
     warpgroups in 128 entry registers a thread. None spills (ptxas -v,
     where ptxas is on PATH); their bias builds are test_ops_tables'."""
     from pipeline_mlir.ops import fp8_configs

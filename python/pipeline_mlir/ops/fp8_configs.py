@@ -43,26 +43,24 @@ VARIANTS = {
     "promoted_128x192c2": dict(block_n=192, epilogue_passes=3, stages=5, cluster_m=2,
                                accumulation="promoted"),
     "promoted_128x128c2": dict(block_n=128, stages=6, cluster_m=2, accumulation="promoted"),
-    # 192-row tiles (three consumer warpgroups; setmaxnreg 32 + 3 x 160, as
+    # A 192-row tile (three consumer warpgroups; setmaxnreg 32 + 3 x 160, as
     # the 16-bit 192x192): promoted m64n128 holds 2 x 64 accumulators in
-    # the 160 registers, no spill. Only TUNED picks them (below).
-    "fast_192x192": dict(block_n=192, consumer_warpgroups=3, epilogue_passes=3,
-                         producer_registers=32, consumer_registers=160, accumulation="fast"),
+    # the 160 registers, no spill. Only TUNED picks it (below).
     "promoted_192x128": dict(block_n=128, consumer_warpgroups=3, epilogue_passes=2, stages=5,
                              producer_registers=32, consumer_registers=160,
                              accumulation="promoted"),
 }
 # What the rule may pick, in this order on a tie. A cluster tile ties with
-# its one-CTA tile where the pairs fill the same waves. Where K is a
-# multiple of 32 the two ran within a few percent of each other (the third
-# sweep, H200, benchmarks/gemm/results/h200-fp8-sweep-run3.log, the shapes
-# of at least 50 us): 128x256c2 ahead of 128x256 on 10 of 14 shapes
-# (0.98-1.04x of it), promoted 128x128c2 ahead or level on 11 of 16
-# (0.99-1.07x): these clusters go first; 128x192c2 behind 128x192 on 10 of
-# 14 (fast, 0.98-1.02x) and 10 of 16 (promoted): the one-CTA tile first.
-RULE_VARIANTS = ("fast_128x256c2", "fast_128x256", "fast_128x192", "fast_128x192c2",
+# its one-CTA tile where the pairs fill the same waves (they never fill
+# fewer), and the one-CTA tile goes first: where K is a multiple of 32 the
+# two ran within a few percent of each other, each ahead where it was
+# timed later in the round than the other (benchmarks/gemm/results/
+# h200-fp8-sweep-run3.log and -run3-confirm.log: the op, timed right after
+# cuBLASLt, ran 0-4% behind its own launcher timed later at the shapes of
+# at least 100 us). The cluster wins where K is misaligned (below).
+RULE_VARIANTS = ("fast_128x256", "fast_128x256c2", "fast_128x192", "fast_128x192c2",
                  "fast_128x128", "fast_64x256", "promoted_128x192", "promoted_128x192c2",
-                 "promoted_128x128c2", "promoted_128x128", "promoted_64x128")
+                 "promoted_128x128", "promoted_128x128c2", "promoted_64x128")
 # Tile reuse relative to the widest tile of the mode (operand bytes per
 # FLOP, as in gemm_configs). Promoted accumulation adds each K block's
 # partial sum into the total with FMAs the tensor cores do not hide; the
@@ -70,7 +68,7 @@ RULE_VARIANTS = ("fast_128x256c2", "fast_128x256", "fast_128x192", "fast_128x192
 # on 14 of 24 shapes), and the 64-row tile, whose single consumer
 # warpgroup waits on every promotion, was slower than 128-row tiles at
 # every M it was picked for. A cluster tile: its one-CTA tile's (as in
-# the 16-bit table); the 192-row tiles are not in the rule.
+# the 16-bit table); the 192-row tile is not in the rule.
 #
 # Where K is a multiple of 16 but not of 32 (``misaligned_k``), a cluster
 # tile ran 1.06-1.38x faster than its one-CTA tile (median 1.18x, 128-row
@@ -96,16 +94,14 @@ TUNED = {
     (512, 4096, 4096, "fast"): "fast_64x256",
     (4096, 1024, 4096, "fast"): "fast_128x128",
     (128, 4096, 4096, "promoted"): "promoted_128x128",
-    # the third sweep (h200-fp8-sweep-run3.log): 3072^3 fast 1.133x on
-    # 192x192 against 1.101x on 128x192c2; promoted 192x128 1.173x against
-    # 1.121x, 1.056x against 1.015x at 8192^3, 1.230x against 1.123x at
-    # 8192 x 8192 x 1024 (128x192 and 192x128 tile these alike; the model
-    # cannot tell them apart).
-    (3072, 3072, 3072, "fast"): "fast_192x192",
-    # 1.122x on 128x256 against 1.100x on its cluster (and 1.209x against
-    # 1.117x on 128x128 in the second sweep, h200-fp8-sweep-run2.log)
-    (2048, 4096, 4096, "fast"): "fast_128x256",
-    (3072, 3072, 3072, "promoted"): "promoted_192x128",
+    # Promoted 192x128 against 128x192 (the same tile count: the model
+    # cannot tell them apart): at 8192^3 1.056x against 1.015x
+    # (h200-fp8-sweep-run3.log, 128x192 the op), 1.040x and 1.043x against
+    # 1.001x and 1.019x (-run3-confirm.log, two passes, 192x128 the op's
+    # launcher and 128x192 a candidate); at 8192 x 8192 x 1024 1.230x
+    # against 1.123x, 1.188x and 1.139x against 1.124x and 1.094x. (Until
+    # the third sweep 2048 x 4096 x 4096 fast was 128x128's; the rule's
+    # 128x256 ran 1.057x and 1.073x against 1.046x and 1.052x.)
     (8192, 8192, 8192, "promoted"): "promoted_192x128",
     (8192, 8192, 1024, "promoted"): "promoted_192x128",
 }

@@ -132,13 +132,23 @@ def _scaled_mm(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, out):
     if g is None:
         g = put_bounded(_picks, key, _select(a, b, scale_a, scale_b, out_dtype,
                                              bool(use_fast_accum), bias), _PICKS)
-    elif not (scale_a.dtype == torch.float32 and scale_b.dtype == torch.float32
-              and scale_a.numel() == 1 and scale_b.numel() == 1 and b.t().is_contiguous()):
+    w = b.t()     # N x K, row-major: what the launcher takes
+    # A pick of these shapes and types was checked; what it does not key is
+    # checked here, once (the launcher's own scale checks would repeat it:
+    # on a short call each costs as much as the kernel's last wave).
+    try:
+        ok = (scale_a.dtype == torch.float32 and scale_b.dtype == torch.float32
+              and scale_a.numel() == 1 and scale_b.numel() == 1 and scale_a.is_cuda
+              and scale_b.is_cuda and w.is_contiguous())
+    except AttributeError:   # a scale that is not a tensor
+        ok = False
+    if not ok:
         _check(a, b, scale_a, scale_b, out_dtype)   # raises the message
-    if bias is None:
-        return g(a, b.t(), scale_a, scale_b, out)
-    _check_bias(a, b, bias, out_dtype)
-    return g(a, b.t(), scale_a, scale_b, out, bias=bias)
+    extra = {"scale_a": scale_a, "scale_b": scale_b}
+    if bias is not None:
+        _check_bias(a, b, bias, out_dtype)
+        extra["bias"] = bias
+    return g.launch(a, w, out, extra, None, False)
 
 
 def scaled_mm(a, b, scale_a, scale_b, bias=None, out_dtype=torch.bfloat16,
