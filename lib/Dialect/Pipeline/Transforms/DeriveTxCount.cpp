@@ -2,7 +2,7 @@
 //
 // pipeline-derive-tx-count: a TMA pipeline created with tx_count = 0 gets
 // the bytes its stages' copies deliver, counted by the functions the
-// checker's property 5 uses (TxArriveChecks.cpp), so that the number armed
+// checker's property 5 uses (TxBytesChecks.cpp), so that the number armed
 // and the number checked cannot disagree. Python's `create(tx_count=None)`
 // and hand-written IR both rely on it; the lowering pipelines run it first.
 //

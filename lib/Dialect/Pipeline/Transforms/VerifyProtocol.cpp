@@ -2,10 +2,9 @@
 //
 // The pass runs every check on every function (func.func, gpu.func, ...) of
 // the module and fails if any of them reported an error. The checks live in
-// BalanceChecks.cpp, StartAndTailChecks.cpp, TxArriveChecks.cpp,
-// AsyncReadChecks.cpp, NamedBarrierChecks.cpp, NamedBarrierBalance.cpp,
-// StageBalance.cpp,
-// CopyInsideAcquire.cpp, BarrierHandleChecks.cpp, StatePhaseChecks.cpp,
+// BalanceChecks.cpp, StartAndTailChecks.cpp, TxBytesChecks.cpp,
+// ArriveCountChecks.cpp, AsyncReadChecks.cpp, NamedBarrierChecks.cpp,
+// NamedBarrierBalance.cpp, StageBalance.cpp, CopyInsideAcquire.cpp, BarrierHandleChecks.cpp, StatePhaseChecks.cpp,
 // VerbOrderChecks.cpp, RingBufferChecks.cpp and RegisterBudgetChecks.cpp.
 //
 //===----------------------------------------------------------------------===//
