@@ -52,8 +52,9 @@ measure.
 
 Stream-K (``choose_stream_k``, ``<tile>_streamk`` variants): one launch in
 which the waves the tiles fill whole run as data-parallel tiles and the
-rest (between one and two waves' worth, or all tiles when there are fewer
-than SMs) is cut into equal runs of K blocks, one per CTA; the CTAs that
+rest (the leftover, all tiles when there are fewer than SMs, or for a
+small leftover the leftover and the last full wave: ``stream_k_launch``)
+is cut into equal runs of K blocks, one per CTA; the CTAs that
 share a tile leave fp32 partials in a workspace and the last to arrive sums
 them in K order (bitwise the same every run). It removes the part-empty
 last wave of any shape at the price of writing and reading partial tiles;
