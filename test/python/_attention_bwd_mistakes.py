@@ -58,7 +58,7 @@ class LseReadAfterRelease(SoftmaxGrad):
         pipe.consumer_wait(lse_read)
         stage = self.rings.lse.buffer(lse_read.index)
         pipe.consumer_release(lse_read)                   # wrong: read below
-        return load_columns(stage, self.lane, BLOCK_M)
+        return load_columns(stage, self.lane, self.cfg.block_m)
 
 
 STAGES_WITH = {

@@ -77,11 +77,21 @@ def test_the_kernel_holds_no_mistake():
 D64_BEST = ("dq_store_spread", "dq_deferred", "min_ctas", "dq_double_buffer")
 # And at d 128 (0.5-6.8% less on its four rows), with dQ split by columns.
 D128_BEST = ("dq_split", "dq_deferred", "dq_double_buffer", "min_ctas")
+# d 64 with 128-query steps and dK issued after dQ (a candidate).
+D64_M128_DKL = dict(block_m=128, dq_store_spread=True, min_ctas=True, dk_last=True)
 
 
 def production(head_dim, causal=False):
     """The configuration the op runs for this head dim (its cache entry)."""
     return attention_configs.bwd_variant(head_dim, causal)[1]
+
+
+def with_options(overrides, opts):
+    """``overrides`` with the options ``opts`` of ``BWD_OPTIONS`` on."""
+    out = dict(overrides)
+    for o in opts:
+        out.update(attention_configs.BWD_OPTION_OVERRIDES.get(o, {o: True}))
+    return out
 
 
 def dq_split_candidate(causal=False):
@@ -113,7 +123,7 @@ def test_the_kernel_simulates_clean(cfg):
 
 
 @pytest.mark.parametrize("config", ["d64", "d256", "d128_dqs", "d64_dqd_dqb",
-                                    "d128_split_dqd_dqb"])
+                                    "d128_split_dqd_dqb", "d64_m128_dkl"])
 @pytest.mark.parametrize("mistake", sorted(CAUGHT))
 def test_each_planted_mistake_is_rejected(mistake, config):
     """At d 64 (each consumer its own keys), d 256 (both consumers on the
@@ -129,7 +139,8 @@ def test_each_planted_mistake_is_rejected(mistake, config):
     cfg = {"d64": production(64), "d256": production(256),
            "d128_dqs": dq_split_candidate(),
            "d64_dqd_dqb": dict(production(64), **{o: True for o in D64_BEST}),
-           "d128_split_dqd_dqb": dict(production(128), **{o: True for o in D128_BEST})}[config]
+           "d128_split_dqd_dqb": dict(production(128), **{o: True for o in D128_BEST}),
+           "d64_m128_dkl": dict(production(64), **D64_M128_DKL)}[config]
     k = build(mistake, **cfg)
     if who == "checker":
         with pytest.raises(CompileError) as err:
@@ -138,7 +149,7 @@ def test_each_planted_mistake_is_rejected(mistake, config):
     else:
         k.to_ptx()                       # statically clean: the simulator finds it
         (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES, check=False)
-        if config in ("d128_dqs", "d128_split_dqd_dqb"):
+        if config in ("d128_dqs", "d128_split_dqd_dqb", "d64_m128_dkl"):
             assert set(report.counts) == {who} and report.counts[who] >= 1, report
         else:
             assert report.counts == {who: SCHEDULES}, report
@@ -329,14 +340,16 @@ def test_option_candidates_are_cached_and_named():
         for opts in attention_configs.bwd_option_sets(d):
             for causal in (False, True):
                 name, over = attention_configs.bwd_variant(d, causal, options=opts)
-                assert cands[name] == dict(production(d, causal), **{o: True for o in opts})
+                assert cands[name] == with_options(production(d, causal), opts)
                 tags = "".join("_" + tag for o, tag in attention_configs.BWD_OPTIONS.items()
                                if o in opts)
                 assert name == f"bwd_d{d}{'c' if causal else ''}" + tags
                 cfg_name = ab.AttentionBwdConfig(**over).name
                 # The kernel's own name tags dq_split "dqs" (the variant "split":
                 # "bwd_d128_dqs" is the candidate without the spread stores).
-                kernel_tags = dict(attention_configs.BWD_OPTIONS, dq_split="dqs")
+                # 128-query steps show as the tile, "128x128".
+                kernel_tags = dict(attention_configs.BWD_OPTIONS, dq_split="dqs",
+                                   block_m128="128x128")
                 assert all(f"_{kernel_tags[o]}" in cfg_name for o in opts)
     assert not set(cands) & set(attention_configs.BWD_VARIANTS)
     with pytest.raises(ValueError, match="unknown options"):
@@ -399,7 +412,7 @@ def test_option_candidates_check_and_simulate_clean(opts, head_dim, causal):
     simulator runs it clean on the ragged GQA shape; the PTX shows what
     changed: the overlapped waits leave one group pending, the spread
     stores select."""
-    want = dict(production(head_dim, causal), **{o: True for o in opts})
+    want = with_options(production(head_dim, causal), opts)
     k = build(**want)
     k.verify()
     assert len(k.compile()) > 0
@@ -550,7 +563,7 @@ def test_head_dim_option_sets_check_and_simulate_clean(head_dim, opts):
     GQA, causal), with two tiles the leader's wait leaves one reduce-add
     reading (``wait_group.read 1``) for one tile's more shared memory;
     refused where it would not fit."""
-    want = dict(production(head_dim, True), **{o: True for o in opts})
+    want = with_options(production(head_dim, True), opts)
     k = build(**want)
     k.verify()
     assert len(k.compile()) > 0
@@ -565,3 +578,107 @@ def test_head_dim_option_sets_check_and_simulate_clean(head_dim, opts):
         assert cfg.smem_bytes() - single.smem_bytes() == 2 * cfg.dq_layout().bytes
     with pytest.raises(ValueError, match="dq_double_buffer at head_dim 128"):
         ab.AttentionBwdConfig(head_dim=128, dq_double_buffer=True)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_block_m128_checks_simulates_and_reduces_one_tile_per_consumer(causal):
+    """128-query steps at d 64 (``block_m`` 128): checker and simulator
+    clean on the ragged GQA shape, with and without ``dk_last``; each
+    consumer reduce-adds one 64 x 64 tile per step (its query rows: two
+    32-column boxes), after the barrier over both consumers' dS^T tiles
+    (id 4); S^T and dP^T are m64n128 GEMMs; ptxas spills stay bounded
+    (measured 84-172 bytes: loop-invariant addresses reloaded from L1)."""
+    from test_gemm_epilogue import _ptxas_spills
+
+    for extra in (dict(), dict(dk_last=True)):
+        want = dict(production(64, causal), block_m=128, dq_store_spread=True, min_ctas=True,
+                    **extra)
+        k = build(**want)
+        k.verify()
+        assert len(k.compile()) > 0
+        (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES)
+        assert report.ok and report.schedules == SCHEDULES, report
+        ptx = k.to_ptx()
+        reduce = "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add"
+        assert ptx.count(reduce) == 2
+        assert re.search(r"bar\.sync\s+4, 256;", ptx)
+        assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.bf16\.bf16", ptx)
+        assert k.smem_bytes <= SMEM_PER_BLOCK
+        assert "_128x128_" in k.config.name
+        spills = _ptxas_spills(ptx)
+        assert spills is None or spills <= 256, (extra, spills)
+
+
+def test_block_m128_layouts_and_coordinates():
+    """Where 128-query steps put and read things (the layouts and functions
+    the kernel is built from): Q and dO tiles of 128 rows (the host's TMA
+    box), LSE and dPsum rows of 512 bytes; a consumer writes box ``j``
+    (queries 64 j..) of its 64 x 128 dS^T tile at its rows (keys 64 cw..)
+    of box ``j`` of the buffer's 128 x 128 set, which is, byte for byte,
+    the MN-major A that consumer ``j``'s dQ GEMM reads (its 64 queries,
+    all 128 keys: K slice 4 starts at consumer 1's keys); dQ rows 64 cw..
+    of the query block, 64 x 64 fp32 tiles in the host's 32-column boxes."""
+    cfg = ab.AttentionBwdConfig(head_dim=64, block_m=128)
+    assert (cfg.dq_rows, cfg.shared_ds, cfg.ds_buffers, cfg.row_bytes) == (True, True, 2, 512)
+    assert cfg.q_layout().box == (128, 64) and cfg.q_mn_layout().k_slices == 8
+    ds, ds_set, ds_mn, dq = cfg.ds_layout(), cfg.ds_set_layout(), cfg.ds_mn_layout(), \
+        cfg.dq_layout()
+    assert (ds.rows, ds.cols, ds.boxes) == (64, 128, 2)
+    assert (ds_set.rows, ds_set.cols, ds_mn.rows, ds_mn.cols) == (128, 128, 128, 128)
+    assert ds_mn.k_slices == 8 and ds_mn.k_slice_offset(4) == ds_set.mn_offset(64) == 8192
+    for j in range(2):                          # query box j: consumer j's dQ A
+        assert j * ds_set.box_bytes == ds_mn.mn_offset(64 * j)
+        for cw in range(2):
+            for r in range(64):                 # key 64 cw + r, its row of the tile
+                for col_byte in range(0, 128, 16):
+                    written = (j * ds_set.box_bytes + cw * ds_set.mn_offset(64)
+                               + ds.swizzled_offset(r, col_byte))
+                    read = ds_mn.mn_offset(64 * j) + ds_mn.swizzled_offset(64 * cw + r,
+                                                                           col_byte)
+                    assert written == read
+    assert (dq.rows, dq.cols, dq.box) == (64, 64, (64, 32))
+    assert [ab.dq_row(cfg, 3, cw) for cw in (0, 1)] == [384, 448]
+    assert ab.dq_column(cfg, 5, 1, 32) == 5 * 64 + 32
+    assert ab.dq_row(ab.AttentionBwdConfig(head_dim=64), 3, 1) == 192
+    assert cfg.name == "attn_bwd_d64_128x128_s2"
+    for bad in (dict(head_dim=128), dict(head_dim=256), dict(head_dim=128, dq_split=True),
+                dict(head_dim=64, block_m=96)):
+        with pytest.raises(ValueError, match="block_m"):
+            ab.AttentionBwdConfig(**dict(dict(block_m=128), **bad))
+    with pytest.raises(ValueError, match="dq_double_buffer at head_dim 64"):
+        ab.AttentionBwdConfig(head_dim=64, block_m=128, dq_double_buffer=True)
+
+
+def test_dk_last_is_refused_where_dq_has_parts():
+    """``dk_last`` (dK issued after dQ) needs one dQ part per step: d 64,
+    or d 128 with dq_split; not with the deferred or overlapped dQ."""
+    for ok in (dict(head_dim=64), dict(head_dim=64, block_m=128),
+               dict(head_dim=128, dq_split=True)):
+        assert ab.AttentionBwdConfig(dk_last=True, **ok).name.endswith("_dkl")
+    for bad in (dict(head_dim=128), dict(head_dim=256, stages=1),
+                dict(head_dim=64, dq_deferred=True), dict(head_dim=64, dq_overlap=True)):
+        with pytest.raises(ValueError, match="dk_last needs one dQ part"):
+            ab.AttentionBwdConfig(dk_last=True, **bad)
+
+
+@pytest.mark.parametrize("head_dim,causal", [(64, True), (128, False), (256, True)])
+def test_pingpong_checks_simulates_and_takes_turns(head_dim, causal):
+    """``pingpong``: the consumers' S^T and dP^T GEMMs in turn, on barrier
+    ids 5 and 6 over both consumers (each syncs on its own id, arrives on
+    the other's; warpgroup 1's start signal); checked and simulated clean
+    (the last turn's arrive is a start signal's, left pending by design);
+    refused where dQ reads both consumers' dS^T tiles."""
+    k = build(**dict(production(head_dim, causal), pingpong=True))
+    k.verify()
+    assert len(k.compile()) > 0
+    (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES)
+    assert report.ok and report.schedules == SCHEDULES, report
+    ptx = k.to_ptx()
+    assert re.search(r"bar\.sync\s+%r\d+, 256;|bar\.sync\s+[56], 256;", ptx)
+    assert re.search(r"bar\.arrive\s+(%r\d+|[56]), 256;", ptx)
+    assert k.config.name.endswith("_pp")
+    plain = build(**production(head_dim, causal)).to_ptx()
+    assert not re.search(r"bar\.arrive\s+(%r\d+|[56]), 256;", plain)
+    for shared in (dict(head_dim=128, dq_split=True), dict(head_dim=64, block_m=128)):
+        with pytest.raises(ValueError, match="pingpong needs"):
+            ab.AttentionBwdConfig(pingpong=True, **shared)

@@ -117,7 +117,11 @@ BWD_DQ_STORE_SPREAD = {64: False, 128: True, 256: True}
 # AttentionBwdConfig's switches of the dQ path that a candidate turns on
 # (``bwd_variant(..., options=...)``), with their tags in variant names.
 BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw", "dq_deferred": "dqd",
-               "min_ctas": "mc", "dq_double_buffer": "dqb", "dq_split": "split"}
+               "min_ctas": "mc", "dq_double_buffer": "dqb", "dq_split": "split",
+               "block_m128": "m128", "dk_last": "dkl", "pingpong": "pp"}
+# The overrides of an option that is not a switch of its own name turned on:
+# 128-query steps (d 64).
+BWD_OPTION_OVERRIDES = {"block_m128": {"block_m": 128}}
 
 
 def bwd_variant(head_dim, causal, dq_split=False, options=()):
@@ -144,7 +148,9 @@ def bwd_variant(head_dim, causal, dq_split=False, options=()):
         raise ValueError(f"attention backward: unknown options {unknown}; "
                          f"known: {sorted(BWD_OPTIONS)}")
     tags = "".join(f"_{tag}" for o, tag in BWD_OPTIONS.items() if o in options)
-    overrides.update((o, True) for o in BWD_OPTIONS if o in options)
+    for o in BWD_OPTIONS:
+        if o in options:
+            overrides.update(BWD_OPTION_OVERRIDES.get(o, {o: True}))
     return (f"bwd_d{head_dim}{'c' if causal else ''}{'_dqs' if dq_split else ''}{tags}",
             overrides)
 
@@ -178,6 +184,24 @@ BWD_D64_OPTION_SETS = (("dq_double_buffer",), ("dq_store_spread", "dq_double_buf
                        ("dq_store_spread", "dq_deferred", "min_ctas", "dq_double_buffer"))
 
 
+# d 64 with 128-query steps (FlashAttention-3's and FA4's d 64 tile: half
+# the steps, K and V read by 128 queries each, dQ split by rows between the
+# consumers) and with dK's GEMM issued after dQ's (dk_last: dQ's stores and
+# reduce-add overlap dK). Measured on an H200 (docs/attention.md, "FA4's
+# Hopper backward next to ours"): 128-query steps with min_ctas took
+# 6.7-7.7% less backward time on the full row and 9-15% more on the causal
+# one, so not the default (it must win every row of its head dim);
+# dk_last and the ping-pong slower.
+BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spread", "min_ctas"),
+                        ("block_m128", "dq_store_spread", "min_ctas", "dk_last"),
+                        ("dq_store_spread", "min_ctas", "dq_double_buffer", "dk_last"),
+                        # The consumers' score GEMMs in turn (ping-pong), on
+                        # the measured default and on its stores alone.
+                        ("dq_store_spread", "dq_deferred", "min_ctas", "dq_double_buffer",
+                         "pingpong"),
+                        ("dq_store_spread", "min_ctas", "pingpong"))
+
+
 # Sets for d 128 alone: dQ split by columns (64-column fp32 tiles, so two
 # per warpgroup fit), deferred and double buffered as at d 64. The last
 # took 0.5-6.8% less backward time on the four d 128 rows of the H200 A/B
@@ -185,7 +209,16 @@ BWD_D64_OPTION_SETS = (("dq_double_buffer",), ("dq_store_spread", "dq_double_buf
 # set of four 6.4% on the d 64 rows (h200-bwd-d64-ab.log): candidates, not
 # the op's default (each measured once, on its head dim's rows alone).
 BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_buffer"),
-                        ("dq_split", "dq_deferred", "dq_double_buffer", "min_ctas"))
+                        ("dq_split", "dq_deferred", "dq_double_buffer", "min_ctas"),
+                        # dK issued after dQ (dk_last), in place of the
+                        # deferred dQ epilogue: 3-8% slower than that.
+                        ("dq_split", "dq_double_buffer", "min_ctas", "dk_last"),
+                        # The consumers' score GEMMs in turn (ping-pong), dQ
+                        # not split (a split keeps the consumers in step):
+                        # 2-11% slower than the split set.
+                        ("pingpong",), ("pingpong", "min_ctas"))
+# And d 256 (each consumer its columns of the same keys).
+BWD_D256_OPTION_SETS = (("pingpong",),)
 
 # The options the op's backward runs at each head dim (ops/attention.py):
 # the d 64 and d 128 sets above that took less backward time than the
@@ -200,8 +233,8 @@ BWD_DEFAULT_OPTIONS = {64: ("dq_store_spread", "dq_deferred", "min_ctas", "dq_do
 
 def bwd_option_sets(head_dim):
     """The option sets built as candidates at ``head_dim``."""
-    return BWD_OPTION_SETS + {64: BWD_D64_OPTION_SETS,
-                              128: BWD_D128_OPTION_SETS}.get(head_dim, ())
+    return BWD_OPTION_SETS + {64: BWD_D64_OPTION_SETS, 128: BWD_D128_OPTION_SETS,
+                              256: BWD_D256_OPTION_SETS}.get(head_dim, ())
 
 
 BWD_CANDIDATES = dict([bwd_variant(128, c, dq_split=True) for c in (False, True)]

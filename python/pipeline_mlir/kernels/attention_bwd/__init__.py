@@ -60,7 +60,13 @@ and reduce-adds a step's last dQ part in the next step, under its S^T
 GEMM; ``min_ctas`` declares one CTA per SM (ptxas honours ``setmaxnreg``
 at d 64 only then); ``dq_double_buffer`` (d 64) gives each consumer two dQ
 tiles used by turns. All three candidates, off (measured in
-docs/attention.md).
+docs/attention.md). ``block_m`` 128 (d 64, FlashAttention-3's and FA4's
+tile there) takes 128-query steps: S^T and dP^T m64n128, dQ split by
+query rows between the consumers (each its 64 rows over all 128 keys,
+from both consumers' dS^T tiles); ``dk_last`` issues dK's GEMM after
+dQ's, so that dQ's stores and reduce-add overlap it (where dQ is one part
+per step); ``pingpong`` (``Turns``) issues the consumers' S^T and dP^T
+GEMMs in turn. All three candidates (measured in docs/attention.md).
 
 Release order (what pipeline-verify-protocol's async-read check proves): a
 stage of 'do' goes back only after ``wait_group`` retired the dP GEMM and
@@ -83,10 +89,12 @@ module each:
 - ``consumer``: a consumer warpgroup's stages put together;
 - ``mainloop``: ``Mainloop``, one query block's order (every wait and
   release);
+- ``turns``: ``Turns``, the consumers' score-GEMM turns (``pingpong``);
 - ``score_gemms``: ``ScoreGemms`` (S^T, dP^T);
 - ``softmax_grad``: ``SoftmaxGrad`` (P^T, the mask, dS^T);
 - ``grad_gemms``: ``GradGemms`` (dV, dK, dQ), with ``dq_tile_store`` (the
-  fp32 dQ tile's stores);
+  fp32 dQ tile's stores) and ``ds_tile_store`` (dS^T's stores from its
+  register operand);
 - ``dq_reduce``: ``DqReduce``, the TMA reduce-add of dQ;
 - ``epilogue``: ``DkvEpilogue``;
 - ``builder``: ``Stages``, ``STAGES``, ``build`` and the kernel cache's
@@ -100,8 +108,9 @@ runs it).
 from .builder import STAGES, Stages, build, build_variant
 from .config import BLOCK_M, CONSUMER_WARPGROUPS, DQ_CHUNK, HEAD_DIMS, AttentionBwdConfig
 from .consumer import consumer
-from .dq_reduce import DqReduce, dq_column
+from .dq_reduce import DqReduce, dq_column, dq_row
 from .dq_tile_store import f32_pair_offset, store_fragment_f32
+from .ds_tile_store import store_operand_a
 from .epilogue import DkvEpilogue, dkv_column, dkv_row
 from .grad_gemms import GradGemms
 from .mainloop import Mainloop
@@ -110,12 +119,14 @@ from .rings import Rings
 from .schedule import KeyBlockSchedule
 from .score_gemms import ScoreGemms
 from .softmax_grad import SoftmaxGrad, load_columns
+from .turns import Turns
 
 __all__ = [
     "AttentionBwdConfig", "BLOCK_M", "CONSUMER_WARPGROUPS", "DQ_CHUNK", "HEAD_DIMS",
     "Stages", "STAGES", "build", "build_variant",
     "Rings", "KeyBlockSchedule", "producer", "consumer", "Mainloop", "ScoreGemms",
-    "SoftmaxGrad", "GradGemms", "DqReduce", "DkvEpilogue",
-    "load_columns", "f32_pair_offset", "store_fragment_f32", "dq_column", "dkv_row",
+    "SoftmaxGrad", "GradGemms", "DqReduce", "DkvEpilogue", "Turns",
+    "load_columns", "f32_pair_offset", "store_fragment_f32", "store_operand_a", "dq_column",
+    "dq_row", "dkv_row",
     "dkv_column",
 ]

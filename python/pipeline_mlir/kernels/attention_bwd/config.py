@@ -13,16 +13,18 @@ from pipeline_mlir.layout import OperandLayout
 
 SWIZZLE = 128
 CONSUMER_WARPGROUPS = 2
-BLOCK_M = 64                                # query rows per step
+BLOCK_M = 64                                # query rows per step (``block_m``: 64 or 128)
 DQ_CHUNK = 64                               # dQ columns per GEMM (register budget)
-ROW_BYTES = BLOCK_M * 4                     # one query block of LSE or dPsum
+ROW_BYTES = BLOCK_M * 4                     # one 64-row query block of LSE or dPsum
 HEAD_DIMS = (64, 128, 256)
 # Named barrier ids: per consumer warpgroup 1, 2 (its dS / dQ hand-over to
 # its own TMA thread); 3: both consumer warpgroups before the epilogue; 4:
-# both consumers' dS tiles written (``dq_split``).
+# both consumers' dS tiles written (``dq_split``); 5, 6: the consumers'
+# score-GEMM turns (``pingpong``).
 WG_BARRIER = 1
 EPILOGUE_BARRIER = 3
 DS_BARRIER = 4
+PINGPONG_BARRIER = 5
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,36 @@ class AttentionBwdConfig:
     # not model which one a reduce-add still reads (the wait's count is the
     # argument; the GPU tests compare with fp32). Off.
     dq_double_buffer: bool = False
+    # Query rows per step: 64, or 128 at head dim 64 (FlashAttention-3's
+    # and FA4's d 64 tile). With 128 the K and V tiles each CTA keeps are
+    # read by half as many steps (half the fixed cost per step: waits,
+    # barriers, LSE / dPsum loads, dQ epilogues), S^T and dP^T are m64n128
+    # GEMMs and dV, dK walk 128 queries of K; dQ is split by rows
+    # (``dq_rows``): consumer ``cw`` computes query rows ``64 cw ..`` over
+    # all 128 keys from both consumers' dS^T tiles (double buffered, one
+    # barrier over both, as ``dq_split``) and reduce-adds one 64 x d tile,
+    # so a CTA's dQ traffic per query row halves too. Not at d 128 and 256
+    # (S^T and dP^T of 128 queries next to dK and dV would not fit the
+    # registers), nor with ``dq_split`` or ``dq_double_buffer`` (another
+    # 32 KiB: 227 KiB would be passed). Measured on an H200: 6.7-7.7% less
+    # backward time on the full d 64 row, 9-15% more on the causal one: a
+    # candidate (docs/attention.md).
+    block_m: int = BLOCK_M
+    # dK's GEMM issued after dQ's (FlashAttention-3's order: dV, then the
+    # dS^T hand-over, dQ, dK), and dQ waited for with dK still running, so
+    # the dQ tile's stores and reduce-add overlap it; Q and dO go back once
+    # dK retired. The default issues dV and dK as one group before the dS^T
+    # hand-over and waits for all before the stores. Needs one dQ part per
+    # step (d 64, or ``dq_split``), without ``dq_deferred`` or
+    # ``dq_overlap``. Measured on an H200: 3-10% slower on every row but the
+    # d 64 causal one with 128-query steps (even once, 6% slower once): off.
+    dk_last: bool = False
+    # The consumers issue their S^T and dP^T GEMMs in turn (``Turns``,
+    # FlashAttention-3's ping-pong): one's softmax gradient then runs
+    # under the other's score GEMMs. Not with ``shared_ds`` (its barrier
+    # over both consumers per step keeps them in step anyway). Measured
+    # 2-11% slower at every head dim: off.
+    pingpong: bool = False
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -104,13 +136,44 @@ class AttentionBwdConfig:
         if self.dq_double_buffer and self.smem_bytes() > SMEM_PER_BLOCK:
             raise ValueError(f"AttentionBwdConfig: dq_double_buffer at head_dim "
                              f"{self.head_dim} needs {self.smem_bytes()} bytes of shared "
-                             f"memory, over {SMEM_PER_BLOCK} (it fits at 64)")
+                             f"memory, over {SMEM_PER_BLOCK} (it fits at 64 with 64-query steps)")
+        if self.block_m not in (BLOCK_M, 2 * BLOCK_M):
+            raise ValueError(f"AttentionBwdConfig: block_m must be {BLOCK_M} or "
+                             f"{2 * BLOCK_M}, got {self.block_m!r}")
+        if self.block_m != BLOCK_M and (self.head_dim != 64 or self.dq_split):
+            raise ValueError("AttentionBwdConfig: block_m 128 needs head_dim 64 (S^T and "
+                             "dP^T of 128 queries next to dK and dV fit the registers there "
+                             "only), without dq_split (its dQ is split by rows)")
+        if self.dk_last and (self.dq_cols > DQ_CHUNK or self.column_parts > 1
+                             or self.dq_deferred or self.dq_overlap):
+            raise ValueError("AttentionBwdConfig: dk_last needs one dQ part per step "
+                             "(head_dim 64, or dq_split), without dq_deferred or dq_overlap")
+        if self.pingpong and self.shared_ds:
+            raise ValueError("AttentionBwdConfig: pingpong needs each consumer's dQ from "
+                             "its own dS^T tile (not with dq_split or block_m 128)")
         if self.dq_split and self.head_dim != 128:
             raise ValueError("AttentionBwdConfig: dq_split needs head_dim 128 (each "
                              "warpgroup's dQ columns whole 128-byte atoms of K; d 256 "
                              "splits every gradient by columns already)")
 
-    block_m = BLOCK_M
+    @property
+    def dq_rows(self):
+        """dQ split by query rows between the consumer warpgroups (with
+        ``block_m`` 128): consumer ``cw`` computes rows ``64 cw ..`` of the
+        step's dQ, over all the CTA's keys."""
+        return self.block_m > WGMMA_M
+
+    @property
+    def shared_ds(self):
+        """Each consumer's dQ GEMM reads both consumers' dS^T tiles
+        (``dq_split``, ``dq_rows``): the tiles are double buffered and a
+        barrier over both consumers hands them over."""
+        return self.dq_split or self.dq_rows
+
+    @property
+    def row_bytes(self):
+        """One query block of LSE or dPsum (fp32)."""
+        return self.block_m * 4
 
     @property
     def column_parts(self):
@@ -135,9 +198,9 @@ class AttentionBwdConfig:
     @property
     def ds_buffers(self):
         """Buffers of the dS^T tiles (each all consumers' tiles): two with
-        ``dq_split``, so that a step's writes need not wait for the other
+        ``shared_ds``, so that a step's writes need not wait for the other
         warpgroup's dQ GEMM of the step before."""
-        return 2 if self.dq_split else 1
+        return 2 if self.shared_ds else 1
 
     @property
     def dq_buffers(self):
@@ -156,20 +219,21 @@ class AttentionBwdConfig:
     @property
     def name(self):
         return (f"attn_bwd_d{self.head_dim}{'_causal' if self.causal else ''}"
-                f"_{self.block_n}x{BLOCK_M}_s{self.stages}{'_dqs' if self.dq_split else ''}"
+                f"_{self.block_n}x{self.block_m}_s{self.stages}{'_dqs' if self.dq_split else ''}"
                 f"{'_dqo' if self.dq_overlap else ''}{'_dqw' if self.dq_store_spread else ''}"
                 f"{'_dqd' if self.dq_deferred else ''}{'_mc' if self.min_ctas else ''}"
-                f"{'_dqb' if self.dq_double_buffer else ''}")
+                f"{'_dqb' if self.dq_double_buffer else ''}{'_dkl' if self.dk_last else ''}"
+                f"{'_pp' if self.pingpong else ''}")
 
     # The operand layouts. Q and dO are read as the B operand of S^T / dP^T
     # (N x K: d contiguous) and, the same bytes, as the MN-major B of dK /
     # dV (K x N: query rows are that GEMM's K). K and V likewise: the A of
     # S^T / dP^T, and K the MN-major B of dQ.
     def q_layout(self):
-        return OperandLayout("bf16", "K", SWIZZLE, BLOCK_M, self.head_dim)
+        return OperandLayout("bf16", "K", SWIZZLE, self.block_m, self.head_dim)
 
     def q_mn_layout(self):
-        return OperandLayout("bf16", "MN", SWIZZLE, BLOCK_M, self.head_dim)
+        return OperandLayout("bf16", "MN", SWIZZLE, self.block_m, self.head_dim)
 
     def kv_layout(self):
         return OperandLayout("bf16", "K", SWIZZLE, self.block_n, self.head_dim)
@@ -178,22 +242,33 @@ class AttentionBwdConfig:
         return OperandLayout("bf16", "MN", SWIZZLE, self.block_n, self.head_dim)
 
     def ds_layout(self):
-        """One consumer's dS^T tile (its 64 keys x 64 queries, queries
-        contiguous) as it writes it: a 64-row C tile."""
-        return OperandLayout("bf16", "K", SWIZZLE, WGMMA_M, BLOCK_M)
+        """One consumer's dS^T tile (its 64 keys x ``block_m`` queries,
+        queries contiguous) as it writes it: a 64-row C tile."""
+        return OperandLayout("bf16", "K", SWIZZLE, WGMMA_M, self.block_m)
+
+    def ds_set_layout(self):
+        """One buffer of the dS^T tiles: both consumers' keys as rows
+        (consumer ``cw``'s 64 from row ``64 cw``), queries contiguous, in
+        boxes of 64 queries. A consumer writes its ``ds_layout`` tile's box
+        ``j`` at row ``64 cw`` of box ``j`` here (with 64 queries: the
+        tiles one after the other)."""
+        return OperandLayout("bf16", "K", SWIZZLE, CONSUMER_WARPGROUPS * WGMMA_M,
+                             self.block_m)
 
     def ds_mn_layout(self):
         """The same bytes as the A operand of dQ = dS K: M (queries)
-        contiguous, rows are K (keys): MN-major. With ``dq_split`` both
-        consumers' tiles of one buffer, one after the other: all 128 keys
-        (consumer 1's tile starts at K slice 4)."""
-        keys = self.block_n if self.dq_split else WGMMA_M
-        return OperandLayout("bf16", "MN", SWIZZLE, keys, BLOCK_M)
+        contiguous, rows are K (keys): MN-major. With ``shared_ds`` one
+        buffer's ``ds_set_layout`` whole, all 128 keys (consumer 1's keys
+        from K slice 4; with ``dq_rows`` consumer ``cw`` reads the box of
+        its 64 queries, ``mn_offset(64 cw)``)."""
+        if self.shared_ds:
+            return OperandLayout("bf16", "MN", SWIZZLE, self.block_n, self.block_m)
+        return OperandLayout("bf16", "MN", SWIZZLE, WGMMA_M, self.block_m)
 
     def dq_layout(self):
         """One consumer's fp32 dQ tile (its ``dq_cols`` columns), the source
         of the TMA reduce-add."""
-        return OperandLayout("f32", "K", SWIZZLE, BLOCK_M, self.dq_cols)
+        return OperandLayout("f32", "K", SWIZZLE, WGMMA_M, self.dq_cols)
 
     def dkv_layout(self):
         """One consumer's 64 rows x ``part_cols`` columns of dK or dV
@@ -207,7 +282,8 @@ class AttentionBwdConfig:
         LSE / dPsum rings, per consumer a dS^T and a dQ tile, the barriers,
         and the arena's 1024-byte alignment slack."""
         kv = 2 * self.kv_layout().bytes
-        rings = self.stages * 2 * self.q_layout().bytes + (self.stages + 1) * 2 * ROW_BYTES
+        rings = (self.stages * 2 * self.q_layout().bytes
+                 + (self.stages + 1) * 2 * self.row_bytes)
         per_consumer = CONSUMER_WARPGROUPS * (self.ds_buffers * self.ds_layout().bytes
                                               + self.dq_buffers * self.dq_layout().bytes)
         barriers = 8 * 2 * (1 + 4 * self.stages + 2)
@@ -218,7 +294,7 @@ class AttentionBwdConfig:
         return {"signature": [p.kind for _, p in kernel.params],
                 "params": [name for name, _ in kernel.params],
                 "smem": kernel.smem_bytes, "name": self.name, "head_dim": self.head_dim,
-                "causal": self.causal, "block_m": BLOCK_M, "block_n": self.block_n,
+                "causal": self.causal, "block_m": self.block_m, "block_n": self.block_n,
                 "threads": self.threads,
                 "layouts": {"q": self.q_layout().to_meta(), "kv": self.kv_layout().to_meta(),
                             "dq": self.dq_layout().to_meta(),

@@ -8,6 +8,7 @@ from pipeline_mlir.kernel.warpgroup import THREADS_PER_WARPGROUP
 from pipeline_mlir.pipeline import NamedBarrier, PipelineUserType
 
 from .config import CONSUMER_WARPGROUPS, WG_BARRIER
+from .turns import Turns
 
 
 def consumer(k, cfg, stages, rings, sched, args, warp, warpgroup):
@@ -28,8 +29,9 @@ def consumer(k, cfg, stages, rings, sched, args, warp, warpgroup):
     reduce = stages.dq_reduce(k, cfg, sched, args, grads.dq_tile, cw, leader, wg_sync)
     softmax_grad = stages.softmax_grad(k, cfg, rings, sched, args, cw, lane,
                                        thread_row, thread_col)
+    turns = Turns(k, cfg, cw) if cfg.pingpong else None
     mainloop = stages.mainloop(k, cfg, rings, sched, args, scores, softmax_grad, grads,
-                               reduce)
+                               reduce, turns)
 
     dv = grads.accumulator()
     dk = grads.accumulator()

@@ -4,11 +4,10 @@
 
 from mlir.dialects import nvvm
 
+from pipeline_mlir.chip_limits import WGMMA_M
 from pipeline_mlir.kernel import fence_view_async_shared
 from pipeline_mlir.kernel.values import i32, to_value
 from pipeline_mlir.pipeline import TmaStoreFence
-
-from .config import BLOCK_M
 
 
 def tma_reduce_add(desc, coords, src):
@@ -55,7 +54,7 @@ class DqReduce:
         with self.k.if_(self.leader):
             for col, off in cfg.dq_layout().box_offsets():
                 tma_reduce_add(args.dq_accum, [dq_column(cfg, h, self.cw, col),
-                                               m_block * BLOCK_M, self.sched.b],
+                                               dq_row(cfg, m_block, self.cw), self.sched.b],
                                self.dq_tile(step) + off)
             self.groups.arrive()
 
@@ -63,6 +62,14 @@ class DqReduce:
         """The last reduce-adds must finish reading before the CTA exits."""
         with self.k.if_(self.leader):
             self.groups.tail()
+
+
+def dq_row(cfg, m_block, cw):
+    """dQ's first row (query) of consumer ``cw``'s dQ tile in query block
+    ``m_block``: the block's first, or with ``dq_rows`` its rows ``64 cw``."""
+    if cfg.dq_rows:
+        return m_block * cfg.block_m + cw * WGMMA_M
+    return m_block * cfg.block_m
 
 
 def dq_column(cfg, h, cw, col):

@@ -2,6 +2,7 @@
 dS K, and the dS^T and dQ tiles between them (``GradGemms``).
 """
 
+from pipeline_mlir.chip_limits import WGMMA_M
 from pipeline_mlir.kernel import Scalar, epilogue, fence_view_async_shared, wgmma
 from pipeline_mlir.kernel.fragment import Fragment
 from pipeline_mlir.kernel.warpgroup import THREADS_PER_WARPGROUP
@@ -9,6 +10,7 @@ from pipeline_mlir.pipeline import NamedBarrier
 
 from .config import CONSUMER_WARPGROUPS, DQ_CHUNK, DS_BARRIER
 from .dq_tile_store import store_fragment_f32
+from .ds_tile_store import store_operand_a
 
 
 class GradGemms:
@@ -25,7 +27,9 @@ class GradGemms:
     each, over the CTA's 64 keys (all k slices of K). With ``dq_split``
     (d = 128) its dQ is columns ``64 cw ..`` over all 128 keys: A from both
     warpgroups' dS^T tiles of the step's buffer, B from K's column atom
-    ``cw``."""
+    ``cw``. With ``dq_rows`` (128-query steps, d = 64) its dQ is query rows
+    ``64 cw ..``, every column, over all 128 keys: A the box of those
+    queries in both warpgroups' dS^T tiles, B all of K."""
 
     def __init__(self, k, cfg, rings, kv_tile, cw, warp_in_wg, lane, wg_sync):
         self.k, self.cfg, self.cw = k, cfg, cw
@@ -33,6 +37,7 @@ class GradGemms:
         n = cfg.part_cols
         self.q_mn, self.k_mn = cfg.q_mn_layout(), cfg.k_mn_layout()
         self.ds_layout, self.ds_mn = cfg.ds_layout(), cfg.ds_mn_layout()
+        self.ds_set = cfg.ds_set_layout()
         self.dq_layout = cfg.dq_layout()
         self.dq_n = min(cfg.dq_cols, DQ_CHUNK)
         self.mma_kv = wgmma.WarpgroupMma(n, "bf16", self.q_mn)    # m64 n=part_cols, A regs
@@ -49,13 +54,14 @@ class GradGemms:
             self.k_b = wgmma.smem_matrix_descriptor(
                 kv_tile + self.k_mn.mn_offset(n) * cw, self.k_mn)
         self.ds_tiles = rings.ds
-        self.ds_tile = rings.ds + cw * self.ds_layout.bytes
-        # dq_split: the A of a step is its buffer's two tiles (``store_ds``).
-        self.ds_a = (None if cfg.dq_split
+        # This warpgroup's rows (keys) of a buffer's tiles.
+        self.ds_tile = rings.ds + cw * self.ds_set.mn_offset(WGMMA_M)
+        # shared_ds: the A of a step is its buffer's two tiles (``store_ds``).
+        self.ds_a = (None if cfg.shared_ds
                      else wgmma.smem_matrix_descriptor(self.ds_tile, self.ds_mn))
         self.dq_tiles = rings.dq + cw * self.dq_layout.bytes
         self.dq_step = None
-        self.both = (NamedBarrier(DS_BARRIER, 2 * THREADS_PER_WARPGROUP) if cfg.dq_split
+        self.both = (NamedBarrier(DS_BARRIER, 2 * THREADS_PER_WARPGROUP) if cfg.shared_ds
                      else None)
         self.one_stage_rings = rings.q.pipe.num_stages == rings.kv.pipe.num_stages
 
@@ -64,7 +70,8 @@ class GradGemms:
         return self.mma_kv.accumulator()
 
     def issue_dkv(self, dv, dk, p, ds, q_tile, do_tile):
-        """dV += P^T dO, dK += dS^T Q: A from registers, one group."""
+        """dV += P^T dO, dK += dS^T Q: A from registers, one group;
+        returns dS^T as that register operand."""
         q_mn = self.q_mn
         p_a = p.to_operand_a("bf16")
         ds_regs = ds.to_operand_a("bf16")
@@ -75,39 +82,78 @@ class GradGemms:
         do_mn = wgmma.smem_matrix_descriptor(do_tile, q_mn)
         q_mnd = wgmma.smem_matrix_descriptor(q_tile, q_mn)
         wgmma.fence()
-        for kk in range(len(p_a)):
-            self.mma_kv.mma_rs(dv, p_a.slice(kk), wgmma.k_slice_descriptor(do_mn, q_mn, kk))
-        for kk in range(len(ds_regs)):
-            self.mma_kv.mma_rs(dk, ds_regs.slice(kk), wgmma.k_slice_descriptor(q_mnd, q_mn, kk))
+        self._dv(dv, p_a, do_mn)
+        self._dk(dk, ds_regs, q_mnd)
+        wgmma.commit_group()
+        return ds_regs
+
+    def issue_dv(self, dv, p, do_tile):
+        """``dk_last``: dV += P^T dO alone, one group (one column part:
+        ``dk_last`` needs it)."""
+        p_a = p.to_operand_a("bf16")
+        do_mn = wgmma.smem_matrix_descriptor(do_tile, self.q_mn)
+        wgmma.fence()
+        self._dv(dv, p_a, do_mn)
         wgmma.commit_group()
 
-    def store_ds(self, ds, it):
+    def issue_dk(self, dk, ds_regs, q_tile):
+        """``dk_last``: dK += dS^T Q alone (A: ``ds_regs``), one group."""
+        q_mnd = wgmma.smem_matrix_descriptor(q_tile, self.q_mn)
+        wgmma.fence()
+        self._dk(dk, ds_regs, q_mnd)
+        wgmma.commit_group()
+
+    def _dv(self, dv, p_a, do_mn):
+        for kk in range(len(p_a)):
+            self.mma_kv.mma_rs(dv, p_a.slice(kk),
+                               wgmma.k_slice_descriptor(do_mn, self.q_mn, kk))
+
+    def _dk(self, dk, ds_regs, q_mnd):
+        for kk in range(len(ds_regs)):
+            self.mma_kv.mma_rs(dk, ds_regs.slice(kk),
+                               wgmma.k_slice_descriptor(q_mnd, self.q_mn, kk))
+
+    def store_ds(self, ds, it, ds_regs=None):
         """dS^T (bf16) of step ``it`` into this warpgroup's tile, handed to
         the dQ GEMMs; returns their A descriptor. The first barrier says the
         tile is free (the previous step's dQ GEMMs retired, its reduce-add
         read the dQ tile), the fence makes the generic writes visible to
         wgmma's proxy before the second.
 
-        With ``dq_split`` both warpgroups' dQ GEMMs read both tiles: the
+        With ``shared_ds`` both warpgroups' dQ GEMMs read both tiles: the
         second barrier spans both warpgroups, and the tiles alternate
         between two buffers (step ``it`` writes buffer ``it % 2``), so a
         write follows the other warpgroup's arrival at the previous step's
         barrier, which it reaches after its dQ GEMMs of the step before
-        that, the last reader of the buffer, retired."""
-        cw = self.cw
+        that, the last reader of the buffer, retired.
+
+        The tile's box ``j`` (queries ``64 j ..``) goes to box ``j`` of the
+        buffer's ``ds_set_layout``, at this warpgroup's rows: with 64
+        queries one box, the tiles one after the other. With ``dq_rows``
+        the bf16 values come from ``ds_regs`` (the dK GEMM's register A),
+        so that the fp32 ``ds`` (64 registers there) is dead once packed:
+        kept for these stores it spilled."""
+        cw, cfg = self.cw, self.cfg
         self.wg_sync.arrive_and_wait_w_index(cw)
-        if not self.cfg.dq_split:
-            epilogue.store_fragment(ds, self.ds_tile, self.warp_in_wg, self.lane,
-                                    self.ds_layout)
-            fence_view_async_shared()            # generic writes -> wgmma's proxy
+        buf = ((it % 2) * self.ds_set.bytes) if cfg.shared_ds else None
+        for j in range(self.ds_layout.boxes):
+            box = self.ds_tile if buf is None else self.ds_tile + buf
+            if j:
+                box = box + j * self.ds_set.box_bytes
+            if cfg.dq_rows:
+                store_operand_a(ds_regs, box, self.warp_in_wg, self.lane, self.ds_layout, j)
+            else:
+                epilogue.store_fragment(ds, box, self.warp_in_wg, self.lane, self.ds_layout,
+                                        box_range=range(j, j + 1))
+        fence_view_async_shared()                # generic writes -> wgmma's proxy
+        if not cfg.shared_ds:
             self.wg_sync.arrive_and_wait_w_index(cw)
             return self.ds_a
-        buf = (it % 2) * (CONSUMER_WARPGROUPS * self.ds_layout.bytes)
-        epilogue.store_fragment(ds, self.ds_tile + buf, self.warp_in_wg, self.lane,
-                                self.ds_layout)
-        fence_view_async_shared()                # generic writes -> wgmma's proxy
         self.both.arrive_and_wait()
-        return wgmma.smem_matrix_descriptor(self.ds_tiles + buf, self.ds_mn)
+        a = self.ds_tiles + buf
+        if cfg.dq_rows:                          # the box of this warpgroup's queries
+            a = a + self.ds_mn.mn_offset(WGMMA_M) * cw
+        return wgmma.smem_matrix_descriptor(a, self.ds_mn)
 
     def wait_dkv(self):
         """``dq_overlap``: with dQ part 0 just committed, wait until the
@@ -140,8 +186,8 @@ class GradGemms:
         group; returns its accumulator."""
         cfg, dq_n, k_mn, ds_mn = self.cfg, self.dq_n, self.k_mn, self.ds_mn
         # Each warpgroup's own keys are K slices 4 cw.. of the K tile;
-        # otherwise (shared keys, or dq_split's all keys) every slice.
-        own_keys = cfg.column_parts == 1 and not cfg.dq_split
+        # otherwise (shared keys, or shared_ds's all keys) every slice.
+        own_keys = cfg.column_parts == 1 and not cfg.shared_ds
         dq = Fragment.undef(dq_n)
         kb = wgmma.advance_descriptor(self.k_b, k_mn.mn_offset(c * dq_n))
         wgmma.fence()

@@ -3,6 +3,9 @@ backward, and every wait and release of its rings (``Mainloop``).
 """
 
 
+from pipeline_mlir.kernel import wgmma
+
+
 class Mainloop:
     """One step (query head, query block) of a consumer warpgroup, and
     every wait and release of its rings: a 'do' stage goes back after
@@ -11,8 +14,10 @@ class Mainloop:
     wait); 'lse' and 'dpsum' (``softmax_grad``) once their values are in
     registers."""
 
-    def __init__(self, k, cfg, rings, sched, args, scores, softmax_grad, grads, reduce):
+    def __init__(self, k, cfg, rings, sched, args, scores, softmax_grad, grads, reduce,
+                 turns=None):
         self.k, self.cfg, self.rings, self.sched, self.args = k, cfg, rings, sched, args
+        self.turns = turns
         self.scores, self.softmax_grad = scores, softmax_grad
         self.grads, self.reduce = grads, reduce
 
@@ -44,11 +49,17 @@ class Mainloop:
             if early:
                 finish()
         p, ds = self.softmax_grad(s, dp, lse_read, dpsum_read, m_block)
-        self.grads.issue_dkv(dv, dk, p, ds, q_tile, do_tile)
+        if self.cfg.dk_last:
+            self.grads_dk_last(h, m_block, it, q_read, do_read, dv, dk, p, ds, q_tile,
+                               do_tile)
+            for st in reads:
+                st.advance()
+            return
+        ds_regs = self.grads.issue_dkv(dv, dk, p, ds, q_tile, do_tile)
         # dS^T to shared memory: the previous step's reduce-add must have
         # read the dQ tile -- and its dQ GEMMs this dS tile (retired).
         self.reduce.acquire()
-        ds_a = self.grads.store_ds(ds, it)
+        ds_a = self.grads.store_ds(ds, it, ds_regs)
         retired = lambda: self.release_q_do(q_read, do_read)   # noqa: E731
         if dq_last is None:
             self.grads.dq(ds_a, self.args.scale, retired)
@@ -58,6 +69,26 @@ class Mainloop:
         for st in reads:
             st.advance()
 
+    def grads_dk_last(self, h, m_block, it, q_read, do_read, dv, dk, p, ds, q_tile, do_tile):
+        """``dk_last`` (one dQ part): dV issued, dS^T handed over, dQ
+        issued, then dK, so that dQ's stores and reduce-add run while the
+        dK GEMM does (FlashAttention-3's order). Q and dO go back once dK
+        retired: the checker ties a GEMM's reads to the same stage of every
+        ring of its state's stage count (Q's and dO's), so dO released with
+        dK in flight would read as released under dK's reads of Q."""
+        grads = self.grads
+        grads.issue_dv(dv, p, do_tile)
+        ds_regs = ds.to_operand_a("bf16")
+        self.reduce.acquire()
+        ds_a = grads.store_ds(ds, it, ds_regs)
+        dq = grads.issue_dq(ds_a, 0)
+        grads.issue_dk(dk, ds_regs, q_tile)
+        wgmma.wait_group(1)                      # dV and dQ retired; dK may run
+        grads.store_dq(0, dq, self.args.scale)
+        self.reduce.issue(h, m_block, it)
+        wgmma.wait_group(0)                      # dK retired
+        self.release_q_do(q_read, do_read)
+
     def finish_dq(self, it, dq_last):
         """``dq_deferred``: step ``it``'s last dQ part into the dQ tile and
         the tile's reduce-add (the parts before it are in the tile)."""
@@ -66,8 +97,14 @@ class Mainloop:
 
     def issue_scores(self, reads, q_tile, do_tile, between=None):
         """S^T and dP^T issued, one wgmma group each (``between()``
-        between them); dO's stage stays held (``release_q_do``)."""
-        return self.scores.issue(q_tile, do_tile, between)
+        between them), in this warpgroup's turn with ``pingpong``; dO's
+        stage stays held (``release_q_do``)."""
+        if self.turns is None:
+            return self.scores.issue(q_tile, do_tile, between)
+        self.turns.begin()
+        s, dp = self.scores.issue(q_tile, do_tile, between)
+        self.turns.end()
+        return s, dp
 
     def release_q_do(self, q_read, do_read):
         """Q and dO are no longer read: the dV and dK GEMMs retired (and

@@ -6,7 +6,6 @@ from pipeline_mlir.kernel.memory import element_ptr
 from pipeline_mlir.kernel.values import f32
 from pipeline_mlir.pipeline import PipelineUserType
 
-from .config import BLOCK_M, ROW_BYTES
 
 
 def producer(k, cfg, rings, sched, args):
@@ -14,7 +13,7 @@ def producer(k, cfg, rings, sched, args):
     LSE, dO and dPsum, each into its ring: Q and dO as 3-D TMA boxes (rows
     past the sequence read zeros), LSE and dPsum as bulk copies of one
     query block's padded row."""
-    d, bm, bn = cfg.head_dim, BLOCK_M, cfg.block_n
+    d, bm, bn = cfg.head_dim, cfg.block_m, cfg.block_n
     kv_layout, q_layout = cfg.kv_layout(), cfg.q_layout()
     kv_bytes = kv_layout.bytes
     b, h_kv = sched.b, sched.h_kv
@@ -50,7 +49,7 @@ def producer(k, cfg, rings, sched, args):
             ring.pipe.producer_acquire(state)
             with k.elect_one():
                 ring.pipe.bulk_copy(state, element_ptr(src, f32(), row),
-                                    ring.buffer(state.index), ROW_BYTES)
+                                    ring.buffer(state.index), cfg.row_bytes)
             ring.pipe.producer_commit(state)
             state.advance()
 

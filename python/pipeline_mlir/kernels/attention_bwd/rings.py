@@ -5,7 +5,7 @@
 from pipeline_mlir.kernel.ring import Ring
 from pipeline_mlir.pipeline import Agent, CooperativeGroup
 
-from .config import CONSUMER_WARPGROUPS, ROW_BYTES
+from .config import CONSUMER_WARPGROUPS
 
 
 class Rings:
@@ -13,7 +13,7 @@ class Rings:
     it for the limit check) and the pipelines over it: K and V together
     (``kv``, one stage, loaded once), the rings of Q, LSE, dO and dPsum
     (``q``, ``lse``, ``do``, ``dpsum``), and per consumer warpgroup a dS^T
-    tile (``ds``; two buffers of them with ``dq_split``) and an fp32 dQ tile
+    tile (``ds``; two buffers of them with ``shared_ds``) and an fp32 dQ tile
     (``dq``). Each ring holds its stage count (``Ring``): its buffers, its
     barriers and every pipeline state over it follow it."""
 
@@ -30,8 +30,8 @@ class Rings:
         self.kv = Ring(k, 1, 2 * kv_layout.bytes, align=kv_layout.alignment, name="K and V")
         self.q = Ring.of_layout(k, stages, q_layout, "Q ring")
         self.do = Ring.of_layout(k, stages, q_layout, "dO ring")
-        self.lse = Ring(k, row_stages, ROW_BYTES, align=128, name="LSE ring")
-        self.dpsum = Ring(k, row_stages, ROW_BYTES, align=128, name="dPsum ring")
+        self.lse = Ring(k, row_stages, cfg.row_bytes, align=128, name="LSE ring")
+        self.dpsum = Ring(k, row_stages, cfg.row_bytes, align=128, name="dPsum ring")
         self.ds = k.smem_alloc(cfg.ds_buffers * CONSUMER_WARPGROUPS * ds_layout.bytes,
                                align=ds_layout.alignment, name="dS tiles")
         self.dq = k.smem_alloc(cfg.dq_buffers * CONSUMER_WARPGROUPS * dq_layout.bytes,

@@ -4,18 +4,17 @@ key block and the (query head, query block) steps that see it.
 
 from pipeline_mlir.kernel import Scalar
 
-from .config import BLOCK_M
 
 
 class KeyBlockSchedule:
     """What a CTA works on: one key block of ``cfg.block_n`` rows of one K/V
     head and batch entry (``n_block``, ``h_kv``, ``b``, from the block
     index), and its steps: every (query head of the GQA group, query block
-    of ``BLOCK_M`` rows) that sees the key block (causal: from the first
+    of ``cfg.block_m`` rows) that sees the key block (causal: from the first
     query block whose diagonal reaches it)."""
 
     def __init__(self, k, cfg, args):
-        bm, bn = BLOCK_M, cfg.block_n
+        bm, bn = cfg.block_m, cfg.block_n
         self.cfg = cfg
         self.seqlen_k = args.seqlen_k
         n_blocks = (args.seqlen_k + (bn - 1)) // bn

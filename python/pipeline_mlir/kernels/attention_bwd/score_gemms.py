@@ -5,7 +5,6 @@
 from pipeline_mlir.kernel import wgmma
 from pipeline_mlir.kernel.fragment import Fragment
 
-from .config import BLOCK_M
 
 
 class ScoreGemms:
@@ -16,7 +15,8 @@ class ScoreGemms:
     def __init__(self, cfg, kv_tile, cw):
         kv_layout = self.kv_layout = cfg.kv_layout()
         self.q_layout = cfg.q_layout()
-        self.mma = wgmma.WarpgroupMma(BLOCK_M, kv_layout, self.q_layout)   # m64 n=bm
+        self.block_m = cfg.block_m
+        self.mma = wgmma.WarpgroupMma(cfg.block_m, kv_layout, self.q_layout)   # m64 n=bm
         if cfg.column_parts == 1:
             # This warpgroup's 64 keys: rows 64 cw.. of K and V.
             self.k_a = wgmma.smem_matrix_descriptor(kv_tile + kv_layout.mn_offset(64) * cw,
@@ -34,8 +34,8 @@ class ScoreGemms:
         kv_layout, q_layout = self.kv_layout, self.q_layout
         q_b = wgmma.smem_matrix_descriptor(q_tile, q_layout)
         do_b = wgmma.smem_matrix_descriptor(do_tile, q_layout)
-        s = Fragment.undef(BLOCK_M)
-        dp = Fragment.undef(BLOCK_M)
+        s = Fragment.undef(self.block_m)
+        dp = Fragment.undef(self.block_m)
         for acc, a, bdesc in ((s, self.k_a, q_b), (dp, self.v_a, do_b)):
             if acc is dp and between is not None:
                 between()
