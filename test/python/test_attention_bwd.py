@@ -682,3 +682,25 @@ def test_pingpong_checks_simulates_and_takes_turns(head_dim, causal):
     for shared in (dict(head_dim=128, dq_split=True), dict(head_dim=64, block_m=128)):
         with pytest.raises(ValueError, match="pingpong needs"):
             ab.AttentionBwdConfig(pingpong=True, **shared)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_128_query_mask_keeps_what_the_sums_keep(causal):
+    """``SoftmaxGrad.keep_by_offsets`` (128-query steps: one compare of two
+    per-step values per element) keeps exactly the elements the per-column
+    sums of ``mask`` keep, ``key0 + r < seqlen_k`` and ``key0 + r <= col0 +
+    c + offset``, on integers around both edges and negative offsets (more
+    queries than keys)."""
+    import random
+    from types import SimpleNamespace
+
+    rng = random.Random(0)
+    me = SimpleNamespace(cfg=SimpleNamespace(causal=causal))
+    for _ in range(300):
+        key0, col0 = rng.randrange(0, 600), rng.randrange(0, 600)
+        seqlen_k, offset = rng.randrange(1, 700), rng.randrange(-300, 300)
+        keep = ab.SoftmaxGrad.keep_by_offsets(me, key0, col0, seqlen_k, offset)
+        for r in (0, 8):
+            for c in range(128):
+                want = key0 + r < seqlen_k and (not causal or key0 + r <= col0 + c + offset)
+                assert bool(keep(r, c)) == want, (key0, col0, seqlen_k, offset, r, c)
