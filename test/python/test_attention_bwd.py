@@ -363,11 +363,26 @@ def test_the_ops_default_options_are_measured_candidates_in_the_cache():
     tests check against fp32."""
     cached = {**attention_configs.BWD_VARIANTS, **attention_configs.BWD_CANDIDATES}
     assert set(attention_configs.BWD_DEFAULT_OPTIONS) == set(attention_configs.BWD_HEAD_DIMS)
-    for d, opts in attention_configs.BWD_DEFAULT_OPTIONS.items():
-        assert not opts or set(opts) in [set(o) for o in attention_configs.bwd_option_sets(d)]
+    assert set(attention_configs.BWD_FULL_OPTIONS) <= set(attention_configs.BWD_HEAD_DIMS)
+    for d in attention_configs.BWD_HEAD_DIMS:
         for causal in (False, True):
+            opts = attention_configs.bwd_default_options(d, causal)
+            assert not opts or set(opts) in [set(o) for o in attention_configs.bwd_option_sets(d)]
             name, over = attention_configs.bwd_variant(d, causal, options=opts)
             assert cached[name] == over
+
+
+def test_full_attention_takes_its_own_measured_set_where_one_exists():
+    """d 64 full attention runs 128-query steps (measured faster there and
+    slower causal); every other (head dim, mask) the head dim's set."""
+    pick = attention_configs.bwd_default_options
+    assert pick(64, False) == ("block_m128", "min_ctas")
+    assert pick(64, True) == attention_configs.BWD_DEFAULT_OPTIONS[64]
+    for d in (128, 256):
+        assert pick(d, False) == pick(d, True) == attention_configs.BWD_DEFAULT_OPTIONS[d]
+    name, over = attention_configs.bwd_variant(64, False, options=pick(64, False))
+    assert over["block_m"] == 128 and name != attention_configs.bwd_variant(64, True,
+                                                                           options=pick(64, True))[0]
 
 
 @pytest.mark.parametrize("cols", [64, 128])

@@ -49,7 +49,7 @@ _variants = {}   # (variant, dtype, ordinal) -> AttentionFwd / AttentionBwd
 BWD_DQ_SPLIT = False
 # attention_configs.BWD_OPTIONS turned on in the backward of every head dim
 # (the candidates of attention_configs.BWD_CANDIDATES), in place of each
-# head dim's measured default (attention_configs.BWD_DEFAULT_OPTIONS) while
+# head dim's measured default (attention_configs.bwd_default_options) while
 # not None; benchmarks/attention/run_attention_bwd.py --options sets them
 # (() runs the plain configuration).
 BWD_OPTIONS = None
@@ -168,7 +168,8 @@ def _attention_backward(do, q, k, v, o, lse, causal, softmax_scale):
         raise ValueError(f"attention backward: head_dim must be one of "
                          f"{attention_configs.BWD_HEAD_DIMS}, got {d}")
     do, q, k, v, o = (t if t.is_contiguous() else t.contiguous() for t in (do, q, k, v, o))
-    options = attention_configs.BWD_DEFAULT_OPTIONS[d] if BWD_OPTIONS is None else BWD_OPTIONS
+    options = (attention_configs.bwd_default_options(d, causal) if BWD_OPTIONS is None
+               else BWD_OPTIONS)
     split = BWD_DQ_SPLIT and d == 128
     bwd = variant_attention_bwd(d, causal, runtime.default_device(q.get_device()),
                                 dq_split=split,

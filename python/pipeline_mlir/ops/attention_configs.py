@@ -229,6 +229,23 @@ BWD_D256_OPTION_SETS = (("pingpong",),)
 BWD_DEFAULT_OPTIONS = {64: ("dq_store_spread", "dq_deferred", "min_ctas", "dq_double_buffer"),
                        128: ("dq_split", "dq_deferred", "dq_double_buffer", "min_ctas"),
                        256: ()}
+# Full (non-causal) attention's own set where one measured faster there
+# than the head dim's set above, in both runs of the same process: at d 64,
+# 128-query steps took 0.923-0.933x the d 64 set's backward time on the
+# full row but 1.09-1.15x on the causal row, where a step's 128 queries
+# cross more of the diagonal (benchmarks/attention/results/
+# h200-bwd-m128-ab-run10.log, h200-bwd-m128-pp-ab-run10.log; 381-384
+# against 351-355 TFLOP/s, 0.86-0.87x cuDNN; docs/attention.md).
+BWD_FULL_OPTIONS = {64: ("block_m128", "min_ctas")}
+
+
+def bwd_default_options(head_dim, causal):
+    """The options the op's backward runs at ``head_dim`` (its measured
+    default): full attention's own set where there is one, else the head
+    dim's."""
+    if not causal and head_dim in BWD_FULL_OPTIONS:
+        return BWD_FULL_OPTIONS[head_dim]
+    return BWD_DEFAULT_OPTIONS[head_dim]
 
 
 def bwd_option_sets(head_dim):
