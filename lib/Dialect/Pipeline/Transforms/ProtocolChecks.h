@@ -33,6 +33,9 @@ struct Options {
   bool singleCtaTail = false;
   /// Remark where the stage-balance check cannot compare a pipeline's roles.
   bool stageBalanceRemarks = false;
+  /// Registers one CTA may hold (the register budget, check 17): the SM's
+  /// register file, or its share when several CTAs run on one SM.
+  int64_t registerFile = 65536;
 };
 
 /// Threads per CTA: the pass option, else a 1-D known_block_size of the

@@ -17,9 +17,15 @@
 // warpgroup that runs a setmaxnreg with some of its threads leaves the
 // kernel unchecked: another rule's business, not a budget to guess.
 //
+// The pass option `register-file` lowers the 65,536 for a kernel that
+// shares its SM with other CTAs (each holds its share).
+//
 // The Python layer (Kernel.compile / to_ptx) reaches this rule through the
 // pass pipeline; the messages are in its words there (diagnostics.py maps
-// `setmaxnreg.inc N` to `set_max_registers(N, increase=True)`).
+// `setmaxnreg.inc N` to `set_max_registers(N, increase=True)`). Python's
+// configuration check (check_register_budget) runs this rule too, on the
+// roles' setmaxnreg alone: the formula and its message are written here
+// only.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,9 +46,19 @@ using namespace mlir::pipeline::protocol;
 
 namespace {
 
-constexpr int64_t kRegisterFile = 65536;
 constexpr int64_t kWarpgroupThreads = 128;
 constexpr int64_t kMinRegisters = 24, kMaxRegisters = 256;
+
+/// "65,536".
+std::string withThousands(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0 && llvm::isDigit(digits[i - 1]))
+      out += ',';
+    out += digits[i];
+  }
+  return out;
+}
 
 /// "warpgroup 0", "warpgroups 1-4", "warpgroups 0, 2".
 std::string warpgroupNames(ArrayRef<int64_t> groups) {
@@ -113,8 +129,9 @@ LogicalResult protocol::checkRegisterBudget(FunctionOpInterface fn,
   if (blockDim <= 0 || blockDim % kWarpgroupThreads)
     return success();
   int64_t numGroups = blockDim / kWarpgroupThreads;
+  int64_t registerFile = options.registerFile;
   int64_t entry =
-      std::min<int64_t>(kMaxRegisters, kRegisterFile / blockDim / 8 * 8);
+      std::min<int64_t>(kMaxRegisters, registerFile / blockDim / 8 * 8);
 
   // Per warpgroup: the registers it holds and the setmaxnreg ops it runs.
   SmallVector<int64_t> registers(numGroups, entry);
@@ -137,7 +154,7 @@ LogicalResult protocol::checkRegisterBudget(FunctionOpInterface fn,
     perThread += registers[g];
   }
   int64_t total = kWarpgroupThreads * perThread;
-  if (total <= kRegisterFile)
+  if (total <= registerFile)
     return success();
 
   // Warpgroups by count, the most first: "warpgroups 1-2 at 240 registers
@@ -170,7 +187,7 @@ LogicalResult protocol::checkRegisterBudget(FunctionOpInterface fn,
   // the top may ask for while the others keep theirs.
   auto &[top, topGroups] = *byCount.begin();
   int64_t topGroupCount = static_cast<int64_t>(topGroups.size());
-  int64_t perWarpgroup = kRegisterFile / kWarpgroupThreads;
+  int64_t perWarpgroup = registerFile / kWarpgroupThreads;
   int64_t room = perWarpgroup - (perThread - top * topGroupCount);
   int64_t fits = room / topGroupCount / 8 * 8;
   bool topResized =
@@ -214,8 +231,9 @@ LogicalResult protocol::checkRegisterBudget(FunctionOpInterface fn,
   InFlightDiagnostic diag =
       at->emitError()
       << "register budget: " << listing << " need " << kWarpgroupThreads
-      << " threads x (" << terms << ") = " << total << " > " << kRegisterFile
-      << " registers (the 65,536-register file of an SM): setmaxnreg.inc "
+      << " threads x (" << terms << ") = " << total << " > " << registerFile
+      << " registers (the " << withThousands(registerFile)
+      << "-register file of an SM): setmaxnreg.inc "
          "waits until the registers it asks for are free, and no warpgroup "
          "gives them back, so the kernel hangs ("
       << fix << ")";

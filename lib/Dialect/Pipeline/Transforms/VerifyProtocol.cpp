@@ -35,6 +35,7 @@ struct PipelineVerifyProtocolPass
     options.blockDim = blockDim;
     options.singleCtaTail = singleCtaTail;
     options.stageBalanceRemarks = stageBalanceRemarks;
+    options.registerFile = registerFile;
 
     bool failed = false;
     getOperation()->walk([&](FunctionOpInterface fn) {

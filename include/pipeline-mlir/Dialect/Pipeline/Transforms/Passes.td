@@ -46,7 +46,11 @@ def PipelineVerifyProtocol : Pass<"pipeline-verify-protocol", "ModuleOp"> {
            /*default=*/"false",
            "Remark on each pipeline whose roles' stage counts the "
            "stage-balance check cannot compare (a loop over an scf.while, a "
-           "bound read from memory, ...), naming what stops it">
+           "bound read from memory, ...), naming what stops it">,
+    Option<"registerFile", "register-file", "int64_t", /*default=*/"65536",
+           "Registers one CTA may hold, for the register budget: the "
+           "65,536-register file of an SM, or its share when several CTAs "
+           "run on one SM">
   ];
 }
 
