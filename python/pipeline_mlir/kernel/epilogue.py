@@ -143,7 +143,7 @@ def store_fragment_global(acc, c_ptr, row0, col0, m, n, warp, lane, dtype="bf16"
 
 # -- the fused epilogue hook ------------------------------------------------------
 
-# The math of each activation name, per f32 value (kernel/fragment.py).
+# The math of each activation name, per f32 value (kernel/f32_math.py).
 ACTIVATION_FNS = {"relu": fragment.relu, "gelu_tanh": fragment.gelu_tanh,
                   "gelu_erf": fragment.gelu_erf, "silu": fragment.silu}
 assert set(ACTIVATION_FNS) == set(ACTIVATIONS)
