@@ -7,8 +7,9 @@
 // counts with runtime steps, 0/1 indicators of conditions, induction
 // variables of scf.for loops and sums over a loop's iterations. Atoms are
 // deduplicated by structure, so two roles that each compute `(k + 63) / 64`
-// from the same argument share one. `findWitness` looks for values of the
-// leaves that make two polynomials differ.
+// from the same argument share one (SymbolicCounts.cpp). `findWitness`
+// looks for values of the leaves that make two polynomials differ
+// (CountWitnesses.cpp).
 //
 //===----------------------------------------------------------------------===//
 
