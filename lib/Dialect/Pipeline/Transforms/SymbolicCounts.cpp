@@ -505,3 +505,52 @@ Poly Canonicalizer::divide(const Poly &p, int64_t d, bool ceil) {
   return impl->divide(p, d, ceil);
 }
 unsigned Canonicalizer::ivAtom(scf::ForOp loop) { return impl->ivAtom(loop); }
+
+std::optional<Poly> protocol::tripCount(scf::ForOp loop, Canonicalizer &canon,
+                                        std::vector<Poly> &constraints) {
+  AtomTable &atoms = canon.atoms;
+  Poly lb = canon.get(loop.getLowerBound());
+  Poly ub = canon.get(loop.getUpperBound());
+  Poly step = canon.get(loop.getStep());
+  for (const Poly *p : {&lb, &ub, &step})
+    if (polyHas(*p, atoms, [](const Atom &a) { return a.carried || a.thread; }))
+      return std::nullopt;
+  // A run-time step that depends on a loop variable has no Trips atom
+  // that the sums could evaluate per iteration.
+  if (!step.getConstant() && !ivsOf(step, atoms).empty())
+    return std::nullopt;
+  Poly extent = ub - lb;
+  std::optional<int64_t> s = step.getConstant();
+  // A build-time extent is counted exactly: a loop whose upper bound is
+  // at or below its lower bound runs 0 times, not ceildiv(ub - lb) < 0
+  // times. A prologue of `stages` acquires followed by a main loop over
+  // [stages, k_tiles) with a constant k_tiles = 1 (tilelang#2566) counts
+  // 2 + 0, not 2 - 1; and a negative constant pushed as a constraint below
+  // would hold for no launch values, silencing every comparison of the
+  // pipeline. Only a run-time extent is assumed non-negative.
+  if (std::optional<int64_t> e = extent.getConstant()) {
+    if (*e <= 0)
+      return Poly::constant(0);
+    if (s && *s > 0)
+      return Poly::constant(llvm::divideCeil(*e, *s));
+  }
+  constraints.push_back(extent);
+  if (s && *s > 0)
+    return canon.divide(extent, *s, /*ceil=*/true);
+  if (s)
+    return std::nullopt;
+  constraints.push_back(step - Poly::constant(1));
+  std::string key = "trips(" + printPoly(extent, atoms) + "|" +
+                    printPoly(step, atoms) + ")";
+  // Keys by printed form are unique: atom names print their structure.
+  Atom a{AtomKind::Trips, "ceildiv(" + printPoly(extent, atoms) + ", " +
+                              printPoly(step, atoms) + ")"};
+  a.inner = extent;
+  a.other = step;
+  return Poly::atom(atoms.get(key, a));
+}
+
+std::string protocol::stagesOf(const Poly &p, const AtomTable &atoms) {
+  std::optional<int64_t> c = p.getConstant();
+  return printPoly(p, atoms) + (c && *c == 1 ? " stage" : " stages");
+}

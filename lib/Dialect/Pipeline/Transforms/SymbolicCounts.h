@@ -1,7 +1,7 @@
 //===- SymbolicCounts.h - counts as polynomials of kernel values -*- C++ -*-===//
 //
 // Private to lib/Dialect/Pipeline/Transforms (the stage-balance check,
-// StageBalance.cpp). A count is a polynomial with integer coefficients over
+// StageBalance.cpp and NestedStateThreading.cpp). A count is a polynomial with integer coefficients over
 // atoms: leaves (kernel arguments, CTA-uniform reads, values the checker
 // does not look into), integer divisions of polynomials by constants, trip
 // counts with runtime steps, 0/1 indicators of conditions, induction
@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -220,6 +221,19 @@ std::optional<Witness> findWitness(const Poly &a, const Poly &b,
                                    const std::vector<Poly> &constraints,
                                    const AtomTable &atoms);
 
+/// The trip count of `loop` as a polynomial; nullopt when its bounds
+/// depend on threads, loop-carried values or memory. Bounds computed from
+/// an enclosing loop's variable (causal attention's k-block loop ends at
+/// the diagonal of the tile the persistent loop is on) are counted: the
+/// enclosing loop sums its body over its iterations (sumOver). A run-time
+/// extent (and a run-time step less 1) is appended to `constraints`, which
+/// the counts assume non-negative.
+std::optional<Poly> tripCount(scf::ForOp loop, Canonicalizer &canon,
+                              std::vector<Poly> &constraints);
+
+/// "n - 1 stages", "1 stage".
+std::string stagesOf(const Poly &p, const AtomTable &atoms);
+
 /// How often one thread that runs `op` runs it over the kernel: the trip
 /// counts of the loops around it, times the indicators of the branches on
 /// kernel arguments and loop variables (a peeled iteration); branches on
@@ -230,6 +244,12 @@ std::optional<Witness> findWitness(const Poly &a, const Poly &b,
 /// whose role counter it shares.
 std::optional<Poly> countExecutions(Operation *op, Canonicalizer &canon,
                                     std::vector<Poly> &constraints);
+
+/// Check 2 through nested loops (NestedStateThreading.cpp): a loop-carried
+/// state whose advances pass through a nested loop's results advances once
+/// per stage used, as polynomials of the trip counts; true when it reported
+/// an error. Run by the stage-balance check once the counts agree.
+bool checkNestedStateThreading(FunctionOpInterface fn, Canonicalizer &canon);
 
 } // namespace mlir::pipeline::protocol
 
