@@ -49,10 +49,12 @@ def wanted(args):
                     v = gemm_configs.choose(m, n, k, dtype, args.sms)
                     print(f"{dtype} {m}x{n}x{k}: {v}")
                     out.add((kernel, v, dtype))
-                    # a fused call's pick (never stream-K), and split-K's pick
-                    # where the GPU suite turns split-K on (test_gpu_launch.py)
-                    out.add((kernel, gemm_configs.choose(m, n, k, dtype, args.sms,
-                                                         fused=True), dtype))
+                    # a fused call's picks (never stream-K; with a gelu tanh or silu
+                    # maybe two CTAs per SM), and split-K's pick where the GPU
+                    # suite turns split-K on (test_gpu_launch.py)
+                    out.update((kernel, gemm_configs.choose(m, n, k, dtype, args.sms,
+                                                            fused=True, activation=a), dtype)
+                               for a in (None, *gemm_configs.TWO_CTA_ACTIVATIONS))
                     v = gemm_configs.choose(m, n, k, dtype, args.sms, split=True,
                                             stream_k=False)
                     out.add((kernel, v, dtype))
@@ -102,7 +104,8 @@ def wanted(args):
                   for k, v, _, d in list(found)
                   if k == "hopper_gemm" and gemm_configs.splits_of(v) == 1
                   and not gemm_configs.is_stream_k(v) and v not in gemm_configs.UNFUSED
-                  for e in gemm_configs.PREBUILT_EPILOGUES]
+                  for e in gemm_configs.PREBUILT_EPILOGUES
+                  if not (v in gemm_configs.NO_RESIDUAL and e.get("residual"))]
         # a split-K pick's fused epilogue runs in its reduction (of the
         # splits it runs at that shape)
         found += [("splitk_reduce", *gemm_configs.reduction(s, Epilogue.from_json(e)), d)

@@ -46,7 +46,8 @@ def main(argv=None):
                     help="a quick bundle: only the scripts and, in gemm-cache, what "
                          "pipeline_mlir.gemm picks for these shapes and --variants")
     ap.add_argument("--epilogues", action="store_true",
-                    help="with --shapes: the fused picks' prebuilt epilogues too (bf16)")
+                    help="with --shapes: the fused picks' prebuilt epilogues too (bf16), "
+                         "and the --variants with epilogue_bench.py's epilogues")
     ap.add_argument("--variants", nargs="*", default=[],
                     help="with --shapes: these gemm_configs variants too (both dtypes; "
                          "random_sweep.py --variants times them)")
@@ -137,6 +138,16 @@ def quick_bundle(args):
         for dtype in ("bf16", "f16"):
             kernel_cache.get(variant, gemm_configs.overrides(variant), dtype, args.chip)
             print(f"BUILT {variant} {dtype}")
+        if args.epilogues and variant not in gemm_configs.UNFUSED \
+                and not gemm_configs.is_stream_k(variant) \
+                and gemm_configs.splits_of(variant) == 1:
+            # what epilogue_bench.py --variants times beside the pick
+            from epilogue_bench import ACTIVATIONS, bench_epilogue
+
+            for act in ACTIVATIONS:
+                fused_name, over = gemm_configs.fused(variant, bench_epilogue(act))
+                kernel_cache.get(fused_name, over, "bf16", args.chip)
+                print(f"BUILT {fused_name} bf16")
     total = write_manifest(out, {"chip": args.chip, "variants": [], "fp8_variants": []})
     if total is None:
         return 1

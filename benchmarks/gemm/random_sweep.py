@@ -102,6 +102,7 @@ def waste(variant, m, n, k, sms, spread=None):
     splits = min(gc.splits_of(variant), -(-k // gc.K_BLOCK))
     cluster = gc.overrides(variant).get("cluster_m", 1)
     units = gc.units_of(tile, m, n, splits)
+    sms *= gc.overrides(variant).get("ctas_per_sm", 1)     # CTAs that run at once
     if cluster > 1:   # a 2-CTA cluster is one unit of two tiles: count CTAs
         units = math.ceil(m / (gc.tile(tile)[0] * cluster)) * cluster * math.ceil(
             n / gc.tile(tile)[1])

@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 import mlir.ir as ir
 from mlir.dialects import arith, llvm
 
-from pipeline_mlir.chip_limits import SMEM_PER_BLOCK
+from pipeline_mlir.chip_limits import SMEM_PER_BLOCK, THREADS_PER_WARP
 from pipeline_mlir.kernel import (GlobalPtr, Int32, Kernel, TmaDescriptor,
                                   fence_view_async_shared, load)
 from pipeline_mlir.kernel import epilogue, wgmma
@@ -56,6 +56,8 @@ from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     pipeline_init_arrive, pipeline_init_wait)
 
 SMEM_LIMIT = SMEM_PER_BLOCK           # dynamic shared memory one CTA may opt into
+SMEM_PER_SM = 228 * 1024        # an SM's shared memory; each resident CTA reserves 1 KiB
+BARRIER_BLOCK = 1024            # the barriers' share of the arena: the rings start 1024-aligned
 EPILOGUE_BARRIER = 1            # named barriers 1..: one per consumer WG (1-3 at 192 rows)
 ACCUMULATIONS = ("fast", "promoted")
 
@@ -96,6 +98,14 @@ class GemmConfig:
     # is) and storing C. For shapes whose last wave would be part-empty
     # (ops/gemm_configs.choose; kernel/tile_scheduler.StreamKSchedule).
     stream_k: bool = False
+    # CTAs resident on one SM (1 or 2). With 2, each holds half the SM's
+    # shared memory and registers (ptxas is told so: .minnctapersm; the
+    # producer is then one warp, ``producer_last``) and the persistent grid
+    # is twice the SMs, so that one CTA's epilogue runs while the other
+    # CTA's wgmma keep the tensor cores busy: the cooperative kernel's
+    # consumers otherwise leave them idle for the whole epilogue of every
+    # tile (a fused gelu's, most of all).
+    ctas_per_sm: int = 1
 
     @property
     def block_m(self):
@@ -107,7 +117,24 @@ class GemmConfig:
         return "f32" if self.split_k > 1 else (self.out_dtype or self.dtype)
 
     @property
+    def producer_last(self):
+        """Two CTAs per SM: the producer is one warp after the consumer
+        warpgroups, not a warpgroup before them, and nobody resizes
+        registers. ptxas holds every role to the launch's registers, and
+        refuses an m64n128 wgmma within the 80 of two 384-thread CTAs; at
+        288 threads it allows 96 (ptxas -v), which hold m64n128's 64
+        accumulators and a bias + activation epilogue without a spill."""
+        return self.ctas_per_sm > 1
+
+    @property
+    def producer_warp(self):
+        """The producer's warp: 0, or after the consumers' (``producer_last``)."""
+        return 4 * self.consumer_warpgroups if self.producer_last else 0
+
+    @property
     def threads(self):
+        if self.producer_last:
+            return THREADS_PER_WARPGROUP * self.consumer_warpgroups + THREADS_PER_WARP
         return THREADS_PER_WARPGROUP * (1 + self.consumer_warpgroups)
 
     @property
@@ -121,7 +148,8 @@ class GemmConfig:
                 f"{'_promoted' if self.accumulation == 'promoted' else ''}"
                 f"{'_' + self.epilogue.tag if self.fused else ''}"
                 f"{f'_sk{self.split_k}' if self.split_k > 1 else ''}"
-                f"{'_streamk' if self.stream_k else ''}")
+                f"{'_streamk' if self.stream_k else ''}"
+                f"{f'_x{self.ctas_per_sm}' if self.ctas_per_sm > 1 else ''}")
 
     @property
     def fused(self):
@@ -143,12 +171,25 @@ class GemmConfig:
             return 0     # split-K stores its fp32 partials from registers
         return self.consumer_warpgroups * self.layouts()[2].bytes // self.epilogue_passes
 
+    @property
+    def smem_limit(self):
+        """Dynamic shared memory one CTA may use so that ``ctas_per_sm`` fit."""
+        if self.ctas_per_sm == 1:
+            return SMEM_LIMIT
+        return SMEM_PER_SM // self.ctas_per_sm - 1024
+
     def num_stages(self):
         """Stages that fit next to the epilogue buffer and the barriers."""
         a, b, _ = self.layouts()
         stage = a.bytes + b.bytes * self.cluster_m
-        # 1024: the arena's alignment slack (kernel/smem.py); 256: barriers.
-        fit = (SMEM_LIMIT - self.epilogue_bytes() - 1024 - 256) // stage
+        if self.ctas_per_sm > 1:
+            # Exact: the barriers take the arena's first aligned block and
+            # the rings and C buffer are whole 1024-byte blocks (kernel/
+            # smem.py); two 128x128 CTAs' three stages fit to the byte.
+            fit = (self.smem_limit - self.epilogue_bytes() - BARRIER_BLOCK) // stage
+        else:
+            # 1024: the arena's alignment slack (kernel/smem.py); 256: barriers.
+            fit = (SMEM_LIMIT - self.epilogue_bytes() - 1024 - 256) // stage
         if fit < 2:
             raise ValueError(f"{self.name}: not even 2 stages of {stage} bytes fit")
         return min(self.stages, fit)
@@ -169,6 +210,8 @@ class GemmConfig:
             self._check_split()
         if self.stream_k:
             self._check_stream_k()
+        if self.ctas_per_sm != 1:
+            self._check_ctas_per_sm()
         c = self.layouts()[2]
         if self.tma_store_epilogue and self.split_k == 1:
             epilogue.check_tile(c, self.block_n, self.name)
@@ -178,6 +221,19 @@ class GemmConfig:
         if self.setmaxnreg:
             check_register_budget(self.threads, 1, self.producer_registers,
                                   self.consumer_warpgroups, self.consumer_registers)
+
+    def _check_ctas_per_sm(self):
+        if self.ctas_per_sm not in (1, 2):
+            raise ValueError(f"{self.name}: ctas_per_sm must be 1 or 2, got "
+                             f"{self.ctas_per_sm!r}")
+        if self.cluster_m > 1 or self.split_k > 1 or self.stream_k:
+            raise ValueError(f"{self.name}: ctas_per_sm=2 is built for the plain persistent "
+                             "schedule of one-CTA tiles (its grid is twice the SMs); build "
+                             "it without cluster_m, split_k or stream_k")
+        if self.setmaxnreg:
+            raise ValueError(f"{self.name}: ctas_per_sm=2 runs a lone producer warp after the "
+                             "consumers and resizes no registers (ptxas holds every role to "
+                             "the launch's share): build it with setmaxnreg=False")
 
     def _check_stream_k(self):
         if self.split_k > 1:
@@ -227,8 +283,11 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
                       sk_ctas=Int32(), sk_rounds=Int32())
     epi_params = epilogue.kernel_params(cfg.epilogue, cfg.c_dtype) if cfg.fused else {}
     params.update(epi_params)
+    # Two CTAs per SM: ptxas must keep the entry registers within half the
+    # register file (.minnctapersm), or the second CTA does not fit.
+    extra = {"min_ctas_per_sm": cfg.ctas_per_sm} if cfg.ctas_per_sm > 1 else {}
     k = Kernel(cfg.name, chip=chip, block_dim=cfg.threads,
-               cluster_dim=(cluster, 1, 1), params=params)
+               cluster_dim=(cluster, 1, 1), params=params, **extra)
     with k:
         desc_a, desc_b, desc_c, c_ptr, m, n, kdim = k.args[:7]
         extra = len(k.args) - len(epi_params)
@@ -268,17 +327,30 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
         warp = k.warp_idx()
         warpgroup = warp // 4
 
-        with k.if_(warpgroup == 0) as role:
-            if cfg.setmaxnreg:
-                set_max_registers(cfg.producer_registers, increase=False)
-            with k.if_(warp == 0):
+        if cfg.producer_last:
+            # The consumer warpgroups first (wgmma's warpgroups are 4
+            # aligned warps), then the producer's lone warp.
+            with k.if_(warp == cfg.producer_warp) as role:
                 producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b,
                          ring_a, ring_b, split)
-        with role.else_():
-            if cfg.setmaxnreg:
-                set_max_registers(cfg.consumer_registers, increase=True)
-            consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c_buf,
-                     desc_c, c_ptr, m, n, scale_ptrs, epi_args, split, stream_args)
+            with role.else_():
+                consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b,
+                         c_buf, desc_c, c_ptr, m, n, scale_ptrs, epi_args, split, stream_args)
+        else:
+            with k.if_(warpgroup == 0) as role:
+                if cfg.setmaxnreg:
+                    set_max_registers(cfg.producer_registers, increase=False)
+                with k.if_(warp == 0):
+                    producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b,
+                             ring_a, ring_b, split)
+            with role.else_():
+                if cfg.setmaxnreg:
+                    set_max_registers(cfg.consumer_registers, increase=True)
+                consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b,
+                         c_buf, desc_c, c_ptr, m, n, scale_ptrs, epi_args, split, stream_args)
+    if k.smem_bytes > cfg.smem_limit:
+        raise ValueError(f"{cfg.name}: {k.smem_bytes} bytes of shared memory > the "
+                         f"{cfg.smem_limit} that {cfg.ctas_per_sm} CTAs per SM leave each")
     k.config = cfg
     k.stages = stages
     return k
@@ -428,7 +500,7 @@ def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c
     instead of the TMA-store epilogue."""
     _, _, c_tile = cfg.layouts()
     stages = ring.num_stages
-    cw = warp // 4 - 1
+    cw = warp // 4 if cfg.producer_last else warp // 4 - 1
     warp_in_wg, lane = warp % 4, k.lane_idx()
     leader = (warp_in_wg == 0) & (lane == 0)
     mma_k_block = MmaKBlock(cfg, ring_a, ring_b, cw)

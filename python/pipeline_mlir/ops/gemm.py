@@ -35,7 +35,9 @@ into C, bitwise the same every run (``splitk_host``; docs/gemm.md). A
 shape whose tiles leave the last wave part-empty may take a stream-K
 variant: one launch, the leftover tiles' K blocks shared by all SMs, their
 partial sums added in a fixed order (``streamk_host``; bitwise the same
-every run too).
+every run too). A fused gelu tanh or silu on a shape of enough tiles may
+run two CTAs of 128x128 per SM, one's wgmma during the other's epilogue
+(``gemm_configs.choose_two_ctas``).
 
 With torch it is also the custom op ``torch.ops.pipeline_mlir.gemm`` (and
 ``gemm_out``), with a fake implementation, so ``torch.compile`` (even
@@ -123,11 +125,12 @@ def _select(a, b):
     return variant_gemm(*_variant_of(a, b))
 
 
-def _variant_of(a, b, split=None, stream_k=None, fused=False):
+def _variant_of(a, b, split=None, stream_k=None, fused=False, activation=None,
+                residual=False):
     """(variant name, dtype, device) for these operands, every check run;
     ``split=False``: never a split-K variant; ``stream_k=False``: never a
-    stream-K one; ``fused``: the pick of a call with a fused epilogue
-    (``gemm_configs.choose``)."""
+    stream-K one; ``fused``: the pick of a call with a fused epilogue, with
+    this ``activation`` and ``residual`` or not (``gemm_configs.choose``)."""
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"gemm: {name} must be a torch tensor, got {type(t).__name__}")
@@ -145,7 +148,7 @@ def _variant_of(a, b, split=None, stream_k=None, fused=False):
     device = runtime.default_device(a.get_device())
     (m, k), n = a.shape, b.shape[0]
     variant = gemm_configs.choose(m, n, k, dtype, device.limits.multiprocessors, split,
-                                  stream_k, fused)
+                                  stream_k, fused, activation, residual)
     return variant, dtype, device
 
 
@@ -222,8 +225,10 @@ def _gemm_fused(a, b, out, bias, activation, residual, alpha):
         found = key = None
     if found is None:
         # The pick without an epilogue (for split-K, the reduction applies
-        # it), stream-K and the tiles that spill with an epilogue aside
-        variant, dtype, device = _variant_of(a, b, fused=True)
+        # it), stream-K and the tiles that spill with an epilogue aside, or
+        # two CTAs per SM for an activation (gemm_configs.choose_two_ctas)
+        variant, dtype, device = _variant_of(a, b, fused=True, activation=activation,
+                                             residual=residual is not None)
         epi = _epilogue_of(a, b, bias, activation, residual, alpha)
         _check_epilogue_tensors(a, b, bias, residual)  # before a compile on demand
         g = variant_gemm(variant, dtype, device, epi)

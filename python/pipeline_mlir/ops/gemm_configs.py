@@ -90,6 +90,16 @@ VARIANTS = {
                       producer_registers=32, consumer_registers=160, cluster_m=2),
     "192x128": dict(block_n=128, consumer_warpgroups=3, epilogue_passes=2, stages=5,
                     producer_registers=32, consumer_registers=160),
+    # Two CTAs of 128x128 per SM (``ctas_per_sm=2``): while one CTA's
+    # consumers run a tile's epilogue, the other CTA's wgmma keep the tensor
+    # cores busy. Each CTA has half the SM: 3 stages of 32 KiB and a 16 KiB
+    # C buffer (two passes) fill its 113 KiB to the byte; its producer is
+    # one warp after the two consumer warpgroups (288 threads, 96
+    # registers each: ptxas holds every role to the launch's count, and an
+    # m64n128 wgmma does not fit the 80 of two 384-thread CTAs). With a
+    # residual its epilogue spills (``NO_RESIDUAL``).
+    "128x128x2": dict(block_n=128, consumer_warpgroups=2, epilogue_passes=2, stages=3,
+                      ctas_per_sm=2, setmaxnreg=False),
 }
 # Split-K variants, ``<tile>_sk<S>`` (``split_variant``): the two tiles
 # with the most operand reuse; no C buffer in shared memory (partials go
@@ -273,12 +283,15 @@ AUTO_SPLIT_K = False
 AUTO_STREAM_K = True
 
 
-def choose(m, n, k, dtype, sms=132, split=None, stream_k=None, fused=False):
+def choose(m, n, k, dtype, sms=132, split=None, stream_k=None, fused=False,
+           activation=None, residual=False):
     """The variant name for this shape and dtype ('bf16' or 'f16'); with
     ``split=False`` never a split-K one (``None``: ``AUTO_SPLIT_K``), with
     ``stream_k=False`` never a stream-K one (``None``: ``AUTO_STREAM_K``);
     ``fused=True``: the pick of a call with a fused epilogue, never
-    stream-K and never a variant of ``UNFUSED``."""
+    stream-K and never a variant of ``UNFUSED``; its ``activation`` and
+    ``residual`` (whether it adds one) may make it the two-CTA tile
+    (``choose_two_ctas``)."""
     if split is None:
         split = AUTO_SPLIT_K
     if stream_k is None:
@@ -288,11 +301,54 @@ def choose(m, n, k, dtype, sms=132, split=None, stream_k=None, fused=False):
     tuned = TUNED.get((m, n, k, dtype))
     if tuned is not None and (stream_k or not is_stream_k(tuned)) \
             and not (fused and tuned in UNFUSED):
-        return tuned
-    rule = [v for v in RULE_VARIANTS if not (fused and v in UNFUSED)]
-    plain = min(rule, key=lambda v: (estimate(v, m, n, sms, k), -math.prod(tile(v))))
-    return ((stream_k and choose_stream_k(m, n, k, sms, plain))
-            or (split and choose_split(m, n, k, sms, plain)) or plain)
+        pick = tuned
+    else:
+        rule = [v for v in RULE_VARIANTS if not (fused and v in UNFUSED)]
+        plain = min(rule, key=lambda v: (estimate(v, m, n, sms, k), -math.prod(tile(v))))
+        pick = ((stream_k and choose_stream_k(m, n, k, sms, plain))
+                or (split and choose_split(m, n, k, sms, plain)) or plain)
+    if fused:
+        return choose_two_ctas(m, n, sms, pick, activation, residual) or pick
+    return pick
+
+
+# -- two CTAs per SM for a fused epilogue ---------------------------------------------
+# The one-CTA kernel's consumers run each tile's epilogue while the tensor
+# cores wait; two co-resident CTAs of 128x128 (``TWO_CTA_VARIANT``) run one
+# CTA's wgmma during the other's epilogue. Measured on an H200 beside the
+# pick in the same rounds, bf16 with a bias, three runs (docs/gemm.md,
+# "Fused epilogues, measured", run4; benchmarks/gemm/results/
+# h200-epilogue-run4*.log), against the one-CTA tile:
+# - gelu tanh and silu: 1.004-1.038x the 128x256 tile (1024 x 11008 x 4096,
+#   4096^3, 8192 x 4096 x 4096, 4096 x 1024 x 4096; one 0.994x) and
+#   1.05-1.08x the 128x128 tile (2048^3);
+# - gelu erf 0.978-1.015x (median 1.002x) and relu 0.986-1.010x against
+#   128x256: nothing to gain, the rule leaves them;
+# - against the 2-CTA cluster (the N-heavy model shapes, 8192^3) 0.97-1.04x,
+#   mixed, and 0.85-0.89x against 192x192 (3072^3): the rule keeps those;
+# - with fewer tiles than the two CTAs of every SM fill (512 x 4096 x 4096:
+#   128 tiles, 0.76x; 128 x 8192 x 8192: 0.58x) a CTA runs alone on its SM
+#   with 3 stages where the one-CTA tiles have 4-8.
+TWO_CTA_VARIANT = "128x128x2"
+TWO_CTA_OVER = ("128x256", "128x128")
+TWO_CTA_ACTIVATIONS = ("gelu_tanh", "silu")
+TWO_CTA_MIN_FILL = 0.9          # tiles / (2 x SMs)
+# Variants whose fused epilogue spills with a residual (ptxas -v; the
+# two-CTA tile holds 96 registers a thread): a call with one never takes them.
+NO_RESIDUAL = (TWO_CTA_VARIANT,)
+
+
+def choose_two_ctas(m, n, sms, pick, activation, residual=False):
+    """``TWO_CTA_VARIANT`` for a fused call whose pick is a one-CTA tile of
+    ``TWO_CTA_OVER``, with an activation of ``TWO_CTA_ACTIVATIONS`` and no
+    residual, where the 128x128 tiles fill at least ``TWO_CTA_MIN_FILL`` of
+    the two CTAs of every SM; else None."""
+    if pick not in TWO_CTA_OVER or activation not in TWO_CTA_ACTIVATIONS or residual:
+        return None
+    ctas = overrides(TWO_CTA_VARIANT)["ctas_per_sm"] * sms
+    if units_of(TWO_CTA_VARIANT, m, n) < TWO_CTA_MIN_FILL * ctas:
+        return None
+    return TWO_CTA_VARIANT
 
 
 # -- the time model of split-K ------------------------------------------------------
@@ -539,6 +595,10 @@ def fused(variant, epilogue):
     if variant in UNFUSED:
         raise ValueError(f"gemm_configs: {variant} is built without fused epilogues (the "
                          "full one spills); a fused call picks with choose(..., fused=True)")
+    if variant in NO_RESIDUAL and epilogue.residual:
+        raise ValueError(f"gemm_configs: {variant} is built without a residual epilogue (it "
+                         "spills); a fused call picks with choose(..., fused=True, "
+                         "residual=True)")
     if found.get("split_k", 1) > 1:
         raise ValueError(f"gemm_configs: {variant} is a split-K variant: its GEMM kernel takes "
                          "no epilogue (it is not linear); the reduction does "

@@ -60,6 +60,10 @@ def meta_of(cfg, kernel):
         # the grid is stream-K's (gemm_configs.stream_k_grid), and the
         # workspace and counters come from ops/streamk_host.py
         meta["stream_k"] = True
+    if getattr(cfg, "ctas_per_sm", 1) > 1:
+        # the persistent grid is this many CTAs per SM (a plain variant's
+        # meta is as it was)
+        meta["ctas_per_sm"] = cfg.ctas_per_sm
     return meta
 
 
@@ -165,8 +169,9 @@ class HopperGemm:
                      for name, t in (("a", a), ("b", b), ("c", c)))
 
     def grid(self, m, n, sms, k=None):
-        """Persistent: as many CTAs (clusters) as run at once, never more
-        than there are work units; else one CTA (cluster) per unit. A unit
+        """Persistent: as many CTAs (clusters) as run at once (``sms`` x the
+        meta's ``ctas_per_sm``, default 1), never more than there are work
+        units; else one CTA (cluster) per unit. A unit
         is a tile, or for split-K (``meta['split_k']``) one split of a tile:
         tiles x ``min(split_k, K blocks)`` units (tile_scheduler.split_k_count;
         with ``k`` unknown, the most splits). A stream-K variant
@@ -184,8 +189,10 @@ class HopperGemm:
             units *= split if k is None else min(split, -(-k // self.layouts["a"].k))
         if self.persistent:
             if self._resident is None:
-                self._resident = sms if cl == 1 else self.kernel.max_active_clusters(
-                    (meta["threads"], 1, 1), (cl, 1, 1), meta["smem"])
+                self._resident = (
+                    sms * meta.get("ctas_per_sm", 1) if cl == 1 else
+                    self.kernel.max_active_clusters((meta["threads"], 1, 1), (cl, 1, 1),
+                                                    meta["smem"]))
             units = min(units, self._resident)
         return (units * cl, 1, 1)
 
