@@ -1,15 +1,15 @@
 //===- SymbolicCounts.h - counts as polynomials of kernel values -*- C++ -*-===//
 //
 // Private to lib/Dialect/Pipeline/Transforms (the stage-balance check,
-// StageBalance.cpp and NestedStateThreading.cpp). A count is a polynomial with integer coefficients over
-// atoms: leaves (kernel arguments, CTA-uniform reads, values the checker
-// does not look into), integer divisions of polynomials by constants, trip
-// counts with runtime steps, 0/1 indicators of conditions, induction
-// variables of scf.for loops and sums over a loop's iterations. Atoms are
-// deduplicated by structure, so two roles that each compute `(k + 63) / 64`
-// from the same argument share one (SymbolicCounts.cpp). `findWitness`
-// looks for values of the leaves that make two polynomials differ
-// (CountWitnesses.cpp).
+// StageBalance.cpp and NestedStateThreading.cpp). A count is a polynomial
+// with integer coefficients over atoms: leaves (kernel arguments,
+// CTA-uniform reads, values the checker does not look into), integer
+// divisions of polynomials by constants, trip counts with runtime steps, 0/1
+// indicators of conditions, induction variables of scf.for loops and sums
+// over a loop's iterations. Atoms are deduplicated by structure, so two
+// roles that each compute `(k + 63) / 64` from the same argument share one
+// (SymbolicCounts.cpp). `findWitness` looks for values of the leaves that
+// make two polynomials differ (CountWitnesses.cpp).
 //
 //===----------------------------------------------------------------------===//
 
