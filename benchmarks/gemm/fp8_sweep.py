@@ -3,6 +3,7 @@
 sweep of shapes, in both accumulation modes, in one process.
 
     python3 fp8_sweep.py --out DIR [--quick | --misaligned] [--picks-only]
+                         [--modes fast promoted]
 
 Runs where the kernel cache holds the FP8 variants (a GPU bundle's
 ``gemm-cache``, or PIPELINE_MLIR_CACHE_DIR; scripts/build-gemm-cache.py
@@ -16,17 +17,20 @@ alternating rounds (``run_gemm.bench_interleaved``: CUDA events over 10
 back-to-back calls, 9 rounds); the ratio is the median over rounds of
 cuBLASLt's time / ours; the pick's launcher is timed beside the op (the
 op's own host cost where a call is short). Every output is checked against
-fp8_gemm_host.error_bound first. Prints a RESULT line per shape and mode,
-a RATIOS line with every candidate's ratio, a BEST line where another
-variant beat the rule's pick by > 1% (a TUNED candidate for
-ops/fp8_configs.py), and per mode the median and worst ratio. Writes
-DIR/fp8_sweep.json and DIR/fp8_sweep.log.
+fp8_gemm_host.error_bound first, and an overlapped promotion's output
+(``promotion_overlap``) against its plain twin's bit for bit
+(``fp8_configs.plain_twin``: the same additions in the same order).
+Prints a RESULT line per shape and mode, a RATIOS line with every
+candidate's ratio, a BEST line where another variant beat the rule's pick
+by > 1% (a TUNED candidate for ops/fp8_configs.py), and per mode the
+median and worst ratio. Writes DIR/fp8_sweep.json and DIR/fp8_sweep.log.
 
 ``--misaligned``: instead of the sweep, shapes whose K is a multiple of 16
 but not of 32 (rows of A and B not whole 32-byte L2 sectors: the
 ``MISALIGNED_K`` of ops/gemm_configs.py), beside controls of K a multiple
 of 32 but not of 128 and of K a multiple of 128. ``--picks-only``: time
-only the rule's pick and cuBLASLt (a confirmation run).
+only the rule's pick and cuBLASLt (a confirmation run). ``--modes``: the
+accumulation modes to run (both by default).
 """
 
 import argparse
@@ -74,6 +78,8 @@ def main(argv=None):
     which.add_argument("--misaligned", action="store_true")
     ap.add_argument("--picks-only", action="store_true",
                     help="time only the rule's pick and cuBLASLt")
+    ap.add_argument("--modes", nargs="+", choices=("fast", "promoted"),
+                    default=["fast", "promoted"])
     args = ap.parse_args(argv)
     shapes = QUICK if args.quick else MISALIGNED if args.misaligned else SHAPES
     t0 = time.monotonic()
@@ -92,13 +98,15 @@ def main(argv=None):
     from run_gemm import bench_interleaved
 
     log(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}", fh)
+    overlapped = [v for v in fp8_configs.VARIANTS if fp8_configs.plain_twin(v)]
+    twins = {fp8_configs.plain_twin(v) for v in overlapped}
     results, failures = [], 0
     for m, n, k in shapes:
         torch.manual_seed(m * 7 + n * 3 + k)
         a8, sa = quantize(torch.randn(m, k, device="cuda"))
         w8, sw = quantize(torch.randn(n, k, device="cuda"))
         ref, sigma = reference(a8, sa, w8, sw)
-        for mode in ("fast", "promoted"):
+        for mode in args.modes:
             fast = mode == "fast"
             pick = ops_scaled_mm.chosen(a8, w8.t(), fast)
             out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
@@ -114,7 +122,7 @@ def main(argv=None):
                     # the pick's launcher ("launcher") shows the op's own cost
                     fns["launcher" if v == pick else v] = \
                         lambda g=g, o=out: g(a8, w8, sa, sw, o)
-            bad = []
+            bad, kept = [], {}
             for name, fn in list(fns.items()):
                 if name == "cublaslt":
                     continue
@@ -124,6 +132,19 @@ def main(argv=None):
                 if not err <= error_bound(k, mode):
                     bad.append(f"{name} error {err:.3g}")
                     del fns[name]      # not timed; a wrong candidate is a failure
+                    continue
+                variant = pick if name in ("ours", "launcher") else name
+                if variant in overlapped or variant in twins:
+                    kept[variant] = out.clone()
+            # An overlapped promotion adds the same partials in the same
+            # order as its plain twin: the same bits, or it is wrong.
+            for variant in overlapped:
+                twin = fp8_configs.plain_twin(variant)
+                if variant in kept and twin in kept and not torch.equal(kept[variant],
+                                                                        kept[twin]):
+                    bad.append(f"{variant} differs from {twin}")
+                    fns.pop(variant, None)
+            del kept
             if bad:
                 failures += 1
                 log(f"FAIL {m}x{n}x{k} {mode}: {', '.join(bad)}", fh)

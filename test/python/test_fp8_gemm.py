@@ -170,7 +170,8 @@ def test_the_rule_and_the_tuned_table_name_variants_of_their_mode():
     for v, over in fp8_configs.VARIANTS.items():
         assert v.startswith(over["accumulation"] + "_")
         bm, bn = fp8_configs.tile(v)
-        assert v.endswith(f"{bm}x{bn}" + ("c2" if fp8_configs.cluster_of(v) == 2 else ""))
+        assert v.endswith(f"{bm}x{bn}" + ("c2" if fp8_configs.cluster_of(v) == 2 else "")
+                          + ("o" if over.get("promotion_overlap") else ""))
 
 
 @pytest.mark.parametrize("variant", ["fast_128x256c2", "fast_128x192c2", "promoted_128x192c2",
@@ -193,3 +194,99 @@ def test_cluster_and_192_row_variants_lower_without_spills(variant):
     assert f"m64n{cfg.block_n}k32.f32.e4m3.e4m3" in ptx
     assert cfg.threads == 128 * (1 + cfg.consumer_warpgroups)
     assert _ptxas_spills(ptx) in (None, 0)
+
+
+OVERLAPPED = ["promoted_128x128o", "promoted_128x128c2o"]
+
+
+@pytest.mark.parametrize("variant", OVERLAPPED)
+def test_overlapped_promotion_lowers_without_spills_or_serialized_wgmma(variant):
+    """``promotion_overlap`` (kernels/promoted_mainloop.py): k-block kb's
+    wgmma is issued before k-block kb-1's partial is added, so the loop
+    keeps one group in flight (wait_group 1) and two partials beside the
+    total: 192 fp32 a thread at N 128, in the consumers' 232 registers
+    without a spill, and no register an in-flight wgmma writes is read or
+    moved (ptxas would say it serialized the wgmma)."""
+    from pipeline_mlir.ops import fp8_configs
+    from test_attention_pv_wait import _ptxas_info
+
+    cfg = replace(fp8_gemm.FAST, **fp8_configs.VARIANTS[variant])
+    ptx = fp8_gemm.build(cfg).to_ptx()
+    shape = "m64n128k32.f32.e4m3.e4m3"
+    # 4 wgmma per k-block: the first k-block, the loop's two, the tail's one.
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.{shape}") == 16
+    assert len(re.findall(r"wgmma\.wait_group\.sync\.aligned\s+1;", ptx)) == 3
+    assert len(re.findall(r"wgmma\.wait_group\.sync\.aligned\s+0;", ptx)) == 2
+    # scale-d = 0 on each k-block's first wgmma; N/2 adds per promotion
+    # (the loop's two, the tail's two and the even count's one).
+    assert ptx.count("setp.ne.b32 p, 0, 0;") == 4
+    assert len(re.findall(r"add\.rn\.f32", ptx)) == 5 * cfg.block_n // 2
+    info = _ptxas_info(ptx)
+    if info is not None:
+        assert "serialized" not in info, info
+        assert re.search(r" 0 bytes spill stores", info), info
+
+
+def test_overlap_is_promoted_only_and_its_twin_is_the_plain_tile():
+    from pipeline_mlir.ops import fp8_configs
+
+    with pytest.raises(ValueError, match="promotion_overlap overlaps the promoted"):
+        fp8_gemm.build(replace(fp8_gemm.FAST, promotion_overlap=True))
+    assert fp8_configs.plain_twin("promoted_128x128o") == "promoted_128x128"
+    assert fp8_configs.plain_twin("promoted_128x128c2o") == "promoted_128x128c2"
+    assert fp8_configs.plain_twin("promoted_128x128") is None
+    # Off by default: the name, and so every existing variant's kernel, unchanged.
+    assert "overlap" not in fp8_gemm.PROMOTED.name
+    assert replace(fp8_gemm.PROMOTED, promotion_overlap=True).name == \
+        fp8_gemm.PROMOTED.name + "_overlap"
+
+
+def _overlapped_kernel_text(monkeypatch, mainloop=None):
+    from pipeline_mlir.kernels import hopper_gemm as library_gemm
+
+    if mainloop is not None:
+        monkeypatch.setattr(library_gemm, "OverlappedPromotion", mainloop)
+    return str(fp8_gemm.build(replace(fp8_gemm.PROMOTED, promotion_overlap=True)).module)
+
+
+def _released_while_read():
+    """The planted mistake: after wait_group(1), the stage of the k-block
+    just issued is released instead of the previous one's (its group is
+    still in flight: TMA may overwrite operands the wgmma reads)."""
+    from pipeline_mlir.kernel import wgmma
+    from pipeline_mlir.kernels import promoted_mainloop
+
+    class ReleasedWhileRead(promoted_mainloop.OverlappedPromotion):
+        def retire_previous(self, done, total, read, release):
+            wgmma.wait_group(1)
+            self.ring.consumer_release(read)        # wrong: kb's group reads it
+            total += promoted_mainloop.pinned(done)
+            total.set(promoted_mainloop.pinned(total))
+            read.advance()
+            release.advance()
+
+    return ReleasedWhileRead
+
+
+# K = 128, 256, 384, 520: one k-block (no loop, no tail), two (the tail
+# only), three (one pair) and five (two pairs).
+@pytest.mark.parametrize("k", [128, 256, 384, 520])
+def test_overlapped_promotion_checks_and_simulates_clean(monkeypatch, k):
+    from _example_checks import protocol_warnings, simulate, verify_protocol
+
+    text = _overlapped_kernel_text(monkeypatch)
+    if k == 128:
+        assert verify_protocol(text) == [] and protocol_warnings(text) == []
+    (report,) = simulate(text, schedules=2, args={4: 256, 5: 384, 6: k}).values()
+    assert report.ok and report.schedules == 2, report
+
+
+def test_overlapped_promotion_releasing_the_stage_in_flight_is_rejected(monkeypatch):
+    from _example_checks import messages, simulate, verify_protocol
+
+    text = _overlapped_kernel_text(monkeypatch, _released_while_read())
+    errors = verify_protocol(text)
+    assert errors and all("may still read it asynchronously" in e for e in errors), errors
+    (report,) = simulate(text, schedules=2, args={4: 256, 5: 384, 6: 520}).values()
+    assert not report.ok
+    assert "still read that stage asynchronously" in messages(report)["async-read"]

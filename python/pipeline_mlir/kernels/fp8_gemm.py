@@ -28,7 +28,10 @@ Two accumulation modes, as cuBLASLt's ``use_fast_accum``:
   them must fit beside the addresses in 232 registers), a ``wait_group(0)``
   per k-block (each consumer warpgroup waits for its own wgmma before it
   adds; the other warpgroup's wgmma run meanwhile) and N / 2 FADDs per
-  thread per k-block.
+  thread per k-block. With ``promotion_overlap`` (``promoted_mainloop.py``)
+  two partials alternate and ``wait_group(1)`` keeps the next k-block's
+  wgmma in flight while the previous partial is added: a third
+  accumulator's registers (the 128 x 128 tile only), the same bits.
 
 Shapes the tile does not divide, K included, need nothing: TMA zero-fills
 what lies outside the tensors on load and clips the stores.

@@ -49,6 +49,7 @@ from pipeline_mlir.kernel.tile_scheduler import (PersistentTileScheduler, Stream
 from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
                                             check_register_budget,
                                             set_max_registers)
+from pipeline_mlir.kernels.promoted_mainloop import OverlappedPromotion
 from pipeline_mlir.layout import OperandLayout, descriptor_units
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     PipelineTmaAsync, PipelineTmaStore,
@@ -82,6 +83,9 @@ class GemmConfig:
     out_dtype: str = ""               # C; "" = dtype
     scaled: bool = False              # C = scale_a * scale_b * (A @ B^T), two f32 pointers
     accumulation: str = "fast"        # or "promoted": see mainloop_promoted
+    # Promoted only: each promotion overlaps the next k-block's wgmma, in
+    # a second partial accumulator (kernels/promoted_mainloop.py).
+    promotion_overlap: bool = False
     # A fused epilogue on the fp32 accumulator (kernel/epilogue.py); None
     # (or an identity Epilogue) builds exactly the kernel without one.
     epilogue: Epilogue = None
@@ -146,6 +150,7 @@ class GemmConfig:
                 f"{self.epilogue_passes if self.tma_store_epilogue and self.epilogue_passes > 1 else ''}"
                 f"{'_scaled' if self.scaled else ''}"
                 f"{'_promoted' if self.accumulation == 'promoted' else ''}"
+                f"{'_overlap' if self.promotion_overlap else ''}"
                 f"{'_' + self.epilogue.tag if self.fused else ''}"
                 f"{f'_sk{self.split_k}' if self.split_k > 1 else ''}"
                 f"{'_streamk' if self.stream_k else ''}"
@@ -202,6 +207,10 @@ class GemmConfig:
         if self.accumulation not in ACCUMULATIONS:
             raise ValueError(f"{self.name}: accumulation must be one of {ACCUMULATIONS}, "
                              f"got {self.accumulation!r}")
+        if self.promotion_overlap and self.accumulation != "promoted":
+            raise ValueError(f"{self.name}: promotion_overlap overlaps the promoted "
+                             "accumulation's additions; build it with "
+                             "accumulation='promoted'")
         if isinstance(self.split_k, bool) or not isinstance(self.split_k, int) \
                 or self.split_k < 1:
             raise ValueError(f"{self.name}: split_k must be an int >= 1 (1: no split), got "
@@ -522,7 +531,9 @@ def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c
     for unit, _ in k.range(*unit_range(sched, units, split), carry=[read, release]):
         m_blk, n_blk, _, part_of = unit_work(sched, unit, rank, k_blocks, split)
         blocks = k_blocks if part_of is None else part_of[0 if streamed else 1]
-        if promoted:
+        if cfg.promotion_overlap:
+            OverlappedPromotion(k, ring, mma_k_block)(acc, read, release, blocks)
+        elif promoted:
             mainloop_promoted(k, ring, mma_k_block, acc, part, read, blocks)
         else:
             mainloop_fast(k, ring, mma_k_block, acc, read, release, blocks)

@@ -49,6 +49,14 @@ VARIANTS = {
     "promoted_192x128": dict(block_n=128, consumer_warpgroups=3, epilogue_passes=2, stages=5,
                              producer_registers=32, consumer_registers=160,
                              accumulation="promoted"),
+    # "o": the promotion overlapped with the next k-block's wgmma, in a
+    # second partial accumulator (kernels/promoted_mainloop.py): the total
+    # and two partials, 192 fp32 a thread at N 128, fit the consumers' 232
+    # registers (ptxas -v: no spills); at N 192 (288) they would not.
+    "promoted_128x128o": dict(block_n=128, stages=6, accumulation="promoted",
+                              promotion_overlap=True),
+    "promoted_128x128c2o": dict(block_n=128, stages=6, cluster_m=2, accumulation="promoted",
+                                promotion_overlap=True),
 }
 # What the rule may pick, in this order on a tie. A cluster tile ties with
 # its one-CTA tile where the pairs fill the same waves (they never fill
@@ -58,9 +66,18 @@ VARIANTS = {
 # h200-fp8-sweep-run3.log and -run3-confirm.log: the op, timed right after
 # cuBLASLt, ran 0-4% behind its own launcher timed later at the shapes of
 # at least 100 us). The cluster wins where K is misaligned (below).
+#
+# The 128x128 promoted tiles run with the promotion overlapped ("o"): over
+# the 24 shapes of the sweep, four passes (benchmarks/gemm/results/
+# h200-fp8-sweep-run4.log and -run4-p2..p4.log; medians of the four,
+# each variant through its launcher), 128x128o ran 1.03-1.09x its plain
+# twin's speed at every shape where the GPU, not the host, sets the time
+# (2048 x 8192 x 28672: 1.022x cuBLASLt against 0.940x) but 3008 x 2064 x
+# 4112 (misaligned K: 1.01x), and 128x128c2o 1.04-1.06x its twin's; the
+# plain ones stay in VARIANTS, out of the rule.
 RULE_VARIANTS = ("fast_128x256", "fast_128x256c2", "fast_128x192", "fast_128x192c2",
                  "fast_128x128", "fast_64x256", "promoted_128x192", "promoted_128x192c2",
-                 "promoted_128x128", "promoted_128x128c2", "promoted_64x128")
+                 "promoted_128x128o", "promoted_128x128c2o", "promoted_64x128")
 # Tile reuse relative to the widest tile of the mode (operand bytes per
 # FLOP, as in gemm_configs). Promoted accumulation adds each K block's
 # partial sum into the total with FMAs the tensor cores do not hide; the
@@ -68,7 +85,14 @@ RULE_VARIANTS = ("fast_128x256", "fast_128x256c2", "fast_128x192", "fast_128x192
 # on 14 of 24 shapes), and the 64-row tile, whose single consumer
 # warpgroup waits on every promotion, was slower than 128-row tiles at
 # every M it was picked for. A cluster tile: its one-CTA tile's (as in
-# the 16-bit table); the 192-row tile is not in the rule.
+# the 16-bit table); the 192-row tile is not in the rule. An overlapped
+# 128x128 tile: 1.0, as 128x192. Where the two fill equal areas of waves
+# (4096 x 14336 x 4096, 2048 x 28672 x 8192: 28 waves of 128x128 against
+# 19 of 128x192) 128x128o ran 1.03-1.05x 128x192, and at 8192 x 4096 x
+# 4096 1.02x (h200-fp8-sweep-run4*.log, medians of four passes through
+# the launchers); 0.93 would have kept 128x192 at all three. Above 1.0
+# it would also take 2048 x 6144 x 512 (a 10 us call), where the 192-row
+# tile led.
 #
 # Where K is a multiple of 16 but not of 32 (``misaligned_k``), a cluster
 # tile ran 1.06-1.38x faster than its one-CTA tile (median 1.18x, 128-row
@@ -81,7 +105,8 @@ RULE_VARIANTS = ("fast_128x256", "fast_128x256c2", "fast_128x192", "fast_128x192
 EFFICIENCY = {"fast_128x256": 1.0, "fast_128x192": 0.93, "fast_128x128": 0.9,
               "fast_64x256": 0.8, "promoted_128x192": 1.0, "promoted_128x128": 0.93,
               "promoted_64x128": 0.6, "fast_128x256c2": 1.0, "fast_128x192c2": 0.93,
-              "promoted_128x192c2": 1.0, "promoted_128x128c2": 0.93}
+              "promoted_128x192c2": 1.0, "promoted_128x128c2": 0.93,
+              "promoted_128x128o": 1.0, "promoted_128x128c2o": 1.0}
 # (m, n, k, accumulation) -> variant: the BEST lines of
 # benchmarks/gemm/fp8_sweep.py (a variant > 1% ahead of the rule's pick).
 # The shapes of at most ~50 us (M or N of 1024 and less, 2048^3) are
@@ -93,7 +118,6 @@ TUNED = {
     (128, 4096, 4096, "fast"): "fast_64x256",
     (512, 4096, 4096, "fast"): "fast_64x256",
     (4096, 1024, 4096, "fast"): "fast_128x128",
-    (128, 4096, 4096, "promoted"): "promoted_128x128",
     # Promoted 192x128 against 128x192 (the same tile count: the model
     # cannot tell them apart): at 8192^3 1.056x against 1.015x
     # (h200-fp8-sweep-run3.log, 128x192 the op), 1.040x and 1.043x against
@@ -101,7 +125,10 @@ TUNED = {
     # launcher and 128x192 a candidate); at 8192 x 8192 x 1024 1.230x
     # against 1.123x, 1.188x and 1.139x against 1.124x and 1.094x. (Until
     # the third sweep 2048 x 4096 x 4096 fast was 128x128's; the rule's
-    # 128x256 ran 1.057x and 1.073x against 1.046x and 1.052x.)
+    # 128x256 ran 1.057x and 1.073x against 1.046x and 1.052x. Until the
+    # fourth, 128 x 4096 x 4096 promoted was 128x128's; the rule's 64x128
+    # ran 1.14x its launcher's speed and 1.11x 128x128o's, ahead of both in
+    # each of four passes: h200-fp8-sweep-run4*.log.)
     (8192, 8192, 8192, "promoted"): "promoted_192x128",
     (8192, 8192, 1024, "promoted"): "promoted_192x128",
 }
@@ -116,6 +143,17 @@ BIAS = Epilogue(bias="col")
 def tile(variant):
     cfg = VARIANTS[variant]
     return WGMMA_M * cfg.get("consumer_warpgroups", 2), cfg["block_n"]
+
+
+def plain_twin(variant):
+    """The variant that is ``variant`` without ``promotion_overlap`` (the
+    same tile, the same additions in the same order: the same bits), or
+    None where ``variant`` does not overlap its promotion."""
+    over = VARIANTS[variant]
+    if not over.get("promotion_overlap"):
+        return None
+    plain = {key: value for key, value in over.items() if key != "promotion_overlap"}
+    return next(v for v, o in VARIANTS.items() if o == plain)
 
 
 def cluster_of(variant):
