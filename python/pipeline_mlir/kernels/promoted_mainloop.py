@@ -17,8 +17,9 @@ give the same bits.
 The loop runs over pairs of k-blocks, so that each accumulator keeps its
 registers: an accumulator a wgmma is still writing may not move, and
 swapping the two through the loop's carried values would make ptxas copy
-registers under an in-flight wgmma (or serialize the wgmma). An odd k-block
-left over is the tail's. Costs one more accumulator's registers than the
+registers under an in-flight wgmma (or serialize the wgmma). The first
+k-block is issued before the loop; where the rest are an odd count, the
+last is the tail's. Costs one more accumulator's registers than the
 plain mainloop: ``3 * N / 2`` fp32 a thread (the 128 x 128 tile: 192 of the
 consumers' 232).
 """
@@ -35,11 +36,12 @@ def pinned(frag):
     ``warpgroup_fence_operand``): what reads the result comes after the
     code before the asm, and what computed ``frag`` before the code after
     it, since LLVM keeps side-effecting asm in program order. Without it
-    LLVM moves the promotion's adds past the next k-block's wgmma issue
-    (into the loop's last block, where their sums are used) or above the
-    ``wait_group`` that makes their operands valid: the first keeps a
-    retired partial alive beside the new one and makes ptxas copy and
-    serialize the wgmma, the second reads a wgmma's registers in flight."""
+    LLVM moved the promotion's adds past the next k-block's wgmma issue
+    (into the loop's last block, where their sums are used), which keeps
+    a retired partial alive beside the new one and makes ptxas copy and
+    serialize the wgmma; and nothing kept them below the ``wait_group``
+    that makes their operands valid (above it they would read a wgmma's
+    registers in flight)."""
     count = frag.count
     constraints = ",".join(["=f"] * count + [str(i) for i in range(count)])
     return Fragment(frag.n, struct=llvm.inline_asm(frag.type, list(frag.values), "",
