@@ -12,8 +12,9 @@ production one.
 from dataclasses import replace
 
 from pipeline_mlir.kernels import attention_bwd
-from pipeline_mlir.kernels.attention_bwd import (BLOCK_M, STAGES, DkvEpilogue, DqReduce,
-                                                 Mainloop, SoftmaxGrad, load_columns)
+from pipeline_mlir.kernels.attention_bwd import (BLOCK_M, STAGES, DkvEpilogue, DqHandOff,
+                                                 DqReduce, Mainloop, ReduceWarp, SoftmaxGrad,
+                                                 load_columns)
 
 
 class DoReleasedBeforeDpRetired(Mainloop):
@@ -69,6 +70,32 @@ STAGES_WITH = {
 }
 
 
+class ReduceWarpSkipsDqFull(ReduceWarp):
+    """``dq_reduce_warp``: the reduce warp issues each reduce-add without
+    waiting on "dQ full": TMA may read the dQ tile while the consumer still
+    writes it."""
+
+    def wait_full(self, cw):
+        pass                                                 # wrong: no wait
+
+
+class ConsumerSkipsDqEmpty(DqHandOff):
+    """``dq_reduce_warp``: the consumer writes its dQ tile without waiting
+    on "dQ empty": it may overwrite the tile under the last reduce-add's
+    read."""
+
+    def claim(self):
+        pass                                                 # wrong: no wait
+
+
+# The dQ hand-off's mistakes, planted in builds with dq_reduce_warp
+# (test_attention_bwd_reduce_warp.py).
+REDUCE_WARP_STAGES_WITH = {
+    "reduce_warp_skips_dq_full": replace(STAGES, reduce_warp=ReduceWarpSkipsDqFull),
+    "consumer_skips_dq_empty": replace(STAGES, dq_hand_off=ConsumerSkipsDqEmpty),
+}
+
+
 def build_with_mistake(name, cfg=attention_bwd.AttentionBwdConfig()):
     """The backward kernel for ``cfg`` with mistake ``name`` planted."""
-    return attention_bwd.build(cfg, stages=STAGES_WITH[name])
+    return attention_bwd.build(cfg, stages={**STAGES_WITH, **REDUCE_WARP_STAGES_WITH}[name])

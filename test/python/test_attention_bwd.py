@@ -72,10 +72,12 @@ def test_the_kernel_holds_no_mistake():
         assert issubclass(getattr(stages, changed[0]), getattr(ab.STAGES, changed[0]))
 
 
-# The d 64 option set measured fastest on the H200 (6% less backward time,
-# full and causal), a candidate: attention_configs.BWD_D64_OPTION_SETS.
+# The d 64 set of four (6% less backward time than the plain kernel on an
+# H200, full and causal; the op's d 64 default until 128-query steps and
+# then the reduce warp won): attention_configs.BWD_D64_OPTION_SETS.
 D64_BEST = ("dq_store_spread", "dq_deferred", "min_ctas", "dq_double_buffer")
-# And at d 128 (0.5-6.8% less on its four rows), with dQ split by columns.
+# And at d 128 (0.5-6.8% less on its four rows), with dQ split by columns
+# (the d 128 default until the reduce warp won).
 D128_BEST = ("dq_split", "dq_deferred", "dq_double_buffer", "min_ctas")
 # d 64 with 128-query steps and dK issued after dQ (a candidate).
 D64_M128_DKL = dict(block_m=128, dq_store_spread=True, min_ctas=True, dk_last=True)
@@ -372,17 +374,18 @@ def test_the_ops_default_options_are_measured_candidates_in_the_cache():
             assert cached[name] == over
 
 
-def test_full_attention_takes_its_own_measured_set_where_one_exists():
-    """d 64 full attention runs 128-query steps (measured faster there and
-    slower causal); every other (head dim, mask) the head dim's set."""
+def test_the_defaults_hand_dq_to_the_reduce_warp_where_it_won():
+    """d 64 runs its set with the reduce warp (one dQ tile, the last part
+    deferred), d 128 dQ split by columns with the reduce warp, d 256 the
+    plain configuration, each on both masks (measured faster on every row
+    of its head dim); full attention has no set of its own left."""
     pick = attention_configs.bwd_default_options
-    assert pick(64, False) == ("block_m128", "min_ctas")
-    assert pick(64, True) == attention_configs.BWD_DEFAULT_OPTIONS[64]
-    for d in (128, 256):
+    assert attention_configs.BWD_FULL_OPTIONS == {}
+    for d in attention_configs.BWD_HEAD_DIMS:
         assert pick(d, False) == pick(d, True) == attention_configs.BWD_DEFAULT_OPTIONS[d]
-    name, over = attention_configs.bwd_variant(64, False, options=pick(64, False))
-    assert over["block_m"] == 128 and name != attention_configs.bwd_variant(64, True,
-                                                                           options=pick(64, True))[0]
+    assert pick(64, True) == ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp")
+    assert pick(128, True) == ("dq_split", "min_ctas", "dq_reduce_warp")
+    assert pick(256, True) == ()
 
 
 @pytest.mark.parametrize("cols", [64, 128])

@@ -118,7 +118,8 @@ BWD_DQ_STORE_SPREAD = {64: False, 128: True, 256: True}
 # (``bwd_variant(..., options=...)``), with their tags in variant names.
 BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw", "dq_deferred": "dqd",
                "min_ctas": "mc", "dq_double_buffer": "dqb", "dq_split": "split",
-               "block_m128": "m128", "dk_last": "dkl", "pingpong": "pp"}
+               "block_m128": "m128", "dk_last": "dkl", "pingpong": "pp",
+               "dq_reduce_warp": "dqr"}
 # The overrides of an option that is not a switch of its own name turned on:
 # 128-query steps (d 64).
 BWD_OPTION_OVERRIDES = {"block_m128": {"block_m": 128}}
@@ -177,7 +178,10 @@ BWD_VARIANTS = dict([bwd_variant(d, c) for d in BWD_HEAD_DIMS for c in (False, T
 # (the same kernel at d 128 and 256, where the spread is the default).
 BWD_OPTION_SETS = (("dq_overlap", "dq_store_spread"), ("dq_overlap",), ("dq_store_spread",),
                    ("min_ctas",), ("dq_deferred", "min_ctas"),
-                   ("dq_deferred", "dq_store_spread", "min_ctas"))
+                   ("dq_deferred", "dq_store_spread", "min_ctas"),
+                   # dQ's reduce-adds issued by a warp of the producer
+                   # warpgroup (FA4's hand-off): on the plain configuration.
+                   ("dq_reduce_warp",))
 # Sets for d 64 alone: two dQ tiles per warpgroup (dq_double_buffer) fit
 # the shared memory there only.
 BWD_D64_OPTION_SETS = (("dq_double_buffer",), ("dq_store_spread", "dq_double_buffer"),
@@ -189,9 +193,9 @@ BWD_D64_OPTION_SETS = (("dq_double_buffer",), ("dq_store_spread", "dq_double_buf
 # consumers) and with dK's GEMM issued after dQ's (dk_last: dQ's stores and
 # reduce-add overlap dK). Measured on an H200 (docs/attention.md, "FA4's
 # Hopper backward next to ours"): 128-query steps with min_ctas took
-# 6.7-7.7% less backward time on the full row and 9-15% more on the causal
-# one, so not the default (it must win every row of its head dim);
-# dk_last and the ping-pong slower.
+# 6.7-7.7% less backward time on the full row and, once their mask compared
+# precomputed offsets, 2.4-3.3% less on the causal one; dk_last and the
+# ping-pong slower.
 BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spread", "min_ctas"),
                         ("block_m128", "dq_store_spread", "min_ctas", "dk_last"),
                         ("dq_store_spread", "min_ctas", "dq_double_buffer", "dk_last"),
@@ -199,7 +203,14 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         # the measured default and on its stores alone.
                         ("dq_store_spread", "dq_deferred", "min_ctas", "dq_double_buffer",
                          "pingpong"),
-                        ("dq_store_spread", "min_ctas", "pingpong"))
+                        ("dq_store_spread", "min_ctas", "pingpong"),
+                        # The reduce warp on 128-query steps, and on the d 64
+                        # set with one dQ tile (the hand-off has one per
+                        # consumer): the last is the op's default at d 64
+                        # (measured below).
+                        ("block_m128", "min_ctas", "dq_reduce_warp"),
+                        ("block_m128", "dq_store_spread", "min_ctas", "dq_reduce_warp"),
+                        ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp"))
 
 
 # Sets for d 128 alone: dQ split by columns (64-column fp32 tiles, so two
@@ -216,27 +227,40 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         # The consumers' score GEMMs in turn (ping-pong), dQ
                         # not split (a split keeps the consumers in step):
                         # 2-11% slower than the split set.
-                        ("pingpong",), ("pingpong", "min_ctas"))
+                        ("pingpong",), ("pingpong", "min_ctas"),
+                        # The reduce warp on the split set (one dQ tile): the
+                        # op's default at d 128 without dq_deferred (measured
+                        # below; deferred, 1.01-1.06x slower).
+                        ("dq_split", "dq_deferred", "min_ctas", "dq_reduce_warp"),
+                        ("dq_split", "min_ctas", "dq_reduce_warp"))
 # And d 256 (each consumer its columns of the same keys).
 BWD_D256_OPTION_SETS = (("pingpong",),)
 
 # The options the op's backward runs at each head dim (ops/attention.py):
-# the d 64 and d 128 sets above that took less backward time than the
-# plain configuration on every row of their head dim in one process
-# (0.936x at d 64 full and causal; 0.932-0.995x on the four d 128 rows;
-# gradients within the bound of fp32, dK and dV bit for bit the plain
-# kernel's); d 256 has no set that fits its shared memory and won.
-BWD_DEFAULT_OPTIONS = {64: ("dq_store_spread", "dq_deferred", "min_ctas", "dq_double_buffer"),
-                       128: ("dq_split", "dq_deferred", "dq_double_buffer", "min_ctas"),
+# the sets that took less backward time than the one before on every row of
+# their head dim in one process (NVIDIA H200; docs/attention.md). d 64: the
+# d 64 set with dQ's reduce-adds issued by the producer warpgroup's reduce
+# warp (dq_reduce_warp, one dQ tile), 0.979x (full) and 0.958x (causal) the
+# backward time of 128-query steps with the launch bound (block_m128 +
+# min_ctas; h200-bwd-dqr-ab-run11.log), which had itself taken 0.923-0.933x
+# the d 64 set of four (dq_store_spread, dq_deferred, min_ctas,
+# dq_double_buffer) on the full row (h200-bwd-m128-ab-run10.log,
+# h200-bwd-m128-pp-ab-run10.log) and, with the 128-query mask's precomputed
+# offsets, 0.967-0.976x on the causal row in two runs
+# (h200-bwd-m128-mask-run11.log and the run above). d 128: dQ split by
+# columns with the launch bound and the reduce warp, 0.968-0.990x the split
+# set with deferred, double-buffered dQ tiles on its four rows (which had
+# taken 0.932-0.995x the plain configuration); gradients within the bound of
+# fp32, dK and dV bit for bit the plain kernel's. d 256: no set that won
+# (the reduce warp 1.006x / 1.021x).
+BWD_DEFAULT_OPTIONS = {64: ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp"),
+                       128: ("dq_split", "min_ctas", "dq_reduce_warp"),
                        256: ()}
 # Full (non-causal) attention's own set where one measured faster there
-# than the head dim's set above, in both runs of the same process: at d 64,
-# 128-query steps took 0.923-0.933x the d 64 set's backward time on the
-# full row but 1.09-1.15x on the causal row, where a step's 128 queries
-# cross more of the diagonal (benchmarks/attention/results/
-# h200-bwd-m128-ab-run10.log, h200-bwd-m128-pp-ab-run10.log; 381-384
-# against 351-355 TFLOP/s, 0.86-0.87x cuDNN; docs/attention.md).
-BWD_FULL_OPTIONS = {64: ("block_m128", "min_ctas")}
+# than the head dim's set above but slower causal: none now (d 64 full had
+# 128-query steps until they won the causal row too, and then the reduce
+# warp's set won both).
+BWD_FULL_OPTIONS = {}
 
 
 def bwd_default_options(head_dim, causal):

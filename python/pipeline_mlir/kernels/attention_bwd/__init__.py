@@ -67,6 +67,10 @@ from both consumers' dS^T tiles); ``dk_last`` issues dK's GEMM after
 dQ's, so that dQ's stores and reduce-add overlap it (where dQ is one part
 per step); ``pingpong`` (``Turns``) issues the consumers' S^T and dP^T
 GEMMs in turn. All three candidates (measured in docs/attention.md).
+``dq_reduce_warp`` hands each consumer's fp32 dQ tile to warp 1 of the
+producer warpgroup, which issues the reduce-add (named barriers "dQ full"
+and "dQ empty" per consumer, FA4's hand-off): the consumers never wait for
+it.
 
 Release order (what pipeline-verify-protocol's async-read check proves): a
 stage of 'do' goes back only after ``wait_group`` retired the dP GEMM and
@@ -96,6 +100,8 @@ module each:
   fp32 dQ tile's stores) and ``ds_tile_store`` (dS^T's stores from its
   register operand);
 - ``dq_reduce``: ``DqReduce``, the TMA reduce-add of dQ;
+- ``dq_reduce_warp``: ``DqHandOff`` and ``ReduceWarp``, dQ's reduce-adds
+  issued by a warp of the producer warpgroup (``dq_reduce_warp``);
 - ``epilogue``: ``DkvEpilogue``;
 - ``builder``: ``Stages``, ``STAGES``, ``build`` and the kernel cache's
   ``build_variant``.
@@ -109,6 +115,7 @@ from .builder import STAGES, Stages, build, build_variant
 from .config import BLOCK_M, CONSUMER_WARPGROUPS, DQ_CHUNK, HEAD_DIMS, AttentionBwdConfig
 from .consumer import consumer
 from .dq_reduce import DqReduce, dq_column, dq_row
+from .dq_reduce_warp import DqHandOff, ReduceWarp
 from .dq_tile_store import f32_pair_offset, store_fragment_f32
 from .ds_tile_store import store_operand_a
 from .epilogue import DkvEpilogue, dkv_column, dkv_row
@@ -125,7 +132,7 @@ __all__ = [
     "AttentionBwdConfig", "BLOCK_M", "CONSUMER_WARPGROUPS", "DQ_CHUNK", "HEAD_DIMS",
     "Stages", "STAGES", "build", "build_variant",
     "Rings", "KeyBlockSchedule", "producer", "consumer", "Mainloop", "ScoreGemms",
-    "SoftmaxGrad", "GradGemms", "DqReduce", "DkvEpilogue", "Turns",
+    "SoftmaxGrad", "GradGemms", "DqReduce", "DqHandOff", "ReduceWarp", "DkvEpilogue", "Turns",
     "load_columns", "f32_pair_offset", "store_fragment_f32", "store_operand_a", "dq_column",
     "dq_row", "dkv_row",
     "dkv_column",

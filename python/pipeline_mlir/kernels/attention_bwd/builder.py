@@ -13,6 +13,7 @@ from pipeline_mlir.kernel.warpgroup import check_register_budget, producer_consu
 from .config import CONSUMER_WARPGROUPS, AttentionBwdConfig
 from .consumer import consumer
 from .dq_reduce import DqReduce
+from .dq_reduce_warp import DqHandOff, ReduceWarp, roles_with_reduce_warp
 from .epilogue import DkvEpilogue
 from .grad_gemms import GradGemms
 from .mainloop import Mainloop
@@ -31,8 +32,10 @@ class Stages:
     wait and release), the S^T / dP^T GEMMs (``scores``), the
     softmax-gradient math (``softmax_grad``: P^T, the mask, dS^T), the dV /
     dK / dQ GEMMs (``grads``), the dQ reduce-add (``dq_reduce``) and the dK /
-    dV epilogue. ``build`` takes the production set, ``STAGES``, unless
-    given another; the tests plant each synchronization mistake the checker
+    dV epilogue; with ``dq_reduce_warp`` the consumers' dQ hand-off
+    (``dq_hand_off``, in ``dq_reduce``'s place) and the producer
+    warpgroup's reduce warp (``reduce_warp``). ``build`` takes the
+    production set, ``STAGES``, unless given another; the tests plant each synchronization mistake the checker
     or the simulator must reject by replacing one stage with a wrong one of
     their own (``dataclasses.replace(STAGES, epilogue=...)``), so the
     kernel itself holds no mistake."""
@@ -45,11 +48,14 @@ class Stages:
     grads: type
     dq_reduce: type
     epilogue: type
+    dq_hand_off: type
+    reduce_warp: type
 
 
 STAGES = Stages(rings=Rings, schedule=KeyBlockSchedule, producer=producer,
                 mainloop=Mainloop, scores=ScoreGemms, softmax_grad=SoftmaxGrad,
-                grads=GradGemms, dq_reduce=DqReduce, epilogue=DkvEpilogue)
+                grads=GradGemms, dq_reduce=DqReduce, epilogue=DkvEpilogue,
+                dq_hand_off=DqHandOff, reduce_warp=ReduceWarp)
 
 
 def build(cfg=AttentionBwdConfig(), chip="sm_90a", stages=None):
@@ -74,11 +80,16 @@ def build(cfg=AttentionBwdConfig(), chip="sm_90a", stages=None):
         args = SimpleNamespace(**{name: v for (name, _), v in zip(k.params, k.args)})
         rings = stages.rings(k, cfg)
         sched = stages.schedule(k, cfg, args)
-        producer_consumer_roles(
-            k, cfg.producer_registers, cfg.consumer_registers,
-            lambda: stages.producer(k, cfg, rings, sched, args),
-            lambda warp, warpgroup: consumer(k, cfg, stages, rings, sched, args, warp,
-                                             warpgroup))
+        load = lambda: stages.producer(k, cfg, rings, sched, args)   # noqa: E731
+        compute = lambda warp, warpgroup: consumer(                   # noqa: E731
+            k, cfg, stages, rings, sched, args, warp, warpgroup)
+        if cfg.dq_reduce_warp:
+            roles_with_reduce_warp(k, cfg.producer_registers, cfg.consumer_registers, load,
+                                   lambda: stages.reduce_warp(k, cfg, rings, sched, args)(),
+                                   compute)
+        else:
+            producer_consumer_roles(k, cfg.producer_registers, cfg.consumer_registers,
+                                    load, compute)
     k.config = cfg
     return k
 

@@ -20,11 +20,19 @@ HEAD_DIMS = (64, 128, 256)
 # Named barrier ids: per consumer warpgroup 1, 2 (its dS / dQ hand-over to
 # its own TMA thread); 3: both consumer warpgroups before the epilogue; 4:
 # both consumers' dS tiles written (``dq_split``); 5, 6: the consumers'
-# score-GEMM turns (``pingpong``).
+# score-GEMM turns (``pingpong``); 7, 8: per consumer warpgroup its dQ tile
+# written ("dQ full"), 9, 10: that tile read by the reduce-add ("dQ
+# empty"), both between the warpgroup and the reduce warp
+# (``dq_reduce_warp``).
 WG_BARRIER = 1
 EPILOGUE_BARRIER = 3
 DS_BARRIER = 4
 PINGPONG_BARRIER = 5
+DQ_FULL_BARRIER = 7
+DQ_EMPTY_BARRIER = 9
+# The producer warpgroup's warp that issues dQ's reduce-adds
+# (``dq_reduce_warp``; warp 0 loads).
+REDUCE_WARP = 1
 
 
 @dataclass(frozen=True)
@@ -122,6 +130,17 @@ class AttentionBwdConfig:
     # over both consumers per step keeps them in step anyway). Measured
     # 2-11% slower at every head dim: off.
     pingpong: bool = False
+    # dQ's reduce-adds issued by a warp of the producer warpgroup (warp
+    # ``REDUCE_WARP``; FA4's dQ hand-off) rather than each consumer's
+    # leader after a barrier over its warpgroup: a consumer writes its fp32
+    # dQ tile, fences it for TMA's proxy and arrives on its "dQ full"
+    # barrier, never waiting for the reduce-add; the reduce warp waits
+    # there, issues the reduce-add, waits until TMA read the tile and
+    # arrives on "dQ empty", which the consumer waits on just before it
+    # writes the tile again (a step later, long after). One tile per
+    # consumer (not with ``dq_double_buffer``); with ``dq_deferred`` only
+    # where dQ is one part per step (d 64, or ``dq_split``).
+    dq_reduce_warp: bool = False
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -151,6 +170,12 @@ class AttentionBwdConfig:
         if self.pingpong and self.shared_ds:
             raise ValueError("AttentionBwdConfig: pingpong needs each consumer's dQ from "
                              "its own dS^T tile (not with dq_split or block_m 128)")
+        if self.dq_reduce_warp and (self.dq_double_buffer or (
+                self.dq_deferred and (self.dq_cols > DQ_CHUNK or self.column_parts > 1))):
+            raise ValueError("AttentionBwdConfig: dq_reduce_warp hands one dQ tile per "
+                             "consumer to the reduce warp (not with dq_double_buffer), "
+                             "written whole in one step (with dq_deferred: one dQ part "
+                             "per step, head_dim 64 or dq_split)")
         if self.dq_split and self.head_dim != 128:
             raise ValueError("AttentionBwdConfig: dq_split needs head_dim 128 (each "
                              "warpgroup's dQ columns whole 128-byte atoms of K; d 256 "
@@ -223,7 +248,7 @@ class AttentionBwdConfig:
                 f"{'_dqo' if self.dq_overlap else ''}{'_dqw' if self.dq_store_spread else ''}"
                 f"{'_dqd' if self.dq_deferred else ''}{'_mc' if self.min_ctas else ''}"
                 f"{'_dqb' if self.dq_double_buffer else ''}{'_dkl' if self.dk_last else ''}"
-                f"{'_pp' if self.pingpong else ''}")
+                f"{'_pp' if self.pingpong else ''}{'_dqr' if self.dq_reduce_warp else ''}")
 
     # The operand layouts. Q and dO are read as the B operand of S^T / dP^T
     # (N x K: d contiguous) and, the same bytes, as the MN-major B of dK /

@@ -26,7 +26,8 @@ def consumer(k, cfg, stages, rings, sched, args, warp, warpgroup):
     kv_tile = rings.kv.buffer(kv_read.index)
     scores = stages.scores(cfg, kv_tile, cw)
     grads = stages.grads(k, cfg, rings, kv_tile, cw, warp_in_wg, lane, wg_sync)
-    reduce = stages.dq_reduce(k, cfg, sched, args, grads.dq_tile, cw, leader, wg_sync)
+    reduce = (stages.dq_hand_off if cfg.dq_reduce_warp else stages.dq_reduce)(
+        k, cfg, sched, args, grads.dq_tile, cw, leader, wg_sync)
     softmax_grad = stages.softmax_grad(k, cfg, rings, sched, args, cw, lane,
                                        thread_row, thread_col)
     turns = Turns(k, cfg, cw) if cfg.pingpong else None

@@ -41,6 +41,10 @@ class DqReduce:
         with self.k.if_(self.leader):
             self.groups.wait()
 
+    def claim(self):
+        """Nothing: ``acquire`` waited before the step's dS^T stores (the
+        hand-off to a reduce warp waits here, ``DqHandOff.claim``)."""
+
     def issue(self, h, m_block, step=None):
         """Fence the generic writes of step ``step``'s dQ tile for TMA's
         proxy, let the leader know every warp wrote, and add the tile at

@@ -60,11 +60,16 @@ class Mainloop:
         # read the dQ tile -- and its dQ GEMMs this dS tile (retired).
         self.reduce.acquire()
         ds_a = self.grads.store_ds(ds, it, ds_regs)
-        retired = lambda: self.release_q_do(q_read, do_read)   # noqa: E731
         if dq_last is None:
+            def retired():
+                # Q and dO go back; the dQ tile is claimed before its first write.
+                self.release_q_do(q_read, do_read)
+                self.reduce.claim()
             self.grads.dq(ds_a, self.args.scale, retired)
             self.reduce.issue(h, m_block, it)
         else:
+            # The tile's writes come a step later (``finish_dq`` claims it).
+            retired = lambda: self.release_q_do(q_read, do_read)   # noqa: E731
             dq_last.set(self.grads.dq_deferred(ds_a, self.args.scale, retired))
         for st in reads:
             st.advance()
@@ -84,6 +89,7 @@ class Mainloop:
         dq = grads.issue_dq(ds_a, 0)
         grads.issue_dk(dk, ds_regs, q_tile)
         wgmma.wait_group(1)                      # dV and dQ retired; dK may run
+        self.reduce.claim()
         grads.store_dq(0, dq, self.args.scale)
         self.reduce.issue(h, m_block, it)
         wgmma.wait_group(0)                      # dK retired
@@ -92,6 +98,7 @@ class Mainloop:
     def finish_dq(self, it, dq_last):
         """``dq_deferred``: step ``it``'s last dQ part into the dQ tile and
         the tile's reduce-add (the parts before it are in the tile)."""
+        self.reduce.claim()                      # one part: the tile's first write
         self.grads.store_dq(self.grads.dq_chunks - 1, dq_last, step=it)
         self.reduce.issue(*self.sched.step(it), it)
 
