@@ -13,7 +13,8 @@ pick, so a GPU host without MLIR finds them.
 ``attention_bwd`` (``pipeline_mlir.attention`` and its backward; ``attention_fwd``
 also ``pipeline_mlir.attention_fp8``'s e4m3 entries). ``--all`` compiles every variant of each
 family's table (ops/gemm_configs.py with its stream-K variants,
-ops/fp8_configs.py, ops/attention_configs.py, ops/attention_fp8_configs.py); ``--shape`` the GEMM
+ops/fp8_configs.py with its split-K variants and their reductions,
+ops/attention_configs.py, ops/attention_fp8_configs.py); ``--shape`` the GEMM
 variants the table's rule picks for those shapes (and the plain pick a
 fused call takes where the rule picks stream-K) (``--sms``: the GPU's SM count it assumes, 132 for
 an H100 SXM). ``--epilogues`` adds, for each GEMM variant built, its fused
@@ -68,10 +69,13 @@ def wanted(args):
             for out_dtype in fp8_configs.OUT_DTYPES if args.all else ("bf16",):
                 dtype = f"e4m3-{out_dtype}"
                 if args.all:
-                    out.update((kernel, v, dtype) for v in fp8_configs.VARIANTS)
+                    out.update((kernel, v, dtype) for v in (*fp8_configs.VARIANTS,
+                                                            *fp8_configs.SPLIT_VARIANTS))
                 for m, n, k in args.shape:
                     for acc in ("fast", "promoted"):
-                        out.add((kernel, fp8_configs.choose(m, n, k, acc, args.sms), dtype))
+                        # the pick, and a call with a bias's (never split-K)
+                        out.update((kernel, fp8_configs.choose(m, n, k, acc, args.sms, split),
+                                    dtype) for split in (True, False))
         elif kernel == "attention_bwd":
             out.update((kernel, v, "bf16") for v in {**attention_configs.BWD_VARIANTS,
                                                      **attention_configs.BWD_CANDIDATES})
@@ -85,7 +89,8 @@ def wanted(args):
                                 **attention_fp8_configs.VARIANTS},
               "attention_bwd": {**attention_configs.BWD_VARIANTS,
                                 **attention_configs.BWD_CANDIDATES}}
-    found = [(k, v, gemm_configs.overrides(v) if k == "hopper_gemm" else tables[k][v], d)
+    found = [(k, v, gemm_configs.overrides(v) if k == "hopper_gemm"
+              else fp8_configs.overrides(v) if k == "fp8_gemm" else tables[k][v], d)
              for k, v, d in sorted(out)]
     # A split-K pick also needs its reduction, and for a K of fewer K
     # blocks than splits the reductions of fewer (down to 1, a conversion):
@@ -93,10 +98,18 @@ def wanted(args):
     reductions = sorted({(s, d) for k, v, _, d in found if k == "hopper_gemm"
                          and gemm_configs.splits_of(v) > 1
                          for s in range(1, gemm_configs.splits_of(v) + 1)})
+    # The same for an FP8 split-K variant, into its output type (the
+    # reduction sums scaled fp32 partials, as the 16-bit GEMM's: its entries).
+    reductions += sorted({(s, d.split("-")[1]) for k, v, _, d in found if k == "fp8_gemm"
+                          and fp8_configs.splits_of(v) > 1
+                          for s in range(1, fp8_configs.splits_of(v) + 1)}
+                         - set(reductions))
     found += [("splitk_reduce", f"sum{s}", {"splits": s}, d) for s, d in reductions]
-    # Each FP8 variant also with scaled_mm's fused bias (its own entry).
+    # Each plain FP8 variant also with scaled_mm's fused bias (its own
+    # entry; a call with a bias never takes split-K).
     found += [("fp8_gemm", *fp8_configs.fused(v, fp8_configs.BIAS), d)
-              for k, v, _, d in list(found) if k == "fp8_gemm"]
+              for k, v, _, d in list(found)
+              if k == "fp8_gemm" and fp8_configs.splits_of(v) == 1]
     if getattr(args, "epilogues", False):
         from pipeline_mlir.ops.epilogues import Epilogue
 

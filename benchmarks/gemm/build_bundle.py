@@ -174,8 +174,9 @@ def build_fp8_examples(out, chip, manifest):
 
 def fp8_bundle(out, chip):
     """The ``--fp8-only`` bundle: run_fp8.py's kernels, and gemm-cache/ with
-    every variant of ops/fp8_configs.py (scripts/build-gemm-cache.py --all
-    --kernel fp8_gemm) for fp8_sweep.py."""
+    every variant of ops/fp8_configs.py, its split-K variants and their
+    reductions among them (scripts/build-gemm-cache.py --all --kernel
+    fp8_gemm) for fp8_sweep.py."""
     import importlib.util
 
     for f in ("run_gemm.py", "run_fp8.py", "fp8_sweep.py"):

@@ -19,7 +19,11 @@ cuBLASLt's time / ours; the pick's launcher is timed beside the op (the
 op's own host cost where a call is short). Every output is checked against
 fp8_gemm_host.error_bound first, and an overlapped promotion's output
 (``promotion_overlap``) against its plain twin's bit for bit
-(``fp8_configs.plain_twin``: the same additions in the same order).
+(``fp8_configs.plain_twin``: the same additions in the same order). Where
+the plain pick's tiles leave SMs idle (fewer tiles than SMs) the split-K
+variants of the mode (``fp8_configs.SPLIT_VARIANTS``) are candidates too,
+each checked against the bound and, on a second call, against its own
+first output bit for bit (the reduction sums in a fixed order).
 Prints a RESULT line per shape and mode, a RATIOS line with every
 candidate's ratio, a BEST line where another variant beat the rule's pick
 by > 1% (a TUNED candidate for ops/fp8_configs.py), and per mode the
@@ -35,6 +39,7 @@ accumulation modes to run (both by default).
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -93,13 +98,26 @@ def main(argv=None):
     import pipeline_mlir
     from pipeline_mlir.ops import fp8_configs
     from pipeline_mlir.ops import scaled_mm as ops_scaled_mm
-    from pipeline_mlir.ops.fp8_gemm_host import (error_bound, normalized_error, quantize,
-                                                 reference)
+    from pipeline_mlir.ops.fp8_gemm_host import (E4M3_A, error_bound, normalized_error,
+                                                 quantize, reference)
     from run_gemm import bench_interleaved
 
     log(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}", fh)
     overlapped = [v for v in fp8_configs.VARIANTS if fp8_configs.plain_twin(v)]
     twins = {fp8_configs.plain_twin(v) for v in overlapped}
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+
+    def candidates(m, n, k, mode):
+        """The mode's variants; its split-K ones too where the plain pick's
+        tiles are fewer than the SMs and K has a K block for each split."""
+        found = [v for v, o in fp8_configs.VARIANTS.items() if o["accumulation"] == mode]
+        bm, bn = fp8_configs.tile(fp8_configs.choose(m, n, k, mode, sms, split=False))
+        if math.ceil(m / bm) * math.ceil(n / bn) < sms:
+            found += [v for v, o in fp8_configs.SPLIT_VARIANTS.items()
+                      if o["accumulation"] == mode
+                      and o["split_k"] <= math.ceil(k / E4M3_A.k)]
+        return found
+
     results, failures = [], 0
     for m, n, k in shapes:
         torch.manual_seed(m * 7 + n * 3 + k)
@@ -114,9 +132,8 @@ def main(argv=None):
                        a8, w8.t(), sa, sw, out_dtype=torch.bfloat16, use_fast_accum=f),
                    "ours": lambda f=fast, o=out: pipeline_mlir.scaled_mm(
                        a8, w8.t(), sa, sw, use_fast_accum=f, out=o)}
-            for v in fp8_configs.VARIANTS:
-                if fp8_configs.VARIANTS[v]["accumulation"] == mode and (
-                        v == pick or not args.picks_only):
+            for v in dict.fromkeys([*candidates(m, n, k, mode), pick]):
+                if v == pick or not args.picks_only:
                     g = ops_scaled_mm.variant_gemm(v)
                     # the launcher takes B as N x K (w), the op as K x N (w.t());
                     # the pick's launcher ("launcher") shows the op's own cost
@@ -136,6 +153,16 @@ def main(argv=None):
                 variant = pick if name in ("ours", "launcher") else name
                 if variant in overlapped or variant in twins:
                     kept[variant] = out.clone()
+                if fp8_configs.splits_of(variant) > 1:
+                    # the same bits on a second call (the partials and their
+                    # sum in a fixed order), or it is wrong
+                    first = out.clone()
+                    out.fill_(float("nan"))
+                    fn()
+                    if not torch.equal(out, first):
+                        bad.append(f"{name} differs from its first call")
+                        del fns[name]
+                    del first
             # An overlapped promotion adds the same partials in the same
             # order as its plain twin: the same bits, or it is wrong.
             for variant in overlapped:

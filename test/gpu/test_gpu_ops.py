@@ -79,8 +79,10 @@ def test_scaled_mm_fuses_the_bias_as_torch_does(cache, device, fast):
         out = pipeline_mlir.scaled_mm(a8, w8.t(), sa, sw, bias=bias, out_dtype=torch.bfloat16,
                                       use_fast_accum=fast)
         assert out.shape == (m, n) and out.dtype == torch.bfloat16
-        picked = op.variant_gemm(op.chosen(a8, w8.t(), fast), epilogue=op.fp8_configs.BIAS)
+        picked = op.variant_gemm(op.chosen(a8, w8.t(), fast, bias=True),
+                                 epilogue=op.fp8_configs.BIAS)
         assert picked.meta["name"].endswith("_bias")       # fused, not a torch add
+        assert "split_k" not in picked.meta                # a bias never splits K
         ref, sigma = reference(a8, sa, w8, sw)
         ref = ref + bias.double()
         err = normalized_error(out, ref, sigma, k)
@@ -97,6 +99,67 @@ def test_scaled_mm_fuses_the_bias_as_torch_does(cache, device, fast):
     with pytest.raises(ValueError, match="bias must be a contiguous vector of 384"):
         pipeline_mlir.scaled_mm(a8, w8.t(), sa, sw, bias=torch.zeros(
             384, device="cuda", dtype=torch.float16))
+
+
+# Outputs of fewer tiles than SMs: the pick splits K (fp8_configs.choose;
+# 96 x 8192 x 8192 promoted keeps its plain 64x128, the rule's choice).
+FP8_SPLIT_SHAPES = [(64, 4096, 4096, True), (64, 4096, 4096, False), (96, 8192, 8192, True),
+                    (128, 4096, 4096, False), (72, 2048, 4112, True)]
+
+
+@pytest.mark.parametrize("m, n, k, fast", FP8_SPLIT_SHAPES,
+                         ids=[f"{m}x{n}x{k}-{'fast' if f else 'promoted'}"
+                              for m, n, k, f in FP8_SPLIT_SHAPES])
+def test_scaled_mm_split_k_matches_the_reference_and_torch(cache, device, m, n, k, fast):
+    """A split-K pick (scaled fp32 partials, then the reduction): within
+    the bound of the fp64 reference, as torch._scaled_mm is, in bf16 and
+    f16; the same bits on a second call (the partials summed in a fixed
+    order) and from a CUDA graph's replay; a call with a bias takes a plain
+    variant."""
+    import pipeline_mlir
+    from pipeline_mlir.ops import scaled_mm as op
+    from pipeline_mlir.ops.fp8_gemm_host import error_bound, normalized_error, reference
+
+    a8, sa = quantized(m, k, 500 + m)
+    w8, sw = quantized(n, k, 600 + n)
+    variant = op.chosen(a8, w8.t(), fast)
+    assert op.fp8_configs.splits_of(variant) > 1, variant
+    ref, sigma = reference(a8, sa, w8, sw)
+    bound = error_bound(k, "fast" if fast else "promoted")
+    for out_dtype in (torch.bfloat16, torch.float16):
+        out = pipeline_mlir.scaled_mm(a8, w8.t(), sa, sw, out_dtype=out_dtype,
+                                      use_fast_accum=fast)
+        assert out.shape == (m, n) and out.dtype == out_dtype
+        err = normalized_error(out, ref, sigma, k)
+        print(f"scaled_mm {m}x{n}x{k} {'fast' if fast else 'promoted'} ({variant}, "
+              f"{out_dtype}): error {err:.3g}")
+        assert err <= bound, f"{m}x{n}x{k}: normalized error {err:.3g} > {bound:.3g}"
+        again = torch.full_like(out, float("nan"))
+        pipeline_mlir.scaled_mm(a8, w8.t(), sa, sw, out_dtype=out_dtype, use_fast_accum=fast,
+                                out=again)
+        assert torch.equal(again, out)
+    peer = torch._scaled_mm(a8, w8.t(), sa, sw, out_dtype=torch.bfloat16,
+                            use_fast_accum=fast)
+    assert normalized_error(peer, ref, sigma, k) <= 2 * bound + 1e-2
+    want = pipeline_mlir.scaled_mm(a8, w8.t(), sa, sw, use_fast_accum=fast)
+    # a side stream (its own workspace), then captured there and replayed
+    out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        pipeline_mlir.scaled_mm(a8, w8.t(), sa, sw, use_fast_accum=fast, out=out)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        pipeline_mlir.scaled_mm(a8, w8.t(), sa, sw, use_fast_accum=fast, out=out)
+    out.zero_()
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, want)
+    bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    biased = pipeline_mlir.scaled_mm(a8, w8.t(), sa, sw, bias=bias, use_fast_accum=fast)
+    assert normalized_error(biased, ref + bias.double(), sigma, k) <= bound
+    assert op.fp8_configs.splits_of(op.chosen(a8, w8.t(), fast, bias=True)) == 1
 
 
 def test_scaled_mm_options_and_errors(cache, device):

@@ -290,3 +290,237 @@ def test_overlapped_promotion_releasing_the_stage_in_flight_is_rejected(monkeypa
     (report,) = simulate(text, schedules=2, args={4: 256, 5: 384, 6: 520}).values()
     assert not report.ok
     assert "still read that stage asynchronously" in messages(report)["async-read"]
+
+
+# --- split-K (fp8_configs.SPLIT_VARIANTS) -------------------------------------------
+
+SPLIT_BUILDS = ["fast_128x256_sk4", "fast_128x128_sk2", "promoted_128x128o_sk3"]
+
+
+def _split_cfg(variant):
+    from pipeline_mlir.ops import fp8_configs
+
+    return fp8_gemm.split_config(replace(fp8_gemm.FAST, **fp8_configs.overrides(variant)))
+
+
+@pytest.mark.parametrize("variant", SPLIT_BUILDS)
+def test_split_variant_scales_each_partial_once_and_does_not_spill(variant):
+    """A split-K FP8 unit stores its fp32 accumulator times scale_a *
+    scale_b into its workspace slice: the scales read once, one product of
+    the two, one multiplication per accumulator value (N / 2 a thread) and
+    no other, one 8-byte store per value pair (no TMA store, no C buffer).
+    The reduction then takes no scale (below). ptxas -v: no spills, no
+    serialized wgmma (the overlapped promotion's registers beside the
+    store's addresses)."""
+    from pipeline_mlir.ops import fp8_configs
+    from test_attention_pv_wait import _ptxas_info
+
+    cfg = _split_cfg(variant)
+    k = fp8_gemm.build(cfg)
+    k.verify()
+    ptx = k.to_ptx()
+    assert cfg.c_dtype == "f32" and cfg.epilogue_bytes() == 0
+    assert cfg.name.endswith(f"_sk{fp8_configs.splits_of(variant)}") and "bf16" not in cfg.name
+    assert ptx.count("ld.global.b32") == 2
+    assert len(re.findall(r"mul\.rn\.f32", ptx)) == 1 + cfg.block_n // 2
+    assert ptx.count("st.global.v2.b32") == cfg.block_n // 4
+    assert "cp.async.bulk.tensor.2d.global.shared" not in ptx
+    assert f"m64n{cfg.block_n}k32.f32.e4m3.e4m3" in ptx
+    assert [n for n, _ in k.params] == ["a", "b", "c", "c_ptr", "m", "n", "k",
+                                        "scale_a", "scale_b"]
+    info = _ptxas_info(ptx)
+    if info is not None:
+        assert "serialized" not in info, info
+        assert re.search(r" 0 bytes spill stores", info), info
+
+
+def test_split_reduction_takes_no_scale():
+    """The reduction of FP8 partials is the 16-bit GEMM's: (ws, out,
+    groups, n) and no multiplication (the partials carry the scales; a
+    second scaling would square them)."""
+    from pipeline_mlir.kernels import splitk_reduce
+
+    k = splitk_reduce.build(splitk_reduce.ReduceConfig(splits=3, out_dtype="bf16"))
+    assert [n for n, _ in k.params] == ["ws", "out", "groups", "n"]
+    assert not re.findall(r"\bmul\.(rn\.)?f32", k.to_ptx())
+
+
+@pytest.mark.parametrize("variant, k", [("fast_128x128_sk2", 384),
+                                        ("promoted_128x128o_sk3", 640),
+                                        ("promoted_128x128o_sk3", 256)])
+def test_split_variant_checks_and_simulates_clean(variant, k):
+    """The protocol checker finds nothing; pipeline-sim runs splits of one
+    and two K blocks (K = 384 in 2: 1 + 2; 640 in 3: 1 + 2 + 2; 256 in 3:
+    two splits of one block, the host's min(S, K blocks)) to the end."""
+    from _example_checks import protocol_warnings, simulate, verify_protocol
+
+    text = str(fp8_gemm.build(_split_cfg(variant)).module)
+    assert verify_protocol(text) == [] and protocol_warnings(text) == []
+    (report,) = simulate(text, schedules=2, args={4: 256, 5: 384, 6: k}).values()
+    assert report.ok and report.schedules == 2, report
+
+
+def test_split_variant_meta_and_one_kernel_for_both_outputs():
+    from pipeline_mlir.ops import fp8_configs
+
+    over = fp8_configs.overrides("fast_128x128_sk2")
+    image, meta = fp8_gemm.build_variant(over, "e4m3-bf16", "sm_90a")
+    assert meta["split_k"] == 2 and meta["layouts"]["c"]["dtype"] == "f32"
+    assert meta["accumulation"] == "fast" and meta["layouts"]["a"]["dtype"] == "e4m3"
+    _, f16 = fp8_gemm.build_variant(over, "e4m3-f16", "sm_90a")
+    assert f16["name"] == meta["name"]        # the reduction picks the output type
+    _, plain = fp8_gemm.build_variant(fp8_configs.VARIANTS["fast_128x128"], "e4m3-bf16",
+                                      "sm_90a")
+    assert "split_k" not in plain and plain["layouts"]["c"]["dtype"] == "bf16"
+
+
+def test_split_variants_are_named_by_tile_and_refuse_a_bias():
+    from pipeline_mlir.ops import fp8_configs
+
+    assert set(fp8_configs.SPLIT_VARIANTS) == {
+        f"{t}_sk{s}" for mode in ("fast", "promoted")
+        for t in fp8_configs.SPLIT_TILES[mode] for s in fp8_configs.SPLITS}
+    for v, over in fp8_configs.SPLIT_VARIANTS.items():
+        tile, s = v.split("_sk")
+        assert over == dict(fp8_configs.VARIANTS[tile], split_k=int(s))
+        assert fp8_configs.splits_of(v) == int(s) and fp8_configs.tile(v) == \
+            fp8_configs.tile(tile)
+        assert fp8_configs.cluster_of(v) == 1
+        with pytest.raises(ValueError, match="split-K variant, built without a fused"):
+            fp8_configs.fused(v, fp8_configs.BIAS)
+    assert fp8_configs.fused("fast_128x128_sk2", None) == (
+        "fast_128x128_sk2", fp8_configs.SPLIT_VARIANTS["fast_128x128_sk2"])
+
+
+@pytest.mark.parametrize("acc", ["fast", "promoted"])
+def test_the_pick_splits_where_the_tiles_leave_sms_idle(acc):
+    """The 16-bit GEMM's rule (gemm_configs.choose_split, the FP8 K seen as
+    K / 2): 96 x 8192 x 8192 fast (64 tiles of 128x128 on 132 SMs) and 64
+    x 4096 x 4096 (32) split; shapes whose tiles fill the SMs do not, nor
+    does a call with a bias (split=False), nor a TUNED shape; a split
+    leaves each unit at least MIN_SPLIT_K_BLOCKS and fits one wave."""
+    import math
+
+    from pipeline_mlir.ops import fp8_configs, gemm_configs
+
+    assert fp8_configs.choose(64, 4096, 4096, acc) == \
+        ("fast_128x128_sk4" if acc == "fast" else "promoted_128x128o_sk4")
+    if acc == "fast":
+        assert fp8_configs.choose(96, 8192, 8192, acc) == "fast_128x128_sk2"
+    for m, n, k in [(4096, 4096, 4096), (2048, 8192, 28672), (1008, 1040, 1056),
+                    (16384, 1024, 4096), (64, 8, 16)]:
+        assert fp8_configs.splits_of(fp8_configs.choose(m, n, k, acc)) == 1, (m, n, k)
+    for m, n, k in [(96, 8192, 8192), (64, 4096, 4096), (128, 8192, 8192)]:
+        plain = fp8_configs.choose(m, n, k, acc, split=False)
+        assert fp8_configs.splits_of(plain) == 1
+        v = fp8_configs.choose(m, n, k, acc)
+        s = fp8_configs.splits_of(v)
+        if s > 1:
+            bm, bn = fp8_configs.tile(v)
+            assert math.ceil(m / bm) * math.ceil(n / bn) * s <= 132
+            assert math.ceil(k / 128) // s >= gemm_configs.MIN_SPLIT_K_BLOCKS
+            assert fp8_configs.VARIANTS[v.split("_sk")[0]]["accumulation"] == acc
+    assert fp8_configs.choose(128, 4096, 4096, "fast") == "fast_64x256"      # TUNED
+
+
+def test_the_pick_is_the_16_bit_rule_not_a_copy(monkeypatch):
+    """fp8_configs asks gemm_configs.choose_split (its tiles as 16-bit tile
+    names, K / 2, its split values and DRAM rate), and takes its answer."""
+    from pipeline_mlir.ops import fp8_configs, gemm_configs
+
+    calls = []
+
+    def rule(m, n, k, sms, plain, tiles, splits, dram_bytes_per_s):
+        calls.append((m, n, k, sms, plain, tiles, splits, dram_bytes_per_s))
+        return None
+
+    monkeypatch.setattr(gemm_configs, "choose_split", rule)
+    assert fp8_configs.choose(96, 8192, 8192, "fast") == "fast_128x128"
+    assert calls == [(96, 8192, 4096, 132, "128x128", ("128x256", "128x128"), (2, 3, 4),
+                      fp8_configs.DRAM_BYTES_PER_S)]
+    monkeypatch.setattr(gemm_configs, "choose_split", lambda *a, **kw: "128x256_sk3")
+    assert fp8_configs.choose(96, 8192, 8192, "fast") == "fast_128x256_sk3"
+
+
+class _Stream:
+    """What the split-K host needs of a tensor (no torch here)."""
+
+    def __init__(self, shape, dtype="bf16", base=0x7000_0000):
+        self.shape, self.dtype, self.base, self.device = tuple(shape), dtype, base, "cuda:0"
+
+    def data_ptr(self):
+        return self.base
+
+    def is_contiguous(self):
+        return True
+
+
+def test_split_host_gives_the_scales_to_the_gemm_and_counts_128_k_blocks(monkeypatch):
+    """Fp8SplitKGemm: the scales go to the GEMM (with slice 0 of the
+    workspace as C), nothing to the reduction; a K of 256 (two e4m3 K
+    blocks) runs 2 of the variant's 3 splits and reduces 2 (the 16-bit
+    k-block of 64 would have said 3, leaving a slice unwritten)."""
+    from pipeline_mlir.layout import OperandLayout
+    from pipeline_mlir.ops import fp8_gemm_host, splitk_host
+
+    log = []
+
+    class Gemm:
+        meta = {"name": "gemm_e4m3_sk3", "split_k": 3}
+        layouts = {"a": OperandLayout.one_box("e4m3", "K", 128, 128)}
+        device = type("D", (), {"ordinal": 0})()
+
+        def launch(self, a, b, c, extra, stream, sync):
+            log.append(("gemm", c, extra, stream))
+
+    class Reduce:
+        def __init__(self, splits):
+            self.splits = splits
+
+        def launch(self, ws, out, groups, n, extra, stream, sync):
+            log.append(("reduce", self.splits, ws, out, extra, stream))
+
+    def workspace(a, splits, m, n, stream):
+        ws = _Stream((splits, m, n), "f32")
+        return ws, _Stream((m, n), "f32", ws.base)
+
+    monkeypatch.setattr(splitk_host, "workspace", workspace)
+    g = fp8_gemm_host.Fp8SplitKGemm(Gemm(), Reduce, "bf16")
+    a, w, out = _Stream((96, 256), "e4m3"), _Stream((512, 256), "e4m3"), _Stream((96, 512))
+    scales = {"scale_a": object(), "scale_b": object()}
+    assert g.launch(a, w, out, scales, 7, False) is out
+    (_, c, gemm_extra, gs), (_, splits, ws, rout, rextra, rs) = log
+    assert gemm_extra is scales and rextra == () and (gs, rs) == (7, 7) and rout is out
+    assert splits == 2 and ws.shape == (2, 96, 512) and c.data_ptr() == ws.data_ptr()
+    log.clear()
+    g.launch(_Stream((96, 1024), "e4m3"), _Stream((512, 1024), "e4m3"), out, scales, 7,
+             False)
+    assert log[1][1] == 3
+    with pytest.raises(ValueError, match="a split-K variant takes no bias"):
+        g(a, w, None, None, bias=object())
+
+
+def test_the_cache_builds_split_variants_their_reductions_and_no_split_bias():
+    import argparse
+    import importlib.util
+
+    from pipeline_mlir.ops import fp8_configs
+
+    spec = importlib.util.spec_from_file_location(
+        "build_gemm_cache", os.path.join(EXAMPLES, "..", "scripts", "build-gemm-cache.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    found = mod.wanted(argparse.Namespace(kernel=["fp8_gemm"], all=True, shape=[], sms=132,
+                                          dtype=["bf16", "f16"], epilogues=False))
+    names = {(k, v, d) for k, v, _, d in found}
+    for v in fp8_configs.SPLIT_VARIANTS:
+        assert {("fp8_gemm", v, "e4m3-bf16"), ("fp8_gemm", v, "e4m3-f16")} <= names
+        assert not any(n.startswith(v + "_") for _, n, _ in names)     # no bias entry
+    assert {("splitk_reduce", f"sum{s}", d) for s in range(1, 5) for d in ("bf16", "f16")} \
+        <= names
+    assert ("fp8_gemm", "fast_128x128_bias", "e4m3-bf16") in names
+    shaped = mod.wanted(argparse.Namespace(kernel=["fp8_gemm"], all=False,
+                                           shape=[(96, 8192, 8192)], sms=132,
+                                           dtype=["bf16"], epilogues=False))
+    assert {v for _, v, _, _ in shaped} >= {"fast_128x128_sk2", "fast_128x128",
+                                           "fast_128x128_bias", "sum2"}

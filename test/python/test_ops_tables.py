@@ -16,7 +16,7 @@ def test_fp8_rule_picks_within_its_accumulation_mode(acc):
     shapes = [(m, n, k) for m in (128, 1024, 3072, 8192) for n in (256, 3072, 8192)
               for k in (512, 4096)]
     picked = {fp8_configs.choose(m, n, k, acc) for m, n, k in shapes}
-    assert picked and all(fp8_configs.VARIANTS[v]["accumulation"] == acc for v in picked)
+    assert picked and all(fp8_configs.overrides(v)["accumulation"] == acc for v in picked)
     assert len(picked) >= 2          # the shape matters
     # a 3072-square output: 128x192 tiles fill 3 waves (the 128x256 ones leave 18% idle)
     assert fp8_configs.choose(3072, 3072, 3072, acc).endswith("128x192")

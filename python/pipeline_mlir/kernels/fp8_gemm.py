@@ -36,6 +36,14 @@ Two accumulation modes, as cuBLASLt's ``use_fast_accum``:
 Shapes the tile does not divide, K included, need nothing: TMA zero-fills
 what lies outside the tensors on load and clips the stores.
 
+Split-K (``split_k = S``, for outputs of too few tiles to fill the SMs:
+``ops/fp8_configs.choose``): the 16-bit kernel's, each unit's fp32
+accumulator multiplied by ``scale_a * scale_b`` before it is stored into
+the workspace slice of its split (the consumer scales every accumulator
+before any store, partial or whole), so the reduction
+(kernels/splitk_reduce.py) sums scaled partials -- the sum is linear --
+and applies no scale; ``ops/scaled_mm.py`` runs the two.
+
 Usage: python examples/fp8_gemm.py [--print-ir] [--fast] [--bn 128|192|256]
 (builds, checks and compiles; ``pipeline_mlir/ops/fp8_gemm_host.py`` runs it).
 """
@@ -54,12 +62,23 @@ PROMOTED_192 = replace(PROMOTED, block_n=192, epilogue_passes=3, stages=5)
 CONFIGS = {"fast": FAST, "promoted": PROMOTED, "promoted_192": PROMOTED_192}
 
 
+def split_config(cfg):
+    """``cfg`` as the kernel is built: a split-K one (``split_k > 1``)
+    writes fp32 partials whatever the call's output type, so its
+    ``out_dtype`` is dropped (the 16-bit GEMM's split-K rule: the
+    reduction, kernels/splitk_reduce.py, rounds into the output type);
+    one kernel then serves a bf16 and an f16 call. Others unchanged."""
+    return replace(cfg, out_dtype="") if cfg.split_k > 1 else cfg
+
+
 def build(cfg=PROMOTED, chip="sm_90a"):
     """The FP8 kernel for ``cfg`` (a ``hopper_gemm.GemmConfig`` with an
-    8-bit ``dtype``, a 16-bit output and scales)."""
+    8-bit ``dtype``, a 16-bit output or split-K's fp32 partials, and
+    scales)."""
     if DTYPES.get(cfg.dtype, (None,))[0] != 1:
         raise ValueError(f"fp8_gemm: dtype must be an 8-bit type (e4m3, e5m2), "
                          f"got {cfg.dtype!r}")
+    cfg = split_config(cfg)
     if not cfg.scaled or cfg.c_dtype == cfg.dtype:
         raise ValueError("fp8_gemm: the FP8 GEMM takes per-tensor scales (scaled=True) "
                          "and writes a 16-bit C (out_dtype='bf16' or 'f16')")
@@ -77,7 +96,7 @@ def build_variant(overrides, dtype, chip):
     overrides = dict(overrides)
     if overrides.get("epilogue") is not None:   # its to_json form (a cache key)
         overrides["epilogue"] = Epilogue.from_json(overrides["epilogue"])
-    cfg = replace(FAST, dtype=operands, out_dtype=out, **overrides)
+    cfg = split_config(replace(FAST, dtype=operands, out_dtype=out, **overrides))
     k = build(cfg, chip=chip)
     meta = meta_of(cfg, k)
     meta["accumulation"] = cfg.accumulation

@@ -14,12 +14,22 @@ of 32-byte L2 sectors (``gemm_configs.misaligned_k``; a 2-CTA cluster
 tile, which multicasts B to its pair, reads half of B from L2). ``TUNED``
 holds measured winners by shape, before the rule
 (``benchmarks/gemm/fp8_sweep.py`` prints them).
+
+Split-K (``SPLIT_VARIANTS``, ``<tile>_sk<S>``): where the picked tile
+leaves SMs idle (96 x 8192 x 8192: 64 tiles of 128x128 for 132 SMs), each
+tile's K is cut into S ranges, one unit each, whose scaled fp32 partials a
+second kernel sums in a fixed order (bitwise the same every run;
+``ops/scaled_mm.py``). Whether and how far to split is the 16-bit GEMM's
+rule, ``gemm_configs.choose_split``, imported: an FP8 product of K is, to
+its time model, a 16-bit product of K / 2 (``model_k``). Not with a fused
+bias (``choose(..., split=False)``).
 """
 
 import math
 
 from pipeline_mlir.chip_limits import WGMMA_M
 
+from . import gemm_configs
 from .epilogues import Epilogue
 from .gemm_configs import MISALIGNED_K, misaligned_k
 
@@ -132,6 +142,25 @@ TUNED = {
     (8192, 8192, 8192, "promoted"): "promoted_192x128",
     (8192, 8192, 1024, "promoted"): "promoted_192x128",
 }
+# Split-K variants, ``<tile>_sk<S>``: per mode the tiles of the 16-bit
+# table's SPLIT_TILES (the most operand reuse; promoted has no 128x256:
+# two accumulators do not fit), the promoted one with its promotion
+# overlapped as in the rule; the plain tile's stages, no C buffer (the
+# partials go from registers to the workspace). S of 2..4: the rule gives
+# each split at least MIN_SPLIT_K_BLOCKS (8) K blocks of 128, so S = 4
+# already needs K >= 4096, and 33 tiles (where "fewer tiles than SMs"
+# starts to leave most SMs busy) in 5 splits would pass one wave of 132.
+SPLIT_TILES = {"fast": ("fast_128x256", "fast_128x128"), "promoted": ("promoted_128x128o",)}
+SPLITS = (2, 3, 4)
+SPLIT_VARIANTS = {f"{t}_sk{s}": dict(VARIANTS[t], split_k=s)
+                  for tiles in SPLIT_TILES.values() for t in tiles for s in SPLITS}
+# The DRAM rate the split model's floor (operands read once) uses: the
+# H200's, where this table is measured (gemm_configs' own is the H100's
+# 3.0e12). With the H100's the floor of 96 x 8192 x 8192 (68 MB of B,
+# 23 us) would exceed the plain tile's modelled time and no split could
+# win there, where the plain 128x128 ran 27-32 us on the H200 (405-475
+# TFLOP/s), its 64 busy SMs, not DRAM, setting the time.
+DRAM_BYTES_PER_S = 4.8e12
 # The output types the kernels write (torch._scaled_mm's out_dtype).
 OUT_DTYPES = ("bf16", "f16")
 # scaled_mm's ``bias``: one value per output column, of the output dtype,
@@ -140,8 +169,22 @@ OUT_DTYPES = ("bf16", "f16")
 BIAS = Epilogue(bias="col")
 
 
+def overrides(variant):
+    """The fp8_gemm GemmConfig overrides of a plain or split-K variant name."""
+    found = VARIANTS.get(variant) or SPLIT_VARIANTS.get(variant)
+    if found is None:
+        raise KeyError(f"fp8_configs: no variant {variant!r} (plain: {', '.join(VARIANTS)}; "
+                       f"split-K: {', '.join(SPLIT_VARIANTS)})")
+    return found
+
+
+def splits_of(variant):
+    """S of a split-K variant name, 1 for a plain one."""
+    return overrides(variant).get("split_k", 1)
+
+
 def tile(variant):
-    cfg = VARIANTS[variant]
+    cfg = overrides(variant)
     return WGMMA_M * cfg.get("consumer_warpgroups", 2), cfg["block_n"]
 
 
@@ -158,7 +201,7 @@ def plain_twin(variant):
 
 def cluster_of(variant):
     """CTAs of the variant's cluster along M (1 or 2)."""
-    return VARIANTS[variant].get("cluster_m", 1)
+    return overrides(variant).get("cluster_m", 1)
 
 
 def estimate(variant, m, n, k, sms):
@@ -181,18 +224,53 @@ def fused(variant, epilogue):
     or an identity one: the variant itself, its name and overrides
     unchanged. The epilogue's JSON form goes into the overrides, so each
     epilogue is its own cache entry."""
-    found = VARIANTS[variant]
+    found = overrides(variant)
     if epilogue is None or epilogue.is_identity:
         return variant, found
+    if found.get("split_k", 1) > 1:
+        raise ValueError(f"fp8_configs: {variant} is a split-K variant, built without a "
+                         "fused epilogue (it would run on partial sums); a call with a bias "
+                         "picks with choose(..., split=False)")
     return f"{variant}_{epilogue.tag}", dict(found, epilogue=epilogue.to_json())
 
 
-def choose(m, n, k, accumulation, sms=132):
-    """The variant name for this shape and accumulation ('fast' or 'promoted')."""
+def model_tile(variant):
+    """The 16-bit table's tile (``gemm_configs`` name) of ``variant``'s
+    shape, for the split model: its tiles and TIME_EFFICIENCY are by shape
+    (a cluster tile counts as its one-CTA tile, as there)."""
+    bm, bn = tile(variant)
+    return f"{bm}x{bn}"
+
+
+def model_k(k):
+    """The 16-bit K the split model sees for an FP8 product of K: the same
+    K blocks (128 e4m3 against 64 bf16 per 128-byte row), the same operand
+    bytes, and, at twice the 16-bit rate, the same time per K block."""
+    return k // 2
+
+
+def choose_split(m, n, k, accumulation, sms, plain):
+    """The split-K variant for this shape, or None (``gemm_configs.
+    choose_split`` over this mode's ``SPLIT_TILES`` and ``SPLITS``)."""
+    by_shape = {model_tile(t): t for t in SPLIT_TILES[accumulation]}
+    found = gemm_configs.choose_split(m, n, model_k(k), sms, model_tile(plain),
+                                      tiles=tuple(by_shape), splits=SPLITS,
+                                      dram_bytes_per_s=DRAM_BYTES_PER_S)
+    if found is None:
+        return None
+    shape, splits = found.split("_sk")
+    return f"{by_shape[shape]}_sk{splits}"
+
+
+def choose(m, n, k, accumulation, sms=132, split=True):
+    """The variant name for this shape and accumulation ('fast' or
+    'promoted'); ``split=False`` (a call with a fused bias): never a
+    split-K one."""
     if accumulation not in ("fast", "promoted"):
         raise ValueError(f"accumulation must be 'fast' or 'promoted', got {accumulation!r}")
     tuned = TUNED.get((m, n, k, accumulation))
     if tuned is not None:
         return tuned
     mine = [v for v in RULE_VARIANTS if VARIANTS[v]["accumulation"] == accumulation]
-    return min(mine, key=lambda v: (estimate(v, m, n, k, sms), -math.prod(tile(v))))
+    plain = min(mine, key=lambda v: (estimate(v, m, n, k, sms), -math.prod(tile(v))))
+    return (split and choose_split(m, n, k, accumulation, sms, plain)) or plain

@@ -37,6 +37,7 @@ import math
 
 from pipeline_mlir.layout import DTYPES, FP8_MAX, OperandLayout
 from pipeline_mlir.ops.hopper_gemm_host import HopperGemm
+from pipeline_mlir.ops.splitk_host import SplitKGemm
 
 OUTPUT_ROUNDING = 2.0 ** -8          # bf16
 FP8_ACCUMULATOR_LOSS = 2.0 ** -13    # per wgmma step into the tensor core's accumulator
@@ -80,17 +81,51 @@ class Fp8Gemm(HopperGemm):
         """``c = scale_a * scale_b * (a @ b^T) [+ bias]``; ``bias`` (N values
         of C's dtype) only for a variant built with the fused bias
         (``fp8_configs.BIAS``), which needs it."""
-        import torch
-
-        for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
-            if not (isinstance(s, torch.Tensor) and s.dtype == torch.float32
-                    and s.numel() == 1 and s.is_cuda):
-                raise TypeError(f"{self.meta['name']}: {name} must be a one-element "
-                                f"float32 CUDA tensor (torch._scaled_mm's per-tensor scale)")
-        extra = {"scale_a": scale_a, "scale_b": scale_b}
+        extra = scales(self.meta["name"], scale_a, scale_b)
         if bias is not None:
             extra["bias"] = bias
         return self.launch(a, b, c, extra, stream, sync)
+
+
+class Fp8SplitKGemm(SplitKGemm):
+    """A split-K FP8 variant (``split_k`` in its meta): the GEMM, given
+    the scales, stores scaled fp32 partials into the workspace
+    (kernels/fp8_gemm.py), and the 16-bit GEMM's reduction sums them into
+    C (ops/splitk_host.py); called as ``Fp8Gemm`` is. No fused bias: the
+    bias is not linear in the splits (``fp8_configs.fused`` refuses it)."""
+
+    def __init__(self, gemm, reducer, out_dtype):
+        # its K blocks are its A tile's (128 e4m3), not the 16-bit 64
+        super().__init__(gemm, reducer, out_dtype, k_block=gemm.layouts["a"].k)
+
+    def error_bound(self, k):
+        """The GEMM's: a split runs fewer wgmma steps into one accumulator,
+        and the reduction's fp32 additions replace the promotions' (below
+        2^-24 each, the bound's last term)."""
+        return self.gemm.error_bound(k)
+
+    def __call__(self, a, b, scale_a, scale_b, c=None, stream=None, sync=False, bias=None):
+        if bias is not None:
+            raise ValueError(f"{self.meta['name']}: a split-K variant takes no bias (it would "
+                             "be added to every split); run a plain variant")
+        return self.launch(a, b, c, scales(self.meta["name"], scale_a, scale_b), stream, sync)
+
+    def launch(self, a, b, out, extra_args, stream, sync):
+        """``extra_args``: the scales (the GEMM's arguments); the reduction
+        takes none."""
+        return super().launch(a, b, out, (), stream, sync, gemm_args=extra_args)
+
+
+def scales(name, scale_a, scale_b):
+    """The GEMM's extra arguments {scale_a, scale_b}, each checked."""
+    import torch
+
+    for which, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if not (isinstance(s, torch.Tensor) and s.dtype == torch.float32
+                and s.numel() == 1 and s.is_cuda):
+            raise TypeError(f"{name}: {which} must be a one-element float32 CUDA tensor "
+                            f"(torch._scaled_mm's per-tensor scale)")
+    return {"scale_a": scale_a, "scale_b": scale_b}
 
 
 def quantize(x, dtype="e4m3"):

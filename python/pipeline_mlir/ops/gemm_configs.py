@@ -394,12 +394,13 @@ def last_wave(variant, m, n, sms, splits=1):
     return (units - (math.ceil(units / sms) - 1) * sms) / sms
 
 
-def estimate_time(variant, m, n, k, sms, splits=1):
+def estimate_time(variant, m, n, k, sms, splits=1, dram_bytes_per_s=DRAM_BYTES_PER_S):
     """Modelled seconds of ``variant`` (a plain tile name) with ``splits``
     K splits: waves of units, each its share of K blocks at the tile's
     efficiency plus a fixed fill/epilogue cost, but no less than reading
     the operands once; with splits > 1 also the fp32 workspace written and
-    read back and the reduction's launch."""
+    read back and the reduction's launch. ``dram_bytes_per_s``: the GPU's
+    DRAM rate (the FP8 pick passes the H200's, where it was measured)."""
     bm, bn = tile(variant)
     kb = math.ceil(k / K_BLOCK)
     per_unit = math.ceil(kb / splits)
@@ -408,29 +409,33 @@ def estimate_time(variant, m, n, k, sms, splits=1):
                  + UNIT_OVERHEAD_S)
     # A floor: A and B read from DRAM at least once (a 128 x 8192 x 8192
     # product streams 134 MB of B, whatever the split).
-    t = max(t, (m + n) * k * 2 / DRAM_BYTES_PER_S)
+    t = max(t, (m + n) * k * 2 / dram_bytes_per_s)
     if splits > 1:
         workspace = splits * m * n * 4
-        rate = L2_BYTES_PER_S if workspace <= L2_RESIDENT_BYTES else DRAM_BYTES_PER_S
-        t += 2 * workspace / rate + 2 * m * n / DRAM_BYTES_PER_S + REDUCE_LAUNCH_S
+        rate = L2_BYTES_PER_S if workspace <= L2_RESIDENT_BYTES else dram_bytes_per_s
+        t += 2 * workspace / rate + 2 * m * n / dram_bytes_per_s + REDUCE_LAUNCH_S
     return t
 
 
-def choose_split(m, n, k, sms, plain):
+def choose_split(m, n, k, sms, plain, tiles=SPLIT_TILES, splits=SPLITS,
+                 dram_bytes_per_s=DRAM_BYTES_PER_S):
     """The split-K variant for this shape, or None: only where the plain
     pick ``plain`` runs fewer units than there are SMs (one part-empty
     wave), over every split tile and S that leaves each split at least
     ``MIN_SPLIT_K_BLOCKS``, the one of least ``estimate_time``, if it beats
-    the plain pick's by ``SPLIT_MARGIN``."""
+    the plain pick's by ``SPLIT_MARGIN``. ``tiles``, ``splits`` and
+    ``dram_bytes_per_s``: the candidates and the DRAM rate of another
+    table's use of this rule (ops/fp8_configs.py)."""
     if units_of(plain, m, n) >= sms:
         return None
     kb = math.ceil(k / K_BLOCK)
-    best, best_t = None, SPLIT_MARGIN * estimate_time(plain, m, n, k, sms)
-    for t in SPLIT_TILES:
-        for s in SPLITS:
+    best, best_t = None, SPLIT_MARGIN * estimate_time(plain, m, n, k, sms,
+                                                      dram_bytes_per_s=dram_bytes_per_s)
+    for t in tiles:
+        for s in splits:
             if kb < s * MIN_SPLIT_K_BLOCKS:
                 break
-            est = estimate_time(t, m, n, k, sms, s)
+            est = estimate_time(t, m, n, k, sms, s, dram_bytes_per_s)
             if est < best_t:
                 best, best_t = f"{t}_sk{s}", est
     return best

@@ -18,7 +18,12 @@ as cuBLASLt's fast mode) or promoted accumulation (each K block's partial
 sum added into a separate fp32 total: more exact at large K).
 
 The variant (tile, stages, accumulation) comes from ``fp8_configs.choose``
-by shape; its cubin from the kernel cache (``kernel_cache``, family
+by shape; an output of too few tiles to fill the SMs may take a split-K
+variant (not with a bias): two launches on the stream, the GEMM storing
+scaled fp32 partials into a workspace kept per (device, stream, shape)
+and the 16-bit GEMM's reduction summing them, in a fixed order, into the
+output (``fp8_gemm_host.Fp8SplitKGemm``, ``splitk_host``; bitwise the same
+every run). Its cubin from the kernel cache (``kernel_cache``, family
 ``fp8_gemm``: compiled on demand where MLIR is installed, else read from
 ``PIPELINE_MLIR_CACHE_DIR`` as ``scripts/build-gemm-cache.py --kernel
 fp8_gemm --all`` filled it). It runs on torch's current stream, is the
@@ -31,8 +36,9 @@ import torch
 from pipeline_mlir import runtime
 from pipeline_mlir.runtime.bounded import put_bounded
 
-from . import fp8_configs, kernel_cache
-from .fp8_gemm_host import Fp8Gemm
+from . import fp8_configs, gemm_configs, kernel_cache
+from .fp8_gemm_host import Fp8Gemm, Fp8SplitKGemm
+from .splitk_host import Reducer
 
 CHIPS = {(9, 0): "sm_90a"}
 OPERAND_DTYPES = {torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}
@@ -56,8 +62,25 @@ def variant_gemm(variant, operands="e4m3", out="bf16", device=None, epilogue=Non
             raise RuntimeError(f"pipeline_mlir.scaled_mm runs on Hopper (sm_90) GPUs; "
                                f"{device.name} is {device.sm}")
         image, meta = kernel_cache.get(name, overrides, dtype, chip, kernel="fp8_gemm")
-        found = _variants[key] = Fp8Gemm(image, meta, device=device)
+        found = Fp8Gemm(image, meta, device=device)
+        if overrides.get("split_k", 1) > 1:
+            found = Fp8SplitKGemm(found, lambda s: _reducer(s, out, chip, device),
+                                  _TORCH_OUT[out])
+        _variants[key] = found
     return found
+
+
+_TORCH_OUT = {name: dtype for dtype, name in OUT_DTYPES.items()}
+
+
+def _reducer(splits, out, chip, device):
+    """The split-K reduction of ``splits`` scaled partials into ``out``
+    ('bf16' / 'f16'): the 16-bit GEMM's (kernels/splitk_reduce.py, its
+    cache entry ``gemm_configs.reduction``), no scale (the partials carry
+    it)."""
+    name, overrides = gemm_configs.reduction(splits)
+    image, meta = kernel_cache.get(name, overrides, out, chip, kernel="splitk_reduce")
+    return Reducer(image, meta, device)
 
 
 def _check(a, b, scale_a, scale_b, out_dtype):
@@ -116,8 +139,9 @@ def _select(a, b, scale_a, scale_b, out_dtype, fast, bias):
         _check_bias(a, b, bias, out_dtype)
     device = runtime.default_device(a.get_device())
     (m, k), n = a.shape, b.shape[1]
+    # split-K not with a bias: it would be added to every split's partial
     variant = fp8_configs.choose(m, n, k, "fast" if fast else "promoted",
-                                 device.limits.multiprocessors)
+                                 device.limits.multiprocessors, split=bias is None)
     return variant_gemm(variant, operands, out, device,
                         None if bias is None else fp8_configs.BIAS)
 
@@ -160,12 +184,14 @@ def scaled_mm(a, b, scale_a, scale_b, bias=None, out_dtype=torch.bfloat16,
     return _scaled_mm(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, out)
 
 
-def chosen(a, b, use_fast_accum=False, out_dtype=torch.bfloat16):
-    """The variant name ``scaled_mm`` runs for these operands (for reports)."""
+def chosen(a, b, use_fast_accum=False, out_dtype=torch.bfloat16, bias=False):
+    """The variant name ``scaled_mm`` runs for these operands (for
+    reports); ``bias``: of a call with one (never split-K; the variant
+    then runs with ``fp8_configs.BIAS``)."""
     (m, k), n = a.shape, b.shape[1]
     device = runtime.default_device(a.get_device())
     return fp8_configs.choose(m, n, k, "fast" if use_fast_accum else "promoted",
-                              device.limits.multiprocessors)
+                              device.limits.multiprocessors, split=not bias)
 
 
 @torch.library.custom_op("pipeline_mlir::scaled_mm", mutates_args=())

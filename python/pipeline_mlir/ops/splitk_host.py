@@ -88,10 +88,13 @@ class SplitKGemm:
     ``extra_names`` are its parameters (``Epilogue.param_names``), the
     extra arguments of a launch."""
 
-    def __init__(self, gemm, reducer, out_dtype, extra_names=()):
+    def __init__(self, gemm, reducer, out_dtype, extra_names=(), k_block=K_BLOCK):
         self.gemm = gemm
         self.meta = gemm.meta
         self.splits = gemm.meta["split_k"]
+        # K of the GEMM's k-block (the FP8 GEMM's is 128): the splits it
+        # really runs (tile_scheduler.split_k_count) count them.
+        self._k_block = k_block
         self.extra_names = tuple(extra_names)
         self._reducer = reducer
         self._reducers = {}
@@ -139,14 +142,17 @@ class SplitKGemm:
         raise ValueError(f"{self.meta['name']}: its reduction takes the extra arguments "
                          f"{list(self.extra_names)}, got {extra_args!r}")
 
-    def launch(self, a, b, out, extra_args, stream, sync):
+    def launch(self, a, b, out, extra_args, stream, sync, gemm_args=()):
+        """``gemm_args``: the GEMM kernel's own extra arguments (the FP8
+        GEMM's scales: fp8_gemm_host.Fp8SplitKGemm), ``extra_args`` the
+        reduction's."""
         extra = self._extra(extra_args) if (extra_args or self.extra_names) else ()
         out = self._check_out(a, b, out)
         (m, k), n = a.shape, b.shape[0]
         s = current_stream_handle(self._ordinal) if stream is None else stream_address(stream)
-        splits = min(self.splits, -(-k // K_BLOCK))
+        splits = min(self.splits, -(-k // self._k_block))
         ws, first = workspace(a, splits, m, n, s)
         # The GEMM checks a and b (and the workspace slice as C).
-        self.gemm.launch(a, b, first, (), s, False)
+        self.gemm.launch(a, b, first, gemm_args, s, False)
         self.reducer(splits).launch(ws, out, m * n // 8, n, extra, s, sync)
         return out
