@@ -76,6 +76,13 @@ def wanted(args):
                         # the pick, and a call with a bias's (never split-K)
                         out.update((kernel, fp8_configs.choose(m, n, k, acc, args.sms, split),
                                     dtype) for split in (True, False))
+                        # and the split model's answer, which the rule leaves
+                        # out (fp8_configs.SPLIT_K_IN_RULE) and the GPU suite
+                        # turns on to check the split path
+                        plain = fp8_configs.choose(m, n, k, acc, args.sms, split=False)
+                        split_v = fp8_configs.choose_split(m, n, k, acc, args.sms, plain)
+                        if split_v:
+                            out.add((kernel, split_v, dtype))
         elif kernel == "attention_bwd":
             out.update((kernel, v, "bf16") for v in {**attention_configs.BWD_VARIANTS,
                                                      **attention_configs.BWD_CANDIDATES})

@@ -393,7 +393,23 @@ def test_split_variants_are_named_by_tile_and_refuse_a_bias():
 
 
 @pytest.mark.parametrize("acc", ["fast", "promoted"])
-def test_the_pick_splits_where_the_tiles_leave_sms_idle(acc):
+def test_the_rule_does_not_split_as_measured(acc):
+    """The split variants measured slower than the plain tiles where the
+    model would take them (fp8_configs.SPLIT_K_IN_RULE): the op's pick
+    keeps the plain tile while the model still answers a split."""
+    from pipeline_mlir.ops import fp8_configs
+
+    assert fp8_configs.SPLIT_K_IN_RULE is False
+    for m, n, k in [(64, 4096, 4096), (96, 8192, 8192)]:
+        v = fp8_configs.choose(m, n, k, acc)
+        assert fp8_configs.splits_of(v) == 1, (m, n, k, v)
+        assert v == fp8_configs.choose(m, n, k, acc, split=False)
+    plain = fp8_configs.choose(64, 4096, 4096, acc)
+    assert fp8_configs.splits_of(fp8_configs.choose_split(64, 4096, 4096, acc, 132, plain)) == 4
+
+
+@pytest.mark.parametrize("acc", ["fast", "promoted"])
+def test_the_pick_splits_where_the_tiles_leave_sms_idle(acc, monkeypatch):
     """The 16-bit GEMM's rule (gemm_configs.choose_split, the FP8 K seen as
     K / 2): 96 x 8192 x 8192 fast (64 tiles of 128x128 on 132 SMs) and 64
     x 4096 x 4096 (32) split; shapes whose tiles fill the SMs do not, nor
@@ -403,6 +419,7 @@ def test_the_pick_splits_where_the_tiles_leave_sms_idle(acc):
 
     from pipeline_mlir.ops import fp8_configs, gemm_configs
 
+    monkeypatch.setattr(fp8_configs, "SPLIT_K_IN_RULE", True)
     assert fp8_configs.choose(64, 4096, 4096, acc) == \
         ("fast_128x128_sk4" if acc == "fast" else "promoted_128x128o_sk4")
     if acc == "fast":
@@ -434,6 +451,7 @@ def test_the_pick_is_the_16_bit_rule_not_a_copy(monkeypatch):
         calls.append((m, n, k, sms, plain, tiles, splits, dram_bytes_per_s))
         return None
 
+    monkeypatch.setattr(fp8_configs, "SPLIT_K_IN_RULE", True)
     monkeypatch.setattr(gemm_configs, "choose_split", rule)
     assert fp8_configs.choose(96, 8192, 8192, "fast") == "fast_128x128"
     assert calls == [(96, 8192, 4096, 132, "128x128", ("128x256", "128x128"), (2, 3, 4),

@@ -161,6 +161,15 @@ SPLIT_VARIANTS = {f"{t}_sk{s}": dict(VARIANTS[t], split_k=s)
 # win there, where the plain 128x128 ran 27-32 us on the H200 (405-475
 # TFLOP/s), its 64 busy SMs, not DRAM, setting the time.
 DRAM_BYTES_PER_S = 4.8e12
+# Whether the op's pick takes the split model's answer. Measured on an H200
+# where it did (benchmarks/gemm/results/h200-fp8-sweep-run5.log, the op
+# beside cuBLASLt): 96 x 8192 x 8192 fast on fast_128x128_sk2 0.634x and
+# 128 x 4096 x 4096 promoted on promoted_128x128o_sk4 0.507x cuBLASLt, where
+# the plain tiles ran 0.92-1.46x and 0.97-1.09x in earlier passes: a 20-30
+# us call does not pay for the partials' round trip and the second
+# launch. So the rule does not split; the variants stay candidates
+# (fp8_sweep.py times them) and the host runs them when this is True.
+SPLIT_K_IN_RULE = False
 # The output types the kernels write (torch._scaled_mm's out_dtype).
 OUT_DTYPES = ("bf16", "f16")
 # scaled_mm's ``bias``: one value per output column, of the output dtype,
@@ -273,4 +282,4 @@ def choose(m, n, k, accumulation, sms=132, split=True):
         return tuned
     mine = [v for v in RULE_VARIANTS if VARIANTS[v]["accumulation"] == accumulation]
     plain = min(mine, key=lambda v: (estimate(v, m, n, k, sms), -math.prod(tile(v))))
-    return (split and choose_split(m, n, k, accumulation, sms, plain)) or plain
+    return (split and SPLIT_K_IN_RULE and choose_split(m, n, k, accumulation, sms, plain)) or plain

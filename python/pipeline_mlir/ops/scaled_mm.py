@@ -18,8 +18,10 @@ as cuBLASLt's fast mode) or promoted accumulation (each K block's partial
 sum added into a separate fp32 total: more exact at large K).
 
 The variant (tile, stages, accumulation) comes from ``fp8_configs.choose``
-by shape; an output of too few tiles to fill the SMs may take a split-K
-variant (not with a bias): two launches on the stream, the GEMM storing
+by shape. Where ``fp8_configs.SPLIT_K_IN_RULE`` is on (it is off: measured
+slower than the plain tiles on the short calls it was for), an output of
+too few tiles to fill the SMs takes a split-K variant (not with a bias):
+two launches on the stream, the GEMM storing
 scaled fp32 partials into a workspace kept per (device, stream, shape)
 and the 16-bit GEMM's reduction summing them, in a fixed order, into the
 output (``fp8_gemm_host.Fp8SplitKGemm``, ``splitk_host``; bitwise the same
