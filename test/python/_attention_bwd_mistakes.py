@@ -13,8 +13,9 @@ from dataclasses import replace
 
 from pipeline_mlir.kernels import attention_bwd
 from pipeline_mlir.kernels.attention_bwd import (BLOCK_M, STAGES, DkvEpilogue, DqHandOff,
-                                                 DqReduce, Mainloop, ReduceWarp, SoftmaxGrad,
-                                                 load_columns)
+                                                 DqReduce, GradGemms, Mainloop, ReduceWarp,
+                                                 SoftmaxGrad, load_columns)
+from pipeline_mlir.kernels.attention_bwd.dq_reduce import dq_column, dq_row, tma_reduce_add
 
 
 class DoReleasedBeforeDpRetired(Mainloop):
@@ -88,14 +89,105 @@ class ConsumerSkipsDqEmpty(DqHandOff):
         pass                                                 # wrong: no wait
 
 
+class ReduceWarpIssuesBeforeDqFull(ReduceWarp):
+    """``dq_reduce_warp``: the reduce warp's wait on "dQ full" moved after
+    its reduce-add: TMA reads the dQ tile before the consumer wrote it
+    (every barrier count still matches)."""
+
+    def wait_full(self, cw):
+        """Waited after the reduce-add (``reduce``)."""
+
+    def reduce(self, h, m_block, cw):
+        super().reduce(h, m_block, cw)
+        self.full.arrive_and_wait_w_index(cw)             # wrong: after the read
+
+
+class ReduceWarpGivesBackBeforeRead(ReduceWarp):
+    """``dq_reduce_warp``: "dQ empty" arrived before the bulk group's
+    ``wait_group.read``: the consumer may write the tile again while TMA
+    still reads it."""
+
+    def reduce(self, h, m_block, cw):
+        """``ReduceWarp.reduce`` without the wait for the read."""
+        with self.k.if_(self.k.lane_idx() == 0):
+            tile = self.rings.dq + cw * self.cfg.dq_layout().bytes
+            for col, off in self.cfg.dq_layout().box_offsets():
+                tma_reduce_add(self.args.dq_accum,
+                               [dq_column(self.cfg, h, cw, col), dq_row(self.cfg, m_block, cw),
+                                self.sched.b], tile + off)
+            self.groups.arrive()
+
+    def give_back(self, cw):
+        super().give_back(cw)
+        with self.k.if_(self.k.lane_idx() == 0):
+            self.groups.wait()                            # wrong: after the arrive
+
+
+class ConsumerDropsDqFence(DqHandOff):
+    """``dq_reduce_warp``: the consumer hands its dQ tile over without the
+    ``fence.proxy.async`` after its ordinary stores: TMA's proxy may not see
+    them."""
+
+    def issue(self, h, m_block, step=None):
+        self.full.arrive_w_index(self.cw)                 # wrong: no proxy fence
+
+
+class ConsumerWritesBeforeDqEmpty(DqHandOff):
+    """``dq_reduce_warp``: the consumer's wait on "dQ empty" moved after
+    its writes of the dQ tile (before the fence): it may overwrite the tile
+    under the last reduce-add's read (every barrier count still matches)."""
+
+    def claim(self):
+        """Waited after the writes (``issue``)."""
+
+    def issue(self, h, m_block, step=None):
+        self.empty.arrive_and_wait_w_index(self.cw)       # wrong: after the writes
+        super().issue(h, m_block, step)
+
+
 # The dQ hand-off's mistakes, planted in builds with dq_reduce_warp
 # (test_attention_bwd_reduce_warp.py).
 REDUCE_WARP_STAGES_WITH = {
     "reduce_warp_skips_dq_full": replace(STAGES, reduce_warp=ReduceWarpSkipsDqFull),
     "consumer_skips_dq_empty": replace(STAGES, dq_hand_off=ConsumerSkipsDqEmpty),
+    "reduce_warp_issues_before_dq_full": replace(STAGES, reduce_warp=ReduceWarpIssuesBeforeDqFull),
+    "reduce_warp_gives_back_before_read": replace(STAGES,
+                                                  reduce_warp=ReduceWarpGivesBackBeforeRead),
+    "consumer_drops_dq_fence": replace(STAGES, dq_hand_off=ConsumerDropsDqFence),
+    "consumer_writes_before_dq_empty": replace(STAGES, dq_hand_off=ConsumerWritesBeforeDqEmpty),
+}
+
+
+class _Synced:
+    """A barrier already waited on: its ``arrive_and_wait`` does nothing."""
+
+    def arrive_and_wait(self):
+        pass
+
+
+class DsHandedOverBeforeWritten(GradGemms):
+    """``shared_ds`` (``dq_split``, ``block_m128``): the barrier over both
+    warpgroups moved before this warpgroup's dS^T stores instead of after
+    them: the other warpgroup's dQ GEMMs may read the tile before (or
+    while) it is written (every barrier count still matches)."""
+
+    def store_ds(self, ds, it, ds_regs=None):
+        both = self.both
+        both.arrive_and_wait()                            # wrong: before the writes
+        self.both = _Synced()
+        try:
+            return super().store_ds(ds, it, ds_regs)
+        finally:
+            self.both = both
+
+
+# The dS^T hand-over's mistake, planted in builds with shared_ds.
+SHARED_DS_STAGES_WITH = {
+    "ds_handed_over_before_written": replace(STAGES, grads=DsHandedOverBeforeWritten),
 }
 
 
 def build_with_mistake(name, cfg=attention_bwd.AttentionBwdConfig()):
     """The backward kernel for ``cfg`` with mistake ``name`` planted."""
-    return attention_bwd.build(cfg, stages={**STAGES_WITH, **REDUCE_WARP_STAGES_WITH}[name])
+    return attention_bwd.build(cfg, stages={**STAGES_WITH, **REDUCE_WARP_STAGES_WITH,
+                                            **SHARED_DS_STAGES_WITH}[name])

@@ -5,16 +5,20 @@ checker and the simulator accept it on every head dim; its PTX holds the
 hand-off (per consumer a "dQ full" barrier the consumer arrives on and the
 reduce warp waits on, a "dQ empty" one the other way round, 160 threads
 each) and none of the consumers' barriers before a reduce-add; the two
-hand-off mistakes planted in it are rejected (by the checker, or by the
-simulator where the consumers' waits sit behind a condition on the step),
-and so are the backward's planted mistakes that apply to it.
+hand-off mistakes planted in it that drop a wait are rejected (by the
+checker, or by the simulator where the consumers' waits sit behind a
+condition on the step), the four that misplace a wait, an arrive or the
+proxy fence by the simulator's race detector for plain shared memory, as
+is a dS^T tile handed to the other warpgroup before it is written, and so
+are the backward's planted mistakes that apply to it.
 """
 
 import re
 
 import pytest
 
-from _attention_bwd_mistakes import REDUCE_WARP_STAGES_WITH, build_with_mistake
+from _attention_bwd_mistakes import (REDUCE_WARP_STAGES_WITH, SHARED_DS_STAGES_WITH,
+                                     build_with_mistake)
 from test_attention_bwd import CAUGHT, SCHEDULES, SIM_ARGS
 from pipeline_mlir.chip_limits import SMEM_PER_BLOCK
 from pipeline_mlir.kernels import attention_bwd as ab
@@ -118,8 +122,32 @@ DEFERRED_CAUGHT = (r"warp 1 of CTA 0 arrives on named barrier (9|10) of CTA 0 tw
                    r"phase")
 
 
+# Misplaced rather than dropped, every barrier count still matches: the
+# simulator's race detector for plain shared memory (sim/smemrace.py)
+# reports them, in every schedule, naming the two ops.
+_WRITE_AFTER_REDUCE = (r"warp ([4-9]|1[01]) of CTA 0 writes shared memory at byte \d+ "
+                       r"of CTA 0 with llvm.store at \S+ while nothing orders it after the read "
+                       r"\(its end\) by warp 1 of CTA 0's nvvm.cp.async.bulk.tensor.reduce at ")
+RACE_CAUGHT = {
+    # The reduce-add before the wait on "dQ full".
+    "reduce_warp_issues_before_dq_full": _WRITE_AFTER_REDUCE,
+    # "dQ empty" arrived before the bulk group's wait_group.read.
+    "reduce_warp_gives_back_before_read": _WRITE_AFTER_REDUCE,
+    # The consumer's wait on "dQ empty" after its writes of the tile.
+    "consumer_writes_before_dq_empty": _WRITE_AFTER_REDUCE,
+    # The consumer's fence.proxy.async dropped (the checker's proxy-fence
+    # rule does not see it: the reduce-add is another warp's).
+    "consumer_drops_dq_fence":
+        r"warp 1 of CTA 0 reads shared memory at byte \d+ of CTA 0 with "
+        r"nvvm.cp.async.bulk.tensor.reduce at \S+ through the async proxy, and no "
+        r"fence.proxy.async orders it after the generic write by warp "
+        r"([4-9]|1[01]) of CTA 0's llvm.store at ",
+}
+
+
 def test_every_hand_off_mistake_has_its_case():
-    assert set(HAND_OFF_CAUGHT) == set(REDUCE_WARP_STAGES_WITH)
+    assert set(HAND_OFF_CAUGHT) | set(RACE_CAUGHT) == set(REDUCE_WARP_STAGES_WITH)
+    assert not set(HAND_OFF_CAUGHT) & set(RACE_CAUGHT)
 
 
 @pytest.mark.parametrize("head_dim,causal,opts", CASES[:3],
@@ -134,8 +162,8 @@ def test_each_hand_off_mistake_is_rejected(mistake, head_dim, causal, opts):
     production build (``test_reduce_warp_checks_simulates_and_hands_off``).
     (Reordered rather than dropped, a wait after the reduce-add or the
     "dQ empty" arrive before the read, the counts still match: the dQ
-    tiles are plain shared memory, whose hand-over between roles neither
-    the checker nor the simulator models, as with dq_split's dS^T tiles.)"""
+    tiles are plain shared memory, whose hand-over between roles the
+    simulator's race detector checks: ``test_each_misplaced_hand_off_is_a_race``.)"""
     from pipeline_mlir.compiler import CompileError
 
     cfg = ab.AttentionBwdConfig(**variant(head_dim, causal, opts))
@@ -171,4 +199,45 @@ def test_planted_mistakes_are_rejected_with_the_reduce_warp(mistake):
     k.to_ptx()
     (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES, check=False)
     assert set(report.counts) == {who} and report.counts[who] >= 1, report
+    assert re.search(pattern, report.findings[0].message), report.findings[0].message
+
+
+@pytest.mark.parametrize("head_dim,causal,opts", CASES[:3],
+                         ids=lambda x: "+".join(x) if isinstance(x, tuple) else str(x))
+@pytest.mark.parametrize("mistake", sorted(RACE_CAUGHT))
+def test_each_misplaced_hand_off_is_a_race(mistake, head_dim, causal, opts):
+    """A wait, an arrive or the proxy fence of the dQ hand-off in the
+    wrong place: the checker accepts the kernel (every barrier count
+    matches), the simulator reports a race on the dQ tile in every
+    schedule, naming both ops at the user's lines. The correct twin is the
+    production build (``test_reduce_warp_checks_simulates_and_hands_off``)."""
+    k = build_with_mistake(mistake, ab.AttentionBwdConfig(**variant(head_dim, causal, opts)))
+    k.to_ptx()
+    (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES, check=False)
+    assert report.counts == {"smem-race": SCHEDULES}, report
+    finding = report.findings[0]
+    assert re.search(RACE_CAUGHT[mistake], finding.message), finding.message
+    assert len(finding.where) == 2, finding.where
+
+
+@pytest.mark.parametrize("head_dim,causal,opts", CASES[1:3],
+                         ids=lambda x: "+".join(x) if isinstance(x, tuple) else str(x))
+def test_ds_tile_handed_over_before_written_is_a_race(head_dim, causal, opts):
+    """``shared_ds`` (dq_split at d 128, block_m128 at d 64): the barrier
+    over both warpgroups before a warpgroup's dS^T stores instead of after
+    them. The checker accepts it; the simulator reports the stores racing
+    the other warpgroup's dQ GEMM (a wgmma reading the tile), or that
+    GEMM reading before the stores, in every schedule. The twin is the
+    production build, clean above."""
+    (mistake,) = SHARED_DS_STAGES_WITH
+    cfg = ab.AttentionBwdConfig(**variant(head_dim, causal, opts))
+    assert cfg.shared_ds
+    k = build_with_mistake(mistake, cfg)
+    k.to_ptx()
+    (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES, check=False)
+    assert report.counts == {"smem-race": SCHEDULES}, report
+    pattern = (r"warp ([4-9]|1[01]) of CTA 0 (writes shared memory .* with llvm.store "
+               r"at \S+ while nothing orders it after the read \(its end\) by|reads shared "
+               r"memory .* with nvvm.wgmma.mma_async at \S+ while nothing orders it after the "
+               r"write by) warp ([4-9]|1[01]) of CTA 0's")
     assert re.search(pattern, report.findings[0].message), report.findings[0].message

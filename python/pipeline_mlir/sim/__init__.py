@@ -5,8 +5,9 @@ The roles of a kernel run as concurrent agents over a model of mbarriers
 and tcgen05.commit completions; schedulers explore their interleavings and
 report deadlocks, phase overruns, buffers overwritten before their release,
 reads before a copy finished, arrivals on exited CTAs, stages released
-while a wgmma / tcgen05.mma / bulk store may still read them and misuse of
-the verbs (docs: ``pipeline-sim --help`` and the module docstrings).
+while a wgmma / tcgen05.mma / bulk store may still read them, races on
+plain shared memory that roles hand over with barriers of their own, and
+misuse of the verbs (docs: ``pipeline-sim --help`` and the module docstrings).
 
 Granularity: one agent per warp. Pipeline code is warp-uniform except for
 elected lanes and lane-indexed signalling, so a warp with a mask of active
@@ -20,6 +21,8 @@ halves in program order.
 - :mod:`.verbs`: the pipeline verbs on the model (reference semantics);
 - :mod:`.asyncread`: asynchronous readers of stage buffers (wgmma groups,
   tcgen05.mma, bulk stores) and the release-after-last-read check;
+- :mod:`.clocks`: happens-before between warps (vector clocks over the
+  barriers); :mod:`.smemrace`: races on plain shared memory;
 - :mod:`.frontend`: mlir.ir.Module -> kernels; :mod:`.interp`: kernels -> agents; :mod:`.cli`: ``pipeline-sim``;
   :mod:`.api`: ``simulate(module, ...)`` (what ``Kernel.simulate`` calls).
 """

@@ -27,6 +27,7 @@ KIND_TITLES = {
     "async-read": "asynchronous read in flight",
     "read-after-release": "stage read after its release",
     "named-barrier": "named barrier left half-arrived at exit",
+    "smem-race": "race on plain shared memory",
 }
 
 

@@ -17,6 +17,11 @@ order, what is in flight:
 The check follows program order, not the landing of events: a release
 reached while such a read is not retired is reported in every schedule.
 
+Plain shared memory (:mod:`.smemrace`): the same groups carry the reads of
+buffers no stage names (a reduce-add's source, a wgmma operand written by
+another warpgroup), as reads without stages whose ``token`` the retiring
+wait stamps with the warp's clock.
+
 Tie to a stage: when the IR is compiled (:func:`stage_state_operands`), the
 shared-memory operands of the op are followed back through pure arithmetic
 to ``pipeline.state.index %s``; at run time the op reads stage
@@ -40,10 +45,13 @@ TCGEN05_MMA = "nvvm.tcgen05.mma"
 TCGEN05_COMMIT = "nvvm.tcgen05.commit"
 NVVM_BULK_STORES = ("nvvm.cp.async.bulk.tensor.global.shared.cta",
                     "nvvm.cp.async.bulk.global.shared.cta")
+# A TMA reduce-add reads its shared-memory source like a bulk store (only
+# plain-shared-memory races are checked on it: smemrace.py).
+NVVM_BULK_REDUCE = "nvvm.cp.async.bulk.tensor.reduce"
 NVVM_BULK_COMMIT = "nvvm.cp.async.bulk.commit.group"
 NVVM_BULK_WAIT = "nvvm.cp.async.bulk.wait_group"
 NVVM_OPS = (WGMMA, WGMMA_COMMIT, WGMMA_WAIT, TCGEN05_MMA, TCGEN05_COMMIT,
-            NVVM_BULK_COMMIT, NVVM_BULK_WAIT) + NVVM_BULK_STORES
+            NVVM_BULK_COMMIT, NVVM_BULK_WAIT, NVVM_BULK_REDUCE) + NVVM_BULK_STORES
 
 # A wgmma with A in registers has no NVVM op: kernels issue it as a small
 # llvm.inline_asm block, read here as a WGMMA whose shared-memory operands
@@ -104,6 +112,7 @@ class Read:
     loc: str | None  # file:line:col, when known
     kind: str        # wgmma, tcgen05, bulk
     stages: set      # {(pipe id, stage index)}
+    token: object = None  # a plain-shared-memory read (smemrace.AsyncRead)
 
 
 @dataclass
@@ -122,8 +131,15 @@ def _state(a) -> InFlight:
     return f
 
 
-def _keep_newest(groups: list, n: int) -> None:
-    del groups[:max(0, len(groups) - n)]
+def _keep_newest(a, groups: list, n: int) -> None:
+    """Retire all but the ``n`` newest groups; the plain-shared-memory
+    reads among them end at the warp's clock now."""
+    k = max(0, len(groups) - n)
+    for group in groups[:k]:
+        for r in group:
+            if r.token is not None:
+                r.token.retire(a)
+    del groups[:k]
 
 
 def held_stages(a, pipes: dict, states: list) -> set:
@@ -150,6 +166,17 @@ def issue(a, kind: str, op: str, loc: str, stages: set) -> None:
     {"wgmma": f.wgmma_open, "tcgen05": f.tcgen05, "bulk": f.bulk_open}[kind].append(r)
 
 
+_NO_STAGES = frozenset()
+
+
+def issue_token(a, kind: str, token) -> None:
+    """Record a plain-shared-memory read (``kind``: wgmma or bulk) that
+    this warp's next retiring wait of that kind ends."""
+    f = _state(a)
+    (f.wgmma_open if kind == "wgmma" else f.bulk_open).append(
+        Read(token.op, token.loc, kind, _NO_STAGES, token))
+
+
 def wgmma_commit(a) -> None:
     f = _state(a)
     f.wgmma.append(f.wgmma_open)
@@ -157,7 +184,7 @@ def wgmma_commit(a) -> None:
 
 
 def wgmma_wait(a, n: int) -> None:
-    _keep_newest(_state(a).wgmma, n)
+    _keep_newest(a, _state(a).wgmma, n)
 
 
 def tcgen05_commit(a) -> None:
@@ -171,7 +198,7 @@ def bulk_commit(a) -> None:
 
 
 def bulk_wait(a, n: int) -> None:
-    _keep_newest(_state(a).bulk, n)
+    _keep_newest(a, _state(a).bulk, n)
 
 
 def check_hand_back(a, p, idx: int, verb: str, where: str, tcgen05_commit_: bool) -> None:

@@ -34,6 +34,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+from .clocks import Clocks
 from .model import Cluster, SimError, source_location
 
 
@@ -56,7 +57,7 @@ class Step:
 class Event:
     """An asynchronous completion the scheduler may fire at any later point."""
 
-    __slots__ = ("fire", "what", "channel", "cta", "where")
+    __slots__ = ("fire", "what", "channel", "cta", "where", "vc")
 
     def __init__(self, fire: Callable[[], None], what: str, channel=None, cta: int | None = None):
         self.fire = fire
@@ -66,6 +67,9 @@ class Event:
         # The location of the op that issued it (World.post): a finding
         # raised when it lands names the user's line of the copy.
         self.where: str | None = None
+        # The issuer's vector clock when it posted the event (clocks.py):
+        # what the event releases when it lands.
+        self.vc: list | None = None
 
 
 class Agent:
@@ -91,6 +95,7 @@ class Agent:
         self.bulk_pending: list[int] = []  # committed groups not yet complete
         self.cluster_gen: int | None = None
         self.exit_checks: list[Callable[[], None]] = []
+        self.vc: list[int] = []  # vector clock (clocks.py), set by World.spawn
 
     # -- naming --------------------------------------------------------------
     def role(self, pipe: str | None) -> str:
@@ -163,6 +168,12 @@ class World:
         # pipeline name -> location of its create (frontend.Kernel.created_at).
         self.current: Agent | None = None
         self.created_at: dict[str, str] = {}
+        # The event landing now (its issuer's clock is what it releases),
+        # the vector clocks, and the shadow of plain shared memory
+        # (smemrace.py).
+        self.firing: Event | None = None
+        self.clocks = Clocks(self)
+        self.smem: dict = {}
 
     @property
     def warps_per_cta(self) -> int:
@@ -176,6 +187,7 @@ class World:
                 a = Agent(self, len(self.agents), cta.rank, w, threads)
                 self.agents.append(a)
                 cta.live_agents += 1
+        self.clocks.start(self.agents)
         for a in self.agents:
             self.current = a
             try:
@@ -188,6 +200,9 @@ class World:
     def post(self, event: Event) -> None:
         if self.current is not None and event.where is None:
             event.where = self.current.where
+        now = self.clocks.now()
+        if now is not None:
+            event.vc = list(now)
         self.events.append(event)
 
     # -- locating findings ---------------------------------------------------
@@ -368,6 +383,7 @@ class World:
                     self.events.remove(pick)
                     if self.trace is not None:
                         self.trace.append(f"event: {pick.what}")
+                    self.firing = pick
                     pick.fire()
                 else:
                     if self.trace is not None:
@@ -381,6 +397,7 @@ class World:
                 raise
             finally:
                 self.current = None
+                self.firing = None
 
 
 class DfsChooser:

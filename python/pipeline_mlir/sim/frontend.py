@@ -133,6 +133,55 @@ _ADDRESS_OPS = ("llvm.getelementptr", "llvm.inttoptr", "llvm.ptrtoint", "llvm.ad
                 "memref.cast")
 
 
+SMEM_PTR = "!llvm.ptr<3>"
+_ELEM_BYTES = {"i1": 1, "i8": 1, "i16": 2, "f16": 2, "bf16": 2, "i32": 4, "f32": 4, "i64": 8,
+               "f64": 8, "i128": 16}
+_VECTOR = re.compile(r"vector<(\d+)x(\w+)>")
+
+
+def type_bytes(t) -> int | None:
+    """The bytes of a scalar or 1-D vector type; None for anything else."""
+    text = str(t)
+    if text in _ELEM_BYTES:
+        return _ELEM_BYTES[text]
+    m = _VECTOR.fullmatch(text)
+    if m and m.group(2) in _ELEM_BYTES:
+        return int(m.group(1)) * _ELEM_BYTES[m.group(2)]
+    return None
+
+
+def _smem_facts(op, name: str, a: dict) -> None:
+    """What the plain-shared-memory race detector (smemrace.py) needs of
+    ``op``: how pointer ops compute shared-memory offsets, the bytes and
+    address operand of plain accesses through ``!llvm.ptr<3>``, the source
+    of asynchronous readers and the descriptors of a wgmma."""
+    if name == "llvm.mlir.addressof":
+        a["smem_base"] = str(op.results[0].type) == SMEM_PTR
+    elif name == "llvm.getelementptr":
+        attrs = op.attributes
+        elem = (type_bytes(ir.TypeAttr(attrs["elem_type"]).value) if "elem_type" in attrs
+                else None)
+        raw = list(ir.DenseI32ArrayAttr(attrs["rawConstantIndices"]))
+        if elem is not None and len(raw) == 1:
+            dynamic = raw[0] == -2147483648
+            a["gep"] = (elem, None if dynamic else raw[0],
+                        _width(op.operands[1].type) if dynamic else 64)
+    elif name in ("llvm.ptrtoint", "llvm.inttoptr", "llvm.addrspacecast"):
+        a["ptr_cast"] = True
+        if name == "llvm.ptrtoint":
+            a["width"] = _width(op.results[0].type)
+    elif name in ("llvm.store", "llvm.load"):
+        ptr = op.operands[1 if name == "llvm.store" else 0]
+        if str(ptr.type) == SMEM_PTR:
+            val = op.operands[0] if name == "llvm.store" else op.results[0]
+            a["smem"] = type_bytes(val.type) or 16
+    elif name in AR.NVVM_BULK_STORES or name in (AR.NVVM_BULK_REDUCE, "pipeline.copy.tma_store"):
+        for i, v in enumerate(op.operands):
+            if str(v.type) == SMEM_PTR:
+                a["smem_src"] = i
+                break
+
+
 def _address_states(store, first=1) -> list:
     """The state values whose ``pipeline.state.index`` the address of
     ``store`` is computed from (through _ADDRESS_OPS and arith ops; block
@@ -162,6 +211,9 @@ class _Compiler:
         self.slots: dict = {}
         self.pipes: dict[int, PipelineSpec] = {}
         self.created_at: dict[str, str] = {}
+        # The last op in program order with a file location: an access of
+        # plain shared memory built without one (a raw NVVM op) takes it.
+        self.last_loc: str | None = None
 
     def slot(self, v) -> int:
         s = self.slots.get(v)
@@ -230,14 +282,29 @@ class _Compiler:
             a["op_type"] = str(attrs["op_type"]).split("<")[-1].rstrip(">")
         if "operandSegmentSizes" in attrs and "segs" not in a:
             a["segs"] = list(ir.DenseI32ArrayAttr(attrs["operandSegmentSizes"]))
+        if name == "nvvm.fence.proxy":
+            a["to_async"] = str(attrs["kind"]) in ("#nvvm.proxy_kind<async>",
+                                                  "#nvvm.proxy_kind<async.shared>")
+        if name.startswith(("llvm.", "nvvm.cp.async.bulk", "pipeline.copy.tma_store")):
+            _smem_facts(op, name, a)
+        if name == AR.WGMMA:
+            i64 = ir.IntegerType.get_signless(64)
+            roots = ([op.opview.descriptorA, op.opview.descriptorB] if op.name == AR.WGMMA
+                     else list(op.operands))
+            a["descs"] = [self.slot(v) for v in roots if v.type == i64]
         if name in STORE_OPS:
             a["stage_states"] = [self.slot(v) for v in _address_states(op)]
         if name in LOAD_OPS:
             a["stage_states"] = [self.slot(v) for v in _address_states(op, first=0)]
         ins = [self.slot(v) for v in op.operands]
         outs = [self.slot(r) for r in op.results]
+        loc = user_loc(op.location)
+        if _FILE_LOC.search(loc):
+            self.last_loc = loc
+        elif self.last_loc and ("smem" in a or "smem_src" in a or "descs" in a):
+            loc = self.last_loc
         regions = [[self.block(b) for b in r.blocks] for r in op.regions]
-        return Node(name, ins, outs, a, regions, user_loc(op.location))
+        return Node(name, ins, outs, a, regions, loc)
 
 
 def _derive_tx_counts(module):

@@ -11,6 +11,7 @@ import functools
 from dataclasses import dataclass, field
 
 from . import asyncread as AR
+from . import smemrace as SR
 from . import verbs as V
 from .engine import Agent, World
 from .frontend import LOAD_OPS, STORE_OPS, UNKNOWN, Kernel, Lanes, Node
@@ -30,11 +31,31 @@ def _map(f, *xs):
         cols = [x if isinstance(x, Lanes) else (x,) * 32 for x in xs]
         # One lane at a time, inline (the lanes of a vector are scalars):
         # the causal attention's mask evaluates millions of them.
-        return Lanes(UNKNOWN if any(v is UNKNOWN or not isinstance(v, int) for v in vals)
-                     else f(*vals) for vals in zip(*cols))
+        r = Lanes(UNKNOWN if any(v is UNKNOWN or not isinstance(v, int) for v in vals)
+                  else f(*vals) for vals in zip(*cols))
+        # The same value in every lane (a warp index, a shared-memory
+        # address or descriptor computed from one) is a scalar: what is
+        # computed from it then costs one evaluation, not 32.
+        return r[0] if r.count(r[0]) == 32 else r
     if any(x is UNKNOWN or not isinstance(x, int) for x in xs):
         return UNKNOWN
     return f(*xs)
+
+
+def _gep(p, i, size: int, iw: int):
+    """``getelementptr p[i]`` over elements of ``size`` bytes (``i`` an
+    ``iw``-bit index): the shared-memory addresses of plain stores, so a
+    lane-wise loop without _map's per-lane checks (UNKNOWN raises)."""
+    half, full = 1 << (iw - 1), 1 << iw
+    try:
+        if type(p) is int and type(i) is int:
+            return p + size * (i - full if i >= half else i)
+        ps = p if isinstance(p, Lanes) else (p,) * 32
+        ins = i if isinstance(i, Lanes) else (i,) * 32
+        r = Lanes([x + size * (y - full if y >= half else y) for x, y in zip(ps, ins)])
+        return r[0] if r.count(r[0]) == 32 else r
+    except TypeError:
+        return _map(lambda x, y: x + size * _signed(y, iw), p, i)
 
 
 def _signed(x: int, w: int) -> int:
@@ -250,6 +271,25 @@ class _Interp:
                 pid, idx = self.clc_seen
                 env[n.outs[0]] = V.clc_response(self.w, self.a, self.pipes[pid], idx,
                                                 n.a["query"])
+            elif name in STORE_OPS and "smem" in n.a:
+                staged = False
+                for slot in n.a["stage_states"]:
+                    st = env[slot]
+                    if isinstance(st, State):
+                        V.plain_store(self.a, st, name, n.loc)
+                        staged = True
+                if not staged:  # a stage's accesses are the pipelines' checks
+                    self.smem_access(n, mask, n.ins[1], True)
+            elif name in LOAD_OPS and "smem" in n.a:
+                staged = False
+                for slot in n.a["stage_states"]:
+                    st = env[slot]
+                    if isinstance(st, State):
+                        V.plain_load(self.a, st, name, n.loc)
+                        staged = True
+                if not staged:
+                    self.smem_access(n, mask, n.ins[0], False)
+                self.scalar(n, mask)
             elif name in STORE_OPS and n.a["stage_states"]:
                 for slot in n.a["stage_states"]:
                     st = env[slot]
@@ -268,8 +308,11 @@ class _Interp:
             elif name in ("gpu.barrier", "nvvm.barrier0"):
                 yield from V.named_sync(self.w, self.a, 0, self.launch.block_threads, False,
                                         _lanes_of(mask))
+            elif name == "nvvm.fence.proxy":
+                if n.a.get("to_async"):
+                    self.w.clocks.fence(self.a)
             elif name in AR.NVVM_OPS:
-                self.async_op(n)
+                self.async_op(n, mask)
                 if n.outs:
                     self.scalar(n, mask)
             elif n.regions and any(n.regions):
@@ -333,6 +376,17 @@ class _Interp:
             r = Lanes(int(i == first) for i in range(32))
         elif name == "nvvm.shfl.sync" and not a["pair"]:
             r = _shuffle(a["shfl"], *args[1:4])
+        elif "gep" in a:
+            size, const, iw = a["gep"]
+            off = const if const is not None else args[1] if len(args) > 1 else UNKNOWN
+            r = _gep(args[0], off, size, iw)
+        elif "ptr_cast" in a:
+            r = args[0]
+            if "width" in a:
+                m = (1 << w) - 1
+                r = _map(lambda x: x & m, r)
+        elif a.get("smem_base"):
+            r = 0
         for o in n.outs:
             env[o] = r
 
@@ -408,20 +462,46 @@ class _Interp:
         for o, v in zip(n.outs, res[1:]):
             env[o] = v
 
+    # -- plain shared memory (smemrace.py) ------------------------------------
+    def smem_access(self, n: Node, mask: int, addr_slot: int, store: bool):
+        gs = SR.granules(self.env[addr_slot], mask, n.a["smem"])
+        if store:
+            SR.write(self.w, self.a, gs, n.name, n.loc)
+        else:
+            SR.read(self.w, self.a, gs, n.name, n.loc)
+
+    def smem_async_read(self, n: Node, kind: str, mask: int):
+        """An asynchronous read of plain shared memory (its source's start),
+        ended by the retiring wait of its group (asyncread.py)."""
+        a = n.a
+        if "smem_src" in a:
+            addrs = [SR.uniform(self.env[n.ins[a["smem_src"]]], mask)]
+        else:
+            addrs = [SR.wgmma_operand(SR.uniform(self.env[s], mask))
+                     for s in a.get("descs", ())]
+        for x in addrs:
+            t = SR.async_read(self.w, self.a, x, n.name, n.loc)
+            if t is not None:
+                AR.issue_token(self.a, kind, t)
+
     # -- asynchronous readers of stage buffers (asyncread.py) -----------------
     def issue_read(self, n: Node, kind: str):
         states = [self.env[s] for s in n.a.get("reads", ())]
         AR.issue(self.a, kind, n.name, n.loc,
                  AR.held_stages(self.a, self.pipes, states))
 
-    def async_op(self, n: Node):
+    def async_op(self, n: Node, mask: int):
         name, a = n.name, self.a
         if name == AR.WGMMA:
             self.issue_read(n, "wgmma")
+            self.smem_async_read(n, "wgmma", mask)
         elif name == AR.TCGEN05_MMA:
             self.issue_read(n, "tcgen05")
         elif name in AR.NVVM_BULK_STORES:
             self.issue_read(n, "bulk")
+            self.smem_async_read(n, "bulk", mask)
+        elif name == AR.NVVM_BULK_REDUCE:
+            self.smem_async_read(n, "bulk", mask)
         elif name == AR.WGMMA_COMMIT:
             AR.wgmma_commit(a)
         elif name == AR.WGMMA_WAIT:
@@ -491,6 +571,7 @@ class _Interp:
             return None
         if name == "copy.tma_store":
             self.issue_read(n, "bulk")
+            self.smem_async_read(n, "bulk", mask)
             yield from V.tma_store(w, a, lanes)
             return None
         if name == "bulk_group.commit":

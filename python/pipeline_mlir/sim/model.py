@@ -26,7 +26,8 @@ class SimError(Exception):
     ``kind`` is one of: deadlock, overrun, overwrite, early-read, arrive-count,
     tx-count, exited-cta, unbalanced, role, initial-phase, uninitialized,
     unsupported, step-limit, commit-before-write, async-read (asyncread.py),
-    read-after-release, named-barrier (a partial phase left at the CTA's exit).
+    read-after-release, named-barrier (a partial phase left at the CTA's exit),
+    smem-race (plain shared memory, smemrace.py).
     """
 
     def __init__(self, kind: str, message: str, where: list[str] | None = None):
@@ -86,6 +87,11 @@ class Mbarrier:
         # -1 is the phase "before" a fresh barrier, which counts as complete.
         self.last: dict[object, int] = {}
         self.exited = False  # set when the owning CTA exits
+        # Happens-before (clocks.py): the clock source, the releases of the
+        # phase in progress, and per completed phase number what it released.
+        self.hb = None
+        self.acc: list | None = None
+        self.phase_clocks: dict[int, list | None] = {}
 
     @property
     def parity(self) -> int:
@@ -114,6 +120,8 @@ class Mbarrier:
                 f"number of arrivals per phase (arrived so far: {self._arrivals()})")
         self.pending -= n
         self.arrivals_by[who] = self.arrivals_by.get(who, 0) + n
+        if self.hb is not None:
+            self.acc = self.hb.release(self.acc)
         self._check_tx(who)
         self._maybe_complete()
 
@@ -133,6 +141,8 @@ class Mbarrier:
                 f"bytes than expect_tx armed for that phase")
         self.tx -= nbytes
         self.delivered += nbytes
+        if self.hb is not None:
+            self.acc = self.hb.release(self.acc)
         self._check_tx(who)
         self._maybe_complete()
 
@@ -146,6 +156,9 @@ class Mbarrier:
 
     def _maybe_complete(self) -> None:
         if self.pending == 0 and self.tx == 0:
+            if self.hb is not None:
+                self.phase_clocks[self.completed] = self.acc
+                self.acc = None
             self.completed += 1
             self.pending = self.expected
             self.armed = self.delivered = 0
@@ -237,6 +250,8 @@ class NamedBarrier:
         # phase: the barrier counts threads, so a warp arriving again before
         # the phase completes stands in for a warp that has not arrived.
         self.warps: set = set()
+        # Happens-before (clocks.py): generation -> the clocks its arrivals released.
+        self.clocks: dict[int, list | None] = {}
 
     def arrive(self, threads: int, expected: int, who: str, warp: object = None) -> int:
         if self.expected is not None and self.count and expected != self.expected:

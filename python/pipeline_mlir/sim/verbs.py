@@ -121,6 +121,7 @@ def wait(w: World, a: Agent, p: PipeRef, slot: int, cta: int, parity: int, verb:
         except SimError as e:
             e.where = e.where or located(who)
             raise
+        w.clocks.acquire(a, b.phase_clocks.get(n))
         if after:
             after()
 
@@ -143,6 +144,7 @@ def _try_wait(w: World, a: Agent, p: PipeRef, slot: int, parity: int, exact: int
         if not b.phase_done(n):
             return 0
         b.observe(a.id, n, a.label(p.spec.name))
+        w.clocks.acquire(a, b.phase_clocks.get(n))
         return 1
     return (yield Step(fire, None, lambda: f"{a.label(p.spec.name)} try_wait", p.spec.name))
 
@@ -171,7 +173,9 @@ def create(w: World, a: Agent, p: PipeRef, defer_sync: bool, lanes: list[int]):
         slots = [(s, full) for s in range(nfull)]
         slots += [(nfull + s, empty) for s in range(plan["num_empty"])]
         for slot, count in slots:
-            cta.barriers.setdefault((p.pid, slot), Mbarrier(count, _slot_name(spec, slot, a.cta)))
+            b = cta.barriers.setdefault((p.pid, slot),
+                                        Mbarrier(count, _slot_name(spec, slot, a.cta)))
+            b.hb = w.clocks
 
     yield Step(fire, None, lambda: f"{a.label()} creates pipeline '{spec.name}'", spec.name)
     # PipelineTmaStore owns no barriers, so its create synchronizes nothing
@@ -224,6 +228,7 @@ def named_arrive(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool,
             nb.credit += k
         gen = nb.arrive(k, threads, a.label(), None if unaligned else a.warp)
         nb.last_arrive = (a.label(), where)
+        w.clocks.named_arrived(nb, gen)
         return gen
     yield Step(fire, None, lambda: f"{a.label()} arrives on {nb.name}")
 
@@ -231,10 +236,12 @@ def named_arrive(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool,
 def named_sync(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool, lanes: list[int]):
     nb = w.cluster.ctas[a.cta].named_barrier(bar_id)
     k = len(lanes) if unaligned else a.threads
-    gen = yield Step(lambda: nb.arrive(k, threads, a.label(), None if unaligned else a.warp),
-                     None,
-                     lambda: f"{a.label()} arrives on {nb.name}")
-    yield Step(lambda: None, lambda: nb.generation > gen,
+    def arrive():
+        gen = nb.arrive(k, threads, a.label(), None if unaligned else a.warp)
+        w.clocks.named_arrived(nb, gen)
+        return gen
+    gen = yield Step(arrive, None, lambda: f"{a.label()} arrives on {nb.name}")
+    yield Step(lambda: w.clocks.named_passed(a, nb, gen), lambda: nb.generation > gen,
                lambda: f"{a.label()} waits on {nb.name} ({nb.count} of {threads} threads arrived)")
 
 

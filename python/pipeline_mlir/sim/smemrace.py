@@ -1,0 +1,219 @@
+"""Races on plain shared memory: buffers that roles hand over with named
+barriers or mbarriers of their own, not through a pipeline's stages.
+
+Addresses: the interpreter evaluates the dynamic shared memory's base
+(``llvm.mlir.addressof`` of an address-space-3 global) as offset 0 and
+pointer arithmetic (``getelementptr`` over scalars, ``ptrtoint``,
+``inttoptr``) as integers, so every ``llvm.store`` / ``llvm.load`` through a
+``!llvm.ptr<3>`` has a byte offset per lane. Memory is shadowed in
+granules of 4 bytes per CTA (warps write neighbouring words: a reduction's
+partial sums, one per warp); an access covers every granule it touches.
+
+Per granule the shadow keeps the last write (warp, its clock, the op) and
+the reads since (per warp: its clock, or a :class:`AsyncRead` while an
+asynchronous read is in flight). Order is happens-before (:mod:`.clocks`):
+program order within a warp, and the barriers the simulator runs between
+warps. A finding (``smem-race``):
+
+- a write not ordered after the last write of another warp, or after a
+  read since then (another warp's plain read; any asynchronous read whose
+  retiring wait -- ``cp.async.bulk.wait_group.read``, ``wgmma.wait_group``
+  -- is not ordered before the write, or has not run);
+- a read not ordered after the last write of another warp;
+- an asynchronous read (TMA store or reduce-add source, wgmma operand)
+  of a granule whose last write no ``fence.proxy.async`` of its writer
+  separates from the release the reader acquired.
+
+Asynchronous readers are known by their start address only (a TMA box's
+extent is in its tensor map, a wgmma's in its descriptor's layout): the
+granule where the tile begins, which every writer of the whole tile
+touches. ``tcgen05.mma`` operands, ``cp.async`` and TMA writes are not
+shadowed (stage buffers filled by TMA are the pipelines' own checks).
+"""
+
+from __future__ import annotations
+
+from .frontend import Lanes
+from .model import SimError, source_location
+
+GRANULE = 2  # log2 of the granule's bytes: 4-byte words
+
+
+class AsyncRead:
+    """A read issued by warp ``agent`` that ends when a wait retires it
+    (:func:`asyncread._keep_newest` calls :meth:`retire`)."""
+
+    __slots__ = ("agent", "epoch", "op", "loc")
+
+    def __init__(self, agent: int, op: str, loc: str | None):
+        self.agent, self.epoch, self.op, self.loc = agent, None, op, loc
+
+    def retire(self, a) -> None:
+        self.epoch = a.vc[a.id]
+
+    @property
+    def what(self) -> str:
+        where = source_location(self.loc)
+        return f"{self.op} at {where}" if where else self.op
+
+
+class Shadow:
+    __slots__ = ("w", "e", "op", "loc", "reads")
+
+    def __init__(self, w: int = -1, e: int = 0, op: str | None = None, loc: str | None = None):
+        self.w, self.e = w, e  # the last writer (agent id, -1: none) and its clock
+        self.op, self.loc = op, loc
+        self.reads: dict = {}  # agent id -> (clock or AsyncRead, op, loc)
+
+
+def _shadow(w, cta: int) -> dict:
+    """Granule -> Shadow of one CTA's shared memory."""
+    m = w.smem.get(cta)
+    if m is None:
+        m = w.smem[cta] = {}
+    return m
+
+
+def granules(v, mask: int, nbytes: int) -> set:
+    """The granules a warp's access of ``nbytes`` per lane at ``v`` (an int
+    or :class:`Lanes`) touches with the lanes of ``mask``."""
+    if isinstance(v, Lanes):
+        xs = v if mask == 0xFFFFFFFF else [v[i] for i in range(32) if mask >> i & 1]
+    else:
+        xs = (v,)
+    if nbytes <= 4:  # aligned: one granule per lane
+        return {x >> GRANULE for x in xs if type(x) is int}
+    out = set()
+    for x in xs:
+        if type(x) is not int:
+            continue
+        lo, hi = x >> GRANULE, (x + nbytes - 1) >> GRANULE
+        if lo == hi:
+            out.add(lo)
+        else:
+            out.update(range(lo, hi + 1))
+    return out
+
+
+def _site(op: str, loc: str | None) -> str:
+    where = source_location(loc)
+    return f"{op} at {where}" if where else op
+
+
+def _race(w, a, g: int, what: str, op: str, loc: str | None, other: int, oop: str,
+          oloc: str | None, why: str) -> SimError:
+    agents = w.agents
+    here, there = source_location(loc), source_location(oloc)
+    notes = [x for x in (here and f"{a.label()} at {here}",
+                         there and f"{agents[other].label()} at {there}") if x]
+    return SimError(
+        "smem-race",
+        f"{a.label()} {what} shared memory at byte {g << GRANULE} of CTA {a.cta} with "
+        f"{_site(op, loc)} {why} {agents[other].label()}'s {_site(oop, oloc)}",
+        notes)
+
+
+def write(w, a, gs, op: str, loc: str | None) -> None:
+    """A plain store by ``a`` to granules ``gs``."""
+    if not gs:
+        return
+    shadow, vc, me = _shadow(w, a.cta), a.vc, a.id
+    e = vc[me]
+    get = shadow.get
+    for g in gs:
+        s = get(g)
+        if s is None:
+            shadow[g] = Shadow(me, e, op, loc)
+            continue
+        if s.w != me or s.reads:
+            _check_write(w, a, g, s, op, loc)
+        s.w, s.e, s.op, s.loc = me, e, op, loc
+
+
+def _check_write(w, a, g: int, s: Shadow, op: str, loc: str | None) -> None:
+    vc, me, o = a.vc, a.id, s.w
+    if o >= 0 and o != me and vc[o] < s.e:
+        raise _race(w, a, g, "writes", op, loc, o, s.op, s.loc,
+                    "while nothing orders it after the last write by")
+    for r, (c, rop, rloc) in s.reads.items():
+        if type(c) is AsyncRead:
+            if c.epoch is None:
+                raise _race(w, a, g, "writes", op, loc, r, rop, rloc,
+                            "while its asynchronous read is still in flight "
+                            "(no wait retired it yet):")
+            c = c.epoch
+            if r == me:
+                continue
+        if r != me and vc[r] < c:
+            raise _race(w, a, g, "writes", op, loc, r, rop, rloc,
+                        "while nothing orders it after the read (its end) by")
+    s.reads = {}
+
+
+def _check_read(w, a, g: int, s: Shadow, op: str, loc: str | None, proxy: bool) -> None:
+    o = s.w
+    if o < 0:
+        return
+    vc = a.vc
+    if o != a.id and vc[o] < s.e:
+        raise _race(w, a, g, "reads", op, loc, o, s.op, s.loc,
+                    "while nothing orders it after the write by")
+    if proxy and not w.clocks.fenced(o, s.e, vc[o]):
+        raise _race(w, a, g, "reads", op, loc, o, s.op, s.loc,
+                    "through the async proxy, and no fence.proxy.async orders it after "
+                    "the generic write by")
+
+
+def read(w, a, gs, op: str, loc: str | None) -> None:
+    """A plain load by ``a`` of granules ``gs``."""
+    if not gs:
+        return
+    shadow, me = _shadow(w, a.cta), a.id
+    c = a.vc[me]
+    for g in gs:
+        s = shadow.get(g)
+        if s is None:
+            s = shadow[g] = Shadow()
+        else:
+            _check_read(w, a, g, s, op, loc, False)
+            prev = s.reads.get(me)
+            if prev is not None and type(prev[0]) is AsyncRead and prev[0].epoch is None:
+                continue  # the read in flight ends later
+        s.reads[me] = (c, op, loc)
+
+
+def async_read(w, a, addr, op: str, loc: str | None) -> AsyncRead | None:
+    """An asynchronous read by ``a`` starting at byte ``addr`` (through the
+    async proxy); returns its token (None when the address is unknown)."""
+    if type(addr) is not int:
+        return None
+    g = addr >> GRANULE
+    shadow = _shadow(w, a.cta)
+    s = shadow.get(g)
+    if s is None:
+        s = shadow[g] = Shadow()
+    else:
+        _check_read(w, a, g, s, op, loc, True)
+    t = AsyncRead(a.id, op, loc)
+    s.reads[a.id] = (t, op, loc)
+    return t
+
+
+def uniform(v, mask: int):
+    """``v`` as one int when every lane of ``mask`` holds the same int
+    (an address or descriptor a warp computed from lane-varying values)."""
+    if isinstance(v, Lanes):
+        if mask == 0xFFFFFFFF:
+            v = v[0] if v.count(v[0]) == 32 else None
+        else:
+            vals = {v[i] for i in range(32) if mask >> i & 1}
+            v = vals.pop() if len(vals) == 1 else None
+    return v if type(v) is int else None
+
+
+def wgmma_operand(desc) -> int | None:
+    """The byte address a wgmma shared-memory descriptor starts at (bits
+    0-13: address >> 4)."""
+    if desc is None:
+        return None
+    return (desc & 0x3FFF) << 4
