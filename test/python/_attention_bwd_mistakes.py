@@ -181,9 +181,43 @@ class DsHandedOverBeforeWritten(GradGemms):
             self.both = both
 
 
-# The dS^T hand-over's mistake, planted in builds with shared_ds.
+class _ThisWarpgroup:
+    """The barrier over both warpgroups replaced by this warpgroup's own."""
+
+    def __init__(self, grads):
+        self.grads = grads
+
+    def arrive_and_wait(self):
+        self.grads.wg_sync.arrive_and_wait_w_index(self.grads.cw)
+
+
+class DsHandedOverByOneWarpgroup(GradGemms):
+    """``shared_ds``: the barrier after the dS^T stores covers this
+    warpgroup only: the other one's dQ GEMMs may read the tile before it
+    is written."""
+
+    def store_ds(self, ds, it, ds_regs=None):
+        both, self.both = self.both, _ThisWarpgroup(self)  # wrong: one warpgroup
+        try:
+            return super().store_ds(ds, it, ds_regs)
+        finally:
+            self.both = both
+
+
+class DsSingleBuffer(GradGemms):
+    """``shared_ds``: every step writes the same dS^T buffer: a warpgroup
+    may overwrite its tile while the other one's dQ GEMMs of the step
+    before still read it."""
+
+    def store_ds(self, ds, it, ds_regs=None):
+        return super().store_ds(ds, 0, ds_regs)           # wrong: one buffer
+
+
+# The dS^T hand-over's mistakes, planted in builds with shared_ds.
 SHARED_DS_STAGES_WITH = {
     "ds_handed_over_before_written": replace(STAGES, grads=DsHandedOverBeforeWritten),
+    "ds_handed_over_by_one_warpgroup": replace(STAGES, grads=DsHandedOverByOneWarpgroup),
+    "ds_single_buffer": replace(STAGES, grads=DsSingleBuffer),
 }
 
 

@@ -9,8 +9,8 @@ hand-off mistakes planted in it that drop a wait are rejected (by the
 checker, or by the simulator where the consumers' waits sit behind a
 condition on the step), the four that misplace a wait, an arrive or the
 proxy fence by the simulator's race detector for plain shared memory, as
-is a dS^T tile handed to the other warpgroup before it is written, and so
-are the backward's planted mistakes that apply to it.
+are three wrong dS^T hand-overs between the warpgroups (``shared_ds``),
+and so are the backward's planted mistakes that apply to it.
 """
 
 import re
@@ -222,14 +222,15 @@ def test_each_misplaced_hand_off_is_a_race(mistake, head_dim, causal, opts):
 
 @pytest.mark.parametrize("head_dim,causal,opts", CASES[1:3],
                          ids=lambda x: "+".join(x) if isinstance(x, tuple) else str(x))
-def test_ds_tile_handed_over_before_written_is_a_race(head_dim, causal, opts):
+@pytest.mark.parametrize("mistake", sorted(SHARED_DS_STAGES_WITH))
+def test_each_ds_hand_over_mistake_is_a_race(mistake, head_dim, causal, opts):
     """``shared_ds`` (dq_split at d 128, block_m128 at d 64): the barrier
     over both warpgroups before a warpgroup's dS^T stores instead of after
-    them. The checker accepts it; the simulator reports the stores racing
-    the other warpgroup's dQ GEMM (a wgmma reading the tile), or that
-    GEMM reading before the stores, in every schedule. The twin is the
-    production build, clean above."""
-    (mistake,) = SHARED_DS_STAGES_WITH
+    them, that barrier over one warpgroup only, or one dS^T buffer for
+    every step. The checker accepts them; the simulator reports the stores
+    racing the other warpgroup's dQ GEMM (a wgmma reading the tile), or
+    that GEMM reading before the stores, in every schedule. The twin is
+    the production build, clean above."""
     cfg = ab.AttentionBwdConfig(**variant(head_dim, causal, opts))
     assert cfg.shared_ds
     k = build_with_mistake(mistake, cfg)
