@@ -156,7 +156,8 @@ def _smem_facts(op, name: str, a: dict) -> None:
     address operand of plain accesses through ``!llvm.ptr<3>``, the source
     of asynchronous readers and the descriptors of a wgmma."""
     if name == "llvm.mlir.addressof":
-        a["smem_base"] = str(op.results[0].type) == SMEM_PTR
+        if str(op.results[0].type) == SMEM_PTR:
+            a["ptr"] = ("base",)
     elif name == "llvm.getelementptr":
         attrs = op.attributes
         elem = (type_bytes(ir.TypeAttr(attrs["elem_type"]).value) if "elem_type" in attrs
@@ -164,12 +165,11 @@ def _smem_facts(op, name: str, a: dict) -> None:
         raw = list(ir.DenseI32ArrayAttr(attrs["rawConstantIndices"]))
         if elem is not None and len(raw) == 1:
             dynamic = raw[0] == -2147483648
-            a["gep"] = (elem, None if dynamic else raw[0],
+            a["ptr"] = ("gep", elem, None if dynamic else raw[0],
                         _width(op.operands[1].type) if dynamic else 64)
     elif name in ("llvm.ptrtoint", "llvm.inttoptr", "llvm.addrspacecast"):
-        a["ptr_cast"] = True
-        if name == "llvm.ptrtoint":
-            a["width"] = _width(op.results[0].type)
+        a["ptr"] = ("cast", (1 << _width(op.results[0].type)) - 1
+                    if name == "llvm.ptrtoint" else None)
     elif name in ("llvm.store", "llvm.load"):
         ptr = op.operands[1 if name == "llvm.store" else 0]
         if str(ptr.type) == SMEM_PTR:

@@ -376,17 +376,16 @@ class _Interp:
             r = Lanes(int(i == first) for i in range(32))
         elif name == "nvvm.shfl.sync" and not a["pair"]:
             r = _shuffle(a["shfl"], *args[1:4])
-        elif "gep" in a:
-            size, const, iw = a["gep"]
-            off = const if const is not None else args[1] if len(args) > 1 else UNKNOWN
-            r = _gep(args[0], off, size, iw)
-        elif "ptr_cast" in a:
-            r = args[0]
-            if "width" in a:
-                m = (1 << w) - 1
-                r = _map(lambda x: x & m, r)
-        elif a.get("smem_base"):
-            r = 0
+        elif "ptr" in a:  # shared-memory addresses (smemrace.py)
+            p = a["ptr"]
+            if p[0] == "gep":
+                _, size, const, iw = p
+                off = const if const is not None else args[1] if len(args) > 1 else UNKNOWN
+                r = _gep(args[0], off, size, iw)
+            elif p[0] == "cast":
+                r = args[0] if p[1] is None else _map(lambda x: x & p[1], args[0])
+            else:  # the dynamic shared memory's base
+                r = 0
         for o in n.outs:
             env[o] = r
 
