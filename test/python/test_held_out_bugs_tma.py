@@ -17,7 +17,7 @@ finds it (_held_out_bugs.py says how).
 | multicast_no_init_wait         | (defer_sync)         | yes    | uninitialized     |
 | multicast_mask_outside_cluster | (multicast)          | yes    | refused           |
 | multicast_no_tail              | (cluster exit)       | yes    | exited CTA        |
-| store_commit_without_acquire   | (TMA store ring)     | yes    | passes            |
+| store_commit_without_acquire   | (TMA store ring)     | yes    | smem race         |
 | tma_store_without_tail         | (TMA store ring)     | yes    | exited CTA        |
 | tma_consumer_count_in_threads  | (threads vs warps)   | yes    | deadlock          |
 """
@@ -277,7 +277,7 @@ CASES = [
      "producer role exits without producer_tail(state): consumers in peer CTAs may still "
      "arrive", {"exited-cta"}),
     ("store_commit_without_acquire", store_commit_without_acquire, {},
-     "PipelineTmaStore pipeline: loop body acquires 0 stages but commits 1", None),
+     "PipelineTmaStore pipeline: loop body acquires 0 stages but commits 1", {"smem-race"}),
     ("tma_store_without_tail", store_commit_without_acquire, {"what": "tail"},
      "PipelineTmaStore pipeline: producer role exits without producer_tail(state): TMA "
      "stores may still be reading shared memory", {"exited-cta"}),
