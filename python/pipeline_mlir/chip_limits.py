@@ -5,8 +5,9 @@ variant tables read it without MLIR.
 
 The C++ side has the same shared-memory limit as
 ``kMaxSharedMemoryBytes`` (include/pipeline-mlir/Dialect/Pipeline/IR/
-PipelineDialect.h, the verifier's stage limit); test_chip_limits.py keeps
-the two equal. A real device's limits (``runtime.Device.limits``) come from
+PipelineDialect.h, the verifier's stage limit), and the same register
+file as pipeline-verify-protocol's ``register-file`` default (Passes.td);
+test_chip_limits.py keeps each pair equal. A real device's limits (``runtime.Device.limits``) come from
 the driver; these are the defaults and what code builds for.
 """
 

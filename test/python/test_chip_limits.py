@@ -20,6 +20,19 @@ def test_the_cpp_shared_memory_limit_is_the_python_one():
     assert int(m.group(1)) * int(m.group(2)) == chip_limits.SMEM_PER_BLOCK
 
 
+def test_the_checkers_default_register_file_is_the_python_one():
+    """pipeline-verify-protocol's register-file option (the register budget
+    of one CTA when pipeline-opt runs it without the option) is the SM's
+    register file chip_limits names; Python passes its own value."""
+    td = os.path.join(ROOT, "include", "pipeline-mlir", "Dialect", "Pipeline", "Transforms",
+                      "Passes.td")
+    with open(td) as f:
+        m = re.search(r'Option<"registerFile",\s*"register-file",\s*"int64_t",\s*'
+                      r'/\*default=\*/"(\d+)"', f.read())
+    assert m, "the register-file option not found in Passes.td"
+    assert int(m.group(1)) == chip_limits.REGISTER_FILE
+
+
 def test_the_users_of_the_facts_read_them():
     from pipeline_mlir.kernel import warpgroup
     from pipeline_mlir.ops import fp8_configs, gemm_configs
