@@ -584,14 +584,13 @@ def _drops_twin_sync(text, what):
     return _one_role_syncs(text, f"line {j + 1}: pipeline.named_barrier.sync")
 
 
-def _loop_of_one_side(text, what):
-    """For ``trip-1``: every protocol verb in the loop is a PipelineTmaStore
-    verb, a TMA store, a named-barrier sync, a fence or a wait for the
-    thread's own TMEM loads (the Blackwell epilogue's sub-tile loop)."""
+def _loop_verbs(text, what):
+    """(the loop's line index, the protocol verbs of its body) of the loop a
+    ``trip-1`` mutation names (``what`` = "line N ..."), or None."""
     lines = text.split("\n")
     m = re.match(r"line (\d+)", what)
     if not m:
-        return False
+        return None
     i = int(m.group(1))   # the loop line, after the inserted constant
     indent = len(lines[i]) - len(lines[i].lstrip())
     body = []
@@ -599,7 +598,17 @@ def _loop_of_one_side(text, what):
         if line.strip() and len(line) - len(line.lstrip()) <= indent:
             break
         body.append(line)
-    verbs = [line for line in body if VERB.match(line)]
+    return i, [line for line in body if VERB.match(line)]
+
+
+def _loop_of_one_side(text, what):
+    """For ``trip-1``: every protocol verb in the loop is a PipelineTmaStore
+    verb, a TMA store, a named-barrier sync, a fence or a wait for the
+    thread's own TMEM loads (the Blackwell epilogue's sub-tile loop)."""
+    found = _loop_verbs(text, what)
+    if found is None:
+        return False
+    _, verbs = found
     return bool(verbs) and all(
         "<tma_store" in line or "copy.tma_store" in line or "named_barrier.sync" in line
         or "nvvm.fence" in line or "nvvm.tcgen05.wait <load>" in line for line in verbs)
@@ -608,18 +617,10 @@ def _loop_of_one_side(text, what):
 def _order_loop_of_all(text, what):
     """For ``trip-1``: the loop lies in no ``scf.if`` (every thread of the
     block runs it) and its only protocol verbs are PipelineOrder's."""
-    lines = text.split("\n")
-    m = re.match(r"line (\d+)", what)
-    if not m:
+    found = _loop_verbs(text, what)
+    if found is None:
         return False
-    i = int(m.group(1))   # the loop line, after the inserted constant
-    indent = len(lines[i]) - len(lines[i].lstrip())
-    body = []
-    for line in lines[i + 1:]:
-        if line.strip() and len(line) - len(line.lstrip()) <= indent:
-            break
-        body.append(line)
-    verbs = [line for line in body if VERB.match(line)]
+    i, verbs = found
     return (bool(verbs) and all("pipeline.order." in line for line in verbs)
             and _outside_branches(text, what, i))
 
