@@ -140,10 +140,7 @@ def _select(a, b, scale_a, scale_b, out_dtype, fast, bias):
     if bias is not None:       # before a bias variant is built for it
         _check_bias(a, b, bias, out_dtype)
     device = runtime.default_device(a.get_device())
-    (m, k), n = a.shape, b.shape[1]
-    # split-K not with a bias: it would be added to every split's partial
-    variant = fp8_configs.choose(m, n, k, "fast" if fast else "promoted",
-                                 device.limits.multiprocessors, split=bias is None)
+    variant = _variant(a, b, fast, device, bias is not None)
     return variant_gemm(variant, operands, out, device,
                         None if bias is None else fp8_configs.BIAS)
 
@@ -190,9 +187,14 @@ def chosen(a, b, use_fast_accum=False, out_dtype=torch.bfloat16, bias=False):
     """The variant name ``scaled_mm`` runs for these operands (for
     reports); ``bias``: of a call with one (never split-K; the variant
     then runs with ``fp8_configs.BIAS``)."""
+    return _variant(a, b, use_fast_accum, runtime.default_device(a.get_device()), bias)
+
+
+def _variant(a, b, fast, device, bias):
+    """The pick for ``a @ b`` on ``device``; a call with a bias never takes
+    split-K (the bias would be added to every split's partial)."""
     (m, k), n = a.shape, b.shape[1]
-    device = runtime.default_device(a.get_device())
-    return fp8_configs.choose(m, n, k, "fast" if use_fast_accum else "promoted",
+    return fp8_configs.choose(m, n, k, "fast" if fast else "promoted",
                               device.limits.multiprocessors, split=not bias)
 
 
