@@ -2,8 +2,8 @@
 """``pipeline_mlir.scaled_mm`` against ``torch._scaled_mm`` (cuBLASLt) over a
 sweep of shapes, in both accumulation modes, in one process.
 
-    python3 fp8_sweep.py --out DIR [--quick | --misaligned] [--picks-only]
-                         [--modes fast promoted]
+    python3 fp8_sweep.py --out DIR [--quick | --misaligned | --shapes MxNxK ...]
+                         [--picks-only] [--modes fast promoted]
 
 Runs where the kernel cache holds the FP8 variants (a GPU bundle's
 ``gemm-cache``, or PIPELINE_MLIR_CACHE_DIR; scripts/build-gemm-cache.py
@@ -34,7 +34,8 @@ but not of 32 (rows of A and B not whole 32-byte L2 sectors: the
 ``MISALIGNED_K`` of ops/gemm_configs.py), beside controls of K a multiple
 of 32 but not of 128 and of K a multiple of 128. ``--picks-only``: time
 only the rule's pick and cuBLASLt (a confirmation run). ``--modes``: the
-accumulation modes to run (both by default).
+accumulation modes to run (both by default). ``--shapes``: these shapes
+instead of the sweep's (e.g. ``--shapes 96x8192x8192 384x1536x2048``).
 """
 
 import argparse
@@ -69,6 +70,17 @@ MISALIGNED = [
 ]
 
 
+def parse_shape(text):
+    """'96x8192x8192' -> (96, 8192, 8192)."""
+    try:
+        m, n, k = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a shape is MxNxK, got {text!r}") from None
+    if min(m, n, k) <= 0 or k % 16:
+        raise argparse.ArgumentTypeError(f"{text}: M, N, K must be positive, K a multiple of 16")
+    return m, n, k
+
+
 def log(msg, fh):
     print(msg, flush=True)
     fh.write(msg + "\n")
@@ -81,12 +93,13 @@ def main(argv=None):
     which = ap.add_mutually_exclusive_group()
     which.add_argument("--quick", action="store_true")
     which.add_argument("--misaligned", action="store_true")
+    which.add_argument("--shapes", nargs="+", metavar="MxNxK", type=parse_shape)
     ap.add_argument("--picks-only", action="store_true",
                     help="time only the rule's pick and cuBLASLt")
     ap.add_argument("--modes", nargs="+", choices=("fast", "promoted"),
                     default=["fast", "promoted"])
     args = ap.parse_args(argv)
-    shapes = QUICK if args.quick else MISALIGNED if args.misaligned else SHAPES
+    shapes = QUICK if args.quick else MISALIGNED if args.misaligned else (args.shapes or SHAPES)
     t0 = time.monotonic()
     os.makedirs(args.out, exist_ok=True)
     fh = open(os.path.join(args.out, "fp8_sweep.log"), "w")

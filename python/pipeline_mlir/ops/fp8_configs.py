@@ -40,6 +40,9 @@ VARIANTS = {
     "fast_128x128": dict(block_n=128, stages=6, accumulation="fast"),
     "fast_64x256": dict(block_n=256, consumer_warpgroups=1, epilogue_passes=1, stages=6,
                         accumulation="fast"),
+    # One consumer warpgroup on 64 x 128: twice the tiles of 128x128 for a
+    # short M (96 x 8192 x 8192: 128 tiles on 132 SMs where 128x128 has 64).
+    "fast_64x128": dict(block_n=128, consumer_warpgroups=1, stages=8, accumulation="fast"),
     "promoted_128x128": dict(block_n=128, stages=6, accumulation="promoted"),
     "promoted_128x192": dict(block_n=192, epilogue_passes=3, stages=5, accumulation="promoted"),
     "promoted_64x128": dict(block_n=128, consumer_warpgroups=1, stages=8,
@@ -86,7 +89,7 @@ VARIANTS = {
 # 4112 (misaligned K: 1.01x), and 128x128c2o 1.04-1.06x its twin's; the
 # plain ones stay in VARIANTS, out of the rule.
 RULE_VARIANTS = ("fast_128x256", "fast_128x256c2", "fast_128x192", "fast_128x192c2",
-                 "fast_128x128", "fast_64x256", "promoted_128x192", "promoted_128x192c2",
+                 "fast_128x128", "fast_64x256", "fast_64x128", "promoted_128x192", "promoted_128x192c2",
                  "promoted_128x128o", "promoted_128x128c2o", "promoted_64x128")
 # Tile reuse relative to the widest tile of the mode (operand bytes per
 # FLOP, as in gemm_configs). Promoted accumulation adds each K block's
@@ -104,6 +107,16 @@ RULE_VARIANTS = ("fast_128x256", "fast_128x256c2", "fast_128x192", "fast_128x192
 # it would also take 2048 x 6144 x 512 (a 10 us call), where the 192-row
 # tile led.
 #
+# The fast 64x128 tile: 0.7, below 64x256's 0.8 (it reads more operand
+# bytes per FLOP). It wins only where 128-row tiles leave SMs idle and
+# twice the tiles still fit one wave: at 96 x 8192 x 8192 (128 tiles
+# against 128x128's 64) it ran 1.29x and 1.11x cuBLASLt in two passes
+# where 128x128 ran 1.13x and 0.96x, 1.67x against 1.34x at 128 x 8192 x
+# 8192, 1.70x against 1.04x at 32 x 8192 x 8192, and within 0.5% of
+# 128x128 at 256 x 8192 x 8192, where 128x128 already fills a wave and the
+# rule keeps it (H200, benchmarks/gemm/results/h200-fp8-sweep-run7-small-m.log).
+# Any value from 0.55 to 0.75 gives the same picks on the sweep's shapes.
+#
 # Where K is a multiple of 16 but not of 32 (``misaligned_k``), a cluster
 # tile ran 1.06-1.38x faster than its one-CTA tile (median 1.18x, 128-row
 # tiles, the shapes of at least 50 us of h200-fp8-sweep-run3-misaligned.log
@@ -113,7 +126,7 @@ RULE_VARIANTS = ("fast_128x256", "fast_128x256c2", "fast_128x192", "fast_128x192
 # 128-byte lines. The imported MISALIGNED_K (1.4, the 16-bit fit) picks the
 # best tile at 11 of those 12 shapes and modes.
 EFFICIENCY = {"fast_128x256": 1.0, "fast_128x192": 0.93, "fast_128x128": 0.9,
-              "fast_64x256": 0.8, "promoted_128x192": 1.0, "promoted_128x128": 0.93,
+              "fast_64x256": 0.8, "fast_64x128": 0.7, "promoted_128x192": 1.0, "promoted_128x128": 0.93,
               "promoted_64x128": 0.6, "fast_128x256c2": 1.0, "fast_128x192c2": 0.93,
               "promoted_128x192c2": 1.0, "promoted_128x128c2": 0.93,
               "promoted_128x128o": 1.0, "promoted_128x128c2o": 1.0}
