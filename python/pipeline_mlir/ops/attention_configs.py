@@ -119,7 +119,7 @@ BWD_DQ_STORE_SPREAD = {64: False, 128: True, 256: True}
 BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw", "dq_deferred": "dqd",
                "min_ctas": "mc", "dq_double_buffer": "dqb", "dq_split": "split",
                "block_m128": "m128", "dk_last": "dkl", "pingpong": "pp",
-               "dq_reduce_warp": "dqr"}
+               "dq_reduce_warp": "dqr", "ds_one_barrier": "ds1"}
 # The overrides of an option that is not a switch of its own name turned on:
 # 128-query steps (d 64).
 BWD_OPTION_OVERRIDES = {"block_m128": {"block_m": 128}}
@@ -210,7 +210,15 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         # (measured below).
                         ("block_m128", "min_ctas", "dq_reduce_warp"),
                         ("block_m128", "dq_store_spread", "min_ctas", "dq_reduce_warp"),
-                        ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp"))
+                        ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp"),
+                        # FA4's order (dK after dQ, the dQ stores under dK)
+                        # with the reduce warp: on 64-query steps, and on
+                        # FA4's d 64 tile (128-query steps) with the dS^T
+                        # hand-over's one barrier.
+                        ("dq_store_spread", "min_ctas", "dq_reduce_warp", "dk_last"),
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "dk_last"),
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "dk_last",
+                         "ds_one_barrier"))
 
 
 # Sets for d 128 alone: dQ split by columns (64-column fp32 tiles, so two
@@ -232,7 +240,16 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         # op's default at d 128 without dq_deferred (measured
                         # below; deferred, 1.01-1.06x slower).
                         ("dq_split", "dq_deferred", "min_ctas", "dq_reduce_warp"),
-                        ("dq_split", "min_ctas", "dq_reduce_warp"))
+                        ("dq_split", "min_ctas", "dq_reduce_warp"),
+                        # FA4's order on the default: dK issued after dQ, so
+                        # that the dQ tile's stores and hand-off to the reduce
+                        # warp run under dK (dk_last, measured slower when
+                        # the consumers still waited for their reduce-adds);
+                        # and the dS^T hand-over with its barrier over both
+                        # consumers only (ds_one_barrier).
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "dk_last"),
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "ds_one_barrier"),
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "dk_last", "ds_one_barrier"))
 # And d 256 (each consumer its columns of the same keys).
 BWD_D256_OPTION_SETS = (("pingpong",),)
 

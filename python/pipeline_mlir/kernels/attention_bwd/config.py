@@ -141,6 +141,16 @@ class AttentionBwdConfig:
     # consumer (not with ``dq_double_buffer``); with ``dq_deferred`` only
     # where dQ is one part per step (d 64, or ``dq_split``).
     dq_reduce_warp: bool = False
+    # With ``shared_ds`` and ``dq_reduce_warp``: the dS^T hand-over takes
+    # only its barrier over both consumers, without the barrier over this
+    # warpgroup before the stores (FA4's order with two dS buffers). That
+    # barrier said the tile was free: the step's buffer was last read by
+    # the dQ GEMMs of two steps before, which every warp of both consumers
+    # waited for before arriving at the previous step's barrier over both;
+    # and it passed the leader's wait for the last reduce-add on to the
+    # warpgroup, which the reduce warp's "dQ empty" does instead. One
+    # 128-thread barrier less per step. Off until measured.
+    ds_one_barrier: bool = False
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -176,6 +186,11 @@ class AttentionBwdConfig:
                              "consumer to the reduce warp (not with dq_double_buffer), "
                              "written whole in one step (with dq_deferred: one dQ part "
                              "per step, head_dim 64 or dq_split)")
+        if self.ds_one_barrier and not (self.shared_ds and self.dq_reduce_warp):
+            raise ValueError("AttentionBwdConfig: ds_one_barrier needs two dS^T buffers "
+                             "handed over by the barrier over both consumers (dq_split or "
+                             "block_m 128) and the dQ tile claimed from the reduce warp "
+                             "(dq_reduce_warp)")
         if self.dq_split and self.head_dim != 128:
             raise ValueError("AttentionBwdConfig: dq_split needs head_dim 128 (each "
                              "warpgroup's dQ columns whole 128-byte atoms of K; d 256 "
@@ -248,7 +263,8 @@ class AttentionBwdConfig:
                 f"{'_dqo' if self.dq_overlap else ''}{'_dqw' if self.dq_store_spread else ''}"
                 f"{'_dqd' if self.dq_deferred else ''}{'_mc' if self.min_ctas else ''}"
                 f"{'_dqb' if self.dq_double_buffer else ''}{'_dkl' if self.dk_last else ''}"
-                f"{'_pp' if self.pingpong else ''}{'_dqr' if self.dq_reduce_warp else ''}")
+                f"{'_pp' if self.pingpong else ''}{'_dqr' if self.dq_reduce_warp else ''}"
+                f"{'_ds1' if self.ds_one_barrier else ''}")
 
     # The operand layouts. Q and dO are read as the B operand of S^T / dP^T
     # (N x K: d contiguous) and, the same bytes, as the MN-major B of dK /

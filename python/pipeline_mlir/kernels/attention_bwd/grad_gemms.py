@@ -132,9 +132,13 @@ class GradGemms:
         queries one box, the tiles one after the other. With ``dq_rows``
         the bf16 values come from ``ds_regs`` (the dK GEMM's register A),
         so that the fp32 ``ds`` (64 registers there) is dead once packed:
-        kept for these stores it spilled."""
+        kept for these stores it spilled. With ``ds_one_barrier`` the
+        first barrier is left out: the previous step's barrier over both
+        already follows every read of this buffer, and the dQ tile is
+        claimed from the reduce warp."""
         cw, cfg = self.cw, self.cfg
-        self.wg_sync.arrive_and_wait_w_index(cw)
+        if not cfg.ds_one_barrier:
+            self.wg_sync.arrive_and_wait_w_index(cw)
         buf = ((it % 2) * self.ds_set.bytes) if cfg.shared_ds else None
         for j in range(self.ds_layout.boxes):
             box = self.ds_tile if buf is None else self.ds_tile + buf
