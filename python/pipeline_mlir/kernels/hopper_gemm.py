@@ -49,6 +49,7 @@ from pipeline_mlir.kernel.tile_scheduler import (PersistentTileScheduler, Stream
 from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
                                             check_register_budget,
                                             set_max_registers)
+from pipeline_mlir.kernels import hopper_gemm_pingpong
 from pipeline_mlir.kernels.promoted_mainloop import OverlappedPromotion
 from pipeline_mlir.layout import OperandLayout, descriptor_units
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
@@ -110,10 +111,18 @@ class GemmConfig:
     # consumers otherwise leave them idle for the whole epilogue of every
     # tile (a fused gelu's, most of all).
     ctas_per_sm: int = 1
+    # The ping-pong schedule (kernels/hopper_gemm_pingpong.py): 0, the
+    # cooperative one above (the consumer warpgroups share each tile, 64
+    # rows each); 64 or 128, each of the two consumer warpgroups owns whole
+    # tiles of this many rows, the two take the CTA's tiles in turn and
+    # issue their mainloops in turn, so that one's epilogue runs while the
+    # other's wgmma keep the tensor cores busy.
+    pingpong_m: int = 0
 
     @property
     def block_m(self):
-        return wgmma.WarpgroupMma.M * self.consumer_warpgroups
+        """Rows of a tile (of each consumer warpgroup's own, ping-pong)."""
+        return self.pingpong_m or wgmma.WarpgroupMma.M * self.consumer_warpgroups
 
     @property
     def c_dtype(self):
@@ -154,7 +163,8 @@ class GemmConfig:
                 f"{'_' + self.epilogue.tag if self.fused else ''}"
                 f"{f'_sk{self.split_k}' if self.split_k > 1 else ''}"
                 f"{'_streamk' if self.stream_k else ''}"
-                f"{f'_x{self.ctas_per_sm}' if self.ctas_per_sm > 1 else ''}")
+                f"{f'_x{self.ctas_per_sm}' if self.ctas_per_sm > 1 else ''}"
+                f"{'_pp' if self.pingpong_m else ''}")
 
     @property
     def fused(self):
@@ -221,6 +231,8 @@ class GemmConfig:
             self._check_stream_k()
         if self.ctas_per_sm != 1:
             self._check_ctas_per_sm()
+        if self.pingpong_m:
+            self._check_pingpong()
         c = self.layouts()[2]
         if self.tma_store_epilogue and self.split_k == 1:
             epilogue.check_tile(c, self.block_n, self.name)
@@ -243,6 +255,25 @@ class GemmConfig:
             raise ValueError(f"{self.name}: ctas_per_sm=2 runs a lone producer warp after the "
                              "consumers and resizes no registers (ptxas holds every role to "
                              "the launch's share): build it with setmaxnreg=False")
+
+    def _check_pingpong(self):
+        if self.pingpong_m not in (64, 128):
+            raise ValueError(f"{self.name}: pingpong_m is the rows of each consumer "
+                             "warpgroup's tile: 64 or 128 (one or two m64 wgmma a k-slice), "
+                             f"got {self.pingpong_m!r}")
+        if self.consumer_warpgroups != 2:
+            raise ValueError(f"{self.name}: the ping-pong schedule takes turns between two "
+                             "consumer warpgroups: build it with consumer_warpgroups=2")
+        if (self.cluster_m > 1 or self.split_k > 1 or self.stream_k or self.ctas_per_sm > 1
+                or self.scaled or self.accumulation != "fast"):
+            raise ValueError(f"{self.name}: the ping-pong schedule is built for the plain "
+                             "persistent schedule of one-CTA tiles and the fast accumulation: "
+                             "build it without cluster_m, split_k, stream_k, ctas_per_sm, "
+                             "scaled or accumulation='promoted'")
+        if self.pingpong_m * self.block_n > 128 * 128:
+            raise ValueError(f"{self.name}: a {self.pingpong_m}x{self.block_n} tile is more "
+                             "than the 128 fp32 accumulators a thread that one warpgroup "
+                             "holds beside the epilogue")
 
     def _check_stream_k(self):
         if self.split_k > 1:
@@ -313,8 +344,9 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
             num_stages=stages,
             producer_group=CooperativeGroup(Agent.Thread, 1),
             # One signalling lane per consumer warp, per CTA it releases.
+            # Ping-pong: a stage is read by one consumer warpgroup.
             consumer_group=CooperativeGroup(
-                Agent.Thread, cluster * 4 * cfg.consumer_warpgroups),
+                Agent.Thread, cluster * 4 * (1 if cfg.pingpong_m else cfg.consumer_warpgroups)),
             tx_count=a_tile.bytes + b_stage_bytes,
             barrier_storage=barriers, cta_layout_vmnk=layout,
             defer_sync=True, name="ab")
@@ -355,8 +387,14 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
             with role.else_():
                 if cfg.setmaxnreg:
                     set_max_registers(cfg.consumer_registers, increase=True)
-                consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b,
-                         c_buf, desc_c, c_ptr, m, n, scale_ptrs, epi_args, split, stream_args)
+                if cfg.pingpong_m:
+                    hopper_gemm_pingpong.consumer(k, cfg, ring, sched, units, k_blocks, warp,
+                                                  ring_a, ring_b, c_buf, desc_c, c_ptr, m, n,
+                                                  epi_args)
+                else:
+                    consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a,
+                             ring_b, c_buf, desc_c, c_ptr, m, n, scale_ptrs, epi_args, split,
+                             stream_args)
     if k.smem_bytes > cfg.smem_limit:
         raise ValueError(f"{cfg.name}: {k.smem_bytes} bytes of shared memory > the "
                          f"{cfg.smem_limit} that {cfg.ctas_per_sm} CTAs per SM leave each")

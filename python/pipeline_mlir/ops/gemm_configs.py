@@ -100,6 +100,16 @@ VARIANTS = {
     # residual its epilogue spills (``NO_RESIDUAL``).
     "128x128x2": dict(block_n=128, consumer_warpgroups=2, epilogue_passes=2, stages=3,
                       ctas_per_sm=2, setmaxnreg=False),
+    # The ping-pong schedule (``pingpong_m``, kernels/hopper_gemm_pingpong.py):
+    # each of the two consumer warpgroups owns whole tiles (128x128: two
+    # m64n128 wgmma a k-slice; 64x256: one m64n256) and the two take the
+    # CTA's tiles and their mainloops in turn, so that one's epilogue runs
+    # while the other's wgmma keep the tensor cores busy. A C buffer per
+    # warpgroup (one 64-row sub-tile's pass): 6 and 4 stages.
+    "128x128pp": dict(block_n=128, consumer_warpgroups=2, epilogue_passes=1, stages=6,
+                      pingpong_m=128),
+    "64x256pp": dict(block_n=256, consumer_warpgroups=2, epilogue_passes=2, stages=4,
+                     pingpong_m=64),
 }
 # Split-K variants, ``<tile>_sk<S>`` (``split_variant``): the two tiles
 # with the most operand reuse; no C buffer in shared memory (partials go
@@ -229,7 +239,8 @@ def splits_of(variant):
 
 def tile(variant):
     cfg = overrides(variant)
-    return WGMMA_M * cfg["consumer_warpgroups"], cfg["block_n"]
+    # a ping-pong tile is one consumer warpgroup's (pingpong_m rows)
+    return cfg.get("pingpong_m") or WGMMA_M * cfg["consumer_warpgroups"], cfg["block_n"]
 
 
 def cluster_of(variant):
