@@ -90,11 +90,15 @@ def test_runs_start_on_two_bands_of_k():
 def _check_cover(tiles, k_blocks, grid, sk_ctas, rounds=None):
     """Every (tile, K block) once; a CTA's partial segments take distinct
     slots (two at most); each stream-K tile's partials were written by
-    exactly ``contributors`` (in K order), at ``slot_of``'s slots."""
+    exactly ``contributors`` (in K order), at ``slot_of``'s slots, all but
+    the last, which waits for them (the one ending the tile); and that
+    wait is safe: a waiting unit is the last of its CTA, and no unit whose
+    partial a wait needs comes after a waiting unit in its CTA (the waits
+    form no cycle)."""
     seen, written = {}, {}
     for c in range(grid):
         s = StreamKSchedule(tiles, k_blocks, grid, c, sk_ctas, rounds)
-        slots = []
+        slots, waited = [], False
         for i in range(s.units):
             t, begin, count, partial, slot, sk_tile = s.unit(i)
             assert count >= 1
@@ -102,16 +106,22 @@ def _check_cover(tiles, k_blocks, grid, sk_ctas, rounds=None):
                 assert (t, kb) not in seen
                 seen[t, kb] = c
             if partial:
+                ends = begin + count == k_blocks
+                assert not waited         # nothing after a wait
+                waited = ends
+                assert not ends or i == s.units - 1
                 slots.append(slot)
-                written.setdefault(sk_tile, []).append((begin, c, slot))
+                written.setdefault(sk_tile, []).append((begin, c, slot, ends))
         assert len(slots) == len(set(slots)) <= 2
         assert all(2 * c <= x <= 2 * c + 1 for x in slots)
     assert len(seen) == tiles * k_blocks
     s = StreamKSchedule(tiles, k_blocks, grid, 0, sk_ctas, rounds)
     for sk_tile, parts in written.items():
         first, last = s.contributors(sk_tile)
-        assert [c for _, c, _ in sorted(parts)] == list(range(first, last + 1))
-        assert all(s.slot_of(c, sk_tile) == slot for _, c, slot in parts)
+        parts = sorted(parts)
+        assert [c for _, c, _, _ in parts] == list(range(first, last + 1))
+        assert all(s.slot_of(c, sk_tile) == slot for _, c, slot, _ in parts)
+        assert [e for *_, e in parts] == [False] * (last - first) + [True]
 
 
 @pytest.mark.parametrize("tiles, k_blocks, grid, sk_ctas, rounds", CASES)
@@ -203,9 +213,10 @@ def test_unit_map_in_the_kernel_equals_the_model(tiles, k_blocks, grid, sk_ctas,
 @pytest.mark.parametrize("variant", sorted(gemm_configs.STREAM_K_VARIANTS))
 def test_stream_k_variant_builds_checks_and_assembles(variant):
     """Verified, through the protocol checker (to_ptx runs it), assembled;
-    the plain kernel's wgmma and TMA store, the two extra parameters, one
-    arrival per partial (bar.warp.sync, membar.gl around a global atomic
-    add) and 16-byte partial stores and loads."""
+    the plain kernel's wgmma and TMA store, the four extra parameters (no
+    timeline's), one arrival per partial (bar.warp.sync, membar.gl around
+    a global atomic add), one wait (a relaxed gpu-scope poll, then
+    membar.gl), 16-byte partial stores and loads, no time stamps."""
     cfg = replace(hg.GemmConfig(dtype="f16"), **gemm_configs.overrides(variant))
     k = hg.build(cfg)
     k.verify()
@@ -214,11 +225,107 @@ def test_stream_k_variant_builds_checks_and_assembles(variant):
     assert [n for n, _ in k.params] == ["a", "b", "c", "c_ptr", "m", "n", "k",
                                         "sk_workspace", "sk_counters", "sk_ctas",
                                         "sk_rounds"]
-    assert ptx.count("membar.gl") == 2 and ptx.count("atom.global.add.u32") == 1
+    assert ptx.count("membar.gl") == 3 and ptx.count("atom.global.add.u32") == 1
+    assert ptx.count("ld.relaxed.gpu.global.b32") == 1
     assert "bar.warp.sync" in ptx and "cp.async.bulk.tensor.2d.global.shared::cta" in ptx
     assert ptx.count("st.global.v4.b32") == cfg.block_n // 8
     assert ptx.count("ld.global.v4.b32") == cfg.block_n // 8
+    assert "globaltimer" not in ptx and "clock64" not in ptx
+    assert _wait_then_fence_then_loads(ptx)
     k.compile(assembler=ASSEMBLER)
+
+
+def _wait_then_fence_then_loads(ptx):
+    """The tile's last contributor reads the others' partials only after
+    its poll saw their arrivals and a gpu-scope fence followed: in the
+    PTX, the poll (the one relaxed load), then a membar.gl, then the
+    first 16-byte partial load, and no partial load before the poll."""
+    body = ptx[ptx.index(".entry"):]
+    poll = body.find("ld.relaxed.gpu.global.b32")
+    first_load = body.find("ld.global.v4.b32")
+    if poll < 0 or first_load < poll:
+        return False
+    return "membar.gl" in body[poll:first_load]
+
+
+@pytest.mark.parametrize("plant", ["no fence after the poll", "loads before the wait"])
+def test_planted_early_partial_read_is_rejected(plant, monkeypatch):
+    """A planted mistake on the fix-up path: the last contributor reads
+    the partials without the acquire fence after its poll, or before it
+    waits at all. The protocol checker and the simulator do not see these
+    global-memory counters (kernel/arrival_counter.py), so the check is
+    the instruction order above; the production kernel passes it."""
+    from pipeline_mlir.kernel import arrival_counter
+    from mlir.dialects import nvvm
+
+    real_wait = arrival_counter.wait_count
+    if plant == "no fence after the poll":
+        monkeypatch.setattr(arrival_counter, "_fence_gpu", lambda: None)
+        # warp_arrive keeps its fences: only the wait's is dropped
+        real_arrive = arrival_counter.warp_arrive
+
+        def arrive(*a):
+            monkeypatch.setattr(arrival_counter, "_fence_gpu",
+                                lambda: nvvm.MembarOp(nvvm.MemScopeKind.GPU))
+            try:
+                return real_arrive(*a)
+            finally:
+                monkeypatch.setattr(arrival_counter, "_fence_gpu", lambda: None)
+        monkeypatch.setattr(arrival_counter, "warp_arrive", arrive)
+    else:
+        real_load = hg.load_partial_slot
+        pending = []
+
+        def early_load(*a):
+            frag = real_load(*a)
+            return frag
+
+        def wait_later(*a):
+            pending.append(a)      # the wait moved after the loads below
+
+        def load_then_wait(*a):
+            frag = early_load(*a)
+            while pending:
+                real_wait(*pending.pop())
+            return frag
+        monkeypatch.setattr(arrival_counter, "wait_count", wait_later)
+        monkeypatch.setattr(hg, "load_partial_slot", load_then_wait)
+    cfg = replace(hg.GemmConfig(), **gemm_configs.overrides("128x128_streamk"))
+    ptx = hg.build(cfg).to_ptx()
+    assert "ld.global.v4.b32" in ptx and "ld.relaxed.gpu.global.b32" in ptx
+    assert not _wait_then_fence_then_loads(ptx)
+
+
+def test_timeline_build_stamps_each_phase():
+    """The profiling build (``<tile>_streamk_timeline``): a fifth stream-K
+    parameter, %globaltimer and %clock64 read at every stamp, through
+    ptxas without spills; never picked, not in the stream-K table; its
+    layout as benchmarks/gemm/streamk_timeline.py decodes it."""
+    import importlib.util
+    import os
+
+    from pipeline_mlir.kernels import streamk_timeline as tl
+
+    name = "128x256c2_streamk_timeline"
+    assert name in gemm_configs.TIMELINE_VARIANTS and name not in gemm_configs.STREAM_K_VARIANTS
+    assert gemm_configs.tile_variant(name) == "128x256c2" and gemm_configs.is_stream_k(name)
+    cfg = replace(hg.GemmConfig(), **gemm_configs.overrides(name))
+    k = hg.build(cfg)
+    assert cfg.name.endswith("_streamk_timeline")
+    assert [n for n, _ in k.params][-1] == "sk_timeline"
+    ptx = k.to_ptx()
+    assert "%globaltimer" in ptx and "%clock64" in ptx
+    k.compile(assembler=ASSEMBLER)
+    with pytest.raises(ValueError, match="timeline stamps the stream-K phases"):
+        replace(hg.GemmConfig(), timeline=True).check()
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "gemm",
+                        "streamk_timeline.py")
+    spec = importlib.util.spec_from_file_location("streamk_timeline_script", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert (script.EVENTS, script.UNITS, script.SLOTS, script.MAX_WARPGROUPS) == \
+        (tl.EVENTS, tl.UNITS, tl.SLOTS, tl.MAX_WARPGROUPS)
+    assert tl.buffer_bytes(3) == 3 * tl.MAX_WARPGROUPS * tl.SLOTS * len(tl.EVENTS) * 16
 
 
 @pytest.mark.skipif(not shutil.which("ptxas"), reason="ptxas -v counts the spills")
@@ -334,6 +441,41 @@ def test_pick_on_a_grid_of_shapes():
     assert seen > 20
 
 
+# The small-output, long-K shapes of the random sweep (docs/gemm.md, "The
+# last contributor adds the partials"), measured on an H200 beside the
+# stream-K candidates: the 128x128 stream-K tile for the tiles far fewer
+# than the SMs, the 2-CTA 128x256 stream-K tile for 1496 x 456 x 9000 and
+# (spread) 4544 x 1008 x 7784, and the plain 128x128 tile for 5648 x 216
+# x 8832, where the stream-K tiles ran 0.77-0.84x cuBLAS against its
+# 0.89-0.90x (each CTA's run reads a K band of A that the tile's other
+# column is not reading then: L2 keeps less of A).
+NAMED = {(224, 168, 14872): ("128x128_streamk", None),
+         (336, 320, 12864): ("128x128_streamk", None),
+         (512, 360, 9920): ("128x128_streamk", None),
+         (5648, 216, 8832): ("128x128", None),
+         (1496, 456, 9000): ("128x256c2_streamk", 0),
+         (4544, 1008, 7784): ("128x256c2_streamk", "spread")}
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+@pytest.mark.parametrize("shape", sorted(NAMED))
+def test_pick_on_the_small_output_long_k_shapes(shape, dtype):
+    want, kind = NAMED[shape]
+    v = gemm_configs.choose(*shape, dtype)
+    assert v == want
+    if kind is not None:
+        m, n, k = shape
+        bm, bn = gemm_configs.tile(gemm_configs.tile_variant(v))
+        cl = gemm_configs.cluster_of(gemm_configs.tile_variant(v))
+        units = -(-m // (bm * cl)) * -(-n // bn)
+        grid, sk_ctas, rounds = gemm_configs.stream_k_launch(
+            units, -(-k // 64), 132 // cl, gemm_configs.tile_variant(v))
+        if kind == "spread":     # the last full wave joins the leftover
+            assert (sk_ctas, rounds) == (132 // cl, units // (132 // cl) - 1)
+        else:                    # fewer tiles than SMs: pieces of each tile
+            assert rounds == 0 and sk_ctas % units == 0 and sk_ctas > units
+
+
 def test_auto_stream_k_off_keeps_the_plain_pick(monkeypatch):
     monkeypatch.setattr(gemm_configs, "AUTO_STREAM_K", False)
     assert not gemm_configs.is_stream_k(gemm_configs.choose(4544, 1008, 7784, "bf16"))
@@ -444,6 +586,15 @@ def test_stream_k_host_passes_the_stream_s_workspace_and_counters(monkeypatch):
     assert log[-1][3][0] is not ws and len(made) == 4
     with pytest.raises(ValueError, match="takes no epilogue arguments"):
         g.launch(a, b, c, {"alpha": 0.5}, 7, False)
+    # a timeline build: its stamp buffer after the four, refused when unset
+    timed = Gemm()
+    timed.extra_names = ("sk_workspace", "sk_counters", "sk_ctas", "sk_rounds", "sk_timeline")
+    t = streamk_host.StreamKGemm(timed)
+    with pytest.raises(ValueError, match="set .timeline"):
+        t.launch(a, b, c, (), 7, False)
+    t.timeline = stamps = object()
+    t.launch(a, b, c, (), 7, False)
+    assert log[-1][3][:4] == (ws, counters, share, rounds) and log[-1][3][4] is stamps
 
 
 def test_stream_k_grid_of_the_launcher():

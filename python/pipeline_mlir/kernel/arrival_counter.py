@@ -5,27 +5,31 @@ which of them arrived last and may read the others' partial results.
 A warp that has stored its part of a partial tile calls :func:`warp_arrive`
 on the tile's counter; every lane gets the count before its arrival back, so
 the warp whose arrival completes the count knows it is last and reads the
-other warps' stores. The order that makes that read safe, in the PTX memory
+other warps' stores. Or one warp known in advance (stream-K: the tile's
+last contributor in K order) waits with :func:`wait_count` until the others
+have all arrived, and reads their stores without storing its own. The order that makes that read safe, in the PTX memory
 model's terms (the pattern of cooperative groups' grid barrier, per warp):
 
 1. ``bar.warp.sync``: the lanes' stores happen before what lane 0 does next;
 2. ``membar.gl`` (``fence.sc.gpu``) then ``atom.global.add`` by lane 0: a
    release pattern, so any warp that observes the incremented count also
    observes the stores;
-3. ``membar.gl`` by every lane after the broadcast of the old count: the
-   acquire side, so the last warp's later loads see every earlier arrival's
-   stores (and no line its SM's L1 held from before).
+3. ``membar.gl`` by every lane after the broadcast of the old count (or
+   after :func:`wait_count`'s relaxed load saw the full count and the
+   warp's barrier): the acquire side, so the last warp's later loads see
+   every earlier arrival's stores (and no line its SM's L1 held from
+   before).
 
 The pipeline dialect has no operation for this (its barriers live in
 shared memory and order the CTAs of one cluster), so the protocol checker
 and the simulator do not see these counters: they are NVVM's ``membar``,
 ``bar.warp.sync``, ``shfl.sync`` and an LLVM ``atomicrmw`` on a global
-pointer, kept to these two functions and tested for their instructions
+pointer, kept to these three functions and tested for their instructions
 (test/python/test_gemm_streamk.py) and on the GPU (bitwise-repeatable
 results, test/gpu/test_gpu_launch.py).
 
-A counter must read 0 when a launch starts: the last arrival resets it
-(:func:`reset`) once nobody else will touch it in that launch, so a launch
+A counter must read 0 when a launch starts: the last arrival (or the
+waiter) resets it (:func:`reset`) once nobody else will touch it in that launch, so a launch
 leaves its counters as it found them; the host allocates them zeroed.
 """
 
@@ -68,9 +72,37 @@ def warp_arrive(counters, index, lane):
     return Scalar(old)
 
 
+def wait_count(counters, index, count, lane):
+    """Called by all 32 lanes of a warp: lane 0 polls ``counters[index]``
+    (a relaxed gpu-scope load) until it reads ``count`` (i32 Scalar), then
+    the warp's barrier and a gpu-scope fence in every lane: the acquire
+    side of :func:`warp_arrive`'s release, so the warp's later loads see
+    the stores of the ``count`` arrivals it waited for. The waiter must
+    not be needed by those arrivals (stream-K: the tile's last contributor
+    in K order waits, as the last unit of its run, for contributors whose
+    arrivals come before any wait of theirs: kernels/hopper_gemm.py)."""
+    first = to_value(lane == 0, what="lane 0")
+    branch = scf.IfOp(first, [], has_else=False)
+    with ir.InsertionPoint(branch.then_block):
+        loop = scf.WhileOp([], [])
+        before = loop.before.blocks.append()
+        after = loop.after.blocks.append()
+        with ir.InsertionPoint(before):
+            seen = llvm.load(i32(), _counter_ptr(counters, index), alignment=4,
+                             ordering=llvm.AtomicOrdering.monotonic, syncscope="device")
+            scf.ConditionOp(arith.cmpi(arith.CmpIPredicate.ne, seen,
+                                       to_value(count, i32(), what="count")), [])
+        with ir.InsertionPoint(after):
+            scf.YieldOp([])
+        scf.YieldOp([])
+    nvvm.bar_warp_sync(to_value(_FULL_MASK, i32()))
+    _fence_gpu()
+
+
 def reset(counters, index, lane):
-    """Lane 0 sets ``counters[index]`` back to 0 (by the last arrival: every
-    other arrival of this launch has happened)."""
+    """Lane 0 sets ``counters[index]`` back to 0 (by the last arrival, or
+    the warp that waited for every other: every arrival of this launch at
+    it has happened)."""
     branch = scf.IfOp(to_value(lane == 0, what="lane 0"), [], has_else=False)
     with ir.InsertionPoint(branch.then_block):
         llvm.store(arith.constant(i32(), 0), _counter_ptr(counters, index))

@@ -140,8 +140,13 @@ def split_k_unit(unit, tiles, splits, k_blocks):
 # ``grid``: ops/gemm_configs.stream_k_ctas) so that each run is at most one
 # tile long and at least one K block. A run crosses at most one tile
 # boundary, so it is one or two *segments*, each a work unit holding part of
-# a tile: each contributor stores an fp32 partial tile and the last to
-# arrive sums all of them in K order (kernels/hopper_gemm.py).
+# a tile: each contributor but the last in K order stores an fp32 partial
+# tile and arrives; the last (the CTA that holds the tile's last K block)
+# waits for their arrivals and adds their partials to its own accumulator
+# in K order (kernels/hopper_gemm.py). The order below makes that wait
+# safe: the segment that ends a tile is the last of its CTA's run, and the
+# partials it waits for are the first of theirs (or a run's only one), so
+# no contributor's partial is behind a wait.
 #
 # A CTA runs its segments last first: the later tile from its K block 0,
 # then the earlier one from where its run began. All CTAs then walk K at

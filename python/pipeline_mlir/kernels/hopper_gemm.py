@@ -51,6 +51,7 @@ from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
                                             set_max_registers)
 from pipeline_mlir.kernels import hopper_gemm_pingpong
 from pipeline_mlir.kernels.promoted_mainloop import OverlappedPromotion
+from pipeline_mlir.kernels.streamk_timeline import UNITS, Timeline, event
 from pipeline_mlir.layout import OperandLayout, descriptor_units
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     PipelineTmaAsync, PipelineTmaStore,
@@ -99,10 +100,15 @@ class GemmConfig:
     # Stream-K: the waves the tiles fill whole run as above; the remaining
     # tiles' K blocks are shared equally by all CTAs, and the CTAs that
     # computed parts of one tile leave fp32 partials in a workspace, the
-    # last to arrive summing them in K order (bitwise the same whoever it
-    # is) and storing C. For shapes whose last wave would be part-empty
+    # tile's last contributor in K order waiting for them and adding them
+    # to its accumulator in K order (bitwise the same every run) and
+    # storing C. For shapes whose last wave would be part-empty
     # (ops/gemm_configs.choose; kernel/tile_scheduler.StreamKSchedule).
     stream_k: bool = False
+    # Profiling only (kernels/streamk_timeline.py): a stream-K kernel that
+    # stamps the time of each phase of each unit into a sixth stream-K
+    # argument; never in the pick's table (gemm_configs.TIMELINE_VARIANTS).
+    timeline: bool = False
     # CTAs resident on one SM (1 or 2). With 2, each holds half the SM's
     # shared memory and registers (ptxas is told so: .minnctapersm; the
     # producer is then one warp, ``producer_last``) and the persistent grid
@@ -163,6 +169,7 @@ class GemmConfig:
                 f"{'_' + self.epilogue.tag if self.fused else ''}"
                 f"{f'_sk{self.split_k}' if self.split_k > 1 else ''}"
                 f"{'_streamk' if self.stream_k else ''}"
+                f"{'_timeline' if self.timeline else ''}"
                 f"{f'_x{self.ctas_per_sm}' if self.ctas_per_sm > 1 else ''}"
                 f"{'_pp' if self.pingpong_m else ''}")
 
@@ -229,6 +236,9 @@ class GemmConfig:
             self._check_split()
         if self.stream_k:
             self._check_stream_k()
+        if self.timeline and not self.stream_k:
+            raise ValueError(f"{self.name}: timeline stamps the stream-K phases; build it "
+                             "with stream_k=True")
         if self.ctas_per_sm != 1:
             self._check_ctas_per_sm()
         if self.pingpong_m:
@@ -321,6 +331,8 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
         # it (gemm_configs.stream_k_schedule)
         params.update(sk_workspace=GlobalPtr(), sk_counters=GlobalPtr(align=4),
                       sk_ctas=Int32(), sk_rounds=Int32())
+        if cfg.timeline:
+            params.update(sk_timeline=GlobalPtr(align=8))
     epi_params = epilogue.kernel_params(cfg.epilogue, cfg.c_dtype) if cfg.fused else {}
     params.update(epi_params)
     # Two CTAs per SM: ptxas must keep the entry registers within half the
@@ -331,8 +343,9 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
     with k:
         desc_a, desc_b, desc_c, c_ptr, m, n, kdim = k.args[:7]
         extra = len(k.args) - len(epi_params)
-        scale_ptrs = k.args[7:extra - 4] if cfg.stream_k else k.args[7:extra]
-        stream_args = k.args[extra - 4:extra] if cfg.stream_k else None
+        sk_args = (5 if cfg.timeline else 4) if cfg.stream_k else 0
+        scale_ptrs = k.args[7:extra - sk_args]
+        stream_args = k.args[extra - sk_args:extra] if cfg.stream_k else None
         epi_args = dict(zip(epi_params, k.args[extra:]))
         barriers = k.alloc_barriers(2 * stages)
         ring_a = k.smem_alloc(stages * a_tile.bytes, align=a_tile.alignment, name="A ring")
@@ -543,8 +556,9 @@ def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c
              desc_c, c_ptr, m, n, scale_ptrs, epi_args=None, split=None, stream_args=None):
     """Warpgroups 1..: per tile, the mainloop into an fp32 accumulator, then
     the epilogue (the fused one, ``cfg.epilogue``, in registers first). A
-    stream-K unit that is part of a tile goes through ``stream_k_fixup``
-    instead of the TMA-store epilogue."""
+    stream-K unit that is part of a tile goes through ``stream_k_partial``:
+    it leaves its partial, or (the tile's last in K order) adds the others'
+    before the TMA-store epilogue."""
     _, _, c_tile = cfg.layouts()
     stages = ring.num_stages
     cw = warp // 4 if cfg.producer_last else warp // 4 - 1
@@ -566,15 +580,19 @@ def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c
     promoted = cfg.accumulation == "promoted"
     part = mma_k_block.mma.accumulator() if promoted else None
     streamed = isinstance(split, StreamKSchedule)
+    times = Timeline(k, stream_args[4] if cfg.timeline else None, cw, leader)
+    times.stamp(UNITS, 0)
     for unit, _ in k.range(*unit_range(sched, units, split), carry=[read, release]):
-        m_blk, n_blk, _, part_of = unit_work(sched, unit, rank, k_blocks, split)
+        m_blk, n_blk, kb_range, part_of = unit_work(sched, unit, rank, k_blocks, split)
         blocks = k_blocks if part_of is None else part_of[0 if streamed else 1]
+        times.stamp(unit, event("start"))
         if cfg.promotion_overlap:
             OverlappedPromotion(k, ring, mma_k_block)(acc, read, release, blocks)
         elif promoted:
             mainloop_promoted(k, ring, mma_k_block, acc, part, read, blocks)
         else:
             mainloop_fast(k, ring, mma_k_block, acc, read, release, blocks)
+        times.stamp(unit, event("mainloop"))
         row0 = m_blk * cfg.block_m + cw * wgmma.WarpgroupMma.M
         out = acc if scale is None else acc * scale
         if part_of is not None and not streamed:
@@ -590,23 +608,23 @@ def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c
                                            warp_in_wg, lane, cfg.c_dtype)
             continue
         if streamed:
-            # Each branch reads the accumulator through a fragment of its
-            # own: a Fragment caches the values it extracted, and values
-            # extracted inside one branch do not exist in the other.
-            whole = out.ir_value
-            with k.if_(part_of[1]) as partial:
-                stream_k_fixup(k, cfg, split, part_of, Fragment(cfg.block_n, struct=whole),
-                               ctx, stream_args, c_ptr, row0,
-                               n_blk * cfg.block_n, m, n, cw, warp_in_wg, lane, rank)
-            with partial.else_():
-                store_tile(k, cfg, Fragment(cfg.block_n, struct=whole), ctx, store, epi_sync,
-                           c_buf, desc_c, c_tile, row0, n_blk, cw, warp_in_wg, lane, leader)
+            # A partial unit that does not end its tile leaves its partial
+            # and arrives; one that ends it waits for those and adds them;
+            # it and a whole tile then store C through the TMA epilogue.
+            total, stores = stream_k_partial(k, cfg, split, part_of, kb_range[1] == k_blocks,
+                                             out.ir_value, stream_args, cw, warp_in_wg, lane,
+                                             rank, times=(times, unit))
+            with k.if_(stores):
+                store_tile(k, cfg, total, ctx, store, epi_sync, c_buf, desc_c, c_tile, row0,
+                           n_blk, cw, warp_in_wg, lane, leader)
+                times.stamp(unit, event("done"))
         else:
             store_tile(k, cfg, out, ctx, store, epi_sync, c_buf, desc_c, c_tile, row0,
                        n_blk, cw, warp_in_wg, lane, leader)
     if store is not None:
         with k.if_(leader):
             store.producer_tail()
+    times.stamp(UNITS, 1)
 
 
 def store_tile(k, cfg, out, ctx, store, epi_sync, c_buf, desc_c, c_tile, row0, n_blk, cw,
@@ -643,39 +661,64 @@ def store_tile(k, cfg, out, ctx, store, epi_sync, c_buf, desc_c, c_tile, row0, n
             store.producer_commit()
 
 
-def stream_k_fixup(k, cfg, sched, part_of, out, ctx, stream_args, c_ptr, row0, col0, m, n, cw,
-                   warp_in_wg, lane, rank=None):
-    """A stream-K unit that is part of a tile (``sched`` its
-    ``StreamKSchedule``, ``part_of`` = (K blocks, partial, slot, stream-K
-    tile)), per consumer warp: store the partial ``out`` into this CTA's
-    workspace slot, arrive at the warp's counter of the tile; the warp
-    that arrives last resets the counter, sums every contributor's partial
-    in K order (the first contributor's first: the same additions in the
-    same order whichever warp is last, so the same bits every run), applies
-    the fused epilogue and stores its rows of C. With a 2-CTA cluster the
-    schedule's units are tile pairs: each CTA (``rank``) has slots and
-    counters of its own, and sums the partials of the same rank."""
+def stream_k_partial(k, cfg, sched, part_of, ends_tile, whole, stream_args, cw, warp_in_wg,
+                     lane, rank=None, times=None):
+    """The stream-K side of a unit (``sched`` its ``StreamKSchedule``,
+    ``part_of`` = (K blocks, partial, slot, stream-K tile), ``ends_tile``
+    whether its K blocks reach the tile's last, ``whole`` the accumulator
+    struct), per consumer warp. Returns ``(fragment, stores)``: whether the
+    unit stores C (a whole tile, or the partial that ends its tile), and
+    the fragment it stores.
+
+    - A partial unit that does not end its tile stores its fp32 partial
+      into this CTA's workspace slot and arrives at the warp's counter of
+      the tile, and is done with it (its consumers go on to the next unit).
+    - The partial unit that ends its tile (the tile's last contributor in
+      K order, known from the schedule: no partial of its own to store)
+      waits until the counter holds every other contributor's arrival,
+      resets it, and adds their partials to its accumulator in K order
+      (its own first, then the first contributor's: the same additions in
+      the same order every run, so the same bits). The schedule makes the
+      wait safe: it is the last unit of its CTA's run, and the partials it
+      waits for are each the first unit of theirs, or a run's only one
+      (``tile_scheduler.StreamKSchedule``: segments last first), so no
+      contributor waits for a unit behind a wait.
+
+    With a 2-CTA cluster the schedule's units are tile pairs: each CTA
+    (``rank``) has slots and counters of its own, and adds the partials
+    of the same rank. ``times``: (the profiling build's Timeline, the
+    unit), or None."""
+    timeline, unit = times or (Timeline(k, None, cw, None), None)
     ws, counters = stream_args[:2]
-    _, _, slot, sk_tile = part_of
+    _, partial, slot, sk_tile = part_of
     cluster = cfg.cluster_m
 
     def own(x):     # a unit's slot or stream-K tile -> this CTA's
         return x * cluster + rank if cluster > 1 else x
 
-    store_partial_slot(out, ws, own(slot), cfg, cw, warp_in_wg, lane)
     warps = 4 * cfg.consumer_warpgroups
     counter = own(sk_tile) * warps + cw * 4 + warp_in_wg
     first, last = sched.contributors(sk_tile)
-    before = arrival_counter.warp_arrive(counters, counter, lane)
-    with k.if_(before == last - first):
+    leaves = partial & ~ends_tile
+    # Each branch reads the accumulator through a fragment of its own: a
+    # Fragment caches the values it extracted, and values extracted inside
+    # one branch do not exist in the other.
+    with k.if_(leaves):
+        store_partial_slot(Fragment(cfg.block_n, struct=whole), ws, own(slot), cfg, cw,
+                           warp_in_wg, lane)
+        timeline.stamp(unit, event("stored"))
+        arrival_counter.warp_arrive(counters, counter, lane)
+        timeline.stamp(unit, event("arrived"))
+    total = Fragment(cfg.block_n, struct=whole)
+    with k.if_(partial & ends_tile, carry=[total]):
+        arrival_counter.wait_count(counters, counter, last - first, lane)
+        timeline.stamp(unit, event("arrived"))
         arrival_counter.reset(counters, counter, lane)
-        total = Fragment.zeros(cfg.block_n)
-        for c, _ in k.range(first, last + 1, carry=[total]):
+        for c, _ in k.range(first, last, carry=[total]):
             total += load_partial_slot(ws, own(sched.slot_of(c, sk_tile)), cfg, cw,
                                        warp_in_wg, lane)
-        values = cfg.epilogue.apply(total, ctx) if ctx is not None else total
-        epilogue.store_fragment_global(values, c_ptr, row0, col0, m, n, warp_in_wg, lane,
-                                       cfg.c_dtype)
+        timeline.stamp(unit, event("summed"))
+    return total, ~leaves
 
 
 def _slot_address(ws, slot, cfg, cw, warp_in_wg, lane):

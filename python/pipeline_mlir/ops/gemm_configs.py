@@ -55,8 +55,9 @@ which the waves the tiles fill whole run as data-parallel tiles and the
 rest (the leftover, all tiles when there are fewer than SMs, or for a
 small leftover the leftover and the last full wave: ``stream_k_launch``)
 is cut into equal runs of K blocks, one per CTA; the CTAs that
-share a tile leave fp32 partials in a workspace and the last to arrive sums
-them in K order (bitwise the same every run). It removes the part-empty
+share a tile leave fp32 partials in a workspace and the tile's last
+contributor in K order waits for them and adds them to its own
+accumulator (bitwise the same every run). It removes the part-empty
 last wave of any shape at the price of writing and reading partial tiles;
 ``estimate_time_stream_k`` models both, and the pick takes stream-K where
 the model says it beats the plain pick by ``STREAM_K_MARGIN``.
@@ -123,6 +124,12 @@ SPLIT_VARIANTS = {f"{t}_sk{s}": dict(VARIANTS[t], split_k=s)
 STREAM_K_TILES = ("128x256", "128x256c2", "128x192", "128x128", "192x192", "192x192c2",
                   "192x128")
 STREAM_K_VARIANTS = {f"{t}_streamk": dict(VARIANTS[t], stream_k=True) for t in STREAM_K_TILES}
+# Profiling builds of the stream-K variants, ``<tile>_streamk_timeline``:
+# the same kernel stamping each phase's time into a buffer
+# (kernels/streamk_timeline.py; benchmarks/gemm/streamk_timeline.py runs
+# them). Never picked, never in the cache's --all.
+TIMELINE_VARIANTS = {f"{v}_timeline": dict(o, timeline=True)
+                     for v, o in STREAM_K_VARIANTS.items()}
 # Tiles built without fused epilogues: with the full one (alpha, bias,
 # residual, gelu) 192x192c2 spills 8 bytes (ptxas -v; its 128 registers
 # hold the cluster's multicast state besides 96 accumulators). A fused
@@ -220,7 +227,7 @@ TUNED = {
 def overrides(variant):
     """The GemmConfig overrides of a plain or split-K variant name."""
     found = (VARIANTS.get(variant) or SPLIT_VARIANTS.get(variant)
-             or STREAM_K_VARIANTS.get(variant))
+             or STREAM_K_VARIANTS.get(variant) or TIMELINE_VARIANTS.get(variant))
     if found is None:
         raise KeyError(f"gemm_configs: no variant {variant!r} (plain: {', '.join(VARIANTS)}; "
                        f"split-K: <{'|'.join(SPLIT_TILES)}>_sk<{SPLITS[0]}..{SPLITS[-1]}>; "
@@ -454,12 +461,15 @@ def choose_split(m, n, k, sms, plain, tiles=SPLIT_TILES, splits=SPLITS,
 
 # -- the time model of stream-K -----------------------------------------------------
 # A stream-K run costs, besides its K blocks: a fixed part (its extra
-# units' pipeline fill, the arrival's fences and atomic, the partial path's
-# direct stores of C, the last arrival's wait for the others) and one
-# partial tile's write or read per piece and two more (128x256: 128 KiB of
-# fp32). Fitted with the plain model's constants on the H200 run above;
-# the fixed part is large: the runs measured cost 10-40 us over their K
-# blocks (docs/gemm.md says what is still to find there).
+# units' pipeline fill, the arrival's fences and atomic, the last
+# contributor's wait for the others) and one partial tile's write or read
+# per piece and two more (128x256: 128 KiB of fp32). Fitted with the plain
+# model's constants on the H200 run above. Not refitted after the last
+# contributor stopped storing and re-reading its own partial (docs/gemm.md,
+# "The last contributor adds the partials": 3-5 us less a run): lower
+# constants turn 5648 x 216 x 8832 to 192x128_streamk, measured 0.77-0.80x
+# cuBLAS there against the plain 128x128's 0.89-0.90x (an L2 cost of the
+# runs the model does not have).
 STREAM_K_FIXED_S = 10e-6
 SLOT_S = 1.3e-6              # a 128x256 tile's partial (scaled by area)
 STREAM_K_MARGIN = 0.9        # stream-K only when the model says >= 10% faster
@@ -479,8 +489,8 @@ def stream_k_run_time(variant, sk_tiles, k_blocks, sk_ctas, k=K_BLOCK):
     partial). Its cost besides the longest run's K blocks (and a tile's
     fill for each whole tile inside a run): the fixed part, and the
     partial tiles written and read, ``contributors + 3`` of them, where
-    ``contributors`` is the most CTAs sharing one tile (the last arrival
-    reads them all)."""
+    ``contributors`` is the most CTAs sharing one tile (the last one
+    reads the others')."""
     bm, bn = tile(variant)
     if sk_ctas == sk_tiles:
         return k_blocks * block_time(variant, k) + TILE_S

@@ -1,8 +1,8 @@
 """Host side of stream-K: a stream-K GEMM variant (kernels/hopper_gemm.py,
 ``stream_k=True``) takes three more arguments than a plain one: its fp32
 workspace (two partial tiles per CTA), its arrival counters (one per
-consumer warp of every stream-K tile, zero between launches: the kernel's
-last arrival resets each one it used), ``sk_ctas``, how many CTAs share
+consumer warp of every stream-K tile, zero between launches: each tile's
+last contributor resets the ones it waited on), ``sk_ctas``, how many CTAs share
 the stream-K run, and ``sk_rounds``, the whole-tile rounds before it
 (``gemm_configs.stream_k_launch``, once per shape). Needs only the runtime
 and torch.
@@ -61,6 +61,9 @@ class StreamKGemm:
         self._ordinal = gemm.device.ordinal
         self._sms = gemm.device.limits.multiprocessors
         self._shares = {}    # (m, n, k) -> (sk_ctas, sk_rounds)
+        # A profiling build's stamp buffer (kernels/streamk_timeline.py;
+        # benchmarks/gemm/streamk_timeline.py sets it)
+        self.timeline = None
 
     def share(self, m, n, k):
         """``(sk_ctas, sk_rounds)`` of this shape's launch."""
@@ -83,4 +86,10 @@ class StreamKGemm:
         s = current_stream_handle(self._ordinal) if stream is None else stream_address(stream)
         ws, counters = buffers(a, self.meta, self._sms, s)
         sk_ctas, sk_rounds = self.share(a.shape[0], b.shape[0], a.shape[1])
-        return self.gemm.launch(a, b, out, (ws, counters, sk_ctas, sk_rounds), s, sync)
+        args = (ws, counters, sk_ctas, sk_rounds)
+        if "sk_timeline" in getattr(self.gemm, "extra_names", ()):
+            if self.timeline is None:
+                raise ValueError(f"{self.meta['name']}: a timeline build; set .timeline to "
+                                 "its stamp buffer (benchmarks/gemm/streamk_timeline.py)")
+            args += (self.timeline,)
+        return self.gemm.launch(a, b, out, args, s, sync)
