@@ -47,12 +47,13 @@ class Turns:
     threads: its own 128 and the other warpgroup's, which arrive once they
     have issued their tile's last wgmma), then arrives on the other's id
     once it has issued its own. Warpgroup 1 lets warpgroup 0 through once
-    at the start; the last arrive of the warpgroup that runs the CTA's last
-    tile is left pending at exit (as a start signal's would be)."""
+    at the start, and after the CTA's last tile the warpgroup that hand-off
+    went to waits for it (``drain``), so no arrive is left pending at exit."""
 
     def __init__(self, k, cfg, cw):
         self.barrier = NamedBarrier(turn_barrier_id(cfg), WARPGROUPS * THREADS_PER_WARPGROUP,
                                     num_ids=WARPGROUPS)
+        self.k, self.cw = k, cw
         self.mine, self.other = self.ids(cw)
         with k.if_(cw == WARPGROUPS - 1):
             self.barrier.arrive_w_index(0)
@@ -69,6 +70,13 @@ class Turns:
         """Hand the turn to the other warpgroup (its wgmma all issued)."""
         self.barrier.arrive_w_index(self.other)
 
+    def drain(self, tiles):
+        """After the CTA's ``tiles`` tiles: the last hand-off (or, with no
+        tile, the start signal) went to warpgroup ``tiles % 2``; it takes
+        that turn and leaves it."""
+        with self.k.if_(tiles % WARPGROUPS == self.cw):
+            self.begin()
+
 
 class Tiles:
     """Which of the CTA's tiles consumer warpgroup ``cw`` runs, and where
@@ -84,6 +92,11 @@ class Tiles:
     def range(self, num_units):
         first, stride = self.units
         return first + self.cw * stride, num_units, WARPGROUPS * stride
+
+    def count(self, num_units):
+        """The CTA's tiles (both warpgroups')."""
+        first, stride = self.units
+        return ((num_units - first + stride - 1) // stride).max(0)
 
     def skip_first(self, states):
         """Warpgroup 1: past warpgroup 0's first tile."""
@@ -190,6 +203,7 @@ def consumer(k, cfg, ring, sched, units, k_blocks, warp, ring_a, ring_b, c_buf, 
             else:
                 store_tile(k, cfg, acc, ctx, store, epi_sync, c_buf, desc_c, c_tile, row0,
                            n_blk, cw, warp_in_wg, lane, leader)
+    turns.drain(tiles.count(sched.num_units))
     if store is not None:
         with k.if_(leader):
             store.producer_tail()

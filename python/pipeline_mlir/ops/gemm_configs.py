@@ -308,8 +308,8 @@ def choose(m, n, k, dtype, sms=132, split=None, stream_k=None, fused=False,
     ``stream_k=False`` never a stream-K one (``None``: ``AUTO_STREAM_K``);
     ``fused=True``: the pick of a call with a fused epilogue, never
     stream-K and never a variant of ``UNFUSED``; its ``activation`` and
-    ``residual`` (whether it adds one) may make it the two-CTA tile
-    (``choose_two_ctas``)."""
+    ``residual`` (whether it adds one) may make it the ping-pong tile
+    (``choose_pingpong``) or else the two-CTA tile (``choose_two_ctas``)."""
     if split is None:
         split = AUTO_SPLIT_K
     if stream_k is None:
@@ -326,8 +326,51 @@ def choose(m, n, k, dtype, sms=132, split=None, stream_k=None, fused=False,
         pick = ((stream_k and choose_stream_k(m, n, k, sms, plain))
                 or (split and choose_split(m, n, k, sms, plain)) or plain)
     if fused:
-        return choose_two_ctas(m, n, sms, pick, activation, residual) or pick
+        return (choose_pingpong(m, n, k, sms, pick, residual)
+                or choose_two_ctas(m, n, sms, pick, activation, residual) or pick)
     return pick
+
+
+# -- the ping-pong schedule for a fused epilogue ---------------------------------------
+# The cooperative kernel's two consumer warpgroups run each tile's epilogue
+# together while the tensor cores wait; in the ping-pong one (``pingpong_m``,
+# kernels/hopper_gemm_pingpong.py) each warpgroup owns whole 128x128 tiles and
+# its epilogue runs under the other's mainloop, so only a CTA's last epilogue
+# is exposed where the cooperative 128x256 tile exposes one per tile.
+# Measured on an H200 beside the pick in the same rounds, bf16, a bias and
+# each of relu, gelu tanh, gelu erf, silu (docs/gemm.md, "Fused epilogues,
+# measured", the ping-pong schedule), ``PINGPONG_VARIANT`` against the pick:
+# - 1.02-1.13x over 128x256 and 128x256c2 (and 1.05-1.07x over 128x128x2)
+#   wherever the busiest CTA runs at least 4 of its tiles (2048 x 4096 x
+#   4096: 3.9 tiles an SM, 1.02-1.04x; 1024 x 11008 x 4096: 5.2, 1.04-1.07x;
+#   4096^3 .. 8192^3: 1.03-1.13x), for every activation: relu gains too, the
+#   bias's loads alone are an epilogue worth hiding;
+# - about even at 2 or 3 tiles an SM (2048^3, 4096 x 1024 x 4096: 0.97-1.06x;
+#   1536 x 4096 x 4096 over 192x128: 1.00-1.04x) and below one (512 x 4096
+#   x 4096: 0.89-1.01x; 128 x 8192 x 8192 over 64x128: 0.81-0.87x): there the
+#   two-CTA rule or the pick stands;
+# - 0.93-0.95x against 192x192 (3072^3: its operand reuse), and 0.62-0.70x
+#   where K is not a multiple of 16 (4096 x 4096 x 4104, against 128x256c2:
+#   the one-CTA 128x128 tile reads five L2 sectors per 128-byte row, see
+#   MISALIGNED_K): the rule leaves those.
+# A residual was not measured (the pick stays as it was); the plain GEMM is
+# no candidate (0.97-0.98x of 128x256 on 4096^3 and 1024 x 11008 x 4096).
+PINGPONG_VARIANT = "128x128pp"
+PINGPONG_OVER = ("128x256", "128x256c2", "128x128")
+PINGPONG_MIN_ROUNDS = 4         # the busiest CTA's tiles: two per warpgroup
+
+
+def choose_pingpong(m, n, k, sms, pick, residual=False):
+    """``PINGPONG_VARIANT`` for a fused call with no residual whose pick is
+    one of ``PINGPONG_OVER``, whose K rows are whole L2 sectors
+    (``misaligned_k``) and where the busiest CTA runs at least
+    ``PINGPONG_MIN_ROUNDS`` of its tiles (the epilogues it hides grow with
+    them); else None."""
+    if pick not in PINGPONG_OVER or residual or misaligned_k(k):
+        return None
+    if math.ceil(units_of(PINGPONG_VARIANT, m, n) / sms) < PINGPONG_MIN_ROUNDS:
+        return None
+    return PINGPONG_VARIANT
 
 
 # -- two CTAs per SM for a fused epilogue ---------------------------------------------
