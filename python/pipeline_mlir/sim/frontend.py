@@ -186,7 +186,7 @@ def _address_states(store, first=1) -> list:
     """The state values whose ``pipeline.state.index`` the address of
     ``store`` is computed from (through _ADDRESS_OPS and arith ops; block
     arguments, loads and other ops end the walk). This is how a plain store
-    is tied to a stage, as in the checker's CommitBeforeWrite.cpp; a load
+    is tied to a stage, as in the checker's StageAccessAfterHandoff.cpp; a load
     (``first=0``: its address is its first operand) the same way."""
     found, seen = [], set()
     work = list(store.operands)[first:]

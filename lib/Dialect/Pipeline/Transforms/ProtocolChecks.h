@@ -248,8 +248,11 @@ LogicalResult checkTxBytes(FunctionOpInterface fn, DominanceInfo &domInfo);
 /// Property 6: arrive counts agree with who arrives.
 LogicalResult checkArriveCounts(FunctionOpInterface fn, const Options &options);
 /// Property 7: no store into a stage after its producer.commit, before the
-/// next producer.acquire (CommitBeforeWrite.cpp).
+/// next producer.acquire, and no load from a stage after its
+/// consumer.release, before the next consumer.wait
+/// (StageAccessAfterHandoff.cpp).
 LogicalResult checkCommitBeforeWrite(FunctionOpInterface fn);
+LogicalResult checkReleaseBeforeRead(FunctionOpInterface fn);
 /// Property 8: a stage is released (or re-acquired) only after the
 /// asynchronous readers of its buffer (wgmma, tcgen05.mma, bulk stores)
 /// issued before are done reading (AsyncReadChecks.cpp).

@@ -61,6 +61,7 @@ struct PipelineVerifyProtocolPass
       failed |= protocol::checkTxBytes(fn, domInfo).failed();
       failed |= protocol::checkArriveCounts(fn, options).failed();
       failed |= protocol::checkCommitBeforeWrite(fn).failed();
+      failed |= protocol::checkReleaseBeforeRead(fn).failed();
       failed |= protocol::checkAsyncReads(fn).failed();
       failed |= protocol::checkNamedBarriers(fn, options).failed();
       failed |= protocol::checkNamedBarrierBalance(fn, options).failed();
