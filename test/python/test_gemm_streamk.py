@@ -231,6 +231,7 @@ def test_stream_k_variant_builds_checks_and_assembles(variant):
     assert ptx.count("st.global.v4.b32") == cfg.block_n // 8
     assert ptx.count("ld.global.v4.b32") == cfg.block_n // 8
     assert "globaltimer" not in ptx and "clock64" not in ptx
+    assert "cp.async.bulk.prefetch" not in ptx
     assert _wait_then_fence_then_loads(ptx)
     k.compile(assembler=ASSEMBLER)
 
@@ -294,6 +295,22 @@ def test_planted_early_partial_read_is_rejected(plant, monkeypatch):
     ptx = hg.build(cfg).to_ptx()
     assert "ld.global.v4.b32" in ptx and "ld.relaxed.gpu.global.b32" in ptx
     assert not _wait_then_fence_then_loads(ptx)
+
+
+@pytest.mark.parametrize("variant", sorted(gemm_configs.STREAM_K_EXPERIMENTS))
+def test_prefetch_experiment_builds_checks_and_assembles(variant):
+    """``<tile>_streamk_pf``: the stream-K kernel plus one L2 bulk prefetch
+    (in a loop over the other contributors) by the producer; checked,
+    no spills, never picked."""
+    assert variant not in gemm_configs.STREAM_K_VARIANTS and gemm_configs.is_stream_k(variant)
+    cfg = replace(hg.GemmConfig(), **gemm_configs.overrides(variant))
+    k = hg.build(cfg)
+    ptx = k.to_ptx()
+    assert cfg.name.endswith("_streamk_pf") and ptx.count("cp.async.bulk.prefetch.L2") == 1
+    assert _wait_then_fence_then_loads(ptx)
+    k.compile(assembler=ASSEMBLER)
+    with pytest.raises(ValueError, match="sk_prefetch prefetches stream-K partials"):
+        replace(hg.GemmConfig(), sk_prefetch=True).check()
 
 
 def test_timeline_build_stamps_each_phase():

@@ -35,7 +35,7 @@ import sys
 from dataclasses import dataclass, replace
 
 import mlir.ir as ir
-from mlir.dialects import arith, llvm
+from mlir.dialects import arith, llvm, nvvm
 
 from pipeline_mlir.chip_limits import SMEM_PER_BLOCK, THREADS_PER_WARP
 from pipeline_mlir.kernel import (GlobalPtr, Int32, Kernel, TmaDescriptor,
@@ -109,6 +109,11 @@ class GemmConfig:
     # stamps the time of each phase of each unit into a sixth stream-K
     # argument; never in the pick's table (gemm_configs.TIMELINE_VARIANTS).
     timeline: bool = False
+    # Stream-K: the producer of the unit that ends a partial tile asks L2
+    # for the other contributors' partials (cp.async.bulk.prefetch.L2) once
+    # it has issued the unit's last loads, a ring's depth of K blocks
+    # before its consumers read them (an experiment: STREAM_K_EXPERIMENTS).
+    sk_prefetch: bool = False
     # CTAs resident on one SM (1 or 2). With 2, each holds half the SM's
     # shared memory and registers (ptxas is told so: .minnctapersm; the
     # producer is then one warp, ``producer_last``) and the persistent grid
@@ -170,6 +175,7 @@ class GemmConfig:
                 f"{f'_sk{self.split_k}' if self.split_k > 1 else ''}"
                 f"{'_streamk' if self.stream_k else ''}"
                 f"{'_timeline' if self.timeline else ''}"
+                f"{'_pf' if self.sk_prefetch else ''}"
                 f"{f'_x{self.ctas_per_sm}' if self.ctas_per_sm > 1 else ''}"
                 f"{'_pp' if self.pingpong_m else ''}")
 
@@ -239,6 +245,9 @@ class GemmConfig:
         if self.timeline and not self.stream_k:
             raise ValueError(f"{self.name}: timeline stamps the stream-K phases; build it "
                              "with stream_k=True")
+        if self.sk_prefetch and not self.stream_k:
+            raise ValueError(f"{self.name}: sk_prefetch prefetches stream-K partials; build "
+                             "it with stream_k=True")
         if self.ctas_per_sm != 1:
             self._check_ctas_per_sm()
         if self.pingpong_m:
@@ -386,7 +395,7 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
             # aligned warps), then the producer's lone warp.
             with k.if_(warp == cfg.producer_warp) as role:
                 producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b,
-                         ring_a, ring_b, split)
+                         ring_a, ring_b, split, stream_args)
             with role.else_():
                 consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b,
                          c_buf, desc_c, c_ptr, m, n, scale_ptrs, epi_args, split, stream_args)
@@ -396,7 +405,7 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
                     set_max_registers(cfg.producer_registers, increase=False)
                 with k.if_(warp == 0):
                     producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b,
-                             ring_a, ring_b, split)
+                             ring_a, ring_b, split, stream_args)
             with role.else_():
                 if cfg.setmaxnreg:
                     set_max_registers(cfg.consumer_registers, increase=True)
@@ -448,16 +457,18 @@ def unit_work(sched, unit, rank, k_blocks, split):
 
 
 def producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b, ring_a, ring_b,
-             split=None):
+             split=None, stream_args=None):
     """Warp 0 of warpgroup 0: walks the tiles of the persistent schedule and,
-    per k-block, fills a ring stage with the A and the B tile."""
+    per k-block, fills a ring stage with the A and the B tile (with
+    ``cfg.sk_prefetch``, then the L2 prefetch of the partials a unit that
+    ends its tile will add)."""
     a_tile, b_tile, _ = cfg.layouts()
     cluster = cfg.cluster_m
     b_stage_bytes = b_tile.bytes * cluster
     stages = ring.num_stages
     state = make_pipeline_state(PipelineUserType.Producer, stages)
     for unit, _ in k.range(*unit_range(sched, units, split), carry=[state]):
-        m_blk, n_blk, kb_range, _ = unit_work(sched, unit, rank, k_blocks, split)
+        m_blk, n_blk, kb_range, part_of = unit_work(sched, unit, rank, k_blocks, split)
         for kb, _ in k.range(*kb_range, carry=[state]):
             ring.producer_acquire(state)
             with k.elect_one():
@@ -476,8 +487,33 @@ def producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b, ring_a,
                                   mcast_mask=(1 << cluster) - 1)
             ring.producer_commit(state)
             state.advance()
+        if cfg.sk_prefetch:
+            prefetch_partials(k, cfg, split, part_of, kb_range[1] == k_blocks,
+                              stream_args[0], rank)
     # No arrive may land on this CTA's barriers after it exits.
     ring.producer_tail(state)
+
+
+def prefetch_partials(k, cfg, sched, part_of, ends_tile, ws, rank):
+    """Stream-K, in the producer after a unit's last loads: if the unit
+    ends a partial tile, one lane asks L2 for the other contributors'
+    partials of it (``cp.async.bulk.prefetch.L2``, one per slot). A hint
+    only: the data may not be final yet (L2 is where the other CTAs' stores
+    land, so a line fetched early is updated, not stale); the consumers
+    still read them after their wait (``stream_k_partial``)."""
+    _, partial, _, sk_tile = part_of
+    cluster = cfg.cluster_m
+    slot_bytes = cfg.block_m * cfg.block_n * 4
+    with k.if_(partial & ends_tile):
+        with k.elect_one():
+            first, last = sched.contributors(sk_tile)
+            for c, _ in k.range(first, last):
+                slot = sched.slot_of(c, sk_tile)
+                if cluster > 1:
+                    slot = slot * cluster + rank
+                nvvm.cp_async_bulk_prefetch(_slot_ptr(ws, slot.to(64) * slot_bytes),
+                                            arith.constant(ir.IntegerType.get_signless(32),
+                                                           slot_bytes))
 
 
 class MmaKBlock:

@@ -130,6 +130,11 @@ STREAM_K_VARIANTS = {f"{t}_streamk": dict(VARIANTS[t], stream_k=True) for t in S
 # them). Never picked, never in the cache's --all.
 TIMELINE_VARIANTS = {f"{v}_timeline": dict(o, timeline=True)
                      for v, o in STREAM_K_VARIANTS.items()}
+# Stream-K experiments, measured beside the pick (random_sweep.py
+# --variants), never picked: ``_pf``, the last contributor's L2 prefetch of
+# the others' partials (GemmConfig.sk_prefetch).
+STREAM_K_EXPERIMENTS = {f"{v}_pf": dict(STREAM_K_VARIANTS[v], sk_prefetch=True)
+                        for v in ("128x256c2_streamk", "128x128_streamk")}
 # Tiles built without fused epilogues: with the full one (alpha, bias,
 # residual, gelu) 192x192c2 spills 8 bytes (ptxas -v; its 128 registers
 # hold the cluster's multicast state besides 96 accumulators). A fused
@@ -227,7 +232,8 @@ TUNED = {
 def overrides(variant):
     """The GemmConfig overrides of a plain or split-K variant name."""
     found = (VARIANTS.get(variant) or SPLIT_VARIANTS.get(variant)
-             or STREAM_K_VARIANTS.get(variant) or TIMELINE_VARIANTS.get(variant))
+             or STREAM_K_VARIANTS.get(variant) or TIMELINE_VARIANTS.get(variant)
+             or STREAM_K_EXPERIMENTS.get(variant))
     if found is None:
         raise KeyError(f"gemm_configs: no variant {variant!r} (plain: {', '.join(VARIANTS)}; "
                        f"split-K: <{'|'.join(SPLIT_TILES)}>_sk<{SPLITS[0]}..{SPLITS[-1]}>; "
