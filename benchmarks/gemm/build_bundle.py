@@ -64,7 +64,7 @@ def main(argv=None):
         return fp8_bundle(out, args.chip)
     for f in ("run_gemm.py", "run_fp8.py", "triton_matmul.py", "variants.py",
               "profile_one.py", "launch_overhead.py", "sweep.py", "random_sweep.py",
-              "epilogue_bench.py", "fp8_sweep.py", "streamk_timeline.py"):
+              "epilogue_bench.py", "fp8_sweep.py", "streamk_timeline.py", "host_vs_gpu.py"):
         shutil.copy(os.path.join(HERE, f), out)
     # the CuTe DSL contender of launch_overhead.py (used where `import cutlass` works)
     shutil.copy(os.path.join(ROOT, "benchmarks", "cute_streaming.py"), out)
@@ -119,7 +119,7 @@ def quick_bundle(args):
 
     out = new_bundle(args.out)
     for f in ("run_gemm.py", "variants.py", "profile_one.py", "sweep.py", "random_sweep.py",
-              "epilogue_bench.py", "streamk_timeline.py"):
+              "epilogue_bench.py", "streamk_timeline.py", "host_vs_gpu.py"):
         shutil.copy(os.path.join(HERE, f), out)
     spec = importlib.util.spec_from_file_location(
         "build_gemm_cache", os.path.join(ROOT, "scripts", "build-gemm-cache.py"))
