@@ -14,7 +14,7 @@ from dataclasses import replace
 from pipeline_mlir.kernels import attention_bwd
 from pipeline_mlir.kernels.attention_bwd import (BLOCK_M, STAGES, DkvEpilogue, DqHandOff,
                                                  DqReduce, GradGemms, Mainloop, ReduceWarp,
-                                                 SoftmaxGrad, load_columns)
+                                                 SoftmaxGrad)
 from pipeline_mlir.kernels.attention_bwd.dq_reduce import dq_column, dq_row, tma_reduce_add
 
 
@@ -60,7 +60,7 @@ class LseReadAfterRelease(SoftmaxGrad):
         pipe.consumer_wait(lse_read)
         stage = self.rings.lse.buffer(lse_read.index)
         pipe.consumer_release(lse_read)                   # wrong: read below
-        return load_columns(stage, self.lane, self.cfg.block_m)
+        return self.columns(stage)
 
 
 STAGES_WITH = {

@@ -30,10 +30,18 @@ D128_BOTH = D128 + ("dk_last", "ds_one_barrier")
 D64_DKL = ("dq_store_spread", "min_ctas", "dq_reduce_warp", "dk_last")
 M128_DKL = ("block_m128", "min_ctas", "dq_reduce_warp", "dk_last")
 M128_BOTH = M128_DKL + ("ds_one_barrier",)
-NEW_SETS = {128: (D128_DKL, D128_DS1, D128_BOTH), 64: (D64_DKL, M128_DKL, M128_BOTH)}
-# ptxas spill stores (bytes) measured on these builds: d 128 12-48 (the
-# default 24 / 56), d 64 with 64-query steps 0, 128-query steps 108-144
-# (without dk_last 84-100).
+# LSE and dPsum shuffled from 8 lanes (stat_shuffle).
+D128_SSH = D128 + ("stat_shuffle",)
+D128_ALL = D128_BOTH + ("stat_shuffle",)
+D64_SSH = ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp", "stat_shuffle")
+M128_SSH = ("block_m128", "min_ctas", "dq_reduce_warp", "stat_shuffle")
+M128_DS1_SSH = ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier", "stat_shuffle")
+M128_ALL = M128_BOTH + ("stat_shuffle",)
+NEW_SETS = {128: (D128_DKL, D128_DS1, D128_BOTH, D128_SSH, D128_ALL),
+            64: (D64_DKL, M128_DKL, M128_BOTH, M128_SSH, M128_DS1_SSH, M128_ALL, D64_SSH)}
+# ptxas spill stores (bytes) measured on these builds: d 128 4-48 (the
+# default 24 / 56), d 64 with 64-query steps 0, 128-query steps 52-144
+# (without dk_last or stat_shuffle 84-100).
 SPILL_BOUND = {128: 64, 64: 160}
 
 
@@ -58,7 +66,9 @@ def test_the_new_sets_are_cached_candidates():
             for c in (False, True):
                 name, over = attention_configs.bwd_variant(d, c, options=opts)
                 assert attention_configs.BWD_CANDIDATES[name] == over
-                assert name.endswith("_dqr_ds1" if "ds_one_barrier" in opts else "_dkl_dqr")
+                tail = ("_ssh" if "stat_shuffle" in opts else
+                        "_dqr_ds1" if "ds_one_barrier" in opts else "_dkl_dqr")
+                assert name.endswith(tail), name
 
 
 @pytest.mark.parametrize("head_dim,causal,opts", CASES, ids=ids)
@@ -192,3 +202,58 @@ def test_ds_hand_over_mistakes_are_races_with_one_barrier(mistake, head_dim, cau
     k.to_ptx()
     (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES, check=False)
     assert report.counts == {"smem-race": SCHEDULES}, report
+
+
+@pytest.mark.parametrize("n", [64, 128])
+def test_shuffled_columns_reach_every_lane(n):
+    """``ShuffledColumns``: each lane loads ``n / 32`` of the ``n`` values,
+    the 8 lanes of one ``lane % 4`` together exactly the ``n / 4`` columns
+    they all need, and every value a lane needs (ColVector index ``k``:
+    column ``8 (k // 2) + 2 (lane % 4) + k % 2``) comes from a lane of the
+    same ``lane % 4`` that holds that column."""
+    from pipeline_mlir.kernels.attention_bwd.softmax_grad import ShuffledColumns
+
+    per_lane = n // 32
+    for q in range(4):
+        needed = {8 * (k // 2) + 2 * q + k % 2 for k in range(n // 4)}
+        held = [ShuffledColumns.held_columns(4 * t + q, n, h)
+                for t in range(8) for h in range(per_lane)]
+        assert sorted(held) == sorted(needed), (q, held)
+    for lane in range(32):
+        for k in range(n // 4):
+            src, h = ShuffledColumns.source(lane, n, k)
+            assert 0 <= src < 32 and src % 4 == lane % 4 and 0 <= h < per_lane
+            assert (ShuffledColumns.held_columns(src, n, h)
+                    == 8 * (k // 2) + 2 * (lane % 4) + k % 2), (lane, k)
+
+
+@pytest.mark.parametrize("head_dim,causal,opts",
+                         [(128, True, D128), (64, False, ("block_m128", "min_ctas",
+                                                           "dq_reduce_warp"))], ids=ids)
+def test_stat_shuffle_trades_registers_for_shuffles(head_dim, causal, opts):
+    """With ``stat_shuffle`` each step shuffles every LSE and dPsum value a
+    thread uses (``shfl.sync.idx``: ``block_m / 4`` of each), loads ``4 /
+    32`` of them, and ptxas spills less: d 128 causal 20 bytes against 56,
+    128-query steps 64 against 88."""
+    from test_gemm_epilogue import _ptxas_spills
+
+    plain = ab.build(cfg_of(head_dim, causal, opts)).to_ptx()
+    cfg = cfg_of(head_dim, causal, opts + ("stat_shuffle",))
+    shuffled = ab.build(cfg).to_ptx()
+    idx = r"shfl\.sync\.idx\.b32"
+    assert (len(re.findall(idx, shuffled)) - len(re.findall(idx, plain))
+            == 2 * cfg.block_m // 4)
+    before, after = _ptxas_spills(plain), _ptxas_spills(shuffled)
+    if before is not None:
+        assert after < before, (before, after)
+
+
+@pytest.mark.parametrize("head_dim,causal,opts",
+                         [(128, True, D128_ALL), (64, False, M128_ALL), (64, True, D64_SSH)],
+                         ids=ids)
+@pytest.mark.parametrize("mistake", sorted(set(CAUGHT) - {"dq_reduce_before_fence"}))
+def test_backward_mistakes_are_rejected_with_stat_shuffle(mistake, head_dim, causal, opts):
+    """The planted mistakes on builds with ``stat_shuffle``: the LSE stage
+    released before its (now 8-lane) loads is still refused by the
+    checker, the others as without it."""
+    test_backward_mistakes_are_rejected_in_fa4_order(mistake, head_dim, causal, opts)

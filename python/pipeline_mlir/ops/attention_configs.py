@@ -119,7 +119,8 @@ BWD_DQ_STORE_SPREAD = {64: False, 128: True, 256: True}
 BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw", "dq_deferred": "dqd",
                "min_ctas": "mc", "dq_double_buffer": "dqb", "dq_split": "split",
                "block_m128": "m128", "dk_last": "dkl", "pingpong": "pp",
-               "dq_reduce_warp": "dqr", "ds_one_barrier": "ds1"}
+               "dq_reduce_warp": "dqr", "ds_one_barrier": "ds1",
+               "stat_shuffle": "ssh"}
 # The overrides of an option that is not a switch of its own name turned on:
 # 128-query steps (d 64).
 BWD_OPTION_OVERRIDES = {"block_m128": {"block_m": 128}}
@@ -218,7 +219,17 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         ("dq_store_spread", "min_ctas", "dq_reduce_warp", "dk_last"),
                         ("block_m128", "min_ctas", "dq_reduce_warp", "dk_last"),
                         ("block_m128", "min_ctas", "dq_reduce_warp", "dk_last",
-                         "ds_one_barrier"))
+                         "ds_one_barrier"),
+                        # FA4's d 64 registers: LSE and dPsum shuffled from
+                        # 8 lanes (stat_shuffle), so that 128-query steps do
+                        # not spill; with FA4's order and without.
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "stat_shuffle"),
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stat_shuffle"),
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "dk_last",
+                         "ds_one_barrier", "stat_shuffle"),
+                        ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp",
+                         "stat_shuffle"))
 
 
 # Sets for d 128 alone: dQ split by columns (64-column fp32 tiles, so two
@@ -249,7 +260,13 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         # consumers only (ds_one_barrier).
                         ("dq_split", "min_ctas", "dq_reduce_warp", "dk_last"),
                         ("dq_split", "min_ctas", "dq_reduce_warp", "ds_one_barrier"),
-                        ("dq_split", "min_ctas", "dq_reduce_warp", "dk_last", "ds_one_barrier"))
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "dk_last", "ds_one_barrier"),
+                        # LSE and dPsum shuffled from 8 lanes (stat_shuffle):
+                        # ptxas spills 4 / 20 bytes (full / causal) where the
+                        # default spills 24 / 56.
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stat_shuffle"),
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "dk_last", "ds_one_barrier",
+                         "stat_shuffle"))
 # And d 256 (each consumer its columns of the same keys).
 BWD_D256_OPTION_SETS = (("pingpong",),)
 

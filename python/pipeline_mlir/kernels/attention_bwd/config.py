@@ -151,6 +151,12 @@ class AttentionBwdConfig:
     # warpgroup, which the reduce warp's "dQ empty" does instead. One
     # 128-thread barrier less per step. Off until measured.
     ds_one_barrier: bool = False
+    # LSE and dPsum of a step held by 8 lanes each and shuffled to the lane
+    # that uses a value right before its use (FA4's d 64 tile, "shuffle
+    # LSE"): a thread holds n / 32 of each (128-query steps: 4, not 32), so
+    # the registers of S^T, dP^T, dK and dV fit without spilling. One
+    # ``shfl.sync.idx`` per value and column pair. Off until measured.
+    stat_shuffle: bool = False
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -264,7 +270,7 @@ class AttentionBwdConfig:
                 f"{'_dqd' if self.dq_deferred else ''}{'_mc' if self.min_ctas else ''}"
                 f"{'_dqb' if self.dq_double_buffer else ''}{'_dkl' if self.dk_last else ''}"
                 f"{'_pp' if self.pingpong else ''}{'_dqr' if self.dq_reduce_warp else ''}"
-                f"{'_ds1' if self.ds_one_barrier else ''}")
+                f"{'_ds1' if self.ds_one_barrier else ''}{'_ssh' if self.stat_shuffle else ''}")
 
     # The operand layouts. Q and dO are read as the B operand of S^T / dP^T
     # (N x K: d contiguous) and, the same bytes, as the MN-major B of dK /

@@ -4,13 +4,14 @@
 """
 
 import mlir.ir as ir
-from mlir.dialects import llvm
+from mlir.dialects import arith, llvm, nvvm
 
 from pipeline_mlir.chip_limits import WGMMA_M
 from pipeline_mlir.kernel import Scalar, wgmma
-from pipeline_mlir.kernel.fragment import ColVector
+from pipeline_mlir.kernel.f32_math import _FULL_MASK
+from pipeline_mlir.kernel.fragment import ColVector, Fragment, exp2
 from pipeline_mlir.kernel.memory import element_ptr
-from pipeline_mlir.kernel.values import f32, to_value
+from pipeline_mlir.kernel.values import f32, i32, to_value
 from pipeline_mlir.user_location import user_line
 
 from .config import BLOCK_M
@@ -32,6 +33,58 @@ def load_columns(stage, lane, n):
     return ColVector(n, values)
 
 
+class ShuffledColumns:
+    """The ``n`` fp32 values of a query block (a stage of 'lse' or
+    'dpsum') that an ``m64 x n`` fragment's columns need, held by 8 lanes
+    each (``stat_shuffle``): the lanes of one ``lane % 4`` need the same
+    columns, so lane ``4 t + q`` loads only those of the column groups
+    ``j`` (8 columns each, ``n / 8`` of them) in ``[g t, g t + g)``, ``g =
+    n / 64`` (``held_columns``), and ``value(k)`` (the ColVector index:
+    group ``k // 2``, element ``k % 2``) takes it from the lane that holds
+    it (``source``) with one ``shfl.sync.idx``, emitted where it is first
+    used."""
+
+    def __init__(self, stage, lane, n):
+        pair_t = ir.VectorType.get([2], f32())
+        self.n, self.lane = n, lane
+        self.held = []
+        for g in range(n // 64):
+            v = llvm.load(pair_t, element_ptr(stage, f32(),
+                                              self.held_columns(lane, n, 2 * g)).ir_value)
+            self.held += [llvm.extractelement(v, to_value(Scalar(e))) for e in range(2)]
+        self._got = {}
+
+    @staticmethod
+    def held_columns(lane, n, h):
+        """Column (query in the block) of held value ``h`` of lane ``lane``
+        (a Scalar or an int)."""
+        g = n // 64
+        return (lane % 4) * 2 + (lane // 4) * (8 * g) + 8 * (h // 2) + h % 2
+
+    @staticmethod
+    def source(lane, n, k):
+        """(lane, held value) that holds ColVector value ``k`` of lane
+        ``lane``: the same ``lane % 4``, the lane whose groups hold ``k //
+        2``."""
+        g = n // 64
+        j, e = k // 2, k % 2
+        return (lane % 4) + 4 * (j // g), 2 * (j % g) + e
+
+    def value(self, k):
+        """Value ``k`` of the thread's ColVector (group ``k // 2``)."""
+        if k not in self._got:
+            src, h = self.source(self.lane, self.n, k)
+            self._got[k] = nvvm.shfl_sync(f32(), to_value(_FULL_MASK, i32()), self.held[h],
+                                          to_value(src, i32()), to_value(0x1F, i32()),
+                                          nvvm.ShflKind.idx)
+        return self._got[k]
+
+
+def _col(i):
+    """The ColVector index (column) of fragment value ``i``."""
+    return 2 * (i // 4) + i % 2
+
+
 class SoftmaxGrad:
     """P^T and dS^T in registers, once the score GEMMs retire:
 
@@ -51,27 +104,45 @@ class SoftmaxGrad:
 
     def __call__(self, s, dp, lse_read, dpsum_read, m_block):
         """(P^T, dS^T) of the step's S^T and dP^T (both groups retired
-        here)."""
+        here). With ``stat_shuffle`` LSE and dPsum are ``ShuffledColumns``,
+        each value shuffled to this lane right before the values of its
+        column use it."""
         lse = self.load_lse(lse_read)
         wgmma.wait_group(1)                      # S^T retired
-        p = s.fma(self.args.scale_log2, -lse).exp2()
+        if not self.cfg.stat_shuffle:
+            p = s.fma(self.args.scale_log2, -lse).exp2()
+        else:
+            scale = to_value(self.args.scale_log2, f32())
+            p = Fragment(s.n, values=[
+                exp2(llvm.intr_fma(v, scale, arith.negf(lse.value(_col(i)))))
+                for i, v in enumerate(s.values)])
         self.mask(p, m_block)
         dpsum = self.load_dpsum(dpsum_read)
         wgmma.wait_group(0)                      # dP^T retired
-        return p, p * (dp - dpsum)
+        if not self.cfg.stat_shuffle:
+            return p, p * (dp - dpsum)
+        return p, Fragment(s.n, values=[
+            arith.mulf(a, arith.subf(b, dpsum.value(_col(i))))
+            for i, (a, b) in enumerate(zip(p.values, dp.values))])
+
+    def columns(self, stage):
+        """A stage's values for this thread's columns: a ColVector, or
+        with ``stat_shuffle`` a ``ShuffledColumns``."""
+        if self.cfg.stat_shuffle:
+            return ShuffledColumns(stage, self.lane, self.cfg.block_m)
+        return load_columns(stage, self.lane, self.cfg.block_m)
 
     def load_lse(self, lse_read):
         pipe = self.rings.lse.pipe
         pipe.consumer_wait(lse_read)
-        lse = load_columns(self.rings.lse.buffer(lse_read.index), self.lane, self.cfg.block_m)
+        lse = self.columns(self.rings.lse.buffer(lse_read.index))
         pipe.consumer_release(lse_read)
         return lse
 
     def load_dpsum(self, dpsum_read):
         pipe = self.rings.dpsum.pipe
         pipe.consumer_wait(dpsum_read)
-        dpsum = load_columns(self.rings.dpsum.buffer(dpsum_read.index), self.lane,
-                             self.cfg.block_m)
+        dpsum = self.columns(self.rings.dpsum.buffer(dpsum_read.index))
         pipe.consumer_release(dpsum_read)
         return dpsum
 
