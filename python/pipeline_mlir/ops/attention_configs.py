@@ -221,8 +221,13 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         ("block_m128", "min_ctas", "dq_reduce_warp", "dk_last",
                          "ds_one_barrier"),
                         # FA4's d 64 registers: LSE and dPsum shuffled from
-                        # 8 lanes (stat_shuffle), so that 128-query steps do
-                        # not spill; with FA4's order and without.
+                        # 8 lanes (stat_shuffle), so that 128-query steps
+                        # spill less (52-72 bytes, 88-144 without); with
+                        # FA4's order and without. H200 (run 13): FA4's order
+                        # 1.025-1.080x the default's time; 128-query steps
+                        # with the shuffle and ds_one_barrier 0.995x full
+                        # (two runs), 1.041-1.048x causal: none faster on
+                        # both rows.
                         ("block_m128", "min_ctas", "dq_reduce_warp", "stat_shuffle"),
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
                          "stat_shuffle"),
@@ -257,13 +262,18 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         # warp run under dK (dk_last, measured slower when
                         # the consumers still waited for their reduce-adds);
                         # and the dS^T hand-over with its barrier over both
-                        # consumers only (ds_one_barrier).
+                        # consumers only (ds_one_barrier). H200 (run 13,
+                        # h200-bwd-fa4order-ab-run13.log): 1.000-1.036x,
+                        # 1.010-1.026x and 0.983-1.033x (two runs) the
+                        # default's time: none faster on every row.
                         ("dq_split", "min_ctas", "dq_reduce_warp", "dk_last"),
                         ("dq_split", "min_ctas", "dq_reduce_warp", "ds_one_barrier"),
                         ("dq_split", "min_ctas", "dq_reduce_warp", "dk_last", "ds_one_barrier"),
                         # LSE and dPsum shuffled from 8 lanes (stat_shuffle):
                         # ptxas spills 4 / 20 bytes (full / causal) where the
-                        # default spills 24 / 56.
+                        # default spills 24 / 56; 1.005-1.066x the default's
+                        # time, with FA4's order 0.984-1.037x (two runs:
+                        # h200-bwd-shuffle-ab-run13.log, h200-bwd-fa4-run13.log).
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stat_shuffle"),
                         ("dq_split", "min_ctas", "dq_reduce_warp", "dk_last", "ds_one_barrier",
                          "stat_shuffle"))

@@ -70,7 +70,10 @@ GEMMs in turn. All three candidates (measured in docs/attention.md).
 ``dq_reduce_warp`` hands each consumer's fp32 dQ tile to warp 1 of the
 producer warpgroup, which issues the reduce-add (named barriers "dQ full"
 and "dQ empty" per consumer, FA4's hand-off): the consumers never wait for
-it.
+it. ``ds_one_barrier`` (with two dS^T buffers and the reduce warp) leaves
+the warpgroup barrier before the dS^T stores out; ``stat_shuffle`` holds
+LSE and dPsum in 8 lanes each and shuffles a value to the lane that uses
+it (FA4's d 64 registers). Both candidates, off (docs/attention.md).
 
 Release order (what pipeline-verify-protocol's async-read check proves): a
 stage of 'do' goes back only after ``wait_group`` retired the dP GEMM and

@@ -149,13 +149,18 @@ class AttentionBwdConfig:
     # waited for before arriving at the previous step's barrier over both;
     # and it passed the leader's wait for the last reduce-add on to the
     # warpgroup, which the reduce warp's "dQ empty" does instead. One
-    # 128-thread barrier less per step. Off until measured.
+    # 128-thread barrier less per step. Measured on an H200: 1-2.6% slower
+    # alone at d 128, -1.7..+3.3% with dk_last (docs/attention.md): off.
     ds_one_barrier: bool = False
     # LSE and dPsum of a step held by 8 lanes each and shuffled to the lane
     # that uses a value right before its use (FA4's d 64 tile, "shuffle
     # LSE"): a thread holds n / 32 of each (128-query steps: 4, not 32), so
     # the registers of S^T, dP^T, dK and dV fit without spilling. One
-    # ``shfl.sync.idx`` per value and column pair. Off until measured.
+    # ``shfl.sync.idx`` per value a thread uses. Spills drop (d 128 to
+    # 4-20 bytes, 128-query steps to 52-72), but on an H200 it is 0.5-6.6%
+    # slower at d 128 (the shuffles sit between S^T's wait and the
+    # exponentials) and 3 points faster than without at 128-query steps,
+    # still not faster than the d 64 default (docs/attention.md): off.
     stat_shuffle: bool = False
 
     def __post_init__(self):
