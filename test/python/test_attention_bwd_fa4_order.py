@@ -1,9 +1,11 @@
 """The attention backward in FA4's order per step, without a GPU: dK's GEMM
 issued after dQ's (``dk_last``) with dQ's reduce-adds issued by the
 producer warpgroup's reduce warp (``dq_reduce_warp``), so that the dQ
-tile's stores and hand-off run under dK; and with two dS^T buffers the
-hand-over's barrier over both consumers alone (``ds_one_barrier``). The
-candidates (``attention_configs.BWD_D64_OPTION_SETS``,
+tile's stores and hand-off run under dK; with two dS^T buffers the
+hand-over's barrier over both consumers alone (``ds_one_barrier``); and
+LSE and dPsum held by 8 lanes each and shuffled to the lane that uses a
+value (``stat_shuffle``, FA4's d 64 registers: the shuffle's lane map is
+walked here for every lane and value). The candidates (``attention_configs.BWD_D64_OPTION_SETS``,
 ``BWD_D128_OPTION_SETS``) build through ptxas with bounded spills, the
 checker and the simulator accept them on the ragged GQA shape, and the
 backward's planted mistakes (test_attention_bwd.py), the dQ hand-off's
