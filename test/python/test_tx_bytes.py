@@ -144,14 +144,16 @@ def test_productions_that_differ_raise_at_the_second_acquire():
         s = make_pipeline_state(Producer, 2)
         # A peeled first stage loads A and B ...
         p.producer_acquire(s)
-        p.tma_load(s, k.args.a, [0, 0], buf.stage(s.index, 16384), 8192)
-        p.tma_load(s, k.args.b, [0, 0], buf.stage(s.index, 16384), 8192)
+        with k.elect_one():
+            p.tma_load(s, k.args.a, [0, 0], buf.stage(s.index, 16384), 8192)
+            p.tma_load(s, k.args.b, [0, 0], buf.stage(s.index, 16384), 8192)
         p.producer_commit(s)
         s.advance()
         # ... the next one forgets B.
         p.producer_acquire(s)  # line of the error
         line = __import__("inspect").currentframe().f_lineno - 1
-        p.tma_load(s, k.args.a, [0, 0], buf.stage(s.index, 16384), 8192)
+        with k.elect_one():
+            p.tma_load(s, k.args.a, [0, 0], buf.stage(s.index, 16384), 8192)
         p.producer_commit(s)
         p.producer_tail(s)
     with pytest.raises(compiler.CompileError) as err:
@@ -161,6 +163,40 @@ def test_productions_that_differ_raise_at_the_second_acquire():
     assert ("this production's copies deliver 8192 bytes per stage but the first "
             "production delivered 16384") in msg
     assert "note: copy of 8192 bytes" in msg
+
+
+def test_a_copy_by_every_lane_of_the_producer_warp_is_refused():
+    """A tma_load the producer warp runs without elect_one issues 32 copies
+    (one per lane): the derived tx_count would be 32 x the box, so the
+    derivation refuses it at the copy; with an explicit tx_count of one
+    box the checker reports the 32 copies against it."""
+    for explicit in (None, 8192):
+        k = kernel()
+        with k:
+            kw = {} if explicit is None else {"tx_count": explicit}
+            p = PipelineTmaAsync.create(num_stages=2, producer_group=T1,
+                                        consumer_group=CooperativeGroup(Agent.Thread, 4),
+                                        barrier_storage=k.alloc_barriers(4), **kw)
+            buf = k.smem_alloc(2 * 8192, align=1024)
+            with k.if_(k.warp_idx() == 4):
+                s = make_pipeline_state(Producer, 2)
+                for _, (s,) in k.range(4, carry=[s]):
+                    p.producer_acquire(s)
+                    line = __import__("inspect").currentframe().f_lineno + 1
+                    p.tma_load(s, k.args.a, [0, 0], buf.stage(s.index, 8192), 8192)
+                    p.producer_commit(s)
+                    s.advance()
+                p.producer_tail(s)
+        with pytest.raises(compiler.CompileError) as err:
+            compiler.to_nvvm(k.module)
+        msg = str(err.value)
+        if explicit is None:
+            assert msg.startswith(f"{__file__}:{line}:"), msg
+            assert ("tx_count is not derived from this copy: every lane of warp 4 issues "
+                    "it (32 copies of 8192 bytes into the same stage)") in msg
+        else:
+            assert "but the 1 copy bound to this stage deliver 262144" in msg
+            assert "copy of 8192 bytes x 32 lanes that issue it (warp 4" in msg
 
 
 def test_no_copy_is_refused_before_compiling():

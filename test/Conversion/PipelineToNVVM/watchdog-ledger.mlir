@@ -33,8 +33,12 @@ gpu.module @one_cta {
     %c0 = arith.constant 0 : i32
     %ps = pipeline.state.make : !PS
     pipeline.producer.acquire %p, %ps : !P1, !PS
-    pipeline.copy.tma_load %p, %ps, %desc[%c0, %c0] to %dst {bytes = 4096 : i64}
-        : !P1, !PS, !llvm.ptr, !llvm.ptr<3>
+    // One lane issues the copy (every lane that runs a copy op issues one).
+    %e = nvvm.elect.sync -> i1
+    scf.if %e {
+      pipeline.copy.tma_load %p, %ps, %desc[%c0, %c0] to %dst {bytes = 4096 : i64}
+          : !P1, !PS, !llvm.ptr, !llvm.ptr<3>
+    }
     pipeline.producer.commit %p, %ps : !P1, !PS
     %cs = pipeline.state.make : !CS
     pipeline.consumer.wait %p, %cs : !P1, !CS
@@ -49,8 +53,11 @@ gpu.module @mcast {
     %both = arith.constant 3 : i16
     %ps = pipeline.state.make : !PS
     pipeline.producer.acquire %p, %ps : !PM, !PS
-    pipeline.copy.tma_load %p, %ps, %desc[%c0, %c0] to %dst multicast %both {bytes = 2048 : i64}
-        : !PM, !PS, !llvm.ptr, !llvm.ptr<3>
+    %e = nvvm.elect.sync -> i1
+    scf.if %e {
+      pipeline.copy.tma_load %p, %ps, %desc[%c0, %c0] to %dst multicast %both {bytes = 2048 : i64}
+          : !PM, !PS, !llvm.ptr, !llvm.ptr<3>
+    }
     %cs = pipeline.state.make : !CS
     pipeline.consumer.wait %p, %cs : !PM, !CS
     pipeline.consumer.release %p, %cs : !PM, !CS

@@ -85,3 +85,35 @@ func.func @copy_through_the_barrier_handle(%desc: !llvm.ptr, %buf: !llvm.ptr<3>)
   pipeline.producer.tail %p, %s0 : !T, !ps
   return
 }
+
+// -----
+
+!T = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>>
+!ps = !pipeline.state<2, producer>
+
+// The producer warp runs the copy without an elect_one guard: 32 copies of
+// the box. Deriving 32 x its bytes would hide the mistake (and issue 32
+// times the traffic): refused at the copy.
+func.func @copy_by_every_lane(%n: index, %desc: !llvm.ptr, %buf: !llvm.ptr<3>) {
+  %tid = gpu.thread_id x
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %x = arith.constant 0 : i32
+  // expected-note @+1 {{pipeline 'ab' is created here}}
+  %p = pipeline.create {name = "ab"} : !T
+  %warp = arith.divui %tid, %c32 : index
+  %is_producer = arith.cmpi eq, %warp, %c0 : index
+  scf.if %is_producer {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !T, !ps
+      // expected-error @+1 {{pipeline 'ab': tx_count is not derived from this copy: every lane of warp 0 issues it (32 copies of 4096 bytes into the same stage); guard it with elect_one so that one lane issues it (or give tx_count to create if every lane's copy is meant)}}
+      pipeline.copy.tma_load %p, %s, %desc[%x] to %buf {bytes = 4096 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+      %s1 = pipeline.state.advance %s : !ps
+      scf.yield %s1 : !ps
+    }
+    pipeline.producer.tail %p, %sN : !T, !ps
+  }
+  return
+}

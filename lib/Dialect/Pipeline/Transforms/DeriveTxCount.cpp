@@ -130,6 +130,19 @@ static LogicalResult deriveOne(CreateOp create, const TxStages &stages,
       }
       if (mine->empty())
         continue;
+      if (issuedByManyThreads(*mine)) {
+        const CopyBytes &many = *llvm::find_if(
+            *mine, [](const CopyBytes &c) { return c.issuers > 1; });
+        InFlightDiagnostic diag = many.op->emitError();
+        diag << describe(pipe) << ": tx_count is not derived from this copy: "
+             << "every lane of " << many.issuingWarps << " issues it ("
+             << many.issuers << " copies of " << many.bytes
+             << " bytes into the same stage); guard it with elect_one so that "
+                "one lane issues it (or give tx_count to create if every "
+                "lane's copy is meant)";
+        noteCreate(diag, pipe);
+        return failure();
+      }
       int64_t extra = 0;
       if (Value extraTx = cast<ProducerAcquireOp>(acq).getExtraTx()) {
         std::optional<int64_t> constant = getConstantInt(extraTx);

@@ -188,13 +188,20 @@ bool isEmptyBlock(Block *block);
 //===----------------------------------------------------------------------===//
 
 /// One copy bound to a stage: the bytes it lands in this CTA per execution,
-/// how often it runs per stage (enclosing constant loops) and how many CTAs
-/// of its multicast mask send this CTA a slice.
+/// how often it runs per stage (enclosing constant loops), how many CTAs
+/// of its multicast mask send this CTA a slice, and how many lanes of each
+/// warp that runs it issue it (each lane that executes a copy op issues a
+/// copy: 32 for a warp without an elect_one / lane guard, against the one
+/// arrive.expect_tx its producer.acquire gives per warp; 1 where the guards
+/// are not decided, see getExecutors).
 struct CopyBytes {
   Operation *op;
   int64_t bytes;
   int64_t times;
   int64_t multicast;
+  int64_t issuers = 1;
+  /// The warps that issue it ("warp 1"), when issuers > 1.
+  std::string issuingWarps;
 };
 
 /// The producer.acquire and copy ops of the TMA-load pipelines of `fn`, per
@@ -223,6 +230,10 @@ getAcquireCopies(Operation *acq, ArrayRef<Operation *> acqs,
 /// for 2-CTA pipelines, both CTAs of the pair (the leader's barrier counts
 /// the peer's copies too).
 int64_t deliveredBytes(ArrayRef<CopyBytes> copies, PipelineType type);
+
+/// Whether a copy among `copies` is issued by more than one thread (a warp
+/// without an elect_one guard).
+bool issuedByManyThreads(ArrayRef<CopyBytes> copies);
 
 /// Attaches one note per copy: its bytes and each factor.
 void noteCopies(InFlightDiagnostic &diag, ArrayRef<CopyBytes> copies,

@@ -43,6 +43,23 @@ bool protocol::copiesAreVisible(Value state) {
 /// not constant.
 static std::optional<CopyBytes> getCopyBytes(Operation *copy, Operation *acq) {
   CopyBytes result{copy, 0, 1, 1};
+  // Every thread that executes the copy op issues a copy: a producer warp
+  // without an elect_one (or lane) guard issues 32, each landing its bytes
+  // on the stage's barrier, where producer.acquire armed tx_count once (its
+  // one elected arrive.expect_tx per warp). Per warp, then: 32 copies for
+  // whole warps, 1 for one lane. Where the guards are not decided, one.
+  if (auto fn = copy->getParentOfType<FunctionOpInterface>()) {
+    if (std::optional<Executors> who =
+            getExecutors(copy, getBlockDim(fn, Options{}))) {
+      if (who->wholeWarps) {
+        result.issuers = 32;
+        llvm::BitVector warps(who->threads.size() / 32);
+        for (unsigned t : who->threads.set_bits())
+          warps.set(t / 32);
+        result.issuingWarps = describeWarps(warps);
+      }
+    }
+  }
   if (auto tma = dyn_cast<TmaLoadOp>(copy)) {
     result.bytes = tma.getBytes();
     if (Value mask = tma.getMulticastMask()) {
@@ -127,7 +144,7 @@ int64_t protocol::deliveredBytes(ArrayRef<CopyBytes> copies,
   // armed with tx_count: it receives ctaGroup times this CTA's bytes.
   int64_t total = 0;
   for (const CopyBytes &c : copies)
-    total += c.bytes * c.times * c.multicast * type.getCtaGroup();
+    total += c.bytes * c.times * c.multicast * c.issuers * type.getCtaGroup();
   return total;
 }
 
@@ -143,7 +160,14 @@ void protocol::noteCopies(InFlightDiagnostic &diag, ArrayRef<CopyBytes> copies,
       note << " x " << c.multicast << " CTAs of the multicast mask";
     if (pair != 1)
       note << " x " << pair << " CTAs of the pair (cta_group " << pair << ")";
+    if (c.issuers != 1)
+      note << " x " << c.issuers << " lanes that issue it (" << c.issuingWarps
+           << ": every lane, no elect_one guard)";
   }
+}
+
+bool protocol::issuedByManyThreads(ArrayRef<CopyBytes> copies) {
+  return llvm::any_of(copies, [](const CopyBytes &c) { return c.issuers > 1; });
 }
 
 /// The scf.if between `acq` and `copy` whose condition may skip the copy
@@ -255,7 +279,10 @@ LogicalResult protocol::checkTxBytes(FunctionOpInterface fn,
                      "forever"
                    : "the phase completes before every byte landed and "
                      "consumers read a partly filled stage")
-           << " (make tx_count the bytes of one stage's copies)";
+           << (issuedByManyThreads(*mine)
+                   ? " (a copy op issues one copy per thread that runs it: "
+                     "guard it with elect_one so that one lane issues it)"
+                   : " (make tx_count the bytes of one stage's copies)");
       noteCopies(diag, *mine, type);
       noteCreate(diag, pipe);
       failed = true;

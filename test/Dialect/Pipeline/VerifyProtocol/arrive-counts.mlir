@@ -94,7 +94,10 @@ func.func @tma_producer_group_of_two(%n: index, %desc: !llvm.ptr, %buf: !llvm.pt
     %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
       // expected-note @+1 {{elected arrive here}}
       pipeline.producer.acquire %p, %s : !T, !ps
-      pipeline.copy.tma_load %p, %s, %desc[%x] to %buf {bytes = 4096 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+      %e = nvvm.elect.sync -> i1
+      scf.if %e {
+        pipeline.copy.tma_load %p, %s, %desc[%x] to %buf {bytes = 4096 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+      }
       %s1 = pipeline.state.advance %s : !ps
       scf.yield %s1 : !ps
     }
@@ -210,13 +213,19 @@ func.func @arrive_counts_ok(%desc: !llvm.ptr, %buf: !llvm.ptr<3>) {
   %w0 = arith.cmpi eq, %warp, %c0 : index
   scf.if %w0 {
     pipeline.producer.acquire %t, %s : !T, !ps
-    pipeline.copy.tma_load %t, %s, %desc[%x] to %buf {bytes = 4096 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+    %e = nvvm.elect.sync -> i1
+    scf.if %e {
+      pipeline.copy.tma_load %t, %s, %desc[%x] to %buf {bytes = 4096 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+    }
     pipeline.producer.tail %t, %s : !T, !ps
   }
   %w1 = arith.cmpi eq, %warp, %c1 : index
   scf.if %w1 {
     pipeline.producer.acquire %t, %s : !T, !ps
-    pipeline.copy.tma_load %t, %s, %desc[%x] to %buf {bytes = 4096 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+    %e = nvvm.elect.sync -> i1
+    scf.if %e {
+      pipeline.copy.tma_load %t, %s, %desc[%x] to %buf {bytes = 4096 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+    }
     pipeline.producer.tail %t, %s : !T, !ps
   }
   %c = pipeline.state.make : !cs

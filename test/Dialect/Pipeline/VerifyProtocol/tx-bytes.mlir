@@ -163,3 +163,96 @@ func.func @copy_under_runtime_condition(%n: i32, %k: i32, %desc: !llvm.ptr, %buf
   pipeline.producer.tail %p, %s1 : !T, !ps
   return
 }
+
+// -----
+
+!T = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 4096>
+!ps = !pipeline.state<2, producer>
+
+// A copy op issues one copy per thread that runs it: the producer warp runs
+// it without an elect_one guard, so 32 copies of the box land on the stage
+// that tx_count arms for one.
+func.func @copy_by_every_lane(%n: index, %desc: !llvm.ptr, %buf: !llvm.ptr<3>) {
+  %tid = gpu.thread_id x
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %x = arith.constant 0 : i32
+  // expected-note @+1 {{pipeline 'ab' is created here}}
+  %p = pipeline.create {name = "ab"} : !T
+  %warp = arith.divui %tid, %c32 : index
+  %is_producer = arith.cmpi eq, %warp, %c1 : index
+  scf.if %is_producer {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      // expected-error @+1 {{pipeline 'ab': producer.acquire expects 4096 bytes (tx_count 4096) but the 1 copy bound to this stage deliver 131072: the phase completes before every byte landed and consumers read a partly filled stage (a copy op issues one copy per thread that runs it: guard it with elect_one so that one lane issues it)}}
+      pipeline.producer.acquire %p, %s : !T, !ps
+      // expected-note @+1 {{copy of 4096 bytes x 32 lanes that issue it (warp 1: every lane, no elect_one guard)}}
+      pipeline.copy.tma_load %p, %s, %desc[%x] to %buf {bytes = 4096 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+      %s1 = pipeline.state.advance %s : !ps
+      scf.yield %s1 : !ps
+    }
+    pipeline.producer.tail %p, %sN : !T, !ps
+  }
+  return
+}
+
+// -----
+
+!T = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 4096>
+!ps = !pipeline.state<2, producer>
+
+// The correct twin: the producer warp's elected lane issues the copy.
+func.func @copy_by_elected_lane(%n: index, %desc: !llvm.ptr, %buf: !llvm.ptr<3>) {
+  %tid = gpu.thread_id x
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %x = arith.constant 0 : i32
+  %p = pipeline.create {name = "ab"} : !T
+  %warp = arith.divui %tid, %c32 : index
+  %is_producer = arith.cmpi eq, %warp, %c1 : index
+  scf.if %is_producer {
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !T, !ps
+      %e = nvvm.elect.sync -> i1
+      scf.if %e {
+        pipeline.copy.tma_load %p, %s, %desc[%x] to %buf {bytes = 4096 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+      }
+      %s1 = pipeline.state.advance %s : !ps
+      scf.yield %s1 : !ps
+    }
+    pipeline.producer.tail %p, %sN : !T, !ps
+  }
+  return
+}
+
+// -----
+
+!T = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 4096>
+!ps = !pipeline.state<2, producer>
+
+// Also correct: every lane issues a copy on purpose (its own 128 bytes, at
+// its own coordinate), and tx_count counts all 32.
+func.func @copy_per_lane_counted(%n: index, %desc: !llvm.ptr, %buf: !llvm.ptr<3>) {
+  %tid = gpu.thread_id x
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %p = pipeline.create {name = "ab"} : !T
+  %warp = arith.divui %tid, %c32 : index
+  %is_producer = arith.cmpi eq, %warp, %c0 : index
+  scf.if %is_producer {
+    %lane = arith.index_cast %tid : index to i32
+    %s0 = pipeline.state.make : !ps
+    %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !T, !ps
+      pipeline.copy.tma_load %p, %s, %desc[%lane] to %buf {bytes = 128 : i64} : !T, !ps, !llvm.ptr, !llvm.ptr<3>
+      %s1 = pipeline.state.advance %s : !ps
+      scf.yield %s1 : !ps
+    }
+    pipeline.producer.tail %p, %sN : !T, !ps
+  }
+  return
+}
