@@ -438,7 +438,7 @@ def test_the_pick_splits_where_the_tiles_leave_sms_idle(acc, monkeypatch):
             assert math.ceil(m / bm) * math.ceil(n / bn) * s <= 132
             assert math.ceil(k / 128) // s >= gemm_configs.MIN_SPLIT_K_BLOCKS
             assert fp8_configs.VARIANTS[v.split("_sk")[0]]["accumulation"] == acc
-    assert fp8_configs.choose(128, 4096, 4096, "fast") == "fast_64x256"      # TUNED
+    assert fp8_configs.choose(512, 4096, 4096, "fast") == "fast_64x256"      # TUNED
 
 
 @pytest.mark.parametrize("m, n, k, fast, promoted", [
@@ -447,6 +447,7 @@ def test_the_pick_splits_where_the_tiles_leave_sms_idle(acc, monkeypatch):
     (128, 8192, 8192, "fast_64x128", "promoted_64x128"),
     (32, 8192, 8192, "fast_64x128", "promoted_64x128"),
     (200, 4096, 4096, "fast_64x128", "promoted_64x128"),
+    (128, 4096, 4096, "fast_64x128", "promoted_64x128"),
     # 128 tiles of 128x128 already fill a wave: 64x128 would take two
     (256, 8192, 8192, "fast_128x128", "promoted_128x128o"),
     (4096, 4096, 4096, "fast_128x256", "promoted_128x128o"),

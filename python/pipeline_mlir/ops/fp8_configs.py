@@ -138,7 +138,6 @@ TUNED = {
     (1024, 1024, 1024, "fast"): "fast_128x192",
     (2048, 2048, 2048, "fast"): "fast_128x128",
     (8192, 8192, 8192, "fast"): "fast_128x192",
-    (128, 4096, 4096, "fast"): "fast_64x256",
     (512, 4096, 4096, "fast"): "fast_64x256",
     (4096, 1024, 4096, "fast"): "fast_128x128",
     # Promoted 192x128 against 128x192 (the same tile count: the model
@@ -151,7 +150,11 @@ TUNED = {
     # 128x256 ran 1.057x and 1.073x against 1.046x and 1.052x. Until the
     # fourth, 128 x 4096 x 4096 promoted was 128x128's; the rule's 64x128
     # ran 1.14x its launcher's speed and 1.11x 128x128o's, ahead of both in
-    # each of four passes: h200-fp8-sweep-run4*.log.)
+    # each of four passes: h200-fp8-sweep-run4*.log. Until the eighth, 128 x
+    # 4096 x 4096 fast was 64x256's, from the first sweep, before the fast
+    # 64x128 tile existed: the rule's 64x128 (64 tiles against 32) ran 2.71x
+    # and 2.93x cuBLASLt where 64x256 ran 1.74x and 1.73x, two passes:
+    # h200-fp8-sweep-run8-short-m.log.)
     (8192, 8192, 8192, "promoted"): "promoted_192x128",
     (8192, 8192, 1024, "promoted"): "promoted_192x128",
 }
