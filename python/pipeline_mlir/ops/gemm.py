@@ -35,8 +35,11 @@ into C, bitwise the same every run (``splitk_host``; docs/gemm.md). A
 shape whose tiles leave the last wave part-empty may take a stream-K
 variant: one launch, the leftover tiles' K blocks shared by all SMs, their
 partial sums added in a fixed order (``streamk_host``; bitwise the same
-every run too). A fused gelu tanh or silu on a shape of enough tiles may
-run two CTAs of 128x128 per SM, one's wgmma during the other's epilogue
+every run too). A fused epilogue (no residual) on a shape of at least four
+128x128 tiles per SM with K rows of whole L2 sectors runs the ping-pong
+kernel: two consumer warpgroups on their own tiles, one's mainloop during
+the other's epilogue (``gemm_configs.choose_pingpong``); other fused gelu
+tanh or silu calls of enough tiles may run two CTAs of 128x128 per SM
 (``gemm_configs.choose_two_ctas``).
 
 With torch it is also the custom op ``torch.ops.pipeline_mlir.gemm`` (and
