@@ -95,7 +95,8 @@ def waste(variant, m, n, k, sms, spread=None):
         cluster, (bm, bn) = gc.cluster_of(tile), gc.tile(tile)
         units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
         kb, wave = -(-k // gc.K_BLOCK), sms // cluster
-        grid, sk_ctas, rounds = gc.stream_k_launch(units, kb, wave, tile, spread)
+        grid, sk_ctas, rounds = gc.stream_k_launch(units, kb, wave, tile, spread,
+                                                   gc.overrides(variant).get("sk_share", False))
         rest = units - rounds * grid
         return (gc.fill(tile, m, n), (sk_ctas if rest else grid) / wave,
                 round(rounds + (rest / sk_ctas if rest else 0), 2))

@@ -125,7 +125,7 @@ def main(argv=None):
             g._shares[(m, n, k)] = share
             # fewer tiles than SMs: the grid is the stream-K CTAs
             gemm_configs.stream_k_grid = (model_grid if sk is None else
-                                          lambda t, kb, w, v: sk if t < w else w)
+                                          lambda t, kb, w, v, share=False: sk if t < w else w)
             g.gemm._shapes.clear()
             grid = g.gemm.grid(m, n, sms, k)[0]
             per_cta = MAX_WARPGROUPS * SLOTS * len(EVENTS) * 2

@@ -72,15 +72,7 @@ def warp_arrive(counters, index, lane):
     return Scalar(old)
 
 
-def wait_count(counters, index, count, lane):
-    """Called by all 32 lanes of a warp: lane 0 polls ``counters[index]``
-    (a relaxed gpu-scope load) until it reads ``count`` (i32 Scalar), then
-    the warp's barrier and a gpu-scope fence in every lane: the acquire
-    side of :func:`warp_arrive`'s release, so the warp's later loads see
-    the stores of the ``count`` arrivals it waited for. The waiter must
-    not be needed by those arrivals (stream-K: the tile's last contributor
-    in K order waits, as the last unit of its run, for contributors whose
-    arrivals come before any wait of theirs: kernels/hopper_gemm.py)."""
+def _poll(counters, index, count, lane, predicate):
     first = to_value(lane == 0, what="lane 0")
     branch = scf.IfOp(first, [], has_else=False)
     with ir.InsertionPoint(branch.then_block):
@@ -90,13 +82,34 @@ def wait_count(counters, index, count, lane):
         with ir.InsertionPoint(before):
             seen = llvm.load(i32(), _counter_ptr(counters, index), alignment=4,
                              ordering=llvm.AtomicOrdering.monotonic, syncscope="device")
-            scf.ConditionOp(arith.cmpi(arith.CmpIPredicate.ne, seen,
+            scf.ConditionOp(arith.cmpi(predicate, seen,
                                        to_value(count, i32(), what="count")), [])
         with ir.InsertionPoint(after):
             scf.YieldOp([])
         scf.YieldOp([])
     nvvm.bar_warp_sync(to_value(_FULL_MASK, i32()))
     _fence_gpu()
+
+
+def wait_at_least(counters, index, count, lane):
+    """:func:`wait_count` for a counter that may pass ``count`` while a
+    waiter polls (the shared fix-up: every contributor arrives, waits for
+    all ``count`` arrivals, then arrives a second time on its way out), so
+    lane 0 polls until it reads at least ``count``; the same acquire side
+    after it."""
+    _poll(counters, index, count, lane, arith.CmpIPredicate.slt)
+
+
+def wait_count(counters, index, count, lane):
+    """Called by all 32 lanes of a warp: lane 0 polls ``counters[index]``
+    (a relaxed gpu-scope load) until it reads ``count`` (i32 Scalar), then
+    the warp's barrier and a gpu-scope fence in every lane: the acquire
+    side of :func:`warp_arrive`'s release, so the warp's later loads see
+    the stores of the ``count`` arrivals it waited for. The waiter must
+    not be needed by those arrivals (stream-K: the tile's last contributor
+    in K order waits, as the last unit of its run, for contributors whose
+    arrivals come before any wait of theirs: kernels/hopper_gemm.py)."""
+    _poll(counters, index, count, lane, arith.CmpIPredicate.ne)
 
 
 def reset(counters, index, lane):

@@ -43,6 +43,7 @@ from pipeline_mlir.kernel import (GlobalPtr, Int32, Kernel, TmaDescriptor,
 from pipeline_mlir.kernel import epilogue, wgmma
 from pipeline_mlir.kernel.epilogue import Epilogue, EpilogueContext
 from pipeline_mlir.kernel import arrival_counter
+from pipeline_mlir.kernel.values import Scalar, i32
 from pipeline_mlir.kernel.fragment import Fragment
 from pipeline_mlir.kernel.tile_scheduler import (PersistentTileScheduler, StreamKSchedule,
                                                   split_k_count, split_k_unit)
@@ -52,7 +53,7 @@ from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
 from pipeline_mlir.kernels import hopper_gemm_pingpong
 from pipeline_mlir.kernels.promoted_mainloop import OverlappedPromotion
 from pipeline_mlir.kernels.streamk_timeline import UNITS, Timeline, event
-from pipeline_mlir.layout import OperandLayout, descriptor_units
+from pipeline_mlir.layout import DTYPES, OperandLayout, descriptor_units
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     PipelineTmaAsync, PipelineTmaStore,
                                     PipelineUserType, make_pipeline_state,
@@ -114,6 +115,17 @@ class GemmConfig:
     # it has issued the unit's last loads, a ring's depth of K blocks
     # before its consumers read them (an experiment: STREAM_K_EXPERIMENTS).
     sk_prefetch: bool = False
+    # Stream-K, the shared fix-up (for launches whose every run is one
+    # segment: sk_ctas a multiple of the stream-K tiles, the leftover kind
+    # of gemm_configs.stream_k_launch(share=True)): every contributor of a
+    # partial tile stores its partial and arrives, waits for all the
+    # tile's arrivals, then sums its own share of the tile's partials (its
+    # 1/contributors of each warp's slot region, every contributor's value
+    # in K order: the same bits every run) and stores that share of C from
+    # registers; a second arrival per warp lets the last one out reset the
+    # counter. One partial's worth of loads per CTA instead of all of them
+    # on the tile's last contributor.
+    sk_share: bool = False
     # CTAs resident on one SM (1 or 2). With 2, each holds half the SM's
     # shared memory and registers (ptxas is told so: .minnctapersm; the
     # producer is then one warp, ``producer_last``) and the persistent grid
@@ -176,6 +188,7 @@ class GemmConfig:
                 f"{'_streamk' if self.stream_k else ''}"
                 f"{'_timeline' if self.timeline else ''}"
                 f"{'_pf' if self.sk_prefetch else ''}"
+                f"{'_share' if self.sk_share else ''}"
                 f"{f'_x{self.ctas_per_sm}' if self.ctas_per_sm > 1 else ''}"
                 f"{'_pp' if self.pingpong_m else ''}")
 
@@ -245,6 +258,9 @@ class GemmConfig:
         if self.timeline and not self.stream_k:
             raise ValueError(f"{self.name}: timeline stamps the stream-K phases; build it "
                              "with stream_k=True")
+        if self.sk_share and (not self.stream_k or self.sk_prefetch or self.scaled):
+            raise ValueError(f"{self.name}: sk_share is a stream-K fix-up (without sk_prefetch "
+                             "or scaled); build it with stream_k=True")
         if self.sk_prefetch and not self.stream_k:
             raise ValueError(f"{self.name}: sk_prefetch prefetches stream-K partials; build "
                              "it with stream_k=True")
@@ -643,7 +659,18 @@ def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c
             epilogue.store_fragment_global(out, c_ptr, row0, n_blk * cfg.block_n, m, n,
                                            warp_in_wg, lane, cfg.c_dtype)
             continue
-        if streamed:
+        if streamed and cfg.sk_share:
+            # Every partial unit stores, waits for the tile's other
+            # contributors and stores its share of C; a whole tile stores
+            # C through the TMA epilogue.
+            partial = stream_k_share(k, cfg, split, part_of, out.ir_value, stream_args, cw,
+                                     warp_in_wg, lane, c_ptr, m, n, m_blk, n_blk, rank,
+                                     times=(times, unit))
+            with k.if_(~partial):
+                store_tile(k, cfg, out, ctx, store, epi_sync, c_buf, desc_c, c_tile, row0,
+                           n_blk, cw, warp_in_wg, lane, leader)
+                times.stamp(unit, event("done"))
+        elif streamed:
             # A partial unit that does not end its tile leaves its partial
             # and arrives; one that ends it waits for those and adds them;
             # it and a whole tile then store C through the TMA epilogue.
@@ -755,6 +782,116 @@ def stream_k_partial(k, cfg, sched, part_of, ends_tile, whole, stream_args, cw, 
                                        warp_in_wg, lane)
         timeline.stamp(unit, event("summed"))
     return total, ~leaves
+
+
+SHARE_BATCH = 16      # contributors whose loads the shared fix-up issues together
+
+
+def _min_scalar(a, b):
+    return Scalar(arith.minsi(a.ir_value, b.ir_value))
+
+
+def share_range(contributor, contributors, vectors):
+    """The shared fix-up's share of contributor ``contributor`` (0 ..
+    ``contributors`` - 1, in K order) of a warp's ``vectors`` 16-byte
+    values: ``[j V / P, (j + 1) V / P)``, contiguous, in order, none
+    overlapping, together all of them (ints or i32 Scalars)."""
+    return (contributor * vectors // contributors,
+            (contributor + 1) * vectors // contributors)
+
+
+def stream_k_share(k, cfg, sched, part_of, whole, stream_args, cw, warp_in_wg, lane, c_ptr,
+                   m, n, m_blk, n_blk, rank=None, times=None):
+    """The shared fix-up (``cfg.sk_share``), per consumer warp; returns
+    whether the unit is partial (a whole tile is left to the TMA epilogue).
+    Every run of the launch is one segment (the host's ``share`` launch),
+    so a partial unit is its CTA's last and every contributor arrives
+    before it waits: no wait is behind another.
+
+    A partial unit stores its fp32 partial in its slot and arrives at the
+    warp's counter of the tile; waits until the counter holds every
+    contributor's arrival (``wait_at_least``: the departures below may
+    have passed it); then, of the warp's region of a slot (``block_n / 8``
+    groups of 32 lanes' 16 bytes), takes its share (``share_range`` by its
+    index among the contributors), and for each 16 bytes of it sums the
+    contributors' values in K order and stores the two rows' column pairs
+    of C (bounded by ``m`` x ``n``); then arrives again: the warp that
+    sees ``2 x contributors - 1`` arrivals before its own resets the
+    counter (every contributor has passed its wait)."""
+    timeline, unit = times or (Timeline(k, None, cw, None), None)
+    ws, counters = stream_args[:2]
+    _, partial, slot, sk_tile = part_of
+    cluster = cfg.cluster_m
+
+    def own(x):
+        return x * cluster + rank if cluster > 1 else x
+
+    warps = 4 * cfg.consumer_warpgroups
+    counter = own(sk_tile) * warps + cw * 4 + warp_in_wg
+    first, last = sched.contributors(sk_tile)
+    with k.if_(partial):
+        contributors = last - first + 1
+        store_partial_slot(Fragment(cfg.block_n, struct=whole), ws, own(slot), cfg, cw,
+                           warp_in_wg, lane)
+        timeline.stamp(unit, event("stored"))
+        arrival_counter.warp_arrive(counters, counter, lane)
+        arrival_counter.wait_at_least(counters, counter, contributors, lane)
+        timeline.stamp(unit, event("arrived"))
+        vectors = cfg.block_n // 8 * THREADS_PER_WARP
+        lo, hi = share_range(sched.cta - first, contributors, vectors)
+        out_t = epilogue._float_type(cfg.c_dtype)
+        elem = DTYPES[cfg.c_dtype][0]
+        pair_t = ir.VectorType.get([2], out_t)
+        i32t = ir.IntegerType.get_signless(32)
+        for v, _ in k.range(lo + lane, hi, THREADS_PER_WARP, carry=[]):
+            group, src = v // THREADS_PER_WARP, v % THREADS_PER_WARP
+            # A one-segment run's partial is in its CTA's first slot (2 c);
+            # SHARE_BATCH contributors' loads in flight at once (past the
+            # last, the last's address again and no add), then the adds in K
+            # order: every element's sum has the same order every run.
+            _, here = _slot_address(ws, Scalar(arith.constant(i32(), 0)), cfg, cw, warp_in_wg,
+                                    src)
+            here = here + group.to(64) * _GROUP_STRIDE
+            slot_bytes = cfg.block_m * cfg.block_n * 4
+            total = Fragment(8)
+            for c0, _ in k.range(first, last + 1, SHARE_BATCH, carry=[total]):
+                loaded = []
+                for j in range(SHARE_BATCH):
+                    c = _min_scalar(c0 + j, last)
+                    loaded.append(_load_vector(ws, here + own(2 * c).to(64) * slot_bytes))
+                for j in range(SHARE_BATCH):
+                    ok = c0 + j <= last
+                    summed = total + loaded[j]
+                    total.set(Fragment(8, values=[ok.select(Scalar(summed.value(e)),
+                                                            Scalar(total.value(e)))
+                                                  for e in range(4)]))
+            row = (m_blk * cfg.block_m + cw * wgmma.WarpgroupMma.M + warp_in_wg * 16
+                   + src // 4)
+            col = n_blk * cfg.block_n + group * 8 + (src % 4) * 2
+            for half in range(2):
+                r = row + 8 * half
+                pair = llvm.mlir_undef(pair_t)
+                for e in range(2):
+                    pair = llvm.insertelement(pair, arith.truncf(out_t, total.value(2 * half + e)),
+                                              arith.constant(i32t, e))
+                with k.if_((r < m) & (col < n)):
+                    off = (r.to(64) * n.to(64) + col.to(64)) * elem
+                    llvm.store(pair, _slot_ptr(c_ptr, off))
+        timeline.stamp(unit, event("summed"))
+        before = arrival_counter.warp_arrive(counters, counter, lane)
+        with k.if_(before == 2 * contributors - 1):
+            arrival_counter.reset(counters, counter, lane)
+    return partial
+
+
+def _load_vector(ws, offset):
+    """A Fragment of n = 8 (one thread's four values) from 16 bytes at byte
+    ``offset`` of ``ws``."""
+    vec_t = ir.VectorType.get([4], ir.F32Type.get())
+    i32t = ir.IntegerType.get_signless(32)
+    v = llvm.load(vec_t, _slot_ptr(ws, offset), alignment=16)
+    return Fragment(8, values=[llvm.extractelement(v, arith.constant(i32t, e))
+                               for e in range(4)])
 
 
 def _slot_address(ws, slot, cfg, cw, warp_in_wg, lane):

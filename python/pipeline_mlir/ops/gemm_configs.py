@@ -124,17 +124,24 @@ SPLIT_VARIANTS = {f"{t}_sk{s}": dict(VARIANTS[t], split_k=s)
 STREAM_K_TILES = ("128x256", "128x256c2", "128x192", "128x128", "192x192", "192x192c2",
                   "192x128")
 STREAM_K_VARIANTS = {f"{t}_streamk": dict(VARIANTS[t], stream_k=True) for t in STREAM_K_TILES}
-# Profiling builds of the stream-K variants, ``<tile>_streamk_timeline``:
-# the same kernel stamping each phase's time into a buffer
-# (kernels/streamk_timeline.py; benchmarks/gemm/streamk_timeline.py runs
-# them). Never picked, never in the cache's --all.
-TIMELINE_VARIANTS = {f"{v}_timeline": dict(o, timeline=True)
-                     for v, o in STREAM_K_VARIANTS.items()}
 # Stream-K experiments, measured beside the pick (random_sweep.py
 # --variants), never picked: ``_pf``, the last contributor's L2 prefetch of
 # the others' partials (GemmConfig.sk_prefetch).
 STREAM_K_EXPERIMENTS = {f"{v}_pf": dict(STREAM_K_VARIANTS[v], sk_prefetch=True)
                         for v in ("128x256c2_streamk", "128x128_streamk")}
+# The shared fix-up, ``<tile>_streamk_share`` (GemmConfig.sk_share): every
+# contributor of a partial tile sums its share of the tile's partials and
+# stores that share of C, on a launch whose runs are one segment each
+# (stream_k_launch(..., share=True): the leftover kind).
+STREAM_K_SHARE_VARIANTS = {f"{v}_share": dict(o, sk_share=True)
+                           for v, o in STREAM_K_VARIANTS.items()}
+# Profiling builds of the stream-K variants, ``<tile>_streamk_timeline``
+# (and ``<tile>_streamk_share_timeline``):
+# the same kernel stamping each phase's time into a buffer
+# (kernels/streamk_timeline.py; benchmarks/gemm/streamk_timeline.py runs
+# them). Never picked, never in the cache's --all.
+TIMELINE_VARIANTS = {f"{v}_timeline": dict(o, timeline=True)
+                     for v, o in (*STREAM_K_VARIANTS.items(), *STREAM_K_SHARE_VARIANTS.items())}
 # Tiles built without fused epilogues: with the full one (alpha, bias,
 # residual, gelu) 192x192c2 spills 8 bytes (ptxas -v; its 128 registers
 # hold the cluster's multicast state besides 96 accumulators). A fused
@@ -233,7 +240,7 @@ def overrides(variant):
     """The GemmConfig overrides of a plain or split-K variant name."""
     found = (VARIANTS.get(variant) or SPLIT_VARIANTS.get(variant)
              or STREAM_K_VARIANTS.get(variant) or TIMELINE_VARIANTS.get(variant)
-             or STREAM_K_EXPERIMENTS.get(variant))
+             or STREAM_K_EXPERIMENTS.get(variant) or STREAM_K_SHARE_VARIANTS.get(variant))
     if found is None:
         raise KeyError(f"gemm_configs: no variant {variant!r} (plain: {', '.join(VARIANTS)}; "
                        f"split-K: <{'|'.join(SPLIT_TILES)}>_sk<{SPLITS[0]}..{SPLITS[-1]}>; "
@@ -549,7 +556,27 @@ def stream_k_run_time(variant, sk_tiles, k_blocks, sk_ctas, k=K_BLOCK):
             + (contributors + 3) * SLOT_S * bm * bn / (128 * 256))
 
 
-def stream_k_launch(tiles, k_blocks, sms, variant="128x256", spread=None):
+# The shared fix-up (``<tile>_streamk_share``): each contributor stores its
+# partial and reads one partial's worth (its share of every contributor's),
+# so the partial traffic per SM does not grow with the pieces; each piece
+# costs a share of the wait and a dependent load per 16 bytes of a share.
+SHARE_SLOTS = 3
+SHARE_PIECE_S = 0.1e-6
+
+
+def stream_k_share_run_time(variant, sk_tiles, k_blocks, sk_ctas, k=K_BLOCK):
+    """``stream_k_run_time`` of the shared fix-up (``sk_ctas`` a multiple
+    of ``sk_tiles``: one segment a run)."""
+    bm, bn = tile(variant)
+    pieces = sk_ctas // sk_tiles
+    if pieces == 1:
+        return k_blocks * block_time(variant, k) + TILE_S
+    blocks = -(-k_blocks // pieces)
+    return (blocks * block_time(variant, k) + STREAM_K_FIXED_S + pieces * SHARE_PIECE_S
+            + SHARE_SLOTS * SLOT_S * bm * bn / (128 * 256))
+
+
+def stream_k_launch(tiles, k_blocks, sms, variant="128x256", spread=None, share=False):
     """``(grid, sk_ctas, rounds)`` of a stream-K launch, the one of least
     modelled time of two kinds:
 
@@ -570,11 +597,19 @@ def stream_k_launch(tiles, k_blocks, sms, variant="128x256", spread=None):
     no tiles left over, ``sk_ctas`` is 1 and unused. The host and the pick
     both call this (the same numbers). ``spread`` True / False: that kind
     wherever there is a full wave (to measure one beside the other:
-    random_sweep.py's ``<variant>@spread`` candidates)."""
+    random_sweep.py's ``<variant>@spread`` candidates).
+
+    ``share``: the launch of a shared fix-up variant (``sk_share``): the
+    leftover kind only (every run one segment), its pieces by
+    ``stream_k_share_run_time``."""
     rounds, rest = divmod(tiles, sms) if tiles >= sms else (0, tiles)
     if rest == 0:
         return sms, 1, rounds
     most = max(1, min(sms // rest, k_blocks))
+    if share:
+        pieces = min(range(1, most + 1), key=lambda p: (
+            stream_k_share_run_time(variant, rest, k_blocks, rest * p), -p))
+        return (sms if tiles >= sms else rest * pieces), rest * pieces, rounds
     pieces = min(range(1, most + 1),
                  key=lambda p: (stream_k_run_time(variant, rest, k_blocks, rest * p), -p))
     best = (stream_k_run_time(variant, rest, k_blocks, rest * pieces), rest * pieces, rounds)
@@ -587,15 +622,15 @@ def stream_k_launch(tiles, k_blocks, sms, variant="128x256", spread=None):
     return (sms if tiles >= sms else sk_ctas), sk_ctas, rounds
 
 
-def stream_k_grid(tiles, k_blocks, sms, variant="128x256"):
+def stream_k_grid(tiles, k_blocks, sms, variant="128x256", share=False):
     """The grid of a stream-K launch (``stream_k_launch``)."""
-    return stream_k_launch(tiles, k_blocks, sms, variant)[0]
+    return stream_k_launch(tiles, k_blocks, sms, variant, share=share)[0]
 
 
-def stream_k_plan(tiles, k_blocks, sms, variant="128x256", spread=None):
+def stream_k_plan(tiles, k_blocks, sms, variant="128x256", spread=None, share=False):
     """``(rounds, stream-K tiles, sk_ctas)``, as
     kernel/tile_scheduler.StreamKSchedule runs them on this launch."""
-    grid, sk_ctas, rounds = stream_k_launch(tiles, k_blocks, sms, variant, spread)
+    grid, sk_ctas, rounds = stream_k_launch(tiles, k_blocks, sms, variant, spread, share)
     return rounds, tiles - rounds * grid, sk_ctas
 
 
@@ -614,15 +649,42 @@ def estimate_time_stream_k(variant, m, n, k, sms):
     return t
 
 
+# The shared fix-up where each tile has at least this many contributors
+# (share_fixup). Measured on an H200 (docs/gemm.md, "The shared fix-up"),
+# the kernels alone in CUDA graphs beside the last-contributor fix-up:
+# 4, 9 and 12 tiles of 128x128 on 132 SMs (30, 14 and 11 contributors a
+# tile) ran 14.1-17.1 us against 18.8-21.5; 12 tile pairs of the 2-CTA
+# 128x256 tile on 66 clusters (5 contributors) 34.4-34.6 against 33.4-33.6,
+# and a one-wave leftover of 6 pairs (4544 x 1008 x 7784, the leftover
+# kind) 122.9-126.9 against the spread launch's 123.5-125.2: even there.
+SHARE_MIN_PIECES = 8
+
+
+def share_fixup(tiles, k_blocks, sms):
+    """Whether a stream-K pick of ``tiles`` units (tiles, or a cluster's
+    tile pairs) with ``k_blocks`` K blocks on a wave of ``sms`` takes the
+    shared fix-up: fewer tiles than the wave (no whole-tile round) and at
+    least ``SHARE_MIN_PIECES`` contributors a tile (``sms // tiles``, at
+    most one a K block), where the last contributor would read that many
+    partials on one SM."""
+    return tiles < sms and min(sms // tiles, k_blocks) >= SHARE_MIN_PIECES
+
+
 def choose_stream_k(m, n, k, sms, plain):
     """The stream-K variant for this shape, or None: the stream-K tile of
     least ``estimate_time_stream_k``, if it beats the plain pick's
     ``estimate`` by ``STREAM_K_MARGIN`` (both at least ``FLOOR_S``: a
     host-bound call gains nothing). A shape whose tiles fill whole waves
-    gains nothing (the same rounds, no stream-K run)."""
+    gains nothing (the same rounds, no stream-K run). Its shared fix-up
+    variant (``_share``) where ``share_fixup`` says so."""
     best = min(RULE_STREAM_K_TILES, key=lambda v: estimate_time_stream_k(v, m, n, k, sms))
     if max(estimate_time_stream_k(best, m, n, k, sms), FLOOR_S) < \
             STREAM_K_MARGIN * max(estimate(plain, m, n, sms, k), FLOOR_S):
+        bm, bn = tile(best)
+        cluster = cluster_of(best)
+        units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
+        if share_fixup(units, math.ceil(k / K_BLOCK), sms // cluster):
+            return f"{best}_streamk_share"
         return f"{best}_streamk"
     return None
 

@@ -60,6 +60,10 @@ def meta_of(cfg, kernel):
         # the grid is stream-K's (gemm_configs.stream_k_grid), and the
         # workspace and counters come from ops/streamk_host.py
         meta["stream_k"] = True
+        if getattr(cfg, "sk_share", False):
+            # every contributor sums a share: a launch of one-segment runs
+            # (gemm_configs.stream_k_launch(share=True))
+            meta["sk_share"] = True
     if getattr(cfg, "ctas_per_sm", 1) > 1:
         # the persistent grid is this many CTAs per SM (a plain variant's
         # meta is as it was)
@@ -183,7 +187,8 @@ class HopperGemm:
             from .gemm_configs import stream_k_grid
 
             return (stream_k_grid(units, -(-k // self.layouts["a"].k), self.stream_k_wave(sms),
-                                  stream_k_tile(meta)) * cl, 1, 1)
+                                  stream_k_tile(meta), meta.get("sk_share", False)) * cl,
+                    1, 1)
         split = meta.get("split_k", 1)
         if split > 1:
             units *= split if k is None else min(split, -(-k // self.layouts["a"].k))

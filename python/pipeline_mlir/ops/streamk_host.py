@@ -75,7 +75,8 @@ class StreamKGemm:
             bm, bn, cl = self.meta["block_m"], self.meta["block_n"], self.meta["cluster_m"]
             units = -(-m // (bm * cl)) * -(-n // bn)
             found = stream_k_launch(units, -(-k // K_BLOCK), self.gemm.stream_k_wave(self._sms),
-                                    stream_k_tile(self.meta), self.spread)[1:]
+                                    stream_k_tile(self.meta), self.spread,
+                                    self.meta.get("sk_share", False))[1:]
             put_bounded(self._shares, (m, n, k), found, 4096)
         return found
 
