@@ -273,7 +273,8 @@ def test_split_k_variant_with_fewer_k_blocks_than_splits(dtype, device, gemm_cac
 # block and M, N under one tile (333 x 200 x 72, 100 x 136 x 4104), and a
 # shape of whole waves (4096 x 4096 x 1024: no stream-K run, all tiles whole).
 STREAMK_SHAPES = [(4544, 1008, 7784), (1664, 1112, 12456), (2040, 2752, 6744),
-                  (1000, 1032, 520), (333, 200, 72), (100, 136, 4104), (4096, 4096, 1024)]
+                  (1000, 1032, 520), (333, 200, 72), (100, 136, 4104), (4096, 4096, 1024),
+                  (224, 168, 14872)]
 
 
 def _counters_zero():
@@ -295,7 +296,8 @@ def test_stream_k_variants_match_torch_and_repeat_bitwise(dtype, device, gemm_ca
 
     dt = getattr(torch, {"bf16": "bfloat16", "f16": "float16"}[dtype])
     torch.manual_seed(0)
-    for v in gemm_configs.STREAM_K_VARIANTS:
+    # the shared fix-up's variants too (every contributor sums a share)
+    for v in (*gemm_configs.STREAM_K_VARIANTS, *gemm_configs.STREAM_K_SHARE_VARIANTS):
         g = ops_gemm.variant_gemm(v, dtype)
         firsts = []
         for m, n, k in STREAMK_SHAPES:
