@@ -115,11 +115,27 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0),
                         "px4hw": dict(hold_pv_wait=True, exp2_poly=4),
                         "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0),
                         "px3hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=3),
-                        "px4hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=4)},
+                        "px4hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=4),
+                        # O rescaled only where a row max grows past 2^8
+                        # (rescale_threshold), on the mode's share of the
+                        # polynomial, with 5 of 16, and with px4hwdb.
+                        "rs8": dict(rescale_threshold=8.0),
+                        "px4rs8": dict(exp2_poly=4, rescale_threshold=8.0),
+                        "px4": dict(exp2_poly=4, rescale_threshold=0.0),
+                        "px5": dict(exp2_poly=5, rescale_threshold=0.0),
+                        "px5rs8": dict(exp2_poly=5, rescale_threshold=8.0),
+                        "px6rs8": dict(exp2_poly=6, rescale_threshold=8.0),
+                        "px4hwdbrs8": dict(hold_pv_wait=True, double_p=True, exp2_poly=4,
+                                           rescale_threshold=8.0),
+                        "px5hwdbrs8": dict(hold_pv_wait=True, double_p=True, exp2_poly=5,
+                                           rescale_threshold=8.0)},
                   256: {"plain": dict(hold_pv_wait=False, exp2_poly=0),
                         "hw": dict(hold_pv_wait=True, exp2_poly=0),
                         "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0),
-                        "px2hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=2)}}
+                        "px2hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=2),
+                        "rs8": dict(rescale_threshold=8.0),
+                        # the op's d 256 configurations without it
+                        "nors": dict(rescale_threshold=0.0)}}
 # bf16 candidates timed beside the 'best' ones on the same rows (tagged
 # ``bf16cand d<d>[ causal] <name>``).
 BF16_CANDIDATES = {"hw": dict(hold_pv_wait=True)}

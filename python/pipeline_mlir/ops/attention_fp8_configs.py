@@ -14,7 +14,8 @@ stages than bf16 fits (the operands take half the bytes):
   +3% to +13% on the 4 rows (b 2-4, s 8192-16384, full and causal); 256-key
   blocks and three consumer warpgroups spill registers. Some softmax
   exponentials by the polynomial on the FMA pipe (``exp2_poly``: MUFU's ex2
-  bounds this head dim), 4 of every 16 in full attention, 3 causal: on an
+  bounds this head dim), 4 of every 16 in full attention (5 with the
+  rescale threshold since run 8, below), 3 causal: on an
   H200, runs 3 to 6, each faster than all on MUFU on every row (+1% to
   +13%); 4 ahead of 3 on 6 of the 8 full rows, 3 ahead of 4 on 5 of the 8
   causal ones (mean +1.3% and +2.3%). 2 and 6 of 16, and P V's retirement
@@ -29,6 +30,15 @@ stages than bf16 fits (the operands take half the bytes):
   hold's first form: +4% and +7%); causal takes neither (the hold alone
   behind on the 4 rows of runs 5 and 6, with 2 of 16 ahead on 1 of 4).
 
+O's rescale only where a row max grows by more than 2^8
+(``rescale_threshold=8``; run 8 of docs/attention.md's "FP8 forward", one
+H200 machine, four passes): at d 256 on in both modes, +4% to +8% on all 4
+rows in every pass; at d 128 full with 5 of 16 exponentials by the
+polynomial (it frees issue slots, which the fifth polynomial value takes):
++0.4% to +1.6% at 8192 and +4% to +6% at 16384 over 4 of 16 without it,
+every pass. At d 128 causal no combination was faster on both rows (the
+rescale with 3 of 16: -0.3% to -0.8%), so causal is unchanged.
+
 P converted before the held wait (``double_p``, with ``hold_pv_wait``;
 run 7 of docs/attention.md's "FP8 forward", one H200 machine, two
 passes) is on in none: with no, 2, 3 or 4 of
@@ -40,9 +50,10 @@ other rows; d 256: -4% to +2%).
 HEAD_DIMS = (128, 256)
 DTYPE = "e4m3"
 TUNED = {128: dict(block_n=192, stages=3, exp2_poly=4),
-         256: dict(q_stages=1, stages=3)}
+         256: dict(q_stages=1, stages=3, rescale_threshold=8.0)}
 # (head dim, causal) -> overrides on top of TUNED (measured per mode).
-TUNED_MODE = {(128, True): dict(exp2_poly=3),
+TUNED_MODE = {(128, False): dict(exp2_poly=5, rescale_threshold=8.0),
+              (128, True): dict(exp2_poly=3),
               (256, False): dict(exp2_poly=2, hold_pv_wait=True)}
 
 

@@ -56,8 +56,9 @@ class AttentionConfig:
     # P a thread holds, this many come from ``exp2_poly`` (a polynomial,
     # FlashAttention-4's emulation), the rest from MUFU's ex2. 0: all MUFU.
     # The FP8 forward at d 128 is bound by MUFU's 16 ex2 per SM and clock
-    # (docs/attention.md, "FP8 forward": its op takes 4 full, 3 causal at
-    # d 128, 2 at d 256 full; +1% to +13% at d 128 on an H200).
+    # (docs/attention.md, "FP8 forward": its op takes 5 full (with
+    # rescale_threshold), 3 causal at d 128, 2 at d 256 full; +1% to +13%
+    # at d 128 on an H200).
     exp2_poly: int = 0
     # Keep P_{j-1} V_{j-1}'s retirement (``wgmma.wait_group 0``) after the
     # softmax of S_j: an ``if row sum < 0: trap`` (never taken) just before
@@ -77,6 +78,14 @@ class AttentionConfig:
     # exponentials and both run under the GEMM. Costs a second copy of P
     # in registers and one move per P register a block. Not measured yet.
     double_p: bool = False
+    # FP8: O's rescale by exp2(old max - new max) only where some row's
+    # max grew by more than this many powers of 2 (FlashAttention-4's idea
+    # on Blackwell): otherwise the old max stays the row's reference (P up
+    # to 2^threshold, which e4m3's 448 holds for threshold <= 8) and the
+    # warp branches over O's multiplications (``mainloop.
+    # rescale_unless_one``: skipped where every correction is exactly 1).
+    # 0: off (the max always follows the data, O always rescaled).
+    rescale_threshold: float = 0.0
 
     def __post_init__(self):
         if self.head_dim not in (64, 128, 256):
@@ -104,6 +113,10 @@ class AttentionConfig:
         if not (isinstance(self.exp2_poly, int) and 0 <= self.exp2_poly <= POLY_SLOTS):
             raise ValueError(f"AttentionConfig: exp2_poly counts values of every "
                              f"{POLY_SLOTS} (0..{POLY_SLOTS}), got {self.exp2_poly!r}")
+        if self.rescale_threshold and not (self.fp8 and 0 < self.rescale_threshold <= 8):
+            raise ValueError(f"AttentionConfig: rescale_threshold is for the e4m3 forward, "
+                             f"in (0, 8] (P up to 2^threshold within e4m3's 448), got "
+                             f"{self.rescale_threshold!r}")
         if self.fp8:
             if self.head_dim not in (128, 256):
                 raise ValueError(f"AttentionConfig: the e4m3 forward takes head_dim 128 or "
@@ -193,6 +206,7 @@ class AttentionConfig:
                 f"{f'_px{self.exp2_poly}' if self.exp2_poly else ''}"
                 f"{'_hw' if self.hold_pv_wait else ''}"
                 f"{'_db' if self.double_p else ''}"
+                f"{f'_rs{self.rescale_threshold:g}' if self.rescale_threshold else ''}"
                 f"{f'_{self.dtype}' if self.dtype != 'bf16' else ''}")
 
     # The operand layouts (pipeline_mlir.layout): every box, byte count and

@@ -158,7 +158,7 @@ class Mainloop:
         pipe_k.consumer_wait(k_read)
         self.turns.begin()
         self.issue_s(s_acc, k_read.index, q_desc)
-        acc.o.set(acc.o * corr)
+        self.rescale(acc.o, corr)
         pipe_v.consumer_wait(v_read)
         self.issue_pv(acc.o, p_regs, v_read.index)
         self.turns.end()
@@ -187,12 +187,49 @@ class Mainloop:
         pipe_v = self.rings.v.pipe
         pipe_v.consumer_wait(v_read)
         self.turns.begin()
-        acc.o.set(acc.o * corr)
+        self.rescale(acc.o, corr)
         self.issue_pv(acc.o, p_regs, v_read.index)
         self.turns.end()
         wgmma.wait_group(0)
         pipe_v.consumer_release(v_read)
         v_read.advance()
+
+    def rescale(self, o, corr):
+        """O *= the previous block's correction: always, or
+        (cfg.rescale_threshold) skipped by the whole warp where every
+        correction of its rows is exactly 1 (``rescale_unless_one``)."""
+        if self.cfg.rescale_threshold:
+            o.set(rescale_unless_one(o, corr))
+        else:
+            o.set(o * corr)
+
+
+def rescale_unless_one(o, corr):
+    """``o`` times ``corr`` per row, as one asm statement that branches
+    over its multiplications where no lane of the warp has a correction
+    other than 1.0 (a warp-uniform vote): skipping them is then exact. For
+    ``AttentionConfig.rescale_threshold``, under which the row max, and so
+    the correction, changes only when it grows past the threshold. One asm,
+    like ``hold_after``: the branch is PTX's, so the simulator, which
+    cannot evaluate a condition on GEMM results, sees no ``scf.if``; the
+    labels are local to the asm's braces."""
+    count = o.count
+    c0, c1 = f"${2 * count}", f"${2 * count + 1}"
+    # Value i belongs to row (i // 2) % 2 of the thread's two (Fragment's
+    # layout: ``_row_reduce``).
+    muls = "".join(f"mul.f32 ${i}, ${i}, {c1 if (i // 2) % 2 else c0};\n"
+                   for i in range(count))
+    text = ("{\n.reg .pred p, q;\n"
+            f"setp.neu.f32 p, {c0}, 0f3F800000;\n"
+            f"setp.neu.or.f32 p, {c1}, 0f3F800000, p;\n"
+            "vote.sync.any.pred q, p, 0xffffffff;\n"
+            "@!q bra.uni RESCALE_DONE;\n"
+            f"{muls}"
+            "RESCALE_DONE:\n}\n")
+    constraints = ",".join(["=f"] * count + [str(i) for i in range(count)] + ["f", "f"])
+    out = llvm.inline_asm(o.type, list(o.values) + list(corr.values), text, constraints,
+                          has_side_effects=False)
+    return Fragment(o.n, struct=out)
 
 
 def hold_after(row_sum):

@@ -1,6 +1,10 @@
 """Stage: the online softmax of one S block and its mask (``OnlineSoftmax``)."""
 
+from mlir.dialects import arith
+
 from pipeline_mlir.kernel import Scalar
+from pipeline_mlir.kernel.fragment import RowVector
+from pipeline_mlir.kernel.values import f32, to_value
 
 from .config import packed_shift
 from .exponentials import exponentials
@@ -47,6 +51,8 @@ class OnlineSoftmax:
             with self.k.if_(masked, carry=[s_acc]):
                 self.mask(s_acc, j, m_row0)
         new_max = row_max.max(s_acc.row_max())
+        if self.cfg.rescale_threshold and not first:
+            new_max = lazy_max(row_max, new_max, scale_log2, self.cfg.rescale_threshold)
         scaled = new_max * scale_log2
         # A fully masked row keeps max -inf: use 0 so exp2 gives 0s.
         finite = [Scalar(v) != float("-inf") for v in new_max.values]
@@ -60,3 +66,17 @@ class OnlineSoftmax:
             row_sum.set(p.row_sum_partial())
         row_max.set(new_max)
         return p, corr
+
+
+def lazy_max(old, new, scale_log2, threshold):
+    """``AttentionConfig.rescale_threshold``: per row, the running max
+    ``old`` kept where the new max ``new`` exceeds it by at most
+    ``threshold`` in the exponent ((new - old) * scale_log2 <= threshold):
+    P is then exp2 of values up to ``threshold`` (P <= 2^threshold) and the
+    row's correction exp2(old - kept) is exactly 1. A row whose max was
+    -inf takes the new one (the difference is +inf or NaN, never <=)."""
+    keep = [arith.cmpf(arith.CmpFPredicate.OLE,
+                       arith.mulf(arith.subf(n, o), to_value(scale_log2)),
+                       to_value(float(threshold), f32()))
+            for o, n in zip(old.values, new.values)]
+    return RowVector([arith.select(c, o, n) for c, o, n in zip(keep, old.values, new.values)])
