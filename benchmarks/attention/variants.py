@@ -109,33 +109,36 @@ def grid_variants():
 # 192-key blocks with two; d 256: two stages with two Q buffers) were timed
 # in run 2 of docs/attention.md's "FP8 forward"; 256-key blocks and three
 # consumer warpgroups at d 128 spill registers.
-FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0),
-                        "px3": dict(hold_pv_wait=False, exp2_poly=3),
-                        "hw": dict(hold_pv_wait=True, exp2_poly=0),
-                        "px4hw": dict(hold_pv_wait=True, exp2_poly=4),
-                        "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0),
-                        "px3hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=3),
-                        "px4hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=4),
+# (The candidates before run 8 spell out no rescale threshold, NO_RS, so that
+# they stay what they were where the op's configuration takes one.)
+NO_RS = dict(rescale_threshold=0.0)
+FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS),
+                        "px3": dict(hold_pv_wait=False, exp2_poly=3, **NO_RS),
+                        "hw": dict(hold_pv_wait=True, exp2_poly=0, **NO_RS),
+                        "px4hw": dict(hold_pv_wait=True, exp2_poly=4, **NO_RS),
+                        "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0, **NO_RS),
+                        "px3hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=3, **NO_RS),
+                        "px4hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=4, **NO_RS),
                         # O rescaled only where a row max grows past 2^8
                         # (rescale_threshold), on the mode's share of the
                         # polynomial, with 5 of 16, and with px4hwdb.
                         "rs8": dict(rescale_threshold=8.0),
                         "px4rs8": dict(exp2_poly=4, rescale_threshold=8.0),
-                        "px4": dict(exp2_poly=4, rescale_threshold=0.0),
-                        "px5": dict(exp2_poly=5, rescale_threshold=0.0),
+                        "px4": dict(exp2_poly=4, **NO_RS),
+                        "px5": dict(exp2_poly=5, **NO_RS),
                         "px5rs8": dict(exp2_poly=5, rescale_threshold=8.0),
                         "px6rs8": dict(exp2_poly=6, rescale_threshold=8.0),
                         "px4hwdbrs8": dict(hold_pv_wait=True, double_p=True, exp2_poly=4,
                                            rescale_threshold=8.0),
                         "px5hwdbrs8": dict(hold_pv_wait=True, double_p=True, exp2_poly=5,
                                            rescale_threshold=8.0)},
-                  256: {"plain": dict(hold_pv_wait=False, exp2_poly=0),
-                        "hw": dict(hold_pv_wait=True, exp2_poly=0),
-                        "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0),
-                        "px2hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=2),
+                  256: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS),
+                        "hw": dict(hold_pv_wait=True, exp2_poly=0, **NO_RS),
+                        "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0, **NO_RS),
+                        "px2hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=2, **NO_RS),
                         "rs8": dict(rescale_threshold=8.0),
                         # the op's d 256 configurations without it
-                        "nors": dict(rescale_threshold=0.0)}}
+                        "nors": NO_RS}}
 # bf16 candidates timed beside the 'best' ones on the same rows (tagged
 # ``bf16cand d<d>[ causal] <name>``).
 BF16_CANDIDATES = {"hw": dict(hold_pv_wait=True)}
