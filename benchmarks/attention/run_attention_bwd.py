@@ -4,7 +4,7 @@ vs torch SDPA's cuDNN backward (and FlashAttention-4's CuTe DSL backward
 where ``flash_attn.cute`` imports), in one process, on the same tensors.
 
     python3 run_attention_bwd.py --out DIR [--rows quick] [--only ours,cudnn,fa4] [--dq-split]
-        [--options dq_overlap+dq_store_spread,dq_overlap,...] [--head-dims 64,128]
+        [--options dq_overlap+dq_store_spread,dq_overlap,...] [--head-dims 64,128] [--bwd-only]
 
 Run it from the folder benchmarks/attention/build_bwd_bundle.py makes (its
 ``gemm-cache/`` holds the compiled kernels; no MLIR needed there).
@@ -31,6 +31,9 @@ the options' tags (``ours_dqo_dqw``), timed in the same alternating rounds
 as the default: an A/B of a candidate against the default and the peers.
 ``--head-dims``: only the rows of these head dims (the d 64 option sets of
 ``attention_configs.BWD_D64_OPTION_SETS`` are built for d 64 alone).
+
+``--bwd-only``: time the backward alone, not forward + backward too (half
+the GPU time of an A/B of backward candidates).
 
 Writes DIR/attention_bwd.json and DIR/attention_bwd.log.
 """
@@ -191,6 +194,8 @@ def main(argv=None):
                     help="candidates: sets of BWD_OPTIONS joined by '+', comma-separated")
     ap.add_argument("--head-dims", default="",
                     help="only the rows of these head dims, comma-separated (default: all)")
+    ap.add_argument("--bwd-only", action="store_true",
+                    help="time the backward alone (not forward + backward)")
     args = ap.parse_args(argv)
     only = [n.strip() for n in args.only.split(",") if n.strip()]
 
@@ -254,15 +259,17 @@ def main(argv=None):
                 f"{n} " + "/".join(f"{e:.1e}" for e in errs) for n, errs in errors.items()), fh)
             bwd = time_interleaved({n: (lambda n=n, o=o: grad(n, o)) for n, o in outs.items()},
                                   ROUNDS, ITERS, WARMUP)
-            fwd_bwd = time_interleaved({n: (lambda n=n, fn=fn, causal=causal: grad(
-                n, fn(q, k, v, causal), retain_graph=False))
-                for n, fn in row_fns.items() if n in outs},
-                ROUNDS, ITERS, WARMUP)
             f = fwd_flops(b, h, s, d, causal)
             r = {"row": list(row), "causal": causal, "errors": errors,
-                 "bwd": summarize(2.5 * f, bwd), "fwd_bwd": summarize(3.5 * f, fwd_bwd)}
+                 "bwd": summarize(2.5 * f, bwd)}
+            if not args.bwd_only:
+                fwd_bwd = time_interleaved({n: (lambda n=n, fn=fn, causal=causal: grad(
+                    n, fn(q, k, v, causal), retain_graph=False))
+                    for n, fn in row_fns.items() if n in outs},
+                    ROUNDS, ITERS, WARMUP)
+                r["fwd_bwd"] = summarize(3.5 * f, fwd_bwd)
             results.append(r)
-            for what in ("bwd", "fwd_bwd"):
+            for what in ("bwd",) if args.bwd_only else ("bwd", "fwd_bwd"):
                 cells = [f"{b},{h},{s},{d} {'causal' if causal else 'full  '} {what:7s}"]
                 cells += [f"{n} {r[what]['tflops'][n]:6.1f}" for n in names
                           if n in r[what]["tflops"]]

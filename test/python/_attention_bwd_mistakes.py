@@ -15,6 +15,7 @@ from pipeline_mlir.kernels import attention_bwd
 from pipeline_mlir.kernels.attention_bwd import (BLOCK_M, STAGES, DkvEpilogue, DqHandOff,
                                                  DqReduce, GradGemms, Mainloop, ReduceWarp,
                                                  SoftmaxGrad)
+from pipeline_mlir.kernel import wgmma
 from pipeline_mlir.kernels.attention_bwd.dq_reduce import dq_column, dq_row, tma_reduce_add
 
 
@@ -25,7 +26,7 @@ class DoReleasedBeforeDpRetired(Mainloop):
 
     def issue_scores(self, reads, q_tile, do_tile, between=None):
         s, dp = super().issue_scores(reads, q_tile, do_tile, between)
-        _, _, do_read, _ = reads
+        _, _, do_read, _ = self.rings.step_states(reads)
         self.rings.do.pipe.consumer_release(do_read)      # wrong: dP^T still reads it
         return s, dp
 
@@ -61,6 +62,25 @@ class LseReadAfterRelease(SoftmaxGrad):
         stage = self.rings.lse.buffer(lse_read.index)
         pipe.consumer_release(lse_read)                   # wrong: read below
         return self.columns(stage)
+
+
+class LseReadAfterTileRelease(Mainloop):
+    """``stats_with_tiles``: LSE's row rides on Q's stage (and dPsum's on
+    dO's), so "LSE's stage" is Q's: here Q's and dO's stages go back as
+    soon as S^T and dP^T retired, before the rows riding on them are
+    loaded (and before dV and dK read the tiles): the producer may refill
+    them under the loads."""
+
+    def issue_scores(self, reads, q_tile, do_tile, between=None):
+        s, dp = super().issue_scores(reads, q_tile, do_tile, between)
+        q_read, _, do_read, _ = self.rings.step_states(reads)
+        wgmma.wait_group(0)                                # S^T and dP^T retired
+        self.rings.q.pipe.consumer_release(q_read)         # wrong: LSE read below
+        self.rings.do.pipe.consumer_release(do_read)       # wrong: dPsum read below
+        return s, dp
+
+    def release_q_do(self, q_read, do_read):
+        """Both went back already (``issue_scores``)."""
 
 
 STAGES_WITH = {
@@ -221,7 +241,18 @@ SHARED_DS_STAGES_WITH = {
 }
 
 
+# With stats_with_tiles (LSE and dPsum on Q's and dO's stages: no 'lse'
+# ring to release early) the LSE mistake is planted as Q's stage released
+# before LSE's row on it is read.
+STATS_WITH_TILES_STAGES_WITH = {
+    "lse_read_after_release": replace(STAGES, mainloop=LseReadAfterTileRelease),
+}
+
+
 def build_with_mistake(name, cfg=attention_bwd.AttentionBwdConfig()):
-    """The backward kernel for ``cfg`` with mistake ``name`` planted."""
-    return attention_bwd.build(cfg, stages={**STAGES_WITH, **REDUCE_WARP_STAGES_WITH,
-                                            **SHARED_DS_STAGES_WITH}[name])
+    """The backward kernel for ``cfg`` with mistake ``name`` planted (the
+    LSE read's twin of the layout ``cfg.stats_with_tiles`` picks)."""
+    mistakes = {**STAGES_WITH, **REDUCE_WARP_STAGES_WITH, **SHARED_DS_STAGES_WITH}
+    if cfg.stats_with_tiles:
+        mistakes.update(STATS_WITH_TILES_STAGES_WITH)
+    return attention_bwd.build(cfg, stages=mistakes[name])

@@ -120,7 +120,7 @@ BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw", "dq_deferred": "dq
                "min_ctas": "mc", "dq_double_buffer": "dqb", "dq_split": "split",
                "block_m128": "m128", "dk_last": "dkl", "pingpong": "pp",
                "dq_reduce_warp": "dqr", "ds_one_barrier": "ds1",
-               "stat_shuffle": "ssh"}
+               "stat_shuffle": "ssh", "stats_with_tiles": "swt"}
 # The overrides of an option that is not a switch of its own name turned on:
 # 128-query steps (d 64).
 BWD_OPTION_OVERRIDES = {"block_m128": {"block_m": 128}}
@@ -234,7 +234,14 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         ("block_m128", "min_ctas", "dq_reduce_warp", "dk_last",
                          "ds_one_barrier", "stat_shuffle"),
                         ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp",
-                         "stat_shuffle"))
+                         "stat_shuffle"),
+                        # LSE and dPsum on Q's and dO's stages (FA4's
+                        # scheme: no rings of their own), on the default:
+                        # 1.011-1.032x its time on both rows in two passes
+                        # (h200-bwd-swt-ab-pass1.log, -pass2.log): not the
+                        # default.
+                        ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp",
+                         "stats_with_tiles"))
 
 
 # Sets for d 128 alone: dQ split by columns (64-column fp32 tiles, so two
@@ -276,7 +283,13 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         # h200-bwd-shuffle-ab-run13.log, h200-bwd-fa4-run13.log).
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stat_shuffle"),
                         ("dq_split", "min_ctas", "dq_reduce_warp", "dk_last", "ds_one_barrier",
-                         "stat_shuffle"))
+                         "stat_shuffle"),
+                        # LSE and dPsum on Q's and dO's stages (FA4's
+                        # scheme: no rings of their own), on the default
+                        # then: 0.965-0.981x its time on the four rows in
+                        # two passes (h200-bwd-swt-ab-pass1.log, -pass2.log):
+                        # the op's default at d 128 since.
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles"))
 # And d 256 (each consumer its columns of the same keys).
 BWD_D256_OPTION_SETS = (("pingpong",),)
 
@@ -295,10 +308,13 @@ BWD_D256_OPTION_SETS = (("pingpong",),)
 # columns with the launch bound and the reduce warp, 0.968-0.990x the split
 # set with deferred, double-buffered dQ tiles on its four rows (which had
 # taken 0.932-0.995x the plain configuration); gradients within the bound of
-# fp32, dK and dV bit for bit the plain kernel's. d 256: no set that won
-# (the reduce warp 1.006x / 1.021x).
+# fp32, dK and dV bit for bit the plain kernel's. Then at d 128 LSE and
+# dPsum on Q's and dO's stages (stats_with_tiles: their own rings gone),
+# 0.965-0.981x the time of that set on all four d 128 rows in two passes
+# (h200-bwd-swt-ab-pass1.log, -pass2.log; at d 64 1.011-1.032x: not
+# taken there). d 256: no set that won (the reduce warp 1.006x / 1.021x).
 BWD_DEFAULT_OPTIONS = {64: ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp"),
-                       128: ("dq_split", "min_ctas", "dq_reduce_warp"),
+                       128: ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles"),
                        256: ()}
 # Full (non-causal) attention's own set where one measured faster there
 # than the head dim's set above but slower causal: none now (d 64 full had

@@ -74,6 +74,11 @@ it. ``ds_one_barrier`` (with two dS^T buffers and the reduce warp) leaves
 the warpgroup barrier before the dS^T stores out; ``stat_shuffle`` holds
 LSE and dPsum in 8 lanes each and shuffles a value to the lane that uses
 it (FA4's d 64 registers). Both candidates, off (docs/attention.md).
+``stats_with_tiles`` (FA4's scheme) drops the 'lse' and 'dpsum' rings:
+LSE's row is bulk-copied onto Q's stage and dPsum's onto dO's (each
+stage's tx_count counts its row), into one row buffer per stage, and the
+consumers read them under their Q and dO waits: two waits and two releases
+fewer per step. A candidate (docs/attention.md).
 
 Release order (what pipeline-verify-protocol's async-read check proves): a
 stage of 'do' goes back only after ``wait_group`` retired the dP GEMM and

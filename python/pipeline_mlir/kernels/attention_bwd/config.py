@@ -162,6 +162,17 @@ class AttentionBwdConfig:
     # exponentials) and 3 points faster than without at 128-query steps,
     # still not faster than the d 64 default (docs/attention.md): off.
     stat_shuffle: bool = False
+    # LSE's row of a step carried on Q's stage and dPsum's on dO's (FA4's
+    # scheme): the producer's bulk copy of each row lands on the tile
+    # stage's full barrier (its bytes in that stage's tx_count), into a
+    # buffer of one row per stage indexed by the tile's state, and the
+    # consumers read the rows between their waits on Q and dO and the
+    # release of those stages. No 'lse' and 'dpsum' pipelines: per step two
+    # waits and two releases fewer for each consumer warpgroup, two
+    # acquires fewer for the producer warp, and four mbarriers fewer per
+    # stage (the rows are held as long as their tiles; one row buffer less
+    # each).
+    stats_with_tiles: bool = False
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -222,6 +233,13 @@ class AttentionBwdConfig:
         return self.dq_split or self.dq_rows
 
     @property
+    def row_stages(self):
+        """Buffers of LSE rows (and of dPsum rows): with
+        ``stats_with_tiles`` one per stage of Q (dO), else a ring of their
+        own one stage deeper than Q's (``Rings``)."""
+        return self.stages if self.stats_with_tiles else self.stages + 1
+
+    @property
     def row_bytes(self):
         """One query block of LSE or dPsum (fp32)."""
         return self.block_m * 4
@@ -275,7 +293,8 @@ class AttentionBwdConfig:
                 f"{'_dqd' if self.dq_deferred else ''}{'_mc' if self.min_ctas else ''}"
                 f"{'_dqb' if self.dq_double_buffer else ''}{'_dkl' if self.dk_last else ''}"
                 f"{'_pp' if self.pingpong else ''}{'_dqr' if self.dq_reduce_warp else ''}"
-                f"{'_ds1' if self.ds_one_barrier else ''}{'_ssh' if self.stat_shuffle else ''}")
+                f"{'_ds1' if self.ds_one_barrier else ''}{'_ssh' if self.stat_shuffle else ''}"
+                f"{'_swt' if self.stats_with_tiles else ''}")
 
     # The operand layouts. Q and dO are read as the B operand of S^T / dP^T
     # (N x K: d contiguous) and, the same bytes, as the MN-major B of dK /
@@ -335,10 +354,11 @@ class AttentionBwdConfig:
         and the arena's 1024-byte alignment slack."""
         kv = 2 * self.kv_layout().bytes
         rings = (self.stages * 2 * self.q_layout().bytes
-                 + (self.stages + 1) * 2 * self.row_bytes)
+                 + self.row_stages * 2 * self.row_bytes)
         per_consumer = CONSUMER_WARPGROUPS * (self.ds_buffers * self.ds_layout().bytes
                                               + self.dq_buffers * self.dq_layout().bytes)
-        barriers = 8 * 2 * (1 + 4 * self.stages + 2)
+        row_pipes = 0 if self.stats_with_tiles else 2 * self.stages + 2
+        barriers = 8 * 2 * (1 + 2 * self.stages + row_pipes)
         return kv + rings + per_consumer + barriers + 1024
 
     def meta(self, kernel):

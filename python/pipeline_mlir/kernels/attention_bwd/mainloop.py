@@ -12,7 +12,8 @@ class Mainloop:
     ``wait_group`` retired the dP^T GEMM and the dV GEMM that read it, a
     'q' stage after the S^T and dK GEMMs (both at the first dQ part's
     wait); 'lse' and 'dpsum' (``softmax_grad``) once their values are in
-    registers."""
+    registers. With ``stats_with_tiles`` LSE's and dPsum's rows are read
+    under the Q and dO waits here and go back with those stages."""
 
     def __init__(self, k, cfg, rings, sched, args, scores, softmax_grad, grads, reduce,
                  turns=None):
@@ -26,7 +27,7 @@ class Mainloop:
         previous step's last dQ part (stored and reduce-added here, while
         this step's S^T and dP^T run) and is set to this step's."""
         h, m_block = self.sched.step(it)
-        q_read, lse_read, do_read, dpsum_read = reads
+        q_read, lse_read, do_read, dpsum_read = self.rings.step_states(reads)
         rings = self.rings
         self.grads.dq_step = it                  # the dQ tile of this step
         rings.q.pipe.consumer_wait(q_read)

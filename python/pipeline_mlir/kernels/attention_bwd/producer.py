@@ -12,7 +12,9 @@ def producer(k, cfg, rings, sched, args):
     """Warp 0 of warpgroup 0: the CTA's K and V once, then per step Q,
     LSE, dO and dPsum, each into its ring: Q and dO as 3-D TMA boxes (rows
     past the sequence read zeros), LSE and dPsum as bulk copies of one
-    query block's padded row."""
+    query block's padded row (with ``stats_with_tiles`` on Q's and dO's
+    stages: LSE's copy after Q's boxes, dPsum's after dO's, under the same
+    acquire)."""
     d, bm, bn = cfg.head_dim, cfg.block_m, cfg.block_n
     kv_layout, q_layout = cfg.kv_layout(), cfg.q_layout()
     kv_bytes = kv_layout.bytes
@@ -32,32 +34,45 @@ def producer(k, cfg, rings, sched, args):
     states = rings.states(PipelineUserType.Producer)
     for it, _ in k.range(sched.steps, carry=states):
         h, m_block = sched.step(it)
-        q_state, lse_state, do_state, dpsum_state = states
+        q_state, lse_state, do_state, dpsum_state = rings.step_states(states)
         row = (b * args.heads + h) * sched.padded_q + m_block * bm
 
-        def tile_load(ring, state, desc):
+        def row_copy(ring, state, rows, src):
+            """The query block's row of ``src`` into ``rows``' buffer of
+            ``state``'s stage, counted on ``ring``'s barrier."""
+            ring.pipe.bulk_copy(state, element_ptr(src, f32(), row),
+                                rows.buffer(state.index), cfg.row_bytes)
+
+        def tile_load(ring, state, desc, row_src=None):
             ring.pipe.producer_acquire(state)
             with k.elect_one():
                 t = ring.buffer(state.index)
                 for col, off in q_layout.box_offsets():
                     ring.pipe.tma_load(state, desc, [h * d + col, m_block * bm, b],
                                        t + off, q_layout.box_bytes)
+                if row_src is not None:          # stats_with_tiles: its row rides along
+                    row_copy(ring, state, rings.rows_of(ring), row_src)
             ring.pipe.producer_commit(state)
             state.advance()
 
         def row_load(ring, state, src):
             ring.pipe.producer_acquire(state)
             with k.elect_one():
-                ring.pipe.bulk_copy(state, element_ptr(src, f32(), row),
-                                    ring.buffer(state.index), cfg.row_bytes)
+                row_copy(ring, state, ring, src)
             ring.pipe.producer_commit(state)
             state.advance()
 
-        tile_load(rings.q, q_state, args.q)
-        row_load(rings.lse, lse_state, args.lse_log2)
-        tile_load(rings.do, do_state, args.do)
-        row_load(rings.dpsum, dpsum_state, args.dpsum)
+        if rings.stats_with_tiles:
+            tile_load(rings.q, q_state, args.q, args.lse_log2)
+            tile_load(rings.do, do_state, args.do, args.dpsum)
+        else:
+            tile_load(rings.q, q_state, args.q)
+            row_load(rings.lse, lse_state, args.lse_log2)
+            tile_load(rings.do, do_state, args.do)
+            row_load(rings.dpsum, dpsum_state, args.dpsum)
     # No arrive may land on this CTA's barriers after it exits.
     pipe_kv.producer_tail(kv_state)
-    for ring, state in zip((rings.q, rings.lse, rings.do, rings.dpsum), states):
+    piped = ((rings.q, rings.do) if rings.stats_with_tiles
+             else (rings.q, rings.lse, rings.do, rings.dpsum))
+    for ring, state in zip(piped, states):
         ring.pipe.producer_tail(state)

@@ -133,18 +133,22 @@ class SoftmaxGrad:
         return load_columns(stage, self.lane, self.cfg.block_m)
 
     def load_lse(self, lse_read):
-        pipe = self.rings.lse.pipe
-        pipe.consumer_wait(lse_read)
-        lse = self.columns(self.rings.lse.buffer(lse_read.index))
-        pipe.consumer_release(lse_read)
-        return lse
+        """LSE's values: waited for and released on its ring, or with
+        ``stats_with_tiles`` read from the row on Q's stage (``lse_read`` is
+        Q's state, held by ``Mainloop`` from its wait to its release)."""
+        return self.load_row(self.rings.lse, lse_read)
 
     def load_dpsum(self, dpsum_read):
-        pipe = self.rings.dpsum.pipe
-        pipe.consumer_wait(dpsum_read)
-        dpsum = self.columns(self.rings.dpsum.buffer(dpsum_read.index))
-        pipe.consumer_release(dpsum_read)
-        return dpsum
+        """dPsum's values, as ``load_lse`` (on dO's stage)."""
+        return self.load_row(self.rings.dpsum, dpsum_read)
+
+    def load_row(self, ring, read):
+        if ring.pipe is None:                    # stats_with_tiles: on a tile's stage
+            return self.columns(ring.buffer(read.index))
+        ring.pipe.consumer_wait(read)
+        values = self.columns(ring.buffer(read.index))
+        ring.pipe.consumer_release(read)
+        return values
 
     def mask(self, p, m_block):
         """P^T = 0 where the key is past the sequence or (causal) after the
