@@ -78,7 +78,8 @@ it (FA4's d 64 registers). Both candidates, off (docs/attention.md).
 LSE's row is bulk-copied onto Q's stage and dPsum's onto dO's (each
 stage's tx_count counts its row), into one row buffer per stage, and the
 consumers read them under their Q and dO waits: two waits and two releases
-fewer per step. A candidate (docs/attention.md).
+fewer per step. The op's default at d 128, where it measured faster; off at
+d 64, where it did not (docs/attention.md).
 
 Release order (what pipeline-verify-protocol's async-read check proves): a
 stage of 'do' goes back only after ``wait_group`` retired the dP GEMM and
