@@ -30,35 +30,8 @@ using namespace mlir;
 using namespace mlir::pipeline;
 using namespace mlir::pipeline::protocol;
 
-namespace {
-
-/// One pipeline, one side: producer (acquire/commit, or order wait/arrive)
-/// or consumer (wait/release).
-using PairKey = std::pair<Value, unsigned>;
-constexpr unsigned kProducerSide = 0;
-constexpr unsigned kConsumerSide = 1;
-
-struct PairCount {
-  int64_t first = 0;
-  int64_t second = 0;
-  bool unknown = false;
-  SmallVector<Operation *> firstOps;
-  SmallVector<Operation *> secondOps;
-
-  bool balanced() const { return !unknown && first == second; }
-  void add(const PairCount &other, int64_t times = 1) {
-    first += times * other.first;
-    second += times * other.second;
-    unknown |= other.unknown;
-    firstOps.append(other.firstOps);
-    secondOps.append(other.secondOps);
-  }
-};
-
-using Summary = llvm::MapVector<PairKey, PairCount>;
-
-/// Which half of which pair an op is, if any.
-std::optional<std::pair<PairKey, bool>> classifyPairVerb(Operation *op) {
+std::optional<std::pair<PairKey, bool>>
+protocol::classifyPairVerb(Operation *op) {
   std::optional<VerbRef> verb = getVerb(op);
   if (!verb)
     return std::nullopt;
@@ -85,6 +58,27 @@ std::optional<std::pair<PairKey, bool>> classifyPairVerb(Operation *op) {
     return std::nullopt;
   }
 }
+
+namespace {
+
+struct PairCount {
+  int64_t first = 0;
+  int64_t second = 0;
+  bool unknown = false;
+  SmallVector<Operation *> firstOps;
+  SmallVector<Operation *> secondOps;
+
+  bool balanced() const { return !unknown && first == second; }
+  void add(const PairCount &other, int64_t times = 1) {
+    first += times * other.first;
+    second += times * other.second;
+    unknown |= other.unknown;
+    firstOps.append(other.firstOps);
+    secondOps.append(other.secondOps);
+  }
+};
+
+using Summary = llvm::MapVector<PairKey, PairCount>;
 
 Summary summarize(Block &block);
 

@@ -246,6 +246,20 @@ void noteCopies(InFlightDiagnostic &diag, ArrayRef<CopyBytes> copies,
 
 /// Property 1: acquire/commit and wait/release balance per loop and role.
 LogicalResult checkBalance(FunctionOpInterface fn);
+/// Property 1, for a verb under a branch on the loop's own iteration that
+/// repeats every m iterations (`i % 2 == 0`): per period of the loop, the
+/// pairs must still add up (PeriodicBranches.cpp).
+LogicalResult checkPeriodicBranches(FunctionOpInterface fn);
+
+/// One pipeline, one side: producer (acquire/commit, or order wait/arrive)
+/// or consumer (wait/release).
+using PairKey = std::pair<Value, unsigned>;
+constexpr unsigned kProducerSide = 0;
+constexpr unsigned kConsumerSide = 1;
+/// Which half of which pair an op is, if any: (key, true) for the opening
+/// verb (acquire, wait, order.wait), (key, false) for the closing one. TMA
+/// kinds' commits are no-ops and not counted (check 5 counts their copies).
+std::optional<std::pair<PairKey, bool>> classifyPairVerb(Operation *op);
 /// Property 2: states carried by loops advance once per stage used; verbs
 /// of one stage use the same state value.
 LogicalResult checkStateThreading(FunctionOpInterface fn,

@@ -56,6 +56,7 @@ struct PipelineVerifyProtocolPass
       failed |= protocol::checkStatePhases(fn).failed();
       bool unbalanced = protocol::checkBalance(fn).failed();
       unbalanced |= protocol::checkStateThreading(fn, domInfo).failed();
+      unbalanced |= protocol::checkPeriodicBranches(fn).failed();
       failed |= unbalanced;
       failed |= protocol::checkProducerTail(fn, options).failed();
       failed |= protocol::checkTxBytes(fn, domInfo).failed();
