@@ -92,7 +92,7 @@ func.func @copy_through_the_barrier_handle(%desc: !llvm.ptr, %buf: !llvm.ptr<3>)
 !ps = !pipeline.state<2, producer>
 
 // The producer warp runs the copy without an elect_one guard: 32 copies of
-// the box. Deriving 32 x its bytes would hide the mistake (and issue 32
+// the box. Deriving 32 x its bytes would hide the mistake (and send 32
 // times the traffic): refused at the copy.
 func.func @copy_by_every_lane(%n: index, %desc: !llvm.ptr, %buf: !llvm.ptr<3>) {
   %tid = gpu.thread_id x
