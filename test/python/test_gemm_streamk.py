@@ -22,6 +22,7 @@ from pipeline_mlir.kernel import GlobalPtr, Kernel, Scalar, store
 from pipeline_mlir.kernel.tile_scheduler import StreamKSchedule
 from pipeline_mlir.kernel.values import i32
 from pipeline_mlir.kernels import hopper_gemm as hg
+from pipeline_mlir.kernels import streamk_fixup as skf
 from pipeline_mlir.ops import gemm_configs
 
 ASSEMBLER = "ptxas" if shutil.which("ptxas") else "nvjitlink"
@@ -274,7 +275,7 @@ def test_planted_early_partial_read_is_rejected(plant, monkeypatch):
                 monkeypatch.setattr(arrival_counter, "_fence_gpu", lambda: None)
         monkeypatch.setattr(arrival_counter, "warp_arrive", arrive)
     else:
-        real_load = hg.load_partial_slot
+        real_load = skf.load_partial_slot
         pending = []
 
         def early_load(*a):
@@ -290,7 +291,7 @@ def test_planted_early_partial_read_is_rejected(plant, monkeypatch):
                 real_wait(*pending.pop())
             return frag
         monkeypatch.setattr(arrival_counter, "wait_count", wait_later)
-        monkeypatch.setattr(hg, "load_partial_slot", load_then_wait)
+        monkeypatch.setattr(skf, "load_partial_slot", load_then_wait)
     cfg = replace(hg.GemmConfig(), **gemm_configs.overrides("128x128_streamk"))
     ptx = hg.build(cfg).to_ptx()
     assert "ld.global.v4.b32" in ptx and "ld.relaxed.gpu.global.b32" in ptx
@@ -754,7 +755,7 @@ def test_share_ranges_cover_a_warps_slot_region_once(contributors):
     while there are at least as many vectors as contributors."""
     for block_n in (128, 192, 256):
         vectors = block_n // 8 * 32
-        ranges = [hg.share_range(j, contributors, vectors) for j in range(contributors)]
+        ranges = [skf.share_range(j, contributors, vectors) for j in range(contributors)]
         assert ranges[0][0] == 0 and ranges[-1][1] == vectors
         assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
         assert all(hi - lo >= (1 if vectors >= contributors else 0) for lo, hi in ranges)
@@ -786,7 +787,7 @@ def test_shared_fixup_variant_builds_checks_and_assembles_without_spills(variant
     assert ptx.count("atom.global.add.u32") == 2 and ptx.count("membar.gl") == 5
     assert ptx.count("ld.relaxed.gpu.global.b32") == 1
     assert ptx.count("st.global.v4.b32") == cfg.block_n // 8
-    assert ptx.count("ld.global.v4.b32") == hg.SHARE_BATCH
+    assert ptx.count("ld.global.v4.b32") == skf.SHARE_BATCH
     assert ptx.count("st.global.b32") == 3          # two column pairs, the reset
     assert _wait_then_fence_then_loads(ptx)
     if not shutil.which("ptxas"):
@@ -829,7 +830,7 @@ def test_planted_early_share_read_is_rejected(plant, monkeypatch):
                                     lambda: nvvm.MembarOp(nvvm.MemScopeKind.GPU))
         monkeypatch.setattr(arrival_counter, "_poll", poll)
     else:
-        real_wait, real_load = arrival_counter.wait_at_least, hg._load_vector
+        real_wait, real_load = arrival_counter.wait_at_least, skf._load_vector
         pending = []
         monkeypatch.setattr(arrival_counter, "wait_at_least", lambda *a: pending.append(a))
 
@@ -838,7 +839,7 @@ def test_planted_early_share_read_is_rejected(plant, monkeypatch):
             while pending:
                 real_wait(*pending.pop())
             return frag
-        monkeypatch.setattr(hg, "_load_vector", load_then_wait)
+        monkeypatch.setattr(skf, "_load_vector", load_then_wait)
     _, _, ptx = _share_ptx()
     assert "ld.global.v4.b32" in ptx and "ld.relaxed.gpu.global.b32" in ptx
     assert not _wait_then_fence_then_loads(ptx)
