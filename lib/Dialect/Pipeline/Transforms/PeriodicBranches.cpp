@@ -10,11 +10,13 @@
 // pipeline stalls once all are held; nothing outside the loop can make up
 // for a shortfall that grows with the trip count.
 //
-// Decided here: a loop with a run-time trip count and constant bounds'
-// start and step; scf.ifs directly in its body whose condition is a
+// Decided here: a loop with a run-time trip count and a constant,
+// non-negative start and a constant step; scf.ifs directly in its body whose condition is a
 // function of `(a * i + b) % m` terms (constants a, b, m, through arith
 // ops), so that it repeats every m iterations (the lcm of the m's, at most
-// 64). The condition is evaluated for one period of iterations; each
+// 64). The condition is evaluated for one period of iterations (the
+// checker's evaluator, evalWithValue, with the induction variable given);
+// each
 // pipeline side's opening and closing verbs (acquire / commit, wait /
 // release, order wait / arrive) are counted over that period, the branches
 // weighted by the iterations that take them, the rest of the body once per
@@ -92,79 +94,6 @@ std::optional<int64_t> periodOf(Value v, Value iv, int depth = 0) {
   return period;
 }
 
-/// `v` for `iv` = `at` (constants, `iv`, and the integer arith ops a
-/// condition is made of); nullopt for anything else.
-std::optional<int64_t> evalAt(Value v, Value iv, int64_t at, int depth = 0) {
-  if (v == iv)
-    return at;
-  if (std::optional<int64_t> c = getConstantInt(v))
-    return c;
-  Operation *def = v.getDefiningOp();
-  if (!def || depth > 32)
-    return std::nullopt;
-  auto operand = [&](unsigned i) {
-    return evalAt(def->getOperand(i), iv, at, depth + 1);
-  };
-  if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
-          arith::ExtUIOp, arith::TruncIOp>(def))
-    return operand(0);
-  if (auto select = dyn_cast<arith::SelectOp>(def)) {
-    std::optional<int64_t> c = operand(0);
-    return c ? operand(*c ? 1 : 2) : std::nullopt;
-  }
-  if (def->getNumOperands() != 2)
-    return std::nullopt;
-  std::optional<int64_t> a = operand(0), b = operand(1);
-  if (!a || !b)
-    return std::nullopt;
-  if (isa<arith::AddIOp>(def))
-    return *a + *b;
-  if (isa<arith::SubIOp>(def))
-    return *a - *b;
-  if (isa<arith::MulIOp>(def))
-    return *a * *b;
-  if (isa<arith::AndIOp>(def))
-    return *a & *b;
-  if (isa<arith::OrIOp>(def))
-    return *a | *b;
-  if (isa<arith::XOrIOp>(def))
-    return *a ^ *b;
-  if (isa<arith::RemSIOp, arith::RemUIOp, arith::DivSIOp, arith::DivUIOp>(
-          def)) {
-    // Unsigned forms of negative values are not what C++ computes.
-    if (*b == 0 || ((*a < 0 || *b < 0) &&
-                    isa<arith::RemUIOp, arith::DivUIOp>(def)))
-      return std::nullopt;
-    return isa<arith::RemSIOp, arith::RemUIOp>(def) ? *a % *b : *a / *b;
-  }
-  if (auto cmp = dyn_cast<arith::CmpIOp>(def)) {
-    using P = arith::CmpIPredicate;
-    P p = cmp.getPredicate();
-    bool isUnsigned = p == P::ult || p == P::ule || p == P::ugt || p == P::uge;
-    if (isUnsigned && (*a < 0 || *b < 0))
-      return std::nullopt;
-    switch (p) {
-    case P::eq:
-      return *a == *b;
-    case P::ne:
-      return *a != *b;
-    case P::slt:
-    case P::ult:
-      return *a < *b;
-    case P::sle:
-    case P::ule:
-      return *a <= *b;
-    case P::sgt:
-    case P::ugt:
-      return *a > *b;
-    case P::sge:
-    case P::uge:
-      return *a >= *b;
-    }
-  }
-  return std::nullopt;
-}
-
 /// Opening and closing verbs of one pipeline side over one period.
 struct Tally {
   int64_t open = 0;
@@ -216,7 +145,9 @@ LogicalResult protocol::checkPeriodicBranches(FunctionOpInterface fn) {
       return;
     std::optional<int64_t> lb = getConstantInt(loop.getLowerBound());
     std::optional<int64_t> step = getConstantInt(loop.getStep());
-    if (!lb || !step || *step <= 0)
+    // Non-negative iterations: the evaluation's signed and unsigned
+    // orders and remainders agree there.
+    if (!lb || !step || *lb < 0 || *step <= 0)
       return;
     Value iv = loop.getInductionVar();
     Block *body = loop.getBody();
@@ -234,7 +165,7 @@ LogicalResult protocol::checkPeriodicBranches(FunctionOpInterface fn) {
       int64_t taken = 0;
       for (int64_t k = 0; k < *p; ++k) {
         std::optional<int64_t> c =
-            evalAt(ifOp.getCondition(), iv, *lb + k * *step);
+            evalWithValue(ifOp.getCondition(), iv, *lb + k * *step);
         if (!c) {
           taken = -1;
           break;

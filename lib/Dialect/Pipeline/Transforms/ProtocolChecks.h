@@ -132,6 +132,9 @@ std::optional<Executors> getExecutors(Operation *op, int64_t blockDim);
 /// warp id reads, nvvm.shfl.sync idx from a constant lane, elect.sync =
 /// lane 0); i1 values are 0 or 1.
 std::optional<int64_t> evalForThread(Value v, int64_t tid);
+/// The same evaluation with ``given`` (a loop's induction variable) taken
+/// as ``at``, for thread 0: a loop-variable condition at one iteration.
+std::optional<int64_t> evalWithValue(Value v, Value given, int64_t at);
 
 /// "warp 3", "warps 4-7, 9" for a set of warp indices.
 std::string describeWarps(const llvm::BitVector &warps);

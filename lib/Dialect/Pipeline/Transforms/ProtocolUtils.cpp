@@ -150,29 +150,47 @@ Guard protocol::getEnclosingGuard(Operation *op) {
 }
 
 
-static std::optional<int64_t> evalRaw(Value v, int64_t tid, int depth);
+namespace {
+/// A value the evaluation takes as given (a loop's induction variable).
+struct Binding {
+  Value value;
+  int64_t at = 0;
+};
+} // namespace
+
+static std::optional<int64_t> evalRaw(Value v, int64_t tid, int depth,
+                                      const Binding &bound);
 
 /// The value for one thread; an i1 is 0 or 1 (constants and xor with `true`
 /// come sign-extended: `true` is -1 and `c ^ true` -2, still nonzero).
-static std::optional<int64_t> evalAt(Value v, int64_t tid, int depth) {
-  std::optional<int64_t> r = evalRaw(v, tid, depth);
+static std::optional<int64_t> evalAt(Value v, int64_t tid, int depth,
+                                     const Binding &bound) {
+  std::optional<int64_t> r = evalRaw(v, tid, depth, bound);
   if (r && v.getType().isInteger(1))
     *r &= 1;
   return r;
 }
 
 std::optional<int64_t> protocol::evalForThread(Value v, int64_t tid) {
-  return evalAt(v, tid, 0);
+  return evalAt(v, tid, 0, Binding{});
 }
 
-static std::optional<int64_t> evalRaw(Value v, int64_t tid, int depth) {
+std::optional<int64_t> protocol::evalWithValue(Value v, Value given,
+                                               int64_t at) {
+  return evalAt(v, 0, 0, Binding{given, at});
+}
+
+static std::optional<int64_t> evalRaw(Value v, int64_t tid, int depth,
+                                      const Binding &bound) {
   if (depth > 64)
     return std::nullopt;
+  if (bound.value && v == bound.value)
+    return bound.at;
   Operation *def = v.getDefiningOp();
   if (!def)
     return std::nullopt;
   auto in = [&](unsigned i, int64_t t) {
-    return evalAt(def->getOperand(i), t, depth + 1);
+    return evalAt(def->getOperand(i), t, depth + 1, bound);
   };
   if (std::optional<int64_t> c = getConstantInt(v))
     return c;
@@ -191,11 +209,11 @@ static std::optional<int64_t> evalRaw(Value v, int64_t tid, int depth) {
   if (isa<NVVM::ElectSyncOp>(def))
     return tid % 32 == 0;
   if (auto shfl = dyn_cast<NVVM::ShflOp>(def)) {
-    std::optional<int64_t> lane = evalAt(shfl.getOffset(), tid, depth + 1);
+    std::optional<int64_t> lane = evalAt(shfl.getOffset(), tid, depth + 1, bound);
     if (shfl.getKind() != NVVM::ShflKind::idx || !lane || *lane < 0 ||
         *lane > 31 || shfl.getReturnValueAndIsValid())
       return std::nullopt;
-    return evalAt(shfl.getVal(), tid - tid % 32 + *lane, depth + 1);
+    return evalAt(shfl.getVal(), tid - tid % 32 + *lane, depth + 1, bound);
   }
   if (isa<arith::ExtUIOp, arith::ExtSIOp, arith::TruncIOp, arith::IndexCastOp,
           arith::IndexCastUIOp>(def))
