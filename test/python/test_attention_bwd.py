@@ -18,6 +18,7 @@ from pipeline_mlir.chip_limits import SMEM_PER_BLOCK
 from pipeline_mlir.kernels import attention_bwd as ab
 from pipeline_mlir.ops import attention_configs, kernel_cache
 from pipeline_mlir.layout import OperandLayout
+from _ptxas import report as _ptxas_notes
 
 # batch 1, 2 query heads on 1 K/V head (GQA: each CTA walks both heads),
 # ragged 200 query / 300 key rows (two key blocks, the last one partial).
@@ -502,22 +503,6 @@ def test_dq_store_spread_is_the_default_at_128_and_256():
 
 
 # -- dq_deferred, min_ctas, dq_double_buffer (candidates, off by default) ----------
-
-def _ptxas_notes(ptx):
-    """ptxas -v's stderr for ``ptx`` (None without ptxas)."""
-    import os
-    import shutil
-    import subprocess
-    import tempfile
-
-    if not shutil.which("ptxas"):
-        return None
-    with tempfile.TemporaryDirectory() as d:
-        src = os.path.join(d, "k.ptx")
-        with open(src, "w") as f:
-            f.write(ptx)
-        return subprocess.run(["ptxas", "-arch=sm_90a", "-v", src, "-o", os.path.join(d, "k.o")],
-                              capture_output=True, text=True, check=True).stderr
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -11,9 +11,6 @@ the polynomial exp2 holds on the positive exponents a kept max gives. The
 GPU check is benchmarks/attention/run_attention_fp8.py."""
 
 import re
-import shutil
-import subprocess
-import tempfile
 
 import numpy as np
 import pytest
@@ -24,6 +21,7 @@ from test_attention_exp2_poly import NumpyOps
 from pipeline_mlir.kernels import attention_fwd
 from pipeline_mlir.kernels.attention_fwd import AttentionConfig, exp2_poly
 from pipeline_mlir.ops import attention_fp8_configs
+from _ptxas import report as _ptxas_info
 
 F32 = np.float32
 OPS = attention_fp8_configs.VARIANTS
@@ -32,18 +30,6 @@ D128C_RS = dict(OPS["fp8_d128c"], rescale_threshold=8.0)
 
 def _cfg(over):
     return AttentionConfig(dtype="e4m3", **over)
-
-
-def _ptxas_info(ptx):
-    """ptxas -v's report for sm_90a (None without ptxas)."""
-    if not shutil.which("ptxas"):
-        return None
-    with tempfile.TemporaryDirectory() as d:
-        src = f"{d}/k.ptx"
-        with open(src, "w") as f:
-            f.write(ptx)
-        return subprocess.run(["ptxas", "-arch=sm_90a", "-v", src, "-o", f"{d}/k.o"],
-                              capture_output=True, text=True, check=True).stderr
 
 
 # -- the option ------------------------------------------------------------------

@@ -26,6 +26,7 @@ from pipeline_mlir.kernels import attention_fwd
 from pipeline_mlir.kernels.attention_fwd import AttentionConfig
 from pipeline_mlir.ops import attention_configs as configs
 from pipeline_mlir.ops.attention_fwd_host import AttentionFwd
+from _ptxas import registers as _ptxas_registers
 
 if EXAMPLES_DIR not in sys.path:
     sys.path.insert(0, EXAMPLES_DIR)
@@ -120,24 +121,6 @@ def test_new_variants_compile_without_spills(name):
         assert 2 * (cfg.smem_bytes() + 1024) <= attention_fwd.SMEM_PER_SM
         registers = _ptxas_registers(ptx)
         assert registers is None or registers * cfg.threads * 2 <= 65536, registers
-
-
-def _ptxas_registers(ptx):
-    """Registers per thread ptxas -v reports at entry (None without ptxas)."""
-    import os
-    import shutil
-    import subprocess
-    import tempfile
-
-    if not shutil.which("ptxas"):
-        return None
-    with tempfile.TemporaryDirectory() as d:
-        src = os.path.join(d, "k.ptx")
-        with open(src, "w") as f:
-            f.write(ptx)
-        r = subprocess.run(["ptxas", "-arch=sm_90a", "-v", src, "-o", os.path.join(d, "k.o")],
-                           capture_output=True, text=True, check=True)
-    return int(re.search(r"Used (\d+) registers", r.stderr).group(1))
 
 
 def test_configurations_that_cannot_be_built_are_refused():

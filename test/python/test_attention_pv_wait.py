@@ -12,9 +12,6 @@ they were. Where the SASS keeps the wait is the GPU host's to see
 (``cuobjdump -sass``); the timings are docs/attention.md's."""
 
 import re
-import shutil
-import subprocess
-import tempfile
 
 import pytest
 
@@ -24,6 +21,7 @@ from test_gemm_epilogue import _ptxas_spills
 from pipeline_mlir.kernels import attention_fwd
 from pipeline_mlir.kernels.attention_fwd import AttentionConfig
 from pipeline_mlir.ops import attention_configs, attention_fp8_configs
+from _ptxas import report as _ptxas_info
 
 HELD = [dict(head_dim=128, causal=True, hold_pv_wait=True),
         dict(head_dim=128, block_n=192, stages=3, dtype="e4m3", hold_pv_wait=True),
@@ -33,18 +31,6 @@ DOUBLE = [dict(head_dim=128, causal=True, block_n=192, stages=3, dtype="e4m3",
                hold_pv_wait=True, double_p=True),
           dict(head_dim=256, stages=3, q_stages=1, dtype="e4m3", hold_pv_wait=True,
                double_p=True, exp2_poly=2)]
-
-
-def _ptxas_info(ptx):
-    """ptxas -v's report for sm_90a (None without ptxas)."""
-    if not shutil.which("ptxas"):
-        return None
-    with tempfile.TemporaryDirectory() as d:
-        src = f"{d}/k.ptx"
-        with open(src, "w") as f:
-            f.write(ptx)
-        return subprocess.run(["ptxas", "-arch=sm_90a", "-v", src, "-o", f"{d}/k.o"],
-                              capture_output=True, text=True, check=True).stderr
 
 
 @pytest.mark.parametrize("cfg", HELD, ids=str)

@@ -9,7 +9,6 @@ binding by name. Values against torch: test/gpu/test_gpu_launch.py
 import json
 import re
 import shutil
-import subprocess
 from dataclasses import replace
 
 import pytest
@@ -21,6 +20,7 @@ from pipeline_mlir.kernel.fragment import Fragment
 from pipeline_mlir.kernels import hopper_gemm as hg
 from pipeline_mlir.ops import gemm_configs
 from pipeline_mlir.ops.hopper_gemm_host import HopperGemm
+from _ptxas import spill_bytes as _ptxas_spills
 
 ASSEMBLER = "ptxas" if shutil.which("ptxas") else "nvjitlink"
 FULL = Epilogue(alpha="param", bias="col", residual=True, activation="gelu_erf")
@@ -90,22 +90,6 @@ def test_default_config_builds_the_same_ir_as_without_an_epilogue():
         assert [n for n, _ in plain.params] == ["a", "b", "c", "c_ptr", "m", "n", "k"]
     assert gemm_configs.fused("128x256", None) == ("128x256", gemm_configs.VARIANTS["128x256"])
     assert gemm_configs.fused("128x256", Epilogue())[1] is gemm_configs.VARIANTS["128x256"]
-
-
-def _ptxas_spills(ptx):
-    """Bytes of spill stores ptxas -v reports (None without ptxas)."""
-    if not shutil.which("ptxas"):
-        return None
-    import os
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as d:
-        src = os.path.join(d, "k.ptx")
-        with open(src, "w") as f:
-            f.write(ptx)
-        r = subprocess.run(["ptxas", "-arch=sm_90a", "-v", src, "-o", os.path.join(d, "k.o")],
-                           capture_output=True, text=True, check=True)
-    return sum(int(x) for x in re.findall(r"(\d+) bytes spill stores", r.stderr))
 
 
 EPILOGUES = {

@@ -12,9 +12,6 @@ rule."""
 
 import os
 import re
-import shutil
-import subprocess
-import tempfile
 from dataclasses import replace
 
 import pytest
@@ -25,6 +22,7 @@ from pipeline_mlir.kernels import hopper_gemm_pingpong as pp
 from pipeline_mlir.ops import gemm_configs as gc
 from pipeline_mlir.ops import hopper_gemm_host
 from pipeline_mlir.ops.epilogues import Epilogue
+from _ptxas import spill_bytes as _ptxas
 
 VARIANTS = ("128x128pp", "64x256pp")
 LINEAR_GELU = Epilogue(bias="col", activation="gelu_tanh")
@@ -42,19 +40,6 @@ def _cfg(variant="128x128pp", epilogue=None):
     if over.get("epilogue") is not None:
         over["epilogue"] = Epilogue.from_json(over["epilogue"])
     return replace(hg.GemmConfig(), **over)
-
-
-def _ptxas(ptx):
-    """Spill store bytes ptxas -v reports, or None without ptxas."""
-    if not shutil.which("ptxas"):
-        return None
-    with tempfile.TemporaryDirectory() as d:
-        src = os.path.join(d, "k.ptx")
-        with open(src, "w") as f:
-            f.write(ptx)
-        r = subprocess.run(["ptxas", "-arch=sm_90a", "-v", src, "-o", os.path.join(d, "k.o")],
-                           capture_output=True, text=True, check=True)
-    return sum(int(x) for x in re.findall(r"(\d+) bytes spill stores", r.stderr))
 
 
 def test_tiles_stages_and_shared_memory():

@@ -8,10 +8,6 @@ kernels are built, checked and assembled here (ptxas where it is on
 PATH)."""
 
 import os
-import re
-import shutil
-import subprocess
-import tempfile
 from dataclasses import replace
 
 import pytest
@@ -19,6 +15,7 @@ import pytest
 from pipeline_mlir.kernels import hopper_gemm as hg
 from pipeline_mlir.ops import gemm_configs, hopper_gemm_host
 from pipeline_mlir.ops.epilogues import Epilogue
+from _ptxas import registers_and_spills as _ptxas
 
 VARIANT = "128x128x2"
 FULL = Epilogue(alpha="param", bias="col", residual=True, activation="gelu_erf")
@@ -32,20 +29,6 @@ def _cfg(epilogue=None):
     if over.get("epilogue") is not None:
         over["epilogue"] = Epilogue.from_json(over["epilogue"])
     return replace(hg.GemmConfig(), **over)
-
-
-def _ptxas(ptx):
-    """(registers, spill store bytes) ptxas -v reports, or None without ptxas."""
-    if not shutil.which("ptxas"):
-        return None
-    with tempfile.TemporaryDirectory() as d:
-        src = os.path.join(d, "k.ptx")
-        with open(src, "w") as f:
-            f.write(ptx)
-        r = subprocess.run(["ptxas", "-arch=sm_90a", "-v", src, "-o", os.path.join(d, "k.o")],
-                           capture_output=True, text=True, check=True)
-    regs = int(re.search(r"Used (\d+) registers", r.stderr).group(1))
-    return regs, sum(int(x) for x in re.findall(r"(\d+) bytes spill stores", r.stderr))
 
 
 def test_half_an_sm_each():
