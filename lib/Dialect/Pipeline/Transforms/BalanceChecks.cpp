@@ -59,6 +59,18 @@ protocol::classifyPairVerb(Operation *op) {
   }
 }
 
+PairWords protocol::wordsFor(const PairKey &key) {
+  if (key.second == kConsumerSide)
+    return {"consumer.wait", "consumer.release", "waits on", "releases"};
+  if (getPipelineType(key.first).getKind() == PipelineKind::Order)
+    return {"order.wait", "order.arrive", "waits for its turn on", "hands on"};
+  return {"producer.acquire", "producer.commit", "acquires", "commits"};
+}
+
+std::string protocol::stages(int64_t n) {
+  return std::to_string(n) + (n == 1 ? " stage" : " stages");
+}
+
 namespace {
 
 struct PairCount {
@@ -181,23 +193,6 @@ Summary summarize(Block &block) {
       }
   }
   return sum;
-}
-
-struct PairWords {
-  StringRef firstVerb, secondVerb; // op names
-  StringRef firstDoes, secondDoes; // "acquires", "commits"
-};
-
-PairWords wordsFor(const PairKey &key) {
-  if (key.second == kConsumerSide)
-    return {"consumer.wait", "consumer.release", "waits on", "releases"};
-  if (getPipelineType(key.first).getKind() == PipelineKind::Order)
-    return {"order.wait", "order.arrive", "waits for its turn on", "hands on"};
-  return {"producer.acquire", "producer.commit", "acquires", "commits"};
-}
-
-std::string stages(int64_t n) {
-  return std::to_string(n) + (n == 1 ? " stage" : " stages");
 }
 
 /// Reports an unbalanced pair of `unit` ("loop body", "role") on the op in

@@ -223,8 +223,7 @@ LogicalResult protocol::checkPeriodicBranches(FunctionOpInterface fn) {
       bool consumer = key.second == kConsumerSide;
       bool order = !consumer && getPipelineType(key.first).getKind() ==
                                     PipelineKind::Order;
-      StringRef opens = consumer ? "waits on" : order ? "waits for" : "acquires";
-      StringRef closes = consumer ? "releases" : order ? "hands on" : "commits";
+      PairWords words = wordsFor(key);
       bool shortOfClosing = tally.open > tally.close;
       StringRef fix = consumer ? (shortOfClosing ? "release" : "wait on")
                       : order  ? (shortOfClosing ? "hand on" : "wait for")
@@ -235,9 +234,9 @@ LogicalResult protocol::checkPeriodicBranches(FunctionOpInterface fn) {
            << " (its scf.if's condition repeats every " << branch.period
            << " iterations), and the loop's trip count is only known at run "
               "time: every "
-           << period << " iterations the loop " << opens << " "
-           << tally.open << (tally.open == 1 ? " stage" : " stages")
-           << " but " << closes << " " << tally.close
+           << period << " iterations the loop " << words.firstDoes << " "
+           << stages(tally.open) << " but " << words.secondDoes << " "
+           << tally.close
            << ", so the difference grows with the trip count and the "
               "pipeline stalls (balance them over each period: "
            << fix << " on the iterations that take the branch as many stages "

@@ -263,6 +263,14 @@ constexpr unsigned kConsumerSide = 1;
 /// verb (acquire, wait, order.wait), (key, false) for the closing one. TMA
 /// kinds' commits are no-ops and not counted (check 5 counts their copies).
 std::optional<std::pair<PairKey, bool>> classifyPairVerb(Operation *op);
+/// How diagnostics name a pipeline side's pair of verbs.
+struct PairWords {
+  StringRef firstVerb, secondVerb; // op names
+  StringRef firstDoes, secondDoes; // "acquires", "commits"
+};
+PairWords wordsFor(const PairKey &key);
+/// "1 stage", "3 stages".
+std::string stages(int64_t n);
 /// Property 2: states carried by loops advance once per stage used; verbs
 /// of one stage use the same state value.
 LogicalResult checkStateThreading(FunctionOpInterface fn,
