@@ -5,9 +5,9 @@ serving or training loop makes them.
 
 Runs in the GPU bundle (``scripts/build-gpu-bundle.py``): ``pipeline_mlir.gemm``
 on bf16 and fp16 shapes that pick different variants (from the bundle's
-GEMM cache), with a fused bias + activation, a split-K pick and a forced
-stream-K variant; ``pipeline_mlir.scaled_mm`` in both accumulation modes;
-``pipeline_mlir.attention`` forward and backward through autograd; and the
+GEMM cache), with a fused bias + activation, a split-K pick, a forced
+stream-K variant and the forced shared fix-up of tiny long-K outputs;
+``pipeline_mlir.scaled_mm`` in both accumulation modes; ``pipeline_mlir.attention`` forward and backward through autograd; and the
 examples' FP8 GEMM and attention forward launchers (from the manifest).
 Calls come in bursts of one op on one of three streams (each burst's stream
 waits for the last one's, as a program that hands tensors between streams
@@ -26,7 +26,7 @@ after the warm-up and at the end; the GPU figure leaves out torch's caching
 allocator (its pool follows the reference checks), so that it measures
 what the launch path itself holds. The last line is the summary:
 
-    soak: 100000 calls, 15 shapes, 0 wrong results, 0 hangs, GPU memory drift +0.00%, host memory drift +0.12%
+    soak: 100000 calls, 17 shapes, 0 wrong results, 0 hangs, GPU memory drift +0.00%, host memory drift +0.12%
 """
 
 import argparse
@@ -370,6 +370,12 @@ class Attention(Op):
         return err <= ABS_ERROR_BOUND and lerr <= LSE_ERROR_BOUND, max(err, lerr)
 
 
+# The shared fix-up variant the pick takes for tiny outputs with a long K
+# (gemm_configs.share_fixup); forced here, so that the soak keeps calling it
+# whatever the pick's constants become.
+SHARE_FIXUP = "128x128_streamk_share"
+
+
 def make_ops(rng, manifest):
     ops = [Gemm(rng, 512, 1024, 256, "bfloat16"), Gemm(rng, 256, 2048, 512, "bfloat16"),
            Gemm(rng, 1024, 256, 1024, "float16"), Gemm(rng, 384, 768, 320, "float16")]
@@ -390,6 +396,11 @@ def make_ops(rng, manifest):
     ops += [FusedGemm(rng, 1000, 1032, 520, "bfloat16", "gelu_tanh"),
             Gemm(rng, 2000, 200, 9000, "bfloat16"),
             StreamKGemm(rng, 1000, 1032, 520, "float16", sorted(gemm_configs.STREAM_K_VARIANTS)[0]),
+            # the shared fix-up of tiny outputs with a long K (every
+            # contributor sums a share of the tile: per-stream partial
+            # slots and share counters that each launch must leave at zero)
+            StreamKGemm(rng, 224, 168, 14872, "float16", SHARE_FIXUP),
+            StreamKGemm(rng, 256, 128, 8192, "bfloat16", SHARE_FIXUP),
             ScaledMm(rng, 512, 768, 528, fast=True), ScaledMm(rng, 1000, 1032, 512, fast=False),
             AttentionTrain(rng, 1, 384, 4, 2, 128, causal=True),
             AttentionTrain(rng, 2, 200, 2, 1, 64, causal=False)]
