@@ -7,7 +7,8 @@ Runs in the GPU bundle (``scripts/build-gpu-bundle.py``): ``pipeline_mlir.gemm``
 on bf16 and fp16 shapes that pick different variants (from the bundle's
 GEMM cache), with a fused bias + activation, a split-K pick, a forced
 stream-K variant and the forced shared fix-up of tiny long-K outputs;
-``pipeline_mlir.scaled_mm`` in both accumulation modes; ``pipeline_mlir.attention`` forward and backward through autograd; and the
+``pipeline_mlir.scaled_mm`` in both accumulation modes;
+``pipeline_mlir.attention`` forward and backward through autograd; and the
 examples' FP8 GEMM and attention forward launchers (from the manifest).
 Calls come in bursts of one op on one of three streams (each burst's stream
 waits for the last one's, as a program that hands tensors between streams
