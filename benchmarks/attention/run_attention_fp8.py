@@ -4,7 +4,7 @@ attention of its dequantized inputs, then timed next to our bf16 forward on
 the same shapes, in one process.
 
     python3 run_attention_fp8.py --out DIR [--rows quick] [--bundle DIR]
-        [--candidates NAME,...]
+        [--candidates NAME,...] [--head-dims 128]
 
 Run from (or point ``--bundle`` at) an attention bundle built with
 ``benchmarks/attention/build_bundle.py --fp8``: the FP8 variants (tagged
@@ -12,7 +12,8 @@ Run from (or point ``--bundle`` at) an attention bundle built with
 chosen ones (``best ...``) and bf16 candidates (``bf16cand ...``, checked
 against fp32 and timed beside them). ``--candidates hwdb,px4hwdb`` checks
 and times only the candidates of those names (the last word of their tag;
-``none``: none), beside the op's configurations and the bf16 ones.
+``none``: none), beside the op's configurations and the bf16 ones;
+``--head-dims 128`` times only the rows of those head dims.
 
 Correctness (``CHECKS``: ragged lengths, GQA, sq != sk, causal and full):
 gaussian q, k, v quantized per tensor to e4m3
@@ -137,7 +138,10 @@ def main(argv=None):
     ap.add_argument("--candidates",
                     help="comma-separated candidate names (fp8cand/bf16cand tags' last word) "
                          "to check and time; 'none' for none (default: all in the bundle)")
+    ap.add_argument("--head-dims", default="128,256",
+                    help="comma-separated head dims whose rows are timed (default: both)")
     args = ap.parse_args(argv)
+    head_dims = {int(d) for d in args.head_dims.split(",")}
     if args.cache:
         os.environ["PIPELINE_MLIR_CACHE_DIR"] = os.path.abspath(args.cache)
 
@@ -202,6 +206,8 @@ def main(argv=None):
             result["failed"] = result.get("failed", 0) + 1
     torch.manual_seed(0)
     for b, h, s, d in (QUICK_ROWS if args.rows == "quick" else ROWS):
+        if d not in head_dims:
+            continue
         x = [torch.randn(b, s, h, d, device="cuda") for _ in range(3)]
         bf = [t.to(torch.bfloat16) for t in x]
         (q8, qd), (k8, kd), (v8, vd) = (fp8_quantize(t, f8) for t in x)

@@ -131,7 +131,17 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS),
                         "px4hwdbrs8": dict(hold_pv_wait=True, double_p=True, exp2_poly=4,
                                            rescale_threshold=8.0),
                         "px5hwdbrs8": dict(hold_pv_wait=True, double_p=True, exp2_poly=5,
-                                           rescale_threshold=8.0)},
+                                           rescale_threshold=8.0),
+                        # Fewer instructions per value of S (run 9): the row
+                        # sum on the tensor pipe (row_sum_mma), the degree-2
+                        # polynomial (exp2_poly_degree=2), both, and both
+                        # with one more polynomial value of 16 than the op's
+                        # full (6) and causal (4) shares.
+                        "rsm": dict(row_sum_mma=True),
+                        "pd2": dict(exp2_poly_degree=2),
+                        "rsmpd2": dict(row_sum_mma=True, exp2_poly_degree=2),
+                        "px6rsmpd2": dict(exp2_poly=6, row_sum_mma=True, exp2_poly_degree=2),
+                        "px4rsmpd2": dict(exp2_poly=4, row_sum_mma=True, exp2_poly_degree=2)},
                   256: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS),
                         "hw": dict(hold_pv_wait=True, exp2_poly=0, **NO_RS),
                         "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0, **NO_RS),

@@ -86,6 +86,18 @@ class AttentionConfig:
     # rescale_unless_one``: skipped where every correction is exactly 1).
     # 0: off (the max always follows the data, O always rescaled).
     rescale_threshold: float = 0.0
+    # FP8: the row sum of P on the tensor pipe instead of the FMA pipe: a
+    # second wgmma per k-slice of P V, m64n8k32 with P (the same registers)
+    # and B an 8-row block of e4m3 ones in shared memory (one per consumer
+    # warpgroup, written once), so every column of its 64 x 8 accumulator
+    # is the row sum of P as rounded to e4m3 for P V. Replaces about 94
+    # FADD per thread per 192-key block at d 128 (the partial sums) and the
+    # quad shuffles of the final sum; the sum is rescaled with O.
+    row_sum_mma: bool = False
+    # The polynomial exp2's degree (``exp2_poly``): 3 (relative error
+    # < 1e-4), or 2 (one FMA less per polynomial value; < 2e-3, far below
+    # e4m3's 2^-4 rounding of P: FP8 only).
+    exp2_poly_degree: int = 3
 
     def __post_init__(self):
         if self.head_dim not in (64, 128, 256):
@@ -117,6 +129,16 @@ class AttentionConfig:
             raise ValueError(f"AttentionConfig: rescale_threshold is for the e4m3 forward, "
                              f"in (0, 8] (P up to 2^threshold within e4m3's 448), got "
                              f"{self.rescale_threshold!r}")
+        if self.row_sum_mma and not self.fp8:
+            raise ValueError("AttentionConfig: row_sum_mma is for the e4m3 forward (its "
+                             "row sum of P as e4m3, the P V operand)")
+        if self.row_sum_mma and self.hold_pv_wait:
+            raise ValueError("AttentionConfig: row_sum_mma leaves no row sum on the FMA "
+                             "pipe for hold_pv_wait to hold after")
+        if self.exp2_poly_degree not in (2, 3) or (self.exp2_poly_degree == 2
+                                                   and not self.fp8):
+            raise ValueError(f"AttentionConfig: exp2_poly_degree is 3, or 2 for the e4m3 "
+                             f"forward (error 2e-3), got {self.exp2_poly_degree!r}")
         if self.fp8:
             if self.head_dim not in (128, 256):
                 raise ValueError(f"AttentionConfig: the e4m3 forward takes head_dim 128 or "
@@ -207,6 +229,8 @@ class AttentionConfig:
                 f"{'_hw' if self.hold_pv_wait else ''}"
                 f"{'_db' if self.double_p else ''}"
                 f"{f'_rs{self.rescale_threshold:g}' if self.rescale_threshold else ''}"
+                f"{'_rsm' if self.row_sum_mma else ''}"
+                f"{'_pd2' if self.exp2_poly_degree == 2 else ''}"
                 f"{f'_{self.dtype}' if self.dtype != 'bf16' else ''}")
 
     # The operand layouts (pipeline_mlir.layout): every box, byte count and
@@ -231,6 +255,12 @@ class AttentionConfig:
             return OperandLayout(self.dtype, "K", swizzle, self.head_dim, self.kv_block)
         return OperandLayout("bf16", "MN", SWIZZLE, self.kv_block, self.head_dim)
 
+    def ones_layout(self):
+        """``row_sum_mma``: the B operand of the row sum's GEMM, 8 rows of
+        the key block's length in V^T's layout (every byte e4m3 1.0)."""
+        v = self.v_layout()
+        return OperandLayout(self.dtype, "K", v.swizzle, 8, self.kv_block)
+
     def o_layout(self):
         """One consumer warpgroup's 64 rows of O, as the TMA-store epilogue
         writes them to shared memory."""
@@ -246,6 +276,8 @@ class AttentionConfig:
         q = q_buffers * self.q_layout().bytes
         kv = self.stages * (self.k_layout().bytes + self.v_layout().bytes)
         o = self.consumer_warpgroups * self.o_layout().bytes if o_tiles else 0
+        if self.row_sum_mma:
+            o += self.consumer_warpgroups * self.ones_layout().bytes
         return q + kv + o + BASE_ALIGN + 8 * 2 * (q_buffers + 2 * self.stages)
 
     def meta(self, kernel):

@@ -27,6 +27,8 @@ def consumer(k, cfg, stages, rings, sched, args, warp, warpgroup):
     softmax = stages.softmax(k, cfg, sched, scales.scale_log2, thread_row, thread_col)
     epi = stages.epilogue(k, cfg, rings.o, cw, warp_in_wg, lane, thread_row, thread_col)
     epi.scales = scales
+    if cfg.row_sum_mma:
+        mainloop.write_ones(cw, warp_in_wg, lane)
     states = rings.states(PipelineUserType.Consumer)
     for r, _ in k.range(sched.rounds, carry=list(states)):
         m_block, b, h = sched.round_unit(r)
@@ -34,7 +36,8 @@ def consumer(k, cfg, stages, rings, sched, args, warp, warpgroup):
         n_free = sched.unmasked_blocks(m_block)
         m_row0 = m_block * cfg.block_m + cw * WGMMA_M
         acc = TileAccumulators(mainloop.mma_o.accumulator(), RowVector.full(float("-inf")),
-                               RowVector.full(0.0))
+                               RowVector.full(0.0),
+                               mainloop.mma_l.accumulator() if cfg.row_sum_mma else None)
         mainloop.tile(states, acc, softmax, cw, m_row0, n_blocks, n_free)
         epi.tile(acc, args, b, h, m_row0)
     epi.tail()

@@ -38,7 +38,7 @@ class OutputEpilogue:
     def tile(self, acc, args, b, h, m_row0):
         """O / row sum, LSE = (max * scale_log2 + log2 sum) ln 2, stored."""
         k, cfg, lane = self.k, self.cfg, self.lane
-        total = acc.row_sum.quad_sum()
+        total = acc.row_sums()
         nonzero = [Scalar(t) != 0.0 for t in total.values]
         inv = total.reciprocal().where(nonzero, 0.0)
         scales = self.scales or Scales(args.scale_log2)

@@ -7,9 +7,16 @@ from dataclasses import dataclass
 
 from mlir.dialects import arith, llvm
 
-from pipeline_mlir.kernel import Scalar, wgmma
+from pipeline_mlir.kernel import Scalar, fence_view_async_shared, wgmma
 from pipeline_mlir.kernel.fragment import Fragment, RowVector
+from pipeline_mlir.kernel.values import i32, to_value
+from pipeline_mlir.kernel.warpgroup import THREADS_PER_WARPGROUP
 from pipeline_mlir.layout import descriptor_units
+from pipeline_mlir.pipeline import NamedBarrier
+
+from .config import EPILOGUE_BARRIER
+
+E4M3_ONES = 0x38383838           # four e4m3 1.0 (sign 0, exponent 7 of bias 7, mantissa 0)
 
 
 @dataclass
@@ -19,6 +26,22 @@ class TileAccumulators:
     o: Fragment
     row_max: RowVector
     row_sum: RowVector
+    # ``cfg.row_sum_mma``: P times ones (m64 x 8), every column the row
+    # sum; then ``row_sum`` is unused.
+    sum_acc: Fragment = None
+
+    def carried(self):
+        """The values a key-block loop carries."""
+        return [self.o, self.row_max, self.row_sum] + (
+            [self.sum_acc] if self.sum_acc is not None else [])
+
+    def row_sums(self):
+        """The rows' sums over the whole tile (a RowVector): the thread's
+        partial sums added over its quad, or (``sum_acc``) its
+        accumulator's values 0 and 2 (rows g and g + 8), whole already."""
+        if self.sum_acc is None:
+            return self.row_sum.quad_sum()
+        return RowVector([self.sum_acc.values[0], self.sum_acc.values[2]])
 
 
 class Mainloop:
@@ -45,6 +68,26 @@ class Mainloop:
         self.v_base = wgmma.smem_matrix_descriptor(rings.v.smem, v_layout)
         self.k_step = descriptor_units(k_layout.bytes)
         self.v_step = descriptor_units(v_layout.bytes)
+        # row_sum_mma: P times 8 columns of ones (``write_ones``).
+        self.mma_l = (wgmma.WarpgroupMma(8, cfg.dtype, cfg.ones_layout())
+                      if cfg.row_sum_mma else None)
+        self.ones_base = None
+
+    def write_ones(self, cw, warp_in_wg, lane):
+        """``cfg.row_sum_mma``: this warpgroup's block of e4m3 ones (the
+        row sum's B operand), written by its 128 threads, fenced for the
+        async proxy (wgmma) and synchronized over the warpgroup; once per
+        kernel, before the first P V."""
+        layout = self.cfg.ones_layout()
+        base = self.rings.ones + cw * layout.bytes
+        tid = warp_in_wg * 32 + lane
+        words = layout.bytes // 4
+        for w in range(0, words, THREADS_PER_WARPGROUP):
+            llvm.store(to_value(E4M3_ONES, i32()), (base + (tid + w) * 4).ir_value)
+        fence_view_async_shared()                # generic writes -> wgmma's proxy
+        NamedBarrier(EPILOGUE_BARRIER, THREADS_PER_WARPGROUP,
+                     num_ids=self.cfg.consumer_warpgroups).arrive_and_wait_w_index(cw)
+        self.ones_base = wgmma.smem_matrix_descriptor(base, layout)
 
     def operand_a(self, p):
         """P as the register A operand of P V: bf16 (the accumulator's own
@@ -64,14 +107,19 @@ class Mainloop:
                            wgmma.k_slice_descriptor(db, k_layout, kk), accumulate=kk > 0)
         wgmma.commit_group()
 
-    def issue_pv(self, o_acc, p, stage):
+    def issue_pv(self, o_acc, p, stage, sum_acc=None):
         """O += P V_stage: bn / 16 wgmma (bn / 32 for e4m3) with P in
-        registers, one group."""
+        registers, one group; with ``sum_acc`` (``cfg.row_sum_mma``) each
+        k-slice's wgmma is followed by the row sum's (P times ones, into
+        ``sum_acc``), in the same group."""
         v_layout = self.rings.v.layout
         db = (stage.to(64) * self.v_step + Scalar(self.v_base)).ir_value
         wgmma.fence()
         for kk in range(len(p)):
             self.mma_o.mma_rs(o_acc, p.slice(kk), wgmma.k_slice_descriptor(db, v_layout, kk))
+            if sum_acc is not None:
+                self.mma_l.mma_rs(sum_acc, p.slice(kk), wgmma.k_slice_descriptor(
+                    self.ones_base, self.cfg.ones_layout(), kk))
         wgmma.commit_group()
 
     def tile(self, states, acc, softmax, cw, m_row0, n_blocks, n_free):
@@ -91,16 +139,15 @@ class Mainloop:
             # The plain order, for the ladder: each block's P V right
             # after its softmax (the tensor cores idle meanwhile,
             # unless the other warpgroup fills them).
-            for j, _ in k.range(1, n_blocks, carry=[k_read, v_read, acc.o, acc.row_max,
-                                                    acc.row_sum, p_regs]):
+            for j, _ in k.range(1, n_blocks, carry=[k_read, v_read, *acc.carried(), p_regs]):
                 self.plain_block(states, j, q_desc, acc, p_regs, softmax, m_row0, n_free)
         else:
             # Blocks 1..n-1: S_j is issued before P_{j-1} V_{j-1}, so the
             # softmax of S_j runs while the P V GEMM is in flight; O is
             # rescaled by the previous block's correction between the two
             # issues, while S_j occupies the tensor cores.
-            for j, _ in k.range(1, n_blocks, carry=[k_read, v_read, acc.o, acc.row_max,
-                                                    acc.row_sum, p_regs, corr]):
+            for j, _ in k.range(1, n_blocks, carry=[k_read, v_read, *acc.carried(), p_regs,
+                                                    corr]):
                 self.overlapped_block(states, j, q_desc, acc, p_regs, corr, softmax,
                                       m_row0, n_free)
         self.release_q(q_read)
@@ -129,7 +176,7 @@ class Mainloop:
         pipe_k, pipe_v = self.rings.k.pipe, self.rings.v.pipe
         pipe_v.consumer_wait(v_read)
         self.turns.begin()
-        self.issue_pv(acc.o, p_regs, v_read.index)
+        self.issue_pv(acc.o, p_regs, v_read.index, acc.sum_acc)
         self.turns.end()
         wgmma.wait_group(0)
         pipe_v.consumer_release(v_read)
@@ -144,6 +191,8 @@ class Mainloop:
         k_read.advance()
         p, c = softmax(s_acc, acc, j, m_row0, j >= n_free, first=False)
         acc.o.set(acc.o * c)
+        if acc.sum_acc is not None:
+            acc.sum_acc.set(acc.sum_acc * c)
         p_regs.set(self.operand_a(p))
 
     def overlapped_block(self, states, j, q_desc, acc, p_regs, corr, softmax, m_row0,
@@ -158,9 +207,9 @@ class Mainloop:
         pipe_k.consumer_wait(k_read)
         self.turns.begin()
         self.issue_s(s_acc, k_read.index, q_desc)
-        self.rescale(acc.o, corr)
+        self.rescale(acc, corr)
         pipe_v.consumer_wait(v_read)
-        self.issue_pv(acc.o, p_regs, v_read.index)
+        self.issue_pv(acc.o, p_regs, v_read.index, acc.sum_acc)
         self.turns.end()
         wgmma.wait_group(1)              # S_j retired
         pipe_k.consumer_release(k_read)
@@ -187,21 +236,32 @@ class Mainloop:
         pipe_v = self.rings.v.pipe
         pipe_v.consumer_wait(v_read)
         self.turns.begin()
-        self.rescale(acc.o, corr)
-        self.issue_pv(acc.o, p_regs, v_read.index)
+        self.rescale(acc, corr)
+        self.issue_pv(acc.o, p_regs, v_read.index, acc.sum_acc)
         self.turns.end()
         wgmma.wait_group(0)
         pipe_v.consumer_release(v_read)
         v_read.advance()
 
-    def rescale(self, o, corr):
-        """O *= the previous block's correction: always, or
-        (cfg.rescale_threshold) skipped by the whole warp where every
-        correction of its rows is exactly 1 (``rescale_unless_one``)."""
-        if self.cfg.rescale_threshold:
-            o.set(rescale_unless_one(o, corr))
-        else:
+    def rescale(self, acc, corr):
+        """O (and ``acc.sum_acc``) *= the previous block's correction:
+        always, or (cfg.rescale_threshold) skipped by the whole warp where
+        every correction of its rows is exactly 1 (``rescale_unless_one``,
+        O and the sums in one asm)."""
+        o, sums = acc.o, acc.sum_acc
+        if not self.cfg.rescale_threshold:
             o.set(o * corr)
+            if sums is not None:
+                sums.set(sums * corr)
+            return
+        if sums is None:
+            o.set(rescale_unless_one(o, corr))
+            return
+        # Value i of a fragment is row (i // 2) % 2: O's count is a
+        # multiple of 4, so the sums' values keep their rows appended.
+        both = rescale_unless_one(Fragment(o.n + sums.n, values=o.values + sums.values), corr)
+        o.set(Fragment(o.n, values=both.values[:o.count]))
+        sums.set(Fragment(sums.n, values=both.values[o.count:]))
 
 
 def rescale_unless_one(o, corr):

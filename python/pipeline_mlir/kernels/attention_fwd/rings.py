@@ -7,7 +7,7 @@ from pipeline_mlir.pipeline import Agent, CooperativeGroup
 class Rings:
     """The shared memory of a CTA and the pipelines over it: Q (``q``), the
     K and V rings (``k``, ``v``), the O tiles of the TMA-store epilogue
-    (``o``, or None). Each ring holds its stage count (``Ring``): its
+    (``o``, or None), the row sum's ones (``ones``, or None). Each ring holds its stage count (``Ring``): its
     buffers, its barriers and every pipeline state over it follow it."""
 
     def __init__(self, k, cfg):
@@ -18,6 +18,11 @@ class Rings:
         self.o = (k.smem_alloc(cfg.consumer_warpgroups * o_layout.bytes,
                                align=o_layout.alignment, name="O tiles")
                   if cfg.o_through_smem else None)
+        # row_sum_mma: each consumer warpgroup's block of e4m3 ones (the
+        # row sum's B operand), written once by that warpgroup.
+        ones = cfg.ones_layout() if cfg.row_sum_mma else None
+        self.ones = (k.smem_alloc(cfg.consumer_warpgroups * ones.bytes, align=ones.alignment,
+                                  name="ones") if ones else None)
 
         one_tma_thread = CooperativeGroup(Agent.Thread, 1)
         # Every consumer warp releases a stage once.

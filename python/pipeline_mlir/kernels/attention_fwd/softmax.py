@@ -45,7 +45,8 @@ class OnlineSoftmax:
         """Online softmax of S_j: mask (where ``masked`` holds), new row
         max, P = exp2(S * scale_log2 - max), the running sum; returns P and
         the correction exp2(old max - new max) that O needs before the
-        next P V (None for the first block)."""
+        next P V (None for the first block). With ``cfg.row_sum_mma`` the
+        row sum is left alone: P V's row-sum GEMM adds it up."""
         row_max, row_sum, scale_log2 = acc.row_max, acc.row_sum, self.scale_log2
         if masked is not None:
             with self.k.if_(masked, carry=[s_acc]):
@@ -57,8 +58,12 @@ class OnlineSoftmax:
         # A fully masked row keeps max -inf: use 0 so exp2 gives 0s.
         finite = [Scalar(v) != float("-inf") for v in new_max.values]
         scaled = scaled.where(finite, 0.0)
-        p = exponentials(s_acc.fma(scale_log2, -scaled), self.cfg.exp2_poly)
-        if not first:
+        p = exponentials(s_acc.fma(scale_log2, -scaled), self.cfg.exp2_poly,
+                         self.cfg.exp2_poly_degree)
+        if self.cfg.row_sum_mma:
+            # The row sum comes from the tensor pipe (P V's ones column).
+            corr = None if first else (row_max * scale_log2 - scaled).exp2()
+        elif not first:
             corr = (row_max * scale_log2 - scaled).exp2()
             row_sum.set(row_sum * corr + p.row_sum_partial())
         else:
