@@ -120,7 +120,7 @@ BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw", "dq_deferred": "dq
                "min_ctas": "mc", "dq_double_buffer": "dqb", "dq_split": "split",
                "block_m128": "m128", "dk_last": "dkl", "pingpong": "pp",
                "dq_reduce_warp": "dqr", "ds_one_barrier": "ds1",
-               "stat_shuffle": "ssh", "stats_with_tiles": "swt"}
+               "stat_shuffle": "ssh", "stats_with_tiles": "swt", "p_packed": "pk"}
 # The overrides of an option that is not a switch of its own name turned on:
 # 128-query steps (d 64).
 BWD_OPTION_OVERRIDES = {"block_m128": {"block_m": 128}}
@@ -241,7 +241,22 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         # (h200-bwd-swt-ab-pass1.log, -pass2.log): not the
                         # default.
                         ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp",
-                         "stats_with_tiles"))
+                         "stats_with_tiles"),
+                        # FA4's d 64 tile (128-query steps) with P^T packed
+                        # to bf16 before dP^T's wait and dS^T computed from
+                        # it (p_packed): ptxas spills 4 / 16 bytes (full /
+                        # causal) with the shuffle, where run 13's best set
+                        # spilled 64 / 52; with the rows on Q's and dO's
+                        # stages (stats_with_tiles), without them, without
+                        # the shuffle, and the rows alone without p_packed.
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stat_shuffle", "stats_with_tiles", "p_packed"),
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stat_shuffle", "p_packed"),
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stats_with_tiles", "p_packed"),
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stat_shuffle", "stats_with_tiles"))
 
 
 # Sets for d 128 alone: dQ split by columns (64-column fp32 tiles, so two
@@ -289,7 +304,11 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         # then: 0.965-0.981x its time on the four rows in
                         # two passes (h200-bwd-swt-ab-pass1.log, -pass2.log):
                         # the op's default at d 128 since.
-                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles"))
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles"),
+                        # P^T packed before dP^T's wait (p_packed) on the
+                        # default: spills 4 / 36 bytes (the default 4 / 44).
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "p_packed"))
 # And d 256 (each consumer its columns of the same keys).
 BWD_D256_OPTION_SETS = (("pingpong",),)
 

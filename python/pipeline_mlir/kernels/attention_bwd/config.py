@@ -176,6 +176,14 @@ class AttentionBwdConfig:
     # takes it (attention_configs.BWD_DEFAULT_OPTIONS); 1.011-1.032x at d 64,
     # off there (docs/attention.md).
     stats_with_tiles: bool = False
+    # P^T packed to bf16 (dV's register A) as soon as it is masked, before
+    # the wait for dP^T, and dS^T = P^T (dP^T - dPsum) computed from those
+    # bf16 values widened back: P^T's 64 fp32 registers of a 128-query step
+    # (block_m 128) die before dP^T's accumulator is read, so the step's
+    # peak is S^T/P^T 32 + dP^T 64 + dK, dV 64 rather than 64 + 64 + 64.
+    # dV is bit for bit the same; dS^T takes P^T rounded to bf16 (it is
+    # rounded to bf16 itself next). Off until measured.
+    p_packed: bool = False
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -297,7 +305,7 @@ class AttentionBwdConfig:
                 f"{'_dqb' if self.dq_double_buffer else ''}{'_dkl' if self.dk_last else ''}"
                 f"{'_pp' if self.pingpong else ''}{'_dqr' if self.dq_reduce_warp else ''}"
                 f"{'_ds1' if self.ds_one_barrier else ''}{'_ssh' if self.stat_shuffle else ''}"
-                f"{'_swt' if self.stats_with_tiles else ''}")
+                f"{'_swt' if self.stats_with_tiles else ''}{'_pk' if self.p_packed else ''}")
 
     # The operand layouts. Q and dO are read as the B operand of S^T / dP^T
     # (N x K: d contiguous) and, the same bytes, as the MN-major B of dK /

@@ -4,7 +4,7 @@ dS K, and the dS^T and dQ tiles between them (``GradGemms``).
 
 from pipeline_mlir.chip_limits import WGMMA_M
 from pipeline_mlir.kernel import Scalar, epilogue, fence_view_async_shared, wgmma
-from pipeline_mlir.kernel.fragment import Fragment
+from pipeline_mlir.kernel.fragment import Fragment, OperandA
 from pipeline_mlir.kernel.warpgroup import THREADS_PER_WARPGROUP
 from pipeline_mlir.pipeline import NamedBarrier
 
@@ -73,7 +73,7 @@ class GradGemms:
         """dV += P^T dO, dK += dS^T Q: A from registers, one group;
         returns dS^T as that register operand."""
         q_mn = self.q_mn
-        p_a = p.to_operand_a("bf16")
+        p_a = _operand_a(p)
         ds_regs = ds.to_operand_a("bf16")
         if self.cfg.column_parts > 1:
             # This warpgroup's columns of dO and Q (N of both GEMMs).
@@ -90,7 +90,7 @@ class GradGemms:
     def issue_dv(self, dv, p, do_tile):
         """``dk_last``: dV += P^T dO alone, one group (one column part:
         ``dk_last`` needs it)."""
-        p_a = p.to_operand_a("bf16")
+        p_a = _operand_a(p)
         do_mn = wgmma.smem_matrix_descriptor(do_tile, self.q_mn)
         wgmma.fence()
         self._dv(dv, p_a, do_mn)
@@ -267,6 +267,12 @@ class GradGemms:
         # (ptxas otherwise waits for every wgmma group at the next step's
         # first use of it, its S^T and dP^T included).
         return dq * scale
+
+
+def _operand_a(p):
+    """P^T as dV's bf16 register A: packed here, or already
+    (``p_packed``: ``SoftmaxGrad`` packs it before dP^T's wait)."""
+    return p if isinstance(p, OperandA) else p.to_operand_a("bf16")
 
 
 def _k_slice(kb, k_mn, cw, kk):

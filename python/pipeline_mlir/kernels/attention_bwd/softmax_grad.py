@@ -9,7 +9,7 @@ from mlir.dialects import arith, llvm, nvvm
 from pipeline_mlir.chip_limits import WGMMA_M
 from pipeline_mlir.kernel import Scalar, wgmma
 from pipeline_mlir.kernel.f32_math import _FULL_MASK
-from pipeline_mlir.kernel.fragment import ColVector, Fragment, exp2
+from pipeline_mlir.kernel.fragment import ColVector, Fragment, OperandA, exp2
 from pipeline_mlir.kernel.memory import element_ptr
 from pipeline_mlir.kernel.values import f32, i32, to_value
 from pipeline_mlir.user_location import user_line
@@ -80,6 +80,42 @@ class ShuffledColumns:
         return self._got[k]
 
 
+def unpack_bf16(operand):
+    """The fp32 values of a bf16 ``OperandA`` (``p_packed``), in the
+    fragment's order (register ``j`` holds values ``2 j`` and ``2 j + 1``,
+    the low half first): each bf16 widened exactly."""
+    bf2 = ir.VectorType.get([2], ir.BF16Type.get())
+    f2 = ir.VectorType.get([2], f32())
+    values = []
+    for regs in operand.slices:
+        for r in regs:
+            pair = arith.extf(f2, llvm.bitcast(bf2, r))
+            values += [llvm.extractelement(pair, to_value(Scalar(e))) for e in range(2)]
+    return values
+
+
+def packed_where(operand, keep):
+    """A bf16 ``OperandA`` with each value where ``keep(row, col)`` fails
+    set to +0 (its half of the i32 cleared): ``Fragment.where(keep, 0.0)``
+    before the packing, on the packed registers (register ``j`` holds
+    fragment values ``2 j`` (low half) and ``2 j + 1``: one row, adjacent
+    columns)."""
+    i32t = i32()
+    halves = (arith.constant(i32t, -65536),   # 0xFFFF0000: keeps the high half
+              arith.constant(i32t, 0xFFFF))    # keeps the low half
+    out = []
+    for j, r_ in enumerate(r for regs in operand.slices for r in regs):
+        row, col = Fragment.element_offset(2 * j)
+        for e in range(2):
+            cond = keep(row, col + e)
+            if cond is True:
+                continue
+            cleared = arith.andi(r_, halves[e])
+            r_ = cleared if cond is False else arith.select(to_value(cond), r_, cleared)
+        out.append(r_)
+    return OperandA(operand.dtype, [out[4 * s:4 * s + 4] for s in range(len(out) // 4)])
+
+
 def _col(i):
     """The ColVector index (column) of fragment value ``i``."""
     return 2 * (i // 4) + i % 2
@@ -104,7 +140,8 @@ class SoftmaxGrad:
 
     def __call__(self, s, dp, lse_read, dpsum_read, m_block):
         """(P^T, dS^T) of the step's S^T and dP^T (both groups retired
-        here). With ``stat_shuffle`` LSE and dPsum are ``ShuffledColumns``,
+        here); with ``p_packed`` P^T comes back as dV's bf16 ``OperandA``
+        and dS^T is computed from those rounded values. With ``stat_shuffle`` LSE and dPsum are ``ShuffledColumns``,
         each value shuffled to this lane right before the values of its
         column use it."""
         lse = self.load_lse(lse_read)
@@ -116,12 +153,20 @@ class SoftmaxGrad:
             p = Fragment(s.n, values=[
                 exp2(llvm.intr_fma(v, scale, arith.negf(lse.value(_col(i)))))
                 for i, v in enumerate(s.values)])
-        self.mask(p, m_block)
+        p_out = p
+        if self.cfg.p_packed:
+            # dV's bf16 A operand now, masked as such: P's fp32 values die
+            # here, and dS^T reads P back from these (``unpack_bf16``).
+            p_out = p.to_operand_a("bf16")
+            self.mask(p_out, m_block)
+            p = Fragment(s.n, values=unpack_bf16(p_out))
+        else:
+            self.mask(p, m_block)
         dpsum = self.load_dpsum(dpsum_read)
         wgmma.wait_group(0)                      # dP^T retired
         if not self.cfg.stat_shuffle:
-            return p, p * (dp - dpsum)
-        return p, Fragment(s.n, values=[
+            return p_out, p * (dp - dpsum)
+        return p_out, Fragment(s.n, values=[
             arith.mulf(a, arith.subf(b, dpsum.value(_col(i))))
             for i, (a, b) in enumerate(zip(p.values, dp.values))])
 
@@ -152,7 +197,8 @@ class SoftmaxGrad:
 
     def mask(self, p, m_block):
         """P^T = 0 where the key is past the sequence or (causal) after the
-        query's diagonal; only in blocks that cross either."""
+        query's diagonal; only in blocks that cross either. ``p``: a
+        Fragment, or (``p_packed``) its bf16 ``OperandA``."""
         k, cfg, sched = self.k, self.cfg, self.sched
         bm, bn, n_block, seqlen_k = cfg.block_m, cfg.block_n, sched.n_block, sched.seqlen_k
         offset = sched.offset
@@ -172,7 +218,7 @@ class SoftmaxGrad:
                     key = key0 + r
                     ok = key < seqlen_k
                     return ok & (key <= col0 + c + offset) if cfg.causal else ok
-            p.set(p.where(keep, 0.0))
+            p.set(p.where(keep, 0.0) if isinstance(p, Fragment) else packed_where(p, keep))
 
     def keep_by_offsets(self, key0, col0, seqlen_k, offset):
         """``keep(r, c)`` for 128-query steps: the same conditions as
