@@ -36,8 +36,7 @@ def consumer(k, cfg, stages, rings, sched, args, warp, warpgroup):
         n_free = sched.unmasked_blocks(m_block)
         m_row0 = m_block * cfg.block_m + cw * WGMMA_M
         acc = TileAccumulators(mainloop.mma_o.accumulator(), RowVector.full(float("-inf")),
-                               RowVector.full(0.0),
-                               mainloop.mma_l.accumulator() if cfg.row_sum_mma else None)
+                               RowVector.full(0.0), whole_sums=cfg.row_sum_mma)
         mainloop.tile(states, acc, softmax, cw, m_row0, n_blocks, n_free)
         epi.tile(acc, args, b, h, m_row0)
     epi.tail()
