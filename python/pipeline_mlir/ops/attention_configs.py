@@ -249,6 +249,12 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         # spilled 64 / 52; with the rows on Q's and dO's
                         # stages (stats_with_tiles), without them, without
                         # the shuffle, and the rows alone without p_packed.
+                        # H200, two passes (h200-bwd-m128-swt-ab-pass1.log,
+                        # -pass2.log), time / the d 64 set's, full / causal:
+                        # 0.955-0.958 / 0.997-1.001, 0.956-0.958 /
+                        # 1.017-1.027, 1.017 / 0.987-0.989, and the last
+                        # (no p_packed) 0.919-0.925 / 1.036-1.049: d 64
+                        # full's set since (BWD_FULL_OPTIONS).
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
                          "stat_shuffle", "stats_with_tiles", "p_packed"),
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
@@ -306,7 +312,8 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         # the op's default at d 128 since.
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles"),
                         # P^T packed before dP^T's wait (p_packed) on the
-                        # default: spills 4 / 36 bytes (the default 4 / 44).
+                        # default: spills 4 / 36 bytes (the default 4 / 44),
+                        # 1.023-1.071x its time on the four rows (two passes).
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
                          "p_packed"))
 # And d 256 (each consumer its columns of the same keys).
@@ -336,10 +343,15 @@ BWD_DEFAULT_OPTIONS = {64: ("dq_store_spread", "dq_deferred", "min_ctas", "dq_re
                        128: ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles"),
                        256: ()}
 # Full (non-causal) attention's own set where one measured faster there
-# than the head dim's set above but slower causal: none now (d 64 full had
-# 128-query steps until they won the causal row too, and then the reduce
-# warp's set won both).
-BWD_FULL_OPTIONS = {}
+# than the head dim's set above but slower causal. (d 64 full had 128-query
+# steps until they won the causal row too, and then the reduce warp's set
+# won both.) d 64 full: FA4's d 64 tile with LSE and dPsum on Q's and dO's
+# stages (128-query steps, the reduce warp, the dS^T hand-over's one
+# barrier, LSE and dPsum shuffled from 8 lanes), 0.919x and 0.925x the
+# d 64 set's backward time on the full row in two passes, 1.036x and 1.049x
+# on the causal one (h200-bwd-m128-swt-ab-pass1.log, -pass2.log).
+BWD_FULL_OPTIONS = {64: ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stat_shuffle", "stats_with_tiles")}
 
 
 def bwd_default_options(head_dim, causal):
