@@ -173,8 +173,11 @@ class AttentionBwdConfig:
     # stage (the rows are held as long as their tiles; one row buffer less
     # each). Measured on an H200 (two passes): 0.965-0.981x the backward
     # time of the d 128 default on all four rows, so the op's d 128 default
-    # takes it (attention_configs.BWD_DEFAULT_OPTIONS); 1.011-1.032x at d 64,
-    # off there (docs/attention.md).
+    # takes it (attention_configs.BWD_DEFAULT_OPTIONS); 1.011-1.032x at d 64
+    # on 64-query steps. On FA4's d 64 tile (block_m 128 with the reduce
+    # warp, ds_one_barrier and stat_shuffle) 0.919-0.925x the d 64 set's
+    # time on the full row, 1.036-1.049x causal (two passes): d 64 full's
+    # set (attention_configs.BWD_FULL_OPTIONS; docs/attention.md).
     stats_with_tiles: bool = False
     # P^T packed to bf16 (dV's register A) as soon as it is masked, before
     # the wait for dP^T, and dS^T = P^T (dP^T - dPsum) computed from those
