@@ -13,7 +13,10 @@ same run's cuBLAS cancels that).
 
 For each (shape, dtype) of the run, the pick is made among the variants
 that run measured (the table's plain tiles and stream-K tiles, restricted
-to those timed), without ``TUNED``; the line gives the measured ratio to
+to those timed; a stream-K pick's ratio is that of the candidate timed on
+the launch the model takes, ``<variant>@spread`` / ``@even`` /
+``@leftover``, where the run timed one), without ``TUNED``; the line gives
+the measured ratio to
 cuBLAS of that pick and of the best measured variant. The summary: median
 and worst of the picks, the sum of log(pick / best) (0: always the best).
 ``--grid`` evaluates every point of a coarse grid of EFFICIENCY (128x192,
@@ -45,23 +48,55 @@ def measured(results):
     return [(*key, ratios) for key, ratios in merged.items() if len(ratios) > 1]
 
 
+def launch_kind(gc, variant, m, n, k, sms):
+    """The launch the model takes for stream-K ``variant`` on this shape, as
+    random_sweep.py names it: '@spread', '@even', '@leftover', or '' (no
+    stream-K run: whole waves, or a shared fix-up)."""
+    if not gc.is_stream_k(variant) or gc.overrides(variant).get("sk_share"):
+        return ""
+    tile = gc.tile_variant(variant)
+    (bm, bn), cl = gc.tile(tile), gc.cluster_of(tile)
+    units, wave = -(-m // (bm * cl)) * -(-n // bn), sms // cl
+    if units % wave == 0:
+        return ""
+    _, sk_ctas, rounds = gc.stream_k_launch(units, -(-k // gc.K_BLOCK), wave, tile)
+    rest = units - rounds * wave
+    if rounds < units // wave:
+        return "@spread"
+    return "@leftover" if sk_ctas % rest == 0 else "@even"
+
+
+def measured_as(gc, ratios, variant, m, n, k, sms):
+    """The measured ratio of ``variant`` on the model's launch: the
+    ``<variant>@<kind>`` candidate where one was timed, else the plain name
+    (a run's own pick, or a run before the launch kinds)."""
+    return ratios.get(variant + launch_kind(gc, variant, m, n, k, sms), ratios.get(variant))
+
+
 def picks(gc, rows, sms):
     """[(picked ratio, best ratio, pick, shape)] with the pick restricted to
-    each shape's measured variants."""
+    each shape's measured variants (a stream-K tile: timed on the launch the
+    model takes, ``measured_as``)."""
     plain_all, sk_all, tuned = gc.RULE_VARIANTS, gc.RULE_STREAM_K_TILES, gc.TUNED
     out = []
     try:
         gc.TUNED = {}
         for m, n, k, dtype, ratios in rows:
             gc.RULE_VARIANTS = tuple(v for v in plain_all if v in ratios)
-            gc.RULE_STREAM_K_TILES = tuple(v for v in sk_all if f"{v}_streamk" in ratios)
             if not gc.RULE_VARIANTS:
                 continue
-            if not gc.RULE_STREAM_K_TILES:
-                v = gc.choose(m, n, k, dtype, sms, stream_k=False)
-            else:
+            gc.RULE_STREAM_K_TILES = sk_all
+            v = gc.choose(m, n, k, dtype, sms, stream_k=False)
+            gc.RULE_STREAM_K_TILES = tuple(
+                v for v in sk_all
+                if measured_as(gc, ratios, f"{v}_streamk", m, n, k, sms) is not None)
+            if gc.RULE_STREAM_K_TILES:
                 v = gc.choose(m, n, k, dtype, sms)
-            out.append((ratios[v], max(ratios.values()), v, (m, n, k, dtype)))
+            got = measured_as(gc, ratios, v, m, n, k, sms)
+            if got is None:      # a shared fix-up pick that was not timed
+                continue
+            out.append((got, max(ratios.values()), v + launch_kind(gc, v, m, n, k, sms),
+                        (m, n, k, dtype)))
     finally:
         gc.RULE_VARIANTS, gc.RULE_STREAM_K_TILES, gc.TUNED = plain_all, sk_all, tuned
     return out

@@ -25,7 +25,7 @@ stream-K, each CTA's K blocks in tiles' worth), both times and the ratio
 cuBLAS / ours (> 1: faster). ``--variants`` also times those
 variants (``gemm_configs`` names) beside the pick, each output checked the
 same way: one CANDIDATE line each (what calibrates the pick's model); a
-stream-K name with ``@spread`` or ``@leftover`` runs that kind of launch
+stream-K name with ``@spread``, ``@leftover`` or ``@even`` runs that kind of launch
 (gemm_configs.stream_k_launch) whatever the model would choose.
 ``--shapes`` runs only those shapes, in that order (those of the draw and
 the fixed ones keep their label, any other is "given": a calibration run
@@ -63,16 +63,17 @@ def draw(count, seed, dist="log"):
 
 
 def launch_kind(name):
-    """The stream-K launch a candidate name asks for: ``<variant>@spread``
-    or ``<variant>@leftover`` (gemm_configs.stream_k_launch), else None
+    """The stream-K launch a candidate name asks for: ``<variant>@spread``,
+    ``@leftover`` or ``@even`` (gemm_configs.stream_k_launch), else None
     (the model's choice)."""
     kind = name.partition("@")[2]
-    return {"": None, "spread": True, "leftover": False}[kind]
+    return {"": None, "spread": True, "leftover": False, "even": "even"}[kind]
 
 
 def candidate(ops_gemm, name, dtype):
     """The launcher of a ``--variants`` name: a gemm_configs variant, or a
-    stream-K one with ``@spread`` / ``@leftover`` (its kernel, that launch)."""
+    stream-K one with ``@spread`` / ``@leftover`` / ``@even`` (its kernel,
+    that launch, on that launch's grid)."""
     variant = name.partition("@")[0]
     g = ops_gemm.variant_gemm(variant, dtype)
     if "@" in name:
@@ -128,7 +129,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="8 random shapes, no fixed ones")
     ap.add_argument("--variants", nargs="*", default=[],
                     help="also time these gemm_configs variants beside the pick (a "
-                         "stream-K one with @spread or @leftover: that launch)")
+                         "stream-K one with @spread, @leftover or @even: that launch)")
     ap.add_argument("--shapes", nargs="*", default=[],
                     help="only these shapes of the draw and the fixed ones (MxNxK)")
     args = ap.parse_args(argv)

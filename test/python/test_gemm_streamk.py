@@ -143,14 +143,16 @@ def test_random_schedules_through_the_host_launch():
         sms = rng.choice([132, 114, 16, 7])
         tiles, kb = rng.randint(1, 3 * sms), rng.randint(1, 200)
         variant = rng.choice(gemm_configs.STREAM_K_TILES)
-        spread = rng.choice([None, True, False])
+        spread = rng.choice([None, True, False, "even"])
         grid, sk_ctas, rounds = gemm_configs.stream_k_launch(tiles, kb, sms, variant, spread)
         assert 1 <= sk_ctas <= grid <= sms and (tiles < sms or grid == sms)
         s = StreamKSchedule(tiles, kb, grid, 0, sk_ctas, rounds)
         long = 2 if rounds < tiles // grid else 1
         assert s.sk_tiles == 0 or s.sk_tiles <= long * sk_ctas <= long * s.iters
         assert spread is None or tiles < sms or tiles % sms == 0 \
-            or (rounds < tiles // grid) == spread
+            or (rounds < tiles // grid) == (spread is True)
+        if spread == "even" and tiles % sms:     # every CTA of the wave shares the leftover
+            assert rounds == tiles // sms and sk_ctas == min(sms, (tiles - rounds * sms) * kb)
         assert gemm_configs.stream_k_plan(tiles, kb, sms, variant, spread) == (
             s.rounds, s.sk_tiles, sk_ctas)
         _check_cover(tiles, kb, grid, sk_ctas, rounds)
@@ -525,12 +527,17 @@ def test_stream_k_spreads_a_small_leftover_over_the_last_wave():
     tile: modelled faster. 80 left over by two waves of a short K: one
     round, then 212 tiles over the 132 CTAs if asked (runs of 1.6 tiles,
     measured slower: not the model's choice for a leftover over a quarter
-    of the wave); 102 left over of 234 likewise."""
+    of the wave); 102 left over of 234 likewise. Those two leftovers, over
+    half the wave, would be one whole piece a tile in the leftover kind:
+    the model takes the even kind there (every CTA 80 / 132 or 102 / 132
+    of a tile after the full waves), and the leftover kind when asked."""
     assert gemm_configs.stream_k_launch(144, 122, 132) == (132, 132, 0)
     assert gemm_configs.stream_k_launch(344, 64, 132, spread=True) == (132, 132, 1)
-    assert gemm_configs.stream_k_launch(344, 64, 132) == (132, 80, 2)
+    assert gemm_configs.stream_k_launch(344, 64, 132) == (132, 132, 2)
+    assert gemm_configs.stream_k_launch(344, 64, 132, spread=False) == (132, 80, 2)
     assert gemm_configs.stream_k_launch(234, 179, 132, spread=True) == (132, 132, 0)
-    assert gemm_configs.stream_k_launch(234, 179, 132) == (132, 102, 1)
+    assert gemm_configs.stream_k_launch(234, 179, 132) == (132, 132, 1)
+    assert gemm_configs.stream_k_launch(234, 179, 132, spread=False) == (132, 102, 1)
     # no full wave: the leftover kind whatever is asked
     assert gemm_configs.stream_k_launch(12, 141, 66, spread=True) == \
         gemm_configs.stream_k_launch(12, 141, 66, spread=False)
@@ -616,6 +623,60 @@ def test_stream_k_host_passes_the_stream_s_workspace_and_counters(monkeypatch):
     t.timeline = stamps = object()
     t.launch(a, b, c, (), 7, False)
     assert log[-1][3][:4] == (ws, counters, share, rounds) and log[-1][3][4] is stamps
+
+
+def test_the_model_takes_the_even_launch_only_after_a_full_wave(monkeypatch):
+    """The even kind (gemm_configs.AUTO_EVEN): 1416 x 7160 x 7256 on the
+    2-CTA 128x256 tile is 168 pairs on 66 clusters, two rounds and 36
+    left over (one whole piece each in the leftover kind): all 66 share
+    them, 0.55 of a pair each, at most two contributors a pair (measured
+    0.89x the leftover kind's time). 90 tiles of 128x128 on 132 SMs
+    (5648 x 216 x 8832, no full wave) stay whole tiles (the even launch
+    measured 1.16x); a leftover of at most half the wave keeps its whole
+    pieces. Off, the model's launch is the leftover kind's."""
+    assert gemm_configs.stream_k_launch(168, 114, 66, "128x256c2") == (66, 66, 2)
+    assert gemm_configs.stream_k_plan(168, 114, 66, "128x256c2") == (2, 36, 66)
+    _check_cover(168, 114, 66, 66, 2)
+    assert gemm_configs.stream_k_launch(90, 138, 132, "128x128") == (90, 90, 0)
+    grid, sk_ctas, rounds = gemm_configs.stream_k_launch(132 + 60, 138, 132, "128x256")
+    assert rounds == 1 and sk_ctas % 60 == 0 and sk_ctas > 60
+    monkeypatch.setattr(gemm_configs, "AUTO_EVEN", False)
+    assert gemm_configs.stream_k_launch(168, 114, 66, "128x256c2") == (66, 36, 2)
+
+
+def test_a_launch_kind_s_grid_is_its_own():
+    """A StreamKGemm of a given kind (random_sweep.py's ``@even``) launches
+    that kind's grid, not the model's: 45 tiles of 128x256 with 138 K
+    blocks (5648 x 216 x 8832) run 90 CTAs of two pieces a tile in the
+    model's leftover kind, 132 CTAs of a third of a tile each in the even
+    kind; the view keeps its own per-shape plans."""
+    import types
+
+    from pipeline_mlir.ops import streamk_host
+
+    class Gemm:
+        meta = {"name": "gemm_streamk", "block_m": 128, "block_n": 256, "cluster_m": 1}
+        _shapes = {}
+
+        def stream_k_wave(self, sms):
+            return sms
+
+        def grid(self, m, n, sms, k=None):
+            return (gemm_configs.stream_k_grid(-(-m // 128) * -(-n // 256), -(-k // 64), sms),
+                    1, 1)
+
+    base = Gemm()
+    base.device = types.SimpleNamespace(ordinal=0, limits=types.SimpleNamespace(
+        multiprocessors=132))
+    even = streamk_host.StreamKGemm(base, spread="even")
+    assert base.grid(5648, 216, 132, 8832) == (90, 1, 1)
+    assert gemm_configs.stream_k_launch(45, 138, 132) == (90, 90, 0)
+    assert even.gemm.grid(5648, 216, 132, 8832) == (132, 1, 1)
+    assert even.share(5648, 216, 8832) == (132, 0)
+    assert even.gemm._shapes is not base._shapes
+    # a full wave and more: every kind's grid is the wave
+    assert even.gemm.grid(1048, 6504, 132, 11408) == (132, 1, 1)
+    assert even.share(1048, 6504, 11408) == (132, 1)
 
 
 def test_stream_k_grid_of_the_launcher():

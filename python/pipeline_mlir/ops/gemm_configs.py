@@ -199,8 +199,15 @@ MISALIGNED_K = 1.4
 # where the one-CTA 128x256 tile lost 1.13-1.45 against its cluster at the
 # same shapes (it reads 256 rows of B a K block, 192x192 192): with 1.4,
 # the pick took 192x192c2 on 2072 x 16040 x 3464 (8 rounds of pairs)
-# where 192x192 (7 whole waves) ran 5-10% faster.
-MISALIGNED_K_OF = {"192x192": 1.1}
+# where 192x192 (7 whole waves) ran 5-10% faster. Refitted to 1.04 in
+# run10's oracle (docs/gemm.md, "Run10"): over the seven misaligned shapes
+# of at least 100 us (2072 x 16040 x 3464, 5128 x 13896 x 7224, 8600 x
+# 14032 x 4984, 3464 x 12520 x 5736, 6032 x 16120 x 3320, 912 x 9576 x
+# 6984, 1416 x 7160 x 7256) the one-CTA tile's time over the model's was
+# 0.97-1.04 where the cluster's was 1.03-1.10: 1.1 kept 192x192c2 on
+# 5128 x 13896 x 7224 (16 rounds of pairs, the last half full) where
+# 192x192 (15 waves) ran 2.4-3.5% faster.
+MISALIGNED_K_OF = {"192x192": 1.04}
 FLOOR_S = 10e-6
 # (m, n, k, dtype) -> variant name, from measurements: the BEST lines of
 # benchmarks/gemm/sweep.py on the H100 (a variant > 1% ahead of the rule's pick).
@@ -537,6 +544,26 @@ STREAM_K_MARGIN = 0.9        # stream-K only when the model says >= 10% faster
 # 592 x 9560 x 3864, 1048 x 6504 x 11408): long runs put the CTAs that
 # share an operand block at different K, so L2 keeps less of it.
 SPREAD_LEFTOVER = 4
+# Whether the model's launch may take the even kind (stream_k_launch):
+# after at least one full wave, for a leftover of more than half the wave
+# (one whole piece a tile: the leftover kind is no stream-K at all there).
+# Measured on an H200 in one process (docs/gemm.md, "Run10"), against the
+# leftover kind of the same kernel (bf16 and fp16): 1416 x 7160 x 7256 on
+# the 2-CTA 128x256 tile (36 of 66 pairs left over after two rounds)
+# 0.89x as long, 1048 x 6504 x 11408 on 192x192c2 0.81x, 592 x 9560 x
+# 3864 on 128x256c2 0.98x; with no full wave before it (5648 x 216 x 8832:
+# 90 tiles of 128x128 on 132 SMs) 1.16-1.17x: every CTA reads A at
+# another K from its first block on.
+AUTO_EVEN = True
+# A whole-tile round of a stream-K launch against a wave of the plain tile
+# (estimate_time_stream_k). Measured in the same run on the five shapes of
+# 7 to 28 rounds (2072 x 16040 x 3464 .. 8600 x 14032 x 4984, each kind of
+# launch, bf16 and fp16): the stream-K launches of these tiles ran
+# 1.01-1.13x the plain tile's time where the model without this said
+# 0.97-1.01x (the one-CTA 128x256, 128x128 and 192x128 tiles: 0.90-1.04x
+# against a modelled 0.93-1.01x). Where it comes from is not known yet
+# (the whole tiles run the plain tile's mainloop and epilogue).
+STREAM_K_ROUND = {"128x256c2": 1.06, "192x192": 1.06, "192x192c2": 1.07}
 
 
 def stream_k_run_time(variant, sk_tiles, k_blocks, sk_ctas, k=K_BLOCK):
@@ -578,7 +605,7 @@ def stream_k_share_run_time(variant, sk_tiles, k_blocks, sk_ctas, k=K_BLOCK):
 
 def stream_k_launch(tiles, k_blocks, sms, variant="128x256", spread=None, share=False):
     """``(grid, sk_ctas, rounds)`` of a stream-K launch, the one of least
-    modelled time of two kinds:
+    modelled time of three kinds:
 
     - *leftover*: every full wave runs whole tiles (``rounds = tiles //
       sms``), and the ``tiles % sms`` left over are cut into the number of
@@ -592,6 +619,15 @@ def stream_k_launch(tiles, k_blocks, sms, variant="128x256", spread=None, share=
       than the wave cuts each of its tiles into many pieces whose partials
       one SM then reads back (4544 x 1008 x 7784 on the 2-CTA 128x256
       tile: 6 pairs over 66 clusters, nine pieces each).
+
+    - *even* (after at least one full wave, a leftover of more than half
+      the wave, ``AUTO_EVEN``): every full wave runs whole tiles and every
+      CTA of the wave shares the leftover's K blocks (``sk_ctas = sms``,
+      at most one a K block): runs of ``leftover / sms`` of a tile, at
+      most two segments (so at most two contributors a tile), where the
+      leftover kind's whole pieces leave SMs idle (102 of 132 left over:
+      one piece each, no stream-K run at all). ``spread="even"``: that
+      kind whatever the model says (``random_sweep.py``'s ``@even``).
 
     One CTA per SM (fewer tiles than SMs: the stream-K CTAs alone). With
     no tiles left over, ``sk_ctas`` is 1 and unused. The host and the pick
@@ -610,12 +646,20 @@ def stream_k_launch(tiles, k_blocks, sms, variant="128x256", spread=None, share=
         pieces = min(range(1, most + 1), key=lambda p: (
             stream_k_share_run_time(variant, rest, k_blocks, rest * p), -p))
         return (sms if tiles >= sms else rest * pieces), rest * pieces, rounds
+    if spread == "even":
+        sk_ctas = min(sms, rest * k_blocks)
+        return (sms if tiles >= sms else sk_ctas), sk_ctas, rounds
     pieces = min(range(1, most + 1),
                  key=lambda p: (stream_k_run_time(variant, rest, k_blocks, rest * p), -p))
     best = (stream_k_run_time(variant, rest, k_blocks, rest * pieces), rest * pieces, rounds)
+    even = min(sms, rest * k_blocks)
+    if spread is None and AUTO_EVEN and rounds >= 1 and pieces == 1 and even > rest:
+        t = stream_k_run_time(variant, rest, k_blocks, even)
+        if t < best[0]:
+            best = (t, even, rounds)
     if rounds >= 1 and (spread or (spread is None and rest * SPREAD_LEFTOVER <= sms)):
         t = (stream_k_run_time(variant, rest + sms, k_blocks, sms)
-             - k_blocks * block_time(variant, K_BLOCK) - TILE_S)
+             - (k_blocks * block_time(variant, K_BLOCK) + TILE_S) * STREAM_K_ROUND.get(variant, 1))
         if t < best[0] or spread:
             best = (t, sms, rounds - 1)
     _, sk_ctas, rounds = best
@@ -643,7 +687,7 @@ def estimate_time_stream_k(variant, m, n, k, sms):
     cluster = cluster_of(variant)
     units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
     rounds, rest, sk_ctas = stream_k_plan(units, kb, sms // cluster, variant)
-    t = rounds * (kb * block_time(variant, k) + TILE_S)
+    t = rounds * (kb * block_time(variant, k) + TILE_S) * STREAM_K_ROUND.get(variant, 1)
     if rest:
         t += stream_k_run_time(variant, rest, kb, sk_ctas, k)
     return t

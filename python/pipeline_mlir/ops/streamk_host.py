@@ -47,6 +47,32 @@ def buffers(a, meta, sms, stream):
     return found
 
 
+def _with_launch_grid(gemm, spread):
+    """A view of ``gemm`` (its kernel, launcher and prepared launches)
+    whose grid is that of the ``spread`` kind of launch
+    (gemm_configs.stream_k_launch): ``HopperGemm.grid`` is the model's
+    kind's, which for fewer tiles than SMs may be fewer CTAs than another
+    kind's ``sk_ctas`` (the even kind's runs cover the whole wave)."""
+    import copy
+
+    from .gemm_configs import K_BLOCK, stream_k_launch
+    from .hopper_gemm_host import stream_k_tile
+
+    view = copy.copy(gemm)
+    view._shapes = {}     # its own per-shape plans (m, n, k, grid)
+
+    def grid(m, n, sms, k=None):
+        meta = view.meta
+        cl = meta["cluster_m"]
+        units = -(-m // (meta["block_m"] * cl)) * -(-n // meta["block_n"])
+        return (stream_k_launch(units, -(-k // K_BLOCK), view.stream_k_wave(sms),
+                                stream_k_tile(meta), spread,
+                                meta.get("sk_share", False))[0] * cl, 1, 1)
+
+    view.grid = grid
+    return view
+
+
 class StreamKGemm:
     """A stream-K variant as ``pipeline_mlir.gemm`` calls it: ``launch(a, b,
     out, extra_args, stream, sync)`` like ``HopperGemm.launch``, with the
@@ -54,6 +80,8 @@ class StreamKGemm:
     arguments."""
 
     def __init__(self, gemm, spread=None):
+        if spread is not None:
+            gemm = _with_launch_grid(gemm, spread)
         self.gemm = gemm
         self.spread = spread     # gemm_configs.stream_k_launch's (None: the model's)
         self.meta = gemm.meta
