@@ -112,36 +112,54 @@ def grid_variants():
 # (The candidates before run 8 spell out no rescale threshold, NO_RS, so that
 # they stay what they were where the op's configuration takes one.)
 NO_RS = dict(rescale_threshold=0.0)
-FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS),
-                        "px3": dict(hold_pv_wait=False, exp2_poly=3, **NO_RS),
-                        "hw": dict(hold_pv_wait=True, exp2_poly=0, **NO_RS),
-                        "px4hw": dict(hold_pv_wait=True, exp2_poly=4, **NO_RS),
-                        "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0, **NO_RS),
-                        "px3hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=3, **NO_RS),
-                        "px4hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=4, **NO_RS),
+# (Likewise the d 128 candidates before run 9 spell out the FMA pipe's row
+# sum and the degree-3 polynomial, NO_RSM: the op's d 128 configurations
+# take the tensor pipe's row sum and degree 2 since. ``px5rs8`` is the op's
+# full configuration before run 9, ``px3`` its causal one.)
+NO_RSM = dict(row_sum_mma=False, exp2_poly_degree=3)
+FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, **NO_RSM),
+                        "px3": dict(hold_pv_wait=False, exp2_poly=3, **NO_RS, **NO_RSM),
+                        "hw": dict(hold_pv_wait=True, exp2_poly=0, **NO_RS, **NO_RSM),
+                        "px4hw": dict(hold_pv_wait=True, exp2_poly=4, **NO_RS, **NO_RSM),
+                        "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0, **NO_RS,
+                                     **NO_RSM),
+                        "px3hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=3, **NO_RS,
+                                        **NO_RSM),
+                        "px4hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=4, **NO_RS,
+                                        **NO_RSM),
                         # O rescaled only where a row max grows past 2^8
                         # (rescale_threshold), on the mode's share of the
                         # polynomial, with 5 of 16, and with px4hwdb.
-                        "rs8": dict(rescale_threshold=8.0),
-                        "px4rs8": dict(exp2_poly=4, rescale_threshold=8.0),
-                        "px4": dict(exp2_poly=4, **NO_RS),
-                        "px5": dict(exp2_poly=5, **NO_RS),
-                        "px5rs8": dict(exp2_poly=5, rescale_threshold=8.0),
-                        "px6rs8": dict(exp2_poly=6, rescale_threshold=8.0),
+                        "rs8": dict(rescale_threshold=8.0, **NO_RSM),
+                        "px4rs8": dict(exp2_poly=4, rescale_threshold=8.0, **NO_RSM),
+                        "px4": dict(exp2_poly=4, **NO_RS, **NO_RSM),
+                        "px5": dict(exp2_poly=5, **NO_RS, **NO_RSM),
+                        "px5rs8": dict(exp2_poly=5, rescale_threshold=8.0, **NO_RSM),
+                        "px6rs8": dict(exp2_poly=6, rescale_threshold=8.0, **NO_RSM),
                         "px4hwdbrs8": dict(hold_pv_wait=True, double_p=True, exp2_poly=4,
-                                           rescale_threshold=8.0),
+                                           rescale_threshold=8.0, **NO_RSM),
                         "px5hwdbrs8": dict(hold_pv_wait=True, double_p=True, exp2_poly=5,
-                                           rescale_threshold=8.0),
+                                           rescale_threshold=8.0, **NO_RSM),
                         # Fewer instructions per value of S (run 9): the row
-                        # sum on the tensor pipe (row_sum_mma), the degree-2
-                        # polynomial (exp2_poly_degree=2), both, and both
-                        # with one more polynomial value of 16 than the op's
-                        # full (6) and causal (4) shares.
-                        "rsm": dict(row_sum_mma=True),
-                        "pd2": dict(exp2_poly_degree=2),
-                        "rsmpd2": dict(row_sum_mma=True, exp2_poly_degree=2),
+                        # sum on the tensor pipe (row_sum_mma) and the
+                        # degree-2 polynomial (exp2_poly_degree=2), alone
+                        # (full: on 5 of 16 with the threshold; causal: 3 of
+                        # 16, the px3 names), both, and both on 4 and 6 of
+                        # 16 (the op's full configuration since is both on
+                        # 5 of 16 with the threshold, causal both on 4).
+                        "rsm": dict(row_sum_mma=True, exp2_poly_degree=3),
+                        "pd2": dict(row_sum_mma=False, exp2_poly_degree=2),
+                        "px3rsm": dict(exp2_poly=3, row_sum_mma=True, exp2_poly_degree=3),
+                        "px3pd2": dict(exp2_poly=3, row_sum_mma=False, exp2_poly_degree=2),
+                        "px3rsmpd2": dict(exp2_poly=3, row_sum_mma=True, exp2_poly_degree=2),
                         "px6rsmpd2": dict(exp2_poly=6, row_sum_mma=True, exp2_poly_degree=2),
-                        "px4rsmpd2": dict(exp2_poly=4, row_sum_mma=True, exp2_poly_degree=2)},
+                        "px4rsmpd2": dict(exp2_poly=4, row_sum_mma=True, exp2_poly_degree=2),
+                        # P's e4m3 packing without the PRMT (p_pack_merge),
+                        # on the op's configurations since run 9, and with
+                        # one more polynomial value of 16 (6 full, 5 causal).
+                        "pm": dict(p_pack_merge=True),
+                        "px6pm": dict(exp2_poly=6, p_pack_merge=True),
+                        "px5pm": dict(exp2_poly=5, p_pack_merge=True)},
                   256: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS),
                         "hw": dict(hold_pv_wait=True, exp2_poly=0, **NO_RS),
                         "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0, **NO_RS),

@@ -1,11 +1,12 @@
 """Fewer instructions per value of S in the FP8 forward, without a GPU: the
 row sum of P on the tensor pipe (``AttentionConfig.row_sum_mma``: P times
-an 8-column block of e4m3 ones beside each P V wgmma) and the degree-2
-polynomial exp2 (``exp2_poly_degree=2``). The options' range; a kernel with
+an 8-column block of e4m3 ones beside each P V wgmma), the degree-2
+polynomial exp2 (``exp2_poly_degree=2``), and P's e4m3 registers packed
+as a vector of halves (``p_pack_merge``: no PRMT). The options' range; a kernel with
 both passes the protocol checker and the simulator, compiles without spills
 or serialized wgmmas, issues one m64n8k32 wgmma per k-slice of P V, drops
 the FMA pipe's partial row sums and one FMA per polynomial value, and
-rescales its sums in the same branch as O; the degree-2 formula, run on
+leaves O's rescale branch to O; the degree-2 formula, run on
 numpy float32 as PTX rounds it, within 2.1e-3 of 2^x; the online softmax
 modelled with the row sum of P as rounded to e4m3 (what the ones GEMM
 adds) within the FP8 check's bound, where a planted mistake (the sums not
@@ -28,9 +29,11 @@ from pipeline_mlir.ops import attention_fp8_configs
 
 F32 = np.float32
 OPS = attention_fp8_configs.VARIANTS
-# The op's d 128 full configuration (5 of 16 by the polynomial, the rescale
-# threshold) with both options.
-BOTH = dict(OPS["fp8_d128"], row_sum_mma=True, exp2_poly_degree=2)
+NEITHER = dict(row_sum_mma=False, exp2_poly_degree=3)
+# The op's d 128 full configuration: 5 of 16 by the polynomial, the rescale
+# threshold and both options (since run 9); BEFORE without the options.
+BOTH = OPS["fp8_d128"]
+BEFORE = dict(BOTH, **NEITHER)
 
 
 def _cfg(over):
@@ -39,8 +42,8 @@ def _cfg(over):
 
 @pytest.fixture(scope="module")
 def ptx_pair():
-    """(PTX of the op's d 128 full kernel, PTX with both options)."""
-    return (attention_fwd.build(_cfg(OPS["fp8_d128"])).to_ptx(),
+    """(PTX of the op's d 128 full kernel without the options, with both)."""
+    return (attention_fwd.build(_cfg(BEFORE)).to_ptx(),
             attention_fwd.build(_cfg(BOTH)).to_ptx())
 
 
@@ -48,6 +51,7 @@ def ptx_pair():
 
 @pytest.mark.parametrize("over, message", [
     (dict(row_sum_mma=True), "e4m3"),
+    (dict(p_pack_merge=True), "e4m3"),
     (dict(exp2_poly_degree=2), "e4m3"),
     (dict(dtype="e4m3", exp2_poly_degree=4), "exp2_poly_degree"),
     (dict(dtype="e4m3", row_sum_mma=True, hold_pv_wait=True), "hold_pv_wait")])
@@ -56,22 +60,24 @@ def test_they_are_refused_outside_e4m3_and_their_range(over, message):
         AttentionConfig(head_dim=128, **over)
 
 
-def test_the_name_says_them_and_shared_memory_holds_the_ones():
+def test_the_ops_take_both_and_the_name_says_them():
+    assert [(OPS[n]["row_sum_mma"], OPS[n]["exp2_poly_degree"], OPS[n]["exp2_poly"])
+            for n in ("fp8_d128", "fp8_d128c")] == [(True, 2, 5), (True, 2, 4)]
+    assert not any(OPS[n].get("row_sum_mma") for n in ("fp8_d256", "fp8_d256c"))
     c = _cfg(BOTH)
     assert c.name.endswith("_rs8_rsm_pd2_e4m3")
     # One 8 x 192 block of e4m3 ones per consumer warpgroup (1536 bytes).
-    assert c.smem_bytes() - _cfg(OPS["fp8_d128"]).smem_bytes() == 2 * 8 * 192
+    assert c.smem_bytes() - _cfg(BEFORE).smem_bytes() == 2 * 8 * 192
 
 
 # -- the kernel ------------------------------------------------------------------
 
 def test_a_kernel_with_both_checks_and_simulates_clean():
-    """The causal configuration (masked blocks; O and the sums rescaled
+    """The op's causal configuration (masked blocks; O and the sums rescaled
     without the threshold's branch) on a ragged GQA shape: 4 query heads on
     2 K/V heads, 200 queries, 300 keys. (The full one, with the threshold's
     branch, compiles below.)"""
-    text = str(attention_fwd.build(_cfg(dict(OPS["fp8_d128c"], row_sum_mma=True,
-                                             exp2_poly_degree=2))).module)
+    text = str(attention_fwd.build(_cfg(OPS["fp8_d128c"])).module)
     assert verify_protocol(text) == [] and protocol_warnings(text) == []
     (report,) = simulate(text, schedules=2, args={5: 1, 6: 4, 7: 2, 8: 200, 9: 300}).values()
     assert report.ok and report.schedules == 2, report
@@ -79,11 +85,12 @@ def test_a_kernel_with_both_checks_and_simulates_clean():
 
 def test_the_row_sum_gemm_replaces_the_fma_pipes_sums(ptx_pair):
     """Per k-slice of P V (6 of a 192-key block, in the overlapped block and
-    the last) one m64n8k32 wgmma reading the same P registers; the partial
+    the last) one m64n8k32 wgmma reading the same P registers, into a fresh
+    accumulator each block (the first k-slice's scale-d 0); the partial
     row sums (94 adds a thread per block, in the first block's softmax and
     the loop's) and the quad shuffles of the final sum are gone; one FMA
     less per polynomial value (30 a block); the threshold's branch
-    multiplies O's 64 values and the 4 sums; ptxas neither spills nor
+    multiplies O's 64 values only; ptxas neither spills nor
     serializes a wgmma."""
     base, both = ptx_pair
     n8 = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n8k32\.f32\.e4m3\.e4m3 "
@@ -109,18 +116,41 @@ def test_the_row_sum_gemm_replaces_the_fma_pipes_sums(ptx_pair):
 
 
 def test_the_ones_are_written_fenced_and_synchronized_once():
-    text = attention_fwd.build(_cfg(dict(OPS["fp8_d128c"], row_sum_mma=True))).to_ptx()
+    text = attention_fwd.build(_cfg(OPS["fp8_d128c"])).to_ptx()
     assert text.count("943208504") + text.count("0x38383838") >= 1
     assert text.count("fence.proxy.async.shared::cta") == 1
 
 
-def test_bf16_and_the_ops_fp8_kernels_do_not_change():
-    """Their defaults spelled out build the same IR (the options' code runs
+def test_kernels_without_them_do_not_change():
+    """The bf16 forward and an FP8 configuration without the options build
+    the same IR with their defaults spelled out (the options' code runs
     only where they are on)."""
-    for over, dtype in ((dict(head_dim=128), "bf16"), (OPS["fp8_d128c"], "e4m3")):
+    for over, dtype in ((dict(head_dim=128), "bf16"), (OPS["fp8_d256c"], "e4m3")):
         assert str(attention_fwd.build(AttentionConfig(**over, dtype=dtype)).module) == str(
-            attention_fwd.build(AttentionConfig(**over, dtype=dtype, row_sum_mma=False,
-                                                exp2_poly_degree=3)).module)
+            attention_fwd.build(AttentionConfig(**over, dtype=dtype, **NEITHER)).module)
+
+
+def test_p_packed_as_halves_has_no_shift_or_or():
+    """``p_pack_merge``: each of P's 24 registers a block (first block and
+    loop) a ``mov.b32 {lo, hi}`` of two conversions, in the in-place
+    order's pairs (the same conversions as without it, none widened,
+    shifted or or-ed), which ptxas folds into the conversions without a
+    PRMT; no spills. (The bytes are the in-place order's: the GPU check
+    of every candidate compares O with fp32 attention.)"""
+    ptx = attention_fwd.build(_cfg(dict(BOTH, p_pack_merge=True))).to_ptx()
+    movs = re.findall(r"mov\.b32 \t?%r\d+, \{(%rs\d+), (%rs\d+)\};", ptx)
+    cvts = re.findall(r"cvt\.rn\.satfinite\.e4m3x2\.f32 \t?(%rs\d+), (%r\d+), (%r\d+);", ptx)
+    assert len(movs) == 48 and len(cvts) == 96
+    # lo and hi are consecutive conversions (bytes 0-1, then 2-3)
+    order = [d for d, _, _ in cvts]
+    assert all(order.index(hi) == order.index(lo) + 1 for lo, hi in movs)
+    assert "cvt.u32.u16" not in ptx
+    base = attention_fwd.build(_cfg(BOTH)).to_ptx()
+    assert len(re.findall(r"cvt\.rn\.satfinite\.e4m3x2", base)) == 96
+    assert base.count("cvt.u32.u16") == 96
+    info = _ptxas_info(ptx)
+    if info is not None:
+        assert re.findall(r"(\d+) bytes spill stores", info) == ["0"]
 
 
 # -- numerics --------------------------------------------------------------------

@@ -90,14 +90,22 @@ class AttentionConfig:
     # second wgmma per k-slice of P V, m64n8k32 with P (the same registers)
     # and B an 8-row block of e4m3 ones in shared memory (one per consumer
     # warpgroup, written once), so every column of its 64 x 8 accumulator
-    # is the row sum of P as rounded to e4m3 for P V. Replaces about 94
-    # FADD per thread per 192-key block at d 128 (the partial sums) and the
-    # quad shuffles of the final sum; the sum is rescaled with O.
+    # (fresh each block) is the block's row sum of P as rounded to e4m3
+    # for P V, added to the running f32 sums once P V retired. Replaces
+    # about 94 FADD per thread per 192-key block at d 128 (the partial
+    # sums) and the quad shuffles of the final sum.
     row_sum_mma: bool = False
     # The polynomial exp2's degree (``exp2_poly``): 3 (relative error
     # < 1e-4), or 2 (one FMA less per polynomial value; < 2e-3, far below
     # e4m3's 2^-4 rounding of P: FP8 only).
     exp2_poly_degree: int = 3
+    # FP8: P's e4m3 operand registers built as a vector of the two 16-bit
+    # halves (``mov.b32 {lo, hi}``), which ptxas folds into the conversions
+    # (F2FP ... PACK_AB_MERGE_C, the second writing its half into the
+    # first's register) instead of widening, shifting and or-ing them (one
+    # PRMT per register: 24 per thread per 192-key block at d 128). The
+    # same bits.
+    p_pack_merge: bool = False
 
     def __post_init__(self):
         if self.head_dim not in (64, 128, 256):
@@ -132,6 +140,9 @@ class AttentionConfig:
         if self.row_sum_mma and not self.fp8:
             raise ValueError("AttentionConfig: row_sum_mma is for the e4m3 forward (its "
                              "row sum of P as e4m3, the P V operand)")
+        if self.p_pack_merge and not self.fp8:
+            raise ValueError("AttentionConfig: p_pack_merge is for the e4m3 forward (P "
+                             "packed in place as e4m3 pairs)")
         if self.row_sum_mma and self.hold_pv_wait:
             raise ValueError("AttentionConfig: row_sum_mma leaves no row sum on the FMA "
                              "pipe for hold_pv_wait to hold after")
@@ -231,6 +242,7 @@ class AttentionConfig:
                 f"{f'_rs{self.rescale_threshold:g}' if self.rescale_threshold else ''}"
                 f"{'_rsm' if self.row_sum_mma else ''}"
                 f"{'_pd2' if self.exp2_poly_degree == 2 else ''}"
+                f"{'_pm' if self.p_pack_merge else ''}"
                 f"{f'_{self.dtype}' if self.dtype != 'bf16' else ''}")
 
     # The operand layouts (pipeline_mlir.layout): every box, byte count and

@@ -5,10 +5,11 @@ and the hold of P V's retirement (``hold_after``).
 
 from dataclasses import dataclass
 
-from mlir.dialects import arith, llvm
+import mlir.ir as ir
+from mlir.dialects import arith, llvm, nvvm, vector
 
 from pipeline_mlir.kernel import Scalar, fence_view_async_shared, wgmma
-from pipeline_mlir.kernel.fragment import Fragment, RowVector
+from pipeline_mlir.kernel.fragment import Fragment, OperandA, RowVector, fp8_in_place_value
 from pipeline_mlir.kernel.values import i32, to_value
 from pipeline_mlir.kernel.warpgroup import THREADS_PER_WARPGROUP
 from pipeline_mlir.layout import descriptor_units
@@ -86,6 +87,8 @@ class Mainloop:
         layout), or e4m3 packed in place (no shuffles; V^T's keys are in
         the order this gives, ``layout.fp8_register_a_key_order``)."""
         if self.cfg.fp8:
+            if self.cfg.p_pack_merge:
+                return pack_merged(p, self.cfg.dtype)
             return p.to_operand_a(self.cfg.dtype, in_place=True)
         return p.to_operand_a("bf16")
 
@@ -267,6 +270,35 @@ class Mainloop:
             o.set(o * corr)
         if acc.whole_sums:
             acc.row_sum.set(acc.row_sum * corr)
+
+
+def pack_merged(p, dtype):
+    """``cfg.p_pack_merge``: P as the in-place 8-bit register A operand
+    (``Fragment.to_operand_a(dtype, in_place=True)``'s bytes, from
+    ``fragment.fp8_in_place_value``), each register a bitcast of the
+    vector of its two ``cvt.rn.satfinite.e4m3x2.f32`` halves: PTX's
+    ``mov.b32 {lo, hi}``, which ptxas folds into the conversions (no
+    PRMT)."""
+    f8 = {"e4m3": ir.Float8E4M3FNType, "e5m2": ir.Float8E5M2Type}[dtype].get()
+    i16 = ir.IntegerType.get_signless(16)
+    pair_t = ir.VectorType.get([2], i16)
+    v = p.values
+
+    def cvt(hi, lo):
+        return nvvm.convert_f32x2_to_f8x2(i16, hi, lo, ir.TypeAttr.get(f8),
+                                          rnd=nvvm.FPRoundingMode.RN,
+                                          sat=nvvm.SaturationMode.SATFINITE)
+
+    slices = []
+    for s in range(p.n // 32):
+        regs = []
+        for reg in range(4):
+            idx = [fp8_in_place_value(s, reg, b) for b in range(4)]
+            halves = vector.from_elements(pair_t, [cvt(v[idx[1]], v[idx[0]]),
+                                                   cvt(v[idx[3]], v[idx[2]])])
+            regs.append(llvm.bitcast(i32(), halves))
+        slices.append(regs)
+    return OperandA(dtype, slices)
 
 
 def rescale_unless_one(o, corr):

@@ -7,8 +7,9 @@ from pipeline_mlir.pipeline import Agent, CooperativeGroup
 class Rings:
     """The shared memory of a CTA and the pipelines over it: Q (``q``), the
     K and V rings (``k``, ``v``), the O tiles of the TMA-store epilogue
-    (``o``, or None), the row sum's ones (``ones``, or None). Each ring holds its stage count (``Ring``): its
-    buffers, its barriers and every pipeline state over it follow it."""
+    (``o``, or None), the row sum's ones (``ones``, or None). Each ring
+    holds its stage count (``Ring``): its buffers, its barriers and every
+    pipeline state over it follow it."""
 
     def __init__(self, k, cfg):
         self.q = Ring.of_layout(k, cfg.q_buffers, cfg.q_layout(), "Q")
