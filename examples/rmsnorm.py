@@ -27,8 +27,8 @@ import rows_host  # noqa: E402
 RING_STAGES = 2
 
 
-def build(n=4096, dtype="bf16", threads=None, stages=None, parts=None, chip="sm_90a",
-          name=None):
+def build(n=4096, dtype="bf16", threads=None, stages=None, parts=None, store=None,
+          chip="sm_90a", name=None):
     """The RMSNorm kernel for rows of ``n`` elements of ``dtype``:
     parameters ``(src, weight, dst, m, eps)``, any grid; ``threads`` and
     ``stages`` as in examples/row_softmax.py (the ring: at most
@@ -43,8 +43,8 @@ def build(n=4096, dtype="bf16", threads=None, stages=None, parts=None, chip="sm_
     with k:
         src, weight, dst, m, eps = k.args
         if stages:
-            ring = RowRing(rows, k, stages, parts)
-            ring.produce(src, m)                       # the producer warp
+            ring = RowRing(rows, k, stages, parts, store=store or "global")
+            ring.produce(src, m, dst=dst)              # the producer warp
             with ring.consumers():
                 # the weight once per CTA, reused by every row, one Columns per part
                 w = [rows.load_columns(_at(weight, p * rows.n * rows.elem_bytes))
@@ -60,6 +60,7 @@ def build(n=4096, dtype="bf16", threads=None, stages=None, parts=None, chip="sm_
                 x = rows.load(src, row)                # out-of-row values: 0
                 rows.store(x * rsqrt_mean((x * x).sum(), n, eps) * w, dst, row)
     k.rows, k.parts, k.stages = rows, parts, stages
+    k.store = ring.store_kind if stages else "global"
     return k
 
 

@@ -29,7 +29,7 @@ LOG2_E = 1.4426950408889634
 
 
 def build(n=4096, dtype="bf16", threads=None, stages=None, stream=None, parts=None,
-          chip="sm_90a", name=None):
+          store=None, cluster=None, chip="sm_90a", name=None):
     """The softmax kernel for rows of ``n`` elements (default 4096) of ``dtype``:
     parameters ``(src, dst, m)``, any grid (a grid-stride loop over the
     ``m`` rows); ``threads`` per row (of a part) defaults to ``row_threads``,
@@ -41,9 +41,20 @@ def build(n=4096, dtype="bf16", threads=None, stages=None, stream=None, parts=No
     fit. On an H200 (bf16, benchmarks/rows/bench_rows.py --alt) holding
     them was as fast or faster from 12288 to 32768 columns (16384: 0.91
     of a copy's bandwidth held, 0.88 streamed)."""
-    from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel, RowRing, row_plan
+    from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel, RowRing, row_cluster, row_plan
 
-    rows, parts, stages = row_plan(n, dtype, threads, stages, parts=parts)
+    if cluster is None:
+        cluster = row_cluster(n, dtype) if threads is None and stages is None and \
+            parts is None else 1
+    if cluster > 1:                      # each CTA of a cluster a slice of each row
+        if n % cluster:
+            raise ValueError(f"row_softmax.build: {n} columns do not split over {cluster} CTAs")
+        rows, parts, stages = row_plan(n // cluster, dtype, threads, stages, parts=parts)
+        if not stages:
+            raise ValueError(f"row_softmax.build: a slice of {n // cluster} columns takes no "
+                             "ring; a row split over a cluster needs one")
+    else:
+        rows, parts, stages = row_plan(n, dtype, threads, stages, parts=parts)
     if stream is None:
         stream = parts > 1
     stream = bool(stream and stages)
@@ -51,32 +62,38 @@ def build(n=4096, dtype="bf16", threads=None, stages=None, stream=None, parts=No
     # row's threads, and with a ring a producer warp.
     block = 128 if rows.per_warp else RowRing.block_threads(rows) if stages else rows.threads
     k = Kernel(name or f"row_softmax_{dtype}_{n}", chip=chip, block_dim=block,
+               cluster_dim=cluster if cluster > 1 else None,
                params={"src": GlobalPtr(), "dst": GlobalPtr(), "m": Int32()})
     with k:
         src, dst, m = k.args
         if stages:
-            ring = RowRing(rows, k, stages, parts)
-            ring.produce(src, m)                 # the producer warp: rows into the ring
+            ring = RowRing(rows, k, stages, parts, store=store or "global", cluster=cluster,
+                           exchanges=2)
+            ring.produce(src, m, dst=dst)        # the producer warp: rows into the ring
             with ring.consumers():
                 for row, stage in ring.rows(m):
                     if stream:
                         _softmax_streamed(stage, dst, row)
                     else:
-                        _softmax_row(rows, stage.load(fill=float("-inf")), dst, row)
+                        _softmax_row(rows, stage.load(fill=float("-inf")), dst, row, stage)
+            ring.cluster_end()
         else:
             for row in rows.grid_stride(k, m):
                 _softmax_row(rows, rows.load(src, row, fill=float("-inf")), dst, row)
     k.rows, k.parts, k.stages, k.stream = rows, parts, stages, stream
+    k.store = ring.store_kind if stages else "global"
+    k.cluster = cluster
     return k
 
 
-def _softmax_row(rows, x, dst, row):
-    """Store the softmax of the row ``x`` (its out-of-row values -inf)."""
+def _softmax_row(rows, x, dst, row, stage=None):
+    """Store the softmax of the row ``x`` (its out-of-row values -inf),
+    through ``stage`` (a ring's) where given."""
     from pipeline_mlir.kernel.rows import reciprocal
 
     top = x.max()
     p = x.fma(LOG2_E, -(top * LOG2_E)).exp2()     # exp2((x - max) log2 e)
-    rows.store(p * reciprocal(p.sum()), dst, row)
+    (stage or rows).store(p * reciprocal(p.sum()), dst, row)
 
 
 def _softmax_streamed(stage, dst, row):

@@ -14,6 +14,8 @@ import math
 
 DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
 _SMS = {}      # (kernel, device) -> (kernel, resident CTAs)
+# Per SM (sm_90): shared memory for CTAs, reserved per CTA, threads.
+SM_SMEM, CTA_RESERVED_SMEM, SM_THREADS = 228 * 1024, 1024, 2048
 
 
 class RowKernel:
@@ -39,9 +41,13 @@ def meta_of(rows, k):
     """The launch facts of kernel ``k`` built on the layout ``rows``."""
     threads = k.block_dim[0] * k.block_dim[1] * k.block_dim[2]
     parts = getattr(k, "parts", 1)
-    return {"n": rows.n * parts, "dtype": rows.dtype, "threads": rows.threads,
+    cluster = getattr(k, "cluster", 1)
+    meta = {"n": rows.n * parts * cluster, "dtype": rows.dtype, "threads": rows.threads,
             "rows_per_cta": threads // rows.threads if rows.per_warp else 1,
             "block": threads, "stages": getattr(k, "stages", 0), "parts": parts}
+    if cluster > 1:
+        meta["cluster"] = cluster
+    return meta
 
 
 def resident_ctas(fn, device):
@@ -57,11 +63,33 @@ def resident_ctas(fn, device):
         dev = default_device(device.index or 0)
         dev.make_current()
         drv = _driver.cuda()
-        per_sm = _driver.check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(
-            fn.function(dev).function, fn.block[0] * fn.block[1] * fn.block[2], fn.smem),
-            "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+        threads = fn.block[0] * fn.block[1] * fn.block[2]
+        try:
+            per_sm = _driver.check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                fn.function(dev).function, threads, fn.smem),
+                "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+        except Exception:       # a kernel the call refuses: shared memory and threads only
+            per_sm = min(SM_SMEM // (fn.smem + CTA_RESERVED_SMEM), SM_THREADS // threads)
         sms = torch.cuda.get_device_properties(device).multi_processor_count
         _SMS[key] = (fn, max(1, per_sm) * sms)     # fn kept alive: its id stays its own
+    return _SMS[key][1]
+
+
+def resident_clusters(fn, device):
+    """Clusters of the compiled cluster kernel ``fn`` the GPU runs at once
+    (``cuOccupancyMaxActiveClusters``: SMs come in GPCs, so fewer than the
+    resident CTAs over the cluster size may fit, and a launch of more runs
+    a second, mostly idle wave). Cached per kernel and device."""
+    key = (id(fn), device, "clusters")
+    if key not in _SMS:
+        from pipeline_mlir.runtime import default_device
+
+        dev = default_device(device.index or 0)
+        try:
+            n = fn.function(dev).max_active_clusters(fn.block, fn.cluster, fn.smem)
+        except Exception:       # no answer: the resident CTAs in whole clusters
+            n = resident_ctas(fn, device) // (fn.cluster[0] * fn.cluster[1] * fn.cluster[2])
+        _SMS[key] = (fn, max(1, n))
     return _SMS[key][1]
 
 
@@ -70,6 +98,9 @@ def grid_for(m, meta, fn, device):
     CTAs that run at once (the loop strides over the rest). More than
     that would start a second wave once the first finishes its whole
     share of rows: a tail as long as the first wave's CTAs' work."""
+    c = meta.get("cluster", 1)
+    if c > 1:                 # a cluster per row: whole clusters, at most one per row
+        return c * max(1, min(m, resident_clusters(fn, device)))
     return max(1, min(math.ceil(m / meta["rows_per_cta"]), resident_ctas(fn, device)))
 
 

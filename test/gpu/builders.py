@@ -408,9 +408,12 @@ ROW_CASES = [
     ("rmsnorm", 1000, "bf16"), ("rmsnorm", 2048, "bf16"), ("rmsnorm", 1001, "bf16"),
     ("rmsnorm", 4096, "bf16"), ("rmsnorm", 6000, "bf16"), ("rmsnorm", 16384, "bf16"),
     ("rmsnorm", 1024, "f32"),
-    # through a ring of rows in shared memory (row_ring.py): whole rows, and
-    # rows in parts past 32768 columns (the softmax's online pass), f16 / f32
+    # through a ring of rows in shared memory (row_ring.py): whole rows, rows
+    # in parts (RMSNorm 40000), rows past 48 KiB split over a cluster (the
+    # softmax's 32768 and 40000 over two CTAs, 65536 over four; 40000's
+    # slices ragged), f16 / f32
     ("row_softmax", 32768, "bf16"), ("row_softmax", 65536, "bf16"),
+    ("row_softmax", 40000, "bf16"),
     ("row_softmax", 4096, "f32"), ("rmsnorm", 40000, "bf16"), ("rmsnorm", 8192, "f16"),
 ]
 

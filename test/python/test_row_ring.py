@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from pipeline_mlir.kernel import (GlobalPtr, Int32, Kernel, RowRing, Rows, ring_stages,
-                                  row_parts, row_plan, row_stages, row_threads)
+                                  row_cluster, row_parts, row_plan, row_stages, row_threads)
 from pipeline_mlir.kernel import row_ring as ring_mod
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -116,7 +116,7 @@ def _spills(k):
 
 @pytest.mark.parametrize("n", [8192, 20000, 32768])
 def test_softmax_ring_kernel_instructions(n):
-    k = row_softmax.build(n)
+    k = row_softmax.build(n, cluster=1)
     rows, stages = k.rows, k.stages
     assert stages == row_stages(n) and k.block_dim[0] == rows.threads + 32
     ptx, _ = compiled_ptx(k)
@@ -141,7 +141,7 @@ def test_softmax_streamed_reads_the_row_twice(n, stream):
     sum in one pass over shared memory (an ex2 per value and one per chunk
     for the rescale), then the output (an ex2 per value); two block
     reductions (the max, the rescaled sums)."""
-    k = row_softmax.build(n, stream=stream)
+    k = row_softmax.build(n, stream=stream, cluster=1)
     rows, parts = k.rows, k.parts
     assert k.stream and (parts > 1 or stream)
     ptx, _ = compiled_ptx(k)
@@ -182,19 +182,103 @@ def test_meta_records_the_ring():
     assert rows_host.meta_of(k.rows, k) == {"n": 16384, "dtype": "bf16", "threads": 512,
                                             "rows_per_cta": 1, "block": 544, "stages": 3,
                                             "parts": 1}
-    k = row_softmax.build(65536)                 # the launcher checks the whole row's length
+    k = row_softmax.build(65536, cluster=1)      # the launcher checks the whole row's length
     assert rows_host.meta_of(k.rows, k) == {"n": 65536, "dtype": "bf16", "threads": 512,
                                             "rows_per_cta": 1, "block": 544, "stages": 3,
                                             "parts": 2}
+    k = row_softmax.build(65536)                 # four slices of 16384 over a cluster
+    assert rows_host.meta_of(k.rows, k) == {"n": 65536, "dtype": "bf16", "threads": 512,
+                                            "rows_per_cta": 1, "block": 544, "stages": 3,
+                                            "parts": 1, "cluster": 4}
     k = rmsnorm.build(16384, stages=0)
     assert rows_host.meta_of(k.rows, k)["stages"] == 0 and k.block_dim[0] == 512
+
+
+# -- rows over a cluster ------------------------------------------------------------------
+
+def test_rows_past_48_kib_split_over_a_cluster():
+    # up to 48 KiB: one CTA per row; past it the fewest CTAs (2, 4) whose
+    # slices are at most 40 KiB of whole 16-byte vectors
+    assert [row_cluster(n) for n in (4096, 20000, 24576)] == [1, 1, 1]
+    assert [row_cluster(n) for n in (24584, 32768, 40000, 49152, 65536, 81920)] == \
+        [1, 2, 2, 4, 4, 4]
+    assert row_cluster(32776) == 1 and row_cluster(40001) == 1      # slices not of 16 bytes
+    assert row_cluster(131072) == 1             # slices of 64 KiB: one CTA, in parts
+    assert row_cluster(16384, "f32") == 2 and row_cluster(65536, "f32") == 1
+    # the softmax takes the rule by default; the slice's plan is a 16 KiB..40 KB row's
+    k = row_softmax.build(32768)
+    assert (k.cluster, k.rows.n, k.parts, k.stages, k.stream) == (2, 16384, 1, 3, False)
+    assert k.cluster_dim == (2, 1, 1)
+    assert row_softmax.build(32768, stages=3).cluster == 1          # a plan asked for: none
+
+
+@pytest.mark.parametrize("n,cluster", [(32768, 2), (65536, 4)])
+def test_cluster_softmax_instructions(n, cluster):
+    """Each CTA bulk-copies its slice (at its rank's offset) and stores it;
+    per row two exchanges (the max, the sum): one arrive that expects the
+    other CTAs' 4 bytes, one st.async to each other CTA, a wait; the
+    cluster synchronised once after the barriers' init and once before
+    exit; 56 registers at most, so two CTAs share an SM."""
+    k = row_softmax.build(n)
+    rows, others = k.rows, cluster - 1
+    assert k.cluster == cluster and rows.n == n // cluster
+    ptx, _ = compiled_ptx(k)
+    assert count(BULK, ptx) == 1 and count(r"ld\.global", ptx) == 0
+    assert re.search(rf"mov\.b32\s+%r\d+, {rows.n * 2};", ptx)     # a slice per copy
+    assert count(r"%cluster_ctarank", ptx) >= 1
+    assert count(r"st\.global[.\w]*\.v4", ptx) == rows.chunks
+    assert count(rf"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[%r\d+\], {4 * others};",
+                 ptx) == 2
+    assert count(r"st\.async\.shared::cluster\.mbarrier::complete_tx::bytes\.f32", ptx) == 2 * others
+    assert count(r"mapa\.shared::cluster\.u32", ptx) == 4 * others
+    assert count(r"barrier\.cluster\.arrive;", ptx) == 2
+    assert count(r"fence\.mbarrier_init\.release\.cluster", ptx) >= 1
+    if ASSEMBLER == "ptxas":
+        from _ptxas import registers_and_spills
+        regs, spills = registers_and_spills(ptx)
+        assert spills == 0 and regs <= 56, regs
+
+
+def test_cluster_misuse_names_the_rule():
+    rows = Rows(16384, threads=512)
+    k = Kernel("ring_cluster_misuse", block_dim=544, params={"x": GlobalPtr()})
+    with k, pytest.raises(ValueError, match=r"needs the kernel's cluster_dim=\(2, 1, 1\)"):
+        RowRing(rows, k, 3, cluster=2, exchanges=2)
+    k = Kernel("ring_cluster_misuse2", block_dim=544, cluster_dim=2, params={"x": GlobalPtr()})
+    with k, pytest.raises(ValueError, match="needs exchanges >= 1"):
+        RowRing(rows, k, 3, cluster=2)
+
+
+# -- rows out through their stage (a bulk store; off by default) -------------------------
+
+def test_bulk_store_kernel_and_what_the_simulator_says():
+    """``store="bulk"``: the consumers write the row's output over the row in
+    its stage (each thread its own values), fence it for the async proxy and
+    release; the producer bulk-copies the stage out before reloading it
+    (and the last stages after its tail). Measured on an H200 it was no
+    steady gain (benchmarks/rows/results/h200-run4), and the simulator,
+    whose stages are whole buffers, sees the in-place write as an overwrite
+    of a stage other warps still hold: off by default."""
+    k = row_softmax.build(16384, store="bulk")
+    ptx, _ = compiled_ptx(k)
+    assert count(r"st\.global", ptx) == 0 and count(r"st\.shared\.v4", ptx) == k.rows.chunks
+    # in the loop before each reload, and after the tail for each stage
+    assert count(r"cp\.async\.bulk\.global\.shared::cta\.bulk_group", ptx) == 1 + k.stages
+    assert count(r"cp\.async\.bulk\.wait_group\.read\s+0;", ptx) == 1 + k.stages
+    assert count(r"fence\.proxy\.async\.shared::cta", ptx) == 1
+    text = str(k.module)
+    assert verify_protocol(text) == []
+    (report,) = simulate(text, schedules=1, args={2: 2 * k.stages + 1}).values()
+    assert not report.ok and "overwrite" in messages(report)
+    assert row_softmax.build(16384).store == "global"
 
 
 # -- the checker and the simulator -------------------------------------------------------
 
 CASES = [(row_softmax, 8192, None), (row_softmax, 20000, None), (rmsnorm, 16384, None),
          (row_softmax, 3000, 2),       # a ragged last chunk and a two-stage ring
-         (row_softmax, 65536, None), (rmsnorm, 40000, None)]     # rows in parts
+         (row_softmax, 65536, 3), (rmsnorm, 40000, None),        # rows in parts
+         (row_softmax, 40000, None)]   # a cluster's slices (its exchange goes unmodelled)
 
 
 @pytest.mark.parametrize("module,n,stages", CASES,
@@ -283,3 +367,6 @@ def test_misuse_names_the_rule_and_the_fix():
     k = kernel(rows, 160)
     with k, pytest.raises(ValueError, match="and at most 204800 bytes"):
         RowRing(rows, k, stages=40)
+    k = kernel(rows, 160)
+    with k, pytest.raises(ValueError, match="store must be one of"):
+        RowRing(rows, k, 2, store="tma")

@@ -17,7 +17,8 @@ from .kernel import Kernel
 from .memory import element_ptr, fence_view_async_shared, load, store
 from .params import Float32, GlobalPtr, Int32, Int64, Param, TmaDescriptor
 from .ring import Ring
-from .row_ring import RowRing, RowStage, ring_stages, row_parts, row_plan, row_stages
+from .row_ring import (RowRing, RowStage, ring_stages, row_cluster, row_parts, row_plan,
+                       row_stages)
 from .rows import Rows, RowValues, row_threads
 from .scope import ScopeError
 from .smem import SmemPtr
@@ -29,5 +30,5 @@ __all__ = [
     "ScopeError", "LoweringUnavailable", "has_pipeline_to_cubin",
     "load", "store", "element_ptr", "fence_view_async_shared",
     "Rows", "RowValues", "row_threads", "Ring", "RowRing", "RowStage", "ring_stages", "row_stages",
-    "row_parts", "row_plan",
+    "row_parts", "row_plan", "row_cluster",
 ]

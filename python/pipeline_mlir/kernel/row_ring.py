@@ -48,6 +48,9 @@ bulk copy's granule; every row then starts aligned): :func:`row_stages`
 returns 0 for one that is not, or whose ring does not fit.
 """
 
+import contextlib
+import warnings
+
 import mlir.ir as ir
 from mlir.dialects import arith, llvm
 
@@ -70,6 +73,38 @@ MAX_STAGES = 4
 # row each in registers, it was slower (softmax 0.84-0.86 against
 # 0.87-0.92).
 RING_FROM_BYTES = 16 * 1024
+
+
+# Rows longer than CLUSTER_ABOVE_BYTES are split over a cluster of CTAs,
+# each taking its slice of every row through its own ring (at most
+# SLICE_BYTES: the fewest CTAs, 2 or 4, that get there), the row's max and
+# sum combined through distributed shared memory. On an H200
+# (benchmarks/rows/bench_rows.py --alt, bf16 softmax, fraction of a
+# copy's bandwidth) a CTA with its whole row in the ring ran at 0.91-0.93
+# for 16 KiB to 40 KB rows but 0.84-0.87 for 48 KiB to 128 KiB rows; the
+# same 64 KiB and 80 KB rows over clusters of two (32 KiB and 40 KB
+# slices) ran at 0.90, the 48 KiB rows over two at 0.87 (no gain).
+CLUSTER_ABOVE_BYTES = 48 * 1024
+SLICE_BYTES = 40 * 1024
+CLUSTER_SIZES = (2, 4)
+
+
+def row_cluster(n, dtype="bf16"):
+    """CTAs of the cluster a row of ``n`` elements is split over: 1 up to
+    ``CLUSTER_ABOVE_BYTES``, else the fewest of ``CLUSTER_SIZES`` whose
+    slices (``n / cluster`` elements) are at most ``SLICE_BYTES``, whole
+    16-byte vectors, and take a ring of whole slices (``row_plan``); 1
+    when none does (the row stays in one CTA, in parts)."""
+    eb = _bytes(dtype, "row_cluster")
+    if n * eb <= CLUSTER_ABOVE_BYTES:
+        return 1
+    for c in CLUSTER_SIZES:
+        if n % c or (n // c) * eb > SLICE_BYTES or (n // c) * eb % ACCESS_BYTES:
+            continue
+        _, parts, stages = row_plan(n // c, dtype)
+        if parts == 1 and stages:
+            return c
+    return 1
 
 
 def row_parts(n, dtype="bf16"):
@@ -149,6 +184,22 @@ def row_plan(n, dtype="bf16", threads=None, stages=None, most=None, parts=None):
     return rows, parts, stages
 
 
+@contextlib.contextmanager
+def _unmodelled():
+    """The cluster exchange's barriers are driven by hand: neither the
+    protocol checker nor the simulator models them (an
+    UncheckedBarrierWarning would say so at the user's line). This module
+    owns them and keeps their protocol to one line of reasoning
+    (:meth:`RowRing.exchange`: one arrive and ``cluster - 1`` four-byte
+    copies per phase, a barrier per row parity); test/python/test_row_ring.py
+    pins the instructions and the GPU suite checks the values."""
+    from ..pipeline.errors import UncheckedBarrierWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncheckedBarrierWarning)
+        yield
+
+
 class RowRing:
     """A ring of ``stages`` rows (or parts of rows) of ``rows`` in shared
     memory, its ``PipelineTmaAsync`` (one producer thread, one release per
@@ -160,9 +211,23 @@ class RowRing:
 
     PRODUCER_WARPS = 1
 
-    def __init__(self, rows, k, stages=None, parts=1, name="row ring"):
+    STORES = ("global", "bulk", "bulk_evict_first")
+
+    def __init__(self, rows, k, stages=None, parts=1, name="row ring", store="global",
+                 cluster=1, exchanges=0):
         from ..pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                 PipelineTmaAsync)
+
+        if store not in self.STORES:
+            raise ValueError(f"RowRing: store must be one of {self.STORES}, got {store!r}")
+        self.store_kind = store
+        if not isinstance(cluster, int) or cluster < 1 or cluster > 8 or \
+                tuple(k.cluster_dim or (1, 1, 1)) != (cluster, 1, 1):
+            raise ValueError(f"RowRing: cluster={cluster!r}: a row split over a cluster of "
+                             f"1..8 CTAs (each a slice of each row) needs the kernel's "
+                             f"cluster_dim=({cluster}, 1, 1); the kernel has "
+                             f"cluster_dim={k.cluster_dim}")
+        self.cluster = cluster
 
         if not isinstance(rows, Rows) or rows.per_warp:
             raise ValueError(f"RowRing: stages whole rows of a CTA per row, got {rows!r}; "
@@ -200,21 +265,170 @@ class RowRing:
         # The consumers' reductions: their threads only.
         self.reductions = NamedBarrier(num_threads=rows.threads)
         rows._rings[k] = self
+        self.exchanges, self._site, self._j = 0, 0, None
+        if cluster > 1:
+            self._cluster_init(exchanges, name)
+
+    def _cluster_init(self, exchanges, name):
+        """A row split over the cluster: per reduction of a row (``exchanges``
+        of them) and per row parity, one f32 slot per CTA and an mbarrier
+        that completes when the other CTAs' values landed (``st.async``,
+        4 bytes each); initialised, fenced and made visible to the cluster
+        (``barrier.cluster``) before any CTA sends."""
+        from mlir.dialects import nvvm
+
+        from ..pipeline import Agent, CooperativeGroup
+        from ..pipeline.agent import PipelineOp
+        from ..pipeline.mbarrier import MbarrierArray
+
+        k = self.k
+        if not isinstance(exchanges, int) or exchanges < 1:
+            raise ValueError(f"RowRing: a row split over a cluster needs exchanges >= 1 (its "
+                             f"reductions per row), got {exchanges!r}")
+        self.exchanges = exchanges
+        self.slots = k.smem_alloc(4 * self.cluster * 2 * exchanges, align=16,
+                                  name=f"{name} cluster slots")
+        bars = k.alloc_barriers(2 * exchanges, name=f"{name} cluster barriers")
+        with _unmodelled():
+            self.xbar = MbarrierArray(bars, 2 * exchanges,
+                                      (PipelineOp.AsyncThread, CooperativeGroup(Agent.Thread, 1)))
+        nvvm.fence_mbarrier_init()
+        k.cluster_sync()
+
+    def cluster_end(self):
+        """After the roles' branches, every thread: no CTA of the cluster
+        leaves while another may still send to it."""
+        if self.cluster > 1:
+            self.k.cluster_sync()
+
+    def _rank(self):
+        return self.k.cluster_cta_rank()
+
+    def exchange(self, value, fn):
+        """The row's ``fn`` over the cluster's CTAs of ``value`` (this CTA's
+        block-reduced f32, the same in every consumer thread): one thread
+        sends it to every other CTA's slot (``st.async``, completing on that
+        CTA's barrier) and arms this CTA's barrier for theirs; every thread
+        waits, reads the slots and combines them in rank order (every CTA
+        gets the same bits)."""
+        from .memory import load as _load
+        from .memory import store as _store
+        from .values import to_value
+
+        k, c = self.k, self.cluster
+        site = self._site
+        if site >= self.exchanges:
+            raise ValueError(f"RowRing: {site + 1} reductions per row over the cluster; the "
+                             f"ring was built for exchanges={self.exchanges}")
+        self._site += 1
+        j = self._j
+        idx = (j % 2) * self.exchanges + site
+        phase = (j // 2) % 2
+        rank = self._rank()
+        slots = self.slots + idx * (4 * c)
+        bar = self.xbar.get_barrier(idx)
+        i32t = ir.IntegerType.get_signless(32)
+        f = to_value(value)
+
+        def addr(p):
+            return llvm.ptrtoint(i32t, to_value(p))
+
+        mine = slots + rank * 4
+        with k.if_(k.linear_thread_idx() == 0):
+            # its own slot (ordered before the waiters' reads by the arrive's
+            # release), the barrier armed for the others' bytes, then theirs
+            _store(f, mine, 0)
+            llvm.inline_asm(None, [addr(bar)],
+                            f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], {4 * (c - 1)};",
+                            "r", has_side_effects=True)
+            for d in range(1, c):
+                peer = (rank + d) % c
+                llvm.inline_asm(
+                    None, [addr(mine), addr(bar), f, to_value(peer)],
+                    "{ .reg .b32 ra, rb; mapa.shared::cluster.u32 ra, $0, $3; "
+                    "mapa.shared::cluster.u32 rb, $1, $3; "
+                    "st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [ra], $2, [rb]; }",
+                    "r,r,f,r", has_side_effects=True)
+        with _unmodelled():
+            self.xbar.wait(idx, phase)
+        vals = [_load(slots, f.type, r) for r in range(c)]     # rank order: the same bits
+        out = vals[0]
+        for v in vals[1:]:
+            out = fn(out, v)
+        return out
 
     @property
     def row_bytes(self):
-        return self.part_bytes * self.parts
+        return self.part_bytes * self.parts * self.cluster
+
+    @property
+    def row_elems(self):
+        """Elements of a whole row (every part, every CTA of the cluster)."""
+        return self.layout.n * self.parts * self.cluster
+
+    def _slice(self, p):
+        """``p`` (a global pointer to a row's start) moved to this CTA's slice
+        of the row (a cluster's)."""
+        if self.cluster == 1:
+            return p
+        off = self._rank().to(64) * (self.parts * self.part_bytes)
+        return llvm.getelementptr(p.type, p, [off.ir_value], [-2147483648],
+                                  ir.IntegerType.get_signless(8), 0)
 
     @classmethod
     def block_threads(cls, rows):
         """The block of a ring kernel on ``rows``: its threads and the producer."""
         return rows.threads + WARP * cls.PRODUCER_WARPS
 
-    def _loop(self, m, carry):
-        k = self.k
-        return k.range(k.block_idx(), m, k.grid_dim(), carry=carry)
+    @property
+    def bulk_store(self):
+        """Whether rows leave through their stage (see :meth:`produce`)."""
+        return self.store_kind != "global"
 
-    def produce(self, src, m, ld=None):
+    def _span(self, m):
+        """``(first, stop, step)`` of this CTA's rows: ``blockIdx.x, +
+        gridDim.x, ...`` below ``m``, or with a cluster the cluster's rows
+        (``clusterIdx, + clusters, ...``), each CTA its slice of them."""
+        k = self.k
+        b, g = k.block_idx(), k.grid_dim()
+        if self.cluster > 1:
+            return b // self.cluster, m, g // self.cluster
+        return b, m, g
+
+    def _loop(self, m, carry):
+        first, stop, step = self._span(m)
+        return self.k.range(first, stop, step, carry=carry)
+
+    def _store_stage(self, dst, row, part, index, policy):
+        """One lane: the bulk store of stage ``index`` (part ``part`` of row
+        ``row``, written there by the consumers) to ``dst``, and its wait
+        until the copy has read the stage."""
+        from mlir.dialects import nvvm
+
+        from ..pipeline import TmaStoreFence
+        from .values import Scalar, to_value
+
+        rows = self.layout
+        base = to_value(dst, what="RowRing.produce: dst")
+        part = part if isinstance(part, int) else Scalar(to_value(part)).to(64)
+        off = row.to(64) * (self.row_elems * rows.elem_bytes) + part * self.part_bytes
+        at = self._slice(llvm.getelementptr(base.type, base, [off.ir_value], [-2147483648],
+                                            ir.IntegerType.get_signless(8), 0))
+        stage = self.buffer.stage(index, self.part_bytes)
+        size = arith.constant(ir.IntegerType.get_signless(32), self.part_bytes)
+        nvvm.cp_async_bulk_global_shared_cta(at, to_value(stage), size, l2_cache_hint=policy)
+        TmaStoreFence(num_stages=1).arrive_and_wait()     # commit; wait_group.read 0
+
+    def _policy(self):
+        """The L2 policy of the bulk stores: evict first (each byte is
+        written once and not read again by this kernel), or None."""
+        if self.store_kind != "bulk_evict_first":
+            return None
+        return llvm.inline_asm(ir.IntegerType.get_signless(64), [],
+                               "createpolicy.fractional.L2::evict_first.b64 $0, 1.0;",
+                               "=l", has_side_effects=False)
+
+    def produce(self, src, m, ld=None, dst=None):
         """The producer warp: for each of this CTA's rows of the tensor at
         ``src`` (rows ``ld`` elements apart, default the row's length; a
         multiple of 16 bytes keeps each row aligned), acquire a stage per
@@ -225,17 +439,30 @@ class RowRing:
 
         k, rows, pipe = self.k, self.layout, self.pipe
         eb = rows.elem_bytes
+        if self.bulk_store and dst is None:
+            raise ValueError("RowRing.produce: a ring whose rows leave through their stage "
+                             f"(store={self.store_kind!r}) needs dst, the output's pointer")
         with k.if_(k.warp_idx() == self.consumer_warps):
             state = make_pipeline_state(PipelineUserType.Producer, self.stages)
+            policy = self._policy()
+            first, _, step = self._span(m)
             for row, _ in self._loop(m, [state]):
-                ld64 = rows.n * self.parts if ld is None else \
+                ld64 = self.row_elems if ld is None else \
                     (ld.to(64) if isinstance(ld, Scalar) else ld)
                 base = to_value(src, what="RowRing.produce: src")
                 off = row.to(64) * ld64 * eb
-                at = llvm.getelementptr(base.type, base, [off.ir_value], [-2147483648],
-                                        ir.IntegerType.get_signless(8), 0)
+                at = self._slice(llvm.getelementptr(base.type, base, [off.ir_value],
+                                                    [-2147483648],
+                                                    ir.IntegerType.get_signless(8), 0))
                 for part in range(self.parts):
                     pipe.producer_acquire(state)
+                    if self.bulk_store:
+                        # the stage's last part (``stages`` acquisitions ago) out first
+                        back, was = divmod(part - self.stages, self.parts)
+                        prev = row + back * step
+                        with k.if_(prev >= first):
+                            with k.elect_one():
+                                self._store_stage(dst, prev, was, state.index, policy)
                     with k.elect_one():
                         pipe.bulk_copy(state, Rows._at(at, part * self.part_bytes),
                                        self.buffer.stage(state.index, self.part_bytes),
@@ -243,6 +470,22 @@ class RowRing:
                     pipe.producer_commit(state)
                     state.advance()
             pipe.producer_tail(state)
+            if self.bulk_store:
+                self._store_tail(dst, m, first, step, policy)
+
+    def _store_tail(self, dst, m, first, step, policy):
+        """After ``producer_tail`` (every stage released): the last
+        ``stages`` parts this CTA loaded, still in their stages, out."""
+        k = self.k
+        _, stop, _ = self._span(m)
+        count = ((stop - first + step - 1) // step).max(0)
+        acquired = count * self.parts
+        for i in range(self.stages):
+            a = acquired - self.stages + i
+            with k.if_(a >= 0):
+                with k.elect_one():
+                    self._store_stage(dst, first + (a // self.parts) * step, a % self.parts,
+                                      a % self.stages, policy)
 
     def consumers(self):
         """``with ring.consumers():`` the branch of the row's threads (warps
@@ -250,6 +493,11 @@ class RowRing:
         here, before :meth:`rows`."""
         k = self.k
         return k.if_(k.warp_idx() < self.consumer_warps)
+
+    def _fence(self):
+        if self.bulk_store:              # the row's output, written to the stage, -> TMA
+            from .memory import fence_view_async_shared
+            fence_view_async_shared()
 
     def rows(self, m):
         """``for row, stage in ring.rows(m):`` this CTA's rows, in the
@@ -261,11 +509,15 @@ class RowRing:
 
         k, rows, pipe = _kernel("RowRing.rows"), self.layout, self.pipe
         state = make_pipeline_state(PipelineUserType.Consumer, self.stages)
+        first, _, step = self._span(m)
         if self.parts == 1:
             t = rows.thread(k)
             for row, _ in self._loop(m, [state]):
+                self._site = 0
+                self._j = (row - first) // step if self.cluster > 1 else None
                 pipe.consumer_wait(state)
                 yield row, RowStage(self, [self.buffer.stage(state.index, self.part_bytes)], t)
+                self._fence()
                 pipe.consumer_release(state)
                 state.advance()
             return
@@ -274,12 +526,15 @@ class RowRing:
         release = make_pipeline_state(PipelineUserType.Consumer, self.stages)
         t = rows.thread(k)
         for row, _ in self._loop(m, [state, release]):
+            self._site = 0
+            self._j = (row - first) // step if self.cluster > 1 else None
             buffers = []
             for _ in range(self.parts):
                 pipe.consumer_wait(state)
                 buffers.append(self.buffer.stage(state.index, self.part_bytes))
                 state.advance()
             yield row, RowStage(self, buffers, t)
+            self._fence()
             for _ in range(self.parts):
                 pipe.consumer_release(release)
                 release.advance()
@@ -303,12 +558,18 @@ class RowStage:
 
     def store(self, values, dst, row, part=0):
         """``values`` (of ``part``) into row ``row`` of the tensor at ``dst``
-        (rows ``rows.n * parts`` elements apart), as :meth:`Rows.store`."""
+        (rows ``rows.n * parts`` elements apart), as :meth:`Rows.store`; in
+        a ring whose rows leave through their stage, into the stage (over
+        the row, each thread its own values), which the producer then
+        bulk-copies to ``dst``."""
         from .values import to_value
 
+        if self.ring.bulk_store:
+            self.rows.store(values, self.buffers[part], 0)
+            return
         base = to_value(dst, what="RowStage.store: dst")
-        at = Rows._at(base, part * self.ring.part_bytes)
-        self.rows.store(values, at, row, ld=self.rows.n * self.parts)
+        at = Rows._at(self.ring._slice(base), part * self.ring.part_bytes)
+        self.rows.store(values, at, row, ld=self.ring.row_elems)
 
     def _reduce(self, kind, fn, fill):
         combine = {"sum": arith.addf, "max": arith.maxnumf, "min": arith.minnumf}[kind]
