@@ -12,8 +12,11 @@
 // and other CTA-uniform reads. A loop multiplies its body by
 // `ceildiv(ub - lb, step)`; a branch on a kernel argument multiplies each
 // side by the condition's indicator ([c] and 1 - [c]); a branch on the loop
-// variable (a peeled first or last iteration) counts the iterations that
-// take it. The roles of a side must cover the other side's stages: every
+// variable (a peeled first or last iteration: `i == 0`, `i + 1 < n`, any
+// `a * i + b <cmp> c` with a = 1 or -1) counts the iterations that take it.
+// A loop from a constant start of 2 or more to a run-time bound (after a
+// prologue of S stages) runs max(0, n - S) times, not n - S: with n < S the
+// prologue's stages are more than the consumer takes (tripCount). The roles of a side must cover the other side's stages: every
 // role all of them (cooperative consumers) or together all of them (roles
 // that split the stages). Two counts that differ as polynomials are tested
 // on values of the leaves for which every loop counted runs (ub >= lb): a
@@ -311,7 +314,7 @@ private:
     Value cond = ifOp.getCondition();
     std::optional<Poly> ind;
     if (classify(ifOp) == CondKind::LoopVar)
-      ind = loopIndicator(cond);
+      ind = loopIndicator(ifOp);
     else
       ind = uniformIndicator(cond);
     if (!ind)
@@ -336,42 +339,45 @@ private:
     return Poly::atom(atoms.get(key, a));
   }
 
-  /// `iv <pred> bound` of the innermost loop around the branch (step 1,
-  /// bound not depending on loop variables): the iterations that take the
-  /// then branch, as an atom its loop closes.
-  std::optional<Poly> loopIndicator(Value cond) {
-    auto cmp = cond.getDefiningOp<arith::CmpIOp>();
+  /// `a * iv + b <pred> c` with a = 1 or -1, for the innermost loop around
+  /// the branch whose variable the condition reads (step 1; b and c not
+  /// depending on loop variables): `t + 1 < n` is `t < n - 1`, `n > t` is
+  /// `t < n`. The iterations that take the then branch, as an atom its loop
+  /// closes.
+  std::optional<Poly> loopIndicator(scf::IfOp ifOp) {
+    auto cmp = ifOp.getCondition().getDefiningOp<arith::CmpIOp>();
     if (!cmp)
       return std::nullopt;
-    Value lhs = cmp.getLhs(), rhs = cmp.getRhs();
     arith::CmpIPredicate pred = cmp.getPredicate();
-    auto ivLoop = [](Value v) -> scf::ForOp {
-      while (Operation *def = v.getDefiningOp()) {
-        if (!isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
-                 arith::ExtUIOp, arith::TruncIOp>(def))
-          break;
-        v = def->getOperand(0);
+    // The condition as `diff pred 0`.
+    Poly diff = canon.get(cmp.getLhs()) - canon.get(cmp.getRhs());
+    scf::ForOp loop;
+    unsigned iv = 0;
+    int64_t coeff = 0;
+    for (Operation *p = ifOp->getParentOp(); p; p = p->getParentOp()) {
+      auto l = dyn_cast<scf::ForOp>(p);
+      if (!l)
+        continue;
+      unsigned id = canon.ivAtom(l);
+      if (auto it = diff.terms.find(Monomial{id}); it != diff.terms.end()) {
+        loop = l;
+        iv = id;
+        coeff = it->second;
+        break;
       }
-      auto arg = dyn_cast<BlockArgument>(v);
-      if (!arg)
-        return {};
-      auto loop = dyn_cast_or_null<scf::ForOp>(arg.getOwner()->getParentOp());
-      return loop && arg == loop.getInductionVar() ? loop : scf::ForOp();
-    };
-    scf::ForOp loop = ivLoop(lhs);
-    if (!loop) {
-      loop = ivLoop(rhs);
-      // `bound pred iv` is `iv swapped-pred bound`.
-      std::swap(lhs, rhs);
-      pred = swapSides(pred);
     }
-    if (!loop || getConstantInt(loop.getStep()) != 1)
+    if (!loop || (coeff != 1 && coeff != -1) ||
+        getConstantInt(loop.getStep()) != 1)
       return std::nullopt;
-    Poly bound = canon.get(rhs);
+    Poly rest = diff - Poly::atom(iv).scaled(coeff);
+    // a = 1: iv pred -rest; a = -1: rest pred iv, i.e. iv swapped-pred rest.
+    Poly bound = coeff == 1 ? rest.scaled(-1) : rest;
+    if (coeff == -1)
+      pred = swapSides(pred);
     Poly lb = canon.get(loop.getLowerBound());
     Poly ub = canon.get(loop.getUpperBound());
     for (const Poly *p : {&bound, &lb, &ub})
-      if (polyHas(*p, atoms, [](const Atom &a) { return a.loopVar || a.thread; }))
+      if (polyHas(*p, atoms, [](const Atom &x) { return x.loopVar || x.thread; }))
         return std::nullopt;
     // Iterations iv in [lb, ub) with `iv pred bound`, for a bound inside the
     // range (the counts then hold; the constraints record that).
@@ -413,7 +419,7 @@ private:
       constraints.push_back(ub - lb - n);
     }
     std::string key = "iv" + std::to_string(reinterpret_cast<uintptr_t>(
-                                 cond.getAsOpaquePointer()));
+                                 ifOp.getCondition().getAsOpaquePointer()));
     Atom a{AtomKind::IvCount, "[" + printPoly(n, atoms) + " iterations]"};
     a.loop = loop;
     a.count = n;
@@ -457,6 +463,42 @@ private:
   }
 
 public:
+  /// For an op under a branch on its loop's variable (below `role`): "holds
+  /// on n - 1 of the loop's n iterations"; empty when there is none or its
+  /// count is not known.
+  std::string loopBranchText(Operation *op, Block *role) {
+    for (Block *block = op->getBlock(); block && block != role;) {
+      Operation *parent = block->getParentOp();
+      if (!parent)
+        break;
+      if (auto ifOp = dyn_cast<scf::IfOp>(parent);
+          ifOp && classify(ifOp) == CondKind::LoopVar) {
+        bool inThen = block->getParent() == &ifOp.getThenRegion();
+        std::optional<Poly> ind = indicator(ifOp, inThen);
+        std::optional<unsigned> id;
+        for (auto &[m, c] : ind ? ind->terms : Poly().terms)
+          for (unsigned x : m)
+            if (atoms[x].kind == AtomKind::IvCount)
+              id = x;
+        if (!id)
+          return "";
+        std::optional<Poly> n = trips(atoms[*id].loop);
+        if (!n)
+          return "";
+        Poly taken = inThen ? atoms[*id].count : *n - atoms[*id].count;
+        // A count known at build time (`i >= 2` in a one-trip loop) says
+        // nothing the counts do not.
+        if (taken.getConstant() && n->getConstant())
+          return "";
+        return "holds on " +
+               printPoly(taken, atoms) + " of the loop's " +
+               printPoly(*n, atoms) + " iterations";
+      }
+      block = parent->getBlock();
+    }
+    return "";
+  }
+
   /// The trip count of `loop` (tripCount, SymbolicCounts.h), its extent
   /// kept in this counter's constraints.
   std::optional<Poly> trips(scf::ForOp loop) {
@@ -673,7 +715,28 @@ private:
                                                         : "consumer.wait")
          << " needs its pipeline."
          << (first == kAcquire ? "producer.commit" : "consumer.release")
-         << " the same number of times (check the loop bounds)";
+         << " the same number of times";
+    // A verb under a branch on the loop variable (`t + 1 < n`, an epilogue
+    // peeled by hand): say on how many iterations the branch holds.
+    std::string branch;
+    Operation *under = nullptr;
+    for (int slot : {second, first})
+      if (branch.empty()) {
+        branch = counter.loopBranchText(r.firstOp[slot], r.block);
+        under = r.firstOp[slot];
+      }
+    if (!branch.empty())
+      diag << ": the pipeline."
+           << (under == r.firstOp[second]
+                   ? (first == kAcquire ? "producer.commit here"
+                                        : "consumer.release here")
+                   : (first == kAcquire ? "producer.acquire (noted)"
+                                        : "consumer.wait (noted)"))
+           << " sits in a branch on the loop variable that " << branch
+           << " (move it out of the branch, or run it after the loop for "
+              "the iterations the branch skips)";
+    else
+      diag << " (check the loop bounds)";
     diag.attachNote(r.firstOp[first]->getLoc())
         << "pipeline." << (first == kAcquire ? "producer.acquire"
                                              : "consumer.wait")
@@ -775,8 +838,22 @@ private:
          << (w && w->a > w->b
                  ? "the producer fills stages nobody consumes and waits "
                    "forever for them to come back"
-                 : "the consumers wait on stages nobody fills")
-         << " (give both roles the same loop bounds)";
+                 : "the consumers wait on stages nobody fills");
+    // A loop from a constant start (`range(S, n)` after a prologue of S
+    // stages) runs max(0, n - S) times: the prologue counts in full below.
+    const Atom *clip = nullptr;
+    for (const Poly *q : {&p, &c})
+      for (auto &[m, k] : q->terms)
+        for (unsigned id : m)
+          if (atoms[id].clipped && !clip)
+            clip = &atoms[id];
+    if (clip)
+      diag << " (a loop from a constant start runs " << clip->name
+           << " times: when the trip count is below that start, the stages "
+              "before the loop, a prologue, still all run; guard each "
+              "prologue step with the trip count, `if n > i`)";
+    else
+      diag << " (give both roles the same loop bounds)";
     diag.attachNote(prod->firstOp[ps_]->getLoc())
         << "the producer " << does(ps_) << " here";
     noteRole(diag, *blame, "the consumer role");
@@ -785,6 +862,177 @@ private:
     return true;
   }
 };
+
+//===----------------------------------------------------------------------===//
+// Roles per CTA of a cluster
+//===----------------------------------------------------------------------===//
+
+/// CTAs per cluster from the gpu.func's known_cluster_size (1 when absent).
+int64_t clusterSizeOf(FunctionOpInterface fn) {
+  auto sizes = fn->getAttrOfType<DenseI32ArrayAttr>("known_cluster_size");
+  if (!sizes)
+    return 1;
+  int64_t n = 1;
+  for (int32_t d : sizes.asArrayRef())
+    n *= std::max<int32_t>(d, 1);
+  return n;
+}
+
+/// What an scf.if condition reads, for evaluating it per CTA rank: the
+/// %cluster_ctarank reads, and whether anything else than constants and
+/// arith ops (thread ids, kernel arguments, memory) goes into it.
+void rankSources(Value v, llvm::SmallPtrSetImpl<Operation *> &ranks,
+                 bool &other, int depth) {
+  if (depth > 32) {
+    other = true;
+    return;
+  }
+  if (getConstantInt(v))
+    return;
+  Operation *def = v.getDefiningOp();
+  if (!def) {
+    other = true;
+    return;
+  }
+  if (def->getName().getStringRef() == "nvvm.read.ptx.sreg.cluster.ctarank") {
+    ranks.insert(def);
+    return;
+  }
+  if (!isa<arith::ArithDialect>(def->getDialect()) ||
+      def->getNumRegions() != 0) {
+    other = true;
+    return;
+  }
+  for (Value operand : def->getOperands())
+    rankSources(operand, ranks, other, depth + 1);
+}
+
+/// The CTA ranks of the cluster in which `op` may run (`may`) and in which
+/// it surely runs when its role runs at all (`sure`), from the scf.if
+/// conditions around it that read the CTA rank: a condition of the rank
+/// alone is evaluated for each rank; one that mixes the rank with thread
+/// ids or data is not decided (every rank may run it, none surely does).
+/// Conditions that do not read the rank (warp roles, kernel arguments)
+/// leave both sets alone.
+struct RankSets {
+  llvm::BitVector may, sure;
+  /// The outermost branch that decides the rank, and the ranks it keeps.
+  scf::IfOp guard;
+};
+
+RankSets ranksOf(Operation *op, int64_t cluster) {
+  RankSets r{llvm::BitVector(cluster, true), llvm::BitVector(cluster, true),
+             {}};
+  for (Block *block = op->getBlock(); block;) {
+    Operation *parent = block->getParentOp();
+    if (!parent || isa<FunctionOpInterface>(parent))
+      break;
+    if (auto ifOp = dyn_cast<scf::IfOp>(parent)) {
+      llvm::SmallPtrSet<Operation *, 2> reads;
+      bool other = false;
+      rankSources(ifOp.getCondition(), reads, other, 0);
+      bool inThen = block->getParent() == &ifOp.getThenRegion();
+      if (!reads.empty()) {
+        if (other || reads.size() > 1) {
+          r.sure.reset();
+        } else {
+          Value rank = (*reads.begin())->getResult(0);
+          llvm::BitVector taken(cluster);
+          bool decided = true;
+          for (int64_t c = 0; c < cluster && decided; ++c) {
+            std::optional<int64_t> v =
+                evalWithValue(ifOp.getCondition(), rank, c);
+            if (!v)
+              decided = false;
+            else if ((*v != 0) == inThen)
+              taken.set(c);
+          }
+          if (!decided) {
+            r.sure.reset();
+          } else {
+            r.may &= taken;
+            r.sure &= taken;
+            r.guard = ifOp;
+          }
+        }
+      }
+    }
+    block = parent->getBlock();
+  }
+  return r;
+}
+
+/// "CTA 1", "CTAs 0, 2".
+std::string describeRanks(const llvm::BitVector &ranks) {
+  std::string out;
+  for (int c : ranks.set_bits())
+    out += (out.empty() ? "" : ", ") + std::to_string(c);
+  return (ranks.count() == 1 ? "CTA " : "CTAs ") + out;
+}
+
+/// Property 11 per CTA of a cluster: a ring of its own in every CTA (no
+/// multicast, no CTA pair: each CTA's producer fills its own stages and its
+/// consumers release them there) needs a producer in every CTA where a
+/// consumer waits. A producer role put under `cluster_cta_rank() == 0` (as
+/// a multicast leader would be) leaves the other CTAs' consumers waiting on
+/// stages nobody fills. True when it reported an error.
+bool checkRolesPerCta(Value pipe, ArrayRef<Operation *> verbs,
+                      FunctionOpInterface fn) {
+  int64_t cluster = clusterSizeOf(fn);
+  if (cluster <= 1 || cluster > 16)
+    return false;
+  BarrierPlan plan = getBarrierPlan(getPipelineType(pipe));
+  bool local = plan.multicastPeers == 1 && plan.ctaPair == 1 &&
+               plan.release == ArriveTarget::Local &&
+               (plan.commit == ArriveTarget::Local ||
+                plan.commit == ArriveTarget::None) &&
+               (plan.arm == ArmTarget::Local || plan.arm == ArmTarget::None);
+  if (!local)
+    return false;
+  llvm::BitVector producers(cluster);
+  Operation *producerOp = nullptr;
+  scf::IfOp producerGuard;
+  for (Operation *op : verbs)
+    if (isProducerVerb(getVerb(op)->verb)) {
+      RankSets r = ranksOf(op, cluster);
+      producers |= r.may;
+      if (!producerOp) {
+        producerOp = op;
+        producerGuard = r.guard;
+      }
+    }
+  if (!producerOp)
+    return false;
+  for (Operation *op : verbs) {
+    Verb v = getVerb(op)->verb;
+    if (v != Verb::Wait && v != Verb::Release)
+      continue;
+    llvm::BitVector orphan = ranksOf(op, cluster).sure;
+    orphan.reset(producers);
+    if (orphan.none())
+      continue;
+    Operation *at = producerGuard ? producerGuard.getOperation() : op;
+    InFlightDiagnostic diag = at->emitError();
+    diag << describe(pipe) << ": its producer role runs in "
+         << describeRanks(producers) << " of the cluster of " << cluster
+         << " only";
+    if (producerGuard)
+      diag << " (this branch on the CTA rank)";
+    diag << ", but the ring is per CTA (not multicast) and its consumers "
+            "also wait in "
+         << describeRanks(orphan)
+         << ": they wait on stages nobody fills in their CTA (run the "
+            "producer in every CTA whose consumers use the ring, or "
+            "multicast the loads to them)";
+    diag.attachNote(op->getLoc())
+        << "the consumer waits here, in every CTA of the cluster";
+    if (producerGuard)
+      diag.attachNote(producerOp->getLoc()) << "the producer";
+    noteCreate(diag, pipe);
+    return true;
+  }
+  return false;
+}
 
 } // namespace
 
@@ -825,6 +1073,7 @@ LogicalResult protocol::checkStageBalance(FunctionOpInterface fn,
       continue;
     PipelineBalance balance(pipe, canon, blockDim, options.stageBalanceRemarks);
     failed |= balance.run(ops);
+    failed |= checkRolesPerCta(pipe, ops, fn);
   }
   // A state that advances wrongly through a nested loop breaks the stage
   // order with every count right (an extra advance before the k-block

@@ -534,6 +534,31 @@ std::optional<Poly> protocol::tripCount(scf::ForOp loop, Canonicalizer &canon,
     if (s && *s > 0)
       return Poly::constant(llvm::divideCeil(*e, *s));
   }
+  // A loop from a constant start above 0 to a run-time bound (`range(S,
+  // n)` after a prologue of S stages) runs max(0, n - S) times, and the
+  // kernel does not promise n >= S: assuming it (a constraint) would make
+  // the prologue's S stages plus the loop's n - S equal a consumer's n for
+  // every value left, while with n < S the producer fills S stages. Its
+  // count keeps the max (a Trips atom, evaluated clipped at 0), and the
+  // values below the start stay in the comparison. A loop from 0 (or from
+  // a run-time start) keeps the assumption: its extent is the count; so
+  // does a loop from 1, a peeled first iteration (FlashAttention's
+  // mainloop from k-block 1): kernels assume at least one k-block, and a
+  // launch with none has no work for either role.
+  std::optional<int64_t> start = lb.getConstant();
+  if (start && *start > 1 && s && *s > 0 && ivsOf(extent, atoms).empty() &&
+      !polyHas(extent, atoms, [](const Atom &a) { return a.loopVar; })) {
+    std::string range = printPoly(extent, atoms);
+    std::string key = "clip(" + range + "|" + std::to_string(*s) + ")";
+    std::string name = "max(0, " + range + ")";
+    if (*s != 1)
+      name = "ceildiv(" + name + ", " + std::to_string(*s) + ")";
+    Atom a{AtomKind::Trips, name};
+    a.inner = extent;
+    a.other = Poly::constant(*s);
+    a.clipped = true;
+    return Poly::atom(atoms.get(key, a));
+  }
   constraints.push_back(extent);
   if (s && *s > 0)
     return canon.divide(extent, *s, /*ceil=*/true);

@@ -109,6 +109,8 @@ struct Atom {
   bool carried = false; // depends on a loop-carried value (not an Iv): never
                         // counted
   bool boolean = false; // an i1 leaf
+  bool clipped = false; // Trips: a loop from a constant start above 0 to a
+                        // run-time bound, counted max(0, extent) (tripCount)
   Poly inner, other;    // FloorDiv/CeilDiv/Rem/Trips: inner (/ other);
                         // Indicator: inner pred other
   int64_t divisor = 1;
@@ -227,7 +229,10 @@ std::optional<Witness> findWitness(const Poly &a, const Poly &b,
 /// the diagonal of the tile the persistent loop is on) are counted: the
 /// enclosing loop sums its body over its iterations (sumOver). A run-time
 /// extent (and a run-time step less 1) is appended to `constraints`, which
-/// the counts assume non-negative.
+/// the counts assume non-negative -- except for a loop from a constant start
+/// of 2 or more to a run-time bound (`range(S, n)` after a prologue of S
+/// stages), counted max(0, n - S) with no assumption, so that the values
+/// of n below S stay in the comparison.
 std::optional<Poly> tripCount(scf::ForOp loop, Canonicalizer &canon,
                               std::vector<Poly> &constraints);
 

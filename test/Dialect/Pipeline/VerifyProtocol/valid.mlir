@@ -69,7 +69,9 @@ gpu.func @tma_gemm(%desc_a: !llvm.ptr, %desc_b: !llvm.ptr, %bars: !llvm.ptr<3>,
 // CUTLASS-style consumer: a prologue loop waits on stages without releasing,
 // the mainloop releases the stage it waited on k_pipe_mma_prologue
 // iterations ago (a separate release state), an epilogue loop releases the
-// rest.
+// rest. The prologue waits on min(3, k_tiles) stages, as CUTLASS's
+// k_pipe_mma_prologue: with a fixed 3 and k_tiles < 3 the consumer would wait
+// on stages nobody fills (stage-balance-prologue.mlir, @fixed_prologue).
 // CHECK-LABEL: gpu.func @lagged_release
 gpu.func @lagged_release(%desc: !llvm.ptr, %bars: !llvm.ptr<3>, %buf: !llvm.ptr<3>,
                          %k_tiles: index) kernel {
@@ -96,19 +98,20 @@ gpu.func @lagged_release(%desc: !llvm.ptr, %bars: !llvm.ptr<3>, %buf: !llvm.ptr<
     pipeline.producer.tail %p, %sN : !ab, !ps
   } else {
     %c = pipeline.state.make : !cs
-    %read = scf.for %k = %c0 to %c3 step %c1 iter_args(%s = %c) -> (!cs) {
+    %pro = arith.minsi %k_tiles, %c3 : index
+    %read = scf.for %k = %c0 to %pro step %c1 iter_args(%s = %c) -> (!cs) {
       pipeline.consumer.wait %p, %s : !ab, !cs
       %next = pipeline.state.advance %s : !cs
       scf.yield %next : !cs
     }
-    %r:2 = scf.for %k = %c3 to %k_tiles step %c1 iter_args(%rd = %read, %rl = %c) -> (!cs, !cs) {
+    %r:2 = scf.for %k = %pro to %k_tiles step %c1 iter_args(%rd = %read, %rl = %c) -> (!cs, !cs) {
       pipeline.consumer.wait %p, %rd : !ab, !cs
       pipeline.consumer.release %p, %rl : !ab, !cs
       %rd1 = pipeline.state.advance %rd : !cs
       %rl1 = pipeline.state.advance %rl : !cs
       scf.yield %rd1, %rl1 : !cs, !cs
     }
-    %done = scf.for %k = %c0 to %c3 step %c1 iter_args(%s = %r#1) -> (!cs) {
+    %done = scf.for %k = %c0 to %pro step %c1 iter_args(%s = %r#1) -> (!cs) {
       pipeline.consumer.release %p, %s : !ab, !cs
       %next = pipeline.state.advance %s : !cs
       scf.yield %next : !cs
