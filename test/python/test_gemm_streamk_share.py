@@ -19,7 +19,8 @@ from pipeline_mlir.kernel.tile_scheduler import StreamKSchedule
 from pipeline_mlir.kernels import hopper_gemm as hg
 from pipeline_mlir.kernels import streamk_fixup as skf
 from pipeline_mlir.ops import gemm_configs
-from test_gemm_streamk import CASES, _check_cover, _wait_then_fence_then_loads
+from test_gemm_streamk import (CASES, _check_cover, _poll_is_warp_uniform,
+                               _wait_then_fence_then_loads)
 
 
 def _one_segment_cases():
@@ -139,7 +140,7 @@ def test_shared_fixup_variant_builds_checks_and_assembles_without_spills(variant
     assert ptx.count("st.global.v4.b32") == cfg.block_n // 8
     assert ptx.count("ld.global.v4.b32") == skf.SHARE_BATCH
     assert ptx.count("st.global.b32") == 3          # two column pairs, the reset
-    assert _wait_then_fence_then_loads(ptx)
+    assert _wait_then_fence_then_loads(ptx) and _poll_is_warp_uniform(ptx)
     if not shutil.which("ptxas"):
         return
     with tempfile.TemporaryDirectory() as d:

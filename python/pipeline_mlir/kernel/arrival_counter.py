@@ -15,8 +15,8 @@ model's terms (the pattern of cooperative groups' grid barrier, per warp):
    release pattern, so any warp that observes the incremented count also
    observes the stores;
 3. ``membar.gl`` by every lane after the broadcast of the old count (or
-   after :func:`wait_count`'s relaxed load saw the full count and the
-   warp's barrier): the acquire side, so the last warp's later loads see
+   after :func:`wait_count`'s relaxed load saw the full count in every
+   lane): the acquire side, so the last warp's later loads see
    every earlier arrival's stores (and no line its SM's L1 held from
    before).
 
@@ -73,21 +73,30 @@ def warp_arrive(counters, index, lane):
 
 
 def _poll(counters, index, count, lane, predicate):
-    first = to_value(lane == 0, what="lane 0")
-    branch = scf.IfOp(first, [], has_else=False)
-    with ir.InsertionPoint(branch.then_block):
-        loop = scf.WhileOp([], [])
-        before = loop.before.blocks.append()
-        after = loop.after.blocks.append()
-        with ir.InsertionPoint(before):
-            seen = llvm.load(i32(), _counter_ptr(counters, index), alignment=4,
-                             ordering=llvm.AtomicOrdering.monotonic, syncscope="device")
-            scf.ConditionOp(arith.cmpi(predicate, seen,
-                                       to_value(count, i32(), what="count")), [])
-        with ir.InsertionPoint(after):
-            scf.YieldOp([])
+    """Every lane of the warp loads ``counters[index]`` (a relaxed gpu-scope
+    load; one address, so one request for the warp) until no lane sees
+    ``predicate(seen, count)`` any more (``vote.sync.any``), then a
+    gpu-scope fence in every lane. The loop's exit is the vote, a value
+    ptxas knows is the same in every lane, so the loop does not diverge:
+    with lane 0 polling alone (an ``if lane == 0`` around the loop, then
+    ``bar.warp.sync``), ptxas kept the wgmma descriptors of every mainloop
+    of the stream-K kernels in per-thread registers (16 R2UR a K block
+    where the plain kernel computes them in uniform registers), and each
+    whole tile ran 7% slower than the plain kernel's (docs/gemm.md, "Run10").
+    ``lane`` is unused (every lane polls)."""
+    del lane
+    loop = scf.WhileOp([], [])
+    before = loop.before.blocks.append()
+    after = loop.after.blocks.append()
+    with ir.InsertionPoint(before):
+        seen = llvm.load(i32(), _counter_ptr(counters, index), alignment=4,
+                         ordering=llvm.AtomicOrdering.monotonic, syncscope="device")
+        waiting = arith.cmpi(predicate, seen, to_value(count, i32(), what="count"))
+        scf.ConditionOp(nvvm.vote_sync(ir.IntegerType.get_signless(1),
+                                       to_value(_FULL_MASK, i32()), waiting,
+                                       nvvm.VoteSyncKind.any), [])
+    with ir.InsertionPoint(after):
         scf.YieldOp([])
-    nvvm.bar_warp_sync(to_value(_FULL_MASK, i32()))
     _fence_gpu()
 
 
@@ -95,16 +104,17 @@ def wait_at_least(counters, index, count, lane):
     """:func:`wait_count` for a counter that may pass ``count`` while a
     waiter polls (the shared fix-up: every contributor arrives, waits for
     all ``count`` arrivals, then arrives a second time on its way out), so
-    lane 0 polls until it reads at least ``count``; the same acquire side
-    after it."""
+    the warp polls until every lane reads at least ``count``; the same
+    acquire side after it."""
     _poll(counters, index, count, lane, arith.CmpIPredicate.slt)
 
 
 def wait_count(counters, index, count, lane):
-    """Called by all 32 lanes of a warp: lane 0 polls ``counters[index]``
-    (a relaxed gpu-scope load) until it reads ``count`` (i32 Scalar), then
-    the warp's barrier and a gpu-scope fence in every lane: the acquire
-    side of :func:`warp_arrive`'s release, so the warp's later loads see
+    """Called by all 32 lanes of a warp: the warp polls ``counters[index]``
+    (a relaxed gpu-scope load in every lane, ``_poll``) until every lane
+    reads ``count`` (i32 Scalar), then a gpu-scope fence in every lane: the
+    acquire side of :func:`warp_arrive`'s release (each lane's own load
+    saw the count), so the warp's later loads see
     the stores of the ``count`` arrivals it waited for. The waiter must
     not be needed by those arrivals (stream-K: the tile's last contributor
     in K order waits, as the last unit of its run, for contributors whose
