@@ -113,9 +113,7 @@ def grid_variants():
 # they stay what they were where the op's configuration takes one.)
 NO_RS = dict(rescale_threshold=0.0)
 # (Likewise the d 128 candidates before run 9 spell out the FMA pipe's row
-# sum and the degree-3 polynomial, NO_RSM: the op's d 128 configurations
-# take the tensor pipe's row sum and degree 2 since. ``px5rs8`` is the op's
-# full configuration before run 9, ``px3`` its causal one.)
+# sum and the degree-3 polynomial, NO_RSM, should the op take them.)
 NO_RSM = dict(row_sum_mma=False, exp2_poly_degree=3)
 FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, **NO_RSM),
                         "px3": dict(hold_pv_wait=False, exp2_poly=3, **NO_RS, **NO_RSM),
@@ -141,25 +139,24 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
                         "px5hwdbrs8": dict(hold_pv_wait=True, double_p=True, exp2_poly=5,
                                            rescale_threshold=8.0, **NO_RSM),
                         # Fewer instructions per value of S (run 9): the row
-                        # sum on the tensor pipe (row_sum_mma) and the
-                        # degree-2 polynomial (exp2_poly_degree=2), alone
-                        # (full: on 5 of 16 with the threshold; causal: 3 of
-                        # 16, the px3 names), both, and both on 4 and 6 of
-                        # 16 (the op's full configuration since is both on
-                        # 5 of 16 with the threshold, causal both on 4).
-                        "rsm": dict(row_sum_mma=True, exp2_poly_degree=3),
-                        "pd2": dict(row_sum_mma=False, exp2_poly_degree=2),
-                        "px3rsm": dict(exp2_poly=3, row_sum_mma=True, exp2_poly_degree=3),
-                        "px3pd2": dict(exp2_poly=3, row_sum_mma=False, exp2_poly_degree=2),
-                        "px3rsmpd2": dict(exp2_poly=3, row_sum_mma=True, exp2_poly_degree=2),
-                        "px6rsmpd2": dict(exp2_poly=6, row_sum_mma=True, exp2_poly_degree=2),
-                        "px4rsmpd2": dict(exp2_poly=4, row_sum_mma=True, exp2_poly_degree=2),
-                        # P's e4m3 packing without the PRMT (p_pack_merge),
-                        # on the op's configurations since run 9, and with
-                        # one more polynomial value of 16 (6 full, 5 causal).
+                        # sum on the tensor pipe (row_sum_mma), the degree-2
+                        # polynomial (exp2_poly_degree=2), P's e4m3 packing
+                        # without the PRMT (p_pack_merge): alone, and
+                        # together on 4, 5 and 6 of 16 (the op's share: 5
+                        # full, 3 causal).
+                        "rsm": dict(row_sum_mma=True),
+                        "pd2": dict(exp2_poly_degree=2),
                         "pm": dict(p_pack_merge=True),
-                        "px6pm": dict(exp2_poly=6, p_pack_merge=True),
-                        "px5pm": dict(exp2_poly=5, p_pack_merge=True)},
+                        "pd2pm": dict(exp2_poly_degree=2, p_pack_merge=True),
+                        "rsmpd2": dict(row_sum_mma=True, exp2_poly_degree=2),
+                        "px4rsmpd2": dict(exp2_poly=4, row_sum_mma=True, exp2_poly_degree=2),
+                        "px6rsmpd2": dict(exp2_poly=6, row_sum_mma=True, exp2_poly_degree=2),
+                        "px4rsmpd2pm": dict(exp2_poly=4, row_sum_mma=True, exp2_poly_degree=2,
+                                            p_pack_merge=True),
+                        "px5rsmpd2pm": dict(exp2_poly=5, row_sum_mma=True, exp2_poly_degree=2,
+                                            p_pack_merge=True),
+                        "px6rsmpd2pm": dict(exp2_poly=6, row_sum_mma=True, exp2_poly_degree=2,
+                                            p_pack_merge=True)},
                   256: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS),
                         "hw": dict(hold_pv_wait=True, exp2_poly=0, **NO_RS),
                         "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0, **NO_RS),

@@ -150,7 +150,7 @@ PINNED = {
     "fwd d128":
         "f27951a53cbd310184a630f56c1be910c2920abba87bcdf05ecc24e63ec269fb",
     "fwd fp8_d128c":
-        "117b88607c5cc7f5d8b80bfd2684549e3ed36d84174a2e7d1f645d0c625f03be",
+        "4b595e5d898ef13807518801e85fd25aea128eecc61579d25232c55c1c5819e5",
     "bwd bwd_d128":
         "e9122f0a48890f74b1f5812ae2e95e8bac735fb311a543aa0b8f7ec2363721d6",
     "fwd mistake pingpong_barriers_crossed d128":
