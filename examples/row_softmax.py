@@ -29,7 +29,7 @@ LOG2_E = 1.4426950408889634
 
 
 def build(n=4096, dtype="bf16", threads=None, stages=None, stream=None, parts=None,
-          store=None, cluster=None, chip="sm_90a", name=None):
+          store=None, cluster=None, stats=False, chip="sm_90a", name=None):
     """The softmax kernel for rows of ``n`` elements (default 4096) of ``dtype``:
     parameters ``(src, dst, m)``, any grid (a grid-stride loop over the
     ``m`` rows); ``threads`` per row (of a part) defaults to ``row_threads``,
@@ -42,6 +42,8 @@ def build(n=4096, dtype="bf16", threads=None, stages=None, stream=None, parts=No
     them was as fast or faster from 12288 to 32768 columns (16384: 0.91
     of a copy's bandwidth held, 0.88 streamed)."""
     from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel, RowRing, row_cluster, row_plan
+    from pipeline_mlir.kernel.row_ring import RING_BYTES
+    from pipeline_mlir.kernel.rows import TARGET_VALUES
 
     if cluster is None:
         cluster = row_cluster(n, dtype) if threads is None and stages is None and \
@@ -61,14 +63,19 @@ def build(n=4096, dtype="bf16", threads=None, stages=None, stream=None, parts=No
     # A warp per row: 4 warps per CTA, 4 rows at once; a CTA per row: the
     # row's threads, and with a ring a producer warp.
     block = 128 if rows.per_warp else RowRing.block_threads(rows) if stages else rows.threads
+    # a cluster's slices whose rings fit two per SM, of at most 32 values per
+    # thread: registers for two CTAs (ptxas would take a few more, and the
+    # SM one CTA)
+    two = cluster > 1 and stages * rows.n * rows.elem_bytes * parts <= RING_BYTES and \
+        rows.count <= TARGET_VALUES
     k = Kernel(name or f"row_softmax_{dtype}_{n}", chip=chip, block_dim=block,
-               cluster_dim=cluster if cluster > 1 else None,
+               cluster_dim=cluster if cluster > 1 else None, min_ctas_per_sm=2 if two else None,
                params={"src": GlobalPtr(), "dst": GlobalPtr(), "m": Int32()})
     with k:
         src, dst, m = k.args
         if stages:
             ring = RowRing(rows, k, stages, parts, store=store or "global", cluster=cluster,
-                           exchanges=2)
+                           exchanges=2, stats=stats)
             ring.produce(src, m, dst=dst)        # the producer warp: rows into the ring
             with ring.consumers():
                 for row, stage in ring.rows(m):
@@ -82,17 +89,24 @@ def build(n=4096, dtype="bf16", threads=None, stages=None, stream=None, parts=No
                 _softmax_row(rows, rows.load(src, row, fill=float("-inf")), dst, row)
     k.rows, k.parts, k.stages, k.stream = rows, parts, stages, stream
     k.store = ring.store_kind if stages else "global"
-    k.cluster = cluster
+    k.cluster, k.stats = cluster, bool(stages and ring.stats)
     return k
 
 
 def _softmax_row(rows, x, dst, row, stage=None):
     """Store the softmax of the row ``x`` (its out-of-row values -inf),
-    through ``stage`` (a ring's) where given."""
-    from pipeline_mlir.kernel.rows import reciprocal
+    through ``stage`` (a ring's) where given. A slice of a row over a
+    cluster that exchanges only the statistics: this slice's max and sum,
+    then the row's in one exchange, and the slice rescaled."""
+    from pipeline_mlir.kernel.rows import exp2, reciprocal
 
     top = x.max()
     p = x.fma(LOG2_E, -(top * LOG2_E)).exp2()     # exp2((x - max) log2 e)
+    if stage is not None and stage.ring.stats:
+        big, total = stage.ring.exchange_stats(top, p.sum(), LOG2_E)
+        factor = exp2(top * LOG2_E - big * LOG2_E) * reciprocal(total)
+        stage.store(p * factor, dst, row)
+        return
     (stage or rows).store(p * reciprocal(p.sum()), dst, row)
 
 

@@ -72,7 +72,8 @@ def _variants(module, n, alt):
         # the default splits the row over a cluster: the whole row in one
         # CTA (the plan below), and other cluster sizes and ways
         c = row_cluster(n, "bf16")
-        out += [{"cluster": 1}, {"stream": True}]
+        out += [{"cluster": 1}, {"stream": True}, {"stats": True},
+                {"stats": True, "stream": True}]
         out += [{"cluster": o} for o in (2, 4) if o != c and row_cluster_fits(n, o)]
         out += [{"cluster": o, "stream": True} for o in (2, 4)
                 if o != c and row_cluster_fits(n, o)]
@@ -128,7 +129,7 @@ def _name(op, n, kw):
               "store": lambda v: {"global": "_st", "bulk": "_bulk",
                                   "bulk_evict_first": "_bulkef"}[v],
               "load_hint": lambda v: {"evict_first": "_ldef", "nc256": "_ldnc"}[v],
-              "cluster": lambda v: f"_c{v}"}
+              "cluster": lambda v: f"_c{v}", "stats": lambda v: "_stats"}
     return f"{op}_bf16_{n}" + "".join(suffix[key](v) for key, v in kw.items())
 
 
