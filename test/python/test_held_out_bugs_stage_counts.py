@@ -18,16 +18,27 @@ finds it (_held_out_bugs.py says how).
 | count_in_warps                 | (warps vs threads)   | yes    | arrive count      |
 | elected_async_producer         | (elect_one habit)    | yes    | deadlock          |
 | release_every_other            | (conditional release)| yes+   | deadlock          |
-| unguarded_prologue             | tilelang#2566        | no     | deadlock          |
+| unguarded_prologue             | tilelang#2566        | yes*   | deadlock          |
 | unrolled_by_two                | (trip counts)        | yes    | deadlock          |
-| leader_releases_for_role       | triton#10035         | no     | buffer overwritten|
-| participants_commit_in_branch  | (peeled epilogue)    | no     | deadlock          |
-| producer_in_rank0_only         | (cluster roles)      | no     | deadlock          |
+| leader_releases_for_role       | triton#10035         | yes*   | buffer overwritten|
+| participants_commit_in_branch  | (peeled epilogue)    | yes*   | deadlock          |
+| producer_in_rank0_only         | (cluster roles)      | yes*   | deadlock          |
 
 (+) found by the simulator only before these tests: a verb under a branch
 on the iteration that repeats every m iterations, in a loop of run-time trip
 count, is now counted over the period
 (test/Dialect/Pipeline/VerifyProtocol/periodic-branches.mlir).
+
+(*) found by the simulator only before: a loop from a constant start S >= 2
+to a run-time bound is counted max(0, n - S), so an unguarded prologue of S
+stages counts S + max(0, n - S); a verb under `t + 1 < n` (any `a * i + b
+<cmp> c`, a = +-1) is counted on the iterations the branch holds
+(test/Dialect/Pipeline/VerifyProtocol/stage-balance-prologue.mlir); the
+roles of a per-CTA ring (no multicast, no CTA pair) are placed per CTA rank
+of the cluster, and a CTA whose consumers wait with no producer is refused
+(stage-balance-cluster.mlir); a consumer role whose warps wait on a stage
+that fewer of them release, with no barrier across the role, is refused
+(arrive-counts-roles.mlir).
 
 FlashAttention's release-the-previous-stage idiom (a correct
 kernel) passes both: test_release_previous_stage_idiom_is_clean.
@@ -442,18 +453,31 @@ CASES = [
      "consumer_release runs on 1 of every 2 iterations (its scf.if's condition repeats every 2 "
      "iterations), and the loop's trip count is only known at run time: every 2 iterations "
      "the loop waits on 2 stages but releases 1", {"deadlock"}),
-    ("unguarded_prologue", unguarded_prologue, {}, None, {"deadlock"}),
+    ("unguarded_prologue", unguarded_prologue, {},
+     "the producer role (one warp) commits max(0, n - 4) + 4 stages, the consumer role "
+     "(one warp) releases n (for n = 1: 4 against 1)", {"deadlock"}),
     ("unrolled_by_two", unrolled_by_two, {},
      "the producer role (one warp) commits n stages, the consumer role (one warp) releases "
      "2 * ceildiv(n, 2)", {"deadlock"}),
-    ("leader_releases_for_role", leader_releases_for_role, {}, None, {"overwrite"}),
-    ("participants_commit_in_branch", participants_commit_in_branch, {}, None, {"deadlock"}),
-    ("producer_in_rank0_only", producer_in_rank0_only, {}, None, {"deadlock"}),
+    ("leader_releases_for_role", leader_releases_for_role, {},
+     "warps 1-4 wait on each stage but only warp 1 releases it (warps 2-4 never arrive)",
+     {"overwrite"}),
+    ("participants_commit_in_branch", participants_commit_in_branch, {},
+     "this role acquires n stages but commits n - 1 (for n = 1: 1 against 0); every "
+     "producer_acquire needs its producer_commit the same number of times: the "
+     "producer_commit here sits in a branch on the loop variable that holds on n - 1 of "
+     "the loop's n iterations", {"deadlock"}),
+    ("producer_in_rank0_only", producer_in_rank0_only, {},
+     "its producer role runs in CTA 0 of the cluster of 2 only (this branch on the CTA "
+     "rank), but the ring is per CTA (not multicast) and its consumers also wait in CTA 1",
+     {"deadlock"}),
 ]
 IDS = [c[0] for c in CASES]
 # Where the checker's error names the line the builder returned (the rest
 # point at a helper's line: the create or loop of _async / _consume / load).
-AT_RETURNED_LINE = {"release_after_advance", "release_every_other", "release_on_other_pipeline"}
+AT_RETURNED_LINE = {"release_after_advance", "release_every_other", "release_on_other_pipeline",
+                    "participants_commit_in_branch", "producer_in_rank0_only",
+                    "leader_releases_for_role"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)

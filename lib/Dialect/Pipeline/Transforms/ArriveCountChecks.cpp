@@ -17,6 +17,7 @@
 #include "ProtocolChecks.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -766,6 +767,92 @@ static bool checkConsumerVerbsInProducerRole(Value pipe, PipeUses &uses) {
   return failed;
 }
 
+/// (f) Every warp that waits on a stage releases it too. A consumer role
+/// whose warps all wait on each stage, but whose release runs in fewer of
+/// them (one thread of the role, `thread_idx() == 32`, with a group count
+/// of 1), passes the count check, yet the releasing warp may run a lap of
+/// the ring ahead: the producer refills the stage and its phase completes
+/// again while another warp of the role still polls the old parity, a phase
+/// that will not come back. Each waiting warp must itself arrive (an
+/// elected lane per warp with a group of that many warps is right), or the
+/// role must synchronise between the other warps' use and the release (a
+/// named barrier over the role, bar.sync): a role with such a barrier is
+/// left alone, as is one whose warps the guards do not decide.
+static bool checkWaitersRelease(Value pipe, PipeUses &uses,
+                                const Options &options) {
+  PipelineType type = getPipelineType(pipe);
+  const KindTraits &traits = getKindTraits(type.getKind());
+  if (!traits.hasBarriers || !traits.hasConsumerGroup)
+    return false;
+  auto fn = pipe.getParentRegion()->getParentOfType<FunctionOpInterface>();
+  if (!fn)
+    return false;
+  int64_t blockDim = getBlockDim(fn, options);
+  for (auto &[role, ops] : uses.consumerRoles) {
+    SmallVector<Operation *> waits, releases;
+    for (Operation *op : ops) {
+      Verb v = getVerb(op)->verb;
+      if (v == Verb::Wait)
+        waits.push_back(op);
+      else if (v == Verb::Release)
+        releases.push_back(op);
+    }
+    if (waits.empty() || releases.empty())
+      continue;
+    // A barrier across warps in the role orders the other warps' reads
+    // before the release.
+    Operation *owner = role->getParentOp();
+    bool synced = false;
+    role->walk([&](Operation *op) {
+      if (isa<NamedBarrierSyncOp, gpu::BarrierOp, NVVM::Barrier0Op,
+              NVVM::BarrierOp>(op))
+        synced = true;
+    });
+    if (synced || !owner)
+      continue;
+    auto warpsOfOps = [&](ArrayRef<Operation *> list)
+        -> std::optional<llvm::BitVector> {
+      llvm::BitVector warps;
+      for (Operation *op : list) {
+        std::optional<Executors> who = getExecutors(op, blockDim);
+        if (!who || who->threads.none())
+          return std::nullopt;
+        if (warps.empty())
+          warps.resize(who->threads.size() / 32 + 1);
+        for (int t : who->threads.set_bits())
+          warps.set(t / 32);
+      }
+      return warps;
+    };
+    std::optional<llvm::BitVector> waiting = warpsOfOps(waits);
+    std::optional<llvm::BitVector> releasing = warpsOfOps(releases);
+    if (!waiting || !releasing)
+      continue;
+    releasing->resize(waiting->size());
+    llvm::BitVector idle = *waiting;
+    idle.reset(*releasing);
+    if (idle.none())
+      continue;
+    Operation *release = releases.front();
+    InFlightDiagnostic diag = release->emitError();
+    diag << describe(pipe) << ": " << describeWarps(*waiting)
+         << " wait on each stage but only " << describeWarps(*releasing)
+         << (releasing->count() == 1 ? " releases" : " release") << " it (" << describeWarps(idle)
+         << " never arrive): a releasing warp can run a lap of the ring "
+            "ahead and the producer refill the stage while "
+         << describeWarps(idle)
+         << " still poll its old phase, which does not come back; every "
+            "warp that waits on a stage must release it (each thread, or an "
+            "elected lane per warp with a consumer group counting the "
+            "warps), or the role must synchronise (a named barrier over its "
+            "warps) before one thread releases for all";
+    diag.attachNote(waits.front()->getLoc()) << "the role waits here";
+    noteCreate(diag, pipe);
+    return true;
+  }
+  return false;
+}
+
 LogicalResult protocol::checkArriveCounts(FunctionOpInterface fn,
                                           const Options &options) {
   ReportedSides reported;
@@ -789,6 +876,7 @@ LogicalResult protocol::checkArriveCounts(FunctionOpInterface fn,
     failed |= checkElectedTmaArrive(pipe, uses);
     failed |= checkSignallingLaneGroup(pipe);
     failed |= checkConsumerVerbsInProducerRole(pipe, uses);
+    failed |= checkWaitersRelease(pipe, uses, options);
   }
 
   // (e) arrivals implied by who signals, against the group's count.
