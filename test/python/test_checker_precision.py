@@ -127,3 +127,136 @@ produce_first_w_index_at_phase_0.stages = lambda n: 1
 def test_a_start_at_phase_0_is_rejected(produce):
     (error,) = verify_protocol(_kernel(produce))
     assert error.startswith("producer state starts at phase 0")
+
+
+# -- The boundaries of the held-out rules (test_held_out_bugs_stage_counts.py) --
+
+def produce_peeled_first(k, pipeline, n):
+    # A peeled first iteration, then `range(1, n)`: the stage counts keep
+    # the assumption n >= 1 (a loop from 1), as FlashAttention's mainloop
+    # from k-block 1 does; a prologue of 2 or more stages is counted
+    # max(0, n - S) and must be guarded.
+    state = make_pipeline_state(PipelineUserType.Producer, STAGES)
+    pipeline.producer_acquire(state)
+    pipeline.producer_commit(state)
+    state.advance()
+    for _, _ in k.range(1, n, carry=[state]):
+        pipeline.producer_acquire(state)
+        pipeline.producer_commit(state)
+        state.advance()
+    pipeline.producer_tail(state)
+
+
+def produce_guarded_prologue(k, pipeline, n):
+    # A prologue of STAGES stages, each under `n > i`, then `range(STAGES, n)`:
+    # [n > 0] + [n > 1] + max(0, n - 2) = n for every n.
+    state = make_pipeline_state(PipelineUserType.Producer, STAGES)
+    for i in range(STAGES):
+        with k.if_(n > i, carry=[state]):
+            pipeline.producer_acquire(state)
+            pipeline.producer_commit(state)
+            state.advance()
+    for _, _ in k.range(STAGES, n, carry=[state]):
+        pipeline.producer_acquire(state)
+        pipeline.producer_commit(state)
+        state.advance()
+    pipeline.producer_tail(state)
+
+
+def produce_commit_in_loop_variable_branch(k, pipeline, n):
+    # Two stages per iteration of `range(0, n, 2)`, the second under
+    # `t + 1 < n` (odd n): a loop of step 2 is not counted by the branch
+    # rule, and the counts agree for every n.
+    state = make_pipeline_state(PipelineUserType.Producer, STAGES)
+    for t, _ in k.range(0, n, 2, carry=[state]):
+        pipeline.producer_acquire(state)
+        pipeline.producer_commit(state)
+        state.advance()
+        with k.if_(t + 1 < n, carry=[state]):
+            pipeline.producer_acquire(state)
+            pipeline.producer_commit(state)
+            state.advance()
+    pipeline.producer_tail(state)
+
+
+@pytest.mark.parametrize("produce", [produce_peeled_first, produce_guarded_prologue,
+                                     produce_commit_in_loop_variable_branch])
+def test_loop_shapes_near_the_count_rules_are_accepted(produce):
+    text = _kernel(produce)
+    assert verify_protocol(text) == []
+    assert protocol_warnings(text) == []
+
+
+def produce_unguarded_prologue(k, pipeline, n):
+    # The bug twin of produce_guarded_prologue: with n < STAGES the prologue
+    # fills stages the consumer never takes.
+    state = make_pipeline_state(PipelineUserType.Producer, STAGES)
+    for _ in range(STAGES):
+        pipeline.producer_acquire(state)
+        pipeline.producer_commit(state)
+        state.advance()
+    for _, _ in k.range(STAGES, n, carry=[state]):
+        pipeline.producer_acquire(state)
+        pipeline.producer_commit(state)
+        state.advance()
+    pipeline.producer_tail(state)
+
+
+def test_an_unguarded_prologue_is_rejected():
+    (error,) = verify_protocol(_kernel(produce_unguarded_prologue))
+    assert "commits max(0, n - 2) + 2 stages" in error, error
+
+
+def _four_warp_consumers(release, group):
+    """Warp 0 produces, warps 1-4 each wait on every stage and release it
+    with ``release(k, pipeline, state)``."""
+    from pipeline_mlir.pipeline import NamedBarrier
+
+    k = Kernel("releasers", block_dim=160, params={"n": Int32()})
+    with k:
+        (n,) = k.args
+        pipeline = PipelineAsync.create(
+            num_stages=STAGES, producer_group=CooperativeGroup(Agent.Thread, 32),
+            consumer_group=group, barrier_storage=k.alloc_barriers(2 * STAGES))
+        with k.if_(k.warp_idx() == 0):
+            produce_w_index_phase(k, pipeline, n)
+        with k.if_(k.warp_idx() >= 1):
+            role = NamedBarrier(1, 128)
+            cons = make_pipeline_state(PipelineUserType.Consumer, STAGES)
+            for _, _ in k.range(n, carry=[cons]):
+                pipeline.consumer_wait(cons)
+                release(k, pipeline, cons, role)
+                cons.advance()
+    return str(k.module)
+
+
+def release_elected_per_warp(k, pipeline, state, role):
+    with k.elect_one():
+        pipeline.consumer_release(state)
+
+
+def release_by_one_thread_after_role_barrier(k, pipeline, state, role):
+    role.sync()
+    with k.if_(k.thread_idx() == 32):
+        pipeline.consumer_release(state)
+
+
+def release_by_one_thread(k, pipeline, state, role):
+    with k.if_(k.thread_idx() == 32):
+        pipeline.consumer_release(state)
+
+
+@pytest.mark.parametrize("release, group", [
+    (release_elected_per_warp, CooperativeGroup(Agent.Thread, 4)),
+    (release_by_one_thread_after_role_barrier, CooperativeGroup(Agent.Thread, 1)),
+], ids=["elected_per_warp", "one_thread_after_role_barrier"])
+def test_releases_that_cover_every_waiting_warp_are_accepted(release, group):
+    text = _four_warp_consumers(release, group)
+    assert verify_protocol(text) == []
+    assert protocol_warnings(text) == []
+
+
+def test_one_thread_releasing_for_four_warps_is_rejected():
+    (error,) = verify_protocol(_four_warp_consumers(release_by_one_thread,
+                                                    CooperativeGroup(Agent.Thread, 1)))
+    assert "warps 1-4 wait on each stage but only warp 1 releases it" in error, error
