@@ -29,10 +29,11 @@ from pipeline_mlir.ops import attention_fp8_configs
 
 F32 = np.float32
 OPS = attention_fp8_configs.VARIANTS
-NEITHER = dict(row_sum_mma=False, exp2_poly_degree=3)
-# The op's d 128 full configuration (5 of 16 by the polynomial, the rescale
-# threshold), and with both options.
-BEFORE = OPS["fp8_d128"]
+NEITHER = dict(row_sum_mma=False, exp2_poly_degree=3, p_pack_merge=False)
+# The op's d 128 full configuration without the options (5 of 16 by the
+# polynomial, the rescale threshold), and with the row sum's and the
+# polynomial's.
+BEFORE = dict(OPS["fp8_d128"], **NEITHER)
 BOTH = dict(BEFORE, row_sum_mma=True, exp2_poly_degree=2)
 CAUSAL_BOTH = dict(OPS["fp8_d128c"], row_sum_mma=True, exp2_poly_degree=2)
 
@@ -61,12 +62,14 @@ def test_they_are_refused_outside_e4m3_and_their_range(over, message):
         AttentionConfig(head_dim=128, **over)
 
 
-def test_the_ops_take_neither_and_the_name_says_them():
-    """Neither is on in the op (run 9 of docs/attention.md's "FP8
-    forward": the tensor pipe's sum of rounded P left the LSE 0.02 off on
-    causal rows)."""
-    assert not any(OPS[n].get("row_sum_mma") or OPS[n].get("exp2_poly_degree", 3) != 3
-                   or OPS[n].get("p_pack_merge") for n in OPS)
+def test_which_the_ops_take_and_the_name_says_them():
+    """d 128 full takes the degree-2 polynomial and the packing as halves;
+    no op takes the tensor pipe's row sum (run 9 of docs/attention.md's
+    "FP8 forward": its sum of rounded P left the LSE 0.02 off on causal
+    rows)."""
+    assert [n for n in OPS if OPS[n].get("exp2_poly_degree", 3) == 2
+            and OPS[n].get("p_pack_merge")] == ["fp8_d128"]
+    assert not any(OPS[n].get("row_sum_mma") for n in OPS)
     c = _cfg(BOTH)
     assert c.name.endswith("_rs8_rsm_pd2_e4m3")
     # One 8 x 192 block of e4m3 ones per consumer warpgroup (1536 bytes).
