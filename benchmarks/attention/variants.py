@@ -113,8 +113,10 @@ def grid_variants():
 # they stay what they were where the op's configuration takes one.)
 NO_RS = dict(rescale_threshold=0.0)
 # (Likewise the d 128 candidates before run 9 spell out the FMA pipe's row
-# sum and the degree-3 polynomial, NO_RSM, should the op take them.)
-NO_RSM = dict(row_sum_mma=False, exp2_poly_degree=3)
+# sum, the degree-3 polynomial and the PRMT packing, NO_RSM: the op's d 128
+# full configuration takes degree 2 and the packing as halves since, so
+# ``px5rs8`` is that configuration before run 9.)
+NO_RSM = dict(row_sum_mma=False, exp2_poly_degree=3, p_pack_merge=False)
 FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, **NO_RSM),
                         "px3": dict(hold_pv_wait=False, exp2_poly=3, **NO_RS, **NO_RSM),
                         "hw": dict(hold_pv_wait=True, exp2_poly=0, **NO_RS, **NO_RSM),
