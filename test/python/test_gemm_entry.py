@@ -94,7 +94,10 @@ def test_narrow_outputs_take_a_192_row_tile():
     for m in range(6144, 16385, 1024):
         for n in range(264, 385, 24):
             for k in (2048, 3024, 6000):
-                v = gc.choose(m, n, k, "bf16")
+                # the pick, or the tile of its stream-K variant (the even
+                # launch: 13312 x 264..384 x 6000 on 192x128)
+                assert gc.tile(gc.tile_variant(gc.choose(m, n, k, "bf16")))[0] == 192
+                v = gc.choose(m, n, k, "bf16", stream_k=False)
                 assert gc.tile(v)[0] == 192, (m, n, k, v)
                 assert all(gc.estimate(v, m, n, 132, k) < gc.estimate(o, m, n, 132, k)
                            for o in gc.RULE_VARIANTS if gc.tile(o)[0] != 192)

@@ -479,13 +479,14 @@ def test_pick_keeps_whole_waves_plain(dtype):
 
 def test_pick_on_a_grid_of_shapes():
     """Over a grid of shapes: a stream-K pick is one of the table's, its
-    modelled time beats the plain pick's by the margin; a shape whose
+    modelled time beats the plain pick's by the margin (the even launch's
+    where its launch is the even kind); a shape whose
     128x256 tiles fill whole waves exactly keeps them (stream-K may still
     replace a smaller plain tile that fills its waves: 200 x 4104 is 132
     tiles of 64x128, whose one consumer warpgroup per SM runs slower than
     stream-K's 128x256); a fused call's pick (stream_k=False) never does."""
     sizes = [128, 200, 512, 1000, 1544, 2048, 3000, 4104, 6000, 9000, 16384]
-    seen = 0
+    seen = evens = 0
     for m in sizes:
         for n in sizes:
             for k in (64, 520, 4096, 12000):
@@ -499,11 +500,17 @@ def test_pick_on_a_grid_of_shapes():
                     v in gemm_configs.STREAM_K_SHARE_VARIANTS
                 plain = gemm_configs.choose(m, n, k, "bf16", stream_k=False)
                 assert plain != "128x256" or gemm_configs.units_of(plain, m, n) % 132, (m, n, k)
-                assert max(gemm_configs.estimate_time_stream_k(
-                    gemm_configs.tile_variant(v), m, n, k, 132), gemm_configs.FLOOR_S) < \
-                    gemm_configs.STREAM_K_MARGIN * max(gemm_configs.estimate(plain, m, n, 132, k),
-                                                       gemm_configs.FLOOR_S)
-    assert seen > 20
+                t = gemm_configs.tile_variant(v)
+                (bm, bn), cl = gemm_configs.tile(t), gemm_configs.cluster_of(t)
+                even = gemm_configs.is_even_launch(-(-m // (bm * cl)) * -(-n // bn),
+                                                   -(-k // 64), 132 // cl, t)
+                evens += even
+                margin = gemm_configs.STREAM_K_MARGIN_EVEN if even else \
+                    gemm_configs.STREAM_K_MARGIN
+                assert max(gemm_configs.estimate_time_stream_k(t, m, n, k, 132),
+                           gemm_configs.FLOOR_S) < \
+                    margin * max(gemm_configs.estimate(plain, m, n, 132, k), gemm_configs.FLOOR_S)
+    assert seen > 20 and evens >= 1
 
 
 # The small-output, long-K shapes of the random sweep (docs/gemm.md, "The

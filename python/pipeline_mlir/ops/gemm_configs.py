@@ -536,6 +536,18 @@ def choose_split(m, n, k, sms, plain, tiles=SPLIT_TILES, splits=SPLITS,
 STREAM_K_FIXED_S = 10e-6
 SLOT_S = 1.3e-6              # a 128x256 tile's partial (scaled by area)
 STREAM_K_MARGIN = 0.9        # stream-K only when the model says >= 10% faster
+# A stream-K pick whose launch is the even kind (after a full wave, the
+# leftover shared by the whole wave: stream_k_launch) is taken at a 3%
+# modelled gain. Measured on an H200 (docs/gemm.md, "Run10"), in one
+# process beside the plain pick: 1048 x 6504 x 11408 on 192x192c2 (even)
+# 0.947 / 0.980x cuBLAS against 128x256's 0.903 / 0.895x, 1416 x 7160 x
+# 7256 on 128x256c2 (even) 1.017 / 1.007x against 0.890 / 0.899x. The
+# other kinds keep the 10%: at 0.97 for every kind 2.3% of random shapes
+# would change pick, mostly tall narrow outputs to 192x128 stream-K
+# (unmeasured), and 5648 x 216 x 8832 (fewer tiles than the SMs) to
+# 192x128 stream-K, measured 0.989 / 0.845x against the plain 128x128's
+# 0.997 / 0.897x (each CTA's run reads A at its own K).
+STREAM_K_MARGIN_EVEN = 0.97
 # The spread launch only for a leftover of at most a quarter of the wave
 # (runs of at most 1.25 tiles). Measured on an H200 (docs/gemm.md, run8),
 # spread against leftover in one process: 1.09-tile runs 2-3% faster
@@ -556,14 +568,14 @@ SPREAD_LEFTOVER = 4
 # another K from its first block on.
 AUTO_EVEN = True
 # A whole-tile round of a stream-K launch against a wave of the plain tile
-# (estimate_time_stream_k). Measured in the same run on the five shapes of
-# 7 to 28 rounds (2072 x 16040 x 3464 .. 8600 x 14032 x 4984, each kind of
-# launch, bf16 and fp16): the stream-K launches of these tiles ran
-# 1.01-1.13x the plain tile's time where the model without this said
-# 0.97-1.01x (the one-CTA 128x256, 128x128 and 192x128 tiles: 0.90-1.04x
-# against a modelled 0.93-1.01x). Where it comes from is not known yet
-# (the whole tiles run the plain tile's mainloop and epilogue).
-STREAM_K_ROUND = {"128x256c2": 1.06, "192x192": 1.06, "192x192c2": 1.07}
+# (estimate_time_stream_k). Measured on an H200 (docs/gemm.md, "Run10"):
+# the stream-K kernels' whole tiles ran 1.07x the plain kernel's (whole
+# waves, no stream-K run: 5760 x 8448 x 4096 and 8448 x 5120 x 4096) until
+# the counter wait stopped diverging (kernel/arrival_counter._poll), then
+# 0.98-1.04x; over the seven shapes of 7 to 28 rounds, every kind of
+# launch, the stream-K launches ran a median 0.99-1.03x the plain tile's
+# time where the model without this said 0.97-1.0x.
+STREAM_K_ROUND = 1.02
 
 
 def stream_k_run_time(variant, sk_tiles, k_blocks, sk_ctas, k=K_BLOCK):
@@ -659,11 +671,22 @@ def stream_k_launch(tiles, k_blocks, sms, variant="128x256", spread=None, share=
             best = (t, even, rounds)
     if rounds >= 1 and (spread or (spread is None and rest * SPREAD_LEFTOVER <= sms)):
         t = (stream_k_run_time(variant, rest + sms, k_blocks, sms)
-             - (k_blocks * block_time(variant, K_BLOCK) + TILE_S) * STREAM_K_ROUND.get(variant, 1))
+             - (k_blocks * block_time(variant, K_BLOCK) + TILE_S) * STREAM_K_ROUND)
         if t < best[0] or spread:
             best = (t, sms, rounds - 1)
     _, sk_ctas, rounds = best
     return (sms if tiles >= sms else sk_ctas), sk_ctas, rounds
+
+
+def is_even_launch(tiles, k_blocks, sms, variant="128x256"):
+    """Whether the model's stream-K launch of ``tiles`` units is the even
+    kind (stream_k_launch): whole rounds, then every CTA of the wave shares
+    the leftover."""
+    rounds, rest = divmod(tiles, sms)
+    if rounds == 0 or rest == 0:
+        return False
+    _, sk_ctas, r = stream_k_launch(tiles, k_blocks, sms, variant)
+    return r == rounds and sk_ctas == min(sms, rest * k_blocks) and sk_ctas % rest != 0
 
 
 def stream_k_grid(tiles, k_blocks, sms, variant="128x256", share=False):
@@ -687,7 +710,7 @@ def estimate_time_stream_k(variant, m, n, k, sms):
     cluster = cluster_of(variant)
     units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
     rounds, rest, sk_ctas = stream_k_plan(units, kb, sms // cluster, variant)
-    t = rounds * (kb * block_time(variant, k) + TILE_S) * STREAM_K_ROUND.get(variant, 1)
+    t = rounds * (kb * block_time(variant, k) + TILE_S) * STREAM_K_ROUND
     if rest:
         t += stream_k_run_time(variant, rest, kb, sk_ctas, k)
     return t
@@ -717,16 +740,19 @@ def share_fixup(tiles, k_blocks, sms):
 def choose_stream_k(m, n, k, sms, plain):
     """The stream-K variant for this shape, or None: the stream-K tile of
     least ``estimate_time_stream_k``, if it beats the plain pick's
-    ``estimate`` by ``STREAM_K_MARGIN`` (both at least ``FLOOR_S``: a
+    ``estimate`` by ``STREAM_K_MARGIN`` (``STREAM_K_MARGIN_EVEN`` where its
+    launch is the even kind) (both at least ``FLOOR_S``: a
     host-bound call gains nothing). A shape whose tiles fill whole waves
     gains nothing (the same rounds, no stream-K run). Its shared fix-up
     variant (``_share``) where ``share_fixup`` says so."""
     best = min(RULE_STREAM_K_TILES, key=lambda v: estimate_time_stream_k(v, m, n, k, sms))
+    bm, bn = tile(best)
+    cluster = cluster_of(best)
+    units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
+    margin = STREAM_K_MARGIN_EVEN if is_even_launch(
+        units, math.ceil(k / K_BLOCK), sms // cluster, best) else STREAM_K_MARGIN
     if max(estimate_time_stream_k(best, m, n, k, sms), FLOOR_S) < \
-            STREAM_K_MARGIN * max(estimate(plain, m, n, sms, k), FLOOR_S):
-        bm, bn = tile(best)
-        cluster = cluster_of(best)
-        units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
+            margin * max(estimate(plain, m, n, sms, k), FLOOR_S):
         if share_fixup(units, math.ceil(k / K_BLOCK), sms // cluster):
             return f"{best}_streamk_share"
         return f"{best}_streamk"
