@@ -11,8 +11,11 @@ the CTA reduces through shared memory). A CTA per row takes its rows
 through a ring of shared-memory stages (``RowRing``: a producer warp
 bulk-copies the next rows while the row's threads reduce and store this
 one) where ``ring_stages`` says so, a row longer than 512 threads hold
-in parts. The kernel is built per row length N,
-so only a ragged last chunk is masked.
+in parts. A row longer than 48 KiB is split over a cluster of two or four
+CTAs (``row_cluster``), each taking its slice of every row through its
+own ring, the row's max and sum exchanged through distributed shared
+memory. The kernel is built per row length N, so only a ragged last chunk
+is masked.
 
 ``build(n, dtype)`` returns the Kernel; ``softmax(x)`` runs it on a torch
 tensor (building and compiling it on first use where MLIR is installed);
@@ -29,7 +32,7 @@ LOG2_E = 1.4426950408889634
 
 
 def build(n=4096, dtype="bf16", threads=None, stages=None, stream=None, parts=None,
-          store=None, cluster=None, stats=False, chip="sm_90a", name=None):
+          store=None, cluster=None, chip="sm_90a", name=None):
     """The softmax kernel for rows of ``n`` elements (default 4096) of ``dtype``:
     parameters ``(src, dst, m)``, any grid (a grid-stride loop over the
     ``m`` rows); ``threads`` per row (of a part) defaults to ``row_threads``,
@@ -40,10 +43,12 @@ def build(n=4096, dtype="bf16", threads=None, stages=None, stream=None, parts=No
     registers; by default for a row in parts, whose exponentials do not
     fit. On an H200 (bf16, benchmarks/rows/bench_rows.py --alt) holding
     them was as fast or faster from 12288 to 32768 columns (16384: 0.91
-    of a copy's bandwidth held, 0.88 streamed)."""
+    of a copy's bandwidth held, 0.88 streamed). ``cluster``: CTAs a row
+    is split over (default ``row_cluster`` when no plan is asked for; 1:
+    the row in one CTA). ``store="bulk"``: the output over the row in its
+    stage, bulk-copied out by the producer (measured, off by default:
+    RowRing)."""
     from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel, RowRing, row_cluster, row_plan
-    from pipeline_mlir.kernel.row_ring import RING_BYTES
-    from pipeline_mlir.kernel.rows import TARGET_VALUES
 
     if cluster is None:
         cluster = row_cluster(n, dtype) if threads is None and stages is None and \
@@ -63,19 +68,14 @@ def build(n=4096, dtype="bf16", threads=None, stages=None, stream=None, parts=No
     # A warp per row: 4 warps per CTA, 4 rows at once; a CTA per row: the
     # row's threads, and with a ring a producer warp.
     block = 128 if rows.per_warp else RowRing.block_threads(rows) if stages else rows.threads
-    # a cluster's slices whose rings fit two per SM, of at most 32 values per
-    # thread: registers for two CTAs (ptxas would take a few more, and the
-    # SM one CTA)
-    two = cluster > 1 and stages * rows.n * rows.elem_bytes * parts <= RING_BYTES and \
-        rows.count <= TARGET_VALUES
     k = Kernel(name or f"row_softmax_{dtype}_{n}", chip=chip, block_dim=block,
-               cluster_dim=cluster if cluster > 1 else None, min_ctas_per_sm=2 if two else None,
+               cluster_dim=cluster if cluster > 1 else None,
                params={"src": GlobalPtr(), "dst": GlobalPtr(), "m": Int32()})
     with k:
         src, dst, m = k.args
         if stages:
             ring = RowRing(rows, k, stages, parts, store=store or "global", cluster=cluster,
-                           exchanges=2, stats=stats)
+                           exchanges=2)
             ring.produce(src, m, dst=dst)        # the producer warp: rows into the ring
             with ring.consumers():
                 for row, stage in ring.rows(m):
@@ -89,24 +89,17 @@ def build(n=4096, dtype="bf16", threads=None, stages=None, stream=None, parts=No
                 _softmax_row(rows, rows.load(src, row, fill=float("-inf")), dst, row)
     k.rows, k.parts, k.stages, k.stream = rows, parts, stages, stream
     k.store = ring.store_kind if stages else "global"
-    k.cluster, k.stats = cluster, bool(stages and ring.stats)
+    k.cluster = cluster
     return k
 
 
 def _softmax_row(rows, x, dst, row, stage=None):
     """Store the softmax of the row ``x`` (its out-of-row values -inf),
-    through ``stage`` (a ring's) where given. A slice of a row over a
-    cluster that exchanges only the statistics: this slice's max and sum,
-    then the row's in one exchange, and the slice rescaled."""
-    from pipeline_mlir.kernel.rows import exp2, reciprocal
+    through ``stage`` (a ring's) where given."""
+    from pipeline_mlir.kernel.rows import reciprocal
 
     top = x.max()
     p = x.fma(LOG2_E, -(top * LOG2_E)).exp2()     # exp2((x - max) log2 e)
-    if stage is not None and stage.ring.stats:
-        big, total = stage.ring.exchange_stats(top, p.sum(), LOG2_E)
-        factor = exp2(top * LOG2_E - big * LOG2_E) * reciprocal(total)
-        stage.store(p * factor, dst, row)
-        return
     (stage or rows).store(p * reciprocal(p.sum()), dst, row)
 
 

@@ -72,8 +72,7 @@ def _variants(module, n, alt):
         # the default splits the row over a cluster: the whole row in one
         # CTA (the plan below), and other cluster sizes and ways
         c = row_cluster(n, "bf16")
-        out += [{"cluster": 1}, {"stream": True}, {"stats": True},
-                {"stats": True, "stream": True}]
+        out += [{"cluster": 1}, {"stream": True}]
         out += [{"cluster": o} for o in (2, 4) if o != c and row_cluster_fits(n, o)]
         out += [{"cluster": o, "stream": True} for o in (2, 4)
                 if o != c and row_cluster_fits(n, o)]
@@ -129,7 +128,7 @@ def _name(op, n, kw):
               "store": lambda v: {"global": "_st", "bulk": "_bulk",
                                   "bulk_evict_first": "_bulkef"}[v],
               "load_hint": lambda v: {"evict_first": "_ldef", "nc256": "_ldnc"}[v],
-              "cluster": lambda v: f"_c{v}", "stats": lambda v: "_stats"}
+              "cluster": lambda v: f"_c{v}"}
     return f"{op}_bf16_{n}" + "".join(suffix[key](v) for key, v in kw.items())
 
 
@@ -167,8 +166,8 @@ def _compile(k, load_hint=None):
 
     ptx = k.to_ptx()
     if load_hint == "nc256":      # rows loaded into registers: the read-only path, 256-byte fetches
-        ptx, hits = re.subn(r"\bld\.global\.v4\.b32", "ld.global.nc.L1::no_allocate.L2::256B.v4.b32",
-                            ptx)
+        ptx, hits = re.subn(r"\bld\.global\.v4\.b32",
+                            "ld.global.nc.L1::no_allocate.L2::256B.v4.b32", ptx)
         return _assemble(k, ptx, hits)
     ptx, hits = re.subn(
         rf"^(\s*){re.escape(BULK_LOAD)} (\[[^\]]+\], \[[^\]]+\], [^,]+, \[[^\]]+\]);",

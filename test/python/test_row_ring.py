@@ -197,11 +197,11 @@ def test_meta_records_the_ring():
 # -- rows over a cluster ------------------------------------------------------------------
 
 def test_rows_past_48_kib_split_over_a_cluster():
-    # below 48 KiB: one CTA per row; from it the fewest CTAs (2, 4) whose
+    # up to 48 KiB: one CTA per row; past it the fewest CTAs (2, 4) whose
     # slices are at most 40 KiB of whole 16-byte vectors
-    assert [row_cluster(n) for n in (4096, 20000, 24568)] == [1, 1, 1]
-    assert [row_cluster(n) for n in (24576, 24584, 32768, 40000, 49152, 65536, 81920)] == \
-        [2, 1, 2, 2, 4, 4, 4]
+    assert [row_cluster(n) for n in (4096, 20000, 24576)] == [1, 1, 1]
+    assert [row_cluster(n) for n in (24584, 32768, 40000, 49152, 65536, 81920)] == \
+        [1, 2, 2, 4, 4, 4]
     assert row_cluster(32776) == 1 and row_cluster(40001) == 1      # slices not of 16 bytes
     assert row_cluster(131072) == 1             # slices of 64 KiB: one CTA, in parts
     assert row_cluster(16384, "f32") == 2 and row_cluster(65536, "f32") == 1
@@ -210,14 +210,13 @@ def test_rows_past_48_kib_split_over_a_cluster():
     assert (k.cluster, k.rows.n, k.parts, k.stages, k.stream) == (2, 16384, 1, 3, False)
     assert k.cluster_dim == (2, 1, 1)
     assert row_softmax.build(32768, stages=3).cluster == 1          # a plan asked for: none
-    # slices of at most 32 values per thread whose rings fit two per SM ask
-    # ptxas for registers for two CTAs; 40000's slices (40 values) do not
-    assert k.min_ctas_per_sm == 2 and row_softmax.build(65536).min_ctas_per_sm == 2
-    k = row_softmax.build(40000)
-    assert (k.cluster, k.rows.n, k.min_ctas_per_sm) == (2, 20000, None)
+    # no .minnctapersm: ptxas picks 56 registers anyway (two CTAs per SM),
+    # and with min_ctas_per_sm=2 the same kernel ran at 0.83 of copy, 0.92
+    # without (benchmarks/rows/results/h200-run4)
+    assert k.min_ctas_per_sm is None and ".minnctapersm" not in k.to_ptx()
 
 
-@pytest.mark.parametrize("n,cluster", [(24576, 2), (32768, 2), (65536, 4)])
+@pytest.mark.parametrize("n,cluster", [(32768, 2), (65536, 4)])
 def test_cluster_softmax_instructions(n, cluster):
     """Each CTA bulk-copies its slice (at its rank's offset) and stores it;
     per row two exchanges (the max, the sum): one arrive that expects the
@@ -234,7 +233,8 @@ def test_cluster_softmax_instructions(n, cluster):
     assert count(r"st\.global[.\w]*\.v4", ptx) == rows.chunks
     assert count(rf"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[%r\d+\], {4 * others};",
                  ptx) == 2
-    assert count(r"st\.async\.shared::cluster\.mbarrier::complete_tx::bytes\.f32", ptx) == 2 * others
+    st_async = r"st\.async\.shared::cluster\.mbarrier::complete_tx::bytes\.f32"
+    assert count(st_async, ptx) == 2 * others
     assert count(r"mapa\.shared::cluster\.u32", ptx) == 4 * others
     assert count(r"barrier\.cluster\.arrive;", ptx) == 2
     assert count(r"fence\.mbarrier_init\.release\.cluster", ptx) >= 1

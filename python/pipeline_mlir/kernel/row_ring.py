@@ -39,6 +39,28 @@ and releases them all after it. The ring holds a row and a part of the
 next (``parts + 1`` stages at least), so the next row's copy overlaps
 this row's work.
 
+A row longer than ``CLUSTER_ABOVE_BYTES`` (48 KiB) runs best split over a
+cluster (:func:`row_cluster`: 2 or 4 CTAs, ``RowRing(..., cluster=c,
+exchanges=e)`` in a kernel of ``cluster_dim=c``): each CTA takes its slice
+of every row (rank ``r``: columns ``r * n / c`` on) through its own ring,
+and each block reduction of a row is followed by an exchange
+(:meth:`RowRing.exchange`): one thread writes the CTA's value to its own
+slot and sends it to the other CTAs' slots with ``st.async`` (4 bytes,
+completing on their barrier), every thread waits for the others' bytes
+and folds the slots in rank order, so every CTA gets the same bits. A
+barrier and slots per row parity let a CTA run a row ahead of the others.
+The protocol checker and the simulator do not model these hand-driven
+barriers (the pipeline's are checked as before); the GPU suite checks the
+values. The grid is whole clusters (``rows_host.grid_for``: at most
+``cuOccupancyMaxActiveClusters``).
+
+``store="bulk"`` (measured, off by default): the consumers write a row's
+output over the row in its stage (each thread its own values), fence it
+for the async proxy and release; the producer bulk-copies the stage out
+(``cp.async.bulk.global.shared::cta``, waited until read) before it
+reloads it, and the last stages after its tail. The simulator, whose
+stages are whole buffers, reports the in-place write as an overwrite.
+
 Both loops visit the rows ``blockIdx.x, blockIdx.x + gridDim.x, ...``
 below ``m`` (:meth:`Rows.grid_stride`'s order for a CTA per row). The
 consumers' block reductions synchronise on a named barrier of their
@@ -75,29 +97,30 @@ MAX_STAGES = 4
 RING_FROM_BYTES = 16 * 1024
 
 
-# Rows of CLUSTER_FROM_BYTES and more are split over a cluster of CTAs,
+# Rows longer than CLUSTER_ABOVE_BYTES are split over a cluster of CTAs,
 # each taking its slice of every row through its own ring (at most
 # SLICE_BYTES: the fewest CTAs, 2 or 4, that get there), the row's max and
 # sum combined through distributed shared memory. On an H200
 # (benchmarks/rows/bench_rows.py --alt, bf16 softmax, fraction of a
-# copy's bandwidth, benchmarks/rows/results/h200-run4) a CTA with its
+# copy's bandwidth; benchmarks/rows/results/h200-run4) a CTA with its
 # whole row in the ring ran at 0.89-0.93 for 16 KiB to 40 KB rows but at
-# 0.84-0.88 for 48 KiB to 128 KiB rows; over clusters the 48 KiB rows ran
-# at 0.90 (two CTAs, 24 KiB slices), 64 KiB and 80 KB at 0.90-0.92 (two),
-# 128 KiB at 0.87-0.88 (four; two: 0.85-0.86).
-CLUSTER_FROM_BYTES = 48 * 1024
+# 0.83-0.87 for 48 KiB to 128 KiB rows; over clusters 64 KiB rows ran at
+# 0.90-0.92 (two CTAs, 32 KiB slices), 80 KB rows at 0.90-0.91 (two), 128
+# KiB rows at 0.87-0.88 (four; two: 0.85-0.86). The 48 KiB rows over two
+# ran at 0.87 and 0.90 in two processes: not enough to move the line.
+CLUSTER_ABOVE_BYTES = 48 * 1024
 SLICE_BYTES = 40 * 1024
 CLUSTER_SIZES = (2, 4)
 
 
 def row_cluster(n, dtype="bf16"):
-    """CTAs of the cluster a row of ``n`` elements is split over: 1 below
-    ``CLUSTER_FROM_BYTES``, else the fewest of ``CLUSTER_SIZES`` whose
+    """CTAs of the cluster a row of ``n`` elements is split over: 1 up to
+    ``CLUSTER_ABOVE_BYTES``, else the fewest of ``CLUSTER_SIZES`` whose
     slices (``n / cluster`` elements) are at most ``SLICE_BYTES``, whole
     16-byte vectors, and take a ring of whole slices (``row_plan``); 1
     when none does (the row stays in one CTA, in parts)."""
     eb = _bytes(dtype, "row_cluster")
-    if n * eb < CLUSTER_FROM_BYTES:
+    if n * eb <= CLUSTER_ABOVE_BYTES:
         return 1
     for c in CLUSTER_SIZES:
         if n % c or (n // c) * eb > SLICE_BYTES or (n // c) * eb % ACCESS_BYTES:
@@ -215,7 +238,7 @@ class RowRing:
     STORES = ("global", "bulk", "bulk_evict_first")
 
     def __init__(self, rows, k, stages=None, parts=1, name="row ring", store="global",
-                 cluster=1, exchanges=0, stats=False):
+                 cluster=1, exchanges=0):
         from ..pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                 PipelineTmaAsync)
 
@@ -267,18 +290,15 @@ class RowRing:
         self.reductions = NamedBarrier(num_threads=rows.threads)
         rows._rings[k] = self
         self.exchanges, self._site, self._j = 0, 0, None
-        # with a cluster: each block reduction exchanged (``exchange``), or
-        # only the softmax's statistics, once per row (``exchange_stats``)
-        self.stats = bool(stats) and cluster > 1
         if cluster > 1:
-            self._cluster_init(1 if self.stats else exchanges, name)
+            self._cluster_init(exchanges, name)
 
     def _cluster_init(self, exchanges, name):
-        """A row split over the cluster: per exchange of a row (``exchanges``
-        of them) and per row parity, two f32 slots per CTA and an mbarrier
+        """A row split over the cluster: per reduction of a row (``exchanges``
+        of them) and per row parity, one f32 slot per CTA and an mbarrier
         that completes when the other CTAs' values landed (``st.async``,
-        4 or 8 bytes each); initialised, fenced and made visible to the
-        cluster (``barrier.cluster``) before any CTA sends."""
+        4 bytes each); initialised, fenced and made visible to the cluster
+        (``barrier.cluster``) before any CTA sends."""
         from mlir.dialects import nvvm
 
         from ..pipeline import Agent, CooperativeGroup
@@ -290,7 +310,7 @@ class RowRing:
             raise ValueError(f"RowRing: a row split over a cluster needs exchanges >= 1 (its "
                              f"reductions per row), got {exchanges!r}")
         self.exchanges = exchanges
-        self.slots = k.smem_alloc(8 * self.cluster * 2 * exchanges, align=16,
+        self.slots = k.smem_alloc(4 * self.cluster * 2 * exchanges, align=16,
                                   name=f"{name} cluster slots")
         bars = k.alloc_barriers(2 * exchanges, name=f"{name} cluster barriers")
         with _unmodelled():
@@ -308,87 +328,58 @@ class RowRing:
     def _rank(self):
         return self.k.cluster_cta_rank()
 
-    def _exchange(self, values):
-        """``values`` (one or two f32, the same in every consumer thread) of
-        every CTA of the cluster, by rank: one thread writes them to its own
-        slots (ordered before the waiters' reads by its arrive's release),
-        arms this CTA's barrier for the other CTAs' bytes and sends them to
-        each other CTA (``st.async``, completing on that CTA's barrier);
-        every thread waits and reads the slots."""
+    def exchange(self, value, fn):
+        """The row's ``fn`` over the cluster's CTAs of ``value`` (this CTA's
+        block-reduced f32, the same in every consumer thread): one thread
+        sends it to every other CTA's slot (``st.async``, completing on that
+        CTA's barrier) and arms this CTA's barrier for theirs; every thread
+        waits, reads the slots and combines them in rank order (every CTA
+        gets the same bits)."""
         from .memory import load as _load
         from .memory import store as _store
         from .values import to_value
 
-        k, c, w = self.k, self.cluster, len(values)
+        k, c = self.k, self.cluster
         site = self._site
         if site >= self.exchanges:
-            raise ValueError(f"RowRing: {site + 1} exchanges per row over the cluster; the "
+            raise ValueError(f"RowRing: {site + 1} reductions per row over the cluster; the "
                              f"ring was built for exchanges={self.exchanges}")
         self._site += 1
         j = self._j
         idx = (j % 2) * self.exchanges + site
         phase = (j // 2) % 2
         rank = self._rank()
-        slots = self.slots + idx * (8 * c)
+        slots = self.slots + idx * (4 * c)
         bar = self.xbar.get_barrier(idx)
         i32t = ir.IntegerType.get_signless(32)
-        fs = [to_value(v) for v in values]
+        f = to_value(value)
 
         def addr(p):
             return llvm.ptrtoint(i32t, to_value(p))
 
-        mine = slots + rank * 8
-        vec = ".v2" if w == 2 else ""
-        data = "{$2, $3}" if w == 2 else "$2"
+        mine = slots + rank * 4
         with k.if_(k.linear_thread_idx() == 0):
-            for i, f in enumerate(fs):
-                _store(f, mine, i)
+            # its own slot (ordered before the waiters' reads by the arrive's
+            # release), the barrier armed for the others' bytes, then theirs
+            _store(f, mine, 0)
             llvm.inline_asm(None, [addr(bar)],
-                            f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], "
-                            f"{4 * w * (c - 1)};", "r", has_side_effects=True)
+                            f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], {4 * (c - 1)};",
+                            "r", has_side_effects=True)
             for d in range(1, c):
                 peer = (rank + d) % c
                 llvm.inline_asm(
-                    None, [addr(mine), addr(bar), *fs, to_value(peer)],
-                    f"{{ .reg .b32 ra, rb; mapa.shared::cluster.u32 ra, $0, ${2 + w}; "
-                    f"mapa.shared::cluster.u32 rb, $1, ${2 + w}; "
-                    f"st.async.shared::cluster.mbarrier::complete_tx::bytes{vec}.f32 [ra], "
-                    f"{data}, [rb]; }}", "r,r," + "f," * w + "r", has_side_effects=True)
+                    None, [addr(mine), addr(bar), f, to_value(peer)],
+                    "{ .reg .b32 ra, rb; mapa.shared::cluster.u32 ra, $0, $3; "
+                    "mapa.shared::cluster.u32 rb, $1, $3; "
+                    "st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [ra], $2, [rb]; }",
+                    "r,r,f,r", has_side_effects=True)
         with _unmodelled():
             self.xbar.wait(idx, phase)
-        return [[_load(slots, fs[0].type, 2 * r + i) for i in range(w)] for r in range(c)]
-
-    def exchange(self, value, fn):
-        """The row's ``fn`` over the cluster's CTAs of ``value`` (this CTA's
-        block-reduced f32), folded in rank order: every CTA gets the same
-        bits. Rows.allreduce calls it after each block reduction (unless
-        the ring exchanges only the statistics)."""
-        got = self._exchange([value])
-        out = got[0][0]
-        for (v,) in got[1:]:
+        vals = [_load(slots, f.type, r) for r in range(c)]     # rank order: the same bits
+        out = vals[0]
+        for v in vals[1:]:
             out = fn(out, v)
         return out
-
-    def exchange_stats(self, m, s, scale):
-        """The row's softmax statistics ``(M, S)`` from each CTA's ``(m, s)``
-        (its slice's maximum and sum of ``exp2((x - m) * scale)``), in one
-        exchange: ``M`` the largest ``m``, ``S`` the sum of ``s * exp2((m -
-        M) * scale)``, in rank order (the same bits in every CTA); f32
-        Scalars."""
-        from .fragment import exp2
-        from .values import Scalar
-
-        got = self._exchange([m, s])
-        top = got[0][0]
-        for r in range(1, len(got)):
-            top = arith.maxnumf(top, got[r][0])
-        c_scale = arith.constant(ir.F32Type.get(), float(scale))
-        neg = arith.negf(arith.mulf(top, c_scale))
-        total = None
-        for mr, sr in got:
-            t = arith.mulf(sr, exp2(llvm.intr_fma(mr, c_scale, neg)))
-            total = t if total is None else arith.addf(total, t)
-        return Scalar(top), Scalar(total)
 
     @property
     def row_bytes(self):
@@ -628,10 +619,7 @@ class RowStage:
         running = None
         for part in range(self.parts):
             running = self.load(part, float("-inf")).max_sum_exp2(scale, running)
-        top, total = self.rows.max_sum_exp2(*running, scale)
-        if self.ring.stats:                  # this slice's, then the cluster's
-            return self.ring.exchange_stats(top, total, scale)
-        return top, total
+        return self.rows.max_sum_exp2(*running, scale)
 
     def max(self, fn=None, fill=float("-inf")):
         """The row's maximum (of ``fn`` of its values) over every part."""

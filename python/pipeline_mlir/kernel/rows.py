@@ -399,7 +399,7 @@ class Rows:
         # The next reduction rewrites this buffer: no warp may write it
         # before every warp has read this one's values.
         sync()
-        if ring is not None and ring.cluster > 1 and not ring.stats:   # a row over a cluster
+        if ring is not None and ring.cluster > 1:   # a row split over a cluster
             out = ring.exchange(out, fn)
         return out
 
