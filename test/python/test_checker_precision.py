@@ -165,8 +165,9 @@ def produce_guarded_prologue(k, pipeline, n):
 
 def produce_commit_in_loop_variable_branch(k, pipeline, n):
     # Two stages per iteration of `range(0, n, 2)`, the second under
-    # `t + 1 < n` (odd n): a loop of step 2 is not counted by the branch
-    # rule, and the counts agree for every n.
+    # `t + 1 < n` (odd n): the branch holds on ceildiv(n - 1, 2) of the
+    # loop's ceildiv(n, 2) iterations, and ceildiv(n, 2) + ceildiv(n - 1, 2)
+    # = n for every n (no launch values make the counts differ).
     state = make_pipeline_state(PipelineUserType.Producer, STAGES)
     for t, _ in k.range(0, n, 2, carry=[state]):
         pipeline.producer_acquire(state)

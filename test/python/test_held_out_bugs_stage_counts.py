@@ -32,7 +32,8 @@ count, is now counted over the period
 (*) found by the simulator only before: a loop from a constant start S >= 2
 to a run-time bound is counted max(0, n - S), so an unguarded prologue of S
 stages counts S + max(0, n - S); a verb under `t + 1 < n` (any `a * i + b
-<cmp> c`, a = +-1) is counted on the iterations the branch holds
+<cmp> c`, in a loop of constant step) is counted on the iterations the
+branch holds
 (test/Dialect/Pipeline/VerifyProtocol/stage-balance-prologue.mlir); the
 roles of a per-CTA ring (no multicast, no CTA pair) are placed per CTA rank
 of the cluster, and a CTA whose consumers wait with no producer is refused

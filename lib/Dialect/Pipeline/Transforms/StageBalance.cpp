@@ -13,7 +13,8 @@
 // `ceildiv(ub - lb, step)`; a branch on a kernel argument multiplies each
 // side by the condition's indicator ([c] and 1 - [c]); a branch on the loop
 // variable (a peeled first or last iteration: `i == 0`, `i + 1 < n`, any
-// `a * i + b <cmp> c` with a = 1 or -1) counts the iterations that take it.
+// `a * i + b <cmp> c` in a loop of constant step) counts the iterations that
+// take it.
 // A loop from a constant start of 2 or more to a run-time bound (after a
 // prologue of S stages) runs max(0, n - S) times, not n - S: with n < S the
 // prologue's stages are more than the consumer takes (tripCount). The roles of a side must cover the other side's stages: every
@@ -339,11 +340,11 @@ private:
     return Poly::atom(atoms.get(key, a));
   }
 
-  /// `a * iv + b <pred> c` with a = 1 or -1, for the innermost loop around
-  /// the branch whose variable the condition reads (step 1; b and c not
-  /// depending on loop variables): `t + 1 < n` is `t < n - 1`, `n > t` is
-  /// `t < n`. The iterations that take the then branch, as an atom its loop
-  /// closes.
+  /// `a * iv + b <pred> c` for the innermost loop around the branch whose
+  /// variable the condition reads (a constant step; b and c not depending
+  /// on loop variables): `t + 1 < n` is `t < n - 1`, `n > t` is `t < n`;
+  /// other a and steps: scaledLoopIndicator. The iterations that take the
+  /// then branch, as an atom its loop closes.
   std::optional<Poly> loopIndicator(scf::IfOp ifOp) {
     auto cmp = ifOp.getCondition().getDefiningOp<arith::CmpIOp>();
     if (!cmp)
@@ -366,9 +367,12 @@ private:
         break;
       }
     }
-    if (!loop || (coeff != 1 && coeff != -1) ||
-        getConstantInt(loop.getStep()) != 1)
+    std::optional<int64_t> step =
+        loop ? getConstantInt(loop.getStep()) : std::nullopt;
+    if (!loop || !step || *step <= 0)
       return std::nullopt;
+    if ((coeff != 1 && coeff != -1) || *step != 1)
+      return scaledLoopIndicator(ifOp, loop, diff, iv, coeff, *step, pred);
     Poly rest = diff - Poly::atom(iv).scaled(coeff);
     // a = 1: iv pred -rest; a = -1: rest pred iv, i.e. iv swapped-pred rest.
     Poly bound = coeff == 1 ? rest.scaled(-1) : rest;
@@ -417,6 +421,76 @@ private:
     } else {
       constraints.push_back(n);
       constraints.push_back(ub - lb - n);
+    }
+    std::string key = "iv" + std::to_string(reinterpret_cast<uintptr_t>(
+                                 ifOp.getCondition().getAsOpaquePointer()));
+    Atom a{AtomKind::IvCount, "[" + printPoly(n, atoms) + " iterations]"};
+    a.loop = loop;
+    a.count = n;
+    return Poly::atom(atoms.get(key, a));
+  }
+
+  /// `a * iv + rest <pred> 0` in a loop of constant step s, for any a != 0:
+  /// `2 * i + 1 < n`, or `i + 1 < n` in `range(0, n, 2)`. The condition is
+  /// `a' * iv < R` or its negation; `iv < ceildiv(R, a')` for a' > 0,
+  /// `iv >= floordiv(-R, -a') + 1` for a' < 0; with iv = lb + s * j, the
+  /// iterations below a bound B are ceildiv(B - lb, s). Constant bounds are
+  /// counted by running the loop; eq / ne are counted there only.
+  std::optional<Poly> scaledLoopIndicator(scf::IfOp ifOp, scf::ForOp loop,
+                                          const Poly &diff, unsigned iv,
+                                          int64_t coeff, int64_t step,
+                                          arith::CmpIPredicate pred) {
+    using P = arith::CmpIPredicate;
+    Poly rest = diff - Poly::atom(iv).scaled(coeff);
+    Poly lb = canon.get(loop.getLowerBound());
+    Poly ub = canon.get(loop.getUpperBound());
+    for (const Poly *p : {&rest, &lb, &ub})
+      if (polyHas(*p, atoms, [](const Atom &x) { return x.loopVar || x.thread; }))
+        return std::nullopt;
+    Poly n;
+    std::optional<int64_t> cr = rest.getConstant(), cl = lb.getConstant(),
+                           cu = ub.getConstant();
+    if (cr && cl && cu) {
+      if ((*cu - *cl) / step > (int64_t(1) << 16))
+        return std::nullopt;
+      int64_t count = 0;
+      for (int64_t x = *cl; x < *cu; x += step) {
+        int64_t v = coeff * x + *cr;
+        bool holds = false;
+        switch (pred) {
+        case P::eq: holds = v == 0; break;
+        case P::ne: holds = v != 0; break;
+        case P::slt: case P::ult: holds = v < 0; break;
+        case P::sle: case P::ule: holds = v <= 0; break;
+        case P::sgt: case P::ugt: holds = v > 0; break;
+        case P::sge: case P::uge: holds = v >= 0; break;
+        }
+        count += holds;
+      }
+      n = Poly::constant(count);
+    } else {
+      int64_t a;
+      Poly r;
+      switch (pred) {
+      case P::slt: case P::ult: a = coeff; r = rest.scaled(-1); break;
+      case P::sle: case P::ule:
+        a = coeff; r = rest.scaled(-1) + Poly::constant(1); break;
+      case P::sgt: case P::ugt: a = -coeff; r = rest; break;
+      case P::sge: case P::uge:
+        a = -coeff; r = rest + Poly::constant(1); break;
+      default:
+        return std::nullopt;
+      }
+      // a * iv < r: iv < bound (a > 0), or iv >= bound (a < 0).
+      bool below = a > 0;
+      Poly bound = below ? canon.divide(r, a, /*ceil=*/true)
+                         : canon.divide(r.scaled(-1), -a, /*ceil=*/false) +
+                               Poly::constant(1);
+      Poly first = canon.divide(bound - lb, step, /*ceil=*/true);
+      Poly trips = canon.divide(ub - lb, step, /*ceil=*/true);
+      n = below ? first : trips - first;
+      constraints.push_back(n);
+      constraints.push_back(trips - n);
     }
     std::string key = "iv" + std::to_string(reinterpret_cast<uintptr_t>(
                                  ifOp.getCondition().getAsOpaquePointer()));
@@ -822,7 +896,15 @@ private:
     std::optional<Witness> w = findWitness(p, c, counter.constraints, atoms);
     if (!w)
       w = first;
-    InFlightDiagnostic diag = blame->firstOp[cs_]->emitError();
+    // A producer count with a loop from a constant start (an unguarded
+    // prologue before `range(S, n)`) that the consumer's lacks: the error
+    // goes on the producer's first verb, the prologue the user must guard.
+    auto hasClip = [&](const Poly &q) {
+      return polyHas(q, atoms, [](const Atom &a) { return a.clipped; });
+    };
+    bool atProducer = hasClip(p) && !hasClip(c);
+    Operation *at = atProducer ? prod->firstOp[ps_] : blame->firstOp[cs_];
+    InFlightDiagnostic diag = at->emitError();
     diag << describe(pipe) << ": " << describeRole(*prod, "producer") << " "
          << does(ps_) << " " << stagesOf(p, atoms) << ", "
          << describeRole(*blame, "consumer") << " " << does(cs_) << " "
@@ -854,8 +936,12 @@ private:
               "prologue step with the trip count, `if n > i`)";
     else
       diag << " (give both roles the same loop bounds)";
-    diag.attachNote(prod->firstOp[ps_]->getLoc())
-        << "the producer " << does(ps_) << " here";
+    if (atProducer)
+      diag.attachNote(blame->firstOp[cs_]->getLoc())
+          << "the consumer " << does(cs_) << " here";
+    else
+      diag.attachNote(prod->firstOp[ps_]->getLoc())
+          << "the producer " << does(ps_) << " here";
     noteRole(diag, *blame, "the consumer role");
     noteRole(diag, *prod, "the producer role");
     noteCreate(diag, pipe);
