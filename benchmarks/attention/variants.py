@@ -158,7 +158,15 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
                         "px5rsmpd2pm": dict(exp2_poly=5, row_sum_mma=True, exp2_poly_degree=2,
                                             p_pack_merge=True),
                         "px6rsmpd2pm": dict(exp2_poly=6, row_sum_mma=True, exp2_poly_degree=2,
-                                            p_pack_merge=True)},
+                                            p_pack_merge=True),
+                        # Where the caller takes no LSE (run 10; the op's
+                        # ``fp8nolse`` configurations): the row sum on the
+                        # tensor pipe with the degree-2 polynomial, 3, 4 or
+                        # 5 of 16 by it, with and without the packing as
+                        # halves (on the mode's rescale threshold).
+                        **{f"rsmpx{n}{'pm' if pm else ''}": dict(
+                            exp2_poly=n, row_sum_mma=True, exp2_poly_degree=2, p_pack_merge=pm)
+                           for n in (3, 4, 5) for pm in (False, True)}},
                   256: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS),
                         "hw": dict(hold_pv_wait=True, exp2_poly=0, **NO_RS),
                         "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0, **NO_RS),
@@ -173,24 +181,30 @@ BF16_CANDIDATES = {"hw": dict(hold_pv_wait=True)}
 
 def fp8_variants():
     """[(tag, AttentionConfig, persistent)]: the FP8 forward's
-    configurations (``fp8 d<d>[ causal]``), its candidates
-    (``fp8cand d<d>[ causal] <name>``), the bf16 'best' ones of head dims
+    configurations (``fp8 d<d>[ causal]``; ``fp8nolse d<d>[ causal]`` the
+    op's where the caller takes no LSE, for the head dims that have one),
+    its candidates (``fp8cand d<d>[ causal] <name>``, on top of the LSE
+    configuration; none equal to either), the bf16 'best' ones of head dims
     128 and 256, the peer of run_attention_fp8.py, and their candidates
     (``bf16cand ...``)."""
     from dataclasses import replace
 
     from attention_fwd import AttentionConfig
 
-    from pipeline_mlir.ops.attention_fp8_configs import VARIANTS as FP8
+    from pipeline_mlir.ops.attention_fp8_configs import HEAD_DIMS, variant
 
     out = []
-    for name, over in FP8.items():
-        cfg = AttentionConfig(**over, dtype="e4m3")
-        c = " causal" if cfg.causal else ""
-        out.append((f"fp8 d{cfg.head_dim}{c}", cfg, True))
-        out += [(f"fp8cand d{cfg.head_dim}{c} {n}", replace(cfg, **o), True)
-                for n, o in FP8_CANDIDATES[cfg.head_dim].items()
-                if replace(cfg, **o) != cfg]
+    for d in HEAD_DIMS:
+        for causal in (False, True):
+            c = " causal" if causal else ""
+            cfg = AttentionConfig(**variant(d, causal)[1], dtype="e4m3")
+            nolse = AttentionConfig(**variant(d, causal, lse=False)[1], dtype="e4m3")
+            out.append((f"fp8 d{d}{c}", cfg, True))
+            if nolse != cfg:
+                out.append((f"fp8nolse d{d}{c}", nolse, True))
+            out += [(f"fp8cand d{d}{c} {n}", replace(cfg, **o), True)
+                    for n, o in FP8_CANDIDATES[d].items()
+                    if replace(cfg, **o) not in (cfg, nolse)]
     for tag, cfg, p in variants(quick=True):
         if cfg.head_dim in (128, 256):
             out.append((tag, cfg, p))

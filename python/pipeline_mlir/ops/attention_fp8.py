@@ -13,7 +13,11 @@ no host sync). The result is attention of the dequantized inputs::
     O = softmax(softmax_scale * (q_descale Q8)(k_descale K8)^T [+ causal]) (v_descale V8)
 
 ``o`` is bfloat16 with q's shape; ``lse`` (``return_lse=True``) is (batch,
-heads, seqlen_q) float32, natural log. ``causal`` is bottom-right aligned
+heads, seqlen_q) float32, natural log. Without ``return_lse`` (the
+default) head dim 128 runs a faster kernel (P's row sum on the tensor
+pipe, over P as rounded to e4m3: O within the same bound, the LSE it
+would give not within 0.01), so O with and without ``return_lse`` may
+differ in the last bits. ``causal`` is bottom-right aligned
 and ``softmax_scale`` defaults to 1/sqrt(head_dim), as ``attention``'s.
 Forward only (no autograd).
 
@@ -42,10 +46,12 @@ from .attention_fp8_configs import DTYPE, HEAD_DIMS, VARIANTS, variant
 from .attention_fwd_host import AttentionFwd, fp8_v_operand
 
 
-def variant_attention_fp8(head_dim, causal, device=None):
-    """The loaded FP8 ``AttentionFwd`` of this head dim and causality."""
+def variant_attention_fp8(head_dim, causal, device=None, lse=True):
+    """The loaded FP8 ``AttentionFwd`` of this head dim and causality;
+    ``lse=False``: the configuration for callers that do not take the LSE
+    (``attention_fp8_configs.variant``)."""
     device = device or runtime.default_device()
-    name, overrides = variant(head_dim, causal)
+    name, overrides = variant(head_dim, causal, lse)
     return load_variant(name, overrides, DTYPE, "attention_fwd", device,
                         lambda image, meta, chip: AttentionFwd(image, meta, device=device),
                         op="pipeline_mlir.attention_fp8")
@@ -105,7 +111,10 @@ def attention_fp8(q, k, v, q_descale, k_descale, v_descale, causal=False,
         (q_descale, "q_descale"), (k_descale, "k_descale"), (v_descale, "v_descale")))
     if vt is None:
         vt = fp8_v_operand(v)
-    attn = variant_attention_fp8(q.shape[3], causal, runtime.default_device(q.get_device()))
+    # Without return_lse the d 128 kernel sums P on the tensor pipe (O holds
+    # its bound, the LSE it stores does not: attention_fp8_configs).
+    attn = variant_attention_fp8(q.shape[3], causal, runtime.default_device(q.get_device()),
+                                 lse=bool(return_lse))
     scale = 1.0 / math.sqrt(q.shape[3]) if softmax_scale is None else float(softmax_scale)
     o, lse = attn(q, k, vt, softmax_scale=scale, descales=descales)
     return (o, lse) if return_lse else o

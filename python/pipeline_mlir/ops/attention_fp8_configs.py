@@ -53,6 +53,22 @@ causal +2% to +10%) but is on in none: its sum is of P as rounded to e4m3,
 and on rows that few keys dominate (causal, 1000 and 4096 keys) the LSE
 was 0.019-0.021 off, over the check's 0.01 (O within its bound).
 
+Where the caller does not ask for the LSE (``attention_fp8``'s default,
+``return_lse=False``), d 128 runs its own configuration (``variant(d,
+causal, lse=False)``, names ending ``_nolse``, separate cache entries): the
+row sum on the tensor pipe (``row_sum_mma``). Its sum is of P as rounded
+to e4m3, the very weights P V multiplies V by, so O (P V over that sum)
+stays within the FP8 check's bound, while the LSE does not on rows that
+few keys dominate (the kernel still stores an LSE there; the op does not
+return it). Run 10 of docs/attention.md's "FP8 forward" (one H200
+machine, two passes): full on the LSE configuration's 5 of 16 and
+threshold, without the packing as halves (+7% at 8192, +10% at 16384
+over the LSE kernel; 937-945 TFLOP/s; 4 of 16 and the packing as halves
+not faster on both rows), causal on its 3 of 16 with the packing as
+halves (+5% and +6% to +8%; 793-858 TFLOP/s; ahead of 4 of 16 with the
+packing by 1.6-3.7% on both rows in both passes). At d 256 the LSE
+configurations serve both.
+
 P converted before the held wait (``double_p``, with ``hold_pv_wait``;
 run 7 of docs/attention.md's "FP8 forward", one H200 machine, two
 passes) is on in none: with no, 2, 3 or 4 of
@@ -70,16 +86,28 @@ TUNED_MODE = {(128, False): dict(exp2_poly=5, rescale_threshold=8.0, exp2_poly_d
                                  p_pack_merge=True),
               (128, True): dict(exp2_poly=3),
               (256, False): dict(exp2_poly=2, hold_pv_wait=True)}
+# (head dim, causal) -> overrides on top of TUNED and TUNED_MODE where the
+# caller does not ask for the LSE (run 10; the head dims not here: the
+# LSE configuration).
+TUNED_NO_LSE = {(128, False): dict(exp2_poly=5, row_sum_mma=True, exp2_poly_degree=2,
+                                   p_pack_merge=False),
+                (128, True): dict(exp2_poly=3, row_sum_mma=True, exp2_poly_degree=2,
+                                  p_pack_merge=True)}
 
 
-def variant(head_dim, causal):
+def variant(head_dim, causal, lse=True):
     """(name, AttentionConfig overrides, without the dtype) of the FP8
-    forward for this head dim and causality."""
+    forward for this head dim and causality; ``lse=False``: where the
+    caller does not ask for the LSE (``TUNED_NO_LSE``, name ``..._nolse``;
+    the LSE one where the head dim has none)."""
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"attention_fp8: head_dim must be one of {HEAD_DIMS}, got {head_dim}")
-    return (f"fp8_d{head_dim}{'c' if causal else ''}",
+    key = (head_dim, bool(causal))
+    no_lse = not lse and key in TUNED_NO_LSE
+    return (f"fp8_d{head_dim}{'c' if causal else ''}{'_nolse' if no_lse else ''}",
             {"head_dim": head_dim, "causal": bool(causal), **TUNED[head_dim],
-             **TUNED_MODE.get((head_dim, bool(causal)), {})})
+             **TUNED_MODE.get(key, {}), **(TUNED_NO_LSE[key] if no_lse else {})})
 
 
-VARIANTS = dict(variant(d, c) for d in HEAD_DIMS for c in (False, True))
+VARIANTS = dict(variant(d, c, lse) for d in HEAD_DIMS for c in (False, True)
+                for lse in (True, False))
