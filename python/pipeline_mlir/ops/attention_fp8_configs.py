@@ -49,7 +49,8 @@ packing alone was 6-9% behind there, the polynomial's degree 2 behind at
 The row sum of P on the tensor pipe (``row_sum_mma``) with the degree-2
 polynomial (``exp2_poly_degree=2``) was faster at d 128 (run 9 of
 docs/attention.md's "FP8 forward", one H200 machine: full +8% to +11%,
-causal +2% to +10%) but is on in none: its sum is of P as rounded to e4m3,
+causal +2% to +10%) but is on in none that returns the LSE: its sum is of P
+as rounded to e4m3,
 and on rows that few keys dominate (causal, 1000 and 4096 keys) the LSE
 was 0.019-0.021 off, over the check's 0.01 (O within its bound).
 
@@ -65,8 +66,9 @@ machine, two passes): full on the LSE configuration's 5 of 16 and
 threshold, without the packing as halves (+7% at 8192, +10% at 16384
 over the LSE kernel; 937-945 TFLOP/s; 4 of 16 and the packing as halves
 not faster on both rows), causal on its 3 of 16 with the packing as
-halves (+5% and +6% to +8%; 793-858 TFLOP/s; ahead of 4 of 16 with the
-packing by 1.6-3.7% on both rows in both passes). At d 256 the LSE
+halves (+4.5% to +8%; 774-858 TFLOP/s in three passes; ahead of 4 of 16
+with the packing by 1.6-3.7% on both rows in passes 1 and 2, mixed in a
+third). At d 256 the LSE
 configurations serve both.
 
 P converted before the held wait (``double_p``, with ``hold_pv_wait``;
