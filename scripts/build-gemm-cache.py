@@ -51,12 +51,15 @@ def wanted(args):
                     v = gemm_configs.choose(m, n, k, dtype, args.sms)
                     print(f"{dtype} {m}x{n}x{k}: {v}")
                     out.add((kernel, v, dtype))
-                    # a fused call's picks (never stream-K; with a gelu tanh or silu
-                    # maybe two CTAs per SM), and split-K's pick where the GPU
+                    # a fused call's picks (never stream-K or a tile cut to the
+                    # shape; with a gelu tanh or silu maybe two CTAs per SM; with a
+                    # residual maybe another tile), and split-K's pick where the GPU
                     # suite turns split-K on (test_gpu_launch.py)
                     out.update((kernel, gemm_configs.choose(m, n, k, dtype, args.sms,
-                                                            fused=True, activation=a), dtype)
-                               for a in (None, *gemm_configs.TWO_CTA_ACTIVATIONS))
+                                                            fused=True, activation=a,
+                                                            residual=r), dtype)
+                               for a in (None, *gemm_configs.TWO_CTA_ACTIVATIONS)
+                               for r in (False, True))
                     v = gemm_configs.choose(m, n, k, dtype, args.sms, split=True,
                                             stream_k=False)
                     out.add((kernel, v, dtype))

@@ -78,11 +78,13 @@ def picks(gc, rows, sms):
     each shape's measured variants (a stream-K tile: timed on the launch the
     model takes, ``measured_as``)."""
     plain_all, sk_all, tuned = gc.RULE_VARIANTS, gc.RULE_STREAM_K_TILES, gc.TUNED
+    cut_all = gc.CUT_RULE_VARIANTS
     out = []
     try:
         gc.TUNED = {}
         for m, n, k, dtype, ratios in rows:
             gc.RULE_VARIANTS = tuple(v for v in plain_all if v in ratios)
+            gc.CUT_RULE_VARIANTS = tuple(v for v in cut_all if v in ratios)
             if not gc.RULE_VARIANTS:
                 continue
             gc.RULE_STREAM_K_TILES = sk_all
@@ -99,6 +101,7 @@ def picks(gc, rows, sms):
                         (m, n, k, dtype)))
     finally:
         gc.RULE_VARIANTS, gc.RULE_STREAM_K_TILES, gc.TUNED = plain_all, sk_all, tuned
+        gc.CUT_RULE_VARIANTS = cut_all
     return out
 
 
@@ -111,6 +114,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("json", nargs="+")
     ap.add_argument("--grid", action="store_true")
+    ap.add_argument("--cut-grid", action="store_true",
+                    help="the pick's score with the tiles cut to the shape off, and at each "
+                         "CUT_MARGIN")
     args = ap.parse_args(argv)
     from pipeline_mlir.ops import gemm_configs as gc
 
@@ -125,6 +131,22 @@ def main(argv=None):
     total, worst, median = score(got)
     print(f"PICK {len(got)} shapes: median {median:.3f}x, worst {worst:.3f}x cuBLAS, "
           f"sum log(pick / best) {total:.2f}")
+    if args.cut_grid:
+        saved = (gc.CUT_MARGIN, gc.AUTO_CUT)
+        try:
+            gc.AUTO_CUT = False
+            total, worst, median = score(picks(gc, rows, sms))
+            print(f"CUT off: sum {total:.2f}, median {median:.3f}x, worst {worst:.3f}x")
+            gc.AUTO_CUT = True
+            for margin in (1.0, 0.97, 0.95, 0.93, 0.9, 0.85):
+                gc.CUT_MARGIN = margin
+                got = picks(gc, rows, sms)
+                total, worst, median = score(got)
+                cut = sum(g[2] in gc.CUT_VARIANTS for g in got)
+                print(f"CUT_MARGIN {margin}: sum {total:.2f}, median {median:.3f}x, worst "
+                      f"{worst:.3f}x, {cut} cut picks")
+        finally:
+            gc.CUT_MARGIN, gc.AUTO_CUT = saved
     if not args.grid:
         return 0
     saved = (dict(gc.EFFICIENCY), gc.MISALIGNED_K, gc.STREAM_K_FIXED_S)

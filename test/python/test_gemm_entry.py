@@ -41,6 +41,14 @@ def test_the_rule_picks_the_cheapest_estimate(sms):
     # test/python/test_gemm_splitk.py's and test_gemm_streamk.py's
     for m, n, k in SHAPES:
         v = gc.choose(m, n, k, "bf16", sms, split=False, stream_k=False)
+        if v in gc.CUT_VARIANTS:
+            # a tile cut to the shape beats every table tile by CUT_MARGIN
+            # (test_gemm_cut_tiles.py), and is the cheapest of its family
+            assert all(gc.estimate(v, m, n, sms, k) < gc.CUT_MARGIN * gc.estimate(
+                o, m, n, sms, k) for o in gc.RULE_VARIANTS), (m, n, k, v)
+            assert all(gc.estimate(v, m, n, sms, k) <= gc.estimate(o, m, n, sms, k)
+                       for o in gc.CUT_VARIANTS), (m, n, k, v)
+            continue
         assert v in gc.RULE_VARIANTS
         assert all(gc.estimate(v, m, n, sms, k) <= gc.estimate(o, m, n, sms, k)
                    for o in gc.RULE_VARIANTS), (m, n, k, v)

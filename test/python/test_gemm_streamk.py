@@ -460,12 +460,23 @@ WHOLE = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (3072, 3072
          (16384, 1024, 4096), (8192, 8192, 1024), (1024, 1024, 1024)]
 
 
+def table_plain(m, n, k, dtype):
+    """The plain pick a stream-K one is weighed against: the table's (a tile
+    cut to the shape, gemm_configs.choose_cut, comes after stream-K)."""
+    saved = gemm_configs.AUTO_CUT
+    gemm_configs.AUTO_CUT = False
+    try:
+        return gemm_configs.choose(m, n, k, dtype, stream_k=False)
+    finally:
+        gemm_configs.AUTO_CUT = saved
+
+
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])
 def test_pick_takes_stream_k_where_the_last_wave_is_part_empty(dtype):
     for m, n, k in RAGGED:
         v = gemm_configs.choose(m, n, k, dtype)
         assert gemm_configs.is_stream_k(v), (m, n, k, v)
-        plain = gemm_configs.choose(m, n, k, dtype, stream_k=False)
+        plain = table_plain(m, n, k, dtype)
         assert not gemm_configs.is_stream_k(plain)
         assert gemm_configs.estimate_time_stream_k(gemm_configs.tile_variant(v), m, n, k, 132) \
             < gemm_configs.estimate(plain, m, n, 132, k)
@@ -498,7 +509,7 @@ def test_pick_on_a_grid_of_shapes():
                 seen += 1
                 assert v in gemm_configs.STREAM_K_VARIANTS or \
                     v in gemm_configs.STREAM_K_SHARE_VARIANTS
-                plain = gemm_configs.choose(m, n, k, "bf16", stream_k=False)
+                plain = table_plain(m, n, k, "bf16")
                 assert plain != "128x256" or gemm_configs.units_of(plain, m, n) % 132, (m, n, k)
                 t = gemm_configs.tile_variant(v)
                 (bm, bn), cl = gemm_configs.tile(t), gemm_configs.cluster_of(t)

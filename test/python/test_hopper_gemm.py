@@ -55,8 +55,11 @@ def test_epilogue_tile_checked():
         epilogue.check_tile(OperandLayout("e4m3", "K", 128, 64, 256), 256)
     with pytest.raises(ValueError, match="must be 64 x 128 with its columns contiguous"):
         epilogue.check_tile(OperandLayout("bf16", "K", 128, 64, 256), 128)
-    with pytest.raises(ValueError, match="3 C boxes must split evenly into 2"):
-        hopper_gemm.build(hopper_gemm.GemmConfig(block_n=192))
+    # passes of ceil(boxes / passes) boxes, the last one fewer (3 = 2 + 1),
+    # none empty (4 passes of 3 boxes), and even with a fused epilogue
+    assert hopper_gemm.GemmConfig(block_n=192).epilogue_bytes() == 2 * 2 * 64 * 128
+    with pytest.raises(ValueError, match="3 C boxes do not split into 4 epilogue passes"):
+        hopper_gemm.build(hopper_gemm.GemmConfig(block_n=192, epilogue_passes=4))
 
 
 # --- the kernel ----------------------------------------------------------------------

@@ -56,7 +56,7 @@ from pipeline_mlir.kernels.promoted_mainloop import OverlappedPromotion
 from pipeline_mlir.kernels.streamk_fixup import (prefetch_partials, stream_k_partial,
                                                  stream_k_share)
 from pipeline_mlir.kernels.streamk_timeline import UNITS, Timeline, event
-from pipeline_mlir.layout import OperandLayout, descriptor_units
+from pipeline_mlir.layout import DTYPES, OperandLayout, descriptor_units
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier,
                                     PipelineTmaAsync, PipelineTmaStore,
                                     PipelineUserType, make_pipeline_state,
@@ -206,14 +206,35 @@ class GemmConfig:
         operand tile is one TMA box."""
         a = OperandLayout.one_box(self.dtype, "K", self.swizzle, self.block_m)
         b = OperandLayout.one_box(self.dtype, "K", self.swizzle, self.block_n // self.cluster_m)
-        c = OperandLayout(self.c_dtype, "K", self.swizzle, wgmma.WarpgroupMma.M, self.block_n)
+        c = OperandLayout(self.c_dtype, "K", self.c_swizzle, wgmma.WarpgroupMma.M, self.block_n)
         return a, b, c
+
+    @property
+    def c_swizzle(self):
+        """The C tile's swizzle: the operands' where its box (one swizzle
+        span of C) divides ``block_n``, else the widest smaller one that
+        does: a tile cut to the shape (``block_n`` 160 or 224: 64-byte
+        boxes of 32 columns; 176, 208 or 240: 32-byte boxes of 16)."""
+        elem = DTYPES[self.c_dtype][0]
+        sw = self.swizzle
+        while sw > 32 and self.block_n % (sw // elem):
+            sw //= 2
+        return sw
+
+    @property
+    def pass_boxes(self):
+        """C boxes of one epilogue pass (the last pass may hold fewer)."""
+        boxes = self.layouts()[2].boxes
+        return -(-boxes // self.epilogue_passes)
 
     def epilogue_bytes(self):
         """The C buffer: each consumer warpgroup's share of one pass."""
         if not self.tma_store_epilogue or self.split_k > 1:
             return 0     # split-K stores its fp32 partials from registers
-        return self.consumer_warpgroups * self.layouts()[2].bytes // self.epilogue_passes
+        c = self.layouts()[2]
+        if c.boxes % self.epilogue_passes:
+            return self.consumer_warpgroups * self.pass_boxes * c.box_bytes
+        return self.consumer_warpgroups * c.bytes // self.epilogue_passes
 
     @property
     def smem_limit(self):
@@ -274,9 +295,16 @@ class GemmConfig:
         c = self.layouts()[2]
         if self.tma_store_epilogue and self.split_k == 1:
             epilogue.check_tile(c, self.block_n, self.name)
-            if c.boxes % self.epilogue_passes:
-                raise ValueError(f"{self.name}: the {c.boxes} C boxes must split evenly "
-                                 f"into {self.epilogue_passes} epilogue passes")
+            # Passes of ceil(boxes / passes) boxes, the last one fewer (a
+            # tile cut to the shape: 13 boxes in 2 passes of 7 and 6), but
+            # none empty.
+            if not 1 <= self.epilogue_passes <= c.boxes or \
+                    (self.epilogue_passes - 1) * self.pass_boxes >= c.boxes:
+                raise ValueError(f"{self.name}: the {c.boxes} C boxes do not split into "
+                                 f"{self.epilogue_passes} epilogue passes")
+            if c.boxes % self.epilogue_passes and self.fused:
+                raise ValueError(f"{self.name}: uneven epilogue passes are built without a "
+                                 "fused epilogue")
         if self.setmaxnreg:
             check_register_budget(self.threads, 1, self.producer_registers,
                                   self.consumer_warpgroups, self.consumer_registers)
@@ -676,10 +704,10 @@ def store_tile(k, cfg, out, ctx, store, epi_sync, c_buf, desc_c, c_tile, row0, n
     """The TMA-store epilogue of one whole tile: per pass, the fused
     epilogue, then the pass's columns into the swizzled C buffer and TMA
     stores of its boxes."""
-    per_pass = c_tile.boxes // cfg.epilogue_passes
+    per_pass = cfg.pass_boxes
     tile = c_buf + cw * (per_pass * c_tile.box_bytes)
     for p in range(cfg.epilogue_passes):
-        boxes = range(p * per_pass, (p + 1) * per_pass)
+        boxes = range(p * per_pass, min((p + 1) * per_pass, c_tile.boxes))
         # The fused epilogue once per pass: the pass stores only its
         # columns, so LLVM drops the other columns' loads and math, and
         # a pass holds its share of the residual in registers, not the

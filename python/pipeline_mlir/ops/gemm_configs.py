@@ -38,6 +38,17 @@ tiles (184 x 11464 x 5424: 90 tiles of 192x128 where 128x192 runs 120
 tiles a quarter empty); 192x192c2 multicasts B to a pair along M as
 128x256c2 does. Measured on an H200 (docs/gemm.md: run5, run6).
 
+Tiles cut to the shape (``CUT_VARIANTS``, ``choose_cut``): 128 rows and
+160, 176, 208, 224 or 240 columns, one CTA or the 2-CTA cluster, where the
+table's widths leave a part-empty wave or a wide ragged column of tiles
+(592 x 9560 x 3864: 114 pairs of 128x256c2, 1.7 rounds of 66 clusters, or
+129 pairs of 128x224c2, 1.95 rounds of tiles an eighth smaller). The rule
+weighs them after stream-K and split-K, against the table's plain pick:
+the cheapest by ``estimate`` (tiles, waves and the width's measured
+``EFFICIENCY``) where it beats that pick by ``CUT_MARGIN``, on outputs of
+more than a wave and at least ``CUT_MIN_N`` wide (docs/gemm.md, "Tiles cut
+to the shape", run12).
+
 Split-K (``choose_split``): an output of too few tiles to fill the SMs with
 a long K (4096 x 256 x 9000: 32 tiles of 128x256, 128 of 64x128 at 0.7
 efficiency) cuts each tile's K into S contiguous ranges, S x tiles work
@@ -112,6 +123,27 @@ VARIANTS = {
     "64x256pp": dict(block_n=256, consumer_warpgroups=2, epilogue_passes=2, stages=4,
                      pingpong_m=64),
 }
+# Tiles cut to the shape: 128 rows (two consumer warpgroups) and a width
+# between the table's 128, 192 and 256 columns (wgmma takes any N a multiple
+# of 8 up to 256; a multiple of 16 so that the 2-CTA cluster's B half is
+# whole 8-row groups), one CTA and the 2-CTA cluster. N = 6504 is 26
+# columns of 256 (the last 104 wide: 1.77 waves at M = 1048) or 28 of 240
+# (2 waves 95% full); N = 9560 at M = 592 is 114 pairs of 128x256c2 or 129
+# of 128x224c2 (each an eighth smaller, the same 2 rounds of 66 clusters).
+# The C tile's boxes are 64-byte (160, 224: 32 columns) or 32-byte (176,
+# 208, 240: 16 columns) swizzle spans (GemmConfig.c_swizzle); stages and
+# epilogue passes (the last pass may hold fewer boxes) fill the 227 KiB: 5
+# stages at 160 and 176, 4 at 208-240 as at 256. Built without fused
+# epilogues (``UNFUSED``: uneven passes take none, and no fused call was
+# measured on them) and without stream-K.
+CUT_WIDTHS = (160, 176, 208, 224, 240)
+CUT_SHAPE = {160: dict(epilogue_passes=1, stages=5), 176: dict(epilogue_passes=2, stages=5),
+             208: dict(epilogue_passes=2, stages=4), 224: dict(epilogue_passes=2, stages=4),
+             240: dict(epilogue_passes=2, stages=4)}
+CUT_VARIANTS = {f"128x{n}{c}": dict(block_n=n, consumer_warpgroups=2, **CUT_SHAPE[n],
+                                    **({"cluster_m": 2} if c else {}))
+                for n in CUT_WIDTHS for c in ("", "c2")}
+VARIANTS.update(CUT_VARIANTS)
 # Split-K variants, ``<tile>_sk<S>`` (``split_variant``): the two tiles
 # with the most operand reuse; no C buffer in shared memory (partials go
 # from registers to the workspace), the stages of the plain tile.
@@ -146,7 +178,7 @@ TIMELINE_VARIANTS = {f"{v}_timeline": dict(o, timeline=True)
 # residual, gelu) 192x192c2 spills 8 bytes (ptxas -v; its 128 registers
 # hold the cluster's multicast state besides 96 accumulators). A fused
 # call's pick (choose(..., fused=True)) leaves them out.
-UNFUSED = ("192x192c2",)
+UNFUSED = ("192x192c2", *CUT_VARIANTS)
 # The stream-K tiles the rule may pick.
 RULE_STREAM_K_TILES = ("128x256", "128x256c2", "192x192c2", "192x192", "128x192", "192x128",
                        "128x128")
@@ -155,6 +187,25 @@ RULE_STREAM_K_TILES = ("128x256", "128x256c2", "192x192c2", "192x192", "128x192"
 # keeps up, and faster where it does not (below: MISALIGNED_K).
 RULE_VARIANTS = ("128x256", "128x256c2", "192x192c2", "192x192", "128x192", "192x128", "128x128",
                  "64x256", "64x128")
+# Whether the rule may pick a tile cut to the shape (CUT_VARIANTS,
+# choose_cut): after stream-K and split-K, which are weighed against the
+# table's plain pick as before (run12's oracle: the stream-K picks of
+# 1048 x 6504 x 11408, 4544 x 1008 x 7784, 1664 x 1112 x 12456 and 720 x
+# 7440 x 5256 ran 3-24% faster than the best cut tile). Never for a fused
+# call (UNFUSED).
+AUTO_CUT = True
+# The rule's: 208 columns and wider. 160 and 176 stay in the table (timed
+# beside the pick) but lost where the model took them: 4408 x 1208 x 992 on
+# 128x176c2 ran 1.11-1.14x the time of 192x128 in one process, and no shape
+# of run12's oracle ran faster on them than on its pick.
+CUT_RULE_VARIANTS = tuple(v for v, o in CUT_VARIANTS.items() if o["block_n"] >= 208)
+CUT_MARGIN = 1.0
+# Only on outputs of more than a wave of the plain pick's tiles (below it the
+# product is bound by reading B: 136 x 12192 x 952 ran 0.91x as fast on
+# 128x208c2 as on 128x256c2, where the model saw a smaller tile in the same
+# one wave) and at least this wide (the narrow outputs of a tall M keep the
+# 192-row tiles measured there; the cut tiles were measured from N = 1008).
+CUT_MIN_N = 1024
 # The time of a K block of each tile relative to its area's share of a
 # 128x256 tile's, measured on an H200 (benchmarks/gemm/results/
 # h200-random-sweep-run2.log: every tile timed at 60 random shapes and the
@@ -175,6 +226,15 @@ RULE_VARIANTS = ("128x256", "128x256c2", "192x192c2", "192x192", "128x192", "192
 # run5, run3 and run4, the shapes of at least 30 us).
 EFFICIENCY = {"128x256": 1.0, "128x256c2": 1.0, "128x192": 0.9, "128x128": 0.9,
               "64x256": 0.8, "64x128": 0.6, "192x192": 1.0, "192x192c2": 1.0, "192x128": 1.0}
+# The tiles cut to the shape (CUT_VARIANTS): each one's time over its model
+# with an efficiency of 1, against the same for 128x256 (128x256c2 for the
+# cluster) at the same shape, median over the 18 shapes of run12's oracle
+# of at least 30 us, bf16 and fp16 (docs/gemm.md, "Tiles cut to the
+# shape"). The narrow one-CTA tiles lose most: 160 and 176 columns feed
+# each m64nN wgmma a third less B than 256 for the same A.
+EFFICIENCY.update({"128x160": 0.85, "128x176": 0.86, "128x208": 0.93, "128x224": 0.95,
+                   "128x240": 0.96, "128x160c2": 0.92, "128x176c2": 0.93, "128x208c2": 0.97,
+                   "128x224c2": 0.98, "128x240c2": 0.97})
 # The model's constants, fitted on the same run (the pick that maximizes
 # the sum of log(ratio to the best variant) over its 76 shapes, coarse
 # grid): a 128x256 tile's K block with every SM busy; a tile's fill and
@@ -344,11 +404,26 @@ def choose(m, n, k, dtype, sms=132, split=None, stream_k=None, fused=False,
         rule = [v for v in RULE_VARIANTS if not (fused and v in UNFUSED)]
         plain = min(rule, key=lambda v: (estimate(v, m, n, sms, k), -math.prod(tile(v))))
         pick = ((stream_k and choose_stream_k(m, n, k, sms, plain))
-                or (split and choose_split(m, n, k, sms, plain)) or plain)
+                or (split and choose_split(m, n, k, sms, plain))
+                or (AUTO_CUT and not fused and choose_cut(m, n, k, sms, plain)) or plain)
     if fused:
         return (choose_pingpong(m, n, k, sms, pick, residual)
                 or choose_two_ctas(m, n, sms, pick, activation, residual) or pick)
     return pick
+
+
+def choose_cut(m, n, k, sms, plain):
+    """The tile cut to the shape (``CUT_RULE_VARIANTS``) of least
+    ``estimate``, if it beats the plain pick ``plain``'s by ``CUT_MARGIN``
+    (both at least ``FLOOR_S``), on an output of more than a wave of
+    ``plain``'s tiles and at least ``CUT_MIN_N`` wide; else None."""
+    if not CUT_RULE_VARIANTS or units_of(plain, m, n) <= sms or n < CUT_MIN_N:
+        return None
+    best = min(CUT_RULE_VARIANTS, key=lambda v: (estimate(v, m, n, sms, k), -tile(v)[1]))
+    if max(estimate(best, m, n, sms, k), FLOOR_S) < \
+            CUT_MARGIN * max(estimate(plain, m, n, sms, k), FLOOR_S):
+        return best
+    return None
 
 
 # -- the ping-pong schedule for a fused epilogue ---------------------------------------
