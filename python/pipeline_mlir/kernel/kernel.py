@@ -34,6 +34,7 @@ import mlir.passmanager as pm
 from mlir.dialects import arith, gpu, nvvm
 
 from pipeline_mlir.chip_limits import MAX_CLUSTER_SIZE_NONPORTABLE, SMEM_PER_BLOCK
+from pipeline_mlir.user_location import user_line
 
 from . import compile as _compile
 from .control import If, elect_one, range_, while_
@@ -244,10 +245,12 @@ class Kernel:
         """``%cluster_ctarank``: this CTA's rank in its cluster."""
         return Scalar(nvvm.read_ptx_sreg_cluster_ctarank(i32()))
 
+    @user_line
     def sync_threads(self):
         """``bar.sync 0`` (``__syncthreads``)."""
         nvvm.barrier0()
 
+    @user_line
     def cluster_sync(self):
         """``barrier.cluster.arrive`` + ``barrier.cluster.wait``."""
         nvvm.cluster_arrive()

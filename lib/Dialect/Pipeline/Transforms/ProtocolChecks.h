@@ -346,6 +346,14 @@ LogicalResult checkRegisterBudget(FunctionOpInterface fn,
 /// pipeline.init_arrive then pipeline.init_wait (BarrierHandleChecks.cpp).
 LogicalResult checkInitSyncPairs(FunctionOpInterface fn);
 
+/// Check 18: a role that waits on (acquires) more stages of a ring than it
+/// has before releasing (committing) the oldest (HeldStageChecks.cpp).
+LogicalResult checkHeldStages(FunctionOpInterface fn);
+
+/// Check 9, third part: a named barrier synced on one branch of a non-role
+/// scf.if inside a loop and only arrived on by the other (HeldStageChecks.cpp).
+LogicalResult checkNamedBarrierBranchVerbs(FunctionOpInterface fn);
+
 /// Verbs whose barrier wait reads a state's phase (a state that only reaches
 /// commits and releases has a phase nobody reads).
 bool readsPhase(Verb v);

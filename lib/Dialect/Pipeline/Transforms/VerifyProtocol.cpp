@@ -66,6 +66,7 @@ struct PipelineVerifyProtocolPass
       failed |= protocol::checkAsyncReads(fn).failed();
       failed |= protocol::checkNamedBarriers(fn, options).failed();
       failed |= protocol::checkNamedBarrierBalance(fn, options).failed();
+      failed |= protocol::checkNamedBarrierBranchVerbs(fn).failed();
       failed |= protocol::checkBarrierStorage(fn).failed();
       failed |= protocol::checkTmaStoreBuffers(fn, options).failed();
       failed |= protocol::checkSmemHandoff(fn, options).failed();
@@ -81,6 +82,8 @@ struct PipelineVerifyProtocolPass
       // before would report the same bug twice.
       if (!unbalanced)
         failed |= protocol::checkStageBalance(fn, options).failed();
+      if (!unbalanced)
+        failed |= protocol::checkHeldStages(fn).failed();
       // A copy whose state check 2 already found advanced past its acquire
       // is also outside any acquire of its own state: report it once.
       if (!unbalanced)
