@@ -5,15 +5,31 @@ Each bug is what the report's user (or compiler) wrote, ported to this
 API, next to its correct twin; for every bug the tests pin which tool finds
 it (_held_out_bugs.py says how).
 
-| case                        | source                   | static | simulator      |
-|-----------------------------|--------------------------|--------|----------------|
-| arrive_on_empty_tile        | vllm-project/vllm#26026  | yes    | deadlock       |
-| cluster_sync_in_one_role    | triton-lang/triton#9456  | yes    | deadlock       |
-| release_previous_one_stage  | tile-ai/tilelang#2567    | yes    | deadlock       |
-| state_of_another_ring       | tile-ai/tilelang#3087    | yes    | (see table)    |
-| tile_id_second_reader       | PyFR/GiMMiK#23           | yes    | (see table)    |
-| warpgroups_as_group_count   | NVIDIA/cutlass#2404      | yes    | deadlock       |
-| mma_release_skips_first     | triton TLX tutorial      | yes    | deadlock       |
+| case                        | source                          | static | simulator      |
+|-----------------------------|---------------------------------|--------|----------------|
+| arrive_on_empty_tile        | vllm-project/vllm#26026         | yes*   | arrive count   |
+| cluster_sync_in_one_role    | triton-lang/triton#9456         | yes*   | no             |
+| release_previous_one_stage  | tile-ai/tilelang#2567           | yes*   | deadlock       |
+| state_of_another_ring       | tile-ai/tilelang#3087           | builder| -              |
+| tile_id_second_reader       | PyFR/GiMMiK#23                  | yes    | overwrite      |
+| warpgroups_as_group_count   | NVIDIA/cutlass#2404             | yes    | phase overrun  |
+| mma_release_skips_first     | facebookexperimental/triton#170 | yes    | unbalanced     |
+
+(*) passed by the checker before these tests, now refused:
+- a consumer that waits on a stage while it holds num_stages others
+  (check 18, stages held at once);
+- a named barrier synced on one branch of a non-role if inside a loop and
+  only arrived on by the other (check 9);
+- a cluster barrier inside a warp-role branch while the other warps wait at
+  a CTA barrier after the roles join (check 9); the simulator does not model
+  `barrier.cluster` and passes it.
+(test/Dialect/Pipeline/VerifyProtocol/held-stages.mlir.)
+
+state_of_another_ring is refused by the builder at the verb (a state of 4
+stages on a ring of 1), before any IR
+(test_state_of_another_ring_is_refused_by_the_builder).
+mma_release_skips_first ports the lagged release (`if k > 0`) of the TLX
+pipelined Blackwell GEMM tutorial with its release after the loop dropped.
 """
 
 import pytest
@@ -256,9 +272,10 @@ def warpgroups_as_group_count(bug):
 
 # -- 40. the lagged release that forgets the first stage -------------------
 def mma_release_skips_first(bug):
-    """triton-lang/triton's TLX Blackwell tutorial pattern (release the
-    previous k-block's buffer once the next MMA is issued, `if k > 0`),
-    with the last buffer released after the loop forgotten: the consumer
+    """facebookexperimental/triton#170's TLX pipelined Blackwell GEMM
+    tutorial pattern (release the previous k-block's buffer once the next
+    MMA is issued, `if k > 0`), with the last buffer's release after the
+    loop forgotten: the consumer
     releases n - 1 stages of the n it waits on, so a persistent producer's
     next tile waits for a stage nobody frees. The twin releases the last
     stage after the loop."""
