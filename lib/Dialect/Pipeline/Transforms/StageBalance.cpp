@@ -1061,7 +1061,9 @@ std::string describeRanks(const llvm::BitVector &ranks) {
 /// consumers release them there) needs a producer in every CTA where a
 /// consumer waits. A producer role put under `cluster_cta_rank() == 0` (as
 /// a multicast leader would be) leaves the other CTAs' consumers waiting on
-/// stages nobody fills. True when it reported an error.
+/// stages nobody fills; the other way round, a consumer role under a rank
+/// branch leaves the other CTAs' producers filling stages nobody releases.
+/// True when it reported an error.
 bool checkRolesPerCta(Value pipe, ArrayRef<Operation *> verbs,
                       FunctionOpInterface fn) {
   int64_t cluster = clusterSizeOf(fn);
@@ -1114,6 +1116,56 @@ bool checkRolesPerCta(Value pipe, ArrayRef<Operation *> verbs,
         << "the consumer waits here, in every CTA of the cluster";
     if (producerGuard)
       diag.attachNote(producerOp->getLoc()) << "the producer";
+    noteCreate(diag, pipe);
+    return true;
+  }
+  // The other direction: a producer that surely runs in a CTA where no
+  // consumer may release (the consumer role put under a rank branch) fills
+  // the ring there once and then waits on stages nobody frees; its
+  // producer_tail never completes either.
+  llvm::BitVector consumers(cluster);
+  Operation *consumerOp = nullptr;
+  scf::IfOp consumerGuard;
+  for (Operation *op : verbs) {
+    Verb v = getVerb(op)->verb;
+    if (v != Verb::Wait && v != Verb::Release)
+      continue;
+    RankSets r = ranksOf(op, cluster);
+    consumers |= r.may;
+    if (!consumerOp) {
+      consumerOp = op;
+      consumerGuard = r.guard;
+    }
+  }
+  if (!consumerOp)
+    return false;
+  for (Operation *op : verbs) {
+    Verb v = getVerb(op)->verb;
+    if (v != Verb::Acquire && v != Verb::Commit)
+      continue;
+    llvm::BitVector orphan = ranksOf(op, cluster).sure;
+    orphan.reset(consumers);
+    if (orphan.none())
+      continue;
+    Operation *at = consumerGuard ? consumerGuard.getOperation() : op;
+    InFlightDiagnostic diag = at->emitError();
+    diag << describe(pipe) << ": its consumer role runs in "
+         << describeRanks(consumers) << " of the cluster of " << cluster
+         << " only";
+    if (consumerGuard)
+      diag << " (this branch on the CTA rank)";
+    diag << ", but the ring is per CTA (not multicast) and its producer "
+            "also fills it in "
+         << describeRanks(orphan)
+         << ": nobody releases the stages there, so the producer's "
+            "producer_acquire waits once the ring is full and its "
+            "producer_tail never completes (run the consumer in every CTA "
+            "whose producer fills the ring, or the producer only where a "
+            "consumer waits)";
+    diag.attachNote(op->getLoc())
+        << "the producer acquires here, in every CTA of the cluster";
+    if (consumerGuard)
+      diag.attachNote(consumerOp->getLoc()) << "the consumer";
     noteCreate(diag, pipe);
     return true;
   }
