@@ -14,7 +14,9 @@ chosen ones (``best ...``) and bf16 candidates (``bf16cand ...``, checked
 against fp32 and timed beside them). ``--candidates hwdb,px4hwdb`` checks
 and times only the candidates of those names (the last word of their tag;
 ``none``: none), beside the op's configurations and the bf16 ones;
-``--head-dims 128`` times only the rows of those head dims.
+``--head-dims 128`` times only the rows of those head dims;
+``--check-all`` checks each candidate on every ``CHECKS`` shape of its head
+dim and mode too (by default on one GQA shape).
 
 Correctness (``CHECKS``: ragged lengths, GQA, sq != sk, causal and full):
 gaussian q, k, v quantized per tensor to e4m3
@@ -177,6 +179,9 @@ def main(argv=None):
                          "to check and time; 'none' for none (default: all in the bundle)")
     ap.add_argument("--head-dims", default="128,256",
                     help="comma-separated head dims whose rows are timed (default: both)")
+    ap.add_argument("--check-all", action="store_true",
+                    help="check each candidate on every CHECKS shape of its head dim and "
+                         "mode too (default: one GQA shape)")
     args = ap.parse_args(argv)
     head_dims = {int(d) for d in args.head_dims.split(",")}
     if args.cache:
@@ -242,14 +247,21 @@ def main(argv=None):
         if not tag.startswith("fp8cand"):
             continue
         o_only = "_rsm" in attn.meta["name"]
-        try:
-            emax, ratio, lerr = (check_fp8_o if o_only else check_fp8)(attn, 2, 777, 1500, 8, 2)
-            log(f"check {tag}: b=2 h=8/2 sq=777 sk=1500: max|dO| {emax:.3e} (<= {ratio:.3f} "
-                f"of its bound), max|dLSE| {lerr:.2e}{' (not bounded)' if o_only else ''}",
-                fh)
-        except AssertionError as e:
-            log(f"CHECK FAILED {tag}: {e}", fh)
-            result["failed"] = result.get("failed", 0) + 1
+        shapes = [(2, 8, 2, 777, 1500)]
+        if args.check_all:
+            shapes += [(b, h, hk, sq, sk) for b, h, hk, sq, sk, d, causal in CHECKS
+                       if d == attn.meta["head_dim"] and causal == bool(attn.meta["causal"])
+                       and (b, h, hk, sq, sk) != shapes[0]]
+        for b, h, hk, sq, sk in shapes:
+            try:
+                emax, ratio, lerr = (check_fp8_o if o_only else check_fp8)(attn, b, sq, sk, h,
+                                                                           hk)
+                log(f"check {tag}: b={b} h={h}/{hk} sq={sq} sk={sk}: max|dO| {emax:.3e} "
+                    f"(<= {ratio:.3f} of its bound), max|dLSE| {lerr:.2e}"
+                    f"{' (not bounded)' if o_only else ''}", fh)
+            except AssertionError as e:
+                log(f"CHECK FAILED {tag}: {e}", fh)
+                result["failed"] = result.get("failed", 0) + 1
     f8 = torch.float8_e4m3fn
     if args.cache:
         try:

@@ -166,7 +166,32 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
                         # halves (on the mode's rescale threshold).
                         **{f"rsmpx{n}{'pm' if pm else ''}": dict(
                             exp2_poly=n, row_sum_mma=True, exp2_poly_degree=2, p_pack_merge=pm)
-                           for n in (3, 4, 5) for pm in (False, True)}},
+                           for n in (2, 3, 4, 5, 6) for pm in (False, True)},
+                        # Run 11, on the no-LSE configurations (full: 5 of
+                        # 16 with the threshold; causal: 3 of 16 with the
+                        # packing as halves): four stages with one Q buffer
+                        # (st4), the threshold off (nors) or on causally
+                        # (rs8), P converted before P V's wait (db; the wait held
+                        # after it too, on an OR of P's e4m3 registers, made
+                        # ptxas serialize the wgmmas, C7513: not built).
+                        **{f"rsmpx{n}{'pm' if pm else ''}{sfx}": dict(
+                            exp2_poly=n, row_sum_mma=True, exp2_poly_degree=2, p_pack_merge=pm,
+                            **over)
+                           for n, pm in ((5, False), (3, True))
+                           for sfx, over in (("st4", dict(stages=4, q_stages=1)),
+                                             ("nors", NO_RS),
+                                             ("rs8", dict(rescale_threshold=8.0)),
+                                             ("db", dict(double_p=True)))},
+                        # Then P converted before P V's wait (db) with 2-5
+                        # of 16, the packing as halves or not, and with the
+                        # threshold (rs8db; in full attention the same
+                        # kernel as db).
+                        **{f"rsmpx{n}{'pm' if pm else ''}{sfx}": dict(
+                            exp2_poly=n, row_sum_mma=True, exp2_poly_degree=2, p_pack_merge=pm,
+                            double_p=True, **over)
+                           for n in (2, 3, 4, 5) for pm in (False, True)
+                           for sfx, over in (("db", {}),
+                                             ("rs8db", dict(rescale_threshold=8.0)))}},
                   256: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS),
                         "hw": dict(hold_pv_wait=True, exp2_poly=0, **NO_RS),
                         "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0, **NO_RS),
