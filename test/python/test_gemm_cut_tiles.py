@@ -174,7 +174,9 @@ KEPT = {
     (720, 7440, 5256): "192x192c2_streamk",      # 1.088 / 0.989; 128x176c2 1.056 / 1.013
     # fewer tiles than SMs: 128x208c2 1.553 / 1.202 against 1.709 / 1.266
     (136, 12192, 952): "128x256c2",
-    (2072, 16040, 3464): "192x192",
+    # no cut tile; 192x192 turned into its cluster along N (choose_cluster_n,
+    # test_gemm_cluster_n.py)
+    (2072, 16040, 3464): "192x192c2n",
     # 128x176c2, the model's pick among all ten: 1.114 / 1.140 the time of 192x128
     (4408, 1208, 992): "192x128",
 }

@@ -15,8 +15,10 @@ PICKS = {
     # K = 7224 is not a multiple of 16: 192x192 15 waves, 0.987 / 0.974;
     # 192x192c2 16 rounds of pairs (the last half full), 0.952 / 0.951
     (5128, 13896, 7224): "192x192",
-    # 7 whole waves of 192x192: 0.991 / 1.003 (the cluster 0.920 / 0.896)
-    (2072, 16040, 3464): "192x192",
+    # 7 whole waves of 192x192: 0.991 / 1.003 (the cluster 0.920 / 0.896);
+    # since the cluster along N (7 rounds of pairs, A multicast), which ran
+    # 0.90x 192x192's time (test_gemm_cluster_n.py): 192x192c2n
+    (2072, 16040, 3464): "192x192c2n",
     # 29 rounds of pairs: 1.010 / 0.988 (192x192c2 1.032 / 0.987)
     (8600, 14032, 4984): "128x256c2",
     # 234 tiles of 128x256 (1.8 waves): 128x256 0.903 / 0.895; 192x192c2

@@ -22,6 +22,9 @@ Roles (one CTA of ``128 * (1 + consumer_warpgroups)`` threads):
 With ``cluster_m=2`` two CTAs stacked along M share every B tile: each loads
 half of it and multicasts it to both, and a consumer releases a stage in
 both CTAs (the producer may overwrite a stage only when both have read it).
+With ``cluster_along_n`` as well, the pair sits side by side along N and
+shares every A tile instead (each loads half of its rows and multicasts
+them): an output whose tile rows are odd in number keeps no empty tile.
 
 Two schedules live in files of their own: stream-K's fix-up of the tiles
 several CTAs compute parts of (``kernels/streamk_fixup.py``), and the
@@ -47,7 +50,8 @@ from pipeline_mlir.kernel import (GlobalPtr, Int32, Kernel, TmaDescriptor,
 from pipeline_mlir.kernel import epilogue, wgmma
 from pipeline_mlir.kernel.epilogue import Epilogue, EpilogueContext
 from pipeline_mlir.kernel.tile_scheduler import (PersistentTileScheduler, StreamKSchedule,
-                                                  split_k_count, split_k_unit)
+                                                  _divmod, _min, split_k_count, split_k_unit)
+from pipeline_mlir.kernel.values import Scalar, i32
 from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP,
                                             check_register_budget,
                                             set_max_registers)
@@ -79,6 +83,12 @@ class GemmConfig:
     consumer_warpgroups: int = 2      # tile M = 64 per consumer warpgroup
     stages: int = 4                   # at most; fewer if shared memory is short
     cluster_m: int = 1                # 2: multicast B to a CTA pair along M
+    # With cluster_m=2: the pair is two tiles side by side along N that
+    # share the A tile (each CTA loads half of its rows and multicasts them
+    # to both); B is each CTA's own. For an output of an odd count of tile
+    # rows and an even count of tile columns (2072 x 16040 on 192x192: 11
+    # x 84), where the pair along M computes a twelfth, empty, row.
+    cluster_along_n: bool = False
     setmaxnreg: bool = True
     producer_registers: int = 40
     consumer_registers: int = 232
@@ -193,7 +203,8 @@ class GemmConfig:
                 f"{'_pf' if self.sk_prefetch else ''}"
                 f"{'_share' if self.sk_share else ''}"
                 f"{f'_x{self.ctas_per_sm}' if self.ctas_per_sm > 1 else ''}"
-                f"{'_pp' if self.pingpong_m else ''}")
+                f"{'_pp' if self.pingpong_m else ''}"
+                f"{'_cn' if self.cluster_along_n else ''}")
 
     @property
     def fused(self):
@@ -204,10 +215,22 @@ class GemmConfig:
         """(A tile, B tile as loaded by one CTA, C tile of one consumer
         warpgroup). A k-block is one swizzle span of K (``a.k``), so every
         operand tile is one TMA box."""
-        a = OperandLayout.one_box(self.dtype, "K", self.swizzle, self.block_m)
-        b = OperandLayout.one_box(self.dtype, "K", self.swizzle, self.block_n // self.cluster_m)
+        a = OperandLayout.one_box(self.dtype, "K", self.swizzle,
+                                  self.block_m // self.a_multicast)
+        b = OperandLayout.one_box(self.dtype, "K", self.swizzle,
+                                  self.block_n // self.b_multicast)
         c = OperandLayout(self.c_dtype, "K", self.c_swizzle, wgmma.WarpgroupMma.M, self.block_n)
         return a, b, c
+
+    @property
+    def a_multicast(self):
+        """CTAs that share each A tile (each loading its part of the rows)."""
+        return self.cluster_m if self.cluster_along_n else 1
+
+    @property
+    def b_multicast(self):
+        """CTAs that share each B tile (each loading its part of the rows)."""
+        return 1 if self.cluster_along_n else self.cluster_m
 
     @property
     def c_swizzle(self):
@@ -246,7 +269,7 @@ class GemmConfig:
     def num_stages(self):
         """Stages that fit next to the epilogue buffer and the barriers."""
         a, b, _ = self.layouts()
-        stage = a.bytes + b.bytes * self.cluster_m
+        stage = a.bytes * self.a_multicast + b.bytes * self.b_multicast
         if self.ctas_per_sm > 1:
             # Exact: the barriers take the arena's first aligned block and
             # the rings and C buffer are whole 1024-byte blocks (kernel/
@@ -290,6 +313,11 @@ class GemmConfig:
                              "it with stream_k=True")
         if self.ctas_per_sm != 1:
             self._check_ctas_per_sm()
+        if self.cluster_along_n and (self.cluster_m != 2 or self.split_k > 1 or self.stream_k
+                                     or self.pingpong_m or self.ctas_per_sm > 1):
+            raise ValueError(f"{self.name}: cluster_along_n turns the 2-CTA cluster of the "
+                             "plain persistent schedule along N: build it with cluster_m=2 "
+                             "and without split_k, stream_k, pingpong_m or ctas_per_sm")
         if self.pingpong_m:
             self._check_pingpong()
         c = self.layouts()[2]
@@ -373,7 +401,8 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
     a_tile, b_tile, c_tile = cfg.layouts()
     epi_bytes = cfg.epilogue_bytes()
     stages, cluster = cfg.num_stages(), cfg.cluster_m
-    b_stage_bytes = b_tile.bytes * cluster          # the whole B tile
+    a_stage_bytes = a_tile.bytes * cfg.a_multicast  # the whole A tile
+    b_stage_bytes = b_tile.bytes * cfg.b_multicast  # the whole B tile
     layout = (1, cluster, 1, 1) if cluster > 1 else None
     params = {"a": TmaDescriptor(), "b": TmaDescriptor(),
               "c": TmaDescriptor(), "c_ptr": GlobalPtr(),
@@ -404,7 +433,7 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
         stream_args = k.args[extra - sk_args:extra] if cfg.stream_k else None
         epi_args = dict(zip(epi_params, k.args[extra:]))
         barriers = k.alloc_barriers(2 * stages)
-        ring_a = k.smem_alloc(stages * a_tile.bytes, align=a_tile.alignment, name="A ring")
+        ring_a = k.smem_alloc(stages * a_stage_bytes, align=a_tile.alignment, name="A ring")
         ring_b = k.smem_alloc(stages * b_stage_bytes, align=b_tile.alignment, name="B ring")
         c_buf = (k.smem_alloc(epi_bytes, align=c_tile.alignment, name="C tile")
                  if epi_bytes else None)
@@ -416,14 +445,17 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
             # Ping-pong: a stage is read by one consumer warpgroup.
             consumer_group=CooperativeGroup(
                 Agent.Thread, cluster * 4 * (1 if cfg.pingpong_m else cfg.consumer_warpgroups)),
-            tx_count=a_tile.bytes + b_stage_bytes,
+            tx_count=a_stage_bytes + b_stage_bytes,
             barrier_storage=barriers, cta_layout_vmnk=layout,
             defer_sync=True, name="ab")
         pipeline_init_arrive(cta_layout_vmnk=layout)
         pipeline_init_wait(cta_layout_vmnk=layout)
 
-        sched = PersistentTileScheduler(m, n, cfg.block_m, cfg.block_n,
-                                        group_m=cfg.group_m, cluster_m=cluster)
+        if cfg.cluster_along_n:
+            sched = ClusterAlongNScheduler(m, n, cfg.block_m, cfg.block_n, group_m=cfg.group_m)
+        else:
+            sched = PersistentTileScheduler(m, n, cfg.block_m, cfg.block_n,
+                                            group_m=cfg.group_m, cluster_m=cluster)
         units = sched.first_and_stride()        # this CTA's first tile, stride
         k_blocks = (kdim + (a_tile.k - 1)) // a_tile.k
         split = None
@@ -472,6 +504,25 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
     return k
 
 
+class ClusterAlongNScheduler(PersistentTileScheduler):
+    """The grouped order of ``PersistentTileScheduler`` over units of two
+    tiles side by side along N (``GemmConfig.cluster_along_n``): ``group_m``
+    rows of tiles swept by column pairs; CTA rank r of the cluster takes
+    column ``2 * pair + r`` of the unit's row."""
+
+    def __init__(self, m, n, block_m, block_n, group_m=8):
+        super().__init__(m, n, block_m, 2 * block_n, group_m=group_m, cluster_m=1)
+        self.cluster_m = 2      # the cluster's ids (first_and_stride)
+
+    def tile(self, unit, cta_rank=None):
+        per_group = self.tiles_n * self.group_m
+        group, in_group = _divmod(unit, per_group)
+        first_m = group * self.group_m
+        rows = _min(self.tiles_m - first_m, Scalar(arith.constant(i32(), self.group_m)))
+        n_pair, in_rows = _divmod(in_group, rows)
+        return first_m + in_rows, n_pair * 2 + cta_rank
+
+
 def unit_range(sched, units, split):
     """``(start, stop, step)`` of this CTA's unit loop: every ``stride``-th
     tile (or split-K unit) from its first, or its stream-K units in order."""
@@ -511,7 +562,8 @@ def producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b, ring_a,
     ends its tile will add)."""
     a_tile, b_tile, _ = cfg.layouts()
     cluster = cfg.cluster_m
-    b_stage_bytes = b_tile.bytes * cluster
+    a_stage_bytes = a_tile.bytes * cfg.a_multicast
+    b_stage_bytes = b_tile.bytes * cfg.b_multicast
     stages = ring.num_stages
     state = make_pipeline_state(PipelineUserType.Producer, stages)
     for unit, _ in k.range(*unit_range(sched, units, split), carry=[state]):
@@ -520,18 +572,30 @@ def producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b, ring_a,
             ring.producer_acquire(state)
             with k.elect_one():
                 x = kb * a_tile.k
-                ring.tma_load(state, desc_a, a_tile.coords(m_blk * cfg.block_m, x),
-                              ring_a.stage(state.index, a_tile.bytes), a_tile.bytes)
-                b_dst = ring_b.stage(state.index, b_stage_bytes)
-                if cluster == 1:
-                    ring.tma_load(state, desc_b, b_tile.coords(n_blk * cfg.block_n, x),
-                                  b_dst, b_tile.bytes)
-                else:
-                    # This CTA's half of B, written into both CTAs.
-                    ring.tma_load(state, desc_b,
-                                  b_tile.coords(n_blk * cfg.block_n + rank * b_tile.rows, x),
-                                  b_dst + rank * b_tile.bytes, b_tile.bytes,
+                if cfg.cluster_along_n:
+                    # This CTA's half of A's rows, written into both CTAs;
+                    # its own B tile.
+                    ring.tma_load(state, desc_a,
+                                  a_tile.coords(m_blk * cfg.block_m + rank * a_tile.rows, x),
+                                  ring_a.stage(state.index, a_stage_bytes)
+                                  + rank * a_tile.bytes, a_tile.bytes,
                                   mcast_mask=(1 << cluster) - 1)
+                    ring.tma_load(state, desc_b, b_tile.coords(n_blk * cfg.block_n, x),
+                                  ring_b.stage(state.index, b_stage_bytes), b_tile.bytes)
+                else:
+                    ring.tma_load(state, desc_a, a_tile.coords(m_blk * cfg.block_m, x),
+                                  ring_a.stage(state.index, a_tile.bytes), a_tile.bytes)
+                    b_dst = ring_b.stage(state.index, b_stage_bytes)
+                    if cluster == 1:
+                        ring.tma_load(state, desc_b, b_tile.coords(n_blk * cfg.block_n, x),
+                                      b_dst, b_tile.bytes)
+                    else:
+                        # This CTA's half of B, written into both CTAs.
+                        ring.tma_load(state, desc_b,
+                                      b_tile.coords(n_blk * cfg.block_n + rank * b_tile.rows,
+                                                    x),
+                                      b_dst + rank * b_tile.bytes, b_tile.bytes,
+                                      mcast_mask=(1 << cluster) - 1)
             ring.producer_commit(state)
             state.advance()
         if cfg.sk_prefetch:
@@ -552,8 +616,8 @@ class MmaKBlock:
         self.a_base = wgmma.smem_matrix_descriptor(
             ring_a + cw * self.a.mn_offset(wgmma.WarpgroupMma.M), self.a)
         self.b_base = wgmma.smem_matrix_descriptor(ring_b, self.b)
-        self.a_step = descriptor_units(self.a.bytes)
-        self.b_step = descriptor_units(self.b.bytes * cfg.cluster_m)
+        self.a_step = descriptor_units(self.a.bytes * cfg.a_multicast)
+        self.b_step = descriptor_units(self.b.bytes * cfg.b_multicast)
 
     def __call__(self, acc, stage, accumulate=True):
         """``acc (+)= A x B`` over the k-block in ring stage ``stage``; with

@@ -100,6 +100,16 @@ VARIANTS = {
                     producer_registers=32, consumer_registers=160),
     "192x192c2": dict(block_n=192, consumer_warpgroups=3, epilogue_passes=3,
                       producer_registers=32, consumer_registers=160, cluster_m=2),
+    # The 2-CTA cluster side by side along N, multicasting A
+    # (GemmConfig.cluster_along_n): cuBLAS's 192x192 kernel on 2072 x 16040
+    # x 3464 runs a 2-CTA cluster on a grid of 2 x 66; ours paired tiles
+    # along M (11 tile rows: a twelfth, empty, in each column: 8 rounds of
+    # pairs for 7 waves) or ran one CTA with L2 90% busy and the SMs 75%
+    # (ncu). Along N: 7 rounds of 42 pairs a row, 81% and 92%, 0.90x the
+    # one-CTA time (docs/gemm.md, "The 192x192 tile against cuBLAS's").
+    "192x192c2n": dict(block_n=192, consumer_warpgroups=3, epilogue_passes=3,
+                       producer_registers=32, consumer_registers=160, cluster_m=2,
+                       cluster_along_n=True),
     "192x128": dict(block_n=128, consumer_warpgroups=3, epilogue_passes=2, stages=5,
                     producer_registers=32, consumer_registers=160),
     # Two CTAs of 128x128 per SM (``ctas_per_sm=2``): while one CTA's
@@ -178,7 +188,7 @@ TIMELINE_VARIANTS = {f"{v}_timeline": dict(o, timeline=True)
 # residual, gelu) 192x192c2 spills 8 bytes (ptxas -v; its 128 registers
 # hold the cluster's multicast state besides 96 accumulators). A fused
 # call's pick (choose(..., fused=True)) leaves them out.
-UNFUSED = ("192x192c2", *CUT_VARIANTS)
+UNFUSED = ("192x192c2", "192x192c2n", *CUT_VARIANTS)
 # The stream-K tiles the rule may pick.
 RULE_STREAM_K_TILES = ("128x256", "128x256c2", "192x192c2", "192x192", "128x192", "192x128",
                        "128x128")
@@ -225,7 +235,8 @@ CUT_MIN_N = 1024
 # 4096. The 192x* values are the fit of the pick (fit_pick.py over run6,
 # run5, run3 and run4, the shapes of at least 30 us).
 EFFICIENCY = {"128x256": 1.0, "128x256c2": 1.0, "128x192": 0.9, "128x128": 0.9,
-              "64x256": 0.8, "64x128": 0.6, "192x192": 1.0, "192x192c2": 1.0, "192x128": 1.0}
+              "64x256": 0.8, "64x128": 0.6, "192x192": 1.0, "192x192c2": 1.0, "192x128": 1.0,
+              "192x192c2n": 1.0}
 # The tiles cut to the shape (CUT_VARIANTS): each one's time over its model
 # with an efficiency of 1, against the same for 128x256 (128x256c2 for the
 # cluster) at the same shape, median over the 18 shapes of run12's oracle
@@ -331,8 +342,14 @@ def tile(variant):
 
 
 def cluster_of(variant):
-    """CTAs of the variant's cluster along M (1 or 2)."""
+    """CTAs of the variant's cluster (1 or 2): along M, or along N where
+    ``along_n``."""
     return overrides(variant).get("cluster_m", 1)
+
+
+def along_n(variant):
+    """Whether the variant's cluster pairs tiles along N (sharing A)."""
+    return overrides(variant).get("cluster_along_n", False)
 
 
 def tile_variant(variant):
@@ -360,12 +377,15 @@ def block_time(variant, k):
 
 def estimate(variant, m, n, sms, k=64):
     """Modelled seconds of the plain ``variant`` on an m x n x k product:
-    waves of tiles (a 2-CTA cluster's unit is two tiles, ``sms / 2`` of
-    them a wave), each its K blocks and a tile's fixed cost (see the
-    module doc)."""
+    waves of tiles (a 2-CTA cluster's unit is two tiles, along M or N,
+    ``sms / 2`` of them a wave), each its K blocks and a tile's fixed cost
+    (see the module doc)."""
     bm, bn = tile(variant)
     cluster = cluster_of(variant)
-    units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
+    if along_n(variant):
+        units = math.ceil(m / bm) * math.ceil(n / (bn * cluster))
+    else:
+        units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
     waves = math.ceil(units / (sms // cluster))
     return waves * (math.ceil(k / K_BLOCK) * block_time(variant, k) + TILE_S)
 
@@ -406,10 +426,34 @@ def choose(m, n, k, dtype, sms=132, split=None, stream_k=None, fused=False,
         pick = ((stream_k and choose_stream_k(m, n, k, sms, plain))
                 or (split and choose_split(m, n, k, sms, plain))
                 or (AUTO_CUT and not fused and choose_cut(m, n, k, sms, plain)) or plain)
+        if not fused:
+            pick = choose_cluster_n(m, n, k, sms, pick) or pick
     if fused:
         return (choose_pingpong(m, n, k, sms, pick, residual)
                 or choose_two_ctas(m, n, sms, pick, activation, residual) or pick)
     return pick
+
+
+# Whether a 192x192 pick may become its 2-CTA cluster along N
+# (choose_cluster_n). Measured only against 192x192 (docs/gemm.md, "The
+# 192x192 tile against cuBLAS's"): the rule turns no other pick into it.
+AUTO_CLUSTER_N = True
+CLUSTER_N_VARIANT = "192x192c2n"
+CLUSTER_N_OVER = ("192x192",)
+
+
+def choose_cluster_n(m, n, k, sms, pick):
+    """``CLUSTER_N_VARIANT`` where the pick is one of ``CLUSTER_N_OVER``
+    and its ``estimate`` is less (fewer rounds of pairs than the
+    one-CTA tile's waves at its ``MISALIGNED_K_OF`` cost: K not a multiple
+    of 16, an odd count of tile rows and an even one of columns, as 2072 x
+    16040 x 3464: 7 rounds of 42 pairs a row against 7 waves at 1.04);
+    else None. Never for a fused call (the variant is in ``UNFUSED``)."""
+    if not AUTO_CLUSTER_N or pick not in CLUSTER_N_OVER:
+        return None
+    if estimate(CLUSTER_N_VARIANT, m, n, sms, k) < estimate(pick, m, n, sms, k):
+        return CLUSTER_N_VARIANT
+    return None
 
 
 def choose_cut(m, n, k, sms, plain):
