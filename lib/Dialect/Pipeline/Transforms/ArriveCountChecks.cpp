@@ -776,8 +776,11 @@ static bool checkConsumerVerbsInProducerRole(Value pipe, PipeUses &uses) {
 /// that will not come back. Each waiting warp must itself arrive (an
 /// elected lane per warp with a group of that many warps is right), or the
 /// role must synchronise between the other warps' use and the release (a
-/// named barrier over the role, bar.sync): a role with such a barrier is
-/// left alone, as is one whose warps the guards do not decide.
+/// named barrier over the role, bar.sync, after a wait and before the
+/// release; for a lagged release that precedes the iteration's wait,
+/// anywhere before it): a role with such a barrier is left alone, as is one
+/// whose warps the guards do not decide. A barrier after the release (at
+/// the loop's end) leaves the release racing the other warps' reads.
 static bool checkWaitersRelease(Value pipe, PipeUses &uses,
                                 const Options &options) {
   PipelineType type = getPipelineType(pipe);
@@ -800,12 +803,23 @@ static bool checkWaitersRelease(Value pipe, PipeUses &uses,
     if (waits.empty() || releases.empty())
       continue;
     // A barrier across warps in the role orders the other warps' reads
-    // before the release.
+    // before the release when it runs between a wait and the release (or,
+    // for a release that runs before every wait of its iteration, the
+    // previous stage's: anywhere before the release). One elsewhere (after
+    // the release, before the wait) does not.
     Operation *owner = role->getParentOp();
+    Operation *firstRelease = releases.front();
+    bool releaseLeads = llvm::all_of(
+        waits, [&](Operation *w) { return runsBefore(firstRelease, w); });
     bool synced = false;
     role->walk([&](Operation *op) {
-      if (isa<NamedBarrierSyncOp, gpu::BarrierOp, NVVM::Barrier0Op,
-              NVVM::BarrierOp>(op))
+      if (!isa<NamedBarrierSyncOp, gpu::BarrierOp, NVVM::Barrier0Op,
+               NVVM::BarrierOp>(op))
+        return;
+      if (!runsBefore(op, firstRelease))
+        return;
+      if (releaseLeads ||
+          llvm::any_of(waits, [&](Operation *w) { return runsBefore(w, op); }))
         synced = true;
     });
     if (synced || !owner)
