@@ -69,7 +69,12 @@ not faster on both rows), causal on its 3 of 16 with the packing as
 halves (+4.5% to +8%; 774-858 TFLOP/s in three passes; ahead of 4 of 16
 with the packing by 1.6-3.7% on both rows in passes 1 and 2, mixed in a
 third). At d 256 the LSE
-configurations serve both.
+configurations serve both. Run 11 (one H200 machine, four passes in two
+bundles): causal also takes the rescale threshold (+1.2% to +8.8% over
+run 10's no-LSE kernel on both rows in every pass; 764-856 TFLOP/s); full
+is unchanged (P converted before P V's wait, ``double_p``, with 3 or 5
+of 16 and the packing as halves, within -1.5% to +3% of it, not ahead on
+both rows in every pass).
 
 P converted before the held wait (``double_p``, with ``hold_pv_wait``;
 run 7 of docs/attention.md's "FP8 forward", one H200 machine, two
@@ -94,7 +99,7 @@ TUNED_MODE = {(128, False): dict(exp2_poly=5, rescale_threshold=8.0, exp2_poly_d
 TUNED_NO_LSE = {(128, False): dict(exp2_poly=5, row_sum_mma=True, exp2_poly_degree=2,
                                    p_pack_merge=False),
                 (128, True): dict(exp2_poly=3, row_sum_mma=True, exp2_poly_degree=2,
-                                  p_pack_merge=True)}
+                                  p_pack_merge=True, rescale_threshold=8.0)}
 
 
 def variant(head_dim, causal, lse=True):
