@@ -8,7 +8,7 @@ it (_held_out_bugs.py says how).
 | case                        | source                          | static | simulator      |
 |-----------------------------|---------------------------------|--------|----------------|
 | arrive_on_empty_tile        | vllm-project/vllm#26026         | yes*   | arrive count   |
-| cluster_sync_in_one_role    | triton-lang/triton#9456         | yes*   | no             |
+| cluster_sync_in_one_role    | triton-lang/triton#9456         | yes*   | deadlock+      |
 | release_previous_one_stage  | tile-ai/tilelang#2567           | yes*   | deadlock       |
 | state_of_another_ring       | tile-ai/tilelang#3087           | builder| -              |
 | tile_id_second_reader       | PyFR/GiMMiK#23                  | yes    | overwrite      |
@@ -21,9 +21,13 @@ it (_held_out_bugs.py says how).
 - a named barrier synced on one branch of a non-role if inside a loop and
   only arrived on by the other (check 9);
 - a cluster barrier inside a warp-role branch while the other warps wait at
-  a CTA barrier after the roles join (check 9); the simulator does not model
-  `barrier.cluster` and passes it.
+  a CTA barrier after the roles join (check 9).
 (test/Dialect/Pipeline/VerifyProtocol/held-stages.mlir.)
+
+(+) passed by the simulator before, which did not model `barrier.cluster`
+(`k.cluster_sync()`); it now counts every thread of every CTA of the
+cluster that has not exited, and reports the deadlock at the user's line
+(test_sim_cluster_barrier.py).
 
 state_of_another_ring is refused by the builder at the verb (a state of 4
 stages on a ring of 1), before any IR
@@ -316,7 +320,7 @@ CASES = [
      "same if syncs on it (arrive_and_wait / sync), inside a loop", {"arrive-count"}),
     ("cluster_sync_in_one_role", cluster_sync_in_one_role, {},
      "cluster barrier inside a warp-role branch (rule: barrier.cluster has no thread mask, it "
-     "completes when every non-exited thread of the cluster arrived)", None),
+     "completes when every non-exited thread of the cluster arrived)", {"deadlock"}),
     ("release_previous_one_stage", release_previous_one_stage, {},
      "pipeline 'q': this consumer_wait makes the role hold 2 stages at once", {"deadlock"}),
     ("tile_id_second_reader", tile_id_second_reader, {},

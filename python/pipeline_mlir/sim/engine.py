@@ -295,6 +295,8 @@ class World:
                 "unbalanced",
                 f"{agent.label()} finished with {agent.bulk_open} TMA store(s) never committed "
                 f"to a bulk async-group")
+        # The cluster barrier stops counting this warp's threads (exited).
+        self.cluster.barrier.maybe_complete([a for a in self.agents if not a.done])
         cta = self.cluster.ctas[agent.cta]
         cta.live_agents -= 1
         if cta.live_agents == 0:

@@ -308,6 +308,11 @@ class _Interp:
             elif name in ("gpu.barrier", "nvvm.barrier0"):
                 yield from V.named_sync(self.w, self.a, 0, self.launch.block_threads, False,
                                         _lanes_of(mask))
+            elif name in ("nvvm.cluster.arrive", "nvvm.cluster.arrive.relaxed"):
+                yield from V.cluster_arrive(self.w, self.a, _lanes_of(mask),
+                                            name.endswith("relaxed"))
+            elif name == "nvvm.cluster.wait":
+                yield from V.cluster_wait(self.w, self.a, _lanes_of(mask))
             elif name == "nvvm.fence.proxy":
                 if n.a.get("to_async"):
                     self.w.clocks.fence(self.a)

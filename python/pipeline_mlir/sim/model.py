@@ -5,7 +5,9 @@
   checker needs: which phase each waiter observed last and, per phase, the
   bytes armed with expect_tx and delivered by complete_tx.
 - :class:`NamedBarrier`: ``bar.sync`` / ``bar.arrive`` (hardware barriers
-  0..15) and the cluster barrier (``barrier.cluster.arrive/wait``).
+  0..15).
+- :class:`ClusterBarrier`: ``barrier.cluster.arrive/wait`` (what
+  ``pipeline.init_arrive/init_wait`` and ``k.cluster_sync()`` run).
 - :class:`Cta` / :class:`Cluster`: one CTA's barrier arrays and whether it
   has exited; a cluster of CTAs with the (x, y, z) launch shape.
 
@@ -228,7 +230,7 @@ class Mbarrier:
 
 
 class NamedBarrier:
-    """A CTA hardware barrier (``bar.sync id, n``) or the cluster barrier.
+    """A CTA hardware barrier (``bar.sync id, n``).
 
     Arrivals count threads; when ``n`` have arrived the generation advances
     and everyone who synced on the previous generation is released.
@@ -284,6 +286,49 @@ class NamedBarrier:
         return gen
 
 
+class ClusterBarrier:
+    """The cluster barrier (``barrier.cluster.arrive`` / ``.wait``).
+
+    It has no thread mask: a phase completes when every thread of every CTA
+    of the cluster that has not exited has arrived (PTX ISA, barrier.cluster).
+    Arrivals are counted per warp (``arrived``: agent id -> threads); a warp
+    that finishes stops counting, so its exit may complete a phase the
+    others wait in (:meth:`maybe_complete`, called by ``World.agent_finished``).
+    """
+
+    def __init__(self, name: str = "the cluster barrier"):
+        self.name = name
+        self.generation = 0
+        self.arrived: dict[int, int] = {}
+        # Happens-before (clocks.py): generation -> the clocks its arrivals released.
+        self.clocks: dict[int, list | None] = {}
+
+    def arrive(self, agent, threads: int, who: str, live) -> int:
+        """``threads`` of ``agent`` arrive; ``live``: the warps not finished.
+        Returns the generation the arrival belongs to."""
+        got = self.arrived.get(agent.id, 0) + threads
+        if got > agent.threads:
+            raise SimError(
+                "arrive-count",
+                f"{who} arrives on {self.name} twice in one phase (barrier.cluster.arrive "
+                f"again before the phase completed: every arrive needs its "
+                f"barrier.cluster.wait before the next)")
+        self.arrived[agent.id] = got
+        gen = self.generation
+        self.maybe_complete(live)
+        return gen
+
+    def maybe_complete(self, live) -> None:
+        if self.arrived and all(self.arrived.get(a.id, 0) >= a.threads for a in live):
+            self.generation += 1
+            self.arrived = {}
+
+    def progress(self, live) -> str:
+        live = list(live)
+        got = sum(self.arrived.get(a.id, 0) for a in live)
+        return f"{got} of the {sum(a.threads for a in live)} threads not exited arrived"
+
+
 @dataclass
 class Cta:
     """One CTA: its rank in the cluster, its pipelines' barriers, exit state."""
@@ -314,7 +359,7 @@ class Cluster:
         if not 1 <= size <= 16:
             raise SimError("unsupported", f"cluster of {size} CTAs (must be 1..16)")
         self.ctas = [Cta(r) for r in range(size)]
-        self.barrier = NamedBarrier("the cluster barrier")
+        self.barrier = ClusterBarrier()
 
     @property
     def size(self) -> int:

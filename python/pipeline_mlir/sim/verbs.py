@@ -192,26 +192,47 @@ def create(w: World, a: Agent, p: PipeRef, defer_sync: bool, lanes: list[int]):
 def init_arrive(w: World, a: Agent, cluster_size: int, lanes: list[int]):
     if cluster_size <= 1:
         return
-
-    def fire():
-        a.cluster_gen = w.cluster.barrier.arrive(len(lanes), w.cluster.size * w.block_threads,
-                                                 a.label())
-    yield Step(fire, None, lambda: f"{a.label()} arrives on the cluster barrier")
+    yield from cluster_arrive(w, a, lanes)
 
 
 def init_wait(w: World, a: Agent, cluster_size: int, lanes: list[int]):
     if cluster_size <= 1:
         yield from named_sync(w, a, 0, w.block_threads, False, lanes)
         return
+    yield from cluster_wait(w, a, lanes, "pipeline.init_wait", "init_arrive")
+
+
+def _live(w: World):
+    return [x for x in w.agents if not x.done]
+
+
+def cluster_arrive(w: World, a: Agent, lanes: list[int], relaxed: bool = False):
+    """``barrier.cluster.arrive`` by the active lanes (model.ClusterBarrier);
+    ``.relaxed`` orders no memory (it releases no clock)."""
+    cb = w.cluster.barrier
+
+    def fire():
+        gen = cb.arrive(a, len(lanes), a.label(), _live(w))
+        if not relaxed:
+            w.clocks.named_arrived(cb, gen)
+        a.cluster_gen = gen
+    yield Step(fire, None, lambda: f"{a.label()} arrives on {cb.name}")
+
+
+def cluster_wait(w: World, a: Agent, lanes: list[int], verb: str = "barrier.cluster.wait",
+                 arrive: str = "barrier.cluster.arrive"):
+    """``barrier.cluster.wait``: until the phase of this warp's last arrive
+    completes (every thread of the cluster not exited arrived)."""
+    cb = w.cluster.barrier
     if a.cluster_gen is None:
-        raise SimError("unbalanced", f"{a.label()} runs pipeline.init_wait without init_arrive")
+        raise SimError("unbalanced", f"{a.label()} runs {verb} without {arrive} before it")
     gen = a.cluster_gen
 
     def fire():
+        w.clocks.named_passed(a, cb, gen)
         a.cluster_gen = None
-    yield Step(fire, lambda: w.cluster.barrier.generation > gen,
-               lambda: f"{a.label()} waits on the cluster barrier "
-                       f"({w.cluster.barrier.count} of {w.cluster.size * w.block_threads} threads arrived)")
+    yield Step(fire, lambda: cb.generation > gen,
+               lambda: f"{a.label()} waits on {cb.name} ({cb.progress(_live(w))})")
 
 
 def named_arrive(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool, lanes: list[int],
