@@ -88,6 +88,9 @@ class Agent:
         self.roles: dict[str, set] = {}
         self.acquired: Counter = Counter()  # (pipe, stage) -> open producer windows
         self.holding: Counter = Counter()  # (pipe, stage) -> open consumer holds
+        # (pipe, stage) -> this warp's clock entry when its hold began: a
+        # release by another warp that has seen it ends the hold.
+        self.hold_epoch: dict = {}
         self.committed: dict = {}  # (pipe, stage) -> where its last commit ran, until reacquired
         self.state_pipes: dict = {}  # state origin -> {pipe id: PipeRef} of producer verbs
         self.wait_pipes: dict = {}   # state origin -> {pipe id: PipeRef} of consumer waits
@@ -300,6 +303,8 @@ class World:
         cta = self.cluster.ctas[agent.cta]
         cta.live_agents -= 1
         if cta.live_agents == 0:
+            for check in cta.exit_checks:
+                check()
             pending = [e for e in self.events if e.cta == cta.rank]
             if pending:
                 raise SimError(

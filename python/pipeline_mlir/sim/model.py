@@ -94,6 +94,10 @@ class Mbarrier:
         self.hb = None
         self.acc: list | None = None
         self.phase_clocks: dict[int, list | None] = {}
+        # Called with the clock a phase released when it completes (an empty
+        # barrier ends the holds of the warps that phase's arrivals cover:
+        # verbs._end_covered_holds).
+        self.on_complete = None
 
     @property
     def parity(self) -> int:
@@ -158,6 +162,7 @@ class Mbarrier:
 
     def _maybe_complete(self) -> None:
         if self.pending == 0 and self.tx == 0:
+            clock = self.acc
             if self.hb is not None:
                 self.phase_clocks[self.completed] = self.acc
                 self.acc = None
@@ -165,6 +170,8 @@ class Mbarrier:
             self.pending = self.expected
             self.armed = self.delivered = 0
             self.arrivals_by = {}
+            if self.on_complete is not None:
+                self.on_complete(clock)
 
     def _arrivals(self) -> str:
         if not self.arrivals_by:
@@ -338,6 +345,9 @@ class Cta:
     named: dict = field(default_factory=dict)  # bar id -> NamedBarrier
     exited: bool = False
     live_agents: int = 0
+    # Run when its last warp finishes (a hold another warp's release may
+    # still end: verbs.finish_checks).
+    exit_checks: list = field(default_factory=list)
 
     def named_barrier(self, bar_id: int) -> NamedBarrier:
         if bar_id not in self.named:

@@ -176,6 +176,9 @@ def create(w: World, a: Agent, p: PipeRef, defer_sync: bool, lanes: list[int]):
             b = cta.barriers.setdefault((p.pid, slot),
                                         Mbarrier(count, _slot_name(spec, slot, a.cta)))
             b.hb = w.clocks
+            if slot >= nfull and spec.kind != "order":
+                b.on_complete = (lambda clock, idx=slot - nfull, c=a.cta:
+                                 _end_covered_holds(w, p, c, idx, clock))
 
     yield Step(fire, None, lambda: f"{a.label()} creates pipeline '{spec.name}'", spec.name)
     # PipelineTmaStore owns no barriers, so its create synchronizes nothing
@@ -457,6 +460,7 @@ def consumer_wait(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int],
                 f"{who} waits on {_buf(p, a.cta, idx)} again before releasing it "
                 f"(unbalanced consumer.wait / consumer.release)")
         a.holding[key] += 1
+        a.hold_epoch[key] = a.vc[a.id]
         for k in _hold_keys(p, a.cta, idx, op):
             w.start_read(k, who, _buf(p, k[0], idx))
 
@@ -464,6 +468,28 @@ def consumer_wait(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int],
         yield from wait(w, a, p, idx, a.cta, st.phase, "consumer.wait", hold, st.phase_number())
     else:
         yield Step(hold, None, lambda: f"{who} consumer.wait stage {idx} (token)", spec.name)
+
+
+def _end_covered_holds(w: World, p: PipeRef, cta: int, idx: int, clock) -> None:
+    """Stage ``idx``'s consumer phase completed (its empty barrier in CTA
+    ``cta``) with the arrivals' joined ``clock``: the stage goes back to
+    the producer for every warp of the CTA still holding it whose hold
+    those arrivals have seen, i.e. that synchronised with a releasing
+    thread after its wait (a role that waits, meets on a named barrier,
+    then one thread releases for all with a group count of 1). A warp
+    whose hold no arrival saw (no barrier after its wait) keeps holding:
+    the producer's refill overwrites it. A warp whose hold ended so reads
+    the stage afterwards: read-after-release."""
+    if clock is None:
+        return
+    key = (p.pid, idx)
+    for h in w.agents:
+        if h.cta != cta or not h.holding[key] or clock[h.id] < h.hold_epoch.get(key, 1 << 62):
+            continue
+        h.holding[key] -= 1
+        who = h.label(p.spec.name)
+        for k in _hold_keys(p, cta, idx, p.spec.consumer_op):
+            w.end_read(k, who)
 
 
 def consumer_try_wait(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]):
@@ -483,10 +509,10 @@ def consumer_release(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]
             "unbalanced",
             f"{who} releases {_buf(p, a.cta, idx)} without waiting on it first "
             f"(unbalanced consumer.wait / consumer.release)")
-    a.holding[key] -= 1
     keys = _hold_keys(p, a.cta, idx, op)
     slot = spec.stages + idx
     if op == UMMA:
+        a.holding[key] -= 1
         yield from _umma_commit(w, a, p, idx, keys, "consumer.release", slot=slot)
         return
     target = spec.plan["release"]
@@ -510,6 +536,9 @@ def consumer_release(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]
         arrivals = [(dst, _lanes_arrivals(lanes, elect_one))]
 
     def fire():
+        # The hold ends when the arrive runs (until then another warp's
+        # finish_checks sees this warp still holding the stage).
+        a.holding[key] -= 1
         for k in keys:
             w.end_read(k, who)
         for d, n in arrivals:
@@ -736,12 +765,23 @@ def order_arrive(w: World, a: Agent, p: PipeRef, st: State, gid: int, lanes: lis
 def finish_checks(w: World, a: Agent, pipes: dict) -> None:
     """At agent exit: stages still acquired (arrive kinds) or held."""
     for (pid, idx), n in a.holding.items():
-        if n:
-            p = pipes[pid]
-            raise SimError(
-                "unbalanced",
-                f"{a.label(p.spec.name)} finished while holding {_buf(p, a.cta, idx)} "
-                f"(consumer.wait without consumer.release)")
+        if not n:
+            continue
+        p = pipes[pid]
+
+        def unreleased(p=p, idx=idx, key=(pid, idx)):
+            if a.holding[key]:
+                raise SimError(
+                    "unbalanced",
+                    f"{a.label(p.spec.name)} finished while holding {_buf(p, a.cta, idx)} "
+                    f"(consumer.wait without consumer.release)")
+        # Another warp of the CTA still holds the stage: its release may
+        # end this hold too (_end_covered_holds); decided at the CTA's exit.
+        if any(x is not a and not x.done and x.cta == a.cta and x.holding[(pid, idx)]
+               for x in w.agents):
+            w.cluster.ctas[a.cta].exit_checks.append(unreleased)
+            continue
+        unreleased()
     for (pid, idx), n in a.acquired.items():
         p = pipes[pid]
         if n and _arrive_kind(p):
