@@ -149,19 +149,23 @@ def main(argv=None):
             gc.CUT_MARGIN, gc.AUTO_CUT = saved
     if not args.grid:
         return 0
-    saved = (dict(gc.EFFICIENCY), gc.MISALIGNED_K, gc.STREAM_K_FIXED_S)
+    # block_time and stream_k_run_time read these two in their own modules
+    # (gemm_configs re-exports copies): set them there
+    from pipeline_mlir.ops import gemm_cost, gemm_stream_k
+
+    saved = (dict(gc.EFFICIENCY), gemm_cost.MISALIGNED_K, gemm_stream_k.STREAM_K_FIXED_S)
     points = []
     try:
         for e192, e128, e64, mis, fixed in itertools.product(
                 (0.85, 0.9, 0.95), (0.8, 0.85, 0.9), (0.5, 0.6, 0.7), (1.0, 1.1, 1.2, 1.3),
                 (5e-6, 10e-6, 20e-6, 30e-6)):
             gc.EFFICIENCY.update({"128x192": e192, "128x128": e128, "64x128": e64})
-            gc.MISALIGNED_K, gc.STREAM_K_FIXED_S = mis, fixed
+            gemm_cost.MISALIGNED_K, gemm_stream_k.STREAM_K_FIXED_S = mis, fixed
             points.append((score(picks(gc, rows, sms)), (e192, e128, e64, mis, fixed)))
     finally:
         gc.EFFICIENCY.clear()
         gc.EFFICIENCY.update(saved[0])
-        gc.MISALIGNED_K, gc.STREAM_K_FIXED_S = saved[1], saved[2]
+        gemm_cost.MISALIGNED_K, gemm_stream_k.STREAM_K_FIXED_S = saved[1], saved[2]
     points.sort(key=lambda p: (p[0][0], p[0][1]), reverse=True)
     for (total, worst, median), (e192, e128, e64, mis, fixed) in points[:5]:
         print(f"GRID 128x192 {e192} 128x128 {e128} 64x128 {e64} MISALIGNED_K {mis} "

@@ -23,7 +23,7 @@ from pipeline_mlir.kernel.tile_scheduler import StreamKSchedule
 from pipeline_mlir.kernel.values import i32
 from pipeline_mlir.kernels import hopper_gemm as hg
 from pipeline_mlir.kernels import streamk_fixup as skf
-from pipeline_mlir.ops import gemm_configs
+from pipeline_mlir.ops import gemm_configs, gemm_stream_k
 
 ASSEMBLER = "ptxas" if shutil.which("ptxas") else "nvjitlink"
 
@@ -702,7 +702,9 @@ def test_the_model_takes_the_even_launch_only_after_a_full_wave(monkeypatch):
     assert gemm_configs.stream_k_launch(90, 138, 132, "128x128") == (90, 90, 0)
     grid, sk_ctas, rounds = gemm_configs.stream_k_launch(132 + 60, 138, 132, "128x256")
     assert rounds == 1 and sk_ctas % 60 == 0 and sk_ctas > 60
-    monkeypatch.setattr(gemm_configs, "AUTO_EVEN", False)
+    # stream_k_launch reads the switch in ops/gemm_stream_k.py (gemm_configs
+    # re-exports a copy of it)
+    monkeypatch.setattr(gemm_stream_k, "AUTO_EVEN", False)
     assert gemm_configs.stream_k_launch(168, 114, 66, "128x256c2") == (66, 36, 2)
 
 
