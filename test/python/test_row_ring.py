@@ -256,14 +256,17 @@ def test_cluster_misuse_names_the_rule():
 
 # -- rows out through their stage (a bulk store; off by default) -------------------------
 
-def test_bulk_store_kernel_and_what_the_simulator_says():
+def test_bulk_store_kernel_and_what_the_simulator_says(monkeypatch):
     """``store="bulk"``: the consumers write the row's output over the row in
     its stage (each thread its own values), fence it for the async proxy and
     release; the producer bulk-copies the stage out before reloading it
-    (and the last stages after its tail). Measured on an H200 it was no
-    steady gain (benchmarks/rows/results/h200-run4), and the simulator,
-    whose stages are whole buffers, sees the in-place write as an overwrite
-    of a stage other warps still hold: off by default."""
+    (and the last stages after its tail), waiting until the copy has read
+    the stage (``cp.async.bulk.wait_group.read 0``) before its next load
+    into it. Measured on an H200 it was no steady gain
+    (benchmarks/rows/results/h200-run4): off by default. The simulator
+    checks the in-place writes byte by byte against the other warps' reads
+    of the stage (not as one buffer) and passes it; without the wait, the
+    load into the stage while the bulk store may still read it is found."""
     k = row_softmax.build(16384, store="bulk")
     ptx, _ = compiled_ptx(k)
     assert count(r"st\.global", ptx) == 0 and count(r"st\.shared\.v4", ptx) == k.rows.chunks
@@ -273,9 +276,19 @@ def test_bulk_store_kernel_and_what_the_simulator_says():
     assert count(r"fence\.proxy\.async\.shared::cta", ptx) == 1
     text = str(k.module)
     assert verify_protocol(text) == []
-    (report,) = simulate(text, schedules=1, args={2: 2 * k.stages + 1}).values()
-    assert not report.ok and "overwrite" in messages(report)
+    (report,) = simulate(text, schedules=2, args={2: 2 * k.stages + 1}).values()
+    assert report.ok, messages(report)
     assert row_softmax.build(16384).store == "global"
+    # The store out without its wait (commit only): the next load into the stage races it.
+    from pipeline_mlir.pipeline import TmaStoreFence
+    monkeypatch.setattr(TmaStoreFence, "arrive_and_wait", TmaStoreFence.arrive)
+    bad = str(row_softmax.build(16384, store="bulk").module)
+    assert "pipeline.bulk_group.wait" in text and "pipeline.bulk_group.wait" not in bad
+    (report,) = simulate(bad, schedules=1, args={2: 2 * k.stages + 1}).values()
+    found = messages(report)
+    assert set(found) == {"async-read"}, found
+    assert ("runs pipeline.copy.bulk on stage 0 of pipeline 'row ring' while "
+            "nvvm.cp.async.bulk.global.shared.cta may still read that stage") in found["async-read"]
 
 
 # -- the checker and the simulator -------------------------------------------------------

@@ -58,8 +58,9 @@ values. The grid is whole clusters (``rows_host.grid_for``: at most
 output over the row in its stage (each thread its own values), fence it
 for the async proxy and release; the producer bulk-copies the stage out
 (``cp.async.bulk.global.shared::cta``, waited until read) before it
-reloads it, and the last stages after its tail. The simulator, whose
-stages are whole buffers, reports the in-place write as an overwrite.
+reloads it, and the last stages after its tail. The simulator checks the
+in-place writes byte by byte against the other warps' reads of the stage
+and the load into the stage against the store out (its wait), and passes it.
 
 Both loops visit the rows ``blockIdx.x, blockIdx.x + gridDim.x, ...``
 below ``m`` (:meth:`Rows.grid_stride`'s order for a CTA per row). The

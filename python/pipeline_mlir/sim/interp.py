@@ -276,7 +276,8 @@ class _Interp:
                 for slot in n.a["stage_states"]:
                     st = env[slot]
                     if isinstance(st, State):
-                        V.plain_store(self.a, st, name, n.loc)
+                        V.plain_store(self.a, st, name, n.loc,
+                                      SR.granules(env[n.ins[1]], mask, n.a["smem"]))
                         staged = True
                 if not staged:  # a stage's accesses are the pipelines' checks
                     self.smem_access(n, mask, n.ins[1], True)
@@ -285,7 +286,8 @@ class _Interp:
                 for slot in n.a["stage_states"]:
                     st = env[slot]
                     if isinstance(st, State):
-                        V.plain_load(self.a, st, name, n.loc)
+                        V.plain_load(self.a, st, name, n.loc,
+                                     SR.granules(env[n.ins[0]], mask, n.a["smem"]))
                         staged = True
                 if not staged:
                     self.smem_access(n, mask, n.ins[0], False)
@@ -627,6 +629,11 @@ class _Interp:
             umma = (name == "consumer.release"
                     and (attrs.get("op_type") or p.spec.consumer_op) == V.UMMA)
             AR.check_hand_back(a, p, st.index, f"pipeline.{name}", n.loc, umma)
+        elif name in ("copy.tma_load", "copy.bulk"):
+            # A copy into a stage this warp's own bulk store (or wgmma) may
+            # still read: the store out must have read the stage first
+            # (cp.async.bulk.wait_group.read).
+            AR.check_hand_back(a, p, st.index, f"pipeline.{name}", n.loc, False)
         elif name == "producer.commit" and p.spec.producer_op == V.UMMA:
             AR.tcgen05_commit(a)
         if name == "producer.acquire":

@@ -593,7 +593,7 @@ def _tie_state(a: Agent, p: PipeRef, st: State) -> None:
         a.state_pipes.setdefault(st.origin, {})[p.pid] = p
 
 
-def plain_store(a: Agent, st: State, op: str, loc: str | None) -> None:
+def plain_store(a: Agent, st: State, op: str, loc: str | None, gs=None) -> None:
     """A store (``llvm.store``, ``memref.store``, ...) whose address is
     computed from ``st.index`` (the frontend ties it statically), into that
     stage of every pipeline whose producer verbs this agent runs with states
@@ -603,8 +603,9 @@ def plain_store(a: Agent, st: State, op: str, loc: str | None) -> None:
     write (error kind ``commit-before-write``), whatever the schedule: the
     consumers may read the stage before the store lands. Inside an acquire
     .. commit window it is the write the commit publishes. It is not a
-    scheduling point (it touches no barrier)."""
-    _store_into_held(a, st, op, loc)
+    scheduling point (it touches no barrier). ``gs``: the 4-byte granules
+    it writes, when its addresses are known (see _store_into_held)."""
+    _store_into_held(a, st, op, loc, gs)
     pipes = [p for p in a.state_pipes.get(st.origin, {}).values()
              if p.spec.producer_op in (ASYNC, CPASYNC)]
     idx = st.index
@@ -625,10 +626,25 @@ def plain_store(a: Agent, st: State, op: str, loc: str | None) -> None:
             where=[f"{who} at {store_at}"] if store_at else [])
 
 
-def _store_into_held(a: Agent, st: State, op: str, loc: str | None) -> None:
+def _store_into_held(a: Agent, st: State, op: str, loc: str | None, gs=None) -> None:
+    """A store into a stage of a pipeline this warp consumes. Written in
+    place by a warp that holds the stage (each thread over its own values
+    of a row, which the producer then bulk-copies out) with known
+    addresses (``gs``, granules): a race only on the bytes another warp
+    reads or writes with nothing ordering the two (the plain-shared-memory
+    shadow, smemrace.py, which the holders' stage loads feed too:
+    plain_load). Otherwise the stage is one buffer: a write while another
+    warp holds it is an overwrite."""
     w, idx = a.world, st.index
+    shadowed = False
     for p in a.wait_pipes.get(st.origin, {}).values():
         if p.spec.stages != st.stages:
+            continue
+        if gs and a.holding[(p.pid, idx)]:
+            if not shadowed:
+                from . import smemrace  # (it imports frontend, which imports this module)
+                smemrace.write(w, a, gs, op, loc)
+                shadowed = True
             continue
         key = _key(p, a.cta, idx)
         me = a.label(p.spec.name)
@@ -644,7 +660,7 @@ def _store_into_held(a: Agent, st: State, op: str, loc: str | None) -> None:
                 w._race_notes(key, me, Counter(others)))
 
 
-def plain_load(a: Agent, st: State, op: str, loc: str | None) -> None:
+def plain_load(a: Agent, st: State, op: str, loc: str | None, gs=None) -> None:
     """A load (``llvm.load``, ...) whose address is computed from
     ``st.index``, from that stage of a pipeline this agent waits on with
     states of the same origin (and the same stage count): the agent must
@@ -652,11 +668,20 @@ def plain_load(a: Agent, st: State, op: str, loc: str | None) -> None:
     After the release the producer may refill the stage under the read:
     error kind ``read-after-release``, whatever the schedule. A stage the
     agent has acquired as a producer may be read too. Not a scheduling
-    point."""
+    point. ``gs``: the granules it reads, when known: a held stage's read
+    goes into the plain-shared-memory shadow, against which warps writing
+    the stage in place are checked (_store_into_held)."""
     idx = st.index
+    shadowed = False
     for p in a.wait_pipes.get(st.origin, {}).values():
         key = (p.pid, idx)
-        if p.spec.stages != st.stages or a.holding[key] or a.acquired[key]:
+        if p.spec.stages != st.stages:
+            continue
+        if a.holding[key] and gs and not shadowed:
+            from . import smemrace
+            smemrace.read(a.world, a, gs, op, loc)
+            shadowed = True
+        if a.holding[key] or a.acquired[key]:
             continue
         who, at = a.label(p.spec.name), source_location(loc)
         raise SimError(
