@@ -76,7 +76,8 @@ def test_promoted_mainloop_in_the_simulator():
     (replace(fp8_gemm.FAST, out_dtype="e4m3"), "takes per-tensor scales"),
     (replace(fp8_gemm.FAST, accumulation="slow"), "accumulation must be one of"),
     (replace(fp8_gemm.PROMOTED, out_dtype="f32"), "output dtype must be 'bf16' or 'f16'"),
-    (replace(fp8_gemm.PROMOTED_192, epilogue_passes=2), "3 C boxes must split evenly"),
+    # 3 C boxes: passes of 2 and 1 are allowed (tiles cut to the shape), 4 leave one empty
+    (replace(fp8_gemm.PROMOTED_192, epilogue_passes=4), "3 C boxes do not split into 4"),
 ])
 def test_bad_configurations_are_refused(cfg, match):
     with pytest.raises(ValueError, match=match):
