@@ -137,7 +137,7 @@ def split_k_unit(unit, tiles, splits, k_blocks):
 # run of ``iters = sk_tiles x k_blocks`` K blocks that the first ``sk_ctas``
 # CTAs share equally: CTA c < sk_ctas takes ``[c iters / sk_ctas, (c + 1)
 # iters / sk_ctas)``. The host picks ``sk_ctas`` (between ``sk_tiles`` and
-# ``grid``: ops/gemm_configs.stream_k_ctas) so that each run is at most one
+# ``grid``: ops/gemm_stream_k.stream_k_launch) so that each run is at most one
 # tile long and at least one K block. A run crosses at most one tile
 # boundary, so it is one or two *segments*, each a work unit holding part of
 # a tile: each contributor but the last in K order stores an fp32 partial

@@ -413,7 +413,7 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
         # the fp32 partial tiles (two slots per CTA), the per-warp arrival
         # counters of the stream-K tiles (ops/streamk_host.py sizes both),
         # the CTAs sharing the stream-K run and the whole-tile rounds before
-        # it (gemm_configs.stream_k_schedule)
+        # it (ops/gemm_stream_k.py: stream_k_launch)
         params.update(sk_workspace=GlobalPtr(), sk_counters=GlobalPtr(align=4),
                       sk_ctas=Int32(), sk_rounds=Int32())
         if cfg.timeline:
