@@ -16,7 +16,7 @@ finds it (_held_out_bugs.py says how).
 | read_after_release             | (load below release) | yes+   | read after release|
 | write_after_commit             | (store below commit) | yes    | commit before write|
 | named_barrier_short            | (count of 4 warps)   | yes    | deadlock          |
-| buffer_from_iteration          | (t % 2 on 4 stages)  | yes*   | passes            |
+| buffer_from_iteration          | (t % 2 on 4 stages)  | yes*   | smem race+        |
 | read_other_ring                | (copied index line)  | yes*   | passes            |
 
 (*) found by neither tool before these tests. Check 10 of
@@ -26,9 +26,12 @@ check 16 a plain access into a ring, while a stage is held, whose address
 comes from no state index, or that touches a ring another pipeline fills
 while holding none of its stages
 (test/Dialect/Pipeline/VerifyProtocol/ring-buffer-access.mlir).
-(+) found by the simulator only before these tests: check 7 now covers the
-consumer's side too, a load from a stage after its release
-(test/Dialect/Pipeline/VerifyProtocol/release-before-read.mlir).
+(+) read_after_release: found by the simulator only before these tests:
+check 7 now covers the consumer's side too, a load from a stage after its
+release (test/Dialect/Pipeline/VerifyProtocol/release-before-read.mlir).
+buffer_from_iteration: passed by the simulator before; the holders' loads
+of a stage (addressed from state.index) now go into its plain-shared-memory
+shadow, which the producer's write through `t % 2` (no state index) races.
 """
 
 import pytest
@@ -274,7 +277,7 @@ CASES = [
     ("buffer_from_iteration", payload_ring, {"what": "buffer_from_iteration"},
      "llvm.store reaches the ring whose buffers the stages pick (buffers of 128 bytes, "
      "addressed from state.index), while this role holds a stage, but its address is "
-     "computed from no state's index", None),
+     "computed from no state's index", {"smem-race"}),
     ("read_other_ring", read_other_ring, {},
      "pipeline 'a': llvm.load touches a buffer of the ring that pipeline 'b' fills (its "
      "producer addresses it from state.index), while this role holds a stage of pipeline "
