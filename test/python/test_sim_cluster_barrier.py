@@ -2,17 +2,12 @@
 ``k.cluster_sync()``): a phase completes when every thread of every CTA of
 the cluster that has not exited has arrived (no thread mask)."""
 
-import inspect
 
 from mlir.dialects import nvvm
 
 from pipeline_mlir.kernel import Int32, Kernel
 
-from _held_out_bugs import _async, _consume, _produce
-
-
-def _line():
-    return inspect.currentframe().f_back.f_lineno + 1
+from _held_out_bugs import _async, _consume, _next_line, _produce
 
 
 def _kernel(form):
@@ -38,7 +33,7 @@ def _kernel(form):
             nvvm.cluster_wait()
             return k, line
         with k.if_(k.warp_idx() == 1):
-            line = _line()
+            line = _next_line()
             k.cluster_sync()
         if form == "join":
             k.sync_threads()
@@ -52,7 +47,7 @@ def _sim(k):
     return k.simulate({"n": 3}, schedules=4, check=False)
 
 
-def test_a_cluster_barrier_one_role_reaches_deadlocks_at_the_users_line():
+def test_a_cluster_barrier_one_role_reaches_deadlocks_at_the_users_next_line():
     k, line = _kernel("join")
     r = _sim(k)
     assert {f.kind for f in r.findings} == {"deadlock"}, str(r)

@@ -8,7 +8,6 @@ the producer's again, no overwrite. Without the barrier the other warps
 still read when the producer refills it: a buffer overwritten, at the
 user's line (triton-lang/triton#10035's form)."""
 
-import inspect
 
 import pytest
 
@@ -16,11 +15,9 @@ from pipeline_mlir.kernel import Int32, Kernel
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, make_pipeline_state, NamedBarrier,
                                     PipelineAsync, PipelineUserType)
 
+from _held_out_bugs import _next_line
+
 S = 4
-
-
-def _line():
-    return inspect.currentframe().f_back.f_lineno + 1
 
 
 def _kernel(form):
@@ -39,7 +36,7 @@ def _kernel(form):
         with k.if_(k.warp_idx() == 0):
             s = make_pipeline_state(PipelineUserType.Producer, S)
             for _, (s,) in k.range(n, carry=[s]):
-                lines["acquire"] = _line()
+                lines["acquire"] = _next_line()
                 pipe.producer_acquire(s)
                 pipe.producer_commit(s)
                 s.advance()
@@ -48,7 +45,7 @@ def _kernel(form):
             role = NamedBarrier(1, 128)
             c = make_pipeline_state(PipelineUserType.Consumer, S)
             for _, (c,) in k.range(n, carry=[c]):
-                lines["wait"] = _line()
+                lines["wait"] = _next_line()
                 pipe.consumer_wait(c)
                 if form == "barrier":
                     role.sync()
