@@ -25,6 +25,7 @@ import rmsnorm  # noqa: E402
 import row_softmax  # noqa: E402
 import rows_host  # noqa: E402
 from _example_checks import messages, protocol_warnings, simulate, verify_protocol  # noqa: E402
+from _ptxas import registers_and_spills, spill_bytes  # noqa: E402
 
 ASSEMBLER = "ptxas" if shutil.which("ptxas") else "nvjitlink"
 BULK = r"cp\.async\.bulk\.shared::cluster\.global\.mbarrier::complete_tx::bytes"
@@ -101,17 +102,7 @@ def compiled_ptx(k):
 
 
 def _spills(k):
-    if ASSEMBLER != "ptxas":
-        return None
-    import subprocess
-    import tempfile
-
-    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
-        f.write(k.to_ptx())
-    out = subprocess.run(["ptxas", "-arch=sm_90a", "-v", f.name, "-o", os.devnull],
-                         capture_output=True, text=True).stderr
-    os.unlink(f.name)
-    return sum(int(b) for b in re.findall(r"(\d+) bytes spill stores", out))
+    return spill_bytes(k.to_ptx()) if ASSEMBLER == "ptxas" else None
 
 
 @pytest.mark.parametrize("n", [8192, 20000, 32768])
@@ -239,7 +230,6 @@ def test_cluster_softmax_instructions(n, cluster):
     assert count(r"barrier\.cluster\.arrive;", ptx) == 2
     assert count(r"fence\.mbarrier_init\.release\.cluster", ptx) >= 1
     if ASSEMBLER == "ptxas":
-        from _ptxas import registers_and_spills
         regs, spills = registers_and_spills(ptx)
         assert spills == 0 and regs <= 56, regs
 
