@@ -50,6 +50,24 @@ CAUGHT = {
 }
 
 
+def assert_caught(k, who, pattern):
+    """``who`` ('checker' or a simulator finding's kind) catches the planted
+    mistake in ``k``: the checker's error, or (the kernel statically clean)
+    that kind in at least one schedule and nothing else, its first finding
+    matching ``pattern``."""
+    from pipeline_mlir.compiler import CompileError
+
+    if who == "checker":
+        with pytest.raises(CompileError) as err:
+            k.to_ptx()
+        assert re.search(pattern, str(err.value)), str(err.value)
+        return
+    k.to_ptx()
+    (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES, check=False)
+    assert set(report.counts) == {who} and report.counts[who] >= 1, report
+    assert re.search(pattern, report.findings[0].message), report.findings[0].message
+
+
 def build(mistake=None, **cfg):
     config = ab.AttentionBwdConfig(**cfg)
     if mistake is None:

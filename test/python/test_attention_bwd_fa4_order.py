@@ -19,7 +19,7 @@ import re
 import pytest
 
 from _attention_bwd_mistakes import SHARED_DS_STAGES_WITH, build_with_mistake
-from test_attention_bwd import CAUGHT, SCHEDULES, SIM_ARGS
+from test_attention_bwd import CAUGHT, SCHEDULES, SIM_ARGS, assert_caught
 from test_attention_bwd_reduce_warp import HAND_OFF_CAUGHT, RACE_CAUGHT, norm
 from pipeline_mlir.chip_limits import SMEM_PER_BLOCK
 from pipeline_mlir.kernels import attention_bwd as ab
@@ -150,19 +150,9 @@ def test_backward_mistakes_are_rejected_in_fa4_order(mistake, head_dim, causal, 
     (the consumers issue no reduce-add: their dropped fence is
     ``consumer_drops_dq_fence`` below): rejected by the checker, or found
     by the simulator (the epilogue race in at least one schedule)."""
-    from pipeline_mlir.compiler import CompileError
-
     who, pattern = CAUGHT[mistake]
     k = build_with_mistake(mistake, cfg_of(head_dim, causal, opts))
-    if who == "checker":
-        with pytest.raises(CompileError) as err:
-            k.to_ptx()
-        assert re.search(pattern, str(err.value)), str(err.value)
-        return
-    k.to_ptx()
-    (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES, check=False)
-    assert set(report.counts) == {who} and report.counts[who] >= 1, report
-    assert re.search(pattern, report.findings[0].message), report.findings[0].message
+    assert_caught(k, who, pattern)
 
 
 @pytest.mark.parametrize("head_dim,causal,opts", PLANT_IN, ids=ids)

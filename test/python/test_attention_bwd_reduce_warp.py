@@ -19,7 +19,7 @@ import pytest
 
 from _attention_bwd_mistakes import (REDUCE_WARP_STAGES_WITH, SHARED_DS_STAGES_WITH,
                                      build_with_mistake)
-from test_attention_bwd import CAUGHT, SCHEDULES, SIM_ARGS
+from test_attention_bwd import CAUGHT, SCHEDULES, SIM_ARGS, assert_caught
 from pipeline_mlir.chip_limits import SMEM_PER_BLOCK
 from pipeline_mlir.kernels import attention_bwd as ab
 from pipeline_mlir.ops import attention_configs
@@ -191,20 +191,10 @@ def test_planted_mistakes_are_rejected_with_the_reduce_warp(mistake):
     reduce-add (test_attention_bwd.py) are rejected on the op's d 64
     set with the reduce warp too; the epilogue race by the simulator in
     at least one schedule (the reduce warp changes the interleavings)."""
-    from pipeline_mlir.compiler import CompileError
-
     who, pattern = CAUGHT[mistake]
     cfg = ab.AttentionBwdConfig(**variant(64, True, attention_configs.BWD_DEFAULT_OPTIONS[64]))
     k = build_with_mistake(mistake, cfg)
-    if who == "checker":
-        with pytest.raises(CompileError) as err:
-            k.to_ptx()
-        assert re.search(pattern, str(err.value)), str(err.value)
-        return
-    k.to_ptx()
-    (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES, check=False)
-    assert set(report.counts) == {who} and report.counts[who] >= 1, report
-    assert re.search(pattern, report.findings[0].message), report.findings[0].message
+    assert_caught(k, who, pattern)
 
 
 @pytest.mark.parametrize("head_dim,causal,opts", CASES[:3],

@@ -20,7 +20,7 @@ import re
 import pytest
 
 from _attention_bwd_mistakes import SHARED_DS_STAGES_WITH, build_with_mistake
-from test_attention_bwd import CAUGHT, SCHEDULES, SIM_ARGS
+from test_attention_bwd import CAUGHT, SCHEDULES, SIM_ARGS, assert_caught
 from test_attention_bwd_reduce_warp import DEFERRED_CAUGHT, HAND_OFF_CAUGHT, RACE_CAUGHT
 from pipeline_mlir.chip_limits import SMEM_PER_BLOCK
 from pipeline_mlir.kernels import attention_bwd as ab
@@ -173,22 +173,12 @@ def test_backward_mistakes_are_rejected(mistake, head_dim, causal):
     (simulator), and the LSE read from a released stage: here Q's stage,
     which LSE's row rides on, released before the row is loaded (the
     checker's load-after-release rule, at the LSE loads)."""
-    from pipeline_mlir.compiler import CompileError
-
     cfg = cfg_of(head_dim, causal, DEFAULTS[head_dim] + SWT)
     who, pattern = CAUGHT[mistake]
     if mistake == "lse_read_after_release":
         pattern = LSE_ON_Q_CAUGHT
     k = build_with_mistake(mistake, cfg)
-    if who == "checker":
-        with pytest.raises(CompileError) as err:
-            k.to_ptx()
-        assert re.search(pattern, str(err.value)), str(err.value)
-        return
-    k.to_ptx()
-    (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES, check=False)
-    assert set(report.counts) == {who} and report.counts[who] >= 1, report
-    assert re.search(pattern, report.findings[0].message), report.findings[0].message
+    assert_caught(k, who, pattern)
 
 
 def test_the_lse_mistake_is_the_tiles_release():
