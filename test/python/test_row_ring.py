@@ -222,8 +222,12 @@ def test_cluster_softmax_instructions(n, cluster):
     assert re.search(rf"mov\.b32\s+%r\d+, {rows.n * 2};", ptx)     # a slice per copy
     assert count(r"%cluster_ctarank", ptx) >= 1
     assert count(r"st\.global[.\w]*\.v4", ptx) == rows.chunks
-    assert count(rf"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[%r\d+\], {4 * others};",
-                 ptx) == 2
+    # the two exchanges' arrives, each expecting the other CTAs' 4 bytes (and
+    # the ring's own arrive for the slice's bulk copy)
+    armed = re.findall(r"mbarrier\.arrive\.expect_tx\.shared\.b64 %rd\d+, \[%r\d+\], (%r\d+);",
+                       ptx)
+    tx = [int(v) for r in armed for v in re.findall(rf"mov\.[bu]32\s+{re.escape(r)}, (\d+);", ptx)]
+    assert sorted(tx) == sorted([4 * others, 4 * others, rows.n * 2]), tx
     st_async = r"st\.async\.shared::cluster\.mbarrier::complete_tx::bytes\.f32"
     assert count(st_async, ptx) == 2 * others
     assert count(r"mapa\.shared::cluster\.u32", ptx) == 4 * others

@@ -336,6 +336,8 @@ class RowRing:
         CTA's barrier) and arms this CTA's barrier for theirs; every thread
         waits, reads the slots and combines them in rank order (every CTA
         gets the same bits)."""
+        from mlir.dialects import nvvm
+
         from .memory import load as _load
         from .memory import store as _store
         from .values import to_value
@@ -355,25 +357,26 @@ class RowRing:
         i32t = ir.IntegerType.get_signless(32)
         f = to_value(value)
 
-        def addr(p):
-            return llvm.ptrtoint(i32t, to_value(p))
+        def remote(p, peer):
+            """``p`` (this CTA's shared memory) in CTA ``peer``'s window of
+            the cluster, as st.async's 32-bit shared::cluster address."""
+            return llvm.ptrtoint(i32t, nvvm.mapa(llvm.PointerType.get(7), to_value(p),
+                                                 to_value(peer)))
 
         mine = slots + rank * 4
         with k.if_(k.linear_thread_idx() == 0):
             # its own slot (ordered before the waiters' reads by the arrive's
             # release), the barrier armed for the others' bytes, then theirs
             _store(f, mine, 0)
-            llvm.inline_asm(None, [addr(bar)],
-                            f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], {4 * (c - 1)};",
-                            "r", has_side_effects=True)
+            with _unmodelled():
+                self.xbar.arrive_and_expect_tx(idx, 4 * (c - 1))
             for d in range(1, c):
                 peer = (rank + d) % c
+                # st.async has no NVVM op: the one asm line of the exchange
                 llvm.inline_asm(
-                    None, [addr(mine), addr(bar), f, to_value(peer)],
-                    "{ .reg .b32 ra, rb; mapa.shared::cluster.u32 ra, $0, $3; "
-                    "mapa.shared::cluster.u32 rb, $1, $3; "
-                    "st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [ra], $2, [rb]; }",
-                    "r,r,f,r", has_side_effects=True)
+                    None, [remote(mine, peer), remote(bar, peer), f],
+                    "st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [$0], $2, [$1];",
+                    "r,r,f", has_side_effects=True)
         with _unmodelled():
             self.xbar.wait(idx, phase)
         vals = [_load(slots, f.type, r) for r in range(c)]     # rank order: the same bits
