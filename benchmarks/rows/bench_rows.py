@@ -93,21 +93,19 @@ def _variants(module, n, alt):
         if module.__name__ == "row_softmax" and parts == 1:
             out.append({"stream": True})
             out.append({"stream": True, "store": "bulk"})
-    # ways out of a ring (a bulk store of the stage, with an evict-first
-    # L2 policy), an evict-first policy on the ring's loads
+    # ways out of a ring (a bulk store of the stage), an evict-first policy
+    # on the ring's loads
     if not stages:
         out.append({"load_hint": "nc256"})
         if deepest > 2:
             out.append({"stages": 2})
     ring = {} if stages else ({"stages": deepest} if deepest else None)
     if ring is not None:
-        for store in ("bulk", "bulk_evict_first"):
-            out.append({**ring, "store": store})
+        out.append({**ring, "store": "bulk"})
         out.append({**ring, "load_hint": "evict_first"})
         if module.__name__ == "row_softmax" and stages and n * 2 > 32 * 1024:
             # each row split over a cluster of two (their max and sum through DSMEM)
             out.append({"cluster": 2})
-        out.append({**ring, "store": "bulk_evict_first", "load_hint": "evict_first"})
     return out
 
 
@@ -125,8 +123,7 @@ def row_cluster_fits(n, c):
 def _name(op, n, kw):
     suffix = {"threads": lambda v: f"_t{v}", "stages": lambda v: "_regs" if v == 0 else f"_s{v}",
               "parts": lambda v: f"_p{v}", "stream": lambda v: "_stream" if v else "_hold",
-              "store": lambda v: {"global": "_st", "bulk": "_bulk",
-                                  "bulk_evict_first": "_bulkef"}[v],
+              "store": lambda v: {"global": "_st", "bulk": "_bulk"}[v],
               "load_hint": lambda v: {"evict_first": "_ldef", "nc256": "_ldnc"}[v],
               "cluster": lambda v: f"_c{v}"}
     return f"{op}_bf16_{n}" + "".join(suffix[key](v) for key, v in kw.items())

@@ -236,7 +236,7 @@ class RowRing:
 
     PRODUCER_WARPS = 1
 
-    STORES = ("global", "bulk", "bulk_evict_first")
+    STORES = ("global", "bulk")
 
     def __init__(self, rows, k, stages=None, parts=1, name="row ring", store="global",
                  cluster=1, exchanges=0):
@@ -427,7 +427,7 @@ class RowRing:
         first, stop, step = self._span(m)
         return self.k.range(first, stop, step, carry=carry)
 
-    def _store_stage(self, dst, row, part, index, policy):
+    def _store_stage(self, dst, row, part, index):
         """One lane: the bulk store of stage ``index`` (part ``part`` of row
         ``row``, written there by the consumers) to ``dst``, and its wait
         until the copy has read the stage."""
@@ -444,17 +444,8 @@ class RowRing:
                                             ir.IntegerType.get_signless(8), 0))
         stage = self.buffer.stage(index, self.part_bytes)
         size = arith.constant(ir.IntegerType.get_signless(32), self.part_bytes)
-        nvvm.cp_async_bulk_global_shared_cta(at, to_value(stage), size, l2_cache_hint=policy)
+        nvvm.cp_async_bulk_global_shared_cta(at, to_value(stage), size)
         TmaStoreFence(num_stages=1).arrive_and_wait()     # commit; wait_group.read 0
-
-    def _policy(self):
-        """The L2 policy of the bulk stores: evict first (each byte is
-        written once and not read again by this kernel), or None."""
-        if self.store_kind != "bulk_evict_first":
-            return None
-        return llvm.inline_asm(ir.IntegerType.get_signless(64), [],
-                               "createpolicy.fractional.L2::evict_first.b64 $0, 1.0;",
-                               "=l", has_side_effects=False)
 
     def produce(self, src, m, ld=None, dst=None):
         """The producer warp: for each of this CTA's rows of the tensor at
@@ -472,7 +463,6 @@ class RowRing:
                              f"(store={self.store_kind!r}) needs dst, the output's pointer")
         with k.if_(k.warp_idx() == self.consumer_warps):
             state = make_pipeline_state(PipelineUserType.Producer, self.stages)
-            policy = self._policy()
             first, _, step = self._span(m)
             for row, _ in self._loop(m, [state]):
                 ld64 = self.row_elems if ld is None else \
@@ -490,7 +480,7 @@ class RowRing:
                         prev = row + back * step
                         with k.if_(prev >= first):
                             with k.elect_one():
-                                self._store_stage(dst, prev, was, state.index, policy)
+                                self._store_stage(dst, prev, was, state.index)
                     with k.elect_one():
                         pipe.bulk_copy(state, Rows._at(at, part * self.part_bytes),
                                        self.buffer.stage(state.index, self.part_bytes),
@@ -499,9 +489,9 @@ class RowRing:
                     state.advance()
             pipe.producer_tail(state)
             if self.bulk_store:
-                self._store_tail(dst, m, first, step, policy)
+                self._store_tail(dst, m, first, step)
 
-    def _store_tail(self, dst, m, first, step, policy):
+    def _store_tail(self, dst, m, first, step):
         """After ``producer_tail`` (every stage released): the last
         ``stages`` parts this CTA loaded, still in their stages, out."""
         k = self.k
@@ -513,7 +503,7 @@ class RowRing:
             with k.if_(a >= 0):
                 with k.elect_one():
                     self._store_stage(dst, first + (a // self.parts) * step, a % self.parts,
-                                      a % self.stages, policy)
+                                      a % self.stages)
 
     def consumers(self):
         """``with ring.consumers():`` the branch of the row's threads (warps
