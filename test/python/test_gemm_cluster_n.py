@@ -17,7 +17,7 @@ import pytest
 
 from _example_checks import protocol_warnings, simulate, verify_protocol
 from _ptxas import spill_bytes
-from pipeline_mlir.kernels import hopper_gemm as hg
+from pipeline_mlir.kernels import gemm_mainloop, hopper_gemm as hg
 from pipeline_mlir.ops import gemm_configs as gc
 
 # m, n, k (kernel arguments 4, 5, 6): one ragged row of tiles (odd: the pair
@@ -68,14 +68,14 @@ def test_a_peer_half_not_multicast_is_rejected(monkeypatch):
     """Each CTA loads its half of A into its own stage only: a stage then
     receives 36,864 of the 49,152 bytes its full barrier expects (the
     peer's half never comes), and the checker refuses the kernel."""
-    src = open(hg.__file__).read()
+    src = open(gemm_mainloop.__file__).read()
     code = textwrap.dedent(src[src.index("def producer("):src.index("class MmaKBlock")])
     mcast = "mcast_mask=(1 << cluster) - 1)"
     first = code.index(mcast)                # the A load of cluster_along_n
     assert code.index("if cfg.cluster_along_n:") < first < code.index("rank * b_tile.rows")
     code = code[:first] + "mcast_mask=None)" + code[first + len(mcast):]
-    ns = dict(vars(hg))
-    exec(compile(code, hg.__file__, "exec"), ns)
+    ns = dict(vars(gemm_mainloop))
+    exec(compile(code, gemm_mainloop.__file__, "exec"), ns)
     monkeypatch.setattr(hg, "producer", ns["producer"])
     text = str(hg.build(_cfg("192x192c2n")).module)
     try:

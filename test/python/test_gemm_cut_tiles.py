@@ -17,7 +17,7 @@ import pytest
 
 from _example_checks import messages, protocol_warnings, simulate, verify_protocol
 from _ptxas import spill_bytes
-from pipeline_mlir.kernels import hopper_gemm as hg
+from pipeline_mlir.kernels import gemm_store, hopper_gemm as hg
 from pipeline_mlir.ops import gemm_configs as gc
 
 # m, n, k (kernel arguments 4, 5, 6): a ragged tile along M and N, 5
@@ -113,12 +113,12 @@ def test_kernel_lowers_assembles_and_is_checked(built, variant):
 def _planted(monkeypatch, old, new):
     """hopper_gemm.store_tile with ``old`` replaced by ``new`` (its last pass
     only), and the 128x208 kernel built with it."""
-    src = open(hg.__file__).read()
+    src = open(gemm_store.__file__).read()
     code = textwrap.dedent(src[src.index("def store_tile("):src.index("def store_partial_global(")])
     assert old in code
     code = code.replace(old, new)
-    ns = dict(vars(hg))
-    exec(compile(code, hg.__file__, "exec"), ns)
+    ns = dict(vars(gemm_store))
+    exec(compile(code, gemm_store.__file__, "exec"), ns)
     monkeypatch.setattr(hg, "store_tile", ns["store_tile"])
     return str(hg.build(_cfg("128x208")).module)
 
