@@ -18,7 +18,11 @@ halves in program order.
 
 - :mod:`.model`: Mbarrier, NamedBarrier, Cta, Cluster, SimError (no MLIR);
 - :mod:`.engine`: agents, steps, events, random and bounded-DFS schedulers;
-- :mod:`.verbs`: the pipeline verbs on the model (reference semantics);
+- :mod:`.verbs`: the pipeline verbs on the model (reference semantics), on
+  :mod:`.sync_verbs` (mbarrier waits, init sync, cluster and named
+  barriers), :mod:`.async_verbs` (copies into stages, CLC requests, bulk
+  async-groups) and :mod:`.stage_access` (plain loads and stores of a
+  stage's buffer);
 - :mod:`.asyncread`: asynchronous readers of stage buffers (wgmma groups,
   tcgen05.mma, bulk stores) and the release-after-last-read check;
 - :mod:`.clocks`: happens-before between warps (vector clocks over the

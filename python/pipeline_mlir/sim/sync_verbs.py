@@ -1,0 +1,209 @@
+"""The barrier verbs: mbarrier waits (``try_wait.parity`` loops), the
+init sync after ``pipeline.create``, the cluster barrier and named
+barriers, as steps on the model (:mod:`.verbs` runs the pipeline verbs on
+top of them).
+
+A wait passes on a phase the way the hardware's does (any phase of the
+other parity), and passing on an earlier phase than the waiter's state
+means is a finding (:func:`wait`). Every barrier step also moves the vector
+clocks (:mod:`.clocks`): arrivals release, passing waits acquire.
+"""
+
+from __future__ import annotations
+
+from .engine import Agent, Step, World
+from .model import BarrierName, Mbarrier, SimError, source_location
+from .pipeline_types import PipelineSpec, PipeRef
+
+
+# -- barriers of a pipeline -------------------------------------------------------
+
+def _slot_name(spec: PipelineSpec, slot: int, cta: int) -> BarrierName:
+    if spec.kind == "order":
+        return BarrierName(spec.name, "order", slot, cta)
+    if slot < spec.stages:
+        return BarrierName(spec.name, "full", slot, cta)
+    return BarrierName(spec.name, "empty", slot - spec.stages, cta)
+
+
+def _barrier(w: World, a: Agent, p: PipeRef, slot: int, cta: int) -> Mbarrier:
+    if cta >= w.cluster.size:
+        raise SimError("unsupported", f"pipeline '{p.spec.name}' signals CTA {cta}, outside the "
+                                      f"launched cluster of {w.cluster.size} CTA(s)")
+    bar = w.cluster.ctas[cta].barriers.get((p.pid, slot))
+    if bar is None:
+        name = _slot_name(p.spec, slot, cta)
+        raise SimError(
+            "uninitialized",
+            f"{a.label(p.spec.name)} uses {name} before warp 0 of CTA {cta} initialized it "
+            f"(missing sync after pipeline.create, or init_wait)")
+    return bar
+
+
+def _where(name: BarrierName, a: Agent) -> str:
+    s = f"pipeline '{name.pipeline}' {name.side} barrier stage {name.stage}"
+    return s if name.cta == a.cta else f"{s} of CTA {name.cta}"
+
+
+def wait(w: World, a: Agent, p: PipeRef, slot: int, cta: int, parity: int, verb: str, after=None,
+         exact: int | None = None):
+    """A blocking try_wait.parity loop, as one step enabled when it passes.
+
+    ``exact``: the phase number the waiter's state means (State.phase_number),
+    when known. The wait then passes as the hardware's does, whenever the
+    barrier's current parity differs from ``parity``, and passing on an
+    earlier phase of that parity (phase #n-1 not yet complete: the state
+    jumped over phases another agent waits on, and nothing ordered this
+    wait after them) is a finding: the stage still holds what it held two
+    phases ago."""
+    name = _slot_name(p.spec, slot, cta)
+
+    def bar():
+        return w.cluster.ctas[cta].barriers.get((p.pid, slot))
+
+    def enabled():
+        b = bar()
+        if b is None:
+            return True
+        n = b.target_phase(a.id, parity, exact)
+        return b.phase_done(n) or (n == exact and b.parity != parity)
+
+    def located(who):
+        loc = source_location(a.where)
+        return [f"{who} at {loc}"] if loc else []
+
+    def fire():
+        b = _barrier(w, a, p, slot, cta)
+        n = b.target_phase(a.id, parity, exact)
+        who = a.label(p.spec.name)
+        if n == -1 and name.side == "full":
+            raise SimError(
+                "initial-phase",
+                f"{who} passes {verb} on {_where(name, a)} phase {parity} before any phase of it "
+                f"completed: a consumer state must start at phase 0 (wrong initial phase)",
+                located(who))
+        if not b.phase_done(n):
+            kind = "early-read" if name.side == "full" else "overwrite"
+            raise SimError(
+                kind,
+                f"{who} passes {verb} on {_where(name, a)} for phase {parity} (#{n}) while "
+                f"phase #{b.completed} is in progress: parity {parity} also names phase "
+                f"#{b.completed - 1}, which completed, so the wait returns on the stage's old "
+                f"{'contents' if name.side == 'full' else 'reader'}. Its state jumped over "
+                f"phase #{n - 1} of this barrier (state.advance(n) over stages another agent "
+                f"consumes) and nothing orders this wait after that phase: make the agents "
+                f"take turns (PipelineOrder.wait before the loop, arrive after it, as "
+                f"CUTLASS's ping-pong consumers do) or give each its own stages",
+                located(who))
+        try:
+            b.observe(a.id, n, who)
+        except SimError as e:
+            e.where = e.where or located(who)
+            raise
+        w.clocks.acquire(a, b.phase_clocks.get(n))
+        if after:
+            after()
+
+    def what():
+        b = bar()
+        detail = f" ({b.describe()})" if b else " (not initialized)"
+        return f"{a.label(p.spec.name)} waits on {_where(name, a)} phase {parity} in {verb}{detail}"
+
+    def cause():
+        b = bar()
+        return b.root_cause() if b else None
+
+    yield Step(fire, enabled, what, p.spec.name, cause)
+
+
+def _try_wait(w: World, a: Agent, p: PipeRef, slot: int, parity: int, exact: int | None = None):
+    def fire():
+        b = _barrier(w, a, p, slot, a.cta)
+        n = b.target_phase(a.id, parity, exact)
+        if not b.phase_done(n):
+            return 0
+        b.observe(a.id, n, a.label(p.spec.name))
+        w.clocks.acquire(a, b.phase_clocks.get(n))
+        return 1
+    return (yield Step(fire, None, lambda: f"{a.label(p.spec.name)} try_wait", p.spec.name))
+
+
+
+# -- init sync, cluster barrier, named barriers ----------------------------------
+
+def init_arrive(w: World, a: Agent, cluster_size: int, lanes: list[int]):
+    if cluster_size <= 1:
+        return
+    yield from cluster_arrive(w, a, lanes)
+
+
+def init_wait(w: World, a: Agent, cluster_size: int, lanes: list[int]):
+    if cluster_size <= 1:
+        yield from named_sync(w, a, 0, w.block_threads, False, lanes)
+        return
+    yield from cluster_wait(w, a, lanes, "pipeline.init_wait", "init_arrive")
+
+
+def _live(w: World):
+    return [x for x in w.agents if not x.done]
+
+
+def cluster_arrive(w: World, a: Agent, lanes: list[int], relaxed: bool = False):
+    """``barrier.cluster.arrive`` by the active lanes (model.ClusterBarrier);
+    ``.relaxed`` orders no memory (it releases no clock)."""
+    cb = w.cluster.barrier
+
+    def fire():
+        gen = cb.arrive(a, len(lanes), a.label(), _live(w))
+        if not relaxed:
+            w.clocks.named_arrived(cb, gen)
+        a.cluster_gen = gen
+    yield Step(fire, None, lambda: f"{a.label()} arrives on {cb.name}")
+
+
+def cluster_wait(w: World, a: Agent, lanes: list[int], verb: str = "barrier.cluster.wait",
+                 arrive: str = "barrier.cluster.arrive"):
+    """``barrier.cluster.wait``: until the phase of this warp's last arrive
+    completes (every thread of the cluster not exited arrived)."""
+    cb = w.cluster.barrier
+    if a.cluster_gen is None:
+        raise SimError("unbalanced", f"{a.label()} runs {verb} without {arrive} before it")
+    gen = a.cluster_gen
+
+    def fire():
+        w.clocks.named_passed(a, cb, gen)
+        a.cluster_gen = None
+    yield Step(fire, lambda: cb.generation > gen,
+               lambda: f"{a.label()} waits on {cb.name} ({cb.progress(_live(w))})")
+
+
+def named_arrive(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool, lanes: list[int],
+                 start_signal: bool = False):
+    """``bar.arrive``; ``start_signal``: the op lies outside every loop (a
+    first turn handed over once, whose arrivals may be left pending at the
+    CTA's exit: see ``World.agent_finished``)."""
+    nb = w.cluster.ctas[a.cta].named_barrier(bar_id)
+    k = len(lanes) if unaligned else a.threads
+    where = a.where
+
+    def fire():
+        if start_signal:
+            nb.credit += k
+        gen = nb.arrive(k, threads, a.label(), None if unaligned else a.warp)
+        nb.last_arrive = (a.label(), where)
+        w.clocks.named_arrived(nb, gen)
+        return gen
+    yield Step(fire, None, lambda: f"{a.label()} arrives on {nb.name}")
+
+
+def named_sync(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool, lanes: list[int]):
+    nb = w.cluster.ctas[a.cta].named_barrier(bar_id)
+    k = len(lanes) if unaligned else a.threads
+    def arrive():
+        gen = nb.arrive(k, threads, a.label(), None if unaligned else a.warp)
+        w.clocks.named_arrived(nb, gen)
+        return gen
+    gen = yield Step(arrive, None, lambda: f"{a.label()} arrives on {nb.name}")
+    yield Step(lambda: w.clocks.named_passed(a, nb, gen), lambda: nb.generation > gen,
+               lambda: f"{a.label()} waits on {nb.name} ({nb.count} of {threads} threads arrived)")
+
