@@ -43,6 +43,9 @@ def main(argv=None):
     ap.add_argument("--fp8", action="store_true",
                     help="only the FP8 forward's configurations and candidates, and the "
                          "bf16 ones of head dims 128 and 256 (for run_attention_fp8.py)")
+    ap.add_argument("--candidates",
+                    help="with --fp8: only the candidates (fp8cand/bf16cand tags) of these "
+                         "comma-separated names (the last word of their tag)")
     args = ap.parse_args(argv)
     if args.fp8:
         # pipeline_mlir.attention_fp8 reads its cubins from a kernel cache:
@@ -62,6 +65,10 @@ def main(argv=None):
                 "variants": []}
     chosen = (grid_variants() if args.grid else fp8_variants() if args.fp8
               else variants(quick=args.quick, sweep=args.sweep))
+    if args.candidates is not None:
+        names = set(args.candidates.split(","))
+        chosen = [c for c in chosen if c[0].split()[0] not in ("fp8cand", "bf16cand")
+                  or c[0].split()[-1] in names]
     for tag, cfg, persistent in chosen:
         t0 = time.monotonic()
         k = attention_fwd.build(cfg, chip=args.chip)

@@ -191,14 +191,40 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
                             double_p=True, **over)
                            for n in (2, 3, 4, 5) for pm in (False, True)
                            for sfx, over in (("db", {}),
-                                             ("rs8db", dict(rescale_threshold=8.0)))}},
+                                             ("rs8db", dict(rescale_threshold=8.0)))},
+                        # Run 12, on the no-LSE configurations (full: 5 of
+                        # 16, causal: 3 of 16 with the packing as halves;
+                        # both with the threshold): the row sum folded into
+                        # P V (``rsf``: the ones as 8 more rows of V^T's
+                        # stages, P V m64n136k32), alone, on 4 or 6 of 16,
+                        # with the first 3 of P's 6 k-slices converted
+                        # before P V's wait (pe3) or all of them (db); and
+                        # causal's heads in L2-sized sections (l2: the no-LSE
+                        # configuration with ``l2_sections``).
+                        **{f"rsfpx{n}{'pm' if pm else ''}{sfx}": dict(
+                            exp2_poly=n, row_sum_mma=True, row_sum_fold=True,
+                            exp2_poly_degree=2, p_pack_merge=pm, rescale_threshold=8.0,
+                            **over)
+                           for n, pm in ((4, False), (5, False), (6, False), (3, True),
+                                         (4, True))
+                           for sfx, over in (("", {}), ("pe3", dict(p_early=3)),
+                                             ("db", dict(double_p=True)))},
+                        "nolsel2": dict(exp2_poly=3, row_sum_mma=True, exp2_poly_degree=2,
+                                        p_pack_merge=True, rescale_threshold=8.0,
+                                        l2_sections=True)},
                   256: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS),
                         "hw": dict(hold_pv_wait=True, exp2_poly=0, **NO_RS),
                         "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0, **NO_RS),
                         "px2hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=2, **NO_RS),
                         "rs8": dict(rescale_threshold=8.0),
                         # the op's d 256 configurations without it
-                        "nors": NO_RS}}
+                        "nors": NO_RS,
+                        # Run 12, causal: heads in L2-sized sections (the K
+                        # and V of a section's heads, 4 MiB a head at 8192
+                        # keys in e4m3, held in 24 MiB of L2), alone and
+                        # with 2 of 16 exponentials by the polynomial.
+                        "l2": dict(l2_sections=True),
+                        "px2l2": dict(l2_sections=True, exp2_poly=2)}}
 # bf16 candidates timed beside the 'best' ones on the same rows (tagged
 # ``bf16cand d<d>[ causal] <name>``).
 BF16_CANDIDATES = {"hw": dict(hold_pv_wait=True)}

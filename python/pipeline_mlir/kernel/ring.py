@@ -25,10 +25,15 @@ read it.
 class Ring:
     """``stages`` buffers of ``stage_bytes`` in shared memory (``smem``,
     allocated at construction) and, after ``create_pipeline``, the
-    ``PipelineTmaAsync`` over them (``pipe``)."""
+    ``PipelineTmaAsync`` over them (``pipe``). ``tx_bytes``: what the
+    producer's copies deliver into a stage (its barrier's transaction
+    bytes), where that is less than the buffer (bytes the copies leave
+    alone, written once before the loads: the FP8 attention forward's
+    ones rows below V^T); by default the whole buffer."""
 
-    def __init__(self, k, stages, stage_bytes, *, align, name, layout=None):
+    def __init__(self, k, stages, stage_bytes, *, align, name, layout=None, tx_bytes=None):
         self.stages, self.stage_bytes, self.layout = stages, stage_bytes, layout
+        self.tx_bytes = stage_bytes if tx_bytes is None else tx_bytes
         self.smem = k.smem_alloc(stages * stage_bytes, align=align, name=name)
         self.pipe = None
 
@@ -44,13 +49,14 @@ class Ring:
 
     def create_pipeline(self, k, producer_group, consumer_group, name):
         """The ``PipelineTmaAsync`` of this ring: its barriers (two per
-        stage) allocated now, each stage's transaction bytes one buffer."""
+        stage) allocated now, each stage's transaction bytes ``tx_bytes``
+        (one buffer unless given)."""
         # pipeline builds on this layer: imported here, not at the top.
         from ..pipeline import PipelineTmaAsync
 
         self.pipe = PipelineTmaAsync.create(
             num_stages=self.stages, producer_group=producer_group,
-            consumer_group=consumer_group, tx_count=self.stage_bytes,
+            consumer_group=consumer_group, tx_count=self.tx_bytes,
             barrier_storage=k.alloc_barriers(2 * self.stages), name=name)
         return self.pipe
 

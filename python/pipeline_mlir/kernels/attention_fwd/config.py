@@ -23,6 +23,8 @@ FP8_KEYS_PER_BOX = SWIZZLE       # e4m3 V^T: one 128-byte box row is 128 keys
 FP8_V_SWIZZLE_64 = 64            # e4m3 V^T of 64-key multiples: 64-byte rows
 PINGPONG_BARRIER = 1             # ids 1, 2(, 3): one per consumer warpgroup
 EPILOGUE_BARRIER = 4             # ids 4, 5(, 6): one per consumer warpgroup
+ROW_SUM_ROWS = 8                 # row_sum_mma: the ones' rows (P V's extra N)
+WGMMA_N_MAX = 256                # the largest N of one wgmma
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,20 @@ class AttentionConfig:
     # PRMT per register: 24 per thread per 192-key block at d 128). The
     # same bits.
     p_pack_merge: bool = False
+    # FP8, with ``row_sum_mma``: the ones as 8 more rows of every V^T box
+    # in each V stage (written once by the producer warp; the TMA fills
+    # the d rows above them), so P V is one m64n(d+8)k32 wgmma per k-slice
+    # and its last 8 columns are the row sum: no separate n8 wgmmas. Those
+    # 8 columns (4 registers of O's accumulator, m64 x (d + 8) here) are
+    # zeroed by O's rescale before each block's P V, so the sum stays
+    # fresh per block (added in f32 once P V retired), as
+    # ``row_sum_mma``'s. d 128 only (d + 8 <= 256, wgmma's largest N).
+    row_sum_fold: bool = False
+    # FP8: the first this many k-slices of P_j (32 keys each) converted
+    # before P_{j-1} V_{j-1}'s wait, into registers that GEMM does not
+    # read, the rest after it: ``double_p`` for part of P (its extra
+    # registers for those slices only). 0: off.
+    p_early: int = 0
 
     def __post_init__(self):
         if self.head_dim not in (64, 128, 256):
@@ -143,6 +159,18 @@ class AttentionConfig:
         if self.p_pack_merge and not self.fp8:
             raise ValueError("AttentionConfig: p_pack_merge is for the e4m3 forward (P "
                              "packed in place as e4m3 pairs)")
+        if self.row_sum_fold and not (self.row_sum_mma and self.intra_overlap and
+                                      self.head_dim + ROW_SUM_ROWS <= WGMMA_N_MAX):
+            raise ValueError("AttentionConfig: row_sum_fold is row_sum_mma's ones folded into "
+                             "V^T's stages (P V one m64n(d+8) wgmma, its sums' columns zeroed "
+                             "by the overlapped mainloop's rescale): it needs row_sum_mma, "
+                             f"intra_overlap and d + {ROW_SUM_ROWS} <= {WGMMA_N_MAX} (d 128)")
+        if self.p_early and not (self.fp8 and self.intra_overlap and not self.double_p and
+                                 0 < self.p_early < self.kv_block // 32):
+            raise ValueError(f"AttentionConfig: p_early converts the first k-slices of P "
+                             f"before P V's wait in the e4m3 forward's overlapped mainloop "
+                             f"(all of them: double_p): 1..{self.kv_block // 32 - 1}, got "
+                             f"{self.p_early!r}")
         if self.row_sum_mma and self.hold_pv_wait:
             raise ValueError("AttentionConfig: row_sum_mma leaves no row sum on the FMA "
                              "pipe for hold_pv_wait to hold after")
@@ -243,6 +271,8 @@ class AttentionConfig:
                 f"{'_rsm' if self.row_sum_mma else ''}"
                 f"{'_pd2' if self.exp2_poly_degree == 2 else ''}"
                 f"{'_pm' if self.p_pack_merge else ''}"
+                f"{'_rsf' if self.row_sum_fold else ''}"
+                f"{f'_pe{self.p_early}' if self.p_early else ''}"
                 f"{f'_{self.dtype}' if self.dtype != 'bf16' else ''}")
 
     # The operand layouts (pipeline_mlir.layout): every box, byte count and
@@ -271,7 +301,16 @@ class AttentionConfig:
         """``row_sum_mma``: the B operand of the row sum's GEMM, 8 rows of
         the key block's length in V^T's layout (every byte e4m3 1.0)."""
         v = self.v_layout()
-        return OperandLayout(self.dtype, "K", v.swizzle, 8, self.kv_block)
+        return OperandLayout(self.dtype, "K", v.swizzle, ROW_SUM_ROWS, self.kv_block)
+
+    def pv_layout(self):
+        """A V stage as P V's B operand reads it: ``v_layout`` (what the
+        TMA loads), or (``row_sum_fold``) V^T with the ones' 8 rows below
+        each box's d rows, (d + 8) x keys: P V's N is d + 8."""
+        v = self.v_layout()
+        if not self.row_sum_fold:
+            return v
+        return OperandLayout(v.dtype, v.major, v.swizzle, v.rows + ROW_SUM_ROWS, v.cols)
 
     def o_layout(self):
         """One consumer warpgroup's 64 rows of O, as the TMA-store epilogue
@@ -286,9 +325,9 @@ class AttentionConfig:
 
     def _smem_bytes(self, o_tiles, q_buffers):
         q = q_buffers * self.q_layout().bytes
-        kv = self.stages * (self.k_layout().bytes + self.v_layout().bytes)
+        kv = self.stages * (self.k_layout().bytes + self.pv_layout().bytes)
         o = self.consumer_warpgroups * self.o_layout().bytes if o_tiles else 0
-        if self.row_sum_mma:
+        if self.row_sum_mma and not self.row_sum_fold:
             o += self.consumer_warpgroups * self.ones_layout().bytes
         return q + kv + o + BASE_ALIGN + 8 * 2 * (q_buffers + 2 * self.stages)
 

@@ -27,7 +27,7 @@ def consumer(k, cfg, stages, rings, sched, args, warp, warpgroup):
     softmax = stages.softmax(k, cfg, sched, scales.scale_log2, thread_row, thread_col)
     epi = stages.epilogue(k, cfg, rings.o, cw, warp_in_wg, lane, thread_row, thread_col)
     epi.scales = scales
-    if cfg.row_sum_mma:
+    if cfg.row_sum_mma and not cfg.row_sum_fold:      # (folded: the producer's)
         mainloop.write_ones(cw, warp_in_wg, lane)
     states = rings.states(PipelineUserType.Consumer)
     for r, _ in k.range(sched.rounds, carry=list(states)):

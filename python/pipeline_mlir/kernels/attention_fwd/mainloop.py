@@ -54,8 +54,10 @@ class Mainloop:
         q_layout, k_layout, v_layout = rings.q.layout, rings.k.layout, rings.v.layout
         self.mma_s = wgmma.WarpgroupMma(cfg.kv_block, q_layout, k_layout)  # m64 n=bn
         # O += P V: m64 n=d, V (kv rows x d) MN-major; FP8: V^T (d x kv)
-        # K-major, its keys in P's in-place register order.
-        self.mma_o = wgmma.WarpgroupMma(cfg.head_dim, cfg.dtype, v_layout)
+        # K-major, its keys in P's in-place register order; row_sum_fold:
+        # n = d + 8, the ones' rows below V^T (``cfg.pv_layout``).
+        self.mma_o = wgmma.WarpgroupMma(v_layout.mn if cfg.row_sum_fold else cfg.head_dim,
+                                        cfg.dtype, v_layout)
         # Stage 0 of the K and V rings (Q's descriptor is made per tile).
         self.k_base = wgmma.smem_matrix_descriptor(rings.k.smem, k_layout)
         self.v_base = wgmma.smem_matrix_descriptor(rings.v.smem, v_layout)
@@ -63,7 +65,7 @@ class Mainloop:
         self.v_step = descriptor_units(v_layout.bytes)
         # row_sum_mma: P times 8 columns of ones (``write_ones``).
         self.mma_l = (wgmma.WarpgroupMma(8, cfg.dtype, cfg.ones_layout())
-                      if cfg.row_sum_mma else None)
+                      if cfg.row_sum_mma and not cfg.row_sum_fold else None)
         self.ones_base = None
 
     def write_ones(self, cw, warp_in_wg, lane):
@@ -92,6 +94,14 @@ class Mainloop:
             return p.to_operand_a(self.cfg.dtype, in_place=True)
         return p.to_operand_a("bf16")
 
+    def operand_a_slices(self, p, first, end):
+        """k-slices ``first .. end - 1`` of ``operand_a(p)``: the same
+        registers, from P's columns 32 first .. 32 end (a thread's 16
+        values of each 32 columns, ``Fragment.element_offset``)."""
+        per = p.count * 32 // p.n                       # a thread's values per slice
+        return self.operand_a(Fragment(32 * (end - first),
+                                       values=p.values[per * first:per * end]))
+
     def issue_s(self, s_acc, stage, q_desc):
         """S = Q K_stage^T: d / 16 wgmma (d / 32 for e4m3), one group."""
         q_layout, k_layout = self.rings.q.layout, self.rings.k.layout
@@ -107,7 +117,10 @@ class Mainloop:
         registers, one group. With ``cfg.row_sum_mma`` each k-slice's wgmma
         is followed by the row sum's (P times ones) into a fresh m64n8
         accumulator, returned (defined once the group retired: ``add_sums``
-        adds it to the running sums). Fresh per block: the FP8 wgmma's
+        adds it to the running sums); with ``cfg.row_sum_fold`` P V is
+        m64n(d+8), its B V^T with the ones' rows below (``cfg.pv_layout``),
+        and O's last 8 columns, zeroed by the ``rescale`` before it, are
+        the sums (O itself returned). Fresh per block: the FP8 wgmma's
         accumulation aligns its addends to the accumulator's magnitude,
         and a sum carried over the whole row (up to thousands of P, each
         <= 1) lost 2% of it there on an H200 (LSE off by 0.017-0.019);
@@ -122,15 +135,17 @@ class Mainloop:
                 self.mma_l.mma_rs(sums, p.slice(kk), wgmma.k_slice_descriptor(
                     self.ones_base, self.cfg.ones_layout(), kk), accumulate=kk > 0)
         wgmma.commit_group()
-        return sums
+        return o_acc if self.cfg.row_sum_fold else sums
 
-    @staticmethod
-    def add_sums(acc, sums):
+    def add_sums(self, acc, sums):
         """``cfg.row_sum_mma``, after P V retired: the block's row sums
         (values 0 and 2 of its accumulator: rows g and g + 8, every column
-        the same sum) added to the running ones."""
+        the same sum; ``row_sum_fold``: of O's last 8 columns) added to the
+        running ones."""
         if sums is not None:
-            acc.row_sum.set(acc.row_sum + RowVector([sums.values[0], sums.values[2]]))
+            first = self.cfg.head_dim // 2 if self.cfg.row_sum_fold else 0
+            acc.row_sum.set(acc.row_sum + RowVector([sums.values[first],
+                                                     sums.values[first + 2]]))
 
     def tile(self, states, acc, softmax, cw, m_row0, n_blocks, n_free):
         """One tile's key blocks into ``acc``; ``states``: the consumer
@@ -164,6 +179,9 @@ class Mainloop:
         self.release_q(q_read)
         self.last_block(v_read, acc, p_regs, corr)
         q_read.advance()
+        if self.cfg.row_sum_fold:
+            # O without the sums' columns, for the epilogue.
+            acc.o = Fragment(self.cfg.head_dim, values=acc.o.values[:self.cfg.head_dim // 2])
 
     def first_block(self, states, q_desc, acc, softmax, m_row0, n_free):
         """Block 0: S_0 and its softmax; returns P_0 as wgmma A operand."""
@@ -231,6 +249,10 @@ class Mainloop:
             # P_j converted while P_{j-1} V_{j-1} still reads p_regs: into
             # other registers, moved into p_regs after the wait.
             p_next = self.operand_a(p)
+        elif self.cfg.p_early:
+            # Its first p_early k-slices so (half the extra registers of
+            # double_p for half the slices), the rest after the wait.
+            early = self.operand_a_slices(p, 0, self.cfg.p_early)
         if self.cfg.hold_pv_wait:
             hold_after(acc.row_sum)
         wgmma.wait_group(0)              # P_{j-1} V_{j-1} retired
@@ -238,7 +260,13 @@ class Mainloop:
         pipe_v.consumer_release(v_read)
         v_read.advance()
         corr.set(new_corr)
-        p_regs.set(p_next if self.cfg.double_p else self.operand_a(p))
+        if self.cfg.double_p:
+            p_regs.set(p_next)
+        elif self.cfg.p_early:
+            late = self.operand_a_slices(p, self.cfg.p_early, p.n // p_regs.k_per_slice)
+            p_regs.set(OperandA(early.dtype, early.slices + late.slices))
+        else:
+            p_regs.set(self.operand_a(p))
 
     def release_q(self, q_read):
         """Q is no longer read: every S GEMM of the tile retired."""
@@ -260,12 +288,18 @@ class Mainloop:
     def rescale(self, acc, corr):
         """O *= the previous block's correction: always, or
         (cfg.rescale_threshold) skipped by the whole warp where every
-        correction of its rows is exactly 1 (``rescale_unless_one``); the
+        correction of its rows is exactly 1 (``rescale_unless_one``);
+        ``cfg.row_sum_fold``: O's sums columns zeroed for the next P V; the
         whole row sums of ``cfg.row_sum_mma`` with it (two multiplications,
         not skipped: exact where the correction is 1)."""
         o = acc.o
+        # row_sum_fold: O's last 8 columns (the sums of P V's ones) zeroed,
+        # so they hold this block's sums alone.
+        sums = self.cfg.row_sum_fold and (o.n - self.cfg.head_dim) // 2
         if self.cfg.rescale_threshold:
-            o.set(rescale_unless_one(o, corr))
+            o.set(rescale_unless_one(o, corr, zero_last=sums))
+        elif sums:
+            o.set(Fragment(o.n, values=[v for v in (o * corr).values[:-sums]] + [0.0] * sums))
         else:
             o.set(o * corr)
         if acc.whole_sums:
@@ -301,7 +335,7 @@ def pack_merged(p, dtype):
     return OperandA(dtype, slices)
 
 
-def rescale_unless_one(o, corr):
+def rescale_unless_one(o, corr, zero_last=0):
     """``o`` times ``corr`` per row, as one asm statement that branches
     over its multiplications where no lane of the warp has a correction
     other than 1.0 (a warp-uniform vote): skipping them is then exact. For
@@ -309,14 +343,19 @@ def rescale_unless_one(o, corr):
     the correction, changes only when it grows past the threshold. One asm,
     like ``hold_after``: the branch is PTX's, so the simulator, which
     cannot evaluate a condition on GEMM results, sees no ``scf.if``; the
-    labels are local to the asm's braces."""
+    labels are local to the asm's braces. ``zero_last``: that many of the
+    last values set to 0 instead, always (``row_sum_fold``'s sums columns:
+    in the same asm, so that P V's accumulator comes whole out of it; the
+    zeros as values of their own made ptxas serialize the wgmmas, C7511)."""
     count = o.count
     c0, c1 = f"${2 * count}", f"${2 * count + 1}"
     # Value i belongs to row (i // 2) % 2 of the thread's two (Fragment's
     # layout: ``_row_reduce``).
     muls = "".join(f"mul.f32 ${i}, ${i}, {c1 if (i // 2) % 2 else c0};\n"
-                   for i in range(count))
+                   for i in range(count - zero_last))
+    zeros = "".join(f"mov.f32 ${i}, 0f00000000;\n" for i in range(count - zero_last, count))
     text = ("{\n.reg .pred p, q;\n"
+            f"{zeros}"
             f"setp.neu.f32 p, {c0}, 0f3F800000;\n"
             f"setp.neu.or.f32 p, {c1}, 0f3F800000, p;\n"
             "vote.sync.any.pred q, p, 0xffffffff;\n"

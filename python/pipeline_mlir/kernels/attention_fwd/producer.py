@@ -2,7 +2,16 @@
 K and V block by block.
 """
 
+from mlir.dialects import llvm, nvvm
+
+from pipeline_mlir.kernel import fence_view_async_shared
+from pipeline_mlir.kernel.values import i32, to_value
 from pipeline_mlir.pipeline import PipelineUserType
+
+from .config import ROW_SUM_ROWS
+
+E4M3_ONES = 0x38383838           # four e4m3 1.0 (sign 0, exponent 7 of bias 7, mantissa 0)
+FULL_WARP = 0xFFFFFFFF
 
 
 def producer(k, cfg, rings, sched, args):
@@ -10,6 +19,8 @@ def producer(k, cfg, rings, sched, args):
     block by block into their rings, every load a 3-D TMA box (d-columns,
     rows, batch) that reads zeros past the sequence's end."""
     d, bm, bn = cfg.head_dim, cfg.block_m, cfg.kv_block
+    if cfg.row_sum_fold:
+        write_ones(k, cfg, rings.v)
     q_state, k_state, v_state = rings.states(PipelineUserType.Producer)
     for r, _ in k.range(sched.rounds, carry=[q_state, k_state, v_state]):
         m_block, b, h = sched.round_unit(r)
@@ -34,6 +45,10 @@ def producer(k, cfg, rings, sched, args):
         q_state.advance()
 
         def load(ring, desc, state, j, transposed=False):
+            # Each box's bytes: its share of the stage's transaction bytes
+            # (with row_sum_fold V's boxes are 8 rows longer than the TMA
+            # box: the ones below it).
+            box_bytes = ring.tx_bytes // ring.layout.boxes
             ring.pipe.producer_acquire(state)
             with k.elect_one():
                 tile = ring.buffer(state.index)
@@ -41,8 +56,7 @@ def producer(k, cfg, rings, sched, args):
                     # V^T (FP8): rows are the head's d, columns its keys.
                     coords = ([j * bn + col, h_kv * d, b] if transposed
                               else [h_kv * d + col, j * bn, b])
-                    ring.pipe.tma_load(state, desc, coords, tile + off,
-                                       ring.layout.box_bytes)
+                    ring.pipe.tma_load(state, desc, coords, tile + off, box_bytes)
             ring.pipe.producer_commit(state)
             state.advance()
 
@@ -59,3 +73,24 @@ def producer(k, cfg, rings, sched, args):
     rings.q.pipe.producer_tail(q_state)
     rings.k.pipe.producer_tail(k_state)
     rings.v.pipe.producer_tail(v_state)
+
+
+def write_ones(k, cfg, ring):
+    """``cfg.row_sum_fold``: the ones' 8 rows below V^T's d rows in every
+    box of every V stage (``cfg.pv_layout``), e4m3 1.0 in every byte (so
+    the swizzle does not matter), written by the producer warp before its
+    first load: the stages are all empty then and the TMA never writes
+    these bytes. Fenced for the async proxy (wgmma reads them) and synced
+    over the warp, so the first V stage's commit, one lane's arrive,
+    releases them with the TMA's bytes."""
+    layout = ring.layout
+    lane = k.lane_idx()
+    words = ROW_SUM_ROWS * layout.atom_bytes // 4          # one box's ones, 4 bytes a word
+    first = cfg.head_dim * layout.atom_bytes               # below the box's d rows
+    for stage in range(ring.stages):
+        for _, off in layout.box_offsets():
+            base = ring.buffer(stage) + off + first
+            for w in range(0, words, 32):
+                llvm.store(to_value(E4M3_ONES, i32()), (base + (lane + w) * 4).ir_value)
+    fence_view_async_shared()
+    nvvm.bar_warp_sync(to_value(FULL_WARP, i32()))

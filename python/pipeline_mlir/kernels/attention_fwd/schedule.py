@@ -50,7 +50,8 @@ class WorkSchedule:
         # longest first would spread the 132 CTAs of a round over as many
         # heads, and every K/V block would come from HBM instead of L2.
         if cfg.causal and cfg.l2_sections:
-            kv_head_bytes = args.seqlen_k * (4 * cfg.head_dim)   # K and V of one head, bf16
+            # K and V of one head (bf16: 4 d bytes a key; e4m3: 2 d)
+            kv_head_bytes = args.seqlen_k * (2 * cfg.head_dim * cfg.k_layout().element_bytes)
             self.section = (Scalar(L2_BUDGET) // kv_head_bytes.max(1)).max(1).min(self.bh)
         else:
             self.section = None
