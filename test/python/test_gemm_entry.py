@@ -22,6 +22,17 @@ from pipeline_mlir.ops import kernel_cache as kc
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@pytest.fixture(autouse=True)
+def _before_cluster_n_any():
+    """The picks pinned here are the rules' before a plain pick may become
+    a tile of the cluster along N (``gemm_configs.AUTO_CLUSTER_N_ANY``;
+    test_gemm_cluster_n_tiles.py pins that rule and what it changes). Set
+    outside ``monkeypatch``, whose ``undo`` the tests call."""
+    saved, gc.AUTO_CLUSTER_N_ANY = gc.AUTO_CLUSTER_N_ANY, False
+    yield
+    gc.AUTO_CLUSTER_N_ANY = saved
+
+
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("PIPELINE_MLIR_CACHE_DIR", str(tmp_path / "cache"))

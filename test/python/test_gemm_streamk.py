@@ -30,6 +30,17 @@ from pipeline_mlir.ops import gemm_configs, gemm_stream_k
 ASSEMBLER = "ptxas" if shutil.which("ptxas") else "nvjitlink"
 
 
+@pytest.fixture(autouse=True)
+def _before_cluster_n_any():
+    """The picks pinned here are the rules' before a plain pick may become
+    a tile of the cluster along N (``gemm_configs.AUTO_CLUSTER_N_ANY``;
+    test_gemm_cluster_n_tiles.py pins that rule and what it changes). Set
+    outside ``monkeypatch``, whose ``undo`` the tests call."""
+    saved, gemm_configs.AUTO_CLUSTER_N_ANY = gemm_configs.AUTO_CLUSTER_N_ANY, False
+    yield
+    gemm_configs.AUTO_CLUSTER_N_ANY = saved
+
+
 # --- the schedule ------------------------------------------------------------------
 
 def _model(tiles, k_blocks, grid, sk_ctas, rounds=None):

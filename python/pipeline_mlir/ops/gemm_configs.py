@@ -43,8 +43,8 @@ from pipeline_mlir.chip_limits import WGMMA_M  # noqa: F401 (re-exported)
 
 # The variant table, its name facts and cache entries (ops/gemm_variants.py).
 from .gemm_variants import (  # noqa: F401 (re-exported)
-    CUT_SHAPE, CUT_VARIANTS, CUT_WIDTHS, NO_RESIDUAL, PREBUILT_EPILOGUES, SPLIT_TILES,
-    SPLIT_VARIANTS, SPLITS, STREAM_K_EXPERIMENTS, STREAM_K_SHARE_VARIANTS, STREAM_K_TILES,
+    CLUSTER_N_SHAPE, CLUSTER_N_VARIANTS, CUT_SHAPE, CUT_VARIANTS, CUT_WIDTHS, NO_RESIDUAL,
+    PREBUILT_EPILOGUES, SPLIT_TILES, SPLIT_VARIANTS, SPLITS, STREAM_K_EXPERIMENTS, STREAM_K_SHARE_VARIANTS, STREAM_K_TILES,
     STREAM_K_VARIANTS, TIMELINE_VARIANTS, UNFUSED, VARIANTS, along_n, cluster_of, fused,
     is_stream_k, overrides, reduction, splits_of, tile, tile_variant)
 # The plain tiles' time model (ops/gemm_cost.py).
@@ -173,18 +173,43 @@ def choose(m, n, k, dtype, sms=132, split=None, stream_k=None, fused=False,
 AUTO_CLUSTER_N = True
 CLUSTER_N_VARIANT = "192x192c2n"
 CLUSTER_N_OVER = ("192x192",)
+# Whether any plain pick may become a tile of the cluster along N
+# (CLUSTER_N_VARIANTS and CLUSTER_N_VARIANT): the one of least estimate,
+# where it beats the pick's (CLUSTER_N_MARGIN). Measured on an H200
+# (docs/gemm.md, "The cluster along N on every width"): over 22 shapes of
+# narrow outputs, odd tile rows and the runs under 0.95x, both dtypes, the
+# rule's pick ran at a median 0.998x cuBLAS (worst 0.741x, geometric mean
+# 1.004x) where the pick before ran 0.942x (worst 0.467x, 0.873x); at a
+# margin of 0.9, 0.980x: the modelled gains of 3-10% (5648 x 216 x 8832 on
+# 128x112c2n, 592 x 9560 x 3864 on 128x192c2n, 5128 x 13896 x 7224 on
+# 192x160c2n) were measured 3-13%.
+AUTO_CLUSTER_N_ANY = True
+CLUSTER_N_RULE_VARIANTS = (*CLUSTER_N_VARIANTS, CLUSTER_N_VARIANT)
+CLUSTER_N_MARGIN = 1.0
 
 
 def choose_cluster_n(m, n, k, sms, pick):
-    """``CLUSTER_N_VARIANT`` where the pick is one of ``CLUSTER_N_OVER``
-    and its ``estimate`` is less (fewer rounds of pairs than the
-    one-CTA tile's waves at its ``MISALIGNED_K_OF`` cost: K not a multiple
-    of 16, an odd count of tile rows and an even one of columns, as 2072 x
-    16040 x 3464: 7 rounds of 42 pairs a row against 7 waves at 1.04);
-    else None. Never for a fused call (the variant is in ``UNFUSED``)."""
-    if not AUTO_CLUSTER_N or pick not in CLUSTER_N_OVER:
+    """With ``AUTO_CLUSTER_N_ANY``: the tile of ``CLUSTER_N_RULE_VARIANTS``
+    of least ``estimate`` (the larger tile on a tie) where it beats a plain
+    (not stream-K, not split-K) pick's by ``CLUSTER_N_MARGIN`` (both at
+    least ``FLOOR_S``). Else ``CLUSTER_N_VARIANT`` where the pick is one of
+    ``CLUSTER_N_OVER`` and its ``estimate`` is less (fewer rounds of pairs
+    than the one-CTA tile's waves at its ``MISALIGNED_K_OF`` cost: K not a
+    multiple of 16, an odd count of tile rows and an even one of columns,
+    as 2072 x 16040 x 3464: 7 rounds of 42 pairs a row against 7 waves at
+    1.04). Else None. Never for a fused call (the variants are in
+    ``UNFUSED``)."""
+    if AUTO_CLUSTER_N_ANY:
+        if is_stream_k(pick) or splits_of(pick) > 1:
+            return None
+        best = min(CLUSTER_N_RULE_VARIANTS,
+                   key=lambda v: (estimate(v, m, n, sms, k), -math.prod(tile(v))))
+        if max(estimate(best, m, n, sms, k), FLOOR_S) < \
+                CLUSTER_N_MARGIN * max(estimate(pick, m, n, sms, k), FLOOR_S):
+            return best
         return None
-    if estimate(CLUSTER_N_VARIANT, m, n, sms, k) < estimate(pick, m, n, sms, k):
+    if AUTO_CLUSTER_N and pick in CLUSTER_N_OVER and \
+            estimate(CLUSTER_N_VARIANT, m, n, sms, k) < estimate(pick, m, n, sms, k):
         return CLUSTER_N_VARIANT
     return None
 

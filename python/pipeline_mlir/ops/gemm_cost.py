@@ -50,6 +50,17 @@ EFFICIENCY = {"128x256": 1.0, "128x256c2": 1.0, "128x192": 0.9, "128x128": 0.9,
 EFFICIENCY.update({"128x160": 0.85, "128x176": 0.86, "128x208": 0.93, "128x224": 0.95,
                    "128x240": 0.96, "128x160c2": 0.92, "128x176c2": 0.93, "128x208c2": 0.97,
                    "128x224c2": 0.98, "128x240c2": 0.97})
+# The 2-CTA cluster along N on other tiles (CLUSTER_N_VARIANTS): each one's
+# time over its model with an efficiency of 1, against the same for the
+# pick (at the pick's efficiency), median over the 16 shapes of at least
+# 30 us of 22 measured on an H200 beside the pick (docs/gemm.md, "The
+# cluster along N on every width"), bf16 and fp16. The 128-row tiles
+# narrower than 160 columns lose most: each m64nN wgmma reads as much A as
+# a wide one for fewer products.
+EFFICIENCY.update({"128x96c2n": 0.81, "128x112c2n": 0.83, "128x128c2n": 0.84,
+                   "128x160c2n": 0.93, "128x192c2n": 0.93, "128x224c2n": 0.95,
+                   "192x96c2n": 0.9, "192x112c2n": 0.98, "192x128c2n": 0.99,
+                   "192x160c2n": 1.0})
 # The model's constants, fitted on the same run (the pick that maximizes
 # the sum of log(ratio to the best variant) over its 76 shapes, coarse
 # grid): a 128x256 tile's K block with every SM busy; a tile's fill and

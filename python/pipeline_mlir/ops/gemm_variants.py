@@ -104,6 +104,28 @@ CUT_VARIANTS = {f"128x{n}{c}": dict(block_n=n, consumer_warpgroups=2, **CUT_SHAP
                                     **({"cluster_m": 2} if c else {}))
                 for n in CUT_WIDTHS for c in ("", "c2")}
 VARIANTS.update(CUT_VARIANTS)
+# The 2-CTA cluster along N on other tiles, ``<tile>c2n``: the pair side by
+# side along N shares each A tile (each CTA loads half of its rows and
+# multicasts them), so a narrow output of a tall M (N of a few hundred,
+# one or two pairs a tile row) reads A from L2 once per pair, and an
+# output of an odd count of tile rows keeps no empty one (the pair along
+# M computes it). 5648 x 216 x 8832: 44 pairs of 128x112c2n against 88
+# one-CTA 128x128 tiles that each read their own A; 10528 x 320 x 3024: 55
+# pairs of 192x160c2n, 320 columns exactly; 592 x 9560 x 3864: 5 rows of
+# 25 pairs of 128x192c2n against 3 pairs (one half empty) x 43 columns of
+# 128x224c2. The passes and stages that fill the 227 KiB (the C buffer of
+# one pass beside as many stages as fit). Built without fused epilogues
+# (``UNFUSED``) and without stream-K.
+CLUSTER_N_SHAPE = {(128, 96): (1, 7), (128, 112): (1, 6), (128, 128): (1, 6), (128, 160): (1, 5),
+                   (128, 192): (3, 5), (128, 224): (2, 4), (192, 96): (1, 5), (192, 112): (2, 5),
+                   (192, 128): (2, 5), (192, 160): (2, 4)}
+CLUSTER_N_VARIANTS = {
+    f"{bm}x{bn}c2n": dict(block_n=bn, consumer_warpgroups=bm // 64, epilogue_passes=passes,
+                          stages=stages, cluster_m=2, cluster_along_n=True,
+                          **(dict(producer_registers=32, consumer_registers=160)
+                             if bm == 192 else {}))
+    for (bm, bn), (passes, stages) in CLUSTER_N_SHAPE.items()}
+VARIANTS.update(CLUSTER_N_VARIANTS)
 # Split-K variants, ``<tile>_sk<S>`` (``split_variant``): the two tiles
 # with the most operand reuse; no C buffer in shared memory (partials go
 # from registers to the workspace), the stages of the plain tile.
@@ -138,7 +160,7 @@ TIMELINE_VARIANTS = {f"{v}_timeline": dict(o, timeline=True)
 # residual, gelu) 192x192c2 spills 8 bytes (ptxas -v; its 128 registers
 # hold the cluster's multicast state besides 96 accumulators). A fused
 # call's pick (choose(..., fused=True)) leaves them out.
-UNFUSED = ("192x192c2", "192x192c2n", *CUT_VARIANTS)
+UNFUSED = ("192x192c2", "192x192c2n", *CUT_VARIANTS, *CLUSTER_N_VARIANTS)
 # Variants whose fused epilogue spills with a residual (ptxas -v; the
 # two-CTA tile, gemm_configs.TWO_CTA_VARIANT, holds 96 registers a thread):
 # a call with one never takes them.

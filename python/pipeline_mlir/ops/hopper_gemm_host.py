@@ -64,6 +64,10 @@ def meta_of(cfg, kernel):
             # every contributor sums a share: a launch of one-segment runs
             # (gemm_configs.stream_k_launch(share=True))
             meta["sk_share"] = True
+    if getattr(cfg, "cluster_along_n", False):
+        # the cluster's pair sits along N: the grid counts tile rows x
+        # column pairs (a plain variant's meta is as it was)
+        meta["cluster_along_n"] = True
     if getattr(cfg, "ctas_per_sm", 1) > 1:
         # the persistent grid is this many CTAs per SM (a plain variant's
         # meta is as it was)
@@ -175,14 +179,19 @@ class HopperGemm:
     def grid(self, m, n, sms, k=None):
         """Persistent: as many CTAs (clusters) as run at once (``sms`` x the
         meta's ``ctas_per_sm``, default 1), never more than there are work
-        units; else one CTA (cluster) per unit. A unit
-        is a tile, or for split-K (``meta['split_k']``) one split of a tile:
+        units; else one CTA (cluster) per unit. A unit is a tile (a
+        cluster's pair of tiles, along M or, with ``meta['cluster_along_n']``,
+        along N), or for split-K (``meta['split_k']``) one split of a tile:
         tiles x ``min(split_k, K blocks)`` units (tile_scheduler.split_k_count;
         with ``k`` unknown, the most splits). A stream-K variant
         (``meta['stream_k']``) runs ``gemm_configs.stream_k_grid`` CTAs."""
         meta = self.meta
         cl = meta["cluster_m"]
-        units = math.ceil(m / (meta["block_m"] * cl)) * math.ceil(n / meta["block_n"])
+        if meta.get("cluster_along_n"):
+            # tile rows x column pairs (GemmConfig.cluster_along_n)
+            units = math.ceil(m / meta["block_m"]) * math.ceil(n / (meta["block_n"] * cl))
+        else:
+            units = math.ceil(m / (meta["block_m"] * cl)) * math.ceil(n / meta["block_n"])
         if meta.get("stream_k") and k is not None:
             from .gemm_configs import stream_k_grid
 
