@@ -172,6 +172,45 @@ def test_option_candidates_match_fp32(cache, device, shape, options):
     assert max(relative_errors((cand[0],), (default[0].float(),))) <= 1e-2
 
 
+# Six (batch, K/V head) pairs: a full group of lpt_order's LPT_PAIRS (4) and
+# a partial one; GQA; causal, more keys than queries.
+LPT_SHAPES = [(3, 384, 448, 4, 2, 64, True), (3, 384, 448, 4, 2, 128, True),
+              (3, 200, 330, 4, 2, 256, True)]
+
+
+@pytest.mark.parametrize("shape", LPT_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_lpt_order_matches_the_default(cache, device, shape):
+    """The key blocks longest first (``lpt_order``) on the head dim's
+    default set: every (pair, key block) computed once and stored where its
+    block says, so dK and dV are the default's bit for bit (each CTA sums
+    its own in registers), dQ within 1e-2 of it (the reduce-adds' order)
+    and all within the bound of fp32."""
+    import importlib
+
+    import pipeline_mlir
+    from pipeline_mlir.ops.attention_bwd_host import (REL_ERROR_BOUND, reference,
+                                                      relative_errors)
+    from pipeline_mlir.ops.attention_configs import bwd_default_options
+
+    op = importlib.import_module("pipeline_mlir.ops.attention")
+    b, sq, sk, h, hk, d, causal = shape
+    q, k, v, do = inputs(b, sq, sk, h, hk, d, sq + sk + 3)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    o = pipeline_mlir.attention(q, k, v, causal=causal)
+    default = torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+    op.BWD_OPTIONS = tuple(bwd_default_options(d, causal)) + ("lpt_order",)
+    try:
+        lpt = torch.autograd.grad(o, (q, k, v), do)
+    finally:
+        op.BWD_OPTIONS = None
+    errs = relative_errors(lpt, reference(q, k, v, do, causal))
+    print(f"attention backward, lpt_order {shape}: relative errors dq {errs[0]:.2e} "
+          f"dk {errs[1]:.2e} dv {errs[2]:.2e}")
+    assert max(errs) <= REL_ERROR_BOUND, errs
+    assert torch.equal(lpt[1], default[1]) and torch.equal(lpt[2], default[2])
+    assert max(relative_errors((lpt[0],), (default[0].float(),))) <= 1e-2
+
+
 def test_preprocess_matches_torch(cache, device):
     """The preprocess kernel's LSE * log2(e) and dPsum against the same in
     torch, padding rows and fully masked (-inf) rows included."""

@@ -120,7 +120,8 @@ BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw", "dq_deferred": "dq
                "min_ctas": "mc", "dq_double_buffer": "dqb", "dq_split": "split",
                "block_m128": "m128", "dk_last": "dkl", "pingpong": "pp",
                "dq_reduce_warp": "dqr", "ds_one_barrier": "ds1",
-               "stat_shuffle": "ssh", "stats_with_tiles": "swt", "p_packed": "pk"}
+               "stat_shuffle": "ssh", "stats_with_tiles": "swt", "p_packed": "pk",
+               "lpt_order": "lpt"}
 # The overrides of an option that is not a switch of its own name turned on:
 # 128-query steps (d 64).
 BWD_OPTION_OVERRIDES = {"block_m128": {"block_m": 128}}
@@ -262,7 +263,14 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
                          "stats_with_tiles", "p_packed"),
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
-                         "stat_shuffle", "stats_with_tiles"))
+                         "stat_shuffle", "stats_with_tiles"),
+                        # The key blocks longest first within groups of
+                        # (batch, K/V head) pairs (lpt_order), on the d 64
+                        # set and on d 64 full's set.
+                        ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp",
+                         "lpt_order"),
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stat_shuffle", "stats_with_tiles", "lpt_order"))
 
 
 # Sets for d 128 alone: dQ split by columns (64-column fp32 tiles, so two
@@ -315,9 +323,13 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         # default: spills 4 / 36 bytes (the default 4 / 44),
                         # 1.023-1.071x its time on the four rows (two passes).
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
-                         "p_packed"))
+                         "p_packed"),
+                        # The key blocks longest first (lpt_order) on the
+                        # d 128 default.
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "lpt_order"))
 # And d 256 (each consumer its columns of the same keys).
-BWD_D256_OPTION_SETS = (("pingpong",),)
+BWD_D256_OPTION_SETS = (("pingpong",), ("lpt_order",))
 
 # The options the op's backward runs at each head dim (ops/attention.py):
 # the sets that took less backward time than the one before on every row of

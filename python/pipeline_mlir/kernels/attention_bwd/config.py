@@ -191,6 +191,17 @@ class AttentionBwdConfig:
     # d 128 1.02-1.07x the default's; dQ and dK errors against fp32 up to
     # 1.7x the default's (docs/attention.md). Off.
     p_packed: bool = False
+    # The grid's block indices take the key blocks longest first within
+    # groups of ``schedule.LPT_PAIRS`` (batch, K/V head) pairs: key block 0
+    # of each pair of a group, then key block 1, ... (``schedule.
+    # key_block_of``). Causal, a key block's steps fall with its index, so
+    # a group's longest CTAs start first and the grid ends on its shortest;
+    # by default the last pair's longest CTA starts among the grid's last
+    # and runs alone at the end (a list-scheduling model of 132 SMs puts
+    # that tail at 3-7% of the causal rows at d 64 and 128, 13% at d 256).
+    # Full attention: every key block the same work, only the order of the
+    # heads in flight changes. Off until measured.
+    lpt_order: bool = False
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -312,7 +323,8 @@ class AttentionBwdConfig:
                 f"{'_dqb' if self.dq_double_buffer else ''}{'_dkl' if self.dk_last else ''}"
                 f"{'_pp' if self.pingpong else ''}{'_dqr' if self.dq_reduce_warp else ''}"
                 f"{'_ds1' if self.ds_one_barrier else ''}{'_ssh' if self.stat_shuffle else ''}"
-                f"{'_swt' if self.stats_with_tiles else ''}{'_pk' if self.p_packed else ''}")
+                f"{'_swt' if self.stats_with_tiles else ''}{'_pk' if self.p_packed else ''}"
+                f"{'_lpt' if self.lpt_order else ''}")
 
     # The operand layouts. Q and dO are read as the B operand of S^T / dP^T
     # (N x K: d contiguous) and, the same bytes, as the MN-major B of dK /
