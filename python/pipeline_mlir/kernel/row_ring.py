@@ -77,6 +77,7 @@ import warnings
 import mlir.ir as ir
 from mlir.dialects import arith, llvm
 
+from ..user_location import UserLine, user_line
 from .rows import (ACCESS_BYTES, CTA_THREADS, MAX_THREADS, MAX_VALUES, WARP, Rows, _bytes,
                    _kernel, row_threads)
 
@@ -238,6 +239,7 @@ class RowRing:
 
     STORES = ("global", "bulk")
 
+    @user_line
     def __init__(self, rows, k, stages=None, parts=1, name="row ring", store="global",
                  cluster=1, exchanges=0):
         from ..pipeline import (Agent, CooperativeGroup, NamedBarrier,
@@ -320,6 +322,7 @@ class RowRing:
         nvvm.fence_mbarrier_init()
         k.cluster_sync()
 
+    @user_line
     def cluster_end(self):
         """After the roles' branches, every thread: no CTA of the cluster
         leaves while another may still send to it."""
@@ -329,6 +332,7 @@ class RowRing:
     def _rank(self):
         return self.k.cluster_cta_rank()
 
+    @user_line
     def exchange(self, value, fn):
         """The row's ``fn`` over the cluster's CTAs of ``value`` (this CTA's
         block-reduced f32, the same in every consumer thread): one thread
@@ -447,6 +451,7 @@ class RowRing:
         nvvm.cp_async_bulk_global_shared_cta(at, to_value(stage), size)
         TmaStoreFence(num_stages=1).arrive_and_wait()     # commit; wait_group.read 0
 
+    @user_line
     def produce(self, src, m, ld=None, dst=None):
         """The producer warp: for each of this CTA's rows of the tensor at
         ``src`` (rows ``ld`` elements apart, default the row's length; a
@@ -505,6 +510,7 @@ class RowRing:
                     self._store_stage(dst, first + (a // self.parts) * step, a % self.parts,
                                       a % self.stages)
 
+    @user_line
     def consumers(self):
         """``with ring.consumers():`` the branch of the row's threads (warps
         below the producer's). Load per-column vectors (``rows.load_columns``)
@@ -525,37 +531,50 @@ class RowRing:
         stages are released when the body ends. Inside :meth:`consumers`."""
         from ..pipeline import PipelineUserType, make_pipeline_state
 
+        # The ops between the yields get the user's line of the ``for``
+        # (UserLine per stretch: a location entered across a yield would
+        # leave the context stack unbalanced against the loops' own).
         k, rows, pipe = _kernel("RowRing.rows"), self.layout, self.pipe
-        state = make_pipeline_state(PipelineUserType.Consumer, self.stages)
-        first, _, step = self._span(m)
+        with UserLine():
+            state = make_pipeline_state(PipelineUserType.Consumer, self.stages)
+            first, _, step = self._span(m)
         if self.parts == 1:
-            t = rows.thread(k)
-            for row, _ in self._loop(m, [state]):
-                self._site = 0
-                self._j = (row - first) // step if self.cluster > 1 else None
-                pipe.consumer_wait(state)
-                yield row, RowStage(self, [self.buffer.stage(state.index, self.part_bytes)], t)
-                self._fence()
-                pipe.consumer_release(state)
-                state.advance()
+            with UserLine():
+                t = rows.thread(k)
+                loop = self._loop(m, [state])
+            for row, _ in loop:
+                with UserLine():
+                    self._site = 0
+                    self._j = (row - first) // step if self.cluster > 1 else None
+                    pipe.consumer_wait(state)
+                    stage = RowStage(self, [self.buffer.stage(state.index, self.part_bytes)], t)
+                yield row, stage
+                with UserLine():
+                    self._fence()
+                    pipe.consumer_release(state)
+                    state.advance()
             return
         # Parts: wait for each (``state``), release each after the body
         # (``release``, the same stages one row behind).
-        release = make_pipeline_state(PipelineUserType.Consumer, self.stages)
-        t = rows.thread(k)
-        for row, _ in self._loop(m, [state, release]):
-            self._site = 0
-            self._j = (row - first) // step if self.cluster > 1 else None
-            buffers = []
-            for _ in range(self.parts):
-                pipe.consumer_wait(state)
-                buffers.append(self.buffer.stage(state.index, self.part_bytes))
-                state.advance()
+        with UserLine():
+            release = make_pipeline_state(PipelineUserType.Consumer, self.stages)
+            t = rows.thread(k)
+            loop = self._loop(m, [state, release])
+        for row, _ in loop:
+            with UserLine():
+                self._site = 0
+                self._j = (row - first) // step if self.cluster > 1 else None
+                buffers = []
+                for _ in range(self.parts):
+                    pipe.consumer_wait(state)
+                    buffers.append(self.buffer.stage(state.index, self.part_bytes))
+                    state.advance()
             yield row, RowStage(self, buffers, t)
-            self._fence()
-            for _ in range(self.parts):
-                pipe.consumer_release(release)
-                release.advance()
+            with UserLine():
+                self._fence()
+                for _ in range(self.parts):
+                    pipe.consumer_release(release)
+                    release.advance()
 
 
 class RowStage:
@@ -566,6 +585,7 @@ class RowStage:
         self.ring, self.rows, self.buffers, self._t = ring, ring.layout, buffers, thread
         self.parts = len(buffers)
 
+    @user_line
     def load(self, part=0, fill=0.0):
         """This thread's values of ``part`` of the row (:class:`RowValues`,
         f32), read from shared memory (``ld.shared.v4``); past the row's end
@@ -574,6 +594,7 @@ class RowStage:
         can be read twice instead of living in registers across it."""
         return self.rows._load_at(self.buffers[part], 0, None, fill, self.rows.dtype, self._t)
 
+    @user_line
     def store(self, values, dst, row, part=0):
         """``values`` (of ``part``) into row ``row`` of the tensor at ``dst``
         (rows ``rows.n * parts`` elements apart), as :meth:`Rows.store`; in
@@ -600,11 +621,13 @@ class RowStage:
             local = v if local is None else combine(local, v)
         return self.rows.allreduce(local, combine)
 
+    @user_line
     def sum(self, fn=None, fill=0.0):
         """The row's sum of ``fn(part values)`` over every part (one block
         reduction): ``stage.sum(lambda x: x * x)``."""
         return self._reduce("sum", fn, fill)
 
+    @user_line
     def max_sum_exp2(self, scale):
         """The row's softmax statistics ``(M, S)`` over every part in one
         pass over shared memory (``RowValues.max_sum_exp2`` per part, then
@@ -615,6 +638,7 @@ class RowStage:
             running = self.load(part, float("-inf")).max_sum_exp2(scale, running)
         return self.rows.max_sum_exp2(*running, scale)
 
+    @user_line
     def max(self, fn=None, fill=float("-inf")):
         """The row's maximum (of ``fn`` of its values) over every part."""
         return self._reduce("max", fn, fill)

@@ -43,6 +43,7 @@ import weakref
 import mlir.ir as ir
 from mlir.dialects import arith, llvm, nvvm, scf, vector
 
+from ..user_location import user_line
 from .control import If
 from .fragment import LOG2_E, IrOps, shfl_xor
 from .fragment import exp2 as _exp2
@@ -270,6 +271,7 @@ class Rows:
         return llvm.getelementptr(p.type, p, [], [byte_offset],
                                   ir.IntegerType.get_signless(8), 0)
 
+    @user_line
     def load(self, ptr, row, ld=None, fill=0.0, dtype=None, k=None):
         """Row ``row`` of the row-major tensor at the global pointer ``ptr``
         (rows ``ld`` elements apart, default ``n``) as this thread's
@@ -280,6 +282,7 @@ class Rows:
         t = self.thread(k)
         return self._load_at(ptr, row, ld, fill, dtype or self.dtype, t)
 
+    @user_line
     def load_columns(self, ptr, dtype=None, k=None):
         """A per-column vector of ``n`` elements at ``ptr`` (an RMSNorm
         weight, a bias) in this layout, as :class:`Columns`: combined with
@@ -317,6 +320,7 @@ class Rows:
             masks.append(valid if masked else None)
         return RowValues(self, values, masks)
 
+    @user_line
     def store(self, values, ptr, row, ld=None, dtype=None, k=None):
         """Write ``values`` (a RowValues of this layout) to row ``row`` of
         the tensor at ``ptr``, rounded to ``dtype`` (default the layout's;
@@ -352,6 +356,7 @@ class Rows:
 
     # -- reductions across threads ------------------------------------------
 
+    @user_line
     def max_sum_exp2(self, m, s, scale, k=None):
         """The row's softmax statistics from each thread's ``(m, s)``
         (:meth:`RowValues.max_sum_exp2`): ``M``, the row's maximum, and
@@ -364,6 +369,7 @@ class Rows:
         mine = arith.mulf(to_value(s), _exp2(llvm.intr_fma(to_value(m), c_scale, neg)))
         return top, self.allreduce(mine, arith.addf, k)
 
+    @user_line
     def allreduce(self, value, fn, k=None):
         """``fn`` over one f32 value per thread of the row, the result in
         every thread: five butterfly shuffles across the warp, then, for a
