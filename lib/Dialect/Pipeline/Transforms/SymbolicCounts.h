@@ -245,7 +245,7 @@ std::string stagesOf(const Poly &p, const AtomTable &atoms);
 /// the thread or CTA (roles, guards) count 1. The loop extents and
 /// iteration counts assumed non-negative are appended to `constraints`.
 /// nullopt when a count depends on what is not counted (memory, a while
-/// loop, a loop bound computed per thread). Defined in StageBalance.cpp,
+/// loop, a loop bound computed per thread). Defined in StageCounting.cpp,
 /// whose role counter it shares.
 std::optional<Poly> countExecutions(Operation *op, Canonicalizer &canon,
                                     std::vector<Poly> &constraints);
