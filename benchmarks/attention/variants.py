@@ -224,7 +224,11 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
                         # keys in e4m3, held in 24 MiB of L2), alone and
                         # with 2 of 16 exponentials by the polynomial.
                         "l2": dict(l2_sections=True),
-                        "px2l2": dict(l2_sections=True, exp2_poly=2)}}
+                        "px2l2": dict(l2_sections=True, exp2_poly=2),
+                        # two Q buffers with two K/V stages (run 2's q2 s2,
+                        # on today's configurations): the next tile's Q
+                        # loaded under this one's last blocks.
+                        "q2s2": dict(q_stages=2, stages=2)}}
 # bf16 candidates timed beside the 'best' ones on the same rows (tagged
 # ``bf16cand d<d>[ causal] <name>``).
 BF16_CANDIDATES = {"hw": dict(hold_pv_wait=True)}

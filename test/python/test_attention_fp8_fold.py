@@ -28,8 +28,13 @@ from pipeline_mlir.kernels.attention_fwd import mainloop as mainloop_mod
 from pipeline_mlir.ops import attention_fp8_configs
 
 OPS = attention_fp8_configs.VARIANTS
-FOLD = {"full": dict(OPS["fp8_d128_nolse"], row_sum_fold=True),
+# The op's full no-LSE configuration folds the row sum since run 12
+# (test_attention_fp8_nolse builds, checks and simulates it, and the
+# causal one, which keeps the row sum's own n8 wgmmas); here the fold on
+# the causal one with P's conversion split around the wait.
+FOLD = {"full": OPS["fp8_d128_nolse"],
         "causal_pe3": dict(OPS["fp8_d128c_nolse"], row_sum_fold=True, p_early=3)}
+UNFOLDED = dict(OPS["fp8_d128_nolse"], row_sum_fold=False)
 
 
 def _cfg(over):
@@ -40,6 +45,7 @@ def _cfg(over):
 
 @pytest.mark.parametrize("over, message", [
     (dict(OPS["fp8_d128"], row_sum_fold=True), "row_sum_mma"),
+    (dict(OPS["fp8_d128_nolse"], row_sum_mma=False), "row_sum_mma"),
     (dict(OPS["fp8_d256"], row_sum_mma=True, hold_pv_wait=False, row_sum_fold=True), "d 128"),
     (dict(OPS["fp8_d128_nolse"], row_sum_fold=True, intra_overlap=False), "intra_overlap"),
     (dict(OPS["fp8_d128_nolse"], p_early=6), "1..5"),
@@ -65,7 +71,7 @@ def test_the_stage_holds_the_ones_below_what_the_tma_loads():
     for row in range(128, 136):
         for col in range(0, 64, 16):
             assert 128 * 64 <= pv.swizzled_offset(row, col) < 136 * 64
-    plain = _cfg(OPS["fp8_d128_nolse"])
+    plain = _cfg(UNFOLDED)
     assert cfg.smem_bytes() - plain.smem_bytes() == \
         cfg.stages * (pv.bytes - v.bytes) - cfg.consumer_warpgroups * cfg.ones_layout().bytes
     assert cfg.smem_bytes() <= cfg.smem_limit
@@ -75,7 +81,7 @@ def test_the_stage_holds_the_ones_below_what_the_tma_loads():
 
 @pytest.fixture(scope="module")
 def kernels():
-    return {n: attention_fwd.build(_cfg(o)) for n, o in FOLD.items()}
+    return {"causal_pe3": attention_fwd.build(_cfg(FOLD["causal_pe3"]))}
 
 
 N136 = re.compile(r"wgmma\.mma_async\.sync\.aligned\.m64n136k32\.f32\.e4m3\.e4m3 "
@@ -104,19 +110,24 @@ def unzeroed_sums(ptx):
     return missing, len(groups)
 
 
-@pytest.mark.parametrize("name", sorted(FOLD))
-def test_p_v_computes_the_sums_fresh_each_block_without_spills(kernels, name):
-    """Two P V blocks in the PTX (the overlapped one and the last), six
-    m64n136k32 each on P's registers, no m64n8k32 left; the sums' 4
-    registers zeroed before each; ptxas neither spills nor serializes."""
-    ptx = kernels[name].to_ptx()
-    assert "m64n8k32" not in ptx
-    missing, groups = unzeroed_sums(ptx)
-    assert groups == 2 and missing == []
+def _no_spills_or_serialization(ptx):
     info = _ptxas_info(ptx)
     if info is not None:
         assert not re.search(r"C75[12]\d", info), info
         assert re.findall(r"(\d+) bytes spill stores", info) == ["0"]
+
+
+def test_p_v_computes_the_sums_fresh_each_block_without_spills(kernels):
+    """With P's first 3 k-slices converted before the wait: two P V blocks
+    in the PTX (the overlapped one and the last), six m64n136k32 each on
+    P's registers, no m64n8k32 left; the sums' 4 registers zeroed before
+    each; ptxas neither spills nor serializes. (The op's no-LSE kernels:
+    test_attention_fp8_nolse.)"""
+    ptx = kernels["causal_pe3"].to_ptx()
+    assert "m64n8k32" not in ptx
+    missing, groups = unzeroed_sums(ptx)
+    assert groups == 2 and missing == []
+    _no_spills_or_serialization(ptx)
 
 
 def test_a_rescale_that_leaves_the_sums_is_found(monkeypatch):
@@ -130,12 +141,11 @@ def test_a_rescale_that_leaves_the_sums_is_found(monkeypatch):
     assert groups == 2 and len(missing) == 8
 
 
-@pytest.mark.parametrize("name", sorted(FOLD))
-def test_the_kernels_check_and_simulate_clean(kernels, name):
+def test_the_split_conversion_checks_and_simulates_clean(kernels):
     """A ragged GQA shape: 4 query heads on 2 K/V heads, 200 queries, 300
-    keys (the full kernel with the threshold's branch, the causal one with
-    masked blocks and P's conversion split around the wait)."""
-    text = str(kernels[name].module)
+    keys (the causal kernel with masked blocks and P's conversion split
+    around the wait)."""
+    text = str(kernels["causal_pe3"].module)
     assert verify_protocol(text) == [] and protocol_warnings(text) == []
     (report,) = simulate(text, schedules=2, args={5: 1, 6: 4, 7: 2, 8: 200, 9: 300}).values()
     assert report.ok and report.schedules == 2, report

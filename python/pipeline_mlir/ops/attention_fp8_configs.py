@@ -76,6 +76,21 @@ is unchanged (P converted before P V's wait, ``double_p``, with 3 or 5
 of 16 and the packing as halves, within -1.5% to +3% of it, not ahead on
 both rows in every pass).
 
+Run 12 (one H200 machine, four passes in two bundles): the full no-LSE
+configuration folds the row sum into P V (``row_sum_fold``: the ones as 8
+more rows of every V^T box in the V stages, P V one m64n136k32 wgmma per
+k-slice instead of an m64n128 and an m64n8): +0.8% to +3.4% over run 11's
+no-LSE kernel on both rows in all four passes (916-952 TFLOP/s); the same
+sum of e4m3-rounded P, so the LSE stays off it. Causal is unchanged: the
+fold was ahead in the first bundle (+1.2% to +3.1%) and at 8192 in the
+second, 0.9-2.1% behind at 16384 there. Part of P converted before P V's
+wait (``p_early=3``), all of it (``double_p``), 4 or 6 of 16 by the
+polynomial on the fold, and causal heads in L2-sized sections
+(``l2_sections``, at d 128 and 256: 9-15% slower) were not faster on
+every row; at d 256 causal two Q buffers with two stages were ahead by
+the ratio over rounds (+1.6% to +2.8%) but behind by median time in one of
+the four measurements, one bundle: not taken.
+
 P converted before the held wait (``double_p``, with ``hold_pv_wait``;
 run 7 of docs/attention.md's "FP8 forward", one H200 machine, two
 passes) is on in none: with no, 2, 3 or 4 of
@@ -96,7 +111,7 @@ TUNED_MODE = {(128, False): dict(exp2_poly=5, rescale_threshold=8.0, exp2_poly_d
 # (head dim, causal) -> overrides on top of TUNED and TUNED_MODE where the
 # caller does not ask for the LSE (run 10; the head dims not here: the
 # LSE configuration).
-TUNED_NO_LSE = {(128, False): dict(row_sum_mma=True, p_pack_merge=False),
+TUNED_NO_LSE = {(128, False): dict(row_sum_mma=True, p_pack_merge=False, row_sum_fold=True),
                 (128, True): dict(row_sum_mma=True, exp2_poly_degree=2, p_pack_merge=True,
                                   rescale_threshold=8.0)}
 
