@@ -28,7 +28,9 @@ D64 = ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp")
 M128_ALL = ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier", "stat_shuffle",
             "stats_with_tiles")
 D128 = ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles")
-NEW_SETS = {64: (D64 + LPT, M128_ALL + LPT), 128: (D128 + LPT,), 256: (LPT,)}
+M128_PK = ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier", "stats_with_tiles",
+           "p_packed")
+NEW_SETS = {64: (D64 + LPT, M128_ALL + LPT, M128_PK + LPT), 128: (D128 + LPT,), 256: (LPT,)}
 # 3 batch entries x 2 K/V heads: six pairs, a full group and a partial one.
 SIM_ARGS = {"batch": 3, "heads": 4, "heads_kv": 2, "seqlen_q": 200, "seqlen_k": 300}
 

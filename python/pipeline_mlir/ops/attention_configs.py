@@ -270,7 +270,12 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp",
                          "lpt_order"),
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
-                         "stat_shuffle", "stats_with_tiles", "lpt_order"))
+                         "stat_shuffle", "stats_with_tiles", "lpt_order"),
+                        # And on FA4's d 64 tile with the rows on the tiles'
+                        # stages and P^T packed early, the set that was
+                        # 0.987-0.989x the d 64 set's time causal.
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stats_with_tiles", "p_packed", "lpt_order"))
 
 
 # Sets for d 128 alone: dQ split by columns (64-column fp32 tiles, so two
@@ -366,12 +371,24 @@ BWD_FULL_OPTIONS = {64: ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_bar
                          "stat_shuffle", "stats_with_tiles")}
 
 
+# Causal attention's options on top of the head dim's set where they
+# measured faster causal only. d 128 and 256: the key blocks longest first
+# (lpt_order), 0.962-0.979x the d 128 default's backward time on both
+# causal rows and 0.978-0.994x the plain d 256 kernel's in two passes
+# (h200-bwd-lpt-ab-pass1.log, -pass2.log); full 1.002-1.022x (the order
+# of a grid of equal CTAs only moves the heads in flight); d 64 causal
+# 0.992-1.009x: not taken there.
+BWD_CAUSAL_OPTIONS = {128: ("lpt_order",), 256: ("lpt_order",)}
+
+
 def bwd_default_options(head_dim, causal):
     """The options the op's backward runs at ``head_dim`` (its measured
     default): full attention's own set where there is one, else the head
-    dim's."""
+    dim's; causal, with causal attention's additions."""
     if not causal and head_dim in BWD_FULL_OPTIONS:
         return BWD_FULL_OPTIONS[head_dim]
+    if causal:
+        return BWD_DEFAULT_OPTIONS[head_dim] + BWD_CAUSAL_OPTIONS.get(head_dim, ())
     return BWD_DEFAULT_OPTIONS[head_dim]
 
 
