@@ -32,6 +32,14 @@ the cheapest by ``estimate`` (tiles, waves and the width's measured
 more than a wave and at least ``CUT_MIN_N`` wide (docs/gemm.md, "Tiles cut
 to the shape", run12).
 
+The cluster along N (``CLUSTER_N_VARIANTS``, ``choose_cluster_n``): a
+pair of tiles side by side along N sharing A by multicast, 128 or 192 rows
+and 96-224 columns; after every other rule, a plain pick becomes the one
+of least ``estimate`` where that is less (5648 x 216 x 8832: 44 pairs of
+128x112c2n, each reading half of A, against 88 tiles of 128x128 reading
+all of it; 10528 x 320 x 3024: 55 pairs of 192x160c2n, 320 columns
+exactly).
+
 Split-K (``choose_split``, ops/gemm_split_k.py) and stream-K
 (``choose_stream_k``; its launch and model in ops/gemm_stream_k.py) are
 weighed before the cut tiles, each against the table's plain pick.
@@ -176,13 +184,18 @@ CLUSTER_N_OVER = ("192x192",)
 # Whether any plain pick may become a tile of the cluster along N
 # (CLUSTER_N_VARIANTS and CLUSTER_N_VARIANT): the one of least estimate,
 # where it beats the pick's (CLUSTER_N_MARGIN). Measured on an H200
-# (docs/gemm.md, "The cluster along N on every width"): over 22 shapes of
-# narrow outputs, odd tile rows and the runs under 0.95x, both dtypes, the
-# rule's pick ran at a median 0.998x cuBLAS (worst 0.741x, geometric mean
-# 1.004x) where the pick before ran 0.942x (worst 0.467x, 0.873x); at a
-# margin of 0.9, 0.980x: the modelled gains of 3-10% (5648 x 216 x 8832 on
-# 128x112c2n, 592 x 9560 x 3864 on 128x192c2n, 5128 x 13896 x 7224 on
-# 192x160c2n) were measured 3-13%.
+# (docs/gemm.md, "The cluster along N on every width"). Run1, 22 shapes of
+# narrow outputs, odd tile rows and the runs under 0.95x, both dtypes,
+# every c2n tile beside the pick: the rule's pick ran at a median 0.998x
+# cuBLAS (worst 0.741x) where the pick before ran 0.942x (worst 0.467x:
+# 6408 x 264 x 7064 on 128x256c2, two columns of 256 for 264); at a
+# margin of 0.9, 0.980x (the modelled gains of 3-10% on 5648 x 216 x
+# 8832, 592 x 9560 x 3864 and 5128 x 13896 x 7224 were measured 3-13%).
+# Run14, the whole random sweep (152 runs) with the pick before beside it
+# in the same process: median 1.166x against 1.159x, worst 0.906x against
+# 0.852x, 3 runs under 0.95x against 10; of the 28 runs that change, 21
+# ran faster, the 128x96c2n picks of 488 x 3024 x 9648, 2616 x 512 x 2640
+# and 472 x 2168 x 2064 (one wave; 128x128 before) 2-8% slower.
 AUTO_CLUSTER_N_ANY = True
 CLUSTER_N_RULE_VARIANTS = (*CLUSTER_N_VARIANTS, CLUSTER_N_VARIANT)
 CLUSTER_N_MARGIN = 1.0
