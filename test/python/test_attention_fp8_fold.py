@@ -28,12 +28,12 @@ from pipeline_mlir.kernels.attention_fwd import mainloop as mainloop_mod
 from pipeline_mlir.ops import attention_fp8_configs
 
 OPS = attention_fp8_configs.VARIANTS
-# The op's full no-LSE configuration folds the row sum since run 12
-# (test_attention_fp8_nolse builds, checks and simulates it, and the
-# causal one, which keeps the row sum's own n8 wgmmas); here the fold on
-# the causal one with P's conversion split around the wait.
+# The op's no-LSE configurations fold the row sum since run 12
+# (test_attention_fp8_nolse builds, checks and simulates them); here the
+# causal one with P's conversion split around the wait, and the row sum's
+# own n8 wgmmas without the fold (the candidates before run 12).
 FOLD = {"full": OPS["fp8_d128_nolse"],
-        "causal_pe3": dict(OPS["fp8_d128c_nolse"], row_sum_fold=True, p_early=3)}
+        "causal_pe3": dict(OPS["fp8_d128c_nolse"], p_early=3)}
 UNFOLDED = dict(OPS["fp8_d128_nolse"], row_sum_fold=False)
 
 
@@ -128,6 +128,30 @@ def test_p_v_computes_the_sums_fresh_each_block_without_spills(kernels):
     missing, groups = unzeroed_sums(ptx)
     assert groups == 2 and missing == []
     _no_spills_or_serialization(ptx)
+
+
+def test_the_unfolded_row_sum_keeps_its_own_wgmmas():
+    """``row_sum_mma`` without the fold: one m64n8k32 wgmma beside each of
+    the 12 m64n128k32 ones of P V on the same P registers, no spills or
+    serialized wgmmas."""
+    ptx = attention_fwd.build(_cfg(UNFOLDED)).to_ptx()
+    n8 = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n8k32\.f32\.e4m3\.e4m3 "
+                    r"\{[^}]*\}, \{([^}]*)\}", ptx)
+    n128 = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k32\.f32\.e4m3\.e4m3 "
+                      r"\{[^}]*\}, \{([^}]*)\}", ptx)
+    assert len(n8) == len(n128) == 12 and n8 == n128 and "m64n136" not in ptx
+    _no_spills_or_serialization(ptx)
+
+
+def test_d256_causal_takes_two_q_buffers_and_two_stages():
+    """Run 12's pick at d 256: causal two Q buffers with two K/V stages
+    (the next tile's Q loaded under this one), full one Q buffer with
+    three; both within one CTA's shared memory."""
+    full, causal = (_cfg(attention_fp8_configs.variant(256, c)[1]) for c in (False, True))
+    assert (full.q_buffers, full.stages, causal.q_buffers, causal.stages) == (1, 3, 2, 2)
+    assert attention_fp8_configs.variant(256, True, lse=False) == \
+        attention_fp8_configs.variant(256, True)
+    assert max(full.smem_bytes(), causal.smem_bytes()) <= full.smem_limit
 
 
 def test_a_rescale_that_leaves_the_sums_is_found(monkeypatch):

@@ -22,7 +22,8 @@ stages than bf16 fits (the operands take half the bytes):
   held after the softmax (``hold_pv_wait``) with and without the
   polynomial, measured behind (the hold ahead on 1 row of 4 in run 6).
 - d 256: 128-key blocks (one 128-byte box row of V^T), three stages with one
-  Q buffer (225 KiB). Against two stages with two Q buffers the two runs
+  Q buffer (225 KiB); causal two stages with two Q buffers since run 12
+  (below). Against two stages with two Q buffers the two runs
   disagree (run 1: +1% to +11% on the 4 rows; run 2: -0.4% to -2%): a
   difference within what changes between machines. Full attention also
   takes 2 of 16 exponentials by the polynomial and holds P V's retirement
@@ -76,20 +77,25 @@ is unchanged (P converted before P V's wait, ``double_p``, with 3 or 5
 of 16 and the packing as halves, within -1.5% to +3% of it, not ahead on
 both rows in every pass).
 
-Run 12 (one H200 machine, four passes in two bundles): the full no-LSE
-configuration folds the row sum into P V (``row_sum_fold``: the ones as 8
-more rows of every V^T box in the V stages, P V one m64n136k32 wgmma per
-k-slice instead of an m64n128 and an m64n8): +0.8% to +3.4% over run 11's
-no-LSE kernel on both rows in all four passes (916-952 TFLOP/s); the same
-sum of e4m3-rounded P, so the LSE stays off it. Causal is unchanged: the
-fold was ahead in the first bundle (+1.2% to +3.1%) and at 8192 in the
-second, 0.9-2.1% behind at 16384 there. Part of P converted before P V's
-wait (``p_early=3``), all of it (``double_p``), 4 or 6 of 16 by the
+Run 12 (one H200 machine, seven passes in three bundles): both d 128
+no-LSE configurations fold the row sum into P V (``row_sum_fold``: the
+ones as 8 more rows of every V^T box in the V stages, P V one m64n136k32
+wgmma per k-slice instead of an m64n128 and an m64n8; the same sum of
+e4m3-rounded P, so the LSE stays off them). Full: +0.8% to +3.4% over run
+11's no-LSE kernel on both rows in all four passes of the first two
+bundles (916-952 TFLOP/s). Causal: ahead on both rows in five of the
+seven passes (+0.8% to +3.1%), 0.9% and 2.1% behind at 16384 in the
+other two (one bundle), +1.3% on average (773-868 TFLOP/s). d 256
+causal takes two Q buffers with two K/V stages (``q_stages=2,
+stages=2``: the next tile's Q loaded while this one finishes): +1.6% to
++3.4% by the ratio over rounds on both causal rows in all five passes that
+timed it (1027-1040 TFLOP/s at 8192 in the last bundle, the op's
+configuration before 998-1007); in full attention it was 0.2-1.2% behind,
+so full keeps one Q buffer and three stages. Part of P converted before P
+V's wait (``p_early=3``), all of it (``double_p``), 4 or 6 of 16 by the
 polynomial on the fold, and causal heads in L2-sized sections
 (``l2_sections``, at d 128 and 256: 9-15% slower) were not faster on
-every row; at d 256 causal two Q buffers with two stages were ahead by
-the ratio over rounds (+1.6% to +2.8%) but behind by median time in one of
-the four measurements, one bundle: not taken.
+every row.
 
 P converted before the held wait (``double_p``, with ``hold_pv_wait``;
 run 7 of docs/attention.md's "FP8 forward", one H200 machine, two
@@ -107,13 +113,14 @@ TUNED = {128: dict(block_n=192, stages=3, exp2_poly=4),
 TUNED_MODE = {(128, False): dict(exp2_poly=5, rescale_threshold=8.0, exp2_poly_degree=2,
                                  p_pack_merge=True),
               (128, True): dict(exp2_poly=3),
-              (256, False): dict(exp2_poly=2, hold_pv_wait=True)}
+              (256, False): dict(exp2_poly=2, hold_pv_wait=True),
+              (256, True): dict(q_stages=2, stages=2)}
 # (head dim, causal) -> overrides on top of TUNED and TUNED_MODE where the
 # caller does not ask for the LSE (run 10; the head dims not here: the
 # LSE configuration).
 TUNED_NO_LSE = {(128, False): dict(row_sum_mma=True, p_pack_merge=False, row_sum_fold=True),
                 (128, True): dict(row_sum_mma=True, exp2_poly_degree=2, p_pack_merge=True,
-                                  rescale_threshold=8.0)}
+                                  rescale_threshold=8.0, row_sum_fold=True)}
 
 
 def variant(head_dim, causal, lse=True):
