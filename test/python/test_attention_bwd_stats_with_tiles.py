@@ -20,6 +20,7 @@ import re
 import pytest
 
 from _attention_bwd_mistakes import SHARED_DS_STAGES_WITH, build_with_mistake
+from _ptxas import spill_bytes
 from test_attention_bwd import CAUGHT, SCHEDULES, SIM_ARGS, assert_caught
 from test_attention_bwd_reduce_warp import DEFERRED_CAUGHT, HAND_OFF_CAUGHT, RACE_CAUGHT
 from pipeline_mlir.chip_limits import SMEM_PER_BLOCK
@@ -247,3 +248,54 @@ def test_ds_hand_over_mistakes_are_races(mistake):
     k.to_ptx()
     (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES, check=False)
     assert report.counts == {"smem-race": SCHEDULES}, report
+
+
+# The rows issued before their tiles' boxes (rows_first), on the sets it is
+# a candidate on: the d 64 set and d 64 full's (FA4's d 64 tile), the d 128
+# default, full and causal (with lpt_order).
+RF = ("rows_first",)
+M128_ALL = ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier", "stat_shuffle",
+            "stats_with_tiles")
+RF_SETS = {64: (DEFAULTS[64] + SWT + RF, M128_ALL + RF),
+           128: (DEFAULTS[128] + SWT + RF, DEFAULTS[128] + SWT + ("lpt_order",) + RF)}
+
+
+def test_rows_first_sets_are_cached_and_need_the_rows_on_the_tiles():
+    """Each ``rows_first`` set is a cached candidate tagged ``rf``; the
+    option without ``stats_with_tiles`` (no row on a tile's stage) is
+    refused."""
+    for d, sets in RF_SETS.items():
+        for opts in sets:
+            assert opts in attention_configs.bwd_option_sets(d)
+            for c in (False, True):
+                name, over = attention_configs.bwd_variant(d, c, options=opts)
+                assert attention_configs.BWD_CANDIDATES[name] == over
+                assert name.endswith("_rf") and ab.AttentionBwdConfig(**over).name.endswith("_rf")
+    with pytest.raises(ValueError, match="rows_first orders the LSE and dPsum row copies"):
+        ab.AttentionBwdConfig(head_dim=64, rows_first=True)
+
+
+def _load_order(ptx):
+    """The kernel's loads into shared memory in PTX order: 'T' a tensor
+    box, 'R' a row's bulk copy."""
+    return "".join("T" if m.group(1) else "R" for m in re.finditer(
+        r"cp\.async\.bulk\.(tensor\.\dd\.)?shared::cluster\.global", ptx))
+
+
+@pytest.mark.parametrize("head_dim,opts", [(64, RF_SETS[64][0]), (128, RF_SETS[128][1])],
+                         ids=ids)
+def test_rows_first_issues_each_row_before_its_boxes(head_dim, opts):
+    """Causal: checked and simulated clean on the ragged GQA shape; in the
+    PTX K's and V's boxes, then per step LSE's row before Q's boxes and
+    dPsum's before dO's (without the option each row after its boxes);
+    ptxas spills those of the same set without it."""
+    k = ab.build(cfg_of(head_dim, True, opts))
+    (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES)
+    assert report.ok and report.schedules == SCHEDULES, report
+    ptx = k.to_ptx()
+    base = ab.build(cfg_of(head_dim, True, opts[:-1])).to_ptx()
+    assert re.fullmatch(r"T+(RT+){2}", _load_order(ptx)), _load_order(ptx)
+    assert re.fullmatch(r"T+(T+R){2}", _load_order(base)), _load_order(base)
+    spills = spill_bytes(ptx)
+    if spills is not None:
+        assert spills == spill_bytes(base)

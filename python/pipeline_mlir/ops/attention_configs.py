@@ -121,7 +121,7 @@ BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw", "dq_deferred": "dq
                "block_m128": "m128", "dk_last": "dkl", "pingpong": "pp",
                "dq_reduce_warp": "dqr", "ds_one_barrier": "ds1",
                "stat_shuffle": "ssh", "stats_with_tiles": "swt", "p_packed": "pk",
-               "lpt_order": "lpt"}
+               "lpt_order": "lpt", "rows_first": "rf"}
 # The overrides of an option that is not a switch of its own name turned on:
 # 128-query steps (d 64).
 BWD_OPTION_OVERRIDES = {"block_m128": {"block_m": 128}}
@@ -275,7 +275,14 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         # stages and P^T packed early, the set that was
                         # 0.987-0.989x the d 64 set's time causal.
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
-                         "stats_with_tiles", "p_packed", "lpt_order"))
+                         "stats_with_tiles", "p_packed", "lpt_order"),
+                        # The LSE and dPsum rows issued before their tiles'
+                        # boxes (rows_first): on the d 64 set with the rows
+                        # on the tiles' stages and on d 64 full's set.
+                        ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp",
+                         "stats_with_tiles", "rows_first"),
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stat_shuffle", "stats_with_tiles", "rows_first"))
 
 
 # Sets for d 128 alone: dQ split by columns (64-column fp32 tiles, so two
@@ -332,7 +339,13 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         # The key blocks longest first (lpt_order) on the
                         # d 128 default.
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
-                         "lpt_order"))
+                         "lpt_order"),
+                        # The LSE and dPsum rows before their tiles' boxes
+                        # (rows_first), without and with lpt_order.
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "rows_first"),
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "lpt_order", "rows_first"))
 # And d 256 (each consumer its columns of the same keys).
 BWD_D256_OPTION_SETS = (("pingpong",), ("lpt_order",))
 

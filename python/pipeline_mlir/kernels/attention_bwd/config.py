@@ -205,6 +205,14 @@ class AttentionBwdConfig:
     # 0.992-1.009x at d 64; full 1.002-1.022x. The op's causal default at
     # d 128 and 256 (attention_configs.BWD_CAUSAL_OPTIONS); off otherwise.
     lpt_order: bool = False
+    # With ``stats_with_tiles``: the producer issues a step's LSE (dPsum)
+    # row copy before Q's (dO's) boxes under the same acquire, rather than
+    # after them. The row is 256-512 bytes from another buffer and the
+    # stage's barrier completes only when it lands too; issued first, it is
+    # no longer the copy the consumers' wait ends on (at d 64 on 64-query
+    # steps the rows on the tiles' stages measured 1.1-3.2% slower, read as
+    # S^T and dP^T waiting for the rows). Off until measured.
+    rows_first: bool = False
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -245,6 +253,9 @@ class AttentionBwdConfig:
                              "handed over by the barrier over both consumers (dq_split or "
                              "block_m 128) and the dQ tile claimed from the reduce warp "
                              "(dq_reduce_warp)")
+        if self.rows_first and not self.stats_with_tiles:
+            raise ValueError("AttentionBwdConfig: rows_first orders the LSE and dPsum row "
+                             "copies on Q's and dO's stages (stats_with_tiles)")
         if self.dq_split and self.head_dim != 128:
             raise ValueError("AttentionBwdConfig: dq_split needs head_dim 128 (each "
                              "warpgroup's dQ columns whole 128-byte atoms of K; d 256 "
@@ -327,7 +338,7 @@ class AttentionBwdConfig:
                 f"{'_pp' if self.pingpong else ''}{'_dqr' if self.dq_reduce_warp else ''}"
                 f"{'_ds1' if self.ds_one_barrier else ''}{'_ssh' if self.stat_shuffle else ''}"
                 f"{'_swt' if self.stats_with_tiles else ''}{'_pk' if self.p_packed else ''}"
-                f"{'_lpt' if self.lpt_order else ''}")
+                f"{'_lpt' if self.lpt_order else ''}{'_rf' if self.rows_first else ''}")
 
     # The operand layouts. Q and dO are read as the B operand of S^T / dP^T
     # (N x K: d contiguous) and, the same bytes, as the MN-major B of dK /

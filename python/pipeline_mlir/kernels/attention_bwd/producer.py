@@ -14,7 +14,7 @@ def producer(k, cfg, rings, sched, args):
     past the sequence read zeros), LSE and dPsum as bulk copies of one
     query block's padded row (with ``stats_with_tiles`` on Q's and dO's
     stages: LSE's copy after Q's boxes, dPsum's after dO's, under the same
-    acquire)."""
+    acquire; with ``rows_first`` before them)."""
     d, bm, bn = cfg.head_dim, cfg.block_m, cfg.block_n
     kv_layout, q_layout = cfg.kv_layout(), cfg.q_layout()
     kv_bytes = kv_layout.bytes
@@ -47,10 +47,13 @@ def producer(k, cfg, rings, sched, args):
             ring.pipe.producer_acquire(state)
             with k.elect_one():
                 t = ring.buffer(state.index)
+                if row_src is not None and cfg.rows_first:
+                    row_copy(ring, state, rings.rows_of(ring), row_src)
                 for col, off in q_layout.box_offsets():
                     ring.pipe.tma_load(state, desc, [h * d + col, m_block * bm, b],
                                        t + off, q_layout.box_bytes)
-                if row_src is not None:          # stats_with_tiles: its row rides along
+                if row_src is not None and not cfg.rows_first:
+                    # stats_with_tiles: its row rides along
                     row_copy(ring, state, rings.rows_of(ring), row_src)
             ring.pipe.producer_commit(state)
             state.advance()
