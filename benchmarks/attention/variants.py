@@ -226,9 +226,12 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
                         "l2": dict(l2_sections=True),
                         "px2l2": dict(l2_sections=True, exp2_poly=2),
                         # two Q buffers with two K/V stages (run 2's q2 s2,
-                        # on today's configurations): the next tile's Q
-                        # loaded under this one's last blocks.
-                        "q2s2": dict(q_stages=2, stages=2)}}
+                        # on today's configurations; causal's since run
+                        # 12): the next tile's Q loaded under this one's
+                        # last blocks.
+                        "q2s2": dict(q_stages=2, stages=2),
+                        # and causal's configuration before it (full's now)
+                        "q1s3": dict(q_stages=1, stages=3)}}
 # bf16 candidates timed beside the 'best' ones on the same rows (tagged
 # ``bf16cand d<d>[ causal] <name>``).
 BF16_CANDIDATES = {"hw": dict(hold_pv_wait=True)}
