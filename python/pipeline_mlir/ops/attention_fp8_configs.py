@@ -84,14 +84,15 @@ wgmma per k-slice instead of an m64n128 and an m64n8; the same sum of
 e4m3-rounded P, so the LSE stays off them). Full: +0.8% to +3.4% over run
 11's no-LSE kernel on both rows in all four passes of the first two
 bundles (916-952 TFLOP/s). Causal: ahead on both rows in five of the
-seven passes (+0.8% to +3.1%), 0.9% and 2.1% behind at 16384 in the
+seven passes (+0.7% to +3.1%), 0.9% and 2.1% behind at 16384 in the
 other two (one bundle), +1.3% on average (773-868 TFLOP/s). d 256
 causal takes two Q buffers with two K/V stages (``q_stages=2,
 stages=2``: the next tile's Q loaded while this one finishes): +1.6% to
 +3.4% by the ratio over rounds on both causal rows in all five passes that
 timed it (1027-1040 TFLOP/s at 8192 in the last bundle, the op's
-configuration before 998-1007); in full attention it was 0.2-1.2% behind,
-so full keeps one Q buffer and three stages. Part of P converted before P
+configuration before 999-1007); in full attention it was behind in 9 of
+10 measurements (0.988-0.999), so full keeps one Q buffer and three
+stages. Part of P converted before P
 V's wait (``p_early=3``), all of it (``double_p``), 4 or 6 of 16 by the
 polynomial on the fold, and causal heads in L2-sized sections
 (``l2_sections``, at d 128 and 256: 9-15% slower) were not faster on
