@@ -77,7 +77,7 @@ is unchanged (P converted before P V's wait, ``double_p``, with 3 or 5
 of 16 and the packing as halves, within -1.5% to +3% of it, not ahead on
 both rows in every pass).
 
-Run 12 (one H200 machine, seven passes in three bundles): both d 128
+Run 12 (one H200 machine, ten passes in four bundles): both d 128
 no-LSE configurations fold the row sum into P V (``row_sum_fold``: the
 ones as 8 more rows of every V^T box in the V stages, P V one m64n136k32
 wgmma per k-slice instead of an m64n128 and an m64n8; the same sum of
@@ -88,9 +88,9 @@ seven passes (+0.7% to +3.1%), 0.9% and 2.1% behind at 16384 in the
 other two (one bundle), +1.3% on average (773-868 TFLOP/s). d 256
 causal takes two Q buffers with two K/V stages (``q_stages=2,
 stages=2``: the next tile's Q loaded while this one finishes): +1.6% to
-+3.4% by the ratio over rounds on both causal rows in all five passes that
-timed it (1027-1040 TFLOP/s at 8192 in the last bundle, the op's
-configuration before 999-1007); in full attention it was behind in 9 of
++3.4% by the ratio over rounds on both causal rows in all eight passes
+that timed it (992-1040 TFLOP/s at 8192 in the last two bundles, the
+configuration before 951-1007); in full attention it was behind in 9 of
 10 measurements (0.988-0.999), so full keeps one Q buffer and three
 stages. Part of P converted before P
 V's wait (``p_early=3``), all of it (``double_p``), 4 or 6 of 16 by the
