@@ -9,8 +9,8 @@ from pipeline_mlir.kernel.values import i32, to_value
 from pipeline_mlir.pipeline import PipelineUserType
 
 from .config import ROW_SUM_ROWS
+from .mainloop import E4M3_ONES
 
-E4M3_ONES = 0x38383838           # four e4m3 1.0 (sign 0, exponent 7 of bias 7, mantissa 0)
 FULL_WARP = 0xFFFFFFFF
 
 
