@@ -23,12 +23,30 @@ lit -sv test -o "$counts/lit.json"
 lit_rc=$?
 [ $lit_rc -eq 0 ] || status=1
 
-echo "== pytest =="
-"${plugin[@]}" PIPELINE_TEST_COUNTS="$counts/python.json" \
-  python -m pytest -q -rs -p suite_totals test/python
-py_rc=$?
-# pytest exit 5 = no tests collected; treat as failure of the suite.
-[ $py_rc -eq 0 ] || status=1
+# test/python as concurrent shards of whole files (scripts/test_shards.py
+# deals them by measured time): one per core, at most 4, or
+# PIPELINE_TEST_JOBS. Each shard's output is printed when all are done.
+jobs=${PIPELINE_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
+[ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
+[ "$jobs" -le 4 ] || jobs=4
+echo "== pytest ($jobs shards) =="
+pids=()
+for i in $(seq 1 "$jobs"); do
+  "${plugin[@]}" PIPELINE_TEST_COUNTS="$counts/python$i.json" PIPELINE_TEST_SHARD="$i/$jobs" \
+    python -m pytest -q -rs -p suite_totals -p test_shards -p no:cacheprovider \
+    --basetemp="$counts/tmp$i" test/python >"$counts/python$i.log" 2>&1 &
+  pids+=($!)
+done
+py_specs=()
+for i in $(seq 1 "$jobs"); do
+  wait "${pids[$((i - 1))]}"
+  rc=$?
+  echo "-- pytest test/python, shard $i/$jobs (exit $rc) --"
+  cat "$counts/python$i.log"
+  # pytest exit 5 = no tests collected; treat as failure of the suite.
+  [ $rc -eq 0 ] || status=1
+  py_specs+=("pytest test/python shard $i/$jobs=$counts/python$i.json:$rc")
+done
 
 echo "== pytest: GPU suite (skips with the reason when there is no GPU) =="
 # Its own session: test/gpu/conftest.py marks its items for the GPU check.
@@ -40,6 +58,6 @@ gpu_rc=$?
 echo "== total (lit + pytest test/python + pytest test/gpu) =="
 python scripts/suite_totals.py total \
   "lit=$counts/lit.json:$lit_rc" \
-  "pytest test/python=$counts/python.json:$py_rc" \
+  "${py_specs[@]}" \
   "pytest test/gpu=$counts/gpu.json:$gpu_rc" || status=1
 exit $status
