@@ -400,19 +400,21 @@ def test_the_defaults_hand_dq_to_the_reduce_warp_where_it_won():
     both masks (measured faster on every row of its head dim); d 64 full
     attention its own set, FA4's d 64 tile with LSE and dPsum on Q's and
     dO's stages (faster on the full row in two passes, slower causal);
-    causal d 128 and 256 with the key blocks longest first (lpt_order:
-    faster causal in two passes, not full; at d 64 even)."""
+    causal its own sets: the key blocks longest first (lpt_order) on the
+    d 128 and d 256 sets, and at d 64 FA4's tile with the rows on the
+    tiles' stages, P^T packed early and lpt_order (each faster causal in
+    two passes)."""
     pick = attention_configs.bwd_default_options
     assert attention_configs.BWD_FULL_OPTIONS == {
         64: ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier", "stat_shuffle",
              "stats_with_tiles")}
-    assert attention_configs.BWD_CAUSAL_OPTIONS == {128: ("lpt_order",), 256: ("lpt_order",)}
     for d in attention_configs.BWD_HEAD_DIMS:
-        assert pick(d, True) == (attention_configs.BWD_DEFAULT_OPTIONS[d]
-                                 + attention_configs.BWD_CAUSAL_OPTIONS.get(d, ()))
+        assert pick(d, True) == attention_configs.BWD_CAUSAL_OPTIONS.get(
+            d, attention_configs.BWD_DEFAULT_OPTIONS[d])
         assert pick(d, False) == attention_configs.BWD_FULL_OPTIONS.get(
             d, attention_configs.BWD_DEFAULT_OPTIONS[d])
-    assert pick(64, True) == ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp")
+    assert pick(64, True) == ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                              "stats_with_tiles", "p_packed", "lpt_order")
     assert pick(128, False) == ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles")
     assert pick(128, True) == pick(128, False) + ("lpt_order",)
     assert pick(256, False) == () and pick(256, True) == ("lpt_order",)

@@ -35,6 +35,9 @@ M128 = ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier")
 # FA4's d 64 tile with the shuffle and the rows on the tiles' stages: the
 # lever; and the same without p_packed, its twin for the spills.
 M128_ALL = M128 + ("stat_shuffle", "stats_with_tiles")
+# The op's d 64 causal set: FA4's tile with the rows on the tiles' stages,
+# P^T packed early and the key blocks longest first (lpt_order).
+D64_CAUSAL = M128 + ("stats_with_tiles",) + PK + ("lpt_order",)
 D128 = ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles")   # d 128 default
 NEW_SETS = {64: (M128_ALL + PK, M128 + ("stat_shuffle",) + PK,
                  M128 + ("stats_with_tiles",) + PK, M128_ALL),
@@ -79,8 +82,10 @@ def test_the_sets_are_cached_candidates():
                 assert ab.AttentionBwdConfig(**over).name.endswith("_pk") is ("p_packed" in opts)
     for d in (64, 128, 256):
         for c in (False, True):
-            assert "p_packed" not in attention_configs.bwd_default_options(d, c)
-            assert not cfg_of(d, c, attention_configs.bwd_default_options(d, c)).p_packed
+            # only d 64 causal (FA4's tile, rows on the tiles' stages, lpt_order)
+            on = (d, c) == (64, True)
+            assert ("p_packed" in attention_configs.bwd_default_options(d, c)) is on
+            assert cfg_of(d, c, attention_configs.bwd_default_options(d, c)).p_packed is on
 
 
 CASES = [(64, c, M128_ALL + PK) for c in (False, True)] + [(128, True, D128 + PK)]
@@ -220,13 +225,15 @@ def test_misplaced_hand_off_is_a_race(mistake):
 def test_d64_full_runs_fa4s_tile_with_the_rows_on_the_tiles_stages(ptx_of):
     """The op's d 64 full backward (``bwd_default_options(64, False)``) is
     ``M128_ALL`` without p_packed, measured faster than the d 64 set on the
-    full row (two passes), slower causal: causal keeps the d 64 set. Its
-    build checks, simulates clean on the ragged GQA shape (full and
-    causal), and spills at most 64 bytes (56 full)."""
+    full row (two passes), slower causal. Causal runs the same tile
+    without the shuffle and with P^T packed early and the key blocks
+    longest first (``D64_CAUSAL``). The full build checks, simulates clean
+    on the ragged GQA shape (full and causal), and spills at most 64 bytes
+    (56 full)."""
     pick = attention_configs.bwd_default_options
     assert pick(64, False) == M128_ALL
-    assert pick(64, True) == attention_configs.BWD_DEFAULT_OPTIONS[64]
-    assert "block_m128" not in pick(64, True)
+    assert pick(64, True) == D64_CAUSAL
+    assert cfg_of(64, True, D64_CAUSAL).block_m == 128
     for c in (False, True):
         cfg = cfg_of(64, c, M128_ALL)
         assert cfg.block_m == 128 and cfg.stats_with_tiles and cfg.stat_shuffle
@@ -240,15 +247,18 @@ def test_d64_full_runs_fa4s_tile_with_the_rows_on_the_tiles_stages(ptx_of):
 
 @pytest.mark.parametrize("mistake", sorted(set(CAUGHT) - {"dq_reduce_before_fence"})
                          + sorted(HAND_OFF_CAUGHT) + sorted(RACE_CAUGHT))
-def test_mistakes_are_rejected_on_the_d64_full_default(mistake):
-    """The planted backward and hand-off mistakes on the op's d 64 full
-    build: the same verdicts as on the lever (checker or simulator)."""
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_mistakes_are_rejected_on_the_d64_defaults(mistake, causal):
+    """The planted backward and hand-off mistakes on the op's d 64 builds
+    (full: ``M128_ALL``; causal: ``D64_CAUSAL``, with P^T packed early):
+    the same verdicts as on the lever (checker or simulator)."""
+    opts = attention_configs.bwd_default_options(64, causal)
     if mistake in CAUGHT:
-        test_backward_mistakes_are_rejected(mistake, 64, False, M128_ALL)
+        test_backward_mistakes_are_rejected(mistake, 64, causal, opts)
         return
     from pipeline_mlir.compiler import CompileError
 
-    k = build_with_mistake(mistake, cfg_of(64, False, M128_ALL))
+    k = build_with_mistake(mistake, cfg_of(64, causal, opts))
     if mistake in HAND_OFF_CAUGHT:
         with pytest.raises(CompileError) as err:
             k.to_ptx()

@@ -66,25 +66,23 @@ def test_the_sets_are_cached_candidates():
             assert ab.AttentionBwdConfig(**over).name.endswith("_swt")
 
 
-def test_the_op_takes_it_at_d128_only():
+def test_the_op_takes_it_at_d64_and_d128():
     """``bwd_default_options``: d 128 (both masks) runs its measured set
-    with the rows on the tiles' stages, d 64 causal its set without, d 256
-    none; the kernel the op builds at d 128 has no 'lse' or 'dpsum'
-    pipeline (its name tagged ``_swt``). d 64 full takes the rows
-    on the tiles' stages with 128-query steps (BWD_FULL_OPTIONS, measured
-    there: test_attention_bwd_p_packed.py)."""
+    with the rows on the tiles' stages, d 256 none; the kernel the op
+    builds has no 'lse' or 'dpsum' pipeline (its name tagged ``_swt``).
+    d 64 takes the rows on the tiles' stages with 128-query steps, full
+    and causal (BWD_FULL_OPTIONS, BWD_CAUSAL_OPTIONS, measured there:
+    test_attention_bwd_p_packed.py), not with its 64-query set."""
     pick = attention_configs.bwd_default_options
     for c in (False, True):
         # (causal: with the key blocks longest first, test_attention_bwd_lpt_order.py)
         assert pick(128, c) == DEFAULTS[128] + SWT + (("lpt_order",) if c else ())
         assert "stats_with_tiles" not in pick(256, c)
-    assert pick(64, True) == DEFAULTS[64]
+    assert "stats_with_tiles" not in attention_configs.BWD_DEFAULT_OPTIONS[64]
     for d, c in ((64, True), (128, False), (128, True), (64, False)):
         cfg = cfg_of(d, c, pick(d, c))
-        on = d == 128 or not c
-        assert cfg.stats_with_tiles is on
-        assert ("_swt" in cfg.name) is on
-    assert cfg_of(64, False, pick(64, False)).block_m == 128
+        assert cfg.stats_with_tiles and "_swt" in cfg.name
+        assert cfg.block_m == (128 if d == 64 else 64)
 
 
 @pytest.mark.parametrize("head_dim,causal", CASES)

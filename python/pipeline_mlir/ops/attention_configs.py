@@ -369,6 +369,8 @@ BWD_D256_OPTION_SETS = (("pingpong",), ("lpt_order",))
 # 0.965-0.981x the time of that set on all four d 128 rows in two passes
 # (h200-bwd-swt-ab-pass1.log, -pass2.log; at d 64 1.011-1.032x: not
 # taken there). d 256: no set that won (the reduce warp 1.006x / 1.021x).
+# (Since then each mask runs its own set at d 64, below: the d 64 set here
+# is what they were measured against.)
 BWD_DEFAULT_OPTIONS = {64: ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp"),
                        128: ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles"),
                        256: ()}
@@ -384,25 +386,29 @@ BWD_FULL_OPTIONS = {64: ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_bar
                          "stat_shuffle", "stats_with_tiles")}
 
 
-# Causal attention's options on top of the head dim's set where they
-# measured faster causal only. d 128 and 256: the key blocks longest first
-# (lpt_order), 0.962-0.979x the d 128 default's backward time on both
-# causal rows and 0.978-0.994x the plain d 256 kernel's in two passes
-# (h200-bwd-lpt-ab-pass1.log, -pass2.log); full 1.002-1.022x (the order
-# of a grid of equal CTAs only moves the heads in flight); d 64 causal
-# 0.992-1.009x: not taken there.
-BWD_CAUSAL_OPTIONS = {128: ("lpt_order",), 256: ("lpt_order",)}
+# Causal attention's own set where one measured faster there than the set
+# above (and not full, or not measured full). d 128 and 256: the head
+# dim's set with the key blocks longest first (lpt_order): 0.962-0.979x the
+# d 128 default's backward time on both causal rows and 0.978-0.994x the
+# plain d 256 kernel's in two passes (h200-bwd-lpt-ab-pass1.log, -pass2.log),
+# and the d 128 set without it 1.044-1.064x the new default's in two more
+# (h200-bwd-lpt-confirm-pass1.log, -pass2.log); full 1.002-1.022x (a grid of
+# equal CTAs: the order only moves the heads in flight). d 64: lpt_order on
+# the d 64 set 0.992-1.018x, but on FA4's d 64 tile with the rows on the
+# tiles' stages and P^T packed early 0.971x and 0.973x the d 64 set's time
+# (the same without lpt_order 0.978-0.980x; the confirm passes).
+BWD_CAUSAL_OPTIONS = {64: ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                           "stats_with_tiles", "p_packed", "lpt_order"),
+                      128: BWD_DEFAULT_OPTIONS[128] + ("lpt_order",),
+                      256: BWD_DEFAULT_OPTIONS[256] + ("lpt_order",)}
 
 
 def bwd_default_options(head_dim, causal):
     """The options the op's backward runs at ``head_dim`` (its measured
-    default): full attention's own set where there is one, else the head
-    dim's; causal, with causal attention's additions."""
-    if not causal and head_dim in BWD_FULL_OPTIONS:
-        return BWD_FULL_OPTIONS[head_dim]
-    if causal:
-        return BWD_DEFAULT_OPTIONS[head_dim] + BWD_CAUSAL_OPTIONS.get(head_dim, ())
-    return BWD_DEFAULT_OPTIONS[head_dim]
+    default): the mask's own set where there is one (``BWD_FULL_OPTIONS``,
+    ``BWD_CAUSAL_OPTIONS``), else the head dim's."""
+    own = BWD_CAUSAL_OPTIONS if causal else BWD_FULL_OPTIONS
+    return own.get(head_dim, BWD_DEFAULT_OPTIONS[head_dim])
 
 
 def bwd_option_sets(head_dim):

@@ -189,7 +189,10 @@ class AttentionBwdConfig:
     # FA4's d 64 tile 1.03-1.04x the time of the same set without it on the
     # full row (the widening sits on dS^T's chain), 0.95-0.96x causal; at
     # d 128 1.02-1.07x the default's; dQ and dK errors against fp32 up to
-    # 1.7x the default's (docs/attention.md). Off.
+    # 1.7x the default's (docs/attention.md). With the rows on the tiles'
+    # stages and lpt_order (no stat_shuffle), 0.971-0.973x the d 64 set's
+    # time causal: the op's d 64 causal set (attention_configs.
+    # BWD_CAUSAL_OPTIONS); off otherwise.
     p_packed: bool = False
     # The grid's block indices take the key blocks longest first within
     # groups of ``schedule.LPT_PAIRS`` (batch, K/V head) pairs: key block 0
@@ -202,8 +205,9 @@ class AttentionBwdConfig:
     # Full attention: every key block the same work, only the order of the
     # heads in flight changes. Measured on an H200 (two passes): causal
     # 0.962-0.979x the backward time at d 128, 0.978-0.994x at d 256,
-    # 0.992-1.009x at d 64; full 1.002-1.022x. The op's causal default at
-    # d 128 and 256 (attention_configs.BWD_CAUSAL_OPTIONS); off otherwise.
+    # 0.992-1.018x on the d 64 set; full 1.002-1.022x. In the op's causal
+    # sets (attention_configs.BWD_CAUSAL_OPTIONS: d 128, d 256, and d 64's
+    # with FA4's tile); off otherwise.
     lpt_order: bool = False
     # With ``stats_with_tiles``: the producer issues a step's LSE (dPsum)
     # row copy before Q's (dO's) boxes under the same acquire, rather than
