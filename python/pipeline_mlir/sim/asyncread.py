@@ -17,6 +17,21 @@ order, what is in flight:
 The check follows program order, not the landing of events: a release
 reached while such a read is not retired is reported in every schedule.
 
+Another warp's release: a warp that holds a stage with one of its reads of
+it in flight may meet the warp that releases (a named barrier, a group
+count of 1: one thread releases for the role), and that release ends its
+hold too (``verbs._end_covered_holds``). The read is then safe only if the
+wait that retired it is ordered before the release (happens-before,
+:mod:`.clocks`): a retired read keeps its issuer's clock at the retiring
+wait (``Read.epoch``), and the release's joined clock must have seen it
+(:func:`check_ended_hold`). A read not yet retired, or retired after the
+point the releaser synchronised with, is an ``async-read`` finding at the
+release, naming the read and the warp that must retire it, in every
+schedule. A tcgen05.mma is retired when the tcgen05.commit covering it
+lands (its completion, an in-order event), at the issuer's clock of the
+commit: a release that races the landing is found in the schedules where
+it comes first.
+
 Plain shared memory (:mod:`.smemrace`): the same groups carry the reads of
 buffers no stage names (a reduce-add's source, a wgmma operand written by
 another warpgroup), as reads without stages whose ``token`` the retiring
@@ -113,6 +128,8 @@ class Read:
     kind: str        # wgmma, tcgen05, bulk
     stages: set      # {(pipe id, stage index)}
     token: object = None  # a plain-shared-memory read (smemrace.AsyncRead)
+    # The issuer's clock entry at the wait that retired it (None: in flight).
+    epoch: int | None = None
 
 
 @dataclass
@@ -122,6 +139,11 @@ class InFlight:
     tcgen05: list = field(default_factory=list)
     bulk: list = field(default_factory=list)
     bulk_open: list = field(default_factory=list)
+    # tcgen05 reads a commit covers, per commit not landed yet (oldest first).
+    tcgen05_landing: list = field(default_factory=list)
+    # Retired reads of stages, until a release of the stage has seen the
+    # retirement (check_ended_hold) or the warp hands the stage back itself.
+    retired: list = field(default_factory=list)
 
 
 def _state(a) -> InFlight:
@@ -131,14 +153,22 @@ def _state(a) -> InFlight:
     return f
 
 
+def _retire(a, f: InFlight, reads: list, epoch: int) -> None:
+    for r in reads:
+        if r.token is not None:
+            r.token.retire(a)
+        if r.stages:
+            r.epoch = epoch
+            f.retired.append(r)
+
+
 def _keep_newest(a, groups: list, n: int) -> None:
-    """Retire all but the ``n`` newest groups; the plain-shared-memory
-    reads among them end at the warp's clock now."""
+    """Retire all but the ``n`` newest groups at the warp's clock now (the
+    plain-shared-memory reads among them end there too)."""
     k = max(0, len(groups) - n)
+    f = _state(a)
     for group in groups[:k]:
-        for r in group:
-            if r.token is not None:
-                r.token.retire(a)
+        _retire(a, f, group, a.vc[a.id])
     del groups[:k]
 
 
@@ -187,8 +217,27 @@ def wgmma_wait(a, n: int) -> None:
     _keep_newest(a, _state(a).wgmma, n)
 
 
-def tcgen05_commit(a) -> None:
-    _state(a).tcgen05.clear()
+def tcgen05_commit(a, landed: bool = True) -> None:
+    """A tcgen05.commit covering this warp's MMAs so far. ``landed``: the
+    commit's completion is not modelled as an event (a raw
+    ``nvvm.tcgen05.commit``), so its MMAs count as done now; otherwise
+    (a pipeline verb's commit, ``verbs._umma_commit``) they are done when
+    :func:`tcgen05_landed` runs at its landing."""
+    f = _state(a)
+    batch, f.tcgen05 = f.tcgen05, []
+    if landed:
+        _retire(a, f, batch, a.vc[a.id])
+    else:
+        f.tcgen05_landing.append((batch, a.vc[a.id]))
+
+
+def tcgen05_landed(a) -> None:
+    """The oldest of this warp's pipeline tcgen05.commits landed (their
+    events land in issue order): its MMAs are done."""
+    f = getattr(a, "async_reads", None)
+    if f is not None and f.tcgen05_landing:
+        batch, epoch = f.tcgen05_landing.pop(0)
+        _retire(a, f, batch, epoch)
 
 
 def bulk_commit(a) -> None:
@@ -204,9 +253,7 @@ def bulk_wait(a, n: int) -> None:
 def check_hand_back(a, p, idx: int, verb: str, where: str, tcgen05_commit_: bool) -> None:
     """Raise if an asynchronous read of stage ``idx`` of ``p`` is in flight
     when ``verb`` hands it back."""
-    f = getattr(a, "async_reads", None)
-    if f is None:
-        return
+    f = _state(a)  # (a tcgen05.commit below needs its entry, even when nothing was read)
     key = (p.pid, idx)
     found = []
     for g, group in enumerate(f.wgmma):
@@ -232,5 +279,81 @@ def check_hand_back(a, p, idx: int, verb: str, where: str, tcgen05_commit_: bool
                 f"'{p.spec.name}'{at} while {r.what} may still read that stage "
                 f"asynchronously: {why}",
                 [w for w in (loc and f"{verb}{at}", r.loc and f"{r.what}") if w])
+    # The warp's own retired reads of the stage are ordered before this
+    # hand back (program order): no later release needs to look at them.
+    _forget(f, key, None)
     if tcgen05_commit_:
-        f.tcgen05.clear()
+        tcgen05_commit(a, landed=False)
+
+
+def _forget(f: InFlight, key: tuple, seen: int | None) -> None:
+    """Drop ``key`` from the retired reads whose retirement a release has
+    seen (``seen``: the issuer's clock entry the release carries; None:
+    the issuer hands the stage back itself, after them in program order)."""
+    keep = []
+    for r in f.retired:
+        if key in r.stages and (seen is None or r.epoch <= seen):
+            r.stages = r.stages - {key}
+        if r.stages:
+            keep.append(r)
+    f.retired = keep
+
+
+def _advice(kind: str, reader: str) -> str:
+    """What to do about a read of ``reader`` in flight at another warp's release."""
+    if kind == "tcgen05":
+        return (f"Order the release after the MMA is done: wait on the barrier a "
+                f"tcgen05.commit of {reader}'s MMAs arrives on before releasing, or let "
+                f"{reader} release the stage itself (a tma_umma pipeline's consumer.release "
+                f"is a tcgen05.commit)")
+    wait = "wgmma.wait_group" if kind == "wgmma" else "cp.async.bulk.wait_group.read"
+    return (f"Retire the read in {reader} ({wait}) before the barrier that orders this "
+            f"release after it, or let that warp release the stage itself")
+
+
+def _in_flight(f: InFlight, key: tuple) -> list:
+    """(read, why) for the reads of stage ``key`` not retired yet."""
+    out = [(r, "its wgmma group is not retired (no wgmma.wait_group after its "
+               "commit_group has run)") for g in f.wgmma for r in g]
+    out += [(r, "the wgmma is not committed yet") for r in f.wgmma_open]
+    out += [(r, "no tcgen05.commit covers the tcgen05.mma yet") for r in f.tcgen05]
+    out += [(r, "the tcgen05.commit covering it has not landed (its MMAs may still run)")
+            for batch, _ in f.tcgen05_landing for r in batch]
+    out += [(r, "its bulk group is not retired (no cp.async.bulk.wait_group.read after "
+               "its commit_group has run)") for g in f.bulk for r in g]
+    out += [(r, "the bulk store's group is not committed yet") for r in f.bulk_open]
+    return [(r, why) for r, why in out if key in r.stages]
+
+
+def check_ended_hold(h, p, idx: int, clock: list) -> None:
+    """Another warp's release of stage ``idx`` of ``p`` (its arrivals'
+    joined ``clock``) ends ``h``'s hold of it (``verbs._end_covered_holds``):
+    raise if a read of the stage ``h`` issued is not retired, or its
+    retiring wait is not ordered before the release."""
+    f = getattr(h, "async_reads", None)
+    if f is None:
+        return
+    key, seen = (p.pid, idx), clock[h.id]
+    found = _in_flight(f, key)
+    found += [(r, f"{h.label()} retires it only after the point the release is ordered "
+                  f"after (its wait runs after the barrier or handshake the releasing "
+                  f"thread met it on)")
+              for r in f.retired if key in r.stages and r.epoch > seen]
+    if not found:
+        _forget(f, key, seen)
+        return
+    r, why = found[0]
+    w, name = h.world, p.spec.name
+    if w.current is not None:
+        who, loc = w.current.label(name), source_location(w.current.where)
+    else:
+        e = w.firing
+        who, loc = (e.what, source_location(e.where)) if e is not None else ("a release", None)
+    at = f" at {loc}" if loc else ""
+    reader = h.label(name)
+    raise SimError(
+        "async-read",
+        f"{who} releases stage {idx} of pipeline '{name}'{at}, which ends the hold of "
+        f"{reader} too, while {reader}'s {r.what} may still read that stage "
+        f"asynchronously: {why}. {_advice(r.kind, reader)}",
+        [x for x in (loc and f"{who} at {loc}", r.loc and f"{reader}'s {r.what}") if x])

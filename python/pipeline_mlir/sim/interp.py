@@ -635,7 +635,7 @@ class _Interp:
             # (cp.async.bulk.wait_group.read).
             AR.check_hand_back(a, p, st.index, f"pipeline.{name}", n.loc, False)
         elif name == "producer.commit" and p.spec.producer_op == V.UMMA:
-            AR.tcgen05_commit(a)
+            AR.tcgen05_commit(a, landed=False)  # retired at its landing (verbs._umma_commit)
         if name == "producer.acquire":
             tok, extra = opt(2), opt(3)
             tok = None if tok is None else u(tok, "the token")

@@ -20,6 +20,7 @@ agent acts on which side of which pipeline.
 
 from __future__ import annotations
 
+from . import asyncread as AR
 from .engine import Agent, Event, Step, World
 from .model import Mbarrier, SimError, source_location
 # The pipelines the verbs act on, re-exported: callers import them from here.
@@ -211,6 +212,7 @@ def _umma_commit(w: World, a: Agent, p: PipeRef, idx: int, keys: list, verb: str
     src = f"tcgen05.commit of {who}"
 
     def land():
+        AR.tcgen05_landed(a)  # the MMAs it covers are done (asyncread.py)
         for k in keys:
             if verb == "producer.commit":
                 w.end_write(k, _window(who))
@@ -296,6 +298,9 @@ def _end_covered_holds(w: World, p: PipeRef, cta: int, idx: int, clock) -> None:
     for h in w.agents:
         if h.cta != cta or not h.holding[key] or clock[h.id] < h.hold_epoch.get(key, 1 << 62):
             continue
+        # A read of the stage the holder issued must be retired before the
+        # release (asyncread.py).
+        AR.check_ended_hold(h, p, idx, clock)
         h.holding[key] -= 1
         who = h.label(p.spec.name)
         for k in _hold_keys(p, cta, idx, p.spec.consumer_op):
