@@ -142,3 +142,39 @@ def test_the_rule_is_the_least_estimate_past_the_margin(monkeypatch):
     monkeypatch.setattr(gc, "CLUSTER_N_MARGIN",
                         gc.estimate(best, m, n, 132, k) / gc.estimate("128x256c2", m, n, 132, k))
     assert gc.choose_cluster_n(m, n, k, 132, "128x256c2") is None
+
+
+# The one-wave rule (gemm_configs.CLUSTER_N_ONE_WAVE_ROWS), on shapes no run
+# measured: one wave of a one-CTA pick of at most 128x128 whose K rows are
+# whole L2 sectors keeps that pick unless the pair reads at most 3/4 of its
+# operand rows (a tall narrow output, where 128x128's two tile columns
+# each read all of A); a misaligned K or a wider pick keeps the pair.
+ONE_WAVE = {
+    (432, 2808, 3792): ("128x128", "128x96c2n"),       # rows share 0.854
+    (1752, 656, 6864): ("128x128", "128x96c2n"),       # 0.822
+    (336, 4872, 11760): ("128x128", "128x112c2n"),     # 0.794
+    (8424, 136, 7568): ("128x96c2n", "128x96c2n"),     # 0.69: A read once
+    (8400, 200, 6832): ("128x112c2n", "128x112c2n"),
+    (432, 2808, 3768): ("128x96c2n", "128x96c2n"),     # K misaligned
+}
+
+
+@pytest.mark.parametrize("shape", sorted(ONE_WAVE))
+def test_one_wave_keeps_the_narrow_pick_unless_the_pair_reads_less(shape, monkeypatch):
+    m, n, k = shape
+    now, before = ONE_WAVE[shape]
+    for dtype in ("bf16", "f16"):
+        assert gc.choose(m, n, k, dtype) == now
+    monkeypatch.setattr(gc, "CLUSTER_N_ONE_WAVE_ROWS", float("inf"))
+    assert gc.choose(m, n, k, "bf16") == before
+
+
+def test_operand_rows_count_each_shared_operand_once():
+    # 3 tile rows x 4 columns of 128x128 on 384 x 512: A's 384 rows read by
+    # 4 columns, B's 512 by 3 rows; the pair along N reads A once per pair.
+    assert gc.operand_rows("128x128", 384, 512) == 4 * 384 + 3 * 512
+    assert gc.operand_rows("128x128c2n", 384, 512) == 2 * 384 + 3 * 512
+    assert gc.operand_rows("128x256c2", 384, 512) == 2 * 384 + 2 * 512
+    # a wider pick (192x128) is left to the estimate: 184 x 11464 x 5424
+    # (192x96c2n measured 5% faster there at a share of 0.80)
+    assert gc.choose(184, 11464, 5424, "bf16") == "192x96c2n"

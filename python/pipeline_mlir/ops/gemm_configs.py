@@ -58,7 +58,7 @@ from .gemm_variants import (  # noqa: F401 (re-exported)
 # The plain tiles' time model (ops/gemm_cost.py).
 from .gemm_cost import (  # noqa: F401 (re-exported)
     BLOCK_S, EFFICIENCY, FLOOR_S, K_BLOCK, MISALIGNED_K, MISALIGNED_K_OF, TILE_S, block_time,
-    estimate, fill, last_wave, misaligned_k, units_of)
+    estimate, fill, last_wave, misaligned_k, operand_rows, units_of)
 # Split-K's model and rule (ops/gemm_split_k.py).
 from .gemm_split_k import (  # noqa: F401 (re-exported)
     DRAM_BYTES_PER_S, L2_BYTES_PER_S, L2_RESIDENT_BYTES, MIN_SPLIT_K_BLOCKS, REDUCE_LAUNCH_S,
@@ -199,13 +199,36 @@ CLUSTER_N_OVER = ("192x192",)
 AUTO_CLUSTER_N_ANY = True
 CLUSTER_N_RULE_VARIANTS = (*CLUSTER_N_VARIANTS, CLUSTER_N_VARIANT)
 CLUSTER_N_MARGIN = 1.0
+# In one wave, against a one-CTA pick of at most CLUSTER_N_ONE_WAVE_AREA
+# (a 128x128 tile or smaller) whose K rows are whole L2 sectors, the pair
+# must cut the operand rows read from L2 per K block
+# (``operand_rows``) to at most this share of the pick's. With fewer tiles
+# than SMs each SM runs one tile, and a K block of a 128-row tile took
+# about the same time whatever its width (350-400 ns at K of 7000 or more:
+# 128x128, 128x96c2n, 128x112c2n, 128x128c2n alike), so the smaller
+# tile's modelled gain is not there; what the pair gains is reading A once
+# for two tiles. Measured on an H200 (docs/gemm.md, "The c2n rule's
+# losses"): of the 14 such shapes of run14 and the cluster's run1 and
+# run2, the 5 at a share of 0.69-0.73 (tall narrow outputs: 4784 x 152 x
+# 3216, 8224 x 216 x 12464) ran 9-35% faster on the pair in both dtypes;
+# of the 9 at 0.79-0.88, 7 ran 0-14% slower (2616 x 512 x 2640, 2552 x
+# 456 x 4144, 344 x 4256 x 7040) and 2 faster (544 x 2464 x 6480 at 0.84:
+# 9-10%; 184 x 11464 x 5424 at 0.80: 5%). A misaligned K keeps the pair
+# (the one-CTA tile pays MISALIGNED_K there: 136 x 8448 x 4248, 0.85-0.87
+# of 128x128's time). Wider picks (192x128, 128x192, 128x256) are
+# compute-bound per SM, where the narrower pair's tile does gain (184 x
+# 11464 x 5424: 192x96c2n 5% faster than 192x128 at a share of 0.80).
+CLUSTER_N_ONE_WAVE_ROWS = 0.75
+CLUSTER_N_ONE_WAVE_AREA = 128 * 128
 
 
 def choose_cluster_n(m, n, k, sms, pick):
     """With ``AUTO_CLUSTER_N_ANY``: the tile of ``CLUSTER_N_RULE_VARIANTS``
     of least ``estimate`` (the larger tile on a tie) where it beats a plain
     (not stream-K, not split-K) pick's by ``CLUSTER_N_MARGIN`` (both at
-    least ``FLOOR_S``). Else ``CLUSTER_N_VARIANT`` where the pick is one of
+    least ``FLOOR_S``), unless the pick is a one-CTA tile of at most
+    ``CLUSTER_N_ONE_WAVE_AREA`` in one wave whose K rows are whole L2 sectors and the pair reads more than
+    ``CLUSTER_N_ONE_WAVE_ROWS`` of its operand rows. Else ``CLUSTER_N_VARIANT`` where the pick is one of
     ``CLUSTER_N_OVER`` and its ``estimate`` is less (fewer rounds of pairs
     than the one-CTA tile's waves at its ``MISALIGNED_K_OF`` cost: K not a
     multiple of 16, an odd count of tile rows and an even one of columns,
@@ -217,10 +240,15 @@ def choose_cluster_n(m, n, k, sms, pick):
             return None
         best = min(CLUSTER_N_RULE_VARIANTS,
                    key=lambda v: (estimate(v, m, n, sms, k), -math.prod(tile(v))))
-        if max(estimate(best, m, n, sms, k), FLOOR_S) < \
+        if max(estimate(best, m, n, sms, k), FLOOR_S) >= \
                 CLUSTER_N_MARGIN * max(estimate(pick, m, n, sms, k), FLOOR_S):
-            return best
-        return None
+            return None
+        if (cluster_of(pick) == 1 and math.prod(tile(pick)) <= CLUSTER_N_ONE_WAVE_AREA
+                and not misaligned_k(k) and units_of(pick, m, n) <= sms
+                and operand_rows(best, m, n) > CLUSTER_N_ONE_WAVE_ROWS
+                * operand_rows(pick, m, n)):
+            return None
+        return best
     if AUTO_CLUSTER_N and pick in CLUSTER_N_OVER and \
             estimate(CLUSTER_N_VARIANT, m, n, sms, k) < estimate(pick, m, n, sms, k):
         return CLUSTER_N_VARIANT

@@ -148,3 +148,19 @@ def last_wave(variant, m, n, sms, splits=1):
     """Occupancy of the last wave: the fraction of the SMs its units use."""
     units = units_of(variant, m, n, splits)
     return (units - (math.ceil(units / sms) - 1) * sms) / sms
+
+
+def operand_rows(variant, m, n):
+    """Operand rows (of one K block, 128 bytes each) the whole output reads
+    from L2 per K block: A's ``m`` rows once per column unit of tiles and
+    B's ``n`` rows once per row unit (a 2-CTA cluster reads its shared
+    operand once for the pair). Tiles past the edge read only what is in
+    bounds, so the count is of real rows."""
+    bm, bn = tile(variant)
+    cluster = cluster_of(variant)
+    cols, rows = math.ceil(n / bn), math.ceil(m / bm)
+    if cluster == 2 and along_n(variant):
+        cols = math.ceil(cols / 2)
+    elif cluster == 2:
+        rows = math.ceil(rows / 2)
+    return cols * m + rows * n
