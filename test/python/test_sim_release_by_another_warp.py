@@ -26,13 +26,17 @@ commit lands after it.
 
 import re
 
+import mlir.ir as ir
 import pytest
+from mlir.dialects import arith, nvvm
 
-from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel
+from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel, tcgen05, tmem
 from pipeline_mlir.kernel import wgmma as W
+from pipeline_mlir.kernel.values import to_value
 from pipeline_mlir.layout import OperandLayout
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, NamedBarrier, PipelineAsync,
-                                    PipelineUserType, TmaStoreFence, make_pipeline_state)
+                                    PipelineUmmaAsync, PipelineUserType, TmaStoreFence,
+                                    make_pipeline_state)
 from pipeline_mlir.user_location import user_line
 
 from _held_out_bugs import _next_line
@@ -45,10 +49,7 @@ SCHEDULES = 6
 
 @user_line
 def _bulk_out(dst, stage):
-    from mlir.dialects import arith, nvvm
-    import mlir.ir as ir
-    from pipeline_mlir.kernel.values import to_value
-
+    """The stage out to ``dst`` (``cp.async.bulk.global.shared::cta``)."""
     size = arith.constant(ir.IntegerType.get_signless(32), TILE_BYTES)
     nvvm.cp_async_bulk_global_shared_cta(to_value(dst), to_value(stage), size)
 
@@ -114,9 +115,6 @@ def _umma_kernel(wait_on_the_commit):
     """Warp 4 produces; warp 0 issues a tcgen05.mma on each stage and
     commits it to ``acc``; warp 1 holds the stage too and releases it, after
     waiting on ``acc`` (twin) or after a named barrier with warp 0 (bug)."""
-    from pipeline_mlir.kernel import tcgen05, tmem
-    from pipeline_mlir.pipeline import PipelineUmmaAsync
-
     k = Kernel(f"release_by_another_umma_{wait_on_the_commit}", chip="sm_100a",
                block_dim=160, params={"n": Int32()})
     lines = {}
