@@ -437,6 +437,13 @@ llvm::SetVector<Value> chainValues(Value arg) {
 struct ChainUse {
   int64_t first = 0;                 // acquire / wait / order.wait
   int64_t second = 0;                // commit / release
+  /// The same counts on the path through the branches that uses fewest
+  /// stages (branches on kernel arguments, loop variables or data: each
+  /// iteration takes one of them; a role split or an elect guard is not
+  /// such a choice).
+  int64_t minFirst = 0, minSecond = 0;
+  /// The first such branch whose two sides use different numbers of stages.
+  Operation *varyingIf = nullptr;
   bool nested = false;               // used inside a nested loop
   SmallVector<Operation *> ops;      // all of them, in program order
   SmallVector<Operation *> firstOps; // the first verbs only
@@ -449,7 +456,7 @@ struct ChainUse {
 using ChainUses = llvm::MapVector<Value, ChainUse>;
 
 void addChainUses(ChainUses &into, const ChainUses &then,
-                  const ChainUses &other) {
+                  const ChainUses &other, scf::IfOp choice = {}) {
   llvm::SetVector<Value> pipes;
   for (auto &entry : then)
     pipes.insert(entry.first);
@@ -460,6 +467,18 @@ void addChainUses(ChainUses &into, const ChainUses &then,
     ChainUse &use = into[pipe];
     use.first += std::max(t.first, e.first);
     use.second += std::max(t.second, e.second);
+    if (choice) {
+      use.minFirst += std::min(t.minFirst, e.minFirst);
+      use.minSecond += std::min(t.minSecond, e.minSecond);
+      if (!use.varyingIf &&
+          (t.first != e.first || (!t.first && t.second != e.second)))
+        use.varyingIf = choice;
+    } else {
+      use.minFirst += std::max(t.minFirst, e.minFirst);
+      use.minSecond += std::max(t.minSecond, e.minSecond);
+    }
+    if (!use.varyingIf)
+      use.varyingIf = t.varyingIf ? t.varyingIf : e.varyingIf;
     use.nested |= t.nested || e.nested;
     use.ops.append(t.ops);
     use.ops.append(e.ops);
@@ -468,7 +487,12 @@ void addChainUses(ChainUses &into, const ChainUses &then,
   }
 }
 
-ChainUses countChainUses(Block &block, const llvm::SetVector<Value> &chain) {
+/// `loop`: the loop whose iterations take the branches (a branch whose
+/// condition is defined outside it takes the same side in every iteration:
+/// the state then is used on every iteration or on none, and is no choice
+/// between paths).
+ChainUses countChainUses(Block &block, const llvm::SetVector<Value> &chain,
+                         scf::ForOp loop) {
   ChainUses uses;
   for (Operation &op : block) {
     if (std::optional<VerbRef> verb = getVerb(&op)) {
@@ -478,20 +502,24 @@ ChainUses countChainUses(Block &block, const llvm::SetVector<Value> &chain) {
       if (verb->verb == Verb::Acquire || verb->verb == Verb::Wait ||
           verb->verb == Verb::OrderWait) {
         ++use.first;
+        ++use.minFirst;
         use.ops.push_back(&op);
         use.firstOps.push_back(&op);
       } else if (verb->verb == Verb::Commit || verb->verb == Verb::Release) {
         ++use.second;
+        ++use.minSecond;
         use.ops.push_back(&op);
       }
       continue;
     }
     if (auto ifOp = dyn_cast<scf::IfOp>(&op)) {
-      ChainUses t = countChainUses(ifOp.getThenRegion().front(), chain);
+      ChainUses t = countChainUses(ifOp.getThenRegion().front(), chain, loop);
       ChainUses e;
       if (!ifOp.getElseRegion().empty())
-        e = countChainUses(ifOp.getElseRegion().front(), chain);
-      addChainUses(uses, t, e);
+        e = countChainUses(ifOp.getElseRegion().front(), chain, loop);
+      bool choice = !isThreadSplit(ifOp) && !isGuardIf(ifOp) &&
+                    !loop.isDefinedOutsideOfLoop(ifOp.getCondition());
+      addChainUses(uses, t, e, choice ? ifOp : scf::IfOp());
       continue;
     }
     if (op.getNumRegions() == 0)
@@ -506,6 +534,42 @@ ChainUses countChainUses(Block &block, const llvm::SetVector<Value> &chain) {
 
 } // namespace
 
+/// The advances of a loop-carried state are the same on every path through
+/// the body (countAdvances decided them), so the stages the body uses must
+/// be too: a wait (acquire) under a branch on a kernel argument, loop
+/// variable or data with the advance outside it (flash-attention#2258: the
+/// consumer phase flipped on a tile the producer skipped) moves the state
+/// past a stage nobody used whenever the branch is not taken, and the next
+/// wait reads the wrong parity.
+static bool checkAdvanceOnEveryPath(int64_t numAdvances,
+                                    ArrayRef<Operation *> advances,
+                                    const ChainUse &use) {
+  int64_t fewest = use.first ? use.minFirst : use.minSecond;
+  if (fewest == numAdvances || !use.varyingIf || advances.empty())
+    return false;
+  Operation *verbOf = use.ops.front();
+  Value pipe = getVerb(verbOf)->pipeline;
+  StringRef does =
+      use.first ? (isa<ProducerAcquireOp>(verbOf) ? "acquires" : "waits on")
+                : (isa<ProducerCommitOp>(verbOf) ? "commits" : "releases");
+  InFlightDiagnostic diag = advances.back()->emitError();
+  diag << describe(pipe) << ": the state advances " << stages(numAdvances)
+       << " on every path through the loop body, but the body " << does
+       << " " << stages(use.first ? use.first : use.second)
+       << " on some paths and " << fewest << " on others (rule: a state advances once per stage the iteration uses, on "
+          "every path): where the branch is not taken the state moves past "
+          "a stage nobody "
+       << (use.first ? (isa<ProducerAcquireOp>(verbOf) ? "acquired" : "waited on")
+                     : "signalled")
+       << ", and the next wait reads the wrong phase (parity) of the "
+          "barrier; advance the state inside the branch, next to its verbs "
+          "(k.if_(cond, carry=[state]))";
+  diag.attachNote(use.varyingIf->getLoc())
+      << "the branch whose sides use different numbers of stages";
+  diag.attachNote(verbOf->getLoc()) << "the stage is used here";
+  return true;
+}
+
 /// Whether one pipeline uses a loop-carried state once per advance
 /// (reports it when not).
 static bool checkLoopStateUse(scf::ForOp loop, int64_t numAdvances,
@@ -514,8 +578,10 @@ static bool checkLoopStateUse(scf::ForOp loop, int64_t numAdvances,
   if (use.nested || use.ops.empty())
     return false;
   int64_t expected = use.first ? use.first : use.second;
-  if (expected == 0 || numAdvances == expected)
+  if (expected == 0)
     return false;
+  if (numAdvances == expected)
+    return checkAdvanceOnEveryPath(numAdvances, advances, use);
 
   auto verbOf = use.ops.front();
   Value pipe = getVerb(verbOf)->pipeline;
@@ -583,7 +649,7 @@ static bool checkLoopState(scf::ForOp loop, unsigned idx) {
   if (!numAdvances)
     return false;
   // One report per carried state: the first pipeline that disagrees.
-  for (auto &[pipe, use] : countChainUses(*loop.getBody(), chainValues(arg)))
+  for (auto &[pipe, use] : countChainUses(*loop.getBody(), chainValues(arg), loop))
     if (checkLoopStateUse(loop, *numAdvances, advances, use))
       return true;
   return false;

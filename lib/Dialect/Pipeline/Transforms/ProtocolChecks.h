@@ -349,6 +349,12 @@ LogicalResult checkInitSyncPairs(FunctionOpInterface fn);
 /// Check 18: a role that waits on (acquires) more stages of a ring than it
 /// has before releasing (committing) the oldest (HeldStageChecks.cpp).
 LogicalResult checkHeldStages(FunctionOpInterface fn);
+/// Property 19: every participant reaches a barrier equally often: no
+/// block-wide bar.sync in a warp role, no barrier in a loop whose trip count
+/// differs between the warps it counts, no ring shared by the CTAs of a
+/// cluster in a loop whose trip count differs between them
+/// (UniformTripChecks.cpp).
+LogicalResult checkUniformTrips(FunctionOpInterface fn, const Options &options);
 
 /// Check 9, third part: a named barrier synced on one branch of a non-role
 /// scf.if inside a loop and only arrived on by the other (HeldStageChecks.cpp).
