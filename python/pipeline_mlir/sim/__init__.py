@@ -5,7 +5,8 @@ The roles of a kernel run as concurrent agents over a model of mbarriers
 and tcgen05.commit completions; schedulers explore their interleavings and
 report deadlocks, phase overruns, buffers overwritten before their release,
 reads before a copy finished, arrivals on exited CTAs, stages released
-while a wgmma / tcgen05.mma / bulk store may still read them, races on
+while a wgmma / tcgen05.mma / bulk store (of the releasing warp, or of
+another warp whose hold the release ends) may still read them, races on
 plain shared memory that roles hand over with barriers of their own, and
 misuse of the verbs (docs: ``pipeline-sim --help`` and the module docstrings).
 
@@ -24,7 +25,8 @@ halves in program order.
   async-groups) and :mod:`.stage_access` (plain loads and stores of a
   stage's buffer);
 - :mod:`.asyncread`: asynchronous readers of stage buffers (wgmma groups,
-  tcgen05.mma, bulk stores) and the release-after-last-read check;
+  tcgen05.mma, bulk stores) and the release-after-last-read check, for the
+  reader's own release and for another warp's release that ends its hold;
 - :mod:`.clocks`: happens-before between warps (vector clocks over the
   barriers); :mod:`.smemrace`: races on plain shared memory;
 - :mod:`.frontend`: mlir.ir.Module -> kernels; :mod:`.interp`: kernels -> agents; :mod:`.cli`: ``pipeline-sim``;
