@@ -300,8 +300,10 @@ bool checkBlockSyncInRole(const SyncSite &site, const Executors &who,
        << describeWarps(reach) << " of the CTA's " << warps
        << " (rule: bar.sync 0 is an aligned barrier over every thread of the "
           "CTA, all of which must run this same instruction): the other "
-          "warps never arrive on it and the warps here wait forever; sync "
-          "the warps of this role on a named barrier of their own, "
+          "warps never run it, which PTX leaves undefined and which hangs "
+          "whenever they are still running (a producer waiting for this "
+          "role's releases); sync the warps of this role on a named "
+          "barrier of their own, "
           "NamedBarrier(barrier_id=..., num_threads="
        << reach.count() * 32 << ")";
   if (scf::IfOp split = outermostRoleBranch(site.op, fn))

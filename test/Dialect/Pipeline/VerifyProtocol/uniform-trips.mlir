@@ -90,6 +90,28 @@ gpu.module @m {
 
 // -----
 
+// Bug: the same loop around the block-wide barrier of the whole CTA (the
+// work-group barrier of intel/sycl-tla#830).
+gpu.module @m {
+  gpu.func @block_sync_in_per_warp_loop(%q: i32) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c32 = arith.constant 32 : i32
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %warp = arith.divui %tid, %c32 : i32
+    %n = arith.addi %q, %warp : i32
+    pipeline.named_barrier.sync id = 1, threads = 64
+    // expected-note @+1 {{the loop whose bounds depend on the warp}}
+    scf.for %kb = %c0 to %n step %c1 : i32 {
+      // expected-error @+1 {{block-wide barrier (bar.sync 0, k.sync_threads()) synced inside a loop whose trip count differs between the warps it counts: warp 0 runs the loop 1 times, warp 1 2 times (with %arg0 = 1)}}
+      gpu.barrier
+    }
+    gpu.return
+  }
+}
+
+// -----
+
 // Twin: every warp runs to the CTA's last diagonal (q * 4 + 4).
 gpu.module @m {
   gpu.func @barrier_in_cta_loop(%q: i32) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
