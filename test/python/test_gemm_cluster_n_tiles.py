@@ -113,6 +113,8 @@ PICKS = {
 @pytest.mark.parametrize("shape", sorted(PICKS))
 def test_the_pick_takes_the_cluster_along_n(shape, monkeypatch):
     m, n, k = shape
+    # the rule before the 2x2 cluster (test_gemm_cluster_2x2.py pins it)
+    monkeypatch.setattr(gc, "AUTO_CLUSTER_2X2", False)
     for dtype in ("bf16", "f16"):
         assert gc.choose(m, n, k, dtype) == PICKS[shape]
         assert gc.choose(m, n, k, dtype, fused=True) not in gc.UNFUSED
@@ -126,6 +128,8 @@ def test_the_rule_is_the_least_estimate_past_the_margin(monkeypatch):
     theirs); a stream-K or split-K pick is never turned; the choice is the
     c2n tile of least estimate."""
     import pathlib
+
+    monkeypatch.setattr(gc, "AUTO_CLUSTER_2X2", False)
     import sys
 
     sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "benchmarks" / "gemm"))
@@ -162,6 +166,7 @@ ONE_WAVE = {
 @pytest.mark.parametrize("shape", sorted(ONE_WAVE))
 def test_one_wave_keeps_the_narrow_pick_unless_the_pair_reads_less(shape, monkeypatch):
     m, n, k = shape
+    monkeypatch.setattr(gc, "AUTO_CLUSTER_2X2", False)
     now, before = ONE_WAVE[shape]
     for dtype in ("bf16", "f16"):
         assert gc.choose(m, n, k, dtype) == now

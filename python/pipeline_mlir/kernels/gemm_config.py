@@ -36,6 +36,14 @@ class GemmConfig:
     # rows and an even count of tile columns (2072 x 16040 on 192x192: 11
     # x 84), where the pair along M computes a twelfth, empty, row.
     cluster_along_n: bool = False
+    # 2 with cluster_m=2: a 2x2 cluster of tiles, two along M by two along
+    # N. Each CTA loads half of its A tile's rows and multicasts them to the
+    # CTA beside it along N (same tile row), and half of its B tile's rows
+    # to the CTA below it along M (same tile column); a consumer releases a
+    # stage in the three CTAs whose loads land in it. Both operands are
+    # read once per pair of tiles: for narrow outputs of a tall M and a long
+    # K, where each row of one-CTA tiles reads all of B again.
+    cluster_n: int = 1
     setmaxnreg: bool = True
     producer_registers: int = 40
     consumer_registers: int = 232
@@ -151,7 +159,20 @@ class GemmConfig:
                 f"{'_share' if self.sk_share else ''}"
                 f"{f'_x{self.ctas_per_sm}' if self.ctas_per_sm > 1 else ''}"
                 f"{'_pp' if self.pingpong_m else ''}"
-                f"{'_cn' if self.cluster_along_n else ''}")
+                f"{'_cn' if self.cluster_along_n else ''}"
+                f"{f'_n{self.cluster_n}' if self.cluster_n > 1 else ''}")
+
+    @property
+    def cluster_size(self):
+        """CTAs of the cluster: ``cluster_m`` along M times ``cluster_n``
+        along N (the pair along N of ``cluster_along_n`` is ``cluster_m``)."""
+        return self.cluster_m * self.cluster_n
+
+    @property
+    def releasing_ctas(self):
+        """CTAs whose consumers release each stage: every CTA that shares a
+        row or a column of the cluster with this one (itself included)."""
+        return self.cluster_m + self.cluster_n - 1
 
     @property
     def fused(self):
@@ -172,7 +193,7 @@ class GemmConfig:
     @property
     def a_multicast(self):
         """CTAs that share each A tile (each loading its part of the rows)."""
-        return self.cluster_m if self.cluster_along_n else 1
+        return self.cluster_m if self.cluster_along_n else self.cluster_n
 
     @property
     def b_multicast(self):
@@ -265,6 +286,13 @@ class GemmConfig:
             raise ValueError(f"{self.name}: cluster_along_n turns the 2-CTA cluster of the "
                              "plain persistent schedule along N: build it with cluster_m=2 "
                              "and without split_k, stream_k, pingpong_m or ctas_per_sm")
+        if self.cluster_n != 1 and (self.cluster_n != 2 or self.cluster_m != 2
+                                    or self.cluster_along_n or self.split_k > 1
+                                    or self.stream_k or self.pingpong_m
+                                    or self.ctas_per_sm > 1):
+            raise ValueError(f"{self.name}: cluster_n=2 makes the plain persistent schedule's "
+                             "2x2 cluster: build it with cluster_m=2 and without "
+                             "cluster_along_n, split_k, stream_k, pingpong_m or ctas_per_sm")
         if self.pingpong_m:
             self._check_pingpong()
         c = self.layouts()[2]

@@ -7,6 +7,7 @@ block's wgmma; ``mainloop_fast``, ``mainloop_promoted``). Built into the
 kernel by ``kernels/hopper_gemm.py``, which re-exports these names.
 """
 
+from mlir import ir
 from mlir.dialects import arith
 
 from pipeline_mlir.kernel import wgmma
@@ -35,6 +36,41 @@ class ClusterAlongNScheduler(PersistentTileScheduler):
         rows = _min(self.tiles_m - first_m, Scalar(arith.constant(i32(), self.group_m)))
         n_pair, in_rows = _divmod(in_group, rows)
         return first_m + in_rows, n_pair * 2 + cta_rank
+
+
+class Cluster2x2Scheduler(PersistentTileScheduler):
+    """The grouped order of ``PersistentTileScheduler`` over units of 2x2
+    tiles (``GemmConfig.cluster_n``): ``group_m`` rows of units swept by
+    unit columns; CTA rank r of the cluster (rank = m + 2 n, the cluster
+    layout's order) takes tile row ``2 * unit row + r % 2`` and tile column
+    ``2 * unit column + r // 2``."""
+
+    def __init__(self, m, n, block_m, block_n, group_m=8):
+        super().__init__(m, n, 2 * block_m, 2 * block_n, group_m=group_m // 2, cluster_m=1)
+        self.cluster_m = 2      # the cluster's ids (first_and_stride)
+
+    def tile(self, unit, cta_rank=None):
+        per_group = self.tiles_n * self.group_m
+        group, in_group = _divmod(unit, per_group)
+        first_m = group * self.group_m
+        rows = _min(self.tiles_m - first_m, Scalar(arith.constant(i32(), self.group_m)))
+        n_unit, in_rows = _divmod(in_group, rows)
+        return (first_m + in_rows) * 2 + cta_rank % 2, n_unit * 2 + cta_rank // 2
+
+
+def cluster_2x2_mask_values(rank):
+    """(A's multicast mask, B's) of CTA ``rank`` of a 2x2 cluster (rank = m +
+    2 n, the cluster layout's order): A goes to the CTAs of its tile row
+    (ranks m and m + 2: 0b0101 << m), B to those of its tile column (ranks
+    2 n and 2 n + 1: 0b0011 << 2 n). Ints or i32 Scalars."""
+    return (rank % 2 + 1) * 5, (rank // 2 * 3 + 1) * 3    # 0b0101/0b1010, 0b0011/0b1100
+
+
+def cluster_2x2_masks(rank):
+    """``cluster_2x2_mask_values`` of the i32 ``rank`` as i16 values."""
+    i16 = ir.IntegerType.get_signless(16)
+    a, b = cluster_2x2_mask_values(rank)
+    return arith.trunci(i16, a.ir_value), arith.trunci(i16, b.ir_value)
 
 
 def unit_range(sched, units, split):
@@ -86,7 +122,20 @@ def producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b, ring_a,
             ring.producer_acquire(state)
             with k.elect_one():
                 x = kb * a_tile.k
-                if cfg.cluster_along_n:
+                if cfg.cluster_n > 1:
+                    # 2x2: this CTA's half of A's rows into its tile row's
+                    # two CTAs, its half of B's rows into its tile column's.
+                    rm, rn = rank % 2, rank // 2
+                    mask_a, mask_b = cluster_2x2_masks(rank)
+                    ring.tma_load(state, desc_a,
+                                  a_tile.coords(m_blk * cfg.block_m + rn * a_tile.rows, x),
+                                  ring_a.stage(state.index, a_stage_bytes)
+                                  + rn * a_tile.bytes, a_tile.bytes, mcast_mask=mask_a)
+                    ring.tma_load(state, desc_b,
+                                  b_tile.coords(n_blk * cfg.block_n + rm * b_tile.rows, x),
+                                  ring_b.stage(state.index, b_stage_bytes)
+                                  + rm * b_tile.bytes, b_tile.bytes, mcast_mask=mask_b)
+                elif cfg.cluster_along_n:
                     # This CTA's half of A's rows, written into both CTAs;
                     # its own B tile.
                     ring.tma_load(state, desc_a,

@@ -25,6 +25,9 @@ both CTAs (the producer may overwrite a stage only when both have read it).
 With ``cluster_along_n`` as well, the pair sits side by side along N and
 shares every A tile instead (each loads half of its rows and multicasts
 them): an output whose tile rows are odd in number keeps no empty tile.
+With ``cluster_n=2`` (and ``cluster_m=2``) the cluster is 2x2 tiles: A is
+multicast along N and B along M, each CTA loading half of each, and a
+consumer releases a stage in the three CTAs of its tile row and column.
 
 The parts, one concept a module: ``kernels/gemm_config.py``, the
 configuration (``GemmConfig``) and its shared-memory plan;
@@ -60,7 +63,8 @@ from pipeline_mlir.kernels import hopper_gemm_pingpong
 from pipeline_mlir.kernels.gemm_config import (  # noqa: F401 (re-exported)
     ACCUMULATIONS, BARRIER_BLOCK, EPILOGUE_BARRIER, SMEM_LIMIT, SMEM_PER_SM, GemmConfig)
 from pipeline_mlir.kernels.gemm_mainloop import (  # noqa: F401 (re-exported)
-    ClusterAlongNScheduler, MmaKBlock, mainloop_fast, mainloop_promoted, producer,
+    Cluster2x2Scheduler, ClusterAlongNScheduler, MmaKBlock, mainloop_fast, mainloop_promoted,
+    producer,
     unit_range, unit_work)
 from pipeline_mlir.kernels.gemm_store import (  # noqa: F401 (re-exported)
     store_partial_global, store_tile)
@@ -78,10 +82,10 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
     cfg.check()
     a_tile, b_tile, c_tile = cfg.layouts()
     epi_bytes = cfg.epilogue_bytes()
-    stages, cluster = cfg.num_stages(), cfg.cluster_m
+    stages, cluster = cfg.num_stages(), cfg.cluster_size
     a_stage_bytes = a_tile.bytes * cfg.a_multicast  # the whole A tile
     b_stage_bytes = b_tile.bytes * cfg.b_multicast  # the whole B tile
-    layout = (1, cluster, 1, 1) if cluster > 1 else None
+    layout = (1, cfg.cluster_m, cfg.cluster_n, 1) if cluster > 1 else None
     params = {"a": TmaDescriptor(), "b": TmaDescriptor(),
               "c": TmaDescriptor(), "c_ptr": GlobalPtr(),
               "m": Int32(), "n": Int32(), "k": Int32()}
@@ -122,14 +126,17 @@ def build(cfg=GemmConfig(), chip="sm_90a"):
             # One signalling lane per consumer warp, per CTA it releases.
             # Ping-pong: a stage is read by one consumer warpgroup.
             consumer_group=CooperativeGroup(
-                Agent.Thread, cluster * 4 * (1 if cfg.pingpong_m else cfg.consumer_warpgroups)),
+                Agent.Thread,
+                cfg.releasing_ctas * 4 * (1 if cfg.pingpong_m else cfg.consumer_warpgroups)),
             tx_count=a_stage_bytes + b_stage_bytes,
             barrier_storage=barriers, cta_layout_vmnk=layout,
             defer_sync=True, name="ab")
         pipeline_init_arrive(cta_layout_vmnk=layout)
         pipeline_init_wait(cta_layout_vmnk=layout)
 
-        if cfg.cluster_along_n:
+        if cfg.cluster_n > 1:
+            sched = Cluster2x2Scheduler(m, n, cfg.block_m, cfg.block_n, group_m=cfg.group_m)
+        elif cfg.cluster_along_n:
             sched = ClusterAlongNScheduler(m, n, cfg.block_m, cfg.block_n, group_m=cfg.group_m)
         else:
             sched = PersistentTileScheduler(m, n, cfg.block_m, cfg.block_n,

@@ -51,9 +51,10 @@ from pipeline_mlir.chip_limits import WGMMA_M  # noqa: F401 (re-exported)
 
 # The variant table, its name facts and cache entries (ops/gemm_variants.py).
 from .gemm_variants import (  # noqa: F401 (re-exported)
-    CLUSTER_N_SHAPE, CLUSTER_N_VARIANTS, CUT_SHAPE, CUT_VARIANTS, CUT_WIDTHS, NO_RESIDUAL,
+    CLUSTER_2X2_VARIANTS, CLUSTER_N_SHAPE, CLUSTER_N_VARIANTS, CUT_SHAPE, CUT_VARIANTS, CUT_WIDTHS, NO_RESIDUAL,
     PREBUILT_EPILOGUES, SPLIT_TILES, SPLIT_VARIANTS, SPLITS, STREAM_K_EXPERIMENTS, STREAM_K_SHARE_VARIANTS, STREAM_K_TILES,
-    STREAM_K_VARIANTS, TIMELINE_VARIANTS, UNFUSED, VARIANTS, along_n, cluster_of, fused,
+    STREAM_K_VARIANTS, TIMELINE_VARIANTS, UNFUSED, VARIANTS, along_n, cluster_n_of, cluster_of,
+    fused,
     is_stream_k, overrides, reduction, splits_of, tile, tile_variant)
 # The plain tiles' time model (ops/gemm_cost.py).
 from .gemm_cost import (  # noqa: F401 (re-exported)
@@ -220,13 +221,25 @@ CLUSTER_N_MARGIN = 1.0
 # 11464 x 5424: 192x96c2n 5% faster than 192x128 at a share of 0.80).
 CLUSTER_N_ONE_WAVE_ROWS = 0.75
 CLUSTER_N_ONE_WAVE_AREA = 128 * 128
+# The 2x2 cluster (CLUSTER_2X2_VARIANTS, both operands multicast) is weighed
+# beside the cluster along N on outputs at most this wide: measured on an
+# H200 on 15 narrow outputs of a long K (docs/gemm.md, "The c2n rule's
+# losses and the 2x2 cluster"), it ran 3-20% faster than the pick where N
+# is a unit column or two (6408 x 264 x 7064: 128x160c2x2 0.81 of
+# 128x160c2n's time; 7272 x 232 x 9216, 3584 x 456 x 12288: 128x128c2x2
+# 0.94-0.98 of 128x128's) and lost on the wide ones (4544 x 1008 x 7784,
+# 1048 x 6504 x 11408), which it was not measured to serve.
+AUTO_CLUSTER_2X2 = True
+CLUSTER_2X2_MAX_N = 512
 
 
 def choose_cluster_n(m, n, k, sms, pick):
     """With ``AUTO_CLUSTER_N_ANY``: the tile of ``CLUSTER_N_RULE_VARIANTS``
     of least ``estimate`` (the larger tile on a tie) where it beats a plain
     (not stream-K, not split-K) pick's by ``CLUSTER_N_MARGIN`` (both at
-    least ``FLOOR_S``), unless the pick is a one-CTA tile of at most
+    least ``FLOOR_S``; with ``AUTO_CLUSTER_2X2``, the tiles of
+    ``CLUSTER_2X2_VARIANTS`` too where N is at most ``CLUSTER_2X2_MAX_N``),
+    unless the pick is a one-CTA tile of at most
     ``CLUSTER_N_ONE_WAVE_AREA`` in one wave whose K rows are whole L2 sectors and the pair reads more than
     ``CLUSTER_N_ONE_WAVE_ROWS`` of its operand rows. Else ``CLUSTER_N_VARIANT`` where the pick is one of
     ``CLUSTER_N_OVER`` and its ``estimate`` is less (fewer rounds of pairs
@@ -238,8 +251,10 @@ def choose_cluster_n(m, n, k, sms, pick):
     if AUTO_CLUSTER_N_ANY:
         if is_stream_k(pick) or splits_of(pick) > 1:
             return None
-        best = min(CLUSTER_N_RULE_VARIANTS,
-                   key=lambda v: (estimate(v, m, n, sms, k), -math.prod(tile(v))))
+        rule = CLUSTER_N_RULE_VARIANTS
+        if AUTO_CLUSTER_2X2 and n <= CLUSTER_2X2_MAX_N:
+            rule = (*rule, *CLUSTER_2X2_VARIANTS)
+        best = min(rule, key=lambda v: (estimate(v, m, n, sms, k), -math.prod(tile(v))))
         if max(estimate(best, m, n, sms, k), FLOOR_S) >= \
                 CLUSTER_N_MARGIN * max(estimate(pick, m, n, sms, k), FLOOR_S):
             return None

@@ -18,7 +18,7 @@ re-exports them.
 
 import math
 
-from .gemm_variants import along_n, cluster_of, tile
+from .gemm_variants import along_n, cluster_n_of, cluster_of, tile
 
 # The time of a K block of each tile relative to its area's share of a
 # 128x256 tile's, measured on an H200 (benchmarks/gemm/results/
@@ -61,6 +61,15 @@ EFFICIENCY.update({"128x96c2n": 0.81, "128x112c2n": 0.83, "128x128c2n": 0.84,
                    "128x160c2n": 0.93, "128x192c2n": 0.93, "128x224c2n": 0.95,
                    "192x96c2n": 0.9, "192x112c2n": 0.98, "192x128c2n": 0.99,
                    "192x160c2n": 1.0})
+# The 2x2 cluster (CLUSTER_2X2_VARIANTS): each one's time over its model
+# with an efficiency of 1, against the same for the pick (at the pick's
+# efficiency), median over the 22 runs of at least 30 us of 15 narrow-output
+# shapes measured on an H200 beside the pick, bf16 and fp16 (docs/gemm.md,
+# "The c2n rule's losses and the 2x2 cluster"). A CTA's tile and stages are
+# the cluster along N's; the wider ones gain most from B read once per
+# pair of tile rows.
+EFFICIENCY.update({"128x96c2x2": 0.81, "128x112c2x2": 0.85, "128x128c2x2": 0.93,
+                   "128x160c2x2": 0.95, "128x192c2x2": 0.98})
 # The model's constants, fitted on the same run (the pick that maximizes
 # the sum of log(ratio to the best variant) over its 76 shapes, coarse
 # grid): a 128x256 tile's K block with every SM busy; a tile's fill and
@@ -123,6 +132,8 @@ def estimate(variant, m, n, sms, k=64):
     cluster = cluster_of(variant)
     if along_n(variant):
         units = math.ceil(m / bm) * math.ceil(n / (bn * cluster))
+    elif cluster_n_of(variant) > 1:
+        units = math.ceil(m / (2 * bm)) * math.ceil(n / (2 * bn))     # 2x2 tiles
     else:
         units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
     waves = math.ceil(units / (sms // cluster))
@@ -161,6 +172,8 @@ def operand_rows(variant, m, n):
     cols, rows = math.ceil(n / bn), math.ceil(m / bm)
     if cluster == 2 and along_n(variant):
         cols = math.ceil(cols / 2)
+    elif cluster == 4:
+        cols, rows = math.ceil(cols / 2), math.ceil(rows / 2)
     elif cluster == 2:
         rows = math.ceil(rows / 2)
     return cols * m + rows * n

@@ -126,6 +126,16 @@ CLUSTER_N_VARIANTS = {
                              if bm == 192 else {}))
     for (bm, bn), (passes, stages) in CLUSTER_N_SHAPE.items()}
 VARIANTS.update(CLUSTER_N_VARIANTS)
+# The 2x2 cluster (``<tile>c2x2``, GemmConfig.cluster_n=2): two tiles along
+# M by two along N, A multicast along N and B along M, so that both
+# operands are read once per pair of tiles; the 128-row tiles of the
+# cluster along N with its passes and stages (a CTA's stage holds the same
+# whole A and B tiles).
+CLUSTER_2X2_VARIANTS = {
+    f"{bm}x{bn}c2x2": dict(CLUSTER_N_VARIANTS[f"{bm}x{bn}c2n"], cluster_along_n=False,
+                           cluster_n=2)
+    for bm, bn in CLUSTER_N_SHAPE if bm == 128 and bn <= 192}
+VARIANTS.update(CLUSTER_2X2_VARIANTS)
 # Split-K variants, ``<tile>_sk<S>`` (``split_variant``): the two tiles
 # with the most operand reuse; no C buffer in shared memory (partials go
 # from registers to the workspace), the stages of the plain tile.
@@ -160,7 +170,8 @@ TIMELINE_VARIANTS = {f"{v}_timeline": dict(o, timeline=True)
 # residual, gelu) 192x192c2 spills 8 bytes (ptxas -v; its 128 registers
 # hold the cluster's multicast state besides 96 accumulators). A fused
 # call's pick (choose(..., fused=True)) leaves them out.
-UNFUSED = ("192x192c2", "192x192c2n", *CUT_VARIANTS, *CLUSTER_N_VARIANTS)
+UNFUSED = ("192x192c2", "192x192c2n", *CUT_VARIANTS, *CLUSTER_N_VARIANTS,
+           *CLUSTER_2X2_VARIANTS)
 # Variants whose fused epilogue spills with a residual (ptxas -v; the
 # two-CTA tile, gemm_configs.TWO_CTA_VARIANT, holds 96 registers a thread):
 # a call with one never takes them.
@@ -195,9 +206,15 @@ def tile(variant):
 
 
 def cluster_of(variant):
-    """CTAs of the variant's cluster (1 or 2): along M, or along N where
-    ``along_n``."""
-    return overrides(variant).get("cluster_m", 1)
+    """CTAs of the variant's cluster (1, 2 or 4): along M, or along N where
+    ``along_n``, or 2x2 (``cluster_n``)."""
+    o = overrides(variant)
+    return o.get("cluster_m", 1) * o.get("cluster_n", 1)
+
+
+def cluster_n_of(variant):
+    """CTAs along N of a 2x2 cluster (2), else 1."""
+    return overrides(variant).get("cluster_n", 1)
 
 
 def along_n(variant):

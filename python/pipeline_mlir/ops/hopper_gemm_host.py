@@ -68,11 +68,21 @@ def meta_of(cfg, kernel):
         # the cluster's pair sits along N: the grid counts tile rows x
         # column pairs (a plain variant's meta is as it was)
         meta["cluster_along_n"] = True
+    if getattr(cfg, "cluster_n", 1) > 1:
+        # a 2x2 cluster: the grid counts units of 2x2 tiles, 4 CTAs each (a
+        # plain variant's meta is as it was)
+        meta["cluster_n"] = cfg.cluster_n
     if getattr(cfg, "ctas_per_sm", 1) > 1:
         # the persistent grid is this many CTAs per SM (a plain variant's
         # meta is as it was)
         meta["ctas_per_sm"] = cfg.ctas_per_sm
     return meta
+
+
+def cluster_size(meta):
+    """CTAs of a meta's cluster: ``cluster_m``, times ``cluster_n`` for a
+    2x2 cluster."""
+    return meta["cluster_m"] * meta.get("cluster_n", 1)
 
 
 def stream_k_tile(meta):
@@ -100,7 +110,7 @@ class HopperGemm:
         self.layouts = {k: OperandLayout.from_meta(v) for k, v in meta["layouts"].items()}
         self.persistent = persistent
         self._runtime = runtime
-        cl = meta["cluster_m"]
+        cl = cluster_size(meta)
         self.compiled = runtime.CompiledKernel.cached(
             image, name=meta["name"], params=[tuple(p) for p in meta["params"]],
             block=meta["threads"],
@@ -186,10 +196,14 @@ class HopperGemm:
         with ``k`` unknown, the most splits). A stream-K variant
         (``meta['stream_k']``) runs ``gemm_configs.stream_k_grid`` CTAs."""
         meta = self.meta
-        cl = meta["cluster_m"]
+        cl = cluster_size(meta)
         if meta.get("cluster_along_n"):
             # tile rows x column pairs (GemmConfig.cluster_along_n)
             units = math.ceil(m / meta["block_m"]) * math.ceil(n / (meta["block_n"] * cl))
+        elif meta.get("cluster_n", 1) > 1:
+            # units of 2x2 tiles (GemmConfig.cluster_n)
+            units = (math.ceil(m / (meta["block_m"] * meta["cluster_m"]))
+                     * math.ceil(n / (meta["block_n"] * meta["cluster_n"])))
         else:
             units = math.ceil(m / (meta["block_m"] * cl)) * math.ceil(n / meta["block_n"])
         if meta.get("stream_k") and k is not None:
@@ -213,7 +227,7 @@ class HopperGemm:
     def stream_k_wave(self, sms):
         """Units (tiles, or a cluster's tile pairs) that run at once: the
         SMs, or the clusters resident together."""
-        cl = self.meta["cluster_m"]
+        cl = cluster_size(self.meta)
         if cl == 1:
             return sms
         if self._resident is None:
