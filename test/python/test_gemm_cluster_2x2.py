@@ -150,12 +150,13 @@ def test_the_grid_counts_units_of_2x2_tiles(built):
 
 
 # Tall narrow outputs of a long K that no run measured: the 2x2 cluster
-# where N is at most CLUSTER_2X2_MAX_N, the cluster along N as before
-# without AUTO_CLUSTER_2X2, and never on a wider output.
+# where N is at most CLUSTER_2X2_MAX_N, K at least CLUSTER_2X2_MIN_K and its
+# units fit the resident 4-CTA clusters (30 of 33 on 132 SMs), the cluster
+# along N as before without AUTO_CLUSTER_2X2.
 PICKS = {
-    (8440, 312, 8464): ("128x160c2x2", "128x160c2n"),
-    (7128, 232, 11296): ("128x128c2x2", "128x128"),
-    (8400, 200, 6832): ("128x112c2x2", "128x112c2n"),
+    (6600, 300, 6000): ("128x160c2x2", "128x160c2n"),     # 26 units of 2x2
+    (6600, 300, 1600): ("128x160c2n", "128x160c2n"),      # K short
+    (8320, 300, 6000): ("128x160c2n", "128x160c2n"),      # 33 units: two rounds
 }
 
 
@@ -168,6 +169,13 @@ def test_the_pick_takes_the_2x2_cluster_on_narrow_outputs(shape, monkeypatch):
         assert gc.choose(m, n, k, dtype, fused=True) not in gc.UNFUSED
     monkeypatch.setattr(gc, "AUTO_CLUSTER_2X2", False)
     assert gc.choose(m, n, k, "bf16") == before
+
+
+def test_a_wave_of_2x2_clusters_is_the_resident_ones():
+    assert gc.units_per_wave("128x160c2x2", 132) == 30
+    assert gc.units_per_wave("128x160c2n", 132) == 66
+    assert gc.estimate("128x160c2x2", 8320, 300, 132, 6000) > \
+        1.5 * gc.estimate("128x160c2x2", 6600, 300, 132, 6000)
 
 
 def test_wide_outputs_never_take_it():

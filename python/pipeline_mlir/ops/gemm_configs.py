@@ -59,7 +59,8 @@ from .gemm_variants import (  # noqa: F401 (re-exported)
 # The plain tiles' time model (ops/gemm_cost.py).
 from .gemm_cost import (  # noqa: F401 (re-exported)
     BLOCK_S, EFFICIENCY, FLOOR_S, K_BLOCK, MISALIGNED_K, MISALIGNED_K_OF, TILE_S, block_time,
-    estimate, fill, last_wave, misaligned_k, operand_rows, units_of)
+    RESIDENT_4_SHARE, estimate, fill, last_wave, misaligned_k, operand_rows, units_of,
+    units_per_wave)
 # Split-K's model and rule (ops/gemm_split_k.py).
 from .gemm_split_k import (  # noqa: F401 (re-exported)
     DRAM_BYTES_PER_S, L2_BYTES_PER_S, L2_RESIDENT_BYTES, MIN_SPLIT_K_BLOCKS, REDUCE_LAUNCH_S,
@@ -229,8 +230,14 @@ CLUSTER_N_ONE_WAVE_AREA = 128 * 128
 # 128x160c2n's time; 7272 x 232 x 9216, 3584 x 456 x 12288: 128x128c2x2
 # 0.94-0.98 of 128x128's) and lost on the wide ones (4544 x 1008 x 7784,
 # 1048 x 6504 x 11408), which it was not measured to serve.
+# And only where K is at least CLUSTER_2X2_MIN_K: what the 2x2 cluster
+# gains is operand reads per K block, and on a short K its launch of
+# 4-CTA clusters does not pay (run3, unseen shapes: K of 1016-1680 at
+# 0.91-1.39 of the cluster along N's time, geomean 1.03; K of 2152-12288
+# all at 0.81-1.01).
 AUTO_CLUSTER_2X2 = True
 CLUSTER_2X2_MAX_N = 512
+CLUSTER_2X2_MIN_K = 2048
 
 
 def choose_cluster_n(m, n, k, sms, pick):
@@ -238,7 +245,8 @@ def choose_cluster_n(m, n, k, sms, pick):
     of least ``estimate`` (the larger tile on a tie) where it beats a plain
     (not stream-K, not split-K) pick's by ``CLUSTER_N_MARGIN`` (both at
     least ``FLOOR_S``; with ``AUTO_CLUSTER_2X2``, the tiles of
-    ``CLUSTER_2X2_VARIANTS`` too where N is at most ``CLUSTER_2X2_MAX_N``),
+    ``CLUSTER_2X2_VARIANTS`` too where N is at most ``CLUSTER_2X2_MAX_N``
+    and K at least ``CLUSTER_2X2_MIN_K``),
     unless the pick is a one-CTA tile of at most
     ``CLUSTER_N_ONE_WAVE_AREA`` in one wave whose K rows are whole L2 sectors and the pair reads more than
     ``CLUSTER_N_ONE_WAVE_ROWS`` of its operand rows. Else ``CLUSTER_N_VARIANT`` where the pick is one of
@@ -252,7 +260,7 @@ def choose_cluster_n(m, n, k, sms, pick):
         if is_stream_k(pick) or splits_of(pick) > 1:
             return None
         rule = CLUSTER_N_RULE_VARIANTS
-        if AUTO_CLUSTER_2X2 and n <= CLUSTER_2X2_MAX_N:
+        if AUTO_CLUSTER_2X2 and n <= CLUSTER_2X2_MAX_N and k >= CLUSTER_2X2_MIN_K:
             rule = (*rule, *CLUSTER_2X2_VARIANTS)
         best = min(rule, key=lambda v: (estimate(v, m, n, sms, k), -math.prod(tile(v))))
         if max(estimate(best, m, n, sms, k), FLOOR_S) >= \

@@ -136,8 +136,26 @@ def estimate(variant, m, n, sms, k=64):
         units = math.ceil(m / (2 * bm)) * math.ceil(n / (2 * bn))     # 2x2 tiles
     else:
         units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
-    waves = math.ceil(units / (sms // cluster))
+    waves = math.ceil(units / units_per_wave(variant, sms))
     return waves * (math.ceil(k / K_BLOCK) * block_time(variant, k) + TILE_S)
+
+
+# The share of ``sms / 4`` clusters of 4 CTAs that are resident at once: a
+# cluster's CTAs share a GPC, and the GPCs' SM counts are not all multiples
+# of 4. Measured on an H200 (docs/gemm.md, "The c2n rule's losses and the
+# 2x2 cluster"): 30 units of 2x2 tiles ran in one round (7680 x 288 x
+# 5632 on 128x160c2x2, as fast as the 60 pairs of 128x160c2n), 33 in two
+# (8224 x 216 x 12464, 8400 x 200 x 6832, 8440 x 312 x 8464: 1.5-1.8 times
+# the cluster along N's time).
+RESIDENT_4_SHARE = 30 / 33
+
+
+def units_per_wave(variant, sms):
+    """Units (tiles, or a cluster's tiles) that run at once on ``sms`` SMs."""
+    cluster = cluster_of(variant)
+    if cluster == 4:
+        return max(1, int(sms // 4 * RESIDENT_4_SHARE))
+    return sms // cluster
 
 
 K_BLOCK = 64                 # K of one k-block (the 128-byte swizzle span of 16-bit K)
