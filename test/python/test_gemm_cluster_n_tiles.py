@@ -148,8 +148,9 @@ def test_the_rule_is_the_least_estimate_past_the_margin(monkeypatch):
     assert gc.choose_cluster_n(m, n, k, 132, "128x256c2") is None
 
 
-# The one-wave rule (gemm_configs.CLUSTER_N_ONE_WAVE_ROWS), on shapes no run
-# measured: one wave of a one-CTA pick of at most 128x128 whose K rows are
+# The one-wave rule (gemm_configs.AUTO_CLUSTER_N_ONE_WAVE, off: it did not
+# pay on shapes measured after it was fitted), on shapes no run had measured
+# when it was written: one wave of a one-CTA pick of at most 128x128 whose K rows are
 # whole L2 sectors keeps that pick unless the pair reads at most 3/4 of its
 # operand rows (a tall narrow output, where 128x128's two tile columns
 # each read all of A); a misaligned K or a wider pick keeps the pair.
@@ -168,6 +169,8 @@ def test_one_wave_keeps_the_narrow_pick_unless_the_pair_reads_less(shape, monkey
     m, n, k = shape
     monkeypatch.setattr(gc, "AUTO_CLUSTER_2X2", False)
     now, before = ONE_WAVE[shape]
+    assert gc.choose(m, n, k, "bf16") == before          # off by default
+    monkeypatch.setattr(gc, "AUTO_CLUSTER_N_ONE_WAVE", True)
     for dtype in ("bf16", "f16"):
         assert gc.choose(m, n, k, dtype) == now
     monkeypatch.setattr(gc, "CLUSTER_N_ONE_WAVE_ROWS", float("inf"))

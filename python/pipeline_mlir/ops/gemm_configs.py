@@ -220,6 +220,14 @@ CLUSTER_N_MARGIN = 1.0
 # of 128x128's time). Wider picks (192x128, 128x192, 128x256) are
 # compute-bound per SM, where the narrower pair's tile does gain (184 x
 # 11464 x 5424: 192x96c2n 5% faster than 192x128 at a share of 0.80).
+# Off: on 20 shapes no run had measured before (runs 2 and 5 of "The c2n
+# rule's losses and the 2x2 cluster", 40 runs, both dtypes) the rule's
+# 128x128 ran at a geomean 0.995 of the c2n pick's time, 20 runs faster and
+# 20 slower (0.81-1.30); on the whole random sweep (run15) 0.988 over its 6
+# changed runs. The measured wins and losses share the same rows share
+# (0.79-0.88), fills and K: no rule of the model's quantities separated
+# them. Kept, tested, for the work that finds one.
+AUTO_CLUSTER_N_ONE_WAVE = False
 CLUSTER_N_ONE_WAVE_ROWS = 0.75
 CLUSTER_N_ONE_WAVE_AREA = 128 * 128
 # The 2x2 cluster (CLUSTER_2X2_VARIANTS, both operands multicast) is weighed
@@ -247,7 +255,7 @@ def choose_cluster_n(m, n, k, sms, pick):
     least ``FLOOR_S``; with ``AUTO_CLUSTER_2X2``, the tiles of
     ``CLUSTER_2X2_VARIANTS`` too where N is at most ``CLUSTER_2X2_MAX_N``
     and K at least ``CLUSTER_2X2_MIN_K``),
-    unless the pick is a one-CTA tile of at most
+    unless (with ``AUTO_CLUSTER_N_ONE_WAVE``) the pick is a one-CTA tile of at most
     ``CLUSTER_N_ONE_WAVE_AREA`` in one wave whose K rows are whole L2 sectors and the pair reads more than
     ``CLUSTER_N_ONE_WAVE_ROWS`` of its operand rows. Else ``CLUSTER_N_VARIANT`` where the pick is one of
     ``CLUSTER_N_OVER`` and its ``estimate`` is less (fewer rounds of pairs
@@ -266,7 +274,8 @@ def choose_cluster_n(m, n, k, sms, pick):
         if max(estimate(best, m, n, sms, k), FLOOR_S) >= \
                 CLUSTER_N_MARGIN * max(estimate(pick, m, n, sms, k), FLOOR_S):
             return None
-        if (cluster_of(pick) == 1 and math.prod(tile(pick)) <= CLUSTER_N_ONE_WAVE_AREA
+        if (AUTO_CLUSTER_N_ONE_WAVE and cluster_of(pick) == 1
+                and math.prod(tile(pick)) <= CLUSTER_N_ONE_WAVE_AREA
                 and not misaligned_k(k) and units_of(pick, m, n) <= sms
                 and operand_rows(best, m, n) > CLUSTER_N_ONE_WAVE_ROWS
                 * operand_rows(pick, m, n)):
