@@ -373,7 +373,10 @@ class Kernel:
         ``args``: values of the integer parameters, so that loops bounded by
         them run their real trip counts: ``{"ntiles": 8}`` by name, or a
         sequence in parameter order (pointers and descriptors may be
-        ``None``; the simulator does not read memory). ``trip_count`` is the
+        ``None``). A pointer's value may be a list of ints: its buffer's
+        contents, which the loads of a branch on memory read (a block-sparse
+        mask, a decoded work item); a buffer not given gets a random 0/1
+        fill per schedule (``pipeline_mlir.sim.memory``). ``trip_count`` is the
         fallback for bounds it cannot evaluate; ``cluster`` defaults to the
         kernel's ``cluster_dim``.
 
@@ -408,10 +411,16 @@ class Kernel:
             items = [(i, names[i], v) for i, v in enumerate(args) if v is not None]
         out = {}
         for pos, name, value in items:
+            if isinstance(value, (list, tuple)) and all(
+                    isinstance(v, int) and not isinstance(v, bool) for v in value):
+                # A pointer's buffer: the values its loads read (the
+                # simulator's branches on memory, sim/memory.py).
+                out[pos] = list(value)
+                continue
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"simulate: argument {name!r} must be a Python int (the "
-                                f"simulator runs loops on integer arguments), got "
-                                f"{type(value).__name__}")
+                                f"simulator runs loops on integer arguments), or a list of "
+                                f"ints for a pointer's buffer, got {type(value).__name__}")
             out[pos] = value
         return out
 

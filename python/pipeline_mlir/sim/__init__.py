@@ -7,8 +7,12 @@ report deadlocks, phase overruns, buffers overwritten before their release,
 reads before a copy finished, arrivals on exited CTAs, stages released
 while a wgmma / tcgen05.mma / bulk store (of the releasing warp, or of
 another warp whose hold the release ends) may still read them, races on
-plain shared memory that roles hand over with barriers of their own, and
-misuse of the verbs (docs: ``pipeline-sim --help`` and the module docstrings).
+plain shared memory that roles hand over with barriers of their own (or
+read through another ring's hold), ``setmaxnreg.inc`` waiting for registers
+no warp gives back, pipelines created on one barrier storage, and misuse
+of the verbs (docs: ``pipeline-sim --help`` and the module docstrings).
+Branches on values loaded from global memory read a user-given or seeded
+random fill of the kernel's input buffers (:mod:`.memory`).
 
 Granularity: one agent per warp. Pipeline code is warp-uniform except for
 elected lanes and lane-indexed signalling, so a warp with a mask of active
@@ -21,14 +25,15 @@ halves in program order.
 - :mod:`.engine`: agents, steps, events, random and bounded-DFS schedulers;
 - :mod:`.verbs`: the pipeline verbs on the model (reference semantics), on
   :mod:`.sync_verbs` (mbarrier waits, init sync, cluster and named
-  barriers), :mod:`.async_verbs` (copies into stages, CLC requests, bulk
-  async-groups) and :mod:`.stage_access` (plain loads and stores of a
-  stage's buffer);
+  barriers, the register file's setmaxnreg), :mod:`.async_verbs` (copies
+  into stages, CLC requests, bulk async-groups) and :mod:`.stage_access`
+  (plain loads and stores of a stage's buffer);
 - :mod:`.asyncread`: asynchronous readers of stage buffers (wgmma groups,
   tcgen05.mma, bulk stores) and the release-after-last-read check, for the
   reader's own release and for another warp's release that ends its hold;
 - :mod:`.clocks`: happens-before between warps (vector clocks over the
   barriers); :mod:`.smemrace`: races on plain shared memory;
+- :mod:`.memory`: the input buffers that branches on loaded values read;
 - :mod:`.frontend`: mlir.ir.Module -> kernels; :mod:`.interp`: kernels -> agents; :mod:`.cli`: ``pipeline-sim``;
   :mod:`.api`: ``simulate(module, ...)`` (what ``Kernel.simulate`` calls).
 """

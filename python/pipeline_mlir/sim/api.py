@@ -148,7 +148,7 @@ def simulate(module, *, kernel: str | None = None, args: dict | None = None,
         launch = Launch(block, shape3, trip_count, dict(args or {}),
                         clc_clusters=clc_clusters)
         try:
-            rep = explore(make_world_factory(k, launch, max_steps), seed=seed,
+            rep = explore(make_world_factory(k, launch, max_steps, seed), seed=seed,
                           schedules=schedules, exhaustive_bound=exhaustive_bound)
         except SimError as e:  # raised while building the world, not by a schedule
             raise ValueError(f"simulate: @{k.name}: {e.message}") from None

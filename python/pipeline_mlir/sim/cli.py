@@ -17,6 +17,13 @@ distinct small values, then 1, until one finds a bug; a note names the
 values (``pipeline-sim: note: @k: chose argument 0 = 4 ...``), so
 ``pipeline-sim FILE`` alone finds a producer that runs ``n`` stages against a
 consumer that runs ``n - 1``. ``--trip-count`` turns the choice off.
+
+Branches and loop bounds computed from values the kernel loads from a
+pointer argument (a block-sparse mask, a decoded work item) read that
+buffer: ``--arg POS=1,0,0,1`` gives its elements; a buffer not given holds
+a random 0/1 fill drawn afresh for every schedule. A finding's report then
+names each such branch, what every warp took there and the values read
+(``sim/memory.py``).
 """
 
 from __future__ import annotations
@@ -36,15 +43,20 @@ def _dims(text: str) -> tuple[int, int, int]:
     return tuple(vals + [1] * (3 - len(vals)))
 
 
-def _kernel_arg(text: str) -> tuple[int, int]:
+def _kernel_arg(text: str) -> tuple[int, int | list]:
     pos, sep, value = text.partition("=")
     try:
         if not sep:
             raise ValueError
-        pos, value = int(pos), int(value, 0)
+        pos = int(pos)
+        # A comma-separated list: the contents of a pointer argument's
+        # buffer, element by element (memory.py).
+        value = ([int(v, 0) for v in value.split(",")] if "," in value
+                 else int(value, 0))
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected POS=VALUE with integers (e.g. 4=256), got {text!r}") from None
+            f"expected POS=VALUE with integers (e.g. 4=256, or 1=1,0,0,1 for a buffer), "
+            f"got {text!r}") from None
     if pos < 0:
         raise argparse.ArgumentTypeError(f"argument position must be >= 0, got {pos}")
     return pos, value
@@ -92,7 +104,10 @@ def _parser() -> argparse.ArgumentParser:
                     help="trip count of scf.for loops whose bounds are not constants")
     ap.add_argument("--arg", type=_kernel_arg, action="append", metavar="POS=VALUE",
                     help="value of the kernel's integer argument at position POS (repeatable); "
-                         "loops bounded by arguments then run their real trip counts")
+                         "loops bounded by arguments then run their real trip counts. For a "
+                         "pointer argument, VALUE is its buffer's contents (V0,V1,...: the "
+                         "elements its loads read; unset buffers that a branch reads get a "
+                         "random 0/1 fill per schedule)")
     ap.add_argument("--clc-clusters", type=int, default=2, metavar="N",
                     help="cluster launch control: pending clusters that try_cancel takes "
                          "over before it fails (default 2)")
@@ -152,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as e:
             print(f"pipeline-sim: error: @{k.name}: {e}", file=sys.stderr)
             return 2
-        make = make_world_factory(k, launch, args.max_steps)
+        make = make_world_factory(k, launch, args.max_steps, args.seed)
         rep = explore(make, seed=args.seed, schedules=schedules,
                       exhaustive_bound=args.exhaustive_bound)
         given = dict(args.arg or ())
@@ -161,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             for choice in choose_args(k, given):
                 launch = Launch(block, cluster, None, {**given, **choice},
                                 clc_clusters=args.clc_clusters)
-                make = make_world_factory(k, launch, args.max_steps)
+                make = make_world_factory(k, launch, args.max_steps, args.seed)
                 rep = explore(make, seed=args.seed, schedules=schedules,
                               exhaustive_bound=args.exhaustive_bound)
                 values = ", ".join(f"argument {pos} = {v}" for pos, v in sorted(choice.items()))

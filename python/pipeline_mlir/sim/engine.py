@@ -99,6 +99,7 @@ class Agent:
         self.cluster_gen: int | None = None
         self.exit_checks: list[Callable[[], None]] = []
         self.vc: list[int] = []  # vector clock (clocks.py), set by World.spawn
+        self.registers: int | None = None  # per thread, after a setmaxnreg
 
     # -- naming --------------------------------------------------------------
     def role(self, pipe: str | None) -> str:
@@ -165,6 +166,17 @@ class World:
         # Cluster launch control: pending clusters a try_cancel may still
         # take (set from the launch), and the responses that landed.
         self.clc_left = 0
+        # The input buffers memory-dependent branches read (memory.py).
+        self.memory = None
+        # CTA -> registers of its pool no warp holds (setmaxnreg, sync_verbs.py).
+        self.register_pool: dict[int, int] = {}
+        # CTA -> increases that wait for registers (sync_verbs.set_max_registers).
+        self.register_debts: dict[int, list] = {}
+        # (CTA, byte offset in shared memory) -> the mbarrier a pipeline.create
+        # initialized there (verbs.create: storage two pipelines share).
+        self.barrier_at: dict = {}
+        # Facts of this schedule every finding's report carries (notes).
+        self.notes: list[str] = []
         self.clc_next = 0
         self.clc_responses: dict[tuple, tuple[int, int]] = {}
         # The agent whose step runs now (events it posts record it), and
@@ -458,9 +470,18 @@ class Report:
         self.first.setdefault(err.kind, (index, err))
 
 
-def run_one(make_world: Callable[[], World], choose) -> World:
-    world = make_world()
-    world.run(choose)
+def run_one(make_world: Callable[[], World], choose, schedule: int = 0) -> World:
+    """Build a world (for schedule ``schedule``: a factory that takes it
+    draws that schedule's fill of the input buffers, memory.py) and run it;
+    a finding carries the memory-dependent branches it took."""
+    world = (make_world(schedule) if getattr(make_world, "takes_schedule", False)
+             else make_world())
+    try:
+        world.run(choose)
+    except SimError as err:
+        from .memory import annotate
+        annotate(err, world)
+        raise
     return world
 
 
@@ -474,7 +495,7 @@ def explore(make_world: Callable[[], World], *, seed: int = 0, schedules: int = 
         for i in range(schedules):
             rng = random.Random(seed * 1000003 + i)
             try:
-                run_one(make_world, lambda n, cont: rng.randrange(n))
+                run_one(make_world, lambda n, cont: rng.randrange(n), i)
             except SimError as e:
                 rep.add(i, e)
             rep.schedules += 1
@@ -499,7 +520,8 @@ def explore(make_world: Callable[[], World], *, seed: int = 0, schedules: int = 
 def replay(make_world: Callable[[], World], *, seed: int, index: int) -> list[str]:
     """The step-by-step trace of random schedule ``index`` (for --trace)."""
     rng = random.Random(seed * 1000003 + index)
-    world = make_world()
+    world = (make_world(index) if getattr(make_world, "takes_schedule", False)
+             else make_world())
     world.trace = []
     try:
         world.run(lambda n, cont: rng.randrange(n))

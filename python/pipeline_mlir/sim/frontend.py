@@ -86,6 +86,12 @@ class Kernel:
     # pipeline name -> location of its pipeline.create: findings about what
     # create declares (barrier init, counts, tx bytes) name that line too.
     created_at: dict[str, str] = field(default_factory=dict)
+    # position -> name ("" when unnamed) of the pointer arguments whose
+    # buffers global loads read (memory.py).
+    ptr_args: dict[int, str] = field(default_factory=dict)
+    # Some branch, loop bound or loop condition depends on a global load
+    # (memory.py: the interpreter then reads the pointer arguments' buffers).
+    memory_branches: bool = False
 
     @property
     def cluster_size(self) -> int:
@@ -250,6 +256,10 @@ class _Compiler:
             self.created_at.setdefault(pname, user_loc(op.location))
             a["pipe"] = pid
             a["defer"] = "defer_sync" in attrs
+            # The barrier storage's operand: pipelines created on the same
+            # bytes share their mbarriers (verbs.create).
+            a["storage"] = next((i for i, v in enumerate(op.operands)
+                                 if str(v.type) == SMEM_PTR), None)
         elif name in ("pipeline.state.make",):
             from ..dialects import pipeline as pl
             st = pl.StateType(op.results[0].type)
@@ -266,6 +276,18 @@ class _Compiler:
                 a[key] = ir.IntegerAttr(attrs[key]).value
         for key in ("elect_one", "read", "unaligned", "relaxed"):
             a[key] = key in attrs
+        if (name == "llvm.load" and str(op.operands[0].type) != SMEM_PTR
+                and "volatile_" not in attrs
+                and not ("ordering" in attrs and ir.IntegerAttr(attrs["ordering"]).value)):
+            # A plain global load of an integer: it reads the launch's
+            # inputs (memory.py). Atomic and volatile loads (a counter other
+            # CTAs bump, polled) read what the kernel writes: unknown.
+            t = op.results[0].type
+            if isinstance(t, ir.IntegerType) and type_bytes(t):
+                a["gload"] = (type_bytes(t), _width(t))
+        if name == "nvvm.setmaxregister":
+            a["regs"] = (ir.IntegerAttr(attrs["regCount"]).value,
+                         "increase" in str(attrs["action"]))
         if name == "nvvm.shfl.sync":
             a["shfl"] = str(attrs["kind"]).split()[-1].rstrip(">")
             a["pair"] = "return_value_and_is_valid" in attrs
@@ -373,12 +395,24 @@ def compile_kernel(func) -> Kernel:
     bd = None
     if "known_block_size" in func.attributes:
         bd = tuple(ir.DenseI32ArrayAttr(func.attributes["known_block_size"]))
-    ints = {}
+    ints, ptrs = {}, {}
     for pos, arg in enumerate(func.regions[0].blocks[0].arguments):
         if isinstance(arg.type, (ir.IntegerType, ir.IndexType)):
             ints[pos] = _width(arg.type)
+        elif str(arg.type) in ("!llvm.ptr", "!llvm.ptr<1>"):
+            ptrs[pos] = _arg_name(func, pos)
+    from .memory import mark_memory_branches
     return Kernel(func.attributes["sym_name"].value, args, body, len(c.slots), bd, c.pipes,
-                  ints, c.created_at)
+                  ints, c.created_at, ptr_args=ptrs, memory_branches=mark_memory_branches(body))
+
+
+def _arg_name(func, pos: int) -> str:
+    """The ``pipeline.name`` the Python builders give an argument, or ""."""
+    try:
+        attrs = ir.DictAttr(ir.ArrayAttr(func.attributes["arg_attrs"])[pos])
+        return ir.StringAttr(attrs["pipeline.name"]).value
+    except Exception:
+        return ""
 
 
 # Values tried for the integer arguments that --arg does not give, in order:

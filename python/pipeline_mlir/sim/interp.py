@@ -11,11 +11,12 @@ import functools
 from dataclasses import dataclass, field
 
 from . import asyncread as AR
+from . import memory as M
 from . import smemrace as SR
 from . import verbs as V
 from .engine import Agent, World
 from .frontend import LOAD_OPS, STORE_OPS, UNKNOWN, Kernel, Lanes, Node
-from .model import SimError
+from .model import SimError, source_location
 from .verbs import PipeRef, State
 
 
@@ -220,10 +221,21 @@ class _Interp:
                     "z": Lanes(t // (bx * by) for t in tids)}
         cx, cy, cz = w.cluster.cta_id(agent.cta)
         self.ctaid = {"x": cx, "y": cy, "z": cz}
+        # The input buffers of a kernel that branches on loaded values
+        # (memory.py): pointer arguments get their bases, loads read them.
+        self.mem = w.memory
+        if self.mem is not None:
+            for pos in k.ptr_args:
+                self.env[k.args[pos]] = M.base(pos)
         for pos, value in launch.args.items():
             if not 0 <= pos < len(k.args):
                 raise SimError("unsupported", f"--arg {pos}: @{k.name} has {len(k.args)} "
                                               "arguments")
+            if pos in k.ptr_args:
+                continue  # a buffer's contents (memory.py)
+            if not isinstance(value, int):
+                raise SimError("unsupported", f"argument {pos} of @{k.name} is no global "
+                                              f"pointer: its value must be an int, got {value!r}")
             self.env[k.args[pos]] = value
 
     def fail(self, node: Node, msg: str):
@@ -315,6 +327,9 @@ class _Interp:
                                             name.endswith("relaxed"))
             elif name == "nvvm.cluster.wait":
                 yield from V.cluster_wait(self.w, self.a, _lanes_of(mask))
+            elif name == "nvvm.setmaxregister":
+                from .sync_verbs import set_max_registers
+                set_max_registers(self.w, self.a, n.a["regs"][0], source_location(n.loc))
             elif name == "nvvm.fence.proxy":
                 if n.a.get("to_async"):
                     self.w.clocks.fence(self.a)
@@ -378,6 +393,8 @@ class _Interp:
             r = self.launch.block_dim["xyz".index(a["dim"] if "dim" in a else name[-1])]
         elif name == "nvvm.read.ptx.sreg.cluster.nctarank":
             r = self.w.cluster.size
+        elif "gload" in a and self.mem is not None:
+            r = self.load(args[0], mask, *a["gload"])
         elif name == "nvvm.elect.sync":
             first = _lanes_of(mask)[0]
             r = Lanes(int(i == first) for i in range(32))
@@ -396,6 +413,18 @@ class _Interp:
         for o in n.outs:
             env[o] = r
 
+    def load(self, addr, mask: int, size: int, width: int):
+        """A global load's value: the input buffer's contents (memory.py),
+        read by the active lanes."""
+        if isinstance(addr, Lanes):
+            addr = Lanes(x if mask >> i & 1 else UNKNOWN for i, x in enumerate(addr))
+        return self.mem.load(addr, size, width)
+
+    def mem_branch(self, n: Node, outcome: str):
+        """Record what this warp took at a branch on loaded values."""
+        if self.mem is not None and "mem" in n.a:
+            self.mem.branch(n, self.a.label(), outcome)
+
     def scf_if(self, n: Node, mask: int):
         env = self.env
         c = env[n.ins[0]]
@@ -407,6 +436,7 @@ class _Interp:
             tmask = sum(1 << i for i in active if c[i])
             emask = mask & ~tmask
             if tmask and emask:  # divergence: then-lanes first, then else-lanes
+                self.mem_branch(n, f"then (lanes {tmask:#x}) + else")
                 tv = (yield from self.run(then_r[0][1], tmask)) if then_r else []
                 ev = (yield from self.run(else_r[0][1], emask)) if else_r else []
                 for o, x, y in zip(n.outs, tv, ev):
@@ -417,6 +447,7 @@ class _Interp:
             c = 1 if tmask else 0
         elif c is UNKNOWN:
             self.fail(n, "cannot evaluate the condition (depends on a kernel argument or memory)")
+        self.mem_branch(n, "then" if c else "else")
         region = then_r if c else else_r
         vals = (yield from self.run(region[0][1], mask)) if region else []
         for o, v in zip(n.outs, vals):
@@ -435,6 +466,7 @@ class _Interp:
             trips = self.launch.trip_count
         else:
             trips = max(0, -(-(ub - lb) // step)) if step else 0
+        self.mem_branch(n, f"{trips} trips")
         (args, body), = n.regions[0]
         vals = inits
         self.loop_depth += 1
@@ -453,11 +485,12 @@ class _Interp:
         (aargs, after), = n.regions[1]
         vals = [env[i] for i in n.ins]
         self.loop_depth += 1
-        for _ in range(self.launch.max_while_trips):
+        for trips in range(self.launch.max_while_trips):
             for s, v in zip(bargs, vals):
                 env[s] = v
             res = yield from self.run(before, mask)
             if not self.uniform(n, res[0], mask, "the loop condition"):
+                self.mem_branch(n, f"{trips} trips")
                 break
             for s, v in zip(aargs, res[1:]):
                 env[s] = v
@@ -537,7 +570,10 @@ class _Interp:
         if name == "create":
             pid = attrs["pipe"]
             p = self.pipes[pid]
-            yield from V.create(w, a, p, attrs["defer"], lanes)
+            at = attrs["storage"]
+            storage = None if at is None else args[at]
+            yield from V.create(w, a, p, attrs["defer"], lanes,
+                                storage if type(storage) is int else None)
             return p
         if name == "init_arrive":
             yield from V.init_arrive(w, a, attrs["cluster_size"], lanes)
@@ -687,13 +723,20 @@ _STAGE_OPS = frozenset({
     "consumer.release", "copy.tma_load", "copy.bulk", "order.wait", "order.arrive"})
 
 
-def make_world_factory(k: Kernel, launch: Launch, max_steps: int = 200000):
-    """A function that builds a fresh world running kernel ``k``."""
+def make_world_factory(k: Kernel, launch: Launch, max_steps: int = 200000, seed: int = 0):
+    """A function that builds a fresh world running kernel ``k``:
+    ``make(schedule)``, where the schedule's index (with ``seed``) draws
+    the random fill of the input buffers a memory-dependent branch reads
+    (memory.py)."""
     if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps <= 0:
         raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
 
-    def make() -> World:
+    given = {pos: v for pos, v in launch.args.items() if pos in k.ptr_args}
+
+    def make(schedule: int = 0) -> World:
         w = World(launch.cluster, launch.block_threads, max_steps)
+        w.memory = (M.Memory(given, k.ptr_args, seed, schedule) if k.memory_branches
+                    else None)
         w.clc_left = launch.clc_clusters
         w.created_at = k.created_at
         pipes = {pid: PipeRef(spec, pid) for pid, spec in k.pipes.items()}
@@ -702,6 +745,11 @@ def make_world_factory(k: Kernel, launch: Launch, max_steps: int = 200000):
             agent.exit_checks.append(lambda: V.finish_checks(w, agent, pipes))
             interp = _Interp(k, launch, w, agent, pipes)
             yield from interp.run(k.body, (1 << agent.threads) - 1)
-        w.spawn(body)
+        try:
+            w.spawn(body)
+        except SimError as err:  # raised before the first step
+            M.annotate(err, w)
+            raise
         return w
+    make.takes_schedule = True
     return make

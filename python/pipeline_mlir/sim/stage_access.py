@@ -48,6 +48,13 @@ def plain_store(a: Agent, st: State, op: str, loc: str | None, gs=None) -> None:
              if p.spec.producer_op in (ASYNC, CPASYNC)]
     idx = st.index
     if any(a.acquired[(p.pid, idx)] for p in pipes):
+        if gs:
+            # The write the commit publishes: into the plain-shared-memory
+            # shadow, which the holders' loads are checked against (a warp
+            # that reads these bytes through another ring's hold, ordered
+            # by none of this ring's barriers, races it).
+            from . import smemrace
+            smemrace.write(a.world, a, gs, op, loc)
         return
     for p in pipes:
         if (p.pid, idx) not in a.committed:

@@ -207,3 +207,91 @@ def named_sync(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool, l
     yield Step(lambda: w.clocks.named_passed(a, nb, gen), lambda: nb.generation > gen,
                lambda: f"{a.label()} waits on {nb.name} ({nb.count} of {threads} threads arrived)")
 
+
+
+# -- the register file (setmaxnreg) -----------------------------------------------
+
+REGISTER_FILE = 65536   # registers of an SM, which the CTA's warps divide
+_MAX_REGISTERS = 256    # per thread: the cap of a kernel with .reqntid
+
+
+def launch_registers(block_threads: int) -> int:
+    """Registers per thread every warp starts with: the register file over
+    the block's threads in steps of 8, at most 256 (as the checker's
+    register budget, RegisterBudgetChecks.cpp)."""
+    return min(_MAX_REGISTERS, REGISTER_FILE // block_threads // 8 * 8)
+
+
+def set_max_registers(w: World, a: Agent, count: int, where: str | None) -> None:
+    """``setmaxnreg.{inc,dec}.sync.aligned.u32 count`` by a warp, as a
+    check, not a scheduling point (the schedules of a kernel stay those it
+    had without it). A decrease gives registers back to the CTA's pool; an
+    increase takes what it adds (32 lanes x the difference) from the pool,
+    and when the pool does not hold them yet the warp waits for them on
+    the GPU. The simulator lets it run on, owing them, and checks that the
+    wait ends:
+
+    - the owed registers come from a later ``setmaxnreg.dec`` of another
+      warp (first owed, first paid): that decrease must not depend on
+      anything the owing warp did after its increase (happens-before,
+      clocks.py), or the two wait for each other (a deadlock at the
+      decrease);
+    - registers still owed when the CTA exits were never given back: the
+      increase waits forever (a deadlock at the CTA's exit).
+
+    Registers stay with their warp until it decreases them: a warp that
+    exits returns none (the checker's budget counts what each warpgroup
+    holds at the most)."""
+    entry = launch_registers(w.block_threads)
+    pools = w.register_pool
+    if a.cta not in pools:
+        pools[a.cta] = REGISTER_FILE - entry * w.block_threads
+        w.cluster.ctas[a.cta].exit_checks.append(lambda: _registers_owed(w, a.cta, entry))
+    held = entry if a.registers is None else a.registers
+    a.registers = count
+    delta = 32 * (count - held)
+    pools[a.cta] -= delta
+    debts = w.register_debts.setdefault(a.cta, [])
+    verb = f"setmaxnreg.{'inc' if delta > 0 else 'dec'} {count}"
+    if delta > 0 and pools[a.cta] < 0:
+        # Owed: (warp, registers owed, its clock at the increase, what, where).
+        debts.append([a, min(delta, -pools[a.cta]), a.vc[a.id], verb, where])
+        return
+    # A decrease pays the debts first owed.
+    paid = -delta if delta < 0 else 0
+    while paid and debts:
+        d = debts[0]
+        owing, epoch = d[0], d[2]
+        if owing is not a and a.vc[owing.id] >= epoch:
+            at = f" at {where}" if where else ""
+            inc_at = f" at {d[4]}" if d[4] else ""
+            raise SimError(
+                "deadlock",
+                f"{owing.label()} waits in {d[3]}{inc_at} for registers that only "
+                f"{a.label()}'s {verb}{at} gives back, and that {verb} runs after what "
+                f"{owing.label()} did past its increase (it waits on it): the two wait for "
+                f"each other. Give the registers back before the work the other warps' "
+                f"increase holds up (setmaxnreg.dec at the start of the role)",
+                [x for x in (f"{owing.label()} at {d[4]}" if d[4] else None,
+                             f"{a.label()} at {where}" if where else None) if x])
+        take = min(paid, d[1])
+        d[1] -= take
+        paid -= take
+        if not d[1]:
+            debts.pop(0)
+
+
+def _registers_owed(w: World, cta: int, entry: int) -> None:
+    """At the CTA's exit: an increase whose registers no warp gave back."""
+    debts = w.register_debts.get(cta)
+    if not debts:
+        return
+    owing, owed, _, verb, where = debts[0]
+    at = f" at {where}" if where else ""
+    raise SimError(
+        "deadlock",
+        f"{owing.label()} waits in {verb}{at} for {owed} registers no warp gives back: every "
+        f"warp starts at {entry} per thread ({REGISTER_FILE} over {w.block_threads} threads), "
+        f"and only a setmaxnreg.dec of another warp returns some (a role that never decreases "
+        f"keeps its launch count), so the increase never returns",
+        [f"{owing.label()} at {where}"] if where else [])

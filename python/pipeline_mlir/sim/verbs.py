@@ -41,7 +41,14 @@ def _lanes_arrivals(lanes: list[int], elect_one: bool) -> int:
 
 # -- creation and init sync ---------------------------------------------------
 
-def create(w: World, a: Agent, p: PipeRef, defer_sync: bool, lanes: list[int]):
+def create(w: World, a: Agent, p: PipeRef, defer_sync: bool, lanes: list[int],
+           storage: int | None = None):
+    """``pipeline.create``: warp 0 initializes the stage barriers; then the
+    CTA (or cluster) syncs unless deferred. ``storage``: the byte offset of
+    the barrier storage in shared memory, when known: a pipeline created on
+    bytes another pipeline's barriers occupy (a copied create line) uses
+    those mbarriers, so the two rings' arrivals and waits meet on them as
+    on the GPU."""
     spec = p.spec
 
     def fire():
@@ -59,8 +66,22 @@ def create(w: World, a: Agent, p: PipeRef, defer_sync: bool, lanes: list[int]):
         slots = [(s, full) for s in range(nfull)]
         slots += [(nfull + s, empty) for s in range(plan["num_empty"])]
         for slot, count in slots:
+            shared = (None if storage is None
+                      else w.barrier_at.get((a.cta, storage + 8 * slot)))
+            if shared is not None and (p.pid, slot) not in cta.barriers:
+                cta.barriers[(p.pid, slot)] = shared  # the other ring's mbarrier
+                note = (f"pipeline '{spec.name}' (created at "
+                        f"{source_location(w.created_at.get(spec.name)) or '?'}) is created "
+                        f"on the barrier storage of pipeline '{shared.name.pipeline}': both "
+                        f"rings arrive on and wait for the same mbarriers (give each "
+                        f"pipeline its own barrier storage)")
+                if note not in w.notes:
+                    w.notes.append(note)
+                continue
             b = cta.barriers.setdefault((p.pid, slot),
                                         Mbarrier(count, _slot_name(spec, slot, a.cta)))
+            if storage is not None:
+                w.barrier_at[(a.cta, storage + 8 * slot)] = b
             b.hb = w.clocks
             if slot >= nfull and spec.kind != "order":
                 b.on_complete = (lambda clock, idx=slot - nfull, c=a.cta:
