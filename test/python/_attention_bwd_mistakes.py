@@ -16,7 +16,6 @@ from pipeline_mlir.kernels.attention_bwd import (BLOCK_M, STAGES, DkvEpilogue, D
                                                  DqReduce, GradGemms, Mainloop, ReduceWarp,
                                                  SoftmaxGrad)
 from pipeline_mlir.kernel import wgmma
-from pipeline_mlir.kernels.attention_bwd.dq_reduce import dq_column, dq_row, tma_reduce_add
 
 
 class DoReleasedBeforeDpRetired(Mainloop):
@@ -130,11 +129,7 @@ class ReduceWarpGivesBackBeforeRead(ReduceWarp):
     def reduce(self, h, m_block, cw):
         """``ReduceWarp.reduce`` without the wait for the read."""
         with self.k.if_(self.k.lane_idx() == 0):
-            tile = self.rings.dq + cw * self.cfg.dq_layout().bytes
-            for col, off in self.cfg.dq_layout().box_offsets():
-                tma_reduce_add(self.args.dq_accum,
-                               [dq_column(self.cfg, h, cw, col), dq_row(self.cfg, m_block, cw),
-                                self.sched.b], tile + off)
+            self.add(h, m_block, cw)
             self.groups.arrive()
 
     def give_back(self, cw):

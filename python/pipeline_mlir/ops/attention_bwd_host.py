@@ -19,7 +19,10 @@ Three steps on torch's current stream:
    K/V head, batch; ``meta["block_n"]``), dK and dV
    written once, dQ * softmax_scale added into the accumulator by TMA
    reduce-add;
-3. dQ = the accumulator rounded to bf16.
+3. dQ = the accumulator rounded to bf16; with ``meta["dq_acc_order"]``
+   the accumulator is flat, in the fp32 dQ fragments' own order per
+   (batch, head, 64-row query tile, 64-column group) (``dq_from_acc_order``
+   un-permutes it in the same copy).
 """
 
 import math
@@ -34,6 +37,33 @@ LAUNCH_CACHE = 256
 # once more; sums over up to a few thousand keys or queries average those
 # roundings. 2e-2 of the largest entry is about five bf16 ulps of it.
 REL_ERROR_BOUND = 2e-2
+# dq_acc_order (kernels/attention_bwd/dq_acc_order.py): the flat accumulator
+# seen by TMA as rows of ACC_ROW floats, a 64 x 64 tile ACC_TILE_ROWS of them.
+ACC_ROW = 256
+ACC_TILE_ROWS = 16
+ACC_TILE = 64
+
+
+def acc_order_view(acc, batch, padded, heads, head_dim):
+    """The flat accumulator ``acc`` in the accumulator's order (a torch
+    tensor or numpy array) as an 11-D view (no copy) whose axes are those
+    of (batch, padded, heads, head_dim) split: b, query tile, w, eh, q, h,
+    column group, kk, kpar, p, el (``dq_from_acc_order``)."""
+    t = ACC_TILE
+    a = acc.reshape(batch, heads, padded // t, head_dim // t,
+                    t // 16, 2, 4, 8, 4, 2, 2)   # b h mt g kk eh w q p kpar el
+    axes = (0, 2, 6, 5, 7, 1, 3, 4, 9, 8, 10)     # b mt w eh q h g kk kpar p el
+    return a.permute(*axes) if hasattr(a, "permute") else a.transpose(axes)
+
+
+def dq_from_acc_order(acc, batch, padded, heads, head_dim):
+    """(batch, padded, heads, head_dim) dQ from the flat accumulator ``acc``
+    in the accumulator's order: tile (b, h, query tile, column group), within
+    it float ``((2 kk + eh) 128 + 32 w + 4 q + p) 4 + 2 kpar + el`` holds row
+    ``16 w + 8 eh + q``, column ``16 kk + 8 kpar + 2 p + el``
+    (kernels/attention_bwd/dq_acc_order.py). A copy."""
+    return acc_order_view(acc, batch, padded, heads, head_dim).reshape(
+        batch, padded, heads, head_dim)
 
 
 class AttentionBwd:
@@ -78,6 +108,14 @@ class AttentionBwd:
         return self._runtime.make_tma_descriptor(
             t, shape=(b, s, h * d), strides=(s * h * d * e, h * d * e, e),
             box_shape=(1,) + tuple(layout.box), swizzle=layout.swizzle)
+
+    def _acc_descriptor(self, acc):
+        """2-D tensor map (n / ACC_ROW, ACC_ROW) of the flat accumulator
+        ``acc`` (``dq_acc_order``), unswizzled box of one 64 x 64 tile."""
+        n, e = acc.numel(), acc.element_size()
+        return self._runtime.make_tma_descriptor(
+            acc, shape=(n // ACC_ROW, ACC_ROW), strides=(ACC_ROW * e, e),
+            box_shape=(ACC_TILE_ROWS, ACC_ROW), swizzle=0)
 
     def prepare(self, o, lse, do, stream=None):
         """(LSE * log2 e, dPsum), fp32 (b, h, padded rows), as the kernel
@@ -138,7 +176,12 @@ class AttentionBwd:
         s = (rt.fastlaunch.current_stream_handle(self.device.ordinal) if stream is None
              else rt.launch.stream_address(stream))
         lse_log2, dpsum = self.prepare(o, lse.contiguous(), do, s)
-        dq_accum = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        acc_order = self.meta.get("dq_acc_order", False)
+        padded = math.ceil(sq / self.meta["block_m"]) * self.meta["block_m"]
+        if acc_order:
+            dq_accum = torch.zeros(b * padded * h * d, dtype=torch.float32, device=q.device)
+        else:
+            dq_accum = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
         dk = torch.empty_like(k)
         dv = torch.empty_like(v)
         grid = (math.ceil(sk / self.meta["block_n"]) * hk * b, 1, 1)
@@ -153,7 +196,8 @@ class AttentionBwd:
             args = {"q": self._descriptor(q, "q"), "k": self._descriptor(k, "kv"),
                     "v": self._descriptor(v, "kv"), "do": self._descriptor(do, "q"),
                     "lse_log2": lse_log2.data_ptr(), "dpsum": dpsum.data_ptr(),
-                    "dq_accum": self._descriptor(dq_accum, "dq"),
+                    "dq_accum": (self._acc_descriptor(dq_accum) if acc_order
+                                 else self._descriptor(dq_accum, "dq")),
                     "dk": self._descriptor(dk, "dkv"), "dv": self._descriptor(dv, "dkv"),
                     "batch": b, "heads": h, "heads_kv": hk, "seqlen_q": sq, "seqlen_k": sk,
                     "scale_log2": scale * LOG2_E, "scale": scale}
@@ -163,6 +207,11 @@ class AttentionBwd:
             self.launcher.launch(p.values, grid, s, True, None)
         else:
             self.launches.fire(p)
+        if acc_order:                           # un-permuted in the conversion's copy
+            dq = torch.empty((b, padded, h, d), dtype=torch.bfloat16, device=q.device)
+            view = acc_order_view(dq_accum, b, padded, h, d)
+            dq.view(view.shape).copy_(view)
+            return (dq if padded == sq else dq[:, :sq].contiguous()), dk, dv
         return dq_accum.to(torch.bfloat16), dk, dv
 
 

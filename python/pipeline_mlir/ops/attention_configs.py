@@ -121,7 +121,8 @@ BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw", "dq_deferred": "dq
                "block_m128": "m128", "dk_last": "dkl", "pingpong": "pp",
                "dq_reduce_warp": "dqr", "ds_one_barrier": "ds1",
                "stat_shuffle": "ssh", "stats_with_tiles": "swt", "p_packed": "pk",
-               "lpt_order": "lpt", "rows_first": "rf"}
+               "lpt_order": "lpt", "rows_first": "rf",
+               "dq_acc_order": "dqa"}
 # The overrides of an option that is not a switch of its own name turned on:
 # 128-query steps (d 64).
 BWD_OPTION_OVERRIDES = {"block_m128": {"block_m": 128}}
@@ -282,7 +283,15 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp",
                          "stats_with_tiles", "rows_first"),
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
-                         "stat_shuffle", "stats_with_tiles", "rows_first"))
+                         "stat_shuffle", "stats_with_tiles", "rows_first"),
+                        # dQ in the accumulator's order (FA4's dQ scheme:
+                        # 16-byte stores, one contiguous reduce-add per tile,
+                        # the host un-permutes) on d 64 full's and causal's
+                        # sets.
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stat_shuffle", "stats_with_tiles", "dq_acc_order"),
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stats_with_tiles", "p_packed", "lpt_order", "dq_acc_order"))
 
 
 # Sets for d 128 alone: dQ split by columns (64-column fp32 tiles, so two
@@ -345,7 +354,13 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
                          "rows_first"),
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
-                         "lpt_order", "rows_first"))
+                         "lpt_order", "rows_first"),
+                        # dQ in the accumulator's order on the full and
+                        # causal defaults.
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "dq_acc_order"),
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "lpt_order", "dq_acc_order"))
 # And d 256 (each consumer its columns of the same keys).
 BWD_D256_OPTION_SETS = (("pingpong",), ("lpt_order",))
 

@@ -217,6 +217,16 @@ class AttentionBwdConfig:
     # steps the rows on the tiles' stages measured 1.1-3.2% slower, read as
     # S^T and dP^T waiting for the rows). Off until measured.
     rows_first: bool = False
+    # dQ in the accumulator's order (FA4's dQ scheme, ``dq_acc_order``):
+    # each consumer writes its fp32 dQ fragment into its tile in the wgmma
+    # accumulator's own order (8 unswizzled 16-byte stores a thread, no bank
+    # conflict), the reduce warp adds the tile's 16 KiB with one TMA tensor
+    # reduce-add over a 2-D view of the flat accumulator (contiguous bytes,
+    # as a 1-D bulk reduce-add), and the host un-permutes the accumulator
+    # while converting it to bf16. Needs the reduce warp and 64-column dQ
+    # tiles (d 64, or d 128 with dq_split); dq_store_spread has nothing to
+    # spread then (the op's d 128 sets carry it; ignored).
+    dq_acc_order: bool = False
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -260,6 +270,10 @@ class AttentionBwdConfig:
         if self.rows_first and not self.stats_with_tiles:
             raise ValueError("AttentionBwdConfig: rows_first orders the LSE and dPsum row "
                              "copies on Q's and dO's stages (stats_with_tiles)")
+        if self.dq_acc_order and not (self.dq_reduce_warp and self.dq_cols == DQ_CHUNK
+                                      and self.column_parts == 1):
+            raise ValueError("AttentionBwdConfig: dq_acc_order needs dq_reduce_warp and "
+                             "64-column dQ tiles (head_dim 64, or 128 with dq_split)")
         if self.dq_split and self.head_dim != 128:
             raise ValueError("AttentionBwdConfig: dq_split needs head_dim 128 (each "
                              "warpgroup's dQ columns whole 128-byte atoms of K; d 256 "
@@ -342,7 +356,8 @@ class AttentionBwdConfig:
                 f"{'_pp' if self.pingpong else ''}{'_dqr' if self.dq_reduce_warp else ''}"
                 f"{'_ds1' if self.ds_one_barrier else ''}{'_ssh' if self.stat_shuffle else ''}"
                 f"{'_swt' if self.stats_with_tiles else ''}{'_pk' if self.p_packed else ''}"
-                f"{'_lpt' if self.lpt_order else ''}{'_rf' if self.rows_first else ''}")
+                f"{'_lpt' if self.lpt_order else ''}{'_rf' if self.rows_first else ''}"
+                f"{'_dqa' if self.dq_acc_order else ''}")
 
     # The operand layouts. Q and dO are read as the B operand of S^T / dP^T
     # (N x K: d contiguous) and, the same bytes, as the MN-major B of dK /
@@ -416,6 +431,7 @@ class AttentionBwdConfig:
                 "smem": kernel.smem_bytes, "name": self.name, "head_dim": self.head_dim,
                 "causal": self.causal, "block_m": self.block_m, "block_n": self.block_n,
                 "threads": self.threads,
+                **({"dq_acc_order": True} if self.dq_acc_order else {}),
                 "layouts": {"q": self.q_layout().to_meta(), "kv": self.kv_layout().to_meta(),
                             "dq": self.dq_layout().to_meta(),
                             "dkv": self.dkv_layout().to_meta()}}

@@ -27,6 +27,7 @@ from pipeline_mlir.kernel.warpgroup import (THREADS_PER_WARPGROUP, WARPS_PER_WAR
 from pipeline_mlir.pipeline import NamedBarrier, TmaStoreFence
 
 from .config import CONSUMER_WARPGROUPS, DQ_EMPTY_BARRIER, DQ_FULL_BARRIER, REDUCE_WARP
+from .dq_acc_order import acc_tile_row
 from .dq_reduce import dq_column, dq_row, tma_reduce_add
 
 # A consumer warpgroup and the reduce warp.
@@ -104,15 +105,24 @@ class ReduceWarp:
     def reduce(self, h, m_block, cw):
         """Consumer ``cw``'s tile added at query block ``m_block`` of head
         ``h``; returns once TMA has read it (``wait_group.read 0``)."""
-        cfg, args, layout = self.cfg, self.args, self.cfg.dq_layout()
         with self.k.if_(self.k.lane_idx() == 0):
-            tile = self.rings.dq + cw * layout.bytes
-            for col, off in layout.box_offsets():
-                tma_reduce_add(args.dq_accum, [dq_column(cfg, h, cw, col),
-                                               dq_row(cfg, m_block, cw), self.sched.b],
-                               tile + off)
+            self.add(h, m_block, cw)
             self.groups.arrive()
             self.groups.wait()
+
+    def add(self, h, m_block, cw):
+        """The reduce-adds of consumer ``cw``'s tile (one lane): its boxes,
+        or with ``dq_acc_order`` its 16 KiB at once (``acc_tile_row``)."""
+        cfg, args, layout = self.cfg, self.args, self.cfg.dq_layout()
+        tile = self.rings.dq + cw * layout.bytes
+        if cfg.dq_acc_order:
+            tma_reduce_add(args.dq_accum, [0, acc_tile_row(
+                cfg, self.sched.b, args.heads, self.sched.padded_q, h, m_block, cw)], tile)
+            return
+        for col, off in layout.box_offsets():
+            tma_reduce_add(args.dq_accum, [dq_column(cfg, h, cw, col),
+                                           dq_row(cfg, m_block, cw), self.sched.b],
+                           tile + off)
 
     def give_back(self, cw):
         self.empty.arrive_w_index(cw)

@@ -9,6 +9,7 @@ from pipeline_mlir.kernel.warpgroup import THREADS_PER_WARPGROUP
 from pipeline_mlir.pipeline import NamedBarrier
 
 from .config import CONSUMER_WARPGROUPS, DQ_CHUNK, DS_BARRIER
+from .dq_acc_order import store_fragment_acc_order
 from .dq_tile_store import store_fragment_f32
 from .ds_tile_store import store_operand_a
 
@@ -209,6 +210,9 @@ class GradGemms:
         scaled already), into its boxes of step ``step``'s fp32 dQ tile."""
         if scale is not None:
             dq = dq * scale
+        if self.cfg.dq_acc_order:                # one 64-column part: the whole tile
+            store_fragment_acc_order(dq, self.dq_tile(step), self.warp_in_wg, self.lane)
+            return
         store_fragment_f32(dq, self.dq_tile(step), self.warp_in_wg, self.lane,
                            self.dq_layout, first_box=c * self.dq_n // self.dq_layout.box_cols,
                            spread=self.cfg.dq_store_spread)

@@ -1,0 +1,84 @@
+"""dQ in the accumulator's order (``AttentionBwdConfig.dq_acc_order``,
+FA4's dQ scheme on the ops we have): each consumer writes its fp32 dQ
+fragment (``m64 x 64``) into its shared-memory tile in the wgmma
+accumulator's own order, 16-byte stores without swizzle
+(``store_fragment_acc_order``), and the reduce warp adds the tile's 16 KiB
+with one TMA tensor reduce-add over a tensor map that views the flat fp32
+accumulator as a 2-D ``[n / ACC_ROW, ACC_ROW]`` array with the unswizzled
+box ``[TILE_ROWS, ACC_ROW]``: contiguous bytes, as a 1-D bulk reduce-add
+would move them. The global accumulator holds one such 16 KiB block per
+(batch, query head, 64-row query tile, 64-column group)
+(``acc_tile_row``); the host un-permutes it while converting to bf16
+(``ops/attention_bwd_host.dq_from_acc_order``).
+
+Order within a tile (float index), thread ``t`` (0..127 of the warpgroup)
+and fragment value ``i = 8 kk + 4 kpar + 2 eh + el`` (row ``16 w + 8 eh +
+q``, column ``16 kk + 8 kpar + 2 p + el`` for lane ``4 q + p`` of warp
+``w``): chunk ``c = 2 kk + eh``, ``(c * 128 + t) * 4 + 2 kpar + el``. A
+thread's chunk is one 16-byte store of one row (columns ``2p, 2p + 1,
+2p + 8, 2p + 9`` of a 16-column group); the 8 threads of a quarter-warp
+write 128 contiguous bytes (one wavefront per quarter-warp: no bank
+conflict), and the four lanes of a row's ``p`` fill its 16 columns'
+64 contiguous bytes.
+"""
+
+import mlir.ir as ir
+from mlir.dialects import llvm
+
+from pipeline_mlir.chip_limits import WGMMA_M
+from pipeline_mlir.kernel import Scalar
+from pipeline_mlir.kernel.values import f32, to_value
+from pipeline_mlir.kernel.warpgroup import THREADS_PER_WARPGROUP
+from pipeline_mlir.user_location import user_line
+
+# Columns of one consumer's tile in this order (DQ_CHUNK).
+ACC_COLS = 64
+TILE_FLOATS = WGMMA_M * ACC_COLS            # 4096: 16 KiB
+# The 2-D view of the accumulator: rows of ACC_ROW floats (TMA's box side
+# limit 256), a tile TILE_ROWS of them.
+ACC_ROW = 256
+TILE_ROWS = TILE_FLOATS // ACC_ROW          # 16
+CHUNK_FLOATS = 4                            # one 16-byte store
+
+
+def acc_order_float(t, i):
+    """Float index within a tile of fragment value ``i`` of warpgroup
+    thread ``t`` (module doc)."""
+    kk, kpar, eh, el = i // 8, (i // 4) % 2, (i // 2) % 2, i % 2
+    return ((2 * kk + eh) * THREADS_PER_WARPGROUP + t) * CHUNK_FLOATS + 2 * kpar + el
+
+
+def chunk_values(c):
+    """The fragment values of chunk ``c``, in store order."""
+    kk, eh = c // 2, c % 2
+    base = 8 * kk + 2 * eh
+    return (base, base + 1, base + 4, base + 5)
+
+
+@user_line
+def store_fragment_acc_order(acc, smem, warp, lane):
+    """Write ``acc`` (``m64 x 64`` fp32) into the tile at ``smem`` in the
+    accumulator's order: 8 stores of 16 bytes per thread."""
+    if acc.n != ACC_COLS:
+        raise ValueError(f"store_fragment_acc_order: a {ACC_COLS}-column fragment, "
+                         f"got n = {acc.n}")
+    quad_t = ir.VectorType.get([CHUNK_FLOATS], f32())
+    base = smem + (warp * 32 + lane) * (CHUNK_FLOATS * 4)
+    for c in range(acc.n * WGMMA_M // THREADS_PER_WARPGROUP // CHUNK_FLOATS):
+        v = llvm.mlir_undef(quad_t)
+        for e, i in enumerate(chunk_values(c)):
+            v = llvm.insertelement(v, acc.value(i), to_value(Scalar(e)))
+        ptr = base + c * THREADS_PER_WARPGROUP * CHUNK_FLOATS * 4
+        llvm.store(v, ptr.ir_value, alignment=16)
+
+
+def acc_tile_row(cfg, b, heads, padded_q, h, m_block, cw):
+    """The first row, in the ``[n / ACC_ROW, ACC_ROW]`` view, of consumer
+    ``cw``'s tile of query block ``m_block``, head ``h``, batch entry ``b``:
+    tile ``((b heads + h) (padded_q / 64) + row / 64) (d / 64) + group``."""
+    from .dq_reduce import dq_row
+    groups = cfg.head_dim // ACC_COLS
+    group = cw if cfg.dq_split else 0
+    tile = (((b * heads + h) * (padded_q // WGMMA_M) + dq_row(cfg, m_block, cw) // WGMMA_M)
+            * groups + group)
+    return tile * TILE_ROWS
