@@ -33,7 +33,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     out = new_bundle(args.out)
-    for f in ("run_attention_bwd.py", "timing.py", "profile_bwd_pair.py"):
+    for f in ("run_attention_bwd.py", "timing.py", "profile_bwd_pair.py",
+              "time_dq_postprocess.py"):
         shutil.copy(os.path.join(HERE, f), out)
     for f in GPU_TESTS:
         shutil.copy(os.path.join(ROOT, "test", "gpu", f), out)

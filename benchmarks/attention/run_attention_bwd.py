@@ -104,6 +104,14 @@ def option_sets(spec):
     out = []
     for item in filter(None, (x.strip() for x in spec.split(","))):
         opts = tuple(o.strip() for o in item.split("+"))
+        if opts[0] == "default":                 # each row's default and the rest
+            extra = opts[1:]
+            unknown = sorted(set(extra) - set(attention_configs.BWD_OPTIONS))
+            if unknown:
+                raise ValueError(f"--options: unknown {unknown}")
+            tags = [tag for o, tag in attention_configs.BWD_OPTIONS.items() if o in extra]
+            out.append(("ours_def_" + "_".join(tags), ("default",) + extra))
+            continue
         unknown = sorted(set(opts) - set(attention_configs.BWD_OPTIONS))
         if unknown:
             raise ValueError(f"--options: unknown {unknown}; known: "
@@ -113,6 +121,16 @@ def option_sets(spec):
     return out
 
 
+def resolved(options, head_dim, causal):
+    """``options`` for a row: a set that starts with 'default' is the row's
+    default (``bwd_default_options``) with the rest added."""
+    from pipeline_mlir.ops import attention_configs as ac
+
+    if options and options[0] == "default":
+        return ac.bwd_default_options(head_dim, causal) + tuple(options[1:])
+    return options
+
+
 def built_for(head_dim, options):
     """Whether our backward with ``options`` is a variant of ``head_dim``
     in the bundle's kernel cache (an option set may be of one head dim:
@@ -120,7 +138,8 @@ def built_for(head_dim, options):
     from pipeline_mlir.ops import attention_configs as ac
 
     try:
-        names = [ac.bwd_variant(head_dim, c, options=options)[0] for c in (False, True)]
+        names = [ac.bwd_variant(head_dim, c, options=resolved(options, head_dim, c))[0]
+                 for c in (False, True)]
     except ValueError:
         return False
     return all(n in ac.BWD_VARIANTS or n in ac.BWD_CANDIDATES for n in names)
@@ -191,7 +210,9 @@ def main(argv=None):
     ap.add_argument("--dq-split", action="store_true",
                     help="d 128: the backward candidate with dQ split by columns")
     ap.add_argument("--options", default="",
-                    help="candidates: sets of BWD_OPTIONS joined by '+', comma-separated")
+                    help="candidates: sets of BWD_OPTIONS joined by '+', comma-separated; "
+                         "a set that starts with 'default' adds its options to each row's "
+                         "default (its head dim's and mask's)")
     ap.add_argument("--head-dims", default="",
                     help="only the rows of these head dims, comma-separated (default: all)")
     ap.add_argument("--bwd-only", action="store_true",
@@ -223,7 +244,7 @@ def main(argv=None):
 
     def grad(n, o, retain_graph=True):
         # None: the op's own choice (each head dim's default options)
-        return with_options(options.get(n), lambda: torch.autograd.grad(
+        return with_options(resolved(options.get(n), d, causal), lambda: torch.autograd.grad(
             o, (q, k, v), do, retain_graph=retain_graph))
     results = []
     torch.manual_seed(0)

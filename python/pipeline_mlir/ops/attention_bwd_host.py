@@ -21,7 +21,7 @@ Three steps on torch's current stream:
    reduce-add;
 3. dQ = the accumulator rounded to bf16; with ``meta["dq_acc_order"]``
    the accumulator is flat, in the fp32 dQ fragments' own order per
-   (batch, head, 64-row query tile, 64-column group) (``dq_from_acc_order``
+   (batch, 64-row query tile, head, 64-column group) (``dq_from_acc_order``
    un-permutes it in the same copy).
 """
 
@@ -46,19 +46,19 @@ ACC_TILE = 64
 
 def acc_order_view(acc, batch, padded, heads, head_dim):
     """The flat accumulator ``acc`` in the accumulator's order (a torch
-    tensor or numpy array) as an 11-D view (no copy) whose axes are those
-    of (batch, padded, heads, head_dim) split: b, query tile, w, eh, q, h,
-    column group, kk, kpar, p, el (``dq_from_acc_order``)."""
+    tensor or numpy array) as a 9-D view (no copy) whose axes are those of
+    (batch, padded, heads, head_dim) split: (b, query tile), w, eh, q,
+    (h, column group), kk, kpar, p, el (``dq_from_acc_order``)."""
     t = ACC_TILE
-    a = acc.reshape(batch, heads, padded // t, head_dim // t,
-                    t // 16, 2, 4, 8, 4, 2, 2)   # b h mt g kk eh w q p kpar el
-    axes = (0, 2, 6, 5, 7, 1, 3, 4, 9, 8, 10)     # b mt w eh q h g kk kpar p el
+    a = acc.reshape(batch * (padded // t), heads * (head_dim // t),
+                    t // 16, 2, 4, 8, 4, 2, 2)   # (b mt) (h g) kk eh w q p kpar el
+    axes = (0, 4, 3, 5, 1, 2, 7, 6, 8)            # (b mt) w eh q (h g) kk kpar p el
     return a.permute(*axes) if hasattr(a, "permute") else a.transpose(axes)
 
 
 def dq_from_acc_order(acc, batch, padded, heads, head_dim):
     """(batch, padded, heads, head_dim) dQ from the flat accumulator ``acc``
-    in the accumulator's order: tile (b, h, query tile, column group), within
+    in the accumulator's order: tile (b, query tile, h, column group), within
     it float ``((2 kk + eh) 128 + 32 w + 4 q + p) 4 + 2 kpar + el`` holds row
     ``16 w + 8 eh + q``, column ``16 kk + 8 kpar + 2 p + el``
     (kernels/attention_bwd/dq_acc_order.py). A copy."""

@@ -7,7 +7,7 @@ with one TMA tensor reduce-add over a tensor map that views the flat fp32
 accumulator as a 2-D ``[n / ACC_ROW, ACC_ROW]`` array with the unswizzled
 box ``[TILE_ROWS, ACC_ROW]``: contiguous bytes, as a 1-D bulk reduce-add
 would move them. The global accumulator holds one such 16 KiB block per
-(batch, query head, 64-row query tile, 64-column group)
+(batch, 64-row query tile, query head, 64-column group)
 (``acc_tile_row``); the host un-permutes it while converting to bf16
 (``ops/attention_bwd_host.dq_from_acc_order``).
 
@@ -75,10 +75,12 @@ def store_fragment_acc_order(acc, smem, warp, lane):
 def acc_tile_row(cfg, b, heads, padded_q, h, m_block, cw):
     """The first row, in the ``[n / ACC_ROW, ACC_ROW]`` view, of consumer
     ``cw``'s tile of query block ``m_block``, head ``h``, batch entry ``b``:
-    tile ``((b heads + h) (padded_q / 64) + row / 64) (d / 64) + group``."""
+    tile ``((b (padded_q / 64) + row / 64) heads + h) (d / 64) + group``
+    (the output's order of batch, rows and heads, so that the host's
+    un-permute merges batch with query tile, head with column group)."""
     from .dq_reduce import dq_row
     groups = cfg.head_dim // ACC_COLS
     group = cw if cfg.dq_split else 0
-    tile = (((b * heads + h) * (padded_q // WGMMA_M) + dq_row(cfg, m_block, cw) // WGMMA_M)
+    tile = (((b * (padded_q // WGMMA_M) + dq_row(cfg, m_block, cw) // WGMMA_M) * heads + h)
             * groups + group)
     return tile * TILE_ROWS

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Time the backward's dQ postprocess alone on the benchmark rows: the
+plain conversion of the fp32 accumulator to bf16 (the default) next to the
+un-permute of the accumulator's order in the same copy (``dq_acc_order``,
+``attention_bwd_host.acc_order_view``), alternating rounds, median of each.
+
+    python3 time_dq_postprocess.py
+"""
+
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROWS = [(4, 16, 4096, 128), (2, 16, 8192, 128), (4, 32, 4096, 64)]
+ROUNDS, ITERS = 7, 20
+
+
+def main():
+    import torch
+
+    from pipeline_mlir.ops.attention_bwd_host import acc_order_view
+
+    if not torch.cuda.is_available():
+        print("time_dq_postprocess: no CUDA GPU")
+        return 0
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    for b, h, s, d in ROWS:
+        acc = torch.randn(b * s * h * d, dtype=torch.float32, device="cuda")
+        plain_src = acc.view(b, s, h, d)
+        out = torch.empty((b, s, h, d), dtype=torch.bfloat16, device="cuda")
+        view = acc_order_view(acc, b, s, h, d)
+        # the un-permute is a permutation: its output holds the same values
+        out.view(view.shape).copy_(view)
+        assert torch.equal(torch.sort(out.flatten().float())[0],
+                           torch.sort(acc.to(torch.bfloat16).float())[0])
+        fns = {"plain": lambda: plain_src.to(torch.bfloat16),
+               "acc_order": lambda: out.view(view.shape).copy_(view)}
+        times = {n: [] for n in fns}
+        for _ in range(ROUNDS):
+            for n, fn in fns.items():
+                fn()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
+                    enable_timing=True)
+                start.record()
+                for _ in range(ITERS):
+                    fn()
+                end.record()
+                end.synchronize()
+                times[n].append(start.elapsed_time(end) / ITERS)
+        med = {n: statistics.median(t) for n, t in times.items()}
+        gb = acc.numel() * 6 / 1e9
+        print(f"{b},{h},{s},{d}: plain {med['plain'] * 1e3:.1f} us "
+              f"({gb / med['plain'] * 1e3:.0f} GB/s), acc_order "
+              f"{med['acc_order'] * 1e3:.1f} us ({gb / med['acc_order'] * 1e3:.0f} GB/s), "
+              f"ratio {med['acc_order'] / med['plain']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, HERE)
+    sys.exit(main())
