@@ -287,7 +287,9 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         # dQ in the accumulator's order (FA4's dQ scheme:
                         # 16-byte stores, one contiguous reduce-add per tile,
                         # the host un-permutes) on d 64 full's and causal's
-                        # sets.
+                        # sets. H200, two passes (h200-bwd-dqa-ab-pass1.log,
+                        # -pass2.log): 1.027-1.030x (full) and 1.053x
+                        # (causal) the defaults' backward time: off.
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
                          "stat_shuffle", "stats_with_tiles", "dq_acc_order"),
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
@@ -356,7 +358,9 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
                          "lpt_order", "rows_first"),
                         # dQ in the accumulator's order on the full and
-                        # causal defaults.
+                        # causal defaults: 1.007-1.024x (full) and
+                        # 1.063-1.098x (causal) their backward time (two
+                        # passes, h200-bwd-dqa-ab-pass1.log, -pass2.log).
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
                          "dq_acc_order"),
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",

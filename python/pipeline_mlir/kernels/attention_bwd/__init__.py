@@ -79,7 +79,11 @@ LSE's row is bulk-copied onto Q's stage and dPsum's onto dO's (each
 stage's tx_count counts its row), into one row buffer per stage, and the
 consumers read them under their Q and dO waits: two waits and two releases
 fewer per step. The op's default at d 128, where it measured faster; off at
-d 64, where it did not (docs/attention.md).
+d 64, where it did not (docs/attention.md). ``dq_acc_order`` (with the
+reduce warp, 64-column dQ tiles) writes the fp32 dQ tile in the wgmma
+accumulator's order (16-byte stores), adds it with one 2-D TMA reduce-add
+into a flat accumulator in that order, and the host un-permutes it:
+measured slower, off (docs/attention.md).
 
 Release order (what pipeline-verify-protocol's async-read check proves): a
 stage of 'do' goes back only after ``wait_group`` retired the dP GEMM and
@@ -111,6 +115,8 @@ module each:
 - ``dq_reduce``: ``DqReduce``, the TMA reduce-add of dQ;
 - ``dq_reduce_warp``: ``DqHandOff`` and ``ReduceWarp``, dQ's reduce-adds
   issued by a warp of the producer warpgroup (``dq_reduce_warp``);
+- ``dq_acc_order``: the dQ tile in the accumulator's order, its stores and
+  its place in the flat accumulator (``dq_acc_order``);
 - ``epilogue``: ``DkvEpilogue``;
 - ``builder``: ``Stages``, ``STAGES``, ``build`` and the kernel cache's
   ``build_variant``.

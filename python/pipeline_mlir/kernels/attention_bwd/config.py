@@ -225,7 +225,11 @@ class AttentionBwdConfig:
     # as a 1-D bulk reduce-add), and the host un-permutes the accumulator
     # while converting it to bf16. Needs the reduce warp and 64-column dQ
     # tiles (d 64, or d 128 with dq_split); dq_store_spread has nothing to
-    # spread then (the op's d 128 sets carry it; ignored).
+    # spread then (the op's d 128 sets carry it; ignored). ptxas spills
+    # less (d 64 56 -> 12-20 bytes, d 128 causal 44 -> 12), but on an H200
+    # (two passes) it took 1.007-1.024x the defaults' backward time full and
+    # 1.053-1.098x causal: the un-permuting copy costs 142 us against the
+    # plain conversion's 50 (docs/attention.md). Off.
     dq_acc_order: bool = False
 
     def __post_init__(self):
