@@ -25,10 +25,20 @@
 // Anything else (data-dependent indices, states passed through memory,
 // scf.while carries) ties to no stage, and the check stays silent.
 //
+// A release by another warp of the role: when the threads that release a
+// stage are fewer warps than the ones that read it (thread 0 releases for a
+// warpgroup whose four warps each issued a wgmma on the stage, one lane of
+// another warp bulk-stores it out), the release ends the readers' holds
+// too, and it is ordered after their work only up to the last barrier of
+// the role the releasing thread met. So what was in flight at that barrier
+// (the role's program is every warp's) must not read the stage: a read
+// retired after the barrier, in its own warp, is retired too late.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ProtocolChecks.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/OperationSupport.h"
@@ -208,6 +218,10 @@ struct InFlight {
   Group tcgen05;                 // issued, not covered by a tcgen05.commit
   SmallVector<Group, 2> bulk;       // committed bulk groups, oldest first
   Group bulkOpen;
+  // The wgmma and bulk-store reads in flight at the last barrier of the
+  // role (named barrier, bar.sync 0) on this path, and that barrier.
+  Group atBarrier;
+  Operation *barrier = nullptr;
 
   template <typename Fn> void forEach(Fn fn) {
     for (Group &g : wgmma)
@@ -222,6 +236,20 @@ struct InFlight {
         fn(r);
     for (Read &r : bulkOpen)
       fn(r);
+    for (Read &r : atBarrier)
+      fn(r);
+  }
+
+  /// What is in flight now, as the snapshot taken at a barrier.
+  void snapshotAt(Operation *op) {
+    atBarrier.clear();
+    for (Group &g : wgmma)
+      atBarrier.append(g.begin(), g.end());
+    atBarrier.append(wgmmaOpen.begin(), wgmmaOpen.end());
+    for (Group &g : bulk)
+      atBarrier.append(g.begin(), g.end());
+    atBarrier.append(bulkOpen.begin(), bulkOpen.end());
+    barrier = op;
   }
 };
 
@@ -248,6 +276,10 @@ static InFlight mergePaths(const InFlight &a, const InFlight &b) {
     m.bulk = b.bulk;
   if (b.bulkOpen.size() > m.bulkOpen.size())
     m.bulkOpen = b.bulkOpen;
+  if (b.atBarrier.size() > m.atBarrier.size() || !m.barrier) {
+    m.atBarrier = b.atBarrier;
+    m.barrier = b.barrier;
+  }
   return m;
 }
 
@@ -266,9 +298,17 @@ static bool isTcgen05Commit(Operation *op) {
   return isa<NVVM::Tcgen05CommitOp>(op);
 }
 
+/// A barrier every warp of a role meets (a named barrier's arrive or sync,
+/// the block-wide bar.sync 0): the point another warp's work is ordered
+/// before.
+static bool isRoleBarrier(Operation *op) {
+  return isa<NamedBarrierSyncOp, NamedBarrierArriveOp, gpu::BarrierOp,
+             NVVM::Barrier0Op, NVVM::BarrierOp>(op);
+}
+
 class Checker {
 public:
-  explicit Checker(FunctionOpInterface fn) {
+  Checker(FunctionOpInterface fn, int64_t blockDim) : blockDim(blockDim) {
     fn->walk([&](Operation *op) {
       if (std::optional<VerbRef> v = getVerb(op)) {
         Value root = canon.get(v->state).root;
@@ -376,8 +416,77 @@ private:
         report(r, "the bulk store's group is not committed; commit it and "
                   "wait for its reads (cp.async.bulk.wait_group.read) before "
                   "this op");
+    if (verb.verb == Verb::Release && !reported.contains(op))
+      checkOtherWarps(op, verb, f, sameStage);
     if (tcCommit)
       f.tcgen05.clear();
+  }
+
+  /// The warps that execute `op` (nullopt: not decided).
+  std::optional<llvm::BitVector> warpsOf(Operation *op) {
+    if (blockDim <= 0 || blockDim % 32 || blockDim > 1024)
+      return std::nullopt;
+    std::optional<Executors> who = getExecutors(op, blockDim);
+    if (!who)
+      return std::nullopt;
+    llvm::BitVector warps(blockDim / 32);
+    for (int64_t w = 0; w < blockDim / 32; ++w)
+      for (int64_t t = 32 * w; t < 32 * w + 32; ++t)
+        if (who->threads.test(t)) {
+          warps.set(w);
+          break;
+        }
+    return warps;
+  }
+
+  /// A release by fewer warps than read the stage: the other warps' reads
+  /// of it must be retired before the last role barrier on the way.
+  template <typename SameStage>
+  void checkOtherWarps(Operation *op, const VerbRef &verb, InFlight &f,
+                       SameStage sameStage) {
+    if (!f.barrier || f.atBarrier.empty())
+      return;
+    std::optional<llvm::BitVector> releasers = warpsOf(op);
+    if (!releasers || releasers->none())
+      return;
+    for (Read &r : f.atBarrier) {
+      if (!sameStage(r))
+        continue;
+      std::optional<llvm::BitVector> readers = warpsOf(r.op);
+      if (!readers)
+        continue;
+      llvm::BitVector others = *readers;
+      others.reset(*releasers);
+      if (others.none())
+        continue; // each reading warp releases its own hold (above)
+      reported.insert(op);
+      failedAny = true;
+      bool wgmma = r.kind == Reader::Wgmma;
+      InFlightDiagnostic diag =
+          op->emitError()
+          << op->getName() << " by " << describeWarps(*releasers)
+          << " hands back a stage of " << describe(verb.pipeline)
+          << " for " << describeWarps(others)
+          << " too (the release ends their hold), while their "
+          << readerName(r.op)
+          << " may still read it asynchronously: it is retired only after "
+             "the barrier that orders this release after those warps "
+             "(rule: a stage's reads by every warp whose hold a release "
+             "ends are retired before the point the release is ordered "
+             "after); retire it in its own warp before that barrier ("
+          << (wgmma ? "nvvm.wgmma.wait.group.sync.aligned"
+                    : "cp.async.bulk.wait_group.read, "
+                      "pipeline.bulk_group.wait {read}")
+          << "), or let each warp release its own hold (one elected thread "
+             "per warp, a consumer group that counts those warps)";
+      diag.attachNote(r.op->getLoc())
+          << "the asynchronous read of that stage by "
+          << describeWarps(others);
+      diag.attachNote(f.barrier->getLoc())
+          << "the barrier this release is ordered after, with the read "
+             "still in flight";
+      return;
+    }
   }
 
   // --- walking the function in program order -------------------------------
@@ -441,6 +550,11 @@ private:
       keepNewest(f.bulk, wait.getGroup());
       return;
     }
+    if (isRoleBarrier(op)) {
+      if (!guardDepth)
+        f.snapshotAt(op);
+      return;
+    }
     if (std::optional<VerbRef> verb = getVerb(op)) {
       PipelineType type = getPipelineType(verb->pipeline);
       if (type.getKind() == PipelineKind::TmaStore) {
@@ -469,8 +583,11 @@ private:
     }
     if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
       InFlight t = f;
+      bool guard = isGuardIf(ifOp);
+      guardDepth += guard;
       walk(*ifOp.thenBlock(), t);
-      if (isGuardIf(ifOp)) {
+      guardDepth -= guard;
+      if (guard) {
         // The threads that pass the guard issued (or retired) what the
         // branch did; the others issued nothing in it. Follow the former.
         f = t;
@@ -555,14 +672,17 @@ private:
   StateCanon canon;
   DenseMap<Value, SmallVector<Value, 2>> pipesOfRoot;
   llvm::DenseSet<Operation *> reported;
+  int64_t blockDim;
+  int guardDepth = 0; // inside an elect / lane / thread guard's branch
 };
 
 } // namespace
 
-LogicalResult protocol::checkAsyncReads(FunctionOpInterface fn) {
+LogicalResult protocol::checkAsyncReads(FunctionOpInterface fn,
+                                        const Options &options) {
   if (fn.isExternal())
     return success();
-  Checker checker(fn);
+  Checker checker(fn, getBlockDim(fn, options));
   checker.run(fn.getFunctionBody().front());
   return failure(checker.failedAny);
 }

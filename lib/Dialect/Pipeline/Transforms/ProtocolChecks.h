@@ -291,8 +291,10 @@ LogicalResult checkCommitBeforeWrite(FunctionOpInterface fn);
 LogicalResult checkReleaseBeforeRead(FunctionOpInterface fn);
 /// Property 8: a stage is released (or re-acquired) only after the
 /// asynchronous readers of its buffer (wgmma, tcgen05.mma, bulk stores)
-/// issued before are done reading (AsyncReadChecks.cpp).
-LogicalResult checkAsyncReads(FunctionOpInterface fn);
+/// issued before are done reading (AsyncReadChecks.cpp); a release by
+/// fewer warps than read the stage, only after the other warps' reads are
+/// retired before the role barrier it is ordered after.
+LogicalResult checkAsyncReads(FunctionOpInterface fn, const Options &options);
 /// Property 9: named barrier ids, thread counts and the warps that reach
 /// them (NamedBarrierChecks.cpp).
 LogicalResult checkNamedBarriers(FunctionOpInterface fn, const Options &options);

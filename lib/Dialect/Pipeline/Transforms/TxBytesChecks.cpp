@@ -263,9 +263,50 @@ LogicalResult protocol::checkTxBytes(FunctionOpInterface fn,
         diag.attachNote(acq->getLoc()) << "producer.acquire that arms the "
                                           "stage's bytes";
       }
-      int64_t total = deliveredBytes(*mine, type);
-      if (total == expected)
+      // Copies in the two branches of one scf.if are alternatives (a
+      // multicast half or the whole tile alone): each path through such
+      // branches delivers its own copies, and each must deliver the bytes.
+      SmallVector<scf::IfOp> forks;
+      for (const CopyBytes &c : *mine)
+        for (Operation *p = c.op->getParentOp(); p && !p->isAncestor(acq);
+             p = p->getParentOp()) {
+          auto ifOp = dyn_cast<scf::IfOp>(p);
+          if (!ifOp || llvm::is_contained(forks, ifOp))
+            continue;
+          auto in = [&](Region &r) {
+            return llvm::any_of(*mine, [&](const CopyBytes &o) {
+              return r.isAncestor(o.op->getParentRegion());
+            });
+          };
+          if (in(ifOp.getThenRegion()) && in(ifOp.getElseRegion()))
+            forks.push_back(ifOp);
+        }
+      if (forks.size() > 4)
+        forks.clear(); // too many paths: all copies together, as before
+      SmallVector<CopyBytes> path;
+      int64_t total = 0;
+      bool allPathsRight = true;
+      for (unsigned mask = 0; mask < (1u << forks.size()); ++mask) {
+        path.clear();
+        for (const CopyBytes &c : *mine) {
+          bool taken = true;
+          for (auto [i, f] : llvm::enumerate(forks)) {
+            Region &r = (mask >> i) & 1 ? f.getElseRegion() : f.getThenRegion();
+            if (f->isAncestor(c.op) && !r.isAncestor(c.op->getParentRegion()))
+              taken = false;
+          }
+          if (taken)
+            path.push_back(c);
+        }
+        total = deliveredBytes(path, type);
+        if (total != expected) {
+          allPathsRight = false;
+          break;
+        }
+      }
+      if (allPathsRight)
         continue;
+      mine = path;
       InFlightDiagnostic diag = acq->emitError();
       diag << describe(pipe) << ": producer.acquire expects " << expected
            << " bytes (tx_count " << type.getTxCount();

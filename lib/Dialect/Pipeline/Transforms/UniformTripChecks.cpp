@@ -18,7 +18,21 @@
 //      all of them; the two CTAs of a 2-CTA MMA pair) inside a loop whose
 //      trip count differs between those CTAs: the CTA with more stages
 //      waits for arrivals its peer never makes (deepseek-ai/DeepGEMM#415,
-//      #429: a k-loop per CTA where clusters straddle groups).
+//      #429: a k-loop per CTA where clusters straddle groups); or, the
+//      same way, such a ring's ops (verbs, multicast copies) under a
+//      branch whose condition differs between the CTAs of a cluster in a
+//      way their rank alone does not decide (DeepGEMM#415's second form:
+//      each CTA decides from its own tile whether multicast is valid, one
+//      multicasts, its peer loads alone).
+//  (d) an aligned named barrier (`bar.sync id, n`) that warps of different
+//      roles sync on at different sites of one generation: `.aligned`
+//      promises that the blocking participants run the same barrier
+//      instruction, so two role branches each with their own `bar.sync`
+//      on one id is undefined (compute-sanitizer reports it as a divergent
+//      barrier; mlc-ai/TIRx-kernels#21). The unaligned form
+//      (`barrier.cta.sync`), or `bar.arrive` on all sides but one, is
+//      defined. One site reached by every participant (a role's own
+//      barrier) and the arrive-then-sync hand-over stay legal.
 //
 // Trip counts are decided by evaluation: the loop's bounds are computed
 // from constants, thread / warp / lane ids, the CTA's block id and cluster
@@ -201,7 +215,8 @@ std::optional<int64_t> tripsAt(scf::ForOp loop, const Point &at) {
 
 constexpr int64_t kSeeds = 4;
 
-/// The kernel arguments a seed gives, for messages: "k = 3, n = 5".
+/// The kernel arguments a seed gives to a loop's bounds or a branch's
+/// condition, for messages: "k = 3, n = 5".
 std::string argsText(Operation *loop, int64_t seed) {
   auto fn = loop->getParentOfType<gpu::GPUFuncOp>();
   if (!fn)
@@ -228,10 +243,14 @@ std::string argsText(Operation *loop, int64_t seed) {
       for (Value operand : def->getOperands())
         visit(operand, depth + 1);
   };
-  auto forOp = cast<scf::ForOp>(loop);
-  for (Value bound :
-       {forOp.getLowerBound(), forOp.getUpperBound(), forOp.getStep()})
-    visit(bound, 0);
+  if (auto forOp = dyn_cast<scf::ForOp>(loop)) {
+    for (Value bound :
+         {forOp.getLowerBound(), forOp.getUpperBound(), forOp.getStep()})
+      visit(bound, 0);
+  } else {
+    for (Value operand : loop->getOperands()) // an scf.if's condition
+      visit(operand, 0);
+  }
   return llvm::join(parts, ", ");
 }
 
@@ -366,6 +385,66 @@ bool checkSyncLoops(const SyncSite &site, ArrayRef<int64_t> warps,
   return false;
 }
 
+/// (d): aligned syncs of one id at two sites reached by disjoint warps
+/// that complete one generation together.
+bool checkAlignedSites(FunctionOpInterface fn, int64_t blockThreads) {
+  struct Site {
+    Operation *op;
+    int64_t id, threads;
+    llvm::BitVector warps;
+  };
+  SmallVector<Site> sites;
+  fn->walk([&](NamedBarrierSyncOp op) {
+    if (op->hasAttr("unaligned"))
+      return;
+    std::optional<SyncSite> site = syncSite(op);
+    if (!site)
+      return;
+    std::optional<Executors> who = getExecutors(op, blockThreads);
+    if (!who || !who->wholeWarps)
+      return;
+    llvm::BitVector warps(blockThreads / 32);
+    for (int64_t w = 0; w < blockThreads / 32; ++w)
+      if (who->threads.test(32 * w))
+        warps.set(w);
+    int64_t id = op->getAttrOfType<IntegerAttr>("barrier_id").getInt();
+    if (op->getNumOperands())
+      id += *getConstantInt(op->getOperand(0));
+    sites.push_back({op, id, site->threads, warps});
+  });
+  bool failed = false;
+  llvm::DenseSet<int64_t> reported;
+  for (size_t j = 0; j < sites.size(); ++j)
+    for (size_t i = 0; i < j; ++i) {
+      const Site &a = sites[i], &b = sites[j];
+      if (a.id != b.id || a.threads != b.threads || reported.contains(a.id) ||
+          a.warps.anyCommon(b.warps))
+        continue;
+      int64_t na = 32 * a.warps.count(), nb = 32 * b.warps.count();
+      // Each site alone short of the count, both together within it: a
+      // generation completes with warps from both sites.
+      if (na >= a.threads || nb >= a.threads || na + nb > a.threads)
+        continue;
+      reported.insert(a.id);
+      failed = true;
+      InFlightDiagnostic diag = b.op->emitError();
+      diag << "aligned named barrier " << a.id << " (bar.sync " << a.id
+           << ", " << a.threads << ") synced by " << describeWarps(b.warps)
+           << " here and by " << describeWarps(a.warps)
+           << " at another site, in one generation (rule: the blocking "
+              "participants of an aligned barrier run the same barrier "
+              "instruction; warps of different roles syncing at their own "
+              "sites is undefined, a divergent barrier): use the unaligned "
+              "form at these sites (NamedBarrier.wait_unaligned(), "
+              "`unaligned` on pipeline.named_barrier.sync: barrier.cta.sync), "
+              "or let all sides but the one that waits arrive "
+              "(NamedBarrier.arrive(): bar.arrive)";
+      diag.attachNote(a.op->getLoc())
+          << "the other site of that generation, in another role";
+    }
+  return failed;
+}
+
 bool checkWarpSyncs(FunctionOpInterface fn, const Options &options) {
   int64_t blockThreads = getBlockDim(fn, options);
   if (blockThreads <= 0 || blockThreads % 32 || blockThreads > 1024)
@@ -394,6 +473,7 @@ bool checkWarpSyncs(FunctionOpInterface fn, const Options &options) {
       return;
     failed |= checkSyncLoops(*site, warps, fn);
   });
+  failed |= checkAlignedSites(fn, blockThreads);
   return failed;
 }
 
@@ -414,7 +494,90 @@ bool sharedAcrossCtas(PipelineType type) {
           plan.commit != ArriveTarget::None);
 }
 
-bool checkClusterLoops(FunctionOpInterface fn) {
+/// Where CTA `r` of the cluster at grid position `pos` stands, with the
+/// argument values of `seed`.
+Point clusterPoint(int64_t seed, int64_t pos, int64_t r, int64_t cx, int64_t cy,
+                   int64_t cz) {
+  Point at;
+  at.seed = seed;
+  at.rank = r;
+  at.ctaid[0] = pos * cx + r % cx;
+  at.ctaid[1] = (r / cx) % cy;
+  at.ctaid[2] = r / (cx * cy);
+  at.nctaid[0] = 16 * cx;
+  at.nctaid[1] = cy;
+  at.nctaid[2] = cz;
+  return at;
+}
+
+/// A branch around `op` whose condition differs between the CTAs of one
+/// cluster, where the rank alone does not decide it (the same condition
+/// gives another per-rank pattern in another cluster): reported at `op`.
+bool checkClusterBranch(Operation *op, Value pipe, scf::IfOp ifOp,
+                        int64_t cluster, int64_t cx, int64_t cy, int64_t cz,
+                        int64_t blockThreads) {
+  int64_t warps = blockThreads > 0 && blockThreads % 32 == 0 &&
+                          blockThreads <= 1024
+                      ? blockThreads / 32
+                      : 1;
+  constexpr int64_t kPositions = 16;
+  for (int64_t seed = 0; seed < kSeeds; ++seed) {
+    // pattern[pos][w * cluster + r]: the condition in warp w of rank r.
+    SmallVector<SmallVector<int64_t>> pattern(kPositions);
+    for (int64_t pos = 0; pos < kPositions; ++pos)
+      for (int64_t w = 0; w < warps; ++w)
+        for (int64_t r = 0; r < cluster; ++r) {
+          Point at = clusterPoint(seed, pos, r, cx, cy, cz);
+          at.tid = 32 * w;
+          std::optional<int64_t> c = evalI(ifOp.getCondition(), at, 0);
+          if (!c)
+            return false;
+          pattern[pos].push_back(*c);
+        }
+    if (llvm::all_of(pattern, [&](auto &p) { return p == pattern.front(); }))
+      continue; // the same in every cluster: a split by rank (check 11)
+    for (int64_t pos = 0; pos < kPositions; ++pos)
+      for (int64_t w = 0; w < warps; ++w)
+        for (int64_t r = 1; r < cluster; ++r) {
+          int64_t first = pattern[pos][w * cluster];
+          int64_t other = pattern[pos][w * cluster + r];
+          if (first == other)
+            continue;
+          bool inThen = ifOp.getThenRegion().isAncestor(op->getParentRegion());
+          auto path = [&](int64_t c) {
+            return (c != 0) == inThen ? "runs this op" : "skips it";
+          };
+          InFlightDiagnostic diag = op->emitError();
+          diag << describe(pipe) << ": its barriers are shared by the "
+               << cluster
+               << " CTAs of the cluster (multicast loads land in every CTA "
+                  "of the mask and the consumers release the stage in each "
+                  "of them, or a 2-CTA pair), but this op sits under a "
+                  "branch whose condition differs between those CTAs: in "
+                  "the cluster of block ids "
+               << pos * cx << ".." << pos * cx + cx - 1;
+          std::string args = argsText(ifOp, seed);
+          if (!args.empty())
+            diag << " (" << args << ")";
+          diag << ", the CTA of rank 0 " << path(first)
+               << ", the CTA of rank " << r << " " << path(other)
+               << ", while in other clusters the ranks agree (rule: the CTAs "
+                  "that share a ring's barriers make the same arrivals and "
+                  "copies; a split by rank is the same in every cluster): a "
+                  "CTA's barriers wait for bytes or arrivals its peer does "
+                  "not send, or receive ones they do not expect; decide the "
+                  "branch from what the cluster shares (its first CTA's "
+                  "tile, block_idx // cluster size)";
+          diag.attachNote(ifOp.getLoc())
+              << "the branch whose condition differs between the CTAs";
+          noteCreate(diag, pipe);
+          return true;
+        }
+  }
+  return false;
+}
+
+bool checkClusterLoops(FunctionOpInterface fn, int64_t blockThreads) {
   auto dims = fn->getAttrOfType<DenseI32ArrayAttr>("known_cluster_size");
   if (!dims || dims.size() != 3)
     return false;
@@ -426,13 +589,28 @@ bool checkClusterLoops(FunctionOpInterface fn) {
   bool failed = false;
   llvm::DenseSet<Value> reported; // one report per pipeline
   fn->walk([&](Operation *op) {
-    std::optional<VerbRef> verb = getVerb(op);
-    if (!verb || !verb->pipeline.getDefiningOp<CreateOp>() ||
-        reported.contains(verb->pipeline) ||
-        !sharedAcrossCtas(getPipelineType(verb->pipeline)))
+    // The ring's verbs, and its copies (a multicast tma_load names it too).
+    Value pipe;
+    if (std::optional<VerbRef> verb = getVerb(op))
+      pipe = verb->pipeline;
+    else
+      for (Value v : op->getOperands())
+        if (isa<PipelineType>(v.getType()))
+          pipe = v;
+    if (!pipe || !pipe.getDefiningOp<CreateOp>() || reported.contains(pipe) ||
+        !sharedAcrossCtas(getPipelineType(pipe)))
       return;
     for (Operation *p = op->getParentOp(); p && p != fn.getOperation();
          p = p->getParentOp()) {
+      if (auto ifOp = dyn_cast<scf::IfOp>(p)) {
+        if (checkClusterBranch(op, pipe, ifOp, cluster, cx, cy, cz,
+                               blockThreads)) {
+          reported.insert(pipe);
+          failed = true;
+          return;
+        }
+        continue;
+      }
       auto loop = dyn_cast<scf::ForOp>(p);
       if (!loop)
         continue;
@@ -441,15 +619,7 @@ bool checkClusterLoops(FunctionOpInterface fn) {
         SmallVector<std::pair<int64_t, int64_t>> trips; // (rank, trips)
         bool undecided = false;
         for (int64_t r = 0; r < cluster && !undecided; ++r) {
-          Point at;
-          at.seed = seed;
-          at.rank = r;
-          at.ctaid[0] = seed * cx + r % cx;
-          at.ctaid[1] = (r / cx) % cy;
-          at.ctaid[2] = r / (cx * cy);
-          at.nctaid[0] = 16 * cx;
-          at.nctaid[1] = cy;
-          at.nctaid[2] = cz;
+          Point at = clusterPoint(seed, seed, r, cx, cy, cz);
           std::optional<int64_t> n = tripsAt(loop, at);
           if (!n)
             undecided = true;
@@ -464,7 +634,7 @@ bool checkClusterLoops(FunctionOpInterface fn) {
         if (other == trips.end())
           continue;
         InFlightDiagnostic diag = op->emitError();
-        diag << describe(verb->pipeline)
+        diag << describe(pipe)
              << ": its barriers are shared by the " << cluster
              << " CTAs of the cluster (multicast loads land in every CTA of "
                 "the mask and the consumers release the stage in each of "
@@ -486,8 +656,8 @@ bool checkClusterLoops(FunctionOpInterface fn) {
                 "id or rank";
         diag.attachNote(loop.getLoc())
             << "the loop whose trip count differs between the CTAs";
-        noteCreate(diag, verb->pipeline);
-        reported.insert(verb->pipeline);
+        noteCreate(diag, pipe);
+        reported.insert(pipe);
         failed = true;
         return;
       }
@@ -501,6 +671,6 @@ bool checkClusterLoops(FunctionOpInterface fn) {
 LogicalResult protocol::checkUniformTrips(FunctionOpInterface fn,
                                           const Options &options) {
   bool failed = checkWarpSyncs(fn, options);
-  failed |= checkClusterLoops(fn);
+  failed |= checkClusterLoops(fn, getBlockDim(fn, options));
   return failure(failed);
 }

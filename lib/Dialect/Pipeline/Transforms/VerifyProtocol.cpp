@@ -63,7 +63,7 @@ struct PipelineVerifyProtocolPass
       failed |= protocol::checkArriveCounts(fn, options).failed();
       failed |= protocol::checkCommitBeforeWrite(fn).failed();
       failed |= protocol::checkReleaseBeforeRead(fn).failed();
-      failed |= protocol::checkAsyncReads(fn).failed();
+      failed |= protocol::checkAsyncReads(fn, options).failed();
       failed |= protocol::checkNamedBarriers(fn, options).failed();
       failed |= protocol::checkNamedBarrierBalance(fn, options).failed();
       failed |= protocol::checkNamedBarrierBranchVerbs(fn).failed();
