@@ -261,3 +261,21 @@ def test_one_thread_releasing_for_four_warps_is_rejected():
     (error,) = verify_protocol(_four_warp_consumers(release_by_one_thread,
                                                     CooperativeGroup(Agent.Thread, 1)))
     assert "warps 1-4 wait on each stage but only warp 1 releases it" in error, error
+
+
+# The simulator's kernels of a stage one thread releases for a role whose
+# warps read it asynchronously (test_sim_release_by_another_warp.py): the
+# checker (check 8, a release by another warp of the role) agrees with it on
+# the wgmma and the bulk store: each read retired before the role barrier
+# passes, retired after it is refused at the release.
+@pytest.mark.parametrize("reader, others", [("wgmma", "warps 1-3"), ("bulk", "warp 1")])
+def test_a_read_of_another_warp_at_the_release(reader, others):
+    from test_sim_release_by_another_warp import _kernel
+
+    twin, _ = _kernel(reader, True)
+    assert verify_protocol(str(twin.module)) == []
+    bug, _ = _kernel(reader, False)
+    (error,) = verify_protocol(str(bug.module))
+    assert (f"pipeline.consumer.release by warp 0 hands back a stage of pipeline 'tiles' for "
+            f"{others} too (the release ends their hold)") in error, error
+    assert "it is retired only after the barrier that orders this release" in error, error
