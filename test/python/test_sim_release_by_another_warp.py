@@ -130,6 +130,8 @@ def _umma_kernel(wait_on_the_commit):
             num_stages=1, producer_group=CooperativeGroup(Agent.Thread, 1),
             consumer_group=CooperativeGroup(Agent.Thread, 32),
             barrier_storage=k.alloc_barriers(2), name="acc")
+        # Each role syncs at its own site: the unaligned form (an aligned
+        # bar.sync from two sites in one generation is undefined).
         meet = NamedBarrier(1, 64)
         with k.if_(k.warp_idx() == 0):
             tmem.alloc(holder, 64)
@@ -155,7 +157,7 @@ def _umma_kernel(wait_on_the_commit):
                     mma.mma(d, desc, desc, False)
                 acc.producer_commit(a)
                 if not wait_on_the_commit:
-                    meet.sync()
+                    meet.wait_unaligned()
                 c.advance()
                 a.advance()
             acc.producer_tail(a)
@@ -167,7 +169,7 @@ def _umma_kernel(wait_on_the_commit):
                 if wait_on_the_commit:
                     acc.consumer_wait(a)
                 else:
-                    meet.sync()
+                    meet.wait_unaligned()
                 with k.if_(k.thread_idx() == 32):
                     lines["release"] = _next_line()
                     pipe.consumer_release(c)

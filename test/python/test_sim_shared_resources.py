@@ -16,7 +16,10 @@ pipeline's mbarriers, and the buffers of another ring.
   with a note naming both pipelines;
 - another ring's buffer: the producer's writes into its acquired stage go
   into the plain-shared-memory shadow, so a read of that stage through
-  another ring's hold, ordered by none of its barriers, is a race.
+  another ring's hold, ordered by none of its barriers, is a race;
+- an aligned named barrier (bar.sync) whose blocking participants of one
+  generation run distinct barrier instructions (each role its own site):
+  undefined in PTX, a ``divergent-barrier`` finding.
 """
 
 import pytest
@@ -25,7 +28,7 @@ from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel, load, store
 from pipeline_mlir.kernel.values import i32
 from pipeline_mlir.kernel.warpgroup import set_max_registers
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, make_pipeline_state,
-                                    PipelineAsync, PipelineUserType)
+                                    NamedBarrier, PipelineAsync, PipelineUserType)
 
 from _held_out_bugs import _next_line
 
@@ -144,6 +147,44 @@ def _other_ring(bug):
                 ca.advance()
                 cb.advance()
     return k, lines
+
+
+def _handover(form):
+    """Warp 4 produces, warps 0-3 consume, then all five meet on named
+    barrier 3: ("sites") each role at its own aligned bar.sync, ("one") at
+    one bar.sync after the roles join, ("unaligned") each at its own
+    barrier.sync."""
+    k = Kernel("handover_" + form, block_dim=160, params={"n": Int32()})
+    lines = {}
+    with k:
+        (n,) = k.args
+        pipe = _ring(k, k.alloc_barriers(2 * S), "ring", consumers=128)
+        bar = NamedBarrier(barrier_id=3, num_threads=160)
+        for warps, role in ((k.warp_idx() == 4, _produce), (k.warp_idx() < 4, _consume)):
+            with k.if_(warps):
+                role(k, pipe, n)
+                if form == "sites":
+                    lines[role.__name__] = _next_line()
+                    bar.sync()
+                elif form == "unaligned":
+                    bar.wait_unaligned()
+        if form == "one":
+            bar.sync()
+    return k, lines
+
+
+@pytest.mark.parametrize("form", ["sites", "one", "unaligned"])
+def test_aligned_barrier_sites(form):
+    k, lines = _handover(form)
+    r = k.simulate({"n": N}, schedules=6, check=False)
+    if form != "sites":
+        assert r.ok, str(r)
+        return
+    assert r[0].counts == {"divergent-barrier": 6}, str(r)
+    text = str(r)
+    # Both roles' syncs are built from one line here (the loop over roles).
+    assert "synced at another barrier instruction built from the same line" in text, text
+    assert all(f"{__file__}:{line}:" in text for line in lines.values()), text
 
 
 @pytest.mark.parametrize("form", ["dec", "late", "none"])

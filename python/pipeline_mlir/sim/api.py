@@ -28,6 +28,7 @@ KIND_TITLES = {
     "read-after-release": "stage read after its release",
     "named-barrier": "named barrier left half-arrived at exit",
     "smem-race": "race on plain shared memory",
+    "divergent-barrier": "aligned barrier synced at distinct sites",
 }
 
 

@@ -175,6 +175,12 @@ class World:
         # (CTA, byte offset in shared memory) -> the mbarrier a pipeline.create
         # initialized there (verbs.create: storage two pipelines share).
         self.barrier_at: dict = {}
+        # (CTA, barrier id, generation) -> the op and warp of its first
+        # aligned sync (sync_verbs.named_sync: one site per generation).
+        self.aligned_sites: dict = {}
+        # Findings that do not stop the schedule (a divergent barrier: the
+        # hang or race it leads to, if any, is reported too).
+        self.deferred: list[SimError] = []
         # Facts of this schedule every finding's report carries (notes).
         self.notes: list[str] = []
         self.clc_next = 0
@@ -476,13 +482,23 @@ def run_one(make_world: Callable[[], World], choose, schedule: int = 0) -> World
     a finding carries the memory-dependent branches it took."""
     world = (make_world(schedule) if getattr(make_world, "takes_schedule", False)
              else make_world())
+    from .memory import annotate
     try:
         world.run(choose)
     except SimError as err:
-        from .memory import annotate
         annotate(err, world)
+        err.deferred = world.deferred
         raise
+    finally:
+        for d in world.deferred:
+            annotate(d, world)
     return world
+
+
+def _add(rep: "Report", index: int, world_or_err) -> None:
+    """The schedule's deferred findings (World.deferred) into the report."""
+    for d in getattr(world_or_err, "deferred", ()):
+        rep.add(index, d)
 
 
 def explore(make_world: Callable[[], World], *, seed: int = 0, schedules: int = 100,
@@ -495,9 +511,10 @@ def explore(make_world: Callable[[], World], *, seed: int = 0, schedules: int = 
         for i in range(schedules):
             rng = random.Random(seed * 1000003 + i)
             try:
-                run_one(make_world, lambda n, cont: rng.randrange(n), i)
+                _add(rep, i, run_one(make_world, lambda n, cont: rng.randrange(n), i))
             except SimError as e:
                 rep.add(i, e)
+                _add(rep, i, e)
             rep.schedules += 1
             if (stop_on_error and not rep.ok) or rep.counts["unsupported"]:
                 break
@@ -506,9 +523,10 @@ def explore(make_world: Callable[[], World], *, seed: int = 0, schedules: int = 
     while prefix is not None and rep.schedules < schedules:
         chooser = DfsChooser(prefix, exhaustive_bound)
         try:
-            run_one(make_world, chooser)
+            _add(rep, rep.schedules, run_one(make_world, chooser))
         except SimError as e:
             rep.add(rep.schedules, e)
+            _add(rep, rep.schedules, e)
         rep.schedules += 1
         prefix = chooser.next_prefix()
         if (stop_on_error and not rep.ok) or rep.counts["unsupported"]:

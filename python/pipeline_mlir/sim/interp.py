@@ -321,7 +321,7 @@ class _Interp:
                                         _lanes_of(mask), name, n.loc)
             elif name in ("gpu.barrier", "nvvm.barrier0"):
                 yield from V.named_sync(self.w, self.a, 0, self.launch.block_threads, False,
-                                        _lanes_of(mask))
+                                        _lanes_of(mask), site=n)
             elif name in ("nvvm.cluster.arrive", "nvvm.cluster.arrive.relaxed"):
                 yield from V.cluster_arrive(self.w, self.a, _lanes_of(mask),
                                             name.endswith("relaxed"))
@@ -609,7 +609,7 @@ class _Interp:
                                           lanes, start_signal=self.loop_depth == 0)
             else:
                 yield from V.named_sync(w, a, bar, attrs["num_threads"], attrs["unaligned"],
-                                        lanes)
+                                        lanes, site=n)
             return None
         if name == "copy.tma_store":
             self.issue_read(n, "bulk")

@@ -29,7 +29,8 @@ class SimError(Exception):
     tx-count, exited-cta, unbalanced, role, initial-phase, uninitialized,
     unsupported, step-limit, commit-before-write, async-read (asyncread.py),
     read-after-release, named-barrier (a partial phase left at the CTA's exit),
-    smem-race (plain shared memory, smemrace.py).
+    smem-race (plain shared memory, smemrace.py), divergent-barrier (an aligned
+    barrier synced at distinct sites in one generation, sync_verbs.py).
     """
 
     def __init__(self, kind: str, message: str, where: list[str] | None = None):

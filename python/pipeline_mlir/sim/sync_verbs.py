@@ -196,17 +196,50 @@ def named_arrive(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool,
     yield Step(fire, None, lambda: f"{a.label()} arrives on {nb.name}")
 
 
-def named_sync(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool, lanes: list[int]):
+def named_sync(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool, lanes: list[int],
+               site=None):
+    """``bar.sync`` / ``barrier.sync``. ``site``: the op (a frontend Node)
+    of an aligned sync: the blocking participants of one generation of an
+    aligned barrier must run the same barrier instruction (PTX: from
+    distinct sites it is undefined; compute-sanitizer reports divergent
+    barriers), a ``divergent-barrier`` finding."""
     nb = w.cluster.ctas[a.cta].named_barrier(bar_id)
     k = len(lanes) if unaligned else a.threads
+
     def arrive():
         gen = nb.arrive(k, threads, a.label(), None if unaligned else a.warp)
+        if site is not None and not unaligned:
+            _same_site(w, a, nb, bar_id, threads, gen, site)
         w.clocks.named_arrived(nb, gen)
         return gen
     gen = yield Step(arrive, None, lambda: f"{a.label()} arrives on {nb.name}")
     yield Step(lambda: w.clocks.named_passed(a, nb, gen), lambda: nb.generation > gen,
                lambda: f"{a.label()} waits on {nb.name} ({nb.count} of {threads} threads arrived)")
 
+
+
+def _same_site(w: World, a: Agent, nb, bar_id: int, threads: int, gen: int, site) -> None:
+    key = (a.cta, bar_id, gen)
+    first = w.aligned_sites.setdefault(key, (site, a.label()))
+    if first[0] is site:
+        return
+    if any(e.kind == "divergent-barrier" for e in w.deferred):
+        return  # one per schedule
+    here, there = source_location(site.loc), source_location(first[0].loc)
+    other = ("another barrier instruction built from the same line" if here == there
+             else "another site")
+    # Not the end of the schedule: the hang or race the barrier leads to
+    # (two roles' hand-overs counted together, say) is reported too.
+    w.deferred.append(SimError(
+        "divergent-barrier",
+        f"{a.label()} syncs {nb.name} (bar.sync {bar_id}, {threads}){f' at {here}' if here else ''}"
+        f" in the generation {first[1]} synced at {other}"
+        f"{f' ({there})' if there and here != there else ''}: an aligned barrier's blocking "
+        f"participants must run the same barrier instruction (undefined otherwise; "
+        f"compute-sanitizer reports divergent barriers). Sync at one site, or use the "
+        f"unaligned form (barrier.sync, NamedBarrier.wait_unaligned) at each",
+        [x for x in (f"{a.label()} at {here}" if here else None,
+                     f"{first[1]} at {there}" if there else None) if x]))
 
 
 # -- the register file (setmaxnreg) -----------------------------------------------
@@ -228,16 +261,14 @@ def set_max_registers(w: World, a: Agent, count: int, where: str | None) -> None
     had without it). A decrease gives registers back to the CTA's pool; an
     increase takes what it adds (32 lanes x the difference) from the pool,
     and when the pool does not hold them yet the warp waits for them on
-    the GPU. The simulator lets it run on, owing them, and checks that the
-    wait ends:
-
-    - the owed registers come from a later ``setmaxnreg.dec`` of another
-      warp (first owed, first paid): that decrease must not depend on
-      anything the owing warp did after its increase (happens-before,
-      clocks.py), or the two wait for each other (a deadlock at the
-      decrease);
-    - registers still owed when the CTA exits were never given back: the
-      increase waits forever (a deadlock at the CTA's exit).
+    the GPU. The simulator lets it run on, owing them; a later
+    ``setmaxnreg.dec`` of another warp pays the debts first owed, but only
+    those of warps whose progress past their increase it does not depend
+    on (happens-before, clocks.py: a decrease that waited, through some
+    barrier, on what the owing warp did after its increase cannot have run
+    while that warp waited). Registers still owed when the CTA exits were
+    never given back: the increase waits forever, a deadlock (naming the
+    dependent decrease, if one came: the two wait for each other).
 
     Registers stay with their warp until it decreases them: a warp that
     exits returns none (the checker's budget counts what each warpgroup
@@ -250,35 +281,29 @@ def set_max_registers(w: World, a: Agent, count: int, where: str | None) -> None
     held = entry if a.registers is None else a.registers
     a.registers = count
     delta = 32 * (count - held)
-    pools[a.cta] -= delta
     debts = w.register_debts.setdefault(a.cta, [])
     verb = f"setmaxnreg.{'inc' if delta > 0 else 'dec'} {count}"
-    if delta > 0 and pools[a.cta] < 0:
-        # Owed: (warp, registers owed, its clock at the increase, what, where).
-        debts.append([a, min(delta, -pools[a.cta]), a.vc[a.id], verb, where])
+    if delta > 0:
+        take = min(delta, pools[a.cta])
+        pools[a.cta] -= take
+        if take < delta:
+            # Owed: [warp, registers owed, its clock at the increase, what,
+            # where, the last decrease that depended on it].
+            debts.append([a, delta - take, a.vc[a.id], verb, where, None])
         return
-    # A decrease pays the debts first owed.
-    paid = -delta if delta < 0 else 0
-    while paid and debts:
-        d = debts[0]
+    freed = -delta
+    for d in debts:
+        if not freed:
+            break
         owing, epoch = d[0], d[2]
-        if owing is not a and a.vc[owing.id] >= epoch:
-            at = f" at {where}" if where else ""
-            inc_at = f" at {d[4]}" if d[4] else ""
-            raise SimError(
-                "deadlock",
-                f"{owing.label()} waits in {d[3]}{inc_at} for registers that only "
-                f"{a.label()}'s {verb}{at} gives back, and that {verb} runs after what "
-                f"{owing.label()} did past its increase (it waits on it): the two wait for "
-                f"each other. Give the registers back before the work the other warps' "
-                f"increase holds up (setmaxnreg.dec at the start of the role)",
-                [x for x in (f"{owing.label()} at {d[4]}" if d[4] else None,
-                             f"{a.label()} at {where}" if where else None) if x])
-        take = min(paid, d[1])
-        d[1] -= take
-        paid -= take
-        if not d[1]:
-            debts.pop(0)
+        if owing is a or a.vc[owing.id] >= epoch:
+            d[5] = (a.label(), verb, where)  # it waited on the owing warp
+            continue
+        pay = min(freed, d[1])
+        d[1] -= pay
+        freed -= pay
+    debts[:] = [d for d in debts if d[1]]
+    pools[a.cta] += freed
 
 
 def _registers_owed(w: World, cta: int, entry: int) -> None:
@@ -286,8 +311,19 @@ def _registers_owed(w: World, cta: int, entry: int) -> None:
     debts = w.register_debts.get(cta)
     if not debts:
         return
-    owing, owed, _, verb, where = debts[0]
+    owing, owed, _, verb, where, dependent = debts[0]
     at = f" at {where}" if where else ""
+    if dependent is not None:
+        who, dec, dec_at = dependent
+        raise SimError(
+            "deadlock",
+            f"{owing.label()} waits in {verb}{at} for {owed} registers that only {who}'s "
+            f"{dec}{f' at {dec_at}' if dec_at else ''} gives back, and that {dec} runs after "
+            f"what {owing.label()} did past its increase (it waits on it): the two wait for "
+            f"each other. Give the registers back before the work the other warps' increase "
+            f"holds up (setmaxnreg.dec at the start of the role)",
+            [x for x in (f"{owing.label()} at {where}" if where else None,
+                         f"{who} at {dec_at}" if dec_at else None) if x])
     raise SimError(
         "deadlock",
         f"{owing.label()} waits in {verb}{at} for {owed} registers no warp gives back: every "
