@@ -57,7 +57,9 @@ def arrive_on_empty_tile(bug):
     (`arrive_and_wait`); a compute path for a tile with no k-blocks calls
     `arrive()` only and loops around, so the compute warps arrive twice on
     one phase of the barrier while the load warp still waits. The twin
-    waits on both paths."""
+    waits on both paths. The two roles sync at their own sites, so the
+    port spells those syncs unaligned (`barrier.sync`: the aligned
+    `bar.sync` from two role branches is undefined itself, check 19)."""
     k = Kernel("arrive_empty", block_dim=160, params={"tiles": Int32(), "k_tiles": Int32()})
     lines = {}
     with k:
@@ -71,20 +73,20 @@ def arrive_on_empty_tile(bug):
                     pipe.producer_acquire(s)
                     pipe.producer_commit(s)
                     s.advance()
-                epi.arrive_and_wait()
+                epi.wait_unaligned()
             pipe.producer_tail(s)
         with k.if_(k.warp_idx() >= 1):
             c = make_pipeline_state(Consumer, S)
             for _, (c,) in k.range(tiles, carry=[c]):
                 c = _consume(k, pipe, k_tiles, c)
                 with k.if_(k_tiles > 0) as work:
-                    epi.arrive_and_wait()
+                    epi.wait_unaligned()
                 with work.else_():
                     if bug:
                         lines["bug"] = _next_line()
-                        epi.arrive()
+                        epi.arrive_unaligned()
                     else:
-                        epi.arrive_and_wait()
+                        epi.wait_unaligned()
     return k, lines.get("bug"), {"tiles": 3, "k_tiles": 0}
 
 

@@ -385,6 +385,50 @@ bool checkSyncLoops(const SyncSite &site, ArrayRef<int64_t> warps,
   return false;
 }
 
+/// The warps that run `op` when it runs: the thread conditions around it
+/// evaluated per warp (lanes 0 and 31 agree, else not decided), branches
+/// on kernel arguments and constants (the same for every thread: they
+/// decide whether it runs, not who) left out; nullopt when a condition is
+/// neither or an op other than scf.if / scf.for is on the way.
+std::optional<llvm::BitVector> warpsWhenRun(Operation *op,
+                                            int64_t blockThreads) {
+  SmallVector<std::pair<Value, bool>> conds;
+  for (Operation *cur = op;;) {
+    Operation *parent = cur->getParentOp();
+    if (!parent)
+      return std::nullopt;
+    if (isa<FunctionOpInterface>(parent))
+      break;
+    if (auto ifOp = dyn_cast<scf::IfOp>(parent)) {
+      if (!isUniformCondition(ifOp.getCondition()))
+        conds.push_back({ifOp.getCondition(),
+                         cur->getParentRegion() == &ifOp.getThenRegion()});
+    } else if (!isa<scf::ForOp>(parent)) {
+      return std::nullopt;
+    }
+    cur = parent;
+  }
+  llvm::BitVector warps(blockThreads / 32);
+  for (int64_t w = 0; w < blockThreads / 32; ++w) {
+    std::optional<bool> runs[2];
+    for (int lane : {0, 31}) {
+      bool r = true;
+      for (auto [cond, inThen] : conds) {
+        std::optional<int64_t> c = evalForThread(cond, 32 * w + lane);
+        if (!c)
+          return std::nullopt;
+        r &= static_cast<bool>(*c) == inThen;
+      }
+      runs[lane ? 1 : 0] = r;
+    }
+    if (*runs[0] != *runs[1])
+      return std::nullopt; // part of a warp: check 9's
+    if (*runs[0])
+      warps.set(w);
+  }
+  return warps;
+}
+
 /// (d): aligned syncs of one id at two sites reached by disjoint warps
 /// that complete one generation together.
 bool checkAlignedSites(FunctionOpInterface fn, int64_t blockThreads) {
@@ -400,17 +444,13 @@ bool checkAlignedSites(FunctionOpInterface fn, int64_t blockThreads) {
     std::optional<SyncSite> site = syncSite(op);
     if (!site)
       return;
-    std::optional<Executors> who = getExecutors(op, blockThreads);
-    if (!who || !who->wholeWarps)
+    std::optional<llvm::BitVector> warps = warpsWhenRun(op, blockThreads);
+    if (!warps || warps->none())
       return;
-    llvm::BitVector warps(blockThreads / 32);
-    for (int64_t w = 0; w < blockThreads / 32; ++w)
-      if (who->threads.test(32 * w))
-        warps.set(w);
     int64_t id = op->getAttrOfType<IntegerAttr>("barrier_id").getInt();
     if (op->getNumOperands())
       id += *getConstantInt(op->getOperand(0));
-    sites.push_back({op, id, site->threads, warps});
+    sites.push_back({op, id, site->threads, *warps});
   });
   bool failed = false;
   llvm::DenseSet<int64_t> reported;

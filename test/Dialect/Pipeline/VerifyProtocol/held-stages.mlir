@@ -102,7 +102,8 @@ gpu.func @release_previous_two_stages(%n: index) kernel attributes {known_block_
 // -----
 
 // Bug: per tile, the compute warps sync with the load warp on barrier 3,
-// but with no k-blocks they only arrive and loop around.
+// but with no k-blocks they only arrive and loop around. (The two roles
+// sync at their own sites: unaligned, as check 19 asks.)
 gpu.module @k {
 gpu.func @arrive_on_empty_tile(%tiles: index, %k: index) kernel attributes {known_block_size = array<i32: 160, 1, 1>} {
   %c0 = arith.constant 0 : index
@@ -114,17 +115,17 @@ gpu.func @arrive_on_empty_tile(%tiles: index, %k: index) kernel attributes {know
   %p = pipeline.create {name = "unused"} : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 32>>
   scf.if %is0 {
     scf.for %t = %c0 to %tiles step %c1 {
-      pipeline.named_barrier.sync id = 3, threads = 160
+      pipeline.named_barrier.sync id = 3, threads = 160 {unaligned}
     }
   } else {
     scf.for %t = %c0 to %tiles step %c1 {
       %work = arith.cmpi sgt, %k, %c0 : index
       scf.if %work {
         // expected-note @+1 {{the other branch syncs on it here}}
-        pipeline.named_barrier.sync id = 3, threads = 160
+        pipeline.named_barrier.sync id = 3, threads = 160 {unaligned}
       } else {
         // expected-error @+1 {{named barrier 3: this branch only arrives on it (arrive) where the other branch of the same if syncs on it (arrive_and_wait / sync), inside a loop (rule: a role reaches a named barrier with the same verb on every path)}}
-        pipeline.named_barrier.arrive id = 3, threads = 160
+        pipeline.named_barrier.arrive id = 3, threads = 160 {unaligned}
       }
     }
   }
@@ -147,16 +148,16 @@ gpu.func @sync_on_both_paths(%tiles: index, %k: index) kernel attributes {known_
   %p = pipeline.create {name = "unused"} : !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 32>>
   scf.if %is0 {
     scf.for %t = %c0 to %tiles step %c1 {
-      pipeline.named_barrier.sync id = 3, threads = 160
+      pipeline.named_barrier.sync id = 3, threads = 160 {unaligned}
       pipeline.named_barrier.arrive id = 4, threads = 160
     }
   } else {
     scf.for %t = %c0 to %tiles step %c1 {
       %work = arith.cmpi sgt, %k, %c0 : index
       scf.if %work {
-        pipeline.named_barrier.sync id = 3, threads = 160
+        pipeline.named_barrier.sync id = 3, threads = 160 {unaligned}
       } else {
-        pipeline.named_barrier.sync id = 3, threads = 160
+        pipeline.named_barrier.sync id = 3, threads = 160 {unaligned}
       }
       pipeline.named_barrier.sync id = 4, threads = 160
     }
