@@ -153,3 +153,33 @@ def test_flash_attention_2258_with_the_mask_loaded():
 def test_cli_reads_a_buffer_argument():
     assert cli._kernel_arg("0=1,0,1") == (0, [1, 0, 1])
     assert cli._kernel_arg("1=8") == (1, 8)
+
+
+def test_loop_bound_from_memory():
+    """A tile's k-block count read from memory bounds the consumer's loop
+    (the producer runs a fixed count): a hang unless every count read is
+    the producer's; a count read as a huge unsigned value is refused."""
+    k = Kernel("kblocks_from_memory", block_dim=64,
+               params={"counts": GlobalPtr(), "tiles": Int32()})
+    with k:
+        counts, tiles = k.args
+        pipe = _ring(k)
+        with k.if_(k.warp_idx() == 0):
+            s = make_pipeline_state(Producer, S)
+            for _, (s,) in k.range(tiles, carry=[s]):
+                pipe.producer_acquire(s)
+                pipe.producer_commit(s)
+                s.advance()
+            pipe.producer_tail(s)
+        with k.if_(k.warp_idx() == 1):
+            c = make_pipeline_state(Consumer, S)
+            for _, (c,) in k.range(load(counts, i32(), 0), carry=[c]):
+                pipe.consumer_wait(c)
+                pipe.consumer_release(c)
+                c.advance()
+    assert k.simulate({"tiles": 3, "counts": [3]}, schedules=3, check=False).ok
+    r = k.simulate({"tiles": 3}, schedules=6, check=False)
+    assert r[0].counts == {"deadlock": 6}, str(r)   # the fill's counts are 0 or 1
+    assert "scf.for at" in str(r) and "branches on memory" in str(r) and " trips" in str(r)
+    r = k.simulate({"tiles": 3, "counts": [-1]}, schedules=1, check=False)
+    assert "unsupported" in r[0].counts and "computed from memory, give 4294967295" in str(r)

@@ -466,6 +466,11 @@ class _Interp:
             trips = self.launch.trip_count
         else:
             trips = max(0, -(-(ub - lb) // step)) if step else 0
+        if "mem" in n.a and trips > self.launch.max_while_trips:
+            # Bounds from loaded values (a negative length read as unsigned):
+            # refused, not run for billions of trips.
+            self.fail(n, f"the loop's bounds, computed from memory, give {trips} trips "
+                         f"(more than {self.launch.max_while_trips}); give the buffers' values")
         self.mem_branch(n, f"{trips} trips")
         (args, body), = n.regions[0]
         vals = inits
