@@ -214,6 +214,38 @@ def test_lpt_order_matches_the_default(cache, device, shape):
     assert max(relative_errors((lpt[0],), (default[0].float(),))) <= 1e-2
 
 
+# b, seqlen, heads: ragged (the padding rows left out), several heads (the
+# heads of a GQA/MQA dQ are the query heads), one query tile.
+CONVERT_SHAPES = [(2, 200, 3), (1, 333, 8), (3, 64, 1), (2, 1000, 2)]
+
+
+@pytest.mark.parametrize("head_dim,causal", [(64, False), (64, True), (128, False),
+                                             (128, True)])
+def test_dq_convert_kernel_matches_the_torch_unpermute(cache, device, head_dim, causal):
+    """dq_acc_order's postprocess kernel (kernels/attention_bwd_dq_convert.py),
+    loaded with each default + dq_acc_order build: on random accumulators
+    of ragged lengths (padded to the build's query block), bit for bit
+    torch's un-permute (``dq_from_acc_order``) rounded to bf16."""
+    from pipeline_mlir.ops import attention_configs
+    from pipeline_mlir.ops.attention import variant_attention_bwd
+    from pipeline_mlir.ops.attention_bwd_host import dq_from_acc_order
+
+    opts = attention_configs.bwd_default_options(head_dim, causal) + ("dq_acc_order",)
+    bwd = variant_attention_bwd(head_dim, causal, options=opts)
+    assert bwd.dq_convert is not None
+    block_m = bwd.meta["block_m"]
+    g = torch.Generator(device="cuda").manual_seed(head_dim + causal)
+    for b, sq, h in CONVERT_SHAPES:
+        padded = math.ceil(sq / block_m) * block_m
+        acc = torch.randn(b * padded * h * head_dim, device="cuda", generator=g)
+        got = bwd.convert_acc_order(acc, b, padded, sq, h)
+        want = dq_from_acc_order(acc, b, padded, h, head_dim)[:, :sq].to(torch.bfloat16)
+        assert got.shape == (b, sq, h, head_dim) and torch.equal(got, want), (b, sq, h)
+    with pytest.raises(ValueError, match="convert_acc_order"):
+        bwd.convert_acc_order(acc[1:], b, padded, sq, h)
+    torch.cuda.synchronize()
+
+
 def test_preprocess_matches_torch(cache, device):
     """The preprocess kernel's LSE * log2(e) and dPsum against the same in
     torch, padding rows and fully masked (-inf) rows included."""

@@ -109,6 +109,8 @@ def configurations(benchmarks=True):
                        **attention_configs.BWD_CANDIDATES}.items():
         if over.get("kernel") == "prep":
             out[f"bwd {name}"] = ("bwd_prep", over["head_dim"], None)
+        elif over.get("kernel") == "dq_convert":
+            out[f"bwd {name}"] = ("bwd_dq_convert", over["head_dim"], None)
         else:
             out[f"bwd {name}"] = ("bwd", attention_bwd.AttentionBwdConfig(**over), None)
 
@@ -134,6 +136,10 @@ def digest(kind, cfg, stages=None):
     if kind == "bwd_prep":
         k = attention_bwd_prep.build(cfg)
         meta = attention_bwd_prep.meta(k)
+    elif kind == "bwd_dq_convert":
+        from pipeline_mlir.kernels import attention_bwd_dq_convert
+        k = attention_bwd_dq_convert.build(cfg)
+        meta = attention_bwd_dq_convert.meta(k)
     else:
         module = attention_fwd if kind == "fwd" else attention_bwd
         k = module.build(cfg, stages=stages)

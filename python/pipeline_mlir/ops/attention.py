@@ -96,7 +96,11 @@ def variant_attention_bwd(head_dim, causal, device=None, dq_split=False, options
     def make(image, meta, chip):
         prep = kernel_cache.get(*attention_configs.bwd_prep_variant(head_dim), "bf16", chip,
                                 kernel="attention_bwd")
-        return AttentionBwd(image, meta, prep=prep, device=device)
+        convert = None
+        if meta.get("dq_acc_order"):            # its postprocess kernel
+            convert = kernel_cache.get(*attention_configs.bwd_dq_convert_variant(head_dim),
+                                       "bf16", chip, kernel="attention_bwd")
+        return AttentionBwd(image, meta, prep=prep, device=device, dq_convert=convert)
 
     return load_variant(name, overrides, "bf16", "attention_bwd", device, make)
 

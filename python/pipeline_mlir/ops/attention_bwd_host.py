@@ -21,8 +21,10 @@ Three steps on torch's current stream:
    reduce-add;
 3. dQ = the accumulator rounded to bf16; with ``meta["dq_acc_order"]``
    the accumulator is flat, in the fp32 dQ fragments' own order per
-   (batch, 64-row query tile, head, 64-column group) (``dq_from_acc_order``
-   un-permutes it in the same copy).
+   (batch, 64-row query tile, head, 64-column group): the postprocess
+   kernel (kernels/attention_bwd_dq_convert.py, ``dq_convert``)
+   un-permutes and rounds it in one pass; without it, torch's copy of
+   ``acc_order_view`` (``dq_from_acc_order``).
 """
 
 import math
@@ -70,7 +72,7 @@ class AttentionBwd:
     """A loaded backward variant; calling it launches on torch's current
     stream."""
 
-    def __init__(self, image, meta, prep=None, device=None):
+    def __init__(self, image, meta, prep=None, device=None, dq_convert=None):
         from pipeline_mlir import runtime
         from pipeline_mlir.layout import OperandLayout
 
@@ -97,6 +99,17 @@ class AttentionBwd:
                 block=pmeta["threads"], smem=pmeta["smem"])
             self.prep = compiled.launcher(self.device)
             self.prep_launches = runtime.LaunchCache(self.prep, LAUNCH_CACHE)
+        self.dq_convert = None
+        if dq_convert is not None:              # dq_acc_order's postprocess kernel
+            cimage, cmeta = dq_convert
+            if cmeta.get("head_dim") != meta["head_dim"]:
+                raise ValueError("AttentionBwd: the dQ postprocess is for another head dim")
+            self.convert_meta = dict(cmeta)
+            compiled = runtime.CompiledKernel.cached(
+                cimage, name=cmeta["name"], params=list(cmeta["signature"]),
+                block=cmeta["threads"], smem=cmeta["smem"])
+            self.dq_convert = compiled.launcher(self.device)
+            self.convert_launches = runtime.LaunchCache(self.dq_convert, LAUNCH_CACHE)
         self._sms = None
 
     def _descriptor(self, t, layout):
@@ -207,12 +220,44 @@ class AttentionBwd:
             self.launcher.launch(p.values, grid, s, True, None)
         else:
             self.launches.fire(p)
+        if acc_order and self.dq_convert is not None:
+            return self.convert_acc_order(dq_accum, b, padded, sq, h, s), dk, dv
         if acc_order:                           # un-permuted in the conversion's copy
             dq = torch.empty((b, padded, h, d), dtype=torch.bfloat16, device=q.device)
             view = acc_order_view(dq_accum, b, padded, h, d)
             dq.view(view.shape).copy_(view)
             return (dq if padded == sq else dq[:, :sq].contiguous()), dk, dv
         return dq_accum.to(torch.bfloat16), dk, dv
+
+    def convert_acc_order(self, acc, batch, padded, seqlen, heads, stream=None):
+        """(batch, seqlen, heads, head_dim) bf16 dQ from the flat accumulator
+        ``acc`` of ``padded`` rows (a multiple of the main kernel's query
+        block) in the accumulator's order, by the postprocess kernel
+        (kernels/attention_bwd_dq_convert.py: one CTA per 64 x 64 tile, the
+        padding rows past ``seqlen`` left out)."""
+        import torch
+
+        d = self.meta["head_dim"]
+        tile = self.convert_meta["tile"]
+        if padded % tile or not 0 < seqlen <= padded or acc.dtype != torch.float32 \
+                or acc.numel() != batch * padded * heads * d:
+            raise ValueError(f"convert_acc_order: acc must be the fp32 accumulator of "
+                             f"{batch} x {padded} x {heads} x {d} (padded a multiple of {tile}, "
+                             f"at least seqlen {seqlen})")
+        tiles_per_batch = padded // tile
+        dq = torch.empty((batch, seqlen, heads, d), dtype=torch.bfloat16, device=acc.device)
+        if stream is None:
+            stream = self._runtime.fastlaunch.current_stream_handle(self.device.ordinal)
+        grid = (batch * tiles_per_batch * heads * (d // tile), 1, 1)
+        key = (acc.data_ptr(), dq.data_ptr(), batch, padded, seqlen, heads, stream)
+        p = self.convert_launches.get(key)
+        if p is None:
+            args = {"acc": acc.data_ptr(), "dq": dq.data_ptr(),
+                    "tiles_per_batch": tiles_per_batch, "heads": heads, "seqlen": seqlen}
+            p = self.convert_launches.prepare(
+                key, tuple(args[n] for n in self.convert_meta["params"]), grid, stream)
+        self.convert_launches.fire(p)
+        return dq
 
 
 def reference(q, k, v, do, causal, softmax_scale=None):

@@ -168,8 +168,22 @@ def bwd_prep_variant(head_dim):
     return f"bwd_prep_d{head_dim}", dict(kernel="prep", head_dim=head_dim)
 
 
+BWD_DQ_CONVERT_HEAD_DIMS = (64, 128)
+
+
+def bwd_dq_convert_variant(head_dim):
+    """(name, overrides) of ``dq_acc_order``'s dQ postprocess for this head
+    dim (kernels/attention_bwd_dq_convert.py, built by the same family): the
+    accumulator's order un-permuted and rounded to bf16 in one pass."""
+    if head_dim not in BWD_DQ_CONVERT_HEAD_DIMS:
+        raise ValueError(f"attention backward dq_acc_order: head_dim must be one of "
+                         f"{BWD_DQ_CONVERT_HEAD_DIMS}, got {head_dim}")
+    return f"bwd_dq_convert_d{head_dim}", dict(kernel="dq_convert", head_dim=head_dim)
+
+
 BWD_VARIANTS = dict([bwd_variant(d, c) for d in BWD_HEAD_DIMS for c in (False, True)]
-                    + [bwd_prep_variant(d) for d in BWD_HEAD_DIMS])
+                    + [bwd_prep_variant(d) for d in BWD_HEAD_DIMS]
+                    + [bwd_dq_convert_variant(d) for d in BWD_DQ_CONVERT_HEAD_DIMS])
 # Built into the kernel cache next to BWD_VARIANTS (the GPU tests and
 # run_attention_bwd.py --dq-split run them) but not what the op runs.
 # The option sets built as candidates: both, and each alone (to tell their

@@ -97,7 +97,9 @@ def build(cfg=AttentionBwdConfig(), chip="sm_90a", stages=None):
 def build_variant(overrides, dtype, chip):
     """(cubin, launch facts) of the backward variant ``overrides``
     (``AttentionBwdConfig`` fields, or ``kernel="prep"`` and ``head_dim``
-    for the preprocess of ``attention_bwd_prep``) in ``dtype`` ('bf16'):
+    for the preprocess of ``attention_bwd_prep``, ``kernel="dq_convert"``
+    and ``head_dim`` for ``dq_acc_order``'s postprocess of
+    ``attention_bwd_dq_convert``) in ``dtype`` ('bf16'):
     the kernel cache's builder of the family ``attention_bwd``."""
     if dtype != "bf16":
         raise ValueError(f"attention_bwd: bf16 only, got {dtype!r}")
@@ -109,6 +111,14 @@ def build_variant(overrides, dtype, chip):
                              f"{sorted(overrides)}")
         prep = attention_bwd_prep.build(overrides["head_dim"], chip=chip)
         return bytes(prep.compile()), attention_bwd_prep.meta(prep)
+    if overrides.get("kernel") == "dq_convert":
+        from pipeline_mlir.kernels import attention_bwd_dq_convert
+
+        if set(overrides) != {"kernel", "head_dim"}:
+            raise ValueError(f"attention_bwd dq_convert: overrides are kernel and head_dim, "
+                             f"got {sorted(overrides)}")
+        conv = attention_bwd_dq_convert.build(overrides["head_dim"], chip=chip)
+        return bytes(conv.compile()), attention_bwd_dq_convert.meta(conv)
     cfg = AttentionBwdConfig(**overrides)
     kernel = build(cfg, chip=chip)
     return bytes(kernel.compile()), cfg.meta(kernel)
