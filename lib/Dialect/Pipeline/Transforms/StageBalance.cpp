@@ -349,8 +349,9 @@ private:
     if (clip)
       diag << " (a loop from a constant start runs " << clip->name
            << " times: when the trip count is below that start, the stages "
-              "before the loop, a prologue, still all run; guard each "
-              "prologue step with the trip count, `if n > i`)";
+              "outside the loop (a prologue before it, a last iteration "
+              "peeled after it) still all run; guard each of them with the "
+              "trip count, `if n > i`)";
     else
       diag << " (give both roles the same loop bounds)";
     if (atProducer)

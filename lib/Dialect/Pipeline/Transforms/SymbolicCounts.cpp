@@ -542,11 +542,27 @@ std::optional<Poly> protocol::tripCount(scf::ForOp loop, Canonicalizer &canon,
   // count keeps the max (a Trips atom, evaluated clipped at 0), and the
   // values below the start stay in the comparison. A loop from 0 (or from
   // a run-time start) keeps the assumption: its extent is the count; so
-  // does a loop from 1, a peeled first iteration (FlashAttention's
-  // mainloop from k-block 1): kernels assume at least one k-block, and a
-  // launch with none has no work for either role.
+  // does a loop from 1 after a peeled first iteration (FlashAttention's
+  // mainloop from k-block 1, a pipeline verb before the loop in its
+  // block, unconditional): the kernel does iteration 0 whatever n is, so
+  // it assumes at least one k-block, and a launch with none has no work
+  // for either role. A loop from 1 with nothing peeled before it makes no
+  // such promise: where its extent can go negative (`range(1, n)`, not
+  // `range(1, n + 1)`), it runs max(0, n - 1) times, like a loop from 2.
   std::optional<int64_t> start = lb.getConstant();
-  if (start && *start > 1 && s && *s > 0 && ivsOf(extent, atoms).empty() &&
+  auto peeledFirst = [&] {
+    for (Operation *p = loop->getPrevNode(); p; p = p->getPrevNode())
+      if (getVerb(p))
+        return true;
+    return false;
+  };
+  auto mayBeNegative = [&] {
+    return llvm::any_of(extent.terms, [](auto &t) { return t.second < 0; });
+  };
+  if (start &&
+      (*start > 1 || (*start == 1 && mayBeNegative() && !peeledFirst())) &&
+      s &&
+      *s > 0 && ivsOf(extent, atoms).empty() &&
       !polyHas(extent, atoms, [](const Atom &a) { return a.loopVar; })) {
     std::string range = printPoly(extent, atoms);
     std::string key = "clip(" + range + "|" + std::to_string(*s) + ")";

@@ -8,6 +8,8 @@
 //   peeled by hand): the branch holds on n - 1 iterations of the loop's n
 //   (any `a * i + b <cmp> c`, in a loop of constant step, is counted: in
 //   `range(0, n, 2)`, `i + 1 < n` holds on ceildiv(n - 1, 2) iterations).
+// - a loop from 1 with nothing peeled before it runs max(0, n - 1) times
+//   (after a peeled first iteration it is n - 1: the kernel assumes n >= 1).
 // Each bug sits next to its correct twin, which must stay silent.
 // RUN: pipeline-opt --pipeline-verify-protocol -split-input-file -verify-diagnostics %s
 !P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 32>>
@@ -32,7 +34,7 @@ gpu.func @fixed_prologue(%n: index) kernel attributes {known_block_size = array<
   scf.if %is0 {
     %s0 = pipeline.state.make : !ps
     pipeline.producer.acquire %p, %s0 : !P, !ps
-    // expected-error @+1 {{pipeline 'ab': the producer role (one warp) commits max(0, %arg0 - 2) + 2 stages, the consumer role (one warp) releases %arg0 (for %arg0 = 1: 2 against 1): the producer fills stages nobody consumes and waits forever for them to come back (a loop from a constant start runs max(0, %arg0 - 2) times: when the trip count is below that start, the stages before the loop, a prologue, still all run; guard each prologue step with the trip count, `if n > i`)}}
+    // expected-error @+1 {{pipeline 'ab': the producer role (one warp) commits max(0, %arg0 - 2) + 2 stages, the consumer role (one warp) releases %arg0 (for %arg0 = 1: 2 against 1): the producer fills stages nobody consumes and waits forever for them to come back (a loop from a constant start runs max(0, %arg0 - 2) times: when the trip count is below that start, the stages outside the loop (a prologue before it, a last iteration peeled after it) still all run; guard each of them with the trip count, `if n > i`)}}
     pipeline.producer.commit %p, %s0 : !P, !ps
     %s1 = pipeline.state.advance %s0 : !ps
     pipeline.producer.acquire %p, %s1 : !P, !ps
@@ -310,6 +312,145 @@ gpu.func @unrolled_by_two_guarded(%n: index) kernel attributes {known_block_size
         scf.yield %s1 : !cs
       }
       scf.yield %s2 : !cs
+    }
+  }
+  gpu.return
+}
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 32>>
+!ps = !pipeline.state<2, producer>
+!cs = !pipeline.state<2, consumer>
+
+// Bug: the producer runs its k-loop from 1 with nothing peeled before it,
+// then one last stage after it: max(0, n - 1) + 1 stages, n only when
+// n >= 1; with n = 0 it fills a stage nobody consumes. (A loop from 1 is
+// counted n - 1 only after a peeled first iteration, which promises n >= 1.)
+gpu.module @k {
+gpu.func @loop_from_1_then_last(%n: index) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  // expected-note @+1 {{pipeline 'ab' is created here}}
+  %p = pipeline.create {name = "ab"} : !P
+  %tid = gpu.thread_id x
+  %w = arith.divui %tid, %c32 : index
+  %is0 = arith.cmpi eq, %w, %c0 : index
+  // expected-note @+2 {{the producer role}}
+  // expected-note @+1 {{the consumer role}}
+  scf.if %is0 {
+    %s0 = pipeline.state.make : !ps
+    %s1 = scf.for %i = %c1 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !P, !ps
+      // expected-error @+1 {{pipeline 'ab': the producer role (one warp) commits max(0, %arg0 - 1) + 1 stages, the consumer role (one warp) releases %arg0 (for %arg0 = 0: 1 against 0): the producer fills stages nobody consumes and waits forever for them to come back (a loop from a constant start runs max(0, %arg0 - 1) times: when the trip count is below that start, the stages outside the loop (a prologue before it, a last iteration peeled after it) still all run; guard each of them with the trip count, `if n > i`)}}
+      pipeline.producer.commit %p, %s : !P, !ps
+      %sn = pipeline.state.advance %s : !ps
+      scf.yield %sn : !ps
+    }
+    pipeline.producer.acquire %p, %s1 : !P, !ps
+    pipeline.producer.commit %p, %s1 : !P, !ps
+    %sN = pipeline.state.advance %s1 : !ps
+    pipeline.producer.tail %p, %sN : !P, !ps
+  } else {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      // expected-note @+1 {{the consumer releases here}}
+      pipeline.consumer.release %p, %s : !P, !cs
+      %sn = pipeline.state.advance %s : !cs
+      scf.yield %sn : !cs
+    }
+  }
+  gpu.return
+}
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 32>>
+!ps = !pipeline.state<2, producer>
+!cs = !pipeline.state<2, consumer>
+
+// Twin: the last stage runs only when there is one (n > 0).
+gpu.module @k {
+gpu.func @loop_from_1_then_guarded_last(%n: index) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %p = pipeline.create {name = "ab"} : !P
+  %tid = gpu.thread_id x
+  %w = arith.divui %tid, %c32 : index
+  %is0 = arith.cmpi eq, %w, %c0 : index
+  scf.if %is0 {
+    %s0 = pipeline.state.make : !ps
+    %s1 = scf.for %i = %c1 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !P, !ps
+      pipeline.producer.commit %p, %s : !P, !ps
+      %sn = pipeline.state.advance %s : !ps
+      scf.yield %sn : !ps
+    }
+    %any = arith.cmpi sgt, %n, %c0 : index
+    %sN = scf.if %any -> (!ps) {
+      pipeline.producer.acquire %p, %s1 : !P, !ps
+      pipeline.producer.commit %p, %s1 : !P, !ps
+      %sl = pipeline.state.advance %s1 : !ps
+      scf.yield %sl : !ps
+    } else {
+      scf.yield %s1 : !ps
+    }
+    pipeline.producer.tail %p, %sN : !P, !ps
+  } else {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      pipeline.consumer.release %p, %s : !P, !cs
+      %sn = pipeline.state.advance %s : !cs
+      scf.yield %sn : !cs
+    }
+  }
+  gpu.return
+}
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 32>>
+!ps = !pipeline.state<2, producer>
+!cs = !pipeline.state<2, consumer>
+
+// Boundary: a peeled first iteration before the loop from 1, unconditional
+// (FlashAttention's mainloop from k-block 1): the kernel assumes n >= 1,
+// and 1 + (n - 1) is n there.
+gpu.module @k {
+gpu.func @peeled_first_then_loop_from_1(%n: index) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %p = pipeline.create {name = "ab"} : !P
+  %tid = gpu.thread_id x
+  %w = arith.divui %tid, %c32 : index
+  %is0 = arith.cmpi eq, %w, %c0 : index
+  scf.if %is0 {
+    %s0 = pipeline.state.make : !ps
+    pipeline.producer.acquire %p, %s0 : !P, !ps
+    pipeline.producer.commit %p, %s0 : !P, !ps
+    %sp = pipeline.state.advance %s0 : !ps
+    %sN = scf.for %i = %c1 to %n step %c1 iter_args(%s = %sp) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !P, !ps
+      pipeline.producer.commit %p, %s : !P, !ps
+      %sn = pipeline.state.advance %s : !ps
+      scf.yield %sn : !ps
+    }
+    pipeline.producer.tail %p, %sN : !P, !ps
+  } else {
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      pipeline.consumer.release %p, %s : !P, !cs
+      %sn = pipeline.state.advance %s : !cs
+      scf.yield %sn : !cs
     }
   }
   gpu.return
