@@ -279,3 +279,33 @@ def test_a_read_of_another_warp_at_the_release(reader, others):
     assert (f"pipeline.consumer.release by warp 0 hands back a stage of pipeline 'tiles' for "
             f"{others} too (the release ends their hold)") in error, error
     assert "it is retired only after the barrier that orders this release" in error, error
+
+
+# A loop from 1 with nothing peeled before it makes no promise that n >= 1:
+# `range(1, n)` then one last stage fills a stage nobody consumes at n = 0
+# (refused); the last stage guarded by `n > 0` passes.
+def _produce_from_1_then_last(guarded):
+    def produce(k, pipeline, n):
+        state = make_pipeline_state(PipelineUserType.Producer, STAGES)
+        for _, _ in k.range(1, n, carry=[state]):
+            pipeline.producer_acquire(state)
+            pipeline.producer_commit(state)
+            state.advance()
+        if guarded:
+            with k.if_(n > 0, carry=[state]):
+                pipeline.producer_acquire(state)
+                pipeline.producer_commit(state)
+                state.advance()
+        else:
+            pipeline.producer_acquire(state)
+            pipeline.producer_commit(state)
+            state.advance()
+        pipeline.producer_tail(state)
+    return produce
+
+
+def test_a_loop_from_1_without_a_peeled_first_iteration():
+    assert verify_protocol(_kernel(_produce_from_1_then_last(True))) == []
+    (error,) = verify_protocol(_kernel(_produce_from_1_then_last(False)))
+    assert "commits max(0, n - 1) + 1 stages" in error and "(for n = 0: 1 against 0)" in error, \
+        error
