@@ -84,7 +84,7 @@ def arrive_on_empty_tile(bug):
                 with work.else_():
                     if bug:
                         lines["bug"] = _next_line()
-                        epi.arrive_unaligned()
+                        epi.arrive()
                     else:
                         epi.wait_unaligned()
     return k, lines.get("bug"), {"tiles": 3, "k_tiles": 0}
