@@ -18,7 +18,7 @@ re-exports them.
 
 import math
 
-from .gemm_variants import along_n, cluster_n_of, cluster_of, tile
+from .gemm_variants import cluster_of, tile, variant_unit_tiles
 
 # The time of a K block of each tile relative to its area's share of a
 # 128x256 tile's, measured on an H200 (benchmarks/gemm/results/
@@ -125,17 +125,12 @@ def block_time(variant, k):
 
 def estimate(variant, m, n, sms, k=64):
     """Modelled seconds of the plain ``variant`` on an m x n x k product:
-    waves of tiles (a 2-CTA cluster's unit is two tiles, along M or N,
-    ``sms / 2`` of them a wave), each its K blocks and a tile's fixed cost
-    (see the module doc)."""
+    waves of units (a cluster's tiles: ``gemm_variants.unit_tiles``;
+    ``units_per_wave`` of them a wave), each its K blocks and a tile's
+    fixed cost (see the module doc)."""
     bm, bn = tile(variant)
-    cluster = cluster_of(variant)
-    if along_n(variant):
-        units = math.ceil(m / bm) * math.ceil(n / (bn * cluster))
-    elif cluster_n_of(variant) > 1:
-        units = math.ceil(m / (2 * bm)) * math.ceil(n / (2 * bn))     # 2x2 tiles
-    else:
-        units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
+    along_m_tiles, along_n_tiles = variant_unit_tiles(variant)
+    units = math.ceil(m / (bm * along_m_tiles)) * math.ceil(n / (bn * along_n_tiles))
     waves = math.ceil(units / units_per_wave(variant, sms))
     return waves * (math.ceil(k / K_BLOCK) * block_time(variant, k) + TILE_S)
 
@@ -186,12 +181,7 @@ def operand_rows(variant, m, n):
     operand once for the pair). Tiles past the edge read only what is in
     bounds, so the count is of real rows."""
     bm, bn = tile(variant)
-    cluster = cluster_of(variant)
-    cols, rows = math.ceil(n / bn), math.ceil(m / bm)
-    if cluster == 2 and along_n(variant):
-        cols = math.ceil(cols / 2)
-    elif cluster == 4:
-        cols, rows = math.ceil(cols / 2), math.ceil(rows / 2)
-    elif cluster == 2:
-        rows = math.ceil(rows / 2)
+    along_m_tiles, along_n_tiles = variant_unit_tiles(variant)
+    cols = math.ceil(n / (bn * along_n_tiles))
+    rows = math.ceil(m / (bm * along_m_tiles))
     return cols * m + rows * n

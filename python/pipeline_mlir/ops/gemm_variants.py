@@ -212,6 +212,23 @@ def cluster_of(variant):
     return o.get("cluster_m", 1) * o.get("cluster_n", 1)
 
 
+def unit_tiles(cluster_m=1, cluster_n=1, along_n=False):
+    """(tiles along M, tiles along N) of one work unit: a cluster's tiles
+    (GemmConfig.cluster_m / cluster_along_n / cluster_n). The cost model
+    (gemm_cost) and the host grid (hopper_gemm_host) count units from it,
+    so the two cannot disagree on a cluster's shape."""
+    if along_n:
+        return 1, cluster_m
+    return cluster_m, cluster_n
+
+
+def variant_unit_tiles(variant):
+    """``unit_tiles`` of a variant name."""
+    o = overrides(variant)
+    return unit_tiles(o.get("cluster_m", 1), o.get("cluster_n", 1),
+                      o.get("cluster_along_n", False))
+
+
 def cluster_n_of(variant):
     """CTAs along N of a 2x2 cluster (2), else 1."""
     return overrides(variant).get("cluster_n", 1)

@@ -26,6 +26,8 @@ from pipeline_mlir.runtime.bounded import put_bounded
 from pipeline_mlir.runtime.fastlaunch import current_stream_handle
 from pipeline_mlir.runtime.launch import stream_address
 
+from .gemm_variants import unit_tiles
+
 # What the launcher must know of a compiled variant (meta_of writes it).
 META_KEYS = ("name", "dtype", "block_m", "block_n", "cluster_m", "threads", "smem",
              "params", "layouts")
@@ -197,15 +199,10 @@ class HopperGemm:
         (``meta['stream_k']``) runs ``gemm_configs.stream_k_grid`` CTAs."""
         meta = self.meta
         cl = cluster_size(meta)
-        if meta.get("cluster_along_n"):
-            # tile rows x column pairs (GemmConfig.cluster_along_n)
-            units = math.ceil(m / meta["block_m"]) * math.ceil(n / (meta["block_n"] * cl))
-        elif meta.get("cluster_n", 1) > 1:
-            # units of 2x2 tiles (GemmConfig.cluster_n)
-            units = (math.ceil(m / (meta["block_m"] * meta["cluster_m"]))
-                     * math.ceil(n / (meta["block_n"] * meta["cluster_n"])))
-        else:
-            units = math.ceil(m / (meta["block_m"] * cl)) * math.ceil(n / meta["block_n"])
+        along_m_tiles, along_n_tiles = unit_tiles(meta["cluster_m"], meta.get("cluster_n", 1),
+                                                  meta.get("cluster_along_n", False))
+        units = (math.ceil(m / (meta["block_m"] * along_m_tiles))
+                 * math.ceil(n / (meta["block_n"] * along_n_tiles)))
         if meta.get("stream_k") and k is not None:
             from .gemm_configs import stream_k_grid
 
