@@ -26,6 +26,8 @@ THREADS_PER_WARPGROUP = THREADS_PER_WARP * WARPS_PER_WARPGROUP
 # Rows of one warpgroup's wgmma tile (m64nNkK): a tile of M rows needs
 # M / 64 consumer warpgroups.
 WGMMA_M = 64
+# The widest wgmma (m64nNk*: N a multiple of 8 up to 256).
+WGMMA_N_MAX = 256
 # SMs of the data-center parts (H100 SXM / H200; B200), what variant tables
 # assume when no device is at hand.
 MULTIPROCESSORS = {"sm_90a": 132, "sm_100a": 148}

@@ -29,6 +29,7 @@ The descriptor's fields and the canonical layouts behind them are described
 import mlir.ir as ir
 from mlir.dialects import arith, llvm, nvvm
 
+from ..chip_limits import WGMMA_N_MAX
 from ..layout import DTYPES, K_BYTES_PER_INSTRUCTION, OperandLayout, descriptor_units
 from ..user_location import user_line
 from .fragment import Fragment, OperandA
@@ -105,8 +106,8 @@ class WarpgroupMma:
     M = 64
 
     def __init__(self, n, a="bf16", b=None):
-        if not isinstance(n, int) or not 8 <= n <= 256 or n % 8:
-            raise ValueError(f"wgmma N must be a multiple of 8 in 8..256, got {n!r}")
+        if not isinstance(n, int) or not 8 <= n <= WGMMA_N_MAX or n % 8:
+            raise ValueError(f"wgmma N must be a multiple of 8 in 8..{WGMMA_N_MAX}, got {n!r}")
         (a_dtype, a_major), (b_dtype, b_major) = _operand(a, "a"), _operand(
             a if b is None else b, "b")
         a_bytes, b_bytes = DTYPES[a_dtype][0], DTYPES[b_dtype][0]

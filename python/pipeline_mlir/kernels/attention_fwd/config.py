@@ -6,7 +6,7 @@ chip's shared memory, the swizzle, the named barrier ids).
 
 from dataclasses import dataclass
 
-from pipeline_mlir.chip_limits import REGISTER_FILE, SMEM_PER_BLOCK, WGMMA_M
+from pipeline_mlir.chip_limits import REGISTER_FILE, SMEM_PER_BLOCK, WGMMA_M, WGMMA_N_MAX
 from pipeline_mlir.kernel.smem import BASE_ALIGN
 from pipeline_mlir.kernel.warpgroup import THREADS_PER_WARPGROUP
 from pipeline_mlir.layout import DTYPES, OperandLayout
@@ -24,7 +24,6 @@ FP8_V_SWIZZLE_64 = 64            # e4m3 V^T of 64-key multiples: 64-byte rows
 PINGPONG_BARRIER = 1             # ids 1, 2(, 3): one per consumer warpgroup
 EPILOGUE_BARRIER = 4             # ids 4, 5(, 6): one per consumer warpgroup
 ROW_SUM_ROWS = 8                 # row_sum_mma: the ones' rows (P V's extra N)
-WGMMA_N_MAX = 256                # the largest N of one wgmma
 
 
 @dataclass(frozen=True)
