@@ -11,13 +11,13 @@ finds it (_held_out_bugs.py says how).
 | case                           | source               | static | simulator         |
 |--------------------------------|----------------------|--------|-------------------|
 | named_barrier_collision        | tilelang#2360        | yes    | deadlock          |
-| producer_keeps_registers       | (register budget)    | yes    | passes            |
-| shared_barrier_storage         | (copied create line) | yes*   | passes            |
+| producer_keeps_registers       | (register budget)    | yes    | deadlock          |
+| shared_barrier_storage         | (copied create line) | yes*   | early read, overrun|
 | read_after_release             | (load below release) | yes+   | read after release|
 | write_after_commit             | (store below commit) | yes    | commit before write|
 | named_barrier_short            | (count of 4 warps)   | yes    | deadlock          |
 | buffer_from_iteration          | (t % 2 on 4 stages)  | yes*   | smem race+        |
-| read_other_ring                | (copied index line)  | yes*   | passes            |
+| read_other_ring                | (copied index line)  | yes*   | smem race         |
 
 (*) found by neither tool before these tests. Check 10 of
 pipeline-verify-protocol now refuses two pipelines whose barrier storage
@@ -261,10 +261,11 @@ CASES = [
      "named barrier id 1 counts 128 threads but 256 threads (warps 0-7) reach it",
      {"deadlock"}),
     ("producer_keeps_registers", producer_keeps_registers, {},
-     "warpgroups 1-2 at 232 registers per thread and warpgroup 0 at 168 (not resized", None),
+     "warpgroups 1-2 at 232 registers per thread and warpgroup 0 at 168 (not resized",
+     {"deadlock"}),
     ("shared_barrier_storage", shared_barrier_storage, {},
      "pipeline 'b': its barrier storage (bytes 0-63 of the allocation) overlaps that of "
-     "pipeline 'a' (bytes 0-63)", None),
+     "pipeline 'a' (bytes 0-63)", {"early-read", "overrun"}),
     ("read_after_release", payload_ring, {"what": "read_after_release"},
      "llvm.load reads the stage that consumer_release already handed back to the producer",
      {"read-after-release"}),
@@ -281,7 +282,7 @@ CASES = [
     ("read_other_ring", read_other_ring, {},
      "pipeline 'a': llvm.load touches a buffer of the ring that pipeline 'b' fills (its "
      "producer addresses it from state.index), while this role holds a stage of pipeline "
-     "'a' but none of pipeline 'b'", None),
+     "'a' but none of pipeline 'b'", {"smem-race"}),
 ]
 IDS = [c[0] for c in CASES]
 # Where the checker's error names the line the builder returned (the rest
