@@ -14,6 +14,9 @@ the driver; these are the defaults and what code builds for.
 # Dynamic shared memory one CTA may opt into: 227 KiB (228 KiB per SM, 1 KiB
 # reserved by the system), on sm_90 and sm_100 alike.
 SMEM_PER_BLOCK = 227 * 1024
+# Shared memory of one SM; each resident CTA reserves 1 KiB of it (two
+# CTAs on one SM: (SMEM_PER_SM // 2) - 1024 each).
+SMEM_PER_SM = 228 * 1024
 # CTAs of one cluster: 8 portably, 16 with the non-portable cluster size
 # attribute (sm_90 and sm_100 alike).
 MAX_CLUSTER_SIZE_PORTABLE = 8

@@ -7,14 +7,13 @@ combinations ``check`` refuses. The kernel is built from it by
 
 from dataclasses import dataclass
 
-from pipeline_mlir.chip_limits import SMEM_PER_BLOCK, THREADS_PER_WARP
+from pipeline_mlir.chip_limits import SMEM_PER_BLOCK, SMEM_PER_SM, THREADS_PER_WARP
 from pipeline_mlir.kernel import epilogue, wgmma
 from pipeline_mlir.kernel.epilogue import Epilogue
 from pipeline_mlir.kernel.warpgroup import THREADS_PER_WARPGROUP, check_register_budget
 from pipeline_mlir.layout import DTYPES, OperandLayout
 
 SMEM_LIMIT = SMEM_PER_BLOCK           # dynamic shared memory one CTA may opt into
-SMEM_PER_SM = 228 * 1024        # an SM's shared memory; each resident CTA reserves 1 KiB
 BARRIER_BLOCK = 1024            # the barriers' share of the arena: the rings start 1024-aligned
 EPILOGUE_BARRIER = 1            # named barriers 1..: one per consumer WG (1-3 at 192 rows)
 ACCUMULATIONS = ("fast", "promoted")

@@ -6,7 +6,8 @@ chip's shared memory, the swizzle, the named barrier ids).
 
 from dataclasses import dataclass
 
-from pipeline_mlir.chip_limits import REGISTER_FILE, SMEM_PER_BLOCK, WGMMA_M, WGMMA_N_MAX
+from pipeline_mlir.chip_limits import (REGISTER_FILE, SMEM_PER_BLOCK, SMEM_PER_SM, WGMMA_M,
+                                        WGMMA_N_MAX)
 from pipeline_mlir.kernel.smem import BASE_ALIGN
 from pipeline_mlir.kernel.warpgroup import THREADS_PER_WARPGROUP
 from pipeline_mlir.layout import DTYPES, OperandLayout
@@ -15,7 +16,6 @@ from .exponentials import POLY_SLOTS
 
 
 SMEM_LIMIT = SMEM_PER_BLOCK           # dynamic shared memory one CTA may opt into
-SMEM_PER_SM = 228 * 1024         # an SM's shared memory; each resident CTA reserves 1 KiB
 PACKED_GROUPS = (2, 4, 8)        # query heads per K/V head one tile may pack
 SWIZZLE = 128                    # bytes: every tile's TMA and wgmma swizzle
 DTYPES_FWD = ("bf16", "e4m3")    # operand types of Q, K and V
