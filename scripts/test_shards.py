@@ -1,7 +1,8 @@
 """Run one pytest suite as N concurrent shards of whole test files.
 
-scripts/test.sh runs ``test/python`` as two pytest processes at once, so a
-2-core machine runs the suite in a little over half the time. This pytest
+scripts/test.sh runs ``test/python`` as one pytest process per core (at
+most 4, or ``PIPELINE_TEST_JOBS``), so a 2-core machine runs the suite in a
+little over half the time. This pytest
 plugin (``python -m pytest -p test_shards``, with this directory on
 PYTHONPATH) decides which files a process collects:
 
