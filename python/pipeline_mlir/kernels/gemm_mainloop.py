@@ -55,15 +55,33 @@ class Cluster2x2Scheduler(PersistentTileScheduler):
         first_m = group * self.group_m
         rows = _min(self.tiles_m - first_m, Scalar(arith.constant(i32(), self.group_m)))
         n_unit, in_rows = _divmod(in_group, rows)
-        return (first_m + in_rows) * 2 + cta_rank % 2, n_unit * 2 + cta_rank // 2
+        return ((first_m + in_rows) * 2 + cluster_2x2_row(cta_rank),
+                n_unit * 2 + cluster_2x2_col(cta_rank))
+
+
+# A 2x2 cluster's CTA coordinates: its layout (V, M, N, L) = (1, 2, 2, 1)
+# puts M fastest, rank = m + 2 n (lib/Conversion/PipelineToNVVM/
+# ClusterMasks.cpp, which derives the consumers' releases from it). The
+# scheduler's tiles, the producer's halves and the multicast masks all
+# read these two, so they cannot disagree with each other.
+def cluster_2x2_row(rank):
+    """The tile row (0 or 1) of CTA ``rank`` within its 2x2 unit."""
+    return rank % 2
+
+
+def cluster_2x2_col(rank):
+    """The tile column (0 or 1) of CTA ``rank`` within its 2x2 unit."""
+    return rank // 2
 
 
 def cluster_2x2_mask_values(rank):
-    """(A's multicast mask, B's) of CTA ``rank`` of a 2x2 cluster (rank = m +
-    2 n, the cluster layout's order): A goes to the CTAs of its tile row
-    (ranks m and m + 2: 0b0101 << m), B to those of its tile column (ranks
-    2 n and 2 n + 1: 0b0011 << 2 n). Ints or i32 Scalars."""
-    return (rank % 2 + 1) * 5, (rank // 2 * 3 + 1) * 3    # 0b0101/0b1010, 0b0011/0b1100
+    """(A's multicast mask, B's) of CTA ``rank`` of a 2x2 cluster: A goes to
+    the CTAs of its tile row m (ranks m and m + 2: 0b0101 << m), B to those
+    of its tile column n (ranks 2 n and 2 n + 1: 0b0011 << 2 n). Ints or
+    i32 Scalars (no shifts: (m + 1) * 5 and (3 n + 1) * 3 are the same
+    masks)."""
+    return ((cluster_2x2_row(rank) + 1) * 5,            # 0b0101 / 0b1010
+            (cluster_2x2_col(rank) * 3 + 1) * 3)        # 0b0011 / 0b1100
 
 
 def cluster_2x2_masks(rank):
@@ -125,7 +143,7 @@ def producer(k, cfg, ring, sched, units, rank, k_blocks, desc_a, desc_b, ring_a,
                 if cfg.cluster_n > 1:
                     # 2x2: this CTA's half of A's rows into its tile row's
                     # two CTAs, its half of B's rows into its tile column's.
-                    rm, rn = rank % 2, rank // 2
+                    rm, rn = cluster_2x2_row(rank), cluster_2x2_col(rank)
                     mask_a, mask_b = cluster_2x2_masks(rank)
                     ring.tma_load(state, desc_a,
                                   a_tile.coords(m_blk * cfg.block_m + rn * a_tile.rows, x),
