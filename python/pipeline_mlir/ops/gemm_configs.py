@@ -38,7 +38,9 @@ and 96-224 columns; after every other rule, a plain pick becomes the one
 of least ``estimate`` where that is less (5648 x 216 x 8832: 44 pairs of
 128x112c2n, each reading half of A, against 88 tiles of 128x128 reading
 all of it; 10528 x 320 x 3024: 55 pairs of 192x160c2n, 320 columns
-exactly).
+exactly). The 2x2 cluster (``CLUSTER_2X2_VARIANTS``: two tiles along M by
+two along N, both operands multicast) joins those candidates on narrow
+outputs of a long K (``CLUSTER_2X2_MAX_N``, ``CLUSTER_2X2_MIN_K``).
 
 Split-K (``choose_split``, ops/gemm_split_k.py) and stream-K
 (``choose_stream_k``; its launch and model in ops/gemm_stream_k.py) are
@@ -51,11 +53,11 @@ from pipeline_mlir.chip_limits import WGMMA_M  # noqa: F401 (re-exported)
 
 # The variant table, its name facts and cache entries (ops/gemm_variants.py).
 from .gemm_variants import (  # noqa: F401 (re-exported)
-    CLUSTER_2X2_VARIANTS, CLUSTER_N_SHAPE, CLUSTER_N_VARIANTS, CUT_SHAPE, CUT_VARIANTS, CUT_WIDTHS, NO_RESIDUAL,
-    PREBUILT_EPILOGUES, SPLIT_TILES, SPLIT_VARIANTS, SPLITS, STREAM_K_EXPERIMENTS, STREAM_K_SHARE_VARIANTS, STREAM_K_TILES,
-    STREAM_K_VARIANTS, TIMELINE_VARIANTS, UNFUSED, VARIANTS, along_n, cluster_n_of, cluster_of,
-    fused,
-    is_stream_k, overrides, reduction, splits_of, tile, tile_variant)
+    CLUSTER_2X2_VARIANTS, CLUSTER_N_SHAPE, CLUSTER_N_VARIANTS, CUT_SHAPE, CUT_VARIANTS, CUT_WIDTHS,
+    NO_RESIDUAL, PREBUILT_EPILOGUES, SPLIT_TILES, SPLIT_VARIANTS, SPLITS, STREAM_K_EXPERIMENTS,
+    STREAM_K_SHARE_VARIANTS, STREAM_K_TILES, STREAM_K_VARIANTS, TIMELINE_VARIANTS, UNFUSED,
+    VARIANTS, along_n, cluster_n_of, cluster_of, fused, is_stream_k, overrides, reduction,
+    splits_of, tile, tile_variant)
 # The plain tiles' time model (ops/gemm_cost.py).
 from .gemm_cost import (  # noqa: F401 (re-exported)
     BLOCK_S, EFFICIENCY, FLOOR_S, K_BLOCK, MISALIGNED_K, MISALIGNED_K_OF, TILE_S, block_time,
@@ -254,10 +256,11 @@ def choose_cluster_n(m, n, k, sms, pick):
     (not stream-K, not split-K) pick's by ``CLUSTER_N_MARGIN`` (both at
     least ``FLOOR_S``; with ``AUTO_CLUSTER_2X2``, the tiles of
     ``CLUSTER_2X2_VARIANTS`` too where N is at most ``CLUSTER_2X2_MAX_N``
-    and K at least ``CLUSTER_2X2_MIN_K``),
-    unless (with ``AUTO_CLUSTER_N_ONE_WAVE``) the pick is a one-CTA tile of at most
-    ``CLUSTER_N_ONE_WAVE_AREA`` in one wave whose K rows are whole L2 sectors and the pair reads more than
-    ``CLUSTER_N_ONE_WAVE_ROWS`` of its operand rows. Else ``CLUSTER_N_VARIANT`` where the pick is one of
+    and K at least ``CLUSTER_2X2_MIN_K``), unless (with
+    ``AUTO_CLUSTER_N_ONE_WAVE``) the pick is a one-CTA tile of at most
+    ``CLUSTER_N_ONE_WAVE_AREA`` in one wave whose K rows are whole L2
+    sectors and the pair reads more than ``CLUSTER_N_ONE_WAVE_ROWS`` of its
+    operand rows. Else ``CLUSTER_N_VARIANT`` where the pick is one of
     ``CLUSTER_N_OVER`` and its ``estimate`` is less (fewer rounds of pairs
     than the one-CTA tile's waves at its ``MISALIGNED_K_OF`` cost: K not a
     multiple of 16, an odd count of tile rows and an even one of columns,
