@@ -123,7 +123,7 @@ def test_kernel_lowers_assembles_and_is_checked(built, variant):
 # --- planted mistakes: the uneven last pass ----------------------------------------
 
 def _planted(monkeypatch, old, new):
-    """hopper_gemm.store_tile with ``old`` replaced by ``new`` (its last pass
+    """gemm_store.store_tile with ``old`` replaced by ``new`` (its last pass
     only), and the 128x208 kernel built with it."""
     src = open(gemm_store.__file__).read()
     code = textwrap.dedent(src[src.index("def store_tile("):src.index("def store_partial_global(")])

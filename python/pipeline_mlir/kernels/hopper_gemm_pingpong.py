@@ -141,7 +141,7 @@ class MmaRows:
 
 
 def mainloop(k, ring, mma, accs, read, release, k_blocks, turns):
-    """One tile in this warpgroup's turn: as ``hopper_gemm.mainloop_fast``
+    """One tile in this warpgroup's turn: as ``gemm_mainloop.mainloop_fast``
     (the stage of k-block kb - 1 goes back once wait_group(1) retired its
     group), the turn handed on once the last k-block's group is issued."""
     for acc in accs:

@@ -1,6 +1,6 @@
 """The FP8 GEMM's promoted mainloop with the promotion overlapped: k-block
 kb's wgmma runs while k-block kb-1's partial sum is added into the fp32
-total (``GemmConfig.promotion_overlap``; ``hopper_gemm.mainloop_promoted``
+total (``GemmConfig.promotion_overlap``; ``gemm_mainloop.mainloop_promoted``
 is the plain one).
 
 The plain promoted mainloop issues each k-block into one partial

@@ -2,7 +2,7 @@
 shapes and a rule that picks one.
 
 The parts, one concept a module: ops/gemm_variants.py, the variant table
-(each variant's ``examples/hopper_gemm.GemmConfig`` overrides) and the
+(each variant's ``kernels/gemm_config.GemmConfig`` overrides) and the
 facts of a variant's name; ops/gemm_cost.py, the plain tiles' time model
 (``estimate``: waves of tiles, each its K blocks at the tile's measured
 ``EFFICIENCY``); ops/gemm_split_k.py, split-K's time model and rule;

@@ -1,4 +1,4 @@
-"""The GEMM variant table: each variant's ``examples/hopper_gemm.GemmConfig``
+"""The GEMM variant table: each variant's ``kernels/gemm_config.GemmConfig``
 overrides (tile M = 64 x consumer warpgroups, tile N = ``block_n``, operand
 stages, epilogue passes, cluster), the tiles cut to the shape, the split-K,
 stream-K, shared fix-up, experiment and profiling variants built on them,
