@@ -59,6 +59,20 @@ def test_the_variants_are_the_2x2_cluster():
         replace(_cfg(VARIANT), stream_k=True).check()
 
 
+@pytest.mark.parametrize("over, message", [
+    (dict(cluster_m=0), "cluster_m must be 1 or 2"),
+    (dict(cluster_m=3), "cluster_m must be 1 or 2"),
+    (dict(cluster_n=0), "cluster_n must be 1 or 2"),
+    (dict(cluster_n=2.0), "cluster_n must be 1 or 2"),
+    (dict(group_m=0), "group_m"),
+    (dict(group_m=1), "group_m must be even"),
+    (dict(group_m=3), "group_m must be even"),
+])
+def test_a_cluster_shape_outside_the_rule_is_refused_by_name(over, message):
+    with pytest.raises(ValueError, match=message):
+        replace(_cfg(VARIANT), **over).check()
+
+
 def test_builds_checks_and_simulates(built):
     cfg, k, text, ptx = built
     assert k.stages == 5 and k.smem_bytes <= hg.SMEM_LIMIT

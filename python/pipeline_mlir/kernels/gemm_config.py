@@ -250,6 +250,7 @@ class GemmConfig:
         return min(self.stages, fit)
 
     def check(self):
+        self._check_cluster_shape()
         if self.epilogue is not None and not isinstance(self.epilogue, Epilogue):
             raise TypeError(f"{self.name}: epilogue must be an Epilogue "
                             f"(pipeline_mlir.kernel.epilogue) or None, got "
@@ -310,6 +311,24 @@ class GemmConfig:
         if self.setmaxnreg:
             check_register_budget(self.threads, 1, self.producer_registers,
                                   self.consumer_warpgroups, self.consumer_registers)
+
+    def _check_cluster_shape(self):
+        # Before anything divides by them: cluster_m=0 divided by zero and
+        # cluster_m=3 failed in the A tile's layout (85 rows), far from the
+        # field; a group_m of one tile row left the 2x2 scheduler groups of
+        # 0 units (a division by zero in the kernel).
+        for field, meaning in (("cluster_m", "CTAs along M, or the pair along N with "
+                                "cluster_along_n"), ("cluster_n", "2: the 2x2 cluster")):
+            value = getattr(self, field)
+            if type(value) is not int or value not in (1, 2):
+                raise ValueError(f"{self.name}: {field} must be 1 or 2 ({meaning}), got "
+                                 f"{value!r}")
+        if type(self.group_m) is not int or self.group_m < 1:
+            raise ValueError(f"{self.name}: group_m (tile rows swept together) must be an "
+                             f"int >= 1, got {self.group_m!r}")
+        if self.cluster_n == 2 and self.group_m % 2:
+            raise ValueError(f"{self.name}: the 2x2 cluster's grouped order sweeps units of "
+                             f"two tile rows, so group_m must be even, got {self.group_m}")
 
     def _check_ctas_per_sm(self):
         if self.ctas_per_sm not in (1, 2):
