@@ -218,7 +218,8 @@ static bool checkWaitersRelease(Value pipe, PipeUses &uses,
     InFlightDiagnostic diag = release->emitError();
     diag << describe(pipe) << ": " << describeWarps(*waiting)
          << " wait on each stage but only " << describeWarps(*releasing)
-         << (releasing->count() == 1 ? " releases" : " release") << " it (" << describeWarps(idle)
+         << (releasing->count() == 1 ? " releases" : " release") << " it ("
+         << describeWarps(idle)
          << " never arrive): a releasing warp can run a lap of the ring "
             "ahead and the producer refill the stage while "
          << describeWarps(idle)

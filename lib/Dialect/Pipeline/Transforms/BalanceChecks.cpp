@@ -556,11 +556,13 @@ static bool checkAdvanceOnEveryPath(int64_t numAdvances,
   diag << describe(pipe) << ": the state advances " << stages(numAdvances)
        << " on every path through the loop body, but the body " << does
        << " " << stages(use.first ? use.first : use.second)
-       << " on some paths and " << fewest << " on others (rule: a state advances once per stage the iteration uses, on "
-          "every path): where the branch is not taken the state moves past "
-          "a stage nobody "
-       << (use.first ? (isa<ProducerAcquireOp>(verbOf) ? "acquired" : "waited on")
-                     : "signalled")
+       << " on some paths and " << fewest
+       << " on others (rule: a state advances once per stage the iteration "
+          "uses, on every path): where the branch is not taken the state "
+          "moves past a stage nobody "
+       << (use.first
+               ? (isa<ProducerAcquireOp>(verbOf) ? "acquired" : "waited on")
+               : "signalled")
        << ", and the next wait reads the wrong phase (parity) of the "
           "barrier; advance the state inside the branch, next to its verbs "
           "(k.if_(cond, carry=[state]))";
@@ -649,7 +651,8 @@ static bool checkLoopState(scf::ForOp loop, unsigned idx) {
   if (!numAdvances)
     return false;
   // One report per carried state: the first pipeline that disagrees.
-  for (auto &[pipe, use] : countChainUses(*loop.getBody(), chainValues(arg), loop))
+  for (auto &[pipe, use] :
+       countChainUses(*loop.getBody(), chainValues(arg), loop))
     if (checkLoopStateUse(loop, *numAdvances, advances, use))
       return true;
   return false;

@@ -17,9 +17,12 @@
 // take it.
 // A loop from a constant start of 2 or more to a run-time bound (after a
 // prologue of S stages) runs max(0, n - S) times, not n - S: with n < S the
-// prologue's stages are more than the consumer takes (tripCount). The roles of a side must cover the other side's stages: every
-// role all of them (cooperative consumers) or together all of them (roles
-// that split the stages). Two counts that differ as polynomials are tested
+// prologue's stages are more than the consumer takes (tripCount); so does a
+// loop from 1 with no verb before it in its block (no peeled first
+// iteration) whose extent can go negative (`range(1, n)`). The roles of a
+// side must cover the other side's stages: every role all of them
+// (cooperative consumers) or together all of them (roles that split the
+// stages). Two counts that differ as polynomials are tested
 // on values of the leaves for which every loop counted runs (ub >= lb): a
 // disagreement there is an error naming both counts and the values; counts
 // that differ only outside those values, or that depend on what cannot be
@@ -200,10 +203,10 @@ private:
     if (!w)
       return false;
     InFlightDiagnostic diag = r.firstOp[second]->emitError();
-    diag << describe(pipe) << ": this role " << does(first) << " " << stagesOf(a, atoms) << " but "
-         << does(second) << " " << printPoly(b, atoms) << " ("
-         << w->text() << "); every pipeline." << (first == kAcquire ? "producer.acquire"
-                                                        : "consumer.wait")
+    diag << describe(pipe) << ": this role " << does(first) << " "
+         << stagesOf(a, atoms) << " but " << does(second) << " "
+         << printPoly(b, atoms) << " (" << w->text() << "); every pipeline."
+         << (first == kAcquire ? "producer.acquire" : "consumer.wait")
          << " needs its pipeline."
          << (first == kAcquire ? "producer.commit" : "consumer.release")
          << " the same number of times";

@@ -561,8 +561,7 @@ std::optional<Poly> protocol::tripCount(scf::ForOp loop, Canonicalizer &canon,
   };
   if (start &&
       (*start > 1 || (*start == 1 && mayBeNegative() && !peeledFirst())) &&
-      s &&
-      *s > 0 && ivsOf(extent, atoms).empty() &&
+      s && *s > 0 && ivsOf(extent, atoms).empty() &&
       !polyHas(extent, atoms, [](const Atom &a) { return a.loopVar; })) {
     std::string range = printPoly(extent, atoms);
     std::string key = "clip(" + range + "|" + std::to_string(*s) + ")";

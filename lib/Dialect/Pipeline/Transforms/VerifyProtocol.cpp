@@ -1,11 +1,9 @@
 //===- VerifyProtocol.cpp - static pipeline protocol checks -----*- C++ -*-===//
 //
 // The pass runs every check on every function (func.func, gpu.func, ...) of
-// the module and fails if any of them reported an error. The checks live in
-// BalanceChecks.cpp, StartAndTailChecks.cpp, TxBytesChecks.cpp,
-// ArriveCountChecks.cpp, AsyncReadChecks.cpp, NamedBarrierChecks.cpp,
-// NamedBarrierBalance.cpp, StageBalance.cpp, CopyInsideAcquire.cpp, BarrierHandleChecks.cpp, StatePhaseChecks.cpp,
-// VerbOrderChecks.cpp, RingBufferChecks.cpp and RegisterBudgetChecks.cpp.
+// the module and fails if any of them reported an error. The checks are
+// declared in ProtocolChecks.h (and SmemHandoffChecks.h), one family per
+// file of this directory; docs/VerifyProtocol.md names each check's file.
 //
 //===----------------------------------------------------------------------===//
 
