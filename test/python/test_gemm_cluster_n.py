@@ -16,19 +16,10 @@ from dataclasses import replace
 import pytest
 
 from _example_checks import protocol_warnings, simulate, verify_protocol
+from _gemm_pick_rules import before_cluster_n_any  # noqa: F401 (autouse)
 from _ptxas import spill_bytes
 from pipeline_mlir.kernels import gemm_mainloop, hopper_gemm as hg
 from pipeline_mlir.ops import gemm_configs as gc
-
-@pytest.fixture(autouse=True)
-def _before_cluster_n_any():
-    """The picks pinned here are the rules' before a plain pick may become
-    a tile of the cluster along N (``gemm_configs.AUTO_CLUSTER_N_ANY``;
-    test_gemm_cluster_n_tiles.py pins that rule and what it changes). Set
-    outside ``monkeypatch``, whose ``undo`` the tests call."""
-    saved, gc.AUTO_CLUSTER_N_ANY = gc.AUTO_CLUSTER_N_ANY, False
-    yield
-    gc.AUTO_CLUSTER_N_ANY = saved
 
 
 # m, n, k (kernel arguments 4, 5, 6): one ragged row of tiles (odd: the pair

@@ -15,22 +15,12 @@ import os
 
 import pytest
 
+from _gemm_pick_rules import before_cluster_n_any  # noqa: F401 (autouse)
 from pipeline_mlir import runtime as rt
 from pipeline_mlir.ops import gemm_configs as gc
 from pipeline_mlir.ops import kernel_cache as kc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-@pytest.fixture(autouse=True)
-def _before_cluster_n_any():
-    """The picks pinned here are the rules' before a plain pick may become
-    a tile of the cluster along N (``gemm_configs.AUTO_CLUSTER_N_ANY``;
-    test_gemm_cluster_n_tiles.py pins that rule and what it changes). Set
-    outside ``monkeypatch``, whose ``undo`` the tests call."""
-    saved, gc.AUTO_CLUSTER_N_ANY = gc.AUTO_CLUSTER_N_ANY, False
-    yield
-    gc.AUTO_CLUSTER_N_ANY = saved
 
 
 @pytest.fixture

@@ -7,18 +7,8 @@ import math
 
 import pytest
 
+from _gemm_pick_rules import before_cluster_n_any  # noqa: F401 (autouse)
 from pipeline_mlir.ops import gemm_configs as gc
-
-
-@pytest.fixture(autouse=True)
-def _before_cluster_n_any():
-    """The picks pinned here are the rules' before a plain pick may become
-    a tile of the cluster along N (``gemm_configs.AUTO_CLUSTER_N_ANY``;
-    test_gemm_cluster_n_tiles.py pins that rule and what it changes). Set
-    outside ``monkeypatch``, whose ``undo`` the tests call."""
-    saved, gc.AUTO_CLUSTER_N_ANY = gc.AUTO_CLUSTER_N_ANY, False
-    yield
-    gc.AUTO_CLUSTER_N_ANY = saved
 
 
 # (M, N, K) -> the pick in both dtypes, and what the oracle measured

@@ -18,6 +18,7 @@ import pytest
 from mlir import passmanager as pm
 from mlir.dialects import arith
 
+from _gemm_pick_rules import before_cluster_n_any  # noqa: F401 (autouse)
 from _ptxas import spill_bytes
 
 from pipeline_mlir.kernel import GlobalPtr, Kernel, Scalar, store
@@ -28,17 +29,6 @@ from pipeline_mlir.kernels import streamk_fixup as skf
 from pipeline_mlir.ops import gemm_configs, gemm_stream_k
 
 ASSEMBLER = "ptxas" if shutil.which("ptxas") else "nvjitlink"
-
-
-@pytest.fixture(autouse=True)
-def _before_cluster_n_any():
-    """The picks pinned here are the rules' before a plain pick may become
-    a tile of the cluster along N (``gemm_configs.AUTO_CLUSTER_N_ANY``;
-    test_gemm_cluster_n_tiles.py pins that rule and what it changes). Set
-    outside ``monkeypatch``, whose ``undo`` the tests call."""
-    saved, gemm_configs.AUTO_CLUSTER_N_ANY = gemm_configs.AUTO_CLUSTER_N_ANY, False
-    yield
-    gemm_configs.AUTO_CLUSTER_N_ANY = saved
 
 
 # --- the schedule ------------------------------------------------------------------
