@@ -57,7 +57,7 @@ from .gemm_variants import (  # noqa: F401 (re-exported)
     NO_RESIDUAL, PREBUILT_EPILOGUES, SPLIT_TILES, SPLIT_VARIANTS, SPLITS, STREAM_K_EXPERIMENTS,
     STREAM_K_SHARE_VARIANTS, STREAM_K_TILES, STREAM_K_VARIANTS, TIMELINE_VARIANTS, UNFUSED,
     VARIANTS, along_n, cluster_n_of, cluster_of, fused, is_stream_k, overrides, reduction,
-    splits_of, tile, tile_variant)
+    splits_of, tile, tile_variant, unit_tiles, variant_unit_tiles)
 # The plain tiles' time model (ops/gemm_cost.py).
 from .gemm_cost import (  # noqa: F401 (re-exported)
     BLOCK_S, EFFICIENCY, FLOOR_S, K_BLOCK, MISALIGNED_K, MISALIGNED_K_OF, TILE_S, block_time,
