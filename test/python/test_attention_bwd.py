@@ -401,6 +401,9 @@ def test_the_defaults_hand_dq_to_the_reduce_warp_where_it_won():
     both masks (measured faster on every row of its head dim); d 64 full
     attention its own set, FA4's d 64 tile with LSE and dPsum on Q's and
     dO's stages (faster on the full row in two passes, slower causal);
+    d 128 full attention the head dim's set with dQ in the accumulator's
+    order (dq_acc_order, its postprocess kernel: faster on both full rows
+    in two passes, slower causal);
     causal its own sets: the key blocks longest first (lpt_order) on the
     d 128 and d 256 sets, and at d 64 FA4's tile with the rows on the
     tiles' stages, P^T packed early and lpt_order (each faster causal in
@@ -408,7 +411,8 @@ def test_the_defaults_hand_dq_to_the_reduce_warp_where_it_won():
     pick = attention_configs.bwd_default_options
     assert attention_configs.BWD_FULL_OPTIONS == {
         64: ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier", "stat_shuffle",
-             "stats_with_tiles")}
+             "stats_with_tiles"),
+        128: ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles", "dq_acc_order")}
     for d in attention_configs.BWD_HEAD_DIMS:
         assert pick(d, True) == attention_configs.BWD_CAUSAL_OPTIONS.get(
             d, attention_configs.BWD_DEFAULT_OPTIONS[d])
@@ -416,8 +420,9 @@ def test_the_defaults_hand_dq_to_the_reduce_warp_where_it_won():
             d, attention_configs.BWD_DEFAULT_OPTIONS[d])
     assert pick(64, True) == ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
                               "stats_with_tiles", "p_packed", "lpt_order")
-    assert pick(128, False) == ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles")
-    assert pick(128, True) == pick(128, False) + ("lpt_order",)
+    assert pick(128, False) == ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                                "dq_acc_order")
+    assert pick(128, True) == attention_configs.BWD_DEFAULT_OPTIONS[128] + ("lpt_order",)
     assert pick(256, False) == () and pick(256, True) == ("lpt_order",)
 
 

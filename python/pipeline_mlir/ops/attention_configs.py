@@ -303,7 +303,9 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         # the host un-permutes) on d 64 full's and causal's
                         # sets. H200, two passes (h200-bwd-dqa-ab-pass1.log,
                         # -pass2.log): 1.027-1.030x (full) and 1.053x
-                        # (causal) the defaults' backward time: off.
+                        # (causal) the defaults' backward time: off. With
+                        # the postprocess kernel 0.998/1.008x full,
+                        # 1.001/0.990x causal (h200-bwd-dqc-ab-pass*.log): off.
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
                          "stat_shuffle", "stats_with_tiles", "dq_acc_order"),
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
@@ -374,7 +376,11 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         # dQ in the accumulator's order on the full and
                         # causal defaults: 1.007-1.024x (full) and
                         # 1.063-1.098x (causal) their backward time (two
-                        # passes, h200-bwd-dqa-ab-pass1.log, -pass2.log).
+                        # passes, h200-bwd-dqa-ab-pass1.log, -pass2.log)
+                        # with torch's un-permuting copy; with the
+                        # postprocess kernel 0.978-0.990x full (the full
+                        # default since) and 1.015-1.024x causal
+                        # (h200-bwd-dqc-ab-pass1.log, -pass2.log).
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
                          "dq_acc_order"),
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
@@ -414,9 +420,15 @@ BWD_DEFAULT_OPTIONS = {64: ("dq_store_spread", "dq_deferred", "min_ctas", "dq_re
 # stages (128-query steps, the reduce warp, the dS^T hand-over's one
 # barrier, LSE and dPsum shuffled from 8 lanes), 0.919x and 0.925x the
 # d 64 set's backward time on the full row in two passes, 1.036x and 1.049x
-# on the causal one (h200-bwd-m128-swt-ab-pass1.log, -pass2.log).
+# on the causal one (h200-bwd-m128-swt-ab-pass1.log, -pass2.log). d 128
+# full: the head dim's set with dQ in the accumulator's order
+# (dq_acc_order) and its postprocess kernel (kernels/attention_bwd_dq_convert.py),
+# 0.978-0.990x the set's backward time on both full rows in two passes
+# (h200-bwd-dqc-ab-pass1.log, -pass2.log); causal 1.015-1.024x, d 64
+# 0.990-1.008x: not taken there.
 BWD_FULL_OPTIONS = {64: ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
-                         "stat_shuffle", "stats_with_tiles")}
+                         "stat_shuffle", "stats_with_tiles"),
+                    128: BWD_DEFAULT_OPTIONS[128] + ("dq_acc_order",)}
 
 
 # Causal attention's own set where one measured faster there than the set

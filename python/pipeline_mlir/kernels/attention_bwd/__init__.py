@@ -82,8 +82,10 @@ fewer per step. The op's default at d 128, where it measured faster; off at
 d 64, where it did not (docs/attention.md). ``dq_acc_order`` (with the
 reduce warp, 64-column dQ tiles) writes the fp32 dQ tile in the wgmma
 accumulator's order (16-byte stores), adds it with one 2-D TMA reduce-add
-into a flat accumulator in that order, and the host un-permutes it:
-measured slower, off (docs/attention.md).
+into a flat accumulator in that order, and a postprocess kernel
+(``attention_bwd_dq_convert``) un-permutes it into bf16 dQ: the op's
+default at d 128 full, where it measured faster; off causal and at d 64
+(docs/attention.md).
 
 Release order (what pipeline-verify-protocol's async-read check proves): a
 stage of 'do' goes back only after ``wait_group`` retired the dP GEMM and

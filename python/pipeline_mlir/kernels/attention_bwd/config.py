@@ -226,10 +226,13 @@ class AttentionBwdConfig:
     # while converting it to bf16. Needs the reduce warp and 64-column dQ
     # tiles (d 64, or d 128 with dq_split); dq_store_spread has nothing to
     # spread then (the op's d 128 sets carry it; ignored). ptxas spills
-    # less (d 64 56 -> 12-20 bytes, d 128 causal 44 -> 12), but on an H200
-    # (two passes) it took 1.007-1.024x the defaults' backward time full and
-    # 1.053-1.098x causal: the un-permuting copy costs 142 us against the
-    # plain conversion's 50 (docs/attention.md). Off.
+    # less (d 64 56 -> 12-20 bytes, d 128 causal 44 -> 12). With torch's
+    # un-permuting copy (142 us against the plain conversion's 50) it took
+    # 1.007-1.098x the defaults' backward time on an H200; with the
+    # postprocess kernel (kernels/attention_bwd_dq_convert.py, 52.5 us)
+    # 0.978-0.990x at d 128 full (the op's default there since),
+    # 1.015-1.024x d 128 causal, 0.990-1.008x d 64 (docs/attention.md).
+    # Off here (a switch of the config; the op's sets turn it on).
     dq_acc_order: bool = False
 
     def __post_init__(self):
