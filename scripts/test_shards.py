@@ -14,9 +14,10 @@ PYTHONPATH) decides which files a process collects:
   counts as the table's median, so a new file lands somewhere and is run.
   Every file goes to exactly one shard whatever the table says: a stale
   table makes the shards uneven, never skips a test.
-- ``PIPELINE_TEST_DURATIONS_OUT=FILE``: at the end of the session write
-  the seconds each file took (setup + call + teardown of its tests) to
-  FILE, the table's format. Refresh the table with an unsharded run:
+- ``PIPELINE_TEST_DURATIONS_OUT=FILE``: at the end of the session merge
+  the seconds each file took (setup + call + teardown of its tests) into
+  FILE, the table's format (the shards of one run each add theirs). Refresh
+  the table from a run of scripts/test.sh with the variable set, or:
   ``PYTHONPATH=scripts PIPELINE_TEST_DURATIONS_OUT=test/python/test_durations.json
   python -m pytest -q -p test_shards test/python``.
 
@@ -105,7 +106,21 @@ def pytest_runtest_logreport(report):
 
 def pytest_sessionfinish(session, exitstatus):
     out = os.environ.get(OUT_ENV)
-    if out and _SECONDS:
-        with open(out, "w") as f:
-            json.dump({k: round(v, 2) for k, v in sorted(_SECONDS.items())}, f, indent=0)
-            f.write("\n")
+    if not (out and _SECONDS):
+        return
+    # Merged into what FILE holds, under a lock, so the shards of one run
+    # (each its own process) together write every file's time.
+    import fcntl
+
+    with open(out, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        try:
+            table = json.loads(f.read() or "{}")
+        except ValueError:
+            table = {}
+        table.update({k: round(v, 1) for k, v in _SECONDS.items()})
+        f.seek(0)
+        f.truncate()
+        json.dump(dict(sorted(table.items())), f, indent=0)
+        f.write("\n")

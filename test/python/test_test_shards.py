@@ -49,3 +49,14 @@ def test_a_malformed_shard_is_a_clear_error(text):
     with pytest.raises(ValueError, match="PIPELINE_TEST_SHARD"):
         shards.parse_shard(text)
 
+
+
+def test_the_shards_of_one_run_merge_their_times_into_one_table(tmp_path, monkeypatch):
+    out = tmp_path / "durations.json"
+    monkeypatch.setenv(shards.OUT_ENV, str(out))
+    monkeypatch.setattr(shards, "_SECONDS", {"test_a.py": 3.0, "test_b.py": 1.25})
+    shards.pytest_sessionfinish(None, 0)
+    monkeypatch.setattr(shards, "_SECONDS", {"test_c.py": 7.0, "test_b.py": 2.0})
+    shards.pytest_sessionfinish(None, 0)
+    import json
+    assert json.loads(out.read_text()) == {"test_a.py": 3.0, "test_b.py": 2.0, "test_c.py": 7.0}
