@@ -1,5 +1,7 @@
 // RUN: not %python -m pipeline_mlir.sim %s | FileCheck %s
 // RUN: not %python -m pipeline_mlir.sim %s --trip-count 3 --block-dim 64 | FileCheck %s --check-prefix=LANES
+// RUN: %python -m pipeline_mlir.sim %s --arg 0=0 | FileCheck %s --check-prefix=ZERO
+// RUN: not %python -m pipeline_mlir.sim %s --arg 0=1 | FileCheck %s --check-prefix=ONE
 
 // What the simulator cannot evaluate is reported, once, as unsupported
 // (exit 1) instead of being guessed: a pipeline state that differs between
@@ -17,6 +19,11 @@
 // CHECK: pipeline-sim: note: scf.for at {{.*}}unsupported.mlir:{{[0-9]+}}:{{[0-9]+}} branches on memory (loaded at {{.*}}unsupported.mlir:{{[0-9]+}}:{{[0-9]+}})
 // CHECK: pipeline-sim: note: memory read from argument 0 (random fill, seed 0
 // CHECK: pipeline-sim: FAILED: {{[0-9]+}} schedules, {{[0-9]+}} unbalanced (@from_memory
+// A single value given for a buffer is what every element reads: a loaded
+// bound of 0 runs no acquire, of 1 one acquire without its commit.
+// ZERO: pipeline-sim: OK: {{[0-9]+}} schedules, 0 deadlocks (@from_memory
+// ONE: pipeline-sim: note: memory read from argument 0 (given; byte offset=value): +0=1
+// ONE: pipeline-sim: FAILED: [[N:[0-9]+]] schedules, [[N]] unbalanced (@from_memory
 // LANES: pipeline-sim: unsupported: pipeline.state.make at {{.*}}: a state operand differs between the lanes of a warp
 
 !p = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<warp, 1>, consumer = #pipeline.group<warp, 1>>

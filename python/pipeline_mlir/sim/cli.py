@@ -20,7 +20,8 @@ consumer that runs ``n - 1``. ``--trip-count`` turns the choice off.
 
 Branches and loop bounds computed from values the kernel loads from a
 pointer argument (a block-sparse mask, a decoded work item) read that
-buffer: ``--arg POS=1,0,0,1`` gives its elements; a buffer not given holds
+buffer: ``--arg POS=1,0,0,1`` gives its elements (``--arg POS=V``: every
+element reads V); a buffer not given holds
 a random 0/1 fill drawn afresh for every schedule. A finding's report then
 names each such branch, what every warp took there and the values read
 (``sim/memory.py``).
@@ -106,8 +107,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="value of the kernel's integer argument at position POS (repeatable); "
                          "loops bounded by arguments then run their real trip counts. For a "
                          "pointer argument, VALUE is its buffer's contents (V0,V1,...: the "
-                         "elements its loads read; unset buffers that a branch reads get a "
-                         "random 0/1 fill per schedule)")
+                         "elements its loads read; a single V: every element reads V; unset "
+                         "buffers that a branch reads get a random 0/1 fill per schedule)")
     ap.add_argument("--clc-clusters", type=int, default=2, metavar="N",
                     help="cluster launch control: pending clusters that try_cancel takes "
                          "over before it fails (default 2)")
