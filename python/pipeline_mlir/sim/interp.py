@@ -7,174 +7,19 @@ Values and divergence are as ``frontend.py`` describes them.
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import asyncread as AR
 from . import memory as M
 from . import smemrace as SR
 from . import verbs as V
+from .evaluate import (  # noqa: F401  (_binop, _shuffle: tests import them here)
+    _binop, _cmp, _gep, _lanes_of, _map, _shuffle, _signed)
 from .engine import Agent, World
 from .frontend import LOAD_OPS, STORE_OPS, UNKNOWN, Kernel, Lanes, Node
+from .launch import MAX_BLOCK_THREADS, MAX_CLUSTER_CTAS, Launch  # noqa: F401  (the API's names)
 from .model import SimError, source_location
 from .verbs import PipeRef, State
-
-
-# -- evaluation ---------------------------------------------------------------
-
-def _lanes_of(mask: int) -> list[int]:
-    return [i for i in range(32) if mask >> i & 1]
-
-
-def _map(f, *xs):
-    """Apply f to scalars, elementwise to lane vectors; UNKNOWN propagates."""
-    if any(isinstance(x, Lanes) for x in xs):
-        cols = [x if isinstance(x, Lanes) else (x,) * 32 for x in xs]
-        # One lane at a time, inline (the lanes of a vector are scalars):
-        # the causal attention's mask evaluates millions of them.
-        r = Lanes(UNKNOWN if any(v is UNKNOWN or not isinstance(v, int) for v in vals)
-                  else f(*vals) for vals in zip(*cols))
-        # The same value in every lane (a warp index, a shared-memory
-        # address or descriptor computed from one) is a scalar: what is
-        # computed from it then costs one evaluation, not 32.
-        return r[0] if r.count(r[0]) == 32 else r
-    if any(x is UNKNOWN or not isinstance(x, int) for x in xs):
-        return UNKNOWN
-    return f(*xs)
-
-
-def _gep(p, i, size: int, iw: int):
-    """``getelementptr p[i]`` over elements of ``size`` bytes (``i`` an
-    ``iw``-bit index): the shared-memory addresses of plain stores, so a
-    lane-wise loop without _map's per-lane checks (UNKNOWN raises)."""
-    half, full = 1 << (iw - 1), 1 << iw
-    try:
-        if type(p) is int and type(i) is int:
-            return p + size * (i - full if i >= half else i)
-        ps = p if isinstance(p, Lanes) else (p,) * 32
-        ins = i if isinstance(i, Lanes) else (i,) * 32
-        r = Lanes([x + size * (y - full if y >= half else y) for x, y in zip(ps, ins)])
-        return r[0] if r.count(r[0]) == 32 else r
-    except TypeError:
-        return _map(lambda x, y: x + size * _signed(y, iw), p, i)
-
-
-def _signed(x: int, w: int) -> int:
-    return x - (1 << w) if x >> (w - 1) & 1 else x
-
-
-@functools.lru_cache(maxsize=None)
-def _cmp(pred: int, w: int):
-    s = lambda x: _signed(x, w)  # noqa: E731
-    return [lambda x, y: x == y, lambda x, y: x != y,
-            lambda x, y: s(x) < s(y), lambda x, y: s(x) <= s(y),
-            lambda x, y: s(x) > s(y), lambda x, y: s(x) >= s(y),
-            lambda x, y: x < y, lambda x, y: x <= y, lambda x, y: x > y, lambda x, y: x >= y][pred]
-
-
-@functools.lru_cache(maxsize=None)
-def _binop(name: str, w: int, iw: int):
-    m = (1 << w) - 1
-    s = lambda x: _signed(x, iw)  # noqa: E731
-
-    def sdiv(x, y):
-        q = abs(s(x)) // abs(s(y))
-        return q if (s(x) < 0) == (s(y) < 0) else -q
-
-    def by_nonzero(f):
-        # An integer division by zero does not trap on the GPU: PTX leaves
-        # its result unspecified. The simulator does not guess one: the
-        # value is unknown (a branch or bound on it is then "cannot
-        # evaluate", and the CLI tries other argument values).
-        return lambda x, y: UNKNOWN if y == 0 else f(x, y)
-    return {
-        "arith.addi": lambda x, y: (x + y) & m, "arith.subi": lambda x, y: (x - y) & m,
-        "arith.muli": lambda x, y: (x * y) & m, "arith.divui": by_nonzero(lambda x, y: x // y),
-        "arith.remui": by_nonzero(lambda x, y: x % y), "arith.andi": lambda x, y: x & y,
-        "arith.ori": lambda x, y: x | y, "arith.xori": lambda x, y: x ^ y,
-        "arith.shli": lambda x, y: (x << y) & m, "arith.shrui": lambda x, y: x >> y,
-        "arith.shrsi": lambda x, y: (s(x) >> y) & m,
-        "arith.divsi": by_nonzero(lambda x, y: sdiv(x, y) & m),
-        "arith.remsi": by_nonzero(lambda x, y: (s(x) - sdiv(x, y) * s(y)) & m),
-        "arith.minui": min, "arith.maxui": max,
-        "arith.minsi": lambda x, y: x if s(x) <= s(y) else y,
-        "arith.maxsi": lambda x, y: x if s(x) >= s(y) else y,
-        "arith.ceildivui": by_nonzero(lambda x, y: -(-x // y)),
-    }.get(name)
-
-
-def _shuffle(kind: str, val, b, c):
-    """``shfl.sync`` by the PTX rule (source lane from b and the clamp/segment
-    operand c); kernels use it to make the warp index warp-uniform, so a
-    result that is the same in every lane comes back as a scalar."""
-    if any(x is UNKNOWN for x in (b, c)) or isinstance(c, Lanes):
-        return UNKNOWN
-    bs = b if isinstance(b, Lanes) else (b,) * 32
-    vs = val if isinstance(val, Lanes) else (val,) * 32
-    seg, clamp = (c >> 8) & 31, c & 31
-    out = []
-    for lane in range(32):
-        bv = bs[lane]
-        if bv is UNKNOWN:
-            return UNKNOWN
-        top = (lane & seg) | (clamp & ~seg)
-        j, ok = {"up": (lane - bv, lane - bv >= top),
-                 "down": (lane + bv, lane + bv <= top),
-                 "bfly": (lane ^ bv, (lane ^ bv) <= top),
-                 "idx": ((lane & seg) | (bv & 31 & ~seg), ((lane & seg) | (bv & 31 & ~seg)) <= top),
-                 }[kind]
-        out.append(vs[j] if ok else vs[lane])
-    if all(x == out[0] and type(x) is type(out[0]) for x in out):
-        return out[0]
-    return Lanes(out)
-
-
-# Hardware limits a launch must respect (a CTA holds at most 1024 threads, a
-# cluster at most 16 CTAs); beyond them the simulation would model a launch
-# no GPU runs, and its cost grows with the thread count.
-MAX_BLOCK_THREADS = 1024
-MAX_CLUSTER_CTAS = 16
-
-
-def _check_dims(name: str, dims, limit: int, unit: str) -> None:
-    if (not isinstance(dims, tuple) or len(dims) != 3
-            or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims)):
-        raise ValueError(f"Launch: {name} must be 3 positive ints, got {dims!r}")
-    if dims[0] * dims[1] * dims[2] > limit:
-        raise ValueError(f"Launch: {name} {dims} has {dims[0] * dims[1] * dims[2]} {unit}, "
-                         f"more than the {limit} a GPU allows")
-
-
-@dataclass
-class Launch:
-    """What the simulated launch looks like. The simulator runs one cluster,
-    which is the whole grid (``nctaid`` = the cluster shape, ``clusterid`` =
-    0). ``args`` gives integer kernel arguments by position, so loops whose
-    bounds are computed from them (a GEMM's tile and k-block loops) run
-    their real trip counts; ``trip_count`` is the fallback for bounds that
-    still cannot be evaluated. ``clc_clusters``: how many pending clusters
-    cluster launch control lets the simulated one cancel and take over
-    before a ``try_cancel`` fails (the run-time end of a CLC loop);
-    ``max_while_trips`` bounds an ``scf.while``."""
-    block_dim: tuple[int, int, int]
-    cluster: tuple[int, int, int]
-    trip_count: int | None = None
-    args: dict = field(default_factory=dict)
-    clc_clusters: int = 2
-    max_while_trips: int = 10000
-
-    def __post_init__(self):
-        _check_dims("block_dim", self.block_dim, MAX_BLOCK_THREADS, "threads")
-        _check_dims("cluster", self.cluster, MAX_CLUSTER_CTAS, "CTAs")
-        if self.trip_count is not None and (
-                not isinstance(self.trip_count, int) or isinstance(self.trip_count, bool)
-                or self.trip_count < 0):
-            raise ValueError(f"Launch: trip_count must be a non-negative int, "
-                             f"got {self.trip_count!r}")
-
-    @property
-    def block_threads(self) -> int:
-        return self.block_dim[0] * self.block_dim[1] * self.block_dim[2]
 
 
 @dataclass(frozen=True)
