@@ -106,6 +106,32 @@ def test_the_order_is_a_bijection_of_16_byte_conflict_free_stores():
     assert (host.ACC_ROW, host.ACC_TILE_ROWS) == (acc.ACC_ROW, acc.TILE_ROWS)
 
 
+def test_one_order_read_by_the_kernel_the_host_and_the_postprocess():
+    """The order lives once (``ops/attention_bwd_acc_order.ACC_ORDER``):
+    the main kernel's stores, the postprocess's loads and tile order, and
+    the host's view read it; its tile is a warpgroup's ``m64 x 64``
+    fragment, and the tiles' order is the inverse of the postprocess's."""
+    from pipeline_mlir.chip_limits import WGMMA_M
+    from pipeline_mlir.kernel.warpgroup import THREADS_PER_WARPGROUP
+    from pipeline_mlir.kernels import attention_bwd_dq_convert as conv
+    from pipeline_mlir.ops.attention_bwd_acc_order import ACC_ORDER
+    assert (ACC_ORDER.tile, ACC_ORDER.threads) == (WGMMA_M, THREADS_PER_WARPGROUP)
+    assert acc.acc_order_float == ACC_ORDER.value_float
+    assert conv.tile_coords == ACC_ORDER.tile_coords
+    assert (conv.TILE, conv.CHUNKS, host.ACC_TILE) == (acc.ACC_COLS, 8, acc.ACC_COLS)
+    for t in range(128):
+        for c in range(8):
+            assert conv.read_float(3, t, c) - 3 * acc.TILE_FLOATS == \
+                acc.acc_order_float(t, acc.chunk_values(c)[0])
+    tiles_per_batch, heads, groups = 3, 5, 2
+    for b in range(2):
+        for mt in range(tiles_per_batch):
+            for h in range(heads):
+                for g in range(groups):
+                    tile = ACC_ORDER.tile_index(b * tiles_per_batch + mt, heads, h, groups, g)
+                    assert conv.tile_coords(tile, tiles_per_batch, heads, groups) == (b, mt, h, g)
+
+
 @pytest.mark.parametrize("head_dim,opts", [(64, BASES[(64, False)]),
                                            (128, BASES[(128, False)])],
                          ids=["d64-rows", "d128-split"])

@@ -4,7 +4,9 @@ fp32 accumulator, in the wgmma fragments' own order per 64 x 64 tile
 (batch, seqlen, heads, head_dim) bf16 dQ in one pass.
 
 One CTA of 128 threads per tile (batch entry, 64-row query tile, head,
-64-column group, in the accumulator's order of tiles: ``acc_tile_row``).
+64-column group, in the accumulator's order of tiles). The order is
+``ops/attention_bwd_acc_order.ACC_ORDER`` (the main kernel's stores and
+the host's un-permute read it too).
 Thread ``t = 32 w + 4 q + p`` reads its 8 chunks of 16 bytes (chunk ``c``
 at float ``(c 128 + t) 4`` of the tile: at each load the warp reads 512
 contiguous bytes). Chunk ``c = 2 kk + eh`` holds row ``16 w + 8 eh + q``,
@@ -35,11 +37,13 @@ from mlir.dialects import arith, llvm, nvvm, vector
 
 from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel, Scalar
 from pipeline_mlir.kernel.values import f32, i32, to_value
+from pipeline_mlir.ops.attention_bwd_acc_order import ACC_ORDER
 
-TILE = 64                   # rows and columns of a tile
-TILE_FLOATS = TILE * TILE
-THREADS = 128
-CHUNKS = TILE_FLOATS // THREADS // 4       # 8 chunks of 4 floats a thread
+TILE = ACC_ORDER.tile                       # rows and columns of a tile
+TILE_FLOATS = ACC_ORDER.tile_floats
+THREADS = ACC_ORDER.threads
+CHUNKS = ACC_ORDER.chunks                   # 8 chunks of 4 floats a thread
+CHUNK_BYTES = ACC_ORDER.chunk_floats * 4
 HEAD_DIMS = (64, 128)
 _FULL_MASK = -1
 
@@ -47,17 +51,11 @@ _FULL_MASK = -1
 def read_float(tile, t, c):
     """Float index in the flat accumulator of thread ``t``'s chunk ``c`` of
     tile ``tile``."""
-    return tile * TILE_FLOATS + (c * THREADS + t) * 4
+    return tile * TILE_FLOATS + ACC_ORDER.chunk_float(t, c)
 
 
-def tile_coords(tile, tiles_per_batch, heads, groups):
-    """(batch entry, query tile, head, column group) of tile ``tile``
-    (``acc_tile_row``'s order: ((b tiles_per_batch + mt) heads + h) groups + g)."""
-    g = tile % groups
-    bmh = tile // groups
-    h = bmh % heads
-    bm = bmh // heads
-    return bm // tiles_per_batch, bm % tiles_per_batch, h, g
+# (batch entry, query tile, head, column group) of a tile.
+tile_coords = ACC_ORDER.tile_coords
 
 
 def write_row_col(t, eh, j):
@@ -141,10 +139,10 @@ def build(head_dim, chip="sm_90a"):
         t = k.thread_idx()
         p = t % 4
         b, mt, h, g = tile_coords(tile, tiles_per_batch, heads, groups)
-        src = _gep(acc_v, tile.to(64) * (TILE_FLOATS * 4) + t.to(64) * 16)
+        src = _gep(acc_v, tile.to(64) * (TILE_FLOATS * 4) + t.to(64) * CHUNK_BYTES)
         chunks = []
         for c in range(CHUNKS):
-            ptr = llvm.getelementptr(src.type, src, [], [c * THREADS * 16],
+            ptr = llvm.getelementptr(src.type, src, [], [ACC_ORDER.chunk_float(0, c) * 4],
                                      ir.IntegerType.get_signless(8), 0)
             v = llvm.load(quad_t, ptr, alignment=16)
             chunks.append([llvm.extractelement(v, to_value(Scalar(e))) for e in range(4)])

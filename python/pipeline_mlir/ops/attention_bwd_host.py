@@ -29,6 +29,8 @@ Three steps on torch's current stream:
 
 import math
 
+from pipeline_mlir.ops.attention_bwd_acc_order import ACC_ORDER
+
 META_KEYS = ("name", "head_dim", "causal", "block_m", "block_n", "threads",
              "layouts", "smem", "signature", "params")
 LOG2_E = 1.4426950408889634
@@ -39,22 +41,21 @@ LAUNCH_CACHE = 256
 # once more; sums over up to a few thousand keys or queries average those
 # roundings. 2e-2 of the largest entry is about five bf16 ulps of it.
 REL_ERROR_BOUND = 2e-2
-# dq_acc_order (kernels/attention_bwd/dq_acc_order.py): the flat accumulator
-# seen by TMA as rows of ACC_ROW floats, a 64 x 64 tile ACC_TILE_ROWS of them.
-ACC_ROW = 256
-ACC_TILE_ROWS = 16
-ACC_TILE = 64
+# dq_acc_order (ops/attention_bwd_acc_order.py): the flat accumulator seen by
+# TMA as rows of ACC_ROW floats, a 64 x 64 tile ACC_TILE_ROWS of them.
+ACC_ROW = ACC_ORDER.row
+ACC_TILE_ROWS = ACC_ORDER.tile_rows
+ACC_TILE = ACC_ORDER.tile
 
 
 def acc_order_view(acc, batch, padded, heads, head_dim):
     """The flat accumulator ``acc`` in the accumulator's order (a torch
     tensor or numpy array) as a 9-D view (no copy) whose axes are those of
     (batch, padded, heads, head_dim) split: (b, query tile), w, eh, q,
-    (h, column group), kk, kpar, p, el (``dq_from_acc_order``)."""
-    t = ACC_TILE
-    a = acc.reshape(batch * (padded // t), heads * (head_dim // t),
-                    t // 16, 2, 4, 8, 4, 2, 2)   # (b mt) (h g) kk eh w q p kpar el
-    axes = (0, 4, 3, 5, 1, 2, 7, 6, 8)            # (b mt) w eh q (h g) kk kpar p el
+    (h, column group), kk, kpar, p, el (``dq_from_acc_order``;
+    ``ACC_ORDER.view_shape``, ``view_axes``)."""
+    a = acc.reshape(ACC_ORDER.view_shape(batch, padded, heads, head_dim))
+    axes = ACC_ORDER.view_axes()
     return a.permute(*axes) if hasattr(a, "permute") else a.transpose(axes)
 
 
@@ -63,7 +64,7 @@ def dq_from_acc_order(acc, batch, padded, heads, head_dim):
     in the accumulator's order: tile (b, query tile, h, column group), within
     it float ``((2 kk + eh) 128 + 32 w + 4 q + p) 4 + 2 kpar + el`` holds row
     ``16 w + 8 eh + q``, column ``16 kk + 8 kpar + 2 p + el``
-    (kernels/attention_bwd/dq_acc_order.py). A copy."""
+    (``ACC_ORDER``). A copy."""
     return acc_order_view(acc, batch, padded, heads, head_dim).reshape(
         batch, padded, heads, head_dim)
 

@@ -11,15 +11,13 @@ would move them. The global accumulator holds one such 16 KiB block per
 (``acc_tile_row``); the host un-permutes it while converting to bf16
 (``ops/attention_bwd_host.dq_from_acc_order``).
 
-Order within a tile (float index), thread ``t`` (0..127 of the warpgroup)
-and fragment value ``i = 8 kk + 4 kpar + 2 eh + el`` (row ``16 w + 8 eh +
-q``, column ``16 kk + 8 kpar + 2 p + el`` for lane ``4 q + p`` of warp
-``w``): chunk ``c = 2 kk + eh``, ``(c * 128 + t) * 4 + 2 kpar + el``. A
-thread's chunk is one 16-byte store of one row (columns ``2p, 2p + 1,
-2p + 8, 2p + 9`` of a 16-column group); the 8 threads of a quarter-warp
-write 128 contiguous bytes (one wavefront per quarter-warp: no bank
-conflict), and the four lanes of a row's ``p`` fill its 16 columns'
-64 contiguous bytes.
+The order (a tile's float of each fragment value, the tiles' order) is
+``ops/attention_bwd_acc_order.ACC_ORDER``, which the host's un-permute and
+the postprocess kernel read too. A thread's chunk is one 16-byte store of
+one row (columns ``2p, 2p + 1, 2p + 8, 2p + 9`` of a 16-column group); the
+8 threads of a quarter-warp write 128 contiguous bytes (one wavefront per
+quarter-warp: no bank conflict), and the four lanes of a row's ``p`` fill
+its 16 columns' 64 contiguous bytes.
 """
 
 import mlir.ir as ir
@@ -29,30 +27,19 @@ from pipeline_mlir.chip_limits import WGMMA_M
 from pipeline_mlir.kernel import Scalar
 from pipeline_mlir.kernel.values import f32, to_value
 from pipeline_mlir.kernel.warpgroup import THREADS_PER_WARPGROUP
+from pipeline_mlir.ops.attention_bwd_acc_order import ACC_ORDER
 from pipeline_mlir.user_location import user_line
 
 # Columns of one consumer's tile in this order (DQ_CHUNK).
-ACC_COLS = 64
-TILE_FLOATS = WGMMA_M * ACC_COLS            # 4096: 16 KiB
+ACC_COLS = ACC_ORDER.tile
+TILE_FLOATS = ACC_ORDER.tile_floats         # 4096: 16 KiB
 # The 2-D view of the accumulator: rows of ACC_ROW floats (TMA's box side
 # limit 256), a tile TILE_ROWS of them.
-ACC_ROW = 256
-TILE_ROWS = TILE_FLOATS // ACC_ROW          # 16
-CHUNK_FLOATS = 4                            # one 16-byte store
-
-
-def acc_order_float(t, i):
-    """Float index within a tile of fragment value ``i`` of warpgroup
-    thread ``t`` (module doc)."""
-    kk, kpar, eh, el = i // 8, (i // 4) % 2, (i // 2) % 2, i % 2
-    return ((2 * kk + eh) * THREADS_PER_WARPGROUP + t) * CHUNK_FLOATS + 2 * kpar + el
-
-
-def chunk_values(c):
-    """The fragment values of chunk ``c``, in store order."""
-    kk, eh = c // 2, c % 2
-    base = 8 * kk + 2 * eh
-    return (base, base + 1, base + 4, base + 5)
+ACC_ROW = ACC_ORDER.row
+TILE_ROWS = ACC_ORDER.tile_rows             # 16
+CHUNK_FLOATS = ACC_ORDER.chunk_floats       # one 16-byte store
+acc_order_float = ACC_ORDER.value_float
+chunk_values = ACC_ORDER.chunk_values
 
 
 @user_line
@@ -63,12 +50,12 @@ def store_fragment_acc_order(acc, smem, warp, lane):
         raise ValueError(f"store_fragment_acc_order: a {ACC_COLS}-column fragment, "
                          f"got n = {acc.n}")
     quad_t = ir.VectorType.get([CHUNK_FLOATS], f32())
-    base = smem + (warp * 32 + lane) * (CHUNK_FLOATS * 4)
-    for c in range(acc.n * WGMMA_M // THREADS_PER_WARPGROUP // CHUNK_FLOATS):
+    base = smem + (warp * 32 + lane) * (CHUNK_FLOATS * 4)   # chunk_float(t, 0) * 4
+    for c in range(ACC_ORDER.chunks):
         v = llvm.mlir_undef(quad_t)
         for e, i in enumerate(chunk_values(c)):
             v = llvm.insertelement(v, acc.value(i), to_value(Scalar(e)))
-        ptr = base + c * THREADS_PER_WARPGROUP * CHUNK_FLOATS * 4
+        ptr = base + ACC_ORDER.chunk_float(0, c) * 4
         llvm.store(v, ptr.ir_value, alignment=16)
 
 
@@ -81,6 +68,6 @@ def acc_tile_row(cfg, b, heads, padded_q, h, m_block, cw):
     from .dq_reduce import dq_row
     groups = cfg.head_dim // ACC_COLS
     group = cw if cfg.dq_split else 0
-    tile = (((b * (padded_q // WGMMA_M) + dq_row(cfg, m_block, cw) // WGMMA_M) * heads + h)
-            * groups + group)
+    bm = b * (padded_q // WGMMA_M) + dq_row(cfg, m_block, cw) // WGMMA_M
+    tile = ACC_ORDER.tile_index(bm, heads, h, groups, group)
     return tile * TILE_ROWS
