@@ -21,6 +21,7 @@ import re
 import numpy as np
 import pytest
 
+from _attention_bwd_builds import cfg_of, ptx_of  # noqa: F401  (a fixture)
 from _attention_bwd_mistakes import SHARED_DS_STAGES_WITH, build_with_mistake
 from _ptxas import spill_bytes
 from test_attention_bwd import CAUGHT, SCHEDULES, SIM_ARGS, assert_caught
@@ -40,24 +41,6 @@ BASES = {(d, c): tuple(o for o in attention_configs.bwd_default_options(d, c)
                        if o != "dq_acc_order")
          for d in (64, 128) for c in (False, True)}
 REDUCE_2D = "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add"
-
-
-def cfg_of(head_dim, causal, opts):
-    return ab.AttentionBwdConfig(**attention_configs.bwd_variant(head_dim, causal,
-                                                                 options=opts)[1])
-
-
-@pytest.fixture(scope="module")
-def ptx_of():
-    """PTX of (head_dim, causal, opts), each built once for the module."""
-    built = {}
-
-    def get(head_dim, causal, opts):
-        key = (head_dim, causal, opts)
-        if key not in built:
-            built[key] = ab.build(cfg_of(head_dim, causal, opts)).to_ptx()
-        return built[key]
-    return get
 
 
 def test_the_sets_are_cached_candidates_and_d128_full_takes_it():

@@ -21,6 +21,7 @@ import struct
 
 import pytest
 
+from _attention_bwd_builds import cfg_of, ptx_of  # noqa: F401  (a fixture)
 from _attention_bwd_mistakes import SHARED_DS_STAGES_WITH, build_with_mistake
 from _ptxas import spill_bytes
 from test_attention_bwd import CAUGHT, SCHEDULES, SIM_ARGS, assert_caught
@@ -47,26 +48,8 @@ NEW_SETS = {64: (M128_ALL + PK, M128 + ("stat_shuffle",) + PK,
 SPILL_BOUND = {M128_ALL + PK: 16, D128 + PK: 44}
 
 
-def cfg_of(head_dim, causal, opts):
-    return ab.AttentionBwdConfig(**attention_configs.bwd_variant(head_dim, causal,
-                                                                 options=opts)[1])
-
-
 def ids(x):
     return "+".join(x) if isinstance(x, tuple) else str(x)
-
-
-@pytest.fixture(scope="module")
-def ptx_of():
-    """PTX of (head_dim, causal, opts), each built once for the module."""
-    built = {}
-
-    def get(head_dim, causal, opts):
-        key = (head_dim, causal, opts)
-        if key not in built:
-            built[key] = ab.build(cfg_of(head_dim, causal, opts)).to_ptx()
-        return built[key]
-    return get
 
 
 def test_the_sets_are_cached_candidates():
