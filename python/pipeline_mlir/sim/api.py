@@ -29,6 +29,8 @@ KIND_TITLES = {
     "named-barrier": "named barrier left half-arrived at exit",
     "smem-race": "race on plain shared memory",
     "divergent-barrier": "aligned barrier synced at distinct sites",
+    "gmem-race": "race on global memory",
+    "gmem-unwritten": "read of global memory nobody writes",
 }
 
 

@@ -195,6 +195,10 @@ class World:
         self.firing: Event | None = None
         self.clocks = Clocks(self)
         self.smem: dict = {}
+        # Global memory the kernel writes and reads back (gmem.py), and
+        # checks that run once every agent has finished.
+        self.gmem = None
+        self.final_checks: list[Callable[[], None]] = []
 
     @property
     def warps_per_cta(self) -> int:
@@ -393,6 +397,8 @@ class World:
             options += self._ready_events()
             if not options:
                 if all(a.done for a in self.agents):
+                    for check in self.final_checks:
+                        check()
                     return
                 raise SimError("deadlock", self.deadlock_message(), [
                     f"{a.label(a.step.pipe if a.step else None)} at {loc}"

@@ -92,6 +92,10 @@ class Kernel:
     # Some branch, loop bound or loop condition depends on a global load
     # (memory.py: the interpreter then reads the pointer arguments' buffers).
     memory_branches: bool = False
+    # The kernel synchronizes through global memory: an atomic, a volatile
+    # or ordered access, or a fence (gmem.py: the interpreter then follows
+    # what it writes and reads back).
+    global_sync: bool = False
 
     @property
     def cluster_size(self) -> int:
@@ -186,6 +190,52 @@ def _smem_facts(op, name: str, a: dict) -> None:
             if str(v.type) == SMEM_PTR:
                 a["smem_src"] = i
                 break
+
+
+# Global memory the kernel writes and reads back (gmem.py): the pointer
+# operand of each access, and fences that order global memory.
+_GMEM_PTR = {"llvm.load": 0, "llvm.store": 1, "llvm.atomicrmw": 0, "llvm.cmpxchg": 0}
+_SCOPES = ("cta", "cluster", "gpu", "sys")
+# LLVM's NVPTX sync scopes: "" is the system's.
+_SYNCSCOPE = {"block": "cta", "cluster": "cluster", "device": "gpu", "": "sys"}
+
+
+def _gmem_facts(op, name: str, a: dict) -> None:
+    """``a["gmem"]`` for a load, store, ``atomicrmw`` or ``cmpxchg`` through a
+    global (or generic) pointer: ``(kind, bytes, int width or None,
+    ordering, sync scope, volatile, bin_op)``, kind one of load / store /
+    rmw / cas (ordering: LLVM's AtomicOrdering value, 0 for a plain
+    access); ``a["gfence"]`` = (scope, acquires, releases) for a fence
+    (``membar``, ``fence.sc.cluster``, ``llvm.fence``)."""
+    attrs = op.attributes
+    if name == "nvvm.memory.barrier":
+        scope = next((s for s in _SCOPES if f"<{s}>" in str(attrs["scope"])), "gpu")
+        a["gfence"] = (scope, True, True)
+        return
+    if name == "nvvm.fence.sc.cluster":
+        a["gfence"] = ("cluster", True, True)
+        return
+    if name == "llvm.fence":
+        order = ir.IntegerAttr(attrs["ordering"]).value
+        scope = _SYNCSCOPE.get(ir.StringAttr(attrs["syncscope"]).value
+                               if "syncscope" in attrs else "", "sys")
+        a["gfence"] = (scope, order in (4, 6, 7), order in (5, 6, 7))
+        return
+    i = _GMEM_PTR.get(name)
+    if i is None or str(op.operands[i].type) not in ("!llvm.ptr<1>", "!llvm.ptr"):
+        return
+    val = (op.results[0] if name == "llvm.load" else
+           op.operands[0] if name == "llvm.store" else op.operands[1])
+    kind = {"llvm.load": "load", "llvm.store": "store", "llvm.atomicrmw": "rmw",
+            "llvm.cmpxchg": "cas"}[name]
+    order_attr = "success_ordering" if kind == "cas" else "ordering"
+    order = ir.IntegerAttr(attrs[order_attr]).value if order_attr in attrs else 0
+    scope = _SYNCSCOPE.get(ir.StringAttr(attrs["syncscope"]).value
+                           if "syncscope" in attrs else "", "sys")
+    width = _width(val.type) if isinstance(val.type, ir.IntegerType) else None
+    a["gmem"] = (kind, type_bytes(val.type) or 4, width, order, scope,
+                 "volatile_" in attrs,
+                 ir.IntegerAttr(attrs["bin_op"]).value if kind == "rmw" else None)
 
 
 def _address_states(store, first=1) -> list:
@@ -309,6 +359,13 @@ class _Compiler:
                                                   "#nvvm.proxy_kind<async.shared>")
         if name.startswith(("llvm.", "nvvm.cp.async.bulk", "pipeline.copy.tma_store")):
             _smem_facts(op, name, a)
+        if name in _GMEM_PTR or name in ("nvvm.memory.barrier", "nvvm.fence.sc.cluster",
+                                         "llvm.fence"):
+            _gmem_facts(op, name, a)
+        if name == "nvvm.vote.sync":
+            a["vote"] = str(attrs["kind"]).rstrip(">").split()[-1].split("<")[-1]
+        if name == "llvm.extractvalue":
+            a["position"] = list(ir.DenseI64ArrayAttr(attrs["position"]))
         if name == AR.WGMMA:
             i64 = ir.IntegerType.get_signless(64)
             roots = ([op.opview.descriptorA, op.opview.descriptorB] if op.name == AR.WGMMA
@@ -323,7 +380,8 @@ class _Compiler:
         loc = user_loc(op.location)
         if _FILE_LOC.search(loc):
             self.last_loc = loc
-        elif self.last_loc and ("smem" in a or "smem_src" in a or "descs" in a):
+        elif self.last_loc and ("smem" in a or "smem_src" in a or "descs" in a
+                                or "gmem" in a or "gfence" in a):
             loc = self.last_loc
         regions = [[self.block(b) for b in r.blocks] for r in op.regions]
         return Node(name, ins, outs, a, regions, loc)
@@ -401,9 +459,11 @@ def compile_kernel(func) -> Kernel:
             ints[pos] = _width(arg.type)
         elif str(arg.type) in ("!llvm.ptr", "!llvm.ptr<1>"):
             ptrs[pos] = _arg_name(func, pos)
+    from .gmem import synchronizes
     from .memory import mark_memory_branches
     return Kernel(func.attributes["sym_name"].value, args, body, len(c.slots), bd, c.pipes,
-                  ints, c.created_at, ptr_args=ptrs, memory_branches=mark_memory_branches(body))
+                  ints, c.created_at, ptr_args=ptrs, memory_branches=mark_memory_branches(body),
+                  global_sync=synchronizes(body))
 
 
 def _arg_name(func, pos: int) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import asyncread as AR
+from . import gmem as G
 from . import memory as M
 from . import smemrace as SR
 from . import verbs as V
@@ -68,7 +69,8 @@ class _Interp:
         self.ctaid = {"x": cx, "y": cy, "z": cz}
         # The input buffers of a kernel that branches on loaded values
         # (memory.py): pointer arguments get their bases, loads read them.
-        self.mem = w.memory
+        self.mem, self.gm = w.memory, w.gmem
+        self.loops: list[Node] = []   # the scf.while loops around the op running now
         if self.mem is not None:
             for pos in k.ptr_args:
                 self.env[k.args[pos]] = M.base(pos)
@@ -128,6 +130,12 @@ class _Interp:
                 pid, idx = self.clc_seen
                 env[n.outs[0]] = V.clc_response(self.w, self.a, self.pipes[pid], idx,
                                                 n.a["query"])
+            elif self.gm is not None and "gmem" in n.a:
+                res = yield from self.global_access(n, mask)
+                if n.outs:
+                    env[n.outs[0]] = res
+            elif self.gm is not None and "gfence" in n.a:
+                self.gm.fence(self.a, *n.a["gfence"])
             elif name in STORE_OPS and "smem" in n.a:
                 staged = False
                 for slot in n.a["stage_states"]:
@@ -240,6 +248,14 @@ class _Interp:
             r = self.w.cluster.size
         elif "gload" in a and self.mem is not None:
             r = self.load(args[0], mask, *a["gload"])
+        elif "vote" in a:
+            r = _vote(a["vote"], args[1], _lanes_of(mask))
+        elif "position" in a:
+            pos = a["position"][0] if len(a["position"]) == 1 else None
+            pick = (lambda v: v[pos] if type(v) is tuple and pos is not None
+                    and pos < len(v) else UNKNOWN)
+            x = args[0]
+            r = Lanes(pick(v) for v in x) if isinstance(x, Lanes) else pick(x)
         elif name == "nvvm.elect.sync":
             first = _lanes_of(mask)[0]
             r = Lanes(int(i == first) for i in range(32))
@@ -264,6 +280,28 @@ class _Interp:
         if isinstance(addr, Lanes):
             addr = Lanes(x if mask >> i & 1 else UNKNOWN for i, x in enumerate(addr))
         return self.mem.load(addr, size, width)
+
+    def global_access(self, n: Node, mask: int):
+        """A load, store or atomic of global memory the kernel synchronizes
+        through (gmem.py); returns its result (per lane where it differs)."""
+        env, gm = self.env, self.gm
+        kind, size, width, order, _scope, volatile, _ = n.a["gmem"]
+        acc = gm.lanes(env[n.ins[1 if kind == "store" else 0]], mask)
+        if kind in ("rmw", "cas") or order or volatile:
+            operands = [env[n.ins[0]]] if kind == "store" else [env[i] for i in n.ins[1:]]
+            if kind == "load" and self.loops:
+                self.a.where = self.loops[-1].loc   # a poll: its loop is what waits
+            return (yield from gm.strong(self.a, n, acc, operands))
+        if kind == "store":
+            value = env[n.ins[0]]
+            for lane, d in acc:
+                if d is not None:
+                    gm.plain_store(self.a, n, d, value[lane] if isinstance(value, Lanes)
+                                   else value, size)
+            return None
+        vals = {lane: gm.plain_load(self.a, n, d, size, width) for lane, d in acc
+                if d is not None}
+        return gm.per_lane(vals, [lane for lane, _ in acc])
 
     def mem_branch(self, n: Node, outcome: str):
         """Record what this warp took at a branch on loaded values."""
@@ -303,6 +341,10 @@ class _Interp:
         lb, ub, step = (env[i] for i in n.ins[:3])
         inits = [env[i] for i in n.ins[3:]]
         if any(isinstance(x, Lanes) for x in (lb, ub, step)):
+            per_lane = self.lane_trips(n, mask, lb, ub, step)
+            if per_lane is not None:
+                yield from self.scf_for_lanes(n, mask, lb, step, per_lane, inits)
+                return
             lb, ub, step = (self.uniform(n, x, mask, "a loop bound") for x in (lb, ub, step))
         if UNKNOWN in (lb, ub, step) or not all(isinstance(x, int) for x in (lb, ub, step)):
             if self.launch.trip_count is None:
@@ -329,12 +371,53 @@ class _Interp:
         for o, v in zip(n.outs, vals):
             env[o] = v
 
+    def lane_trips(self, n: Node, mask: int, lb, ub, step) -> dict | None:
+        """Trip counts per active lane of a loop whose bounds differ between
+        the lanes (a strided loop from ``lane``); None when they agree."""
+        if _protocol_ops(n):
+            return None   # a pipeline's verbs run by some lanes: unsupported
+        active = _lanes_of(mask)
+        cols = [[x[i] if isinstance(x, Lanes) else x for i in active] for x in (lb, ub, step)]
+        if all(len(set(c)) == 1 for c in cols):
+            return None
+        trips = {}
+        for i, lo, hi, st in zip(active, *cols):
+            if not all(isinstance(v, int) for v in (lo, hi, st)) or st == 0:
+                self.fail(n, "cannot evaluate a loop bound of some lane")
+            trips[i] = max(0, -(-(hi - lo) // st))
+        return trips
+
+    def scf_for_lanes(self, n: Node, mask: int, lb, step, trips: dict, inits: list):
+        """A loop whose lanes run different trip counts: trip ``i`` runs with
+        the lanes that still have one; the others keep their carried values
+        (as divergent lanes do in scf_if)."""
+        env = self.env
+        (args, body), = n.regions[0]
+        vals = inits
+        self.loop_depth += 1
+        for i in range(max(trips.values(), default=0)):
+            m = sum(1 << lane for lane, t in trips.items() if t > i)
+            env[args[0]] = Lanes((lb[j] if isinstance(lb, Lanes) else lb)
+                                 + i * (step[j] if isinstance(step, Lanes) else step)
+                                 for j in range(32))
+            for s, v in zip(args[1:], vals):
+                env[s] = v
+            new = yield from self.run(body, m)
+            vals = [y if y is x else Lanes(
+                (y[j] if isinstance(y, Lanes) else y) if m >> j & 1 else
+                (x[j] if isinstance(x, Lanes) else x) for j in range(32))
+                for x, y in zip(vals, new)]
+        self.loop_depth -= 1
+        for o, v in zip(n.outs, vals):
+            env[o] = v
+
     def scf_while(self, n: Node, mask: int):
         env = self.env
         (bargs, before), = n.regions[0]
         (aargs, after), = n.regions[1]
         vals = [env[i] for i in n.ins]
         self.loop_depth += 1
+        self.loops.append(n)
         for trips in range(self.launch.max_while_trips):
             for s, v in zip(bargs, vals):
                 env[s] = v
@@ -347,6 +430,7 @@ class _Interp:
             vals = yield from self.run(after, mask)
         else:
             self.fail(n, f"the loop ran {self.launch.max_while_trips} times without ending")
+        self.loops.pop()
         self.loop_depth -= 1
         for o, v in zip(n.outs, res[1:]):
             env[o] = v
@@ -566,6 +650,28 @@ class _Interp:
         return None
 
 
+def _protocol_ops(n: Node) -> bool:
+    """Whether the regions of ``n`` hold a pipeline op or a barrier (cached)."""
+    got = n.a.get("protocol")
+    if got is None:
+        def walk(nodes):
+            return any(x.name.startswith(("pipeline.", "nvvm.barrier", "gpu.barrier",
+                                          "nvvm.mbarrier", "nvvm.cluster"))
+                       or any(walk(blk) for r in x.regions for _, blk in r) for x in nodes)
+        got = n.a["protocol"] = walk([x for r in n.regions for _, blk in r for x in blk])
+    return got
+
+
+def _vote(kind: str, pred, lanes: list[int]):
+    """``vote.sync`` over the active lanes (any / all / uni / ballot)."""
+    vals = [pred[i] if isinstance(pred, Lanes) else pred for i in lanes]
+    if any(v is UNKNOWN or not isinstance(v, int) for v in vals):
+        return UNKNOWN
+    if kind == "ballot":
+        return sum(1 << i for i, v in zip(lanes, vals) if v)
+    return int({"any": any(vals), "all": all(vals), "uni": len(set(vals)) <= 1}[kind])
+
+
 # The ops stage_op runs: they take a !pipeline.pipeline (and a state).
 _STAGE_OPS = frozenset({
     "order.state", "producer.acquire", "producer.try_acquire", "producer.commit",
@@ -585,8 +691,9 @@ def make_world_factory(k: Kernel, launch: Launch, max_steps: int = 200000, seed:
 
     def make(schedule: int = 0) -> World:
         w = World(launch.cluster, launch.block_threads, max_steps)
-        w.memory = (M.Memory(given, k.ptr_args, seed, schedule) if k.memory_branches
-                    else None)
+        w.memory = (M.Memory(given, k.ptr_args, seed, schedule)
+                    if k.memory_branches or k.global_sync else None)
+        w.gmem = G.GlobalMemory(w, w.memory) if k.global_sync else None
         w.clc_left = launch.clc_clusters
         w.created_at = k.created_at
         pipes = {pid: PipeRef(spec, pid) for pid, spec in k.pipes.items()}

@@ -30,7 +30,9 @@ class SimError(Exception):
     unsupported, step-limit, commit-before-write, async-read (asyncread.py),
     read-after-release, named-barrier (a partial phase left at the CTA's exit),
     smem-race (plain shared memory, smemrace.py), divergent-barrier (an aligned
-    barrier synced at distinct sites in one generation, sync_verbs.py).
+    barrier synced at distinct sites in one generation, sync_verbs.py),
+    gmem-race and gmem-unwritten (global memory the kernel writes and reads
+    back, gmem.py).
     """
 
     def __init__(self, kind: str, message: str, where: list[str] | None = None):

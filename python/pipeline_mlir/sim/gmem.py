@@ -1,0 +1,396 @@
+"""Global memory the kernel writes and reads back: stores, atomics, flags
+and fences between CTAs (a stream-K fix-up: one CTA stores its partial
+tile, fences and bumps a counter; another polls the counter, fences and
+reads the partial).
+
+A kernel that synchronizes through global memory (an ``atomicrmw``, a
+``cmpxchg``, an atomic or volatile load or store, a ``membar`` /
+``fence.sc`` / ``llvm.fence``: :func:`synchronizes`) gets this model; the
+words it writes are kept per 4-byte word of each pointer argument's buffer
+(addresses as memory.py gives them):
+
+- a load reads the latest value written to the word (a value the same
+  access size stored); a word nobody wrote reads the buffer's input
+  (``--arg``, else the random 0/1 fill of memory.py), and an atomic or
+  volatile access of one reads 0 (a counter or flag the host zeroes) unless
+  ``--arg`` gives it;
+- ``atomicrmw`` (add, sub, xchg, and, or, xor, min, max, inc/dec) and
+  ``cmpxchg`` read and write the latest value, lane after lane;
+- order is happens-before over the vector clocks of clocks.py, with the
+  edges the PTX memory model gives global memory: a *release* is an
+  atomic or store with release (acq_rel, seq_cst) order, or a strong
+  (atomic or volatile) write after a fence of the same warp (the fence's
+  clock is what it releases: a store after the fence is not covered);
+  an *acquire* is an atomic or load with acquire order, or a strong read
+  followed by a fence of the reading warp (what it read is acquired at
+  the fence). A strong read of a word acquires every release of its
+  release sequence (the RMWs since the last plain or strong store), so
+  the last contributor to a counter acquires every earlier one. A fence of
+  ``cta`` scope orders nothing between CTAs;
+- a finding (``gmem-race``) is a plain load of a word whose last write by
+  another warp is not ordered before it (the reader may see the stale
+  value), a plain store not ordered after another warp's last plain write
+  or plain read of the word; it names both lines and, where it can, the
+  missing half: the flag the writer set before the store was fenced, or the
+  reader's poll with no fence (acquire) after it;
+- a finding (``gmem-unwritten``) is a plain load, after the warp acquired
+  through global memory, of a word of a buffer the kernel writes that no
+  warp writes in the whole launch (a fix-up reading a contributor's partial
+  from the wrong slot);
+- a strong load is a step of the schedule; a warp that reads again, in a
+  loop, words no warp wrote since its last read waits until one is written
+  (it would read the same values): a poll whose flag is never set is then
+  a deadlock that names the loop and the word it reads.
+
+TMA stores to global memory (the async proxy) are not followed.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from . import memory as M
+from .clocks import Clocks, join
+from .engine import Step
+from .frontend import UNKNOWN, Lanes, Node
+from .model import SimError, source_location
+
+WORD = 4
+_ACQUIRE = (4, 6, 7)    # acquire, acq_rel, seq_cst (LLVM's AtomicOrdering)
+_RELEASE = (5, 6, 7)    # release, acq_rel, seq_cst
+_WIDE = ("gpu", "sys", "cluster")   # scopes that order between CTAs
+
+
+def synchronizes(body: list[Node]) -> bool:
+    """Whether a kernel's tree has a strong global access or a fence."""
+    for n in body:
+        g = n.a.get("gmem")
+        if "gfence" in n.a or (g is not None and (g[0] in ("rmw", "cas") or g[3] or g[5])):
+            return True
+        for r in n.regions:
+            for _, blk in r:
+                if synchronizes(blk):
+                    return True
+    return False
+
+
+def _rmw(op: int, width: int | None):
+    m = (1 << (width or 32)) - 1
+    s = (lambda x: x - (1 << width) if width and x >> (width - 1) & 1 else x)
+    return {0: lambda x, y: y, 1: lambda x, y: (x + y) & m, 2: lambda x, y: (x - y) & m,
+            3: operator.and_, 4: lambda x, y: ~(x & y) & m, 5: operator.or_, 6: operator.xor,
+            7: lambda x, y: x if s(x) >= s(y) else y, 8: lambda x, y: x if s(x) <= s(y) else y,
+            9: max, 10: min, 15: lambda x, y: 0 if x >= y else x + 1,
+            16: lambda x, y: y if x == 0 or x > y else x - 1}.get(op)
+
+
+class Word:
+    """One 4-byte word's history: the last write (agent id, its clock, the
+    op), the value an access of ``size`` bytes left at it, the releases
+    its reads acquire, its version (bumped by every write) and the plain
+    reads since the last write (agent id -> (clock, op, loc))."""
+
+    __slots__ = ("w", "e", "op", "loc", "strong", "value", "size", "sync", "version", "reads")
+
+    def __init__(self):
+        self.w, self.e, self.op, self.loc, self.strong = -1, 0, None, None, False
+        self.value, self.size = UNKNOWN, 0
+        self.sync: list = []     # releases: (clock, writer's CTA, cta-scoped)
+        self.version = 0
+        self.reads: dict = {}
+
+
+class _Warp:
+    """What one warp's accesses of global memory left behind."""
+
+    __slots__ = ("pending", "fence", "polls", "acquired", "flags")
+
+    def __init__(self):
+        self.pending: list = []   # releases its strong reads saw, acquired at its next fence
+        self.fence = None         # the release of its last fence: (clock, CTA, cta-scoped)
+        self.polls: dict = {}     # word -> version its strong reads saw since its last write
+        self.acquired = False     # it acquired a release through global memory
+        self.flags: list = []     # its strong writes: (its clock then, clock released, op, loc)
+
+
+def _loc(loc) -> str | None:
+    return source_location(loc)
+
+
+def _at(op: str, loc) -> str:
+    where = _loc(loc)
+    return f"{op} at {where}" if where else op
+
+
+class GlobalMemory:
+    """The global memory of one schedule's world."""
+
+    def __init__(self, world, mem: M.Memory):
+        self.w, self.mem = world, mem
+        self.words: dict = {}        # (argument position, byte offset) -> Word
+        self.warps: dict = {}        # agent id -> _Warp
+        self.written: set = set()    # argument positions some warp wrote
+        self.unwritten: dict = {}    # word -> (warp label, op, loc) read after an acquire
+        world.final_checks.append(self.check_unwritten)
+
+    def warp(self, a) -> _Warp:
+        st = self.warps.get(a.id)
+        if st is None:
+            st = self.warps[a.id] = _Warp()
+        return st
+
+    # -- naming --------------------------------------------------------------
+    def name(self, key) -> str:
+        pos, off = key
+        return f"{self.mem.arg(pos)} byte {off}"
+
+    def who(self, aid: int) -> str:
+        return self.w.agents[aid].label()
+
+    # -- addresses -----------------------------------------------------------
+    @staticmethod
+    def lanes(addr, mask: int) -> list:
+        """(lane, decoded address) of the active lanes; None where unknown."""
+        if isinstance(addr, Lanes):
+            return [(i, M._decode(addr[i])) for i in range(32) if mask >> i & 1]
+        d = M._decode(addr)
+        first = next((i for i in range(32) if mask >> i & 1), 0)
+        return [(first, d)]   # one address: one access for the warp
+
+    @staticmethod
+    def keys(d, size: int) -> list:
+        pos, off = d
+        return [(pos, w) for w in range(off - off % WORD, off + size, WORD)]
+
+    def initial(self, key, size: int, width: int | None, strong: bool):
+        if width is None:
+            return UNKNOWN
+        pos, off = key
+        if strong and pos not in self.mem.given:
+            return 0
+        return self.mem._value(pos, off, size, width)
+
+    def value(self, key, size: int, width: int | None, strong: bool):
+        wd = self.words.get(key)
+        if wd is None or wd.w < 0:
+            return self.initial(key, size, width, strong)
+        return wd.value if wd.size == size and width is not None else UNKNOWN
+
+    # -- ordering ------------------------------------------------------------
+    def release(self, a, order: int, scope: str) -> list:
+        """What a strong write of ``a`` releases: its clock (release order;
+        its own entry ticks), the clock of its last fence, or nothing."""
+        if order in _RELEASE:
+            return [(self.w.clocks.release(None), a.cta, scope not in _WIDE)]
+        st = self.warp(a)
+        return [st.fence] if st.fence is not None else []
+
+    def acquire(self, a, releases, scope: str) -> None:
+        for clock, cta, narrow in releases:
+            if cta == a.cta or (not narrow and scope in _WIDE):
+                Clocks.acquire(a, clock)
+                self.warp(a).acquired = True
+
+    def fence(self, a, scope: str, acquires: bool, releases: bool) -> None:
+        st = self.warp(a)
+        if acquires and st.pending:
+            self.acquire(a, st.pending, scope)
+            st.pending = []
+        if releases:
+            st.fence = (self.w.clocks.release(None), a.cta, scope not in _WIDE)
+
+    # -- plain accesses ------------------------------------------------------
+    def plain_store(self, a, n: Node, d, value, size: int) -> None:
+        self.written.add(d[0])
+        st = self.warp(a)
+        st.polls.clear()
+        for i, key in enumerate(self.keys(d, size)):
+            wd = self.words.get(key)
+            if wd is None:
+                wd = self.words[key] = Word()
+            if wd.w >= 0 and wd.w != a.id and not wd.strong and wd.e > a.vc[wd.w]:
+                self.race(a, n, key, wd.w, wd.op, wd.loc, "writes", "written")
+            for r, (e, op, loc) in wd.reads.items():
+                if r != a.id and e > a.vc[r]:
+                    self.race(a, n, key, r, op, loc, "writes", "read")
+            wd.w, wd.e, wd.op, wd.loc, wd.strong = a.id, a.vc[a.id], n.name, n.loc, False
+            wd.value, wd.size = (value, size) if i == 0 else (UNKNOWN, 0)
+            wd.sync, wd.reads = [], {}
+            wd.version += 1
+
+    def plain_load(self, a, n: Node, d, size: int, width: int | None):
+        st = self.warp(a)
+        for key in self.keys(d, size):
+            wd = self.words.get(key)
+            if wd is None or wd.w < 0:
+                if st.acquired and key not in self.unwritten:
+                    self.unwritten[key] = (a.label(), n.name, n.loc)
+                continue
+            if wd.w != a.id and wd.e > a.vc[wd.w]:
+                self.race(a, n, key, wd.w, wd.op, wd.loc, "reads", "written")
+            wd.reads[a.id] = (a.vc[a.id], n.name, n.loc)
+        return self.value((d[0], d[1]), size, width, False)
+
+    # -- strong accesses (steps) ---------------------------------------------
+    def strong(self, a, n: Node, accesses: list, operands: list):
+        """A warp's atomic / volatile / ordered access (one step): reads and
+        writes the words of ``accesses`` ((lane, decoded address)) lane by
+        lane; returns the per-lane results."""
+        kind, size, width, order, scope, _volatile, bin_op = n.a["gmem"]
+        st = self.warp(a)
+        keys = [(lane, d, (d[0], d[1] - d[1] % WORD)) for lane, d in accesses if d is not None]
+        reads = kind in ("load", "rmw", "cas")
+        results = {}
+
+        def polling() -> bool:
+            # Reads again words nobody wrote since its last read: waits.
+            return (kind == "load" and bool(keys) and bool(st.polls)
+                    and all(k in st.polls for _, _, k in keys)
+                    and all(self.version_of(k) == v for k, v in st.polls.items()))
+
+        def fire():
+            for lane, d, key in keys:
+                wd = self.words.get(key)
+                old = self.value(key, size, width, True) if reads else UNKNOWN
+                if reads and wd is not None:
+                    if order in _ACQUIRE:
+                        self.acquire(a, wd.sync, scope)
+                    else:
+                        st.pending += wd.sync
+                if kind == "load":
+                    st.polls[key] = self.version_of(key)
+                    results[lane] = old
+                    continue
+                args = [operands[j][lane] if isinstance(operands[j], Lanes) else operands[j]
+                        for j in range(len(operands))]
+                if kind == "cas":
+                    ok = old is not UNKNOWN and args[0] is not UNKNOWN and old == args[0]
+                    results[lane] = (old, int(ok)) if old is not UNKNOWN else UNKNOWN
+                    if not ok:
+                        continue
+                    new = args[1]
+                elif kind == "rmw":
+                    f = _rmw(bin_op, width)
+                    new = (UNKNOWN if f is None or old is UNKNOWN or args[0] is UNKNOWN
+                           or not isinstance(args[0], int) else f(old, args[0]))
+                    results[lane] = old
+                else:
+                    new = args[0]
+                self.strong_write(a, n, key, new, size, order, scope, kind != "store")
+            if kind != "load":
+                st.polls.clear()
+            return None
+
+        def what() -> str:
+            words = ", ".join(sorted({self.name(k) for _, _, k in keys})) or "an unknown word"
+            if polling():
+                vals = ", ".join(str(self.value(k, size, width, True))
+                                 for k in sorted({k for _, _, k in keys}))
+                return (f"{a.label()} polls {words} in the loop at "
+                        f"{_loc(a.where) or 'an unknown line'} (reads {vals}; no warp "
+                        f"writes it again)")
+            return f"{a.label()}: {n.name} {words}"
+
+        def cause() -> str | None:
+            if not polling():
+                return None
+            return (f"the poll loop at {_loc(a.where) or 'an unknown line'} never sees the "
+                    f"value it waits for: {a.label()} reads "
+                    f"{', '.join(sorted({self.name(k) for _, _, k in keys}))}, which no "
+                    f"warp still running writes again (a wrong expected count, or an "
+                    f"arrival nobody makes)")
+
+        yield Step(fire, lambda: not polling(), what, None, cause)
+        if kind == "load" or kind == "rmw":
+            return self.per_lane(results, mask_lanes=[lane for lane, _, _ in keys])
+        if kind == "cas":
+            return self.per_lane(results, mask_lanes=[lane for lane, _, _ in keys])
+        return None
+
+    def version_of(self, key) -> int:
+        wd = self.words.get(key)
+        return 0 if wd is None else wd.version
+
+    @staticmethod
+    def per_lane(results: dict, mask_lanes: list):
+        if not results:
+            return UNKNOWN
+        if len(results) == 1 and len(mask_lanes) == 1:
+            return next(iter(results.values()))
+        vals = Lanes(results.get(i, UNKNOWN) for i in range(32))
+        return vals[mask_lanes[0]] if all(vals[i] == vals[mask_lanes[0]]
+                                          for i in mask_lanes) else vals
+
+    def strong_write(self, a, n: Node, key, value, size: int, order: int, scope: str,
+                     rmw: bool) -> None:
+        self.written.add(key[0])
+        st = self.warp(a)
+        wd = self.words.get(key)
+        if wd is None:
+            wd = self.words[key] = Word()
+        before = a.vc[a.id]
+        rel = self.release(a, order, scope)
+        # A read-modify-write continues the word's release sequence; a
+        # store starts a new one.
+        wd.sync = _merge(wd.sync + rel) if rmw else rel
+        wd.w, wd.e, wd.op, wd.loc, wd.strong = a.id, before, n.name, n.loc, True
+        wd.value, wd.size = value, size
+        wd.reads = {}
+        wd.version += 1
+        covered = next((c[a.id] for c, cta, _ in rel if cta == a.cta), 0)
+        st.flags.append((before, covered, n.name, n.loc, key))
+
+    # -- findings ------------------------------------------------------------
+    def race(self, a, n: Node, key, other: int, op, loc, verb: str, done: str):
+        here, there = _at(n.name, n.loc), _at(op or "an access", loc)
+        o = self.w.agents[other]
+        writer, reader = (o, a) if done == "written" else (a, o)
+        hint = self.hint(writer, reader, self.words[key].e if done == "written" else
+                         a.vc[a.id], key)
+        raise SimError(
+            "gmem-race",
+            f"{a.label()} {verb} {self.name(key)} ({here}) {done} by {o.label()} ({there}) "
+            f"with nothing ordering the two: "
+            + ("the read may see the stale value" if verb == "reads" else
+               "the other side may see either value")
+            + (f"; {hint}" if hint else ""),
+            [f"{a.label()} at {_loc(n.loc)}" if _loc(n.loc) else f"{a.label()}: {n.name}",
+             f"{o.label()} at {_loc(loc)}" if _loc(loc) else f"{o.label()}: {op}"])
+
+    def hint(self, writer, reader, epoch: int, key) -> str:
+        """Which half of the hand-over is missing, where it shows."""
+        rst = self.warp(reader)
+        if any(cta == writer.cta or not narrow for c, cta, narrow in rst.pending
+               if c[writer.id] >= epoch):
+            return (f"{reader.label()} read a flag that {writer.label()} released after "
+                    f"this write, but no fence (or acquire load) of {reader.label()} follows "
+                    f"that read: the poll has no acquire")
+        late = [f for f in self.warp(writer).flags if f[0] >= epoch and f[1] < epoch]
+        if late:
+            _, _, op, loc, fkey = late[0]
+            return (f"{writer.label()} set {self.name(fkey)} ({_at(op, loc)}) after this "
+                    f"write with no fence between them (nor release order): the flag is "
+                    f"set before the write is fenced")
+        return ""
+
+    def check_unwritten(self) -> None:
+        """At the end of the launch: a word read after an acquire, in a buffer
+        the kernel writes, that no warp wrote."""
+        for key, (who, op, loc) in self.unwritten.items():
+            wd = self.words.get(key)
+            if key[0] in self.written and (wd is None or wd.w < 0):
+                raise SimError(
+                    "gmem-unwritten",
+                    f"{who} reads {self.name(key)} ({_at(op, loc)}) after its acquire, but no "
+                    f"warp of the launch writes that word (the kernel writes other words "
+                    f"of {self.mem.arg(key[0])}): it reads a partial nobody stores",
+                    [f"{who} at {_loc(loc)}"] if _loc(loc) else [])
+
+
+def _merge(releases: list) -> list:
+    """Releases with the same (CTA, scope) joined into one clock."""
+    out: dict = {}
+    for clock, cta, narrow in releases:
+        k = (cta, narrow)
+        out[k] = join(out.get(k), clock)
+    return [(c, cta, narrow) for (cta, narrow), c in out.items()]
