@@ -152,10 +152,12 @@ def test_a_fix_up_reading_a_slot_nobody_writes_is_found():
     assert _at(lines["load"]) in f.message
 
 
-def test_a_relaxed_store_of_the_flag_releases_nothing():
-    """A flag set by a plain store (no fence, no release order): the poll
-    sees it, and the read of the partial is not ordered after its store."""
-    k = Kernel("plain_flag", block_dim=32,
+@pytest.mark.parametrize("order", ["monotonic", "release"])
+def test_a_relaxed_store_of_the_flag_releases_nothing(order):
+    """A flag set by a relaxed atomic store (no fence before it): the poll
+    sees it, and the read of the partial is not ordered after its store;
+    the same store with release order is the correct twin."""
+    k = Kernel(f"flag_{order}", block_dim=32,
                params={"ws": GlobalPtr(), "flag": GlobalPtr(align=4)})
     with k:
         ws, flag = k.args
@@ -167,10 +169,14 @@ def test_a_relaxed_store_of_the_flag_releases_nothing():
             store(lane, ws, lane)
             with UserLine():
                 llvm.store(arith.constant(i32(), 1), _ptr(to_value(flag), 0),
-                           ordering=llvm.AtomicOrdering.monotonic, syncscope="device")
+                           ordering=getattr(llvm.AtomicOrdering, order), syncscope="device",
+                           alignment=4)
         with k.if_(cta == 1):
             _poll(flag, 1, {})
             load(ws, i32(), lane)
+    if order == "release":
+        res = k.simulate(cluster=(2, 1, 1), schedules=30, check=False)
+        assert res.ok, str(res)
+        return
     f = _finding(k, "gmem-race", 2)
     assert "reads `ws` (argument 0)" in f.message
-    # The same flag stored with release order is the correct twin.

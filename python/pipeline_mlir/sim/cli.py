@@ -25,6 +25,14 @@ element reads V); a buffer not given holds
 a random 0/1 fill drawn afresh for every schedule. A finding's report then
 names each such branch, what every warp took there and the values read
 (``sim/memory.py``).
+
+A kernel that synchronizes through global memory (atomics, a flag polled,
+fences: a stream-K fix-up) has what it stores and reads back followed
+(``sim/gmem.py``): a partial read with nothing ordering its store before the
+read (the flag set before the store is fenced, a poll without acquire) is a
+race naming both lines, a poll whose flag never takes its value a deadlock
+naming the loop. The simulated grid is the cluster: ``--cluster 3`` runs
+three CTAs.
 """
 
 from __future__ import annotations
