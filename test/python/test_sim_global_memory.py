@@ -180,3 +180,27 @@ def test_a_relaxed_store_of_the_flag_releases_nothing(order):
         return
     f = _finding(k, "gmem-race", 2)
     assert "reads `ws` (argument 0)" in f.message
+
+
+def test_a_second_wait_on_a_flag_already_set_does_not_hang():
+    """The fix-up polls the same flag twice (the second wait finds it set
+    at once): each poll waits only on what its own loop read."""
+    k2 = Kernel("twice", block_dim=32, params={"ws": GlobalPtr(), "flag": GlobalPtr(align=4)})
+    with k2:
+        ws, flag = k2.args
+        PipelineAsync.create(num_stages=1, producer_group=CooperativeGroup(Agent.Thread, 32),
+                             consumer_group=CooperativeGroup(Agent.Thread, 32),
+                             barrier_storage=k2.alloc_barriers(2), name="unused")
+        cta, lane = k2.block_idx(), k2.lane_idx()
+        with k2.if_(cta == 0):
+            store(lane, ws, lane)
+            _fence()
+            llvm.atomicrmw(llvm.AtomicBinOp.add, _ptr(to_value(flag), 0),
+                           arith.constant(i32(), 1), llvm.AtomicOrdering.monotonic,
+                           syncscope="device")
+        with k2.if_(cta == 1):
+            _poll(flag, 1, {})
+            _poll(flag, 1, {})
+            load(ws, i32(), lane)
+    res = k2.simulate(cluster=(2, 1, 1), schedules=30, check=False)
+    assert res.ok, str(res)

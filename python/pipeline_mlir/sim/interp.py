@@ -281,6 +281,12 @@ class _Interp:
             addr = Lanes(x if mask >> i & 1 else UNKNOWN for i, x in enumerate(addr))
         return self.mem.load(addr, size, width)
 
+    def new_poll(self):
+        """A poll waits on the words it read in its own loop only: a second
+        wait on a counter already read starts afresh (gmem.py)."""
+        if self.gm is not None:
+            self.gm.warp(self.a).polls.clear()
+
     def global_access(self, n: Node, mask: int):
         """A load, store or atomic of global memory the kernel synchronizes
         through (gmem.py); returns its result (per lane where it differs)."""
@@ -418,6 +424,7 @@ class _Interp:
         vals = [env[i] for i in n.ins]
         self.loop_depth += 1
         self.loops.append(n)
+        self.new_poll()
         for trips in range(self.launch.max_while_trips):
             for s, v in zip(bargs, vals):
                 env[s] = v
@@ -431,6 +438,7 @@ class _Interp:
         else:
             self.fail(n, f"the loop ran {self.launch.max_while_trips} times without ending")
         self.loops.pop()
+        self.new_poll()
         self.loop_depth -= 1
         for o, v in zip(n.outs, res[1:]):
             env[o] = v
