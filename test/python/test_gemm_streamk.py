@@ -303,9 +303,10 @@ def _wait_then_fence_then_loads(ptx):
 def test_planted_early_partial_read_is_rejected(plant, monkeypatch):
     """A planted mistake on the fix-up path: the last contributor reads
     the partials without the acquire fence after its poll, or before it
-    waits at all. The protocol checker and the simulator do not see these
-    global-memory counters (kernel/arrival_counter.py), so the check is
-    the instruction order above; the production kernel passes it."""
+    waits at all. The protocol checker does not see these global-memory
+    counters (kernel/arrival_counter.py), so the check here is the
+    instruction order above; the production kernel passes it (the
+    simulator's view of the same mistakes: test_sim_streamk_fixup.py)."""
     from pipeline_mlir.kernel import arrival_counter
     from mlir.dialects import nvvm
 
@@ -405,8 +406,7 @@ def test_stream_k_variant_does_not_spill(variant):
 
 def test_simulator_runs_the_whole_tile_path():
     """pipeline-sim on one CTA (its grid): every tile whole, no stream-K
-    run; the partial path's branch on the arrival count reads global
-    memory, which the simulator does not model (docs/gemm.md)."""
+    run (the fix-up on several CTAs: test_sim_streamk_fixup.py)."""
     import os
     import tempfile
 
