@@ -204,3 +204,60 @@ def test_a_second_wait_on_a_flag_already_set_does_not_hang():
             load(ws, i32(), lane)
     res = k2.simulate(cluster=(2, 1, 1), schedules=30, check=False)
     assert res.ok, str(res)
+
+
+def _take_flag(k, flag, order, lines):
+    """Spin on ``cmpxchg flag 1 -> 0`` (``order``) until it succeeds."""
+    lines["cas"] = _line()
+    with UserLine():
+        loop = scf.WhileOp([], [])
+        before, after = loop.before.blocks.append(), loop.after.blocks.append()
+        with ir.InsertionPoint(before):
+            pair = llvm.cmpxchg(_ptr(to_value(flag), 0), arith.constant(i32(), 1),
+                                arith.constant(i32(), 0), order, llvm.AtomicOrdering.monotonic,
+                                syncscope="device")
+            ok = llvm.extractvalue(ir.IntegerType.get_signless(1), pair, [1])
+            scf.ConditionOp(arith.xori(ok, arith.constant(ir.IntegerType.get_signless(1), 1)),
+                            [])
+        with ir.InsertionPoint(after):
+            scf.YieldOp([])
+
+
+@pytest.mark.parametrize("plant", [None, "relaxed cas", "flag never set"])
+def test_a_flag_handed_over_by_exchange_and_compare_and_swap(plant):
+    """The writer sets the flag with ``atomicrmw xchg`` in release order (no
+    fence); the reader takes it with a ``cmpxchg`` loop in acquire order.
+    Planted: the cmpxchg relaxed (nothing acquires: a race), and the flag
+    exchanged to 2, which the cmpxchg never matches (a deadlock naming the
+    loop: a failed compare-and-swap is a poll)."""
+    k = Kernel(f"xchg_{plant or 'twin'}".replace(" ", "_"), block_dim=32,
+               params={"ws": GlobalPtr(), "flag": GlobalPtr(align=4)})
+    lines = {}
+    with k:
+        ws, flag = k.args
+        PipelineAsync.create(num_stages=1, producer_group=CooperativeGroup(Agent.Thread, 32),
+                             consumer_group=CooperativeGroup(Agent.Thread, 32),
+                             barrier_storage=k.alloc_barriers(2), name="unused")
+        cta, lane = k.block_idx(), k.lane_idx()
+        with k.if_(cta == 0):
+            store(lane, ws, lane)
+            with k.if_(lane == 0):
+                llvm.atomicrmw(llvm.AtomicBinOp.xchg, _ptr(to_value(flag), 0),
+                               arith.constant(i32(), 2 if plant == "flag never set" else 1),
+                               llvm.AtomicOrdering.release, syncscope="device")
+        with k.if_(cta == 1):
+            with k.if_(lane == 0):
+                _take_flag(k, flag, llvm.AtomicOrdering.monotonic if plant == "relaxed cas"
+                           else llvm.AtomicOrdering.acquire, lines)
+            nvvm.bar_warp_sync(to_value(-1, i32()))
+            lines["load"] = _line()
+            load(ws, i32(), lane)
+    res = k.simulate(cluster=(2, 1, 1), schedules=30, check=False)
+    if plant is None:
+        assert res.ok, str(res)
+    elif plant == "relaxed cas":
+        f = next(f for f in res.findings if f.kind == "gmem-race")
+        assert "the poll has no acquire" in f.message and _at(lines["load"]) in f.message
+    else:
+        f = next(f for f in res.findings if f.kind == "deadlock")
+        assert "the poll loop at" in f.message and _at(lines["cas"]) in f.message

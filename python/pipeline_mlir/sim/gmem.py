@@ -37,10 +37,11 @@ words it writes are kept per 4-byte word of each pointer argument's buffer
   through global memory, of a word of a buffer the kernel writes that no
   warp writes in the whole launch (a fix-up reading a contributor's partial
   from the wrong slot);
-- a strong load is a step of the schedule; a warp that reads again, in a
-  loop, words no warp wrote since its last read waits until one is written
-  (it would read the same values): a poll whose flag is never set is then
-  a deadlock that names the loop and the word it reads.
+- every strong access is a step of the schedule; a warp that reads again
+  (a strong load, or a compare-and-swap that failed), in a loop, words no
+  warp wrote since its last read there waits until one is written (it
+  would read the same values): a poll whose flag is never set is then a
+  deadlock that names the loop and the word it reads.
 
 TMA stores to global memory (the async proxy) are not followed.
 """
@@ -236,7 +237,7 @@ class GlobalMemory:
         """A warp's atomic / volatile / ordered access (one step): reads and
         writes the words of ``accesses`` ((lane, decoded address)) lane by
         lane; returns the per-lane results."""
-        kind, size, width, order, scope, _volatile, bin_op = n.a["gmem"]
+        kind, size, width, order, scope, _, bin_op = n.a["gmem"]
         st = self.warp(a)
         keys = [(lane, d, (d[0], d[1] - d[1] % WORD)) for lane, d in accesses if d is not None]
         reads = kind in ("load", "rmw", "cas")
@@ -244,11 +245,12 @@ class GlobalMemory:
 
         def polling() -> bool:
             # Reads again words nobody wrote since its last read: waits.
-            return (kind == "load" and bool(keys) and bool(st.polls)
+            return (kind in ("load", "cas") and bool(keys) and bool(st.polls)
                     and all(k in st.polls for _, _, k in keys)
                     and all(self.version_of(k) == v for k, v in st.polls.items()))
 
         def fire():
+            wrote = False
             for lane, d, key in keys:
                 wd = self.words.get(key)
                 old = self.value(key, size, width, True) if reads else UNKNOWN
@@ -266,7 +268,8 @@ class GlobalMemory:
                 if kind == "cas":
                     ok = old is not UNKNOWN and args[0] is not UNKNOWN and old == args[0]
                     results[lane] = (old, int(ok)) if old is not UNKNOWN else UNKNOWN
-                    if not ok:
+                    if not ok:   # a failed compare-and-swap only read: a poll
+                        st.polls[key] = self.version_of(key)
                         continue
                     new = args[1]
                 elif kind == "rmw":
@@ -277,7 +280,8 @@ class GlobalMemory:
                 else:
                     new = args[0]
                 self.strong_write(a, n, key, new, size, order, scope, kind != "store")
-            if kind != "load":
+                wrote = True
+            if wrote:
                 st.polls.clear()
             return None
 
@@ -301,11 +305,9 @@ class GlobalMemory:
                     f"arrival nobody makes)")
 
         yield Step(fire, lambda: not polling(), what, None, cause)
-        if kind == "load" or kind == "rmw":
-            return self.per_lane(results, mask_lanes=[lane for lane, _, _ in keys])
-        if kind == "cas":
-            return self.per_lane(results, mask_lanes=[lane for lane, _, _ in keys])
-        return None
+        if kind == "store":
+            return None
+        return self.per_lane(results, mask_lanes=[lane for lane, _, _ in keys])
 
     def version_of(self, key) -> int:
         wd = self.words.get(key)
