@@ -12,7 +12,10 @@ read through another ring's hold), ``setmaxnreg.inc`` waiting for registers
 no warp gives back, pipelines created on one barrier storage, and misuse
 of the verbs (docs: ``pipeline-sim --help`` and the module docstrings).
 Branches on values loaded from global memory read a user-given or seeded
-random fill of the kernel's input buffers (:mod:`.memory`).
+random fill of the kernel's input buffers (:mod:`.memory`); a kernel that
+synchronizes through global memory (atomics, a polled flag, fences: a
+stream-K fix-up) has what it writes read back, with races on it and polls
+that never end reported (:mod:`.gmem`).
 
 Granularity: one agent per warp. Pipeline code is warp-uniform except for
 elected lanes and lane-indexed signalling, so a warp with a mask of active
@@ -34,7 +37,11 @@ halves in program order.
 - :mod:`.clocks`: happens-before between warps (vector clocks over the
   barriers); :mod:`.smemrace`: races on plain shared memory;
 - :mod:`.memory`: the input buffers that branches on loaded values read;
-- :mod:`.frontend`: mlir.ir.Module -> kernels; :mod:`.interp`: kernels -> agents; :mod:`.cli`: ``pipeline-sim``;
+  :mod:`.gmem`: global memory the kernel writes and reads back (stores,
+  atomics, flags and fences between CTAs);
+- :mod:`.frontend`: mlir.ir.Module -> kernels; :mod:`.interp`: kernels -> agents
+  (:mod:`.evaluate`: its scalar ops; :mod:`.launch`: the launch's shape and
+  argument values); :mod:`.cli`: ``pipeline-sim``;
   :mod:`.api`: ``simulate(module, ...)`` (what ``Kernel.simulate`` calls).
 """
 

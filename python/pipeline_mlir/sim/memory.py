@@ -18,8 +18,9 @@ them from a model of the launch's inputs:
   and the address: every warp of a schedule reads the same value at the
   same address, and ``--trace`` replays it). Exhaustive exploration keeps
   one fill (schedule 0's) for all its schedules;
-- the kernel's own global stores are not read back (loads read its
-  inputs), and a load whose address cannot be evaluated stays unknown (a
+- the kernel's own global stores are read back only in a kernel that
+  synchronizes through global memory (gmem.py); otherwise loads read its
+  inputs. A load whose address cannot be evaluated stays unknown (a
   branch on it is then "cannot evaluate", as before).
 
 The frontend marks the branches, loop bounds and ``scf.while`` conditions
