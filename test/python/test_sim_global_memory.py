@@ -30,8 +30,11 @@ def _ptr(base, index):
     return llvm.getelementptr(base.type, base, [to_value(index, i32())], [-2147483648], i32(), 0)
 
 
+SCOPE = {"kind": nvvm.MemScopeKind.GPU}
+
+
 def _fence():
-    nvvm.MembarOp(nvvm.MemScopeKind.GPU)
+    nvvm.MembarOp(SCOPE["kind"])
 
 
 def _poll(flag, count, lines, fence_after=True):
@@ -261,3 +264,12 @@ def test_a_flag_handed_over_by_exchange_and_compare_and_swap(plant):
     else:
         f = next(f for f in res.findings if f.kind == "deadlock")
         assert "the poll loop at" in f.message and _at(lines["cas"]) in f.message
+
+
+def test_cta_scoped_fences_order_nothing_between_ctas(monkeypatch):
+    """membar.cta on both sides of the hand-over: the partial's read in
+    another CTA is not ordered after its store."""
+    monkeypatch.setitem(SCOPE, "kind", nvvm.MemScopeKind.CTA)
+    k, lines = handoff()
+    f = _finding(k, "gmem-race", 2)
+    assert any(_at(lines["load"]) in w for w in f.where), f.where

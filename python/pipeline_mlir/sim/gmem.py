@@ -145,9 +145,6 @@ class GlobalMemory:
         pos, off = key
         return f"{self.mem.arg(pos)} byte {off}"
 
-    def who(self, aid: int) -> str:
-        return self.w.agents[aid].label()
-
     # -- addresses -----------------------------------------------------------
     @staticmethod
     def lanes(addr, mask: int) -> list:
@@ -258,7 +255,7 @@ class GlobalMemory:
                     if order in _ACQUIRE:
                         self.acquire(a, wd.sync, scope)
                     else:
-                        st.pending += wd.sync
+                        st.pending = _merge(st.pending + wd.sync)
                 if kind == "load":
                     st.polls[key] = self.version_of(key)
                     results[lane] = old
