@@ -121,11 +121,13 @@ OPTION_SHAPES = [(2, 512, 512, 4, 4, 128, False), (1, 333, 517, 4, 2, 128, True)
 
 def _option_cases():
     """(shape, options): every option set of attention_configs.bwd_option_sets
-    on the shapes of its head dim."""
+    on the shapes of its head dim (of d 256's own sets, those with
+    ``split_scores``)."""
     from pipeline_mlir.ops import attention_configs
+    d256 = tuple(o for o in attention_configs.BWD_D256_OPTION_SETS if "split_scores" in o)
     return [pytest.param(shape, opts, id="x".join(map(str, shape)) + "-" + "+".join(opts))
             for opts in (attention_configs.BWD_OPTION_SETS + attention_configs.BWD_D64_OPTION_SETS
-                         + attention_configs.BWD_D128_OPTION_SETS)
+                         + attention_configs.BWD_D128_OPTION_SETS + d256)
             for shape in OPTION_SHAPES
             if opts in attention_configs.bwd_option_sets(shape[5])]
 

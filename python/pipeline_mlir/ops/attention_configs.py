@@ -122,7 +122,7 @@ BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw", "dq_deferred": "dq
                "dq_reduce_warp": "dqr", "ds_one_barrier": "ds1",
                "stat_shuffle": "ssh", "stats_with_tiles": "swt", "p_packed": "pk",
                "lpt_order": "lpt", "rows_first": "rf",
-               "dq_acc_order": "dqa",
+               "dq_acc_order": "dqa", "split_scores": "sps",
                "stages3": "s3"}
 # The overrides of an option that is not a switch of its own name turned on:
 # 128-query steps (d 64); three stages of Q and dO (d 128: the rows on the
@@ -311,7 +311,14 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
                          "stat_shuffle", "stats_with_tiles", "dq_acc_order"),
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
-                         "stats_with_tiles", "p_packed", "lpt_order", "dq_acc_order"))
+                         "stats_with_tiles", "p_packed", "lpt_order", "dq_acc_order"),
+                        # On d 64 causal's set: the rows issued before their
+                        # tiles' boxes, and LSE and dPsum shuffled from 8
+                        # lanes (FA4's d 64 registers) with P^T packed early.
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stats_with_tiles", "p_packed", "lpt_order", "rows_first"),
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stat_shuffle", "stats_with_tiles", "p_packed", "lpt_order"))
 
 
 # Sets for d 128 alone: dQ split by columns (64-column fp32 tiles, so two
@@ -394,7 +401,24 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
                          "lpt_order", "stages3"))
 # And d 256 (each consumer its columns of the same keys).
-BWD_D256_OPTION_SETS = (("pingpong",), ("lpt_order",))
+BWD_D256_OPTION_SETS = (("pingpong",), ("lpt_order",),
+                        # LSE and dPsum on Q's and dO's stages (d 128's
+                        # default), with the reduce warp and without, full
+                        # and with the causal default's lpt_order.
+                        ("stats_with_tiles",), ("dq_reduce_warp", "stats_with_tiles"),
+                        ("stats_with_tiles", "lpt_order"), ("dq_reduce_warp", "lpt_order"),
+                        ("dq_reduce_warp", "stats_with_tiles", "lpt_order"),
+                        # Each consumer S^T and dP^T of half the queries,
+                        # P^T and dS^T shared through shared memory
+                        # (split_scores): alone, with the reduce warp, with
+                        # the rows on the tiles' stages; full and causal.
+                        ("split_scores",), ("split_scores", "lpt_order"),
+                        ("split_scores", "dq_reduce_warp"),
+                        ("split_scores", "dq_reduce_warp", "lpt_order"),
+                        ("split_scores", "stats_with_tiles"),
+                        ("split_scores", "stats_with_tiles", "lpt_order"),
+                        ("split_scores", "dq_reduce_warp", "stats_with_tiles"),
+                        ("split_scores", "dq_reduce_warp", "stats_with_tiles", "lpt_order"))
 
 # The options the op's backward runs at each head dim (ops/attention.py):
 # the sets that took less backward time than the one before on every row of

@@ -234,6 +234,21 @@ class AttentionBwdConfig:
     # 1.015-1.024x d 128 causal, 0.990-1.008x d 64 (docs/attention.md).
     # Off here (a switch of the config; the op's sets turn it on).
     dq_acc_order: bool = False
+    # d 256: each consumer computes S^T and dP^T of half the step's queries
+    # (its 32, m64n32) rather than both the same 64 (two column parts
+    # otherwise compute the same S^T, dP^T, P^T and dS^T twice: 7 GEMM
+    # units of work a step where 5 are needed, and the exponentials
+    # twice), writes its halves of P^T and dS^T (bf16) into tiles both
+    # share, and after one barrier over both consumers issues dV and dK
+    # over all 64 queries with A from those tiles (FA4's d 256 reads dK's
+    # and dV's operands from shared memory too). The tiles alternate
+    # between two buffers by step, so a step's writes follow the other
+    # consumer's arrival at the step before's barrier, after its GEMMs of
+    # two steps before (the buffer's last readers) retired. Head dim 256
+    # only (two column parts), not with the options that reorder or carry
+    # the gradient GEMMs (dq_deferred, dk_last, pingpong, p_packed,
+    # stat_shuffle) nor dq_double_buffer. Off until measured.
+    split_scores: bool = False
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -281,6 +296,12 @@ class AttentionBwdConfig:
                                       and self.column_parts == 1):
             raise ValueError("AttentionBwdConfig: dq_acc_order needs dq_reduce_warp and "
                              "64-column dQ tiles (head_dim 64, or 128 with dq_split)")
+        if self.split_scores and (self.column_parts != 2 or self.dq_deferred or self.dk_last
+                                  or self.pingpong or self.p_packed or self.stat_shuffle
+                                  or self.dq_double_buffer):
+            raise ValueError("AttentionBwdConfig: split_scores needs head_dim 256 (two "
+                             "column parts), without dq_deferred, dk_last, pingpong, "
+                             "p_packed, stat_shuffle or dq_double_buffer")
         if self.dq_split and self.head_dim != 128:
             raise ValueError("AttentionBwdConfig: dq_split needs head_dim 128 (each "
                              "warpgroup's dQ columns whole 128-byte atoms of K; d 256 "
@@ -292,6 +313,12 @@ class AttentionBwdConfig:
         ``block_m`` 128): consumer ``cw`` computes rows ``64 cw ..`` of the
         step's dQ, over all the CTA's keys."""
         return self.block_m > WGMMA_M
+
+    @property
+    def score_n(self):
+        """Queries of one consumer's S^T and dP^T: the step's, or with
+        ``split_scores`` its half (queries ``score_n * cw ..``)."""
+        return self.block_m // 2 if self.split_scores else self.block_m
 
     @property
     def shared_ds(self):
@@ -336,8 +363,9 @@ class AttentionBwdConfig:
     def ds_buffers(self):
         """Buffers of the dS^T tiles (each all consumers' tiles): two with
         ``shared_ds``, so that a step's writes need not wait for the other
-        warpgroup's dQ GEMM of the step before."""
-        return 2 if self.shared_ds else 1
+        warpgroup's dQ GEMM of the step before. With ``split_scores`` a
+        buffer's two tiles are the shared P^T and dS^T."""
+        return 2 if self.shared_ds or self.split_scores else 1
 
     @property
     def dq_buffers(self):
@@ -364,7 +392,7 @@ class AttentionBwdConfig:
                 f"{'_ds1' if self.ds_one_barrier else ''}{'_ssh' if self.stat_shuffle else ''}"
                 f"{'_swt' if self.stats_with_tiles else ''}{'_pk' if self.p_packed else ''}"
                 f"{'_lpt' if self.lpt_order else ''}{'_rf' if self.rows_first else ''}"
-                f"{'_dqa' if self.dq_acc_order else ''}")
+                f"{'_dqa' if self.dq_acc_order else ''}{'_sps' if self.split_scores else ''}")
 
     # The operand layouts. Q and dO are read as the B operand of S^T / dP^T
     # (N x K: d contiguous) and, the same bytes, as the MN-major B of dK /

@@ -11,7 +11,7 @@ from pipeline_mlir.pipeline import NamedBarrier
 from .config import CONSUMER_WARPGROUPS, DQ_CHUNK, DS_BARRIER
 from .dq_acc_order import store_fragment_acc_order
 from .dq_tile_store import store_fragment_f32
-from .ds_tile_store import store_operand_a
+from .ds_tile_store import store_half, store_operand_a
 
 
 class GradGemms:
@@ -65,6 +65,11 @@ class GradGemms:
         self.both = (NamedBarrier(DS_BARRIER, 2 * THREADS_PER_WARPGROUP) if cfg.shared_ds
                      else None)
         self.one_stage_rings = rings.q.pipe.num_stages == rings.kv.pipe.num_stages
+        if cfg.split_scores:
+            # dV and dK with A (P^T, dS^T: 64 keys x the step's queries) from
+            # the shared tiles, both halves; the barrier over both consumers.
+            self.mma_kv_ss = wgmma.WarpgroupMma(n, self.ds_layout, self.q_mn)
+            self.both = NamedBarrier(DS_BARRIER, 2 * THREADS_PER_WARPGROUP)
 
     def accumulator(self):
         """A zero dK or dV accumulator (m64 x d)."""
@@ -87,6 +92,48 @@ class GradGemms:
         self._dk(dk, ds_regs, q_mnd)
         wgmma.commit_group()
         return ds_regs
+
+    def store_split(self, p, ds, it):
+        """``split_scores``: this warpgroup's halves (its ``score_n``
+        queries) of P^T and dS^T (bf16) into step ``it``'s buffer (``it %
+        2``: tile 0 P^T, tile 1 dS^T), fenced for wgmma's proxy, then the
+        barrier over both consumers, after which both halves are there;
+        returns the descriptors of the two tiles (K-major A of dV and dK)
+        and of dS^T as dQ's MN-major A. The buffer was last read by the
+        GEMMs of two steps before, which both consumers retired before
+        they arrived at the previous step's barrier; and a leader's wait
+        for its reduce-adds (``DqReduce.acquire``) comes before its
+        arrival here, so the dQ tile is free for every warp after it. The
+        checker asks for a barrier between the leader's wait and any
+        store of the warpgroup (it does not tell the tiles apart): without
+        the reduce warp the warpgroup's barrier comes first, as in
+        ``store_ds``."""
+        if not self.cfg.dq_reduce_warp:
+            self.wg_sync.arrive_and_wait_w_index(self.cw)
+        layout = self.ds_layout
+        buf = self.ds_tiles + (it % 2) * (CONSUMER_WARPGROUPS * layout.bytes)
+        for frag, tile in ((p, buf), (ds, buf + layout.bytes)):
+            store_half(frag, tile, self.warp_in_wg, self.lane, layout, self.cw)
+        fence_view_async_shared()                # generic writes -> wgmma's proxy
+        self.both.arrive_and_wait()
+        return (wgmma.smem_matrix_descriptor(buf, layout),
+                wgmma.smem_matrix_descriptor(buf + layout.bytes, layout),
+                wgmma.smem_matrix_descriptor(buf + layout.bytes, self.ds_mn))
+
+    def issue_dkv_smem(self, dv, dk, pt, dst, q_tile, do_tile):
+        """``split_scores``: dV += P^T dO, dK += dS^T Q over the step's
+        queries, A from the shared tiles (descriptors ``pt``, ``dst``), B
+        this warpgroup's columns of dO and Q; one group."""
+        q_mn, layout = self.q_mn, self.ds_layout
+        part = q_mn.mn_offset(self.cfg.part_cols) * self.cw
+        do_mn = wgmma.smem_matrix_descriptor(do_tile + part, q_mn)
+        q_mnd = wgmma.smem_matrix_descriptor(q_tile + part, q_mn)
+        wgmma.fence()
+        for acc, a, b in ((dv, pt, do_mn), (dk, dst, q_mnd)):
+            for kk in range(layout.k_slices):
+                self.mma_kv_ss.mma(acc, wgmma.k_slice_descriptor(a, layout, kk),
+                                   wgmma.k_slice_descriptor(b, q_mn, kk))
+        wgmma.commit_group()
 
     def issue_dv(self, dv, p, do_tile):
         """``dk_last``: dV += P^T dO alone, one group (one column part:

@@ -56,11 +56,19 @@ class Mainloop:
             for st in reads:
                 st.advance()
             return
-        ds_regs = self.grads.issue_dkv(dv, dk, p, ds, q_tile, do_tile)
-        # dS^T to shared memory: the previous step's reduce-add must have
-        # read the dQ tile -- and its dQ GEMMs this dS tile (retired).
-        self.reduce.acquire()
-        ds_a = self.grads.store_ds(ds, it, ds_regs)
+        if self.cfg.split_scores:
+            # This warpgroup's halves of P^T and dS^T to the shared tiles,
+            # then dV and dK over both halves (the dQ tile's acquire before
+            # the barrier over both, as ``store_ds``'s).
+            self.reduce.acquire()
+            pt, dst, ds_a = self.grads.store_split(p, ds, it)
+            self.grads.issue_dkv_smem(dv, dk, pt, dst, q_tile, do_tile)
+        else:
+            ds_regs = self.grads.issue_dkv(dv, dk, p, ds, q_tile, do_tile)
+            # dS^T to shared memory: the previous step's reduce-add must have
+            # read the dQ tile -- and its dQ GEMMs this dS tile (retired).
+            self.reduce.acquire()
+            ds_a = self.grads.store_ds(ds, it, ds_regs)
         if dq_last is None:
             def retired():
                 # Q and dO go back; the dQ tile is claimed before its first write.

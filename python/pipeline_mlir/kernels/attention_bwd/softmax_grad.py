@@ -133,6 +133,10 @@ class SoftmaxGrad:
     def __init__(self, k, cfg, rings, sched, args, cw, lane, thread_row, thread_col):
         self.k, self.cfg, self.rings, self.sched, self.args = k, cfg, rings, sched, args
         self.lane, self.thread_col = lane, thread_col
+        # split_scores: this warpgroup's queries start at score_n * cw.
+        self.col_off = cfg.score_n * cw if cfg.split_scores else None
+        if self.col_off is not None:
+            self.thread_col = thread_col + self.col_off
         if cfg.column_parts == 1:
             self.key0 = sched.n_block * cfg.block_n + cw * WGMMA_M + thread_row  # first key
         else:
@@ -175,6 +179,8 @@ class SoftmaxGrad:
         with ``stat_shuffle`` a ``ShuffledColumns``."""
         if self.cfg.stat_shuffle:
             return ShuffledColumns(stage, self.lane, self.cfg.block_m)
+        if self.col_off is not None:             # split_scores: this warpgroup's queries
+            return load_columns(stage + self.col_off * 4, self.lane, self.cfg.score_n)
         return load_columns(stage, self.lane, self.cfg.block_m)
 
     def load_lse(self, lse_read):
