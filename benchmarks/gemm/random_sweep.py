@@ -93,9 +93,8 @@ def waste(variant, m, n, k, sms, spread=None):
         # units: tiles, or a cluster's tile pairs (sms / 2 of them a wave);
         # the stream-K run's CTAs as a fraction of a wave; each CTA's work
         # in tiles' worth (whole rounds, then one piece of a tile)
-        cluster, (bm, bn) = gc.cluster_of(tile), gc.tile(tile)
-        units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
-        kb, wave = -(-k // gc.K_BLOCK), sms // cluster
+        units, wave = gc.stream_k_units(tile, m, n, sms)
+        kb = -(-k // gc.K_BLOCK)
         grid, sk_ctas, rounds = gc.stream_k_launch(units, kb, wave, tile, spread,
                                                    gc.overrides(variant).get("sk_share", False))
         rest = units - rounds * grid

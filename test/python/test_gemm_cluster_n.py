@@ -48,7 +48,7 @@ def test_the_pair_shares_a_and_keeps_its_own_b():
     m_pair = _cfg("192x192c2")
     assert (m_pair.layouts()[0].rows, m_pair.layouts()[1].rows) == (192, 96)
     assert "_cn" not in m_pair.name
-    for bad in (dict(cluster_m=1), dict(stream_k=True), dict(split_k=2)):
+    for bad in (dict(cluster_m=1), dict(stream_k=True, sk_prefetch=True), dict(split_k=2)):
         with pytest.raises(ValueError, match="cluster_along_n|split_k needs cluster_m=1"):
             replace(cfg, **bad).check()
 

@@ -114,7 +114,9 @@ PICKS = {
 def test_the_pick_takes_the_cluster_along_n(shape, monkeypatch):
     m, n, k = shape
     # the rule before the 2x2 cluster (test_gemm_cluster_2x2.py pins it)
+    # and before cluster stream-K (test_gemm_cluster_streamk.py)
     monkeypatch.setattr(gc, "AUTO_CLUSTER_2X2", False)
+    monkeypatch.setattr(gc, "AUTO_CLUSTER_STREAM_K", False)
     for dtype in ("bf16", "f16"):
         assert gc.choose(m, n, k, dtype) == PICKS[shape]
         assert gc.choose(m, n, k, dtype, fused=True) not in gc.UNFUSED

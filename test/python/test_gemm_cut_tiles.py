@@ -224,6 +224,9 @@ def test_the_rule_leaves_out_the_narrow_widths(monkeypatch):
 
 def test_the_switch_the_margin_and_the_fused_pick(monkeypatch):
     shape = (592, 9560, 3864)
+    # the rules after the cut tiles' (test_gemm_cluster_n_tiles.py and
+    # test_gemm_cluster_streamk.py pin them) off
+    monkeypatch.setattr(gc, "AUTO_CLUSTER_STREAM_K", False)
     monkeypatch.setattr(gc, "AUTO_CUT", False)
     assert gc.choose(*shape, "bf16") == "128x256c2"
     monkeypatch.setattr(gc, "AUTO_CUT", True)

@@ -225,10 +225,9 @@ def test_shared_fixup_launch_and_the_pick_rule():
                 v = gemm_configs.choose(m, n, k, "bf16")
                 if not gemm_configs.is_stream_k(v):
                     continue
-                t = gemm_configs.tile_variant(v)
-                (bm, bn), cl = gemm_configs.tile(t), gemm_configs.cluster_of(t)
-                units = -(-m // (bm * cl)) * -(-n // bn)
-                assert v.endswith("_share") == sf(units, -(-k // 64), 132 // cl), (m, n, k, v)
+                units, wave = gemm_configs.stream_k_units(gemm_configs.tile_variant(v), m, n,
+                                                          132)
+                assert v.endswith("_share") == sf(units, -(-k // 64), wave), (m, n, k, v)
                 seen += v.endswith("_share")
     assert seen >= 3
 

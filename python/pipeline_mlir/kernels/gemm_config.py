@@ -281,18 +281,24 @@ class GemmConfig:
                              "it with stream_k=True")
         if self.ctas_per_sm != 1:
             self._check_ctas_per_sm()
-        if self.cluster_along_n and (self.cluster_m != 2 or self.split_k > 1 or self.stream_k
-                                     or self.pingpong_m or self.ctas_per_sm > 1):
+        # Stream-K runs on these clusters as on the pair along M: the
+        # schedule's units are the cluster's tiles, every CTA of it walks
+        # the same K blocks (the multicast loads), and each CTA has
+        # workspace slots and counters of its own (kernels/streamk_fixup.py).
+        if self.cluster_along_n and (self.cluster_m != 2 or self.split_k > 1
+                                     or self.pingpong_m or self.ctas_per_sm > 1
+                                     or self.sk_prefetch):
             raise ValueError(f"{self.name}: cluster_along_n turns the 2-CTA cluster of the "
-                             "plain persistent schedule along N: build it with cluster_m=2 "
-                             "and without split_k, stream_k, pingpong_m or ctas_per_sm")
+                             "persistent schedule along N: build it with cluster_m=2 "
+                             "and without split_k, pingpong_m, ctas_per_sm or sk_prefetch")
         if self.cluster_n != 1 and (self.cluster_n != 2 or self.cluster_m != 2
                                     or self.cluster_along_n or self.split_k > 1
-                                    or self.stream_k or self.pingpong_m
-                                    or self.ctas_per_sm > 1):
-            raise ValueError(f"{self.name}: cluster_n=2 makes the plain persistent schedule's "
+                                    or self.pingpong_m or self.ctas_per_sm > 1
+                                    or self.sk_prefetch):
+            raise ValueError(f"{self.name}: cluster_n=2 makes the persistent schedule's "
                              "2x2 cluster: build it with cluster_m=2 and without "
-                             "cluster_along_n, split_k, stream_k, pingpong_m or ctas_per_sm")
+                             "cluster_along_n, split_k, pingpong_m, ctas_per_sm or "
+                             "sk_prefetch")
         if self.pingpong_m:
             self._check_pingpong()
         c = self.layouts()[2]

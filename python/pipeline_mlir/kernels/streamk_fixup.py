@@ -33,6 +33,16 @@ from pipeline_mlir.kernels.streamk_timeline import Timeline, event
 from pipeline_mlir.layout import DTYPES
 
 
+def own_index(cfg, x, rank):
+    """This CTA's workspace slot or stream-K tile of a unit's ``x``: with a
+    cluster (a pair along M or N, or 2x2: ``cfg.cluster_size`` CTAs a
+    unit) each CTA ``rank`` has its own, ``x * cluster + rank``; the host
+    sizes the workspace and counters for ``2 x`` the grid's CTAs
+    (ops/streamk_host.py)."""
+    cluster = cfg.cluster_size
+    return x * cluster + rank if cluster > 1 else x
+
+
 def prefetch_partials(k, cfg, sched, part_of, ends_tile, ws, rank):
     """Stream-K, in the producer after a unit's last loads: if the unit
     ends a partial tile, one lane asks L2 for the other contributors'
@@ -41,15 +51,12 @@ def prefetch_partials(k, cfg, sched, part_of, ends_tile, ws, rank):
     land, so a line fetched early is updated, not stale); the consumers
     still read them after their wait (``stream_k_partial``)."""
     _, partial, _, sk_tile = part_of
-    cluster = cfg.cluster_m
     slot_bytes = cfg.block_m * cfg.block_n * 4
     with k.if_(partial & ends_tile):
         with k.elect_one():
             first, last = sched.contributors(sk_tile)
             for c, _ in k.range(first, last):
-                slot = sched.slot_of(c, sk_tile)
-                if cluster > 1:
-                    slot = slot * cluster + rank
+                slot = own_index(cfg, sched.slot_of(c, sk_tile), rank)
                 nvvm.cp_async_bulk_prefetch(_slot_ptr(ws, slot.to(64) * slot_bytes),
                                             arith.constant(ir.IntegerType.get_signless(32),
                                                            slot_bytes))
@@ -78,17 +85,16 @@ def stream_k_partial(k, cfg, sched, part_of, ends_tile, whole, stream_args, cw, 
       (``tile_scheduler.StreamKSchedule``: segments last first), so no
       contributor waits for a unit behind a wait.
 
-    With a 2-CTA cluster the schedule's units are tile pairs: each CTA
-    (``rank``) has slots and counters of its own, and adds the partials
-    of the same rank. ``times``: (the profiling build's Timeline, the
+    With a cluster the schedule's units are its tiles (a pair along M or
+    N, or 2x2): each CTA (``rank``) has slots and counters of its own, and
+    adds the partials of the same rank. ``times``: (the profiling build's Timeline, the
     unit), or None."""
     timeline, unit = times or (Timeline(k, None, cw, None), None)
     ws, counters = stream_args[:2]
     _, partial, slot, sk_tile = part_of
-    cluster = cfg.cluster_m
 
     def own(x):     # a unit's slot or stream-K tile -> this CTA's
-        return x * cluster + rank if cluster > 1 else x
+        return own_index(cfg, x, rank)
 
     warps = 4 * cfg.consumer_warpgroups
     counter = own(sk_tile) * warps + cw * 4 + warp_in_wg
@@ -152,10 +158,9 @@ def stream_k_share(k, cfg, sched, part_of, whole, stream_args, cw, warp_in_wg, l
     timeline, unit = times or (Timeline(k, None, cw, None), None)
     ws, counters = stream_args[:2]
     _, partial, slot, sk_tile = part_of
-    cluster = cfg.cluster_m
 
-    def own(x):
-        return x * cluster + rank if cluster > 1 else x
+    def own(x):     # a unit's slot or stream-K tile -> this CTA's
+        return own_index(cfg, x, rank)
 
     warps = 4 * cfg.consumer_warpgroups
     counter = own(sk_tile) * warps + cw * 4 + warp_in_wg

@@ -41,6 +41,9 @@ all of it; 10528 x 320 x 3024: 55 pairs of 192x160c2n, 320 columns
 exactly). The 2x2 cluster (``CLUSTER_2X2_VARIANTS``: two tiles along M by
 two along N, both operands multicast) joins those candidates on narrow
 outputs of a long K (``CLUSTER_2X2_MAX_N``, ``CLUSTER_2X2_MIN_K``).
+Last, ``choose_cluster_stream_k``: those clusters run as stream-K
+(``CLUSTER_STREAM_K_VARIANTS``) where their units leave a wave part empty,
+and a stream-K pick of a narrow output turned into a plain 2x2 tile.
 
 Split-K (``choose_split``, ops/gemm_split_k.py) and stream-K
 (``choose_stream_k``; its launch and model in ops/gemm_stream_k.py) are
@@ -53,7 +56,7 @@ from pipeline_mlir.chip_limits import WGMMA_M  # noqa: F401 (re-exported)
 
 # The variant table, its name facts and cache entries (ops/gemm_variants.py).
 from .gemm_variants import (  # noqa: F401 (re-exported)
-    CLUSTER_2X2_VARIANTS, CLUSTER_N_SHAPE, CLUSTER_N_VARIANTS, CUT_SHAPE, CUT_VARIANTS, CUT_WIDTHS,
+    CLUSTER_2X2_VARIANTS, CLUSTER_STREAM_K_TILES, CLUSTER_STREAM_K_VARIANTS, CLUSTER_N_SHAPE, CLUSTER_N_VARIANTS, CUT_SHAPE, CUT_VARIANTS, CUT_WIDTHS,
     NO_RESIDUAL, PREBUILT_EPILOGUES, SPLIT_TILES, SPLIT_VARIANTS, SPLITS, STREAM_K_EXPERIMENTS,
     STREAM_K_SHARE_VARIANTS, STREAM_K_TILES, STREAM_K_VARIANTS, TIMELINE_VARIANTS, UNFUSED,
     VARIANTS, along_n, cluster_n_of, cluster_of, fused, is_stream_k, overrides, reduction,
@@ -71,7 +74,8 @@ from .gemm_split_k import (  # noqa: F401 (re-exported)
 from .gemm_stream_k import (  # noqa: F401 (re-exported)
     AUTO_EVEN, SHARE_MIN_PIECES, SHARE_PIECE_S, SHARE_SLOTS, SLOT_S, SPREAD_LEFTOVER,
     STREAM_K_FIXED_S, STREAM_K_ROUND, estimate_time_stream_k, is_even_launch, share_fixup,
-    stream_k_grid, stream_k_launch, stream_k_plan, stream_k_run_time, stream_k_share_run_time)
+    stream_k_grid, stream_k_launch, stream_k_plan, stream_k_run_time, stream_k_share_run_time,
+    stream_k_units)
 
 # The stream-K tiles the rule may pick.
 RULE_STREAM_K_TILES = ("128x256", "128x256c2", "192x192c2", "192x192", "128x192", "192x128",
@@ -173,6 +177,8 @@ def choose(m, n, k, dtype, sms=132, split=None, stream_k=None, fused=False,
                 or (AUTO_CUT and not fused and choose_cut(m, n, k, sms, plain)) or plain)
         if not fused:
             pick = choose_cluster_n(m, n, k, sms, pick) or pick
+            if stream_k:
+                pick = choose_cluster_stream_k(m, n, k, sms, pick) or pick
     if fused:
         return (choose_pingpong(m, n, k, sms, pick, residual)
                 or choose_two_ctas(m, n, sms, pick, activation, residual) or pick)
@@ -398,6 +404,104 @@ STREAM_K_MARGIN = 0.9        # stream-K only when the model says >= 10% faster
 STREAM_K_MARGIN_EVEN = 0.97
 
 
+# Whether a pick may become a tile of the clusters along N or 2x2 run as
+# stream-K (CLUSTER_STREAM_K_TILES: choose_cluster_stream_k), where its
+# launch has a stream-K run and the model says it beats the pick's by
+# STREAM_K_MARGIN (the even launch: STREAM_K_MARGIN_EVEN). Measured on an
+# H200 (docs/gemm.md, "Stream-K on the clusters along N and 2x2"; one
+# process, cuBLAS and the pick before beside, both dtypes): on the runs of
+# three sets of shapes no run had measured where the rule changes the pick
+# (runs 1-3, 86 runs) a geomean 0.872 of the pick before's time, 76
+# faster, the worst 1.167 (4272 x 536 x 10152 f16, 1.039 bf16); narrow
+# outputs of a long K gain most (2416 x 264 x 12576 0.70, 4328 x 464 x
+# 16328 0.65-0.67, 13424 x 304 x 7760 0.68-0.69). The whole random sweep
+# (run16): 1496 x 456 x 9000 changes, 0.91-0.95.
+AUTO_CLUSTER_STREAM_K = True
+# Whether a stream-K pick of a tile not of those clusters may become a plain
+# 2x2 tile (CLUSTER_2X2_VARIANTS; its estimate against the stream-K
+# estimate, CLUSTER_N_MARGIN) where N is at most CLUSTER_OVER_STREAM_K_MAX_N
+# and the tile's columns at least CLUSTER_OVER_STREAM_K_MIN_FILL of N's
+# (column_fill): narrow outputs of a long K whose stream-K pick cut a pair
+# along M of wide tiles into pieces (6144 x 176 x 7680 on 192x192c2_streamk,
+# where 128x96c2x2 ran 0.80-0.81 of its time). Measured as above: 14 runs,
+# a geomean 0.877, all faster (0.79-0.94). The plain cluster along N in its
+# place (CLUSTER_OVER_STREAM_K_2X2_ONLY False) was slower on 10 of 22 runs
+# at N <= 256, by up to 1.45 (3384 x 216 x 6568 on 128x96c2n, 216 of its
+# 384 columns: the fill bound; 8320 x 160 x 15536 on 128x96c2n 1.11, 65
+# pairs, a wave's worth), and on 12 of 16 wider; runs 1-3 chose these
+# bounds, so they are fitted, not validated.
+AUTO_CLUSTER_OVER_STREAM_K = True
+CLUSTER_OVER_STREAM_K_MAX_N = 256
+CLUSTER_OVER_STREAM_K_MIN_FILL = 0.8
+CLUSTER_OVER_STREAM_K_2X2_ONLY = True
+# Whether the shared fix-up of a cluster tile (``<tile>_streamk_share``,
+# small outputs of a long K: a unit or two cut into 8 or more pieces) may
+# be picked: not measured apart from 232 x 176 x 9000 (0.87-0.91); where
+# the rule replaced a shared fix-up pick of 128x128 by 128x96c2x2_streamk
+# (run3: 312 x 376 x 13128, 336 x 264 x 6560, 424 x 344 x 4600, 640 x 296 x
+# 14920, calls of 13-20 us) it ran 1.02-1.35 the time, so a shared fix-up
+# pick keeps it (choose_cluster_stream_k).
+CLUSTER_STREAM_K_SHARE = False
+
+
+def column_fill(variant, n):
+    """N over the columns the variant's tiles cover (its unit columns x the
+    unit's width)."""
+    bn = tile(variant)[1] * variant_unit_tiles(variant)[1]
+    return n / (math.ceil(n / bn) * bn)
+
+
+def choose_cluster_stream_k(m, n, k, sms, pick):
+    """After every other rule (not for a fused call, nor with stream-K
+    off): against the pick's modelled time (``estimate_time_stream_k`` for
+    a stream-K pick, else ``estimate``), with ``AUTO_CLUSTER_STREAM_K`` the
+    tile of ``CLUSTER_STREAM_K_TILES`` run as stream-K of least
+    ``estimate_time_stream_k`` where its launch has a stream-K run (units
+    left over after whole rounds; not the shared fix-up unless
+    ``CLUSTER_STREAM_K_SHARE``) and it beats the pick by
+    ``STREAM_K_MARGIN`` (``STREAM_K_MARGIN_EVEN`` for the even launch);
+    with ``AUTO_CLUSTER_OVER_STREAM_K``, for a stream-K pick of a tile not
+    of those clusters where N is at most ``CLUSTER_OVER_STREAM_K_MAX_N``,
+    also the plain 2x2 tile (with ``CLUSTER_OVER_STREAM_K_2X2_ONLY`` off,
+    ``choose_cluster_n``'s candidates) of least ``estimate`` whose
+    ``column_fill`` is at least ``CLUSTER_OVER_STREAM_K_MIN_FILL``, where
+    it beats the pick by ``CLUSTER_N_MARGIN``. The 2x2 tiles only where N
+    is at most ``CLUSTER_2X2_MAX_N`` and K at least ``CLUSTER_2X2_MIN_K``.
+    Else None; None for a split-K or shared fix-up pick."""
+    if not (AUTO_CLUSTER_STREAM_K or AUTO_CLUSTER_OVER_STREAM_K) or splits_of(pick) > 1 \
+            or overrides(pick).get("sk_share", False):
+        return None
+    kb = math.ceil(k / K_BLOCK)
+    streamed = is_stream_k(pick)
+    now = max(estimate_time_stream_k(tile_variant(pick), m, n, k, sms) if streamed
+              else estimate(pick, m, n, sms, k), FLOOR_S)
+    two_by_two = AUTO_CLUSTER_2X2 and n <= CLUSTER_2X2_MAX_N and k >= CLUSTER_2X2_MIN_K
+    options = []
+    for t in CLUSTER_STREAM_K_TILES if AUTO_CLUSTER_STREAM_K else ():
+        if t in CLUSTER_2X2_VARIANTS and not two_by_two:
+            continue
+        units, wave = stream_k_units(t, m, n, sms)
+        rounds, rest, _ = stream_k_plan(units, kb, wave, t)
+        if rest == 0 or units <= wave and stream_k_launch(units, kb, wave, t)[1] == units:
+            continue        # no stream-K run: the plain tile's launch
+        if share_fixup(units, kb, wave) and not CLUSTER_STREAM_K_SHARE:
+            continue
+        margin = STREAM_K_MARGIN_EVEN if is_even_launch(units, kb, wave, t) \
+            else STREAM_K_MARGIN
+        name = f"{t}_streamk_share" if share_fixup(units, kb, wave) else f"{t}_streamk"
+        options.append((max(estimate_time_stream_k(t, m, n, k, sms), FLOOR_S) / margin, name))
+    if AUTO_CLUSTER_OVER_STREAM_K and streamed and n <= CLUSTER_OVER_STREAM_K_MAX_N \
+            and not (along_n(pick) or cluster_n_of(pick) > 1):
+        plain = (*(() if CLUSTER_OVER_STREAM_K_2X2_ONLY else CLUSTER_N_RULE_VARIANTS),
+                 *(CLUSTER_2X2_VARIANTS if two_by_two else ()))
+        options += [(max(estimate(v, m, n, sms, k), FLOOR_S) / CLUSTER_N_MARGIN, v)
+                    for v in plain if column_fill(v, n) >= CLUSTER_OVER_STREAM_K_MIN_FILL]
+    if not options:
+        return None
+    best_time, best = min(options, key=lambda o: (o[0], -math.prod(tile(tile_variant(o[1])))))
+    return best if best_time < now else None
+
+
 def choose_stream_k(m, n, k, sms, plain):
     """The stream-K variant for this shape, or None: the stream-K tile of
     least ``estimate_time_stream_k``, if it beats the plain pick's
@@ -407,14 +511,12 @@ def choose_stream_k(m, n, k, sms, plain):
     gains nothing (the same rounds, no stream-K run). Its shared fix-up
     variant (``_share``) where ``share_fixup`` says so."""
     best = min(RULE_STREAM_K_TILES, key=lambda v: estimate_time_stream_k(v, m, n, k, sms))
-    bm, bn = tile(best)
-    cluster = cluster_of(best)
-    units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
+    units, wave = stream_k_units(best, m, n, sms)
     margin = STREAM_K_MARGIN_EVEN if is_even_launch(
-        units, math.ceil(k / K_BLOCK), sms // cluster, best) else STREAM_K_MARGIN
+        units, math.ceil(k / K_BLOCK), wave, best) else STREAM_K_MARGIN
     if max(estimate_time_stream_k(best, m, n, k, sms), FLOOR_S) < \
             margin * max(estimate(plain, m, n, sms, k), FLOOR_S):
-        if share_fixup(units, math.ceil(k / K_BLOCK), sms // cluster):
+        if share_fixup(units, math.ceil(k / K_BLOCK), wave):
             return f"{best}_streamk_share"
         return f"{best}_streamk"
     return None

@@ -20,8 +20,8 @@ both call it), the time model of a stream-K variant
 
 import math
 
-from .gemm_cost import K_BLOCK, TILE_S, block_time
-from .gemm_variants import cluster_of, tile
+from .gemm_cost import K_BLOCK, TILE_S, block_time, units_per_wave
+from .gemm_variants import tile, variant_unit_tiles
 
 # -- the time model of stream-K -----------------------------------------------------
 # A stream-K run costs, besides its K blocks: a fixed part (its extra
@@ -190,15 +190,24 @@ def stream_k_plan(tiles, k_blocks, sms, variant="128x256", spread=None, share=Fa
     return rounds, tiles - rounds * grid, sk_ctas
 
 
+def stream_k_units(variant, m, n, sms):
+    """``(units, units a wave)`` of the stream-K launch of tile ``variant``:
+    tiles, or a cluster's tiles (a pair along M or N, or 2x2:
+    ``gemm_variants.unit_tiles``), and the units that run at once
+    (``gemm_cost.units_per_wave``)."""
+    bm, bn = tile(variant)
+    along_m_tiles, along_n_tiles = variant_unit_tiles(variant)
+    units = math.ceil(m / (bm * along_m_tiles)) * math.ceil(n / (bn * along_n_tiles))
+    return units, units_per_wave(variant, sms)
+
+
 def estimate_time_stream_k(variant, m, n, k, sms):
     """Modelled seconds of the stream-K variant of tile ``variant``: its
-    whole-tile rounds, then the stream-K run (a 2-CTA cluster's units are
-    tile pairs, ``sms / 2`` of them a wave)."""
+    whole-tile rounds, then the stream-K run (a cluster's units are its
+    tiles, ``stream_k_units``; ``units_per_wave`` of them a wave)."""
     kb = math.ceil(k / K_BLOCK)
-    bm, bn = tile(variant)
-    cluster = cluster_of(variant)
-    units = math.ceil(m / (bm * cluster)) * math.ceil(n / bn)
-    rounds, rest, sk_ctas = stream_k_plan(units, kb, sms // cluster, variant)
+    units, wave = stream_k_units(variant, m, n, sms)
+    rounds, rest, sk_ctas = stream_k_plan(units, kb, wave, variant)
     t = rounds * (kb * block_time(variant, k) + TILE_S) * STREAM_K_ROUND
     if rest:
         t += stream_k_run_time(variant, rest, kb, sk_ctas, k)

@@ -148,6 +148,22 @@ SPLIT_VARIANTS = {f"{t}_sk{s}": dict(VARIANTS[t], split_k=s)
 STREAM_K_TILES = ("128x256", "128x256c2", "128x192", "128x128", "192x192", "192x192c2",
                   "192x128")
 STREAM_K_VARIANTS = {f"{t}_streamk": dict(VARIANTS[t], stream_k=True) for t in STREAM_K_TILES}
+# Stream-K on the clusters along N and 2x2 (``<tile>_streamk``, and the shared
+# fix-up's ``<tile>_streamk_share``): the schedule's units are the
+# cluster's tiles, every CTA of it runs the same K blocks (its loads are
+# multicast) and keeps workspace slots and counters of its own. Narrow
+# outputs of a long K whose cluster units leave the last wave part empty
+# (6144 x 176 x 7680: the stream-K pick was 192x192c2's pairs along M).
+# Apart from STREAM_K_VARIANTS (the GPU suite and the cache's --all run
+# those); the rule weighs them with gemm_configs.AUTO_CLUSTER_STREAM_K.
+CLUSTER_STREAM_K_TILES = ("128x128c2n", "128x160c2n", "128x192c2n", "192x128c2n",
+                          "192x160c2n", "192x192c2n", "128x96c2x2", "128x128c2x2",
+                          "128x160c2x2")
+CLUSTER_STREAM_K_VARIANTS = {f"{t}_streamk": dict(VARIANTS[t], stream_k=True)
+                             for t in CLUSTER_STREAM_K_TILES}
+CLUSTER_STREAM_K_VARIANTS.update({f"{t}_streamk_share": dict(VARIANTS[t], stream_k=True,
+                                                             sk_share=True)
+                                  for t in CLUSTER_STREAM_K_TILES})
 # Stream-K experiments, measured beside the pick (random_sweep.py
 # --variants), never picked: ``_pf``, the last contributor's L2 prefetch of
 # the others' partials (GemmConfig.sk_prefetch).
@@ -182,7 +198,8 @@ def overrides(variant):
     """The GemmConfig overrides of a plain or split-K variant name."""
     found = (VARIANTS.get(variant) or SPLIT_VARIANTS.get(variant)
              or STREAM_K_VARIANTS.get(variant) or TIMELINE_VARIANTS.get(variant)
-             or STREAM_K_EXPERIMENTS.get(variant) or STREAM_K_SHARE_VARIANTS.get(variant))
+             or STREAM_K_EXPERIMENTS.get(variant) or STREAM_K_SHARE_VARIANTS.get(variant)
+             or CLUSTER_STREAM_K_VARIANTS.get(variant))
     if found is None:
         raise KeyError(f"gemm_configs: no variant {variant!r} (plain: {', '.join(VARIANTS)}; "
                        f"split-K: <{'|'.join(SPLIT_TILES)}>_sk<{SPLITS[0]}..{SPLITS[-1]}>; "

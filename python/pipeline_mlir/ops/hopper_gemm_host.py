@@ -89,7 +89,19 @@ def cluster_size(meta):
 
 def stream_k_tile(meta):
     """The gemm_configs tile name of a stream-K meta (its time model's)."""
-    return f"{meta['block_m']}x{meta['block_n']}" + ("c2" if meta["cluster_m"] == 2 else "")
+    suffix = ("c2x2" if meta.get("cluster_n", 1) > 1 else
+              "c2n" if meta.get("cluster_along_n") else
+              "c2" if meta["cluster_m"] == 2 else "")
+    return f"{meta['block_m']}x{meta['block_n']}{suffix}"
+
+
+def meta_units(meta, m, n):
+    """Work units of an m x n output: a cluster's tiles
+    (``gemm_variants.unit_tiles``) or one tile."""
+    along_m_tiles, along_n_tiles = unit_tiles(meta["cluster_m"], meta.get("cluster_n", 1),
+                                              meta.get("cluster_along_n", False))
+    return (math.ceil(m / (meta["block_m"] * along_m_tiles))
+            * math.ceil(n / (meta["block_n"] * along_n_tiles)))
 
 
 class HopperGemm:
@@ -199,10 +211,7 @@ class HopperGemm:
         (``meta['stream_k']``) runs ``gemm_configs.stream_k_grid`` CTAs."""
         meta = self.meta
         cl = cluster_size(meta)
-        along_m_tiles, along_n_tiles = unit_tiles(meta["cluster_m"], meta.get("cluster_n", 1),
-                                                  meta.get("cluster_along_n", False))
-        units = (math.ceil(m / (meta["block_m"] * along_m_tiles))
-                 * math.ceil(n / (meta["block_n"] * along_n_tiles)))
+        units = meta_units(meta, m, n)
         if meta.get("stream_k") and k is not None:
             from .gemm_configs import stream_k_grid
 

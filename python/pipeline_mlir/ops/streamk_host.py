@@ -56,15 +56,15 @@ def _with_launch_grid(gemm, spread):
     import copy
 
     from .gemm_configs import K_BLOCK, stream_k_launch
-    from .hopper_gemm_host import stream_k_tile
+    from .hopper_gemm_host import cluster_size, meta_units, stream_k_tile
 
     view = copy.copy(gemm)
     view._shapes = {}     # its own per-shape plans (m, n, k, grid)
 
     def grid(m, n, sms, k=None):
         meta = view.meta
-        cl = meta["cluster_m"]
-        units = -(-m // (meta["block_m"] * cl)) * -(-n // meta["block_n"])
+        cl = cluster_size(meta)
+        units = meta_units(meta, m, n)
         return (stream_k_launch(units, -(-k // K_BLOCK), view.stream_k_wave(sms),
                                 stream_k_tile(meta), spread,
                                 meta.get("sk_share", False))[0] * cl, 1, 1)
@@ -98,10 +98,9 @@ class StreamKGemm:
         found = self._shares.get((m, n, k))
         if found is None:
             from .gemm_configs import K_BLOCK, stream_k_launch
-            from .hopper_gemm_host import stream_k_tile
+            from .hopper_gemm_host import meta_units, stream_k_tile
 
-            bm, bn, cl = self.meta["block_m"], self.meta["block_n"], self.meta["cluster_m"]
-            units = -(-m // (bm * cl)) * -(-n // bn)
+            units = meta_units(self.meta, m, n)
             found = stream_k_launch(units, -(-k // K_BLOCK), self.gemm.stream_k_wave(self._sms),
                                     stream_k_tile(self.meta), self.spread,
                                     self.meta.get("sk_share", False))[1:]
