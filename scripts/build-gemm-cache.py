@@ -44,9 +44,10 @@ def wanted(args):
         if kernel == "hopper_gemm":
             for dtype in args.dtype:
                 if args.all:
-                    out.update((kernel, v, dtype) for v in (*gemm_configs.VARIANTS,
-                                                            *gemm_configs.STREAM_K_VARIANTS,
-                                                            *gemm_configs.STREAM_K_SHARE_VARIANTS))
+                    out.update((kernel, v, dtype) for v in (
+                        *gemm_configs.VARIANTS, *gemm_configs.STREAM_K_VARIANTS,
+                        *gemm_configs.STREAM_K_SHARE_VARIANTS,
+                        *gemm_configs.CLUSTER_STREAM_K_VARIANTS))
                 for m, n, k in args.shape:
                     v = gemm_configs.choose(m, n, k, dtype, args.sms)
                     print(f"{dtype} {m}x{n}x{k}: {v}")

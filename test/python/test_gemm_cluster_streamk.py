@@ -214,3 +214,21 @@ def test_the_bounds_of_the_rule_over_stream_k(monkeypatch):
 def test_the_rules_are_on():
     assert gc.AUTO_CLUSTER_STREAM_K and gc.AUTO_CLUSTER_OVER_STREAM_K
     assert gc.choose(6144, 176, 7680, "bf16") == "128x96c2x2"
+
+
+def test_the_cache_s_all_builds_them():
+    """scripts/build-gemm-cache.py --all (the GPU bundle's cache): every
+    variant the pick may take, these among them."""
+    import argparse
+    import importlib.util
+    import os
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    spec = importlib.util.spec_from_file_location(
+        "build_gemm_cache", os.path.join(root, "scripts", "build-gemm-cache.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    found = mod.wanted(argparse.Namespace(kernel=["hopper_gemm"], all=True, shape=[], sms=132,
+                                          dtype=["bf16", "f16"], epilogues=False))
+    names = {(v, d) for _, v, _, d in found}
+    assert {(v, d) for v in gc.CLUSTER_STREAM_K_VARIANTS for d in ("bf16", "f16")} <= names
