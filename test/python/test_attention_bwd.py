@@ -397,7 +397,8 @@ def test_the_ops_default_options_are_measured_candidates_in_the_cache():
 def test_the_defaults_hand_dq_to_the_reduce_warp_where_it_won():
     """d 64 runs its set with the reduce warp (one dQ tile, the last part
     deferred), d 128 dQ split by columns with the reduce warp and LSE and
-    dPsum on Q's and dO's stages, d 256 the plain configuration, each on
+    dPsum on Q's and dO's stages, d 256 the score GEMMs split by queries
+    with the reduce warp and LSE and dPsum on Q's and dO's stages, each on
     both masks (measured faster on every row of its head dim); d 64 full
     attention its own set, FA4's d 64 tile with LSE and dPsum on Q's and
     dO's stages (faster on the full row in two passes, slower causal);
@@ -423,7 +424,8 @@ def test_the_defaults_hand_dq_to_the_reduce_warp_where_it_won():
     assert pick(128, False) == ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
                                 "dq_acc_order")
     assert pick(128, True) == attention_configs.BWD_DEFAULT_OPTIONS[128] + ("lpt_order",)
-    assert pick(256, False) == () and pick(256, True) == ("lpt_order",)
+    assert pick(256, False) == ("split_scores", "dq_reduce_warp", "stats_with_tiles")
+    assert pick(256, True) == pick(256, False) + ("lpt_order",)
 
 
 @pytest.mark.parametrize("cols", [64, 128])

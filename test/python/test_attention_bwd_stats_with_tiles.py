@@ -68,7 +68,8 @@ def test_the_sets_are_cached_candidates():
 
 def test_the_op_takes_it_at_d64_and_d128():
     """``bwd_default_options``: d 128 (both masks) runs its measured set
-    with the rows on the tiles' stages, d 256 none; the kernel the op
+    with the rows on the tiles' stages, and so does d 256 (with its score
+    GEMMs split by queries, test_attention_bwd_split_scores.py); the kernel the op
     builds has no 'lse' or 'dpsum' pipeline (its name tagged ``_swt``).
     d 64 takes the rows on the tiles' stages with 128-query steps, full
     and causal (BWD_FULL_OPTIONS, BWD_CAUSAL_OPTIONS, measured there:
@@ -79,7 +80,7 @@ def test_the_op_takes_it_at_d64_and_d128():
         # (full: with dQ in the accumulator's order, test_attention_bwd_dq_acc_order.py)
         assert pick(128, c) == DEFAULTS[128] + SWT + (("lpt_order",) if c else
                                                       ("dq_acc_order",))
-        assert "stats_with_tiles" not in pick(256, c)
+        assert "stats_with_tiles" in pick(256, c) and "split_scores" in pick(256, c)
     assert "stats_with_tiles" not in attention_configs.BWD_DEFAULT_OPTIONS[64]
     for d, c in ((64, True), (128, False), (128, True), (64, False)):
         cfg = cfg_of(d, c, pick(d, c))

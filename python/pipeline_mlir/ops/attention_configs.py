@@ -399,7 +399,17 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
                          "dq_acc_order", "stages3"),
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
-                         "lpt_order", "stages3"))
+                         "lpt_order", "stages3"),
+                        # The dS^T hand-over's one barrier, alone and with dK
+                        # after dQ (FA4's order), on the same defaults.
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "dq_acc_order", "ds_one_barrier"),
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "lpt_order", "ds_one_barrier"),
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "dq_acc_order", "dk_last", "ds_one_barrier"),
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "lpt_order", "dk_last", "ds_one_barrier"))
 # And d 256 (each consumer its columns of the same keys).
 BWD_D256_OPTION_SETS = (("pingpong",), ("lpt_order",),
                         # LSE and dPsum on Q's and dO's stages (d 128's
@@ -439,12 +449,17 @@ BWD_D256_OPTION_SETS = (("pingpong",), ("lpt_order",),
 # dPsum on Q's and dO's stages (stats_with_tiles: their own rings gone),
 # 0.965-0.981x the time of that set on all four d 128 rows in two passes
 # (h200-bwd-swt-ab-pass1.log, -pass2.log; at d 64 1.011-1.032x: not
-# taken there). d 256: no set that won (the reduce warp 1.006x / 1.021x).
+# taken there). d 256: no set that won then (the reduce warp 1.006x /
+# 1.021x); since, the score GEMMs split by queries between the consumers
+# (split_scores) with the reduce warp and the rows on the tiles' stages,
+# 0.853x / 0.888x / 0.892x the plain kernel's backward time full and
+# 0.846x / 0.850x / 0.860x causal (with lpt_order) in three passes
+# (h200-bwd-sps-pass1.log, -pass2.log, -pass3.log).
 # (Since then each mask runs its own set at d 64, below: the d 64 set here
 # is what they were measured against.)
 BWD_DEFAULT_OPTIONS = {64: ("dq_store_spread", "dq_deferred", "min_ctas", "dq_reduce_warp"),
                        128: ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles"),
-                       256: ()}
+                       256: ("split_scores", "dq_reduce_warp", "stats_with_tiles")}
 # Full (non-causal) attention's own set where one measured faster there
 # than the head dim's set above but slower causal. (d 64 full had 128-query
 # steps until they won the causal row too, and then the reduce warp's set

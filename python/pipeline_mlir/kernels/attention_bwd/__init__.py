@@ -48,7 +48,10 @@ One CTA per (key block of 128 rows, K/V head, batch), 384 threads:
 
 Head dim 256 (``column_parts`` = 2): one key block is 64 rows, both
 consumer warpgroups compute its S^T and dP^T and each its 128 columns of
-dV, dK and dQ (256 columns would not fit one warpgroup's registers).
+dV, dK and dQ (256 columns would not fit one warpgroup's registers);
+with ``split_scores`` (the op's d 256 set) each computes S^T and dP^T of
+half the queries only, and both read P^T and dS^T for dV and dK from two
+shared tiles (double buffered, a named barrier over both).
 ``dq_split`` (d 128, off by default): each consumer computes dQ's 64
 columns ``64 cw ..`` over all 128 keys from both warpgroups' dS^T tiles
 (double buffered, a named barrier over both) and reduce-adds half a tile.

@@ -247,7 +247,12 @@ class AttentionBwdConfig:
     # two steps before (the buffer's last readers) retired. Head dim 256
     # only (two column parts), not with the options that reorder or carry
     # the gradient GEMMs (dq_deferred, dk_last, pingpong, p_packed,
-    # stat_shuffle) nor dq_double_buffer. Off until measured.
+    # stat_shuffle) nor dq_double_buffer. ptxas spills nothing (the plain
+    # d 256 kernel 76 bytes). Measured on an H200 (three passes) with
+    # dq_reduce_warp and stats_with_tiles: 0.853-0.892x the plain kernel's
+    # backward time full, 0.846-0.860x causal (with lpt_order): the op's
+    # d 256 set (attention_configs.BWD_DEFAULT_OPTIONS; docs/attention.md).
+    # Off here (a switch of the config; the op's sets turn it on).
     split_scores: bool = False
 
     def __post_init__(self):
