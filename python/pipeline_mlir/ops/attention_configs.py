@@ -399,7 +399,17 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
                          "dq_acc_order", "stages3"),
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
-                         "lpt_order", "stages3"))
+                         "lpt_order", "stages3"),
+                        # The dS^T hand-over's one barrier, alone and with dK
+                        # after dQ (FA4's order), on the same defaults.
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "dq_acc_order", "ds_one_barrier"),
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "lpt_order", "ds_one_barrier"),
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "dq_acc_order", "dk_last", "ds_one_barrier"),
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "lpt_order", "dk_last", "ds_one_barrier"))
 # And d 256 (each consumer its columns of the same keys).
 BWD_D256_OPTION_SETS = (("pingpong",), ("lpt_order",),
                         # LSE and dPsum on Q's and dO's stages (d 128's
