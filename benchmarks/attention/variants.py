@@ -232,6 +232,22 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
                         "q2s2": dict(q_stages=2, stages=2),
                         # and causal's configuration before it (full's now)
                         "q1s3": dict(q_stages=1, stages=3)}}
+# FP8 candidates on top of the op's no-LSE configurations (``fp8nolse``,
+# tagged ``fp8cand d<d>[ causal] <name>`` like the others; each mode on its
+# own configuration, so one name serves both), timed in run 13 of
+# docs/attention.md's "FP8 forward" (none faster on every row): four K/V
+# stages with one Q buffer (nst4), two stages (ns2), the warpgroups' GEMMs
+# not taking turns (nnopp), 128-key blocks with four stages (nbn128s4); and
+# three consumer warpgroups (192-query tiles, 160 registers each) with
+# 64-key blocks, with and without the turns (w3n64, w3n64np). With 128 or 192
+# keys three warpgroups spill (S, O and P_{j-1} live at once).
+W3 = dict(consumer_warpgroups=3, consumer_registers=160)
+FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
+                              "ns2": dict(stages=2),
+                              "nnopp": dict(pingpong=False),
+                              "nbn128s4": dict(block_n=128, stages=4),
+                              "w3n64": dict(W3, block_n=64, stages=6),
+                              "w3n64np": dict(W3, block_n=64, stages=6, pingpong=False)}}
 # bf16 candidates timed beside the 'best' ones on the same rows (tagged
 # ``bf16cand d<d>[ causal] <name>``).
 BF16_CANDIDATES = {"hw": dict(hold_pv_wait=True)}
@@ -242,7 +258,8 @@ def fp8_variants():
     configurations (``fp8 d<d>[ causal]``; ``fp8nolse d<d>[ causal]`` the
     op's where the caller takes no LSE, for the head dims that have one),
     its candidates (``fp8cand d<d>[ causal] <name>``, on top of the LSE
-    configuration; none equal to either), the bf16 'best' ones of head dims
+    configuration, or of the no-LSE one for ``FP8_NOLSE_CANDIDATES``; none
+    equal to either), the bf16 'best' ones of head dims
     128 and 256, the peer of run_attention_fp8.py, and their candidates
     (``bf16cand ...``)."""
     from dataclasses import replace
@@ -263,6 +280,10 @@ def fp8_variants():
             out += [(f"fp8cand d{d}{c} {n}", replace(cfg, **o), True)
                     for n, o in FP8_CANDIDATES[d].items()
                     if replace(cfg, **o) not in (cfg, nolse)]
+            if nolse != cfg:
+                out += [(f"fp8cand d{d}{c} {n}", replace(nolse, **o), True)
+                        for n, o in FP8_NOLSE_CANDIDATES.get(d, {}).items()
+                        if replace(nolse, **o) not in (cfg, nolse)]
     for tag, cfg, p in variants(quick=True):
         if cfg.head_dim in (128, 256):
             out.append((tag, cfg, p))

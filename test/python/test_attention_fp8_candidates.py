@@ -1,0 +1,100 @@
+"""The FP8 forward's candidates on top of its no-LSE configurations
+(benchmarks/attention/variants.py ``FP8_NOLSE_CANDIDATES``, run 13 of
+docs/attention.md's "FP8 forward"), without a GPU.
+
+Each candidate is the op's no-LSE configuration of its mode (full: 5 of 16
+exponentials by the polynomial, causal: 3 of 16 packed as halves; both
+with the row sum folded into P V) with the candidate's switches, and no
+candidate is either of the op's configurations. Three consumer warpgroups
+(192-query tiles, 160 registers each) with 64-key blocks compile without
+spills or serialized wgmmas, keep the fold (m64n136k32 P V, two k-slices a
+block), and pass the protocol checker and the simulator on a ragged GQA
+shape. The GPU check is benchmarks/attention/run_attention_fp8.py (every
+candidate against fp32 of the dequantized inputs)."""
+
+import importlib.util
+import os
+import re
+import sys
+
+import pytest
+
+from _example_checks import protocol_warnings, simulate, verify_protocol
+from _ptxas import report as _ptxas_info
+
+from pipeline_mlir.kernels import attention_fwd
+from pipeline_mlir.kernels.attention_fwd import AttentionConfig
+from pipeline_mlir.ops import attention_fp8_configs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _bench():
+    """benchmarks/attention/variants.py (it imports examples/attention_fwd.py)."""
+    examples = os.path.join(ROOT, "examples")
+    if examples not in sys.path:
+        sys.path.insert(0, examples)
+    spec = importlib.util.spec_from_file_location(
+        "attention_bench_variants_fp8", os.path.join(ROOT, "benchmarks", "attention",
+                                                     "variants.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return _bench()
+
+
+def test_the_candidates_sit_on_the_no_lse_configuration_of_their_mode(bench):
+    """``fp8cand d128[ causal] <name>`` of an ``FP8_NOLSE_CANDIDATES`` name is
+    ``variant(128, causal, lse=False)`` with the candidate's switches (so one
+    name times each mode on its own configuration), and none is the op's."""
+    tags = {tag: cfg for tag, cfg, _ in bench.fp8_variants()}
+    names = bench.FP8_NOLSE_CANDIDATES[128]
+    assert {"w3n64", "ns2", "nst4"} <= set(names)
+    for causal in (False, True):
+        c = " causal" if causal else ""
+        nolse = AttentionConfig(**attention_fp8_configs.variant(128, causal, lse=False)[1],
+                                dtype="e4m3")
+        lse = AttentionConfig(**attention_fp8_configs.variant(128, causal)[1], dtype="e4m3")
+        for name, over in names.items():
+            cfg = tags[f"fp8cand d128{c} {name}"]
+            assert cfg not in (nolse, lse)
+            assert cfg.row_sum_fold and cfg.exp2_poly == nolse.exp2_poly
+            assert all(getattr(cfg, k) == v for k, v in over.items())
+            assert cfg.smem_bytes() <= cfg.smem_limit
+
+
+@pytest.fixture(scope="module")
+def w3n64(bench):
+    over = bench.FP8_NOLSE_CANDIDATES[128]["w3n64"]
+    cfg = AttentionConfig(**{**attention_fp8_configs.variant(128, False, lse=False)[1],
+                             **over}, dtype="e4m3")
+    return cfg, attention_fwd.build(cfg)
+
+
+def test_three_warpgroups_with_64_key_blocks_compile_without_spills(w3n64):
+    """192 query rows (three m64 warpgroups), 64-key blocks: S m64n64 (two
+    k32 wgmmas at d 128), P V the fold's m64n136k32 on P's two k-slices;
+    ptxas fits each consumer in its 160 registers."""
+    cfg, k = w3n64
+    assert (cfg.block_m, cfg.kv_block, cfg.threads) == (192, 64, 512)
+    ptx = k.to_ptx()
+    assert len(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n136k32\.f32\.e4m3", ptx)) == 4
+    assert "m64n8k32" not in ptx and "m64n128k32" not in ptx
+    assert re.findall(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+(\d+)", ptx) == ["160"]
+    info = _ptxas_info(ptx)
+    if info is not None:
+        assert not re.search(r"C75[12]\d", info), info
+        assert re.findall(r"(\d+) bytes spill stores", info) == ["0"]
+
+
+def test_three_warpgroups_check_and_simulate_clean(w3n64):
+    """A ragged GQA shape: 4 query heads on 2 K/V heads, 200 queries (two
+    tiles of 192 rows, the second mostly past the end), 300 keys."""
+    text = str(w3n64[1].module)
+    assert verify_protocol(text) == [] and protocol_warnings(text) == []
+    (report,) = simulate(text, schedules=2, args={5: 1, 6: 4, 7: 2, 8: 200, 9: 300}).values()
+    assert report.ok and report.schedules == 2, report
