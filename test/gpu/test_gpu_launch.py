@@ -316,6 +316,42 @@ def test_stream_k_variants_match_torch_and_repeat_bitwise(dtype, device, gemm_ca
         _counters_zero()
 
 
+# Narrow outputs of a long K (the cluster stream-K's class: 6144 x 176 x 7680,
+# 2376 x 312 x 9808), a ragged mid-size one, and shapes under one unit.
+CLUSTER_STREAMK_SHAPES = [(6144, 176, 7680), (2376, 312, 9808), (1816, 248, 9512),
+                          (600, 1176, 10136), (333, 200, 72), (100, 136, 4104)]
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_cluster_stream_k_variants_match_torch_and_repeat_bitwise(dtype, device, gemm_cache):
+    """Stream-K on the clusters along N and 2x2 (every CTA of a cluster has
+    its own workspace slots and counters): within the GEMM's bound of torch
+    in fp32 on a NaN-filled C, bitwise equal on a second call and after the
+    other shapes ran, and the counters back at zero after each launch."""
+    from pipeline_mlir.ops import gemm as ops_gemm
+    from pipeline_mlir.ops import gemm_configs
+
+    dt = getattr(torch, {"bf16": "bfloat16", "f16": "float16"}[dtype])
+    torch.manual_seed(0)
+    for v in gemm_configs.CLUSTER_STREAM_K_VARIANTS:
+        g = ops_gemm.variant_gemm(v, dtype)
+        firsts = []
+        for m, n, k in CLUSTER_STREAMK_SHAPES:
+            a = torch.randn(m, k, device="cuda", dtype=dt)
+            b = torch.randn(n, k, device="cuda", dtype=dt)
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
+            assert g.launch(a, b, c, (), None, True) is c
+            err = close(c, a, b)
+            _counters_zero()
+            again = g.launch(a, b, None, (), None, True)
+            assert torch.equal(again, c), f"{v} {m}x{n}x{k}: two runs differ"
+            firsts.append((a, b, c))
+            print(f"{v} {dtype} {m}x{n}x{k}: err {err:.3g}")
+        for a, b, c in firsts:
+            assert torch.equal(g.launch(a, b, None, (), None, True), c)
+        _counters_zero()
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_gemm_picks_stream_k_on_a_part_empty_last_wave(dtype, device, gemm_cache):
     """pipeline_mlir.gemm on 4544 x 1008 x 7784 (plain: two waves, the
