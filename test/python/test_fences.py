@@ -52,11 +52,16 @@ def test_wgmma_without_any_fence():
 
 
 def test_tmem_registers_read_before_wait_load():
-    (msg,) = verify_protocol(drop(blackwell(), "nvvm.tcgen05.wait <load>"))
+    # Two findings: the registers read before the load completed, and the
+    # accumulator stage handed back to the MMA warp with the load in flight.
+    msg, release = verify_protocol(drop(blackwell(), "nvvm.tcgen05.wait <load>"))
     assert msg.startswith("tcgen05 wait: this op reads the registers of a tcgen05.ld "
                           "with no tcgen05.wait::ld in between")
     assert "call tcgen05.wait_load() after load_32x32b()" in msg
     assert "note: the tcgen05.ld" in msg
+    assert release.startswith("tcgen05 wait: this consumer.release hands the tensor "
+                              "memory of pipeline 'acc' back while a tcgen05.ld of it may "
+                              "still be in flight"), release
 
 
 def test_tmem_dealloc_without_the_cta_barrier():

@@ -6,19 +6,33 @@ correct twin; for every bug the tests pin which tool finds it
 (_held_out_bugs.py says how).
 
 VERDICTS BEFORE ANY CHANGE (the checker and the simulator as they were
-when these ports were written, bug / twin):
+when these ports were written) and now:
 
-| case                             | source                      | static | simulator          |
-|----------------------------------|-----------------------------|--------|--------------------|
-| slot_read_after_release          | tile-ai/tilelang#2410/#2420 | no     | read after release |
-| register_oversubscription        | tile-ai/tilelang#2406       | yes    | deadlock           |
-| tmem_address_on_empty_work       | NVIDIA/cutlass#2835         | yes    | no (passes)        |
-| tmem_load_unwaited               | NVIDIA/cutlass#3652         | no     | no (passes)        |
-| pair_dealloc_before_peer_alloc   | NVIDIA/cutlass#3435         | no     | no (passes)        |
-| store_wait_keeps_refilled_buffer | deepseek-ai/DeepEP#657      | no     | smem race          |
+| case                             | source                      | static before | static now | simulator          |
+|----------------------------------|-----------------------------|---------------|------------|--------------------|
+| slot_read_after_release          | tile-ai/tilelang#2410/#2420 | no            | yes*       | read after release |
+| register_oversubscription        | tile-ai/tilelang#2406       | yes           | yes        | deadlock           |
+| tmem_address_on_empty_work       | NVIDIA/cutlass#2835         | yes           | yes        | no (passes)        |
+| tmem_load_unwaited               | NVIDIA/cutlass#3652         | no            | yes*       | no (passes)        |
+| pair_dealloc_before_peer_alloc   | NVIDIA/cutlass#3435         | no            | yes*       | no (passes)        |
+| store_wait_keeps_refilled_buffer | deepseek-ai/DeepEP#657      | no            | yes*       | smem race          |
 
 Before: the checker refused 2 of 6, the simulator found 3 of 6, and one
 (tmem_load_unwaited) was missed by both. Every twin passed both tools.
+The simulator does not model tensor memory (allocation, tcgen05.ld
+completion), so it passes the three tensor-memory bugs.
+
+(*) passed by the checker before these tests, now refused:
+- check 7, release before read (release-before-read.mlir): the read after
+  an scf.if around the release (a release by lane 0, the lanes reading
+  after the guard);
+- tcgen05, wait::ld before the hand-back (tcgen05-handover-fences.mlir): a
+  consumer.release of a tensor-memory stage with a tcgen05.ld that no
+  tcgen05.wait::ld follows on every path (a wait only in a lanes branch);
+- tcgen05, a CTA pair's dealloc (tmem-pair-dealloc.mlir): a cta_group::2
+  tcgen05.dealloc with no cluster barrier after the cta_group::2 alloc;
+- TMA-store staging buffers (tma-store-buffers.mlir): a write that refills
+  the buffer a store of one of the last `stages - 1` groups still reads.
 """
 
 import pytest
@@ -299,17 +313,24 @@ def store_wait_keeps_refilled_buffer(bug):
 
 
 CASES = [
-    ("slot_read_after_release", slot_read_after_release, {}, None, {"read-after-release"}),
+    ("slot_read_after_release", slot_read_after_release, {},
+     "pipeline 'schedule': llvm.load reads the stage that consumer_release already handed "
+     "back to the producer", {"read-after-release"}),
     ("register_oversubscription", register_oversubscription, {},
      "register budget: warpgroups 0-1 at 240 registers per thread and warpgroups 2-3 at 24 "
      "need 128 threads x (2 x 240 + 2 x 24) = 67584 > 65536 registers", {"deadlock"}),
     ("tmem_address_on_empty_work", tmem_address_on_empty_work, {},
      "TMEM alloc: other warps use the tensor memory this tcgen05.alloc allocates with no CTA "
      "barrier after it", None),
-    ("tmem_load_unwaited", tmem_load_unwaited, {}, None, None),
-    ("pair_dealloc_before_peer_alloc", pair_dealloc_before_peer_alloc, {}, None, None),
-    ("store_wait_keeps_refilled_buffer", store_wait_keeps_refilled_buffer, {}, None,
-     {"smem-race"}),
+    ("tmem_load_unwaited", tmem_load_unwaited, {},
+     "tcgen05 wait: this consumer_release hands the tensor memory of pipeline 'acc' back "
+     "while a tcgen05.ld of it may still be in flight", None),
+    ("pair_dealloc_before_peer_alloc", pair_dealloc_before_peer_alloc, {},
+     "TMEM dealloc: this tcgen05.dealloc.cta_group::2 frees the columns of a CTA pair with "
+     "no cluster barrier after the cta_group::2 tcgen05.alloc", None),
+    ("store_wait_keeps_refilled_buffer", store_wait_keeps_refilled_buffer, {},
+     "PipelineTmaStore pipeline: this write refills the staging buffer that the tma_store 1 "
+     "commit before still reads", {"smem-race"}),
 ]
 IDS = [c[0] for c in CASES]
 BUILDERS = [c[1] for c in CASES]

@@ -516,8 +516,10 @@ LogicalResult protocol::checkFences(FunctionOpInterface fn,
     tmem.checkWaitLoad(ld);
   for (ConsumerReleaseOp rel : releases) {
     checker.checkClcRelease(rel);
-    if (isTmemStage(rel.getPipeline()))
+    if (isTmemStage(rel.getPipeline())) {
       tmem.checkTcgen05BeforeRelease(rel);
+      tmem.checkWaitLoadBeforeRelease(rel);
+    }
   }
   for (auto [verb, pipe] : tmemSyncs)
     tmem.checkTcgen05AfterSync(verb, pipe);
@@ -527,8 +529,10 @@ LogicalResult protocol::checkFences(FunctionOpInterface fn,
   if (blockDim > 0 && blockDim % 32 == 0 && blockDim <= 1024) {
     if (walkNeeded)
       checker.run(fn.getFunctionBody().front());
-    for (NVVM::Tcgen05DeallocOp d : deallocs)
+    for (NVVM::Tcgen05DeallocOp d : deallocs) {
       tmem.checkDealloc(d, fn.getFunctionBody().front());
+      tmem.checkPairDealloc(allocs, d, fn.getFunctionBody().front());
+    }
     for (NVVM::Tcgen05AllocOp a : allocs)
       tmem.checkAlloc(a, fn.getFunctionBody().front());
   }

@@ -28,9 +28,11 @@
 // state's index touches the handed-off stage.
 //
 // The common static form only: the access follows the hand-off in the same
-// block, or in an op nested after it (an scf.if, an inner loop), and no
-// re-taking verb of the pipeline (producer.acquire after a commit,
-// consumer.wait after a release) comes between them. Not seen: addresses
+// block, or in an op nested after it (an scf.if, an inner loop), or after
+// an scf.if around the hand-off (a release under a lane guard, the other
+// lanes reading after the guard: tile-ai/tilelang#2410), and no re-taking
+// verb of the pipeline (producer.acquire after a commit, consumer.wait after
+// a release) comes between them. Not seen: addresses
 // that do not come from state.index (an index kept in a register of its
 // own, loaded from memory, or passed through loop-carried values or
 // function calls), accesses in a later iteration of an enclosing loop, and
@@ -138,6 +140,24 @@ static bool retakes(Operation *op, Value pipe, ArrayRef<Verb> verbs) {
   return found;
 }
 
+/// The ops after `op` in program order up to the end of the loop body or
+/// function around it: those after it in its block, then, for each scf.if
+/// around it (a lane guard such as elect_one or `lane == 0`, a condition),
+/// those after that scf.if in its block. A hand-off under a guard is
+/// followed by the guarded lanes and by the others once the branch joins.
+static SmallVector<Operation *> getFollowingOps(Operation *op) {
+  SmallVector<Operation *> ops;
+  for (Operation *at = op; at;) {
+    for (Operation *next = at->getNextNode(); next; next = next->getNextNode())
+      ops.push_back(next);
+    Operation *parent = at->getParentOp();
+    if (!parent || !isa<scf::IfOp>(parent))
+      break;
+    at = parent;
+  }
+  return ops;
+}
+
 /// True when an op after `from` in its block hands off (``HandOffOp``:
 /// producer.commit or consumer.release) `stage` of a pipeline other than
 /// `pipe`: the access then touches that pipeline's stage (one state shared
@@ -165,7 +185,7 @@ LogicalResult protocol::checkCommitBeforeWrite(FunctionOpInterface fn) {
     if (!commitPublishesStores(getPipelineType(pipe)))
       return;
     std::pair<Value, int64_t> committed = getStateRoot(commit.getState());
-    for (Operation *op = commit->getNextNode(); op; op = op->getNextNode()) {
+    for (Operation *op : getFollowingOps(commit)) {
       if (retakes(op, pipe, {Verb::Acquire, Verb::TryAcquire}))
         break;
       op->walk([&](Operation *store) {
@@ -200,7 +220,7 @@ LogicalResult protocol::checkReleaseBeforeRead(FunctionOpInterface fn) {
   fn->walk([&](ConsumerReleaseOp release) {
     Value pipe = release.getPipeline();
     std::pair<Value, int64_t> released = getStateRoot(release.getState());
-    for (Operation *op = release->getNextNode(); op; op = op->getNextNode()) {
+    for (Operation *op : getFollowingOps(release)) {
       if (retakes(op, pipe, {Verb::Wait, Verb::TryWait}))
         break;
       bool reported = false;

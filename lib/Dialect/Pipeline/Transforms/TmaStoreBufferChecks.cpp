@@ -18,7 +18,17 @@
 // carries and advances by a constant (its ring has the state type's stage
 // count); remainders, divisions and masks of counted values are computed.
 // Two commits less than `stages` apart whose stores read the same address
-// read the same buffer. Anything not modelled (a loaded or data-dependent
+// read the same buffer.
+//
+// The same window for the writes that refill a buffer: a shared-memory
+// store in the loop, before a commit, whose buffer (the base of its
+// address: `buffer + thread offset`) is the source of a store closed by one
+// of the `stages - 1` commits before it, in every iteration modelled, may
+// overwrite the buffer that store still reads: a 2-stage copy loop that
+// stores buffer i%2, then refills buffer (i+1)%2, whose store of the
+// previous iteration the acquire leaves in flight (deepseek-ai/DeepEP#657:
+// `tma_store_wait<kNumStages - 1>` before a prefetch into the buffer just
+// stored). Anything not modelled (a loaded or data-dependent
 // address, a store in a nested loop, commits in different loops, commits
 // issued by different threads) leaves the pipeline unchecked: the check
 // only reports addresses it has proved equal.
@@ -378,6 +388,99 @@ struct Group {
   SmallVector<Operation *, 2> stores;
 };
 
+/// The buffer a shared-memory write fills: the base of its address when
+/// the address adds a per-thread offset to it (`buffer[tid]`), else the
+/// address itself.
+Value writtenBuffer(Operation *op) {
+  Value addr;
+  if (auto st = dyn_cast<LLVM::StoreOp>(op))
+    addr = st.getAddr();
+  else if (auto st = dyn_cast<NVVM::StMatrixOp>(op))
+    addr = st.getPtr();
+  if (!addr)
+    return {};
+  if (auto gep = addr.getDefiningOp<LLVM::GEPOp>())
+    return gep.getBase();
+  return addr;
+}
+
+/// Writes in `loop` (not a nested loop) that refill the buffer a store of
+/// one of the `stages - 1` groups before still reads; true when reported.
+/// `seq`: the store addresses of each group, in commit order.
+bool checkRefills(CreateOp create, ArrayRef<Group> groups, scf::ForOp loop,
+                  AddressModel &model,
+                  const SmallVector<SmallVector<Linear, 2>> &seq, int64_t stages,
+                  int64_t iterations) {
+  Block *body = loop.getBody();
+  int64_t perIteration = groups.size();
+  SmallVector<Operation *> commitTops;
+  for (const Group &g : groups)
+    commitTops.push_back(body->findAncestorOpInBlock(*g.commit));
+  bool reported = false;
+  loop.getBody()->walk([&](Operation *write) {
+    if (reported || !isSharedMemoryWrite(write) ||
+        write->getParentOfType<scf::ForOp>() != loop)
+      return;
+    Value buffer = writtenBuffer(write);
+    Operation *top = body->findAncestorOpInBlock(*write);
+    if (!buffer || !top)
+      return;
+    // The group this write's data goes with: the first commit after it.
+    int64_t g = perIteration;
+    for (int64_t i = 0; i < perIteration; ++i) {
+      if (commitTops[i] == top)
+        return; // the write and the commit in one op: not decided
+      if (top->isBeforeInBlock(commitTops[i])) {
+        g = i;
+        break;
+      }
+    }
+    SmallVector<std::optional<Linear>> written;
+    for (int64_t k = 0; k < iterations; ++k) {
+      model.k = k;
+      written.push_back(model.eval(buffer));
+    }
+    for (int64_t d = 1; d < stages && !reported; ++d) {
+      int64_t h = ((g - d) % perIteration + perIteration) % perIteration;
+      for (size_t j = 0; j < groups[h].stores.size() && !reported; ++j) {
+        int64_t matched = 0;
+        bool mismatch = false;
+        for (int64_t k = 0; k < iterations && !mismatch; ++k) {
+          int64_t at = k * perIteration + g - d;
+          if (at < 0 || at >= static_cast<int64_t>(seq.size()))
+            continue;
+          if (!written[k] || j >= seq[at].size() || !(*written[k] == seq[at][j]))
+            mismatch = true;
+          else
+            ++matched;
+        }
+        if (mismatch || matched < 2)
+          continue;
+        reported = true;
+        Value pipe = create.getResult();
+        InFlightDiagnostic diag =
+            write->emitError()
+            << describe(pipe) << ": this write refills the staging buffer "
+            << "that the tma_store " << d << " commit" << (d == 1 ? "" : "s")
+            << " before still reads: producer_acquire() only waits until at "
+               "most "
+            << stages - 1 << " bulk group" << (stages == 2 ? "" : "s")
+            << " still read shared memory, and that store's group is one "
+               "of them, so the write may land under the store (silent "
+               "corruption of the output); wait for it (a PipelineTmaStore "
+               "of "
+            << d << " stage" << (d == 1 ? "" : "s")
+            << "), or refill a buffer none of the last " << stages - 1
+            << " stores reads";
+        diag.attachNote(groups[h].stores[j]->getLoc())
+            << "this store reads the buffer";
+        diag.attachNote(create.getLoc()) << "the pipeline is created here";
+      }
+    }
+  });
+  return reported;
+}
+
 /// Checks one pipeline; true when it reported.
 bool checkPipeline(CreateOp create, ArrayRef<Group> groups, int64_t blockDim) {
   Value pipe = create.getResult();
@@ -480,7 +583,8 @@ bool checkPipeline(CreateOp create, ArrayRef<Group> groups, int64_t blockDim) {
     return false;
   std::optional<Reuse> reuse = findReuse(*seq);
   if (!reuse)
-    return false;
+    return model.unknownStarts.empty() && loop &&
+           checkRefills(create, groups, loop, model, *seq, stages, iterations);
   // A state that does not start at a known index: the reuse must show for
   // every start (one such state at most).
   if (model.unknownStarts.size() > 1)

@@ -27,6 +27,18 @@
 //    level, then tcgen05.fence::after_thread_sync before the dealloc;
 //    otherwise the columns are freed (and maybe allocated again) while those
 //    warps still use them;
+//  - a tcgen05.dealloc.cta_group::2 (a CTA pair frees its columns) after a
+//    barrier.cluster.wait that follows the cta_group::2 alloc: the CTAs of
+//    the pair allocate together, and one CTA's dealloc that runs before its
+//    peer's alloc completed is undefined (a launch failure when the peer
+//    starts late: NVIDIA/cutlass#3435). CTA barriers order only this CTA;
+//  - before the consumer.release that hands a tensor-memory stage back (an
+//    umma_async pipeline), a tcgen05.wait::ld on every path after each
+//    tcgen05.ld of that stage: the fence::before_thread_sync orders the
+//    thread's completed tcgen05 ops with the arrive, and a load still in
+//    flight may read columns the next MMA overwrites (a wait only under a
+//    branch, e.g. of the lanes that use the registers, leaves the others'
+//    loads pending: NVIDIA/cutlass#3652);
 //  - a kernel that runs tcgen05.alloc must give the columns back: no
 //    tcgen05.dealloc in the function, or (all column counts constant, none in
 //    a loop) fewer columns deallocated than allocated, leaves them allocated
@@ -533,6 +545,134 @@ void TmemChecker::checkDealloc(NVVM::Tcgen05DeallocOp dealloc, Block &body) {
            "CTA barrier that orders other warps' tcgen05 ops and this "
            "tcgen05.dealloc (call tcgen05.fence_after_thread_sync() after "
            "the barrier, before tmem.dealloc())";
+}
+
+//===----------------------------------------------------------------------===//
+// A CTA pair's dealloc after a cluster barrier
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The op of `body` that holds `op` through scf.if ops only (the end-of-
+/// kernel form); null when a loop or another region op is in between.
+Operation *topThroughIfs(Operation *op, Block &body) {
+  Operation *top = op;
+  while (top->getBlock() != &body) {
+    Operation *parent = top->getParentOp();
+    if (!parent || isa<FunctionOpInterface>(parent) || !isa<scf::IfOp>(parent))
+      return nullptr;
+    top = parent;
+  }
+  return top;
+}
+
+/// A barrier over every CTA of the cluster: barrier.cluster.wait, or the
+/// pipelines' init sync of a cluster.
+bool isClusterBarrier(Operation *op) {
+  if (isa<NVVM::ClusterWaitOp>(op))
+    return true;
+  if (auto wait = dyn_cast<InitWaitOp>(op))
+    return wait.getClusterSize() > 1;
+  return false;
+}
+} // namespace
+
+void TmemChecker::checkPairDealloc(ArrayRef<NVVM::Tcgen05AllocOp> allocs,
+                                   NVVM::Tcgen05DeallocOp dealloc, Block &body) {
+  if (dealloc.getGroup() != NVVM::CTAGroupKind::CTA_2)
+    return;
+  Operation *deallocTop = topThroughIfs(dealloc, body);
+  if (!deallocTop)
+    return;
+  for (NVVM::Tcgen05AllocOp alloc : allocs) {
+    if (alloc.getGroup() != NVVM::CTAGroupKind::CTA_2)
+      continue;
+    Operation *allocTop = topThroughIfs(alloc, body);
+    if (!allocTop || !allocTop->isBeforeInBlock(deallocTop))
+      continue;
+    bool synced = false;
+    auto scan = [&](Operation *op) {
+      op->walk([&](Operation *inner) {
+        if (isClusterBarrier(inner))
+          synced = true;
+      });
+    };
+    for (Operation *op = allocTop->getNextNode(); op != deallocTop;
+         op = op->getNextNode())
+      scan(op);
+    // Before the dealloc inside its own branches.
+    for (Operation *cur = dealloc; cur != deallocTop; cur = cur->getParentOp())
+      for (Operation *prev = cur->getPrevNode(); prev; prev = prev->getPrevNode())
+        scan(prev);
+    if (synced)
+      continue;
+    failed = true;
+    InFlightDiagnostic diag =
+        dealloc->emitError()
+        << "TMEM dealloc: this tcgen05.dealloc.cta_group::2 frees the "
+           "columns of a CTA pair with no cluster barrier after the "
+           "cta_group::2 tcgen05.alloc: CTA barriers order only this CTA, "
+           "so it may run before the peer CTA's alloc completed (undefined: "
+           "a launch failure when the peer starts late) (call "
+           "k.cluster_sync() between tmem.alloc() and tmem.dealloc(), as "
+           "before the dealloc at the end of the kernel)";
+    diag.attachNote(alloc.getLoc()) << "the cta_group::2 tcgen05.alloc";
+    return;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Tcgen05.wait::ld before the stage is handed back
+//===----------------------------------------------------------------------===//
+
+void TmemChecker::checkWaitLoadBeforeRelease(ConsumerReleaseOp release) {
+  Value pipe = release.getPipeline();
+  for (Operation *cur = release; cur && !isa<FunctionOpInterface>(cur);
+       cur = cur->getParentOp()) {
+    for (Operation *prev = cur->getPrevNode(); prev;
+         prev = prev->getPrevNode()) {
+      if (isWaitLoad(prev))
+        return; // every load before it is done, on every path
+      if (auto w = dyn_cast<ConsumerWaitOp>(prev); w && w.getPipeline() == pipe)
+        return; // the stage's tenure starts here
+      // A load nested in `prev` (a branch, an inner loop) that no later
+      // wait::ld of its own block follows, or the load itself.
+      Operation *pending = nullptr;
+      bool waitsInside = false;
+      prev->walk([&](Operation *inner) {
+        if (auto w = dyn_cast<ConsumerWaitOp>(inner); w && w.getPipeline() == pipe)
+          waitsInside = true;
+        auto ld = dyn_cast<NVVM::Tcgen05LdOp>(inner);
+        if (!ld || pending)
+          return;
+        bool waited = false;
+        for (Operation *next = ld->getNextNode(); next && !waited;
+             next = next->getNextNode())
+          waited = isWaitLoad(next);
+        if (!waited)
+          pending = ld;
+      });
+      if (waitsInside)
+        return; // not the simple form: the stage is re-taken in there
+      if (pending) {
+        failed = true;
+        InFlightDiagnostic diag =
+            release->emitError()
+            << "tcgen05 wait: this consumer.release hands the tensor memory "
+               "of "
+            << describe(pipe)
+            << " back while a tcgen05.ld of it may still be in flight: no "
+               "tcgen05.wait::ld follows the load on every path to the "
+               "release (a wait only in a branch leaves the other lanes' "
+               "loads pending), and the next MMA may overwrite the columns "
+               "it reads (call tcgen05.wait_load() after load_32x32b(), "
+               "outside any branch, before consumer_release)";
+        diag.attachNote(pending->getLoc()) << "the tcgen05.ld";
+        return;
+      }
+    }
+    if (isa<LoopLikeOpInterface>(cur->getParentOp()))
+      return;
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -40,6 +40,13 @@ public:
   /// The same between other warps' tcgen05 ops and a tcgen05.dealloc at the
   /// end of the kernel.
   void checkDealloc(NVVM::Tcgen05DeallocOp dealloc, Block &body);
+  /// A cluster barrier between a cta_group::2 tcgen05.alloc and the
+  /// cta_group::2 tcgen05.dealloc after it (`body`: the top-level block).
+  void checkPairDealloc(ArrayRef<NVVM::Tcgen05AllocOp> allocs,
+                        NVVM::Tcgen05DeallocOp dealloc, Block &body);
+  /// tcgen05.wait::ld on every path between a tcgen05.ld and the
+  /// consumer.release that hands its tensor-memory stage back.
+  void checkWaitLoadBeforeRelease(ConsumerReleaseOp release);
 
 private:
   std::optional<llvm::BitVector> threads(Operation *op);

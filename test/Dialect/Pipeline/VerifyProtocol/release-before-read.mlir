@@ -158,3 +158,104 @@ func.func @shared_state_other_ring(%n: index, %k: !llvm.ptr<3>, %vr: !llvm.ptr<3
   }
   return
 }
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 1>>
+!cs = !pipeline.state<4, consumer>
+
+// The bug, with the release under a lane guard (tile-ai/tilelang#2410):
+// lane 0 hands the slot back, then every lane reads it after the guard.
+func.func @load_after_guarded_release(%n: index, %ring: !llvm.ptr<3>, %out: !llvm.ptr<1>, %lane0: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : i32
+  // expected-note @+1 {{pipeline 'slots' is created here}}
+  %p = pipeline.create {name = "slots"} : !P
+  %s0 = pipeline.state.make : !cs
+  %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!cs) {
+    pipeline.consumer.wait %p, %s : !P, !cs
+    // expected-note @+1 {{the read's address is computed from this stage index}}
+    %idx = pipeline.state.index %s : !cs
+    %off = arith.muli %idx, %c4 : i32
+    %slot = llvm.getelementptr %ring[%off] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    scf.if %lane0 {
+      // expected-note @+1 {{the stage is released here}}
+      pipeline.consumer.release %p, %s : !P, !cs
+    }
+    // expected-error @+1 {{pipeline 'slots': llvm.load reads the stage that consumer.release already handed back to the producer}}
+    %v = llvm.load %slot : !llvm.ptr<3> -> i32
+    llvm.store %v, %out : i32, !llvm.ptr<1>
+    %s1 = pipeline.state.advance %s : !cs
+    scf.yield %s1 : !cs
+  }
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 1>>
+!cs = !pipeline.state<4, consumer>
+
+// The twin: every lane reads the slot, then lane 0 releases it.
+func.func @load_before_guarded_release(%n: index, %ring: !llvm.ptr<3>, %out: !llvm.ptr<1>, %lane0: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : i32
+  %p = pipeline.create {name = "slots"} : !P
+  %s0 = pipeline.state.make : !cs
+  %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!cs) {
+    pipeline.consumer.wait %p, %s : !P, !cs
+    %idx = pipeline.state.index %s : !cs
+    %off = arith.muli %idx, %c4 : i32
+    %slot = llvm.getelementptr %ring[%off] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    %v = llvm.load %slot : !llvm.ptr<3> -> i32
+    scf.if %lane0 {
+      pipeline.consumer.release %p, %s : !P, !cs
+    }
+    llvm.store %v, %out : i32, !llvm.ptr<1>
+    %s1 = pipeline.state.advance %s : !cs
+    scf.yield %s1 : !cs
+  }
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 4, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 1>>
+!cs = !pipeline.state<4, consumer>
+
+// Just on the other side: unrolled by two, the read after the guard is
+// the next stage's (its address comes from the advanced state), not the
+// stage lane 0 released.
+func.func @next_stage_after_guarded_release(%n: index, %ring: !llvm.ptr<3>, %out: !llvm.ptr<1>, %lane0: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : i32
+  %p = pipeline.create {name = "slots"} : !P
+  %s0 = pipeline.state.make : !cs
+  %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!cs) {
+    pipeline.consumer.wait %p, %s : !P, !cs
+    %idx = pipeline.state.index %s : !cs
+    %off = arith.muli %idx, %c4 : i32
+    %slot = llvm.getelementptr %ring[%off] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    %v = llvm.load %slot : !llvm.ptr<3> -> i32
+    scf.if %lane0 {
+      pipeline.consumer.release %p, %s : !P, !cs
+    }
+    %t = pipeline.state.advance %s : !cs
+    %idx2 = pipeline.state.index %t : !cs
+    %off2 = arith.muli %idx2, %c4 : i32
+    %slot2 = llvm.getelementptr %ring[%off2] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    pipeline.consumer.wait %p, %t : !P, !cs
+    %w = llvm.load %slot2 : !llvm.ptr<3> -> i32
+    scf.if %lane0 {
+      pipeline.consumer.release %p, %t : !P, !cs
+    }
+    %sum = arith.addi %v, %w : i32
+    llvm.store %sum, %out : i32, !llvm.ptr<1>
+    %s1 = pipeline.state.advance %t : !cs
+    scf.yield %s1 : !cs
+  }
+  return
+}

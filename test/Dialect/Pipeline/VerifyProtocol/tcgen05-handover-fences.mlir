@@ -84,3 +84,91 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+!U = !pipeline.pipeline<umma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>>
+
+// Every tcgen05.ld of the stage completes before the consumer.release that
+// hands it back: a tcgen05.wait::ld on every path. The bug
+// (NVIDIA/cutlass#3652): only lanes 0-15 use the registers and wait for the
+// load, inside their branch; lanes 16-31 arrive with theirs in flight.
+gpu.module @m {
+  gpu.func @ld_waited_in_a_branch_only(%t: !llvm.ptr<6>, %out: !llvm.ptr<3>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+    %p = pipeline.create {name = "acc"} : !U
+    %s = pipeline.state.make : !pipeline.state<2, consumer>
+    pipeline.consumer.wait %p, %s : !U, !pipeline.state<2, consumer>
+    nvvm.tcgen05.fence <after>
+    // expected-note @+1 {{the tcgen05.ld}}
+    %v = nvvm.tcgen05.ld %t {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<4xi32>
+    %lane = nvvm.read.ptx.sreg.laneid : i32
+    %c16 = arith.constant 16 : i32
+    %low = arith.cmpi ult, %lane, %c16 : i32
+    scf.if %low {
+      nvvm.tcgen05.wait <load>
+      %c0 = arith.constant 0 : i32
+      %x = llvm.extractelement %v[%c0 : i32] : vector<4xi32>
+      llvm.store %x, %out : i32, !llvm.ptr<3>
+    }
+    nvvm.tcgen05.fence <before>
+    // expected-error @+1 {{tcgen05 wait: this consumer.release hands the tensor memory of pipeline 'acc' back while a tcgen05.ld of it may still be in flight: no tcgen05.wait::ld follows the load on every path to the release}}
+    pipeline.consumer.release %p, %s : !U, !pipeline.state<2, consumer>
+    gpu.return
+  }
+}
+
+// -----
+
+!U = !pipeline.pipeline<umma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>>
+
+// The twin: the wait before the lanes branch.
+gpu.module @m {
+  gpu.func @ld_waited_before_the_branch(%t: !llvm.ptr<6>, %out: !llvm.ptr<3>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+    %p = pipeline.create {name = "acc"} : !U
+    %s = pipeline.state.make : !pipeline.state<2, consumer>
+    pipeline.consumer.wait %p, %s : !U, !pipeline.state<2, consumer>
+    nvvm.tcgen05.fence <after>
+    %v = nvvm.tcgen05.ld %t {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<4xi32>
+    nvvm.tcgen05.wait <load>
+    %lane = nvvm.read.ptx.sreg.laneid : i32
+    %c16 = arith.constant 16 : i32
+    %low = arith.cmpi ult, %lane, %c16 : i32
+    scf.if %low {
+      %c0 = arith.constant 0 : i32
+      %x = llvm.extractelement %v[%c0 : i32] : vector<4xi32>
+      llvm.store %x, %out : i32, !llvm.ptr<3>
+    }
+    nvvm.tcgen05.fence <before>
+    pipeline.consumer.release %p, %s : !U, !pipeline.state<2, consumer>
+    gpu.return
+  }
+}
+
+// -----
+
+!U = !pipeline.pipeline<umma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 128>>
+
+// Just on the other side: the lanes that use the registers wait in their
+// branch, and every lane waits again after it, before the release.
+gpu.module @m {
+  gpu.func @ld_waited_after_the_branch(%t: !llvm.ptr<6>, %out: !llvm.ptr<3>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+    %p = pipeline.create {name = "acc"} : !U
+    %s = pipeline.state.make : !pipeline.state<2, consumer>
+    pipeline.consumer.wait %p, %s : !U, !pipeline.state<2, consumer>
+    nvvm.tcgen05.fence <after>
+    %v = nvvm.tcgen05.ld %t {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<4xi32>
+    %lane = nvvm.read.ptx.sreg.laneid : i32
+    %c16 = arith.constant 16 : i32
+    %low = arith.cmpi ult, %lane, %c16 : i32
+    scf.if %low {
+      nvvm.tcgen05.wait <load>
+      %c0 = arith.constant 0 : i32
+      %x = llvm.extractelement %v[%c0 : i32] : vector<4xi32>
+      llvm.store %x, %out : i32, !llvm.ptr<3>
+    }
+    nvvm.tcgen05.wait <load>
+    nvvm.tcgen05.fence <before>
+    pipeline.consumer.release %p, %s : !U, !pipeline.state<2, consumer>
+    gpu.return
+  }
+}

@@ -301,3 +301,156 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+!S = !pipeline.pipeline<tma_store, stages = 2>
+!ps = !pipeline.state<2, producer>
+
+// The refill (deepseek-ai/DeepEP#657): two buffers, two stages; after the
+// acquire each iteration refills the buffer of the next tile, (t + 1) % 2,
+// which the store of tile t - 1 read, and that store's group is the one
+// the acquire (at most one group still reading) leaves in flight.
+gpu.module @m {
+  llvm.mlir.global external @smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+  gpu.func @refill_next_buffer_two_stages(%desc: !llvm.ptr, %n: i32) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+    %base = llvm.mlir.addressof @smem : !llvm.ptr<3>
+    // expected-note @+1 {{the pipeline is created here}}
+    %p = pipeline.create {name = "c"} : !S
+    %s = pipeline.state.make : !ps
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %cb = arith.constant 2 : i32
+    %ca = arith.constant 1 : i32
+    %c512 = arith.constant 512 : i32
+    %is0 = arith.cmpi eq, %tid, %c0 : i32
+    scf.for %t = %c0 to %n step %c1 : i32 {
+      scf.if %is0 {
+        pipeline.producer.acquire %p, %s : !S, !ps
+      }
+      pipeline.named_barrier.sync id = 1, threads = 128
+      // Prefetch tile t + 1 into its buffer.
+      %next = arith.addi %t, %ca : i32
+      %nslot = arith.remsi %next, %cb : i32
+      %noff = arith.muli %nslot, %c512 : i32
+      %nbuf = llvm.getelementptr %base[%noff] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+      %a = llvm.getelementptr %nbuf[%tid] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32
+      // expected-error @+1 {{pipeline 'c': this write refills the staging buffer that the tma_store 1 commit before still reads: producer_acquire() only waits until at most 1 bulk group still read shared memory, and that store's group is one of them}}
+      llvm.store %t, %a : i32, !llvm.ptr<3>
+      nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+      pipeline.named_barrier.sync id = 1, threads = 128
+      %slot = arith.remsi %t, %cb : i32
+      %off = arith.muli %slot, %c512 : i32
+      %buf = llvm.getelementptr %base[%off] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+      scf.if %is0 {
+        // expected-note @+1 {{this store reads the buffer}}
+        pipeline.copy.tma_store %desc[%c0, %t] from %buf : !llvm.ptr, <3>
+        pipeline.producer.commit %p, %s : !S, !ps
+      }
+    }
+    scf.if %is0 {
+      pipeline.producer.tail %p, %s : !S, !ps
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+!S = !pipeline.pipeline<tma_store, stages = 1>
+!ps = !pipeline.state<1, producer>
+
+// The twin: one stage, so the acquire waits for every group to finish
+// reading before the refill.
+gpu.module @m {
+  llvm.mlir.global external @smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+  gpu.func @refill_next_buffer_one_stage(%desc: !llvm.ptr, %n: i32) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+    %base = llvm.mlir.addressof @smem : !llvm.ptr<3>
+    %p = pipeline.create {name = "c"} : !S
+    %s = pipeline.state.make : !ps
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %cb = arith.constant 2 : i32
+    %ca = arith.constant 1 : i32
+    %c512 = arith.constant 512 : i32
+    %is0 = arith.cmpi eq, %tid, %c0 : i32
+    scf.for %t = %c0 to %n step %c1 : i32 {
+      scf.if %is0 {
+        pipeline.producer.acquire %p, %s : !S, !ps
+      }
+      pipeline.named_barrier.sync id = 1, threads = 128
+      // Prefetch tile t + 1 into its buffer.
+      %next = arith.addi %t, %ca : i32
+      %nslot = arith.remsi %next, %cb : i32
+      %noff = arith.muli %nslot, %c512 : i32
+      %nbuf = llvm.getelementptr %base[%noff] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+      %a = llvm.getelementptr %nbuf[%tid] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32
+      llvm.store %t, %a : i32, !llvm.ptr<3>
+      nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+      pipeline.named_barrier.sync id = 1, threads = 128
+      %slot = arith.remsi %t, %cb : i32
+      %off = arith.muli %slot, %c512 : i32
+      %buf = llvm.getelementptr %base[%off] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+      scf.if %is0 {
+        pipeline.copy.tma_store %desc[%c0, %t] from %buf : !llvm.ptr, <3>
+        pipeline.producer.commit %p, %s : !S, !ps
+      }
+    }
+    scf.if %is0 {
+      pipeline.producer.tail %p, %s : !S, !ps
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+!S = !pipeline.pipeline<tma_store, stages = 2>
+!ps = !pipeline.state<2, producer>
+
+// Just on the other side: three buffers, two stages; the buffer refilled,
+// (t + 1) % 3, was read by the store of tile t - 2, which the acquire
+// has retired (it leaves only tile t - 1's in flight).
+gpu.module @m {
+  llvm.mlir.global external @smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+  gpu.func @refill_next_of_three_buffers_two_stages(%desc: !llvm.ptr, %n: i32) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+    %base = llvm.mlir.addressof @smem : !llvm.ptr<3>
+    %p = pipeline.create {name = "c"} : !S
+    %s = pipeline.state.make : !ps
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %cb = arith.constant 3 : i32
+    %ca = arith.constant 1 : i32
+    %c512 = arith.constant 512 : i32
+    %is0 = arith.cmpi eq, %tid, %c0 : i32
+    scf.for %t = %c0 to %n step %c1 : i32 {
+      scf.if %is0 {
+        pipeline.producer.acquire %p, %s : !S, !ps
+      }
+      pipeline.named_barrier.sync id = 1, threads = 128
+      // Prefetch tile t + 1 into its buffer.
+      %next = arith.addi %t, %ca : i32
+      %nslot = arith.remsi %next, %cb : i32
+      %noff = arith.muli %nslot, %c512 : i32
+      %nbuf = llvm.getelementptr %base[%noff] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+      %a = llvm.getelementptr %nbuf[%tid] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32
+      llvm.store %t, %a : i32, !llvm.ptr<3>
+      nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+      pipeline.named_barrier.sync id = 1, threads = 128
+      %slot = arith.remsi %t, %cb : i32
+      %off = arith.muli %slot, %c512 : i32
+      %buf = llvm.getelementptr %base[%off] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+      scf.if %is0 {
+        pipeline.copy.tma_store %desc[%c0, %t] from %buf : !llvm.ptr, <3>
+        pipeline.producer.commit %p, %s : !S, !ps
+      }
+    }
+    scf.if %is0 {
+      pipeline.producer.tail %p, %s : !S, !ps
+    }
+    gpu.return
+  }
+}
