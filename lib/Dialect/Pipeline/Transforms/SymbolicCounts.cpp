@@ -543,16 +543,25 @@ std::optional<Poly> protocol::tripCount(scf::ForOp loop, Canonicalizer &canon,
   // values below the start stay in the comparison. A loop from 0 (or from
   // a run-time start) keeps the assumption: its extent is the count; so
   // does a loop from 1 after a peeled first iteration (FlashAttention's
-  // mainloop from k-block 1, a pipeline verb before the loop in its
-  // block, unconditional): the kernel does iteration 0 whatever n is, so
+  // mainloop from k-block 1, a verb before the loop in its block,
+  // unconditional, of a pipeline the loop's own verbs use: a verb of
+  // another ring there peels nothing of this loop): the kernel does
+  // iteration 0 whatever n is, so
   // it assumes at least one k-block, and a launch with none has no work
   // for either role. A loop from 1 with nothing peeled before it makes no
   // such promise: where its extent can go negative (`range(1, n)`, not
   // `range(1, n + 1)`), it runs max(0, n - 1) times, like a loop from 2.
   std::optional<int64_t> start = lb.getConstant();
   auto peeledFirst = [&] {
+    SmallVector<Value, 4> pipes;
+    loop->walk([&](Operation *inner) {
+      if (std::optional<VerbRef> v = getVerb(inner))
+        if (!llvm::is_contained(pipes, v->pipeline))
+          pipes.push_back(v->pipeline);
+    });
     for (Operation *p = loop->getPrevNode(); p; p = p->getPrevNode())
-      if (getVerb(p))
+      if (std::optional<VerbRef> v = getVerb(p);
+          v && llvm::is_contained(pipes, v->pipeline))
         return true;
     return false;
   };

@@ -456,3 +456,111 @@ gpu.func @peeled_first_then_loop_from_1(%n: index) kernel attributes {known_bloc
   gpu.return
 }
 }
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 32>>
+!ps = !pipeline.state<2, producer>
+!cs = !pipeline.state<2, consumer>
+
+// Bug: the loop from 1 of @loop_from_1_then_last, after a verb of another
+// ring ('q', one stage handed over before the k-loop): that verb peels
+// nothing of ring 'ab', so its loop still runs max(0, n - 1) times.
+gpu.module @k {
+gpu.func @loop_from_1_after_another_rings_verb(%n: index) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  // expected-note @+1 {{pipeline 'ab' is created here}}
+  %p = pipeline.create {name = "ab"} : !P
+  %q = pipeline.create {name = "q"} : !P
+  %tid = gpu.thread_id x
+  %w = arith.divui %tid, %c32 : index
+  %is0 = arith.cmpi eq, %w, %c0 : index
+  // expected-note @+2 {{the producer role}}
+  // expected-note @+1 {{the consumer role}}
+  scf.if %is0 {
+    %q0 = pipeline.state.make : !ps
+    pipeline.producer.acquire %q, %q0 : !P, !ps
+    pipeline.producer.commit %q, %q0 : !P, !ps
+    %q1 = pipeline.state.advance %q0 : !ps
+    %s0 = pipeline.state.make : !ps
+    %s1 = scf.for %i = %c1 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !P, !ps
+      // expected-error @+1 {{pipeline 'ab': the producer role (one warp) commits max(0, %arg0 - 1) + 1 stages, the consumer role (one warp) releases %arg0 (for %arg0 = 0: 1 against 0)}}
+      pipeline.producer.commit %p, %s : !P, !ps
+      %sn = pipeline.state.advance %s : !ps
+      scf.yield %sn : !ps
+    }
+    pipeline.producer.acquire %p, %s1 : !P, !ps
+    pipeline.producer.commit %p, %s1 : !P, !ps
+    %sN = pipeline.state.advance %s1 : !ps
+    pipeline.producer.tail %p, %sN : !P, !ps
+    pipeline.producer.tail %q, %q1 : !P, !ps
+  } else {
+    %r0 = pipeline.state.make : !cs
+    pipeline.consumer.wait %q, %r0 : !P, !cs
+    pipeline.consumer.release %q, %r0 : !P, !cs
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      // expected-note @+1 {{the consumer releases here}}
+      pipeline.consumer.release %p, %s : !P, !cs
+      %sn = pipeline.state.advance %s : !cs
+      scf.yield %sn : !cs
+    }
+  }
+  gpu.return
+}
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 32>>
+!ps = !pipeline.state<2, producer>
+!cs = !pipeline.state<2, consumer>
+
+// Twin: ring 'ab''s own first iteration peeled before its loop from 1 (the
+// other ring's verb before it too); the kernel assumes n >= 1.
+gpu.module @k {
+gpu.func @loop_from_1_after_own_peel(%n: index) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %p = pipeline.create {name = "ab"} : !P
+  %q = pipeline.create {name = "q"} : !P
+  %tid = gpu.thread_id x
+  %w = arith.divui %tid, %c32 : index
+  %is0 = arith.cmpi eq, %w, %c0 : index
+  scf.if %is0 {
+    %q0 = pipeline.state.make : !ps
+    pipeline.producer.acquire %q, %q0 : !P, !ps
+    pipeline.producer.commit %q, %q0 : !P, !ps
+    %q1 = pipeline.state.advance %q0 : !ps
+    %s0 = pipeline.state.make : !ps
+    pipeline.producer.acquire %p, %s0 : !P, !ps
+    pipeline.producer.commit %p, %s0 : !P, !ps
+    %sp = pipeline.state.advance %s0 : !ps
+    %sN = scf.for %i = %c1 to %n step %c1 iter_args(%s = %sp) -> (!ps) {
+      pipeline.producer.acquire %p, %s : !P, !ps
+      pipeline.producer.commit %p, %s : !P, !ps
+      %sn = pipeline.state.advance %s : !ps
+      scf.yield %sn : !ps
+    }
+    pipeline.producer.tail %p, %sN : !P, !ps
+    pipeline.producer.tail %q, %q1 : !P, !ps
+  } else {
+    %r0 = pipeline.state.make : !cs
+    pipeline.consumer.wait %q, %r0 : !P, !cs
+    pipeline.consumer.release %q, %r0 : !P, !cs
+    %c = pipeline.state.make : !cs
+    %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+      pipeline.consumer.wait %p, %s : !P, !cs
+      pipeline.consumer.release %p, %s : !P, !cs
+      %sn = pipeline.state.advance %s : !cs
+      scf.yield %sn : !cs
+    }
+  }
+  gpu.return
+}
+}
