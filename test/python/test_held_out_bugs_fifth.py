@@ -8,14 +8,16 @@ correct twin; for every bug the tests pin which tool finds it
 VERDICTS BEFORE ANY CHANGE (the checker and the simulator as they were
 when these ports were written) and now:
 
-| case                             | source                      | static before | static now | simulator          |
-|----------------------------------|-----------------------------|---------------|------------|--------------------|
-| slot_read_after_release          | tile-ai/tilelang#2410/#2420 | no            | yes*       | read after release |
-| register_oversubscription        | tile-ai/tilelang#2406       | yes           | yes        | deadlock           |
-| tmem_address_on_empty_work       | NVIDIA/cutlass#2835         | yes           | yes        | no (passes)        |
-| tmem_load_unwaited               | NVIDIA/cutlass#3652         | no            | yes*       | no (passes)        |
-| pair_dealloc_before_peer_alloc   | NVIDIA/cutlass#3435         | no            | yes*       | no (passes)        |
-| store_wait_keeps_refilled_buffer | deepseek-ai/DeepEP#657      | no            | yes*       | smem race          |
+| case                             | source                  | before | now  | simulator          |
+|----------------------------------|-------------------------|--------|------|--------------------|
+| slot_read_after_release          | tile-ai/tilelang#2410   | no     | yes* | read after release |
+| register_oversubscription        | tile-ai/tilelang#2406   | yes    | yes  | deadlock           |
+| tmem_address_on_empty_work       | NVIDIA/cutlass#2835     | yes    | yes  | no (passes)        |
+| tmem_load_unwaited               | NVIDIA/cutlass#3652     | no     | yes* | no (passes)        |
+| pair_dealloc_before_peer_alloc   | NVIDIA/cutlass#3435     | no     | yes* | no (passes)        |
+| store_wait_keeps_refilled_buffer | deepseek-ai/DeepEP#657  | no     | yes* | smem race          |
+
+("before" / "now": the checker's verdict; tilelang#2410 was fixed by #2420.)
 
 Before: the checker refused 2 of 6, the simulator found 3 of 6, and one
 (tmem_load_unwaited) was missed by both. Every twin passed both tools.
@@ -41,9 +43,8 @@ from pipeline_mlir.kernel import (fence_view_async_shared, Int32, Kernel, load, 
                                   TmaDescriptor, tcgen05, tmem)
 from pipeline_mlir.kernel.values import i32
 from pipeline_mlir.kernel.warpgroup import set_max_registers
-from pipeline_mlir.layout import OperandLayout
 from pipeline_mlir.pipeline import (Agent, CooperativeGroup, make_pipeline_state,
-                                    NamedBarrier, PipelineAsync, PipelineTmaStore,
+                                    PipelineAsync, PipelineTmaStore,
                                     PipelineUmmaAsync)
 
 # _fresh_cache: an autouse fixture (a cached build would skip the checker).
@@ -120,10 +121,6 @@ def register_oversubscription(bug):
 
 
 # -- 53. the TMEM address read on a path with no barrier after the alloc ---
-TILE = OperandLayout("bf16", "K", 128, 64, 64)
-TILE_BYTES = 64 * 64 * 2
-
-
 def tmem_address_on_empty_work(bug):
     """NVIDIA/cutlass#2835: the MMA warp allocates tensor memory and
     tcgen05.alloc writes the address to shared memory; the epilogue warps
