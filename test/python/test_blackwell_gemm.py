@@ -219,6 +219,22 @@ def test_variant_assembles_for_sm100a(variant):
     assert rt.arch.cubin_target(cubin).sm == "sm_100a"
 
 
+@pytest.mark.parametrize("scheduler", ["clc", "static"])
+def test_pair_allocates_after_the_cluster_barrier(scheduler):
+    """The PTX ISA asks that a cta_group::2 alloc run once the peer CTA is
+    known to have started: the pair's barrier.cluster.wait comes before its
+    alloc, and a bar.sync then publishes the address slot; the one-CTA
+    kernel keeps its single init barrier after the alloc."""
+    _, ptx = _ptx(replace(blackwell_gemm.GemmConfig(), cta_group=2, scheduler=scheduler))
+    alloc = ptx.index("tcgen05.alloc.cta_group::2")
+    wait = ptx.index("barrier.cluster.wait")
+    assert wait < alloc
+    assert "bar.sync" in ptx[alloc:] and ptx.index("bar.sync", alloc) < ptx.index("tcgen05.mma")
+    _, one = _ptx(blackwell_gemm.GemmConfig(scheduler=scheduler))
+    assert "barrier.cluster" not in one
+    assert one.index("tcgen05.alloc.cta_group::1") < one.index("bar.sync")
+
+
 @pytest.mark.parametrize("kw, match", [
     (dict(scheduler="dynamic"), "scheduler must be 'clc' or 'static'"),
     (dict(acc_stages=4), r"acc_stages \* block_n: columns must be a power of two"),

@@ -188,15 +188,22 @@ def build(cfg=GemmConfig(), chip="sm_100a"):
         warp = k.warp_idx()
         rank = k.cluster_cta_rank() if pair else None
         # TMEM: one warp allocates (in each CTA of a pair), everyone reads
-        # the address after the barrier.
+        # the address after a barrier. A pair's cta_group::2 alloc comes
+        # after the init barrier of the cluster: the PTX ISA asks that the
+        # peer CTA be known to have started before it. The pair's address
+        # is then published by bar.sync 0; one CTA's, by the init barrier.
+        if pair:
+            pipeline_init_arrive(cta_layout_vmnk=layout)
+            pipeline_init_wait(cta_layout_vmnk=layout)
         with k.if_(warp == MMA_WARP):
             tmem.alloc(tmem_slot, cfg.tmem_columns, cfg.cta_group)
             tmem.relinquish_alloc_permit(cfg.cta_group)
-        # The init barrier (bar.sync 0, or the cluster barrier) also
-        # publishes the TMEM address slot.
         tcgen05.fence_before_thread_sync()
-        pipeline_init_arrive(cta_layout_vmnk=layout)
-        pipeline_init_wait(cta_layout_vmnk=layout)
+        if pair:
+            k.sync_threads()
+        else:
+            pipeline_init_arrive(cta_layout_vmnk=layout)
+            pipeline_init_wait(cta_layout_vmnk=layout)
         tcgen05.fence_after_thread_sync()
 
         tiles = PersistentTileScheduler(m, n, BLOCK_M, cfg.block_n,
