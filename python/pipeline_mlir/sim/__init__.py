@@ -17,6 +17,10 @@ synchronizes through global memory (atomics, a polled flag, fences: a
 stream-K fix-up) has what it writes read back, with races on it and polls
 that never end reported (:mod:`.gmem`).
 
+The launch is one cluster, or a grid of several (``simulate(grid=)``,
+``pipeline-sim --grid``: :mod:`.launch`): cluster barriers, multicast and
+a pipeline's peer CTAs stay within a cluster, global memory spans the grid.
+
 Granularity: one agent per warp. Pipeline code is warp-uniform except for
 elected lanes and lane-indexed signalling, so a warp with a mask of active
 lanes reproduces the per-thread arrive counts (an arrive by a warp with k

@@ -110,8 +110,20 @@ class SimulationFailed(AssertionError):
         self.result = result
 
 
+def describe_launch(name: str, launch, trip_count: int | None) -> str:
+    """How a report names the launch: ``@k, 2 CTA(s) x 4 warp(s)``; a grid
+    of several clusters ``@k, 4 CTA(s) (2 clusters of 2) x 4 warp(s)``."""
+    size = launch.cluster[0] * launch.cluster[1] * launch.cluster[2]
+    ctas = launch.ctas
+    grid = f" ({ctas // size} clusters of {size})" if ctas > size else ""
+    out = f"@{name}, {ctas} CTA(s){grid} x {(launch.block_threads + 31) // 32} warp(s)"
+    if trip_count is not None:
+        out += f", trip count {trip_count}"
+    return out
+
+
 def simulate(module, *, kernel: str | None = None, args: dict | None = None,
-             block_dim=None, cluster=None, trip_count: int | None = None,
+             block_dim=None, cluster=None, grid=None, trip_count: int | None = None,
              schedules: int = 100, seed: int = 0, exhaustive_bound: int | None = None,
              max_steps: int = 200000, clc_clusters: int = 2,
              check: bool = True) -> SimResult:
@@ -124,7 +136,8 @@ def simulate(module, *, kernel: str | None = None, args: dict | None = None,
     loops bounded by them run their real trip counts; ``trip_count`` is the
     fallback for bounds that cannot be evaluated. ``block_dim`` / ``cluster``
     default to the kernel's ``known_block_size`` and the largest cluster of
-    its pipelines. With ``check`` (the default) a finding raises
+    its pipelines; ``grid`` (CTAs along x, y, z, a whole number of clusters
+    along each; at most ``launch.MAX_GRID_CTAS``) to one cluster. With ``check`` (the default) a finding raises
     :class:`SimulationFailed`; otherwise the result is returned either way.
     """
     from .frontend import kernels
@@ -149,21 +162,17 @@ def simulate(module, *, kernel: str | None = None, args: dict | None = None,
         block = tuple(block_dim) if block_dim else (k.block_dim or (128, 1, 1))
         shape3 = tuple(cluster) if cluster else (k.cluster_size, 1, 1)
         launch = Launch(block, shape3, trip_count, dict(args or {}),
-                        clc_clusters=clc_clusters)
+                        clc_clusters=clc_clusters, grid=tuple(grid) if grid else None)
         try:
             rep = explore(make_world_factory(k, launch, max_steps, seed), seed=seed,
                           schedules=schedules, exhaustive_bound=exhaustive_bound)
         except SimError as e:  # raised while building the world, not by a schedule
             raise ValueError(f"simulate: @{k.name}: {e.message}") from None
         kmode = mode + ("" if exhaustive_bound is None or rep.complete else ", truncated")
-        shape = (f"@{k.name}, {shape3[0] * shape3[1] * shape3[2]} CTA(s) x "
-                 f"{(launch.block_threads + 31) // 32} warp(s)")
-        if trip_count is not None:
-            shape += f", trip count {trip_count}"
         findings = [Finding(err.kind, err.message, tuple(err.where), index)
                     for index, err in sorted(rep.first.values(), key=lambda ie: ie[0])]
         result.append(KernelResult(k.name, rep.schedules, dict(rep.counts), findings,
-                                   shape, kmode))
+                                   describe_launch(k.name, launch, trip_count), kmode))
     if check and not result.ok:
         raise SimulationFailed(result)
     return result

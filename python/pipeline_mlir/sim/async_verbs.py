@@ -30,10 +30,12 @@ def copy_load(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int], nbyte
         if not dests:
             raise SimError("tx-count", f"{who} issues {verb} with an empty multicast mask")
     parity = st.phase ^ 1  # the full-barrier phase this production fills
-    for d in dests:
-        if d >= w.cluster.size:
-            raise SimError("unsupported", f"{who}: {verb} multicast mask {mask:#x} names CTA {d}, "
-                                          f"outside the cluster of {w.cluster.size}")
+    if mask is not None:   # the mask's ranks: CTAs of this warp's cluster
+        for d in dests:
+            if d >= w.cluster.size:
+                raise SimError("unsupported", f"{who}: {verb} multicast mask {mask:#x} names "
+                                              f"CTA {d}, outside the cluster of {w.cluster.size}")
+        dests = [w.cta_of(a, d) for d in dests]
     targets = [spec.leader(d) if spec.cta_group == 2 else d for d in dests]
     src = f"{verb} of {who} into stage {idx}"
 
@@ -62,14 +64,15 @@ def clc_try_cancel(w: World, a: Agent, p: PipeRef, idx: int, phase: int, lanes: 
     the stage's tx bytes there. Every active lane issues one request."""
     spec = p.spec
     who = a.label(spec.name)
-    dests = list(range(w.cluster.size)) if multicast else [a.cta]
+    dests = list(w.cluster_ctas(a)) if multicast else [a.cta]
 
     def issue():
         for _ in lanes:
             if w.clc_left > 0:
                 w.clc_left -= 1
                 w.clc_next += 1
-                response = (1, w.clc_next * w.cluster.size)
+                # The cancelled cluster's first CTA, past the launched grid.
+                response = (1, (len(w.clusters) - 1 + w.clc_next) * w.cluster.size)
             else:
                 response = (0, 0)
 

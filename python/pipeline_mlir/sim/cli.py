@@ -1,7 +1,7 @@
 """``pipeline-sim``: run a kernel's pipelines on the CPU and report bugs.
 
     pipeline-sim FILE [--kernel NAME] [--block-dim 128[,1,1]] [--cluster 2,1,1]
-                      [--trip-count N] [--arg POS=VALUE ...] [--seed S] [--schedules K]
+                      [--grid 4[,1,1]] [--trip-count N] [--arg POS=VALUE ...] [--seed S] [--schedules K]
                       [--exhaustive-bound B] [--trace]
 
 Prints one line per kernel, ``pipeline-sim: OK: 200 schedules, 0 deadlocks
@@ -31,8 +31,16 @@ fences: a stream-K fix-up) has what it stores and reads back followed
 (``sim/gmem.py``): a partial read with nothing ordering its store before the
 read (the flag set before the store is fenced, a poll without acquire) is a
 race naming both lines, a poll whose flag never takes its value a deadlock
-naming the loop. The simulated grid is the cluster: ``--cluster 3`` runs
-three CTAs.
+naming the loop.
+
+The simulated grid is one cluster unless ``--grid X[,Y,Z]`` gives its CTAs
+(``%nctaid``, a whole number of clusters along each axis, at most 32 CTAs):
+``--cluster 2 --grid 4`` runs two clusters of two CTAs, each with its own
+cluster barrier, multicast and shared memory, over one global memory
+(``%clusterid`` 0 and 1, ``%ctaid.x`` 0 .. 3). Reports number the CTAs of
+the grid cluster by cluster (CTA 3 is rank 1 of cluster 1). A partial read
+by another cluster after only a cluster barrier (which orders its own
+cluster's CTAs) is then a race.
 """
 
 from __future__ import annotations
@@ -85,6 +93,16 @@ def _cluster_dims(text: str) -> tuple[int, int, int]:
     return dims
 
 
+def _grid_dims(text: str) -> tuple[int, int, int]:
+    from .launch import MAX_GRID_CTAS
+    dims = _dims(text)
+    if dims[0] * dims[1] * dims[2] > MAX_GRID_CTAS:
+        raise argparse.ArgumentTypeError(
+            f"the simulator runs at most {MAX_GRID_CTAS} CTAs (every warp of every CTA is an "
+            f"agent), got {text!r}")
+    return dims
+
+
 def _count(minimum: int):
     """argparse type: an int of at least ``minimum``, named in the error."""
     def parse(text: str) -> int:
@@ -109,6 +127,10 @@ def _parser() -> argparse.ArgumentParser:
                     help="threads per CTA (default: known_block_size, else 128)")
     ap.add_argument("--cluster", type=_cluster_dims,
                     help="cluster shape (default: the largest cluster of the kernel's pipelines, as X,1,1)")
+    ap.add_argument("--grid", type=_grid_dims,
+                    help="CTAs of the grid (%%nctaid), a whole number of clusters along each "
+                         "axis, at most 32 CTAs (default: one cluster); the clusters share "
+                         "global memory, each has its own cluster barrier")
     ap.add_argument("--trip-count", type=_count(0),
                     help="trip count of scf.for loops whose bounds are not constants")
     ap.add_argument("--arg", type=_kernel_arg, action="append", metavar="POS=VALUE",
@@ -144,6 +166,7 @@ def _parse(path: str):
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    from .api import describe_launch
     from .frontend import choose_args, kernels, needs_arg_values
     from .interp import Launch, make_world_factory
     try:
@@ -172,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster = args.cluster or (k.cluster_size, 1, 1)
         try:  # the kernel's own known_block_size may exceed the limits
             launch = Launch(block, cluster, args.trip_count, dict(args.arg or ()),
-                            clc_clusters=args.clc_clusters)
+                            clc_clusters=args.clc_clusters, grid=args.grid)
         except ValueError as e:
             print(f"pipeline-sim: error: @{k.name}: {e}", file=sys.stderr)
             return 2
@@ -184,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             # Bounds from arguments not given: try small values for them.
             for choice in choose_args(k, given):
                 launch = Launch(block, cluster, None, {**given, **choice},
-                                clc_clusters=args.clc_clusters)
+                                clc_clusters=args.clc_clusters, grid=args.grid)
                 make = make_world_factory(k, launch, args.max_steps, args.seed)
                 rep = explore(make, seed=args.seed, schedules=schedules,
                               exhaustive_bound=args.exhaustive_bound)
@@ -195,10 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         mode = (f"exhaustive, preemption bound {args.exhaustive_bound}"
                 f"{'' if rep.complete else ', truncated'}"
                 if args.exhaustive_bound is not None else f"random, seed {args.seed}")
-        shape = (f"@{k.name}, {cluster[0] * cluster[1] * cluster[2]} CTA(s) x "
-                 f"{(launch.block_threads + 31) // 32} warp(s)")
-        if args.trip_count is not None:
-            shape += f", trip count {args.trip_count}"
+        shape = describe_launch(k.name, launch, args.trip_count)
         if rep.ok:
             print(f"pipeline-sim: OK: {rep.schedules} schedules, 0 deadlocks ({shape}; {mode})")
             continue

@@ -75,10 +75,15 @@ class Event:
 class Agent:
     """One warp of one CTA running a program (a generator of steps)."""
 
-    def __init__(self, world: "World", aid: int, cta: int, warp: int, threads: int):
+    def __init__(self, world: "World", aid: int, cta: int, warp: int, threads: int,
+                 rank: int | None = None, cluster: int = 0):
         self.world = world
         self.id = aid
-        self.cta = cta
+        self.cta = cta   # the CTA's number in the grid (model.Cluster's numbering)
+        # Its CTA's rank in its cluster (%cluster_ctarank) and its cluster's
+        # number in the grid: the CTAs of one cluster are ``cta - rank`` ..
+        self.rank = cta if rank is None else rank
+        self.cluster = cluster
         self.warp = warp
         self.threads = threads  # threads in this warp (32 but for a partial last warp)
         self.gen: Iterator[Step] | None = None
@@ -146,14 +151,22 @@ class Agent:
 
 @dataclass
 class World:
-    """The state of one schedule: a cluster, its agents, pending events."""
+    """The state of one schedule: a grid of clusters, its agents, pending
+    events. ``clusters_shape``: the grid's clusters along x, y, z (one by
+    default); every cluster has its own CTAs and cluster barrier, the CTAs
+    of the grid are numbered cluster by cluster (``ctas``)."""
 
     cluster_shape: tuple[int, int, int] = (1, 1, 1)
     block_threads: int = 128
     max_steps: int = 200000
+    clusters_shape: tuple[int, int, int] = (1, 1, 1)
 
     def __post_init__(self):
-        self.cluster = Cluster(self.cluster_shape)
+        gx, gy, gz = self.clusters_shape
+        n = gx * gy * gz
+        self.clusters = [Cluster(self.cluster_shape, c, "the cluster barrier" if n == 1 else
+                                 f"the cluster barrier of cluster {c}") for c in range(n)]
+        self.ctas = [cta for c in self.clusters for cta in c.ctas]
         self.agents: list[Agent] = []
         self.events: list[Event] = []
         self.readers: dict[tuple, Counter] = {}
@@ -204,12 +217,29 @@ class World:
     def warps_per_cta(self) -> int:
         return (self.block_threads + 31) // 32
 
+    @property
+    def cluster(self) -> Cluster:
+        """The first cluster (the whole grid of a one-cluster launch); its
+        ``size`` is every cluster's."""
+        return self.clusters[0]
+
+    def cta_of(self, a: "Agent", rank: int) -> int:
+        """The grid's number of the CTA of rank ``rank`` in ``a``'s cluster."""
+        return a.cta - a.rank + rank
+
+    def cluster_ctas(self, a: "Agent") -> range:
+        """The grid's numbers of the CTAs of ``a``'s cluster."""
+        base = a.cta - a.rank
+        return range(base, base + self.cluster.size)
+
     def spawn(self, body: Callable[[Agent], Iterator[Step]]) -> None:
         """One agent per warp of every CTA, each running ``body(agent)``."""
-        for cta in self.cluster.ctas:
+        size = self.cluster.size
+        for cta in self.ctas:
             for w in range(self.warps_per_cta):
                 threads = min(32, self.block_threads - 32 * w)
-                a = Agent(self, len(self.agents), cta.rank, w, threads)
+                a = Agent(self, len(self.agents), cta.index, w, threads,
+                          cta.index % size, cta.index // size)
                 self.agents.append(a)
                 cta.live_agents += 1
         self.clocks.start(self.agents)
@@ -320,21 +350,25 @@ class World:
                 "unbalanced",
                 f"{agent.label()} finished with {agent.bulk_open} TMA store(s) never committed "
                 f"to a bulk async-group")
-        # The cluster barrier stops counting this warp's threads (exited).
-        self.cluster.barrier.maybe_complete([a for a in self.agents if not a.done])
-        cta = self.cluster.ctas[agent.cta]
+        # Its cluster's barrier stops counting this warp's threads (exited).
+        self.clusters[agent.cluster].barrier.maybe_complete(self.live_in_cluster(agent))
+        cta = self.ctas[agent.cta]
         cta.live_agents -= 1
         if cta.live_agents == 0:
             for check in cta.exit_checks:
                 check()
-            pending = [e for e in self.events if e.cta == cta.rank]
+            pending = [e for e in self.events if e.cta == cta.index]
             if pending:
                 raise SimError(
                     "exited-cta",
-                    f"CTA {cta.rank} exits while {pending[0].what} is still in flight "
+                    f"CTA {cta.index} exits while {pending[0].what} is still in flight "
                     f"(missing producer_tail / bulk_group.wait before exit)")
             self._check_named_drained(cta)
             cta.exit()
+
+    def live_in_cluster(self, agent: Agent) -> list:
+        """The warps of ``agent``'s cluster that have not finished."""
+        return [a for a in self.agents if not a.done and a.cluster == agent.cluster]
 
     def _check_named_drained(self, cta) -> None:
         """At the CTA's exit no named barrier holds a partial phase beyond the
@@ -350,7 +384,7 @@ class World:
             loc = source_location(where)
             raise SimError(
                 "named-barrier",
-                f"CTA {cta.rank} exits while {nb.name} holds {nb.count} of {nb.expected} "
+                f"CTA {cta.index} exits while {nb.name} holds {nb.count} of {nb.expected} "
                 f"threads' arrivals of a phase no sync completes (the last by {who}): the "
                 f"sync that should meet them never runs, so that hand-over is never waited "
                 f"for (give each bar.arrive its bar.sync before the kernel ends, as the "

@@ -296,7 +296,8 @@ class _Compiler:
                 a["value"] = UNKNOWN
         elif name == "arith.cmpi":
             a["pred"] = ir.IntegerAttr(attrs["predicate"]).value
-        elif name in ("gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.cluster_block_id"):
+        elif name in ("gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.cluster_block_id",
+                      "gpu.cluster_id", "gpu.grid_dim", "gpu.cluster_dim"):
             a["dim"] = str(attrs["dimension"]).split()[-1].rstrip(">")
         elif name == "pipeline.create":
             from ..dialects import pipeline as pl  # noqa: F401  (registers the type classes)

@@ -26,7 +26,9 @@ words it writes are kept per 4-byte word of each pointer argument's buffer
   the fence). A strong read of a word acquires every release of its
   release sequence (the RMWs since the last plain or strong store), so
   the last contributor to a counter acquires every earlier one. A fence of
-  ``cta`` scope orders nothing between CTAs;
+  ``cta`` scope orders nothing between CTAs, and a release or acquire of
+  ``cluster`` scope nothing between clusters (a grid of several: the
+  cluster barrier, too, orders the CTAs of its own cluster only);
 - a finding (``gmem-race``) is a plain load of a word whose last write by
   another warp is not ordered before it (the reader may see the stale
   value), a plain store not ordered after another warp's last plain write
@@ -96,7 +98,7 @@ class Word:
     def __init__(self):
         self.w, self.e, self.op, self.loc, self.strong = -1, 0, None, None, False
         self.value, self.size = UNKNOWN, 0
-        self.sync: list = []     # releases: (clock, writer's CTA, cta-scoped)
+        self.sync: list = []     # releases: (clock, writer's CTA, reach: _reach)
         self.version = 0
         self.reads: dict = {}
 
@@ -108,7 +110,7 @@ class _Warp:
 
     def __init__(self):
         self.pending: list = []   # releases its strong reads saw, acquired at its next fence
-        self.fence = None         # the release of its last fence: (clock, CTA, cta-scoped)
+        self.fence = None         # the release of its last fence: (clock, CTA, reach)
         self.polls: dict = {}     # word -> version its strong reads saw since its last write
         self.acquired = False     # it acquired a release through global memory
         self.flags: list = []     # its strong writes: (its clock then, clock released, op, loc)
@@ -179,15 +181,29 @@ class GlobalMemory:
         """What a strong write of ``a`` releases: its clock (release order;
         its own entry ticks), the clock of its last fence, or nothing."""
         if order in _RELEASE:
-            return [(self.w.clocks.release(None), a.cta, scope not in _WIDE)]
+            return [(self.w.clocks.release(None), a.cta, _reach(scope))]
         st = self.warp(a)
         return [st.fence] if st.fence is not None else []
 
     def acquire(self, a, releases, scope: str) -> None:
-        for clock, cta, narrow in releases:
-            if cta == a.cta or (not narrow and scope in _WIDE):
+        for clock, cta, reach in releases:
+            if self.orders(cta, reach, a, scope):
                 Clocks.acquire(a, clock)
                 self.warp(a).acquired = True
+
+    def orders(self, cta: int, reach: str, a, scope: str) -> bool:
+        """Whether a release by CTA ``cta`` of ``reach`` synchronizes with an
+        acquire of ``scope`` by warp ``a``: within a CTA always; ``cta``
+        scope on either side nothing else; ``cluster`` scope on either side
+        the CTAs of one cluster."""
+        if cta == a.cta:
+            return True
+        if reach == "cta" or scope not in _WIDE:
+            return False
+        if reach == "cluster" or scope == "cluster":
+            size = self.w.cluster.size
+            return cta // size == a.cta // size
+        return True
 
     def fence(self, a, scope: str, acquires: bool, releases: bool) -> None:
         st = self.warp(a)
@@ -195,7 +211,7 @@ class GlobalMemory:
             self.acquire(a, st.pending, scope)
             st.pending = []
         if releases:
-            st.fence = (self.w.clocks.release(None), a.cta, scope not in _WIDE)
+            st.fence = (self.w.clocks.release(None), a.cta, _reach(scope))
 
     # -- plain accesses ------------------------------------------------------
     def plain_store(self, a, n: Node, d, value, size: int) -> None:
@@ -359,7 +375,7 @@ class GlobalMemory:
     def hint(self, writer, reader, epoch: int, key) -> str:
         """Which half of the hand-over is missing, where it shows."""
         rst = self.warp(reader)
-        if any(cta == writer.cta or not narrow for c, cta, narrow in rst.pending
+        if any(cta == writer.cta or reach != "cta" for c, cta, reach in rst.pending
                if c[writer.id] >= epoch):
             return (f"{reader.label()} read a flag that {writer.label()} released after "
                     f"this write, but no fence (or acquire load) of {reader.label()} follows "
@@ -370,6 +386,12 @@ class GlobalMemory:
             return (f"{writer.label()} set {self.name(fkey)} ({_at(op, loc)}) after this "
                     f"write with no fence between them (nor release order): the flag is "
                     f"set before the write is fenced")
+        if writer.cluster != reader.cluster:
+            return (f"CTA {writer.cta} runs in cluster {writer.cluster} and CTA {reader.cta} "
+                    f"in cluster {reader.cluster}: a cluster barrier, or a release or acquire "
+                    f"of cluster scope, orders the CTAs of its own cluster only (hand a "
+                    f"partial to another cluster through a flag released and acquired at "
+                    f"gpu scope)")
         return ""
 
     def check_unwritten(self) -> None:
@@ -386,10 +408,16 @@ class GlobalMemory:
                     [f"{who} at {_loc(loc)}"] if _loc(loc) else [])
 
 
+def _reach(scope: str) -> str:
+    """Whom a release of ``scope`` may synchronize with: its CTA (``cta``),
+    its cluster (``cluster``) or the grid (``gpu``, ``sys``)."""
+    return "cta" if scope not in _WIDE else "cluster" if scope == "cluster" else "gpu"
+
+
 def _merge(releases: list) -> list:
-    """Releases with the same (CTA, scope) joined into one clock."""
+    """Releases with the same (CTA, reach) joined into one clock."""
     out: dict = {}
-    for clock, cta, narrow in releases:
-        k = (cta, narrow)
+    for clock, cta, reach in releases:
+        k = (cta, reach)
         out[k] = join(out.get(k), clock)
-    return [(c, cta, narrow) for (cta, narrow), c in out.items()]
+    return [(c, cta, reach) for (cta, reach), c in out.items()]

@@ -1,6 +1,7 @@
-"""The simulator's interpreter: every warp of every CTA of a launch runs a
-kernel's :class:`~.frontend.Node` tree (built by ``frontend.py``) as one
-agent, yielding a step at each pipeline verb (:func:`make_world_factory`).
+"""The simulator's interpreter: every warp of every CTA of a launch (a
+grid of clusters) runs a kernel's :class:`~.frontend.Node` tree (built by
+``frontend.py``) as one agent, yielding a step at each pipeline verb
+(:func:`make_world_factory`).
 
 Values and divergence are as ``frontend.py`` describes them.
 """
@@ -18,7 +19,8 @@ from .evaluate import (  # noqa: F401  (_binop, _shuffle: tests import them here
     _binop, _cmp, _gep, _lanes_of, _map, _shuffle, _signed)
 from .engine import Agent, World
 from .frontend import LOAD_OPS, STORE_OPS, UNKNOWN, Kernel, Lanes, Node
-from .launch import MAX_BLOCK_THREADS, MAX_CLUSTER_CTAS, Launch  # noqa: F401  (the API's names)
+from .launch import (  # noqa: F401  (the API's names)
+    MAX_BLOCK_THREADS, MAX_CLUSTER_CTAS, MAX_GRID_CTAS, Launch)
 from .model import SimError, source_location
 from .verbs import PipeRef, State
 
@@ -65,8 +67,15 @@ class _Interp:
         tids = [32 * agent.warp + lane for lane in range(32)]
         self.tid = {"x": Lanes(t % bx for t in tids), "y": Lanes((t // bx) % by for t in tids),
                     "z": Lanes(t // (bx * by) for t in tids)}
-        cx, cy, cz = w.cluster.cta_id(agent.cta)
-        self.ctaid = {"x": cx, "y": cy, "z": cz}
+        # Its CTA in its cluster (%cluster_ctaid), its cluster in the grid
+        # (%clusterid, clusters x fastest) and its CTA in the grid (%ctaid).
+        cx, cy, cz = w.cluster.cta_id(agent.rank)
+        self.cluster_ctaid = {"x": cx, "y": cy, "z": cz}
+        gx, gy, _ = launch.clusters
+        c = agent.cluster
+        self.clusterid = {"x": c % gx, "y": (c // gx) % gy, "z": c // (gx * gy)}
+        self.ctaid = {d: self.clusterid[d] * launch.cluster[i] + self.cluster_ctaid[d]
+                      for i, d in enumerate("xyz")}
         # The input buffers of a kernel that branches on loaded values
         # (memory.py): pointer arguments get their bases, loads read them.
         self.mem, self.gm = w.memory, w.gmem
@@ -229,19 +238,25 @@ class _Interp:
         elif name == "nvvm.read.ptx.sreg.warpid":
             r = self.a.warp
         elif name in ("nvvm.read.ptx.sreg.cluster.ctarank", "gpu.cluster_block_id_linear"):
-            r = self.a.cta
-        elif name.startswith("nvvm.read.ptx.sreg.ctaid.") or name.startswith(
-                "nvvm.read.ptx.sreg.cluster.ctaid."):
+            r = self.a.rank
+        elif name.startswith("nvvm.read.ptx.sreg.ctaid."):
             r = self.ctaid[name[-1]]
-        elif name in ("gpu.block_id", "gpu.cluster_block_id"):
+        elif name.startswith("nvvm.read.ptx.sreg.cluster.ctaid."):
+            r = self.cluster_ctaid[name[-1]]
+        elif name == "gpu.block_id":
             r = self.ctaid[a["dim"]]
-        elif name.startswith("nvvm.read.ptx.sreg.nctaid.") or name.startswith(
-                "nvvm.read.ptx.sreg.cluster.nctaid."):
-            r = self.launch.cluster["xyz".index(name[-1])]
+        elif name == "gpu.cluster_block_id":
+            r = self.cluster_ctaid[a["dim"]]
+        elif name == "gpu.cluster_id":
+            r = self.clusterid[a["dim"]]
+        elif name.startswith("nvvm.read.ptx.sreg.nctaid.") or name == "gpu.grid_dim":
+            r = self.launch.grid["xyz".index(a["dim"] if "dim" in a else name[-1])]
+        elif name.startswith("nvvm.read.ptx.sreg.cluster.nctaid.") or name == "gpu.cluster_dim":
+            r = self.launch.cluster["xyz".index(a["dim"] if "dim" in a else name[-1])]
         elif name.startswith("nvvm.read.ptx.sreg.clusterid."):
-            r = 0
+            r = self.clusterid[name[-1]]
         elif name.startswith("nvvm.read.ptx.sreg.nclusterid."):
-            r = 1
+            r = self.launch.clusters["xyz".index(name[-1])]
         elif name.startswith("nvvm.read.ptx.sreg.ntid.") or name == "gpu.block_dim":
             r = self.launch.block_dim["xyz".index(a["dim"] if "dim" in a else name[-1])]
         elif name == "nvvm.read.ptx.sreg.cluster.nctarank":
@@ -698,7 +713,7 @@ def make_world_factory(k: Kernel, launch: Launch, max_steps: int = 200000, seed:
     given = {pos: v for pos, v in launch.args.items() if pos in k.ptr_args}
 
     def make(schedule: int = 0) -> World:
-        w = World(launch.cluster, launch.block_threads, max_steps)
+        w = World(launch.cluster, launch.block_threads, max_steps, launch.clusters)
         w.memory = (M.Memory(given, k.ptr_args, seed, schedule)
                     if k.memory_branches or k.global_sync else None)
         w.gmem = G.GlobalMemory(w, w.memory) if k.global_sync else None

@@ -9,7 +9,10 @@
 - :class:`ClusterBarrier`: ``barrier.cluster.arrive/wait`` (what
   ``pipeline.init_arrive/init_wait`` and ``k.cluster_sync()`` run).
 - :class:`Cta` / :class:`Cluster`: one CTA's barrier arrays and whether it
-  has exited; a cluster of CTAs with the (x, y, z) launch shape.
+  has exited; a cluster of CTAs with the (x, y, z) launch shape. A grid of
+  several clusters (``World``) numbers its CTAs cluster by cluster: CTA
+  ``i`` is rank ``i % size`` of cluster ``i // size``, so a one-cluster
+  launch's CTA numbers are its ranks.
 
 Every rule violation raises :class:`SimError` with a message that names
 the barrier, its stage and phase; the engine turns it into a report.
@@ -341,9 +344,10 @@ class ClusterBarrier:
 
 @dataclass
 class Cta:
-    """One CTA: its rank in the cluster, its pipelines' barriers, exit state."""
+    """One CTA: its number in the grid (cluster by cluster; its rank in a
+    one-cluster launch), its pipelines' barriers, exit state."""
 
-    rank: int
+    index: int
     barriers: dict = field(default_factory=dict)  # (pipe id, slot) -> Mbarrier
     named: dict = field(default_factory=dict)  # bar id -> NamedBarrier
     exited: bool = False
@@ -354,7 +358,7 @@ class Cta:
 
     def named_barrier(self, bar_id: int) -> NamedBarrier:
         if bar_id not in self.named:
-            self.named[bar_id] = NamedBarrier(f"named barrier {bar_id} of CTA {self.rank}")
+            self.named[bar_id] = NamedBarrier(f"named barrier {bar_id} of CTA {self.index}")
         return self.named[bar_id]
 
     def exit(self) -> None:
@@ -364,15 +368,19 @@ class Cta:
 
 
 class Cluster:
-    """The CTAs of one cluster; ranks are x fastest (``%cluster_ctarank``)."""
+    """The CTAs of one cluster; ranks are x fastest (``%cluster_ctarank``).
+    ``cid``: its number in the grid; its CTAs are numbered from ``cid *
+    size`` (the grid's numbering); ``name``: its cluster barrier's."""
 
-    def __init__(self, shape: tuple[int, int, int]):
+    def __init__(self, shape: tuple[int, int, int], cid: int = 0,
+                 name: str = "the cluster barrier"):
         self.shape = shape
         size = shape[0] * shape[1] * shape[2]
         if not 1 <= size <= 16:
             raise SimError("unsupported", f"cluster of {size} CTAs (must be 1..16)")
-        self.ctas = [Cta(r) for r in range(size)]
-        self.barrier = ClusterBarrier()
+        self.id = cid
+        self.ctas = [Cta(cid * size + r) for r in range(size)]
+        self.barrier = ClusterBarrier(name)
 
     @property
     def size(self) -> int:

@@ -27,10 +27,14 @@ def _slot_name(spec: PipelineSpec, slot: int, cta: int) -> BarrierName:
 
 
 def _barrier(w: World, a: Agent, p: PipeRef, slot: int, cta: int) -> Mbarrier:
-    if cta >= w.cluster.size:
-        raise SimError("unsupported", f"pipeline '{p.spec.name}' signals CTA {cta}, outside the "
-                                      f"launched cluster of {w.cluster.size} CTA(s)")
-    bar = w.cluster.ctas[cta].barriers.get((p.pid, slot))
+    """Barrier ``slot`` of ``p`` in CTA ``cta`` (the grid's number), which
+    must lie in ``a``'s cluster (a CTA signals barriers of its own cluster
+    only)."""
+    if cta not in w.cluster_ctas(a):
+        raise SimError("unsupported", f"pipeline '{p.spec.name}' signals CTA "
+                                      f"{cta - w.cta_of(a, 0)}, outside the launched cluster "
+                                      f"of {w.cluster.size} CTA(s)")
+    bar = w.ctas[cta].barriers.get((p.pid, slot))
     if bar is None:
         name = _slot_name(p.spec, slot, cta)
         raise SimError(
@@ -59,7 +63,7 @@ def wait(w: World, a: Agent, p: PipeRef, slot: int, cta: int, parity: int, verb:
     name = _slot_name(p.spec, slot, cta)
 
     def bar():
-        return w.cluster.ctas[cta].barriers.get((p.pid, slot))
+        return w.ctas[cta].barriers.get((p.pid, slot))
 
     def enabled():
         b = bar()
@@ -144,17 +148,19 @@ def init_wait(w: World, a: Agent, cluster_size: int, lanes: list[int]):
     yield from cluster_wait(w, a, lanes, "pipeline.init_wait", "init_arrive")
 
 
-def _live(w: World):
-    return [x for x in w.agents if not x.done]
+def _live(w: World, a: Agent):
+    return w.live_in_cluster(a)
 
 
 def cluster_arrive(w: World, a: Agent, lanes: list[int], relaxed: bool = False):
-    """``barrier.cluster.arrive`` by the active lanes (model.ClusterBarrier);
-    ``.relaxed`` orders no memory (it releases no clock)."""
-    cb = w.cluster.barrier
+    """``barrier.cluster.arrive`` by the active lanes (model.ClusterBarrier)
+    on the barrier of the warp's own cluster (it counts, and orders, the
+    CTAs of that cluster only); ``.relaxed`` orders no memory (it releases
+    no clock)."""
+    cb = w.clusters[a.cluster].barrier
 
     def fire():
-        gen = cb.arrive(a, len(lanes), a.label(), _live(w))
+        gen = cb.arrive(a, len(lanes), a.label(), _live(w, a))
         if not relaxed:
             w.clocks.named_arrived(cb, gen)
         a.cluster_gen = gen
@@ -165,7 +171,7 @@ def cluster_wait(w: World, a: Agent, lanes: list[int], verb: str = "barrier.clus
                  arrive: str = "barrier.cluster.arrive"):
     """``barrier.cluster.wait``: until the phase of this warp's last arrive
     completes (every thread of the cluster not exited arrived)."""
-    cb = w.cluster.barrier
+    cb = w.clusters[a.cluster].barrier
     if a.cluster_gen is None:
         raise SimError("unbalanced", f"{a.label()} runs {verb} without {arrive} before it")
     gen = a.cluster_gen
@@ -174,7 +180,7 @@ def cluster_wait(w: World, a: Agent, lanes: list[int], verb: str = "barrier.clus
         w.clocks.named_passed(a, cb, gen)
         a.cluster_gen = None
     yield Step(fire, lambda: cb.generation > gen,
-               lambda: f"{a.label()} waits on {cb.name} ({cb.progress(_live(w))})")
+               lambda: f"{a.label()} waits on {cb.name} ({cb.progress(_live(w, a))})")
 
 
 def named_arrive(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool, lanes: list[int],
@@ -182,7 +188,7 @@ def named_arrive(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool,
     """``bar.arrive``; ``start_signal``: the op lies outside every loop (a
     first turn handed over once, whose arrivals may be left pending at the
     CTA's exit: see ``World.agent_finished``)."""
-    nb = w.cluster.ctas[a.cta].named_barrier(bar_id)
+    nb = w.ctas[a.cta].named_barrier(bar_id)
     k = len(lanes) if unaligned else a.threads
     where = a.where
 
@@ -203,7 +209,7 @@ def named_sync(w: World, a: Agent, bar_id: int, threads: int, unaligned: bool, l
     aligned barrier must run the same barrier instruction (PTX: from
     distinct sites it is undefined; compute-sanitizer reports divergent
     barriers), a ``divergent-barrier`` finding."""
-    nb = w.cluster.ctas[a.cta].named_barrier(bar_id)
+    nb = w.ctas[a.cta].named_barrier(bar_id)
     k = len(lanes) if unaligned else a.threads
 
     def arrive():
@@ -277,7 +283,7 @@ def set_max_registers(w: World, a: Agent, count: int, where: str | None) -> None
     pools = w.register_pool
     if a.cta not in pools:
         pools[a.cta] = REGISTER_FILE - entry * w.block_threads
-        w.cluster.ctas[a.cta].exit_checks.append(lambda: _registers_owed(w, a.cta, entry))
+        w.ctas[a.cta].exit_checks.append(lambda: _registers_owed(w, a.cta, entry))
     held = entry if a.registers is None else a.registers
     a.registers = count
     delta = 32 * (count - held)

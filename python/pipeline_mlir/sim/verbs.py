@@ -54,7 +54,7 @@ def create(w: World, a: Agent, p: PipeRef, defer_sync: bool, lanes: list[int],
     def fire():
         if a.warp != 0:
             return
-        cta = w.cluster.ctas[a.cta]
+        cta = w.ctas[a.cta]
         csize = w.cluster.size
         plan = spec.plan
         if not plan["num_barriers"]:
@@ -143,7 +143,7 @@ def producer_acquire(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]
 
         def arm_all():
             for r in ctas:
-                _barrier(w, a, p, idx, r).arrive(1, who, expect_tx=nbytes)
+                _barrier(w, a, p, idx, w.cta_of(a, r)).arrive(1, who, expect_tx=nbytes)
         yield Step(arm_all, None, lambda: f"{who} arrive.expect_tx({nbytes}) on stage {idx} "
                                           f"of CTA(s) {ctas}", spec.name)
         return
@@ -229,7 +229,7 @@ def _umma_commit(w: World, a: Agent, p: PipeRef, idx: int, keys: list, verb: str
     """Elected tcgen05.commit: one arrive on ``slot`` of every CTA of the
     mask once the MMAs issued so far are done (an in-order event)."""
     spec, who = p.spec, a.label(p.spec.name)
-    mask = spec.umma_mask(a.cta)
+    mask = [w.cta_of(a, r) for r in spec.umma_mask(a.rank)]
     src = f"tcgen05.commit of {who}"
 
     def land():
@@ -368,7 +368,7 @@ def consumer_release(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int]
         # umma_async: the MMA waits in the pair leader; clc_fetch_async: the
         # scheduler (and its empty barrier) lives in the cluster's CTA 0.
         dst = (spec.leader(a.cta) if target == "pair_leader" else
-               0 if target == "cluster_cta0" else a.cta)
+               w.cta_of(a, 0) if target == "cluster_cta0" else a.cta)
         arrivals = [(dst, _lanes_arrivals(lanes, elect_one))]
 
     def fire():
@@ -428,7 +428,7 @@ def finish_checks(w: World, a: Agent, pipes: dict) -> None:
         # end this hold too (_end_covered_holds); decided at the CTA's exit.
         if any(x is not a and not x.done and x.cta == a.cta and x.holding[(pid, idx)]
                for x in w.agents):
-            w.cluster.ctas[a.cta].exit_checks.append(unreleased)
+            w.ctas[a.cta].exit_checks.append(unreleased)
             continue
         unreleased()
     for (pid, idx), n in a.acquired.items():
