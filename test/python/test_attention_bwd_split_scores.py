@@ -6,8 +6,9 @@ after one barrier over both consumers. The sets build, check, assemble
 without spills (the plain d 256 kernel spills), simulate clean on a ragged
 GQA shape, and the planted mistakes are still rejected on the option,
 with two of the new hand-over's own (its barrier over one warpgroup, one
-buffer for every step) as races. The GPU tests compare every set with
-fp32 and with the default (test_gpu_attention_bwd.py).
+buffer for every step) as races. ``dq_one_part`` (dQ's 128 columns as one
+GEMM, with split_scores only) leaves no m64n64 GEMM. The GPU tests compare
+every set with fp32 and with the default (test_gpu_attention_bwd.py).
 """
 
 import re
@@ -43,7 +44,7 @@ def built():
 
 def test_sets_are_cached_candidates():
     sets = [o for o in attention_configs.bwd_option_sets(256) if "split_scores" in o]
-    assert len(sets) == 8
+    assert len(sets) == 12
     for opts in sets:
         for causal in (False, True):
             name, _ = attention_configs.bwd_variant(256, causal, options=opts)
@@ -134,3 +135,26 @@ def test_hand_over_mistakes_are_races(grads):
     k.to_ptx()
     (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES, check=False)
     assert set(report.counts) == {"smem-race"} and report.counts["smem-race"] >= 1, report
+
+
+D256 = ("split_scores", "dq_reduce_warp", "stats_with_tiles")     # the op's d 256 set
+
+
+def test_dq_one_part_needs_split_scores():
+    with pytest.raises(ValueError, match="dq_one_part needs split_scores"):
+        ab.AttentionBwdConfig(head_dim=256, stages=1, dq_one_part=True)
+    assert cfg_of(256, False, D256 + ("dq_one_part",)).name.endswith("_sps_dq1")
+
+
+def test_dq_one_part_is_one_m64n128_gemm(built):
+    """With split_scores the only m64n64 GEMMs are dQ's two parts (S^T and
+    dP^T are n32, dV and dK n128); ``dq_one_part`` makes dQ one n128
+    GEMM: no m64n64 wgmma left, and ptxas spills at most a few bytes."""
+    _, ptx = built(False, D256 + ("dq_one_part",))
+    _, base = built(False, D256)
+    n64 = r"wgmma\.mma_async\.sync\.aligned\.m64n64k16"
+    assert re.search(n64, base) and not re.search(n64, ptx)
+    spills = spill_bytes(ptx)
+    if spills is None:
+        pytest.skip("ptxas not installed")
+    assert spills <= 8, spills

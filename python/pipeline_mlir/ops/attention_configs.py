@@ -122,7 +122,7 @@ BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw", "dq_deferred": "dq
                "dq_reduce_warp": "dqr", "ds_one_barrier": "ds1",
                "stat_shuffle": "ssh", "stats_with_tiles": "swt", "p_packed": "pk",
                "lpt_order": "lpt", "rows_first": "rf",
-               "dq_acc_order": "dqa", "split_scores": "sps",
+               "dq_acc_order": "dqa", "split_scores": "sps", "dq_one_part": "dq1",
                "stages3": "s3"}
 # The overrides of an option that is not a switch of its own name turned on:
 # 128-query steps (d 64); three stages of Q and dO (d 128: the rows on the
@@ -428,7 +428,19 @@ BWD_D256_OPTION_SETS = (("pingpong",), ("lpt_order",),
                         ("split_scores", "stats_with_tiles"),
                         ("split_scores", "stats_with_tiles", "lpt_order"),
                         ("split_scores", "dq_reduce_warp", "stats_with_tiles"),
-                        ("split_scores", "dq_reduce_warp", "stats_with_tiles", "lpt_order"))
+                        ("split_scores", "dq_reduce_warp", "stats_with_tiles", "lpt_order"),
+                        # On that set (the d 256 default since): dQ as one
+                        # 128-column part, and dQ's parts overlapped with
+                        # their stores (dq_overlap). H200, two passes
+                        # (h200-bwd-sps-dq-pass1.log, -pass2.log): 1.081-1.108x
+                        # / 1.041-1.043x (full / causal) and 1.012x /
+                        # 1.005-1.013x the set's backward time: neither taken.
+                        ("split_scores", "dq_reduce_warp", "stats_with_tiles", "dq_one_part"),
+                        ("split_scores", "dq_reduce_warp", "stats_with_tiles", "lpt_order",
+                         "dq_one_part"),
+                        ("split_scores", "dq_reduce_warp", "stats_with_tiles", "dq_overlap"),
+                        ("split_scores", "dq_reduce_warp", "stats_with_tiles", "lpt_order",
+                         "dq_overlap"))
 
 # The options the op's backward runs at each head dim (ops/attention.py):
 # the sets that took less backward time than the one before on every row of

@@ -254,6 +254,13 @@ class AttentionBwdConfig:
     # d 256 set (attention_configs.BWD_DEFAULT_OPTIONS; docs/attention.md).
     # Off here (a switch of the config; the op's sets turn it on).
     split_scores: bool = False
+    # With ``split_scores`` (registers to spare: S^T and dP^T of 32
+    # queries, no register A): dQ's 128 columns as one m64n128 GEMM
+    # rather than two of ``DQ_CHUNK``: one wait and one read of dS^T a
+    # step instead of two (ptxas: 0 / 8 bytes spilled full / causal).
+    # Measured on an H200 on the op's d 256 set (two passes): 1.081-1.108x
+    # its backward time full, 1.041-1.043x causal (not profiled). Off.
+    dq_one_part: bool = False
 
     def __post_init__(self):
         if self.head_dim not in HEAD_DIMS:
@@ -307,6 +314,9 @@ class AttentionBwdConfig:
             raise ValueError("AttentionBwdConfig: split_scores needs head_dim 256 (two "
                              "column parts), without dq_deferred, dk_last, pingpong, "
                              "p_packed, stat_shuffle or dq_double_buffer")
+        if self.dq_one_part and not self.split_scores:
+            raise ValueError("AttentionBwdConfig: dq_one_part needs split_scores (the "
+                             "registers of a 128-column dQ part)")
         if self.dq_split and self.head_dim != 128:
             raise ValueError("AttentionBwdConfig: dq_split needs head_dim 128 (each "
                              "warpgroup's dQ columns whole 128-byte atoms of K; d 256 "
@@ -397,7 +407,8 @@ class AttentionBwdConfig:
                 f"{'_ds1' if self.ds_one_barrier else ''}{'_ssh' if self.stat_shuffle else ''}"
                 f"{'_swt' if self.stats_with_tiles else ''}{'_pk' if self.p_packed else ''}"
                 f"{'_lpt' if self.lpt_order else ''}{'_rf' if self.rows_first else ''}"
-                f"{'_dqa' if self.dq_acc_order else ''}{'_sps' if self.split_scores else ''}")
+                f"{'_dqa' if self.dq_acc_order else ''}{'_sps' if self.split_scores else ''}"
+                f"{'_dq1' if self.dq_one_part else ''}")
 
     # The operand layouts. Q and dO are read as the B operand of S^T / dP^T
     # (N x K: d contiguous) and, the same bytes, as the MN-major B of dK /

@@ -40,7 +40,7 @@ class GradGemms:
         self.ds_layout, self.ds_mn = cfg.ds_layout(), cfg.ds_mn_layout()
         self.ds_set = cfg.ds_set_layout()
         self.dq_layout = cfg.dq_layout()
-        self.dq_n = min(cfg.dq_cols, DQ_CHUNK)
+        self.dq_n = cfg.dq_cols if cfg.dq_one_part else min(cfg.dq_cols, DQ_CHUNK)
         self.mma_kv = wgmma.WarpgroupMma(n, "bf16", self.q_mn)    # m64 n=part_cols, A regs
         self.mma_dq = wgmma.WarpgroupMma(self.dq_n, self.ds_mn, self.k_mn)   # m64 n=dq_n
         if cfg.dq_split:
