@@ -1,6 +1,7 @@
 // RUN: %python -m pipeline_mlir.sim %s --cluster 2 --grid 4 --kernel own_cluster --schedules 20 | FileCheck %s --check-prefix=OWN
 // RUN: not %python -m pipeline_mlir.sim %s --cluster 2 --grid 4 --kernel other_cluster --schedules 5 | FileCheck %s --check-prefix=OTHER
 // RUN: %python -m pipeline_mlir.sim %S/global_memory.mlir --cluster 1 --grid 2 --kernel handoff --schedules 20 | FileCheck %s --check-prefix=FLAG
+// RUN: not %python -m pipeline_mlir.sim %S/global_memory.mlir --cluster 1 --grid 2 --kernel flag_before_fence --schedules 5 --trace | FileCheck %s --check-prefix=TRACE
 // RUN: not %python -m pipeline_mlir.sim %s --cluster 2 --grid 3 --kernel own_cluster 2>&1 | FileCheck %s --check-prefix=WHOLE
 // RUN: not %python -m pipeline_mlir.sim %s --cluster 2 --grid 64 --kernel own_cluster 2>&1 | FileCheck %s --check-prefix=CAP
 
@@ -19,6 +20,12 @@
 // OTHER-NEXT: pipeline-sim: note: warp 0 of CTA 0 at {{.*}}grid.mlir:[[STORE]]
 // OTHER: pipeline-sim: FAILED: 5 schedules, 5 gmem-race (@other_cluster, 4 CTA(s) (2 clusters of 2) x 1 warp(s); random, seed 0)
 // FLAG: pipeline-sim: OK: 20 schedules, 0 deadlocks (@handoff, 2 CTA(s) (2 clusters of 1) x 1 warp(s); random, seed 0)
+// --trace shows the values global reads return: the poll sees the flag at
+// 0, the contributor's atomic add reads 0, the poll then sees 1.
+// TRACE: warp 0 of CTA 1 read `flag` (argument 1) byte 0 = 0 (llvm.load at {{.*}}global_memory.mlir:[[POLL:[0-9]+]]:
+// TRACE: warp 0 of CTA 0 read `flag` (argument 1) byte 0 = 0 (llvm.atomicrmw at {{.*}}global_memory.mlir:
+// TRACE: warp 0 of CTA 1 read `flag` (argument 1) byte 0 = 1 (llvm.load at {{.*}}global_memory.mlir:[[POLL]]:
+// TRACE: error: warp 0 of CTA 1 reads `ws` (argument 0) byte 0
 // WHOLE: pipeline-sim: error: @own_cluster: Launch: grid (3, 1, 1) is not a whole number of clusters of (2, 1, 1) along every axis
 // CAP: the simulator runs at most 32 CTAs (every warp of every CTA is an agent), got '64'
 

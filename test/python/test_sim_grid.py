@@ -194,6 +194,28 @@ def test_a_flag_of_gpu_scope_hands_a_partial_to_another_cluster():
     assert res.ok, str(res)
 
 
+def test_the_trace_shows_the_values_global_reads_return():
+    """The poll's reads of the flag (0 until the contributor's add, then
+    1) and the partial the reader loads after it (lane i stored i + 1)."""
+    from pipeline_mlir.sim.engine import replay
+    k = flag_handover("device")
+    with k.module.context:
+        sk, = sim_kernels(k.module)
+    make = make_world_factory(sk, Launch(sk.block_dim, (1, 1, 1), None, {}, grid=(2, 1, 1)))
+    lines = replay(make, seed=0, index=0)
+    polls = [ln for ln in lines if ln.startswith("warp 0 of CTA 1 read `flag` (argument 1) "
+                                                 "byte 0 = ") and "llvm.load" in ln]
+    assert polls and polls[-1].startswith("warp 0 of CTA 1 read `flag` (argument 1) byte 0 = 1")
+    assert all(" = 0 " in p for p in polls[:-1]), polls
+    add = [ln for ln in lines if "llvm.atomicrmw" in ln and " read " in ln]
+    assert add == [f"warp 0 of CTA 0 read `flag` (argument 1) byte 0 = 0 (llvm.atomicrmw at "
+                   f"{__file__}:{add[0].rsplit(':', 2)[-2]}:{add[0].rsplit(':', 1)[-1]}"], add
+    partial = [ln for ln in lines if "read `ws`" in ln]
+    assert partial and partial[0].startswith(
+        "warp 0 of CTA 1 read `ws` (argument 0) byte 0 = 1, byte 4 = 2, byte 8 = 3, "
+        "byte 12 = 4 (+28 more words) (llvm.load"), partial
+
+
 def test_a_flag_of_cluster_scope_orders_its_cluster_only():
     k = flag_handover("cluster")
     assert _sim(k, (2, 1, 1), (2, 1, 1)).ok          # one cluster of two: ordered

@@ -45,6 +45,9 @@ words it writes are kept per 4-byte word of each pointer argument's buffer
   would read the same values): a poll whose flag is never set is then a
   deadlock that names the loop and the word it reads.
 
+Under ``--trace`` every read of global memory (a strong access, a plain
+load) adds a line naming the words read and their values.
+
 TMA stores to global memory (the async proxy) are not followed.
 """
 
@@ -296,6 +299,8 @@ class GlobalMemory:
                 wrote = True
             if wrote:
                 st.polls.clear()
+            if reads:
+                self.trace_read(a, n, [(k, results.get(lane)) for lane, _, k in keys])
             return None
 
         def what() -> str:
@@ -321,6 +326,25 @@ class GlobalMemory:
         if kind == "store":
             return None
         return self.per_lane(results, mask_lanes=[lane for lane, _, _ in keys])
+
+    def trace_read(self, a, n: Node, pairs: list) -> None:
+        """Under ``--trace`` (``World.trace``): a line naming the words an
+        access of ``a`` read and their values (a compare-and-swap's: the
+        old value and whether it swapped), the first four and a count of
+        the rest."""
+        if self.w.trace is None or not pairs:
+            return
+        seen: dict = {}
+        for key, v in pairs:
+            seen.setdefault(key, v)
+        shown, last = [], None
+        for k, v in list(seen.items())[:4]:   # "`ws` (argument 0) byte 0 = 1, byte 4 = 2"
+            shown.append(f"{self.name(k) if k[0] != last else f'byte {k[1]}'} = {_show(v)}")
+            last = k[0]
+        more = f" (+{len(seen) - 4} more words)" if len(seen) > 4 else ""
+        where = _loc(n.loc)
+        self.w.trace.append(f"{a.label()} read {', '.join(shown)}{more} "
+                            f"({n.name}{f' at {where}' if where else ''})")
 
     def version_of(self, key) -> int:
         wd = self.words.get(key)
@@ -406,6 +430,12 @@ class GlobalMemory:
                     f"warp of the launch writes that word (the kernel writes other words "
                     f"of {self.mem.arg(key[0])}): it reads a partial nobody stores",
                     [f"{who} at {_loc(loc)}"] if _loc(loc) else [])
+
+
+def _show(v) -> str:
+    if isinstance(v, tuple) and len(v) == 2:   # cmpxchg: (old, swapped)
+        return f"{v[0]!r} ({'swapped' if v[1] else 'no swap'})"
+    return repr(v)
 
 
 def _reach(scope: str) -> str:

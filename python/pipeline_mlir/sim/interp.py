@@ -322,6 +322,8 @@ class _Interp:
             return None
         vals = {lane: gm.plain_load(self.a, n, d, size, width) for lane, d in acc
                 if d is not None}
+        gm.trace_read(self.a, n, [((d[0], d[1] - d[1] % G.WORD), vals[lane]) for lane, d in acc
+                                  if d is not None])
         return gm.per_lane(vals, [lane for lane, _ in acc])
 
     def mem_branch(self, n: Node, outcome: str):
