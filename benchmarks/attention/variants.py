@@ -240,14 +240,22 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
 # not taking turns (nnopp), 128-key blocks with four stages (nbn128s4); and
 # three consumer warpgroups (192-query tiles, 160 registers each) with
 # 64-key blocks, with and without the turns (w3n64, w3n64np). With 128 or 192
-# keys three warpgroups spill (S, O and P_{j-1} live at once).
+# keys three warpgroups spill (S, O and P_{j-1} live at once). Then the
+# polynomial on f16 pairs (nph4, nph6, nph8), built after run 13.
 W3 = dict(consumer_warpgroups=3, consumer_registers=160)
 FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
                               "ns2": dict(stages=2),
                               "nnopp": dict(pingpong=False),
                               "nbn128s4": dict(block_n=128, stages=4),
                               "w3n64": dict(W3, block_n=64, stages=6),
-                              "w3n64np": dict(W3, block_n=64, stages=6, pingpong=False)}}
+                              "w3n64np": dict(W3, block_n=64, stages=6, pingpong=False),
+                              # Not timed yet: 4, 6 or 8 of 16 by the
+                              # polynomial on f16 pairs (exp2_poly_half,
+                              # with the packing as halves it converts
+                              # from; full attention's configuration takes
+                              # 5 of 16 in f32 without the packing).
+                              **{f"nph{n}": dict(exp2_poly=n, p_pack_merge=True,
+                                                 exp2_poly_half=True) for n in (4, 6, 8)}}}
 # bf16 candidates timed beside the 'best' ones on the same rows (tagged
 # ``bf16cand d<d>[ causal] <name>``).
 BF16_CANDIDATES = {"hw": dict(hold_pv_wait=True)}

@@ -121,6 +121,14 @@ class AttentionConfig:
     # read, the rest after it: ``double_p`` for part of P (its extra
     # registers for those slices only). 0: off.
     p_early: int = 0
+    # FP8, with row_sum_mma and p_pack_merge: the polynomial's values
+    # (``exp2_poly``, an even count of every 16) two at a time on f16x2
+    # (``exponentials.exp2_poly_half``: about 5 instructions a value where
+    # the f32 polynomial takes 7; its own degree-2 polynomial, whatever
+    # exp2_poly_degree says), converted to e4m3 from f16x2. Their f32 values
+    # never exist, so the row sum must come from the tensor pipe. Not
+    # measured yet (docs/attention.md, "FP8 forward", run 13).
+    exp2_poly_half: bool = False
 
     def __post_init__(self):
         if self.head_dim not in (64, 128, 256):
@@ -170,6 +178,12 @@ class AttentionConfig:
                              f"before P V's wait in the e4m3 forward's overlapped mainloop "
                              f"(all of them: double_p): 1..{self.kv_block // 32 - 1}, got "
                              f"{self.p_early!r}")
+        if self.exp2_poly_half and not (self.fp8 and self.row_sum_mma and self.p_pack_merge
+                                        and self.exp2_poly and self.exp2_poly % 2 == 0):
+            raise ValueError(f"AttentionConfig: exp2_poly_half computes pairs of the "
+                             f"e4m3 forward's polynomial values on f16x2: it needs "
+                             f"row_sum_mma, p_pack_merge and an even exp2_poly > 0, got "
+                             f"exp2_poly={self.exp2_poly!r}")
         if self.row_sum_mma and self.hold_pv_wait:
             raise ValueError("AttentionConfig: row_sum_mma leaves no row sum on the FMA "
                              "pipe for hold_pv_wait to hold after")
@@ -272,6 +286,7 @@ class AttentionConfig:
                 f"{'_pm' if self.p_pack_merge else ''}"
                 f"{'_rsf' if self.row_sum_fold else ''}"
                 f"{f'_pe{self.p_early}' if self.p_early else ''}"
+                f"{'_ph' if self.exp2_poly_half else ''}"
                 f"{f'_{self.dtype}' if self.dtype != 'bf16' else ''}")
 
     # The operand layouts (pipeline_mlir.layout): every box, byte count and

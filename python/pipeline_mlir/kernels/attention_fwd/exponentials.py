@@ -79,6 +79,104 @@ def exp2_poly(x, ops=PolyIrOps, degree=3):
     return ops.add_to_exponent(rounded, poly)
 
 
+# The polynomial on pairs of values as f16 (``AttentionConfig.exp2_poly_half``,
+# FP8 without the FMA pipe's row sum): one f16x2 instruction per step for two
+# values of P. x rounded to f16 and clamped at -14.5 (below 2^-14 e4m3 has
+# nothing: its smallest value is 2^-9); n = round(x) from an add onto
+# 2^10 + 15, where the ulp is 1: that sum's 5 low mantissa bits are 15 + n,
+# the f16 exponent field of 2^n; f = x - n in [-1/2, 1/2]; 2^f by a degree-2
+# polynomial in f16 arithmetic (coefficients exact in f16: relative error
+# < 2.2e-3 in exact arithmetic, < 3e-3 with f16's rounding of each step, far
+# below e4m3's 2^-4 rounding of P); n added to its exponent field as an
+# integer on both halves at once (each half's result >= 0, so no borrow
+# crosses them). Masked (-inf) values become 2^-14.5 at most before the
+# conversion to e4m3, which rounds them to 0 as it does every value below
+# 2^-10. Exponents above 15 are outside its range (the softmax's are <= 8,
+# the rescale threshold).
+EXP2_HALF_COEFFS = (1.0, 0.703125, 0.2388916015625)
+EXP2_HALF_MIN = -14.5
+EXP2_HALF_MAGIC = 1039.0                 # 2^10 + 15
+F16_EXPONENT_LOW5 = 0x001F001F           # the sum's 5 low mantissa bits, both halves
+F16_BIAS_BITS = 0x3C003C00               # 15 << 10 in both halves: the bias of 2^n
+
+
+def _f16x2_bits(c):
+    """Both halves of an f16x2 register set to ``c`` (exact in f16)."""
+    import numpy as np
+
+    h = int(np.float16(c).view(np.uint16))
+    if float(np.float16(c)) != c:
+        raise ValueError(f"exp2_poly_half: {c} is not exact in f16")
+    return h | h << 16
+
+
+def _asm(text, *args):
+    """One f16x2 instruction as inline PTX on b32 registers (LLVM would
+    otherwise widen f16x2 min/max to f32 and back)."""
+    constraints = ",".join(["=r"] + ["r"] * len(args))
+    return llvm.inline_asm(i32(), list(args), text, constraints, has_side_effects=False)
+
+
+class HalfIrOps:
+    """The operations ``exp2_poly_half`` is written in: f16x2 instructions
+    on b32 registers (inline PTX) and i32 arithmetic (the tests run the same
+    formula on numpy with their own ops)."""
+
+    @staticmethod
+    def pack(x0, x1):
+        """x0 (the low half) and x1 rounded to f16."""
+        return _asm("cvt.rn.f16x2.f32 $0, $2, $1;", x0, x1)
+
+    @staticmethod
+    def const(c):
+        return to_value(_f16x2_bits(c), i32())
+
+    @staticmethod
+    def maximum(a, b):
+        return _asm("max.f16x2 $0, $1, $2;", a, b)
+
+    @staticmethod
+    def add(a, b):
+        return _asm("add.rn.f16x2 $0, $1, $2;", a, b)
+
+    @staticmethod
+    def sub(a, b):
+        return _asm("sub.rn.f16x2 $0, $1, $2;", a, b)
+
+    @staticmethod
+    def fma(a, b, c):
+        return _asm("fma.rn.f16x2 $0, $1, $2, $3;", a, b, c)
+
+    @staticmethod
+    def add_to_exponents(rounded, frac_pow):
+        """The i32 whose halves are ``frac_pow``'s halves with ``rounded``'s
+        5 low mantissa bits (15 + n) added to their exponent fields, less
+        the bias: 2^f 2^n in both halves."""
+        n = arith.andi(rounded, to_value(F16_EXPONENT_LOW5, i32()))
+        q = arith.addi(frac_pow, arith.shli(n, to_value(10, i32())))
+        return arith.subi(q, to_value(F16_BIAS_BITS, i32()))
+
+
+def exp2_poly_half(x0, x1, ops=HalfIrOps):
+    """``2 ** x0`` and ``2 ** x1`` for x <= 15 as one f16x2 (x0 the low half),
+    without MUFU (the comment above): an i32 from ``HalfIrOps``."""
+    h = ops.maximum(ops.pack(x0, x1), ops.const(EXP2_HALF_MIN))
+    rounded = ops.add(h, ops.const(EXP2_HALF_MAGIC))
+    f = ops.sub(h, ops.sub(rounded, ops.const(EXP2_HALF_MAGIC)))
+    c = EXP2_HALF_COEFFS
+    poly = ops.fma(ops.fma(ops.const(c[2]), f, ops.const(c[1])), f, ops.const(c[0]))
+    return ops.add_to_exponents(rounded, poly)
+
+
+def half_pair_slots(per_16):
+    """``exp2_poly_half``: the first value (even, mod 16) of each pair a
+    thread's 16 consecutive values compute on f16x2: ``per_16 / 2`` of its 8
+    pairs, spread evenly."""
+    pairs = per_16 // 2
+    return frozenset(2 * i for i in range(POLY_SLOTS // 2) if (i * pairs) % (POLY_SLOTS // 2)
+                     < pairs)
+
+
 def poly_slots(per_16):
     """Which of a thread's 16 consecutive values take ``exp2_poly``:
     ``per_16`` of them, spread evenly (so MUFU and FMA work interleave in
@@ -86,11 +184,26 @@ def poly_slots(per_16):
     return frozenset(i for i in range(POLY_SLOTS) if (i * per_16) % POLY_SLOTS < per_16)
 
 
-def exponentials(x, per_16, degree=3):
+def exponentials(x, per_16, degree=3, half=False):
     """``2 ** x`` of each value of the fragment ``x``: ``per_16`` of every
-    16 by ``exp2_poly`` (of ``degree``), the others by ex2.approx."""
+    16 by ``exp2_poly`` (of ``degree``), the others by ex2.approx. With
+    ``half`` the polynomial's values come in pairs (``half_pair_slots``),
+    each pair one f16x2 from ``exp2_poly_half``, its bits (as f32) in both
+    values of the pair: only an 8-bit operand made from those pairs
+    (``mainloop.pack_merged``) may read them."""
     if not per_16:
         return x.exp2()
+    if half:
+        first = half_pair_slots(per_16)
+        out = []
+        v = x.values
+        for i in range(0, len(v), 2):
+            if i % POLY_SLOTS in first:
+                bits = llvm.bitcast(f32(), exp2_poly_half(v[i], v[i + 1]))
+                out += [bits, bits]
+            else:
+                out += [exp2(v[i]), exp2(v[i + 1])]
+        return Fragment(x.n, values=out)
     slots = poly_slots(per_16)
     return Fragment(x.n, values=[exp2_poly(v, degree=degree) if i % POLY_SLOTS in slots
                                  else exp2(v)

@@ -16,6 +16,7 @@ from pipeline_mlir.layout import descriptor_units
 from pipeline_mlir.pipeline import NamedBarrier
 
 from .config import EPILOGUE_BARRIER
+from .exponentials import POLY_SLOTS, half_pair_slots
 
 E4M3_ONES = 0x38383838           # four e4m3 1.0 (sign 0, exponent 7 of bias 7, mantissa 0)
 
@@ -90,7 +91,9 @@ class Mainloop:
         the order this gives, ``layout.fp8_register_a_key_order``)."""
         if self.cfg.fp8:
             if self.cfg.p_pack_merge:
-                return pack_merged(p, self.cfg.dtype)
+                return pack_merged(p, self.cfg.dtype,
+                                   half_pair_slots(self.cfg.exp2_poly)
+                                   if self.cfg.exp2_poly_half else frozenset())
             return p.to_operand_a(self.cfg.dtype, in_place=True)
         return p.to_operand_a("bf16")
 
@@ -306,20 +309,28 @@ class Mainloop:
             acc.row_sum.set(acc.row_sum * corr)
 
 
-def pack_merged(p, dtype):
+def pack_merged(p, dtype, half_pairs=frozenset()):
     """``cfg.p_pack_merge``: P as the in-place 8-bit register A operand
     (``Fragment.to_operand_a(dtype, in_place=True)``'s bytes, from
     ``fragment.fp8_in_place_value``), each register a bitcast of the
     vector of its two ``cvt.rn.satfinite.e4m3x2.f32`` halves: PTX's
     ``mov.b32 {lo, hi}``, which ptxas folds into the conversions (no
-    PRMT)."""
+    PRMT). ``half_pairs`` (``cfg.exp2_poly_half``): the value pairs (their
+    first index mod 16; every byte pair of a register is a value pair)
+    that hold one f16x2 of ``exponentials.exp2_poly_half``, converted by
+    ``cvt.rn.satfinite.e4m3x2.f16x2``."""
     f8 = {"e4m3": ir.Float8E4M3FNType, "e5m2": ir.Float8E5M2Type}[dtype].get()
     i16 = ir.IntegerType.get_signless(16)
     pair_t = ir.VectorType.get([2], i16)
     v = p.values
 
     def cvt(hi, lo):
-        return nvvm.convert_f32x2_to_f8x2(i16, hi, lo, ir.TypeAttr.get(f8),
+        """Values ``lo`` (the low byte) and ``hi = lo + 1`` as e4m3x2."""
+        if lo % POLY_SLOTS in half_pairs:
+            pair = llvm.bitcast(ir.VectorType.get([2], ir.F16Type.get()),
+                                llvm.bitcast(i32(), v[lo]))
+            return nvvm.convert_f16x2_to_f8x2(i16, pair, ir.TypeAttr.get(f8))
+        return nvvm.convert_f32x2_to_f8x2(i16, v[hi], v[lo], ir.TypeAttr.get(f8),
                                           rnd=nvvm.FPRoundingMode.RN,
                                           sat=nvvm.SaturationMode.SATFINITE)
 
@@ -328,8 +339,7 @@ def pack_merged(p, dtype):
         regs = []
         for reg in range(4):
             idx = [fp8_in_place_value(s, reg, b) for b in range(4)]
-            halves = vector.from_elements(pair_t, [cvt(v[idx[1]], v[idx[0]]),
-                                                   cvt(v[idx[3]], v[idx[2]])])
+            halves = vector.from_elements(pair_t, [cvt(idx[1], idx[0]), cvt(idx[3], idx[2])])
             regs.append(llvm.bitcast(i32(), halves))
         slices.append(regs)
     return OperandA(dtype, slices)

@@ -59,7 +59,7 @@ class OnlineSoftmax:
         finite = [Scalar(v) != float("-inf") for v in new_max.values]
         scaled = scaled.where(finite, 0.0)
         p = exponentials(s_acc.fma(scale_log2, -scaled), self.cfg.exp2_poly,
-                         self.cfg.exp2_poly_degree)
+                         self.cfg.exp2_poly_degree, half=self.cfg.exp2_poly_half)
         if self.cfg.row_sum_mma:
             # The row sum comes from the tensor pipe (P V's ones column).
             corr = None if first else (row_max * scale_log2 - scaled).exp2()

@@ -1,0 +1,183 @@
+"""The FP8 forward's polynomial exp2 on f16 pairs
+(``AttentionConfig.exp2_poly_half``: two of P's values per f16x2
+instruction, ``attention_fwd.exponentials.exp2_poly_half``), without a GPU.
+
+The very formula the kernel emits (``exp2_poly_half`` with its operations
+swapped for numpy ones that round as PTX's f16x2 instructions do) against
+2^x: within 4e-3 of it for x in [-8, 8] and 6e-3 down to -13 (x rounded to
+f16, then the polynomial's 2.1e-3; e4m3 rounds P by up to 2^-4 and holds
+nothing below 2^-9), and at most 2^-10 below that (e4m3 rounds it to
+0, as it does 2^x there), masked (-inf) values included. The kernels:
+the pairs' conversions straight from f16x2 to e4m3, as many MUFU ex2 fewer
+as the option says, no spills or serialized wgmmas, and the protocol
+checker and the simulator accept them. The GPU check is
+benchmarks/attention/run_attention_fp8.py (candidates ``nph4``, ``nph6``,
+``nph8``: not timed yet)."""
+
+import re
+
+import numpy as np
+import pytest
+
+from _example_checks import protocol_warnings, simulate, verify_protocol
+from _ptxas import report as _ptxas_info
+
+from pipeline_mlir.kernels import attention_fwd
+from pipeline_mlir.kernels.attention_fwd import AttentionConfig
+from pipeline_mlir.kernels.attention_fwd import exponentials as ex
+from pipeline_mlir.ops import attention_fp8_configs
+
+F16, U32 = np.float16, np.uint32
+
+
+def _halves(bits):
+    """The two f16 halves (low, high) of u32 registers."""
+    return ((bits & U32(0xFFFF)).astype(np.uint16).view(F16),
+            (bits >> U32(16)).astype(np.uint16).view(F16))
+
+
+def _join(lo, hi):
+    return (lo.astype(F16).view(np.uint16).astype(U32)
+            | (hi.astype(F16).view(np.uint16).astype(U32) << U32(16)))
+
+
+class NumpyHalfOps:
+    """exp2_poly_half's operations on numpy, each rounded once as PTX's
+    f16x2 instructions round (to nearest even); registers are u32."""
+
+    @staticmethod
+    def pack(x0, x1):
+        # cvt.rn: past f16's range to -inf (as -1e30 does here)
+        with np.errstate(over="ignore"):
+            return _join(np.asarray(x0, np.float32).astype(F16),
+                         np.asarray(x1, np.float32).astype(F16))
+
+    @staticmethod
+    def const(c):
+        h = F16(c)
+        assert float(h) == c
+        return U32(int(h.view(np.uint16)) * 0x10001)
+
+    @staticmethod
+    def _map(fn, *regs):
+        regs = [r.astype(U32) for r in np.broadcast_arrays(*regs)]
+        lo = fn(*[_halves(r)[0].astype(np.float64) for r in regs])
+        hi = fn(*[_halves(r)[1].astype(np.float64) for r in regs])
+        return _join(lo.astype(F16), hi.astype(F16))
+
+    @classmethod
+    def maximum(cls, a, b):
+        return cls._map(np.maximum, a, b)
+
+    @classmethod
+    def add(cls, a, b):
+        return cls._map(lambda x, y: x + y, a, b)
+
+    @classmethod
+    def sub(cls, a, b):
+        return cls._map(lambda x, y: x - y, a, b)
+
+    @classmethod
+    def fma(cls, a, b, c):
+        # f16 products are exact in f64, and so is the sum here: one rounding.
+        return cls._map(lambda x, y, z: x * y + z, a, b, c)
+
+    @staticmethod
+    def add_to_exponents(rounded, frac_pow):
+        n = (rounded & U32(ex.F16_EXPONENT_LOW5)) << U32(10)
+        return (frac_pow + n - U32(ex.F16_BIAS_BITS)).astype(U32)
+
+
+def half_exp2(x0, x1):
+    return _halves(ex.exp2_poly_half(x0, x1, NumpyHalfOps))
+
+
+X = np.concatenate([np.linspace(-20.0, 8.0, 200001, dtype=np.float32),
+                    np.float32([-np.inf, -1e30, -127.0, -14.5, -14.25, -9.0, 0.0, 8.0])])
+
+
+def test_within_4e_3_of_2_to_the_x_and_below_2_to_the_minus_10_where_e4m3_has_0():
+    """Both halves, each value as the low and as the high one."""
+    lo, hi = half_exp2(X, X[::-1])
+    for got, x in ((lo, X), (hi, X[::-1])):
+        got = got.astype(np.float64)
+        exact = np.exp2(x.astype(np.float64))
+        held = x >= -13.0
+        with np.errstate(divide="ignore"):
+            err = np.abs(got / exact - 1)
+        # x itself rounded to f16 (half an ulp: 2^-9 below 8, 2^-8 below
+        # 16 in magnitude) and the polynomial's 2.1e-3
+        assert np.max(err[(x >= -8.0)]) < 4e-3
+        assert np.max(err[held]) < 6e-3
+        assert np.all((got[~held] >= 0) & (got[~held] <= 2.0 ** -10))
+        assert got[x == 0.0][0] == 1.0 and err[x == 8.0][0] < 4e-3
+
+
+def test_the_check_finds_the_f32_polynomials_coefficients():
+    """The planted mistake: the f32 polynomial's degree-2 coefficients
+    (fitted on [0, 1), not on this formula's [-1/2, 1/2]) miss by far more
+    than the bound above."""
+    real = ex.EXP2_HALF_COEFFS
+    try:
+        ex.EXP2_HALF_COEFFS = tuple(float(F16(c)) for c in ex.EXP2_POLY2_COEFFS)
+        lo, _ = half_exp2(X, X)
+    finally:
+        ex.EXP2_HALF_COEFFS = real
+    held = X >= -13.0
+    err = np.abs(lo[held].astype(np.float64) / np.exp2(X[held].astype(np.float64)) - 1)
+    assert np.max(err) > 1e-2
+
+
+def test_pairs_are_spread_over_the_16_values():
+    assert ex.half_pair_slots(4) == {0, 8}
+    assert ex.half_pair_slots(8) == {0, 4, 8, 12}
+    assert len(ex.half_pair_slots(6)) == 3 and all(i % 2 == 0 for i in ex.half_pair_slots(6))
+
+
+FULL = attention_fp8_configs.VARIANTS["fp8_d128_nolse"]
+CAUSAL = attention_fp8_configs.VARIANTS["fp8_d128c_nolse"]
+
+
+@pytest.mark.parametrize("over, message", [
+    (dict(FULL, exp2_poly=6, exp2_poly_half=True), "p_pack_merge"),
+    (dict(FULL, exp2_poly=5, p_pack_merge=True, exp2_poly_half=True), "even"),
+    (dict(attention_fp8_configs.VARIANTS["fp8_d128c"], exp2_poly=4, exp2_poly_half=True),
+     "row_sum_mma"),
+])
+def test_the_option_is_refused_outside_its_range(over, message):
+    with pytest.raises(ValueError, match=message):
+        AttentionConfig(dtype="e4m3", **over)
+
+
+@pytest.fixture(scope="module")
+def causal8():
+    """Causal with 8 of 16 values by the polynomial (4 pairs of 16)."""
+    return attention_fwd.build(AttentionConfig(dtype="e4m3", **dict(
+        CAUSAL, exp2_poly=8, exp2_poly_half=True)))
+
+
+def test_the_pairs_convert_from_f16x2_without_spills(causal8):
+    """Two softmax copies (the first block and the loop), 96 values a
+    thread each: 24 pairs on f16x2, 48 values by MUFU; 24 pairs packed
+    from f32 and converted from f16x2, the other 24 converted from f32."""
+    ptx = causal8.to_ptx()
+    count = {k: len(re.findall(k, ptx)) for k in (
+        r"cvt\.rn\.f16x2\.f32", r"fma\.rn\.f16x2", r"max\.f16x2",
+        r"cvt\.rn\.satfinite\.e4m3x2\.f16x2", r"cvt\.rn\.satfinite\.e4m3x2\.f32",
+        r"ex2\.approx\.ftz\.f32", r"add\.rm\.f32")}
+    assert count == {r"cvt\.rn\.f16x2\.f32": 48, r"fma\.rn\.f16x2": 96, r"max\.f16x2": 48,
+                     r"cvt\.rn\.satfinite\.e4m3x2\.f16x2": 48,
+                     r"cvt\.rn\.satfinite\.e4m3x2\.f32": 48,
+                     # 2 x 48 values, and each block's correction of two rows
+                     r"ex2\.approx\.ftz\.f32": 96 + 2, r"add\.rm\.f32": 0}, count
+    info = _ptxas_info(ptx)
+    if info is not None:
+        assert not re.search(r"C75[12]\d", info), info
+        assert re.findall(r"(\d+) bytes spill stores", info) == ["0"]
+
+
+def test_the_kernel_checks_and_simulates_clean(causal8):
+    text = str(causal8.module)
+    assert verify_protocol(text) == [] and protocol_warnings(text) == []
+    (report,) = simulate(text, schedules=2, args={5: 1, 6: 4, 7: 2, 8: 200, 9: 300}).values()
+    assert report.ok and report.schedules == 2, report
