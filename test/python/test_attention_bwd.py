@@ -406,9 +406,10 @@ def test_the_defaults_hand_dq_to_the_reduce_warp_where_it_won():
     order (dq_acc_order, its postprocess kernel: faster on both full rows
     in two passes, slower causal);
     causal its own sets: the key blocks longest first (lpt_order) on the
-    d 128 and d 256 sets, and at d 64 FA4's tile with the rows on the
-    tiles' stages, P^T packed early and lpt_order (each faster causal in
-    two passes)."""
+    d 128 and d 256 sets, at d 128 in FA4's order too (dk_last,
+    ds_one_barrier), and at d 64 FA4's tile with the rows on the tiles'
+    stages, P^T packed early and lpt_order (each faster causal in two
+    passes)."""
     pick = attention_configs.bwd_default_options
     assert attention_configs.BWD_FULL_OPTIONS == {
         64: ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier", "stat_shuffle",
@@ -423,7 +424,8 @@ def test_the_defaults_hand_dq_to_the_reduce_warp_where_it_won():
                               "stats_with_tiles", "p_packed", "lpt_order")
     assert pick(128, False) == ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
                                 "dq_acc_order")
-    assert pick(128, True) == attention_configs.BWD_DEFAULT_OPTIONS[128] + ("lpt_order",)
+    assert pick(128, True) == attention_configs.BWD_DEFAULT_OPTIONS[128] + (
+        "lpt_order", "dk_last", "ds_one_barrier")
     assert pick(256, False) == ("split_scores", "dq_reduce_warp", "stats_with_tiles")
     assert pick(256, True) == pick(256, False) + ("lpt_order",)
 

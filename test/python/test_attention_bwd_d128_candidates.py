@@ -11,7 +11,8 @@ with ``lpt_order`` for ``dq_acc_order``), without a GPU:
   defaults of then (without the rows on the tiles' stages or dQ in the
   accumulator's order).
 
-Here: the sets are cached candidates, not the op's defaults; each builds,
+d 128 causal takes FA4's order (``BWD_CAUSAL_OPTIONS``). Here: the sets
+are cached candidates (FA4's order the causal default); each builds,
 checks and simulates clean on the ragged GQA shape within its
 shared-memory plan, and spills no more than its default (FA4's order no
 more than 8 bytes); the planted backward mistakes are still rejected on
@@ -38,7 +39,9 @@ S3 = ("stages3",)
 DS1 = ("ds_one_barrier",)
 FA4_ORDER = ("dk_last", "ds_one_barrier")
 EXTRAS = (S3, DS1, FA4_ORDER)
-BASES = {c: attention_configs.bwd_default_options(128, c) for c in (False, True)}
+# The defaults they were measured on (causal's before it took FA4's order).
+BASES = {False: attention_configs.BWD_FULL_OPTIONS[128],
+         True: attention_configs.BWD_DEFAULT_OPTIONS[128] + ("lpt_order",)}
 # ptxas spill stores (bytes) of the sets without stages3 where the default
 # spills none (full): 4 with the one barrier, alone or in FA4's order.
 SPILL_SLACK = {S3: 0, DS1: 8, FA4_ORDER: 8}
@@ -46,8 +49,8 @@ SPILL_SLACK = {S3: 0, DS1: 8, FA4_ORDER: 8}
 
 def test_the_sets_are_cached_candidates_not_defaults():
     """Each mask's default plus each extra is a d 128 candidate in the
-    kernel cache; ``stages3`` tagged ``s3``, three stages; no default has
-    it."""
+    kernel cache; ``stages3`` tagged ``s3``, three stages, in no default;
+    FA4's order is d 128 causal's default since it measured faster there."""
     for c, base in BASES.items():
         for extra in EXTRAS:
             name, over = attention_configs.bwd_variant(128, c, options=base + extra)
@@ -64,6 +67,10 @@ def test_the_sets_are_cached_candidates_not_defaults():
     for d in (64, 128, 256):
         for c in (False, True):
             assert "stages3" not in attention_configs.bwd_default_options(d, c)
+    # d 128 causal takes FA4's order (faster on both causal rows in two
+    # passes), full does not (not faster in both on the 2, 16, 8192 row).
+    assert attention_configs.bwd_default_options(128, True) == BASES[True] + FA4_ORDER
+    assert attention_configs.bwd_default_options(128, False) == BASES[False]
     # Without the rows on the tiles' stages it does not fit.
     over = attention_configs.bwd_variant(128, False, options=("dq_split", "dq_reduce_warp",
                                                               "stages3"))[1]
@@ -138,3 +145,26 @@ def test_ds_hand_over_mistakes_are_races_with_one_barrier(mistake):
     k.to_ptx()
     (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES, check=False)
     assert report.counts == {"smem-race": SCHEDULES}, report
+
+
+CAUSAL = attention_configs.BWD_CAUSAL_OPTIONS[128]
+# d 128 causal's set without the key blocks longest first (the GPU test of
+# lpt_order compares the two), and with dQ in the accumulator's order (the
+# GPU test of the dQ postprocess loads each default with it): ptxas spill
+# bounds (bytes; the set itself spills none).
+AROUND_CAUSAL = {tuple(o for o in CAUSAL if o != "lpt_order"): 0,
+                 CAUSAL + ("dq_acc_order",): 8}
+
+
+@pytest.mark.parametrize("opts", sorted(AROUND_CAUSAL), ids=ids)
+def test_sets_around_the_causal_default_check_and_simulate(opts, ptx_of):
+    """Cached candidates that check and simulate clean, within their spill
+    bounds."""
+    assert opts in attention_configs.bwd_option_sets(128)
+    k = ab.build(cfg_of(128, True, opts))
+    (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES)
+    assert report.ok and report.schedules == SCHEDULES, report
+    spills = spill_bytes(ptx_of(128, True, opts))
+    if spills is None:
+        pytest.skip("ptxas not installed")
+    assert spills <= AROUND_CAUSAL[opts], spills

@@ -36,10 +36,12 @@ from pipeline_mlir.ops import attention_configs
 
 DQA = ("dq_acc_order",)
 # The sets the option was measured on: each head dim's and mask's default
-# without it (d 128 full's default has taken it since).
+# without it (d 128 full's default has taken it since; d 128 causal's
+# default as it was then, before FA4's order: test_attention_bwd_d128_candidates.py).
 BASES = {(d, c): tuple(o for o in attention_configs.bwd_default_options(d, c)
                        if o != "dq_acc_order")
          for d in (64, 128) for c in (False, True)}
+BASES[(128, True)] = attention_configs.BWD_DEFAULT_OPTIONS[128] + ("lpt_order",)
 REDUCE_2D = "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add"
 
 

@@ -76,10 +76,11 @@ def test_the_op_takes_it_at_d64_and_d128():
     test_attention_bwd_p_packed.py), not with its 64-query set."""
     pick = attention_configs.bwd_default_options
     for c in (False, True):
-        # (causal: with the key blocks longest first, test_attention_bwd_lpt_order.py)
+        # (causal: with the key blocks longest first, test_attention_bwd_lpt_order.py,
+        # in FA4's order, test_attention_bwd_d128_candidates.py)
         # (full: with dQ in the accumulator's order, test_attention_bwd_dq_acc_order.py)
-        assert pick(128, c) == DEFAULTS[128] + SWT + (("lpt_order",) if c else
-                                                      ("dq_acc_order",))
+        assert pick(128, c) == DEFAULTS[128] + SWT + (
+            ("lpt_order", "dk_last", "ds_one_barrier") if c else ("dq_acc_order",))
         assert "stats_with_tiles" in pick(256, c) and "split_scores" in pick(256, c)
     assert "stats_with_tiles" not in attention_configs.BWD_DEFAULT_OPTIONS[64]
     for d, c in ((64, True), (128, False), (128, True), (64, False)):

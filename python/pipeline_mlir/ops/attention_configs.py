@@ -409,7 +409,13 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
                          "dq_acc_order", "dk_last", "ds_one_barrier"),
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
-                         "lpt_order", "dk_last", "ds_one_barrier"))
+                         "lpt_order", "dk_last", "ds_one_barrier"),
+                        # d 128 causal's set since (FA4's order) without
+                        # lpt_order, and with dQ in the accumulator's order.
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "dk_last", "ds_one_barrier"),
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "lpt_order", "dk_last", "ds_one_barrier", "dq_acc_order"))
 # And d 256 (each consumer its columns of the same keys).
 BWD_D256_OPTION_SETS = (("pingpong",), ("lpt_order",),
                         # LSE and dPsum on Q's and dO's stages (d 128's
@@ -500,10 +506,14 @@ BWD_FULL_OPTIONS = {64: ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_bar
 # equal CTAs: the order only moves the heads in flight). d 64: lpt_order on
 # the d 64 set 0.992-1.018x, but on FA4's d 64 tile with the rows on the
 # tiles' stages and P^T packed early 0.971x and 0.973x the d 64 set's time
-# (the same without lpt_order 0.978-0.980x; the confirm passes).
+# (the same without lpt_order 0.978-0.980x; the confirm passes). Then d 128
+# causal in FA4's order on that set (dK's GEMM after dQ's, dk_last, and the
+# dS^T hand-over's one barrier, ds_one_barrier): 0.966-0.979x its backward
+# time on both causal rows in two passes; full 0.984-1.001x, not faster in
+# both (h200-bwd-fa4order-swt-ab-pass1.log, -pass2.log).
 BWD_CAUSAL_OPTIONS = {64: ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
                            "stats_with_tiles", "p_packed", "lpt_order"),
-                      128: BWD_DEFAULT_OPTIONS[128] + ("lpt_order",),
+                      128: BWD_DEFAULT_OPTIONS[128] + ("lpt_order", "dk_last", "ds_one_barrier"),
                       256: BWD_DEFAULT_OPTIONS[256] + ("lpt_order",)}
 
 

@@ -76,7 +76,9 @@ and "dQ empty" per consumer, FA4's hand-off): the consumers never wait for
 it. ``ds_one_barrier`` (with two dS^T buffers and the reduce warp) leaves
 the warpgroup barrier before the dS^T stores out; ``stat_shuffle`` holds
 LSE and dPsum in 8 lanes each and shuffles a value to the lane that uses
-it (FA4's d 64 registers). Both candidates, off (docs/attention.md).
+it (FA4's d 64 registers). ``dk_last`` with ``ds_one_barrier`` (FA4's
+order) is the op's d 128 causal set, where it measured faster; the one
+barrier is in d 64's sets too (docs/attention.md).
 ``stats_with_tiles`` (FA4's scheme) drops the 'lse' and 'dpsum' rings:
 LSE's row is bulk-copied onto Q's stage and dPsum's onto dO's (each
 stage's tx_count counts its row), into one row buffer per stage, and the

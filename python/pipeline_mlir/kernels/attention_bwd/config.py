@@ -123,6 +123,10 @@ class AttentionBwdConfig:
     # step (d 64, or ``dq_split``), without ``dq_deferred`` or
     # ``dq_overlap``. Measured on an H200: 3-10% slower on every row but the
     # d 64 causal one with 128-query steps (even once, 6% slower once): off.
+    # With the reduce warp, ``ds_one_barrier`` and the rows on the tiles'
+    # stages (FA4's order) 2.1-3.4% faster on both d 128 causal rows in two
+    # passes: the op's d 128 causal set (attention_configs.
+    # BWD_CAUSAL_OPTIONS); not full (0.984-1.001x).
     dk_last: bool = False
     # The consumers issue their S^T and dP^T GEMMs in turn (``Turns``,
     # FlashAttention-3's ping-pong): one's softmax gradient then runs
@@ -150,7 +154,9 @@ class AttentionBwdConfig:
     # and it passed the leader's wait for the last reduce-add on to the
     # warpgroup, which the reduce warp's "dQ empty" does instead. One
     # 128-thread barrier less per step. Measured on an H200: 1-2.6% slower
-    # alone at d 128, -1.7..+3.3% with dk_last (docs/attention.md): off.
+    # alone at d 128, -1.7..+3.3% with dk_last (docs/attention.md); with
+    # dk_last on the d 128 causal set with the rows on the tiles' stages
+    # 2.1-3.4% faster (its default since), and in d 64's 128-query sets.
     ds_one_barrier: bool = False
     # LSE and dPsum of a step held by 8 lanes each and shuffled to the lane
     # that uses a value right before its use (FA4's d 64 tile, "shuffle
