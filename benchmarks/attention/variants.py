@@ -241,7 +241,7 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
 # three consumer warpgroups (192-query tiles, 160 registers each) with
 # 64-key blocks, with and without the turns (w3n64, w3n64np). With 128 or 192
 # keys three warpgroups spill (S, O and P_{j-1} live at once). Then the
-# polynomial on f16 pairs (nph4, nph6, nph8), built after run 13.
+# polynomial on f16 pairs (nph4, nph6, nph8), built after run 13, timed in run 14.
 W3 = dict(consumer_warpgroups=3, consumer_registers=160)
 FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
                               "ns2": dict(stages=2),
@@ -249,11 +249,11 @@ FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
                               "nbn128s4": dict(block_n=128, stages=4),
                               "w3n64": dict(W3, block_n=64, stages=6),
                               "w3n64np": dict(W3, block_n=64, stages=6, pingpong=False),
-                              # Not timed yet: 4, 6 or 8 of 16 by the
-                              # polynomial on f16 pairs (exp2_poly_half,
-                              # with the packing as halves it converts
-                              # from; full attention's configuration takes
-                              # 5 of 16 in f32 without the packing).
+                              # 4, 6 or 8 of 16 by the polynomial on f16
+                              # pairs (exp2_poly_half, with the packing as
+                              # halves it converts from). Run 14: full
+                              # attention took 6 of 16 (nph6 is its
+                              # configuration now, so not tagged there).
                               **{f"nph{n}": dict(exp2_poly=n, p_pack_merge=True,
                                                  exp2_poly_half=True) for n in (4, 6, 8)}}}
 # bf16 candidates timed beside the 'best' ones on the same rows (tagged

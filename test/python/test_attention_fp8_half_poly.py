@@ -12,7 +12,7 @@ the pairs' conversions straight from f16x2 to e4m3, as many MUFU ex2 fewer
 as the option says, no spills or serialized wgmmas, and the protocol
 checker and the simulator accept them. The GPU check is
 benchmarks/attention/run_attention_fp8.py (candidates ``nph4``, ``nph6``,
-``nph8``: not timed yet)."""
+``nph8``: timed in run 14; full attention's no-LSE configuration takes 6 of 16)."""
 
 import re
 
@@ -139,7 +139,7 @@ CAUSAL = attention_fp8_configs.VARIANTS["fp8_d128c_nolse"]
 
 
 @pytest.mark.parametrize("over, message", [
-    (dict(FULL, exp2_poly=6, exp2_poly_half=True), "p_pack_merge"),
+    (dict(FULL, exp2_poly=6, p_pack_merge=False, exp2_poly_half=True), "p_pack_merge"),
     (dict(FULL, exp2_poly=5, p_pack_merge=True, exp2_poly_half=True), "even"),
     (dict(attention_fp8_configs.VARIANTS["fp8_d128c"], exp2_poly=4, exp2_poly_half=True),
      "row_sum_mma"),
