@@ -351,6 +351,9 @@ class _Compiler:
             a["reads"] = [self.slot(v) for v in AR.stage_state_operands(op)]
         if name in (AR.WGMMA_WAIT, AR.NVVM_BULK_WAIT):
             a["group"] = ir.IntegerAttr(attrs["group"]).value
+        if name == "nvvm.cp.async.bulk.global.shared.cta" and str(
+                op.operands[0].type) in ("!llvm.ptr<1>", "!llvm.ptr"):
+            a["gbulk"] = True   # writes global memory: pointer 0, size 2 (gmem.py)
         if "op_type" in attrs:
             a["op_type"] = str(attrs["op_type"]).split("<")[-1].rstrip(">")
         if "operandSegmentSizes" in attrs and "segs" not in a:

@@ -48,7 +48,13 @@ words it writes are kept per 4-byte word of each pointer argument's buffer
 Under ``--trace`` every read of global memory (a strong access, a plain
 load) adds a line naming the words read and their values.
 
-TMA stores to global memory (the async proxy) are not followed.
+Bulk copies from shared to global memory (``cp.async.bulk.global.shared::cta``,
+a pointer and a size) write their words unordered with anything until a
+``cp.async.bulk.wait_group`` without ``.read`` retires their group in the
+issuing warp; a release after that wait covers them, so a reader that
+acquired it reads them clean, and one that acquired a release before the
+wait (or after a ``.read`` wait only) races, the report naming the copy.
+TMA tensor stores (their addresses lie in a tensor map) are not followed.
 """
 
 from __future__ import annotations
@@ -62,6 +68,11 @@ from .frontend import UNKNOWN, Lanes, Node
 from .model import SimError, source_location
 
 WORD = 4
+# The epoch of a word a bulk copy (cp.async.bulk.global.shared::cta) writes
+# until a wait on its bulk async-group (without .read) retires it: later
+# than any clock, so nothing orders it before a reader.
+PENDING = 1 << 62
+BULK_TO_GLOBAL = "nvvm.cp.async.bulk.global.shared.cta"
 _ACQUIRE = (4, 6, 7)    # acquire, acq_rel, seq_cst (LLVM's AtomicOrdering)
 _RELEASE = (5, 6, 7)    # release, acq_rel, seq_cst
 _WIDE = ("gpu", "sys", "cluster")   # scopes that order between CTAs
@@ -109,9 +120,13 @@ class Word:
 class _Warp:
     """What one warp's accesses of global memory left behind."""
 
-    __slots__ = ("pending", "fence", "polls", "acquired", "flags")
+    __slots__ = ("pending", "fence", "polls", "acquired", "flags", "bulk_open", "bulk_groups")
 
     def __init__(self):
+        # Its bulk copies to global memory: the words of those not yet
+        # committed, and per committed bulk async-group (oldest first).
+        self.bulk_open: list = []
+        self.bulk_groups: list = []
         self.pending: list = []   # releases its strong reads saw, acquired at its next fence
         self.fence = None         # the release of its last fence: (clock, CTA, reach)
         self.polls: dict = {}     # word -> version its strong reads saw since its last write
@@ -217,11 +232,15 @@ class GlobalMemory:
             st.fence = (self.w.clocks.release(None), a.cta, _reach(scope))
 
     # -- plain accesses ------------------------------------------------------
-    def plain_store(self, a, n: Node, d, value, size: int) -> None:
+    def plain_store(self, a, n: Node, d, value, size: int, pending: bool = False) -> list:
+        """A plain store of ``a``, or (``pending``) the bytes of a bulk copy
+        it issued, unordered until a wait retires its group
+        (:meth:`bulk_wait`). Returns the words written."""
         self.written.add(d[0])
         st = self.warp(a)
         st.polls.clear()
-        for i, key in enumerate(self.keys(d, size)):
+        keys = self.keys(d, size)
+        for i, key in enumerate(keys):
             wd = self.words.get(key)
             if wd is None:
                 wd = self.words[key] = Word()
@@ -230,10 +249,46 @@ class GlobalMemory:
             for r, (e, op, loc) in wd.reads.items():
                 if r != a.id and e > a.vc[r]:
                     self.race(a, n, key, r, op, loc, "writes", "read")
-            wd.w, wd.e, wd.op, wd.loc, wd.strong = a.id, a.vc[a.id], n.name, n.loc, False
+            wd.w, wd.op, wd.loc, wd.strong = a.id, n.name, n.loc, False
+            wd.e = PENDING if pending else a.vc[a.id]
             wd.value, wd.size = (value, size) if i == 0 else (UNKNOWN, 0)
             wd.sync, wd.reads = [], {}
             wd.version += 1
+        return keys
+
+    # -- bulk copies to global memory (the async proxy) -------------------------
+    def bulk_store(self, a, n: Node, d, size: int) -> None:
+        """``cp.async.bulk.global.shared::cta`` of ``size`` bytes to ``d``:
+        its words are written now, unordered with anything (their contents
+        unknown: the simulator does not follow shared memory's values) until
+        a wait on its bulk async-group that is not ``.read`` retires it."""
+        keys = self.plain_store(a, n, d, UNKNOWN, size, pending=True)
+        self.warp(a).bulk_open.append(keys)
+
+    def bulk_commit(self, a) -> None:
+        """``cp.async.bulk.commit_group``: the open bulk copies form a group."""
+        st = self.warp(a)
+        if st.bulk_open or st.bulk_groups:
+            st.bulk_groups.append(st.bulk_open)
+            st.bulk_open = []
+
+    def bulk_wait(self, a, pending: int, read: bool) -> None:
+        """``cp.async.bulk.wait_group[.read] pending``: without ``.read``, the
+        groups older than the newest ``pending`` are complete, so their
+        writes are ordered here in the warp's program order (a release after
+        it covers them); ``.read`` waits until they read their sources only."""
+        st = self.warp(a)
+        if read or len(st.bulk_groups) <= pending:
+            return
+        done = st.bulk_groups[:len(st.bulk_groups) - pending]
+        st.bulk_groups = st.bulk_groups[len(st.bulk_groups) - pending:]
+        now = a.vc[a.id]
+        for copies in done:
+            for keys in copies:
+                for key in keys:
+                    wd = self.words.get(key)
+                    if wd is not None and wd.w == a.id and wd.e == PENDING:
+                        wd.e = now
 
     def plain_load(self, a, n: Node, d, size: int, width: int | None):
         st = self.warp(a)
@@ -399,6 +454,10 @@ class GlobalMemory:
     def hint(self, writer, reader, epoch: int, key) -> str:
         """Which half of the hand-over is missing, where it shows."""
         rst = self.warp(reader)
+        if epoch >= PENDING:
+            return (f"no cp.async.bulk.wait_group (without .read) of {writer.label()} retired "
+                    f"that bulk copy before the release: its bytes may not have landed "
+                    f"(.read only waits until the copy has read shared memory)")
         if any(cta == writer.cta or reach != "cta" for c, cta, reach in rst.pending
                if c[writer.id] >= epoch):
             return (f"{reader.label()} read a flag that {writer.label()} released after "
@@ -407,6 +466,12 @@ class GlobalMemory:
         late = [f for f in self.warp(writer).flags if f[0] >= epoch and f[1] < epoch]
         if late:
             _, _, op, loc, fkey = late[0]
+            wd = self.words[key]
+            if wd.op == BULK_TO_GLOBAL:
+                return (f"{writer.label()} set {self.name(fkey)} ({_at(op, loc)}) with no "
+                        f"wait (cp.async.bulk.wait_group without .read) and fence between "
+                        f"that bulk copy and the flag: the flag is set before the copy's "
+                        f"bytes are retired and fenced")
             return (f"{writer.label()} set {self.name(fkey)} ({_at(op, loc)}) after this "
                     f"write with no fence between them (nor release order): the flag is "
                     f"set before the write is fenced")

@@ -498,6 +498,8 @@ class _Interp:
         elif name in AR.NVVM_BULK_STORES:
             self.issue_read(n, "bulk")
             self.smem_async_read(n, "bulk", mask)
+            if self.gm is not None and "gbulk" in n.a:
+                self.bulk_to_global(n, mask)
         elif name == AR.NVVM_BULK_REDUCE:
             self.smem_async_read(n, "bulk", mask)
         elif name == AR.WGMMA_COMMIT:
@@ -508,8 +510,26 @@ class _Interp:
             AR.tcgen05_commit(a)
         elif name == AR.NVVM_BULK_COMMIT:
             AR.bulk_commit(a)
+            if self.gm is not None:
+                self.gm.bulk_commit(a)
         elif name == AR.NVVM_BULK_WAIT:
             AR.bulk_wait(a, n.a["group"])
+            if self.gm is not None:
+                self.gm.bulk_wait(a, n.a["group"], n.a["read"])
+
+    def bulk_to_global(self, n: Node, mask: int):
+        """A bulk copy of shared memory to a global pointer (gmem.py): each
+        active lane's copy (one for the warp where they agree), when its
+        size is known."""
+        size = self.env[n.ins[2]]
+        if isinstance(size, Lanes):
+            sizes = {size[i] for i in _lanes_of(mask)}
+            size = sizes.pop() if len(sizes) == 1 else UNKNOWN
+        if not isinstance(size, int) or size <= 0:
+            return
+        for _, d in self.gm.lanes(self.env[n.ins[0]], mask):
+            if d is not None:
+                self.gm.bulk_store(self.a, n, d, size)
 
     # -- the pipeline ops ------------------------------------------------------
     def pipeline_op(self, n: Node, mask: int):
@@ -577,10 +597,14 @@ class _Interp:
             return None
         if name == "bulk_group.commit":
             AR.bulk_commit(a)
+            if self.gm is not None:
+                self.gm.bulk_commit(a)
             yield from V.bulk_commit(w, a)
             return None
         if name == "bulk_group.wait":
             AR.bulk_wait(a, attrs.get("pending", 0))
+            if self.gm is not None:
+                self.gm.bulk_wait(a, attrs.get("pending", 0), attrs["read"])
             yield from V.bulk_wait(w, a, attrs.get("pending", 0))
             return None
         self.fail(n, "not modelled by pipeline-sim")
@@ -616,6 +640,8 @@ class _Interp:
             # wait_group.read (stages - 1), tail = wait_group 0.
             if name == "producer.commit":
                 AR.bulk_commit(a)
+                if self.gm is not None:
+                    self.gm.bulk_commit(a)
             elif name == "producer.acquire":
                 AR.bulk_wait(a, p.spec.stages - 1)
             elif name == "producer.tail":
