@@ -7,7 +7,8 @@
 Prints one line per kernel, ``pipeline-sim: OK: 200 schedules, 0 deadlocks
 (@k, ...)``, or, for each kind of bug found, the first occurrence as
 ``pipeline-sim: <kind>: <message>`` with a note naming the kernel and the
-schedule that shows it (``--trace`` prints that schedule step by step), then
+schedule that shows it (``--trace`` prints that schedule step by step, with
+the values its reads of global memory returned), then
 ``pipeline-sim: FAILED: ...`` with the number of schedules per kind of bug.
 Exits 1 when any kernel has a bug, 2 on a usage or parse error.
 
@@ -149,7 +150,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="explore every schedule with at most B preemptions (DFS) instead of random ones")
     ap.add_argument("--max-steps", type=_count(1), default=200000, help="steps per schedule before giving up")
     ap.add_argument("--trace", action="store_true",
-                    help="print the steps of the first failing (random) schedule")
+                    help="print the steps of the first failing (random) schedule, with the "
+                         "values its reads of global memory returned")
     return ap
 
 
