@@ -302,3 +302,22 @@ def test_the_flag_bumped_before_the_fence_is_found_across_clusters(monkeypatch):
     # a CTA of cluster 1 reads what the CTA of its rank in cluster 0 wrote
     assert any(f"warp {w} of CTA {r + 2} reads" in f.message and f"of CTA {r} (" in f.message
                for w in range(12) for r in (0, 1)), f.message
+
+
+def test_the_2x2_cluster_stream_k_gemm_runs_its_fix_up_across_two_clusters():
+    """128x160c2x2_streamk: 4 CTAs a cluster, loads multicast along both
+    axes (the masks' ranks are CTAs of the issuing cluster); one 2 x 2 unit
+    cut between two clusters: every CTA of cluster 1 reads the partial of
+    its rank in cluster 0, and two schedules run clean."""
+    from pipeline_mlir.kernels import hopper_gemm as hg
+    from pipeline_mlir.ops import gemm_configs as gc
+    k = hg.build(replace(hg.GemmConfig(), **gc.overrides("128x160c2x2_streamk")))
+    args = {4: 256, 5: 320, 6: 512, 9: 2, 10: 0}
+    w = _world(k, (4, 1, 1), (8, 1, 1), args)
+    g = w.gmem
+    pairs = {(w.agents[r].cta, w.agents[wd.w].cta) for key, wd in g.words.items()
+             if key[0] == 7 and wd.w >= 0 for r in wd.reads}
+    assert pairs == {(4 + r, r) for r in range(4)}, pairs
+    res = simulate(k.module, args=args, cluster=(4, 1, 1), grid=(8, 1, 1), schedules=2,
+                   check=False)
+    assert res.ok and "8 CTA(s) (2 clusters of 4)" in str(res), str(res)
