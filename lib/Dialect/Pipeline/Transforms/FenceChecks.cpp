@@ -536,5 +536,9 @@ LogicalResult protocol::checkFences(FunctionOpInterface fn,
     for (NVVM::Tcgen05AllocOp a : allocs)
       tmem.checkAlloc(a, fn.getFunctionBody().front());
   }
+  // After the dealloc's (a pair kernel without any cluster barrier draws
+  // the dealloc's error first, at the dealloc).
+  for (NVVM::Tcgen05AllocOp a : allocs)
+    tmem.checkPairAlloc(a);
   return failure(checker.failed || tmem.failed);
 }

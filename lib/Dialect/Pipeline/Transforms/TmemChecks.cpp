@@ -39,6 +39,10 @@
 //    flight may read columns the next MMA overwrites (a wait only under a
 //    branch, e.g. of the lanes that use the registers, leaves the others'
 //    loads pending: NVIDIA/cutlass#3652);
+//  - a tcgen05.alloc.cta_group::2 after a cluster barrier (barrier.cluster
+//    .wait, or the cluster's init wait) on every path: the issuing warp must
+//    know the peer CTA launched and takes part (PTX ISA; NVIDIA/cutlass
+//    #3316). A CTA barrier before it says nothing of the peer;
 //  - a kernel that runs tcgen05.alloc must give the columns back: no
 //    tcgen05.dealloc in the function, or (all column counts constant, none in
 //    a loop) fewer columns deallocated than allocated, leaves them allocated
@@ -618,6 +622,46 @@ void TmemChecker::checkPairDealloc(ArrayRef<NVVM::Tcgen05AllocOp> allocs,
     diag.attachNote(alloc.getLoc()) << "the cta_group::2 tcgen05.alloc";
     return;
   }
+}
+
+//===----------------------------------------------------------------------===//
+// A CTA pair's alloc after a cluster barrier
+//===----------------------------------------------------------------------===//
+
+void TmemChecker::checkPairAlloc(NVVM::Tcgen05AllocOp alloc) {
+  if (alloc.getGroup() != NVVM::CTAGroupKind::CTA_2)
+    return;
+  // A cluster barrier on every path before the alloc: an op before it in
+  // its block, or before one of the ops around it, that is (or holds at its
+  // own top level) a barrier.cluster.wait or the cluster's init wait. One
+  // only under a branch or in a loop before it is not on every path.
+  auto isOrHolds = [](Operation *op) {
+    if (isClusterBarrier(op))
+      return true;
+    if (op->getNumRegions() == 0 || isa<scf::IfOp, LoopLikeOpInterface>(op))
+      return false;
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (Operation &inner : block)
+          if (isClusterBarrier(&inner))
+            return true;
+    return false;
+  };
+  for (Operation *cur = alloc; cur && !isa<FunctionOpInterface>(cur);
+       cur = cur->getParentOp())
+    for (Operation *prev = cur->getPrevNode(); prev; prev = prev->getPrevNode())
+      if (isOrHolds(prev))
+        return;
+  failed = true;
+  alloc->emitError()
+      << "TMEM alloc: this tcgen05.alloc.cta_group::2 allocates for a CTA "
+         "pair with no cluster barrier before it on every path (rule: the "
+         "issuing warp must make sure the peer CTA has launched and takes "
+         "part in the pair's collective ops, PTX ISA tcgen05.alloc; a CTA "
+         "barrier or mbarrier init says nothing of the peer: "
+         "NVIDIA/cutlass#3316) (call k.cluster_sync(), or the pipelines' "
+         "pipeline_init_arrive / pipeline_init_wait of the cluster, before "
+         "tmem.alloc(), then publish the address with k.sync_threads())";
 }
 
 //===----------------------------------------------------------------------===//

@@ -44,6 +44,8 @@ public:
   /// cta_group::2 tcgen05.dealloc after it (`body`: the top-level block).
   void checkPairDealloc(ArrayRef<NVVM::Tcgen05AllocOp> allocs,
                         NVVM::Tcgen05DeallocOp dealloc, Block &body);
+  /// A cluster barrier on every path before a cta_group::2 tcgen05.alloc.
+  void checkPairAlloc(NVVM::Tcgen05AllocOp alloc);
   /// tcgen05.wait::ld on every path between a tcgen05.ld and the
   /// consumer.release that hands its tensor-memory stage back.
   void checkWaitLoadBeforeRelease(ConsumerReleaseOp release);

@@ -2,7 +2,9 @@
 // CTA's dealloc must not run before its peer's alloc completed, so a
 // cluster barrier lies between the cta_group::2 alloc and the dealloc (CTA
 // barriers order only one CTA; a late peer makes the dealloc undefined, a
-// launch failure: NVIDIA/cutlass#3435). Each bug has its twin; a chunk
+// launch failure: NVIDIA/cutlass#3435). Each pair chunk starts with the
+// cluster barrier a cta_group::2 alloc needs before it (tmem-pair-alloc.mlir).
+// Each bug has its twin; a chunk
 // without expected-* lines is correct: any diagnostic fails it.
 // RUN: pipeline-opt --pipeline-verify-protocol -split-input-file -verify-diagnostics %s
 
@@ -18,6 +20,9 @@ gpu.module @m {
     %c64 = arith.constant 64 : i32
     %warp = arith.divui %tid, %c32 : i32
     %mma = arith.cmpi eq, %warp, %c0 : i32
+    // The peer CTA known to have started (the cta_group::2 alloc's rule).
+    nvvm.cluster.arrive
+    nvvm.cluster.wait
     scf.if %mma {
       // expected-note @+1 {{the cta_group::2 tcgen05.alloc}}
       nvvm.tcgen05.alloc %slot, %c64 {group = #nvvm.cta_group<cta_2>} : !llvm.ptr<3>, i32
@@ -51,6 +56,9 @@ gpu.module @m {
     %c64 = arith.constant 64 : i32
     %warp = arith.divui %tid, %c32 : i32
     %mma = arith.cmpi eq, %warp, %c0 : i32
+    // The peer CTA known to have started (the cta_group::2 alloc's rule).
+    nvvm.cluster.arrive
+    nvvm.cluster.wait
     scf.if %mma {
       nvvm.tcgen05.alloc %slot, %c64 {group = #nvvm.cta_group<cta_2>} : !llvm.ptr<3>, i32
       nvvm.tcgen05.relinquish_alloc_permit {group = #nvvm.cta_group<cta_2>}
@@ -84,6 +92,9 @@ gpu.module @m {
     %c64 = arith.constant 64 : i32
     %warp = arith.divui %tid, %c32 : i32
     %mma = arith.cmpi eq, %warp, %c0 : i32
+    // The peer CTA known to have started (the cta_group::2 alloc's rule).
+    nvvm.cluster.arrive
+    nvvm.cluster.wait
     scf.if %mma {
       nvvm.tcgen05.alloc %slot, %c64 {group = #nvvm.cta_group<cta_2>} : !llvm.ptr<3>, i32
       nvvm.tcgen05.relinquish_alloc_permit {group = #nvvm.cta_group<cta_2>}
