@@ -34,6 +34,15 @@
 // (the role's program is every warp's) must not read the stage: a read
 // retired after the barrier, in its own warp, is retired too late.
 //
+// A release by another role: where the branches of a warp-role split meet
+// on one named barrier (one role arrives or syncs on it, the other syncs on
+// it and then releases a stage the first role read), the release is
+// ordered after the first role's work only up to that barrier: a wgmma or
+// bulk-store read of the stage in flight there (committed, not retired by a
+// wait_group before the barrier) may still read it when the producer
+// refills it. Tied to a stage as above (both roles' verbs on states of one
+// chain: the roles branch inside the loop that carries the state).
+//
 //===----------------------------------------------------------------------===//
 
 #include "ProtocolChecks.h"
@@ -222,6 +231,15 @@ struct InFlight {
   // role (named barrier, bar.sync 0) on this path, and that barrier.
   Group atBarrier;
   Operation *barrier = nullptr;
+  // The reads in flight at each named barrier (no index) this path met, and
+  // (`handed`) those another role branch met, for the release by another
+  // role: the barrier op and what was in flight there.
+  struct AtNamed {
+    Operation *barrier;
+    Group reads;
+  };
+  SmallVector<AtNamed, 2> named;
+  SmallVector<AtNamed, 2> handed;
 
   template <typename Fn> void forEach(Fn fn) {
     for (Group &g : wgmma)
@@ -238,6 +256,12 @@ struct InFlight {
       fn(r);
     for (Read &r : atBarrier)
       fn(r);
+    for (AtNamed &n : named)
+      for (Read &r : n.reads)
+        fn(r);
+    for (AtNamed &n : handed)
+      for (Read &r : n.reads)
+        fn(r);
   }
 
   /// What is in flight now, as the snapshot taken at a barrier.
@@ -418,6 +442,8 @@ private:
                   "this op");
     if (verb.verb == Verb::Release && !reported.contains(op))
       checkOtherWarps(op, verb, f, sameStage);
+    if (verb.verb == Verb::Release && !reported.contains(op))
+      checkOtherRole(op, verb, f, sameStage);
     if (tcCommit)
       f.tcgen05.clear();
   }
@@ -489,6 +515,73 @@ private:
     }
   }
 
+  /// The id and thread count of a named barrier without an index.
+  static std::optional<std::pair<int64_t, int64_t>> namedId(Operation *op) {
+    if (auto s = dyn_cast<NamedBarrierSyncOp>(op); s && !s.getIndex())
+      return std::make_pair<int64_t, int64_t>(s.getBarrierId(),
+                                              s.getNumThreads());
+    if (auto a = dyn_cast<NamedBarrierArriveOp>(op); a && !a.getIndex())
+      return std::make_pair<int64_t, int64_t>(a.getBarrierId(),
+                                              a.getNumThreads());
+    return std::nullopt;
+  }
+
+  /// A release ordered after another role's work by the named barrier it
+  /// last synced on: that role's reads of the stage must be retired before
+  /// the barrier.
+  template <typename SameStage>
+  void checkOtherRole(Operation *op, const VerbRef &verb, InFlight &f,
+                      SameStage sameStage) {
+    if (!f.barrier || f.handed.empty() || !isa<NamedBarrierSyncOp>(f.barrier))
+      return;
+    std::optional<std::pair<int64_t, int64_t>> id = namedId(f.barrier);
+    if (!id)
+      return;
+    std::optional<llvm::BitVector> releasers = warpsOf(op);
+    for (InFlight::AtNamed &n : f.handed) {
+      if (namedId(n.barrier) != id)
+        continue;
+      for (Read &r : n.reads) {
+        if (!sameStage(r))
+          continue;
+        std::optional<llvm::BitVector> readers = warpsOf(r.op);
+        if (releasers && readers) {
+          llvm::BitVector others = *readers;
+          others.reset(*releasers);
+          if (others.none())
+            continue;
+        }
+        reported.insert(op);
+        failedAny = true;
+        bool wgmma = r.kind == Reader::Wgmma;
+        InFlightDiagnostic diag =
+            op->emitError()
+            << op->getName()
+            << (releasers ? " by " + describeWarps(*releasers) : std::string())
+            << " hands back a stage of " << describe(verb.pipeline)
+            << " that another role"
+            << (readers ? " (" + describeWarps(*readers) + ")" : std::string())
+            << " read with " << readerName(r.op)
+            << ", still in flight at named barrier " << id->first
+            << " that orders this release after that role: the producer may "
+               "refill the stage while it is read (rule: a release by another "
+               "role is ordered after the reading role's work only up to the "
+               "barrier both meet; its asynchronous reads of the stage are "
+               "retired before that barrier); retire it in the reading role "
+               "before its named_barrier arrive ("
+            << (wgmma ? "nvvm.wgmma.wait.group.sync.aligned 0"
+                      : "cp.async.bulk.wait_group.read 0, "
+                        "pipeline.bulk_group.wait {read}")
+            << ")";
+        diag.attachNote(r.op->getLoc())
+            << "the asynchronous read of that stage by the other role";
+        diag.attachNote(n.barrier->getLoc())
+            << "that role's barrier, with the read still in flight";
+        return;
+      }
+    }
+  }
+
   // --- walking the function in program order -------------------------------
   void walk(Block &block, InFlight &f) {
     for (Operation &op : block)
@@ -551,8 +644,11 @@ private:
       return;
     }
     if (isRoleBarrier(op)) {
-      if (!guardDepth)
+      if (!guardDepth) {
         f.snapshotAt(op);
+        if (namedId(op))
+          f.named.push_back({op, f.atBarrier});
+      }
       return;
     }
     if (std::optional<VerbRef> verb = getVerb(op)) {
@@ -596,7 +692,23 @@ private:
       InFlight e = f;
       if (ifOp.elseBlock())
         walk(*ifOp.elseBlock(), e);
+      if (ifOp.elseBlock() && isThreadSplit(ifOp)) {
+        // Two roles: each branch's releases against what the other had in
+        // flight at its named barriers (the then branch again, with the
+        // else branch's; a hand-back is reported once).
+        size_t before = f.named.size();
+        InFlight e2 = f;
+        e2.handed.append(t.named.begin() + before, t.named.end());
+        if (e2.handed.size() > f.handed.size())
+          walk(*ifOp.elseBlock(), e2);
+        InFlight t2 = f;
+        t2.handed.append(e.named.begin() + before, e.named.end());
+        if (t2.handed.size() > f.handed.size())
+          walk(*ifOp.thenBlock(), t2);
+      }
+      auto handed = f.handed;
       f = mergePaths(t, e);
+      f.handed = handed;
       return;
     }
     if (auto loop = dyn_cast<scf::ForOp>(op)) {
@@ -635,10 +747,12 @@ private:
     // Three passes reach the steady state of what one iteration leaves to
     // the next (the queues are bounded by the waits in the body).
     InFlight exit;
+    auto outerNamed = f.named;
     for (int pass = 0; pass < 3; ++pass) {
       exit = entry;
       walk(*body, exit);
       InFlight next = exit;
+      next.named = entry.named; // a named barrier's reads stay in its trip
       remap(next, [&](Canon c) -> Canon {
         if (auto arg = dyn_cast<BlockArgument>(c.root);
             arg && arg.getOwner() == body) {
@@ -665,6 +779,7 @@ private:
         return {};
       return c;
     });
+    exit.named = outerNamed;
     // (A loop that may run zero times is taken to run at least once.)
     f = exit;
   }

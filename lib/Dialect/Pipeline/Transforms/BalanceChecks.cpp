@@ -13,6 +13,14 @@
 // balanced per iteration adds nothing; an unbalanced one adds its count
 // times its constant trip count, or makes the count unknown (and unchecked).
 //
+// A release left to another role: where one role branch waits on stages
+// and releases none, and the other waits on as many and releases them after
+// a named barrier both meet (the first arrives or syncs after its last wait,
+// the second syncs before its first release, one id and thread count, the
+// count being both roles' threads), the second role's releases end both
+// holds and the pair counts once (an FA3-style hand-off; whether a read of
+// the first role is still in flight at that barrier is check 8's).
+//
 // Loops that only hold one half of a pair are legal when the other half is
 // elsewhere in the role: the CUTLASS mainloop waits on a few stages in a
 // prologue loop and releases them in an epilogue loop. Those are checked at
@@ -94,6 +102,70 @@ using Summary = llvm::MapVector<PairKey, PairCount>;
 
 Summary summarize(Block &block);
 
+/// The named barrier (no index) that `op`'s block, or a block around it up
+/// to `within`, holds after (`after`) or before `op`, at its own level: a
+/// sync, or (after only) an arrive.
+Operation *barrierBeside(Operation *op, Block &within, bool after) {
+  for (Operation *cur = op; cur && cur->getBlock();
+       cur = cur->getParentOp()) {
+    for (Operation *o = after ? cur->getNextNode() : cur->getPrevNode(); o;
+         o = after ? o->getNextNode() : o->getPrevNode()) {
+      if (auto sync = dyn_cast<NamedBarrierSyncOp>(o); sync && !sync.getIndex())
+        return o;
+      if (auto arrive = dyn_cast<NamedBarrierArriveOp>(o);
+          after && arrive && !arrive.getIndex())
+        return o;
+    }
+    if (cur->getBlock() == &within)
+      break;
+  }
+  return nullptr;
+}
+
+/// A consumer role (`hand`) that waits on stages and leaves their release
+/// to another role (`rel`, which waits on the same stages and releases
+/// them): the two are ordered by one named barrier when `hand` arrives or
+/// syncs on it after its last wait, `rel` syncs on it (blocking) before its
+/// first release, with the same id and thread count, and that count is the
+/// two roles' threads. Then `rel`'s releases end both holds.
+bool handsOver(Block &hand, Block &rel, Value pipe, scf::IfOp ifOp) {
+  Operation *lastWait = nullptr, *firstRelease = nullptr;
+  hand.walk([&](ConsumerWaitOp w) {
+    if (w.getPipeline() == pipe)
+      lastWait = w;
+  });
+  rel.walk([&](ConsumerReleaseOp r) {
+    if (r.getPipeline() == pipe && !firstRelease)
+      firstRelease = r;
+  });
+  if (!lastWait || !firstRelease)
+    return false;
+  Operation *handBar = barrierBeside(lastWait, hand, /*after=*/true);
+  Operation *relBar = barrierBeside(firstRelease, rel, /*after=*/false);
+  if (!handBar || !relBar)
+    return false;
+  auto idOf = [](Operation *op) {
+    if (auto s = dyn_cast<NamedBarrierSyncOp>(op))
+      return std::make_pair(s.getBarrierId(), s.getNumThreads());
+    auto a = cast<NamedBarrierArriveOp>(op);
+    return std::make_pair(a.getBarrierId(), a.getNumThreads());
+  };
+  if (idOf(handBar) != idOf(relBar))
+    return false;
+  auto fn = ifOp->getParentOfType<FunctionOpInterface>();
+  int64_t blockDim = fn ? getBlockDim(fn, Options{}) : 0;
+  if (blockDim <= 0)
+    return false;
+  std::optional<Executors> a = getExecutors(handBar, blockDim);
+  std::optional<Executors> b = getExecutors(relBar, blockDim);
+  if (!a || !b || !a->wholeWarps || !b->wholeWarps ||
+      a->threads.anyCommon(b->threads))
+    return false;
+  llvm::BitVector both = a->threads;
+  both |= b->threads;
+  return static_cast<uint64_t>(both.count()) == idOf(relBar).second;
+}
+
 /// An scf.if: equal branches count once, a one-sided if counts its then
 /// branch, different branches (roles) add up; branches that differ on a
 /// condition that is not a thread split (kernel arguments, loop variables)
@@ -134,6 +206,21 @@ void addIf(Summary &into, scf::IfOp ifOp) {
       dst.firstOps.append(e.firstOps);
       dst.secondOps.append(t.secondOps);
       dst.secondOps.append(e.secondOps);
+    } else if (key.second == kConsumerSide && !t.unknown && !e.unknown &&
+               ((t.second == 0 && t.first > 0 && e.first == t.first &&
+                 e.second == e.first && !noElse &&
+                 handsOver(ifOp.getThenRegion().front(),
+                           ifOp.getElseRegion().front(), key.first, ifOp)) ||
+                (e.second == 0 && e.first > 0 && t.first == e.first &&
+                 t.second == t.first && !noElse &&
+                 handsOver(ifOp.getElseRegion().front(),
+                           ifOp.getThenRegion().front(), key.first, ifOp)))) {
+      // One role hands its waits' release to the other, which waits on and
+      // releases the same stages after a barrier both meet: those releases
+      // end both roles' holds (the arrive count is one role's).
+      dst.add(t.second ? t : e);
+      for (Operation *op : (t.second ? e : t).firstOps)
+        dst.firstOps.push_back(op);
     } else {
       dst.add(t);
       dst.add(e);
