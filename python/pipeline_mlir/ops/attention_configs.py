@@ -123,11 +123,13 @@ BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw", "dq_deferred": "dq
                "stat_shuffle": "ssh", "stats_with_tiles": "swt", "p_packed": "pk",
                "lpt_order": "lpt", "rows_first": "rf",
                "dq_acc_order": "dqa", "split_scores": "sps", "dq_one_part": "dq1",
-               "stages3": "s3"}
+               "stages3": "s3", "block_m80": "m80"}
 # The overrides of an option that is not a switch of its own name turned on:
 # 128-query steps (d 64); three stages of Q and dO (d 128: the rows on the
-# tiles' stages left room for a third: 226.6 KiB of 227).
-BWD_OPTION_OVERRIDES = {"block_m128": {"block_m": 128}, "stages3": {"stages": 3}}
+# tiles' stages left room for a third: 226.6 KiB of 227); 80-query steps
+# (d 128 with dq_split: FA4's d 128 step, dQ computed transposed).
+BWD_OPTION_OVERRIDES = {"block_m128": {"block_m": 128}, "stages3": {"stages": 3},
+                        "block_m80": {"block_m": 80}}
 
 
 def bwd_variant(head_dim, causal, dq_split=False, options=()):
@@ -415,7 +417,15 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
                          "dk_last", "ds_one_barrier"),
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
-                         "lpt_order", "dk_last", "ds_one_barrier", "dq_acc_order"))
+                         "lpt_order", "dk_last", "ds_one_barrier", "dq_acc_order"),
+                        # FA4's 80-query step (block_m80: dQ^T = K^T dS^T, the
+                        # dS^T tiles with the 32-byte swizzle) on the full set
+                        # without dq_acc_order (dQ^T's tile is stored
+                        # transposed, in the plain order), and in FA4's order.
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "block_m80"),
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "dk_last", "ds_one_barrier", "block_m80"))
 # And d 256 (each consumer its columns of the same keys).
 BWD_D256_OPTION_SETS = (("pingpong",), ("lpt_order",),
                         # LSE and dPsum on Q's and dO's stages (d 128's

@@ -13,7 +13,11 @@ from pipeline_mlir.layout import OperandLayout
 
 SWIZZLE = 128
 CONSUMER_WARPGROUPS = 2
-BLOCK_M = 64                                # query rows per step (``block_m``: 64 or 128)
+BLOCK_M = 64                                # query rows per step (``block_m``: 64, 80 or 128)
+# FA4's d 128 step (``block_m`` 80): dQ computed transposed (``dq_transposed``).
+BLOCK_M80 = 80
+# The dS^T tiles' swizzle at 80 queries: rows of 160 bytes take 32-byte spans.
+DS_SWIZZLE80 = 32
 DQ_CHUNK = 64                               # dQ columns per GEMM (register budget)
 ROW_BYTES = BLOCK_M * 4                     # one 64-row query block of LSE or dPsum
 HEAD_DIMS = (64, 128, 256)
@@ -114,6 +118,18 @@ class AttentionBwdConfig:
     # 32 KiB: 227 KiB would be passed). Measured on an H200: 6.7-7.7% less
     # backward time on the full d 64 row, 9-15% more on the causal one: a
     # candidate (docs/attention.md).
+    # 80 (``BLOCK_M80``, FA4's d 128 step) at head dim 128 with dq_split:
+    # S^T and dP^T are m64n80, dV and dK walk 80 queries (5 k slices), the
+    # dS^T tiles take the 32-byte swizzle (160-byte rows), and dQ, whose 80
+    # rows are no wgmma M, is computed transposed (``dq_transposed``):
+    # dQ^T = K^T dS^T, consumer ``cw``'s 64 head-dim columns as M (K an
+    # MN-major A), N = 80 queries, over all 128 keys of both consumers'
+    # dS^T tiles; the m64n80 accumulator is stored transposed into an
+    # 80 x 64 fp32 tile (``dq_tile_store.store_fragment_f32_transposed``)
+    # that the reduce warp adds as the plain tiles. Not with dq_acc_order,
+    # dq_deferred, dq_overlap, dq_double_buffer (shared memory: 226.3 KiB
+    # without) or stat_shuffle; dq_store_spread has nothing to spread (the
+    # op's d 128 sets carry it; ignored).
     block_m: int = BLOCK_M
     # dK's GEMM issued after dQ's (FlashAttention-3's order: dV, then the
     # dS^T hand-over, dQ, dK), and dQ waited for with dK still running, so
@@ -282,10 +298,18 @@ class AttentionBwdConfig:
             raise ValueError(f"AttentionBwdConfig: dq_double_buffer at head_dim "
                              f"{self.head_dim} needs {self.smem_bytes()} bytes of shared "
                              f"memory, over {SMEM_PER_BLOCK} (it fits at 64 with 64-query steps)")
-        if self.block_m not in (BLOCK_M, 2 * BLOCK_M):
-            raise ValueError(f"AttentionBwdConfig: block_m must be {BLOCK_M} or "
+        if self.block_m not in (BLOCK_M, BLOCK_M80, 2 * BLOCK_M):
+            raise ValueError(f"AttentionBwdConfig: block_m must be {BLOCK_M}, {BLOCK_M80} or "
                              f"{2 * BLOCK_M}, got {self.block_m!r}")
-        if self.block_m != BLOCK_M and (self.head_dim != 64 or self.dq_split):
+        if self.block_m == BLOCK_M80 and (
+                self.head_dim != 128 or not self.dq_split or not self.dq_reduce_warp
+                or self.dq_acc_order or self.dq_deferred or self.dq_overlap
+                or self.dq_double_buffer or self.stat_shuffle):
+            raise ValueError("AttentionBwdConfig: block_m 80 needs head_dim 128 with dq_split "
+                             "and dq_reduce_warp (dQ^T's tile to the reduce warp), without "
+                             "dq_acc_order, dq_deferred, dq_overlap, dq_double_buffer "
+                             "or stat_shuffle")
+        if self.block_m == 2 * BLOCK_M and (self.head_dim != 64 or self.dq_split):
             raise ValueError("AttentionBwdConfig: block_m 128 needs head_dim 64 (S^T and "
                              "dP^T of 128 queries next to dK and dV fit the registers there "
                              "only), without dq_split (its dQ is split by rows)")
@@ -333,7 +357,20 @@ class AttentionBwdConfig:
         """dQ split by query rows between the consumer warpgroups (with
         ``block_m`` 128): consumer ``cw`` computes rows ``64 cw ..`` of the
         step's dQ, over all the CTA's keys."""
-        return self.block_m > WGMMA_M
+        return self.block_m == 2 * BLOCK_M
+
+    @property
+    def dq_transposed(self):
+        """dQ computed transposed, dQ^T = K^T dS^T (``block_m`` 80: 80 query
+        rows are no wgmma M): M = this consumer's 64 dQ columns, N = the
+        step's queries."""
+        return self.block_m == BLOCK_M80
+
+    @property
+    def ds_swizzle(self):
+        """The dS^T tiles' swizzle: 128 bytes, or 32 at 80 queries (rows of
+        160 bytes)."""
+        return DS_SWIZZLE80 if self.block_m == BLOCK_M80 else SWIZZLE
 
     @property
     def score_n(self):
@@ -435,7 +472,7 @@ class AttentionBwdConfig:
     def ds_layout(self):
         """One consumer's dS^T tile (its 64 keys x ``block_m`` queries,
         queries contiguous) as it writes it: a 64-row C tile."""
-        return OperandLayout("bf16", "K", SWIZZLE, WGMMA_M, self.block_m)
+        return OperandLayout("bf16", "K", self.ds_swizzle, WGMMA_M, self.block_m)
 
     def ds_set_layout(self):
         """One buffer of the dS^T tiles: both consumers' keys as rows
@@ -443,7 +480,7 @@ class AttentionBwdConfig:
         boxes of 64 queries. A consumer writes its ``ds_layout`` tile's box
         ``j`` at row ``64 cw`` of box ``j`` here (with 64 queries: the
         tiles one after the other)."""
-        return OperandLayout("bf16", "K", SWIZZLE, CONSUMER_WARPGROUPS * WGMMA_M,
+        return OperandLayout("bf16", "K", self.ds_swizzle, CONSUMER_WARPGROUPS * WGMMA_M,
                              self.block_m)
 
     def ds_mn_layout(self):
@@ -451,15 +488,19 @@ class AttentionBwdConfig:
         contiguous, rows are K (keys): MN-major. With ``shared_ds`` one
         buffer's ``ds_set_layout`` whole, all 128 keys (consumer 1's keys
         from K slice 4; with ``dq_rows`` consumer ``cw`` reads the box of
-        its 64 queries, ``mn_offset(64 cw)``)."""
+        its 64 queries, ``mn_offset(64 cw)``). With ``dq_transposed`` the
+        same bytes are dQ^T's B (K = keys, N = queries contiguous): MN-major
+        too."""
         if self.shared_ds:
-            return OperandLayout("bf16", "MN", SWIZZLE, self.block_n, self.block_m)
+            return OperandLayout("bf16", "MN", self.ds_swizzle, self.block_n, self.block_m)
         return OperandLayout("bf16", "MN", SWIZZLE, WGMMA_M, self.block_m)
 
     def dq_layout(self):
         """One consumer's fp32 dQ tile (its ``dq_cols`` columns), the source
-        of the TMA reduce-add."""
-        return OperandLayout("f32", "K", SWIZZLE, WGMMA_M, self.dq_cols)
+        of the TMA reduce-add: 64 query rows, or with ``dq_transposed``
+        the step's (dQ^T stored transposed)."""
+        rows = self.block_m if self.dq_transposed else WGMMA_M
+        return OperandLayout("f32", "K", SWIZZLE, rows, self.dq_cols)
 
     def dkv_layout(self):
         """One consumer's 64 rows x ``part_cols`` columns of dK or dV

@@ -60,3 +60,40 @@ def store_fragment_f32(acc, smem, warp, lane, layout, first_box=0, spread=False)
             v = llvm.insertelement(v, hi, to_value(Scalar(1)))
             ptr = smem + ((first_box + box) * layout.box_bytes) + swizzled
             llvm.store(v, ptr.ir_value)
+
+
+def transposed_offset(layout, row, col):
+    """Byte offset in the fp32 tile ``layout`` (rows: queries, boxes of
+    ``box_cols`` dQ columns, swizzled as TMA reads it) where value ``(row,
+    col)`` of an ``m64 x n`` dQ^T fragment goes: tile row ``col`` (the
+    query), tile column ``row`` (the dQ column). ``row``, ``col``: ints or
+    i32 Scalars (``store_fragment_f32_transposed``)."""
+    box, in_box = row // layout.box_cols, row % layout.box_cols
+    return (box * layout.box_bytes + col * layout.atom_bytes
+            + ((in_box * layout.element_bytes) ^ ((col & 7) << 4)))
+
+
+@user_line
+def store_fragment_f32_transposed(acc, smem, warp, lane, layout):
+    """Write ``acc`` (``m64 x n`` fp32, dQ^T: rows the tile's 64 columns,
+    columns its ``n`` rows) transposed into the fp32 tile ``layout`` at
+    ``smem`` (``layout.rows == n``, 64 columns): one 4-byte store per
+    value. A warp's store covers 4 query rows (``2 p + el``) x 8
+    contiguous columns (``quad``): the swizzle puts the 4 rows' 32 bytes in
+    different 16-byte chunk pairs, so no bank conflict. Four pointers a
+    thread (row half ``eh``, column parity ``el``); column group ``j`` adds
+    ``8 j`` rows of the tile, an immediate."""
+    if layout.dtype != "f32" or layout.major != "K" or layout.rows != acc.n \
+            or layout.cols != 64:
+        raise ValueError(f"store_fragment_f32_transposed: an f32 {acc.n} x 64 tile, "
+                         f"got {layout}")
+    quad, pair = lane // 4, lane % 4
+    row = warp * 16 + quad
+    ptrs = {(eh, el): smem + transposed_offset(layout, row + 8 * eh, pair * 2 + el)
+            for eh in range(2) for el in range(2)}
+    for j in range(acc.n // 8):
+        for eh in range(2):
+            for el in range(2):
+                v = acc.value(4 * j + 2 * eh + el)
+                ptr = ptrs[(eh, el)] + (8 * j * layout.atom_bytes) if j else ptrs[(eh, el)]
+                llvm.store(v, ptr.ir_value)

@@ -10,7 +10,7 @@ from pipeline_mlir.pipeline import NamedBarrier
 
 from .config import CONSUMER_WARPGROUPS, DQ_CHUNK, DS_BARRIER
 from .dq_acc_order import store_fragment_acc_order
-from .dq_tile_store import store_fragment_f32
+from .dq_tile_store import store_fragment_f32, store_fragment_f32_transposed
 from .ds_tile_store import store_half, store_operand_a
 
 
@@ -30,7 +30,11 @@ class GradGemms:
     warpgroups' dS^T tiles of the step's buffer, B from K's column atom
     ``cw``. With ``dq_rows`` (128-query steps, d = 64) its dQ is query rows
     ``64 cw ..``, every column, over all 128 keys: A the box of those
-    queries in both warpgroups' dS^T tiles, B all of K."""
+    queries in both warpgroups' dS^T tiles, B all of K. With
+    ``dq_transposed`` (80-query steps) dQ^T = K^T dS^T: A this
+    warpgroup's column atom of K read MN-major (M = its 64 dQ columns, K =
+    all 128 keys), B both warpgroups' dS^T tiles (N = the 80 queries),
+    stored transposed into the 80 x 64 fp32 dQ tile."""
 
     def __init__(self, k, cfg, rings, kv_tile, cw, warp_in_wg, lane, wg_sync):
         self.k, self.cfg, self.cw = k, cfg, cw
@@ -42,7 +46,10 @@ class GradGemms:
         self.dq_layout = cfg.dq_layout()
         self.dq_n = cfg.dq_cols if cfg.dq_one_part else min(cfg.dq_cols, DQ_CHUNK)
         self.mma_kv = wgmma.WarpgroupMma(n, "bf16", self.q_mn)    # m64 n=part_cols, A regs
-        self.mma_dq = wgmma.WarpgroupMma(self.dq_n, self.ds_mn, self.k_mn)   # m64 n=dq_n
+        if cfg.dq_transposed:                   # m64 (dQ columns) n=block_m (queries)
+            self.mma_dq = wgmma.WarpgroupMma(cfg.block_m, self.k_mn, self.ds_mn)
+        else:
+            self.mma_dq = wgmma.WarpgroupMma(self.dq_n, self.ds_mn, self.k_mn)   # m64 n=dq_n
         if cfg.dq_split:
             # This warpgroup's dQ columns of K (one 128-byte atom), all keys.
             self.k_b = wgmma.smem_matrix_descriptor(
@@ -240,13 +247,15 @@ class GradGemms:
         # Each warpgroup's own keys are K slices 4 cw.. of the K tile;
         # otherwise (shared keys, or shared_ds's all keys) every slice.
         own_keys = cfg.column_parts == 1 and not cfg.shared_ds
-        dq = Fragment.undef(dq_n)
+        dq = Fragment.undef(cfg.block_m if cfg.dq_transposed else dq_n)
         kb = wgmma.advance_descriptor(self.k_b, k_mn.mn_offset(c * dq_n))
         wgmma.fence()
         for kk in range(ds_mn.k_slices):
             a_slice = wgmma.k_slice_descriptor(ds_a, ds_mn, kk)
             b_slice = (_k_slice(kb, k_mn, self.cw, kk) if own_keys
                        else wgmma.k_slice_descriptor(kb, k_mn, kk))
+            if cfg.dq_transposed:                # dQ^T: K^T as A, dS^T as B
+                a_slice, b_slice = b_slice, a_slice
             self.mma_dq.mma(dq, a_slice, b_slice, accumulate=kk > 0)
         wgmma.commit_group()
         return dq
@@ -259,6 +268,10 @@ class GradGemms:
             dq = dq * scale
         if self.cfg.dq_acc_order:                # one 64-column part: the whole tile
             store_fragment_acc_order(dq, self.dq_tile(step), self.warp_in_wg, self.lane)
+            return
+        if self.cfg.dq_transposed:               # dQ^T: the whole tile, transposed
+            store_fragment_f32_transposed(dq, self.dq_tile(step), self.warp_in_wg, self.lane,
+                                          self.dq_layout)
             return
         store_fragment_f32(dq, self.dq_tile(step), self.warp_in_wg, self.lane,
                            self.dq_layout, first_box=c * self.dq_n // self.dq_layout.box_cols,
