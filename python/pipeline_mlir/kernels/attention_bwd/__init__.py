@@ -90,7 +90,12 @@ accumulator's order (16-byte stores), adds it with one 2-D TMA reduce-add
 into a flat accumulator in that order, and a postprocess kernel
 (``attention_bwd_dq_convert``) un-permutes it into bf16 dQ: the op's
 default at d 128 full, where it measured faster; off causal and at d 64
-(docs/attention.md).
+(docs/attention.md). ``block_m`` 80 (d 128 with ``dq_split`` and the
+reduce warp: FA4's d 128 step) takes 80-query steps: S^T and dP^T
+m64n80, the dS^T tiles with the 32-byte swizzle, and dQ computed
+transposed (``dq_transposed``: dQ^T = K^T dS^T, K an MN-major A, N = 80
+queries), stored transposed into an 80 x 64 fp32 tile
+(``dq_tile_store.store_fragment_f32_transposed``); a candidate.
 
 Release order (what pipeline-verify-protocol's async-read check proves): a
 stage of 'do' goes back only after ``wait_group`` retired the dP GEMM and
