@@ -211,7 +211,15 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
                                              ("db", dict(double_p=True)))},
                         "nolsel2": dict(exp2_poly=3, row_sum_mma=True, exp2_poly_degree=2,
                                         p_pack_merge=True, rescale_threshold=8.0,
-                                        l2_sections=True)},
+                                        l2_sections=True),
+                        # Run 15, on the LSE configurations: 4, 6 or 8 of
+                        # 16 by the polynomial on f16 pairs (exp2_poly_half,
+                        # with the packing as halves it converts from), the
+                        # FMA pipe's row sum adding the pairs on f16x2
+                        # (exponentials.half_row_sums): the LSE checked
+                        # within its 0.01.
+                        **{f"lph{n}": dict(exp2_poly=n, p_pack_merge=True, exp2_poly_half=True)
+                           for n in (4, 6, 8)}},
                   256: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS),
                         "hw": dict(hold_pv_wait=True, exp2_poly=0, **NO_RS),
                         "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0, **NO_RS),
@@ -241,7 +249,8 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
 # three consumer warpgroups (192-query tiles, 160 registers each) with
 # 64-key blocks, with and without the turns (w3n64, w3n64np). With 128 or 192
 # keys three warpgroups spill (S, O and P_{j-1} live at once). Then the
-# polynomial on f16 pairs (nph4, nph6, nph8), built after run 13, timed in run 14.
+# polynomial on f16 pairs (nph4, nph6, nph8), built after run 13, timed in run 14;
+# nph5 and nph7 (odd counts) timed in run 15.
 W3 = dict(consumer_warpgroups=3, consumer_registers=160)
 FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
                               "ns2": dict(stages=2),
@@ -249,13 +258,14 @@ FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
                               "nbn128s4": dict(block_n=128, stages=4),
                               "w3n64": dict(W3, block_n=64, stages=6),
                               "w3n64np": dict(W3, block_n=64, stages=6, pingpong=False),
-                              # 4, 6 or 8 of 16 by the polynomial on f16
+                              # 4 to 8 of 16 by the polynomial on f16
                               # pairs (exp2_poly_half, with the packing as
-                              # halves it converts from). Run 14: full
-                              # attention took 6 of 16 (nph6 is its
-                              # configuration now, so not tagged there).
+                              # halves it converts from; the odd counts,
+                              # pairs spread over 32 values, since run 15).
+                              # Run 14: full attention took 6 of 16 (nph6 is
+                              # its configuration now, so not tagged there).
                               **{f"nph{n}": dict(exp2_poly=n, p_pack_merge=True,
-                                                 exp2_poly_half=True) for n in (4, 6, 8)}}}
+                                                 exp2_poly_half=True) for n in range(4, 9)}}}
 # bf16 candidates timed beside the 'best' ones on the same rows (tagged
 # ``bf16cand d<d>[ causal] <name>``).
 BF16_CANDIDATES = {"hw": dict(hold_pv_wait=True)}

@@ -121,13 +121,16 @@ class AttentionConfig:
     # read, the rest after it: ``double_p`` for part of P (its extra
     # registers for those slices only). 0: off.
     p_early: int = 0
-    # FP8, with row_sum_mma and p_pack_merge: the polynomial's values
-    # (``exp2_poly``, an even count of every 16) two at a time on f16x2
-    # (``exponentials.exp2_poly_half``: about 5 instructions a value where
-    # the f32 polynomial takes 7; its own degree-2 polynomial, whatever
-    # exp2_poly_degree says), converted to e4m3 from f16x2. Their f32 values
-    # never exist, so the row sum must come from the tensor pipe. Not
-    # measured yet (docs/attention.md, "FP8 forward", run 13).
+    # FP8, with p_pack_merge: the polynomial's values (``exp2_poly`` of every
+    # 16, spread over each 32 a thread holds, so odd counts too) two at a
+    # time on f16x2 (``exponentials.exp2_poly_half``: about 5 instructions a
+    # value where the f32 polynomial takes 7; its own degree-2 polynomial,
+    # whatever exp2_poly_degree says), converted to e4m3 from f16x2. Their
+    # f32 values never exist: with ``row_sum_mma`` the tensor pipe sums
+    # them, without it (the LSE configurations) the FMA pipe adds the pairs
+    # on f16x2 and each row's two halves in f32
+    # (``exponentials.half_row_sums``). Measured in docs/attention.md, "FP8
+    # forward", runs 14 and 15.
     exp2_poly_half: bool = False
 
     def __post_init__(self):
@@ -178,11 +181,10 @@ class AttentionConfig:
                              f"before P V's wait in the e4m3 forward's overlapped mainloop "
                              f"(all of them: double_p): 1..{self.kv_block // 32 - 1}, got "
                              f"{self.p_early!r}")
-        if self.exp2_poly_half and not (self.fp8 and self.row_sum_mma and self.p_pack_merge
-                                        and self.exp2_poly and self.exp2_poly % 2 == 0):
+        if self.exp2_poly_half and not (self.fp8 and self.p_pack_merge and self.exp2_poly):
             raise ValueError(f"AttentionConfig: exp2_poly_half computes pairs of the "
                              f"e4m3 forward's polynomial values on f16x2: it needs "
-                             f"row_sum_mma, p_pack_merge and an even exp2_poly > 0, got "
+                             f"p_pack_merge and exp2_poly > 0, got "
                              f"exp2_poly={self.exp2_poly!r}")
         if self.row_sum_mma and self.hold_pv_wait:
             raise ValueError("AttentionConfig: row_sum_mma leaves no row sum on the FMA "

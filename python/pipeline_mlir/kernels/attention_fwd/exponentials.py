@@ -168,13 +168,76 @@ def exp2_poly_half(x0, x1, ops=HalfIrOps):
     return ops.add_to_exponents(rounded, poly)
 
 
+HALF_WINDOW = 2 * POLY_SLOTS      # exp2_poly_half spreads its pairs over 32 values
+
+
 def half_pair_slots(per_16):
-    """``exp2_poly_half``: the first value (even, mod 16) of each pair a
-    thread's 16 consecutive values compute on f16x2: ``per_16 / 2`` of its 8
-    pairs, spread evenly."""
-    pairs = per_16 // 2
-    return frozenset(2 * i for i in range(POLY_SLOTS // 2) if (i * pairs) % (POLY_SLOTS // 2)
-                     < pairs)
+    """``exp2_poly_half``: the first value (even, mod ``HALF_WINDOW``) of
+    each pair a thread's 32 consecutive values compute on f16x2: ``per_16``
+    of its 16 pairs, spread evenly (``per_16`` of every 16 values, odd
+    counts included; for an even count the same pairs as ``per_16 / 2`` of
+    every 8 pairs of 16 values, repeated)."""
+    pairs = HALF_WINDOW // 2
+    return frozenset(2 * i for i in range(pairs) if (i * per_16) % pairs < per_16)
+
+
+class HalfSumIrOps:
+    """The operations ``half_row_sums`` is written in, emitted as MLIR (the
+    tests run the same sums on numpy with their own ops)."""
+
+    add_f32 = staticmethod(arith.addf)
+    add_f16x2 = staticmethod(HalfIrOps.add)
+
+    @staticmethod
+    def bits(v):
+        """An f16x2 pair's register (carried as an f32 value) as b32."""
+        return llvm.bitcast(i32(), v)
+
+    @staticmethod
+    def half_to_f32(bits, half):
+        """Half ``half`` (0: the low one) of the f16x2 ``bits`` as f32 (exact)."""
+        return llvm.inline_asm(f32(), [bits],
+                               "{ .reg .f16 lo, hi; mov.b32 {lo, hi}, $1; cvt.f32.f16 $0, "
+                               f"{'hi' if half else 'lo'}; }}", "=f,r", has_side_effects=False)
+
+
+def half_row_sums(values, per_16, ops=HalfSumIrOps):
+    """The thread's partial sums of its two rows ([row 0, row 1], as
+    ``Fragment.row_sum_partial``) of ``exponentials(x, per_16, half=True)``'s
+    ``values``: the f32 ones added in f32 (a pairwise tree), each row's
+    f16x2 pairs added on f16x2 (one ``add.rn.f16x2`` a pair, a pairwise
+    tree: each half sums at most 24 values of at most 2^8, the rescale
+    threshold, a 192-key block: 6144, far inside f16's 65504; each add
+    rounded to f16's 11 bits, at most 5 adds deep), whose two halves are
+    then converted to f32 and added to the row's f32 sum. For the configurations that return
+    the LSE (no row sum on the tensor pipe)."""
+    first = half_pair_slots(per_16)
+    rows = []
+    for row in range(2):
+        # Value i belongs to row (i // 2) % 2 (``Fragment._row_reduce``).
+        idx = [i for i in range(0, len(values), 2) if (i // 2) % 2 == row]
+        f32s = [w for i in idx if i % HALF_WINDOW not in first
+                for w in (values[i], values[i + 1])]
+        pairs = [ops.bits(values[i]) for i in idx if i % HALF_WINDOW in first]
+        total = tree(f32s, ops.add_f32) if f32s else None
+        if pairs:
+            acc = tree(pairs, ops.add_f16x2)
+            for half in range(2):
+                h = ops.half_to_f32(acc, half)
+                total = h if total is None else ops.add_f32(total, h)
+        rows.append(total)
+    return rows
+
+
+def tree(vals, fn):
+    """``fn`` over ``vals`` as a pairwise tree (log2 n dependent steps)."""
+    vals = list(vals)
+    while len(vals) > 1:
+        nxt = [fn(vals[j], vals[j + 1]) for j in range(0, len(vals) - 1, 2)]
+        if len(vals) % 2:
+            nxt.append(vals[-1])
+        vals = nxt
+    return vals[0]
 
 
 def poly_slots(per_16):
@@ -198,7 +261,7 @@ def exponentials(x, per_16, degree=3, half=False):
         out = []
         v = x.values
         for i in range(0, len(v), 2):
-            if i % POLY_SLOTS in first:
+            if i % HALF_WINDOW in first:
                 bits = llvm.bitcast(f32(), exp2_poly_half(v[i], v[i + 1]))
                 out += [bits, bits]
             else:

@@ -16,7 +16,7 @@ from pipeline_mlir.layout import descriptor_units
 from pipeline_mlir.pipeline import NamedBarrier
 
 from .config import EPILOGUE_BARRIER
-from .exponentials import POLY_SLOTS, half_pair_slots
+from .exponentials import HALF_WINDOW, half_pair_slots
 
 E4M3_ONES = 0x38383838           # four e4m3 1.0 (sign 0, exponent 7 of bias 7, mantissa 0)
 
@@ -316,7 +316,7 @@ def pack_merged(p, dtype, half_pairs=frozenset()):
     vector of its two ``cvt.rn.satfinite.e4m3x2.f32`` halves: PTX's
     ``mov.b32 {lo, hi}``, which ptxas folds into the conversions (no
     PRMT). ``half_pairs`` (``cfg.exp2_poly_half``): the value pairs (their
-    first index mod 16; every byte pair of a register is a value pair)
+    first index mod 32; every byte pair of a register is a value pair)
     that hold one f16x2 of ``exponentials.exp2_poly_half``, converted by
     ``cvt.rn.satfinite.e4m3x2.f16x2``."""
     f8 = {"e4m3": ir.Float8E4M3FNType, "e5m2": ir.Float8E5M2Type}[dtype].get()
@@ -326,7 +326,7 @@ def pack_merged(p, dtype, half_pairs=frozenset()):
 
     def cvt(hi, lo):
         """Values ``lo`` (the low byte) and ``hi = lo + 1`` as e4m3x2."""
-        if lo % POLY_SLOTS in half_pairs:
+        if lo % HALF_WINDOW in half_pairs:
             pair = llvm.bitcast(ir.VectorType.get([2], ir.F16Type.get()),
                                 llvm.bitcast(i32(), v[lo]))
             return nvvm.convert_f16x2_to_f8x2(i16, pair, ir.TypeAttr.get(f8))

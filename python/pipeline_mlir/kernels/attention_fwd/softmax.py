@@ -7,7 +7,7 @@ from pipeline_mlir.kernel.fragment import RowVector
 from pipeline_mlir.kernel.values import f32, to_value
 
 from .config import packed_shift
-from .exponentials import exponentials
+from .exponentials import exponentials, half_row_sums
 
 
 class OnlineSoftmax:
@@ -65,12 +65,19 @@ class OnlineSoftmax:
             corr = None if first else (row_max * scale_log2 - scaled).exp2()
         elif not first:
             corr = (row_max * scale_log2 - scaled).exp2()
-            row_sum.set(row_sum * corr + p.row_sum_partial())
+            row_sum.set(row_sum * corr + self.partial_sums(p))
         else:
             corr = None
-            row_sum.set(p.row_sum_partial())
+            row_sum.set(self.partial_sums(p))
         row_max.set(new_max)
         return p, corr
+
+    def partial_sums(self, p):
+        """The thread's partial row sums of P (the FMA pipe's; with
+        ``cfg.exp2_poly_half`` its f16x2 pairs added as such)."""
+        if self.cfg.exp2_poly_half:
+            return RowVector(half_row_sums(p.values, self.cfg.exp2_poly))
+        return p.row_sum_partial()
 
 
 def lazy_max(old, new, scale_log2, threshold):
