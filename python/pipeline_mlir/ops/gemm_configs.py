@@ -64,8 +64,8 @@ from .gemm_variants import (  # noqa: F401 (re-exported)
 # The plain tiles' time model (ops/gemm_cost.py).
 from .gemm_cost import (  # noqa: F401 (re-exported)
     BLOCK_S, EFFICIENCY, FLOOR_S, K_BLOCK, MISALIGNED_K, MISALIGNED_K_OF, TILE_S, block_time,
-    RESIDENT_4_SHARE, estimate, fill, last_wave, misaligned_k, operand_rows, units_of,
-    units_per_wave)
+    RESIDENT_4_SHARE, cluster_units, estimate, fill, last_wave, misaligned_k, one_wave_ctas,
+    operand_rows, units_of, units_per_wave)
 # Split-K's model and rule (ops/gemm_split_k.py).
 from .gemm_split_k import (  # noqa: F401 (re-exported)
     DRAM_BYTES_PER_S, L2_BYTES_PER_S, L2_RESIDENT_BYTES, MIN_SPLIT_K_BLOCKS, REDUCE_LAUNCH_S,
@@ -238,6 +238,27 @@ CLUSTER_N_MARGIN = 1.0
 AUTO_CLUSTER_N_ONE_WAVE = False
 CLUSTER_N_ONE_WAVE_ROWS = 0.75
 CLUSTER_N_ONE_WAVE_AREA = 128 * 128
+# Whether the cluster along N, where both it and the pick fit one wave,
+# pays for the CTAs it keeps busy beyond the pick's (``cluster_n_time``:
+# its estimate times 1 + CLUSTER_N_BUSY x the extra CTAs / SMs, weighed
+# against the pick; which cluster tile is best is still by ``estimate``).
+# The model's one wave is the same time however many SMs it occupies; on an
+# H200 (docs/gemm.md, "The one-wave pick, measured") a cluster along N in
+# one wave ran 1.04-1.17 of its model at 0.7-0.9 of a wave of pairs where
+# one-CTA tiles ran 0.85-0.93 of theirs, and against a one-CTA tile of the
+# same rows it ran a median 1.19-1.31 of the model's ratio where it kept
+# more CTAs busy (narrower tiles covering the same output; six of seven
+# ranges of K, 1.03 in the seventh), 0.83-1.24 where it kept as many. Not the resident clusters: a 2-CTA cluster kernel
+# has 66 of 66 resident (cuOccupancyMaxActiveClusters, five c2n tiles and
+# two pairs along M). Off: fitted on half of one-wave run1 (13 shapes
+# measured for it, both dtypes) it sped those up (8 runs changed, a
+# geomean 0.905 of the pick's time, 7 faster) but not the other half (10
+# changed, 1.005, 4 faster: 1552 x 1120 x 12304 1.11-1.13, 784 x 2720 x
+# 5392 1.07-1.09); on the older runs' 60 measured changed runs 0.961, 42
+# faster. 3% of random shapes change (92 of random_sweep.draw(3000, 7)).
+# Kept, tested, for the work that finds what decides these.
+AUTO_CLUSTER_N_BUSY = False
+CLUSTER_N_BUSY = 1.0
 # The 2x2 cluster (CLUSTER_2X2_VARIANTS, both operands multicast) is weighed
 # beside the cluster along N on outputs at most this wide: measured on an
 # H200 on 15 narrow outputs of a long K (docs/gemm.md, "The c2n rule's
@@ -256,6 +277,20 @@ CLUSTER_2X2_MAX_N = 512
 CLUSTER_2X2_MIN_K = 2048
 
 
+def cluster_n_time(variant, m, n, k, sms, pick):
+    """``choose_cluster_n``'s modelled time of a candidate against the
+    pick: its ``estimate``; with ``AUTO_CLUSTER_N_BUSY``, for a cluster
+    along N where both it and the pick fit one wave (``one_wave_ctas``)
+    and it keeps more CTAs busy, times 1 + ``CLUSTER_N_BUSY`` x (its CTAs
+    - the pick's) / ``sms``."""
+    t = estimate(variant, m, n, sms, k)
+    if AUTO_CLUSTER_N_BUSY and along_n(variant) and cluster_n_of(variant) == 1:
+        mine, theirs = one_wave_ctas(variant, m, n, sms), one_wave_ctas(pick, m, n, sms)
+        if mine is not None and theirs is not None and mine > theirs:
+            t *= 1 + CLUSTER_N_BUSY * (mine - theirs) / sms
+    return t
+
+
 def choose_cluster_n(m, n, k, sms, pick):
     """With ``AUTO_CLUSTER_N_ANY``: the tile of ``CLUSTER_N_RULE_VARIANTS``
     of least ``estimate`` (the larger tile on a tie) where it beats a plain
@@ -266,7 +301,8 @@ def choose_cluster_n(m, n, k, sms, pick):
     ``AUTO_CLUSTER_N_ONE_WAVE``) the pick is a one-CTA tile of at most
     ``CLUSTER_N_ONE_WAVE_AREA`` in one wave whose K rows are whole L2
     sectors and the pair reads more than ``CLUSTER_N_ONE_WAVE_ROWS`` of its
-    operand rows. Else ``CLUSTER_N_VARIANT`` where the pick is one of
+    operand rows, or (with ``AUTO_CLUSTER_N_BUSY``) its ``cluster_n_time``
+    is not less than the pick's estimate. Else ``CLUSTER_N_VARIANT`` where the pick is one of
     ``CLUSTER_N_OVER`` and its ``estimate`` is less (fewer rounds of pairs
     than the one-CTA tile's waves at its ``MISALIGNED_K_OF`` cost: K not a
     multiple of 16, an odd count of tile rows and an even one of columns,
@@ -280,7 +316,7 @@ def choose_cluster_n(m, n, k, sms, pick):
         if AUTO_CLUSTER_2X2 and n <= CLUSTER_2X2_MAX_N and k >= CLUSTER_2X2_MIN_K:
             rule = (*rule, *CLUSTER_2X2_VARIANTS)
         best = min(rule, key=lambda v: (estimate(v, m, n, sms, k), -math.prod(tile(v))))
-        if max(estimate(best, m, n, sms, k), FLOOR_S) >= \
+        if max(cluster_n_time(best, m, n, k, sms, pick), FLOOR_S) >= \
                 CLUSTER_N_MARGIN * max(estimate(pick, m, n, sms, k), FLOOR_S):
             return None
         if (AUTO_CLUSTER_N_ONE_WAVE and cluster_of(pick) == 1

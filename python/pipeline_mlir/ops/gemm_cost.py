@@ -128,11 +128,25 @@ def estimate(variant, m, n, sms, k=64):
     waves of units (a cluster's tiles: ``gemm_variants.unit_tiles``;
     ``units_per_wave`` of them a wave), each its K blocks and a tile's
     fixed cost (see the module doc)."""
+    waves = math.ceil(cluster_units(variant, m, n) / units_per_wave(variant, sms))
+    return waves * (math.ceil(k / K_BLOCK) * block_time(variant, k) + TILE_S)
+
+
+def cluster_units(variant, m, n):
+    """Units of the plain ``variant`` on an m x n output: tiles, or a
+    cluster's tiles (a pair along M or N, 2x2), ragged edges rounded up."""
     bm, bn = tile(variant)
     along_m_tiles, along_n_tiles = variant_unit_tiles(variant)
-    units = math.ceil(m / (bm * along_m_tiles)) * math.ceil(n / (bn * along_n_tiles))
-    waves = math.ceil(units / units_per_wave(variant, sms))
-    return waves * (math.ceil(k / K_BLOCK) * block_time(variant, k) + TILE_S)
+    return math.ceil(m / (bm * along_m_tiles)) * math.ceil(n / (bn * along_n_tiles))
+
+
+def one_wave_ctas(variant, m, n, sms):
+    """The CTAs the plain ``variant`` keeps busy on an m x n output if its
+    units fit one wave (``units_per_wave``), else None."""
+    units = cluster_units(variant, m, n)
+    if units > units_per_wave(variant, sms):
+        return None
+    return units * cluster_of(variant)
 
 
 # The share of ``sms / 4`` clusters of 4 CTAs that are resident at once: a
