@@ -238,25 +238,26 @@ CLUSTER_N_MARGIN = 1.0
 AUTO_CLUSTER_N_ONE_WAVE = False
 CLUSTER_N_ONE_WAVE_ROWS = 0.75
 CLUSTER_N_ONE_WAVE_AREA = 128 * 128
-# Whether the cluster along N, where both it and the pick fit one wave,
-# pays for the CTAs it keeps busy beyond the pick's (``cluster_n_time``:
-# its estimate times 1 + CLUSTER_N_BUSY x the extra CTAs / SMs, weighed
-# against the pick; which cluster tile is best is still by ``estimate``).
-# The model's one wave is the same time however many SMs it occupies; on an
-# H200 (docs/gemm.md, "The one-wave pick, measured") a cluster along N in
-# one wave ran 1.04-1.17 of its model at 0.7-0.9 of a wave of pairs where
-# one-CTA tiles ran 0.85-0.93 of theirs, and against a one-CTA tile of the
+# Whether the cluster along N, where both it and the pick fit one wave, pays
+# for the CTAs it keeps busy beyond the pick's (``cluster_n_time``: its
+# estimate times 1 + CLUSTER_N_BUSY x the extra CTAs / SMs, weighed against
+# the pick; which cluster tile is best is still by ``estimate``). The
+# model's one wave is the same time however many SMs it occupies; on an H200
+# (docs/gemm.md, "The one-wave pick, measured") a cluster along N in one
+# wave ran 1.04-1.16 of its model from 0.7 to a whole wave of pairs where
+# one-CTA tiles ran 0.81-0.95 of theirs, and against a one-CTA tile of the
 # same rows it ran a median 1.19-1.31 of the model's ratio where it kept
 # more CTAs busy (narrower tiles covering the same output; six of seven
-# ranges of K, 1.03 in the seventh), 0.83-1.24 where it kept as many. Not the resident clusters: a 2-CTA cluster kernel
-# has 66 of 66 resident (cuOccupancyMaxActiveClusters, five c2n tiles and
-# two pairs along M). Off: fitted on half of one-wave run1 (13 shapes
-# measured for it, both dtypes) it sped those up (8 runs changed, a
-# geomean 0.905 of the pick's time, 7 faster) but not the other half (10
-# changed, 1.005, 4 faster: 1552 x 1120 x 12304 1.11-1.13, 784 x 2720 x
-# 5392 1.07-1.09); on the older runs' 60 measured changed runs 0.961, 42
-# faster. 3% of random shapes change (92 of random_sweep.draw(3000, 7)).
-# Kept, tested, for the work that finds what decides these.
+# ranges of K, 1.03 in the seventh), 0.83-1.24 where it kept as many. Not
+# the resident clusters: a 2-CTA cluster kernel has 66 of 66 resident
+# (cuOccupancyMaxActiveClusters, five c2n tiles and two pairs along M). Off:
+# fitted on half of one-wave run1 (13 shapes measured for it, both dtypes)
+# it sped those up (8 runs changed, a geomean 0.905 of the pick's time, 7
+# faster) but not the other half (10 changed, 1.005, 4 faster: 1552 x 1120 x
+# 12304 1.11-1.13, 784 x 2720 x 5392 1.07-1.09); on the older runs' 60
+# measured changed runs 0.961, 42 faster. 3% of random shapes change (92 of
+# random_sweep.draw(3000, 7)). Kept, tested, for the work that finds what
+# decides these.
 AUTO_CLUSTER_N_BUSY = False
 CLUSTER_N_BUSY = 1.0
 # The 2x2 cluster (CLUSTER_2X2_VARIANTS, both operands multicast) is weighed
@@ -302,8 +303,9 @@ def choose_cluster_n(m, n, k, sms, pick):
     ``CLUSTER_N_ONE_WAVE_AREA`` in one wave whose K rows are whole L2
     sectors and the pair reads more than ``CLUSTER_N_ONE_WAVE_ROWS`` of its
     operand rows, or (with ``AUTO_CLUSTER_N_BUSY``) its ``cluster_n_time``
-    is not less than the pick's estimate. Else ``CLUSTER_N_VARIANT`` where the pick is one of
-    ``CLUSTER_N_OVER`` and its ``estimate`` is less (fewer rounds of pairs
+    is not less than the pick's estimate. Else ``CLUSTER_N_VARIANT`` where
+    the pick is one of ``CLUSTER_N_OVER`` and its ``estimate`` is less
+    (fewer rounds of pairs
     than the one-CTA tile's waves at its ``MISALIGNED_K_OF`` cost: K not a
     multiple of 16, an odd count of tile rows and an even one of columns,
     as 2072 x 16040 x 3464: 7 rounds of 42 pairs a row against 7 waves at
