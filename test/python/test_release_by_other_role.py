@@ -1,7 +1,8 @@
 """A stage release left to another role (lit
 test/Dialect/Pipeline/VerifyProtocol/release-by-other-role.mlir): one role
 waits on a stage and reads it asynchronously, another releases it after a
-named barrier both meet. The checker's verdicts are the lit file's
+named barrier both meet (branches of one warp-role split inside the loop,
+or roles with a loop each over the same range). The checker's verdicts are the lit file's
 expected-* lines; here each chunk also runs in the simulator, which must
 agree: the twins run clean, the bugs are found (the read still in flight
 at the release, the release by a warp that never waited, the hand-over
@@ -28,6 +29,10 @@ EXPECTED = {
     "tma_store_unwaited_before_the_barrier": {"async-read"},
     "tma_store_waited_before_the_barrier": None,
     "hand_over_without_a_barrier": {"overwrite"},
+    "own_loops_wgmma_retired_after_the_barrier": {"async-read"},
+    "own_loops_wgmma_retired_before_the_barrier": None,
+    "own_loops_releaser_without_wait": {"unbalanced"},
+    "own_loops_without_a_barrier": {"overwrite"},
 }
 
 

@@ -237,6 +237,11 @@ struct InFlight {
   struct AtNamed {
     Operation *barrier;
     Group reads;
+    // Set: met in each iteration of this loop (another role's), the reads'
+    // stages as (start state, offset) of a state advancing by `step`; they
+    // name a stage only in a loop over the same range (see visitLoop).
+    Operation *loop = nullptr;
+    int64_t step = 0;
   };
   SmallVector<AtNamed, 2> named;
   SmallVector<AtNamed, 2> handed;
@@ -539,7 +544,7 @@ private:
       return;
     std::optional<llvm::BitVector> releasers = warpsOf(op);
     for (InFlight::AtNamed &n : f.handed) {
-      if (namedId(n.barrier) != id)
+      if (n.loop || namedId(n.barrier) != id)
         continue;
       for (Read &r : n.reads) {
         if (!sameStage(r))
@@ -583,9 +588,46 @@ private:
   }
 
   // --- walking the function in program order -------------------------------
+  static bool isRoleIf(Operation *op) {
+    auto ifOp = dyn_cast<scf::IfOp>(op);
+    return ifOp && isThreadSplit(ifOp) && !isGuardIf(ifOp);
+  }
+
   void walk(Block &block, InFlight &f) {
+    int roleIfs = 0;
     for (Operation &op : block)
+      roleIfs += isRoleIf(&op);
+    if (roleIfs < 2) {
+      for (Operation &op : block)
+        visit(&op, f);
+      return;
+    }
+    // Sibling role branches run concurrently: each one's releases are also
+    // checked against what the others had in flight at their named
+    // barriers (a second pass, with those handed over).
+    InFlight start = f;
+    DenseMap<Operation *, SmallVector<InFlight::AtNamed, 2>> met;
+    for (Operation &op : block) {
+      size_t before = f.named.size();
       visit(&op, f);
+      if (isRoleIf(&op) && f.named.size() > before)
+        met[&op].append(f.named.begin() + before, f.named.end());
+    }
+    if (met.empty())
+      return;
+    InFlight again = start;
+    for (Operation &op : block) {
+      if (!isRoleIf(&op)) {
+        visit(&op, again);
+        continue;
+      }
+      size_t handed = again.handed.size();
+      for (auto &[other, entries] : met)
+        if (other != &op)
+          again.handed.append(entries.begin(), entries.end());
+      visit(&op, again);
+      again.handed.resize(handed);
+    }
   }
 
   void visit(Operation *op, InFlight &f) {
@@ -707,8 +749,13 @@ private:
           walk(*ifOp.thenBlock(), t2);
       }
       auto handed = f.handed;
+      size_t before = f.named.size();
+      auto named = f.named;
+      named.append(t.named.begin() + std::min(before, t.named.size()), t.named.end());
+      named.append(e.named.begin() + std::min(before, e.named.size()), e.named.end());
       f = mergePaths(t, e);
       f.handed = handed;
+      f.named = named;
       return;
     }
     if (auto loop = dyn_cast<scf::ForOp>(op)) {
@@ -729,8 +776,58 @@ private:
     });
   }
 
+  /// Two loops over the same range: equal bounds and step (the same values
+  /// or equal constants).
+  static bool sameRange(scf::ForOp a, scf::ForOp b) {
+    auto same = [](Value x, Value y) {
+      if (x == y)
+        return true;
+      std::optional<int64_t> cx = getConstantInt(x), cy = getConstantInt(y);
+      return cx && cy && *cx == *cy;
+    };
+    return same(a.getLowerBound(), b.getLowerBound()) &&
+           same(a.getUpperBound(), b.getUpperBound()) &&
+           same(a.getStep(), b.getStep());
+  }
+
   void visitLoop(scf::ForOp loop, InFlight &f) {
     Block *body = loop.getBody();
+    // Another role's loop over the same range met its named barriers in
+    // step with this one: its reads name this loop's stages where a leader
+    // iter arg here starts alike and advances by the same step. Other
+    // loops' entries are dropped here.
+    auto outerHanded = f.handed;
+    {
+      InFlight &g = f;
+      SmallVector<InFlight::AtNamed, 2> kept;
+      for (InFlight::AtNamed &n : g.handed) {
+        if (!n.loop) {
+          kept.push_back(n);
+          continue;
+        }
+        auto other = dyn_cast<scf::ForOp>(n.loop);
+        if (!other || other == loop || !sameRange(other, loop))
+          continue;
+        InFlight::AtNamed in = n;
+        in.loop = nullptr;
+        for (Read &r : in.reads) {
+          Canon mapped{};
+          for (BlockArgument arg : loop.getRegionIterArgs()) {
+            if (!isa<StateType>(arg.getType()) || canon.get(arg).root != arg)
+              continue;
+            Canon init = canon.get(loop.getInitArgs()[arg.getArgNumber() - 1]);
+            if (r.stage.root && StateCanon::sameRoot(init.root, r.stage.root) &&
+                canon.constantStep(arg) == n.step) {
+              mapped = Canon{init.root, r.stage.offset};
+              break;
+            }
+          }
+          r.stage = mapped;
+        }
+        kept.push_back(in);
+      }
+      g.handed = kept;
+    }
     // Into the first iteration: a root that a leader iter arg starts from
     // is that iter arg at an offset.
     InFlight entry = f;
@@ -748,9 +845,14 @@ private:
     // the next (the queues are bounded by the waits in the body).
     InFlight exit;
     auto outerNamed = f.named;
+    // What the other roles had in flight at their barriers is the same in
+    // every iteration (it is not carried from one to the next).
+    auto iterHanded = entry.handed;
+    SmallVector<InFlight::AtNamed, 2> lastNamed;
     for (int pass = 0; pass < 3; ++pass) {
       exit = entry;
       walk(*body, exit);
+      lastNamed = exit.named;
       InFlight next = exit;
       next.named = entry.named; // a named barrier's reads stay in its trip
       remap(next, [&](Canon c) -> Canon {
@@ -764,6 +866,7 @@ private:
           return {};
         return c;
       });
+      next.handed = iterHanded;
       entry = next;
     }
     // Out of the loop: the last iteration's leader iter arg is the loop
@@ -779,7 +882,34 @@ private:
         return {};
       return c;
     });
+    // The named barriers met in each iteration, for another role's loop
+    // over the same range: the reads' stages as (start state, offset) of a
+    // leader iter arg that advances by a constant step.
+    for (size_t i = std::min(outerNamed.size(), lastNamed.size());
+         i < lastNamed.size(); ++i) {
+      InFlight::AtNamed out = lastNamed[i];
+      out.loop = loop;
+      out.step = 0;
+      bool any = false;
+      for (Read &r : out.reads) {
+        auto arg = dyn_cast_or_null<BlockArgument>(r.stage.root);
+        std::optional<int64_t> step =
+            arg && arg.getOwner() == body ? canon.constantStep(arg)
+                                          : std::nullopt;
+        if (!step || (any && *step != out.step)) {
+          r.stage = {};
+          continue;
+        }
+        Canon init = canon.get(loop.getInitArgs()[arg.getArgNumber() - 1]);
+        r.stage = {init.root, r.stage.offset + init.offset};
+        out.step = *step;
+        any = true;
+      }
+      if (any)
+        outerNamed.push_back(out);
+    }
     exit.named = outerNamed;
+    exit.handed = outerHanded;
     // (A loop that may run zero times is taken to run at least once.)
     f = exit;
   }

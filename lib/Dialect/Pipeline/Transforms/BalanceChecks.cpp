@@ -19,7 +19,10 @@
 // the second syncs before its first release, one id and thread count, the
 // count being both roles' threads), the second role's releases end both
 // holds and the pair counts once (an FA3-style hand-off; whether a read of
-// the first role is still in flight at that barrier is check 8's).
+// the first role is still in flight at that barrier is check 8's). The same
+// for two roles with a loop each over the same range: the loop that waits
+// and does not release, and the other role's loop that releases as many
+// per iteration after the barrier, are not reported.
 //
 // Loops that only hold one half of a pair are legal when the other half is
 // elsewhere in the role: the CUTLASS mainloop waits on a few stages in a
@@ -128,7 +131,7 @@ Operation *barrierBeside(Operation *op, Block &within, bool after) {
 /// syncs on it after its last wait, `rel` syncs on it (blocking) before its
 /// first release, with the same id and thread count, and that count is the
 /// two roles' threads. Then `rel`'s releases end both holds.
-bool handsOver(Block &hand, Block &rel, Value pipe, scf::IfOp ifOp) {
+bool handsOver(Block &hand, Block &rel, Value pipe, Operation *anchor) {
   Operation *lastWait = nullptr, *firstRelease = nullptr;
   hand.walk([&](ConsumerWaitOp w) {
     if (w.getPipeline() == pipe)
@@ -152,7 +155,7 @@ bool handsOver(Block &hand, Block &rel, Value pipe, scf::IfOp ifOp) {
   };
   if (idOf(handBar) != idOf(relBar))
     return false;
-  auto fn = ifOp->getParentOfType<FunctionOpInterface>();
+  auto fn = anchor->getParentOfType<FunctionOpInterface>();
   int64_t blockDim = fn ? getBlockDim(fn, Options{}) : 0;
   if (blockDim <= 0)
     return false;
@@ -366,6 +369,55 @@ bool checkUniformBranches(scf::IfOp ifOp, llvm::DenseSet<PairKey> &reported) {
   return failed;
 }
 
+/// Two loops over the same range: equal bounds and step (the same values
+/// or equal constants).
+bool sameRange(scf::ForOp a, scf::ForOp b) {
+  auto same = [](Value x, Value y) {
+    if (x == y)
+      return true;
+    std::optional<int64_t> cx = getConstantInt(x), cy = getConstantInt(y);
+    return cx && cy && *cx == *cy;
+  };
+  return same(a.getLowerBound(), b.getLowerBound()) &&
+         same(a.getUpperBound(), b.getUpperBound()) &&
+         same(a.getStep(), b.getStep());
+}
+
+/// A loop of one role whose body waits on a consumer side's stages and
+/// releases none, and a loop of another role over the same range whose
+/// body releases as many (waiting on them too, or not), ordered in each
+/// iteration by one named barrier (handsOver): the second loop's releases
+/// end both roles' holds. `loop`, with `count` its body's, is either one.
+bool handedAcrossLoops(scf::ForOp loop, const PairKey &key,
+                       const PairCount &count) {
+  if (key.second != kConsumerSide || count.unknown)
+    return false;
+  bool hands = count.first > 0 && count.second == 0;
+  bool releasesOnly = count.first == 0 && count.second > 0;
+  if (!hands && !releasesOnly)
+    return false;
+  auto fn = loop->getParentOfType<FunctionOpInterface>();
+  if (!fn)
+    return false;
+  Block *role = getRoleBlock(loop);
+  bool found = false;
+  fn->walk([&](scf::ForOp other) {
+    if (found || other == loop || other->isAncestor(loop) ||
+        loop->isAncestor(other) || getRoleBlock(other) == role ||
+        !sameRange(loop, other))
+      return;
+    PairCount oc = summarize(*other.getBody()).lookup(key);
+    if (oc.unknown)
+      return;
+    if (hands && oc.second == count.first &&
+        (oc.first == 0 || oc.first == oc.second))
+      found = handsOver(*loop.getBody(), *other.getBody(), key.first, loop);
+    else if (releasesOnly && oc.first == count.second && oc.second == 0)
+      found = handsOver(*other.getBody(), *loop.getBody(), key.first, loop);
+  });
+  return found;
+}
+
 } // namespace
 
 LogicalResult protocol::checkBalance(FunctionOpInterface fn) {
@@ -408,7 +460,7 @@ LogicalResult protocol::checkBalance(FunctionOpInterface fn) {
         reported.insert(key);
         continue;
       }
-      if (count.unknown)
+      if (count.unknown || handedAcrossLoops(loop, key, count))
         continue;
       reportImbalance(key, count, "loop body", loop, "in this loop");
       failed = true;
