@@ -212,8 +212,8 @@ CAUSAL = attention_fp8_configs.VARIANTS["fp8_d128c_nolse"]
 @pytest.mark.parametrize("over, message", [
     (dict(FULL, exp2_poly=6, p_pack_merge=False, exp2_poly_half=True), "p_pack_merge"),
     (dict(FULL, exp2_poly=0, p_pack_merge=True, exp2_poly_half=True), "exp2_poly > 0"),
-    (dict(attention_fp8_configs.VARIANTS["fp8_d128c"], exp2_poly=4, exp2_poly_half=True),
-     "p_pack_merge"),
+    (dict(attention_fp8_configs.VARIANTS["fp8_d128c"], exp2_poly=4, p_pack_merge=False,
+          exp2_poly_half=True), "p_pack_merge"),
 ])
 def test_the_option_is_refused_outside_its_range(over, message):
     with pytest.raises(ValueError, match=message):

@@ -37,7 +37,7 @@ def _cfg(over):
 def test_the_ops_take_it_at_d256_and_d128_full():
     assert [OPS[n].get("rescale_threshold", 0) for n in
             ("fp8_d128", "fp8_d128c", "fp8_d256", "fp8_d256c")] == [8.0, 0, 8.0, 8.0]
-    assert _cfg(OPS["fp8_d128"]).name.endswith("_px5_rs8_pd2_pm_e4m3")
+    assert _cfg(OPS["fp8_d128"]).name.endswith("_px8_rs8_pd2_pm_ph_e4m3")
 
 
 @pytest.mark.parametrize("over, message", [

@@ -105,6 +105,20 @@ two values of P per f16x2 instruction, from P packed as halves): +3.9% to
 TFLOP/s); 4 and 8 of 16 were within -1.4% to +0.8%. Causal keeps its
 configuration: 6 of 16 there was 0.6% behind at 8192 in one pass.
 
+Run 15 (one H200 machine, two passes): the polynomial on f16 pairs takes
+odd shares (its pairs spread over 32 values) and serves the configurations
+that return the LSE (the FMA pipe's row sum adds the pairs on f16x2,
+``exponentials.half_row_sums``). d 128 causal without the LSE takes 5 of 16
+on f16 pairs: +3.1% to +10.4% over run 12's folded kernel on both rows in
+both passes (769-896 TFLOP/s; 4, 6 and 7 of 16 also ahead, by less on
+average). With the LSE, full takes 8 of 16 on f16 pairs (+6.5% to +10.8%
+over 5 of 16 in f32 on both rows in both passes; 6 of 16 +6.5% to +9.6%)
+and causal 4 of 16 with the packing as halves (+4.4% to +6.5% over 3 of 16
+in f32; 8 of 16 +0.8% to +6.8%, 6 of 16 behind at 8192); their LSE within
+6.4e-4 (full) and 2.5e-3 (causal) of fp32's on the check shapes, under the
+check's 0.01. d 128 full without the LSE keeps 6 of 16 (5 and 7 of 16
+within -1.5% to +1.7%).
+
 P converted before the held wait (``double_p``, with ``hold_pv_wait``;
 run 7 of docs/attention.md's "FP8 forward", one H200 machine, two
 passes) is on in none: with no, 2, 3 or 4 of
@@ -118,9 +132,9 @@ DTYPE = "e4m3"
 TUNED = {128: dict(block_n=192, stages=3, exp2_poly=4),
          256: dict(q_stages=1, stages=3, rescale_threshold=8.0)}
 # (head dim, causal) -> overrides on top of TUNED (measured per mode).
-TUNED_MODE = {(128, False): dict(exp2_poly=5, rescale_threshold=8.0, exp2_poly_degree=2,
-                                 p_pack_merge=True),
-              (128, True): dict(exp2_poly=3),
+TUNED_MODE = {(128, False): dict(exp2_poly=8, rescale_threshold=8.0, exp2_poly_degree=2,
+                                 p_pack_merge=True, exp2_poly_half=True),
+              (128, True): dict(exp2_poly=4, p_pack_merge=True, exp2_poly_half=True),
               (256, False): dict(exp2_poly=2, hold_pv_wait=True),
               (256, True): dict(q_stages=2, stages=2)}
 # (head dim, causal) -> overrides on top of TUNED and TUNED_MODE where the
@@ -129,7 +143,8 @@ TUNED_MODE = {(128, False): dict(exp2_poly=5, rescale_threshold=8.0, exp2_poly_d
 TUNED_NO_LSE = {(128, False): dict(row_sum_mma=True, row_sum_fold=True, exp2_poly=6,
                                     p_pack_merge=True, exp2_poly_half=True),
                 (128, True): dict(row_sum_mma=True, exp2_poly_degree=2, p_pack_merge=True,
-                                  rescale_threshold=8.0, row_sum_fold=True)}
+                                  rescale_threshold=8.0, row_sum_fold=True, exp2_poly=5,
+                                  exp2_poly_half=True)}
 
 
 def variant(head_dim, causal, lse=True):
