@@ -40,8 +40,14 @@
 // ordered after the first role's work only up to that barrier: a wgmma or
 // bulk-store read of the stage in flight there (committed, not retired by a
 // wait_group before the barrier) may still read it when the producer
-// refills it. Tied to a stage as above (both roles' verbs on states of one
-// chain: the roles branch inside the loop that carries the state).
+// refills it. The roles are the branches of one warp-role split, or sibling
+// role splits of one block (each sees what the others had in flight at
+// their named barriers). Tied to a stage as above where the roles branch
+// inside the loop that carries the state; where each role has its own loop,
+// a read in one loop names a stage of the other when both loops run over
+// the same range and their states start alike (identical operand-free
+// state.make ops, as for one loop's iter args) and advance by the same
+// step: the two meet the barrier once per iteration.
 //
 //===----------------------------------------------------------------------===//
 

@@ -2,13 +2,16 @@
 // stage and reads it asynchronously (wgmma, a TMA store), meets another
 // role on a named barrier, and that role releases the stage (an FA3-style
 // hand-off: the producer warpgroup's warp releases, or a consumer leaves
-// its release to another role after a named barrier). Check 1 counts the
-// pair once when the second role waits on and releases the same stages
-// after a barrier both meet (id and thread count the same, the count both
-// roles' threads); check 8 refuses the release when the first role's read
-// of the stage was still in flight at that barrier. Each bug next to its
-// twin; a chunk without expected-* lines is correct: any diagnostic fails it.
+// its release to another role after a named barrier), as branches of one
+// role split inside the loop or with a loop per role over the same range.
+// Check 1 counts the pair once when the second role releases the stages
+// the first waited on after a barrier both meet (id and thread count the
+// same, the count both roles' threads); check 8 refuses the release when
+// the first role's read of the stage was still in flight at that barrier.
+// Each bug next to its twin; a chunk without expected-* lines is correct:
+// any diagnostic fails it.
 // RUN: pipeline-opt --pipeline-verify-protocol -split-input-file -verify-diagnostics %s
+
 // Bug: warpgroup 0 waits on the stage, issues a wgmma on it, syncs on
 // named barrier 1 (unaligned: the roles sync at their own sites) and
 // retires the wgmma only after; warp 4 waits on the
