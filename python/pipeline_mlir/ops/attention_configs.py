@@ -422,6 +422,10 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         # dS^T tiles with the 32-byte swizzle) on the full set
                         # without dq_acc_order (dQ^T's tile is stored
                         # transposed, in the plain order), and in FA4's order.
+                        # H200, two passes (h200-bwd-m80-ab-pass1.log,
+                        # -pass2.log): 1.19-1.23x the full default's time
+                        # (wgmma serialized by ptxas) and, in FA4's order,
+                        # 1.013-1.020x (4096 row) / 0.976-0.995x (8192 row).
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
                          "block_m80"),
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",

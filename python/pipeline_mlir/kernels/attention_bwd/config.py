@@ -129,7 +129,12 @@ class AttentionBwdConfig:
     # that the reduce warp adds as the plain tiles. Not with dq_acc_order,
     # dq_deferred, dq_overlap, dq_double_buffer (shared memory: 226.3 KiB
     # without) or stat_shuffle; dq_store_spread has nothing to spread (the
-    # op's d 128 sets carry it; ignored).
+    # op's d 128 sets carry it; ignored). Measured on an H200 (two passes,
+    # the d 128 full set without dq_acc_order): 1.19-1.23x the full
+    # default's backward time (ptxas serializes its wgmma instructions for
+    # want of registers, C7512); in FA4's order (dk_last, ds_one_barrier)
+    # 1.013-1.020x on the 4096 row, 0.976-0.995x on the 8192 row: not faster
+    # on both; off (docs/attention.md).
     block_m: int = BLOCK_M
     # dK's GEMM issued after dQ's (FlashAttention-3's order: dV, then the
     # dS^T hand-over, dQ, dK), and dQ waited for with dK still running, so
