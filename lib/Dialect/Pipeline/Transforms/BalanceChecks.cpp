@@ -105,70 +105,6 @@ using Summary = llvm::MapVector<PairKey, PairCount>;
 
 Summary summarize(Block &block);
 
-/// The named barrier (no index) that `op`'s block, or a block around it up
-/// to `within`, holds after (`after`) or before `op`, at its own level: a
-/// sync, or (after only) an arrive.
-Operation *barrierBeside(Operation *op, Block &within, bool after) {
-  for (Operation *cur = op; cur && cur->getBlock();
-       cur = cur->getParentOp()) {
-    for (Operation *o = after ? cur->getNextNode() : cur->getPrevNode(); o;
-         o = after ? o->getNextNode() : o->getPrevNode()) {
-      if (auto sync = dyn_cast<NamedBarrierSyncOp>(o); sync && !sync.getIndex())
-        return o;
-      if (auto arrive = dyn_cast<NamedBarrierArriveOp>(o);
-          after && arrive && !arrive.getIndex())
-        return o;
-    }
-    if (cur->getBlock() == &within)
-      break;
-  }
-  return nullptr;
-}
-
-/// A consumer role (`hand`) that waits on stages and leaves their release
-/// to another role (`rel`, which waits on the same stages and releases
-/// them): the two are ordered by one named barrier when `hand` arrives or
-/// syncs on it after its last wait, `rel` syncs on it (blocking) before its
-/// first release, with the same id and thread count, and that count is the
-/// two roles' threads. Then `rel`'s releases end both holds.
-bool handsOver(Block &hand, Block &rel, Value pipe, Operation *anchor) {
-  Operation *lastWait = nullptr, *firstRelease = nullptr;
-  hand.walk([&](ConsumerWaitOp w) {
-    if (w.getPipeline() == pipe)
-      lastWait = w;
-  });
-  rel.walk([&](ConsumerReleaseOp r) {
-    if (r.getPipeline() == pipe && !firstRelease)
-      firstRelease = r;
-  });
-  if (!lastWait || !firstRelease)
-    return false;
-  Operation *handBar = barrierBeside(lastWait, hand, /*after=*/true);
-  Operation *relBar = barrierBeside(firstRelease, rel, /*after=*/false);
-  if (!handBar || !relBar)
-    return false;
-  auto idOf = [](Operation *op) {
-    if (auto s = dyn_cast<NamedBarrierSyncOp>(op))
-      return std::make_pair(s.getBarrierId(), s.getNumThreads());
-    auto a = cast<NamedBarrierArriveOp>(op);
-    return std::make_pair(a.getBarrierId(), a.getNumThreads());
-  };
-  if (idOf(handBar) != idOf(relBar))
-    return false;
-  auto fn = anchor->getParentOfType<FunctionOpInterface>();
-  int64_t blockDim = fn ? getBlockDim(fn, Options{}) : 0;
-  if (blockDim <= 0)
-    return false;
-  std::optional<Executors> a = getExecutors(handBar, blockDim);
-  std::optional<Executors> b = getExecutors(relBar, blockDim);
-  if (!a || !b || !a->wholeWarps || !b->wholeWarps ||
-      a->threads.anyCommon(b->threads))
-    return false;
-  llvm::BitVector both = a->threads;
-  both |= b->threads;
-  return static_cast<uint64_t>(both.count()) == idOf(relBar).second;
-}
-
 /// An scf.if: equal branches count once, a one-sided if counts its then
 /// branch, different branches (roles) add up; branches that differ on a
 /// condition that is not a thread split (kernel arguments, loop variables)
@@ -212,11 +148,11 @@ void addIf(Summary &into, scf::IfOp ifOp) {
     } else if (key.second == kConsumerSide && !t.unknown && !e.unknown &&
                ((t.second == 0 && t.first > 0 && e.first == t.first &&
                  e.second == e.first && !noElse &&
-                 handsOver(ifOp.getThenRegion().front(),
+                 handsOverAtBarrier(ifOp.getThenRegion().front(),
                            ifOp.getElseRegion().front(), key.first, ifOp)) ||
                 (e.second == 0 && e.first > 0 && t.first == e.first &&
                  t.second == t.first && !noElse &&
-                 handsOver(ifOp.getElseRegion().front(),
+                 handsOverAtBarrier(ifOp.getElseRegion().front(),
                            ifOp.getThenRegion().front(), key.first, ifOp)))) {
       // One role hands its waits' release to the other, which waits on and
       // releases the same stages after a barrier both meet: those releases
@@ -369,20 +305,6 @@ bool checkUniformBranches(scf::IfOp ifOp, llvm::DenseSet<PairKey> &reported) {
   return failed;
 }
 
-/// Two loops over the same range: equal bounds and step (the same values
-/// or equal constants).
-bool sameRange(scf::ForOp a, scf::ForOp b) {
-  auto same = [](Value x, Value y) {
-    if (x == y)
-      return true;
-    std::optional<int64_t> cx = getConstantInt(x), cy = getConstantInt(y);
-    return cx && cy && *cx == *cy;
-  };
-  return same(a.getLowerBound(), b.getLowerBound()) &&
-         same(a.getUpperBound(), b.getUpperBound()) &&
-         same(a.getStep(), b.getStep());
-}
-
 /// A loop of one role whose body waits on a consumer side's stages and
 /// releases none, and a loop of another role over the same range whose
 /// body releases as many (waiting on them too, or not), ordered in each
@@ -404,16 +326,16 @@ bool handedAcrossLoops(scf::ForOp loop, const PairKey &key,
   fn->walk([&](scf::ForOp other) {
     if (found || other == loop || other->isAncestor(loop) ||
         loop->isAncestor(other) || getRoleBlock(other) == role ||
-        !sameRange(loop, other))
+        !sameLoopRange(loop, other))
       return;
     PairCount oc = summarize(*other.getBody()).lookup(key);
     if (oc.unknown)
       return;
     if (hands && oc.second == count.first &&
         (oc.first == 0 || oc.first == oc.second))
-      found = handsOver(*loop.getBody(), *other.getBody(), key.first, loop);
+      found = handsOverAtBarrier(*loop.getBody(), *other.getBody(), key.first, loop);
     else if (releasesOnly && oc.first == count.second && oc.second == 0)
-      found = handsOver(*other.getBody(), *loop.getBody(), key.first, loop);
+      found = handsOverAtBarrier(*other.getBody(), *loop.getBody(), key.first, loop);
   });
   return found;
 }

@@ -248,6 +248,16 @@ void noteCopies(InFlightDiagnostic &diag, ArrayRef<CopyBytes> copies,
 //===----------------------------------------------------------------------===//
 
 /// Property 1: acquire/commit and wait/release balance per loop and role.
+/// A consumer role (`hand`) that waits on stages of `pipe` and leaves their
+/// release to another role (`rel`): true when one named barrier (no index)
+/// orders them, `hand` arriving or syncing on it after its last wait, `rel`
+/// syncing on it before its first release, with the same id and thread
+/// count, that count being the two roles' threads (the block size of
+/// `anchor`'s function decides who runs each site). RoleHandOver.cpp.
+bool handsOverAtBarrier(Block &hand, Block &rel, Value pipe, Operation *anchor);
+/// Two loops over the same range: equal bounds and step (the same values or
+/// equal constants).
+bool sameLoopRange(scf::ForOp a, scf::ForOp b);
 LogicalResult checkBalance(FunctionOpInterface fn);
 /// Property 1, for a verb under a branch on the loop's own iteration that
 /// repeats every m iterations (`i % 2 == 0`): per period of the loop, the
