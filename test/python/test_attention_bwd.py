@@ -369,9 +369,9 @@ def test_option_candidates_are_cached_and_named():
                 cfg_name = ab.AttentionBwdConfig(**over).name
                 # The kernel's own name tags dq_split "dqs" (the variant "split":
                 # "bwd_d128_dqs" is the candidate without the spread stores).
-                # 128-query steps show as the tile, "128x128".
+                # 128- and 80-query steps show as the tile, "128x128", "128x80".
                 kernel_tags = dict(attention_configs.BWD_OPTIONS, dq_split="dqs",
-                                   block_m128="128x128")
+                                   block_m128="128x128", block_m80="128x80")
                 assert all(f"_{kernel_tags[o]}" in cfg_name for o in opts)
     assert not set(cands) & set(attention_configs.BWD_VARIANTS)
     with pytest.raises(ValueError, match="unknown options"):
@@ -595,7 +595,8 @@ def test_dq_deferred_spills_stay_bounded(head_dim):
 
 
 D64_SETS = attention_configs.BWD_D64_OPTION_SETS
-D128_SETS = attention_configs.BWD_D128_OPTION_SETS
+# (80-query steps: test_attention_bwd_m80.py.)
+D128_SETS = tuple(o for o in attention_configs.BWD_D128_OPTION_SETS if "block_m80" not in o)
 
 
 @pytest.mark.parametrize("head_dim,opts",

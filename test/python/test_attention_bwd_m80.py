@@ -16,7 +16,8 @@ TMA's 128-byte swizzle reads it, without bank conflicts; both sets check and
 simulate clean on the ragged GQA shape (200 queries: not whole 80-row
 steps) within their shared-memory plan and spill bounds; and on the full
 set the planted backward mistakes, the dQ hand-off's dropped waits and the
-dS^T hand-over's three wrong versions are still rejected.
+dS^T hand-over's three wrong versions are still rejected; causal (built to
+complete the sets) checks, assembles and simulates clean.
 """
 
 import re
@@ -134,6 +135,16 @@ def test_checks_simulates_and_assembles(opts, ptx_of):
     spills = sum(int(x) for x in re.findall(r"(\d+) bytes spill stores", text))
     assert spills <= SPILLS[opts], spills
     assert (SERIALIZED in text) == (opts == SET), text
+
+
+@pytest.mark.parametrize("opts", [SET, FA4], ids=ids)
+def test_causal_checks_and_simulates(opts):
+    """Causal too (built to complete the sets; FA4 runs 64 queries there):
+    checked, assembled and simulated clean on the ragged GQA shape."""
+    k = ab.build(cfg_of(128, True, opts))
+    assert len(k.compile()) > 0
+    (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES)
+    assert report.ok and report.schedules == SCHEDULES, report
 
 
 PLANTED = (sorted(set(CAUGHT) - {"dq_reduce_before_fence"}) + sorted(HAND_OFF_CAUGHT)
