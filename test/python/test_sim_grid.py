@@ -153,6 +153,18 @@ def test_another_clusters_partial_after_only_a_cluster_barrier_is_a_race():
     assert res[0].counts["gmem-race"] == res[0].schedules
 
 
+
+def test_kernel_simulate_takes_the_grid():
+    """``Kernel.simulate(grid=)`` runs the same grid as ``simulate``: the
+    other cluster's partial read after only a cluster barrier is the race."""
+    k, _ = cluster_handover(reads_other=True)
+    res = k.simulate(grid=(4, 1, 1), schedules=5, check=False)
+    assert "4 CTA(s) (2 clusters of 2)" in str(res), str(res)
+    assert [f.kind for f in res.findings] and \
+        {f.kind for f in res.findings} == {"gmem-race"}, str(res)
+    own, _ = cluster_handover(reads_other=False)
+    assert own.simulate(grid=(4, 1, 1), schedules=5).ok
+
 def flag_handover(scope):
     """CTA 0 stores a partial, fences and bumps a flag (relaxed atomic add);
     CTA 1 polls the flag, fences and reads the partial; fences and atomics

@@ -22,11 +22,14 @@ model's terms (the pattern of cooperative groups' grid barrier, per warp):
 
 The pipeline dialect has no operation for this (its barriers live in
 shared memory and order the CTAs of one cluster), so the protocol checker
-and the simulator do not see these counters: they are NVVM's ``membar``,
+does not see these counters: they are NVVM's ``membar``,
 ``bar.warp.sync``, ``shfl.sync`` and an LLVM ``atomicrmw`` on a global
 pointer, kept to these three functions and tested for their instructions
 (test/python/test_gemm_streamk.py) and on the GPU (bitwise-repeatable
-results, test/gpu/test_gpu_launch.py).
+results, test/gpu/test_gpu_launch.py). The simulator does: it follows the
+kernel's global stores, atomics and fences (``pipeline_mlir.sim.gmem``), so
+a count bumped before the partial is fenced, or a wait without its acquire,
+is a finding at its line (test/python/test_sim_streamk_fixup.py).
 
 A counter must read 0 when a launch starts: the last arrival (or the
 waiter) resets it (:func:`reset`) once nobody else will touch it in that launch, so a launch

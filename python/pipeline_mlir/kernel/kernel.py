@@ -364,7 +364,7 @@ class Kernel:
         self.smem.check_fits(SMEM_PER_BLOCK, chip)
 
     def simulate(self, args=None, *, schedules=100, seed=0, trip_count=None,
-                 cluster=None, exhaustive_bound=None, check=True):
+                 cluster=None, grid=None, exhaustive_bound=None, check=True):
         """Run the CPU simulator (the engine of ``pipeline-sim``) on this
         kernel: its warps as concurrent agents over ``schedules`` random
         interleavings seeded by ``seed`` (or, with ``exhaustive_bound``,
@@ -378,7 +378,9 @@ class Kernel:
         mask, a decoded work item); a buffer not given gets a random 0/1
         fill per schedule (``pipeline_mlir.sim.memory``). ``trip_count`` is the
         fallback for bounds it cannot evaluate; ``cluster`` defaults to the
-        kernel's ``cluster_dim``.
+        kernel's ``cluster_dim``; ``grid`` (CTAs, a whole number of clusters
+        per axis) runs several clusters, whose global memory is shared
+        (a stream-K fix-up across clusters); it defaults to one cluster.
 
         Returns a ``pipeline_mlir.sim.SimResult`` (``.ok``, ``.findings``,
         ``str()`` is ``pipeline-sim``'s report). With ``check`` (default) a
@@ -388,7 +390,7 @@ class Kernel:
 
         return simulate(self.module, kernel=self.name, args=self._sim_args(args),
                         block_dim=self.block_dim, cluster=cluster or self.cluster_dim,
-                        trip_count=trip_count, schedules=schedules, seed=seed,
+                        grid=grid, trip_count=trip_count, schedules=schedules, seed=seed,
                         exhaustive_bound=exhaustive_bound, check=check)
 
     def _sim_args(self, args):
