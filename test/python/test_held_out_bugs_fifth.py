@@ -8,21 +8,28 @@ correct twin; for every bug the tests pin which tool finds it
 VERDICTS BEFORE ANY CHANGE (the checker and the simulator as they were
 when these ports were written) and now:
 
-| case                             | source                  | before | now  | simulator          |
-|----------------------------------|-------------------------|--------|------|--------------------|
-| slot_read_after_release          | tile-ai/tilelang#2410   | no     | yes* | read after release |
-| register_oversubscription        | tile-ai/tilelang#2406   | yes    | yes  | deadlock           |
-| tmem_address_on_empty_work       | NVIDIA/cutlass#2835     | yes    | yes  | no (passes)        |
-| tmem_load_unwaited               | NVIDIA/cutlass#3652     | no     | yes* | no (passes)        |
-| pair_dealloc_before_peer_alloc   | NVIDIA/cutlass#3435     | no     | yes* | no (passes)        |
-| store_wait_keeps_refilled_buffer | deepseek-ai/DeepEP#657  | no     | yes* | smem race          |
+| case                             | source                  | before | now  | simulator          | sim now            |
+|----------------------------------|-------------------------|--------|------|--------------------|--------------------|
+| slot_read_after_release          | tile-ai/tilelang#2410   | no     | yes* | read after release | read after release |
+| register_oversubscription        | tile-ai/tilelang#2406   | yes    | yes  | deadlock           | deadlock           |
+| tmem_address_on_empty_work       | NVIDIA/cutlass#2835     | yes    | yes  | no (passes)        | smem race          |
+| tmem_load_unwaited               | NVIDIA/cutlass#3652     | no     | yes* | no (passes)        | tcgen05-ld         |
+| pair_dealloc_before_peer_alloc   | NVIDIA/cutlass#3435     | no     | yes* | no (passes)        | tmem, pair-alloc   |
+| store_wait_keeps_refilled_buffer | deepseek-ai/DeepEP#657  | no     | yes* | smem race          | smem race          |
 
 ("before" / "now": the checker's verdict; tilelang#2410 was fixed by #2420.)
 
 Before: the checker refused 2 of 6, the simulator found 3 of 6, and one
 (tmem_load_unwaited) was missed by both. Every twin passed both tools.
-The simulator does not model tensor memory (allocation, tcgen05.ld
-completion), so it passes the three tensor-memory bugs.
+The simulator did not model tensor memory (allocation, tcgen05.ld
+completion), so it passed the three tensor-memory bugs. It does now
+("sim now", sim/tmem.py): the alloc writes the address to shared memory,
+so the epilogue's read with no barrier after the alloc is an smem race (or,
+when it runs first, its dealloc precedes every alloc: tmem); the release
+of the accumulator with lanes 16-31's tcgen05.ld unwaited is tcgen05-ld;
+the pair's dealloc not ordered after the peer's alloc is tmem, next to the
+cta_group::2 alloc before any cluster barrier wait (pair-alloc). Every
+twin still passes.
 
 (*) passed by the checker before these tests, now refused:
 - check 7, release before read (release-before-read.mlir): the read after
@@ -324,13 +331,13 @@ CASES = [
      "need 128 threads x (2 x 240 + 2 x 24) = 67584 > 65536 registers", {"deadlock"}),
     ("tmem_address_on_empty_work", tmem_address_on_empty_work, {},
      "TMEM alloc: other warps use the tensor memory this tcgen05.alloc allocates with no CTA "
-     "barrier after it", None),
+     "barrier after it", {"smem-race"}),
     ("tmem_load_unwaited", tmem_load_unwaited, {},
      "tcgen05 wait: this consumer_release hands the tensor memory of pipeline 'acc' back "
-     "while a tcgen05.ld of it may still be in flight", None),
+     "while a tcgen05.ld of it may still be in flight", {"tcgen05-ld"}),
     ("pair_dealloc_before_peer_alloc", pair_dealloc_before_peer_alloc, {},
      "TMEM dealloc: this tcgen05.dealloc.cta_group::2 frees the columns of a CTA pair with "
-     "no cluster barrier after the cta_group::2 tcgen05.alloc", None),
+     "no cluster barrier after the cta_group::2 tcgen05.alloc", {"tmem", "pair-alloc"}),
     ("store_wait_keeps_refilled_buffer", store_wait_keeps_refilled_buffer, {},
      "PipelineTmaStore pipeline: this write refills the staging buffer that the tma_store 1 "
      "commit before still reads", {"smem-race"}),

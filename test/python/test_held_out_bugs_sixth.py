@@ -8,14 +8,16 @@ correct twin; for every bug the tests pin which tool finds it
 VERDICTS BEFORE ANY CHANGE (the checker and the simulator as they were
 when these ports were written) and now:
 
-| case                       | source              | before | now  | simulator   |
-|----------------------------|---------------------|--------|------|-------------|
-| pair_alloc_before_peer_up  | NVIDIA/cutlass#3316 | no     | yes* | no (passes) |
+| case                       | source              | before | now  | simulator   | sim now    |
+|----------------------------|---------------------|--------|------|-------------|------------|
+| pair_alloc_before_peer_up  | NVIDIA/cutlass#3316 | no     | yes* | no (passes) | pair-alloc |
 
 (*) passed by the checker before these tests, now refused: tcgen05, a CTA
 pair's alloc (tmem-pair-alloc.mlir): a cta_group::2 tcgen05.alloc with no
-cluster barrier before it on every path. The simulator does not model
-tensor memory, so it passes the bug.
+cluster barrier before it on every path. The simulator did not model
+tensor memory, so it passed the bug; it now finds it ("sim now",
+sim/tmem.py): a cta_group::2 alloc by a warp that has passed no cluster
+barrier wait is a pair-alloc finding. The twin passes.
 """
 
 import pytest
@@ -73,7 +75,7 @@ def pair_alloc_before_peer_up(bug):
 CASES = [
     ("pair_alloc_before_peer_up", pair_alloc_before_peer_up, {},
      "TMEM alloc: this tcgen05.alloc.cta_group::2 allocates for a CTA pair with no cluster "
-     "barrier before it on every path", None),
+     "barrier before it on every path", {"pair-alloc"}),
 ]
 IDS = [c[0] for c in CASES]
 

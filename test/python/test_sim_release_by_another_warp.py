@@ -178,6 +178,12 @@ def _umma_kernel(wait_on_the_commit):
                 acc.consumer_release(a)
                 c.advance()
                 a.advance()
+        # Free the tensor memory once every role is done with it.
+        tcgen05.fence_before_thread_sync()
+        k.sync_threads()
+        with k.if_(k.warp_idx() == 0):
+            tcgen05.fence_after_thread_sync()
+            tmem.dealloc(tmem.load_address(holder), 64)
     return k, lines
 
 

@@ -31,6 +31,9 @@ KIND_TITLES = {
     "divergent-barrier": "aligned barrier synced at distinct sites",
     "gmem-race": "race on global memory",
     "gmem-unwritten": "read of global memory nobody writes",
+    "tmem": "tensor memory allocation",
+    "pair-alloc": "cta_group::2 alloc before a cluster barrier",
+    "tcgen05-ld": "tcgen05.ld used before its wait",
 }
 
 

@@ -102,6 +102,7 @@ class Agent:
         self.bulk_open = 0  # TMA stores in the open bulk async-group
         self.bulk_pending: list[int] = []  # committed groups not yet complete
         self.cluster_gen: int | None = None
+        self.cluster_waited = False  # passed a cluster barrier wait (tmem.py)
         self.exit_checks: list[Callable[[], None]] = []
         self.vc: list[int] = []  # vector clock (clocks.py), set by World.spawn
         self.registers: int | None = None  # per thread, after a setmaxnreg

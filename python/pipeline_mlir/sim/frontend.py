@@ -137,6 +137,13 @@ def pipeline_spec(t, name: str) -> PipelineSpec:
 # 0, the address (a pointer, or a memref and its indices) the rest.
 STORE_OPS = ("llvm.store", "memref.store", "vector.store")
 LOAD_OPS = ("llvm.load", "memref.load", "vector.load")
+# Tensor-memory ops (tmem.py) and what each does.
+_TMEM_OPS = {"nvvm.tcgen05.alloc": "alloc", "nvvm.tcgen05.dealloc": "dealloc",
+             "nvvm.tcgen05.relinquish_alloc_permit": "relinquish", "nvvm.tcgen05.ld": "ld",
+             "nvvm.tcgen05.st": "st", "nvvm.tcgen05.wait": "wait", "nvvm.tcgen05.cp": "cp",
+             "nvvm.tcgen05.mma": "mma"}
+
+
 # Ops an address computation goes through (pure pointer and integer math).
 _ADDRESS_OPS = ("llvm.getelementptr", "llvm.inttoptr", "llvm.ptrtoint", "llvm.addrspacecast",
                 "llvm.bitcast", "memref.subview", "memref.reinterpret_cast", "memref.view",
@@ -354,6 +361,12 @@ class _Compiler:
         if name == "nvvm.cp.async.bulk.global.shared.cta" and str(
                 op.operands[0].type) in ("!llvm.ptr<1>", "!llvm.ptr"):
             a["gbulk"] = True   # writes global memory: pointer 0, size 2 (gmem.py)
+        if name in _TMEM_OPS:
+            # Tensor memory (tmem.py): the op, and its cta_group (1 or 2).
+            verb = _TMEM_OPS[name]
+            if verb == "wait":
+                verb = "wait_ld" if "load" in str(attrs["kind"]) else "wait_st"
+            a["tmem"] = (verb, 2 if any("cta_2" in str(attrs[x]) for x in attrs) else 1)
         if "op_type" in attrs:
             a["op_type"] = str(attrs["op_type"]).split("<")[-1].rstrip(">")
         if "operandSegmentSizes" in attrs and "segs" not in a:
@@ -427,7 +440,8 @@ def kernels(module: ir.Module) -> list[Kernel]:
 
         def cb(o):
             nonlocal found
-            if o.name.startswith("pipeline."):
+            # Pipeline ops, or tensor memory allocated (tmem.py).
+            if o.name.startswith("pipeline.") or o.name == "nvvm.tcgen05.alloc":
                 found = True
                 return ir.WalkResult.INTERRUPT
             return ir.WalkResult.ADVANCE

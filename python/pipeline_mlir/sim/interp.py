@@ -14,6 +14,7 @@ from . import asyncread as AR
 from . import gmem as G
 from . import memory as M
 from . import smemrace as SR
+from . import tmem as TM
 from . import verbs as V
 from .evaluate import (  # noqa: F401  (_binop, _shuffle: tests import them here)
     _binop, _cmp, _gep, _lanes_of, _map, _shuffle, _signed)
@@ -80,6 +81,10 @@ class _Interp:
         # (memory.py): pointer arguments get their bases, loads read them.
         self.mem, self.gm = w.memory, w.gmem
         self.loops: list[Node] = []   # the scf.while loops around the op running now
+        # This warp's tcgen05.ld in flight ([lanes, loc], tmem.py) and the
+        # slots holding their registers (or values passed on from them).
+        self.lds: list[list] = []
+        self.ld_slots: dict[int, list] = {}
         if self.mem is not None:
             for pos in k.ptr_args:
                 self.env[k.args[pos]] = M.base(pos)
@@ -116,6 +121,8 @@ class _Interp:
             # The op this warp runs: a finding raised in it (or a deadlock
             # in its wait), whatever op it is, names its user's line.
             self.a.where = n.loc
+            if self.ld_slots and not n.regions:
+                self.ld_registers(n, mask)
             if name.startswith("pipeline."):
                 res = yield from self.pipeline_op(n, mask)
                 if n.outs:
@@ -195,6 +202,12 @@ class _Interp:
             elif name == "nvvm.fence.proxy":
                 if n.a.get("to_async"):
                     self.w.clocks.fence(self.a)
+            elif "tmem" in n.a and name != AR.TCGEN05_MMA:
+                self.tmem_op(n, mask)
+                if n.outs:
+                    self.scalar(n, mask)
+                for o in n.outs if n.a["tmem"][0] == "ld" else ():
+                    self.ld_slots[o] = self.lds[-1]
             elif name in AR.NVVM_OPS:
                 self.async_op(n, mask)
                 if n.outs:
@@ -482,6 +495,43 @@ class _Interp:
             if t is not None:
                 AR.issue_token(self.a, kind, t)
 
+    # -- tensor memory (tmem.py) ----------------------------------------------
+    def tmem_op(self, n: Node, mask: int):
+        """An allocation op, a tcgen05.ld / st / cp, or a tcgen05.wait."""
+        env, a, tm = self.env, self.a, self.w.tmem
+        verb, group = n.a["tmem"]
+        if verb == "alloc":
+            tm.alloc(a, env[n.ins[0]], mask, env[n.ins[1]], group, n.loc)
+        elif verb == "relinquish":
+            tm.relinquish(a, n.loc)
+        elif verb == "dealloc":
+            if self.lds:
+                raise TM.unwaited(a, "this tcgen05.dealloc frees tensor memory", self.lds)
+            tm.dealloc(a, env[n.ins[1]], group, n.loc)
+        elif verb == "wait_ld":
+            for e in self.lds:
+                e[0] &= ~mask
+            if self.lds:
+                tm.use(a, "tcgen05.wait::ld", n.loc)
+            self.lds = [e for e in self.lds if e[0]]
+            self.ld_slots = {s: e for s, e in self.ld_slots.items() if e[0]}
+        elif verb != "wait_st":
+            tm.use(a, f"tcgen05.{verb}", n.loc, group)
+            if verb == "ld":
+                self.lds.append([mask, n.loc])
+
+    def ld_registers(self, n: Node, mask: int):
+        """An op reading the registers of a tcgen05.ld still in flight in one
+        of its lanes: a finding, unless it only passes them on."""
+        hits = [e for e in (self.ld_slots.get(i) for i in n.ins) if e is not None and e[0] & mask]
+        if not hits or n.name in ("scf.yield", "scf.condition"):
+            return
+        if n.name in TM.PASS_ON:
+            for o in n.outs:
+                self.ld_slots[o] = hits[0]
+            return
+        raise TM.unwaited(self.a, f"{n.name} uses the registers it loads", hits, mask)
+
     # -- asynchronous readers of stage buffers (asyncread.py) -----------------
     def issue_read(self, n: Node, kind: str):
         states = [self.env[s] for s in n.a.get("reads", ())]
@@ -495,6 +545,7 @@ class _Interp:
             self.smem_async_read(n, "wgmma", mask)
         elif name == AR.TCGEN05_MMA:
             self.issue_read(n, "tcgen05")
+            self.w.tmem.use(a, "tcgen05.mma", n.loc, n.a["tmem"][1])
         elif name in AR.NVVM_BULK_STORES:
             self.issue_read(n, "bulk")
             self.smem_async_read(n, "bulk", mask)
@@ -647,6 +698,9 @@ class _Interp:
             elif name == "producer.tail":
                 AR.bulk_wait(a, 0)
         elif name in ("producer.acquire", "producer.try_acquire", "consumer.release"):
+            if name == "consumer.release" and self.lds and p.spec.producer_op == V.UMMA:
+                raise TM.unwaited(a, f"this consumer_release hands the tensor memory of "
+                                     f"pipeline '{p.spec.name}' back", self.lds)
             umma = (name == "consumer.release"
                     and (attrs.get("op_type") or p.spec.consumer_op) == V.UMMA)
             AR.check_hand_back(a, p, st.index, f"pipeline.{name}", n.loc, umma)
@@ -746,6 +800,7 @@ def make_world_factory(k: Kernel, launch: Launch, max_steps: int = 200000, seed:
                     if k.memory_branches or k.global_sync else None)
         w.gmem = G.GlobalMemory(w, w.memory) if k.global_sync else None
         w.clc_left = launch.clc_clusters
+        w.tmem = TM.TensorMemory(w)
         w.created_at = k.created_at
         pipes = {pid: PipeRef(spec, pid) for pid, spec in k.pipes.items()}
 

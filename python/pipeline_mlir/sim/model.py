@@ -35,7 +35,8 @@ class SimError(Exception):
     smem-race (plain shared memory, smemrace.py), divergent-barrier (an aligned
     barrier synced at distinct sites in one generation, sync_verbs.py),
     gmem-race and gmem-unwritten (global memory the kernel writes and reads
-    back, gmem.py).
+    back, gmem.py), tmem, pair-alloc and tcgen05-ld (tensor memory's allocation and
+    tcgen05.ld completion, tmem.py).
     """
 
     def __init__(self, kind: str, message: str, where: list[str] | None = None):

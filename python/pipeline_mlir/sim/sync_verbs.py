@@ -179,6 +179,7 @@ def cluster_wait(w: World, a: Agent, lanes: list[int], verb: str = "barrier.clus
     def fire():
         w.clocks.named_passed(a, cb, gen)
         a.cluster_gen = None
+        a.cluster_waited = True  # the cluster's CTAs have launched (tmem.py)
     yield Step(fire, lambda: cb.generation > gen,
                lambda: f"{a.label()} waits on {cb.name} ({cb.progress(_live(w, a))})")
 
