@@ -122,7 +122,7 @@ class _Interp:
             # in its wait), whatever op it is, names its user's line.
             self.a.where = n.loc
             if self.ld_slots and not n.regions:
-                self.ld_registers(n, mask)
+                TM.registers(self, n, mask)
             if name.startswith("pipeline."):
                 res = yield from self.pipeline_op(n, mask)
                 if n.outs:
@@ -203,7 +203,7 @@ class _Interp:
                 if n.a.get("to_async"):
                     self.w.clocks.fence(self.a)
             elif "tmem" in n.a and name != AR.TCGEN05_MMA:
-                self.tmem_op(n, mask)
+                TM.run_op(self, n, mask)
                 if n.outs:
                     self.scalar(n, mask)
                 for o in n.outs if n.a["tmem"][0] == "ld" else ():
@@ -494,43 +494,6 @@ class _Interp:
             t = SR.async_read(self.w, self.a, x, n.name, n.loc)
             if t is not None:
                 AR.issue_token(self.a, kind, t)
-
-    # -- tensor memory (tmem.py) ----------------------------------------------
-    def tmem_op(self, n: Node, mask: int):
-        """An allocation op, a tcgen05.ld / st / cp, or a tcgen05.wait."""
-        env, a, tm = self.env, self.a, self.w.tmem
-        verb, group = n.a["tmem"]
-        if verb == "alloc":
-            tm.alloc(a, env[n.ins[0]], mask, env[n.ins[1]], group, n.loc)
-        elif verb == "relinquish":
-            tm.relinquish(a, n.loc)
-        elif verb == "dealloc":
-            if self.lds:
-                raise TM.unwaited(a, "this tcgen05.dealloc frees tensor memory", self.lds)
-            tm.dealloc(a, env[n.ins[1]], group, n.loc)
-        elif verb == "wait_ld":
-            for e in self.lds:
-                e[0] &= ~mask
-            if self.lds:
-                tm.use(a, "tcgen05.wait::ld", n.loc)
-            self.lds = [e for e in self.lds if e[0]]
-            self.ld_slots = {s: e for s, e in self.ld_slots.items() if e[0]}
-        elif verb != "wait_st":
-            tm.use(a, f"tcgen05.{verb}", n.loc, group)
-            if verb == "ld":
-                self.lds.append([mask, n.loc])
-
-    def ld_registers(self, n: Node, mask: int):
-        """An op reading the registers of a tcgen05.ld still in flight in one
-        of its lanes: a finding, unless it only passes them on."""
-        hits = [e for e in (self.ld_slots.get(i) for i in n.ins) if e is not None and e[0] & mask]
-        if not hits or n.name in ("scf.yield", "scf.condition"):
-            return
-        if n.name in TM.PASS_ON:
-            for o in n.outs:
-                self.ld_slots[o] = hits[0]
-            return
-        raise TM.unwaited(self.a, f"{n.name} uses the registers it loads", hits, mask)
 
     # -- asynchronous readers of stage buffers (asyncread.py) -----------------
     def issue_read(self, n: Node, kind: str):

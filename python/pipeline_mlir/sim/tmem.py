@@ -140,6 +140,9 @@ class TensorMemory:
         """A tensor-memory op by ``a`` (ld, st, cp, an MMA's issue; a
         ``wait::ld`` that ends its loads)."""
         c = self.cta(a.cta)
+        if not c.allocs:
+            self._record(a, c, op, loc)
+            return   # no allocation seen: nothing to check it against
         ctas = [(a.cta, c)]
         if group == 2:
             peer = self._peer(a)
@@ -226,3 +229,42 @@ def unwaited(a, what: str, entries: list, mask: int | None = None) -> SimError:
         LD_KIND, f"tcgen05 wait: {what} while the {_at('tcgen05.ld', e[1])} of {a.label()} may "
                  f"still be in flight in {span} (no tcgen05.wait::ld in those lanes before it)",
         notes)
+
+
+def run_op(it, n, mask: int) -> None:
+    """What the interpreter ``it`` (a warp) runs for an allocation op, a
+    tcgen05.ld / st / cp or a tcgen05.wait (``n.a["tmem"]``)."""
+    env, a, tm = it.env, it.a, it.w.tmem
+    verb, group = n.a["tmem"]
+    if verb == "alloc":
+        tm.alloc(a, env[n.ins[0]], mask, env[n.ins[1]], group, n.loc)
+    elif verb == "relinquish":
+        tm.relinquish(a, n.loc)
+    elif verb == "dealloc":
+        if it.lds:
+            raise unwaited(a, "this tcgen05.dealloc frees tensor memory", it.lds)
+        tm.dealloc(a, env[n.ins[1]], group, n.loc)
+    elif verb == "wait_ld":
+        for e in it.lds:
+            e[0] &= ~mask
+        if it.lds:
+            tm.use(a, "tcgen05.wait::ld", n.loc)
+        it.lds = [e for e in it.lds if e[0]]
+        it.ld_slots = {s: e for s, e in it.ld_slots.items() if e[0]}
+    elif verb != "wait_st":
+        tm.use(a, f"tcgen05.{verb}", n.loc, group)
+        if verb == "ld":
+            it.lds.append([mask, n.loc])
+
+
+def registers(it, n, mask: int) -> None:
+    """An op of warp ``it`` reading the registers of a tcgen05.ld still in
+    flight in one of its lanes: a finding, unless it only passes them on."""
+    hits = [e for e in (it.ld_slots.get(i) for i in n.ins) if e is not None and e[0] & mask]
+    if not hits or n.name in ("scf.yield", "scf.condition"):
+        return
+    if n.name in PASS_ON:
+        for o in n.outs:
+            it.ld_slots[o] = hits[0]
+        return
+    raise unwaited(it.a, f"{n.name} uses the registers it loads", hits, mask)
