@@ -9,8 +9,10 @@ while a wgmma / tcgen05.mma / bulk store (of the releasing warp, or of
 another warp whose hold the release ends) may still read them, races on
 plain shared memory that roles hand over with barriers of their own (or
 read through another ring's hold), ``setmaxnreg.inc`` waiting for registers
-no warp gives back, pipelines created on one barrier storage, and misuse
-of the verbs (docs: ``pipeline-sim --help`` and the module docstrings).
+no warp gives back, pipelines created on one barrier storage, tensor
+memory's allocation (per CTA and CTA pair) and ``tcgen05.ld`` used before
+its wait (:mod:`.tmem`), and misuse of the verbs (docs: ``pipeline-sim
+--help`` and the module docstrings).
 Branches on values loaded from global memory read a user-given or seeded
 random fill of the kernel's input buffers (:mod:`.memory`); a kernel that
 synchronizes through global memory (atomics, a polled flag, fences: a
@@ -40,6 +42,8 @@ halves in program order.
   reader's own release and for another warp's release that ends its hold;
 - :mod:`.clocks`: happens-before between warps (vector clocks over the
   barriers); :mod:`.smemrace`: races on plain shared memory;
+- :mod:`.tmem`: tensor memory (alloc / dealloc per CTA and CTA pair,
+  ``tcgen05.ld`` in flight until ``tcgen05.wait::ld``);
 - :mod:`.memory`: the input buffers that branches on loaded values read;
   :mod:`.gmem`: global memory the kernel writes and reads back (stores,
   atomics, flags and fences between CTAs);

@@ -34,6 +34,14 @@ read (the flag set before the store is fenced, a poll without acquire) is a
 race naming both lines, a poll whose flag never takes its value a deadlock
 naming the loop.
 
+Tensor memory is followed (``sim/tmem.py``): the address ``tcgen05.alloc``
+writes to shared memory read with no barrier after the alloc (a race), a
+dealloc twice, before the alloc or unordered after another warp's (for
+``cta_group::2``, the peer CTA's) tensor-memory op, a use after the dealloc,
+an allocation never freed, a ``cta_group::2`` alloc before any cluster
+barrier wait, and a ``tcgen05.ld`` whose registers are used, or whose
+accumulator stage is released, before ``tcgen05.wait::ld`` in its lanes.
+
 The simulated grid is one cluster unless ``--grid X[,Y,Z]`` gives its CTAs
 (``%nctaid``, a whole number of clusters along each axis, at most 32 CTAs):
 ``--cluster 2 --grid 4`` runs two clusters of two CTAs, each with its own
