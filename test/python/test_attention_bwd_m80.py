@@ -8,14 +8,16 @@ transposed into an 80 x 64 fp32 tile (``dq_tile_store.
 store_fragment_f32_transposed``) that the reduce warp adds as the plain
 tiles. The dS^T tiles' 160-byte rows take the 32-byte swizzle.
 
-Here: the two sets (the d 128 full set without ``dq_acc_order``, and the
-same in FA4's order) are cached candidates and no default; the
+Here: the three sets (the d 128 full set without ``dq_acc_order``, the
+same in FA4's order, and that with dQ^T in the accumulator's transposed
+order, ``dq_acc_order``: its map in test_attention_bwd_m80_acc_order.py)
+are cached candidates and no default; the
 configuration refuses what it does not support; the transposed store's
 map puts every value of the fragment at its own element of the tile, as
-TMA's 128-byte swizzle reads it, without bank conflicts; both sets check and
+TMA's 128-byte swizzle reads it, without bank conflicts; the sets check and
 simulate clean on the ragged GQA shape (200 queries: not whole 80-row
 steps) within their shared-memory plan and spill bounds; and on the full
-set the planted backward mistakes, the dQ hand-off's dropped waits and the
+set and the third the planted backward mistakes, the dQ hand-off's dropped waits and the
 dS^T hand-over's three wrong versions are still rejected; causal (built to
 complete the sets) checks, assembles and simulates clean.
 """
@@ -38,8 +40,11 @@ from pipeline_mlir.ops import attention_configs
 
 SET = ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles", "block_m80")
 FA4 = SET[:-1] + ("dk_last", "ds_one_barrier", "block_m80")
-# ptxas -v spill stores (bytes) allowed: the sets spill 16 and 52.
-SPILLS = {SET: 16, FA4: 56}
+# FA4's order with dQ^T in the accumulator's transposed order
+# (test_attention_bwd_m80_acc_order.py: its map and postprocess).
+DQA = FA4 + ("dq_acc_order",)
+# ptxas -v spill stores (bytes) allowed: the sets spill 16, 52 and 32.
+SPILLS = {SET: 16, FA4: 56, DQA: 32}
 # ptxas's note that it serializes the wgmma instructions for want of
 # registers: on the set in the default order (its dQ^T accumulator issued
 # with dV's and dK's in flight), which measured 1.19-1.23x the d 128 full
@@ -53,7 +58,7 @@ def ids(x):
 
 def test_sets_are_candidates_not_defaults():
     assert SIM_ARGS["seqlen_q"] % 80                 # ragged: the last step is partial
-    for opts in (SET, FA4):
+    for opts in (SET, FA4, DQA):
         assert opts in attention_configs.bwd_option_sets(128)
         for c in (False, True):
             name, over = attention_configs.bwd_variant(128, c, options=opts)
@@ -73,7 +78,7 @@ def test_sets_are_candidates_not_defaults():
     dict(head_dim=64, block_m=80, dq_reduce_warp=True),
     dict(head_dim=128, block_m=80, dq_reduce_warp=True),               # no dq_split
     dict(head_dim=128, block_m=80, dq_split=True),                     # no reduce warp
-    dict(head_dim=128, block_m=80, dq_split=True, dq_reduce_warp=True, dq_acc_order=True),
+    dict(head_dim=128, block_m=80, dq_split=True, dq_reduce_warp=True, dq_deferred=True),
     dict(head_dim=128, block_m=80, dq_split=True, dq_reduce_warp=True, stat_shuffle=True),
     dict(head_dim=128, block_m=96, dq_split=True, dq_reduce_warp=True),
 ], ids=range(6))
@@ -116,7 +121,7 @@ def test_transposed_store_map_walks_every_element():
             assert len(banks) == 32, (warp, i)
 
 
-@pytest.mark.parametrize("opts", [SET, FA4], ids=ids)
+@pytest.mark.parametrize("opts", [SET, FA4, DQA], ids=ids)
 def test_checks_simulates_and_assembles(opts, ptx_of):
     """Checked and simulated clean on the ragged GQA shape, shared memory
     within its plan; S^T, dP^T and dQ^T are m64n80 GEMMs (8 k slices each
@@ -129,6 +134,9 @@ def test_checks_simulates_and_assembles(opts, ptx_of):
     assert report.ok and report.schedules == SCHEDULES, report
     ptx = ptx_of(128, False, opts)
     assert len(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n80k16", ptx)) == 24
+    if opts == DQA:     # dQ^T's 10 16-byte stores, one reduce-add a consumer's tile
+        assert ptx.count("st.shared.v4.b32") == 10
+        assert ptx.count("cp.reduce.async.bulk.tensor.2d") == 2
     text = ptxas_report(ptx)
     if text is None:
         pytest.skip("ptxas not installed")
@@ -151,15 +159,17 @@ PLANTED = (sorted(set(CAUGHT) - {"dq_reduce_before_fence"}) + sorted(HAND_OFF_CA
            + sorted(SHARED_DS_STAGES_WITH))
 
 
+@pytest.mark.parametrize("opts", [SET, DQA], ids=["set", "dqa"])
 @pytest.mark.parametrize("mistake", PLANTED)
-def test_mistakes_are_rejected(mistake):
-    """On the full set: the dO release and the LSE row read from Q's
+def test_mistakes_are_rejected(mistake, opts):
+    """On the full set, and on FA4's order with dQ^T in the accumulator's
+    order: the dO release and the LSE row read from Q's
     released stage (checker), the epilogue race (simulator), the reduce
     warp's dropped waits (checker), and the dS^T hand-over's three wrong
     versions (races in every schedule)."""
     from pipeline_mlir.compiler import CompileError
 
-    k = build_with_mistake(mistake, cfg_of(128, False, SET))
+    k = build_with_mistake(mistake, cfg_of(128, False, opts))
     if mistake in CAUGHT:
         who, pattern = CAUGHT[mistake]
         if mistake == "lse_read_after_release":

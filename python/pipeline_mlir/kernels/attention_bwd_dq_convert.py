@@ -26,6 +26,18 @@ and the plain conversion (``acc.to(bfloat16)``) rounds it as it is; the
 rounding here is the same (``cvt.rn.bf16x2.f32``, round to nearest even).
 No shared memory and no barrier.
 
+With 80-query steps (``block_m`` 80, d 128) the accumulator is in the
+transposed order (``ACC_ORDER.for_block_m(80)``: tiles of 80 queries x 64
+columns): ``build(128, block_m=80)``. Thread ``t`` reads its 10 chunks;
+chunk ``j`` holds queries ``8 j + 2 p + el``, columns ``16 w + 8 eh + q``
+(``el``, ``eh`` its slots). Lanes ``q`` and ``q ^ 1`` (``shfl.sync.bfly``
+mask 4) trade one value per query (``pair_exchange``): the even lane keeps
+its ``eh`` 0 and takes its partner's (columns ``q, q + 1``), the odd one
+keeps its ``eh`` 1 and takes its partner's (``q + 7, q + 8``), so each
+rounds a column pair to one bf16x2 word, a 4-byte store
+(``write_row_col_t``): a warp's store is 4 queries x 32 contiguous bytes,
+whole 32-byte sectors.
+
 The address arithmetic (``read_float``, ``tile_coords``, ``write_row_col``,
 ``row_head``, ``write_element``)
 and the exchange (``quad_transpose``) are plain Python over ``+ * // %``
@@ -63,6 +75,25 @@ def write_row_col(t, eh, j):
     16-byte store for row half ``eh`` and 32-column block ``j``."""
     w, lane = t // 32, t % 32
     return 16 * w + 8 * eh + lane // 4, 32 * j + 8 * (lane % 4)
+
+
+def write_row_col_t(t, j, el):
+    """Transposed order (80-query tiles): (query within the tile, first of
+    the two columns within the tile) of thread ``t``'s 4-byte store for
+    chunk ``j``, query slot ``el``."""
+    w, lane = t // 32, t % 32
+    q, p = lane // 4, lane % 4
+    odd = q % 2
+    return 8 * j + 2 * p + el, 16 * w + (q - odd) + 8 * odd
+
+
+def pair_exchange(c0, c1, odd, select, bfly):
+    """Transposed order: (low, high) values of the lane's column pair from
+    its ``eh`` 0 and 1 values ``c0``, ``c1`` of one query, ``odd`` whether
+    ``q`` is odd (``select(cond, a, b)``, ``bfly(v, mask)``: lane ``lane ^
+    mask``'s value; mask 4 is ``q ^ 1``)."""
+    got = bfly(select(odd, c0, c1), 4)
+    return select(odd, got, c0), select(odd, c1, got)
 
 
 def row_head(b, row, h, seqlen, heads):
@@ -118,18 +149,28 @@ def _gep(base, byte_offset):
                               ir.IntegerType.get_signless(8), 0)
 
 
-def build(head_dim, chip="sm_90a"):
+def build(head_dim, chip="sm_90a", block_m=64):
     """The postprocess for ``head_dim`` (64 or 128): parameters ``(acc, dq,
     tiles_per_batch, heads, seqlen)``, grid ``batch * tiles_per_batch *
     heads * head_dim / 64`` CTAs of 128 threads (``tiles_per_batch``: the
-    padded query length / 64)."""
+    padded query length / 64, or / 80 with ``block_m`` 80, d 128 only:
+    the transposed order)."""
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"attention_bwd_dq_convert: head_dim must be one of {HEAD_DIMS}, "
                          f"got {head_dim}")
+    if block_m not in (64, 80) or block_m == 80 and head_dim != 128:
+        raise ValueError(f"attention_bwd_dq_convert: block_m 64, or 80 at head_dim 128, "
+                         f"got {block_m} at {head_dim}")
     groups = head_dim // TILE
-    k = Kernel(f"attn_bwd_dq_convert_d{head_dim}", chip=chip, block_dim=THREADS,
+    name = f"attn_bwd_dq_convert_d{head_dim}" + ("_m80" if block_m == 80 else "")
+    k = Kernel(name, chip=chip, block_dim=THREADS,
                params={"acc": GlobalPtr(), "dq": GlobalPtr(), "tiles_per_batch": Int32(),
                        "heads": Int32(), "seqlen": Int32()})
+    if block_m == 80:
+        _build_transposed(k, head_dim, groups)
+        k.head_dim, k.queries = head_dim, block_m
+        return k
+    k.queries = TILE
     with k:
         quad_t = ir.VectorType.get([4], f32())
         words_t = ir.VectorType.get([4], i32())
@@ -178,4 +219,37 @@ def meta(k):
     return {"signature": [p.kind for _, p in k.params],
             "params": [name for name, _ in k.params], "name": k.name,
             "threads": THREADS, "smem": k.smem_bytes, "head_dim": k.head_dim,
-            "tile": TILE}
+            "tile": TILE, **({"queries": k.queries} if k.queries != TILE else {})}
+
+
+def _build_transposed(k, head_dim, groups):
+    """The body for the transposed order (module doc)."""
+    order = ACC_ORDER.for_block_m(80)
+    with k:
+        quad_t = ir.VectorType.get([4], f32())
+        acc, dq, tiles_per_batch, heads, seqlen = k.args
+        acc_v, dq_v = to_value(acc), to_value(dq)
+        tile = k.block_idx()
+        t = k.thread_idx()
+        odd = ((t // 4) % 2) == 1
+        b, mt, h, g = order.tile_coords(tile, tiles_per_batch, heads, groups)
+        src = _gep(acc_v, tile.to(64) * (order.tile_floats * 4) + t.to(64) * CHUNK_BYTES)
+        words = []
+        for j in range(order.chunks):
+            ptr = llvm.getelementptr(src.type, src, [], [order.chunk_float(0, j) * 4],
+                                     ir.IntegerType.get_signless(8), 0)
+            v = llvm.load(quad_t, ptr, alignment=16)
+            x = [llvm.extractelement(v, to_value(Scalar(e))) for e in range(4)]
+            for el in range(2):              # slot 2 eh + el; all lanes shuffle
+                lo, hi = pair_exchange(x[el], x[2 + el], odd, _select, _bfly)
+                words.append((j, el, _bf16x2(lo, hi)))
+        q_row, col = write_row_col_t(t, 0, 0)
+        row0 = mt * order.queries + q_row
+        base = _gep(dq_v, write_element(row_head(b, row0, h, seqlen, heads).to(64),
+                                        (g * TILE + col).to(64), head_dim) * 2)
+        for j, el, word in words:
+            dr = 8 * j + el                  # query offset from row0
+            with k.if_(row0 + dr < seqlen):
+                # dr rows further: dr * heads * head_dim elements.
+                ptr = _gep(base, (heads * (dr * head_dim * 2)).to(64)) if dr else base
+                llvm.store(word, ptr, alignment=4)

@@ -98,8 +98,9 @@ def variant_attention_bwd(head_dim, causal, device=None, dq_split=False, options
                                 kernel="attention_bwd")
         convert = None
         if meta.get("dq_acc_order"):            # its postprocess kernel
-            convert = kernel_cache.get(*attention_configs.bwd_dq_convert_variant(head_dim),
-                                       "bf16", chip, kernel="attention_bwd")
+            convert = kernel_cache.get(
+                *attention_configs.bwd_dq_convert_variant(head_dim, meta.get("block_m", 64)),
+                "bf16", chip, kernel="attention_bwd")
         return AttentionBwd(image, meta, prep=prep, device=device, dq_convert=convert)
 
     return load_variant(name, overrides, "bf16", "attention_bwd", device, make)

@@ -25,6 +25,10 @@ FLOAT_DIGITS = (("kk", 4), ("eh", 2), ("w", 4), ("q", 8), ("p", 4), ("kpar", 2),
 # The digits of a tile's row and column, most significant first.
 ROW_DIGITS = ("w", "eh", "q")
 COL_DIGITS = ("kk", "kpar", "p", "el")
+# dQ^T's (``AccOrder.transposed``): queries are the fragment's columns.
+FLOAT_DIGITS_T = (("j", 10), ("w", 4), ("q", 8), ("p", 4), ("eh", 2), ("el", 2))
+ROW_DIGITS_T = ("j", "p", "el")
+COL_DIGITS_T = ("w", "eh", "q")
 
 
 @dataclass(frozen=True)
@@ -36,10 +40,42 @@ class AccOrder:
     # The 2-D view TMA reduce-adds through: rows of ``row`` floats (TMA's
     # box side limit 256), a tile ``tile_rows`` of them.
     row: int = 256
+    # dQ^T (80-query steps): tiles of ``queries`` = 80 rows (``for_block_m``).
+    transposed: bool = False
+
+    def for_block_m(self, block_m):
+        """The order of a kernel with ``block_m``-query steps: this one, or
+        at 80 (dQ^T) the transposed one."""
+        if block_m == 80:
+            return AccOrder(self.tile, self.threads, self.chunk_floats, self.row, True)
+        return AccOrder(self.tile, self.threads, self.chunk_floats, self.row, False)
+
+    @property
+    def queries(self):
+        """Query rows of a tile (64, or 80 transposed)."""
+        return 80 if self.transposed else self.tile
+
+    @property
+    def float_digits(self):
+        return FLOAT_DIGITS_T if self.transposed else FLOAT_DIGITS
+
+    @property
+    def row_digits(self):
+        return ROW_DIGITS_T if self.transposed else ROW_DIGITS
+
+    @property
+    def col_digits(self):
+        return COL_DIGITS_T if self.transposed else COL_DIGITS
+
+    @property
+    def fragment_n(self):
+        """The N of the wgmma fragment stored (64 columns, or dQ^T's 80
+        queries)."""
+        return self.queries if self.transposed else self.tile
 
     @property
     def tile_floats(self):
-        return self.tile * self.tile
+        return self.queries * self.tile
 
     @property
     def tile_rows(self):
@@ -56,13 +92,16 @@ class AccOrder:
 
     def value_float(self, t, i):
         """Float index within a tile of fragment value ``i`` of thread ``t``."""
+        if self.transposed:                     # chunk j: values 4 j .. 4 j + 3
+            return self.chunk_float(t, i // 4) + i % 4
         kk, kpar, eh, el = i // 8, (i // 4) % 2, (i // 2) % 2, i % 2
         return self.chunk_float(t, 2 * kk + eh) + 2 * kpar + el
 
-    @staticmethod
-    def chunk_values(c):
+    def chunk_values(self, c):
         """The fragment values of chunk ``c``, in store order (``kpar``,
-        ``el``)."""
+        ``el``; transposed ``eh``, ``el``)."""
+        if self.transposed:
+            return (4 * c, 4 * c + 1, 4 * c + 2, 4 * c + 3)
         kk, eh = c // 2, c % 2
         base = 8 * kk + 2 * eh
         return (base, base + 1, base + 4, base + 5)
@@ -85,17 +124,17 @@ class AccOrder:
 
     def view_shape(self, batch, padded, heads, head_dim):
         """The flat accumulator's shape for ``view_axes``: (b mt), (h g),
-        then ``FLOAT_DIGITS``' radices."""
-        return ((batch * (padded // self.tile), heads * (head_dim // self.tile))
-                + tuple(r for _, r in FLOAT_DIGITS))
+        then ``float_digits``' radices."""
+        return ((batch * (padded // self.queries), heads * (head_dim // self.tile))
+                + tuple(r for _, r in self.float_digits))
 
-    @staticmethod
-    def view_axes():
-        """The permutation of ``view_shape``'s axes to (b mt), ``ROW_DIGITS``,
-        (h g), ``COL_DIGITS``: (batch, padded, heads, head_dim) order."""
-        names = [n for n, _ in FLOAT_DIGITS]
+    def view_axes(self):
+        """The permutation of ``view_shape``'s axes to (b mt), ``row_digits``,
+        (h g), ``col_digits``: (batch, padded, heads, head_dim) order."""
+        names = [n for n, _ in self.float_digits]
         digit = {n: 2 + names.index(n) for n in names}
-        return (0, *(digit[n] for n in ROW_DIGITS), 1, *(digit[n] for n in COL_DIGITS))
+        return (0, *(digit[n] for n in self.row_digits), 1,
+                *(digit[n] for n in self.col_digits))
 
 
 ACC_ORDER = AccOrder()

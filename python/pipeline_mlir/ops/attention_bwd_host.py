@@ -24,7 +24,9 @@ Three steps on torch's current stream:
    (batch, 64-row query tile, head, 64-column group): the postprocess
    kernel (kernels/attention_bwd_dq_convert.py, ``dq_convert``)
    un-permutes and rounds it in one pass; without it, torch's copy of
-   ``acc_order_view`` (``dq_from_acc_order``).
+   ``acc_order_view`` (``dq_from_acc_order``). With 80-query steps
+   (``meta["block_m"]`` 80) the order is the transposed one, tiles of 80
+   queries (``ACC_ORDER.for_block_m``).
 """
 
 import math
@@ -48,24 +50,27 @@ ACC_TILE_ROWS = ACC_ORDER.tile_rows
 ACC_TILE = ACC_ORDER.tile
 
 
-def acc_order_view(acc, batch, padded, heads, head_dim):
+def acc_order_view(acc, batch, padded, heads, head_dim, block_m=64):
     """The flat accumulator ``acc`` in the accumulator's order (a torch
     tensor or numpy array) as a 9-D view (no copy) whose axes are those of
     (batch, padded, heads, head_dim) split: (b, query tile), w, eh, q,
     (h, column group), kk, kpar, p, el (``dq_from_acc_order``;
-    ``ACC_ORDER.view_shape``, ``view_axes``)."""
-    a = acc.reshape(ACC_ORDER.view_shape(batch, padded, heads, head_dim))
-    axes = ACC_ORDER.view_axes()
+    ``ACC_ORDER.view_shape``, ``view_axes``); with ``block_m`` 80 the
+    transposed order's 8-D view: (b, query tile), j, p, el, (h, column
+    group), w, eh, q."""
+    order = ACC_ORDER.for_block_m(block_m)
+    a = acc.reshape(order.view_shape(batch, padded, heads, head_dim))
+    axes = order.view_axes()
     return a.permute(*axes) if hasattr(a, "permute") else a.transpose(axes)
 
 
-def dq_from_acc_order(acc, batch, padded, heads, head_dim):
+def dq_from_acc_order(acc, batch, padded, heads, head_dim, block_m=64):
     """(batch, padded, heads, head_dim) dQ from the flat accumulator ``acc``
     in the accumulator's order: tile (b, query tile, h, column group), within
     it float ``((2 kk + eh) 128 + 32 w + 4 q + p) 4 + 2 kpar + el`` holds row
     ``16 w + 8 eh + q``, column ``16 kk + 8 kpar + 2 p + el``
-    (``ACC_ORDER``). A copy."""
-    return acc_order_view(acc, batch, padded, heads, head_dim).reshape(
+    (``ACC_ORDER``; ``block_m`` 80: its transposed order). A copy."""
+    return acc_order_view(acc, batch, padded, heads, head_dim, block_m).reshape(
         batch, padded, heads, head_dim)
 
 
@@ -125,11 +130,13 @@ class AttentionBwd:
 
     def _acc_descriptor(self, acc):
         """2-D tensor map (n / ACC_ROW, ACC_ROW) of the flat accumulator
-        ``acc`` (``dq_acc_order``), unswizzled box of one 64 x 64 tile."""
+        ``acc`` (``dq_acc_order``), unswizzled box of one 64 x 64 tile (80 x
+        64 with 80-query steps)."""
         n, e = acc.numel(), acc.element_size()
+        order = ACC_ORDER.for_block_m(self.meta["block_m"])
         return self._runtime.make_tma_descriptor(
             acc, shape=(n // ACC_ROW, ACC_ROW), strides=(ACC_ROW * e, e),
-            box_shape=(ACC_TILE_ROWS, ACC_ROW), swizzle=0)
+            box_shape=(order.tile_rows, ACC_ROW), swizzle=0)
 
     def prepare(self, o, lse, do, stream=None):
         """(LSE * log2 e, dPsum), fp32 (b, h, padded rows), as the kernel
@@ -225,7 +232,7 @@ class AttentionBwd:
             return self.convert_acc_order(dq_accum, b, padded, sq, h, s), dk, dv
         if acc_order:                           # un-permuted in the conversion's copy
             dq = torch.empty((b, padded, h, d), dtype=torch.bfloat16, device=q.device)
-            view = acc_order_view(dq_accum, b, padded, h, d)
+            view = acc_order_view(dq_accum, b, padded, h, d, self.meta["block_m"])
             dq.view(view.shape).copy_(view)
             return (dq if padded == sq else dq[:, :sq].contiguous()), dk, dv
         return dq_accum.to(torch.bfloat16), dk, dv
@@ -239,13 +246,16 @@ class AttentionBwd:
         import torch
 
         d = self.meta["head_dim"]
-        tile = self.convert_meta["tile"]
-        if padded % tile or not 0 < seqlen <= padded or acc.dtype != torch.float32 \
+        tile = self.convert_meta["tile"]                    # columns of a tile
+        queries = self.convert_meta.get("queries", tile)    # its query rows
+        if queries != ACC_ORDER.for_block_m(self.meta["block_m"]).queries:
+            raise ValueError("AttentionBwd: the dQ postprocess is for another query step")
+        if padded % queries or not 0 < seqlen <= padded or acc.dtype != torch.float32 \
                 or acc.numel() != batch * padded * heads * d:
             raise ValueError(f"convert_acc_order: acc must be the fp32 accumulator of "
-                             f"{batch} x {padded} x {heads} x {d} (padded a multiple of {tile}, "
+                             f"{batch} x {padded} x {heads} x {d} (padded a multiple of {queries}, "
                              f"at least seqlen {seqlen})")
-        tiles_per_batch = padded // tile
+        tiles_per_batch = padded // queries
         dq = torch.empty((batch, seqlen, heads, d), dtype=torch.bfloat16, device=acc.device)
         if stream is None:
             stream = self._runtime.fastlaunch.current_stream_handle(self.device.ordinal)

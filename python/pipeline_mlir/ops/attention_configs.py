@@ -175,13 +175,17 @@ def bwd_prep_variant(head_dim):
 BWD_DQ_CONVERT_HEAD_DIMS = (64, 128)
 
 
-def bwd_dq_convert_variant(head_dim):
+def bwd_dq_convert_variant(head_dim, block_m=64):
     """(name, overrides) of ``dq_acc_order``'s dQ postprocess for this head
     dim (kernels/attention_bwd_dq_convert.py, built by the same family): the
-    accumulator's order un-permuted and rounded to bf16 in one pass."""
+    accumulator's order un-permuted and rounded to bf16 in one pass. With
+    ``block_m`` 80 (``block_m80``, d 128) the transposed order's."""
     if head_dim not in BWD_DQ_CONVERT_HEAD_DIMS:
         raise ValueError(f"attention backward dq_acc_order: head_dim must be one of "
                          f"{BWD_DQ_CONVERT_HEAD_DIMS}, got {head_dim}")
+    if block_m == 80:
+        return (f"bwd_dq_convert_d{head_dim}_m80",
+                dict(kernel="dq_convert", head_dim=head_dim, block_m=80))
     return f"bwd_dq_convert_d{head_dim}", dict(kernel="dq_convert", head_dim=head_dim)
 
 
@@ -429,7 +433,13 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
                          "block_m80"),
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
-                         "dk_last", "ds_one_barrier", "block_m80"))
+                         "dk_last", "ds_one_barrier", "block_m80"),
+                        # FA4's order at 80 queries with dQ^T in the
+                        # accumulator's transposed order (16-byte stores,
+                        # one reduce-add a tile; its postprocess kernel
+                        # bwd_dq_convert_d128_m80).
+                        ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
+                         "dk_last", "ds_one_barrier", "block_m80", "dq_acc_order"))
 # And d 256 (each consumer its columns of the same keys).
 BWD_D256_OPTION_SETS = (("pingpong",), ("lpt_order",),
                         # LSE and dPsum on Q's and dO's stages (d 128's
@@ -547,4 +557,6 @@ def bwd_option_sets(head_dim):
 
 BWD_CANDIDATES = dict([bwd_variant(128, c, dq_split=True) for c in (False, True)]
                       + [bwd_variant(d, c, options=opts) for d in BWD_HEAD_DIMS
-                         for opts in bwd_option_sets(d) for c in (False, True)])
+                         for opts in bwd_option_sets(d) for c in (False, True)]
+                      # the 80-query step's postprocess (dq_acc_order, transposed)
+                      + [bwd_dq_convert_variant(128, 80)])

@@ -114,10 +114,11 @@ def build_variant(overrides, dtype, chip):
     if overrides.get("kernel") == "dq_convert":
         from pipeline_mlir.kernels import attention_bwd_dq_convert
 
-        if set(overrides) != {"kernel", "head_dim"}:
-            raise ValueError(f"attention_bwd dq_convert: overrides are kernel and head_dim, "
-                             f"got {sorted(overrides)}")
-        conv = attention_bwd_dq_convert.build(overrides["head_dim"], chip=chip)
+        if not {"kernel", "head_dim"} <= set(overrides) <= {"kernel", "head_dim", "block_m"}:
+            raise ValueError(f"attention_bwd dq_convert: overrides are kernel and head_dim "
+                             f"(and block_m 80), got {sorted(overrides)}")
+        conv = attention_bwd_dq_convert.build(overrides["head_dim"], chip=chip,
+                                              block_m=overrides.get("block_m", 64))
         return bytes(conv.compile()), attention_bwd_dq_convert.meta(conv)
     cfg = AttentionBwdConfig(**overrides)
     kernel = build(cfg, chip=chip)

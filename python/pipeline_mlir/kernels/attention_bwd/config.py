@@ -126,7 +126,10 @@ class AttentionBwdConfig:
     # MN-major A), N = 80 queries, over all 128 keys of both consumers'
     # dS^T tiles; the m64n80 accumulator is stored transposed into an
     # 80 x 64 fp32 tile (``dq_tile_store.store_fragment_f32_transposed``)
-    # that the reduce warp adds as the plain tiles. Not with dq_acc_order,
+    # that the reduce warp adds as the plain tiles; with dq_acc_order in
+    # the accumulator's transposed order (``ACC_ORDER.for_block_m(80)``: 10
+    # 16-byte stores a thread, one 20 KiB reduce-add a tile, the postprocess
+    # un-permutes it). Not with
     # dq_deferred, dq_overlap, dq_double_buffer (shared memory: 226.3 KiB
     # without) or stat_shuffle; dq_store_spread has nothing to spread (the
     # op's d 128 sets carry it; ignored). Measured on an H200 (two passes,
@@ -308,12 +311,11 @@ class AttentionBwdConfig:
                              f"{2 * BLOCK_M}, got {self.block_m!r}")
         if self.block_m == BLOCK_M80 and (
                 self.head_dim != 128 or not self.dq_split or not self.dq_reduce_warp
-                or self.dq_acc_order or self.dq_deferred or self.dq_overlap
+                or self.dq_deferred or self.dq_overlap
                 or self.dq_double_buffer or self.stat_shuffle):
             raise ValueError("AttentionBwdConfig: block_m 80 needs head_dim 128 with dq_split "
                              "and dq_reduce_warp (dQ^T's tile to the reduce warp), without "
-                             "dq_acc_order, dq_deferred, dq_overlap, dq_double_buffer "
-                             "or stat_shuffle")
+                             "dq_deferred, dq_overlap, dq_double_buffer or stat_shuffle")
         if self.block_m == 2 * BLOCK_M and (self.head_dim != 64 or self.dq_split):
             raise ValueError("AttentionBwdConfig: block_m 128 needs head_dim 64 (S^T and "
                              "dP^T of 128 queries next to dK and dV fit the registers there "

@@ -18,12 +18,16 @@ one row (columns ``2p, 2p + 1, 2p + 8, 2p + 9`` of a 16-column group); the
 8 threads of a quarter-warp write 128 contiguous bytes (one wavefront per
 quarter-warp: no bank conflict), and the four lanes of a row's ``p`` fill
 its 16 columns' 64 contiguous bytes.
+
+With 80-query steps (dQ^T, ``m64 x n80``) the order is
+``ACC_ORDER.for_block_m(80)``: 10 chunks a thread (its values ``4 j .. 4 j
++ 3``), 20 KiB tiles of 80 queries, 20 rows of the view; the reduce warp
+adds them as one box the same way.
 """
 
 import mlir.ir as ir
 from mlir.dialects import llvm
 
-from pipeline_mlir.chip_limits import WGMMA_M
 from pipeline_mlir.kernel import Scalar
 from pipeline_mlir.kernel.values import f32, to_value
 from pipeline_mlir.kernel.warpgroup import THREADS_PER_WARPGROUP
@@ -42,20 +46,27 @@ acc_order_float = ACC_ORDER.value_float
 chunk_values = ACC_ORDER.chunk_values
 
 
+def acc_order(cfg):
+    """The accumulator's order of ``cfg``'s dQ tiles (transposed at 80
+    queries)."""
+    return ACC_ORDER.for_block_m(cfg.block_m)
+
+
 @user_line
-def store_fragment_acc_order(acc, smem, warp, lane):
-    """Write ``acc`` (``m64 x 64`` fp32) into the tile at ``smem`` in the
-    accumulator's order: 8 stores of 16 bytes per thread."""
-    if acc.n != ACC_COLS:
-        raise ValueError(f"store_fragment_acc_order: a {ACC_COLS}-column fragment, "
+def store_fragment_acc_order(acc, smem, warp, lane, order=ACC_ORDER):
+    """Write ``acc`` (``m64 x 64`` fp32, or with ``order.transposed`` dQ^T's
+    ``m64 x n80``) into the tile at ``smem`` in the accumulator's order:
+    8 (10) stores of 16 bytes per thread."""
+    if acc.n != order.fragment_n:
+        raise ValueError(f"store_fragment_acc_order: a {order.fragment_n}-column fragment, "
                          f"got n = {acc.n}")
     quad_t = ir.VectorType.get([CHUNK_FLOATS], f32())
     base = smem + (warp * 32 + lane) * (CHUNK_FLOATS * 4)   # chunk_float(t, 0) * 4
-    for c in range(ACC_ORDER.chunks):
+    for c in range(order.chunks):
         v = llvm.mlir_undef(quad_t)
-        for e, i in enumerate(chunk_values(c)):
+        for e, i in enumerate(order.chunk_values(c)):
             v = llvm.insertelement(v, acc.value(i), to_value(Scalar(e)))
-        ptr = base + ACC_ORDER.chunk_float(0, c) * 4
+        ptr = base + order.chunk_float(0, c) * 4
         llvm.store(v, ptr.ir_value, alignment=16)
 
 
@@ -64,10 +75,12 @@ def acc_tile_row(cfg, b, heads, padded_q, h, m_block, cw):
     ``cw``'s tile of query block ``m_block``, head ``h``, batch entry ``b``:
     tile ``((b (padded_q / 64) + row / 64) heads + h) (d / 64) + group``
     (the output's order of batch, rows and heads, so that the host's
-    un-permute merges batch with query tile, head with column group)."""
+    un-permute merges batch with query tile, head with column group; 80
+    for 64 with 80-query steps)."""
     from .dq_reduce import dq_row
+    order = acc_order(cfg)
     groups = cfg.head_dim // ACC_COLS
     group = cw if cfg.dq_split else 0
-    bm = b * (padded_q // WGMMA_M) + dq_row(cfg, m_block, cw) // WGMMA_M
-    tile = ACC_ORDER.tile_index(bm, heads, h, groups, group)
-    return tile * TILE_ROWS
+    bm = b * (padded_q // order.queries) + dq_row(cfg, m_block, cw) // order.queries
+    tile = order.tile_index(bm, heads, h, groups, group)
+    return tile * order.tile_rows

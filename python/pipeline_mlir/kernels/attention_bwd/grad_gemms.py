@@ -9,7 +9,7 @@ from pipeline_mlir.kernel.warpgroup import THREADS_PER_WARPGROUP
 from pipeline_mlir.pipeline import NamedBarrier
 
 from .config import CONSUMER_WARPGROUPS, DQ_CHUNK, DS_BARRIER
-from .dq_acc_order import store_fragment_acc_order
+from .dq_acc_order import acc_order, store_fragment_acc_order
 from .dq_tile_store import store_fragment_f32, store_fragment_f32_transposed
 from .ds_tile_store import store_half, store_operand_a
 
@@ -267,7 +267,8 @@ class GradGemms:
         if scale is not None:
             dq = dq * scale
         if self.cfg.dq_acc_order:                # one 64-column part: the whole tile
-            store_fragment_acc_order(dq, self.dq_tile(step), self.warp_in_wg, self.lane)
+            store_fragment_acc_order(dq, self.dq_tile(step), self.warp_in_wg, self.lane,
+                                     acc_order(self.cfg))
             return
         if self.cfg.dq_transposed:               # dQ^T: the whole tile, transposed
             store_fragment_f32_transposed(dq, self.dq_tile(step), self.warp_in_wg, self.lane,
