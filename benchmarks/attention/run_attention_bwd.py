@@ -215,6 +215,8 @@ def main(argv=None):
                          "default (its head dim's and mask's)")
     ap.add_argument("--head-dims", default="",
                     help="only the rows of these head dims, comma-separated (default: all)")
+    ap.add_argument("--masks", choices=("both", "full", "causal"), default="both",
+                    help="only the full or the causal rows (default: both)")
     ap.add_argument("--bwd-only", action="store_true",
                     help="time the backward alone (not forward + backward)")
     args = ap.parse_args(argv)
@@ -257,7 +259,7 @@ def main(argv=None):
                        for _ in range(4))
         for t in (q, k, v):
             t.requires_grad_()
-        for causal in (False, True):
+        for causal in {"both": (False, True), "full": (False,), "causal": (True,)}[args.masks]:
             ref = reference_grads(q, k, v, do, causal)
             outs, errors = {}, {}
             row_fns = {n: fn for n, fn in fns.items()
