@@ -248,6 +248,27 @@ def test_dq_convert_kernel_matches_the_torch_unpermute(cache, device, head_dim, 
     torch.cuda.synchronize()
 
 
+def test_dq_convert_m80_matches_the_torch_unpermute(cache, device):
+    """The 80-query step's postprocess (the transposed order, loaded with
+    FA4's order + block_m80 + dq_acc_order): bit for bit torch's
+    un-permute of the transposed order on random ragged accumulators."""
+    from pipeline_mlir.ops.attention import variant_attention_bwd
+    from pipeline_mlir.ops.attention_bwd_host import dq_from_acc_order
+
+    opts = ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles", "dk_last",
+            "ds_one_barrier", "block_m80", "dq_acc_order")
+    bwd = variant_attention_bwd(128, False, options=opts)
+    assert bwd.dq_convert is not None and bwd.meta["block_m"] == 80
+    g = torch.Generator(device="cuda").manual_seed(80)
+    for b, sq, h in CONVERT_SHAPES:
+        padded = math.ceil(sq / 80) * 80
+        acc = torch.randn(b * padded * h * 128, device="cuda", generator=g)
+        got = bwd.convert_acc_order(acc, b, padded, sq, h)
+        want = dq_from_acc_order(acc, b, padded, h, 128, block_m=80)[:, :sq].to(torch.bfloat16)
+        assert got.shape == (b, sq, h, 128) and torch.equal(got, want), (b, sq, h)
+    torch.cuda.synchronize()
+
+
 def test_preprocess_matches_torch(cache, device):
     """The preprocess kernel's LSE * log2(e) and dPsum against the same in
     torch, padding rows and fully masked (-inf) rows included."""
