@@ -32,7 +32,10 @@ def main():
     from pipeline_mlir.ops.attention import variant_attention_bwd
 
     def converter(d):
-        opts = attention_configs.bwd_default_options(d, False) + ("dq_acc_order",)
+        # d 128: the 64-query set's postprocess (the full default's 80-query
+        # step has its own, of the transposed order).
+        opts = (attention_configs.BWD_D128_FULL_M64 if d == 128 else
+                attention_configs.bwd_default_options(d, False) + ("dq_acc_order",))
         return variant_attention_bwd(d, False, options=opts)
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
     for b, h, s, d in ROWS:

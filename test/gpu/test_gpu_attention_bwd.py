@@ -241,7 +241,8 @@ def test_dq_convert_kernel_matches_the_torch_unpermute(cache, device, head_dim, 
         padded = math.ceil(sq / block_m) * block_m
         acc = torch.randn(b * padded * h * head_dim, device="cuda", generator=g)
         got = bwd.convert_acc_order(acc, b, padded, sq, h)
-        want = dq_from_acc_order(acc, b, padded, h, head_dim)[:, :sq].to(torch.bfloat16)
+        want = dq_from_acc_order(acc, b, padded, h, head_dim,
+                                 block_m)[:, :sq].to(torch.bfloat16)
         assert got.shape == (b, sq, h, head_dim) and torch.equal(got, want), (b, sq, h)
     with pytest.raises(ValueError, match="convert_acc_order"):
         bwd.convert_acc_order(acc[1:], b, padded, sq, h)

@@ -40,7 +40,7 @@ DS1 = ("ds_one_barrier",)
 FA4_ORDER = ("dk_last", "ds_one_barrier")
 EXTRAS = (S3, DS1, FA4_ORDER)
 # The defaults they were measured on (causal's before it took FA4's order).
-BASES = {False: attention_configs.BWD_FULL_OPTIONS[128],
+BASES = {False: attention_configs.BWD_D128_FULL_M64,
          True: attention_configs.BWD_DEFAULT_OPTIONS[128] + ("lpt_order",)}
 # ptxas spill stores (bytes) of the sets without stages3 where the default
 # spills none (full): 4 with the one barrier, alone or in FA4's order.
@@ -70,7 +70,9 @@ def test_the_sets_are_cached_candidates_not_defaults():
     # d 128 causal takes FA4's order (faster on both causal rows in two
     # passes), full does not (not faster in both on the 2, 16, 8192 row).
     assert attention_configs.bwd_default_options(128, True) == BASES[True] + FA4_ORDER
-    assert attention_configs.bwd_default_options(128, False) == BASES[False]
+    # (Full has taken FA4's order since, at 80-query steps: test_attention_bwd_m80.py.)
+    assert attention_configs.bwd_default_options(128, False) == (
+        attention_configs.BWD_DEFAULT_OPTIONS[128] + FA4_ORDER + ("block_m80", "dq_acc_order"))
     # Without the rows on the tiles' stages it does not fit.
     over = attention_configs.bwd_variant(128, False, options=("dq_split", "dq_reduce_warp",
                                                               "stages3"))[1]

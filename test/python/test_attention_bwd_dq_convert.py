@@ -88,7 +88,7 @@ def _one_stage(words, p, select, bfly):
 
 @pytest.mark.parametrize("head_dim,opts", [
     (64, attention_configs.bwd_default_options(64, False)),
-    (128, attention_configs.bwd_default_options(128, False))], ids=["d64", "d128"])
+    (128, attention_configs.BWD_DEFAULT_OPTIONS[128])], ids=["d64", "d128"])
 def test_the_kernels_index_map_is_the_unpermute(head_dim, opts):
     """A random accumulator of a ragged length (padded to the main kernel's
     query block), 3 heads, 2 batch entries: the kernel's map writes every

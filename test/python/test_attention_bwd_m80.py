@@ -56,7 +56,7 @@ def ids(x):
     return "+".join(x) if isinstance(x, tuple) else str(x)
 
 
-def test_sets_are_candidates_not_defaults():
+def test_sets_are_candidates_and_d128_full_takes_the_third():
     assert SIM_ARGS["seqlen_q"] % 80                 # ragged: the last step is partial
     for opts in (SET, FA4, DQA):
         assert opts in attention_configs.bwd_option_sets(128)
@@ -69,9 +69,15 @@ def test_sets_are_candidates_not_defaults():
             assert cfg.smem_bytes() <= SMEM_PER_BLOCK
             assert cfg.ds_layout().swizzle == 32 and cfg.ds_mn_layout().swizzle == 32
             assert (cfg.dq_layout().rows, cfg.dq_layout().cols) == (80, 64)
+    # d 128 full runs FA4's order at 80 queries with dQ^T in the
+    # accumulator's order (faster than the 64-query default on both full
+    # rows in two passes on an H200); causal and the other head dims keep
+    # 64-query steps.
     for d in (64, 128, 256):
         for c in (False, True):
-            assert "block_m80" not in attention_configs.bwd_default_options(d, c)
+            on = "block_m80" in attention_configs.bwd_default_options(d, c)
+            assert on == (d == 128 and not c), (d, c)
+    assert attention_configs.bwd_default_options(128, False) == DQA
 
 
 @pytest.mark.parametrize("over", [

@@ -43,11 +43,14 @@ def _cfg():
     return ab.AttentionBwdConfig(**attention_configs.bwd_variant(128, False, options=DQA)[1])
 
 
-def test_the_set_and_its_postprocess_are_candidates():
+def test_the_set_is_d128_fulls_default_and_its_postprocess_in_the_table():
+    """d 128 full's default; its postprocess in the op's variant table (the
+    kernel cache builds it) and the host loads it for the 80-query build."""
     name, over = attention_configs.bwd_variant(128, False, options=DQA)
     assert attention_configs.BWD_CANDIDATES[name] == over and name.endswith("_dqa_m80")
+    assert attention_configs.bwd_default_options(128, False) == DQA
     cname, cover = attention_configs.bwd_dq_convert_variant(128, 80)
-    assert attention_configs.BWD_CANDIDATES[cname] == cover
+    assert attention_configs.BWD_VARIANTS[cname] == cover
     # The 64-query postprocess's name and overrides are unchanged.
     assert attention_configs.bwd_dq_convert_variant(128) == (
         "bwd_dq_convert_d128", dict(kernel="dq_convert", head_dim=128))
@@ -55,9 +58,6 @@ def test_the_set_and_its_postprocess_are_candidates():
     assert acc_order(cfg) == ORDER and ORDER.transposed and not ACC_ORDER.transposed
     assert (ORDER.queries, ORDER.tile_floats, ORDER.chunks, ORDER.tile_rows) == (80, 5120, 10, 20)
     assert cfg.dq_layout().bytes == ORDER.tile_floats * 4       # the reduce-add's box
-    for d in (64, 128, 256):
-        for c in (False, True):
-            assert "block_m80" not in attention_configs.bwd_default_options(d, c)
 
 
 def _placed_ids(cfg):

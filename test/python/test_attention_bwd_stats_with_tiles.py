@@ -78,15 +78,17 @@ def test_the_op_takes_it_at_d64_and_d128():
     for c in (False, True):
         # (causal: with the key blocks longest first, test_attention_bwd_lpt_order.py,
         # in FA4's order, test_attention_bwd_d128_candidates.py)
-        # (full: with dQ in the accumulator's order, test_attention_bwd_dq_acc_order.py)
+        # (full: FA4's 80-query step with dQ^T in the accumulator's order,
+        # test_attention_bwd_m80.py)
         assert pick(128, c) == DEFAULTS[128] + SWT + (
-            ("lpt_order", "dk_last", "ds_one_barrier") if c else ("dq_acc_order",))
+            ("lpt_order", "dk_last", "ds_one_barrier") if c
+            else ("dk_last", "ds_one_barrier", "block_m80", "dq_acc_order"))
         assert "stats_with_tiles" in pick(256, c) and "split_scores" in pick(256, c)
     assert "stats_with_tiles" not in attention_configs.BWD_DEFAULT_OPTIONS[64]
     for d, c in ((64, True), (128, False), (128, True), (64, False)):
         cfg = cfg_of(d, c, pick(d, c))
         assert cfg.stats_with_tiles and "_swt" in cfg.name
-        assert cfg.block_m == (128 if d == 64 else 64)
+        assert cfg.block_m == (128 if d == 64 else 80 if not c else 64)
 
 
 @pytest.mark.parametrize("head_dim,causal", CASES)

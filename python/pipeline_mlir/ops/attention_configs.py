@@ -191,7 +191,9 @@ def bwd_dq_convert_variant(head_dim, block_m=64):
 
 BWD_VARIANTS = dict([bwd_variant(d, c) for d in BWD_HEAD_DIMS for c in (False, True)]
                     + [bwd_prep_variant(d) for d in BWD_HEAD_DIMS]
-                    + [bwd_dq_convert_variant(d) for d in BWD_DQ_CONVERT_HEAD_DIMS])
+                    + [bwd_dq_convert_variant(d) for d in BWD_DQ_CONVERT_HEAD_DIMS]
+                    # d 128 full's 80-query step (dq_acc_order, transposed)
+                    + [bwd_dq_convert_variant(128, 80)])
 # Built into the kernel cache next to BWD_VARIANTS (the GPU tests and
 # run_attention_bwd.py --dq-split run them) but not what the op runs.
 # The option sets built as candidates: both, and each alone (to tell their
@@ -437,7 +439,7 @@ BWD_D128_OPTION_SETS = (("dq_split",), ("dq_split", "dq_deferred", "dq_double_bu
                         # FA4's order at 80 queries with dQ^T in the
                         # accumulator's transposed order (16-byte stores,
                         # one reduce-add a tile; its postprocess kernel
-                        # bwd_dq_convert_d128_m80).
+                        # bwd_dq_convert_d128_m80): d 128 full's default.
                         ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
                          "dk_last", "ds_one_barrier", "block_m80", "dq_acc_order"))
 # And d 256 (each consumer its columns of the same keys).
@@ -514,10 +516,17 @@ BWD_DEFAULT_OPTIONS = {64: ("dq_store_spread", "dq_deferred", "min_ctas", "dq_re
 # (dq_acc_order) and its postprocess kernel (kernels/attention_bwd_dq_convert.py),
 # 0.978-0.990x the set's backward time on both full rows in two passes
 # (h200-bwd-dqc-ab-pass1.log, -pass2.log); causal 1.015-1.024x, d 64
-# 0.990-1.008x: not taken there.
+# 0.990-1.008x: not taken there. d 128 full since: FA4's 80-query step in
+# FA4's order (dk_last, ds_one_barrier, block_m80) with dQ^T in the
+# accumulator's transposed order and its postprocess
+# (bwd_dq_convert_d128_m80), 0.973 / 0.981x that set's backward time on the
+# 4, 16, 4096 row and 0.965 / 0.960x on the 2, 16, 8192 row in two passes
+# (h200-bwd-m80-dqa-pass1.log, -pass2.log; 0.98x and 1.02x cuDNN).
+BWD_D128_FULL_M64 = BWD_DEFAULT_OPTIONS[128] + ("dq_acc_order",)
 BWD_FULL_OPTIONS = {64: ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
                          "stat_shuffle", "stats_with_tiles"),
-                    128: BWD_DEFAULT_OPTIONS[128] + ("dq_acc_order",)}
+                    128: BWD_DEFAULT_OPTIONS[128] + ("dk_last", "ds_one_barrier",
+                                                     "block_m80", "dq_acc_order")}
 
 
 # Causal attention's own set where one measured faster there than the set
@@ -557,6 +566,4 @@ def bwd_option_sets(head_dim):
 
 BWD_CANDIDATES = dict([bwd_variant(128, c, dq_split=True) for c in (False, True)]
                       + [bwd_variant(d, c, options=opts) for d in BWD_HEAD_DIMS
-                         for opts in bwd_option_sets(d) for c in (False, True)]
-                      # the 80-query step's postprocess (dq_acc_order, transposed)
-                      + [bwd_dq_convert_variant(128, 80)])
+                         for opts in bwd_option_sets(d) for c in (False, True)])

@@ -95,7 +95,10 @@ reduce warp: FA4's d 128 step) takes 80-query steps: S^T and dP^T
 m64n80, the dS^T tiles with the 32-byte swizzle, and dQ computed
 transposed (``dq_transposed``: dQ^T = K^T dS^T, K an MN-major A, N = 80
 queries), stored transposed into an 80 x 64 fp32 tile
-(``dq_tile_store.store_fragment_f32_transposed``); a candidate.
+(``dq_tile_store.store_fragment_f32_transposed``), or with
+``dq_acc_order`` in the accumulator's transposed order
+(``ACC_ORDER.for_block_m(80)``, its own postprocess): that, in FA4's
+order, is the op's d 128 full default.
 
 Release order (what pipeline-verify-protocol's async-read check proves): a
 stage of 'do' goes back only after ``wait_group`` retired the dP GEMM and

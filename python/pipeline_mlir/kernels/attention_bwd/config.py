@@ -137,7 +137,9 @@ class AttentionBwdConfig:
     # default's backward time (ptxas serializes its wgmma instructions for
     # want of registers, C7512); in FA4's order (dk_last, ds_one_barrier)
     # 1.013-1.020x on the 4096 row, 0.976-0.995x on the 8192 row: not faster
-    # on both; off (docs/attention.md).
+    # on both. With dq_acc_order (FA4's order) 0.960-0.981x on both full
+    # rows in two passes: the op's d 128 full default since
+    # (attention_configs.BWD_FULL_OPTIONS; docs/attention.md). Off here.
     block_m: int = BLOCK_M
     # dK's GEMM issued after dQ's (FlashAttention-3's order: dV, then the
     # dS^T hand-over, dQ, dK), and dQ waited for with dK still running, so
