@@ -110,7 +110,8 @@ def configurations(benchmarks=True):
         if over.get("kernel") == "prep":
             out[f"bwd {name}"] = ("bwd_prep", over["head_dim"], None)
         elif over.get("kernel") == "dq_convert":
-            out[f"bwd {name}"] = ("bwd_dq_convert", over["head_dim"], None)
+            out[f"bwd {name}"] = ("bwd_dq_convert", (over["head_dim"], over.get("block_m", 64)),
+                                  None)
         else:
             out[f"bwd {name}"] = ("bwd", attention_bwd.AttentionBwdConfig(**over), None)
 
@@ -138,7 +139,8 @@ def digest(kind, cfg, stages=None):
         meta = attention_bwd_prep.meta(k)
     elif kind == "bwd_dq_convert":
         from pipeline_mlir.kernels import attention_bwd_dq_convert
-        k = attention_bwd_dq_convert.build(cfg)
+        head_dim, block_m = cfg
+        k = attention_bwd_dq_convert.build(head_dim, block_m=block_m)
         meta = attention_bwd_dq_convert.meta(k)
     else:
         module = attention_fwd if kind == "fwd" else attention_bwd
