@@ -148,6 +148,7 @@ class Mma:
                          arith.constant(i32(), self.idesc), acc)
 
 
+@user_line
 def load_32x32b(address, repeat):
     """``tcgen05.ld.sync.aligned.32x32b.x{repeat}.b32``: ``repeat`` columns
     starting at ``address`` (whose lane must be ``32 * (warp % 4)``) into a
@@ -160,11 +161,13 @@ def load_32x32b(address, repeat):
                            tmem._tmem(address, "load_32x32b"))
 
 
+@user_line
 def wait_load():
     """``tcgen05.wait::ld.sync.aligned``: this thread's TMEM loads are done."""
     nvvm.tcgen05_wait(nvvm.Tcgen05WaitKind.LOAD)
 
 
+@user_line
 def wait_store():
     """``tcgen05.wait::st.sync.aligned``."""
     nvvm.tcgen05_wait(nvvm.Tcgen05WaitKind.STORE)
