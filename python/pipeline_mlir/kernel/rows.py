@@ -57,7 +57,7 @@ from .memory import store as _store
 from .row_values import (Columns, RowValues, _f32, _guarded_load, _guarded_raw,  # noqa: F401
                          _kernel, _load_f32, _load_raw, _store_rounded, _tree,
                          exp2, reciprocal, rsqrt)
-from .values import Scalar, f32, i32, to_value
+from .values import Scalar, f32, to_value
 
 # Element type name -> (MLIR type factory, bytes).
 DTYPES = {"bf16": (ir.BF16Type.get, 2), "f16": (ir.F16Type.get, 2),

@@ -30,7 +30,6 @@ from mlir.dialects import llvm
 
 from pipeline_mlir.kernel import Scalar
 from pipeline_mlir.kernel.values import f32, to_value
-from pipeline_mlir.kernel.warpgroup import THREADS_PER_WARPGROUP
 from pipeline_mlir.ops.attention_bwd_acc_order import ACC_ORDER
 from pipeline_mlir.user_location import user_line
 
