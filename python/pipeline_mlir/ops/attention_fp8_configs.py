@@ -21,6 +21,9 @@ stages than bf16 fits (the operands take half the bytes):
   causal ones (mean +1.3% and +2.3%). 2 and 6 of 16, and P V's retirement
   held after the softmax (``hold_pv_wait``) with and without the
   polynomial, measured behind (the hold ahead on 1 row of 4 in run 6).
+  Those shares are of the f32 polynomial; the defaults since runs 14 and
+  15 (below) take it on f16 pairs: with the LSE 8 of 16 full and 4 causal,
+  without it 6 and 5.
 - d 256: 128-key blocks (one 128-byte box row of V^T), three stages with one
   Q buffer (225 KiB); causal two stages with two Q buffers since run 12
   (below). Against two stages with two Q buffers the two runs
@@ -43,9 +46,9 @@ rescale with 3 of 16: -0.3% to -0.8%), so causal is unchanged.
 d 128 full also takes the degree-2 polynomial (``exp2_poly_degree=2``)
 and P's e4m3 registers packed as halves (``p_pack_merge``: no PRMT): run 9
 of docs/attention.md's "FP8 forward" (one H200 machine, two passes),
-+2.0% to +5.5% on both rows (865-894 TFLOP/s). Causal takes neither: the
-packing alone was 6-9% behind there, the polynomial's degree 2 behind at
-8192 in both passes.
++2.0% to +5.5% on both rows (865-894 TFLOP/s). Causal took neither until
+run 15 (below: the packing with the f16 pairs): the packing alone was 6-9%
+behind there, the polynomial's degree 2 behind at 8192 in both passes.
 
 The row sum of P on the tensor pipe (``row_sum_mma``) with the degree-2
 polynomial (``exp2_poly_degree=2``) was faster at d 128 (run 9 of
@@ -138,8 +141,8 @@ TUNED_MODE = {(128, False): dict(exp2_poly=8, rescale_threshold=8.0, exp2_poly_d
               (256, False): dict(exp2_poly=2, hold_pv_wait=True),
               (256, True): dict(q_stages=2, stages=2)}
 # (head dim, causal) -> overrides on top of TUNED and TUNED_MODE where the
-# caller does not ask for the LSE (run 10; the head dims not here: the
-# LSE configuration).
+# caller does not ask for the LSE (runs 10 to 15; the head dims not here:
+# the LSE configuration).
 TUNED_NO_LSE = {(128, False): dict(row_sum_mma=True, row_sum_fold=True, exp2_poly=6,
                                     p_pack_merge=True, exp2_poly_half=True),
                 (128, True): dict(row_sum_mma=True, exp2_poly_degree=2, p_pack_merge=True,
