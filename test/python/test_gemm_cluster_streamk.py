@@ -6,8 +6,8 @@ and each CTA keeps workspace slots and counters of its own
 (``streamk_fixup.own_index``). Deviceless: 128x160c2x2_streamk and
 128x128c2n_streamk are built once each, assembled (ptxas where it is on
 PATH: no spills), checked by pipeline-verify-protocol and run by the
-simulator on their whole-tile path (the partial path's counters live in
-global memory, which the simulator does not model); a planted transaction
+simulator on their whole-tile path (the partial path across two clusters,
+its counters in global memory: test_sim_grid.py); a planted transaction
 count is rejected; every CTA's slots and counters are distinct on the
 launches the host makes (a planted cluster size of two for the 2x2 cluster
 is caught); the host's grid and tile name; the rule's picks with
