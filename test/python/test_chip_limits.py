@@ -44,6 +44,9 @@ def test_the_users_of_the_facts_read_them():
     assert emit.MAX_STAGES == chip_limits.SMEM_PER_BLOCK // 16
     assert gemm_configs.tile("128x256") == (2 * chip_limits.WGMMA_M, 256)
     assert fp8_configs.tile("fast_64x256") == (chip_limits.WGMMA_M, 256)
+    # The simulator's cluster cap (its launch check, the CLI, the cluster model).
+    from pipeline_mlir.sim import launch
+    assert launch.MAX_CLUSTER_CTAS == chip_limits.MAX_CLUSTER_SIZE_NONPORTABLE
 
 
 def test_no_other_copy_of_the_227_kib_limit_in_the_package():

@@ -59,6 +59,7 @@ import sys
 
 from .api import KIND_TITLES as _KIND_TITLES
 from .engine import explore, replay
+from .launch import MAX_CLUSTER_CTAS
 from .model import SimError
 
 
@@ -97,8 +98,9 @@ def _block_dims(text: str) -> tuple[int, int, int]:
 
 def _cluster_dims(text: str) -> tuple[int, int, int]:
     dims = _dims(text)
-    if dims[0] * dims[1] * dims[2] > 16:
-        raise argparse.ArgumentTypeError(f"a cluster holds at most 16 CTAs, got {text!r}")
+    if dims[0] * dims[1] * dims[2] > MAX_CLUSTER_CTAS:
+        raise argparse.ArgumentTypeError(f"a cluster holds at most {MAX_CLUSTER_CTAS} CTAs, "
+                                         f"got {text!r}")
     return dims
 
 

@@ -24,6 +24,8 @@ import re
 
 from dataclasses import dataclass, field
 
+from .launch import MAX_CLUSTER_CTAS
+
 
 class SimError(Exception):
     """A protocol bug found while running one schedule.
@@ -377,8 +379,9 @@ class Cluster:
                  name: str = "the cluster barrier"):
         self.shape = shape
         size = shape[0] * shape[1] * shape[2]
-        if not 1 <= size <= 16:
-            raise SimError("unsupported", f"cluster of {size} CTAs (must be 1..16)")
+        if not 1 <= size <= MAX_CLUSTER_CTAS:
+            raise SimError("unsupported",
+                           f"cluster of {size} CTAs (must be 1..{MAX_CLUSTER_CTAS})")
         self.id = cid
         self.ctas = [Cta(cid * size + r) for r in range(size)]
         self.barrier = ClusterBarrier(name)
