@@ -6,7 +6,7 @@ repeated bitwise; the candidates timed beside them):
     python3 shape_variants.py --out results --rounds 3 \\
         6144x176x7680=128x96c2x2,128x96c2n 1048x6504x11408=192x160c2n
 
-Each shape's log and JSON go to ``OUT/MxNxK/`` and every line is printed, so
+Each shape's log and JSON go to ``<--out>/MxNxK/`` and every line is printed, so
 one log holds the whole run."""
 
 import argparse
