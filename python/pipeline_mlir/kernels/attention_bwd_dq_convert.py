@@ -49,7 +49,7 @@ from mlir.dialects import arith, llvm, nvvm, vector
 
 from pipeline_mlir.kernel import GlobalPtr, Int32, Kernel, Scalar
 from pipeline_mlir.kernel.values import f32, i32, to_value
-from pipeline_mlir.ops.attention_bwd_acc_order import ACC_ORDER
+from pipeline_mlir.ops.attention_bwd_acc_order import ACC_ORDER, TRANSPOSED_BLOCK_M
 
 TILE = ACC_ORDER.tile                       # rows and columns of a tile
 TILE_FLOATS = ACC_ORDER.tile_floats
@@ -158,15 +158,16 @@ def build(head_dim, chip="sm_90a", block_m=64):
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"attention_bwd_dq_convert: head_dim must be one of {HEAD_DIMS}, "
                          f"got {head_dim}")
-    if block_m not in (64, 80) or block_m == 80 and head_dim != 128:
-        raise ValueError(f"attention_bwd_dq_convert: block_m 64, or 80 at head_dim 128, "
+    mt = TRANSPOSED_BLOCK_M
+    if block_m not in (TILE, mt) or block_m == mt and head_dim != 128:
+        raise ValueError(f"attention_bwd_dq_convert: block_m {TILE}, or {mt} at head_dim 128, "
                          f"got {block_m} at {head_dim}")
     groups = head_dim // TILE
-    name = f"attn_bwd_dq_convert_d{head_dim}" + ("_m80" if block_m == 80 else "")
+    name = f"attn_bwd_dq_convert_d{head_dim}" + (f"_m{mt}" if block_m == mt else "")
     k = Kernel(name, chip=chip, block_dim=THREADS,
                params={"acc": GlobalPtr(), "dq": GlobalPtr(), "tiles_per_batch": Int32(),
                        "heads": Int32(), "seqlen": Int32()})
-    if block_m == 80:
+    if block_m == mt:
         _build_transposed(k, head_dim, groups)
         k.head_dim, k.queries = head_dim, block_m
         return k
@@ -224,7 +225,7 @@ def meta(k):
 
 def _build_transposed(k, head_dim, groups):
     """The body for the transposed order (module doc)."""
-    order = ACC_ORDER.for_block_m(80)
+    order = ACC_ORDER.for_block_m(TRANSPOSED_BLOCK_M)
     with k:
         quad_t = ir.VectorType.get([4], f32())
         acc, dq, tiles_per_batch, heads, seqlen = k.args

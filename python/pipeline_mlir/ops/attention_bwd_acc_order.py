@@ -29,6 +29,9 @@ COL_DIGITS = ("kk", "kpar", "p", "el")
 FLOAT_DIGITS_T = (("j", 10), ("w", 4), ("q", 8), ("p", 4), ("eh", 2), ("el", 2))
 ROW_DIGITS_T = ("j", "p", "el")
 COL_DIGITS_T = ("w", "eh", "q")
+# Query rows of a step whose dQ is computed transposed (FA4's d 128 step,
+# ``AttentionBwdConfig.block_m`` 80): the transposed order's tile height.
+TRANSPOSED_BLOCK_M = 80
 
 
 @dataclass(frozen=True)
@@ -46,14 +49,14 @@ class AccOrder:
     def for_block_m(self, block_m):
         """The order of a kernel with ``block_m``-query steps: this one, or
         at 80 (dQ^T) the transposed one."""
-        if block_m == 80:
+        if block_m == TRANSPOSED_BLOCK_M:
             return AccOrder(self.tile, self.threads, self.chunk_floats, self.row, True)
         return AccOrder(self.tile, self.threads, self.chunk_floats, self.row, False)
 
     @property
     def queries(self):
         """Query rows of a tile (64, or 80 transposed)."""
-        return 80 if self.transposed else self.tile
+        return TRANSPOSED_BLOCK_M if self.transposed else self.tile
 
     @property
     def float_digits(self):

@@ -41,6 +41,7 @@ import functools
 import math
 
 from pipeline_mlir.chip_limits import MULTIPROCESSORS, WGMMA_M
+from pipeline_mlir.ops.attention_bwd_acc_order import TRANSPOSED_BLOCK_M
 
 HEAD_DIMS = (64, 128, 256)
 BEST = {64: dict(consumer_warpgroups=3, consumer_registers=160, l2_sections=True),
@@ -129,7 +130,7 @@ BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw", "dq_deferred": "dq
 # tiles' stages left room for a third: 226.6 KiB of 227); 80-query steps
 # (d 128 with dq_split: FA4's d 128 step, dQ computed transposed).
 BWD_OPTION_OVERRIDES = {"block_m128": {"block_m": 128}, "stages3": {"stages": 3},
-                        "block_m80": {"block_m": 80}}
+                        "block_m80": {"block_m": TRANSPOSED_BLOCK_M}}
 
 
 def bwd_variant(head_dim, causal, dq_split=False, options=()):
@@ -183,9 +184,9 @@ def bwd_dq_convert_variant(head_dim, block_m=64):
     if head_dim not in BWD_DQ_CONVERT_HEAD_DIMS:
         raise ValueError(f"attention backward dq_acc_order: head_dim must be one of "
                          f"{BWD_DQ_CONVERT_HEAD_DIMS}, got {head_dim}")
-    if block_m == 80:
-        return (f"bwd_dq_convert_d{head_dim}_m80",
-                dict(kernel="dq_convert", head_dim=head_dim, block_m=80))
+    if block_m == TRANSPOSED_BLOCK_M:
+        return (f"bwd_dq_convert_d{head_dim}_m{block_m}",
+                dict(kernel="dq_convert", head_dim=head_dim, block_m=block_m))
     return f"bwd_dq_convert_d{head_dim}", dict(kernel="dq_convert", head_dim=head_dim)
 
 
@@ -193,7 +194,7 @@ BWD_VARIANTS = dict([bwd_variant(d, c) for d in BWD_HEAD_DIMS for c in (False, T
                     + [bwd_prep_variant(d) for d in BWD_HEAD_DIMS]
                     + [bwd_dq_convert_variant(d) for d in BWD_DQ_CONVERT_HEAD_DIMS]
                     # d 128 full's 80-query step (dq_acc_order, transposed)
-                    + [bwd_dq_convert_variant(128, 80)])
+                    + [bwd_dq_convert_variant(128, TRANSPOSED_BLOCK_M)])
 # Built into the kernel cache next to BWD_VARIANTS (the GPU tests and
 # run_attention_bwd.py --dq-split run them) but not what the op runs.
 # The option sets built as candidates: both, and each alone (to tell their

@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from pipeline_mlir.chip_limits import SMEM_PER_BLOCK, WGMMA_M
 from pipeline_mlir.kernel.warpgroup import THREADS_PER_WARPGROUP
 from pipeline_mlir.layout import OperandLayout
+from pipeline_mlir.ops.attention_bwd_acc_order import TRANSPOSED_BLOCK_M
 
 
 SWIZZLE = 128
 CONSUMER_WARPGROUPS = 2
 BLOCK_M = 64                                # query rows per step (``block_m``: 64, 80 or 128)
 # FA4's d 128 step (``block_m`` 80): dQ computed transposed (``dq_transposed``).
-BLOCK_M80 = 80
+BLOCK_M80 = TRANSPOSED_BLOCK_M
 # The dS^T tiles' swizzle at 80 queries: rows of 160 bytes take 32-byte spans.
 DS_SWIZZLE80 = 32
 DQ_CHUNK = 64                               # dQ columns per GEMM (register budget)
