@@ -119,6 +119,11 @@ struct InFlight {
     // name a stage only in a loop over the same range (see visitLoop).
     Operation *loop = nullptr;
     int64_t step = 0;
+    // Set: met in each iteration of `loop` (another role's), whose range
+    // differs from the receiving loop's other than by an explicit peel; a
+    // release after this barrier there is not checked against its reads
+    // (a warning says so).
+    bool unproven = false;
   };
   SmallVector<AtNamed, 2> named;
   SmallVector<AtNamed, 2> handed;
@@ -397,15 +402,15 @@ private:
     }
   }
 
-  /// The id and thread count of a named barrier without an index.
-  static std::optional<std::pair<int64_t, int64_t>> namedId(Operation *op) {
-    if (auto s = dyn_cast<NamedBarrierSyncOp>(op); s && !s.getIndex())
-      return std::make_pair<int64_t, int64_t>(s.getBarrierId(),
-                                              s.getNumThreads());
-    if (auto a = dyn_cast<NamedBarrierArriveOp>(op); a && !a.getIndex())
-      return std::make_pair<int64_t, int64_t>(a.getBarrierId(),
-                                              a.getNumThreads());
-    return std::nullopt;
+  /// A release after a named barrier that another role's loop meets with
+  /// reads in flight, where the two loops' ranges are not related (not the
+  /// same, not an explicit peel): the hand-over is not proven, said once
+  /// per pair of loops (a warning: the checker cannot tell which stage the
+  /// reads name).
+  void warnUnproven(Operation *op, const InFlight::AtNamed &n) {
+    auto mine = op->getParentOfType<scf::ForOp>();
+    if (mine && warned.insert({mine, n.loop}).second)
+      warnHandOverNotProven(op, namedBarrierId(n.barrier)->first, n.loop, mine);
   }
 
   /// A release ordered after another role's work by the named barrier it
@@ -416,12 +421,16 @@ private:
                       SameStage sameStage) {
     if (!f.barrier || f.handed.empty() || !isa<NamedBarrierSyncOp>(f.barrier))
       return;
-    std::optional<std::pair<int64_t, int64_t>> id = namedId(f.barrier);
+    std::optional<std::pair<int64_t, int64_t>> id = namedBarrierId(f.barrier);
     if (!id)
       return;
     std::optional<llvm::BitVector> releasers = warpsOf(op);
     for (InFlight::AtNamed &n : f.handed) {
-      if (n.loop || namedId(n.barrier) != id)
+      if (n.unproven && namedBarrierId(n.barrier) == id) {
+        warnUnproven(op, n);
+        continue;
+      }
+      if (n.loop || namedBarrierId(n.barrier) != id)
         continue;
       for (Read &r : n.reads) {
         if (!sameStage(r))
@@ -565,7 +574,7 @@ private:
     if (isRoleBarrier(op)) {
       if (!guardDepth) {
         f.snapshotAt(op);
-        if (namedId(op))
+        if (namedBarrierId(op))
           f.named.push_back({op, f.atBarrier});
       }
       return;
@@ -669,8 +678,17 @@ private:
           continue;
         }
         auto other = dyn_cast<scf::ForOp>(n.loop);
-        if (!other || other == loop || !sameLoopRange(other, loop))
+        if (!other || other == loop || n.unproven)
           continue;
+        // The same range, or a peel made explicit before the later loop:
+        // `other` starts `shift` iterations after this loop.
+        LoopRelation rel = relateLoops(loop, other, n.barrier);
+        if (rel.kind != LoopRelation::Related) {
+          InFlight::AtNamed in = n;
+          in.unproven = true;
+          kept.push_back(in);
+          continue;
+        }
         InFlight::AtNamed in = n;
         in.loop = nullptr;
         for (Read &r : in.reads) {
@@ -681,7 +699,7 @@ private:
             Canon init = canon.get(loop.getInitArgs()[arg.getArgNumber() - 1]);
             if (r.stage.root && StateCanon::sameRoot(init.root, r.stage.root) &&
                 canon.constantStep(arg) == n.step) {
-              mapped = Canon{init.root, r.stage.offset};
+              mapped = Canon{init.root, r.stage.offset - rel.shift * n.step};
               break;
             }
           }
@@ -780,6 +798,7 @@ private:
   StateCanon canon;
   DenseMap<Value, SmallVector<Value, 2>> pipesOfRoot;
   llvm::DenseSet<Operation *> reported;
+  llvm::DenseSet<std::pair<Operation *, Operation *>> warned;
   int64_t blockDim;
   int guardDepth = 0; // inside an elect / lane / thread guard's branch
 };

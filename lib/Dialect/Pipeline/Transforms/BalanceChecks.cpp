@@ -306,7 +306,8 @@ bool checkUniformBranches(scf::IfOp ifOp, llvm::DenseSet<PairKey> &reported) {
 }
 
 /// A loop of one role whose body waits on a consumer side's stages and
-/// releases none, and a loop of another role over the same range whose
+/// releases none, and a loop of another role over the same range (or one
+/// that differs by an explicit peel: relateLoops) whose
 /// body releases as many (waiting on them too, or not), ordered in each
 /// iteration by one named barrier (handsOver): the second loop's releases
 /// end both roles' holds. `loop`, with `count` its body's, is either one.
@@ -325,17 +326,28 @@ bool handedAcrossLoops(scf::ForOp loop, const PairKey &key,
   bool found = false;
   fn->walk([&](scf::ForOp other) {
     if (found || other == loop || other->isAncestor(loop) ||
-        loop->isAncestor(other) || getRoleBlock(other) == role ||
-        !sameLoopRange(loop, other))
+        loop->isAncestor(other) || getRoleBlock(other) == role)
       return;
     PairCount oc = summarize(*other.getBody()).lookup(key);
     if (oc.unknown)
       return;
+    Operation *barrier = nullptr;
     if (hands && oc.second == count.first &&
         (oc.first == 0 || oc.first == oc.second))
-      found = handsOverAtBarrier(*loop.getBody(), *other.getBody(), key.first, loop);
+      found = handsOverAtBarrier(*loop.getBody(), *other.getBody(), key.first,
+                                 loop, &barrier);
     else if (releasesOnly && oc.first == count.second && oc.second == 0)
-      found = handsOverAtBarrier(*other.getBody(), *loop.getBody(), key.first, loop);
+      found = handsOverAtBarrier(*other.getBody(), *loop.getBody(), key.first,
+                                 loop, &barrier);
+    // The same range, or one that differs by a peel made explicit before
+    // the later loop (the peeled iterations meet the barrier there); a
+    // peel not followed is said, not refused.
+    if (!found)
+      return;
+    LoopRelation rel = relateLoops(loop, other, barrier);
+    found = rel.kind != LoopRelation::Unrelated;
+    if (rel.kind == LoopRelation::NotProven && hands)
+      warnHandOverNotProven(loop, other, key.first);
   });
   return found;
 }

@@ -254,10 +254,37 @@ void noteCopies(InFlightDiagnostic &diag, ArrayRef<CopyBytes> copies,
 /// syncing on it before its first release, with the same id and thread
 /// count, that count being the two roles' threads (the block size of
 /// `anchor`'s function decides who runs each site). RoleHandOver.cpp.
-bool handsOverAtBarrier(Block &hand, Block &rel, Value pipe, Operation *anchor);
+/// `barrier`, when given, receives `rel`'s barrier op.
+bool handsOverAtBarrier(Block &hand, Block &rel, Value pipe, Operation *anchor,
+                        Operation **barrier = nullptr);
 /// Two loops over the same range: equal bounds and step (the same values or
 /// equal constants).
 bool sameLoopRange(scf::ForOp a, scf::ForOp b);
+/// The id and thread count of a named barrier op without an index.
+std::optional<std::pair<int64_t, int64_t>> namedBarrierId(Operation *op);
+/// How two roles' loops relate for a hand-over at named barrier `barrier`:
+/// Related when their ranges are the same or differ by a peel made explicit
+/// before the later loop (the same step and upper bound, lower bounds k
+/// steps apart, its role meeting the barrier k more times before its loop
+/// than the other role before its own), `shift` = how many iterations `b`
+/// starts after `a`; NotProven for a peel the checker does not follow (a
+/// peel at the end, or a meet before a loop inside a branch or loop);
+/// Unrelated otherwise (other ranges, or meets that do not account for
+/// the peel). RoleHandOver.cpp.
+struct LoopRelation {
+  enum Kind { Related, NotProven, Unrelated } kind;
+  int64_t shift;
+};
+LoopRelation relateLoops(scf::ForOp a, scf::ForOp b, Operation *barrier);
+/// The warning of check 8 at a release after named barrier `id` that
+/// another role's loop (`otherLoop`) meets with reads in flight, where that
+/// loop and the release's (`mine`) are not Related (relateLoops).
+void warnHandOverNotProven(Operation *release, int64_t id,
+                           Operation *otherLoop, scf::ForOp mine);
+/// The warning of check 1 where `loop` waits on stages of `pipe` and leaves
+/// their release to `other`, a loop of another role whose range relates to
+/// it by a peel the checker does not follow (relateLoops: NotProven).
+void warnHandOverNotProven(scf::ForOp loop, scf::ForOp other, Value pipe);
 LogicalResult checkBalance(FunctionOpInterface fn);
 /// Property 1, for a verb under a branch on the loop's own iteration that
 /// repeats every m iterations (`i % 2 == 0`): per period of the loop, the
@@ -371,6 +398,13 @@ LogicalResult checkUniformTrips(FunctionOpInterface fn, const Options &options);
 /// Check 9, third part: a named barrier synced on one branch of a non-role
 /// scf.if inside a loop and only arrived on by the other (HeldStageChecks.cpp).
 LogicalResult checkNamedBarrierBranchVerbs(FunctionOpInterface fn);
+/// Property 9, a role that only arrives on a named barrier in a loop while
+/// another syncs on it: refused at the arrive when nothing in the arriving
+/// warps' loop body holds them back until the syncing side signals (a sync
+/// on a second named barrier it meets, a wait on a stage it produces, an
+/// acquire of a one-stage ring it releases). ArriveOnlyRoles.cpp.
+LogicalResult checkArriveOnlyRoles(FunctionOpInterface fn,
+                                   const Options &options);
 
 /// Verbs whose barrier wait reads a state's phase (a state that only reaches
 /// commits and releases has a phase nobody reads).

@@ -11,6 +11,8 @@
 
 #include "ProtocolChecks.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 using namespace mlir;
 using namespace mlir::pipeline;
 using namespace mlir::pipeline::protocol;
@@ -41,7 +43,8 @@ static Operation *barrierBeside(Operation *op, Block &within, bool after) {
 /// syncs on it after its last wait, `rel` syncs on it (blocking) before its
 /// first release, with the same id and thread count, and that count is the
 /// two roles' threads. Then `rel`'s releases end both holds.
-bool protocol::handsOverAtBarrier(Block &hand, Block &rel, Value pipe, Operation *anchor) {
+bool protocol::handsOverAtBarrier(Block &hand, Block &rel, Value pipe,
+                                  Operation *anchor, Operation **barrier) {
   Operation *lastWait = nullptr, *firstRelease = nullptr;
   hand.walk([&](ConsumerWaitOp w) {
     if (w.getPipeline() == pipe)
@@ -76,7 +79,11 @@ bool protocol::handsOverAtBarrier(Block &hand, Block &rel, Value pipe, Operation
     return false;
   llvm::BitVector both = a->threads;
   both |= b->threads;
-  return static_cast<uint64_t>(both.count()) == idOf(relBar).second;
+  if (static_cast<uint64_t>(both.count()) != idOf(relBar).second)
+    return false;
+  if (barrier)
+    *barrier = relBar;
+  return true;
 }
 
 /// Two loops over the same range: equal bounds and step (the same values
@@ -91,4 +98,135 @@ bool protocol::sameLoopRange(scf::ForOp a, scf::ForOp b) {
   return same(a.getLowerBound(), b.getLowerBound()) &&
          same(a.getUpperBound(), b.getUpperBound()) &&
          same(a.getStep(), b.getStep());
+}
+
+std::optional<std::pair<int64_t, int64_t>>
+protocol::namedBarrierId(Operation *op) {
+  if (auto s = dyn_cast<NamedBarrierSyncOp>(op); s && !s.getIndex())
+    return std::make_pair<int64_t, int64_t>(s.getBarrierId(), s.getNumThreads());
+  if (auto a = dyn_cast<NamedBarrierArriveOp>(op); a && !a.getIndex())
+    return std::make_pair<int64_t, int64_t>(a.getBarrierId(), a.getNumThreads());
+  return std::nullopt;
+}
+
+/// How many times the role of `loop` meets the named barrier `id` before
+/// the loop, straight-line (the ops before it in its block and in the
+/// blocks around it, up to its role block); nullopt when a meet sits in a
+/// loop or branch before it (not counted).
+static std::optional<int64_t>
+meetsBefore(scf::ForOp loop, std::pair<int64_t, int64_t> id) {
+  Block *role = getRoleBlock(loop);
+  int64_t count = 0;
+  for (Operation *cur = loop; cur && cur->getBlock();
+       cur = cur->getParentOp()) {
+    for (Operation *o = cur->getPrevNode(); o; o = o->getPrevNode()) {
+      if (namedBarrierId(o) == id) {
+        ++count;
+        continue;
+      }
+      bool nested = false;
+      o->walk([&](Operation *in) {
+        if (in != o && namedBarrierId(in) == id)
+          nested = true;
+      });
+      if (nested)
+        return std::nullopt;
+    }
+    if (cur->getBlock() == role || isa<FunctionOpInterface>(cur->getParentOp()))
+      break;
+  }
+  return count;
+}
+
+/// `y - x` when it is a constant: both constants, or one the other plus
+/// or minus a constant (arith.addi / arith.subi).
+static std::optional<int64_t> constantDiff(Value x, Value y) {
+  if (x == y)
+    return 0;
+  std::optional<int64_t> cx = getConstantInt(x), cy = getConstantInt(y);
+  if (cx && cy)
+    return *cy - *cx;
+  auto offsetOf = [](Value v, Value base) -> std::optional<int64_t> {
+    if (auto add = v.getDefiningOp<arith::AddIOp>()) {
+      if (add.getLhs() == base)
+        return getConstantInt(add.getRhs());
+      if (add.getRhs() == base)
+        return getConstantInt(add.getLhs());
+    }
+    if (auto sub = v.getDefiningOp<arith::SubIOp>(); sub && sub.getLhs() == base)
+      if (std::optional<int64_t> c = getConstantInt(sub.getRhs()))
+        return -*c;
+    return std::nullopt;
+  };
+  if (std::optional<int64_t> d = offsetOf(y, x))
+    return d;
+  if (std::optional<int64_t> d = offsetOf(x, y))
+    return -*d;
+  return std::nullopt;
+}
+
+/// How two roles' loops relate (see LoopRelation).
+LoopRelation protocol::relateLoops(scf::ForOp a, scf::ForOp b,
+                                   Operation *barrier) {
+  if (sameLoopRange(a, b))
+    return {LoopRelation::Related, 0};
+  std::optional<int64_t> step = getConstantInt(a.getStep());
+  std::optional<int64_t> dStep = constantDiff(a.getStep(), b.getStep());
+  std::optional<int64_t> dLow = constantDiff(a.getLowerBound(), b.getLowerBound());
+  std::optional<int64_t> dUp = constantDiff(a.getUpperBound(), b.getUpperBound());
+  if (!dStep || *dStep != 0 || !dLow || !dUp)
+    return {LoopRelation::Unrelated, 0};
+  if (!step || *step <= 0 || *dLow % *step || *dUp % *step)
+    return {LoopRelation::Unrelated, 0};
+  // A peel at the end (after the loop) is not followed.
+  if (*dUp != 0)
+    return {LoopRelation::NotProven, 0};
+  int64_t k = *dLow / *step;
+  std::optional<std::pair<int64_t, int64_t>> id =
+      barrier ? namedBarrierId(barrier) : std::nullopt;
+  if (!id)
+    return {LoopRelation::NotProven, 0};
+  std::optional<int64_t> ma = meetsBefore(a, *id), mb = meetsBefore(b, *id);
+  if (!ma || !mb)
+    return {LoopRelation::NotProven, 0};
+  if (*mb - *ma != k)
+    return {LoopRelation::Unrelated, 0};
+  return {LoopRelation::Related, k};
+}
+
+void protocol::warnHandOverNotProven(Operation *release, int64_t id,
+                                     Operation *otherLoop, scf::ForOp mine) {
+  InFlightDiagnostic diag =
+      release->emitWarning()
+      << release->getName() << " after named barrier " << id
+      << ": the hand-over from another role's loop, whose asynchronous reads "
+         "are in flight at that barrier, is not proven: the two loops' ranges "
+         "differ other than by a peel made explicit before the later loop "
+         "(the same step and upper bound, constant lower bounds k steps "
+         "apart, and k more meets of this barrier before it), so the release "
+         "is not checked against those reads; give both loops the same range "
+         "or peel the iterations before the loop";
+  diag.attachNote(otherLoop->getLoc()) << "the other role's loop";
+  diag.attachNote(mine.getLoc()) << "this release's loop";
+}
+
+void protocol::warnHandOverNotProven(scf::ForOp loop, scf::ForOp other,
+                                     Value pipe) {
+  Operation *wait = nullptr;
+  loop.getBody()->walk([&](ConsumerWaitOp w) {
+    if (!wait && w.getPipeline() == pipe)
+      wait = w;
+  });
+  InFlightDiagnostic diag =
+      (wait ? wait : loop.getOperation())->emitWarning();
+  diag << describe(pipe)
+       << ": this loop's waits are left to another role's loop whose range "
+          "differs from it by a peel this checker does not follow (a peel "
+          "after the loop, or a meet of the hand-over barrier before it "
+          "inside a branch or loop): the hand-over is not proven; peel "
+          "explicitly before the later loop, or give both loops the same "
+          "range";
+  diag.attachNote(loop.getLoc()) << "in this loop";
+  diag.attachNote(other.getLoc())
+      << "the other role's loop, which releases them";
 }

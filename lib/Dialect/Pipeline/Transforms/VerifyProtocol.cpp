@@ -65,6 +65,7 @@ struct PipelineVerifyProtocolPass
       failed |= protocol::checkNamedBarriers(fn, options).failed();
       failed |= protocol::checkNamedBarrierBalance(fn, options).failed();
       failed |= protocol::checkNamedBarrierBranchVerbs(fn).failed();
+      failed |= protocol::checkArriveOnlyRoles(fn, options).failed();
       failed |= protocol::checkUniformTrips(fn, options).failed();
       failed |= protocol::checkBarrierStorage(fn).failed();
       failed |= protocol::checkTmaStoreBuffers(fn, options).failed();

@@ -120,8 +120,12 @@ gpu.module @m {
 
 // -----
 
-// The correct twin of a dangling arrive: warp 0 arrives once more than
-// warp 1 syncs (a start signal); nobody waits for it, nothing hangs.
+// A dangling arrive: warp 0 arrives once more than warp 1 syncs (a start
+// signal). Nothing hangs, but nothing holds warp 0 back in its loop: two of
+// its arrivals can complete a generation on their own, and warp 1's sync
+// can pair with the start signal and run before warp 0's work of that
+// iteration (the simulator reports the arrive count). Refused by the rule
+// of an arrive-only role (named-barrier-arrive-only.mlir).
 gpu.module @m {
   gpu.func @extra_arrive(%n: index) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
     %c0 = arith.constant 0 : i32
@@ -134,13 +138,16 @@ gpu.module @m {
     %isp = arith.cmpi eq, %warp, %c0 : i32
     scf.if %isp {
       pipeline.named_barrier.arrive id = 1, threads = 64
+      // expected-note @+1 {{the arriving warps' loop}}
       scf.for %k = %i0 to %n step %i1 {
+        // expected-error @+1 {{named barrier 1: warp 0 arrive on it in each iteration of this loop and never wait there on anything the warps that sync on it (warp 1) signal: an arrive-only role can run ahead a whole phase}}
         pipeline.named_barrier.arrive id = 1, threads = 64
       }
     }
     %isc = arith.cmpi eq, %warp, %c1 : i32
     scf.if %isc {
       scf.for %k = %i0 to %n step %i1 {
+        // expected-note @+1 {{the other side syncs on it here}}
         pipeline.named_barrier.sync id = 1, threads = 64
       }
     }
@@ -164,8 +171,10 @@ gpu.module @m {
     %warp = arith.divui %tid, %c32 : i32
     %isp = arith.cmpi eq, %warp, %c0 : i32
     scf.if %isp {
+      // expected-note @+1 {{the arriving warps' loop}}
       scf.for %k = %i0 to %n step %i1 {
-        // expected-error @+1 {{named barrier id 1 counts 64 threads (warps 0-1); warp 1 only syncs on it, %arg0 times, but the warps arrive 3 * %arg0 times in all, %arg0 more than its syncs use: a warp arrives twice in one generation}}
+        // expected-error @+2 {{named barrier id 1 counts 64 threads (warps 0-1); warp 1 only syncs on it, %arg0 times, but the warps arrive 3 * %arg0 times in all, %arg0 more than its syncs use: a warp arrives twice in one generation}}
+        // expected-error @+1 {{named barrier 1: warp 0 arrive on it in each iteration of this loop and never wait there on anything the warps that sync on it (warp 1) signal: an arrive-only role can run ahead a whole phase}}
         pipeline.named_barrier.arrive id = 1, threads = 64
         // expected-note @+1 {{reached by warp 0, %arg0 times}}
         pipeline.named_barrier.arrive id = 1, threads = 64
@@ -174,7 +183,8 @@ gpu.module @m {
     %isc = arith.cmpi eq, %warp, %c1 : i32
     scf.if %isc {
       scf.for %k = %i0 to %n step %i1 {
-        // expected-note @+1 {{reached by warp 1, %arg0 times}}
+        // expected-note @+2 {{reached by warp 1, %arg0 times}}
+        // expected-note @+1 {{the other side syncs on it here}}
         pipeline.named_barrier.sync id = 1, threads = 64
       }
     }
