@@ -4,6 +4,9 @@
 // barriers order only one CTA; a late peer makes the dealloc undefined, a
 // launch failure: NVIDIA/cutlass#3435). Each pair chunk starts with the
 // cluster barrier a cta_group::2 alloc needs before it (tmem-pair-alloc.mlir).
+// That barrier does not satisfy the dealloc rule (the first bug has it and
+// is refused): it orders the pair's arrival at their allocs, not the
+// completion of the peer's, and an alloc may block waiting for columns.
 // Each bug has its twin; a chunk
 // without expected-* lines is correct: any diagnostic fails it.
 // RUN: pipeline-opt --pipeline-verify-protocol -split-input-file -verify-diagnostics %s
