@@ -326,13 +326,25 @@ def run(names=None, per_kernel=None, seed=1, jobs=2, schedules=30, log=print):
         work += [(name, kind, what, t, opt, schedules) for kind, what, t in ms]
     log(f"mutation campaign: {len(baselines)} kernels, {len(work)} mutants, {jobs} jobs")
     t0 = time.time()
-    with mp.get_context("fork").Pool(jobs, maxtasksperchild=50) as pool:
-        base = pool.map(classify, baselines)
+
+    def classify_all(map_fn, imap_fn):
+        base = list(map_fn(classify, baselines))
         records = []
-        for i, r in enumerate(pool.imap_unordered(classify, work, chunksize=4)):
+        for i, r in enumerate(imap_fn(classify, work)):
             records.append(r)
             if (i + 1) % 100 == 0:
                 log(f"  {i + 1}/{len(work)} in {time.time() - t0:.0f} s")
+        return base, records
+
+    if jobs <= 1:
+        # In this process: no fork. A fork of a process that runs other
+        # threads (a test session's MLIR context, a thread pool) can copy a
+        # lock held by one of them and hang its children forever.
+        base, records = classify_all(map, map)
+    else:
+        with mp.get_context("fork").Pool(jobs, maxtasksperchild=50) as pool:
+            base, records = classify_all(
+                pool.map, lambda fn, xs: pool.imap_unordered(fn, xs, chunksize=4))
     false_positives = [b for b in base
                        if b["outcome"] not in ("neither", "harmless", "schedule-only")]
     return {"records": records, "baselines": base, "false_positives": false_positives,
