@@ -338,7 +338,7 @@ def run(names=None, per_kernel=None, seed=1, jobs=2, schedules=30, log=print):
 
     if jobs <= 1:
         # In this process: no fork. A fork of a process that runs other
-        # threads (a test session's MLIR context, a thread pool) can copy a
+        # threads (a pytest run's MLIR context, a thread pool) can copy a
         # lock held by one of them and hang its children forever.
         base, records = classify_all(map, map)
     else:

@@ -28,7 +28,7 @@ def campaign():
 
 @pytest.fixture(scope="module")
 def result(campaign):
-    # jobs=1: in this process. Forking the test session (which runs other
+    # jobs=1: in this process. Forking this pytest process (which runs other
     # threads by now) hung its pool's workers on a copied lock.
     return campaign.run(["examples/copy_ring", "skeleton cute_hopper_gemm"], per_kernel=24,
                         seed=3, jobs=1, schedules=10, log=lambda *a: None)
