@@ -284,23 +284,18 @@ def _counters_zero():
         assert int(counters.abs().sum()) == 0, "a stream-K launch left a counter set"
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "f16"])
-def test_stream_k_variants_match_torch_and_repeat_bitwise(dtype, device, gemm_cache):
-    """Every stream-K variant on every shape: within the GEMM's bound of
-    torch in fp32 (a NaN-filled C: every element written), the same bits
-    on a second call and after the other shapes ran in between (whichever
-    CTA arrives last, the partials are summed in K order), and the arrival
-    counters back at zero after each launch."""
+def _stream_k_variants_repeat_bitwise(variants, shapes, dtype):
+    """Each variant on each shape: within the bound of torch on a NaN-filled
+    C, the same bits on a second call and after the other shapes ran, the
+    arrival counters back at zero after each launch."""
     from pipeline_mlir.ops import gemm as ops_gemm
-    from pipeline_mlir.ops import gemm_configs
 
     dt = getattr(torch, {"bf16": "bfloat16", "f16": "float16"}[dtype])
     torch.manual_seed(0)
-    # the shared fix-up's variants too (every contributor sums a share)
-    for v in (*gemm_configs.STREAM_K_VARIANTS, *gemm_configs.STREAM_K_SHARE_VARIANTS):
+    for v in variants:
         g = ops_gemm.variant_gemm(v, dtype)
         firsts = []
-        for m, n, k in STREAMK_SHAPES:
+        for m, n, k in shapes:
             a = torch.randn(m, k, device="cuda", dtype=dt)
             b = torch.randn(n, k, device="cuda", dtype=dt)
             c = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
@@ -314,6 +309,21 @@ def test_stream_k_variants_match_torch_and_repeat_bitwise(dtype, device, gemm_ca
         for a, b, c in firsts:
             assert torch.equal(g.launch(a, b, None, (), None, True), c)
         _counters_zero()
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_stream_k_variants_match_torch_and_repeat_bitwise(dtype, device, gemm_cache):
+    """Every stream-K variant on every shape: within the GEMM's bound of
+    torch in fp32 (a NaN-filled C: every element written), the same bits
+    on a second call and after the other shapes ran in between (whichever
+    CTA arrives last, the partials are summed in K order), and the arrival
+    counters back at zero after each launch."""
+    from pipeline_mlir.ops import gemm_configs
+
+    # the shared fix-up's variants too (every contributor sums a share)
+    _stream_k_variants_repeat_bitwise(
+        (*gemm_configs.STREAM_K_VARIANTS, *gemm_configs.STREAM_K_SHARE_VARIANTS),
+        STREAMK_SHAPES, dtype)
 
 
 # Narrow outputs of a long K (the cluster stream-K's class: 6144 x 176 x 7680,
@@ -328,28 +338,10 @@ def test_cluster_stream_k_variants_match_torch_and_repeat_bitwise(dtype, device,
     its own workspace slots and counters): within the GEMM's bound of torch
     in fp32 on a NaN-filled C, bitwise equal on a second call and after the
     other shapes ran, and the counters back at zero after each launch."""
-    from pipeline_mlir.ops import gemm as ops_gemm
     from pipeline_mlir.ops import gemm_configs
 
-    dt = getattr(torch, {"bf16": "bfloat16", "f16": "float16"}[dtype])
-    torch.manual_seed(0)
-    for v in gemm_configs.CLUSTER_STREAM_K_VARIANTS:
-        g = ops_gemm.variant_gemm(v, dtype)
-        firsts = []
-        for m, n, k in CLUSTER_STREAMK_SHAPES:
-            a = torch.randn(m, k, device="cuda", dtype=dt)
-            b = torch.randn(n, k, device="cuda", dtype=dt)
-            c = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
-            assert g.launch(a, b, c, (), None, True) is c
-            err = close(c, a, b)
-            _counters_zero()
-            again = g.launch(a, b, None, (), None, True)
-            assert torch.equal(again, c), f"{v} {m}x{n}x{k}: two runs differ"
-            firsts.append((a, b, c))
-            print(f"{v} {dtype} {m}x{n}x{k}: err {err:.3g}")
-        for a, b, c in firsts:
-            assert torch.equal(g.launch(a, b, None, (), None, True), c)
-        _counters_zero()
+    _stream_k_variants_repeat_bitwise(gemm_configs.CLUSTER_STREAM_K_VARIANTS,
+                                      CLUSTER_STREAMK_SHAPES, dtype)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
