@@ -17,7 +17,7 @@ using namespace mlir::pipeline::protocol;
 
 namespace {
 
-/// Check 2 (BalanceChecks.cpp) counts the advances of a loop-carried state
+/// Check 2 (StateThreadingChecks.cpp) counts the advances of a loop-carried state
 /// along its yield chain and the stages the body uses, as constants; it
 /// leaves alone a chain that passes through a nested loop's results (the
 /// persistent tile loop hands its state to the k-block loop and yields what

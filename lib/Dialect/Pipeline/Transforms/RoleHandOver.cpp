@@ -5,7 +5,7 @@
 // the last wait of the one and the first release of the other, and, for
 // roles with a loop each, loops over the same range. Check 8's reads of one
 // role name the other's stages under the same range rule
-// (AsyncReadChecks.cpp).
+// (AsyncReadHandBack.cpp).
 //
 //===----------------------------------------------------------------------===//
 
