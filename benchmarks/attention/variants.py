@@ -227,7 +227,13 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
                         # Full attention took lph8, causal lph4: their
                         # configurations before run 15 are lpx5 (full: 5 of
                         # 16 in f32) and px3 (causal) above.
-                        "lpx5": dict(exp2_poly=5)},
+                        "lpx5": dict(exp2_poly=5),
+                        # Run 16: P V's retirement held after the softmax
+                        # (hold_pv_wait, on the FMA pipe's row sum) on the
+                        # LSE configurations of today (each mode's share on
+                        # f16 pairs): ptxas otherwise waits for P V before
+                        # the row max.
+                        "lhw": dict(hold_pv_wait=True, exp2_poly_half=True)},
                   256: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS),
                         "hw": dict(hold_pv_wait=True, exp2_poly=0, **NO_RS),
                         "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0, **NO_RS),
@@ -247,7 +253,17 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
                         # last blocks.
                         "q2s2": dict(q_stages=2, stages=2),
                         # and causal's configuration before it (full's now)
-                        "q1s3": dict(q_stages=1, stages=3)}}
+                        "q1s3": dict(q_stages=1, stages=3),
+                        # Run 16: 2, 4 or 6 of 16 by the polynomial on f16
+                        # pairs (exp2_poly_half, with the packing as halves
+                        # it converts from; the FMA pipe's row sum adds the
+                        # pairs on f16x2), on each mode's configuration.
+                        **{f"ph{n}": dict(exp2_poly=n, p_pack_merge=True, exp2_poly_half=True)
+                           for n in (2, 4, 6)},
+                        # and causal's configuration with P V's retirement
+                        # held after the softmax (full holds it already:
+                        # equal to its configuration, so not built there).
+                        "chw": dict(hold_pv_wait=True)}}
 # FP8 candidates on top of the op's no-LSE configurations (``fp8nolse``,
 # tagged ``fp8cand d<d>[ causal] <name>`` like the others; each mode on its
 # own configuration, so one name serves both), timed in run 13 of
@@ -258,7 +274,8 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
 # 64-key blocks, with and without the turns (w3n64, w3n64np). With 128 or 192
 # keys three warpgroups spill (S, O and P_{j-1} live at once). Then the
 # polynomial on f16 pairs (nph4, nph6, nph8), built after run 13, timed in run 14;
-# nph5 and nph7 (odd counts) timed in run 15.
+# nph5 and nph7 (odd counts) timed in run 15; the wait held after the
+# exponentials (nhp) in run 16.
 W3 = dict(consumer_warpgroups=3, consumer_registers=160)
 FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
                               "ns2": dict(stages=2),
@@ -273,7 +290,13 @@ FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
                               # Run 14: full attention took 6 of 16 (nph6 is
                               # its configuration now, so not tagged there).
                               **{f"nph{n}": dict(exp2_poly=n, p_pack_merge=True,
-                                                 exp2_poly_half=True) for n in range(4, 9)}}}
+                                                 exp2_poly_half=True) for n in range(4, 9)},
+                              # Run 16: P V's retirement held after every
+                              # exponential (hold_pv_on_p: these kernels have
+                              # no FMA-pipe row sum for hold_pv_wait), on the
+                              # mode's share and on 7 of 16.
+                              "nhp": dict(hold_pv_on_p=True),
+                              "nhp7": dict(hold_pv_on_p=True, exp2_poly=7)}}
 # bf16 candidates timed beside the 'best' ones on the same rows (tagged
 # ``bf16cand d<d>[ causal] <name>``).
 BF16_CANDIDATES = {"hw": dict(hold_pv_wait=True)}

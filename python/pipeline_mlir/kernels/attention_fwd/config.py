@@ -132,6 +132,13 @@ class AttentionConfig:
     # (``exponentials.half_row_sums``). Measured in docs/attention.md, "FP8
     # forward", runs 14 and 15.
     exp2_poly_half: bool = False
+    # FP8: P V's retirement held after every exponential of P_j by a trap
+    # on the sign bit of the OR of their bits (never set:
+    # ``mainloop.hold_after_values``; about one LOP3 per two values), for
+    # the configurations without an FMA-pipe row sum to hold on
+    # (``row_sum_mma``): without a hold ptxas puts P V's wait before the
+    # row max, so the softmax does not overlap its own warpgroup's P V.
+    hold_pv_on_p: bool = False
 
     def __post_init__(self):
         if self.head_dim not in (64, 128, 256):
@@ -186,6 +193,11 @@ class AttentionConfig:
                              f"e4m3 forward's polynomial values on f16x2: it needs "
                              f"p_pack_merge and exp2_poly > 0, got "
                              f"exp2_poly={self.exp2_poly!r}")
+        if self.hold_pv_on_p and not (self.fp8 and self.intra_overlap and
+                                      not self.hold_pv_wait):
+            raise ValueError("AttentionConfig: hold_pv_on_p holds the e4m3 forward's P V "
+                             "wait after P's exponentials in the overlapped mainloop (not "
+                             "with hold_pv_wait, the hold on the row sum)")
         if self.row_sum_mma and self.hold_pv_wait:
             raise ValueError("AttentionConfig: row_sum_mma leaves no row sum on the FMA "
                              "pipe for hold_pv_wait to hold after")
@@ -289,6 +301,7 @@ class AttentionConfig:
                 f"{'_rsf' if self.row_sum_fold else ''}"
                 f"{f'_pe{self.p_early}' if self.p_early else ''}"
                 f"{'_ph' if self.exp2_poly_half else ''}"
+                f"{'_hp' if self.hold_pv_on_p else ''}"
                 f"{f'_{self.dtype}' if self.dtype != 'bf16' else ''}")
 
     # The operand layouts (pipeline_mlir.layout): every box, byte count and

@@ -258,6 +258,8 @@ class Mainloop:
             early = self.operand_a_slices(p, 0, self.cfg.p_early)
         if self.cfg.hold_pv_wait:
             hold_after(acc.row_sum)
+        elif self.cfg.hold_pv_on_p:
+            hold_after_values(p.values)
         wgmma.wait_group(0)              # P_{j-1} V_{j-1} retired
         self.add_sums(acc, sums)
         pipe_v.consumer_release(v_read)
@@ -376,6 +378,35 @@ def rescale_unless_one(o, corr, zero_last=0):
     out = llvm.inline_asm(o.type, list(o.values) + list(corr.values), text, constraints,
                           has_side_effects=False)
     return Fragment(o.n, struct=out)
+
+
+def hold_after_values(values):
+    """A trap where the OR of ``values``' bits (P's exponentials: f32, or
+    an f16x2 pair's bits, each pair once) has bit 31 set, for
+    ``AttentionConfig.hold_pv_on_p``: never (every value is >= +0, and an
+    f16x2 pair's high half too). The ORs are 3-input LOP3s in SASS (about
+    one per two values); the test reads all of them, so that the
+    ``wgmma.wait_group`` after it stays after every exponential, as
+    ``hold_after`` does on the FMA pipe's row sum."""
+    seen, regs = set(), []
+    for v in values:
+        if v not in seen:
+            seen.add(v)
+            regs.append(llvm.bitcast(i32(), v))
+    while len(regs) > 1:
+        # In threes: or(or(a, b), c) is one LOP3.
+        nxt = []
+        for i in range(0, len(regs), 3):
+            group = regs[i:i + 3]
+            acc = group[0]
+            for r in group[1:]:
+                acc = arith.ori(acc, r)
+            nxt.append(acc)
+        regs = nxt
+    llvm.inline_asm(None, [regs[0]],
+                    "{ .reg .pred p, q; setp.lt.s32 p, $0, 0; "
+                    "vote.sync.any.pred q, p, 0xffffffff; @q trap; }",
+                    "r", has_side_effects=True)
 
 
 def hold_after(row_sum):
