@@ -3,7 +3,7 @@
 // Property 2 of pipeline-verify-protocol: a state carried by a loop advances
 // once per stage the body uses (on every path through the body), and the
 // second verb of a pair uses the state of the first one (not an advanced
-// one).
+// one) and runs only where the first one ran.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +11,7 @@
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace mlir;
 using namespace mlir::pipeline;
@@ -358,6 +359,110 @@ static bool checkSameState(Operation *op, const VerbRef &verb,
   return true;
 }
 
+/// Whether `region` holds a first verb (acquire / wait, or their try forms)
+/// of `pipe` on the stage `key` names.
+static bool holdsFirstVerb(Region &region, Value pipe,
+                           std::pair<Value, int64_t> key) {
+  bool found = false;
+  region.walk([&](Operation *inner) {
+    std::optional<VerbRef> v = getVerb(inner);
+    if (v && v->pipeline == pipe &&
+        (v->verb == Verb::Acquire || v->verb == Verb::TryAcquire ||
+         v->verb == Verb::Wait || v->verb == Verb::TryWait) &&
+        getStateRoot(v->state) == key)
+      found = true;
+  });
+  return found;
+}
+
+/// The second verb of a pair on a path where its first verb did not run: a
+/// commit (release) whose acquire (wait) of the same stage sits inside a
+/// branch that the commit follows, on paths where that branch's other side
+/// acquires nothing (pytorch/helion#3621: the tail dq_empty wait skipped for
+/// 1-step tiles, its slot refilled and signalled anyway). Where the branch
+/// is not taken, the commit signals a stage that was never acquired: the
+/// producer overwrites a stage its consumer may still hold (a release: the
+/// stage is handed back before anything waited for its data). Branches
+/// that split roles or guard lanes are left alone (the others' threads do
+/// not run the verb at all), as is a second verb under a branch on the same
+/// condition.
+static bool checkFirstVerbOnEveryPath(Operation *op, const VerbRef &verb,
+                                      ArrayRef<Operation *> firstVerbs,
+                                      DominanceInfo &domInfo) {
+  std::pair<Value, int64_t> key = getStateRoot(verb.state);
+  SmallVector<Operation *> same;
+  for (Operation *first : firstVerbs) {
+    VerbRef fv = *getVerb(first);
+    if (fv.pipeline != verb.pipeline || getStateRoot(fv.state) != key)
+      continue;
+    if (domInfo.properlyDominates(first, op))
+      return false;
+    same.push_back(first);
+  }
+  // The conditions of the branches around the second verb.
+  llvm::SmallPtrSet<Value, 4> opConds;
+  for (auto ifOp = op->getParentOfType<scf::IfOp>(); ifOp;
+       ifOp = ifOp->getParentOfType<scf::IfOp>())
+    opConds.insert(ifOp.getCondition());
+  for (Operation *first : same) {
+    // The branches between the first verb and the block they share with the
+    // second; anything else on the way (a loop, another region op) leaves
+    // the pair to the other checks.
+    SmallVector<std::pair<scf::IfOp, Region *>> branches;
+    Operation *child = first;
+    bool onlyIfs = true;
+    for (Operation *p = first->getParentOp(); p && !p->isAncestor(op);
+         child = p, p = p->getParentOp()) {
+      auto ifOp = dyn_cast<scf::IfOp>(p);
+      if (!ifOp) {
+        onlyIfs = false;
+        break;
+      }
+      branches.push_back({ifOp, child->getParentRegion()});
+    }
+    if (!onlyIfs || branches.empty())
+      continue;
+    scf::IfOp outer = branches.back().first;
+    Operation *later = outer->getBlock()->findAncestorOpInBlock(*op);
+    if (!later || !outer->isBeforeInBlock(later))
+      continue;
+    for (auto [ifOp, region] : branches) {
+      if (isThreadSplit(ifOp) || isGuardIf(ifOp) ||
+          opConds.contains(ifOp.getCondition()))
+        continue;
+      Region &other = region == &ifOp.getThenRegion() ? ifOp.getElseRegion()
+                                                      : ifOp.getThenRegion();
+      if (!other.empty() && holdsFirstVerb(other, verb.pipeline, key))
+        continue;
+      bool release = verb.verb == Verb::Release;
+      StringRef firstName = release ? "consumer_wait" : "producer_acquire";
+      StringRef secondName = release ? "consumer_release" : "producer_commit";
+      InFlightDiagnostic diag = ifOp->emitError();
+      diag << describe(verb.pipeline) << ": the " << firstName
+           << " of a stage runs only on one side of this branch, but its "
+           << secondName
+           << " runs after the branch on every path (rule: the second verb "
+              "of a pair runs only where its first verb ran): where the "
+              "other side is taken, "
+           << (release ? "the release hands back a stage nothing waited "
+                         "on, and the producer refills it while its data "
+                         "may not even have arrived"
+                       : "the commit signals a stage that was never "
+                         "acquired, and the producer refills it while its "
+                         "consumer may still read it")
+           << "; " << (release ? "wait" : "acquire")
+           << " on every path, or move the " << secondName
+           << " and the state's advance into the branch";
+      diag.attachNote(first->getLoc())
+          << "the " << firstName << ", on one side only";
+      diag.attachNote(op->getLoc())
+          << "the " << secondName << " of that stage, on every path";
+      return true;
+    }
+  }
+  return false;
+}
+
 LogicalResult protocol::checkStateThreading(FunctionOpInterface fn,
                                             DominanceInfo &domInfo) {
   bool failed = false;
@@ -367,21 +472,31 @@ LogicalResult protocol::checkStateThreading(FunctionOpInterface fn,
         failed |= checkLoopState(loop, idx);
   });
 
-  SmallVector<Operation *> acquires, waits;
+  SmallVector<Operation *> acquires, waits, anyAcquires, anyWaits;
   fn->walk([&](Operation *op) {
     if (isa<ProducerAcquireOp>(op))
       acquires.push_back(op);
     else if (isa<ConsumerWaitOp>(op))
       waits.push_back(op);
+    if (isa<ProducerAcquireOp, ProducerTryAcquireOp>(op))
+      anyAcquires.push_back(op);
+    else if (isa<ConsumerWaitOp, ConsumerTryWaitOp>(op))
+      anyWaits.push_back(op);
   });
   fn->walk([&](Operation *op) {
     std::optional<VerbRef> verb = getVerb(op);
     if (!verb)
       return;
+    bool bad = false;
     if (verb->verb == Verb::Commit || verb->verb == Verb::Copy)
-      failed |= checkSameState(op, *verb, acquires, domInfo);
+      bad = checkSameState(op, *verb, acquires, domInfo);
     else if (verb->verb == Verb::Release)
-      failed |= checkSameState(op, *verb, waits, domInfo);
+      bad = checkSameState(op, *verb, waits, domInfo);
+    if (!bad && verb->verb == Verb::Commit)
+      bad = checkFirstVerbOnEveryPath(op, *verb, anyAcquires, domInfo);
+    else if (!bad && verb->verb == Verb::Release)
+      bad = checkFirstVerbOnEveryPath(op, *verb, anyWaits, domInfo);
+    failed |= bad;
   });
   return failure(failed);
 }
