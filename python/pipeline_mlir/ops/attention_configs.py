@@ -124,7 +124,7 @@ BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw", "dq_deferred": "dq
                "stat_shuffle": "ssh", "stats_with_tiles": "swt", "p_packed": "pk",
                "lpt_order": "lpt", "rows_first": "rf",
                "dq_acc_order": "dqa", "split_scores": "sps", "dq_one_part": "dq1",
-               "stages3": "s3", "block_m80": "m80"}
+               "stages3": "s3", "block_m80": "m80", "shuffle_imm": "shi"}
 # The overrides of an option that is not a switch of its own name turned on:
 # 128-query steps (d 64); three stages of Q and dO (d 128: the rows on the
 # tiles' stages left room for a third: 226.6 KiB of 227); 80-query steps
@@ -327,7 +327,25 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
                          "stats_with_tiles", "p_packed", "lpt_order", "rows_first"),
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
-                         "stat_shuffle", "stats_with_tiles", "p_packed", "lpt_order"))
+                         "stat_shuffle", "stats_with_tiles", "p_packed", "lpt_order"),
+                        # The shuffles' source lanes as immediates
+                        # (shuffle_imm: shfl.sync.idx's segment mask keeps
+                        # lane % 4), which frees the 8 registers of source
+                        # lanes that ptxas spilled around dP^T's wait: on
+                        # d 64 full's set (spills 56 -> 24 bytes) and with dQ
+                        # in the accumulator's order (0 bytes); on d 64
+                        # causal's set with the shuffle (12 bytes) and with
+                        # dQ in the accumulator's order too (0 bytes).
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stat_shuffle", "stats_with_tiles", "shuffle_imm"),
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stat_shuffle", "stats_with_tiles", "dq_acc_order", "shuffle_imm"),
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stat_shuffle", "stats_with_tiles", "p_packed", "lpt_order",
+                         "shuffle_imm"),
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stat_shuffle", "stats_with_tiles", "p_packed", "lpt_order",
+                         "dq_acc_order", "shuffle_imm"))
 
 
 # Sets for d 128 alone: dQ split by columns (64-column fp32 tiles, so two

@@ -195,6 +195,14 @@ class AttentionBwdConfig:
     # exponentials) and 3 points faster than without at 128-query steps,
     # still not faster than the d 64 default (docs/attention.md): off.
     stat_shuffle: bool = False
+    # With ``stat_shuffle``: each shuffle's source lane an immediate. The
+    # source of value ``k`` is lane ``lane % 4 + 4 (k // 2 // g)``; with
+    # ``shfl.sync.idx``'s segment mask set to 3 (``c`` = 0x31f) the lane's
+    # own two low bits are kept and ``b`` supplies only ``4 (k // 2 // g)``,
+    # a constant (``ShuffledColumns.immediates``). The 8 source lanes of a
+    # 128-query step no longer take registers: on FA4's d 64 tile they were
+    # what ptxas spilled around dP^T's wait. Off until measured.
+    shuffle_imm: bool = False
     # LSE's row of a step carried on Q's stage and dPsum's on dO's (FA4's
     # scheme): the producer's bulk copy of each row lands on the tile
     # stage's full barrier (its bytes in that stage's tx_count), into a
@@ -341,6 +349,9 @@ class AttentionBwdConfig:
                              "handed over by the barrier over both consumers (dq_split or "
                              "block_m 128) and the dQ tile claimed from the reduce warp "
                              "(dq_reduce_warp)")
+        if self.shuffle_imm and not self.stat_shuffle:
+            raise ValueError("AttentionBwdConfig: shuffle_imm sets the source lanes of "
+                             "stat_shuffle's shuffles (needs stat_shuffle)")
         if self.rows_first and not self.stats_with_tiles:
             raise ValueError("AttentionBwdConfig: rows_first orders the LSE and dPsum row "
                              "copies on Q's and dO's stages (stats_with_tiles)")
@@ -461,7 +472,7 @@ class AttentionBwdConfig:
                 f"{'_swt' if self.stats_with_tiles else ''}{'_pk' if self.p_packed else ''}"
                 f"{'_lpt' if self.lpt_order else ''}{'_rf' if self.rows_first else ''}"
                 f"{'_dqa' if self.dq_acc_order else ''}{'_sps' if self.split_scores else ''}"
-                f"{'_dq1' if self.dq_one_part else ''}")
+                f"{'_dq1' if self.dq_one_part else ''}{'_shi' if self.shuffle_imm else ''}")
 
     # The operand layouts. Q and dO are read as the B operand of S^T / dP^T
     # (N x K: d contiguous) and, the same bytes, as the MN-major B of dK /

@@ -44,9 +44,13 @@ class ShuffledColumns:
     it (``source``) with one ``shfl.sync.idx``, emitted where it is first
     used."""
 
-    def __init__(self, stage, lane, n):
+    # shfl.sync.idx's ``c`` with ``shuffle_imm``: segment mask 3 (bits 8-12:
+    # the lane's own ``lane % 4`` kept), clamp 31.
+    SEGMENT_C = (3 << 8) | 0x1F
+
+    def __init__(self, stage, lane, n, immediate=False):
         pair_t = ir.VectorType.get([2], f32())
-        self.n, self.lane = n, lane
+        self.n, self.lane, self.immediate = n, lane, immediate
         self.held = []
         for g in range(n // 64):
             v = llvm.load(pair_t, element_ptr(stage, f32(),
@@ -70,12 +74,36 @@ class ShuffledColumns:
         j, e = k // 2, k % 2
         return (lane % 4) + 4 * (j // g), 2 * (j % g) + e
 
+    @classmethod
+    def immediates(cls, n, k):
+        """(b, c, held value) of value ``k``'s ``shfl.sync.idx`` with
+        ``shuffle_imm``: ``b`` the source's ``4 t`` (a constant, the same for
+        every lane), ``c`` = ``SEGMENT_C``, whose segment mask keeps the
+        reading lane's ``lane % 4`` (``shfl_idx_source`` gives the lane read,
+        ``source``'s)."""
+        g = n // 64
+        j, e = k // 2, k % 2
+        return 4 * (j // g), cls.SEGMENT_C, 2 * (j % g) + e
+
+    @staticmethod
+    def shfl_idx_source(lane, b, c):
+        """The lane that ``shfl.sync.idx`` with operands ``b`` and ``c`` reads
+        for ``lane``, by the PTX ISA's definition (its own lane where the
+        source is past the clamp)."""
+        segmask, cval = (c >> 8) & 0x1F, c & 0x1F
+        max_lane = (lane & segmask) | (cval & ~segmask & 0x1F)
+        j = (lane & segmask) | (b & 0x1F & ~segmask)
+        return j if j <= max_lane else lane
+
     def value(self, k):
         """Value ``k`` of the thread's ColVector (group ``k // 2``)."""
         if k not in self._got:
-            src, h = self.source(self.lane, self.n, k)
+            if self.immediate:
+                b, c, h = self.immediates(self.n, k)
+            else:
+                (b, h), c = self.source(self.lane, self.n, k), 0x1F
             self._got[k] = nvvm.shfl_sync(f32(), to_value(_FULL_MASK, i32()), self.held[h],
-                                          to_value(src, i32()), to_value(0x1F, i32()),
+                                          to_value(b, i32()), to_value(c, i32()),
                                           nvvm.ShflKind.idx)
         return self._got[k]
 
@@ -178,7 +206,7 @@ class SoftmaxGrad:
         """A stage's values for this thread's columns: a ColVector, or
         with ``stat_shuffle`` a ``ShuffledColumns``."""
         if self.cfg.stat_shuffle:
-            return ShuffledColumns(stage, self.lane, self.cfg.block_m)
+            return ShuffledColumns(stage, self.lane, self.cfg.block_m, self.cfg.shuffle_imm)
         if self.col_off is not None:             # split_scores: this warpgroup's queries
             return load_columns(stage + self.col_off * 4, self.lane, self.cfg.score_n)
         return load_columns(stage, self.lane, self.cfg.block_m)
