@@ -263,7 +263,12 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
                         # and causal's configuration with P V's retirement
                         # held after the softmax (full holds it already:
                         # equal to its configuration, so not built there).
-                        "chw": dict(hold_pv_wait=True)}}
+                        # Full took ph2 and causal ph4 (so not built in
+                        # those modes); their configurations before:
+                        # r15 (full: 2 of 16 in f32), r15c (causal: none).
+                        "chw": dict(hold_pv_wait=True),
+                        "r15": dict(exp2_poly=2, p_pack_merge=False),
+                        "r15c": dict(exp2_poly=0, p_pack_merge=False)}}
 # FP8 candidates on top of the op's no-LSE configurations (``fp8nolse``,
 # tagged ``fp8cand d<d>[ causal] <name>`` like the others; each mode on its
 # own configuration, so one name serves both), timed in run 13 of

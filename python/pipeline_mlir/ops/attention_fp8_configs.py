@@ -33,6 +33,8 @@ stages than bf16 fits (the operands take half the bytes):
   after the softmax: run 6, +2.3% and +4.8% over neither (run 5, with the
   hold's first form: +4% and +7%); causal takes neither (the hold alone
   behind on the 4 rows of runs 5 and 6, with 2 of 16 ahead on 1 of 4).
+  Since run 16 (below) both take the polynomial on f16 pairs: full on its
+  2 of 16, causal 4 of 16.
 
 O's rescale only where a row max grows by more than 2^8
 (``rescale_threshold=8``; run 8 of docs/attention.md's "FP8 forward", one
@@ -122,6 +124,16 @@ in f32; 8 of 16 +0.8% to +6.8%, 6 of 16 behind at 8192); their LSE within
 check's 0.01. d 128 full without the LSE keeps 6 of 16 (5 and 7 of 16
 within -1.5% to +1.7%).
 
+Run 16 (one H200 machine, two passes): d 256 takes the polynomial on f16
+pairs (``exp2_poly_half`` with the packing as halves; the FMA pipe's row
+sum adds the pairs on f16x2): full on its 2 of 16 (+3.2% to +3.9% over 2
+of 16 in f32 on both rows in both passes, 1152-1179 TFLOP/s; 4 of 16
++0.9% to +2.3%, 6 of 16 behind), causal 4 of 16 (+2.3% to +3.5% over none
+by the polynomial, 1046-1153 TFLOP/s; 2 of 16 even, 6 of 16 behind). P
+V's wait held after the exponentials at d 128 (``hold_pv_on_p`` on the
+no-LSE kernels, ``hold_pv_wait`` on the LSE ones) and on d 256 causal was
+3-10% behind on every row: on in none.
+
 P converted before the held wait (``double_p``, with ``hold_pv_wait``;
 run 7 of docs/attention.md's "FP8 forward", one H200 machine, two
 passes) is on in none: with no, 2, 3 or 4 of
@@ -138,8 +150,10 @@ TUNED = {128: dict(block_n=192, stages=3, exp2_poly=4),
 TUNED_MODE = {(128, False): dict(exp2_poly=8, rescale_threshold=8.0, exp2_poly_degree=2,
                                  p_pack_merge=True, exp2_poly_half=True),
               (128, True): dict(exp2_poly=4, p_pack_merge=True, exp2_poly_half=True),
-              (256, False): dict(exp2_poly=2, hold_pv_wait=True),
-              (256, True): dict(q_stages=2, stages=2)}
+              (256, False): dict(exp2_poly=2, hold_pv_wait=True, p_pack_merge=True,
+                                 exp2_poly_half=True),
+              (256, True): dict(q_stages=2, stages=2, exp2_poly=4, p_pack_merge=True,
+                                exp2_poly_half=True)}
 # (head dim, causal) -> overrides on top of TUNED and TUNED_MODE where the
 # caller does not ask for the LSE (runs 10 to 15; the head dims not here:
 # the LSE configuration).
