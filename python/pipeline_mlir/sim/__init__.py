@@ -17,7 +17,11 @@ Branches on values loaded from global memory read a user-given or seeded
 random fill of the kernel's input buffers (:mod:`.memory`); a kernel that
 synchronizes through global memory (atomics, a polled flag, fences: a
 stream-K fix-up) has what it writes read back, with races on it and polls
-that never end reported (:mod:`.gmem`).
+that never end reported (:mod:`.gmem`); so do the TMA tensor stores and
+reduce-adds through descriptors a :class:`~.launch.TensorMap` describes
+(``simulate(tensor_maps=)``, ``pipeline-sim --tensor-map``). Stores into
+another CTA's shared memory through a ``mapa`` address are checked
+against that CTA's reads (:mod:`.smemrace`).
 
 The launch is one cluster, or a grid of several (``simulate(grid=)``,
 ``pipeline-sim --grid``: :mod:`.launch`): cluster barriers, multicast and
@@ -56,9 +60,10 @@ halves in program order.
 from .api import SimResult, SimulationFailed, simulate
 
 from .engine import Agent, Event, Report, Step, World, explore
+from .launch import TensorMap
 from .model import Cluster, Mbarrier, NamedBarrier, SimError
 from .verbs import Group, PipelineSpec, PipeRef, State
 
 __all__ = ["Agent", "Cluster", "Event", "Group", "Mbarrier", "NamedBarrier", "PipeRef",
            "PipelineSpec", "Report", "SimError", "SimResult", "SimulationFailed", "State", "Step",
-           "World", "explore", "simulate"]
+           "TensorMap", "World", "explore", "simulate"]

@@ -129,7 +129,7 @@ def simulate(module, *, kernel: str | None = None, args: dict | None = None,
              block_dim=None, cluster=None, grid=None, trip_count: int | None = None,
              schedules: int = 100, seed: int = 0, exhaustive_bound: int | None = None,
              max_steps: int = 200000, clc_clusters: int = 2,
-             check: bool = True) -> SimResult:
+             tensor_maps: dict | None = None, check: bool = True) -> SimResult:
     """Simulate the kernels of ``module`` (an ``mlir.ir.Module``) that use
     pipeline ops, ``schedules`` random interleavings each (seeded by
     ``seed``), or with ``exhaustive_bound`` every schedule with at most that
@@ -140,7 +140,11 @@ def simulate(module, *, kernel: str | None = None, args: dict | None = None,
     fallback for bounds that cannot be evaluated. ``block_dim`` / ``cluster``
     default to the kernel's ``known_block_size`` and the largest cluster of
     its pipelines; ``grid`` (CTAs along x, y, z, a whole number of clusters
-    along each; at most ``launch.MAX_GRID_CTAS``) to one cluster. With ``check`` (the default) a finding raises
+    along each; at most ``launch.MAX_GRID_CTAS``) to one cluster.
+    ``tensor_maps``: ``{descriptor: launch.TensorMap}`` (by argument
+    position, or by the name the Python builders give it), so the TMA
+    stores and reduce-adds through those descriptors are followed in global
+    memory (gmem.py). With ``check`` (the default) a finding raises
     :class:`SimulationFailed`; otherwise the result is returned either way.
     """
     from .frontend import kernels
@@ -164,8 +168,15 @@ def simulate(module, *, kernel: str | None = None, args: dict | None = None,
     for k in ks:
         block = tuple(block_dim) if block_dim else (k.block_dim or (128, 1, 1))
         shape3 = tuple(cluster) if cluster else (k.cluster_size, 1, 1)
+        names = {name: pos for pos, name in k.ptr_args.items() if name}
+        maps = {}
+        for key, tm in (tensor_maps or {}).items():
+            if isinstance(key, str) and key not in names:
+                raise ValueError(f"simulate: @{k.name} has no descriptor argument named {key!r}")
+            maps[names[key] if isinstance(key, str) else key] = tm
         launch = Launch(block, shape3, trip_count, dict(args or {}),
-                        clc_clusters=clc_clusters, grid=tuple(grid) if grid else None)
+                        clc_clusters=clc_clusters, grid=tuple(grid) if grid else None,
+                        tensor_maps=maps)
         try:
             rep = explore(make_world_factory(k, launch, max_steps, seed), seed=seed,
                           schedules=schedules, exhaustive_bound=exhaustive_bound)

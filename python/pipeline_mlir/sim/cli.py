@@ -2,7 +2,7 @@
 
     pipeline-sim FILE [--kernel NAME] [--block-dim 128[,1,1]] [--cluster 2,1,1]
                       [--grid 4[,1,1]] [--trip-count N] [--arg POS=VALUE ...] [--seed S] [--schedules K]
-                      [--exhaustive-bound B] [--trace]
+                      [--exhaustive-bound B] [--trace] [--tensor-map POS=ELEM:DIMS:BOX[@ARG]]
 
 Prints one line per kernel, ``pipeline-sim: OK: 200 schedules, 0 deadlocks
 (@k, ...)``, or, for each kind of bug found, the first occurrence as
@@ -50,6 +50,19 @@ cluster barrier, multicast and shared memory, over one global memory
 the grid cluster by cluster (CTA 3 is rank 1 of cluster 1). A partial read
 by another cluster after only a cluster barrier (which orders its own
 cluster's CTAs) is then a race.
+
+TMA tensor stores and reduce-adds to global memory are followed when
+``--tensor-map POS=ELEM:DIMS:BOX[:STRIDES][@ARG[+OFFSET]]`` describes the
+map whose address argument POS holds (element bytes, the tensor's dims and
+the copy's box, ``x``-separated, innermost first; byte strides of the
+outer dims, default packed; ARG: the pointer argument the tensor lies in,
+default a buffer of its own): the box's words land when a
+``cp.async.bulk.wait_group`` without ``.read`` retires their group, and a
+read of them by another warp needs that wait, then a release and an
+acquire (a race naming the store otherwise); reduce-adds of the same words
+by several warps need no order between them. Stores into another CTA's
+shared memory through a ``mapa`` address are read by that CTA after a
+cluster barrier (a race otherwise).
 """
 
 from __future__ import annotations
@@ -87,6 +100,19 @@ def _kernel_arg(text: str) -> tuple[int, int | list]:
     if pos < 0:
         raise argparse.ArgumentTypeError(f"argument position must be >= 0, got {pos}")
     return pos, value
+
+
+def _tensor_map(text: str):
+    from .launch import TensorMap
+    pos, sep, spec = text.partition("=")
+    try:
+        if not sep:
+            raise ValueError("expected POS=ELEM:DIMS:BOX")
+        return int(pos), TensorMap.parse(spec)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(
+            f"expected POS=ELEM:DIMS:BOX[:STRIDES][@ARG[+OFFSET]] (e.g. 3=4:128x200:32x64@7), "
+            f"got {text!r}: {e}") from None
 
 
 def _block_dims(text: str) -> tuple[int, int, int]:
@@ -150,6 +176,14 @@ def _parser() -> argparse.ArgumentParser:
                          "pointer argument, VALUE is its buffer's contents (V0,V1,...: the "
                          "elements its loads read; a single V: every element reads V; unset "
                          "buffers that a branch reads get a random 0/1 fill per schedule)")
+    ap.add_argument("--tensor-map", type=_tensor_map, action="append",
+                    metavar="POS=ELEM:DIMS:BOX[@ARG]",
+                    help="the TMA tensor map whose address argument POS holds: element bytes, "
+                         "the tensor's dims and the box, x-separated, innermost first "
+                         "(ELEM:DIMS:BOX[:STRIDES], byte strides of the outer dims, default "
+                         "packed), @ARG the pointer argument the tensor lies in (default: a "
+                         "buffer of its own); its TMA stores and reduce-adds are then followed "
+                         "in global memory (repeatable)")
     ap.add_argument("--clc-clusters", type=int, default=2, metavar="N",
                     help="cluster launch control: pending clusters that try_cancel takes "
                          "over before it fails (default 2)")
@@ -207,7 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         cluster = args.cluster or (k.cluster_size, 1, 1)
         try:  # the kernel's own known_block_size may exceed the limits
             launch = Launch(block, cluster, args.trip_count, dict(args.arg or ()),
-                            clc_clusters=args.clc_clusters, grid=args.grid)
+                            clc_clusters=args.clc_clusters, grid=args.grid,
+                            tensor_maps=dict(args.tensor_map or ()))
         except ValueError as e:
             print(f"pipeline-sim: error: @{k.name}: {e}", file=sys.stderr)
             return 2
@@ -219,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
             # Bounds from arguments not given: try small values for them.
             for choice in choose_args(k, given):
                 launch = Launch(block, cluster, None, {**given, **choice},
-                                clc_clusters=args.clc_clusters, grid=args.grid)
+                                clc_clusters=args.clc_clusters, grid=args.grid,
+                                tensor_maps=dict(args.tensor_map or ()))
                 make = make_world_factory(k, launch, args.max_steps, args.seed)
                 rep = explore(make, seed=args.seed, schedules=schedules,
                               exhaustive_bound=args.exhaustive_bound)

@@ -151,6 +151,9 @@ _ADDRESS_OPS = ("llvm.getelementptr", "llvm.inttoptr", "llvm.ptrtoint", "llvm.ad
 
 
 SMEM_PTR = "!llvm.ptr<3>"
+DSMEM_PTR = "!llvm.ptr<7>"     # shared::cluster: a CTA's window of the cluster
+_TMA_TO_GLOBAL = ("nvvm.cp.async.bulk.tensor.global.shared.cta",
+                  "nvvm.cp.async.bulk.tensor.reduce", "pipeline.copy.tma_store")
 _ELEM_BYTES = {"i1": 1, "i8": 1, "i16": 2, "f16": 2, "bf16": 2, "i32": 4, "f32": 4, "i64": 8,
                "f64": 8, "i128": 16}
 _VECTOR = re.compile(r"vector<(\d+)x(\w+)>")
@@ -361,6 +364,20 @@ class _Compiler:
         if name == "nvvm.cp.async.bulk.global.shared.cta" and str(
                 op.operands[0].type) in ("!llvm.ptr<1>", "!llvm.ptr"):
             a["gbulk"] = True   # writes global memory: pointer 0, size 2 (gmem.py)
+        if name in _TMA_TO_GLOBAL:
+            # A TMA tensor store or reduce-add (gmem.py): the descriptor's
+            # operand (0), the coordinates' and whether it adds.
+            if name == "pipeline.copy.tma_store":
+                coords = list(range(1, len(op.operands) - 1))
+            else:
+                segs = list(ir.DenseI32ArrayAttr(attrs["operandSegmentSizes"]))
+                coords = list(range(segs[0] + segs[1], segs[0] + segs[1] + segs[2]))
+            a["gtma"] = (coords, name == AR.NVVM_BULK_REDUCE)
+        if name in ("llvm.store", "llvm.load") and str(
+                op.operands[1 if name == "llvm.store" else 0].type) == DSMEM_PTR:
+            # Another CTA's shared memory, through a mapa address (smemrace.py).
+            val = op.operands[0] if name == "llvm.store" else op.results[0]
+            a["dsmem"] = type_bytes(val.type) or 16
         if name in _TMEM_OPS:
             # Tensor memory (tmem.py): the op, and its cta_group (1 or 2).
             verb = _TMEM_OPS[name]

@@ -54,7 +54,22 @@ a pointer and a size) write their words unordered with anything until a
 issuing warp; a release after that wait covers them, so a reader that
 acquired it reads them clean, and one that acquired a release before the
 wait (or after a ``.read`` wait only) races, the report naming the copy.
-TMA tensor stores (their addresses lie in a tensor map) are not followed.
+
+TMA tensor stores and reduce-adds (``cp.async.bulk.tensor`` shared to
+global, ``pipeline.copy.tma_store``, ``cp.reduce.async.bulk.tensor``)
+are followed through a tensor map the launch describes (``--tensor-map``,
+``Launch.tensor_maps``: element size, dims, box, strides, and the pointer
+argument the tensor lies in; the kernel only holds the map's address): the
+box at the copy's coordinates, clipped at the tensor's bounds, writes its
+words as a bulk copy does (unordered until a wait without ``.read``
+retires its group). A reduce-add is an atomic add per element: reduce-adds
+of the same words by several warps are not ordered with each other and
+need not be (addition is order-independent), but a plain load or store of
+them must be ordered after every one (retired, then released and
+acquired), and a reduce-add after another warp's plain store or read of
+the words is ordered after it. Words are 4 bytes: a tensor of 2-byte
+elements whose box edge splits a word shows two writers of it. Without a
+map for its descriptor a TMA store is not followed.
 """
 
 from __future__ import annotations
@@ -73,6 +88,12 @@ WORD = 4
 # than any clock, so nothing orders it before a reader.
 PENDING = 1 << 62
 BULK_TO_GLOBAL = "nvvm.cp.async.bulk.global.shared.cta"
+# What a report calls the asynchronous writes of global memory (gmem.py
+# follows): a bulk copy, a TMA store, a TMA reduce-add.
+_ASYNC_WRITES = {BULK_TO_GLOBAL: "bulk copy",
+                 "nvvm.cp.async.bulk.tensor.global.shared.cta": "TMA store",
+                 "pipeline.copy.tma_store": "TMA store",
+                 "nvvm.cp.async.bulk.tensor.reduce": "TMA reduce-add"}
 _ACQUIRE = (4, 6, 7)    # acquire, acq_rel, seq_cst (LLVM's AtomicOrdering)
 _RELEASE = (5, 6, 7)    # release, acq_rel, seq_cst
 _WIDE = ("gpu", "sys", "cluster")   # scopes that order between CTAs
@@ -104,10 +125,13 @@ def _rmw(op: int, width: int | None):
 class Word:
     """One 4-byte word's history: the last write (agent id, its clock, the
     op), the value an access of ``size`` bytes left at it, the releases
-    its reads acquire, its version (bumped by every write) and the plain
-    reads since the last write (agent id -> (clock, op, loc))."""
+    its reads acquire, its version (bumped by every write), the plain
+    reads since the last write (agent id -> (clock, op, loc)) and the TMA
+    reduce-adds since the last plain write (agent id -> (clock or
+    PENDING, op, loc); None when there are none)."""
 
-    __slots__ = ("w", "e", "op", "loc", "strong", "value", "size", "sync", "version", "reads")
+    __slots__ = ("w", "e", "op", "loc", "strong", "value", "size", "sync", "version", "reads",
+                 "adds")
 
     def __init__(self):
         self.w, self.e, self.op, self.loc, self.strong = -1, 0, None, None, False
@@ -115,6 +139,11 @@ class Word:
         self.sync: list = []     # releases: (clock, writer's CTA, reach: _reach)
         self.version = 0
         self.reads: dict = {}
+        self.adds: dict | None = None
+
+    @property
+    def written(self) -> bool:
+        return self.w >= 0 or bool(self.adds)
 
 
 class _Warp:
@@ -190,8 +219,10 @@ class GlobalMemory:
 
     def value(self, key, size: int, width: int | None, strong: bool):
         wd = self.words.get(key)
-        if wd is None or wd.w < 0:
+        if wd is None or not wd.written:
             return self.initial(key, size, width, strong)
+        if wd.adds:
+            return UNKNOWN
         return wd.value if wd.size == size and width is not None else UNKNOWN
 
     # -- ordering ------------------------------------------------------------
@@ -249,6 +280,8 @@ class GlobalMemory:
             for r, (e, op, loc) in wd.reads.items():
                 if r != a.id and e > a.vc[r]:
                     self.race(a, n, key, r, op, loc, "writes", "read")
+            self.check_adds(a, n, key, wd, "writes")
+            wd.adds = None
             wd.w, wd.op, wd.loc, wd.strong = a.id, n.name, n.loc, False
             wd.e = PENDING if pending else a.vc[a.id]
             wd.value, wd.size = (value, size) if i == 0 else (UNKNOWN, 0)
@@ -264,6 +297,47 @@ class GlobalMemory:
         a wait on its bulk async-group that is not ``.read`` retires it."""
         keys = self.plain_store(a, n, d, UNKNOWN, size, pending=True)
         self.warp(a).bulk_open.append(keys)
+
+    def tma_store(self, a, n: Node, buf: int, runs: list, add: bool) -> None:
+        """A TMA tensor store (``add``: reduce-add) of ``a`` whose box covers
+        the byte ``runs`` ((offset, length), clipped at the tensor's bounds)
+        of argument ``buf``'s buffer: written (added to) now, unordered
+        until a wait on its bulk async-group that is not ``.read``."""
+        keys = []
+        for off, size in runs:
+            if add:
+                keys += self.reduce(a, n, (buf, off), size)
+            else:
+                keys += self.plain_store(a, n, (buf, off), UNKNOWN, size, pending=True)
+        self.warp(a).bulk_open.append(keys)
+
+    def reduce(self, a, n: Node, d, size: int) -> list:
+        """A reduce-add's words: atomic per element, so unordered with other
+        reduce-adds; ordered after another warp's plain store or read."""
+        self.written.add(d[0])
+        self.warp(a).polls.clear()
+        keys = self.keys(d, size)
+        for key in keys:
+            wd = self.words.get(key)
+            if wd is None:
+                wd = self.words[key] = Word()
+            if wd.w >= 0 and wd.w != a.id and not wd.strong and wd.e > a.vc[wd.w]:
+                self.race(a, n, key, wd.w, wd.op, wd.loc, "adds to", "written")
+            for r, (e, op, loc) in wd.reads.items():
+                if r != a.id and e > a.vc[r]:
+                    self.race(a, n, key, r, op, loc, "adds to", "read")
+            if wd.adds is None:
+                wd.adds = {}
+            wd.adds[a.id] = (PENDING, n.name, n.loc)
+            wd.version += 1
+        return keys
+
+    def check_adds(self, a, n: Node, key, wd: Word, verb: str) -> None:
+        """A plain access of ``a`` after other warps' reduce-adds of the word:
+        each must be ordered before it."""
+        for r, (e, op, loc) in (wd.adds or {}).items():
+            if r != a.id and e > a.vc[r]:
+                self.race(a, n, key, r, op, loc, verb, "added to", epoch=e)
 
     def bulk_commit(self, a) -> None:
         """``cp.async.bulk.commit_group``: the open bulk copies form a group."""
@@ -289,17 +363,22 @@ class GlobalMemory:
                     wd = self.words.get(key)
                     if wd is not None and wd.w == a.id and wd.e == PENDING:
                         wd.e = now
+                    if wd is not None and wd.adds and a.id in wd.adds:
+                        e, op, loc = wd.adds[a.id]
+                        if e == PENDING:
+                            wd.adds[a.id] = (now, op, loc)
 
     def plain_load(self, a, n: Node, d, size: int, width: int | None):
         st = self.warp(a)
         for key in self.keys(d, size):
             wd = self.words.get(key)
-            if wd is None or wd.w < 0:
+            if wd is None or not wd.written:
                 if st.acquired and key not in self.unwritten:
                     self.unwritten[key] = (a.label(), n.name, n.loc)
                 continue
-            if wd.w != a.id and wd.e > a.vc[wd.w]:
+            if wd.w >= 0 and wd.w != a.id and wd.e > a.vc[wd.w]:
                 self.race(a, n, key, wd.w, wd.op, wd.loc, "reads", "written")
+            self.check_adds(a, n, key, wd, "reads")
             wd.reads[a.id] = (a.vc[a.id], n.name, n.loc)
         return self.value((d[0], d[1]), size, width, False)
 
@@ -435,28 +514,36 @@ class GlobalMemory:
         st.flags.append((before, covered, n.name, n.loc, key))
 
     # -- findings ------------------------------------------------------------
-    def race(self, a, n: Node, key, other: int, op, loc, verb: str, done: str):
+    def race(self, a, n: Node, key, other: int, op, loc, verb: str, done: str,
+             epoch: int | None = None):
         here, there = _at(n.name, n.loc), _at(op or "an access", loc)
         o = self.w.agents[other]
-        writer, reader = (o, a) if done == "written" else (a, o)
-        hint = self.hint(writer, reader, self.words[key].e if done == "written" else
-                         a.vc[a.id], key)
+        theirs = done in ("written", "added to")   # the other warp wrote
+        writer, reader = (o, a) if theirs else (a, o)
+        if epoch is None:
+            epoch = self.words[key].e if theirs else a.vc[a.id]
+        hint = self.hint(writer, reader, epoch, key, op if theirs else n.name)
         raise SimError(
             "gmem-race",
             f"{a.label()} {verb} {self.name(key)} ({here}) {done} by {o.label()} ({there}) "
             f"with nothing ordering the two: "
             + ("the read may see the stale value" if verb == "reads" else
+               "the add may be lost under the other write" if done == "written" and
+               verb == "adds to" else
+               "the read may see the value before the add" if verb == "adds to" else
                "the other side may see either value")
             + (f"; {hint}" if hint else ""),
             [f"{a.label()} at {_loc(n.loc)}" if _loc(n.loc) else f"{a.label()}: {n.name}",
              f"{o.label()} at {_loc(loc)}" if _loc(loc) else f"{o.label()}: {op}"])
 
-    def hint(self, writer, reader, epoch: int, key) -> str:
-        """Which half of the hand-over is missing, where it shows."""
+    def hint(self, writer, reader, epoch: int, key, op=None) -> str:
+        """Which half of the hand-over is missing, where it shows (``op``:
+        the write's)."""
         rst = self.warp(reader)
+        what = _ASYNC_WRITES.get(op, "bulk copy")
         if epoch >= PENDING:
             return (f"no cp.async.bulk.wait_group (without .read) of {writer.label()} retired "
-                    f"that bulk copy before the release: its bytes may not have landed "
+                    f"that {what} before the release: its bytes may not have landed "
                     f"(.read only waits until the copy has read shared memory)")
         if any(cta == writer.cta or reach != "cta" for c, cta, reach in rst.pending
                if c[writer.id] >= epoch):
@@ -467,11 +554,14 @@ class GlobalMemory:
         if late:
             _, _, op, loc, fkey = late[0]
             wd = self.words[key]
-            if wd.op == BULK_TO_GLOBAL:
+            wop = wd.op
+            if wd.adds and writer.id in wd.adds:
+                wop = wd.adds[writer.id][1]
+            if wop in _ASYNC_WRITES:
                 return (f"{writer.label()} set {self.name(fkey)} ({_at(op, loc)}) with no "
                         f"wait (cp.async.bulk.wait_group without .read) and fence between "
-                        f"that bulk copy and the flag: the flag is set before the copy's "
-                        f"bytes are retired and fenced")
+                        f"that {_ASYNC_WRITES[wop]} and the flag: the flag is set before "
+                        f"the copy's bytes are retired and fenced")
             return (f"{writer.label()} set {self.name(fkey)} ({_at(op, loc)}) after this "
                     f"write with no fence between them (nor release order): the flag is "
                     f"set before the write is fenced")
@@ -488,7 +578,7 @@ class GlobalMemory:
         the kernel writes, that no warp wrote."""
         for key, (who, op, loc) in self.unwritten.items():
             wd = self.words.get(key)
-            if key[0] in self.written and (wd is None or wd.w < 0):
+            if key[0] in self.written and (wd is None or not wd.written):
                 raise SimError(
                     "gmem-unwritten",
                     f"{who} reads {self.name(key)} ({_at(op, loc)}) after its acquire, but no "

@@ -152,6 +152,10 @@ class _Interp:
                     env[n.outs[0]] = res
             elif self.gm is not None and "gfence" in n.a:
                 self.gm.fence(self.a, *n.a["gfence"])
+            elif "dsmem" in n.a:   # another CTA's shared memory (mapa)
+                self.dsmem_access(n, mask, name in STORE_OPS)
+                if name in LOAD_OPS:
+                    self.scalar(n, mask)
             elif name in STORE_OPS and "smem" in n.a:
                 staged = False
                 for slot in n.a["stage_states"]:
@@ -274,6 +278,8 @@ class _Interp:
             r = self.launch.block_dim["xyz".index(a["dim"] if "dim" in a else name[-1])]
         elif name == "nvvm.read.ptx.sreg.cluster.nctarank":
             r = self.w.cluster.size
+        elif name == "nvvm.mapa":   # shared memory in a CTA's window (smemrace.py)
+            r = _map(SR.remote, args[0], args[1])
         elif "gload" in a and self.mem is not None:
             r = self.load(args[0], mask, *a["gload"])
         elif "vote" in a:
@@ -514,8 +520,12 @@ class _Interp:
             self.smem_async_read(n, "bulk", mask)
             if self.gm is not None and "gbulk" in n.a:
                 self.bulk_to_global(n, mask)
+            if self.gm is not None and "gtma" in n.a:
+                self.tma_to_global(n, mask)
         elif name == AR.NVVM_BULK_REDUCE:
             self.smem_async_read(n, "bulk", mask)
+            if self.gm is not None:
+                self.tma_to_global(n, mask)
         elif name == AR.WGMMA_COMMIT:
             AR.wgmma_commit(a)
         elif name == AR.WGMMA_WAIT:
@@ -544,6 +554,64 @@ class _Interp:
         for _, d in self.gm.lanes(self.env[n.ins[0]], mask):
             if d is not None:
                 self.gm.bulk_store(self.a, n, d, size)
+
+    def tma_to_global(self, n: Node, mask: int):
+        """A TMA tensor store or reduce-add through a descriptor the launch
+        gives a tensor map for (gmem.py): the box at each active lane's
+        coordinates (one copy for the lanes that agree)."""
+        tm, buf = self.tensor_map(n, mask)
+        if tm is None:
+            return
+        coords, add = n.a["gtma"]
+        seen = set()
+        for lane in _lanes_of(mask):
+            cs = []
+            for i in coords:
+                v = self.env[n.ins[i]]
+                v = v[lane] if isinstance(v, Lanes) else v
+                cs.append(_signed(v, 32) if isinstance(v, int) else None)
+            key = tuple(cs)
+            if len(key) != len(tm.dims):
+                self.fail(n, f"{len(key)} coordinates through a tensor map of "
+                             f"{len(tm.dims)} dims")
+            if None in key or key in seen:
+                continue
+            seen.add(key)
+            self.gm.tma_store(self.a, n, buf, tm.runs(key), add)
+
+    def tensor_map(self, n: Node, mask: int):
+        """The launch's tensor map of ``n``'s descriptor (operand 0) and the
+        buffer its tensor lies in; (None, None) when it gives none."""
+        d = M._decode(SR.uniform(self.env[n.ins[0]], mask))
+        tm = None if d is None else self.launch.tensor_maps.get(d[0])
+        if tm is None:
+            return None, None
+        return tm, d[0] if tm.buffer is None else tm.buffer
+
+    def dsmem_access(self, n: Node, mask: int, store: bool):
+        """A load or store through a shared::cluster address (``mapa``): each
+        lane's bytes in the shared memory of the CTA of its rank."""
+        size = self.w.cluster.size
+        per_cta: dict = {}
+        addr = self.env[n.ins[1 if store else 0]]
+        for lane in _lanes_of(mask):
+            x = addr[lane] if isinstance(addr, Lanes) else addr
+            r = SR.decode_remote(x)
+            if r is None:
+                continue
+            rank, off = r
+            if rank >= size:
+                self.fail(n, f"a shared::cluster address of CTA rank {rank}; the cluster has "
+                             f"{size} CTAs")
+            per_cta.setdefault(self.a.cluster * size + rank, []).append(off)
+        for cta, offs in per_cta.items():
+            gs = set()
+            for off in offs:
+                gs |= SR.granules(off, 1, n.a["dsmem"])
+            if store:
+                SR.write(self.w, self.a, gs, n.name, n.loc, cta)
+            else:
+                SR.read(self.w, self.a, gs, n.name, n.loc, cta)
 
     # -- the pipeline ops ------------------------------------------------------
     def pipeline_op(self, n: Node, mask: int):
@@ -607,6 +675,8 @@ class _Interp:
         if name == "copy.tma_store":
             self.issue_read(n, "bulk")
             self.smem_async_read(n, "bulk", mask)
+            if self.gm is not None:
+                self.tma_to_global(n, mask)
             yield from V.tma_store(w, a, lanes)
             return None
         if name == "bulk_group.commit":
@@ -759,9 +829,10 @@ def make_world_factory(k: Kernel, launch: Launch, max_steps: int = 200000, seed:
 
     def make(schedule: int = 0) -> World:
         w = World(launch.cluster, launch.block_threads, max_steps, launch.clusters)
+        follow = k.global_sync or bool(launch.tensor_maps)   # gmem.py
         w.memory = (M.Memory(given, k.ptr_args, seed, schedule)
-                    if k.memory_branches or k.global_sync else None)
-        w.gmem = G.GlobalMemory(w, w.memory) if k.global_sync else None
+                    if k.memory_branches or follow else None)
+        w.gmem = G.GlobalMemory(w, w.memory) if follow else None
         w.clc_left = launch.clc_clusters
         w.tmem = TM.TensorMemory(w)
         w.created_at = k.created_at

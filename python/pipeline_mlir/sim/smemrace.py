@@ -29,6 +29,15 @@ extent is in its tensor map, a wgmma's in its descriptor's layout): the
 granule where the tile begins, which every writer of the whole tile
 touches. ``tcgen05.mma`` operands, ``cp.async`` and TMA writes are not
 shadowed (stage buffers filled by TMA are the pipelines' own checks).
+
+Distributed shared memory: ``mapa`` gives an address in another CTA's
+window of the cluster (:func:`remote`); a plain ``st`` / ``ld`` through
+it (``!llvm.ptr<7>``, ``st.shared::cluster``) is an access of that CTA's
+shadow by the issuing warp, so the peer's reads of the bytes must be
+ordered after the write as for its own warps': a cluster barrier
+(``barrier.cluster.arrive`` -- not ``.relaxed`` -- then ``wait``), a
+race otherwise. ``st.async`` (an asm line in the kernels that use it)
+and multicast copies into peers' shared memory are not followed as data.
 """
 
 from __future__ import annotations
@@ -37,6 +46,9 @@ from .frontend import Lanes
 from .model import SimError, source_location
 
 GRANULE = 2  # log2 of the granule's bytes: 4-byte words
+# A shared::cluster address (mapa): this bit, the CTA's rank at bit 32 and
+# the byte offset in its shared memory below.
+_REMOTE = 1 << 46
 
 
 class AsyncRead:
@@ -64,6 +76,19 @@ class Shadow:
         self.w, self.e = w, e  # the last writer (agent id, -1: none) and its clock
         self.op, self.loc = op, loc
         self.reads: dict = {}  # agent id -> (clock or AsyncRead, op, loc)
+
+
+def remote(addr: int, rank: int) -> int:
+    """``mapa addr, rank``: shared-memory byte ``addr`` in CTA ``rank``'s
+    window of the cluster."""
+    return _REMOTE | rank << 32 | addr & 0xFFFFFFFF
+
+
+def decode_remote(x) -> tuple[int, int] | None:
+    """(rank, byte offset) of a shared::cluster address; None otherwise."""
+    if type(x) is not int or not x & _REMOTE:
+        return None
+    return (x >> 32) & 0x3FFF, x & 0xFFFFFFFF
 
 
 def _shadow(w, cta: int) -> dict:
@@ -101,23 +126,25 @@ def _site(op: str, loc: str | None) -> str:
 
 
 def _race(w, a, g: int, what: str, op: str, loc: str | None, other: int, oop: str,
-          oloc: str | None, why: str) -> SimError:
+          oloc: str | None, why: str, cta: int | None = None) -> SimError:
     agents = w.agents
     here, there = source_location(loc), source_location(oloc)
     notes = [x for x in (here and f"{a.label()} at {here}",
                          there and f"{agents[other].label()} at {there}") if x]
     return SimError(
         "smem-race",
-        f"{a.label()} {what} shared memory at byte {g << GRANULE} of CTA {a.cta} with "
+        f"{a.label()} {what} shared memory at byte {g << GRANULE} of CTA "
+        f"{a.cta if cta is None else cta} with "
         f"{_site(op, loc)} {why} {agents[other].label()}'s {_site(oop, oloc)}",
         notes)
 
 
-def write(w, a, gs, op: str, loc: str | None) -> None:
-    """A plain store by ``a`` to granules ``gs``."""
+def write(w, a, gs, op: str, loc: str | None, cta: int | None = None) -> None:
+    """A plain store by ``a`` to granules ``gs`` (of CTA ``cta``'s shared
+    memory: its own by default)."""
     if not gs:
         return
-    shadow, vc, me = _shadow(w, a.cta), a.vc, a.id
+    shadow, vc, me = _shadow(w, a.cta if cta is None else cta), a.vc, a.id
     e = vc[me]
     get = shadow.get
     for g in gs:
@@ -126,15 +153,16 @@ def write(w, a, gs, op: str, loc: str | None) -> None:
             shadow[g] = Shadow(me, e, op, loc)
             continue
         if s.w != me or s.reads:
-            _check_write(w, a, g, s, op, loc)
+            _check_write(w, a, g, s, op, loc, cta)
         s.w, s.e, s.op, s.loc = me, e, op, loc
 
 
-def _check_write(w, a, g: int, s: Shadow, op: str, loc: str | None) -> None:
+def _check_write(w, a, g: int, s: Shadow, op: str, loc: str | None,
+                 cta: int | None = None) -> None:
     vc, me, o = a.vc, a.id, s.w
     if o >= 0 and o != me and vc[o] < s.e:
         raise _race(w, a, g, "writes", op, loc, o, s.op, s.loc,
-                    "while nothing orders it after the last write by")
+                    "while nothing orders it after the last write by", cta)
     for r, (c, rop, rloc) in s.reads.items():
         if type(c) is AsyncRead:
             if c.epoch is None:
@@ -146,36 +174,38 @@ def _check_write(w, a, g: int, s: Shadow, op: str, loc: str | None) -> None:
                 continue
         if r != me and vc[r] < c:
             raise _race(w, a, g, "writes", op, loc, r, rop, rloc,
-                        "while nothing orders it after the read (its end) by")
+                        "while nothing orders it after the read (its end) by", cta)
     s.reads = {}
 
 
-def _check_read(w, a, g: int, s: Shadow, op: str, loc: str | None, proxy: bool) -> None:
+def _check_read(w, a, g: int, s: Shadow, op: str, loc: str | None, proxy: bool,
+                cta: int | None = None) -> None:
     o = s.w
     if o < 0:
         return
     vc = a.vc
     if o != a.id and vc[o] < s.e:
         raise _race(w, a, g, "reads", op, loc, o, s.op, s.loc,
-                    "while nothing orders it after the write by")
+                    "while nothing orders it after the write by", cta)
     if proxy and not w.clocks.fenced(o, s.e, vc[o]):
         raise _race(w, a, g, "reads", op, loc, o, s.op, s.loc,
                     "through the async proxy, and no fence.proxy.async orders it after "
                     "the generic write by")
 
 
-def read(w, a, gs, op: str, loc: str | None) -> None:
-    """A plain load by ``a`` of granules ``gs``."""
+def read(w, a, gs, op: str, loc: str | None, cta: int | None = None) -> None:
+    """A plain load by ``a`` of granules ``gs`` (of CTA ``cta``'s shared
+    memory: its own by default)."""
     if not gs:
         return
-    shadow, me = _shadow(w, a.cta), a.id
+    shadow, me = _shadow(w, a.cta if cta is None else cta), a.id
     c = a.vc[me]
     for g in gs:
         s = shadow.get(g)
         if s is None:
             s = shadow[g] = Shadow()
         else:
-            _check_read(w, a, g, s, op, loc, False)
+            _check_read(w, a, g, s, op, loc, False, cta)
             prev = s.reads.get(me)
             if prev is not None and type(prev[0]) is AsyncRead and prev[0].epoch is None:
                 continue  # the read in flight ends later
