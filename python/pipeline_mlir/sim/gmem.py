@@ -78,6 +78,7 @@ import operator
 
 from . import memory as M
 from .clocks import Clocks, join
+from .evaluate import _lanes_of, _signed
 from .engine import Step
 from .frontend import UNKNOWN, Lanes, Node
 from .model import SimError, source_location
@@ -606,3 +607,79 @@ def _merge(releases: list) -> list:
         k = (cta, reach)
         out[k] = join(out.get(k), clock)
     return [(c, cta, reach) for (cta, reach), c in out.items()]
+
+
+# -- the interpreter's steps (interp.py: ``it`` its _Interp) -------------------
+
+def access(it, n: Node, mask: int):
+    """A load, store or atomic of global memory the kernel synchronizes
+    through; returns its result (per lane where it differs)."""
+    env, gm = it.env, it.gm
+    kind, size, width, order, _scope, volatile, _ = n.a["gmem"]
+    acc = gm.lanes(env[n.ins[1 if kind == "store" else 0]], mask)
+    if kind in ("rmw", "cas") or order or volatile:
+        operands = [env[n.ins[0]]] if kind == "store" else [env[i] for i in n.ins[1:]]
+        if kind == "load" and it.loops:
+            it.a.where = it.loops[-1].loc   # a poll: its loop is what waits
+        return (yield from gm.strong(it.a, n, acc, operands))
+    if kind == "store":
+        value = env[n.ins[0]]
+        for lane, d in acc:
+            if d is not None:
+                gm.plain_store(it.a, n, d, value[lane] if isinstance(value, Lanes)
+                               else value, size)
+        return None
+    vals = {lane: gm.plain_load(it.a, n, d, size, width) for lane, d in acc
+            if d is not None}
+    gm.trace_read(it.a, n, [((d[0], d[1] - d[1] % WORD), vals[lane]) for lane, d in acc
+                            if d is not None])
+    return gm.per_lane(vals, [lane for lane, _ in acc])
+
+
+def bulk_to_global(it, n: Node, mask: int) -> None:
+    """A bulk copy of shared memory to a global pointer: each active lane's
+    copy (one for the warp where they agree), when its size is known."""
+    size = it.env[n.ins[2]]
+    if isinstance(size, Lanes):
+        sizes = {size[i] for i in _lanes_of(mask)}
+        size = sizes.pop() if len(sizes) == 1 else UNKNOWN
+    if not isinstance(size, int) or size <= 0:
+        return
+    for _, d in it.gm.lanes(it.env[n.ins[0]], mask):
+        if d is not None:
+            it.gm.bulk_store(it.a, n, d, size)
+
+
+def tma_to_global(it, n: Node, mask: int) -> None:
+    """A TMA tensor store or reduce-add through a descriptor the launch
+    gives a tensor map for: the box at each active lane's coordinates (one
+    copy for the lanes that agree)."""
+    tm, buf = tensor_map(it, n, mask)
+    if tm is None:
+        return
+    coords, add = n.a["gtma"]
+    seen = set()
+    for lane in _lanes_of(mask):
+        cs = []
+        for i in coords:
+            v = it.env[n.ins[i]]
+            v = v[lane] if isinstance(v, Lanes) else v
+            cs.append(_signed(v, 32) if isinstance(v, int) else None)
+        key = tuple(cs)
+        if len(key) != len(tm.dims):
+            it.fail(n, f"{len(key)} coordinates through a tensor map of {len(tm.dims)} dims")
+        if None in key or key in seen:
+            continue
+        seen.add(key)
+        it.gm.tma_store(it.a, n, buf, tm.runs(key), add)
+
+
+def tensor_map(it, n: Node, mask: int):
+    """The launch's tensor map of ``n``'s descriptor (operand 0) and the
+    buffer its tensor lies in; (None, None) when it gives none."""
+    from .smemrace import uniform
+    d = M._decode(uniform(it.env[n.ins[0]], mask))
+    tm = None if d is None else it.launch.tensor_maps.get(d[0])
+    if tm is None:
+        return None, None
+    return tm, d[0] if tm.buffer is None else tm.buffer

@@ -147,13 +147,13 @@ class _Interp:
                 env[n.outs[0]] = V.clc_response(self.w, self.a, self.pipes[pid], idx,
                                                 n.a["query"])
             elif self.gm is not None and "gmem" in n.a:
-                res = yield from self.global_access(n, mask)
+                res = yield from G.access(self, n, mask)
                 if n.outs:
                     env[n.outs[0]] = res
             elif self.gm is not None and "gfence" in n.a:
                 self.gm.fence(self.a, *n.a["gfence"])
             elif "dsmem" in n.a:   # another CTA's shared memory (mapa)
-                self.dsmem_access(n, mask, name in STORE_OPS)
+                SR.cluster_access(self, n, mask, name in STORE_OPS)
                 if name in LOAD_OPS:
                     self.scalar(n, mask)
             elif name in STORE_OPS and "smem" in n.a:
@@ -320,30 +320,6 @@ class _Interp:
         wait on a counter already read starts afresh (gmem.py)."""
         if self.gm is not None:
             self.gm.warp(self.a).polls.clear()
-
-    def global_access(self, n: Node, mask: int):
-        """A load, store or atomic of global memory the kernel synchronizes
-        through (gmem.py); returns its result (per lane where it differs)."""
-        env, gm = self.env, self.gm
-        kind, size, width, order, _scope, volatile, _ = n.a["gmem"]
-        acc = gm.lanes(env[n.ins[1 if kind == "store" else 0]], mask)
-        if kind in ("rmw", "cas") or order or volatile:
-            operands = [env[n.ins[0]]] if kind == "store" else [env[i] for i in n.ins[1:]]
-            if kind == "load" and self.loops:
-                self.a.where = self.loops[-1].loc   # a poll: its loop is what waits
-            return (yield from gm.strong(self.a, n, acc, operands))
-        if kind == "store":
-            value = env[n.ins[0]]
-            for lane, d in acc:
-                if d is not None:
-                    gm.plain_store(self.a, n, d, value[lane] if isinstance(value, Lanes)
-                                   else value, size)
-            return None
-        vals = {lane: gm.plain_load(self.a, n, d, size, width) for lane, d in acc
-                if d is not None}
-        gm.trace_read(self.a, n, [((d[0], d[1] - d[1] % G.WORD), vals[lane]) for lane, d in acc
-                                  if d is not None])
-        return gm.per_lane(vals, [lane for lane, _ in acc])
 
     def mem_branch(self, n: Node, outcome: str):
         """Record what this warp took at a branch on loaded values."""
@@ -519,13 +495,13 @@ class _Interp:
             self.issue_read(n, "bulk")
             self.smem_async_read(n, "bulk", mask)
             if self.gm is not None and "gbulk" in n.a:
-                self.bulk_to_global(n, mask)
+                G.bulk_to_global(self, n, mask)
             if self.gm is not None and "gtma" in n.a:
-                self.tma_to_global(n, mask)
+                G.tma_to_global(self, n, mask)
         elif name == AR.NVVM_BULK_REDUCE:
             self.smem_async_read(n, "bulk", mask)
             if self.gm is not None:
-                self.tma_to_global(n, mask)
+                G.tma_to_global(self, n, mask)
         elif name == AR.WGMMA_COMMIT:
             AR.wgmma_commit(a)
         elif name == AR.WGMMA_WAIT:
@@ -540,78 +516,6 @@ class _Interp:
             AR.bulk_wait(a, n.a["group"])
             if self.gm is not None:
                 self.gm.bulk_wait(a, n.a["group"], n.a["read"])
-
-    def bulk_to_global(self, n: Node, mask: int):
-        """A bulk copy of shared memory to a global pointer (gmem.py): each
-        active lane's copy (one for the warp where they agree), when its
-        size is known."""
-        size = self.env[n.ins[2]]
-        if isinstance(size, Lanes):
-            sizes = {size[i] for i in _lanes_of(mask)}
-            size = sizes.pop() if len(sizes) == 1 else UNKNOWN
-        if not isinstance(size, int) or size <= 0:
-            return
-        for _, d in self.gm.lanes(self.env[n.ins[0]], mask):
-            if d is not None:
-                self.gm.bulk_store(self.a, n, d, size)
-
-    def tma_to_global(self, n: Node, mask: int):
-        """A TMA tensor store or reduce-add through a descriptor the launch
-        gives a tensor map for (gmem.py): the box at each active lane's
-        coordinates (one copy for the lanes that agree)."""
-        tm, buf = self.tensor_map(n, mask)
-        if tm is None:
-            return
-        coords, add = n.a["gtma"]
-        seen = set()
-        for lane in _lanes_of(mask):
-            cs = []
-            for i in coords:
-                v = self.env[n.ins[i]]
-                v = v[lane] if isinstance(v, Lanes) else v
-                cs.append(_signed(v, 32) if isinstance(v, int) else None)
-            key = tuple(cs)
-            if len(key) != len(tm.dims):
-                self.fail(n, f"{len(key)} coordinates through a tensor map of "
-                             f"{len(tm.dims)} dims")
-            if None in key or key in seen:
-                continue
-            seen.add(key)
-            self.gm.tma_store(self.a, n, buf, tm.runs(key), add)
-
-    def tensor_map(self, n: Node, mask: int):
-        """The launch's tensor map of ``n``'s descriptor (operand 0) and the
-        buffer its tensor lies in; (None, None) when it gives none."""
-        d = M._decode(SR.uniform(self.env[n.ins[0]], mask))
-        tm = None if d is None else self.launch.tensor_maps.get(d[0])
-        if tm is None:
-            return None, None
-        return tm, d[0] if tm.buffer is None else tm.buffer
-
-    def dsmem_access(self, n: Node, mask: int, store: bool):
-        """A load or store through a shared::cluster address (``mapa``): each
-        lane's bytes in the shared memory of the CTA of its rank."""
-        size = self.w.cluster.size
-        per_cta: dict = {}
-        addr = self.env[n.ins[1 if store else 0]]
-        for lane in _lanes_of(mask):
-            x = addr[lane] if isinstance(addr, Lanes) else addr
-            r = SR.decode_remote(x)
-            if r is None:
-                continue
-            rank, off = r
-            if rank >= size:
-                self.fail(n, f"a shared::cluster address of CTA rank {rank}; the cluster has "
-                             f"{size} CTAs")
-            per_cta.setdefault(self.a.cluster * size + rank, []).append(off)
-        for cta, offs in per_cta.items():
-            gs = set()
-            for off in offs:
-                gs |= SR.granules(off, 1, n.a["dsmem"])
-            if store:
-                SR.write(self.w, self.a, gs, n.name, n.loc, cta)
-            else:
-                SR.read(self.w, self.a, gs, n.name, n.loc, cta)
 
     # -- the pipeline ops ------------------------------------------------------
     def pipeline_op(self, n: Node, mask: int):
@@ -676,7 +580,7 @@ class _Interp:
             self.issue_read(n, "bulk")
             self.smem_async_read(n, "bulk", mask)
             if self.gm is not None:
-                self.tma_to_global(n, mask)
+                G.tma_to_global(self, n, mask)
             yield from V.tma_store(w, a, lanes)
             return None
         if name == "bulk_group.commit":

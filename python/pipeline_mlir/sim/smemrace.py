@@ -247,3 +247,28 @@ def wgmma_operand(desc) -> int | None:
     if desc is None:
         return None
     return (desc & 0x3FFF) << 4
+
+
+def cluster_access(it, n, mask: int, store: bool) -> None:
+    """The interpreter's (``it``) load or store through a shared::cluster
+    address (``mapa``): each active lane's bytes in the shared memory of
+    the CTA of its rank, in the warp's cluster."""
+    size = it.w.cluster.size
+    per_cta: dict = {}
+    addr = it.env[n.ins[1 if store else 0]]
+    for lane in range(32):
+        if not mask >> lane & 1:
+            continue
+        r = decode_remote(addr[lane] if isinstance(addr, Lanes) else addr)
+        if r is None:
+            continue
+        rank, off = r
+        if rank >= size:
+            it.fail(n, f"a shared::cluster address of CTA rank {rank}; the cluster has "
+                       f"{size} CTAs")
+        per_cta.setdefault(it.a.cluster * size + rank, []).append(off)
+    for cta, offs in per_cta.items():
+        gs = set()
+        for off in offs:
+            gs |= granules(off, 1, n.a["dsmem"])
+        (write if store else read)(it.w, it.a, gs, n.name, n.loc, cta)
