@@ -25,11 +25,14 @@ from pipeline_mlir.ops import gemm_configs as gc
 def _before_cluster_n_any():
     """The picks pinned here are the rules' before a plain pick may become
     a tile of the cluster along N (``gemm_configs.AUTO_CLUSTER_N_ANY``;
-    test_gemm_cluster_n_tiles.py pins that rule and what it changes). Set
-    outside ``monkeypatch``, whose ``undo`` the tests call."""
-    saved, gc.AUTO_CLUSTER_N_ANY = gc.AUTO_CLUSTER_N_ANY, False
+    test_gemm_cluster_n_tiles.py pins that rule and what it changes), and
+    before the cluster stream-K tiles' own margin
+    (``CLUSTER_STREAM_K_MARGIN``, test_gemm_under_class.py). Set outside
+    ``monkeypatch``, whose ``undo`` the tests call."""
+    saved = gc.AUTO_CLUSTER_N_ANY, gc.CLUSTER_STREAM_K_MARGIN
+    gc.AUTO_CLUSTER_N_ANY, gc.CLUSTER_STREAM_K_MARGIN = False, gc.STREAM_K_MARGIN
     yield
-    gc.AUTO_CLUSTER_N_ANY = saved
+    gc.AUTO_CLUSTER_N_ANY, gc.CLUSTER_STREAM_K_MARGIN = saved
 
 
 # m, n, k (kernel arguments 4, 5, 6): a ragged tile along M and N, 5

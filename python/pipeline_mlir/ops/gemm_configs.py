@@ -57,8 +57,9 @@ from pipeline_mlir.chip_limits import WGMMA_M  # noqa: F401 (re-exported)
 # The variant table, its name facts and cache entries (ops/gemm_variants.py).
 from .gemm_variants import (  # noqa: F401 (re-exported)
     CLUSTER_2X2_VARIANTS, CLUSTER_STREAM_K_TILES, CLUSTER_STREAM_K_VARIANTS, CLUSTER_N_SHAPE, CLUSTER_N_VARIANTS, CUT_SHAPE, CUT_VARIANTS, CUT_WIDTHS,
-    NO_RESIDUAL, PREBUILT_EPILOGUES, SPLIT_TILES, SPLIT_VARIANTS, SPLITS, STREAM_K_EXPERIMENTS,
-    STREAM_K_SHARE_VARIANTS, STREAM_K_TILES, STREAM_K_VARIANTS, TIMELINE_VARIANTS, UNFUSED,
+    NO_RESIDUAL, PREBUILT_EPILOGUES, SMALL_STREAM_K_VARIANTS, SPLIT_TILES, SPLIT_VARIANTS, SPLITS,
+    STREAM_K_EXPERIMENTS, STREAM_K_SHARE_VARIANTS, STREAM_K_TILES, STREAM_K_VARIANTS,
+    TIMELINE_VARIANTS, UNFUSED,
     VARIANTS, along_n, cluster_n_of, cluster_of, fused, is_stream_k, overrides, reduction,
     splits_of, tile, tile_variant, unit_tiles, variant_unit_tiles)
 # The plain tiles' time model (ops/gemm_cost.py).
@@ -445,7 +446,7 @@ STREAM_K_MARGIN_EVEN = 0.97
 # Whether a pick may become a tile of the clusters along N or 2x2 run as
 # stream-K (CLUSTER_STREAM_K_TILES: choose_cluster_stream_k), where its
 # launch has a stream-K run and the model says it beats the pick's by
-# STREAM_K_MARGIN (the even launch: STREAM_K_MARGIN_EVEN). Measured on an
+# CLUSTER_STREAM_K_MARGIN (the even launch: STREAM_K_MARGIN_EVEN). Measured on an
 # H200 (docs/gemm.md, "Stream-K on the clusters along N and 2x2"; one
 # process, cuBLAS and the pick before beside, both dtypes): on the runs of
 # three sets of shapes no run had measured where the rule changes the pick
@@ -455,6 +456,21 @@ STREAM_K_MARGIN_EVEN = 0.97
 # 16328 0.65-0.67, 13424 x 304 x 7760 0.68-0.69). The whole random sweep
 # (run16): 1496 x 456 x 9000 changes, 0.91-0.95.
 AUTO_CLUSTER_STREAM_K = True
+# The modelled gain those tiles need (the even launch keeps
+# STREAM_K_MARGIN_EVEN): 5% where the one-CTA stream-K tiles need 10%. At
+# 10% the rule left 192x160c2n_streamk where the model saw it 7-10% ahead
+# (2880 x 1584 x 4392 over 192x192_streamk, 6904 x 624 x 6832 over
+# 192x128_streamk), and it ran 0.77-0.96 of the pick's time (docs/gemm.md,
+# "The runs under 0.95x cuBLAS, by class": shapes drawn apart from the sweep,
+# both dtypes); the older runs' measured shapes where 5% changes the pick
+# (7288 x 1168 x 3816, 13008 x 304 x 13440: 192x128c2n_streamk,
+# 192x160c2n_streamk) ran 0.97-0.99 of it. Only where the tile's modelled
+# time is at least CLUSTER_STREAM_K_MARGIN_MIN_S: on a second set of drawn
+# shapes, 5% everywhere changed 16 runs to a geomean 0.92 of the pick
+# before's time, but 128x128c2n_streamk in place of 128x128_streamk on
+# calls of about 20 us ran 0.95-1.12 of it (552 x 520 x 4344: 1.09-1.12).
+CLUSTER_STREAM_K_MARGIN = 0.95
+CLUSTER_STREAM_K_MARGIN_MIN_S = 30e-6
 # Whether a stream-K pick of a tile not of those clusters may become a plain
 # 2x2 tile (CLUSTER_2X2_VARIANTS; its estimate against the stream-K
 # estimate, CLUSTER_N_MARGIN) where N is at most CLUSTER_OVER_STREAM_K_MAX_N
@@ -497,7 +513,9 @@ def choose_cluster_stream_k(m, n, k, sms, pick):
     ``estimate_time_stream_k`` where its launch has a stream-K run (units
     left over after whole rounds; not the shared fix-up unless
     ``CLUSTER_STREAM_K_SHARE``) and it beats the pick by
-    ``STREAM_K_MARGIN`` (``STREAM_K_MARGIN_EVEN`` for the even launch);
+    ``CLUSTER_STREAM_K_MARGIN`` where its modelled time is at least
+    ``CLUSTER_STREAM_K_MARGIN_MIN_S``, else ``STREAM_K_MARGIN``
+    (``STREAM_K_MARGIN_EVEN`` for the even launch);
     with ``AUTO_CLUSTER_OVER_STREAM_K``, for a stream-K pick of a tile not
     of those clusters where N is at most ``CLUSTER_OVER_STREAM_K_MAX_N``,
     also the plain 2x2 tile (with ``CLUSTER_OVER_STREAM_K_2X2_ONLY`` off,
@@ -524,10 +542,12 @@ def choose_cluster_stream_k(m, n, k, sms, pick):
             continue        # no stream-K run: the plain tile's launch
         if share_fixup(units, kb, wave) and not CLUSTER_STREAM_K_SHARE:
             continue
-        margin = STREAM_K_MARGIN_EVEN if is_even_launch(units, kb, wave, t) \
-            else STREAM_K_MARGIN
+        modelled = estimate_time_stream_k(t, m, n, k, sms)
+        margin = (STREAM_K_MARGIN_EVEN if is_even_launch(units, kb, wave, t)
+                  else CLUSTER_STREAM_K_MARGIN if modelled >= CLUSTER_STREAM_K_MARGIN_MIN_S
+                  else STREAM_K_MARGIN)
         name = f"{t}_streamk_share" if share_fixup(units, kb, wave) else f"{t}_streamk"
-        options.append((max(estimate_time_stream_k(t, m, n, k, sms), FLOOR_S) / margin, name))
+        options.append((max(modelled, FLOOR_S) / margin, name))
     if AUTO_CLUSTER_OVER_STREAM_K and streamed and n <= CLUSTER_OVER_STREAM_K_MAX_N \
             and not (along_n(pick) or cluster_n_of(pick) > 1):
         plain = (*(() if CLUSTER_OVER_STREAM_K_2X2_ONLY else CLUSTER_N_RULE_VARIANTS),

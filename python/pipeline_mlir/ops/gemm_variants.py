@@ -175,6 +175,17 @@ STREAM_K_EXPERIMENTS = {f"{v}_pf": dict(STREAM_K_VARIANTS[v], sk_prefetch=True)
 # (stream_k_launch(..., share=True): the leftover kind).
 STREAM_K_SHARE_VARIANTS = {f"{v}_share": dict(o, sk_share=True)
                            for v, o in STREAM_K_VARIANTS.items()}
+# Stream-K on the one-warpgroup 64x128 tile, the last contributor's fix-up
+# and the shared one, for the small outputs of a long K (calls of 12-35
+# us). Measured on an H200 beside the pick (docs/gemm.md, "The runs under
+# 0.95x cuBLAS, by class"): the shared one ran 0.69-0.99 of the pick's
+# time in both dtypes on 8 of 26 such shapes (464 x 208 x 2920, 128 x 1392
+# x 2584, 280 x 136 x 5728) and up to 1.88 on others (2984 x 504 x 2680);
+# no rule of the model's quantities was fitted. Not in STREAM_K_VARIANTS
+# (the GPU suite's list) nor in the pick.
+SMALL_STREAM_K_VARIANTS = {"64x128_streamk": dict(VARIANTS["64x128"], stream_k=True),
+                           "64x128_streamk_share": dict(VARIANTS["64x128"], stream_k=True,
+                                                        sk_share=True)}
 # Profiling builds of the stream-K variants, ``<tile>_streamk_timeline``
 # (and ``<tile>_streamk_share_timeline``):
 # the same kernel stamping each phase's time into a buffer
@@ -199,7 +210,8 @@ def overrides(variant):
     found = (VARIANTS.get(variant) or SPLIT_VARIANTS.get(variant)
              or STREAM_K_VARIANTS.get(variant) or TIMELINE_VARIANTS.get(variant)
              or STREAM_K_EXPERIMENTS.get(variant) or STREAM_K_SHARE_VARIANTS.get(variant)
-             or CLUSTER_STREAM_K_VARIANTS.get(variant))
+             or CLUSTER_STREAM_K_VARIANTS.get(variant)
+             or SMALL_STREAM_K_VARIANTS.get(variant))
     if found is None:
         raise KeyError(f"gemm_configs: no variant {variant!r} (plain: {', '.join(VARIANTS)}; "
                        f"split-K: <{'|'.join(SPLIT_TILES)}>_sk<{SPLITS[0]}..{SPLITS[-1]}>; "
