@@ -233,7 +233,11 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
                         # LSE configurations of today (each mode's share on
                         # f16 pairs): ptxas otherwise waits for P V before
                         # the row max.
-                        "lhw": dict(hold_pv_wait=True, exp2_poly_half=True)},
+                        "lhw": dict(hold_pv_wait=True, exp2_poly_half=True),
+                        # Run 17: the wait held on P's e4m3 registers,
+                        # converted before it (hold_pv_on_e4m3, double_p).
+                        "lhp8": dict(hold_pv_on_e4m3=True, double_p=True,
+                                     exp2_poly_half=True)},
                   256: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS),
                         "hw": dict(hold_pv_wait=True, exp2_poly=0, **NO_RS),
                         "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0, **NO_RS),
@@ -280,7 +284,10 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
 # keys three warpgroups spill (S, O and P_{j-1} live at once). Then the
 # polynomial on f16 pairs (nph4, nph6, nph8), built after run 13, timed in run 14;
 # nph5 and nph7 (odd counts) timed in run 15; the wait held after the
-# exponentials (nhp) in run 16.
+# exponentials (nhp) in run 16; in run 17 that hold on the first 2, 3 or 4
+# k-slices' exponentials of 6 (nhpp2..4), and on P's e4m3 registers
+# converted before the wait, all of them (nhp8, with double_p) or the first
+# 3 k-slices' (nhp8e3, p_early).
 W3 = dict(consumer_warpgroups=3, consumer_registers=160)
 FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
                               "ns2": dict(stages=2),
@@ -301,7 +308,16 @@ FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
                               # no FMA-pipe row sum for hold_pv_wait), on the
                               # mode's share and on 7 of 16.
                               "nhp": dict(hold_pv_on_p=True),
-                              "nhp7": dict(hold_pv_on_p=True, exp2_poly=7)}}
+                              "nhp7": dict(hold_pv_on_p=True, exp2_poly=7),
+                              # Run 17: the hold on part of the exponentials
+                              # (hold_pv_part k-slices of 6), and on P's e4m3
+                              # registers converted before the wait
+                              # (hold_pv_on_e4m3: all of P with double_p,
+                              # the first 3 k-slices with p_early).
+                              **{f"nhpp{n}": dict(hold_pv_on_p=True, hold_pv_part=n)
+                                 for n in (2, 3, 4)},
+                              "nhp8": dict(hold_pv_on_e4m3=True, double_p=True),
+                              "nhp8e3": dict(hold_pv_on_e4m3=True, p_early=3)}}
 # bf16 candidates timed beside the 'best' ones on the same rows (tagged
 # ``bf16cand d<d>[ causal] <name>``).
 BF16_CANDIDATES = {"hw": dict(hold_pv_wait=True)}

@@ -15,7 +15,20 @@ nvdisasm is installed) the wait after every MUFU.EX2 of the loop, where the
 op's kernel has it before them; the protocol checker and the simulator
 accept the held kernel. The GPU check is
 benchmarks/attention/run_attention_fp8.py (candidate ``nhp``: run 16 of
-docs/attention.md's "FP8 forward")."""
+docs/attention.md's "FP8 forward").
+
+Two forms of it after that run (candidates ``nhpp2``..``nhpp4``, ``nhp8``,
+``nhp8e3``, ``lhp8``: run 17): the hold on the first k-slices' exponentials
+only (``hold_pv_part``: the wait in the middle of the softmax, the rest and
+every conversion after it), and the hold on P's e4m3 registers converted
+before the wait into ``double_p``'s copy (``hold_pv_on_e4m3``: the wait
+after every conversion too). Checked: their range; the partial hold reads
+exactly its slices' values; the OR of the e4m3 hold reads every register
+of the copy; in SASS the wait between the two halves' MUFU.EX2, and no
+F2FP after the e4m3 hold's wait; no spills or serialized wgmmas, and
+without ``mainloop.keep_live`` (the planted mistake: P_{j-1}'s registers
+not kept live to the wait) ptxas serializes them; the protocol checker
+and the simulator accept the e4m3 hold on p_early's slices."""
 
 import os
 import re
@@ -54,6 +67,12 @@ def ptxs():
     (dict(dtype="e4m3", hold_pv_on_p=True, hold_pv_wait=True), "hold_pv_on_p"),
     (dict(dtype="e4m3", hold_pv_on_p=True, intra_overlap=False, pingpong=False),
      "hold_pv_on_p"),
+    (dict(dtype="e4m3", hold_pv_part=3), "hold_pv_part"),                      # no hold
+    (dict(dtype="e4m3", block_n=192, hold_pv_on_p=True, hold_pv_part=6), "hold_pv_part"),
+    (dict(dtype="e4m3", hold_pv_on_e4m3=True), "hold_pv_on_e4m3"),             # no copy
+    (dict(hold_pv_on_e4m3=True, double_p=True), "hold_pv_on_e4m3"),            # bf16
+    (dict(dtype="e4m3", hold_pv_on_e4m3=True, double_p=True, hold_pv_on_p=True),
+     "hold_pv_on_e4m3"),
 ])
 def test_the_option_is_refused_outside_its_range(over, message):
     with pytest.raises(ValueError, match=message):
@@ -127,6 +146,86 @@ def test_no_spills_and_the_wait_after_the_exponentials_in_sass(ptxs):
 def test_the_held_causal_kernel_checks_and_simulates_clean():
     cfg = AttentionConfig(dtype="e4m3", **attention_fp8_configs.VARIANTS["fp8_d128c_nolse"],
                           hold_pv_on_p=True)
+    text = str(attention_fwd.build(cfg).module)
+    assert verify_protocol(text) == [] and protocol_warnings(text) == []
+    (report,) = simulate(text, schedules=1, args={5: 1, 6: 4, 7: 2, 8: 200, 9: 300}).values()
+    assert report.ok and report.schedules == 1, report
+
+
+PART = replace(FULL, hold_pv_on_p=True, hold_pv_part=3)
+E4M3 = replace(FULL, hold_pv_on_e4m3=True, double_p=True)
+
+
+@pytest.fixture(scope="module")
+def part_ptxs():
+    """PTX of the op's full no-LSE kernel with the hold on half of P's
+    k-slices, and with the hold on P's e4m3 copy."""
+    return attention_fwd.build(PART).to_ptx(), attention_fwd.build(E4M3).to_ptx()
+
+
+def test_the_partial_hold_reads_its_slices_values(part_ptxs, ptxs):
+    """Its first 3 k-slices of 6: 48 values a thread, the f16x2 pairs
+    among them once each."""
+    slots = half_pair_slots(FULL.exp2_poly)
+    pairs = sum(1 for lo in range(48) if lo % 32 in slots)
+    assert _ors(part_ptxs[0]) - _ors(ptxs[0]) == 48 - pairs - 1 == 38
+
+
+def test_the_e4m3_hold_reads_every_register_of_the_copy(part_ptxs, ptxs):
+    """P as e4m3: 6 k-slices of 4 registers, ORed (23 ORs) and tested on
+    every byte's sign bit."""
+    e4m3 = part_ptxs[1]
+    assert _ors(e4m3) - _ors(ptxs[0]) == 24 - 1
+    assert len(re.findall(r"and\.b32\s+t, %r\d+, 0x80808080;", e4m3)) == 1
+    assert "trap" in e4m3
+
+
+def _loop_ops_around_the_wait(sass, op):
+    """Like ``_loop_ex2_around_the_wait``, for any opcode."""
+    lines = sass.splitlines()
+    start = next(i for i, l in enumerate(lines) if "WARPGROUP.DEPBAR.LE gsb0, 0x1" in l)
+    end = next(i for i in range(start, len(lines)) if "QGMMA" in lines[i])
+    body = lines[start:end]
+    wait = next(i for i, l in enumerate(body) if "WARPGROUP.DEPBAR.LE gsb0, 0x0" in l)
+    return (sum(op in l for l in body[:wait]), sum(op in l for l in body[wait:]))
+
+
+def test_no_spills_and_where_the_partial_and_e4m3_holds_wait(part_ptxs):
+    part, e4m3 = part_ptxs
+    for ptx in part_ptxs:
+        info = _ptxas_info(ptx)
+        if info is None:
+            pytest.skip("ptxas not installed")
+        assert not re.search(r"C75[12]\d", info), info
+        assert re.findall(r"(\d+) bytes spill stores", info) == ["0"]
+    sass_part, sass_e4m3 = _sass(part), _sass(e4m3)
+    if sass_part is None:
+        pytest.skip("nvdisasm not installed (NVDISASM= its path)")
+    # 30 of the held half's 48 values by MUFU (18 on f16 pairs), 30 of the
+    # other half's: the wait between them (the op's kernel: 0 before it).
+    before, after = _loop_ex2_around_the_wait(sass_part)
+    assert before >= 30 and after >= 30, (before, after)
+    # Every conversion (48 to e4m3, 18 to f16x2) before the e4m3 hold's
+    # wait and none between it and the next S issue (the plain hold: 48
+    # after it).
+    assert _loop_ops_around_the_wait(sass_e4m3, "F2FP") == (66, 0)
+    assert _loop_ex2_around_the_wait(sass_e4m3)[0] >= 60
+
+
+def test_without_keep_live_ptxas_serializes_the_e4m3_hold(monkeypatch):
+    """The planted mistake: P_{j-1}'s registers not kept live to P V's
+    wait. ptxas gives P_j's copy their registers and serializes the
+    wgmmas (C7513) to keep the GEMM's input intact."""
+    if not shutil.which("ptxas"):
+        pytest.skip("ptxas not installed")
+    monkeypatch.setattr(mainloop, "keep_live", lambda regs: None)
+    info = _ptxas_info(attention_fwd.build(E4M3).to_ptx())
+    assert re.search(r"C75[12]\d", info), info
+
+
+def test_the_e4m3_hold_on_early_slices_checks_and_simulates_clean():
+    cfg = AttentionConfig(dtype="e4m3", **attention_fp8_configs.VARIANTS["fp8_d128c_nolse"],
+                          hold_pv_on_e4m3=True, p_early=3)
     text = str(attention_fwd.build(cfg).module)
     assert verify_protocol(text) == [] and protocol_warnings(text) == []
     (report,) = simulate(text, schedules=1, args={5: 1, 6: 4, 7: 2, 8: 200, 9: 300}).values()

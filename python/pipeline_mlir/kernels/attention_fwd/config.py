@@ -139,6 +139,21 @@ class AttentionConfig:
     # (``row_sum_mma``): without a hold ptxas puts P V's wait before the
     # row max, so the softmax does not overlap its own warpgroup's P V.
     hold_pv_on_p: bool = False
+    # FP8, with ``hold_pv_on_p``: the hold reads only the exponentials of
+    # P_j's first this many k-slices (32 keys each; 3 of a 192-key block's
+    # 6: about half), so P V's wait comes after that part of the softmax
+    # and the rest, with P's conversions, may follow it. 0: all of them.
+    hold_pv_part: int = 0
+    # FP8, with ``double_p``: P V's wait held on P_j's e4m3 registers,
+    # converted before it into ``double_p``'s second copy (with
+    # ``p_early``: on its first k-slices, converted so; a trap where
+    # the OR of their bits has a byte's sign bit set: never, P >= +0;
+    # about one LOP3 per three registers), and P_{j-1}'s registers, which
+    # that P V reads, kept live up to the wait (an empty asm reading them:
+    # otherwise ptxas gives the copy their registers and serializes the
+    # wgmmas, C7513): every exponential and conversion of P_j before the
+    # wait, only the copy's moves between it and the next S issue.
+    hold_pv_on_e4m3: bool = False
 
     def __post_init__(self):
         if self.head_dim not in (64, 128, 256):
@@ -198,6 +213,16 @@ class AttentionConfig:
             raise ValueError("AttentionConfig: hold_pv_on_p holds the e4m3 forward's P V "
                              "wait after P's exponentials in the overlapped mainloop (not "
                              "with hold_pv_wait, the hold on the row sum)")
+        if self.hold_pv_part and not (self.hold_pv_on_p and
+                                      0 < self.hold_pv_part < self.kv_block // 32):
+            raise ValueError(f"AttentionConfig: hold_pv_part holds P V's wait on P's first "
+                             f"k-slices' exponentials (hold_pv_on_p): 1.."
+                             f"{self.kv_block // 32 - 1}, got {self.hold_pv_part!r}")
+        if self.hold_pv_on_e4m3 and not (self.fp8 and (self.double_p or self.p_early)
+                                         and not self.hold_pv_on_p and not self.hold_pv_wait):
+            raise ValueError("AttentionConfig: hold_pv_on_e4m3 holds the e4m3 forward's P V "
+                             "wait on P converted before it (double_p, or p_early's "
+                             "k-slices), not with hold_pv_on_p or hold_pv_wait")
         if self.row_sum_mma and self.hold_pv_wait:
             raise ValueError("AttentionConfig: row_sum_mma leaves no row sum on the FMA "
                              "pipe for hold_pv_wait to hold after")
@@ -302,6 +327,8 @@ class AttentionConfig:
                 f"{f'_pe{self.p_early}' if self.p_early else ''}"
                 f"{'_ph' if self.exp2_poly_half else ''}"
                 f"{'_hp' if self.hold_pv_on_p else ''}"
+                f"{self.hold_pv_part or ''}"
+                f"{'_hp8' if self.hold_pv_on_e4m3 else ''}"
                 f"{f'_{self.dtype}' if self.dtype != 'bf16' else ''}")
 
     # The operand layouts (pipeline_mlir.layout): every box, byte count and

@@ -19,6 +19,7 @@ from .config import EPILOGUE_BARRIER
 from .exponentials import HALF_WINDOW, half_pair_slots
 
 E4M3_ONES = 0x38383838           # four e4m3 1.0 (sign 0, exponent 7 of bias 7, mantissa 0)
+E4M3_SIGNS = 0x80808080          # the sign bits of four e4m3
 
 
 @dataclass
@@ -259,8 +260,14 @@ class Mainloop:
         if self.cfg.hold_pv_wait:
             hold_after(acc.row_sum)
         elif self.cfg.hold_pv_on_p:
-            hold_after_values(p.values)
+            part = self.cfg.hold_pv_part
+            hold_after_values(p.values[:p.count * 32 // p.n * part] if part else p.values)
+        elif self.cfg.hold_pv_on_e4m3:
+            held = p_next if self.cfg.double_p else early
+            hold_after_values(held._carry_values(), sign_bits=E4M3_SIGNS)
         wgmma.wait_group(0)              # P_{j-1} V_{j-1} retired
+        if self.cfg.hold_pv_on_e4m3:
+            keep_live(p_regs._carry_values())
         self.add_sums(acc, sums)
         pipe_v.consumer_release(v_read)
         v_read.advance()
@@ -380,19 +387,30 @@ def rescale_unless_one(o, corr, zero_last=0):
     return Fragment(o.n, struct=out)
 
 
-def hold_after_values(values):
+def keep_live(regs):
+    """An empty asm with side effects reading ``regs``: ptxas keeps them
+    (P_{j-1}, which the P V GEMM in flight reads) live up to here, after
+    its ``wgmma.wait_group``, so it gives no other value their registers
+    before then (``AttentionConfig.hold_pv_on_e4m3``). No instruction."""
+    llvm.inline_asm(None, list(regs), "", ",".join(["r"] * len(regs)),
+                    has_side_effects=True)
+
+
+def hold_after_values(values, sign_bits=None):
     """A trap where the OR of ``values``' bits (P's exponentials: f32, or
     an f16x2 pair's bits, each pair once) has bit 31 set, for
     ``AttentionConfig.hold_pv_on_p``: never (every value is >= +0, and an
     f16x2 pair's high half too). The ORs are 3-input LOP3s in SASS (about
     one per two values); the test reads all of them, so that the
     ``wgmma.wait_group`` after it stays after every exponential, as
-    ``hold_after`` does on the FMA pipe's row sum."""
+    ``hold_after`` does on the FMA pipe's row sum. ``sign_bits``: the trap
+    where the OR has any of these bits set instead (P's e4m3 registers,
+    ``hold_pv_on_e4m3``: each byte's sign, ``E4M3_SIGNS``)."""
     seen, regs = set(), []
     for v in values:
         if v not in seen:
             seen.add(v)
-            regs.append(llvm.bitcast(i32(), v))
+            regs.append(v if v.type == i32() else llvm.bitcast(i32(), v))
     while len(regs) > 1:
         # In threes: or(or(a, b), c) is one LOP3.
         nxt = []
@@ -403,8 +421,10 @@ def hold_after_values(values):
                 acc = arith.ori(acc, r)
             nxt.append(acc)
         regs = nxt
+    test = ("setp.lt.s32 p, $0, 0; " if sign_bits is None else
+            f".reg .b32 t; and.b32 t, $0, {sign_bits:#x}; setp.ne.s32 p, t, 0; ")
     llvm.inline_asm(None, [regs[0]],
-                    "{ .reg .pred p, q; setp.lt.s32 p, $0, 0; "
+                    "{ .reg .pred p, q; " + test +
                     "vote.sync.any.pred q, p, 0xffffffff; @q trap; }",
                     "r", has_side_effects=True)
 
