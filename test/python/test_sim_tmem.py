@@ -136,3 +136,73 @@ def test_pair_dealloc_after_a_cta_barrier_only_is_found():
     assert result[0].counts["tmem"] == SCHEDULES, str(result)
     assert "tcgen05.dealloc.cta_group::2" in str(result), str(result)
     assert f"{__file__}:{line}:" in str(result), str(result)
+
+
+def _store_then_load(plant):
+    """Each warp stores 4 columns of its rows (tcgen05.st 32x32b.x4), waits
+    (wait::st) and loads them back. ``plant``: "no_wait" (the load before
+    the wait), "other_columns" (no wait, but the load reads the 4 columns
+    after them: no overlap), "known_overlap" (no wait; the store at column
+    0 and the load at column 2 of known addresses)."""
+    import mlir.ir as ir
+    from mlir.dialects import llvm, nvvm
+
+    from pipeline_mlir.kernel.values import i32, to_value
+    from pipeline_mlir.user_location import UserLine
+
+    k = Kernel(f"tmem_st_{plant}", chip="sm_100a", block_dim=64)
+    lines = {}
+    with k:
+        holder = k.smem_alloc(tmem.HOLDER_BYTES, align=16, name="TMEM address")
+        out = k.smem_alloc(64 * 4, align=16, name="out")
+        with k.if_(k.warp_idx() == 0):
+            tmem.alloc(holder, 32)
+            tmem.relinquish_alloc_permit()
+        tcgen05.fence_before_thread_sync()
+        k.sync_threads()
+        tcgen05.fence_after_thread_sync()
+        if plant == "known_overlap":   # lane 32 w, columns 0 and 2
+            lane = (k.warp_idx() * 32) << 16
+            rows, later = (llvm.inttoptr(tmem.tmem_ptr_type(), to_value(x, i32()))
+                           for x in (lane, lane + 2))
+        else:
+            rows = tmem.offset(tmem.load_address(holder), lane=k.warp_idx() * 32)
+            later = tmem.offset(rows, column=4) if plant == "other_columns" else rows
+        vec = nvvm.tcgen05_ld(ir.VectorType.get([4], i32()), nvvm.Tcgen05LdStShape.SHAPE_32X32B,
+                              tmem._tmem(rows, "st"))
+        tcgen05.wait_load()
+        lines["st"] = _next_line()
+        with UserLine():
+            nvvm.tcgen05_st(nvvm.Tcgen05LdStShape.SHAPE_32X32B, tmem._tmem(rows, "st"), vec)
+        if plant == "none":
+            tcgen05.wait_store()
+        lines["ld"] = _next_line()
+        bits = tcgen05.load_32x32b(later, 1)
+        tcgen05.wait_load()
+        store(bits, out, k.thread_idx())
+        tcgen05.wait_store()
+        tcgen05.fence_before_thread_sync()
+        k.sync_threads()
+        with k.if_(k.warp_idx() == 0):
+            tcgen05.fence_after_thread_sync()
+            tmem.dealloc(tmem.load_address(holder), 32)
+    return k, lines
+
+
+@pytest.mark.parametrize("plant", ["none", "other_columns"])
+def test_a_load_after_the_stores_wait_or_of_other_columns_is_clean(plant):
+    k, _ = _store_then_load(plant)
+    result = k.simulate(schedules=SCHEDULES, check=False)
+    assert result.ok, str(result)
+
+
+@pytest.mark.parametrize("plant", ["no_wait", "known_overlap"])
+def test_a_load_of_stored_columns_before_wait_st_is_found(plant):
+    k, lines = _store_then_load(plant)
+    result = k.simulate(schedules=SCHEDULES, check=False)
+    assert {f.kind for f in result.findings} == {"tcgen05-st"}, str(result)
+    assert result[0].counts["tcgen05-st"] == SCHEDULES, str(result)
+    msg = result.findings[0].message
+    assert f"tcgen05.ld at {__file__}:{lines['ld']}:" in msg, msg
+    assert f"tcgen05.st at {__file__}:{lines['st']}:" in msg, msg
+    assert "may still be writing in lanes 0-31 (no tcgen05.wait::st in those lanes" in msg

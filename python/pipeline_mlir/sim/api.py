@@ -34,6 +34,7 @@ KIND_TITLES = {
     "tmem": "tensor memory allocation",
     "pair-alloc": "cta_group::2 alloc before a cluster barrier",
     "tcgen05-ld": "tcgen05.ld used before its wait",
+    "tcgen05-st": "tcgen05.ld of columns a tcgen05.st may still write",
 }
 
 

@@ -248,6 +248,18 @@ def _gmem_facts(op, name: str, a: dict) -> None:
                  ir.IntegerAttr(attrs["bin_op"]).value if kind == "rmw" else None)
 
 
+def _tmem_columns(op, verb: str) -> int:
+    """The tensor-memory columns a warp's tcgen05.ld / st covers: a column
+    per register of a thread for ``32x32b``, two for the 16-lane shapes
+    (twice as many with 16-bit packing)."""
+    t = op.results[0].type if verb == "ld" else op.operands[1].type
+    m = _VECTOR.fullmatch(str(t))
+    regs = int(m.group(1)) if m else 1
+    shape = str(op.attributes["shape"])
+    packed = "pack" in op.attributes or "unpack" in op.attributes
+    return regs * (1 if "32x32b" in shape else 2) * (2 if packed else 1)
+
+
 def _address_states(store, first=1) -> list:
     """The state values whose ``pipeline.state.index`` the address of
     ``store`` is computed from (through _ADDRESS_OPS and arith ops; block
@@ -384,6 +396,8 @@ class _Compiler:
             if verb == "wait":
                 verb = "wait_ld" if "load" in str(attrs["kind"]) else "wait_st"
             a["tmem"] = (verb, 2 if any("cta_2" in str(attrs[x]) for x in attrs) else 1)
+            if verb in ("ld", "st"):
+                a["tcols"] = _tmem_columns(op, verb)
         if "op_type" in attrs:
             a["op_type"] = str(attrs["op_type"]).split("<")[-1].rstrip(">")
         if "operandSegmentSizes" in attrs and "segs" not in a:

@@ -85,6 +85,9 @@ class _Interp:
         # slots holding their registers (or values passed on from them).
         self.lds: list[list] = []
         self.ld_slots: dict[int, list] = {}
+        # Its tcgen05.st not yet waited (wait::st): [lanes, address, its
+        # slot, columns, loc] (tmem.py).
+        self.sts: list[list] = []
         if self.mem is not None:
             for pos in k.ptr_args:
                 self.env[k.args[pos]] = M.base(pos)

@@ -31,8 +31,16 @@ the issuing warp. A use of its registers by a lane still waiting
 accumulator stage it reads goes back to the MMA), or a dealloc by the warp
 before that wait, is a finding naming the load's and the user's lines.
 
-Addresses in tensor memory are not followed: a use is checked against the
-CTA's allocations as a whole, not against the columns it names.
+Stores (finding kind ``tcgen05-st``): a ``tcgen05.st`` is in flight in
+the lanes that issued it until a ``tcgen05.wait::st`` runs in those lanes;
+a ``tcgen05.ld`` of the warp, in those lanes, of columns the store covers
+(the same address value, or known addresses whose lane and column ranges
+overlap: a column per register of a thread for ``32x32b``, two for the
+16-lane shapes) reads them before the store landed, a finding naming both
+lines. Another warp's load is not checked against the store.
+
+Addresses in tensor memory are not followed otherwise: a use is checked
+against the CTA's allocations as a whole, not against the columns it names.
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ from dataclasses import dataclass, field
 from . import smemrace as SR
 from .model import SimError, source_location
 
-KIND, PAIR_KIND, LD_KIND = "tmem", "pair-alloc", "tcgen05-ld"
+KIND, PAIR_KIND, LD_KIND, ST_KIND = "tmem", "pair-alloc", "tcgen05-ld", "tcgen05-st"
 
 # Ops that pass a tcgen05.ld's pending registers on (no use of their value).
 PASS_ON = frozenset({"llvm.extractvalue", "builtin.unrealized_conversion_cast", "llvm.bitcast",
@@ -219,9 +227,7 @@ def unwaited(a, what: str, entries: list, mask: int | None = None) -> SimError:
     loc]) are in flight (in the lanes of ``mask``, when given)."""
     e = entries[0]
     lanes = e[0] if mask is None else e[0] & mask
-    lo = [i for i in range(32) if lanes >> i & 1]
-    span = f"lane {lo[0]}" if len(lo) == 1 else f"lanes {lo[0]}-{lo[-1]}" if (
-        lo[-1] - lo[0] + 1 == len(lo)) else f"{len(lo)} lanes"
+    span = _span(lanes)
     ld = source_location(e[1])
     notes = [x for x in (source_location(a.where) and f"{a.label()} at {source_location(a.where)}",
                          ld and f"tcgen05.ld at {ld}") if x]
@@ -251,10 +257,54 @@ def run_op(it, n, mask: int) -> None:
             tm.use(a, "tcgen05.wait::ld", n.loc)
         it.lds = [e for e in it.lds if e[0]]
         it.ld_slots = {s: e for s, e in it.ld_slots.items() if e[0]}
-    elif verb != "wait_st":
+    elif verb == "wait_st":
+        for e in it.sts:
+            e[0] &= ~mask
+        it.sts = [e for e in it.sts if e[0]]
+    else:
         tm.use(a, f"tcgen05.{verb}", n.loc, group)
         if verb == "ld":
+            stored = _stored(it, n, mask)
+            if stored is not None:
+                raise _unwaited_store(a, n, stored, mask)
             it.lds.append([mask, n.loc])
+        elif verb == "st":
+            it.sts.append([mask, env[n.ins[0]], n.ins[0], n.a["tcols"], n.loc])
+
+
+def _stored(it, n, mask: int):
+    """The warp's tcgen05.st still in flight in a lane of ``mask`` whose
+    columns the tcgen05.ld ``n`` reads; None if none."""
+    addr, slot, cols = it.env[n.ins[0]], n.ins[0], n.a["tcols"]
+    for e in it.sts:
+        if not e[0] & mask:
+            continue
+        if e[2] == slot:
+            return e
+        x, y = e[1], addr
+        if type(x) is int and type(y) is int and x >> 16 == y >> 16:
+            lo, hi = x & 0xFFFF, (x & 0xFFFF) + e[3]
+            if lo < (y & 0xFFFF) + cols and y & 0xFFFF < hi:
+                return e
+    return None
+
+
+def _span(lanes: int) -> str:
+    """``lane 3``, ``lanes 0-31`` or ``5 lanes`` of a lane mask."""
+    lo = [i for i in range(32) if lanes >> i & 1]
+    return f"lane {lo[0]}" if len(lo) == 1 else f"lanes {lo[0]}-{lo[-1]}" if (
+        lo[-1] - lo[0] + 1 == len(lo)) else f"{len(lo)} lanes"
+
+
+def _unwaited_store(a, n, e: list, mask: int) -> SimError:
+    notes = [x for x in (source_location(n.loc) and f"{a.label()} at {source_location(n.loc)}",
+                         source_location(e[4]) and f"tcgen05.st at {source_location(e[4])}")
+             if x]
+    return SimError(
+        ST_KIND, f"tcgen05 wait: {a.label()}'s {_at('tcgen05.ld', n.loc)} reads tensor-memory "
+                 f"columns that its {_at('tcgen05.st', e[4])} may still be writing in "
+                 f"{_span(e[0] & mask)} (no tcgen05.wait::st in those lanes between them)",
+        notes)
 
 
 def registers(it, n, mask: int) -> None:
