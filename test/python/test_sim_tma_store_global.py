@@ -338,3 +338,4 @@ def test_a_dq_tile_stored_instead_of_added_is_a_race(monkeypatch):
     at = f"nvvm.cp.async.bulk.tensor.global.shared.cta at {__file__}:{lines['store']}:"
     assert f.message.count(at) == 2, f.message    # both sides: the same line
     assert "writes `dq_accum` (argument 6) byte" in f.message, f.message
+    assert "whichever lands last wins" in f.message

@@ -523,7 +523,13 @@ class GlobalMemory:
         writer, reader = (o, a) if theirs else (a, o)
         if epoch is None:
             epoch = self.words[key].e if theirs else a.vc[a.id]
-        hint = self.hint(writer, reader, epoch, key, op if theirs else n.name)
+        if verb == "writes" and done == "written" and op in _ASYNC_WRITES and (
+                n.name in _ASYNC_WRITES):
+            hint = ("both are asynchronous writes of these words and nothing orders one "
+                    "after the other: whichever lands last wins (contributions to one sum "
+                    "take a reduce-add, cp.reduce.async.bulk.tensor .add)")
+        else:
+            hint = self.hint(writer, reader, epoch, key, op if theirs else n.name)
         raise SimError(
             "gmem-race",
             f"{a.label()} {verb} {self.name(key)} ({here}) {done} by {o.label()} ({there}) "
