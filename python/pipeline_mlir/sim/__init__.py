@@ -10,8 +10,9 @@ another warp whose hold the release ends) may still read them, races on
 plain shared memory that roles hand over with barriers of their own (or
 read through another ring's hold), ``setmaxnreg.inc`` waiting for registers
 no warp gives back, pipelines created on one barrier storage, tensor
-memory's allocation (per CTA and CTA pair) and ``tcgen05.ld`` used before
-its wait (:mod:`.tmem`), and misuse of the verbs (docs: ``pipeline-sim
+memory's allocation (per CTA and CTA pair), ``tcgen05.ld`` used before
+its wait and columns loaded before their ``tcgen05.st`` was waited
+(:mod:`.tmem`), and misuse of the verbs (docs: ``pipeline-sim
 --help`` and the module docstrings).
 Branches on values loaded from global memory read a user-given or seeded
 random fill of the kernel's input buffers (:mod:`.memory`); a kernel that
@@ -47,7 +48,8 @@ halves in program order.
 - :mod:`.clocks`: happens-before between warps (vector clocks over the
   barriers); :mod:`.smemrace`: races on plain shared memory;
 - :mod:`.tmem`: tensor memory (alloc / dealloc per CTA and CTA pair,
-  ``tcgen05.ld`` in flight until ``tcgen05.wait::ld``);
+  ``tcgen05.ld`` in flight until ``tcgen05.wait::ld``, ``tcgen05.st``
+  until ``tcgen05.wait::st``);
 - :mod:`.memory`: the input buffers that branches on loaded values read;
   :mod:`.gmem`: global memory the kernel writes and reads back (stores,
   atomics, flags and fences between CTAs);

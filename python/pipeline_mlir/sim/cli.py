@@ -39,8 +39,10 @@ writes to shared memory read with no barrier after the alloc (a race), a
 dealloc twice, before the alloc or unordered after another warp's (for
 ``cta_group::2``, the peer CTA's) tensor-memory op, a use after the dealloc,
 an allocation never freed, a ``cta_group::2`` alloc before any cluster
-barrier wait, and a ``tcgen05.ld`` whose registers are used, or whose
-accumulator stage is released, before ``tcgen05.wait::ld`` in its lanes.
+barrier wait, a ``tcgen05.ld`` whose registers are used, or whose
+accumulator stage is released, before ``tcgen05.wait::ld`` in its lanes,
+and a ``tcgen05.ld`` of columns the warp's ``tcgen05.st`` may still write
+(no ``tcgen05.wait::st`` between them).
 
 The simulated grid is one cluster unless ``--grid X[,Y,Z]`` gives its CTAs
 (``%nctaid``, a whole number of clusters along each axis, at most 32 CTAs):
