@@ -23,7 +23,7 @@ from pipeline_mlir.kernel.tile_scheduler import StreamKSchedule
 from pipeline_mlir.kernel.values import i32, to_value
 from pipeline_mlir.kernels import hopper_gemm as hg
 from pipeline_mlir.ops import gemm_configs
-from pipeline_mlir.sim import simulate
+from pipeline_mlir.sim import TensorMap, simulate
 from pipeline_mlir.user_location import UserLine
 
 VARIANT = "128x128_streamk"
@@ -172,3 +172,54 @@ def test_a_fix_up_reading_the_wrong_slot_is_found(monkeypatch):
     byte = int(re.search(r"reads `sk_workspace` \(argument 7\) byte (\d+)", f.message)[1])
     assert 65536 <= byte < 2 * 65536, f.message
     assert "no warp of the launch writes that word" in f.message
+
+
+# C as the host maps it for the TMA-store epilogue: bf16, n x m (innermost
+# first), 64 x 64 boxes, in the buffer of `c_ptr` (argument 3, through
+# which the shared fix-up stores its shares): sim/gmem.py follows the
+# epilogue's TMA stores into it.
+C_MAP = {"c": TensorMap(2, (128, 128), (64, 64), buffer=3)}
+
+
+def test_the_last_contributor_stores_c_alone_with_tma():
+    """One tile cut in two: CTA 1 (the tile's last contributor) TMA-stores
+    every word of C, CTA 0 none; clean over three schedules."""
+    import random
+
+    from pipeline_mlir.sim.engine import run_one
+    from pipeline_mlir.sim.frontend import kernels as sim_kernels
+    from pipeline_mlir.sim.interp import Launch, make_world_factory
+
+    k = _build()
+    res = simulate(k.module, args={4: 128, 5: 128, 6: 256, 9: 2, 10: 0}, cluster=(2, 1, 1),
+                   schedules=3, check=False, tensor_maps=C_MAP)
+    assert res.ok, str(res)
+    with k.module.context:
+        sk, = sim_kernels(k.module)
+    make = make_world_factory(sk, Launch(sk.block_dim, (2, 1, 1), None,
+                                         {4: 128, 5: 128, 6: 256, 9: 2, 10: 0},
+                                         tensor_maps={2: C_MAP["c"]}))
+    rng = random.Random(0)
+    w = run_one(make, lambda n, cont: rng.randrange(n), 0)
+    c = [wd for key, wd in w.gmem.words.items() if key[0] == 3 and wd.written]
+    assert len(c) == 128 * 128 * 2 // 4
+    assert {(w.agents[wd.w].cta, wd.op) for wd in c} == {(1, "pipeline.copy.tma_store")}
+
+
+def test_a_contributor_storing_its_partial_as_c_is_a_race(monkeypatch):
+    """Planted: every contributor stores C (the first one its partial), so
+    the two CTAs' TMA stores of the tile race."""
+    real = hg.stream_k_partial
+
+    def always_store(*args, **kwargs):
+        total, stores = real(*args, **kwargs)
+        return total, stores | ~stores
+    monkeypatch.setattr(hg, "stream_k_partial", always_store)
+    res = simulate(_build().module, args={4: 128, 5: 128, 6: 256, 9: 2, 10: 0},
+                   cluster=(2, 1, 1), schedules=3, check=False, tensor_maps=C_MAP)
+    assert set(res[0].counts) == {"gmem-race"}, str(res)
+    f = res.findings[0]
+    assert "writes `c_ptr` (argument 3) byte" in f.message, f.message
+    assert re.search(r"warp \d+ of CTA [01] writes .* written by warp \d+ of CTA [01] "
+                     r"\(pipeline.copy.tma_store at ", f.message), f.message
+    assert "whichever lands last wins" in f.message
