@@ -403,19 +403,20 @@ def test_the_defaults_hand_dq_to_the_reduce_warp_where_it_won():
     with the reduce warp and LSE and dPsum on Q's and dO's stages, each on
     both masks (measured faster on every row of its head dim); d 64 full
     attention its own set, FA4's d 64 tile with LSE and dPsum on Q's and
-    dO's stages (faster on the full row in two passes, slower causal);
+    dO's stages (faster on the full row in two passes, slower causal), the
+    shuffles' source lanes as immediates and dQ in the accumulator's order;
     d 128 full attention the head dim's set in FA4's order at 80-query
     steps with dQ^T in the accumulator's order (block_m80, dq_acc_order,
     its postprocess kernel: faster on both full rows in two passes);
     causal its own sets: the key blocks longest first (lpt_order) on the
     d 128 and d 256 sets, at d 128 in FA4's order too (dk_last,
     ds_one_barrier), and at d 64 FA4's tile with the rows on the tiles'
-    stages, P^T packed early and lpt_order (each faster causal in two
-    passes)."""
+    stages, P^T packed early, lpt_order and LSE and dPsum shuffled by
+    immediate source lanes (each faster causal in two passes)."""
     pick = attention_configs.bwd_default_options
     assert attention_configs.BWD_FULL_OPTIONS == {
         64: ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier", "stat_shuffle",
-             "stats_with_tiles"),
+             "stats_with_tiles", "shuffle_imm", "dq_acc_order"),
         128: ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles", "dk_last",
               "ds_one_barrier", "block_m80", "dq_acc_order")}
     for d in attention_configs.BWD_HEAD_DIMS:
@@ -424,7 +425,8 @@ def test_the_defaults_hand_dq_to_the_reduce_warp_where_it_won():
         assert pick(d, False) == attention_configs.BWD_FULL_OPTIONS.get(
             d, attention_configs.BWD_DEFAULT_OPTIONS[d])
     assert pick(64, True) == ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
-                              "stats_with_tiles", "p_packed", "lpt_order")
+                              "stat_shuffle", "stats_with_tiles", "p_packed", "lpt_order",
+                              "shuffle_imm")
     assert pick(128, False) == ("dq_split", "min_ctas", "dq_reduce_warp", "stats_with_tiles",
                                 "dk_last", "ds_one_barrier", "block_m80", "dq_acc_order")
     assert pick(128, True) == attention_configs.BWD_DEFAULT_OPTIONS[128] + (

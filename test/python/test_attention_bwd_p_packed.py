@@ -214,8 +214,10 @@ def test_d64_full_runs_fa4s_tile_with_the_rows_on_the_tiles_stages(ptx_of):
     on the ragged GQA shape (full and causal), and spills at most 64 bytes
     (56 full)."""
     pick = attention_configs.bwd_default_options
-    assert pick(64, False) == M128_ALL
-    assert pick(64, True) == D64_CAUSAL
+    # (since with the shuffles' source lanes as immediates, full with dQ
+    # in the accumulator's order too: test_attention_bwd_shuffle_imm.py)
+    assert pick(64, False) == M128_ALL + ("shuffle_imm", "dq_acc_order")
+    assert set(pick(64, True)) == set(D64_CAUSAL + ("stat_shuffle", "shuffle_imm"))
     assert cfg_of(64, True, D64_CAUSAL).block_m == 128
     for c in (False, True):
         cfg = cfg_of(64, c, M128_ALL)

@@ -335,17 +335,26 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         # d 64 full's set (spills 56 -> 24 bytes) and with dQ
                         # in the accumulator's order (0 bytes); on d 64
                         # causal's set with the shuffle (12 bytes) and with
-                        # dQ in the accumulator's order too (0 bytes).
+                        # dQ in the accumulator's order too (0 bytes). H200,
+                        # two passes (h200-bwd-shi-ab-pass1.log, -pass2.log),
+                        # time / the d 64 sets': full 1.008 / 0.998 and, with
+                        # dQ in the accumulator's order, 0.952 / 0.942 (d 64
+                        # full's set since); causal 0.986 / 0.986 (d 64
+                        # causal's set since) and 0.987 / 0.993.
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
                          "stat_shuffle", "stats_with_tiles", "shuffle_imm"),
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
-                         "stat_shuffle", "stats_with_tiles", "dq_acc_order", "shuffle_imm"),
+                         "stat_shuffle", "stats_with_tiles", "shuffle_imm", "dq_acc_order"),
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
                          "stat_shuffle", "stats_with_tiles", "p_packed", "lpt_order",
                          "shuffle_imm"),
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
                          "stat_shuffle", "stats_with_tiles", "p_packed", "lpt_order",
-                         "dq_acc_order", "shuffle_imm"))
+                         "shuffle_imm", "dq_acc_order"),
+                        # d 64 causal's set without lpt_order (what the GPU
+                        # test of lpt_order compares it with).
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stat_shuffle", "stats_with_tiles", "p_packed", "shuffle_imm"))
 
 
 # Sets for d 128 alone: dQ split by columns (64-column fp32 tiles, so two
@@ -540,10 +549,14 @@ BWD_DEFAULT_OPTIONS = {64: ("dq_store_spread", "dq_deferred", "min_ctas", "dq_re
 # accumulator's transposed order and its postprocess
 # (bwd_dq_convert_d128_m80), 0.973 / 0.981x that set's backward time on the
 # 4, 16, 4096 row and 0.965 / 0.960x on the 2, 16, 8192 row in two passes
-# (h200-bwd-m80-dqa-pass1.log, -pass2.log; 0.98x and 1.02x cuDNN).
+# (h200-bwd-m80-dqa-pass1.log, -pass2.log; 0.98x and 1.02x cuDNN). d 64
+# full since: that set with the shuffles' source lanes as immediates
+# (shuffle_imm) and dQ in the accumulator's order with its postprocess
+# (ptxas spills 0 bytes, 56 before), 0.952 / 0.942x its backward time in
+# two passes (h200-bwd-shi-ab-pass1.log, -pass2.log; 1.04-1.05x cuDNN).
 BWD_D128_FULL_M64 = BWD_DEFAULT_OPTIONS[128] + ("dq_acc_order",)
 BWD_FULL_OPTIONS = {64: ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
-                         "stat_shuffle", "stats_with_tiles"),
+                         "stat_shuffle", "stats_with_tiles", "shuffle_imm", "dq_acc_order"),
                     128: BWD_DEFAULT_OPTIONS[128] + ("dk_last", "ds_one_barrier",
                                                      "block_m80", "dq_acc_order")}
 
@@ -562,9 +575,13 @@ BWD_FULL_OPTIONS = {64: ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_bar
 # causal in FA4's order on that set (dK's GEMM after dQ's, dk_last, and the
 # dS^T hand-over's one barrier, ds_one_barrier): 0.966-0.979x its backward
 # time on both causal rows in two passes; full 0.984-1.001x, not faster in
-# both (h200-bwd-fa4order-swt-ab-pass1.log, -pass2.log).
+# both (h200-bwd-fa4order-swt-ab-pass1.log, -pass2.log). d 64 causal since:
+# its set with LSE and dPsum shuffled from 8 lanes by immediate source lanes
+# (stat_shuffle, shuffle_imm; spills 56 -> 12 bytes), 0.986x its backward
+# time in both of two passes (h200-bwd-shi-ab-pass1.log, -pass2.log).
 BWD_CAUSAL_OPTIONS = {64: ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
-                           "stats_with_tiles", "p_packed", "lpt_order"),
+                           "stat_shuffle", "stats_with_tiles", "p_packed", "lpt_order",
+                           "shuffle_imm"),
                       128: BWD_DEFAULT_OPTIONS[128] + ("lpt_order", "dk_last", "ds_one_barrier"),
                       256: BWD_DEFAULT_OPTIONS[256] + ("lpt_order",)}
 
