@@ -617,8 +617,8 @@ class _Tensor:
 
 
 def test_stream_k_host_passes_the_stream_s_workspace_and_counters(monkeypatch):
-    """One launch of the GEMM with (workspace, counters) as its extra
-    arguments and sk_ctas: 2 x SMs fp32 tiles, SMs x warps zeroed counters,
+    """One launch of the GEMM with (workspace, counters)'s addresses as
+    its extra arguments and sk_ctas: 2 x SMs fp32 tiles, SMs x warps zeroed counters,
     kept per (device, stream, tile), so a repeat on a stream reuses them
     and another stream gets its own; a fused call's arguments are refused
     (a fused call picks a plain variant)."""
@@ -660,6 +660,9 @@ def test_stream_k_host_passes_the_stream_s_workspace_and_counters(monkeypatch):
     (ga, gb, gc, (ws, counters, share, rounds), s), = log
     assert (ga, gb, gc, s) == (a, b, c, 7)
     assert made == [("empty", 2 * 132 * 128 * 256, "f32"), ("zeros", 2 * 132 * 8, "i32")]
+    # the launch takes the set's addresses (the set holds the tensors)
+    assert (ws, counters) == tuple(t.data_ptr() for t in streamk_host.buffers(a, Gemm.meta,
+                                                                                132, 7))
     assert (share, rounds) == gemm_configs.stream_k_launch(36 * 4, 122, 132)[1:]
     g.launch(a, b, c, (), 7, False)
     assert log[-1][3] == (ws, counters, share, rounds) and len(made) == 2
@@ -667,7 +670,7 @@ def test_stream_k_host_passes_the_stream_s_workspace_and_counters(monkeypatch):
     leftover.launch(a, b, c, (), 7, False)
     assert log[-1][3][2:] == gemm_configs.stream_k_launch(36 * 4, 122, 132, spread=False)[1:]
     g.launch(a, b, c, (), 9, False)
-    assert log[-1][3][0] is not ws and len(made) == 4
+    assert log[-1][3][0] != ws and len(made) == 4
     with pytest.raises(ValueError, match="takes no epilogue arguments"):
         g.launch(a, b, c, {"alpha": 0.5}, 7, False)
     # a timeline build: its stamp buffer after the four, refused when unset

@@ -298,8 +298,12 @@ class HopperGemm:
             try:
                 if c is None:
                     c = a.new_empty((a.size(0), b.size(0)), dtype=self._out_dtype)
+                # (an int is a handle already: a stream-K or split-K launch
+                # passes its caller's; stream_address would ask it for three
+                # attributes first)
                 p = self._ready_get(self.launch_key(
                     a, b, c, extra_args, current_stream_handle(self._ordinal) if stream is None
+                    else stream if type(stream) is int and stream >= 0
                     else stream_address(stream)))
             except Exception:  # not tensors, a bad stream...: the checked path says what
                 p = None
