@@ -388,7 +388,8 @@ static bool holdsFirstVerb(Region &region, Value pipe,
 /// condition.
 static bool checkFirstVerbOnEveryPath(Operation *op, const VerbRef &verb,
                                       ArrayRef<Operation *> firstVerbs,
-                                      DominanceInfo &domInfo) {
+                                      DominanceInfo &domInfo,
+                                      llvm::SmallPtrSetImpl<Operation *> &ifs) {
   std::pair<Value, int64_t> key = getStateRoot(verb.state);
   SmallVector<Operation *> same;
   for (Operation *first : firstVerbs) {
@@ -457,19 +458,94 @@ static bool checkFirstVerbOnEveryPath(Operation *op, const VerbRef &verb,
           << "the " << firstName << ", on one side only";
       diag.attachNote(op->getLoc())
           << "the " << secondName << " of that stage, on every path";
+      ifs.insert(ifOp);
       return true;
     }
   }
   return false;
 }
 
+/// The every-path rule of checkAdvanceOnEveryPath where the loop's advances
+/// cannot be counted (its state runs through a nested loop, as a tile loop
+/// around its steps does): a branch that can differ between iterations, one
+/// side of which waits on (acquires) more stages of a state than the other,
+/// the state not yielded by the branch but advanced after it in the loop
+/// body (a peeled tail's pair under `steps > 1`, its advance on every path:
+/// the tiles that skip the tail move the state past a stage nobody used).
+static bool checkAdvancePastBranch(scf::IfOp ifOp) {
+  if (isThreadSplit(ifOp) || isGuardIf(ifOp))
+    return false;
+  auto loop = dyn_cast<scf::ForOp>(ifOp->getParentOp());
+  if (!loop || loop.isDefinedOutsideOfLoop(ifOp.getCondition()))
+    return false;
+  auto isFirst = [](Verb v) { return v == Verb::Acquire || v == Verb::Wait; };
+  auto count = [&](Region &region, Value state, Value pipe) {
+    int64_t n = 0;
+    if (!region.empty())
+      region.walk([&](Operation *inner) {
+        std::optional<VerbRef> v = getVerb(inner);
+        if (v && v->state == state && v->pipeline == pipe && isFirst(v->verb))
+          ++n;
+      });
+    return n;
+  };
+  llvm::DenseSet<std::pair<Value, Value>> seen;
+  bool reported = false;
+  ifOp->walk([&](Operation *inner) {
+    std::optional<VerbRef> v = getVerb(inner);
+    if (reported || !v || !isFirst(v->verb) ||
+        ifOp->isAncestor(v->state.getParentRegion()->getParentOp()) ||
+        !seen.insert({v->state, v->pipeline}).second)
+      return;
+    // A try form before the branch (try_wait, then a wait where it failed)
+    // is the same stage on both paths.
+    for (Operation *user : v->state.getUsers())
+      if (isa<ProducerTryAcquireOp, ConsumerTryWaitOp>(user) &&
+          user->getBlock() == ifOp->getBlock() && user->isBeforeInBlock(ifOp))
+        return;
+    int64_t t = count(ifOp.getThenRegion(), v->state, v->pipeline);
+    int64_t e = count(ifOp.getElseRegion(), v->state, v->pipeline);
+    if (t == e)
+      return;
+    Operation *advance = nullptr;
+    for (Operation *user : v->state.getUsers())
+      if (isa<StateAdvanceOp>(user) && user->getBlock() == ifOp->getBlock() &&
+          ifOp->isBeforeInBlock(user) &&
+          (!advance || user->isBeforeInBlock(advance)))
+        advance = user;
+    if (!advance)
+      return;
+    bool acquire = v->verb == Verb::Acquire;
+    InFlightDiagnostic diag = advance->emitError();
+    diag << describe(v->pipeline)
+         << ": the state advances here on every path after a branch that "
+         << (acquire ? "acquires " : "waits on ") << stages(std::max(t, e))
+         << " on one side and " << std::min(t, e)
+         << " on the other (rule: a state advances once per stage the "
+            "iteration uses, on every path): where the branch is not taken "
+            "the state moves past a stage nobody "
+         << (acquire ? "acquired" : "waited on")
+         << ", and the next wait reads the wrong phase (parity) of the "
+            "barrier; advance the state inside the branch, next to its verbs "
+            "(k.if_(cond, carry=[state]))";
+    diag.attachNote(ifOp->getLoc())
+        << "the branch whose sides use different numbers of stages";
+    diag.attachNote(inner->getLoc()) << "the stage is used here";
+    reported = true;
+  });
+  return reported;
+}
+
 LogicalResult protocol::checkStateThreading(FunctionOpInterface fn,
                                             DominanceInfo &domInfo) {
   bool failed = false;
+  llvm::SmallPtrSet<Operation *, 4> reportedLoops, reportedIfs;
   fn->walk([&](scf::ForOp loop) {
     for (auto [idx, arg] : llvm::enumerate(loop.getRegionIterArgs()))
-      if (isa<StateType>(arg.getType()))
-        failed |= checkLoopState(loop, idx);
+      if (isa<StateType>(arg.getType()) && checkLoopState(loop, idx)) {
+        failed = true;
+        reportedLoops.insert(loop);
+      }
   });
 
   SmallVector<Operation *> acquires, waits, anyAcquires, anyWaits;
@@ -493,10 +569,18 @@ LogicalResult protocol::checkStateThreading(FunctionOpInterface fn,
     else if (verb->verb == Verb::Release)
       bad = checkSameState(op, *verb, waits, domInfo);
     if (!bad && verb->verb == Verb::Commit)
-      bad = checkFirstVerbOnEveryPath(op, *verb, anyAcquires, domInfo);
+      bad = checkFirstVerbOnEveryPath(op, *verb, anyAcquires, domInfo,
+                                      reportedIfs);
     else if (!bad && verb->verb == Verb::Release)
-      bad = checkFirstVerbOnEveryPath(op, *verb, anyWaits, domInfo);
+      bad = checkFirstVerbOnEveryPath(op, *verb, anyWaits, domInfo,
+                                      reportedIfs);
     failed |= bad;
+  });
+  // The every-path rule where checkLoopState could not count the advances.
+  fn->walk([&](scf::IfOp ifOp) {
+    if (!reportedIfs.contains(ifOp) &&
+        !reportedLoops.contains(ifOp->getParentOp()))
+      failed |= checkAdvancePastBranch(ifOp);
   });
   return failure(failed);
 }

@@ -3,6 +3,10 @@
 // the acquire (wait) of its stage and whose other side does not signals,
 // where the other side is taken, a stage nobody acquired (waited on)
 // (pytorch/helion#3621: the tail dq_empty wait skipped for 1-step tiles).
+// And check 2's every-path rule where the loop's advances run through a
+// nested loop: a branch that can differ between iterations, one side of
+// which uses more stages of a state than the other, the state advanced
+// after it on every path.
 // Each tile's loop of all but the last step runs inside the tile loop (the
 // reports' form; a flat loop with the same branch is check 2's every-path
 // rule's). Each bug sits next to its correct twin and kernels on the other
@@ -417,6 +421,225 @@ gpu.module @m {
         } else {
           scf.yield %ch : !cs
         }
+        scf.yield %cn : !cs
+      }
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 32>>
+!ps = !pipeline.state<2, producer>
+!cs = !pipeline.state<2, consumer>
+
+// Bug (the every-path rule where the tile loop's advances run through the
+// nested loop): the tail's acquire and commit are skipped on one-step tiles,
+// the advance is not: those tiles move the state past a stage nobody used.
+gpu.module @m {
+  gpu.func @tail_pair_skipped_advance_kept(%tiles: index) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c32 = arith.constant 32 : index
+    %p = pipeline.create {name = "dq"} : !P
+    %tid = gpu.thread_id x
+    %w = arith.divui %tid, %c32 : index
+    %isp = arith.cmpi eq, %w, %c0 : index
+    scf.if %isp {
+      %s0 = pipeline.state.make : !ps
+      %sN = scf.for %t = %c0 to %tiles step %c1 iter_args(%s = %s0) -> (!ps) {
+        // Odd tiles take one step, even tiles three.
+        %odd = arith.remui %t, %c2 : index
+        %short = arith.muli %odd, %c2 : index
+        %steps = arith.subi %c3, %short : index
+        %head = arith.subi %steps, %c1 : index
+        %sh = scf.for %j = %c0 to %head step %c1 iter_args(%a = %s) -> (!ps) {
+          pipeline.producer.acquire %p, %a : !P, !ps
+          pipeline.producer.commit %p, %a : !P, !ps
+          %an = pipeline.state.advance %a : !ps
+          scf.yield %an : !ps
+        }
+        %long = arith.cmpi ugt, %steps, %c1 : index
+        // expected-note @+1 {{the branch whose sides use different numbers of stages}}
+        scf.if %long {
+          // expected-note @+1 {{the stage is used here}}
+          pipeline.producer.acquire %p, %sh : !P, !ps
+          pipeline.producer.commit %p, %sh : !P, !ps
+        }
+        // expected-error @+1 {{pipeline 'dq': the state advances here on every path after a branch that acquires 1 stage on one side and 0 on the other (rule: a state advances once per stage the iteration uses, on every path)}}
+        %sn = pipeline.state.advance %sh : !ps
+        scf.yield %sn : !ps
+      }
+      pipeline.producer.tail %p, %sN : !P, !ps
+    } else {
+      %c0s = pipeline.state.make : !cs
+      %cN = scf.for %t = %c0 to %tiles step %c1 iter_args(%c = %c0s) -> (!cs) {
+        %odd = arith.remui %t, %c2 : index
+        %short = arith.muli %odd, %c2 : index
+        %steps = arith.subi %c3, %short : index
+        %head = arith.subi %steps, %c1 : index
+        %ch = scf.for %j = %c0 to %head step %c1 iter_args(%b = %c) -> (!cs) {
+          pipeline.consumer.wait %p, %b : !P, !cs
+          pipeline.consumer.release %p, %b : !P, !cs
+          %bn = pipeline.state.advance %b : !cs
+          scf.yield %bn : !cs
+        }
+        %long = arith.cmpi ugt, %steps, %c1 : index
+        %cn = scf.if %long -> (!cs) {
+          pipeline.consumer.wait %p, %ch : !P, !cs
+          pipeline.consumer.release %p, %ch : !P, !cs
+          %ca = pipeline.state.advance %ch : !cs
+          scf.yield %ca : !cs
+        } else {
+          scf.yield %ch : !cs
+        }
+        scf.yield %cn : !cs
+      }
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 32>>
+!ps = !pipeline.state<2, producer>
+!cs = !pipeline.state<2, consumer>
+
+// Twin: the tail's pair and its advance under the branch (the branch
+// yields the state), on both sides.
+gpu.module @m {
+  gpu.func @tail_pair_advanced_in_the_branch(%tiles: index) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c32 = arith.constant 32 : index
+    %p = pipeline.create {name = "dq"} : !P
+    %tid = gpu.thread_id x
+    %w = arith.divui %tid, %c32 : index
+    %isp = arith.cmpi eq, %w, %c0 : index
+    scf.if %isp {
+      %s0 = pipeline.state.make : !ps
+      %sN = scf.for %t = %c0 to %tiles step %c1 iter_args(%s = %s0) -> (!ps) {
+        // Odd tiles take one step, even tiles three.
+        %odd = arith.remui %t, %c2 : index
+        %short = arith.muli %odd, %c2 : index
+        %steps = arith.subi %c3, %short : index
+        %head = arith.subi %steps, %c1 : index
+        %sh = scf.for %j = %c0 to %head step %c1 iter_args(%a = %s) -> (!ps) {
+          pipeline.producer.acquire %p, %a : !P, !ps
+          pipeline.producer.commit %p, %a : !P, !ps
+          %an = pipeline.state.advance %a : !ps
+          scf.yield %an : !ps
+        }
+        %long = arith.cmpi ugt, %steps, %c1 : index
+        %sn = scf.if %long -> (!ps) {
+          pipeline.producer.acquire %p, %sh : !P, !ps
+          pipeline.producer.commit %p, %sh : !P, !ps
+          %sa = pipeline.state.advance %sh : !ps
+          scf.yield %sa : !ps
+        } else {
+          scf.yield %sh : !ps
+        }
+        scf.yield %sn : !ps
+      }
+      pipeline.producer.tail %p, %sN : !P, !ps
+    } else {
+      %c0s = pipeline.state.make : !cs
+      %cN = scf.for %t = %c0 to %tiles step %c1 iter_args(%c = %c0s) -> (!cs) {
+        %odd = arith.remui %t, %c2 : index
+        %short = arith.muli %odd, %c2 : index
+        %steps = arith.subi %c3, %short : index
+        %head = arith.subi %steps, %c1 : index
+        %ch = scf.for %j = %c0 to %head step %c1 iter_args(%b = %c) -> (!cs) {
+          pipeline.consumer.wait %p, %b : !P, !cs
+          pipeline.consumer.release %p, %b : !P, !cs
+          %bn = pipeline.state.advance %b : !cs
+          scf.yield %bn : !cs
+        }
+        %long = arith.cmpi ugt, %steps, %c1 : index
+        %cn = scf.if %long -> (!cs) {
+          pipeline.consumer.wait %p, %ch : !P, !cs
+          pipeline.consumer.release %p, %ch : !P, !cs
+          %ca = pipeline.state.advance %ch : !cs
+          scf.yield %ca : !cs
+        } else {
+          scf.yield %ch : !cs
+        }
+        scf.yield %cn : !cs
+      }
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 32>>
+!ps = !pipeline.state<2, producer>
+!cs = !pipeline.state<2, consumer>
+
+// Boundary: the consumer's tail tries the wait first and waits only where
+// that failed (the same stage on both paths), then releases and advances:
+// silent.
+gpu.module @m {
+  gpu.func @try_wait_then_wait(%tiles: index) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c32 = arith.constant 32 : index
+    %true = arith.constant true
+    %p = pipeline.create {name = "dq"} : !P
+    %tid = gpu.thread_id x
+    %w = arith.divui %tid, %c32 : index
+    %isp = arith.cmpi eq, %w, %c0 : index
+    scf.if %isp {
+      %s0 = pipeline.state.make : !ps
+      %sN = scf.for %t = %c0 to %tiles step %c1 iter_args(%s = %s0) -> (!ps) {
+        // Odd tiles take one step, even tiles three.
+        %odd = arith.remui %t, %c2 : index
+        %short = arith.muli %odd, %c2 : index
+        %steps = arith.subi %c3, %short : index
+        %head = arith.subi %steps, %c1 : index
+        %sh = scf.for %j = %c0 to %head step %c1 iter_args(%a = %s) -> (!ps) {
+          pipeline.producer.acquire %p, %a : !P, !ps
+          pipeline.producer.commit %p, %a : !P, !ps
+          %an = pipeline.state.advance %a : !ps
+          scf.yield %an : !ps
+        }
+        %long = arith.cmpi ugt, %steps, %c1 : index
+        pipeline.producer.acquire %p, %sh : !P, !ps
+        pipeline.producer.commit %p, %sh : !P, !ps
+        %sn = pipeline.state.advance %sh : !ps
+        scf.yield %sn : !ps
+      }
+      pipeline.producer.tail %p, %sN : !P, !ps
+    } else {
+      %c0s = pipeline.state.make : !cs
+      %cN = scf.for %t = %c0 to %tiles step %c1 iter_args(%c = %c0s) -> (!cs) {
+        %odd = arith.remui %t, %c2 : index
+        %short = arith.muli %odd, %c2 : index
+        %steps = arith.subi %c3, %short : index
+        %head = arith.subi %steps, %c1 : index
+        %ch = scf.for %j = %c0 to %head step %c1 iter_args(%b = %c) -> (!cs) {
+          pipeline.consumer.wait %p, %b : !P, !cs
+          pipeline.consumer.release %p, %b : !P, !cs
+          %bn = pipeline.state.advance %b : !cs
+          scf.yield %bn : !cs
+        }
+        %long = arith.cmpi ugt, %steps, %c1 : index
+        %ready = pipeline.consumer.try_wait %p, %ch : !P, !cs
+        %missed = arith.xori %ready, %true : i1
+        scf.if %missed {
+          pipeline.consumer.wait %p, %ch : !P, !cs
+        }
+        pipeline.consumer.release %p, %ch : !P, !cs
+        %cn = pipeline.state.advance %ch : !cs
         scf.yield %cn : !cs
       }
     }
