@@ -224,9 +224,21 @@ def test_without_keep_live_ptxas_serializes_the_e4m3_hold(monkeypatch):
 
 
 def test_the_e4m3_hold_on_early_slices_checks_and_simulates_clean():
+    """Also: every f16x2 pair converted as one where P is converted in two
+    parts. Causal attention takes 5 of 16 on pairs, whose slots repeat
+    every 32 values, and the late part starts at value 48: read from its
+    own first value (the fix after run 17's GPU check, where the causal
+    kernel's O was NaN), the pairs are others, half-f32 values converted
+    as f16x2 (31 and 65 conversions where 30 and 66 are right)."""
     cfg = AttentionConfig(dtype="e4m3", **attention_fp8_configs.VARIANTS["fp8_d128c_nolse"],
                           hold_pv_on_e4m3=True, p_early=3)
-    text = str(attention_fwd.build(cfg).module)
+    kernel = attention_fwd.build(cfg)
+    ptx = kernel.to_ptx()
+    pairs = 2 * (VALUES // 32) * len(half_pair_slots(cfg.exp2_poly))   # block 0 and the loop
+    assert len(re.findall(r"cvt\.rn\.satfinite\.e4m3x2\.f16x2", ptx)) == pairs == 30
+    # The other values two at a time: (2 x 96 - 2 x 30) / 2.
+    assert len(re.findall(r"cvt\.rn\.satfinite\.e4m3x2\.f32", ptx)) == VALUES - pairs == 66
+    text = str(kernel.module)
     assert verify_protocol(text) == [] and protocol_warnings(text) == []
     (report,) = simulate(text, schedules=1, args={5: 1, 6: 4, 7: 2, 8: 200, 9: 300}).values()
     assert report.ok and report.schedules == 1, report

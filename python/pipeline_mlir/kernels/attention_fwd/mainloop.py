@@ -86,15 +86,17 @@ class Mainloop:
                      num_ids=self.cfg.consumer_warpgroups).arrive_and_wait_w_index(cw)
         self.ones_base = wgmma.smem_matrix_descriptor(base, layout)
 
-    def operand_a(self, p):
+    def operand_a(self, p, first_value=0):
         """P as the register A operand of P V: bf16 (the accumulator's own
         layout), or e4m3 packed in place (no shuffles; V^T's keys are in
-        the order this gives, ``layout.fp8_register_a_key_order``)."""
+        the order this gives, ``layout.fp8_register_a_key_order``).
+        ``first_value``: the index of ``p``'s first value in the block's P
+        (``operand_a_slices``: where its f16x2 pairs sit)."""
         if self.cfg.fp8:
             if self.cfg.p_pack_merge:
                 return pack_merged(p, self.cfg.dtype,
                                    half_pair_slots(self.cfg.exp2_poly)
-                                   if self.cfg.exp2_poly_half else frozenset())
+                                   if self.cfg.exp2_poly_half else frozenset(), first_value)
             return p.to_operand_a(self.cfg.dtype, in_place=True)
         return p.to_operand_a("bf16")
 
@@ -104,7 +106,7 @@ class Mainloop:
         values of each 32 columns, ``Fragment.element_offset``)."""
         per = p.count * 32 // p.n                       # a thread's values per slice
         return self.operand_a(Fragment(32 * (end - first),
-                                       values=p.values[per * first:per * end]))
+                                       values=p.values[per * first:per * end]), per * first)
 
     def issue_s(self, s_acc, stage, q_desc):
         """S = Q K_stage^T: d / 16 wgmma (d / 32 for e4m3), one group."""
@@ -318,7 +320,7 @@ class Mainloop:
             acc.row_sum.set(acc.row_sum * corr)
 
 
-def pack_merged(p, dtype, half_pairs=frozenset()):
+def pack_merged(p, dtype, half_pairs=frozenset(), first_value=0):
     """``cfg.p_pack_merge``: P as the in-place 8-bit register A operand
     (``Fragment.to_operand_a(dtype, in_place=True)``'s bytes, from
     ``fragment.fp8_in_place_value``), each register a bitcast of the
@@ -327,7 +329,11 @@ def pack_merged(p, dtype, half_pairs=frozenset()):
     PRMT). ``half_pairs`` (``cfg.exp2_poly_half``): the value pairs (their
     first index mod 32; every byte pair of a register is a value pair)
     that hold one f16x2 of ``exponentials.exp2_poly_half``, converted by
-    ``cvt.rn.satfinite.e4m3x2.f16x2``."""
+    ``cvt.rn.satfinite.e4m3x2.f16x2``. ``first_value``: the index of
+    ``p``'s first value in the block's P, where ``p`` is some of its
+    k-slices (``p_early``): the pairs sit by that index mod 32 (a slice is
+    16 values, so an odd first slice shifts them by 16, which with an odd
+    ``exp2_poly`` are other pairs)."""
     f8 = {"e4m3": ir.Float8E4M3FNType, "e5m2": ir.Float8E5M2Type}[dtype].get()
     i16 = ir.IntegerType.get_signless(16)
     pair_t = ir.VectorType.get([2], i16)
@@ -335,7 +341,7 @@ def pack_merged(p, dtype, half_pairs=frozenset()):
 
     def cvt(hi, lo):
         """Values ``lo`` (the low byte) and ``hi = lo + 1`` as e4m3x2."""
-        if lo % HALF_WINDOW in half_pairs:
+        if (first_value + lo) % HALF_WINDOW in half_pairs:
             pair = llvm.bitcast(ir.VectorType.get([2], ir.F16Type.get()),
                                 llvm.bitcast(i32(), v[lo]))
             return nvvm.convert_f16x2_to_f8x2(i16, pair, ir.TypeAttr.get(f8))
