@@ -1,4 +1,4 @@
-//===- AsyncReadChecker.h - check 8's reads in flight and walker -*- C++ -*-===//
+//===- AsyncReadChecker.h - check 8's reads in flight, walker -*- C++ -*-===//
 //
 // Check 8 (AsyncReadChecks.cpp, AsyncReadHandBack.cpp): the asynchronous
 // reads of stages a path leaves in flight, and the walker that follows them

@@ -87,7 +87,8 @@ static bool isRoleBarrier(Operation *op) {
 // Which stages an op reads
 //===----------------------------------------------------------------------===//
 
-void Checker::readsOf(Operation *op, ValueRange operands, Reader kind, Group &out) {
+void Checker::readsOf(Operation *op, ValueRange operands, Reader kind,
+                      Group &out) {
   SmallVector<Value> work(operands.begin(), operands.end());
   llvm::SmallPtrSet<Operation *, 16> seen;
   while (!work.empty() && seen.size() < 256) {
