@@ -24,7 +24,8 @@ Prints one line per class: the shapes as random_sweep.py --shapes takes
 them. ``--changed N``: instead, the first N drawn shapes (the sweep's
 dropped) whose bf16 or f16 pick the rule changes against the one before
 the class rules (``BEFORE``: gemm_stream_k.SHARE_MIN_PIECES 8,
-gemm_configs.CLUSTER_STREAM_K_MARGIN 0.9), with both picks, and the
+gemm_configs.CLUSTER_STREAM_K_MARGIN 0.9) with the margin rule on
+(``AUTO_CLUSTER_STREAM_K_MARGIN``), with both picks, and the
 picks before as a --variants list; ``--share-min-pieces`` and
 ``--margin-min-s`` set the rule's constants for the draw (the second run
 drew with 6 and 0: ``--changed 14 --seed 2929 --share-min-pieces 6
@@ -80,11 +81,23 @@ def pick_before(m, n, k, dtype, sms=132):
         gsk.SHARE_MIN_PIECES, gc.CLUSTER_STREAM_K_MARGIN = now
 
 
+def pick_rule(m, n, k, dtype, sms=132):
+    """gemm_configs.choose with the cluster stream-K margin on
+    (``AUTO_CLUSTER_STREAM_K_MARGIN``, off since its held-out check)."""
+    from pipeline_mlir.ops import gemm_configs as gc
+
+    was = gc.AUTO_CLUSTER_STREAM_K_MARGIN
+    gc.AUTO_CLUSTER_STREAM_K_MARGIN = True
+    try:
+        return gc.choose(m, n, k, dtype, sms)
+    finally:
+        gc.AUTO_CLUSTER_STREAM_K_MARGIN = was
+
+
 def changed(count, seed, seen):
     """The first ``count`` drawn shapes not in ``seen`` whose pick (either
-    dtype) differs from ``pick_before``'s: [(shape, {dtype: (before,
-    now)})]."""
-    from pipeline_mlir.ops import gemm_configs as gc
+    dtype) with the margin on (``pick_rule``) differs from ``pick_before``'s:
+    [(shape, {dtype: (before, with the rule)})]."""
     from random_sweep import draw
 
     rng, out = random.Random(seed), []
@@ -92,7 +105,7 @@ def changed(count, seed, seen):
         shape = draw(1, rng.randrange(1 << 30))[0]
         if shape in seen or any(shape == s for s, _ in out):
             continue
-        picks = {d: (pick_before(*shape, d), gc.choose(*shape, d)) for d in ("bf16", "f16")}
+        picks = {d: (pick_before(*shape, d), pick_rule(*shape, d)) for d in ("bf16", "f16")}
         if any(a != b for a, b in picks.values()):
             out.append((shape, picks))
     return out

@@ -446,7 +446,8 @@ STREAM_K_MARGIN_EVEN = 0.97
 # Whether a pick may become a tile of the clusters along N or 2x2 run as
 # stream-K (CLUSTER_STREAM_K_TILES: choose_cluster_stream_k), where its
 # launch has a stream-K run and the model says it beats the pick's by
-# CLUSTER_STREAM_K_MARGIN (the even launch: STREAM_K_MARGIN_EVEN). Measured on an
+# STREAM_K_MARGIN (the even launch: STREAM_K_MARGIN_EVEN; CLUSTER_STREAM_K_MARGIN
+# with AUTO_CLUSTER_STREAM_K_MARGIN, below). Measured on an
 # H200 (docs/gemm.md, "Stream-K on the clusters along N and 2x2"; one
 # process, cuBLAS and the pick before beside, both dtypes): on the runs of
 # three sets of shapes no run had measured where the rule changes the pick
@@ -469,6 +470,13 @@ AUTO_CLUSTER_STREAM_K = True
 # shapes, 5% everywhere changed 16 runs to a geomean 0.92 of the pick
 # before's time, but 128x128c2n_streamk in place of 128x128_streamk on
 # calls of about 20 us ran 0.95-1.12 of it (552 x 520 x 4344: 1.09-1.12).
+# Off (AUTO_CLUSTER_STREAM_K_MARGIN: every cluster stream-K tile needs
+# STREAM_K_MARGIN): held out on 12 shapes drawn for it (class_shapes.py
+# --changed 12 --seed 5151), its picks ran a geomean 1.065 of the picks
+# before's time, 8 of 24 runs faster, up to 1.27 (912 x 864 x 9216,
+# 192x128c2n_streamk over 64x128; 1960 x 2376 x 4744, 128x160c2n_streamk
+# over 128x256c2_streamk, 1.19-1.21).
+AUTO_CLUSTER_STREAM_K_MARGIN = False
 CLUSTER_STREAM_K_MARGIN = 0.95
 CLUSTER_STREAM_K_MARGIN_MIN_S = 30e-6
 # Whether a stream-K pick of a tile not of those clusters may become a plain
@@ -513,8 +521,9 @@ def choose_cluster_stream_k(m, n, k, sms, pick):
     ``estimate_time_stream_k`` where its launch has a stream-K run (units
     left over after whole rounds; not the shared fix-up unless
     ``CLUSTER_STREAM_K_SHARE``) and it beats the pick by
-    ``CLUSTER_STREAM_K_MARGIN`` where its modelled time is at least
-    ``CLUSTER_STREAM_K_MARGIN_MIN_S``, else ``STREAM_K_MARGIN``
+    ``CLUSTER_STREAM_K_MARGIN`` where ``AUTO_CLUSTER_STREAM_K_MARGIN`` (off)
+    and its modelled time is at least ``CLUSTER_STREAM_K_MARGIN_MIN_S``,
+    else ``STREAM_K_MARGIN``
     (``STREAM_K_MARGIN_EVEN`` for the even launch);
     with ``AUTO_CLUSTER_OVER_STREAM_K``, for a stream-K pick of a tile not
     of those clusters where N is at most ``CLUSTER_OVER_STREAM_K_MAX_N``,
@@ -544,8 +553,8 @@ def choose_cluster_stream_k(m, n, k, sms, pick):
             continue
         modelled = estimate_time_stream_k(t, m, n, k, sms)
         margin = (STREAM_K_MARGIN_EVEN if is_even_launch(units, kb, wave, t)
-                  else CLUSTER_STREAM_K_MARGIN if modelled >= CLUSTER_STREAM_K_MARGIN_MIN_S
-                  else STREAM_K_MARGIN)
+                  else CLUSTER_STREAM_K_MARGIN if AUTO_CLUSTER_STREAM_K_MARGIN
+                  and modelled >= CLUSTER_STREAM_K_MARGIN_MIN_S else STREAM_K_MARGIN)
         name = f"{t}_streamk_share" if share_fixup(units, kb, wave) else f"{t}_streamk"
         options.append((max(modelled, FLOOR_S) / margin, name))
     if AUTO_CLUSTER_OVER_STREAM_K and streamed and n <= CLUSTER_OVER_STREAM_K_MAX_N \
