@@ -212,6 +212,7 @@ class World:
         # Global memory the kernel writes and reads back (gmem.py), and
         # checks that run once every agent has finished.
         self.gmem = None
+        self.rawbars = None   # hand-driven mbarriers (rawbar.py), when modelled
         self.final_checks: list[Callable[[], None]] = []
 
     @property

@@ -96,6 +96,9 @@ class Kernel:
     # or ordered access, or a fence (gmem.py: the interpreter then follows
     # what it writes and reads back).
     global_sync: bool = False
+    # An st.async into another CTA's shared memory: the kernel's own
+    # mbarriers are modelled (rawbar.py).
+    st_async: bool = False
 
     @property
     def cluster_size(self) -> int:
@@ -390,6 +393,14 @@ class _Compiler:
             # Another CTA's shared memory, through a mapa address (smemrace.py).
             val = op.operands[0] if name == "llvm.store" else op.results[0]
             a["dsmem"] = type_bytes(val.type) or 16
+        if name.startswith("nvvm.mbarrier.") or name == "llvm.inline_asm":
+            from . import rawbar as RB   # (it imports this module)
+            if name in RB.OPS:
+                a["rawbar"] = True     # a hand-driven mbarrier (rawbar.py)
+        if name == "llvm.inline_asm":
+            facts = RB.st_async_facts(ir.StringAttr(attrs["asm_string"]).value)
+            if facts is not None:
+                a["st_async"] = facts
         if name in _TMEM_OPS:
             # Tensor memory (tmem.py): the op, and its cta_group (1 or 2).
             verb = _TMEM_OPS[name]
@@ -512,7 +523,13 @@ def compile_kernel(func) -> Kernel:
     from .memory import mark_memory_branches
     return Kernel(func.attributes["sym_name"].value, args, body, len(c.slots), bd, c.pipes,
                   ints, c.created_at, ptr_args=ptrs, memory_branches=mark_memory_branches(body),
-                  global_sync=synchronizes(body))
+                  global_sync=synchronizes(body), st_async=_has(body, "st_async"))
+
+
+def _has(body: list, fact: str) -> bool:
+    """Whether a node of the tree has ``fact`` among its attributes."""
+    return any(fact in n.a or any(_has(blk, fact) for r in n.regions for _, blk in r)
+               for n in body)
 
 
 def _arg_name(func, pos: int) -> str:

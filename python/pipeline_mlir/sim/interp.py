@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from . import asyncread as AR
 from . import gmem as G
 from . import memory as M
+from . import rawbar as RB
 from . import smemrace as SR
 from . import tmem as TM
 from . import verbs as V
@@ -155,6 +156,13 @@ class _Interp:
                     env[n.outs[0]] = res
             elif self.gm is not None and "gfence" in n.a:
                 self.gm.fence(self.a, *n.a["gfence"])
+            elif self.w.rawbars is not None and "rawbar" in n.a and not isinstance(
+                    env[n.ins[0]], _StageBarrier):   # a hand-driven mbarrier
+                res = yield from RB.run_op(self, n, mask)
+                for o in n.outs:
+                    env[o] = res
+            elif self.w.rawbars is not None and "st_async" in n.a:
+                yield from RB.st_async(self, n, mask)
             elif "dsmem" in n.a:   # another CTA's shared memory (mapa)
                 SR.cluster_access(self, n, mask, name in STORE_OPS)
                 if name in LOAD_OPS:
@@ -742,6 +750,7 @@ def make_world_factory(k: Kernel, launch: Launch, max_steps: int = 200000, seed:
         w.gmem = G.GlobalMemory(w, w.memory) if follow else None
         w.clc_left = launch.clc_clusters
         w.tmem = TM.TensorMemory(w)
+        w.rawbars = {} if k.st_async else None   # rawbar.py
         w.created_at = k.created_at
         pipes = {pid: PipeRef(spec, pid) for pid, spec in k.pipes.items()}
 

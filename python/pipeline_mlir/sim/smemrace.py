@@ -46,9 +46,10 @@ from .frontend import Lanes
 from .model import SimError, source_location
 
 GRANULE = 2  # log2 of the granule's bytes: 4-byte words
-# A shared::cluster address (mapa): this bit, the CTA's rank at bit 32 and
-# the byte offset in its shared memory below.
-_REMOTE = 1 << 46
+# A shared::cluster address (mapa): bit 31, the CTA's rank at bit 24 and
+# the byte offset in its shared memory below (32 bits: st.async takes the
+# address as an i32).
+_REMOTE = 1 << 31
 
 
 class AsyncRead:
@@ -81,14 +82,14 @@ class Shadow:
 def remote(addr: int, rank: int) -> int:
     """``mapa addr, rank``: shared-memory byte ``addr`` in CTA ``rank``'s
     window of the cluster."""
-    return _REMOTE | rank << 32 | addr & 0xFFFFFFFF
+    return _REMOTE | (rank & 0x7F) << 24 | addr & 0xFFFFFF
 
 
 def decode_remote(x) -> tuple[int, int] | None:
     """(rank, byte offset) of a shared::cluster address; None otherwise."""
     if type(x) is not int or not x & _REMOTE:
         return None
-    return (x >> 32) & 0x3FFF, x & 0xFFFFFFFF
+    return (x >> 24) & 0x7F, x & 0xFFFFFF
 
 
 def _shadow(w, cta: int) -> dict:
