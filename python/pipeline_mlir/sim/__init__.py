@@ -21,8 +21,9 @@ stream-K fix-up) has what it writes read back, with races on it and polls
 that never end reported (:mod:`.gmem`); so do the TMA tensor stores and
 reduce-adds through descriptors a :class:`~.launch.TensorMap` describes
 (``simulate(tensor_maps=)``, ``pipeline-sim --tensor-map``). Stores into
-another CTA's shared memory through a ``mapa`` address are checked
-against that CTA's reads (:mod:`.smemrace`).
+another CTA's shared memory through a ``mapa`` address (and ``st.async``,
+with the hand-driven mbarriers it completes on: :mod:`.rawbar`) are
+checked against that CTA's reads (:mod:`.smemrace`).
 
 The launch is one cluster, or a grid of several (``simulate(grid=)``,
 ``pipeline-sim --grid``: :mod:`.launch`): cluster barriers, multicast and

@@ -64,7 +64,8 @@ read of them by another warp needs that wait, then a release and an
 acquire (a race naming the store otherwise); reduce-adds of the same words
 by several warps need no order between them. Stores into another CTA's
 shared memory through a ``mapa`` address are read by that CTA after a
-cluster barrier (a race otherwise).
+cluster barrier, and ``st.async`` bytes after a wait on the mbarrier they
+complete on (a race otherwise).
 """
 
 from __future__ import annotations

@@ -36,8 +36,9 @@ it (``!llvm.ptr<7>``, ``st.shared::cluster``) is an access of that CTA's
 shadow by the issuing warp, so the peer's reads of the bytes must be
 ordered after the write as for its own warps': a cluster barrier
 (``barrier.cluster.arrive`` -- not ``.relaxed`` -- then ``wait``), a
-race otherwise. ``st.async`` (an asm line in the kernels that use it)
-and multicast copies into peers' shared memory are not followed as data.
+race otherwise. ``st.async`` writes the target's shadow the same way and
+is ordered by the target's mbarrier (:mod:`.rawbar`); multicast copies
+into peers' shared memory are not followed as data.
 """
 
 from __future__ import annotations
