@@ -8,7 +8,8 @@ waits on its barrier's phase and reads the slots. Clean on clusters of 2
 and 4 (before, the hand-driven barriers were not modelled and the slots'
 reuse read as a race); the wait dropped, or the barrier armed for 4 bytes
 less than the peers send, is a race between a peer's st.async and the
-read of the slot."""
+read of the slot; armed for 4 bytes more, a deadlock naming the barrier
+and the bytes it still expects."""
 
 import sys
 from pathlib import Path
@@ -82,3 +83,14 @@ def test_a_barrier_armed_for_fewer_bytes_races(monkeypatch):
     monkeypatch.setattr(mbarrier.MbarrierArray, "arrive_and_expect_tx",
                         lambda self, index, tx: real(self, index, tx - 4))
     _race(_sim(65536, schedules=4))
+
+
+def test_a_barrier_armed_for_more_bytes_than_sent_is_a_deadlock(monkeypatch):
+    real = mbarrier.MbarrierArray.arrive_and_expect_tx
+    monkeypatch.setattr(mbarrier.MbarrierArray, "arrive_and_expect_tx",
+                        lambda self, index, tx: real(self, index, tx + 4))
+    res = _sim(32768)
+    assert set(res[0].counts) == {"deadlock"}, str(res)
+    msg = res.findings[0].message
+    assert "waits on the mbarrier at byte" in msg and "row_softmax.py" in msg, msg
+    assert "for phase parity 0 (phase 0 still expects 0 arrival(s) and 4 tx byte(s))" in msg

@@ -127,7 +127,9 @@ def run_op(it, n, mask: int):
             Clocks.acquire(a, bar.clocks.get(last))
         yield Step(fire, done, lambda: f"{a.label()} waits on the mbarrier at byte {t[1]} of "
                                        f"CTA {t[0]} (initialized at {bar.where}) for phase "
-                                       f"parity {parity & 1}")
+                                       f"parity {parity & 1} (phase {bar.phase} still expects "
+                                       f"{max(bar.pending, 0)} arrival(s) and {bar.tx} tx "
+                                       f"byte(s))")
         return None
     tx = SR.uniform(it.env[n.ins[1]], mask) if name.endswith("_tx") else None
     if name.endswith("_tx") and not isinstance(tx, int):
