@@ -5,6 +5,7 @@ with the waste of each pick beside its time.
     python3 random_sweep.py --out DIR [--count 60] [--seed 33] [--dtype bf16 f16]
                             [--dist log|linear] [--rounds 9] [--quick]
                             [--variants NAME ...] [--shapes MxNxK ...]
+                            [--order balanced|fixed]
 
 Shapes: ``--count`` (M, N, K) drawn with ``random.Random(seed)``, each in
 [128, 16384] and a multiple of 8 (``--dist log``, the default: uniform in
@@ -16,6 +17,12 @@ and against itself on a second call (bitwise: split-K's reduction runs in
 one order); then ours (``pipeline_mlir.gemm(a, b, out=c)``) and cuBLAS
 (``torch.matmul(a, b.T, out=)``) are timed in alternating rounds
 (run_gemm.bench_interleaved: CUDA events around 10 back-to-back calls).
+``--order balanced`` (the default) rotates the contenders' order every
+round (run_gemm.round_orders: each in every slot, and right after every
+other, equally often; ``--rounds`` rounded up to a whole cycle: 4 for the
+pick and cuBLAS alone): a contender timed right after cuBLAS ran slower,
+up to 4 us a call on short calls, and ``fixed`` (the runs before run18)
+put the pick there in every round.
 
 Per shape one RESULT line: the variant picked, its tile fill (useful /
 computed output area: the ragged edge's waste), the last wave's occupancy
@@ -117,7 +124,7 @@ def log(msg, fh):
     fh.flush()
 
 
-def main(argv=None):
+def parser():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=".")
     ap.add_argument("--count", type=int, default=DEFAULT_COUNT)
@@ -131,7 +138,13 @@ def main(argv=None):
                          "stream-K one with @spread, @leftover or @even: that launch)")
     ap.add_argument("--shapes", nargs="*", default=[],
                     help="only these shapes of the draw and the fixed ones (MxNxK)")
-    args = ap.parse_args(argv)
+    ap.add_argument("--order", choices=["balanced", "fixed"], default="balanced",
+                    help="the contenders' order in each round (run_gemm.round_names)")
+    return ap
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     if os.path.isdir(os.path.join(HERE, "gemm-cache")):
         os.environ.setdefault("PIPELINE_MLIR_CACHE_DIR", os.path.join(HERE, "gemm-cache"))
@@ -154,7 +167,8 @@ def main(argv=None):
         named = {f"{s[0]}x{s[1]}x{s[2]}": s for s in shapes}
         shapes = [named.get(s) or (*map(int, s.split("x")), "given") for s in args.shapes]
     log(f"device: {torch.cuda.get_device_name()} ({sms} SMs), torch {torch.__version__}, "
-        f"seed {args.seed}, {args.dist}, {len(shapes)} shapes x {args.dtype}", fh)
+        f"seed {args.seed}, {args.dist}, {len(shapes)} shapes x {args.dtype}, order "
+        f"{args.order}", fh)
     results = []
     for dtype in args.dtype:
         dt = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
@@ -187,7 +201,7 @@ def main(argv=None):
                 checked[v] = (rel_err(out_v, ref, k), bool(torch.equal(out_v, again_v)))
                 del ref, again_v
                 fns[v] = (lambda g=g, o=out_v: g.launch(a, b, o, (), None, False))
-            med, ratio = bench_interleaved(fns, rounds=args.rounds)
+            med, ratio = bench_interleaved(fns, rounds=args.rounds, order=args.order)
             row = {"m": m, "n": n, "k": k, "what": what, "dtype": dtype, "variant": variant,
                    "fill": fill, "last_wave": last, "waves": waves, "ours_ms": med["ours"],
                    "cublas_ms": med["cublas"], "ratio": ratio["ours"], "err": err,

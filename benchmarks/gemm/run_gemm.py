@@ -33,11 +33,47 @@ def log(msg, fh):
     fh.flush()
 
 
-def bench_interleaved(fns, rounds=9, iters=10, warmup=3, baseline=lambda name: "cublas"):
+def round_orders(n):
+    """The contenders' orders (indices 0..n-1) over one cycle of rounds: a
+    balanced Latin square (Williams design; n rows, 2n for odd n). Over the
+    cycle every contender is timed in every slot equally often and right
+    after every other one equally often, so no contender always follows the
+    same one (a contender timed right after cuBLAS ran slower, up to 4 us a
+    call on short calls, docs/gemm.md)."""
+    first, lo, hi = [0], 1, n - 1
+    while len(first) < n:
+        if len(first) % 2:
+            first.append(lo)
+            lo += 1
+        else:
+            first.append(hi)
+            hi -= 1
+    rows = [[(x + i) % n for x in first] for i in range(n)]
+    return rows + [row[::-1] for row in rows] if n % 2 and n > 1 else rows
+
+
+def round_names(names, rounds, order="balanced"):
+    """The order of ``names`` in each round: ``fixed``, the given order every
+    round; ``balanced``, round_orders' cycle repeated, ``rounds`` rounded up
+    to a whole number of cycles."""
+    names = list(names)
+    if order == "fixed":
+        return [names] * rounds
+    cycle = round_orders(len(names))
+    rounds = -(-rounds // len(cycle)) * len(cycle)
+    return [[names[i] for i in cycle[r % len(cycle)]] for r in range(rounds)]
+
+
+def bench_interleaved(fns, rounds=9, iters=10, warmup=3, baseline=lambda name: "cublas",
+                      order="fixed"):
     """Median ms per call of each of ``fns`` ({name: fn}), timed in
     alternating rounds so that clock and power drift hit every contender
     alike; also the median over rounds of the baseline's time / each time
-    (``baseline(name)``: the contender ``name`` is compared with; cuBLAS)."""
+    (``baseline(name)``: the contender ``name`` is compared with; cuBLAS).
+    ``order``: the contenders' order in each round (round_names): ``fixed``
+    (the dict's order) or ``balanced`` (rotated, ``rounds`` rounded up to a
+    whole cycle; each round opens with one untimed call of its first
+    contender)."""
     import torch
 
     for fn in fns.values():
@@ -45,8 +81,14 @@ def bench_interleaved(fns, rounds=9, iters=10, warmup=3, baseline=lambda name: "
             fn()
     torch.cuda.synchronize()
     times = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
+    for names in round_names(fns, rounds, order):
+        if order != "fixed":
+            # the round's first block follows its own untimed call, not the
+            # last block of the round before (round_orders balances the rest)
+            fns[names[0]]()
+            torch.cuda.synchronize()
+        for name in names:
+            fn = fns[name]
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
             for _ in range(iters):
