@@ -287,7 +287,8 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
 # exponentials (nhp) in run 16; in run 17 that hold on the first 2, 3 or 4
 # k-slices' exponentials of 6 (nhpp2..4), and on P's e4m3 registers
 # converted before the wait, all of them (nhp8, with double_p) or the first
-# 3 k-slices' (nhp8e3, p_early).
+# 3 k-slices' (nhp8e3, p_early); in run 18 those held on one register
+# (nhp8l1, and nhp8e2l1..nhp8e4l1 on the first 2-4 k-slices).
 W3 = dict(consumer_warpgroups=3, consumer_registers=160)
 FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
                               "ns2": dict(stages=2),
@@ -317,7 +318,15 @@ FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
                               **{f"nhpp{n}": dict(hold_pv_on_p=True, hold_pv_part=n)
                                  for n in (2, 3, 4)},
                               "nhp8": dict(hold_pv_on_e4m3=True, double_p=True),
-                              "nhp8e3": dict(hold_pv_on_e4m3=True, p_early=3)}}
+                              "nhp8e3": dict(hold_pv_on_e4m3=True, p_early=3),
+                              # Run 18: those held on the last register
+                              # converted before the wait alone (p_early:
+                              # the first 2, 3 or 4 k-slices converted so)
+                              # (hold_pv_last=1: no OR, the trap's test).
+                              "nhp8l1": dict(hold_pv_on_e4m3=True, double_p=True,
+                                             hold_pv_last=1),
+                              **{f"nhp8e{n}l1": dict(hold_pv_on_e4m3=True, p_early=n,
+                                                     hold_pv_last=1) for n in (2, 3, 4)}}}
 # bf16 candidates timed beside the 'best' ones on the same rows (tagged
 # ``bf16cand d<d>[ causal] <name>``).
 BF16_CANDIDATES = {"hw": dict(hold_pv_wait=True)}

@@ -28,7 +28,14 @@ of the copy; in SASS the wait between the two halves' MUFU.EX2, and no
 F2FP after the e4m3 hold's wait; no spills or serialized wgmmas, and
 without ``mainloop.keep_live`` (the planted mistake: P_{j-1}'s registers
 not kept live to the wait) ptxas serializes them; the protocol checker
-and the simulator accept the e4m3 hold on p_early's slices."""
+and the simulator accept the e4m3 hold on p_early's slices.
+
+The e4m3 hold on the last register converted before the wait alone
+(``hold_pv_last=1``, candidates ``nhp8l1``, ``nhp8e2l1``..``nhp8e4l1``:
+run 18): no OR, the trap's test reads the last register packed; in SASS
+the wait still between the halves of the softmax, at most 8 instructions
+more in the loop than the op's kernel, and without the hold (planted) the
+wait before the softmax again."""
 
 import os
 import re
@@ -242,3 +249,69 @@ def test_the_e4m3_hold_on_early_slices_checks_and_simulates_clean():
     assert verify_protocol(text) == [] and protocol_warnings(text) == []
     (report,) = simulate(text, schedules=1, args={5: 1, 6: 4, 7: 2, 8: 200, 9: 300}).values()
     assert report.ok and report.schedules == 1, report
+
+
+# -- the hold on one register (hold_pv_last: run 18) ------------------------------
+
+@pytest.mark.parametrize("over", [
+    dict(hold_pv_last=1),                                                   # no e4m3 hold
+    dict(hold_pv_on_e4m3=True, p_early=3, hold_pv_last=13),                 # 12 held
+    dict(hold_pv_on_e4m3=True, double_p=True, hold_pv_last=25),             # 24 held
+])
+def test_the_last_register_hold_is_refused_outside_its_range(over):
+    with pytest.raises(ValueError, match="hold_pv_last"):
+        replace(FULL, **over)
+
+
+LAST1 = replace(FULL, hold_pv_on_e4m3=True, p_early=3, hold_pv_last=1)
+
+
+@pytest.fixture(scope="module")
+def last1_ptx():
+    return attention_fwd.build(LAST1).to_ptx()
+
+
+def test_the_last_register_hold_tests_the_last_register_converted(last1_ptx, ptxs):
+    """No OR: the trap's test reads one register, the last of P's e4m3
+    registers packed before the wait (``mov.b32 {lo, hi}`` of its two
+    conversions); none is packed between the test and the wait."""
+    assert _ors(last1_ptx) == _ors(ptxs[0])
+    (test,) = re.finditer(r"setp\.lt\.s32 p, (%r\d+), 0;.*trap", last1_ptx)
+    reg = test.group(1)
+    packs = [m for m in re.finditer(r"mov\.b32\s+(%r\d+), \{%rs\d+, %rs\d+\};", last1_ptx)
+             if m.start() < test.start()]
+    assert packs[-1].group(1) == reg
+    wait = last1_ptx.index("wgmma.wait_group.sync.aligned \t0;", test.end())
+    assert not re.search(r"mov\.b32\s+%r\d+, \{%rs", last1_ptx[test.end():wait])
+    # The planted mistake: two registers held, one OR more.
+    two = attention_fwd.build(replace(LAST1, hold_pv_last=2)).to_ptx()
+    assert _ors(two) == _ors(ptxs[0]) + 1
+
+
+def _loop_instructions(sass):
+    lines = sass.splitlines()
+    start = next(i for i, l in enumerate(lines) if "WARPGROUP.DEPBAR.LE gsb0, 0x1" in l)
+    end = next(i for i in range(start, len(lines)) if "QGMMA" in lines[i])
+    return sum(bool(re.search(r"/\*[0-9a-f]{4}\*/", l)) for l in lines[start:end])
+
+
+def test_the_last_register_hold_places_the_wait_with_few_instructions(monkeypatch, last1_ptx,
+                                                                    ptxs):
+    """The wait between the two halves of the softmax (as with every
+    register held, nhp8e3), at most 8 instructions more in the loop than
+    the op's kernel (the OR and the copy's moves: 36). The planted
+    mistake: without the hold ptxas waits before the softmax again."""
+    info = _ptxas_info(last1_ptx)
+    if info is None:
+        pytest.skip("ptxas not installed")
+    assert not re.search(r"C75[12]\d", info), info
+    assert re.findall(r"(\d+) bytes spill stores", info) == ["0"]
+    sass = _sass(last1_ptx)
+    if sass is None:
+        pytest.skip("nvdisasm not installed (NVDISASM= its path)")
+    before, after = _loop_ex2_around_the_wait(sass)
+    assert before >= 28 and after >= 28, (before, after)
+    assert _loop_instructions(sass) <= _loop_instructions(_sass(ptxs[0])) + 8
+    monkeypatch.setattr(mainloop, "hold_after_values", lambda values, sign_bits=None: None)
+    unheld = _sass(attention_fwd.build(LAST1).to_ptx())
+    assert _loop_ex2_around_the_wait(unheld)[0] == 0

@@ -154,6 +154,13 @@ class AttentionConfig:
     # wgmmas, C7513): every exponential and conversion of P_j before the
     # wait, only the copy's moves between it and the next S issue.
     hold_pv_on_e4m3: bool = False
+    # FP8, with ``hold_pv_on_e4m3``: the hold reads only the last this many
+    # of P_j's e4m3 registers converted before the wait (0: all of them),
+    # its trap on the OR's bit 31 (the last byte's sign, never set). With
+    # one, the trap's test alone (no OR): ptxas still puts every
+    # conversion before it ahead of the wait, about as many instructions
+    # as the kernel without the hold.
+    hold_pv_last: int = 0
 
     def __post_init__(self):
         if self.head_dim not in (64, 128, 256):
@@ -223,6 +230,11 @@ class AttentionConfig:
             raise ValueError("AttentionConfig: hold_pv_on_e4m3 holds the e4m3 forward's P V "
                              "wait on P converted before it (double_p, or p_early's "
                              "k-slices), not with hold_pv_on_p or hold_pv_wait")
+        held = 4 * (self.kv_block // 32 if self.double_p else self.p_early)
+        if self.hold_pv_last and not (self.hold_pv_on_e4m3 and 0 < self.hold_pv_last <= held):
+            raise ValueError(f"AttentionConfig: hold_pv_last holds P V's wait on the last of "
+                             f"P's e4m3 registers converted before it (hold_pv_on_e4m3): "
+                             f"1..{held}, got {self.hold_pv_last!r}")
         if self.row_sum_mma and self.hold_pv_wait:
             raise ValueError("AttentionConfig: row_sum_mma leaves no row sum on the FMA "
                              "pipe for hold_pv_wait to hold after")
@@ -329,6 +341,7 @@ class AttentionConfig:
                 f"{'_hp' if self.hold_pv_on_p else ''}"
                 f"{self.hold_pv_part or ''}"
                 f"{'_hp8' if self.hold_pv_on_e4m3 else ''}"
+                f"{f'l{self.hold_pv_last}' if self.hold_pv_last else ''}"
                 f"{f'_{self.dtype}' if self.dtype != 'bf16' else ''}")
 
     # The operand layouts (pipeline_mlir.layout): every box, byte count and

@@ -265,8 +265,13 @@ class Mainloop:
             part = self.cfg.hold_pv_part
             hold_after_values(p.values[:p.count * 32 // p.n * part] if part else p.values)
         elif self.cfg.hold_pv_on_e4m3:
-            held = p_next if self.cfg.double_p else early
-            hold_after_values(held._carry_values(), sign_bits=E4M3_SIGNS)
+            held = (p_next if self.cfg.double_p else early)._carry_values()
+            if self.cfg.hold_pv_last:
+                # The last registers converted: the trap on bit 31 (the
+                # last byte's sign) of their OR.
+                hold_after_values(held[-self.cfg.hold_pv_last:])
+            else:
+                hold_after_values(held, sign_bits=E4M3_SIGNS)
         wgmma.wait_group(0)              # P_{j-1} V_{j-1} retired
         if self.cfg.hold_pv_on_e4m3:
             keep_live(p_regs._carry_values())
