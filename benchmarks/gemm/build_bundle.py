@@ -121,7 +121,7 @@ def quick_bundle(args):
     for f in ("run_gemm.py", "variants.py", "profile_one.py", "sweep.py", "random_sweep.py",
               "epilogue_bench.py", "streamk_timeline.py", "host_vs_gpu.py",
               "streamk_graph.py", "cublas_kernels.py", "shape_variants.py",
-              "resident_clusters.py", "op_overhead.py"):
+              "resident_clusters.py", "op_overhead.py", "profile_pair.py"):
         shutil.copy(os.path.join(HERE, f), out)
     spec = importlib.util.spec_from_file_location(
         "build_gemm_cache", os.path.join(ROOT, "scripts", "build-gemm-cache.py"))
