@@ -290,6 +290,28 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
 # 3 k-slices' (nhp8e3, p_early); in run 18 those held on one register
 # (nhp8l1, and nhp8e2l1..nhp8e4l1 on the first 2-4 k-slices).
 W3 = dict(consumer_warpgroups=3, consumer_registers=160)
+# Where P V's wait and P's conversions sit: a no-LSE candidate that sets
+# any of these replaces the mode's own (d 128 causal's since run 18), so
+# each hold is timed instead of it, not beside it (refused); so does one
+# the mode's own does not fit (w3n64's 64-key blocks, p_early's 3 slices).
+HOLDS = dict(hold_pv_on_p=False, hold_pv_part=0, hold_pv_on_e4m3=False, hold_pv_last=0,
+             double_p=False, p_early=0)
+
+
+def on_nolse(nolse, over):
+    """The no-LSE candidate ``over`` on the mode's configuration
+    ``nolse``: with ``HOLDS`` first where it sets one of them or where
+    ``AttentionConfig`` refuses it on the mode's own."""
+    from dataclasses import replace
+
+    if not HOLDS.keys() & over.keys():
+        try:
+            return replace(nolse, **over)
+        except ValueError:
+            pass
+    return replace(nolse, **{**HOLDS, **over})
+
+
 FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
                               "ns2": dict(stages=2),
                               "nnopp": dict(pingpong=False),
@@ -326,7 +348,10 @@ FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
                               "nhp8l1": dict(hold_pv_on_e4m3=True, double_p=True,
                                              hold_pv_last=1),
                               **{f"nhp8e{n}l1": dict(hold_pv_on_e4m3=True, p_early=n,
-                                                     hold_pv_last=1) for n in (2, 3, 4)}}}
+                                                     hold_pv_last=1) for n in (2, 3, 4)},
+                              # Since run 18 causal holds on p_early's 3
+                              # k-slices (nhp8e3); its configuration before.
+                              "r17c": dict(HOLDS)}}
 # bf16 candidates timed beside the 'best' ones on the same rows (tagged
 # ``bf16cand d<d>[ causal] <name>``).
 BF16_CANDIDATES = {"hw": dict(hold_pv_wait=True)}
@@ -337,8 +362,8 @@ def fp8_variants():
     configurations (``fp8 d<d>[ causal]``; ``fp8nolse d<d>[ causal]`` the
     op's where the caller takes no LSE, for the head dims that have one),
     its candidates (``fp8cand d<d>[ causal] <name>``, on top of the LSE
-    configuration, or of the no-LSE one for ``FP8_NOLSE_CANDIDATES``; none
-    equal to either), the bf16 'best' ones of head dims
+    configuration, or of the no-LSE one for ``FP8_NOLSE_CANDIDATES``,
+    ``on_nolse``; none equal to either), the bf16 'best' ones of head dims
     128 and 256, the peer of run_attention_fp8.py, and their candidates
     (``bf16cand ...``)."""
     from dataclasses import replace
@@ -360,9 +385,9 @@ def fp8_variants():
             out += [(f"fp8cand d{d}{c} {n}", replace(cfg, **o), True)
                     for n, o in cands.items() if replace(cfg, **o) not in (cfg, nolse)]
             if nolse != cfg:
-                out += [(f"fp8cand d{d}{c} {n}", replace(nolse, **o), True)
+                out += [(f"fp8cand d{d}{c} {n}", on_nolse(nolse, o), True)
                         for n, o in FP8_NOLSE_CANDIDATES.get(d, {}).items()
-                        if replace(nolse, **o) not in (cfg, nolse)]
+                        if on_nolse(nolse, o) not in (cfg, nolse)]
     for tag, cfg, p in variants(quick=True):
         if cfg.head_dim in (128, 256):
             out.append((tag, cfg, p))

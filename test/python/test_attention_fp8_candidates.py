@@ -51,23 +51,38 @@ def bench():
 def test_the_candidates_sit_on_the_no_lse_configuration_of_their_mode(bench):
     """``fp8cand d128[ causal] <name>`` of an ``FP8_NOLSE_CANDIDATES`` name is
     ``variant(128, causal, lse=False)`` with the candidate's switches (so one
-    name times each mode on its own configuration), and none is the op's
-    (one the op has adopted for a mode is not tagged there)."""
+    name times each mode on its own configuration; one that places P V's
+    wait or P's conversion its own way with the mode's own cleared first:
+    causal's hold since run 18), and none is the op's (one the op has
+    adopted for a mode is not tagged there: causal ``nhp8e3``; ``r17c``, the
+    causal configuration before it, is the full one's own)."""
     tags = {tag: cfg for tag, cfg, _ in bench.fp8_variants()}
     names = bench.FP8_NOLSE_CANDIDATES[128]
     assert {"w3n64", "ns2", "nst4"} <= set(names)
+    assert "fp8cand d128 causal nhp8e3" not in tags and "fp8cand d128 nhp8e3" in tags
+    assert "fp8cand d128 r17c" not in tags
+    r17c = tags["fp8cand d128 causal r17c"]
+    assert not (r17c.hold_pv_on_e4m3 or r17c.p_early)
+    assert not tags["fp8cand d128 causal w3n64"].p_early        # 64-key blocks: 2 slices
     for causal in (False, True):
         c = " causal" if causal else ""
         nolse = AttentionConfig(**attention_fp8_configs.variant(128, causal, lse=False)[1],
                                 dtype="e4m3")
         lse = AttentionConfig(**attention_fp8_configs.variant(128, causal)[1], dtype="e4m3")
         for name, over in names.items():
-            if replace(nolse, **over) == nolse:   # adopted: the op's own, not timed twice
+            # A hold replaces the mode's own (bench.HOLDS first), and so
+            # does a candidate the mode's own does not fit.
+            try:
+                assert not bench.HOLDS.keys() & over.keys()
+                want = replace(nolse, **over)
+            except (AssertionError, ValueError):
+                want = replace(nolse, **{**bench.HOLDS, **over})
+            if want == nolse:   # adopted: the op's own, not timed twice
                 assert f"fp8cand d128{c} {name}" not in tags
                 continue
             cfg = tags[f"fp8cand d128{c} {name}"]
             assert cfg not in (nolse, lse)
-            assert cfg == replace(nolse, **over) and cfg.row_sum_fold
+            assert cfg == want and cfg.row_sum_fold
             assert cfg.smem_bytes() <= cfg.smem_limit
 
 

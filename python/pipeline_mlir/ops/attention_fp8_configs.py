@@ -134,6 +134,15 @@ V's wait held after the exponentials at d 128 (``hold_pv_on_p`` on the
 no-LSE kernels, ``hold_pv_wait`` on the LSE ones) and on d 256 causal was
 3-10% behind on every row: on in none.
 
+Run 18 (one H200 machine, two passes): d 128 causal without the LSE
+converts P's first 3 k-slices of 6 before P V's wait and holds the wait
+on their e4m3 registers (``p_early=3, hold_pv_on_e4m3``: half the
+softmax and its conversions under that GEMM): +2.6% to +4.5% over run
+15's kernel on both rows in both passes (777-887 TFLOP/s). Full attention
+keeps its kernel (the same hold 0.985-1.001 of it; every other hold,
+on P's exponentials in part, on all of P converted, or on the last
+register converted alone, ``hold_pv_last``, behind or even).
+
 P converted before the held wait (``double_p``, with ``hold_pv_wait``;
 run 7 of docs/attention.md's "FP8 forward", one H200 machine, two
 passes) is on in none: with no, 2, 3 or 4 of
@@ -155,13 +164,13 @@ TUNED_MODE = {(128, False): dict(exp2_poly=8, rescale_threshold=8.0, exp2_poly_d
               (256, True): dict(q_stages=2, stages=2, exp2_poly=4, p_pack_merge=True,
                                 exp2_poly_half=True)}
 # (head dim, causal) -> overrides on top of TUNED and TUNED_MODE where the
-# caller does not ask for the LSE (runs 10 to 15; the head dims not here:
-# the LSE configuration).
+# caller does not ask for the LSE (runs 10 to 15 and 18; the head dims not
+# here: the LSE configuration).
 TUNED_NO_LSE = {(128, False): dict(row_sum_mma=True, row_sum_fold=True, exp2_poly=6,
                                     p_pack_merge=True, exp2_poly_half=True),
                 (128, True): dict(row_sum_mma=True, exp2_poly_degree=2, p_pack_merge=True,
                                   rescale_threshold=8.0, row_sum_fold=True, exp2_poly=5,
-                                  exp2_poly_half=True)}
+                                  exp2_poly_half=True, p_early=3, hold_pv_on_e4m3=True)}
 
 
 def variant(head_dim, causal, lse=True):
