@@ -201,7 +201,11 @@ class AttentionBwdConfig:
     # own two low bits are kept and ``b`` supplies only ``4 (k // 2 // g)``,
     # a constant (``ShuffledColumns.immediates``). The 8 source lanes of a
     # 128-query step no longer take registers: on FA4's d 64 tile they were
-    # what ptxas spilled around dP^T's wait. Off until measured.
+    # what ptxas spilled around dP^T's wait. Measured on an H200 (four
+    # passes): d 64 full's set with it and dq_acc_order (0 bytes of spills)
+    # 0.94-0.95x its backward time, d 64 causal's set with stat_shuffle and
+    # it 0.975-0.986x: both d 64 sets take it (attention_configs); off
+    # otherwise (docs/attention.md).
     shuffle_imm: bool = False
     # LSE's row of a step carried on Q's stage and dPsum's on dO's (FA4's
     # scheme): the producer's bulk copy of each row lands on the tile
