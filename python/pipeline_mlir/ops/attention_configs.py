@@ -354,7 +354,18 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         # d 64 causal's set without lpt_order (what the GPU
                         # test of lpt_order compares it with).
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
-                         "stat_shuffle", "stats_with_tiles", "p_packed", "shuffle_imm"))
+                         "stat_shuffle", "stats_with_tiles", "p_packed", "shuffle_imm"),
+                        # FA4's order (dK's GEMM after dQ's; the set has the
+                        # dS^T hand-over's one barrier) with dQ in the
+                        # accumulator's order on d 64 causal's set: ptxas
+                        # spills 0 bytes (16 with dk_last alone), and the
+                        # same with the rows issued before their tiles' boxes.
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stat_shuffle", "stats_with_tiles", "p_packed", "lpt_order",
+                         "shuffle_imm", "dk_last", "dq_acc_order"),
+                        ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
+                         "stat_shuffle", "stats_with_tiles", "p_packed", "lpt_order",
+                         "shuffle_imm", "dk_last", "dq_acc_order", "rows_first"))
 
 
 # Sets for d 128 alone: dQ split by columns (64-column fp32 tiles, so two
