@@ -34,7 +34,8 @@ def main(argv=None):
 
     out = new_bundle(args.out)
     for f in ("run_attention_bwd.py", "timing.py", "profile_bwd_pair.py",
-              "time_dq_postprocess.py", "ncu_bwd_d128.sh"):
+              "time_dq_postprocess.py", "time_bwd_parts.py",
+              "ncu_bwd_d128.sh"):
         shutil.copy(os.path.join(HERE, f), out)
     for f in GPU_TESTS:
         shutil.copy(os.path.join(ROOT, "test", "gpu", f), out)
