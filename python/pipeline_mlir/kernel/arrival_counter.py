@@ -75,7 +75,7 @@ def warp_arrive(counters, index, lane):
     return Scalar(old)
 
 
-def _poll(counters, index, count, lane, predicate):
+def _poll(counters, index, count, lane, predicate, still=None):
     """Every lane of the warp loads ``counters[index]`` (a relaxed gpu-scope
     load; one address, so one request for the warp) until no lane sees
     ``predicate(seen, count)`` any more (``vote.sync.any``), then a
@@ -86,7 +86,9 @@ def _poll(counters, index, count, lane, predicate):
     of the stream-K kernels in per-thread registers (16 R2UR a K block
     where the plain kernel computes them in uniform registers), and each
     whole tile ran 7% slower than the plain kernel's (docs/gemm.md, "Run10").
-    ``lane`` is unused (every lane polls)."""
+    ``lane`` is unused (every lane polls). ``still``: a function of the
+    value seen that is true while the warp must wait (instead of
+    ``predicate(seen, count)``)."""
     del lane
     loop = scf.WhileOp([], [])
     before = loop.before.blocks.append()
@@ -94,7 +96,8 @@ def _poll(counters, index, count, lane, predicate):
     with ir.InsertionPoint(before):
         seen = llvm.load(i32(), _counter_ptr(counters, index), alignment=4,
                          ordering=llvm.AtomicOrdering.monotonic, syncscope="device")
-        waiting = arith.cmpi(predicate, seen, to_value(count, i32(), what="count"))
+        waiting = (still(seen) if still is not None else
+                   arith.cmpi(predicate, seen, to_value(count, i32(), what="count")))
         scf.ConditionOp(nvvm.vote_sync(ir.IntegerType.get_signless(1),
                                        to_value(_FULL_MASK, i32()), waiting,
                                        nvvm.VoteSyncKind.any), [])
@@ -110,6 +113,37 @@ def wait_at_least(counters, index, count, lane):
     the warp polls until every lane reads at least ``count``; the same
     acquire side after it."""
     _poll(counters, index, count, lane, arith.CmpIPredicate.slt)
+
+
+def wait_full_or_reset(counters, index, count, lane):
+    """:func:`wait_count` for a counter whose last arrival sets it back to 0
+    (:func:`release_reset`; the shared fix-up with one arrival a warp): the
+    warp polls until every lane reads ``count`` or 0 (it arrived itself
+    before it polls, so 0 is the reset, never the start), then the same
+    acquire fence. Reading the reset acquires the last arrival's fence,
+    which acquired every other arrival (a release sequence of atomic adds):
+    happens-before is transitive, so the reads after it see every
+    contributor's stores."""
+    total = to_value(count, i32(), what="count")
+    one = arith.constant(i32(), 1)
+
+    def still(seen):     # 1 <= seen < count: unsigned seen - 1 < count - 1
+        return arith.cmpi(arith.CmpIPredicate.ult, arith.subi(seen, one),
+                          arith.subi(total, one))
+    _poll(counters, index, count, lane, None, still=still)
+
+
+def release_reset(counters, index, lane):
+    """The last arrival (its :func:`warp_arrive` returned ``count - 1``,
+    after that function's acquire fence) sets ``counters[index]`` back to 0
+    with a relaxed gpu-scope store by lane 0: after the fence, a release
+    the waiters of :func:`wait_full_or_reset` acquire. Nobody arrives at the
+    counter again in this launch."""
+    branch = scf.IfOp(to_value(lane == 0, what="lane 0"), [], has_else=False)
+    with ir.InsertionPoint(branch.then_block):
+        llvm.store(arith.constant(i32(), 0), _counter_ptr(counters, index), alignment=4,
+                   ordering=llvm.AtomicOrdering.monotonic, syncscope="device")
+        scf.YieldOp([])
 
 
 def wait_count(counters, index, count, lane):

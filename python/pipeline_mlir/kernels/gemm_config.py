@@ -93,6 +93,13 @@ class GemmConfig:
     # counter. One partial's worth of loads per CTA instead of all of them
     # on the tile's last contributor.
     sk_share: bool = False
+    # The shared fix-up with one arrival a warp (needs sk_share): the
+    # warp whose arrival completes the tile's count resets the counter at
+    # once (a relaxed store after its acquire fence) and sums its share
+    # without polling; the others poll until they read the full count or
+    # the reset. No second arrival on the way out (two fewer fences and an
+    # atomic's round trip at the end of every contributor).
+    sk_one_arrival: bool = False
     # CTAs resident on one SM (1 or 2). With 2, each holds half the SM's
     # shared memory and registers (ptxas is told so: .minnctapersm; the
     # producer is then one warp, ``producer_last``) and the persistent grid
@@ -156,6 +163,7 @@ class GemmConfig:
                 f"{'_timeline' if self.timeline else ''}"
                 f"{'_pf' if self.sk_prefetch else ''}"
                 f"{'_share' if self.sk_share else ''}"
+                f"{'1' if self.sk_one_arrival else ''}"
                 f"{f'_x{self.ctas_per_sm}' if self.ctas_per_sm > 1 else ''}"
                 f"{'_pp' if self.pingpong_m else ''}"
                 f"{'_cn' if self.cluster_along_n else ''}"
@@ -276,6 +284,9 @@ class GemmConfig:
         if self.sk_share and (not self.stream_k or self.sk_prefetch or self.scaled):
             raise ValueError(f"{self.name}: sk_share is a stream-K fix-up (without sk_prefetch "
                              "or scaled); build it with stream_k=True")
+        if self.sk_one_arrival and not self.sk_share:
+            raise ValueError(f"{self.name}: sk_one_arrival is the shared fix-up's protocol; "
+                             "build it with sk_share=True")
         if self.sk_prefetch and not self.stream_k:
             raise ValueError(f"{self.name}: sk_prefetch prefetches stream-K partials; build "
                              "it with stream_k=True")

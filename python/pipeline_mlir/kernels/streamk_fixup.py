@@ -154,7 +154,13 @@ def stream_k_share(k, cfg, sched, part_of, whole, stream_args, cw, warp_in_wg, l
     contributors' values in K order and stores the two rows' column pairs
     of C (bounded by ``m`` x ``n``); then arrives again: the warp that
     sees ``2 x contributors - 1`` arrivals before its own resets the
-    counter (every contributor has passed its wait)."""
+    counter (every contributor has passed its wait).
+
+    With ``cfg.sk_one_arrival`` a warp arrives once: the one whose arrival
+    completes the count resets the counter (``release_reset``) and sums at
+    once; the others poll for the full count or the reset
+    (``wait_full_or_reset``). The sums are the same, in the same order:
+    the same bits as the two-arrival protocol's."""
     timeline, unit = times or (Timeline(k, None, cw, None), None)
     ws, counters = stream_args[:2]
     _, partial, slot, sk_tile = part_of
@@ -170,8 +176,16 @@ def stream_k_share(k, cfg, sched, part_of, whole, stream_args, cw, warp_in_wg, l
         store_partial_slot(Fragment(cfg.block_n, struct=whole), ws, own(slot), cfg, cw,
                            warp_in_wg, lane)
         timeline.stamp(unit, event("stored"))
-        arrival_counter.warp_arrive(counters, counter, lane)
-        arrival_counter.wait_at_least(counters, counter, contributors, lane)
+        if cfg.sk_one_arrival:
+            before = arrival_counter.warp_arrive(counters, counter, lane)
+            completes = before == contributors - 1
+            with k.if_(completes):
+                arrival_counter.release_reset(counters, counter, lane)
+            with k.if_(~completes):
+                arrival_counter.wait_full_or_reset(counters, counter, contributors, lane)
+        else:
+            arrival_counter.warp_arrive(counters, counter, lane)
+            arrival_counter.wait_at_least(counters, counter, contributors, lane)
         timeline.stamp(unit, event("arrived"))
         vectors = cfg.block_n // 8 * THREADS_PER_WARP
         lo, hi = share_range(sched.cta - first, contributors, vectors)
@@ -214,9 +228,10 @@ def stream_k_share(k, cfg, sched, part_of, whole, stream_args, cw, warp_in_wg, l
                     off = (r.to(64) * n.to(64) + col.to(64)) * elem
                     llvm.store(pair, _slot_ptr(c_ptr, off))
         timeline.stamp(unit, event("summed"))
-        before = arrival_counter.warp_arrive(counters, counter, lane)
-        with k.if_(before == 2 * contributors - 1):
-            arrival_counter.reset(counters, counter, lane)
+        if not cfg.sk_one_arrival:
+            before = arrival_counter.warp_arrive(counters, counter, lane)
+            with k.if_(before == 2 * contributors - 1):
+                arrival_counter.reset(counters, counter, lane)
     return partial
 
 

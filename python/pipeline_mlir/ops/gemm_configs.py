@@ -58,7 +58,8 @@ from pipeline_mlir.chip_limits import WGMMA_M  # noqa: F401 (re-exported)
 from .gemm_variants import (  # noqa: F401 (re-exported)
     CLUSTER_2X2_VARIANTS, CLUSTER_STREAM_K_TILES, CLUSTER_STREAM_K_VARIANTS, CLUSTER_N_SHAPE, CLUSTER_N_VARIANTS, CUT_SHAPE, CUT_VARIANTS, CUT_WIDTHS,
     NO_RESIDUAL, PREBUILT_EPILOGUES, SMALL_STREAM_K_VARIANTS, SPLIT_TILES, SPLIT_VARIANTS, SPLITS,
-    STREAM_K_EXPERIMENTS, STREAM_K_SHARE_VARIANTS, STREAM_K_TILES, STREAM_K_VARIANTS,
+    STREAM_K_EXPERIMENTS, STREAM_K_SHARE1_VARIANTS, STREAM_K_SHARE_VARIANTS, STREAM_K_TILES,
+    STREAM_K_VARIANTS,
     TIMELINE_VARIANTS, UNFUSED,
     VARIANTS, along_n, cluster_n_of, cluster_of, fused, is_stream_k, overrides, reduction,
     splits_of, tile, tile_variant, unit_tiles, variant_unit_tiles)

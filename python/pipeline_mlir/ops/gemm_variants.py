@@ -186,6 +186,13 @@ STREAM_K_SHARE_VARIANTS = {f"{v}_share": dict(o, sk_share=True)
 SMALL_STREAM_K_VARIANTS = {"64x128_streamk": dict(VARIANTS["64x128"], stream_k=True),
                            "64x128_streamk_share": dict(VARIANTS["64x128"], stream_k=True,
                                                         sk_share=True)}
+# The shared fix-up with one arrival a warp (GemmConfig.sk_one_arrival):
+# the last arrival resets the counter, the others wait for the full count
+# or the reset; ``<tile>_streamk_share1``. Candidates, not picked.
+STREAM_K_SHARE1_VARIANTS = {
+    f"{v}1": dict(o, sk_one_arrival=True)
+    for v, o in (*STREAM_K_SHARE_VARIANTS.items(),
+                 ("64x128_streamk_share", SMALL_STREAM_K_VARIANTS["64x128_streamk_share"]))}
 # Profiling builds of the stream-K variants, ``<tile>_streamk_timeline``
 # (and ``<tile>_streamk_share_timeline``):
 # the same kernel stamping each phase's time into a buffer
@@ -210,6 +217,7 @@ def overrides(variant):
     found = (VARIANTS.get(variant) or SPLIT_VARIANTS.get(variant)
              or STREAM_K_VARIANTS.get(variant) or TIMELINE_VARIANTS.get(variant)
              or STREAM_K_EXPERIMENTS.get(variant) or STREAM_K_SHARE_VARIANTS.get(variant)
+             or STREAM_K_SHARE1_VARIANTS.get(variant)
              or CLUSTER_STREAM_K_VARIANTS.get(variant)
              or SMALL_STREAM_K_VARIANTS.get(variant))
     if found is None:

@@ -1,0 +1,147 @@
+"""Stream-K's shared fix-up with one arrival a warp, deviceless
+(GemmConfig.sk_one_arrival, ``<tile>_streamk_share1``;
+kernels/streamk_fixup.stream_k_share, kernel/arrival_counter.py): the warp
+whose arrival completes a tile's count resets the counter at once
+(``release_reset``, a relaxed store after its acquire fence) and sums its
+share; the others poll until they read the full count or the reset
+(``wait_full_or_reset``). No second arrival.
+
+Checked here: the variants build and pass the protocol checker, ptxas
+takes them without spills, the PTX has one arrival, one poll and the
+strong reset; the simulator (sim/gmem.py, which follows the workspace and
+the counters) runs one tile over three CTAs clean, every counter back at 0
+at the end and every CTA's warps reading the others' partials after an
+acquire; and finds the planted mistakes: a plain reset store (the waiters
+that read it acquire nothing), the poll without its fence, and the share
+read without waiting at all. The two-arrival shared fix-up is
+test_gemm_streamk_share.py."""
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from _ptxas import spill_bytes
+
+from pipeline_mlir.kernel import arrival_counter as ac
+from pipeline_mlir.kernels import hopper_gemm as hg
+from pipeline_mlir.kernels import streamk_fixup as skf
+from pipeline_mlir.ops import gemm_configs
+from pipeline_mlir.sim import simulate
+from test_gemm_streamk import _poll_is_warp_uniform, _wait_then_fence_then_loads
+
+VARIANT = "128x128_streamk_share1"
+# (CTAs, m, n, k): one 128 x 128 tile shared by three CTAs (k = 4 K blocks).
+ONE_TILE = (3, 128, 128, 512)
+
+
+def _build(variant=VARIANT, dtype="bf16"):
+    cfg = replace(hg.GemmConfig(dtype=dtype), **gemm_configs.overrides(variant))
+    return cfg, hg.build(cfg)
+
+
+@pytest.fixture(scope="module")
+def share1():
+    return _build()[1]
+
+
+def _sim(k, ctas, m, n, kdim, schedules=2):
+    return simulate(k.module, args={4: m, 5: n, 6: kdim, 9: ctas, 10: 0},
+                    cluster=(ctas, 1, 1), schedules=schedules, check=False)
+
+
+def test_the_variants_are_the_share_variants_with_one_arrival():
+    share = set(gemm_configs.STREAM_K_SHARE_VARIANTS) | {"64x128_streamk_share"}
+    assert {v[:-1] for v in gemm_configs.STREAM_K_SHARE1_VARIANTS} == share
+    for v, o in gemm_configs.STREAM_K_SHARE1_VARIANTS.items():
+        assert gemm_configs.overrides(v) == dict(gemm_configs.overrides(v[:-1]),
+                                                 sk_one_arrival=True)
+    # candidates only: never the pick's, nor the GPU suite's list
+    assert not set(gemm_configs.STREAM_K_SHARE1_VARIANTS) & set(gemm_configs.STREAM_K_VARIANTS)
+
+
+def test_share1_builds_checks_and_assembles_without_spills():
+    """to_ptx runs the protocol checker; ptxas -v, no spill; one arrival
+    (bar.warp.sync, membar.gl, atomic add, membar.gl), one poll (relaxed,
+    warp-uniform, then membar.gl) before the partial loads, the reset a
+    relaxed gpu-scope store, C's two column pairs stored from registers."""
+    cfg, k = _build(dtype="f16")
+    k.verify()
+    ptx = k.to_ptx()
+    assert cfg.name.endswith("_streamk_share1") and cfg.sk_share and cfg.sk_one_arrival
+    assert ptx.count("atom.global.add.u32") == 1 and ptx.count("membar.gl") == 3
+    assert ptx.count("ld.relaxed.gpu.global.b32") == 1
+    assert ptx.count("st.relaxed.gpu.global.b32") == 1
+    assert ptx.count("st.global.b32") == 2               # two column pairs, no plain reset
+    assert ptx.count("st.global.v4.b32") == cfg.block_n // 8
+    assert ptx.count("ld.global.v4.b32") == skf.SHARE_BATCH
+    assert _wait_then_fence_then_loads(ptx) and _poll_is_warp_uniform(ptx)
+    assert spill_bytes(ptx) in (None, 0)                 # None: no ptxas here
+
+
+def test_one_arrival_needs_the_shared_fixup():
+    cfg = replace(hg.GemmConfig(), **gemm_configs.overrides("128x128_streamk"))
+    with pytest.raises(ValueError, match="sk_one_arrival is the shared fix-up's protocol"):
+        hg.build(replace(cfg, sk_one_arrival=True))
+
+
+def test_share1_simulates_clean_and_resets_its_counters(share1):
+    """One tile over three CTAs, clean over two schedules; in one run,
+    every counter (argument 8) the launch touched reads 0 at its end,
+    every CTA reads partials another CTA wrote, and all 24 consumer warps
+    acquired through global memory."""
+    from pipeline_mlir.sim.engine import run_one
+    from pipeline_mlir.sim.frontend import kernels as sim_kernels
+    from pipeline_mlir.sim.interp import Launch, make_world_factory
+
+    res = _sim(share1, *ONE_TILE)
+    assert res.ok, str(res)
+    ctas, m, n, kdim = ONE_TILE
+    with share1.module.context:
+        sk, = sim_kernels(share1.module)
+    make = make_world_factory(sk, Launch(sk.block_dim, (ctas, 1, 1), None,
+                                         {4: m, 5: n, 6: kdim, 9: ctas, 10: 0}))
+    rng = random.Random(1)
+    w = run_one(make, lambda n_, cont: rng.randrange(n_), 0)
+    g = w.gmem
+    counters = [wd for key, wd in g.words.items() if key[0] == 8 and wd.written]
+    assert len(counters) == 8 and all(wd.value == 0 for wd in counters)
+    readers = {}
+    for key, wd in g.words.items():
+        if key[0] == 7 and wd.w >= 0:
+            for r in wd.reads:
+                if w.agents[r].cta != w.agents[wd.w].cta:
+                    readers.setdefault(w.agents[r].cta, set()).add(r)
+    assert set(readers) == {0, 1, 2}
+    assert sum(g.warp(a).acquired for a in w.agents) == 24
+
+
+def _planted(monkeypatch, kind):
+    if kind == "plain reset":
+        def reset(counters, index, lane):
+            ac.reset(counters, index, lane)          # a plain store: releases nothing
+        monkeypatch.setattr(ac, "release_reset", reset)
+    elif kind == "poll without acquire":
+        real = ac._fence_gpu
+
+        def wait(counters, index, count, lane):
+            monkeypatch.setattr(ac, "_fence_gpu", lambda: None)
+            try:
+                real_wait(counters, index, count, lane)
+            finally:
+                monkeypatch.setattr(ac, "_fence_gpu", real)
+        real_wait = ac.wait_full_or_reset
+        monkeypatch.setattr(ac, "wait_full_or_reset", wait)
+    else:     # the share read before its flag: no wait at all
+        monkeypatch.setattr(ac, "wait_full_or_reset", lambda *a: None)
+    return _build()[1]
+
+
+@pytest.mark.parametrize("kind", ["plain reset", "poll without acquire", "no wait"])
+def test_planted_mistakes_are_found(kind, monkeypatch):
+    """Each planted mistake is a gmem-race on the workspace (argument 7):
+    a waiter's share read not ordered after another contributor's store."""
+    res = _sim(_planted(monkeypatch, kind), *ONE_TILE, schedules=2)
+    races = [f for f in res.findings if f.kind == "gmem-race"]
+    assert races, str(res)
+    assert any("reads `sk_workspace` (argument 7)" in f.message for f in races), str(res)
