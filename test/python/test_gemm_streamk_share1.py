@@ -30,7 +30,7 @@ from pipeline_mlir.ops import gemm_configs
 from pipeline_mlir.sim import simulate
 from test_gemm_streamk import _poll_is_warp_uniform, _wait_then_fence_then_loads
 
-VARIANT = "128x128_streamk_share1"
+VARIANT = "128x128_streamk_share1"      # and its grouped sums, VARIANT + "v4"
 # (CTAs, m, n, k): one 128 x 128 tile shared by three CTAs (k = 4 K blocks).
 ONE_TILE = (3, 128, 128, 512)
 
@@ -40,9 +40,9 @@ def _build(variant=VARIANT, dtype="bf16"):
     return cfg, hg.build(cfg)
 
 
-@pytest.fixture(scope="module")
-def share1():
-    return _build()[1]
+@pytest.fixture(scope="module", params=[VARIANT, f"{VARIANT}v4"])
+def share1(request):
+    return _build(request.param)[1]
 
 
 def _sim(k, ctas, m, n, kdim, schedules=2):
@@ -52,44 +52,60 @@ def _sim(k, ctas, m, n, kdim, schedules=2):
 
 def test_the_variants_are_the_share_variants_with_one_arrival():
     share = set(gemm_configs.STREAM_K_SHARE_VARIANTS) | {"64x128_streamk_share"}
-    assert {v[:-1] for v in gemm_configs.STREAM_K_SHARE1_VARIANTS} == share
-    for v, o in gemm_configs.STREAM_K_SHARE1_VARIANTS.items():
+    one = {v for v in gemm_configs.STREAM_K_SHARE1_VARIANTS if v.endswith("_share1")}
+    assert {v[:-1] for v in one} == share
+    assert set(gemm_configs.STREAM_K_SHARE1_VARIANTS) == one | {f"{v}v4" for v in one}
+    for v in one:
         assert gemm_configs.overrides(v) == dict(gemm_configs.overrides(v[:-1]),
                                                  sk_one_arrival=True)
+        assert gemm_configs.overrides(f"{v}v4") == dict(gemm_configs.overrides(v),
+                                                        sk_share_vectors=4)
     # candidates only: never the pick's, nor the GPU suite's list
     assert not set(gemm_configs.STREAM_K_SHARE1_VARIANTS) & set(gemm_configs.STREAM_K_VARIANTS)
 
 
-def test_share1_builds_checks_and_assembles_without_spills():
+@pytest.mark.parametrize("variant", [VARIANT, f"{VARIANT}v4", "64x128_streamk_share1v4"])
+def test_share1_builds_checks_and_assembles_without_spills(variant):
     """to_ptx runs the protocol checker; ptxas -v, no spill; one arrival
     (bar.warp.sync, membar.gl, atomic add, membar.gl), one poll (relaxed,
     warp-uniform, then membar.gl) before the partial loads, the reset a
-    relaxed gpu-scope store, C's two column pairs stored from registers."""
-    cfg, k = _build(dtype="f16")
+    relaxed gpu-scope store, C's column pairs stored from registers: two
+    per vector, one vector at a time (SHARE_BATCH loads together) or four
+    (sk_share_vectors: SHARE_LOADS loads together, in one run of the PTX)."""
+    cfg, k = _build(variant, dtype="f16")
     k.verify()
     ptx = k.to_ptx()
-    assert cfg.name.endswith("_streamk_share1") and cfg.sk_share and cfg.sk_one_arrival
+    vecs = cfg.sk_share_vectors
+    assert cfg.name.endswith(variant[variant.index("_"):]) and cfg.sk_one_arrival
     assert ptx.count("atom.global.add.u32") == 1 and ptx.count("membar.gl") == 3
     assert ptx.count("ld.relaxed.gpu.global.b32") == 1
     assert ptx.count("st.relaxed.gpu.global.b32") == 1
-    assert ptx.count("st.global.b32") == 2               # two column pairs, no plain reset
+    assert ptx.count("st.global.b32") == 2 * vecs        # column pairs, no plain reset
     assert ptx.count("st.global.v4.b32") == cfg.block_n // 8
-    assert ptx.count("ld.global.v4.b32") == skf.SHARE_BATCH
+    loads = [i for i, line in enumerate(ptx.splitlines()) if "ld.global.v4.b32" in line]
+    assert len(loads) == (skf.SHARE_BATCH if vecs == 1 else skf.SHARE_LOADS)
+    body = ptx.splitlines()[loads[0]:loads[-1]]
+    assert not any("st.global" in line or "add.rn.f32" in line or "add.f32" in line
+                   for line in body)                    # issued before any add or store
     assert _wait_then_fence_then_loads(ptx) and _poll_is_warp_uniform(ptx)
     assert spill_bytes(ptx) in (None, 0)                 # None: no ptxas here
 
 
-def test_one_arrival_needs_the_shared_fixup():
+def test_one_arrival_and_grouped_sums_need_the_shared_fixup():
     cfg = replace(hg.GemmConfig(), **gemm_configs.overrides("128x128_streamk"))
     with pytest.raises(ValueError, match="sk_one_arrival is the shared fix-up's protocol"):
         hg.build(replace(cfg, sk_one_arrival=True))
+    with pytest.raises(ValueError, match="sk_share_vectors"):
+        hg.build(replace(cfg, sk_share_vectors=4))
+    with pytest.raises(ValueError, match="sk_share_vectors"):
+        hg.build(replace(cfg, sk_share=True, sk_share_vectors=9))
 
 
 def test_share1_simulates_clean_and_resets_its_counters(share1):
     """One tile over three CTAs, clean over two schedules; in one run,
     every counter (argument 8) the launch touched reads 0 at its end,
-    every CTA reads partials another CTA wrote, and all 24 consumer warps
-    acquired through global memory."""
+    every CTA reads partials another CTA wrote, all 24 consumer warps
+    acquired through global memory, and C is written whole."""
     from pipeline_mlir.sim.engine import run_one
     from pipeline_mlir.sim.frontend import kernels as sim_kernels
     from pipeline_mlir.sim.interp import Launch, make_world_factory
@@ -114,6 +130,10 @@ def test_share1_simulates_clean_and_resets_its_counters(share1):
                     readers.setdefault(w.agents[r].cta, set()).add(r)
     assert set(readers) == {0, 1, 2}
     assert sum(g.warp(a).acquired for a in w.agents) == 24
+    # every word of C (bf16, argument 3) written once: a second writer
+    # would be a gmem-race above
+    c = [wd for key, wd in g.words.items() if key[0] == 3 and wd.written]
+    assert len(c) == m * n * 2 // 4
 
 
 def _planted(monkeypatch, kind):

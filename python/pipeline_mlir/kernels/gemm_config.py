@@ -100,6 +100,13 @@ class GemmConfig:
     # the reset. No second arrival on the way out (two fewer fences and an
     # atomic's round trip at the end of every contributor).
     sk_one_arrival: bool = False
+    # The shared fix-up's sums over this many of a lane's 16-byte vectors at
+    # a time (needs sk_share; 1: one vector at a time, the loop's next
+    # vector's loads behind this one's C stores): SHARE_LOADS / it
+    # contributors of each vector loaded together (streamk_fixup.
+    # _sum_share_grouped), so a share of that many vectors a lane takes one
+    # round trip per batch of contributors. The same sums, the same bits.
+    sk_share_vectors: int = 1
     # CTAs resident on one SM (1 or 2). With 2, each holds half the SM's
     # shared memory and registers (ptxas is told so: .minnctapersm; the
     # producer is then one warp, ``producer_last``) and the persistent grid
@@ -164,6 +171,7 @@ class GemmConfig:
                 f"{'_pf' if self.sk_prefetch else ''}"
                 f"{'_share' if self.sk_share else ''}"
                 f"{'1' if self.sk_one_arrival else ''}"
+                f"{f'v{self.sk_share_vectors}' if self.sk_share_vectors > 1 else ''}"
                 f"{f'_x{self.ctas_per_sm}' if self.ctas_per_sm > 1 else ''}"
                 f"{'_pp' if self.pingpong_m else ''}"
                 f"{'_cn' if self.cluster_along_n else ''}"
@@ -287,6 +295,10 @@ class GemmConfig:
         if self.sk_one_arrival and not self.sk_share:
             raise ValueError(f"{self.name}: sk_one_arrival is the shared fix-up's protocol; "
                              "build it with sk_share=True")
+        if self.sk_share_vectors != 1 and (not self.sk_share
+                                           or not 1 <= self.sk_share_vectors <= 8):
+            raise ValueError(f"{self.name}: sk_share_vectors (1-8) groups the shared fix-up's "
+                             "sums; build it with sk_share=True")
         if self.sk_prefetch and not self.stream_k:
             raise ValueError(f"{self.name}: sk_prefetch prefetches stream-K partials; build "
                              "it with stream_k=True")

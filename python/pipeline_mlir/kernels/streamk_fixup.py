@@ -189,50 +189,112 @@ def stream_k_share(k, cfg, sched, part_of, whole, stream_args, cw, warp_in_wg, l
         timeline.stamp(unit, event("arrived"))
         vectors = cfg.block_n // 8 * THREADS_PER_WARP
         lo, hi = share_range(sched.cta - first, contributors, vectors)
-        out_t = epilogue._float_type(cfg.c_dtype)
-        elem = DTYPES[cfg.c_dtype][0]
-        pair_t = ir.VectorType.get([2], out_t)
-        i32t = ir.IntegerType.get_signless(32)
-        for v, _ in k.range(lo + lane, hi, THREADS_PER_WARP, carry=[]):
-            group, src = v // THREADS_PER_WARP, v % THREADS_PER_WARP
-            # A one-segment run's partial is in its CTA's first slot (2 c);
-            # SHARE_BATCH contributors' loads in flight at once (past the
-            # last, the last's address again and no add), then the adds in K
-            # order: every element's sum has the same order every run.
-            _, here = _slot_address(ws, Scalar(arith.constant(i32(), 0)), cfg, cw, warp_in_wg,
-                                    src)
-            here = here + group.to(64) * _GROUP_STRIDE
-            slot_bytes = cfg.block_m * cfg.block_n * 4
-            total = Fragment(8)
-            for c0, _ in k.range(first, last + 1, SHARE_BATCH, carry=[total]):
-                loaded = []
-                for j in range(SHARE_BATCH):
-                    c = _min_scalar(c0 + j, last)
-                    loaded.append(_load_vector(ws, here + own(2 * c).to(64) * slot_bytes))
-                for j in range(SHARE_BATCH):
-                    ok = c0 + j <= last
-                    summed = total + loaded[j]
-                    total.set(Fragment(8, values=[ok.select(Scalar(summed.value(e)),
-                                                            Scalar(total.value(e)))
-                                                  for e in range(4)]))
-            row = (m_blk * cfg.block_m + cw * wgmma.WarpgroupMma.M + warp_in_wg * 16
-                   + src // 4)
-            col = n_blk * cfg.block_n + group * 8 + (src % 4) * 2
-            for half in range(2):
-                r = row + 8 * half
-                pair = llvm.mlir_undef(pair_t)
-                for e in range(2):
-                    pair = llvm.insertelement(pair, arith.truncf(out_t, total.value(2 * half + e)),
-                                              arith.constant(i32t, e))
-                with k.if_((r < m) & (col < n)):
-                    off = (r.to(64) * n.to(64) + col.to(64)) * elem
-                    llvm.store(pair, _slot_ptr(c_ptr, off))
+        if cfg.sk_share_vectors > 1:
+            _sum_share_grouped(k, cfg, ws, own, first, last, lo, hi, cw, warp_in_wg, lane,
+                               c_ptr, m, n, m_blk, n_blk)
+        else:
+            _sum_share(k, cfg, ws, own, first, last, lo, hi, cw, warp_in_wg, lane, c_ptr, m, n,
+                       m_blk, n_blk)
         timeline.stamp(unit, event("summed"))
         if not cfg.sk_one_arrival:
             before = arrival_counter.warp_arrive(counters, counter, lane)
             with k.if_(before == 2 * contributors - 1):
                 arrival_counter.reset(counters, counter, lane)
     return partial
+
+
+def _sum_share(k, cfg, ws, own, first, last, lo, hi, cw, warp_in_wg, lane, c_ptr, m, n,
+               m_blk, n_blk):
+    """The shared fix-up's sums, one of the lane's vectors at a time: for
+    each 16 bytes of the share ``[lo, hi)``, every contributor's value in
+    K order, then C's column pairs (``_store_share_c``)."""
+    for v, _ in k.range(lo + lane, hi, THREADS_PER_WARP, carry=[]):
+        group, src = v // THREADS_PER_WARP, v % THREADS_PER_WARP
+        # A one-segment run's partial is in its CTA's first slot (2 c);
+        # SHARE_BATCH contributors' loads in flight at once (past the
+        # last, the last's address again and no add), then the adds in K
+        # order: every element's sum has the same order every run.
+        _, here = _slot_address(ws, Scalar(arith.constant(i32(), 0)), cfg, cw, warp_in_wg,
+                                src)
+        here = here + group.to(64) * _GROUP_STRIDE
+        slot_bytes = cfg.block_m * cfg.block_n * 4
+        total = Fragment(8)
+        for c0, _ in k.range(first, last + 1, SHARE_BATCH, carry=[total]):
+            loaded = []
+            for j in range(SHARE_BATCH):
+                c = _min_scalar(c0 + j, last)
+                loaded.append(_load_vector(ws, here + own(2 * c).to(64) * slot_bytes))
+            for j in range(SHARE_BATCH):
+                ok = c0 + j <= last
+                summed = total + loaded[j]
+                total.set(Fragment(8, values=[ok.select(Scalar(summed.value(e)),
+                                                        Scalar(total.value(e)))
+                                              for e in range(4)]))
+        _store_share_c(k, cfg, total, group, src, c_ptr, m, n, m_blk, n_blk, cw, warp_in_wg)
+
+
+SHARE_LOADS = 24     # 16-byte loads the grouped sums (sk_share_vectors) issue together
+
+
+def _sum_share_grouped(k, cfg, ws, own, first, last, lo, hi, cw, warp_in_wg, lane, c_ptr, m,
+                       n, m_blk, n_blk):
+    """The shared fix-up's sums over ``U = cfg.sk_share_vectors`` of the
+    lane's vectors at a time (``v, v + 32, ..``; past ``hi``, the share's
+    last vector's address again and no store): ``SHARE_LOADS / U``
+    contributors of each in flight together, so that a share of ``U``
+    vectors a lane or fewer takes one round trip per ``SHARE_LOADS / U``
+    contributors instead of one per vector (the loop above: the next
+    vector's loads wait behind this one's C stores). Each vector's sum in
+    K order from zero, as above: the same bits."""
+    vecs = cfg.sk_share_vectors
+    batch = SHARE_LOADS // vecs
+    slot_bytes = cfg.block_m * cfg.block_n * 4
+    for v0, _ in k.range(lo + lane, hi, THREADS_PER_WARP * vecs, carry=[]):
+        places = []
+        for u in range(vecs):
+            v = _min_scalar(v0 + THREADS_PER_WARP * u, hi - 1)
+            group, src = v // THREADS_PER_WARP, v % THREADS_PER_WARP
+            _, here = _slot_address(ws, Scalar(arith.constant(i32(), 0)), cfg, cw, warp_in_wg,
+                                    src)
+            places.append((group, src, here + group.to(64) * _GROUP_STRIDE,
+                           v0 + THREADS_PER_WARP * u < hi))
+        totals = [Fragment(8) for _ in range(vecs)]
+        for c0, _ in k.range(first, last + 1, batch, carry=totals):
+            loaded = [[_load_vector(ws, here + own(2 * _min_scalar(c0 + j, last)).to(64)
+                                    * slot_bytes) for j in range(batch)]
+                      for _, _, here, _ in places]
+            for u, total in enumerate(totals):
+                for j in range(batch):
+                    ok = c0 + j <= last
+                    summed = total + loaded[u][j]
+                    total.set(Fragment(8, values=[ok.select(Scalar(summed.value(e)),
+                                                            Scalar(total.value(e)))
+                                                  for e in range(4)]))
+        for (group, src, _, inside), total in zip(places, totals):
+            with k.if_(inside):
+                _store_share_c(k, cfg, total, group, src, c_ptr, m, n, m_blk, n_blk, cw,
+                               warp_in_wg)
+
+
+def _store_share_c(k, cfg, total, group, src, c_ptr, m, n, m_blk, n_blk, cw, warp_in_wg):
+    """C's two rows' column pairs of one summed 16-byte vector (lane
+    ``src`` of ``group`` in a warp's slot region), bounded by ``m`` x ``n``."""
+    out_t = epilogue._float_type(cfg.c_dtype)
+    elem = DTYPES[cfg.c_dtype][0]
+    pair_t = ir.VectorType.get([2], out_t)
+    i32t = ir.IntegerType.get_signless(32)
+    row = (m_blk * cfg.block_m + cw * wgmma.WarpgroupMma.M + warp_in_wg * 16
+           + src // 4)
+    col = n_blk * cfg.block_n + group * 8 + (src % 4) * 2
+    for half in range(2):
+        r = row + 8 * half
+        pair = llvm.mlir_undef(pair_t)
+        for e in range(2):
+            pair = llvm.insertelement(pair, arith.truncf(out_t, total.value(2 * half + e)),
+                                      arith.constant(i32t, e))
+        with k.if_((r < m) & (col < n)):
+            off = (r.to(64) * n.to(64) + col.to(64)) * elem
+            llvm.store(pair, _slot_ptr(c_ptr, off))
 
 
 def _load_vector(ws, offset):

@@ -193,6 +193,10 @@ STREAM_K_SHARE1_VARIANTS = {
     f"{v}1": dict(o, sk_one_arrival=True)
     for v, o in (*STREAM_K_SHARE_VARIANTS.items(),
                  ("64x128_streamk_share", SMALL_STREAM_K_VARIANTS["64x128_streamk_share"]))}
+# ... and its sums four of a lane's vectors at a time
+# (GemmConfig.sk_share_vectors): ``<tile>_streamk_share1v4``.
+STREAM_K_SHARE1_VARIANTS.update({f"{v}v4": dict(o, sk_share_vectors=4)
+                                 for v, o in list(STREAM_K_SHARE1_VARIANTS.items())})
 # Profiling builds of the stream-K variants, ``<tile>_streamk_timeline``
 # (and ``<tile>_streamk_share_timeline``):
 # the same kernel stamping each phase's time into a buffer
