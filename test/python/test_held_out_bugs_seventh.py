@@ -14,7 +14,7 @@ when these ports were written) and now:
 | state_restarted_per_tile            | pytorch/helion#3621   | yes    | yes  | deadlock    |
 | tail_acquire_skipped_on_short_tiles | pytorch/helion#3621   | no     | yes* | unbalanced  |
 | store_waited_after_tile_loop        | NVIDIA/Fuser#5448     | yes    | yes  | smem race   |
-| store_wait_by_issuer_only           | tile-ai/TileOPs#1550  | yes    | yes  | no (passes) |
+| store_wait_by_issuer_only           | tile-ai/TileOPs#1550  | yes    | yes  | smem race*  |
 
 (helion#3621 fixed three races of one persistent flash backward; each is
 its own port here.)
@@ -31,10 +31,13 @@ Before, check 2's every-path rule skipped the tile loop (its state runs
 through a nested loop) and check 1 counted the one-sided branch as its
 then side (the form of an elect guard around a verb).
 
-The simulator misses store_wait_by_issuer_only (reported; its assertion is
-an expected failure): the other warps' refill, which no barrier orders
-after the issuing thread's `cp.async.bulk.wait_group.read` (a wait orders
-only the thread that runs it), draws no finding there.
+(*) the simulator passed store_wait_by_issuer_only before: a TMA store's
+read was followed at its start address only, which the issuing warp
+writes itself. It now follows the tile the store reads (the run of words
+the same source line wrote before it, sim/smemrace.py), so the other
+warps' refill, which no barrier orders after the issuing thread's
+`cp.async.bulk.wait_group.read` (a wait orders only the thread that runs
+it), is an smem-race at the refill's line naming the store.
 """
 
 import pytest
@@ -265,13 +268,9 @@ CASES = [
 ]
 IDS = [c[0] for c in CASES]
 
-# The simulator misses the store waited for by its issuer only: the other
-# warps' refill, which no barrier orders after the issuing thread's
-# cp.async.bulk.wait_group.read (a wait orders only the thread that runs
-# it), draws no finding there.
-SIM_MISSES = {"store_wait_by_issuer_only":
-              "simulator miss: the other warps' refill that no barrier orders after the "
-              "issuing thread's cp.async.bulk.wait_group.read draws no finding"}
+# The simulator misses none of this round (the store waited for by its
+# issuer only was one until the simulator followed a store's whole tile).
+SIM_MISSES: dict = {}
 SIM_CASES = [pytest.param(c, marks=pytest.mark.xfail(reason=SIM_MISSES[c[0]], strict=True))
              if c[0] in SIM_MISSES else c for c in CASES]
 

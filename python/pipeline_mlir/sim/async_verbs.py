@@ -7,7 +7,7 @@ async-groups of TMA stores (committed, retired by their waits).
 from __future__ import annotations
 
 from .engine import Agent, Event, Step, World
-from .model import SimError
+from .model import SimError, source_location
 from .pipeline_types import PipeRef, State
 from .stage_access import _buf, _key
 from .sync_verbs import _barrier
@@ -16,10 +16,16 @@ from .sync_verbs import _barrier
 # -- copies -------------------------------------------------------------------
 
 def copy_load(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int], nbytes: int,
-              mask: int | None, verb: str):
+              mask: int | None, verb: str, dst: int | None = None, loc: str | None = None):
     """TMA tensor load / bulk copy into stage ``st.index`` of the CTAs in
     ``mask`` (this CTA without one), completing tx on their full barriers
-    (the pair leader's for cta_group 2). Every active lane issues one copy."""
+    (the pair leader's for cta_group 2). Every active lane issues one copy.
+
+    ``dst`` (the destination's shared-memory byte offset, when known): the
+    ``nbytes`` land at that offset in every CTA of the mask, and two copies
+    landing on the same bytes of a CTA in one phase of its full barrier
+    (a multicast mask or a destination offset that sends two halves to the
+    same place) are an ``smem-race`` (:func:`_land_bytes`)."""
     spec = p.spec
     a.use(spec.name, "producer", verb, st.role == "producer_consumer")
     idx, who = st.index, a.label(spec.name)
@@ -47,11 +53,46 @@ def copy_load(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int], nbyte
             def land():
                 for d, t in zip(dests, targets):
                     w.end_write(_key(p, d, idx), src)
-                    _barrier(w, a, p, idx, t).complete_tx(nbytes, src, parity)
+                    bar = _barrier(w, a, p, idx, t)
+                    phase = bar.completed
+                    bar.complete_tx(nbytes, src, parity)
+                    if dst is not None:
+                        _land_bytes(w, a, p, idx, d, phase, dst, nbytes, verb, loc)
             w.post(Event(land, src + f" ({nbytes} bytes)", None, a.cta))
     yield Step(issue, None, lambda: f"{who} issues {verb} ({len(lanes)} lane(s), {nbytes} bytes)",
                spec.name)
 
+
+def _land_bytes(w: World, a: Agent, p: PipeRef, idx: int, cta: int, phase: int, dst: int,
+                nbytes: int, verb: str, loc: str | None) -> None:
+    """Bytes ``[dst, dst + nbytes)`` of CTA ``cta`` written by ``a``'s copy
+    into stage ``idx`` in phase number ``phase`` of its full barrier: per
+    CTA and stage, the byte ranges landed in that phase; a copy overlapping
+    one of them is a finding naming both copies."""
+    fills = w.stage_fills
+    key = (cta, p.pid, idx)
+    got, ranges = fills.get(key, (None, None))
+    if got != phase:
+        ranges = []
+        fills[key] = (phase, ranges)
+    lo, hi = dst, dst + nbytes
+    who, where = a.label(p.spec.name), source_location(loc)
+    for olo, ohi, other, oloc, overb in ranges:
+        if lo < ohi and olo < hi:
+            there = source_location(oloc)
+            notes = [x for x in (where and f"{who} at {where}",
+                                 there and f"{other} at {there}") if x]
+            at = f" at {where}" if where else ""
+            oat = f" at {there}" if there else ""
+            raise SimError(
+                "smem-race",
+                f"{who}'s {verb}{at} writes bytes {max(lo, olo)}..{min(hi, ohi) - 1} of CTA "
+                f"{cta}'s shared memory in stage {idx} of pipeline '{p.spec.name}', which "
+                f"{other}'s {overb}{oat} wrote in the "
+                f"same phase of that stage's full barrier: two copies land on the same bytes "
+                f"(a multicast mask or destination offset that sends two tiles to one place, "
+                f"or a box larger than its slot)", notes)
+    ranges.append((lo, hi, who, loc, verb))
 
 
 # -- cluster launch control ---------------------------------------------------

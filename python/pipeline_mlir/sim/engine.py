@@ -209,6 +209,9 @@ class World:
         self.firing: Event | None = None
         self.clocks = Clocks(self)
         self.smem: dict = {}
+        # (CTA, pipeline, stage) -> (phase of its full barrier, the byte
+        # ranges copies landed in it then): async_verbs._land_bytes.
+        self.stage_fills: dict = {}
         # Global memory the kernel writes and reads back (gmem.py), and
         # checks that run once every agent has finished.
         self.gmem = None

@@ -484,7 +484,7 @@ class _Interp:
             addrs = [SR.wgmma_operand(SR.uniform(self.env[s], mask))
                      for s in a.get("descs", ())]
         for x in addrs:
-            t = SR.async_read(self.w, self.a, x, n.name, n.loc)
+            t = SR.async_read(self.w, self.a, x, n.name, n.loc, kind == "bulk")
             if t is not None:
                 AR.issue_token(self.a, kind, t)
 
@@ -690,10 +690,14 @@ class _Interp:
         elif name == "copy.tma_load":
             m = opt(5)
             m = None if m is None else u(m, "the multicast mask")
-            yield from V.copy_load(w, a, p, st, lanes, attrs["bytes"], m, "copy.tma_load")
+            d = opt(4)
+            d = None if d is None else SR.uniform(d, mask)
+            yield from V.copy_load(w, a, p, st, lanes, attrs["bytes"], m, "copy.tma_load",
+                                   d, n.loc)
         elif name == "copy.bulk":
             size = u(args[4], "the bulk copy size")
-            yield from V.copy_load(w, a, p, st, lanes, size, None, "copy.bulk")
+            yield from V.copy_load(w, a, p, st, lanes, size, None, "copy.bulk",
+                                   SR.uniform(args[3], mask), n.loc)
         elif name == "order.wait":
             yield from V.order_wait(w, a, p, st, u(args[2], "the group id"), lanes)
         elif name == "order.arrive":

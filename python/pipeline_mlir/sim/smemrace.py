@@ -24,11 +24,16 @@ warps. A finding (``smem-race``):
   of a granule whose last write no ``fence.proxy.async`` of its writer
   separates from the release the reader acquired.
 
-Asynchronous readers are known by their start address only (a TMA box's
+Asynchronous readers are known by their start address (a TMA box's
 extent is in its tensor map, a wgmma's in its descriptor's layout): the
 granule where the tile begins, which every writer of the whole tile
-touches. ``tcgen05.mma`` operands, ``cp.async`` and TMA writes are not
-shadowed (stage buffers filled by TMA are the pipelines' own checks).
+touches. A bulk or TMA store reads the tile that starts there as well, as
+far as :func:`_tile` can tell it (the run of granules the same op wrote
+before the store), so another warp's write of any word of it must follow
+the wait that retires the read (a wait orders only the thread that runs
+it: the other warps need a barrier after it). ``tcgen05.mma`` operands,
+``cp.async`` and TMA writes are not shadowed (stage buffers filled by TMA
+are the pipelines' own checks).
 
 Distributed shared memory: ``mapa`` gives an address in another CTA's
 window of the cluster (:func:`remote`); a plain ``st`` / ``ld`` through
@@ -37,8 +42,11 @@ shadow by the issuing warp, so the peer's reads of the bytes must be
 ordered after the write as for its own warps': a cluster barrier
 (``barrier.cluster.arrive`` -- not ``.relaxed`` -- then ``wait``), a
 race otherwise. ``st.async`` writes the target's shadow the same way and
-is ordered by the target's mbarrier (:mod:`.rawbar`); multicast copies
-into peers' shared memory are not followed as data.
+is ordered by the target's mbarrier (:mod:`.rawbar`). A pipeline's TMA
+copies land at their destination offset in every CTA of their multicast
+mask; two landing on the same bytes in one phase of a stage's full
+barrier are a finding (``async_verbs._land_bytes``), but their bytes are
+not written into the shadow.
 """
 
 from __future__ import annotations
@@ -214,9 +222,13 @@ def read(w, a, gs, op: str, loc: str | None, cta: int | None = None) -> None:
         s.reads[me] = (c, op, loc)
 
 
-def async_read(w, a, addr, op: str, loc: str | None) -> AsyncRead | None:
+def async_read(w, a, addr, op: str, loc: str | None, tile: bool = False) -> AsyncRead | None:
     """An asynchronous read by ``a`` starting at byte ``addr`` (through the
-    async proxy); returns its token (None when the address is unknown)."""
+    async proxy); returns its token (None when the address is unknown).
+
+    ``tile`` (bulk and TMA stores): the read also covers the tile that
+    starts there (:func:`_tile`), so another warp's write of any of its
+    words must be ordered after the wait that retires the read."""
     if type(addr) is not int:
         return None
     g = addr >> GRANULE
@@ -228,7 +240,35 @@ def async_read(w, a, addr, op: str, loc: str | None) -> AsyncRead | None:
         _check_read(w, a, g, s, op, loc, True)
     t = AsyncRead(a.id, op, loc)
     s.reads[a.id] = (t, op, loc)
+    if tile and s.w >= 0:
+        entry = (t, op, loc)
+        for h, sh in _tile(shadow, a, g, s):
+            _check_read(w, a, h, sh, op, loc, True)
+            sh.reads[a.id] = entry
     return t
+
+
+TILE_CAP = 1 << 16  # granules: 256 KiB, more than a CTA's shared memory
+
+
+def _tile(shadow: dict, a, g: int, s: Shadow):
+    """The granules after ``g`` that a bulk or TMA store from ``g`` reads,
+    as far as the simulator can tell without the box's extent: the run of
+    granules whose last write is the same op as ``g``'s (the source line
+    that wrote the tile), ordered before the store (that write happened
+    before it), and not read asynchronously since (a tile stored before:
+    the next stage of a staging ring). A tile written by several ops is
+    followed only as far as its first op's words."""
+    vc, op, loc = a.vc, s.op, s.loc
+    for h in range(g + 1, g + TILE_CAP):
+        sh = shadow.get(h)
+        if sh is None or sh.w < 0 or sh.loc != loc or sh.op != op:
+            return
+        if sh.w != a.id and vc[sh.w] < sh.e:
+            return
+        if any(type(r[0]) is AsyncRead for r in sh.reads.values()):
+            return
+        yield h, sh
 
 
 def uniform(v, mask: int):
