@@ -360,6 +360,9 @@ BWD_D64_OPTION_SETS += (("block_m128", "min_ctas"), ("block_m128", "dq_store_spr
                         # accumulator's order on d 64 causal's set: ptxas
                         # spills 0 bytes (16 with dk_last alone), and the
                         # same with the rows issued before their tiles' boxes.
+                        # H200, two passes (h200-bwd-d64c-fa4-pass1.log,
+                        # -pass2.log), time / d 64 causal's set: 0.999 / 1.005
+                        # and 0.997 / 1.001: not faster in both, off.
                         ("block_m128", "min_ctas", "dq_reduce_warp", "ds_one_barrier",
                          "stat_shuffle", "stats_with_tiles", "p_packed", "lpt_order",
                          "shuffle_imm", "dk_last", "dq_acc_order"),
