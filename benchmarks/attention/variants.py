@@ -288,10 +288,12 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
 # k-slices' exponentials of 6 (nhpp2..4), and on P's e4m3 registers
 # converted before the wait, all of them (nhp8, with double_p) or the first
 # 3 k-slices' (nhp8e3, p_early); in run 18 those held on one register
-# (nhp8l1, and nhp8e2l1..nhp8e4l1 on the first 2-4 k-slices).
+# (nhp8l1, and nhp8e2l1..nhp8e4l1 on the first 2-4 k-slices); in run 19
+# on the last 4 registers, on 4 k-slices, and on 4 or 5 of 16 on pairs.
 W3 = dict(consumer_warpgroups=3, consumer_registers=160)
 # Where P V's wait and P's conversions sit: a no-LSE candidate that sets
-# any of these replaces the mode's own (d 128 causal's since run 18), so
+# any of these replaces the mode's own (d 128 causal's since run 18, full's
+# since run 19), so
 # each hold is timed instead of it, not beside it (refused); so does one
 # the mode's own does not fit (w3n64's 64-key blocks, p_early's 3 slices).
 HOLDS = dict(hold_pv_on_p=False, hold_pv_part=0, hold_pv_on_e4m3=False, hold_pv_last=0,
@@ -350,8 +352,26 @@ FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
                               **{f"nhp8e{n}l1": dict(hold_pv_on_e4m3=True, p_early=n,
                                                      hold_pv_last=1) for n in (2, 3, 4)},
                               # Since run 18 causal holds on p_early's 3
-                              # k-slices (nhp8e3); its configuration before.
-                              "r17c": dict(HOLDS)}}
+                              # k-slices (nhp8e3); its configuration before
+                              # (on its 5 of 16: causal's run 17 kernel).
+                              "r17c": dict(HOLDS, exp2_poly=5),
+                              # Since run 19 both modes hold so on 4 of 16
+                              # (nhp8e3p4); their kernels before: r18 full's
+                              # (no hold, 6 of 16), r18c causal's (5 of 16).
+                              "r18": dict(HOLDS, exp2_poly=6),
+                              "r18c": dict(exp2_poly=5),
+                              # Run 19: the hold on the last 4 registers of
+                              # the first 3 or 4 k-slices (nhp8e3l4,
+                              # nhp8e4l4: the conversions placed about as
+                              # nhp8e3's without its copy's moves), on all
+                              # 16 of 4 k-slices (nhp8e4), and nhp8e3 on 4
+                              # or 5 of 16 on f16 pairs (nhp8e3p4, nhp8e3p5:
+                              # the hold moves the MUFU / FMA balance).
+                              **{f"nhp8e{n}l4": dict(hold_pv_on_e4m3=True, p_early=n,
+                                                     hold_pv_last=4) for n in (3, 4)},
+                              "nhp8e4": dict(hold_pv_on_e4m3=True, p_early=4),
+                              **{f"nhp8e3p{n}": dict(hold_pv_on_e4m3=True, p_early=3,
+                                                     exp2_poly=n) for n in (4, 5)}}}
 # bf16 candidates timed beside the 'best' ones on the same rows (tagged
 # ``bf16cand d<d>[ causal] <name>``).
 BF16_CANDIDATES = {"hw": dict(hold_pv_wait=True)}

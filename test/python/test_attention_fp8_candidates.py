@@ -53,16 +53,21 @@ def test_the_candidates_sit_on_the_no_lse_configuration_of_their_mode(bench):
     ``variant(128, causal, lse=False)`` with the candidate's switches (so one
     name times each mode on its own configuration; one that places P V's
     wait or P's conversion its own way with the mode's own cleared first:
-    causal's hold since run 18), and none is the op's (one the op has
-    adopted for a mode is not tagged there: causal ``nhp8e3``; ``r17c``, the
-    causal configuration before it, is the full one's own)."""
+    causal's hold since run 18, full's since run 19), and none is the op's
+    (one the op has adopted for a mode is not tagged there: ``nhp8e3`` and
+    ``nhp8e3p4`` in both modes since run 19; ``r18``, ``r18c`` and ``r17c``
+    are the kernels before: full's without the hold on 6 of 16, causal's
+    with it and without on 5 of 16)."""
     tags = {tag: cfg for tag, cfg, _ in bench.fp8_variants()}
     names = bench.FP8_NOLSE_CANDIDATES[128]
     assert {"w3n64", "ns2", "nst4"} <= set(names)
-    assert "fp8cand d128 causal nhp8e3" not in tags and "fp8cand d128 nhp8e3" in tags
-    assert "fp8cand d128 r17c" not in tags
-    r17c = tags["fp8cand d128 causal r17c"]
-    assert not (r17c.hold_pv_on_e4m3 or r17c.p_early)
+    for c in ("", " causal"):
+        assert f"fp8cand d128{c} nhp8e3" not in tags and f"fp8cand d128{c} nhp8e3p4" not in tags
+        assert f"fp8cand d128{c} nhp8e3p5" in tags
+    r17c, r18, r18c = (tags[f"fp8cand d128{t}"] for t in (" causal r17c", " r18", " causal r18c"))
+    assert not (r17c.hold_pv_on_e4m3 or r17c.p_early) and r17c.exp2_poly == 5
+    assert not (r18.hold_pv_on_e4m3 or r18.p_early) and r18.exp2_poly == 6
+    assert r18c.hold_pv_on_e4m3 and r18c.p_early == 3 and r18c.exp2_poly == 5
     assert not tags["fp8cand d128 causal w3n64"].p_early        # 64-key blocks: 2 slices
     for causal in (False, True):
         c = " causal" if causal else ""
@@ -89,8 +94,11 @@ def test_the_candidates_sit_on_the_no_lse_configuration_of_their_mode(bench):
 @pytest.fixture(scope="module")
 def w3n64(bench):
     over = bench.FP8_NOLSE_CANDIDATES[128]["w3n64"]
-    cfg = AttentionConfig(**{**attention_fp8_configs.variant(128, False, lse=False)[1],
-                             **over}, dtype="e4m3")
+    # On the full no-LSE configuration without its hold (p_early's 3
+    # k-slices do not fit 64-key blocks), as the bundle builds it.
+    cfg = bench.on_nolse(AttentionConfig(**attention_fp8_configs.variant(128, False, lse=False)[1],
+                                         dtype="e4m3"), over)
+    assert not cfg.p_early
     return cfg, attention_fwd.build(cfg)
 
 

@@ -143,6 +143,18 @@ keeps its kernel (the same hold 0.985-1.001 of it; every other hold,
 on P's exponentials in part, on all of P converted, or on the last
 register converted alone, ``hold_pv_last``, behind or even).
 
+Run 19 (one H200 machine, two passes): both d 128 no-LSE configurations
+hold on p_early's 3 k-slices with 4 of 16 exponentials by the polynomial
+on f16 pairs (full: the hold and 4 of 16 where run 18's kernel had
+neither and 6 of 16; causal: 4 of 16 where it had 5). With the hold half
+of the exponentials run under P V, which moves the balance back towards
+MUFU: full +1.6% to +2.1% over run 18's kernel on both rows in both passes
+(982-999 TFLOP/s; the loop 761 SASS instructions, 773 without the hold at
+6 of 16, 809 with it), causal +0.04% to +8.1% (835-912; the 8192 row
++1.6% and +0.04%). The hold with 5 of 16 (full +0.5% to +1.3%), on all
+16 registers of 4 k-slices, and on the last 4 registers of 3 or 4
+k-slices were behind it or even.
+
 P converted before the held wait (``double_p``, with ``hold_pv_wait``;
 run 7 of docs/attention.md's "FP8 forward", one H200 machine, two
 passes) is on in none: with no, 2, 3 or 4 of
@@ -164,12 +176,13 @@ TUNED_MODE = {(128, False): dict(exp2_poly=8, rescale_threshold=8.0, exp2_poly_d
               (256, True): dict(q_stages=2, stages=2, exp2_poly=4, p_pack_merge=True,
                                 exp2_poly_half=True)}
 # (head dim, causal) -> overrides on top of TUNED and TUNED_MODE where the
-# caller does not ask for the LSE (runs 10 to 15 and 18; the head dims not
-# here: the LSE configuration).
-TUNED_NO_LSE = {(128, False): dict(row_sum_mma=True, row_sum_fold=True, exp2_poly=6,
-                                    p_pack_merge=True, exp2_poly_half=True),
+# caller does not ask for the LSE (runs 10 to 15, 18 and 19; the head dims
+# not here: the LSE configuration).
+TUNED_NO_LSE = {(128, False): dict(row_sum_mma=True, row_sum_fold=True, exp2_poly=4,
+                                    p_pack_merge=True, exp2_poly_half=True, p_early=3,
+                                    hold_pv_on_e4m3=True),
                 (128, True): dict(row_sum_mma=True, exp2_poly_degree=2, p_pack_merge=True,
-                                  rescale_threshold=8.0, row_sum_fold=True, exp2_poly=5,
+                                  rescale_threshold=8.0, row_sum_fold=True, exp2_poly=4,
                                   exp2_poly_half=True, p_early=3, hold_pv_on_e4m3=True)}
 
 
