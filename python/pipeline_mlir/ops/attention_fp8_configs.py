@@ -146,14 +146,15 @@ register converted alone, ``hold_pv_last``, behind or even).
 Run 19 (one H200 machine, two passes): both d 128 no-LSE configurations
 hold on p_early's 3 k-slices with 4 of 16 exponentials by the polynomial
 on f16 pairs (full: the hold and 4 of 16 where run 18's kernel had
-neither and 6 of 16; causal: 4 of 16 where it had 5). With the hold half
-of the exponentials run under P V, which moves the balance back towards
-MUFU: full +1.6% to +2.1% over run 18's kernel on both rows in both passes
-(982-999 TFLOP/s; the loop 761 SASS instructions, 773 without the hold at
-6 of 16, 809 with it), causal +0.04% to +8.1% (835-912; the 8192 row
-+1.6% and +0.04%). The hold with 5 of 16 (full +0.5% to +1.3%), on all
-16 registers of 4 k-slices, and on the last 4 registers of 3 or 4
-k-slices were behind it or even.
+neither and 6 of 16; causal: 4 of 16 where it had 5). The hold runs half
+of the exponentials under P V, and 4 of 16 gives 6 f16 pairs a block back
+to MUFU: the full loop 761 SASS instructions (773 without the hold on 6
+of 16, 809 with it). Full +1.6% to +2.1% over run 18's kernel on both
+rows in both passes (982-999 TFLOP/s), causal +0.04% to +8.1% (828-912;
+the 8192 row +1.6% and +0.04%). The hold with 5 of 16 (full +0.5% to
++1.3%), on all 16 registers of 4 k-slices (causal: behind it on 3 of the
+4 measurements) and on the last 4 registers of 3 or 4 k-slices were
+behind it.
 
 P converted before the held wait (``double_p``, with ``hold_pv_wait``;
 run 7 of docs/attention.md's "FP8 forward", one H200 machine, two
