@@ -128,9 +128,12 @@ private:
 
   // Which stages an op reads (AsyncReadChecks.cpp).
   void readsOf(Operation *op, ValueRange operands, Reader kind, Group &out);
+  void readsOfStates(Operation *op, ValueRange operands, Reader kind,
+                     Group &out);
 
   // The check at a release / acquire (AsyncReadHandBack.cpp).
   void checkHandBack(Operation *op, const VerbRef &verb, InFlight &f);
+  void checkRefill(Operation *op, const VerbRef &verb, InFlight &f);
   std::optional<llvm::BitVector> warpsOf(Operation *op);
   void checkOtherWarps(Operation *op, const VerbRef &verb, InFlight &f,
                        SameStageFn sameStage);
@@ -143,6 +146,7 @@ private:
   void walk(Block &block, InFlight &f);
   void visit(Operation *op, InFlight &f);
   void visitLoop(scf::ForOp loop, InFlight &f);
+  InFlight::AtNamed mapTail(scf::ForOp loop, const InFlight::AtNamed &n);
 
   StateCanon canon;
   DenseMap<Value, SmallVector<Value, 2>> pipesOfRoot;

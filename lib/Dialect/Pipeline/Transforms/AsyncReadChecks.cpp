@@ -89,6 +89,16 @@ static bool isRoleBarrier(Operation *op) {
 
 void Checker::readsOf(Operation *op, ValueRange operands, Reader kind,
                       Group &out) {
+  size_t before = out.size();
+  readsOfStates(op, operands, kind, out);
+  // A bulk store of an address no state names (a fixed buffer) is still
+  // in flight for the refill check (checkRefill), tied to no stage.
+  if (kind == Reader::BulkStore && out.size() == before)
+    out.push_back(Read{op, kind, Canon{}, {}});
+}
+
+void Checker::readsOfStates(Operation *op, ValueRange operands, Reader kind,
+                            Group &out) {
   SmallVector<Value> work(operands.begin(), operands.end());
   llvm::SmallPtrSet<Operation *, 16> seen;
   while (!work.empty() && seen.size() < 256) {
@@ -239,6 +249,8 @@ void Checker::visit(Operation *op, InFlight &f) {
     if (verb->verb == Verb::Release || verb->verb == Verb::Acquire ||
         verb->verb == Verb::TryAcquire)
       checkHandBack(op, *verb, f);
+    else if (verb->verb == Verb::Copy)
+      checkRefill(op, *verb, f);
     else if (isTcgen05Commit(op))
       f.tcgen05.clear();
     return;
@@ -304,6 +316,46 @@ template <typename Fn> static void remap(InFlight &f, Fn fn) {
   });
 }
 
+/// A straight-line meet of another role after its loop `other` (a peeled
+/// tail), handed to this role's loop `loop`: when the two loops relate
+/// with `other` ending earlier, its m-th meet after the loop is in the
+/// generation of `loop`'s iteration `trips(other) + shift + m`, so a read
+/// of `other`'s result state at offset o names the stage `o + init(other)
+/// - (shift + m) * step` of `loop`'s leader iter arg (as (start root,
+/// offset), as a loop's meets are mapped below). Other entries unchanged.
+InFlight::AtNamed Checker::mapTail(scf::ForOp loop,
+                                   const InFlight::AtNamed &n) {
+  InFlight::AtNamed out = n;
+  for (Read &r : out.reads) {
+    auto result = r.stage.root ? dyn_cast<OpResult>(r.stage.root) : OpResult();
+    auto other = result ? dyn_cast<scf::ForOp>(result.getOwner()) : nullptr;
+    if (!other || other == loop)
+      continue;
+    LoopRelation rel = relateLoops(loop, other, n.barrier);
+    if (rel.kind != LoopRelation::Related || rel.tail >= 0) {
+      if (rel.kind == LoopRelation::NotProven ||
+          (rel.kind == LoopRelation::Related && rel.tail > 0)) {
+        out.unproven = true;
+        out.loop = other;
+      }
+      continue;
+    }
+    std::optional<int64_t> m = meetIndexAfter(other, n.barrier);
+    BlockArgument arg =
+        other.getRegionIterArgs()[result.getResultNumber()];
+    std::optional<int64_t> step = canon.constantStep(arg);
+    if (!m || !step) {
+      out.unproven = true;
+      out.loop = other;
+      continue;
+    }
+    Canon init = canon.get(other.getInitArgs()[result.getResultNumber()]);
+    r.stage = {init.root,
+               init.offset + r.stage.offset - (rel.shift + *m) * *step};
+  }
+  return out;
+}
+
 void Checker::visitLoop(scf::ForOp loop, InFlight &f) {
   Block *body = loop.getBody();
   // Another role's loop over the same range met its named barriers in
@@ -316,16 +368,19 @@ void Checker::visitLoop(scf::ForOp loop, InFlight &f) {
     SmallVector<InFlight::AtNamed, 2> kept;
     for (InFlight::AtNamed &n : g.handed) {
       if (!n.loop) {
-        kept.push_back(n);
+        kept.push_back(mapTail(loop, n));
         continue;
       }
       auto other = dyn_cast<scf::ForOp>(n.loop);
       if (!other || other == loop || n.unproven)
         continue;
-      // The same range, or a peel made explicit before the later loop:
-      // `other` starts `shift` iterations after this loop.
+      // The same range, or peels made explicit before the later loop
+      // (`other` starts `shift` iterations after this loop) or after the
+      // loop that ends earlier. A tail of this loop's role (its releases
+      // after the loop, in the generations of `other`'s last iterations)
+      // is not followed: said, not passed silently.
       LoopRelation rel = relateLoops(loop, other, n.barrier);
-      if (rel.kind != LoopRelation::Related) {
+      if (rel.kind != LoopRelation::Related || rel.tail > 0) {
         InFlight::AtNamed in = n;
         in.unproven = true;
         kept.push_back(in);

@@ -4,6 +4,16 @@
 // stage (consumer.release, producer.acquire), no asynchronous read of it by
 // the same threads may be in flight.
 //
+// A refill under the same thread's bulk store: a copy into a stage (TMA
+// load, bulk copy) is an asynchronous write of its buffer; a bulk store
+// of the same stage's buffer that the issuing thread committed and has not
+// waited for (cp.async.bulk.wait_group.read) may still read it. Buffers
+// are compared by allocation (the `pipeline.smem_bytes` pointer or shared
+// global the address starts from): a store of another buffer indexed by
+// the same state is not this one's (uccl-project/mKernel#18: one tile used
+// for an input stage and for the output C, the store's wait at a fixed
+// k-block rather than before the first load into it).
+//
 // A release by another warp of the role: when the threads that release a
 // stage are fewer warps than the ones that read it (thread 0 releases for a
 // warpgroup whose four warps each issued a wgmma on the stage, one lane of
@@ -137,6 +147,91 @@ void Checker::checkHandBack(Operation *op, const VerbRef &verb, InFlight &f) {
     checkOtherRole(op, verb, f, sameStage);
   if (tcCommit)
     f.tcgen05.clear();
+}
+
+/// The allocation a shared-memory address starts from: the op carrying
+/// `pipeline.smem_bytes` (Kernel.smem_alloc) or the shared global's name,
+/// through GEPs and casts; null when not known.
+static const void *allocationOf(Value ptr) {
+  for (int depth = 0; ptr && depth < 16; ++depth) {
+    Operation *def = ptr.getDefiningOp();
+    if (!def)
+      return nullptr;
+    if (def->hasAttr("pipeline.smem_bytes"))
+      return def;
+    if (auto addr = dyn_cast<LLVM::AddressOfOp>(def))
+      return addr.getGlobalNameAttr().getAsOpaquePointer();
+    if (auto gep = dyn_cast<LLVM::GEPOp>(def))
+      ptr = gep.getBase();
+    else if (isa<LLVM::AddrSpaceCastOp, LLVM::BitcastOp>(def))
+      ptr = def->getOperand(0);
+    else
+      return nullptr;
+  }
+  return nullptr;
+}
+
+/// The shared-memory source of a bulk store (its first pointer operand in
+/// address space 3).
+static Value storeSource(Operation *op) {
+  if (auto store = dyn_cast<TmaStoreOp>(op))
+    return store.getSrc();
+  for (Value v : op->getOperands())
+    if (auto t = dyn_cast<LLVM::LLVMPointerType>(v.getType());
+        t && t.getAddressSpace() == 3)
+      return v;
+  return Value();
+}
+
+void Checker::checkRefill(Operation *op, const VerbRef &verb, InFlight &f) {
+  Value dst;
+  if (auto load = dyn_cast<TmaLoadOp>(op))
+    dst = load.getDst();
+  else if (auto bulk = dyn_cast<BulkLoadOp>(op))
+    dst = bulk.getDst();
+  const void *buffer = dst ? allocationOf(dst) : nullptr;
+  if (!buffer || reported.contains(op))
+    return;
+  Canon s = canon.get(verb.state);
+  int64_t stages = getPipelineType(verb.pipeline).getStages();
+  auto check = [&](const Read &r, int64_t newer) {
+    if (r.kind != Reader::BulkStore || reported.contains(op))
+      return;
+    // A store tied to a stage: the same stage. A store of a fixed address
+    // of the ring's allocation: the copies of the loop cycle through every
+    // stage of it, so any copy into it may be the one that overlaps.
+    if (r.stage.root) {
+      int64_t d = r.stage.offset - s.offset;
+      if (!StateCanon::sameRoot(r.stage.root, s.root) ||
+          ((d % stages) + stages) % stages != 0)
+        return;
+    }
+    Value src = storeSource(r.op);
+    if (!src || allocationOf(src) != buffer)
+      return;
+    reported.insert(op);
+    failedAny = true;
+    InFlightDiagnostic diag =
+        op->emitError()
+        << op->getName() << " refills a stage of " << describe(verb.pipeline)
+        << " whose buffer a bulk store issued by this thread may still read "
+           "(rule: a copy into shared memory is an asynchronous write; the "
+           "bulk store's reads of that buffer end only at a "
+           "cp.async.bulk.wait_group.read that covers its group, in the "
+           "issuing thread); wait for it ("
+        << (newer >= 0 ? "pipeline.bulk_group.wait {read, pending = N} with "
+                         "N <= " + std::to_string(newer)
+                       : std::string("commit its group, then "
+                                     "pipeline.bulk_group.wait {read}"))
+        << ") before the first copy into that buffer, on every path";
+    diag.attachNote(r.op->getLoc())
+        << "the bulk store of that buffer, still in flight at the copy";
+  };
+  for (size_t g = 0; g < f.bulk.size(); ++g)
+    for (Read &r : f.bulk[g])
+      check(r, f.bulk.size() - 1 - g);
+  for (Read &r : f.bulkOpen)
+    check(r, -1);
 }
 
 /// The warps that execute `op` (nullopt: not decided).

@@ -49,9 +49,20 @@ getImpliedArrives(Operation *op, PipelineType type, bool producerSide,
   bool signallingLanes =
       !producerSide &&
       getBarrierPlan(type).release == ArriveTarget::SignallingLanes;
-  if (type.getClusterSize() > 1 && !signallingLanes)
+  // An MMA consumer's release is a tcgen05.commit multicast to the CTAs
+  // whose loads land in the stage (ummaArrivalMask): with a pair, only
+  // the leader CTA of each pair issues it, so each CTA's empty barrier
+  // gets one commit per warp from each pair of its multicast peers.
+  bool mmaRelease = !producerSide &&
+                    type.getConsumerOpType() == OpType::TCGen05Mma &&
+                    kind == PipelineKind::TmaUmma;
+  if (type.getClusterSize() > 1 && !signallingLanes && !mmaRelease)
     return std::nullopt;
   std::optional<Executors> who = getExecutors(op, blockDim);
+  // The MMA warp under the pair leader's branch (a CTA rank): that branch
+  // is the same for every warp of a CTA.
+  if (!who && mmaRelease)
+    who = getWarpExecutors(op, blockDim, /*noGlobalWrites=*/false);
   if (!who)
     return std::nullopt;
   int64_t threads = who->warps * (who->wholeWarps ? 32 : 1);
@@ -86,9 +97,20 @@ getImpliedArrives(Operation *op, PipelineType type, bool producerSide,
   case OpType::AsyncLoad:
     return ImpliedArrives{threads, *who,
                           "cp.async.mbarrier.arrive.noinc from every thread"};
-  case OpType::TCGen05Mma:
-    return ImpliedArrives{who->warps, *who,
-                          "one elected tcgen05.commit per warp"};
+  case OpType::TCGen05Mma: {
+    int64_t peers = type.getClusterSize() > 1 ? getMcastSize(type) : 1;
+    if (peers == 1)
+      return ImpliedArrives{who->warps, *who,
+                            "one elected tcgen05.commit per warp"};
+    std::string how = "one elected tcgen05.commit per warp, multicast from "
+                      "the MMA " +
+                      std::string(type.getCtaGroup() == 2
+                                      ? "of each CTA pair's leader"
+                                      : "of each CTA") +
+                      " among the " + std::to_string(peers) +
+                      " whose loads land in the stage";
+    return ImpliedArrives{who->warps * peers, *who, how};
+  }
   default:
     return std::nullopt;
   }

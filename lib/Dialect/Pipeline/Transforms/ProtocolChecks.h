@@ -126,6 +126,10 @@ struct Executors {
 /// than scf.if/scf.for around `op`, warps that run with some but not all or
 /// one of their lanes).
 std::optional<Executors> getExecutors(Operation *op, int64_t blockDim);
+/// The same with ``given`` (a value the same for every warp: a kernel
+/// argument, a count read from memory) taken as ``at`` in every condition.
+std::optional<Executors> getExecutorsWith(Operation *op, int64_t blockDim,
+                                          Value given, int64_t at);
 
 /// The value of an i1/integer SSA value for thread `tid` of a 1-D block, if
 /// it depends only on the thread id and constants (arith ops, thread / lane /
@@ -135,6 +139,29 @@ std::optional<int64_t> evalForThread(Value v, int64_t tid);
 /// The same evaluation with ``given`` (a loop's induction variable) taken
 /// as ``at``, for thread 0: a loop-variable condition at one iteration.
 std::optional<int64_t> evalWithValue(Value v, Value given, int64_t at);
+/// evalForThread with ``given`` taken as ``at``.
+std::optional<int64_t> evalForThreadWith(Value v, int64_t tid, Value given,
+                                         int64_t at);
+
+/// Whether an address is the same in every warp: constants, kernel
+/// arguments, CTA and cluster ids, pure arithmetic on them.
+bool uniformAddress(Value v, int depth = 0);
+/// Whether the function may write global memory (a store or atomic outside
+/// shared memory, a TMA or bulk store, a call).
+bool writesGlobal(FunctionOpInterface fn);
+/// Whether a value is the same in every warp of the CTA at any one time:
+/// uniform addresses, induction variables of loops with such bounds, loads
+/// of such addresses from constant memory (or from global memory when
+/// `noGlobalWrites`), pure arithmetic on them.
+bool sameForEveryWarp(Value v, bool noGlobalWrites, int depth = 0);
+/// getExecutors leaving out the scf.if conditions that are the same for
+/// every warp (sameForEveryWarp: a branch on a loop variable, a kernel
+/// argument, the CTA rank narrows a role and adds no warps), the others
+/// evaluated per thread with `given` taken as `at`.
+std::optional<Executors> getWarpExecutors(Operation *op, int64_t blockDim,
+                                          bool noGlobalWrites,
+                                          Value given = Value(),
+                                          int64_t at = 0);
 
 /// "warp 3", "warps 4-7, 9" for a set of warp indices.
 std::string describeWarps(const llvm::BitVector &warps);
@@ -273,9 +300,17 @@ std::optional<std::pair<int64_t, int64_t>> namedBarrierId(Operation *op);
 /// the peel). RoleHandOver.cpp.
 struct LoopRelation {
   enum Kind { Related, NotProven, Unrelated } kind;
+  /// `b` starts `shift` iterations after `a` (a peel before `b`'s loop).
   int64_t shift;
+  /// `b` ends `tail` iterations after `a` (negative: before it); the loop
+  /// that ends earlier runs those iterations after it, straight-line.
+  int64_t tail;
 };
 LoopRelation relateLoops(scf::ForOp a, scf::ForOp b, Operation *barrier);
+/// Which straight-line meet of `barrier`'s named barrier after `loop`
+/// (0 for the first) `barrier` is; nullopt when it is not one (in a branch
+/// or loop, or a meet in one comes first).
+std::optional<int64_t> meetIndexAfter(scf::ForOp loop, Operation *barrier);
 /// The warning of check 8 at a release after named barrier `id` that
 /// another role's loop (`otherLoop`) meets with reads in flight, where that
 /// loop and the release's (`mine`) are not Related (relateLoops).

@@ -9,7 +9,10 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Matchers.h"
 
@@ -180,6 +183,11 @@ std::optional<int64_t> protocol::evalWithValue(Value v, Value given,
   return evalAt(v, 0, 0, Binding{given, at});
 }
 
+std::optional<int64_t> protocol::evalForThreadWith(Value v, int64_t tid,
+                                                   Value given, int64_t at) {
+  return evalAt(v, tid, 0, Binding{given, at});
+}
+
 static std::optional<int64_t> evalRaw(Value v, int64_t tid, int depth,
                                       const Binding &bound) {
   if (depth > 64)
@@ -301,6 +309,12 @@ static constexpr int64_t kMaxBlockThreads = 1024;
 
 std::optional<Executors> protocol::getExecutors(Operation *op,
                                                 int64_t blockDim) {
+  return getExecutorsWith(op, blockDim, Value(), 0);
+}
+
+std::optional<Executors> protocol::getExecutorsWith(Operation *op,
+                                                    int64_t blockDim,
+                                                    Value given, int64_t at) {
   // The branch conditions on the way up, with the side `op` is on.
   SmallVector<std::pair<Value, bool>> conds;
   for (Operation *cur = op;;) {
@@ -333,7 +347,7 @@ std::optional<Executors> protocol::getExecutors(Operation *op,
   for (int64_t tid = 0; tid < limit; ++tid) {
     bool runs = true;
     for (auto [cond, inThen] : conds) {
-      std::optional<int64_t> c = evalForThread(cond, tid);
+      std::optional<int64_t> c = evalAt(cond, tid, 0, Binding{given, at});
       if (!c)
         return std::nullopt;
       if (static_cast<bool>(*c) != inThen) {
@@ -576,4 +590,147 @@ bool protocol::runsBefore(Operation *before, Operation *op) {
       if (o->getBlock() && o->getBlock() == b->getBlock())
         return b != o && b->isBeforeInBlock(o);
   return false;
+}
+
+/// Whether `v`, an address, is the same in every warp: constants, kernel
+/// arguments, CTA and cluster ids, and pure arithmetic on them.
+bool protocol::uniformAddress(Value v, int depth) {
+  if (depth > 32)
+    return false;
+  if (getConstantInt(v))
+    return true;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto fn = dyn_cast_or_null<gpu::GPUFuncOp>(arg.getOwner()->getParentOp());
+    return fn && fn.isKernel() && arg.getOwner()->isEntryBlock();
+  }
+  Operation *def = v.getDefiningOp();
+  StringRef name = def->getName().getStringRef();
+  if (name.consume_front("nvvm.read.ptx.sreg."))
+    return name.starts_with("ctaid") || name.starts_with("nctaid") ||
+           name.starts_with("cluster") || name.starts_with("nclusterid");
+  if (isa<gpu::BlockIdOp, gpu::GridDimOp, gpu::BlockDimOp,
+          LLVM::AddressOfOp>(def))
+    return true;
+  // Any other leaf (thread, lane and warp ids, clocks, elect) may differ.
+  if (def->getNumOperands() == 0 || def->getNumRegions() ||
+      !isMemoryEffectFree(def))
+    return false;
+  return llvm::all_of(def->getOperands(),
+                      [&](Value in) { return uniformAddress(in, depth + 1); });
+}
+
+/// Whether the function may write global memory (a store or atomic outside
+/// shared memory, a TMA or bulk store): a count loaded from it may then
+/// change between the warps' reads.
+bool protocol::writesGlobal(FunctionOpInterface fn) {
+  auto outsideShared = [](Value ptr) {
+    auto t = dyn_cast<LLVM::LLVMPointerType>(ptr.getType());
+    return !t || t.getAddressSpace() != 3;
+  };
+  return fn->walk([&](Operation *op) {
+             bool writes = false;
+             if (auto st = dyn_cast<LLVM::StoreOp>(op))
+               writes = outsideShared(st.getAddr());
+             else if (auto rmw = dyn_cast<LLVM::AtomicRMWOp>(op))
+               writes = outsideShared(rmw.getPtr());
+             else if (auto cas = dyn_cast<LLVM::AtomicCmpXchgOp>(op))
+               writes = outsideShared(cas.getPtr());
+             else
+               writes =
+                   isa<TmaStoreOp, NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp,
+                       NVVM::CpAsyncBulkSharedCTAToGlobalOp,
+                       NVVM::CpAsyncBulkTensorReduceOp, CallOpInterface>(op);
+             return writes ? WalkResult::interrupt() : WalkResult::advance();
+           })
+      .wasInterrupted();
+}
+
+/// Whether `v` is the same in every warp of the CTA at any one time:
+/// constants, kernel arguments, CTA and cluster ids, induction variables of
+/// loops with such bounds, loads of such addresses from memory nothing in
+/// the kernel writes (`readOnly`: constant memory, or global memory when
+/// the function writes none), pure arithmetic on them.
+bool protocol::sameForEveryWarp(Value v, bool noGlobalWrites, int depth) {
+  if (depth > 32)
+    return false;
+  if (uniformAddress(v))
+    return true;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto loop = dyn_cast_or_null<scf::ForOp>(arg.getOwner()->getParentOp());
+    return loop && arg == loop.getInductionVar() &&
+           sameForEveryWarp(loop.getLowerBound(), noGlobalWrites, depth + 1) &&
+           sameForEveryWarp(loop.getUpperBound(), noGlobalWrites, depth + 1) &&
+           sameForEveryWarp(loop.getStep(), noGlobalWrites, depth + 1);
+  }
+  Operation *def = v.getDefiningOp();
+  if (auto load = dyn_cast<LLVM::LoadOp>(def)) {
+    auto t = cast<LLVM::LLVMPointerType>(load.getAddr().getType());
+    bool readOnly = t.getAddressSpace() == 4 ||
+                    (t.getAddressSpace() != 3 && noGlobalWrites);
+    return readOnly && uniformAddress(load.getAddr());
+  }
+  if (def->getNumOperands() == 0 || def->getNumRegions() ||
+      !isMemoryEffectFree(def))
+    return false;
+  return llvm::all_of(def->getOperands(), [&](Value in) {
+    return sameForEveryWarp(in, noGlobalWrites, depth + 1);
+  });
+}
+
+/// Who runs `op`, from the scf.if conditions around it that may differ
+/// between warps (a branch every warp takes alike, on a loop variable, a
+/// kernel argument or a count in constant memory, narrows a role and adds
+/// no warps: left out), evaluated per thread with `given` taken as `at`
+/// (getExecutors' rules otherwise). nullopt when not decided.
+std::optional<Executors>
+protocol::getWarpExecutors(Operation *op, int64_t blockDim,
+                           bool noGlobalWrites, Value given, int64_t at) {
+  SmallVector<std::pair<Value, bool>> conds;
+  for (Operation *cur = op;;) {
+    Operation *parent = cur->getParentOp();
+    if (!parent)
+      return std::nullopt;
+    if (isa<FunctionOpInterface>(parent))
+      break;
+    if (auto ifOp = dyn_cast<scf::IfOp>(parent)) {
+      if (!sameForEveryWarp(ifOp.getCondition(), noGlobalWrites))
+        conds.push_back({ifOp.getCondition(),
+                         cur->getParentRegion() == &ifOp.getThenRegion()});
+    } else if (!isa<scf::ForOp>(parent)) {
+      return std::nullopt;
+    }
+    cur = parent;
+  }
+  if (blockDim <= 0 || blockDim % 32 || blockDim > 1024)
+    return std::nullopt;
+  llvm::BitVector threads(blockDim);
+  for (int64_t tid = 0; tid < blockDim; ++tid) {
+    bool runs = true;
+    for (auto [cond, inThen] : conds) {
+      std::optional<int64_t> c = evalForThreadWith(cond, tid, given, at);
+      if (!c)
+        return std::nullopt;
+      if (static_cast<bool>(*c) != inThen) {
+        runs = false;
+        break;
+      }
+    }
+    if (runs)
+      threads.set(tid);
+  }
+  int64_t warps = 0, whole = 0;
+  for (int64_t w = 0; w < blockDim / 32; ++w) {
+    int64_t lanes = 0;
+    for (int64_t l = 0; l < 32; ++l)
+      lanes += threads.test(w * 32 + l);
+    if (lanes == 0)
+      continue;
+    if (lanes != 32 && lanes != 1)
+      return std::nullopt;
+    ++warps;
+    whole += lanes == 32;
+  }
+  if (warps == 0 || (whole != 0 && whole != warps))
+    return std::nullopt;
+  return Executors{warps, whole == warps, std::move(threads)};
 }

@@ -110,16 +110,22 @@ protocol::namedBarrierId(Operation *op) {
 }
 
 /// How many times the role of `loop` meets the named barrier `id` before
-/// the loop, straight-line (the ops before it in its block and in the
-/// blocks around it, up to its role block); nullopt when a meet sits in a
-/// loop or branch before it (not counted).
+/// (`after`: after) the loop, straight-line (the ops on that side of it in
+/// its block and in the blocks around it, up to its role block); nullopt
+/// when a meet sits in a loop or branch there (not counted). `upTo`: count
+/// only the meets before that op (after the loop), the op itself or an op
+/// around it ending the count.
 static std::optional<int64_t>
-meetsBefore(scf::ForOp loop, std::pair<int64_t, int64_t> id) {
+meetsBeside(scf::ForOp loop, std::pair<int64_t, int64_t> id, bool after,
+            Operation *upTo = nullptr) {
   Block *role = getRoleBlock(loop);
   int64_t count = 0;
   for (Operation *cur = loop; cur && cur->getBlock();
        cur = cur->getParentOp()) {
-    for (Operation *o = cur->getPrevNode(); o; o = o->getPrevNode()) {
+    for (Operation *o = after ? cur->getNextNode() : cur->getPrevNode(); o;
+         o = after ? o->getNextNode() : o->getPrevNode()) {
+      if (upTo && (o == upTo || o->isAncestor(upTo)))
+        return count;
       if (namedBarrierId(o) == id) {
         ++count;
         continue;
@@ -135,7 +141,20 @@ meetsBefore(scf::ForOp loop, std::pair<int64_t, int64_t> id) {
     if (cur->getBlock() == role || isa<FunctionOpInterface>(cur->getParentOp()))
       break;
   }
-  return count;
+  return upTo ? std::nullopt : std::optional<int64_t>(count);
+}
+
+static std::optional<int64_t>
+meetsBefore(scf::ForOp loop, std::pair<int64_t, int64_t> id) {
+  return meetsBeside(loop, id, /*after=*/false);
+}
+
+std::optional<int64_t> protocol::meetIndexAfter(scf::ForOp loop,
+                                                Operation *barrier) {
+  std::optional<std::pair<int64_t, int64_t>> id = namedBarrierId(barrier);
+  if (!id)
+    return std::nullopt;
+  return meetsBeside(loop, *id, /*after=*/true, barrier);
 }
 
 /// `y - x` when it is a constant: both constants, or one the other plus
@@ -169,29 +188,37 @@ static std::optional<int64_t> constantDiff(Value x, Value y) {
 LoopRelation protocol::relateLoops(scf::ForOp a, scf::ForOp b,
                                    Operation *barrier) {
   if (sameLoopRange(a, b))
-    return {LoopRelation::Related, 0};
+    return {LoopRelation::Related, 0, 0};
   std::optional<int64_t> step = getConstantInt(a.getStep());
   std::optional<int64_t> dStep = constantDiff(a.getStep(), b.getStep());
   std::optional<int64_t> dLow = constantDiff(a.getLowerBound(), b.getLowerBound());
   std::optional<int64_t> dUp = constantDiff(a.getUpperBound(), b.getUpperBound());
   if (!dStep || *dStep != 0 || !dLow || !dUp)
-    return {LoopRelation::Unrelated, 0};
+    return {LoopRelation::Unrelated, 0, 0};
   if (!step || *step <= 0 || *dLow % *step || *dUp % *step)
-    return {LoopRelation::Unrelated, 0};
-  // A peel at the end (after the loop) is not followed.
-  if (*dUp != 0)
-    return {LoopRelation::NotProven, 0};
-  int64_t k = *dLow / *step;
+    return {LoopRelation::Unrelated, 0, 0};
+  int64_t k = *dLow / *step, tail = *dUp / *step;
   std::optional<std::pair<int64_t, int64_t>> id =
       barrier ? namedBarrierId(barrier) : std::nullopt;
   if (!id)
-    return {LoopRelation::NotProven, 0};
+    return {LoopRelation::NotProven, 0, 0};
+  // A peel before the later loop: the later role meets the barrier k more
+  // times before its loop. A peel after the loop that ends earlier: that
+  // role meets it `tail` more times after its loop, straight-line.
   std::optional<int64_t> ma = meetsBefore(a, *id), mb = meetsBefore(b, *id);
   if (!ma || !mb)
-    return {LoopRelation::NotProven, 0};
+    return {LoopRelation::NotProven, 0, 0};
   if (*mb - *ma != k)
-    return {LoopRelation::Unrelated, 0};
-  return {LoopRelation::Related, k};
+    return {LoopRelation::Unrelated, 0, 0};
+  if (tail != 0) {
+    std::optional<int64_t> ta = meetsBeside(a, *id, /*after=*/true),
+                           tb = meetsBeside(b, *id, /*after=*/true);
+    if (!ta || !tb)
+      return {LoopRelation::NotProven, 0, 0};
+    if (*ta - *tb != tail)
+      return {LoopRelation::Unrelated, 0, 0};
+  }
+  return {LoopRelation::Related, k, tail};
 }
 
 void protocol::warnHandOverNotProven(Operation *release, int64_t id,
@@ -201,11 +228,12 @@ void protocol::warnHandOverNotProven(Operation *release, int64_t id,
       << release->getName() << " after named barrier " << id
       << ": the hand-over from another role's loop, whose asynchronous reads "
          "are in flight at that barrier, is not proven: the two loops' ranges "
-         "differ other than by a peel made explicit before the later loop "
-         "(the same step and upper bound, constant lower bounds k steps "
-         "apart, and k more meets of this barrier before it), so the release "
-         "is not checked against those reads; give both loops the same range "
-         "or peel the iterations before the loop";
+         "differ other than by peels this checker follows (the same step; "
+         "lower bounds k steps apart and k more meets of this barrier before "
+         "the later loop; upper bounds k steps apart and k more meets after "
+         "the loop that ends earlier, straight-line, in the reading role), so "
+         "the release is not checked against those reads; give both loops "
+         "the same range or peel the iterations explicitly";
   diag.attachNote(otherLoop->getLoc()) << "the other role's loop";
   diag.attachNote(mine.getLoc()) << "this release's loop";
 }
@@ -221,11 +249,10 @@ void protocol::warnHandOverNotProven(scf::ForOp loop, scf::ForOp other,
       (wait ? wait : loop.getOperation())->emitWarning();
   diag << describe(pipe)
        << ": this loop's waits are left to another role's loop whose range "
-          "differs from it by a peel this checker does not follow (a peel "
-          "after the loop, or a meet of the hand-over barrier before it "
-          "inside a branch or loop): the hand-over is not proven; peel "
-          "explicitly before the later loop, or give both loops the same "
-          "range";
+          "differs from it by a peel this checker does not follow (a meet "
+          "of the hand-over barrier before or after a loop inside a branch "
+          "or loop): the hand-over is not proven; peel explicitly, "
+          "straight-line, or give both loops the same range";
   diag.attachNote(loop.getLoc()) << "in this loop";
   diag.attachNote(other.getLoc())
       << "the other role's loop, which releases them";

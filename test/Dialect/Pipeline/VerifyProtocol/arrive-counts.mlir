@@ -666,3 +666,113 @@ func.func @umma_commit_against_1(%desc: !llvm.ptr, %buf: !llvm.ptr<3>, %n: index
   }
   return
 }
+
+// -----
+
+// (c) with a CTA pair in a multicast cluster (triton-lang/triton#10196):
+// two pairs multicast along M; the MMA warp runs in each pair's leader and
+// its tcgen05.commit reaches the 4 CTAs whose loads land in the stage, so
+// each CTA's empty barrier gets one commit from each of the 2 leaders.
+// Counting the 4 CTAs leaves every phase 2 arrivals short.
+
+!P = !pipeline.pipeline<tma_umma, stages = 3, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 4>, tx_count = 16384, cluster = #pipeline.cluster<2, 2, 1, 1>, multicast = m, cta_group = 2>
+!ps = !pipeline.state<3, producer>
+!cs = !pipeline.state<3, consumer>
+
+gpu.module @m {
+  gpu.func @pair_mma_multicast_counted_per_cta(%desc: !llvm.ptr, %buf: !llvm.ptr<3>, %n: index) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %x = arith.constant 0 : i32
+    %two = arith.constant 2 : i32
+    // expected-error @+1 {{pipeline 'ab': the consumer group #pipeline.group<thread, 4> expects 4 arrivals per phase, but the consumer role (one warp, one elected tcgen05.commit per warp, multicast from the MMA of each CTA pair's leader among the 2 whose loads land in the stage) gives 2: the empty barrier never completes and the producers wait forever; use #pipeline.group<thread, 2>}}
+    %p = pipeline.create {name = "ab"} : !P
+    %tid = gpu.thread_id x
+    %warp = arith.divui %tid, %c32 : index
+    %rank = nvvm.read.ptx.sreg.cluster.ctarank : i32
+    %is_tma = arith.cmpi eq, %warp, %c0 : index
+    scf.if %is_tma {
+      %s0 = pipeline.state.make : !ps
+      %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+        pipeline.producer.acquire %p, %s : !P, !ps
+        %elected = nvvm.elect.sync -> i1
+        scf.if %elected {
+          pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %buf {bytes = 8192 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+        }
+        %next = pipeline.state.advance %s : !ps
+        scf.yield %next : !ps
+      }
+      pipeline.producer.tail %p, %sN : !P, !ps
+    }
+    %is_mma = arith.cmpi eq, %warp, %c1 : index
+    scf.if %is_mma {
+      %r = arith.remui %rank, %two : i32
+      %leader = arith.cmpi eq, %r, %x : i32
+      // expected-note @+1 {{the consumer role}}
+      scf.if %leader {
+        %c = pipeline.state.make : !cs
+        %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+          pipeline.consumer.wait %p, %s : !P, !cs
+          // expected-note @+1 {{the consumer role releases here}}
+          pipeline.consumer.release %p, %s : !P, !cs
+          %next = pipeline.state.advance %s : !cs
+          scf.yield %next : !cs
+        }
+      }
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+// (c) with a CTA pair, passing: one commit from each pair's leader, a
+// group of 2.
+
+!P = !pipeline.pipeline<tma_umma, stages = 3, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 2>, tx_count = 16384, cluster = #pipeline.cluster<2, 2, 1, 1>, multicast = m, cta_group = 2>
+!ps = !pipeline.state<3, producer>
+!cs = !pipeline.state<3, consumer>
+
+gpu.module @m {
+  gpu.func @pair_mma_multicast_counted_per_pair(%desc: !llvm.ptr, %buf: !llvm.ptr<3>, %n: index) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %x = arith.constant 0 : i32
+    %two = arith.constant 2 : i32
+    %p = pipeline.create {name = "ab"} : !P
+    %tid = gpu.thread_id x
+    %warp = arith.divui %tid, %c32 : index
+    %rank = nvvm.read.ptx.sreg.cluster.ctarank : i32
+    %is_tma = arith.cmpi eq, %warp, %c0 : index
+    scf.if %is_tma {
+      %s0 = pipeline.state.make : !ps
+      %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+        pipeline.producer.acquire %p, %s : !P, !ps
+        %elected = nvvm.elect.sync -> i1
+        scf.if %elected {
+          pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %buf {bytes = 8192 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+        }
+        %next = pipeline.state.advance %s : !ps
+        scf.yield %next : !ps
+      }
+      pipeline.producer.tail %p, %sN : !P, !ps
+    }
+    %is_mma = arith.cmpi eq, %warp, %c1 : index
+    scf.if %is_mma {
+      %r = arith.remui %rank, %two : i32
+      %leader = arith.cmpi eq, %r, %x : i32
+      scf.if %leader {
+        %c = pipeline.state.make : !cs
+        %cN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %c) -> (!cs) {
+          pipeline.consumer.wait %p, %s : !P, !cs
+          pipeline.consumer.release %p, %s : !P, !cs
+          %next = pipeline.state.advance %s : !cs
+          scf.yield %next : !cs
+        }
+      }
+    }
+    gpu.return
+  }
+}

@@ -416,3 +416,111 @@ func.func @register_a_wgmma_release_after_wait(%n: index, %base: i64, %acc0: !ac
   }
   return
 }
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 1024>
+!ps = !pipeline.state<2, producer>
+
+llvm.mlir.global internal @ring() {addr_space = 3 : i32} : !llvm.array<2048 x i8>
+llvm.mlir.global internal @cbuf() {addr_space = 3 : i32} : !llvm.array<1024 x i8>
+
+// A refill under the same thread's bulk store (uccl-project/mKernel#18):
+// the ring's first buffer also holds the output tile, TMA-stored at the
+// end of each iteration; the next iteration's load refills the ring with
+// no wait for the store's reads (the copies cycle through every stage, so
+// one of them overwrites the buffer the store still reads).
+func.func @refill_under_own_store(%desc: !llvm.ptr, %out: !llvm.ptr, %n: index, %x: i32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %bytes = arith.constant 1024 : i32
+  %p = pipeline.create {name = "ring"} : !P
+  %ring = llvm.mlir.addressof @ring : !llvm.ptr<3>
+  %cbuf = llvm.mlir.addressof @cbuf : !llvm.ptr<3>
+  %s0 = pipeline.state.make : !ps
+  %sN = scf.for %t = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+    pipeline.producer.acquire %p, %s : !P, !ps
+    %i = pipeline.state.index %s : !ps
+    %off = arith.muli %i, %bytes : i32
+    %dst = llvm.getelementptr %ring[%off] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    // expected-error @+1 {{pipeline.copy.tma_load refills a stage of pipeline 'ring' whose buffer a bulk store issued by this thread may still read}}
+    pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %dst {bytes = 1024 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+    // expected-note @+1 {{the bulk store of that buffer, still in flight at the copy}}
+    pipeline.copy.tma_store %out[%x, %x] from %ring : !llvm.ptr, !llvm.ptr<3>
+    pipeline.bulk_group.commit
+    %next = pipeline.state.advance %s : !ps
+    scf.yield %next : !ps
+  }
+  pipeline.bulk_group.wait {read}
+  pipeline.producer.tail %p, %sN : !P, !ps
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 1024>
+!ps = !pipeline.state<2, producer>
+
+llvm.mlir.global internal @ring() {addr_space = 3 : i32} : !llvm.array<2048 x i8>
+llvm.mlir.global internal @cbuf() {addr_space = 3 : i32} : !llvm.array<1024 x i8>
+
+// Twin: the store's reads waited for before the first copy of the
+// iteration.
+func.func @refill_after_own_store_waited(%desc: !llvm.ptr, %out: !llvm.ptr, %n: index, %x: i32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %bytes = arith.constant 1024 : i32
+  %p = pipeline.create {name = "ring"} : !P
+  %ring = llvm.mlir.addressof @ring : !llvm.ptr<3>
+  %cbuf = llvm.mlir.addressof @cbuf : !llvm.ptr<3>
+  %s0 = pipeline.state.make : !ps
+  %sN = scf.for %t = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+    pipeline.bulk_group.wait {read}
+    pipeline.producer.acquire %p, %s : !P, !ps
+    %i = pipeline.state.index %s : !ps
+    %off = arith.muli %i, %bytes : i32
+    %dst = llvm.getelementptr %ring[%off] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %dst {bytes = 1024 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+    pipeline.copy.tma_store %out[%x, %x] from %ring : !llvm.ptr, !llvm.ptr<3>
+    pipeline.bulk_group.commit
+    %next = pipeline.state.advance %s : !ps
+    scf.yield %next : !ps
+  }
+  pipeline.bulk_group.wait {read}
+  pipeline.producer.tail %p, %sN : !P, !ps
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 1024>
+!ps = !pipeline.state<2, producer>
+
+llvm.mlir.global internal @ring() {addr_space = 3 : i32} : !llvm.array<2048 x i8>
+llvm.mlir.global internal @cbuf() {addr_space = 3 : i32} : !llvm.array<1024 x i8>
+
+// Boundary, correct: the store reads another allocation (a C staging
+// buffer): the copies into the ring do not overwrite it.
+func.func @refill_beside_other_buffer_store(%desc: !llvm.ptr, %out: !llvm.ptr, %n: index, %x: i32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %bytes = arith.constant 1024 : i32
+  %p = pipeline.create {name = "ring"} : !P
+  %ring = llvm.mlir.addressof @ring : !llvm.ptr<3>
+  %cbuf = llvm.mlir.addressof @cbuf : !llvm.ptr<3>
+  %s0 = pipeline.state.make : !ps
+  %sN = scf.for %t = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+    pipeline.producer.acquire %p, %s : !P, !ps
+    %i = pipeline.state.index %s : !ps
+    %off = arith.muli %i, %bytes : i32
+    %dst = llvm.getelementptr %ring[%off] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %dst {bytes = 1024 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+    pipeline.copy.tma_store %out[%x, %x] from %cbuf : !llvm.ptr, !llvm.ptr<3>
+    pipeline.bulk_group.commit
+    %next = pipeline.state.advance %s : !ps
+    scf.yield %next : !ps
+  }
+  pipeline.bulk_group.wait {read}
+  pipeline.producer.tail %p, %sN : !P, !ps
+  return
+}

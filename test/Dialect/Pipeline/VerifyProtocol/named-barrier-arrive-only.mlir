@@ -295,3 +295,153 @@ gpu.module @m {
     gpu.return
   }
 }
+
+// -----
+
+// Bug: as producer_arrives_two_stage_ring, the producer warps set by a
+// count loaded from constant memory (`warp < %np`), the same for every
+// warp: at %np = 1, the only value at which the threads meeting barrier 1
+// add up to its 64, warp 0 arrives and runs one stage ahead.
+!P = !pipeline.pipeline<async, stages = 2, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 1>>
+!ps = !pipeline.state<2, producer>
+!cs = !pipeline.state<2, consumer>
+
+gpu.module @m {
+  gpu.func @producer_warps_loaded_two_stage_ring(%n: index, %cfg: !llvm.ptr<4>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c0i = arith.constant 0 : i32
+    %c32 = arith.constant 32 : i32
+    %p = pipeline.create {name = "tiles"} : !P
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %warp = arith.divui %tid, %c32 : i32
+    %lane = arith.remui %tid, %c32 : i32
+    // expected-note @+1 {{the warps are set by this value, the same for every warp; taken as 1, at which the threads meeting the barrier add up to its count}}
+    %np = llvm.load %cfg : !llvm.ptr<4> -> i32
+    %isp = arith.cmpi ult, %warp, %np : i32
+    scf.if %isp {
+      %s0 = pipeline.state.make : !ps
+      // expected-note @+1 {{the arriving warps' loop}}
+      %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+        pipeline.producer.acquire %p, %s : !P, !ps
+        pipeline.producer.commit %p, %s : !P, !ps
+        // expected-error @+1 {{named barrier 1: warp 0 arrive on it in each iteration of this loop and never wait there on anything the warps that sync on it (warp 1) signal: an arrive-only role can run ahead a whole phase}}
+        pipeline.named_barrier.arrive id = 1, threads = 64 {unaligned}
+        %sn = pipeline.state.advance %s : !ps
+        scf.yield %sn : !ps
+      }
+      pipeline.producer.tail %p, %sN : !P, !ps
+    } else {
+      %c0s = pipeline.state.make : !cs
+      %cN = scf.for %i = %c0 to %n step %c1 iter_args(%c = %c0s) -> (!cs) {
+        pipeline.consumer.wait %p, %c : !P, !cs
+        // expected-note @+1 {{the other side syncs on it here}}
+        pipeline.named_barrier.sync id = 1, threads = 64 {unaligned}
+        %rel = arith.cmpi eq, %lane, %c0i : i32
+        scf.if %rel {
+          pipeline.consumer.release %p, %c : !P, !cs
+        }
+        %cn = pipeline.state.advance %c : !cs
+        scf.yield %cn : !cs
+      }
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+// Twin: the same count from constant memory with a one-stage ring: held.
+!P = !pipeline.pipeline<async, stages = 1, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 1>>
+!ps = !pipeline.state<1, producer>
+!cs = !pipeline.state<1, consumer>
+
+gpu.module @m {
+  gpu.func @producer_warps_loaded_one_stage_ring(%n: index, %cfg: !llvm.ptr<4>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c0i = arith.constant 0 : i32
+    %c32 = arith.constant 32 : i32
+    %p = pipeline.create {name = "tiles"} : !P
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %warp = arith.divui %tid, %c32 : i32
+    %lane = arith.remui %tid, %c32 : i32
+    %np = llvm.load %cfg : !llvm.ptr<4> -> i32
+    %isp = arith.cmpi ult, %warp, %np : i32
+    scf.if %isp {
+      %s0 = pipeline.state.make : !ps
+      %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+        pipeline.producer.acquire %p, %s : !P, !ps
+        pipeline.producer.commit %p, %s : !P, !ps
+        pipeline.named_barrier.arrive id = 1, threads = 64 {unaligned}
+        %sn = pipeline.state.advance %s : !ps
+        scf.yield %sn : !ps
+      }
+      pipeline.producer.tail %p, %sN : !P, !ps
+    } else {
+      %c0s = pipeline.state.make : !cs
+      %cN = scf.for %i = %c0 to %n step %c1 iter_args(%c = %c0s) -> (!cs) {
+        pipeline.consumer.wait %p, %c : !P, !cs
+        pipeline.named_barrier.sync id = 1, threads = 64 {unaligned}
+        %rel = arith.cmpi eq, %lane, %c0i : i32
+        scf.if %rel {
+          pipeline.consumer.release %p, %c : !P, !cs
+        }
+        %cn = pipeline.state.advance %c : !cs
+        scf.yield %cn : !cs
+      }
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+// Not proven: the count is loaded from a per-thread address (it may differ
+// between warps): a warning at the arrive, not silence.
+!P = !pipeline.pipeline<async, stages = 1, producer = #pipeline.group<thread, 32>, consumer = #pipeline.group<thread, 1>>
+!ps = !pipeline.state<1, producer>
+!cs = !pipeline.state<1, consumer>
+
+gpu.module @m {
+  gpu.func @producer_warps_loaded_per_thread(%n: index, %cfg: !llvm.ptr<1>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c0i = arith.constant 0 : i32
+    %c32 = arith.constant 32 : i32
+    %p = pipeline.create {name = "tiles"} : !P
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %warp = arith.divui %tid, %c32 : i32
+    %lane = arith.remui %tid, %c32 : i32
+    %a = llvm.getelementptr %cfg[%tid] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+    // expected-note @+1 {{the value that sets them}}
+    %np = llvm.load %a : !llvm.ptr<1> -> i32
+    %isp = arith.cmpi ult, %warp, %np : i32
+    scf.if %isp {
+      %s0 = pipeline.state.make : !ps
+      // expected-note @+1 {{the arriving warps' loop}}
+      %sN = scf.for %i = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+        pipeline.producer.acquire %p, %s : !P, !ps
+        pipeline.producer.commit %p, %s : !P, !ps
+        // expected-warning @+1 {{named barrier 1: the warps that arrive on it in this loop, or those that sync on it, are set by a value that may differ between warps}}
+        pipeline.named_barrier.arrive id = 1, threads = 64 {unaligned}
+        %sn = pipeline.state.advance %s : !ps
+        scf.yield %sn : !ps
+      }
+      pipeline.producer.tail %p, %sN : !P, !ps
+    } else {
+      %c0s = pipeline.state.make : !cs
+      %cN = scf.for %i = %c0 to %n step %c1 iter_args(%c = %c0s) -> (!cs) {
+        pipeline.consumer.wait %p, %c : !P, !cs
+        pipeline.named_barrier.sync id = 1, threads = 64 {unaligned}
+        %rel = arith.cmpi eq, %lane, %c0i : i32
+        scf.if %rel {
+          pipeline.consumer.release %p, %c : !P, !cs
+        }
+        %cn = pipeline.state.advance %c : !cs
+        scf.yield %cn : !cs
+      }
+    }
+    gpu.return
+  }
+}
