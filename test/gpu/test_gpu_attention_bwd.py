@@ -292,6 +292,72 @@ def test_preprocess_matches_torch(cache, device):
     torch.cuda.synchronize()
 
 
+# The wide preprocess (kernels/attention_bwd/prep_wide.py, option
+# prep_wide): both walks, ragged row counts, GQA's head counts.
+@pytest.mark.parametrize("head_dim,order", [(64, "bhs"), (128, "bhs"), (256, "bhs"),
+                                            (64, "bsh"), (128, "bsh")])
+def test_wide_preprocess_matches_the_old_bit_for_bit(cache, device, head_dim, order):
+    """Its LSE * log2(e) and dPsum equal the old preprocess's bit for bit
+    (the same sum in the same order), padding and -inf rows included, and
+    dPsum is torch's rowsum(dO * O) within fp32 rounding."""
+    from pipeline_mlir.ops import attention_configs as ac
+    from pipeline_mlir.ops import kernel_cache
+    from pipeline_mlir.ops.attention import variant_attention_bwd
+    from pipeline_mlir.ops.attention_bwd_host import AttentionBwd
+
+    opts = ac.bwd_default_options(head_dim, False)
+    old = variant_attention_bwd(head_dim, False, options=opts)
+    image, meta = kernel_cache.get(*ac.bwd_variant(head_dim, False, options=opts), "bf16",
+                                   "sm_90a", kernel="attention_bwd")
+    prep = kernel_cache.get(*ac.bwd_prep_wide_variant(head_dim, order=order), "bf16",
+                            "sm_90a", kernel="attention_bwd")
+    new = AttentionBwd(image, meta, prep=prep)
+    g = torch.Generator(device="cuda").manual_seed(head_dim)
+    for b, s, h in ((2, 333, 3), (3, 1000, 5), (1, 77, 16), (1, 1, 1)):
+        o, do = (torch.randn(b, s, h, head_dim, device="cuda", dtype=torch.bfloat16,
+                             generator=g) for _ in range(2))
+        lse = torch.randn(b, h, s, device="cuda", generator=g)
+        lse[:, :, :3] = float("-inf")
+        want = old.prepare(o, lse, do)
+        got = new.prepare(o, lse, do)
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]), (b, s, h)
+        ref = (do.float() * o.float()).sum(-1).transpose(1, 2)
+        assert (got[1][..., :s] - ref).abs().max().item() <= 1e-4 * ref.abs().max().item()
+    torch.cuda.synchronize()
+
+
+@pytest.mark.parametrize("shape", [s for s in OPTION_SHAPES if s[5] in (64, 128)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_wide_preprocess_backward_matches_fp32(cache, device, shape):
+    """The default backward with prep_wide: gradients within the bound
+    against fp32, dK and dV the default's bit for bit (the same dPsum), dQ
+    up to the reduce-add's order."""
+    import importlib
+
+    import pipeline_mlir
+    from pipeline_mlir.ops.attention_bwd_host import (REL_ERROR_BOUND, reference,
+                                                      relative_errors)
+    from pipeline_mlir.ops.attention_configs import bwd_default_options
+
+    op = importlib.import_module("pipeline_mlir.ops.attention")
+    b, sq, sk, h, hk, d, causal = shape
+    q, k, v, do = inputs(b, sq, sk, h, hk, d, sq + sk + 3)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    o = pipeline_mlir.attention(q, k, v, causal=causal)
+    default = torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+    op.BWD_OPTIONS = bwd_default_options(d, causal) + ("prep_wide",)
+    try:
+        cand = torch.autograd.grad(o, (q, k, v), do)
+    finally:
+        op.BWD_OPTIONS = None
+    errs = relative_errors(cand, reference(q, k, v, do, causal))
+    print(f"attention backward, prep_wide {shape}: relative errors dq {errs[0]:.2e} "
+          f"dk {errs[1]:.2e} dv {errs[2]:.2e}")
+    assert max(errs) <= REL_ERROR_BOUND, errs
+    assert torch.equal(cand[1], default[1]) and torch.equal(cand[2], default[2])
+    assert max(relative_errors((cand[0],), (default[0].float(),))) <= 1e-2
+
+
 @pytest.mark.parametrize("head_dim", [128, 256])
 def test_dk_dv_are_deterministic(cache, device, head_dim):
     """dK and dV sum in registers in a fixed order (GQA included): two runs

@@ -199,6 +199,7 @@ def test_the_variants_and_their_family():
     assert set(attention_configs.BWD_VARIANTS) == {
         "bwd_d64", "bwd_d64c", "bwd_d128", "bwd_d128c", "bwd_d256", "bwd_d256c",
         "bwd_prep_d64", "bwd_prep_d128", "bwd_prep_d256",
+        "bwd_prepw_d64", "bwd_prepw_d128", "bwd_prepw_d256",
         "bwd_dq_convert_d64", "bwd_dq_convert_d128",
         # d 128 full's 80-query default un-permutes the transposed order
         "bwd_dq_convert_d128_m80"}

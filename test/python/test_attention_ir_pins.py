@@ -109,6 +109,8 @@ def configurations(benchmarks=True):
                        **attention_configs.BWD_CANDIDATES}.items():
         if over.get("kernel") == "prep":
             out[f"bwd {name}"] = ("bwd_prep", over["head_dim"], None)
+        elif over.get("kernel") == "prep_wide":
+            out[f"bwd {name}"] = ("bwd_prep_wide", over, None)
         elif over.get("kernel") == "dq_convert":
             out[f"bwd {name}"] = ("bwd_dq_convert", (over["head_dim"], over.get("block_m", 64)),
                                   None)
@@ -137,6 +139,10 @@ def digest(kind, cfg, stages=None):
     if kind == "bwd_prep":
         k = attention_bwd_prep.build(cfg)
         meta = attention_bwd_prep.meta(k)
+    elif kind == "bwd_prep_wide":
+        from pipeline_mlir.kernels.attention_bwd import prep_wide
+        k = prep_wide.build(cfg["head_dim"], slots=cfg["slots"], order=cfg["order"])
+        meta = prep_wide.meta(k)
     elif kind == "bwd_dq_convert":
         from pipeline_mlir.kernels import attention_bwd_dq_convert
         head_dim, block_m = cfg

@@ -94,8 +94,8 @@ def variant_attention_bwd(head_dim, causal, device=None, dq_split=False, options
                                                     options=options)
 
     def make(image, meta, chip):
-        prep = kernel_cache.get(*attention_configs.bwd_prep_variant(head_dim), "bf16", chip,
-                                kernel="attention_bwd")
+        prep = kernel_cache.get(*attention_configs.bwd_prep_for(head_dim, options), "bf16",
+                                chip, kernel="attention_bwd")
         convert = None
         if meta.get("dq_acc_order"):            # its postprocess kernel
             convert = kernel_cache.get(

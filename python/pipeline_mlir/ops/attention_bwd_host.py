@@ -161,8 +161,12 @@ class AttentionBwd:
         rows = b * sq * h
         if self._sms is None:
             self._sms = self.device.limits.multiprocessors
+        # A warp takes rows_per_warp rows at a time (kernels/attention_bwd/
+        # prep_wide.py: a tile of them; the old preprocess one).
+        units = math.ceil(rows / self.prep_meta.get("rows_per_warp", 1))
         warps = self.prep_meta["warps_per_cta"]
-        grid = (max(1, min(math.ceil(rows / warps), 16 * self._sms)), 1, 1)
+        cap = self.prep_meta.get("grid_cap_per_sm", 16) * self._sms
+        grid = (max(1, min(math.ceil(units / warps), cap)), 1, 1)
         key = (o.data_ptr(), do.data_ptr(), lse.data_ptr(), lse_log2.data_ptr(),
                dpsum.data_ptr(), b, sq, h, padded, stream)
         p = self.prep_launches.get(key)

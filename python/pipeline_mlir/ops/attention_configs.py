@@ -124,13 +124,17 @@ BWD_OPTIONS = {"dq_overlap": "dqo", "dq_store_spread": "dqw", "dq_deferred": "dq
                "stat_shuffle": "ssh", "stats_with_tiles": "swt", "p_packed": "pk",
                "lpt_order": "lpt", "rows_first": "rf",
                "dq_acc_order": "dqa", "split_scores": "sps", "dq_one_part": "dq1",
-               "stages3": "s3", "block_m80": "m80", "shuffle_imm": "shi"}
+               "stages3": "s3", "block_m80": "m80", "shuffle_imm": "shi",
+               "prep_wide": "pw"}
 # The overrides of an option that is not a switch of its own name turned on:
 # 128-query steps (d 64); three stages of Q and dO (d 128: the rows on the
 # tiles' stages left room for a third: 226.6 KiB of 227); 80-query steps
 # (d 128 with dq_split: FA4's d 128 step, dQ computed transposed).
 BWD_OPTION_OVERRIDES = {"block_m128": {"block_m": 128}, "stages3": {"stages": 3},
-                        "block_m80": {"block_m": TRANSPOSED_BLOCK_M}}
+                        "block_m80": {"block_m": TRANSPOSED_BLOCK_M},
+                        # the preprocess's option: the main kernel unchanged
+                        # (ops/attention.py loads bwd_prep_variant's wide one)
+                        "prep_wide": {}}
 
 
 def bwd_variant(head_dim, causal, dq_split=False, options=()):
@@ -173,6 +177,32 @@ def bwd_prep_variant(head_dim):
     return f"bwd_prep_d{head_dim}", dict(kernel="prep", head_dim=head_dim)
 
 
+# The wide preprocess (kernels/attention_bwd/prep_wide.py, option
+# prep_wide): rows in flight per lane and the walk's order.
+BWD_PREP_WIDE_SLOTS = 4
+BWD_PREP_WIDE_ORDER = "bhs"
+
+
+def bwd_prep_wide_variant(head_dim, order=BWD_PREP_WIDE_ORDER, slots=BWD_PREP_WIDE_SLOTS):
+    """(name, overrides) of the wide preprocess (the same outputs, bit for
+    bit, as ``bwd_prep_variant``'s) for this head dim."""
+    if head_dim not in BWD_HEAD_DIMS:
+        raise ValueError(f"attention backward: head_dim must be one of {BWD_HEAD_DIMS}, "
+                         f"got {head_dim}")
+    tag = "" if (order, slots) == (BWD_PREP_WIDE_ORDER, BWD_PREP_WIDE_SLOTS) \
+        else f"_{order}_s{slots}"
+    return (f"bwd_prepw_d{head_dim}{tag}",
+            dict(kernel="prep_wide", head_dim=head_dim, slots=slots, order=order))
+
+
+def bwd_prep_for(head_dim, options):
+    """The preprocess the backward with ``options`` runs: the wide one
+    with ``prep_wide``."""
+    if options and "prep_wide" in options:
+        return bwd_prep_wide_variant(head_dim)
+    return bwd_prep_variant(head_dim)
+
+
 BWD_DQ_CONVERT_HEAD_DIMS = (64, 128)
 
 
@@ -192,6 +222,7 @@ def bwd_dq_convert_variant(head_dim, block_m=64):
 
 BWD_VARIANTS = dict([bwd_variant(d, c) for d in BWD_HEAD_DIMS for c in (False, True)]
                     + [bwd_prep_variant(d) for d in BWD_HEAD_DIMS]
+                    + [bwd_prep_wide_variant(d) for d in BWD_HEAD_DIMS]
                     + [bwd_dq_convert_variant(d) for d in BWD_DQ_CONVERT_HEAD_DIMS]
                     # d 128 full's 80-query step (dq_acc_order, transposed)
                     + [bwd_dq_convert_variant(128, TRANSPOSED_BLOCK_M)])
@@ -616,4 +647,9 @@ def bwd_option_sets(head_dim):
 
 BWD_CANDIDATES = dict([bwd_variant(128, c, dq_split=True) for c in (False, True)]
                       + [bwd_variant(d, c, options=opts) for d in BWD_HEAD_DIMS
-                         for opts in bwd_option_sets(d) for c in (False, True)])
+                         for opts in bwd_option_sets(d) for c in (False, True)]
+                      # the wide preprocess on each measured default, and
+                      # its walk in O's order
+                      + [bwd_variant(d, c, options=bwd_default_options(d, c) + ("prep_wide",))
+                         for d in (64, 128) for c in (False, True)]
+                      + [bwd_prep_wide_variant(d, order="bsh") for d in (64, 128)])

@@ -97,7 +97,9 @@ def build(cfg=AttentionBwdConfig(), chip="sm_90a", stages=None):
 def build_variant(overrides, dtype, chip):
     """(cubin, launch facts) of the backward variant ``overrides``
     (``AttentionBwdConfig`` fields, or ``kernel="prep"`` and ``head_dim``
-    for the preprocess of ``attention_bwd_prep``, ``kernel="dq_convert"``
+    for the preprocess of ``attention_bwd_prep``; ``kernel="prep_wide"``,
+    ``head_dim``, ``slots`` and ``order`` for ``prep_wide``'s;
+    ``kernel="dq_convert"``
     and ``head_dim`` for ``dq_acc_order``'s postprocess of
     ``attention_bwd_dq_convert``) in ``dtype`` ('bf16'):
     the kernel cache's builder of the family ``attention_bwd``."""
@@ -111,6 +113,15 @@ def build_variant(overrides, dtype, chip):
                              f"{sorted(overrides)}")
         prep = attention_bwd_prep.build(overrides["head_dim"], chip=chip)
         return bytes(prep.compile()), attention_bwd_prep.meta(prep)
+    if overrides.get("kernel") == "prep_wide":
+        from . import prep_wide
+
+        if set(overrides) != {"kernel", "head_dim", "slots", "order"}:
+            raise ValueError(f"attention_bwd prep_wide: overrides are kernel, head_dim, slots "
+                             f"and order, got {sorted(overrides)}")
+        prep = prep_wide.build(overrides["head_dim"], slots=overrides["slots"],
+                               order=overrides["order"], chip=chip)
+        return bytes(prep.compile()), prep_wide.meta(prep)
     if overrides.get("kernel") == "dq_convert":
         from pipeline_mlir.kernels import attention_bwd_dq_convert
 
