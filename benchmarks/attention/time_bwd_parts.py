@@ -7,7 +7,7 @@ main kernel, the dQ postprocess), the preprocess alone
 of its size) and the postprocess alone (``convert_acc_order``). The rest of
 the whole is the main kernel and the gaps between launches. Then the wide preprocess
 (kernels/attention_bwd/prep_wide.py, option ``prep_wide``) in its two
-walks, alone and in the whole backward, its outputs checked equal to the
+walks and with 8 rows a lane, alone and in the whole backward, its outputs checked equal to the
 old one's bit for bit first. 4, 16, 4096 and
 2, 16, 8192 hold as many tokens: the per-token parts cost the same on both
 rows, the main kernel twice as much at 8192. The whole backward's dQ, dK and
@@ -66,9 +66,10 @@ def main():
             d, causal, options=attention_configs.bwd_default_options(d, causal))
         image, meta = kernel_cache.get(name, overrides, "bf16", "sm_90a", kernel="attention_bwd")
         wide = {}
-        for order in ("bhs", "bsh"):
-            prep = kernel_cache.get(*attention_configs.bwd_prep_wide_variant(d, order=order),
-                                    "bf16", "sm_90a", kernel="attention_bwd")
+        for order, slots in (("bhs", 4), ("bsh", 4), ("bhs", 8)):
+            prep = kernel_cache.get(*attention_configs.bwd_prep_wide_variant(
+                d, order=order, slots=slots), "bf16", "sm_90a", kernel="attention_bwd")
+            order = order if slots == 4 else f"{order}{slots}"
             wide[order] = AttentionBwd(image, meta, prep=prep,
                                        dq_convert=kernel_cache.get(
                                            *attention_configs.bwd_dq_convert_variant(
@@ -84,6 +85,7 @@ def main():
                "prep": lambda: bwd.prepare(o, lse, do, stream),
                "prepw": lambda: pw.prepare(o, lse, do, stream),
                "prepw_bsh": lambda: wide["bsh"].prepare(o, lse, do, stream),
+               "prepw_s8": lambda: wide["bhs8"].prepare(o, lse, do, stream),
                "zeros": lambda: torch.zeros(b * padded * h * d, dtype=torch.float32,
                                             device="cuda"),
                "convert": lambda: bwd.convert_acc_order(acc, b, padded, s, h)}
@@ -107,7 +109,8 @@ def main():
         gbytes = 2 * b * s * h * d * 2 / 1e9
         print(f"  wide preprocess: {med['prepw']:.1f} us ({gbytes / med['prepw'] * 1e3:.2f} TB/s"
               f", {med['prepw'] / med['prep']:.3f}x the old {med['prep']:.1f} us, "
-              f"{gbytes / med['prep'] * 1e3:.2f} TB/s), in O's order {med['prepw_bsh']:.1f} us; "
+              f"{gbytes / med['prep'] * 1e3:.2f} TB/s), in O's order {med['prepw_bsh']:.1f} us, 8 rows a lane "
+              f"{med['prepw_s8']:.1f} us; "
               f"whole with it {med['whole_pw']:.1f} us "
               f"({med['whole_pw'] / med['whole']:.4f}x)")
     return 0

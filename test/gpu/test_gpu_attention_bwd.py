@@ -294,9 +294,11 @@ def test_preprocess_matches_torch(cache, device):
 
 # The wide preprocess (kernels/attention_bwd/prep_wide.py, option
 # prep_wide): both walks, ragged row counts, GQA's head counts.
-@pytest.mark.parametrize("head_dim,order", [(64, "bhs"), (128, "bhs"), (256, "bhs"),
-                                            (64, "bsh"), (128, "bsh")])
-def test_wide_preprocess_matches_the_old_bit_for_bit(cache, device, head_dim, order):
+@pytest.mark.parametrize("head_dim,order,slots", [(64, "bhs", 4), (128, "bhs", 4),
+                                                  (256, "bhs", 4), (64, "bsh", 4),
+                                                  (128, "bsh", 4), (64, "bhs", 8),
+                                                  (128, "bhs", 8)])
+def test_wide_preprocess_matches_the_old_bit_for_bit(cache, device, head_dim, order, slots):
     """Its LSE * log2(e) and dPsum equal the old preprocess's bit for bit
     (the same sum in the same order), padding and -inf rows included, and
     dPsum is torch's rowsum(dO * O) within fp32 rounding."""
@@ -309,8 +311,8 @@ def test_wide_preprocess_matches_the_old_bit_for_bit(cache, device, head_dim, or
     old = variant_attention_bwd(head_dim, False, options=opts)
     image, meta = kernel_cache.get(*ac.bwd_variant(head_dim, False, options=opts), "bf16",
                                    "sm_90a", kernel="attention_bwd")
-    prep = kernel_cache.get(*ac.bwd_prep_wide_variant(head_dim, order=order), "bf16",
-                            "sm_90a", kernel="attention_bwd")
+    prep = kernel_cache.get(*ac.bwd_prep_wide_variant(head_dim, order=order, slots=slots),
+                            "bf16", "sm_90a", kernel="attention_bwd")
     new = AttentionBwd(image, meta, prep=prep)
     g = torch.Generator(device="cuda").manual_seed(head_dim)
     for b, s, h in ((2, 333, 3), (3, 1000, 5), (1, 77, 16), (1, 1, 1)):

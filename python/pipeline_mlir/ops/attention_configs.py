@@ -648,8 +648,9 @@ def bwd_option_sets(head_dim):
 BWD_CANDIDATES = dict([bwd_variant(128, c, dq_split=True) for c in (False, True)]
                       + [bwd_variant(d, c, options=opts) for d in BWD_HEAD_DIMS
                          for opts in bwd_option_sets(d) for c in (False, True)]
-                      # the wide preprocess on each measured default, and
-                      # its walk in O's order
+                      # the wide preprocess on each measured default, its
+                      # walk in O's order, and 8 rows a lane in flight
                       + [bwd_variant(d, c, options=bwd_default_options(d, c) + ("prep_wide",))
                          for d in (64, 128) for c in (False, True)]
-                      + [bwd_prep_wide_variant(d, order="bsh") for d in (64, 128)])
+                      + [bwd_prep_wide_variant(d, order="bsh") for d in (64, 128)]
+                      + [bwd_prep_wide_variant(d, slots=8) for d in (64, 128)])
