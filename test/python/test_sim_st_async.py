@@ -9,7 +9,10 @@ and 4 (before, the hand-driven barriers were not modelled and the slots'
 reuse read as a race); the wait dropped, or the barrier armed for 4 bytes
 less than the peers send, is a race between a peer's st.async and the
 read of the slot; armed for 4 bytes more, a deadlock naming the barrier
-and the bytes it still expects."""
+and the bytes it still expects. The wait as a loop of one-try waits
+(``mbarrier.try_wait``, an i1) is clean, one try whose result is ignored
+races, and the loop on a barrier armed for more bytes is a deadlock naming
+the loop."""
 
 import sys
 from pathlib import Path
@@ -94,3 +97,49 @@ def test_a_barrier_armed_for_more_bytes_than_sent_is_a_deadlock(monkeypatch):
     msg = res.findings[0].message
     assert "waits on the mbarrier at byte" in msg and "row_softmax.py" in msg, msg
     assert "for phase parity 0 (phase 0 still expects 0 arrival(s) and 4 tx byte(s))" in msg
+
+
+# -- the one-try wait (mbarrier.try_wait: an i1, no blocking) ----------------
+
+def _spin(self, index, phase):
+    """The wait as a loop of one-try waits (MbarrierArray.try_wait)."""
+    from pipeline_mlir.kernel.control import while_
+    waiting = ~self.try_wait(index, phase)
+    for _ in while_(waiting, carry=[waiting]):
+        waiting.set(~self.try_wait(index, phase))
+
+
+def test_a_loop_of_one_try_waits_is_the_wait(monkeypatch):
+    """The exchange's wait as a loop around mbarrier.try_wait: clean, and
+    the loop does not run a try per step (each failed try waits for the
+    barrier's phase to move)."""
+    monkeypatch.setattr(mbarrier.MbarrierArray, "wait", _spin)
+    k = row_softmax.build(32768)
+    assert "nvvm.mbarrier.try_wait " in str(k.module)
+    res = k.simulate(ROWS, schedules=4, check=False)
+    assert res.ok, str(res)
+
+
+def test_one_try_whose_result_is_ignored_races(monkeypatch):
+    """One try and on: where the phase has not completed yet the try says
+    so and acquires nothing, and the read of the slots races their writes
+    (the peer's st.async, or thread 0's store of this CTA's own slot, which
+    the arrive the try did not wait for released)."""
+    monkeypatch.setattr(mbarrier.MbarrierArray, "wait",
+                        lambda self, index, phase: self.try_wait(index, phase))
+    _race(_sim(32768, schedules=6), "st.async|llvm.store")
+
+
+def test_a_loop_of_one_try_waits_that_never_passes_is_a_deadlock(monkeypatch):
+    """Armed for 4 bytes more than the peers send: the loop is a deadlock
+    naming the barrier, the loop's line and what the phase still expects."""
+    monkeypatch.setattr(mbarrier.MbarrierArray, "wait", _spin)
+    real = mbarrier.MbarrierArray.arrive_and_expect_tx
+    monkeypatch.setattr(mbarrier.MbarrierArray, "arrive_and_expect_tx",
+                        lambda self, index, tx: real(self, index, tx + 4))
+    res = _sim(32768)
+    assert set(res[0].counts) == {"deadlock"}, str(res)
+    msg = res.findings[0].message
+    assert "with a one-try wait for phase parity 0 in the loop at" in msg, msg
+    assert "test_sim_st_async.py:" in msg, msg
+    assert "(phase 0 still expects 0 arrival(s) and 4 tx byte(s))" in msg, msg

@@ -397,6 +397,8 @@ class _Compiler:
             from . import rawbar as RB   # (it imports this module)
             if name in RB.OPS:
                 a["rawbar"] = True     # a hand-driven mbarrier (rawbar.py)
+            if name in RB.ONE_TRY:     # its phase parity (i32), not a state (i64)
+                a["parity"] = str(op.operands[1].type) == "i32"
         if name == "llvm.inline_asm":
             facts = RB.st_async_facts(ir.StringAttr(attrs["asm_string"]).value)
             if facts is not None:

@@ -331,6 +331,9 @@ class _Interp:
         wait on a counter already read starts afresh (gmem.py)."""
         if self.gm is not None:
             self.gm.warp(self.a).polls.clear()
+        polls = getattr(self.a, "rawbar_polls", None)   # one-try mbarrier waits (rawbar.py)
+        if polls:
+            polls.clear()
 
     def mem_branch(self, n: Node, outcome: str):
         """Record what this warp took at a branch on loaded values."""

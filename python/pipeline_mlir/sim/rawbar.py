@@ -16,6 +16,12 @@ for it) gets this model of the mbarriers it initializes itself
   clock of its warp (:mod:`.clocks`) into the phase;
 - ``mbarrier.try_wait.parity`` (the blocking form) waits until the phase of
   that parity completed and acquires what it collected;
+- ``mbarrier.try_wait`` / ``mbarrier.test_wait`` with a phase parity (one
+  try, an i1): true and the same acquire when the phase completed, false
+  (acquiring nothing) otherwise. A loop around it is the wait: a try that
+  failed in a loop blocks the warp's next try of that barrier and parity
+  in the same loop until the barrier's phase moves (a loop that never sees
+  it complete is a deadlock naming the loop, not a run of tries);
 - ``st.async`` writes its bytes into the shadow of the target CTA's shared
   memory (:mod:`.smemrace`) as the issuing warp's write, then completes
   them on the target's barrier: a read by the target's warps is ordered
@@ -25,8 +31,8 @@ for it) gets this model of the mbarriers it initializes itself
   reading.
 
 Kernels without ``st.async`` are simulated as before (their raw mbarrier
-ops are not modelled). ``mbarrier.try_wait`` (one try, a result) is not
-modelled.
+ops are not modelled). The state form of the one-try waits (an i64 state
+from an arrive) is not modelled.
 """
 
 from __future__ import annotations
@@ -46,7 +52,9 @@ _ST_ASYNC = re.compile(r"st\.async\S*mbarrier::complete_tx::bytes(\S*)\s+\[\$(\d
                        r"\S+,\s*\[\$(\d+)\]")
 _BYTES = {"8": 1, "16": 2, "32": 4, "64": 8}
 OPS = ("nvvm.mbarrier.init", "nvvm.mbarrier.arrive", "nvvm.mbarrier.arrive.expect_tx",
-       "nvvm.mbarrier.expect_tx", "nvvm.mbarrier.complete_tx", "nvvm.mbarrier.try_wait.parity")
+       "nvvm.mbarrier.expect_tx", "nvvm.mbarrier.complete_tx", "nvvm.mbarrier.try_wait.parity",
+       "nvvm.mbarrier.try_wait", "nvvm.mbarrier.test.wait")
+ONE_TRY = ("nvvm.mbarrier.try_wait", "nvvm.mbarrier.test.wait")
 
 
 def st_async_facts(asm: str) -> tuple | None:
@@ -131,6 +139,8 @@ def run_op(it, n, mask: int):
                                        f"{max(bar.pending, 0)} arrival(s) and {bar.tx} tx "
                                        f"byte(s))")
         return None
+    if name in ONE_TRY:
+        return (yield from _one_try(it, n, mask, bar, t))
     tx = SR.uniform(it.env[n.ins[1]], mask) if name.endswith("_tx") else None
     if name.endswith("_tx") and not isinstance(tx, int):
         it.fail(n, "cannot evaluate the tx count")
@@ -146,6 +156,48 @@ def run_op(it, n, mask: int):
         bar.settle()
     yield Step(fire, None, lambda: f"{a.label()}: {name} at byte {t[1]} of CTA {t[0]}")
     return UNKNOWN
+
+
+def _one_try(it, n, mask: int, bar: RawBarrier, t: tuple):
+    """One ``mbarrier.try_wait`` / ``test_wait`` with a phase parity: 1 and
+    the phase's acquire when the phase of that parity completed, else 0.
+    A try that failed in a loop (``a.rawbar_polls``, cleared when a loop
+    starts and ends: interp.new_poll) blocks the next one of the same
+    barrier and parity until the barrier's phase moves."""
+    a = it.a
+    parity = SR.uniform(it.env[n.ins[1]], mask)
+    if not n.a.get("parity") or not isinstance(parity, int):
+        it.fail(n, "a one-try mbarrier wait is modelled with a phase parity (i32) only")
+    parity &= 1
+    polls = getattr(a, "rawbar_polls", None)
+    if polls is None:
+        polls = a.rawbar_polls = {}
+    key = (t, parity)
+    if it.loops:
+        a.where = it.loops[-1].loc   # a poll: its loop is what waits
+
+    def done() -> bool:
+        return (bar.phase & 1) != parity
+
+    def enabled() -> bool:
+        return polls.get(key) != bar.phase
+
+    def fire():
+        if not done():
+            if it.loops:
+                polls[key] = bar.phase
+            return 0
+        polls.pop(key, None)
+        last = bar.phase - 1 if (bar.phase - 1) & 1 == parity else bar.phase - 2
+        Clocks.acquire(a, bar.clocks.get(last))
+        return 1
+    return (yield Step(fire, enabled,
+                       lambda: f"{a.label()} polls the mbarrier at byte {t[1]} of CTA {t[0]} "
+                               f"(initialized at {bar.where}) with a one-try wait for phase "
+                               f"parity {parity} in the loop at "
+                               f"{source_location(a.where) or 'an unknown line'} (phase "
+                               f"{bar.phase} still expects {max(bar.pending, 0)} arrival(s) "
+                               f"and {bar.tx} tx byte(s))"))
 
 
 def st_async(it, n, mask: int):
