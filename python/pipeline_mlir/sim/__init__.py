@@ -22,8 +22,11 @@ that never end reported (:mod:`.gmem`); so do the TMA tensor stores and
 reduce-adds through descriptors a :class:`~.launch.TensorMap` describes
 (``simulate(tensor_maps=)``, ``pipeline-sim --tensor-map``). Stores into
 another CTA's shared memory through a ``mapa`` address (and ``st.async``,
-with the hand-driven mbarriers it completes on: :mod:`.rawbar`) are
-checked against that CTA's reads (:mod:`.smemrace`).
+with the hand-driven mbarriers it completes on and their one-try waits:
+:mod:`.rawbar`) are checked against that CTA's reads (:mod:`.smemrace`),
+as is the whole tile a bulk or TMA store reads; a stage's TMA copies land
+at their offset in every CTA of their multicast mask (two on the same
+bytes in one phase: a race, :mod:`.async_verbs`).
 
 The launch is one cluster, or a grid of several (``simulate(grid=)``,
 ``pipeline-sim --grid``: :mod:`.launch`): cluster barriers, multicast and

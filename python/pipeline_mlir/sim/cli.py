@@ -65,7 +65,12 @@ acquire (a race naming the store otherwise); reduce-adds of the same words
 by several warps need no order between them. Stores into another CTA's
 shared memory through a ``mapa`` address are read by that CTA after a
 cluster barrier, and ``st.async`` bytes after a wait on the mbarrier they
-complete on (a race otherwise).
+complete on (a race otherwise; a loop of one-try ``mbarrier.try_wait`` is
+such a wait). A bulk or TMA store reads the whole tile the same source
+line wrote before it: another warp's refill must follow the issuing
+thread's ``wait_group.read`` through a barrier. A stage's TMA copies land
+at their offset in every CTA of their multicast mask; two on the same
+bytes in one phase are a race.
 """
 
 from __future__ import annotations
