@@ -47,6 +47,7 @@ def wanted(args):
                     out.update((kernel, v, dtype) for v in (
                         *gemm_configs.VARIANTS, *gemm_configs.STREAM_K_VARIANTS,
                         *gemm_configs.STREAM_K_SHARE_VARIANTS,
+                        *gemm_configs.SHARE1_PICKS,
                         *gemm_configs.CLUSTER_STREAM_K_VARIANTS))
                 for m, n, k in args.shape:
                     v = gemm_configs.choose(m, n, k, dtype, args.sms)

@@ -372,9 +372,10 @@ class Attention(Op):
 
 
 # The shared fix-up variant the pick takes for tiny outputs with a long K
-# (gemm_configs.share_fixup); forced here, so that the soak keeps calling it
-# whatever the pick's constants become.
-SHARE_FIXUP = "128x128_streamk_share"
+# (gemm_configs.share_fixup, with one arrival a warp: choose_share1);
+# forced here, so that the soak keeps calling it whatever the pick's
+# constants become.
+SHARE_FIXUP = "128x128_streamk_share1"
 
 
 def make_ops(rng, manifest):

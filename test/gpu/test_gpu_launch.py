@@ -320,9 +320,11 @@ def test_stream_k_variants_match_torch_and_repeat_bitwise(dtype, device, gemm_ca
     counters back at zero after each launch."""
     from pipeline_mlir.ops import gemm_configs
 
-    # the shared fix-up's variants too (every contributor sums a share)
+    # the shared fix-up's variants too (every contributor sums a share), and
+    # those with one arrival a warp the pick takes (the last arrival resets)
     _stream_k_variants_repeat_bitwise(
-        (*gemm_configs.STREAM_K_VARIANTS, *gemm_configs.STREAM_K_SHARE_VARIANTS),
+        (*gemm_configs.STREAM_K_VARIANTS, *gemm_configs.STREAM_K_SHARE_VARIANTS,
+         *gemm_configs.SHARE1_PICKS),
         STREAMK_SHAPES, dtype)
 
 

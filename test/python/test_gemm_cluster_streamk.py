@@ -168,11 +168,13 @@ PICKS = {
     # N of 296: past that bound; the cluster along N as stream-K
     (3000, 296, 12000): ("192x160c2n_streamk", "192x160c2n_streamk", "192x192c2_streamk",
                          "192x192c2_streamk"),
-    (2000, 232, 9000): ("128x128c2n_streamk", "128x128c2n_streamk", "128x128_streamk",
-                        "128x128_streamk"),
-    # unchanged: a shared fix-up pick (a small output of a long K), whole
-    # waves, a one-wave c2n pick, a cut tile
-    (200, 200, 9000): ("128x128_streamk_share",) * 4,
+    # (without the cluster stream-K rule, 128x128_streamk: 32 tiles of 4
+    # pieces, which the one-arrival shared fix-up's rule takes)
+    (2000, 232, 9000): ("128x128c2n_streamk", "128x128c2n_streamk", "128x128_streamk_share1v4",
+                        "128x128_streamk_share1v4"),
+    # unchanged: a shared fix-up pick (a small output of a long K: with one
+    # arrival a warp, choose_share1), whole waves, a one-wave c2n pick, a cut tile
+    (200, 200, 9000): ("128x128_streamk_share1",) * 4,
     (8192, 8192, 8192): ("128x256c2",) * 4,
     (4000, 200, 1500): ("128x96c2n",) * 4,
     (700, 9000, 14000): ("128x208c2",) * 4,
@@ -206,7 +208,7 @@ def test_the_bounds_of_the_rule_over_stream_k(monkeypatch):
     monkeypatch.setattr(gc, "CLUSTER_OVER_STREAM_K_MIN_FILL", 0.99)
     assert gc.choose(m, n, k, "bf16") == "192x192c2_streamk"
     monkeypatch.setattr(gc, "CLUSTER_STREAM_K_SHARE", True)
-    assert gc.choose(200, 200, 9000, "bf16") == "128x128_streamk_share"   # a share pick stays
+    assert gc.choose(200, 200, 9000, "bf16") == "128x128_streamk_share1"  # a share pick stays
     monkeypatch.setattr(gc, "AUTO_STREAM_K", False)
     assert not gc.is_stream_k(gc.choose(3000, 296, 12000, "bf16"))
 

@@ -502,7 +502,7 @@ def test_pick_on_a_grid_of_shapes():
                     continue
                 seen += 1
                 assert v in gemm_configs.STREAM_K_VARIANTS or \
-                    v in gemm_configs.STREAM_K_SHARE_VARIANTS
+                    v in gemm_configs.STREAM_K_SHARE_VARIANTS or v in gemm_configs.SHARE1_PICKS
                 plain = table_plain(m, n, k, "bf16")
                 assert plain != "128x256" or gemm_configs.units_of(plain, m, n) % 132, (m, n, k)
                 t = gemm_configs.tile_variant(v)
@@ -526,10 +526,11 @@ def test_pick_on_a_grid_of_shapes():
 # (spread) 4544 x 1008 x 7784, and the plain 128x128 tile for 5648 x 216
 # x 8832, where the stream-K tiles ran 0.77-0.84x cuBLAS against its
 # 0.89-0.90x (each CTA's run reads a K band of A that the tile's other
-# column is not reading then: L2 keeps less of A).
-NAMED = {(224, 168, 14872): ("128x128_streamk_share", 0),
-         (336, 320, 12864): ("128x128_streamk_share", 0),
-         (512, 360, 9920): ("128x128_streamk_share", 0),
+# column is not reading then: L2 keeps less of A). The shared fix-up with
+# one arrival a warp since (gemm_configs.choose_share1).
+NAMED = {(224, 168, 14872): ("128x128_streamk_share1", 0),
+         (336, 320, 12864): ("128x128_streamk_share1", 0),
+         (512, 360, 9920): ("128x128_streamk_share1", 0),
          (5648, 216, 8832): ("128x128", None),
          (1496, 456, 9000): ("128x256c2_streamk", 0),
          (4544, 1008, 7784): ("128x256c2_streamk", "spread")}
@@ -548,7 +549,7 @@ def test_pick_on_the_small_output_long_k_shapes(shape, dtype):
         units = -(-m // (bm * cl)) * -(-n // bn)
         grid, sk_ctas, rounds = gemm_configs.stream_k_launch(
             units, -(-k // 64), 132 // cl, gemm_configs.tile_variant(v),
-            share=v.endswith("_share"))
+            share=gemm_configs.overrides(v).get("sk_share", False))
         if kind == "spread":     # the last full wave joins the leftover
             assert (sk_ctas, rounds) == (132 // cl, units // (132 // cl) - 1)
         else:                    # fewer tiles than SMs: pieces of each tile

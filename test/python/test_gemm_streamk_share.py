@@ -227,8 +227,10 @@ def test_shared_fixup_launch_and_the_pick_rule():
                     continue
                 units, wave = gemm_configs.stream_k_units(gemm_configs.tile_variant(v), m, n,
                                                           132)
-                assert v.endswith("_share") == sf(units, -(-k // 64), wave), (m, n, k, v)
-                seen += v.endswith("_share")
+                # (with one arrival a warp: choose_share1)
+                shared = v.endswith(("_share", "_share1"))
+                assert shared == sf(units, -(-k // 64), wave), (m, n, k, v)
+                seen += shared
     assert seen >= 3
 
 

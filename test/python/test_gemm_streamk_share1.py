@@ -165,3 +165,52 @@ def test_planted_mistakes_are_found(kind, monkeypatch):
     races = [f for f in res.findings if f.kind == "gmem-race"]
     assert races, str(res)
     assert any("reads `sk_workspace` (argument 7)" in f.message for f in races), str(res)
+
+
+# The pick (gemm_configs.choose_share1), on the shapes measured on an H200
+# (docs/gemm.md, "One arrival a warp and the sums four vectors at a time"):
+# the nine class (b) shapes of run18 it was fitted on (128x128_streamk
+# before, 4-7 contributors a tile) and the fresh draw it was checked on
+# (class_shapes.py --class b --seed 7272): the shapes whose pick it changes
+# and, unchanged, those whose pick is not a 128x128 stream-K one.
+FITTED = [(432, 568, 7312), (144, 1072, 5752), (408, 592, 4408), (504, 568, 13056),
+          (864, 360, 14448), (632, 408, 10464), (216, 1384, 6352), (552, 520, 4344),
+          (584, 712, 4600)]
+FRESH = {(808, 328, 7408): ("128x128_streamk", "128x128_streamk_share1v4"),        # 0.89-0.90
+         (272, 136, 7384): ("128x128_streamk_share", "128x128_streamk_share1"),    # 0.91-0.95
+         (312, 280, 9368): ("128x128_streamk_share", "128x128_streamk_share1"),    # 0.93-0.94
+         (144, 704, 6928): ("128x128_streamk_share", "128x128_streamk_share1"),    # 0.94-0.95
+         (160, 432, 2240): ("64x128",) * 2, (360, 1616, 2912): ("64x128",) * 2,
+         (1440, 928, 4632): ("128x96c2n",) * 2, (2928, 264, 4912): ("128x96c2n",) * 2,
+         (3832, 344, 5200): ("128x96c2n",) * 2, (744, 1168, 3752): ("128x96c2n",) * 2}
+
+
+def test_the_pick_takes_the_one_arrival_fixup_where_measured(monkeypatch):
+    assert gemm_configs.AUTO_SHARE1
+    for dtype in ("bf16", "f16"):
+        for shape in FITTED:
+            assert gemm_configs.choose(*shape, dtype) == "128x128_streamk_share1v4", shape
+        for shape, (_, now) in FRESH.items():
+            assert gemm_configs.choose(*shape, dtype) == now, shape
+            assert not gemm_configs.is_stream_k(gemm_configs.choose(*shape, dtype, fused=True))
+    monkeypatch.setattr(gemm_configs, "AUTO_SHARE1", False)
+    for dtype in ("bf16", "f16"):
+        for shape in FITTED:
+            assert gemm_configs.choose(*shape, dtype) == "128x128_streamk", shape
+        for shape, (before, _) in FRESH.items():
+            assert gemm_configs.choose(*shape, dtype) == before, shape
+
+
+def test_the_one_arrival_rules_bounds():
+    """Only the 128x128 stream-K picks, fewer tiles than the wave, at least
+    SHARE1_MIN_PIECES pieces a tile (sms // tiles, at most the K blocks)."""
+    c = gemm_configs.choose_share1
+    assert c(432, 568, 7312, 132, "128x128_streamk") == "128x128_streamk_share1v4"  # 20 tiles
+    assert c(224, 168, 14872, 132, "128x128_streamk_share") == "128x128_streamk_share1"
+    assert c(1024, 640, 7312, 132, "128x128_streamk") is None          # 40 tiles: 3 pieces
+    assert c(384, 1408, 7312, 132, "128x128_streamk") == "128x128_streamk_share1v4"  # 33: 4
+    assert c(432, 568, 192, 132, "128x128_streamk") is None            # 3 K blocks
+    assert c(2048, 2048, 7312, 132, "128x128_streamk") is None         # 256 tiles
+    assert c(432, 568, 7312, 132, "128x96c2x2_streamk") is None
+    assert c(432, 568, 7312, 132, "128x128") is None
+    assert c(432, 568, 7312, 132, "128x128_streamk_share1v4") is None

@@ -181,6 +181,7 @@ def choose(m, n, k, dtype, sms=132, split=None, stream_k=None, fused=False,
             pick = choose_cluster_n(m, n, k, sms, pick) or pick
             if stream_k:
                 pick = choose_cluster_stream_k(m, n, k, sms, pick) or pick
+                pick = choose_share1(m, n, k, sms, pick) or pick
     if fused:
         return (choose_pingpong(m, n, k, sms, pick, residual)
                 or choose_two_ctas(m, n, sms, pick, activation, residual) or pick)
@@ -568,6 +569,41 @@ def choose_cluster_stream_k(m, n, k, sms, pick):
         return None
     best_time, best = min(options, key=lambda o: (o[0], -math.prod(tile(tile_variant(o[1])))))
     return best if best_time < now else None
+
+
+# Whether a stream-K pick of the 128x128 tile with fewer tiles than the
+# wave and at least SHARE1_MIN_PIECES contributors a tile (sms // tiles, at
+# most one a K block) takes the shared fix-up with one arrival a warp
+# (choose_share1). Measured on an H200 (docs/gemm.md, "One arrival a warp
+# and the sums four vectors at a time"), beside the pick and cuBLAS in
+# one process, both dtypes, eager calls and the kernels alone in CUDA
+# graphs: fitted on the nine class (b) shapes of run18 (4-7 contributors,
+# the last contributor's fix-up picked): 128x128_streamk_share1v4 ran
+# 0.88-0.94 of the pick's time in all 18 runs (0.89-0.94 in graphs);
+# checked on a fresh draw (class_shapes.py --class b --seed 7272), on the
+# four shapes whose pick it changes: 808 x 328 x 7408 (6 contributors)
+# 0.89-0.90, and where the shared fix-up was picked (11-22
+# contributors) 128x128_streamk_share1 0.91-0.95 (its sums four vectors at
+# a time 0.94-1.05 there: a share of one or two vectors a lane).
+AUTO_SHARE1 = True
+SHARE1_MIN_PIECES = 4
+SHARE1_PICKS = ("128x128_streamk_share1", "128x128_streamk_share1v4")   # what it picks
+
+
+def choose_share1(m, n, k, sms, pick):
+    """After every other rule (stream-K on, not fused): a pick of
+    ``128x128_streamk`` or ``128x128_streamk_share`` whose tiles are fewer
+    than the wave, each cut into at least ``SHARE1_MIN_PIECES`` pieces,
+    becomes the one-arrival shared fix-up: ``128x128_streamk_share1`` where
+    the shared fix-up was picked (``share_fixup``: ``SHARE_MIN_PIECES`` or
+    more), else ``128x128_streamk_share1v4`` (sums four of a lane's vectors
+    at a time). Else None (``AUTO_SHARE1`` off: always)."""
+    if not AUTO_SHARE1 or pick not in ("128x128_streamk", "128x128_streamk_share"):
+        return None
+    units, wave = stream_k_units("128x128", m, n, sms)
+    if units >= wave or min(wave // units, math.ceil(k / K_BLOCK)) < SHARE1_MIN_PIECES:
+        return None
+    return SHARE1_PICKS[0] if pick.endswith("_share") else SHARE1_PICKS[1]
 
 
 def choose_stream_k(m, n, k, sms, plain):
