@@ -237,7 +237,15 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
                         # Run 17: the wait held on P's e4m3 registers,
                         # converted before it (hold_pv_on_e4m3, double_p).
                         "lhp8": dict(hold_pv_on_e4m3=True, double_p=True,
-                                     exp2_poly_half=True)},
+                                     exp2_poly_half=True),
+                        # Run 20: the no-LSE kernels' hold (P's first 3
+                        # k-slices converted before P V's wait, the wait
+                        # held on their e4m3 registers) on the LSE
+                        # configurations, with 4 or 6 of 16 on f16 pairs
+                        # (the LSE's row sum stays on the FMA pipe).
+                        **{f"lhp8e3p{n}": dict(hold_pv_on_e4m3=True, p_early=3, exp2_poly=n,
+                                               p_pack_merge=True, exp2_poly_half=True)
+                           for n in (4, 6)}},
                   256: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS),
                         "hw": dict(hold_pv_wait=True, exp2_poly=0, **NO_RS),
                         "hwdb": dict(hold_pv_wait=True, double_p=True, exp2_poly=0, **NO_RS),
@@ -289,7 +297,8 @@ FP8_CANDIDATES = {128: {"plain": dict(hold_pv_wait=False, exp2_poly=0, **NO_RS, 
 # converted before the wait, all of them (nhp8, with double_p) or the first
 # 3 k-slices' (nhp8e3, p_early); in run 18 those held on one register
 # (nhp8l1, and nhp8e2l1..nhp8e4l1 on the first 2-4 k-slices); in run 19
-# on the last 4 registers, on 4 k-slices, and on 4 or 5 of 16 on pairs.
+# on the last 4 registers, on 4 k-slices, and on 4 or 5 of 16 on pairs;
+# in run 20 on 2 or 3 of 16, and on 4 k-slices with 3 of 16.
 W3 = dict(consumer_warpgroups=3, consumer_registers=160)
 # Where P V's wait and P's conversions sit: a no-LSE candidate that sets
 # any of these replaces the mode's own (d 128 causal's since run 18, full's
@@ -371,7 +380,14 @@ FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
                                                      hold_pv_last=4) for n in (3, 4)},
                               "nhp8e4": dict(hold_pv_on_e4m3=True, p_early=4),
                               **{f"nhp8e3p{n}": dict(hold_pv_on_e4m3=True, p_early=3,
-                                                     exp2_poly=n) for n in (4, 5)}}}
+                                                     exp2_poly=n) for n in (4, 5)},
+                              # Run 20: the op's hold on 3 or 2 of 16
+                              # (nhp8e3p3, nhp8e3p2), and the hold on 4
+                              # k-slices on 3 of 16 (nhp8e4p3; nhp8e4 is
+                              # now on the op's 4 of 16).
+                              **{f"nhp8e3p{n}": dict(hold_pv_on_e4m3=True, p_early=3,
+                                                     exp2_poly=n) for n in (2, 3)},
+                              "nhp8e4p3": dict(hold_pv_on_e4m3=True, p_early=4, exp2_poly=3)}}
 # bf16 candidates timed beside the 'best' ones on the same rows (tagged
 # ``bf16cand d<d>[ causal] <name>``).
 BF16_CANDIDATES = {"hw": dict(hold_pv_wait=True)}
