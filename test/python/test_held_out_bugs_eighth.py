@@ -31,8 +31,9 @@ Every twin passed both tools.
   load, bulk copy) while a bulk store of the same buffer (the same
   allocation: the same stage, or a fixed address of the ring's allocation)
   issued by that thread may still read it; before, check 8 looked at
-  releases and acquires only, and this copy runs without an acquire
-  between the store and itself on the path that skips the wait.
+  releases and acquires only, and tied a bulk store to a stage only
+  through state.index (the store of C reads the ring's first buffer at a
+  fixed address, so the acquire before the refill saw nothing in flight).
 
 The simulator misses the second (its verdict is pinned as a pass): it
 does not order a TMA load's writes into a stage after a TMA store's reads
