@@ -54,16 +54,19 @@ def test_the_candidates_sit_on_the_no_lse_configuration_of_their_mode(bench):
     name times each mode on its own configuration; one that places P V's
     wait or P's conversion its own way with the mode's own cleared first:
     causal's hold since run 18, full's since run 19), and none is the op's
-    (one the op has adopted for a mode is not tagged there: ``nhp8e3`` and
-    ``nhp8e3p4`` in both modes since run 19; ``r18``, ``r18c`` and ``r17c``
+    (one the op has adopted for a mode is not tagged there: ``nhp8e3`` in
+    both modes since run 19, ``nhp8e3p4`` causal's, ``nhp8e3p2`` full's
+    since run 20; ``r18``, ``r18c`` and ``r17c``
     are the kernels before: full's without the hold on 6 of 16, causal's
     with it and without on 5 of 16)."""
     tags = {tag: cfg for tag, cfg, _ in bench.fp8_variants()}
     names = bench.FP8_NOLSE_CANDIDATES[128]
     assert {"w3n64", "ns2", "nst4"} <= set(names)
     for c in ("", " causal"):
-        assert f"fp8cand d128{c} nhp8e3" not in tags and f"fp8cand d128{c} nhp8e3p4" not in tags
-        assert f"fp8cand d128{c} nhp8e3p5" in tags
+        assert f"fp8cand d128{c} nhp8e3" not in tags and f"fp8cand d128{c} nhp8e3p5" in tags
+    # Since run 20 full holds on 2 of 16: nhp8e3p4 is its kernel before.
+    assert "fp8cand d128 nhp8e3p2" not in tags and "fp8cand d128 causal nhp8e3p4" not in tags
+    assert tags["fp8cand d128 nhp8e3p4"].exp2_poly == 4 and "fp8cand d128 causal nhp8e3p2" in tags
     r17c, r18, r18c = (tags[f"fp8cand d128{t}"] for t in (" causal r17c", " r18", " causal r18c"))
     assert not (r17c.hold_pv_on_e4m3 or r17c.p_early) and r17c.exp2_poly == 5
     assert not (r18.hold_pv_on_e4m3 or r18.p_early) and r18.exp2_poly == 6

@@ -156,6 +156,18 @@ the 8192 row +1.6% and +0.04%). The hold with 5 of 16 (full +0.5% to
 4 measurements) and on the last 4 registers of 3 or 4 k-slices were
 behind it.
 
+Run 20 (one H200 machine, two passes): d 128 full without the LSE keeps
+the hold and takes 2 of 16 on f16 pairs (``nhp8e3p2``; the loop 712 SASS
+instructions, 761 on 4 of 16): +2.1% / +2.5% at 8192 and +1.0% / +0.7%
+at 16384 by the ratio over rounds over run 19's kernel (999-1013
+TFLOP/s); 3 of 16 also ahead (1.007-1.034), its median TFLOP/s below 2
+of 16's on all four. Causal keeps 4 of
+16 (2 of 16 0.999 and 1.004 at 8192, +2.8% to +6.1% at 16384; the hold on
+4 k-slices, alone or on 3 of 16, behind at 8192). The no-LSE hold on the
+LSE configurations (``lhp8e3p4``, ``lhp8e3p6``: its row sum on the FMA
+pipe reads every exponential, so ptxas waits after all of them) 10-16%
+behind the no-LSE kernel, and 0-9% behind the LSE one (even once).
+
 P converted before the held wait (``double_p``, with ``hold_pv_wait``;
 run 7 of docs/attention.md's "FP8 forward", one H200 machine, two
 passes) is on in none: with no, 2, 3 or 4 of
@@ -177,9 +189,9 @@ TUNED_MODE = {(128, False): dict(exp2_poly=8, rescale_threshold=8.0, exp2_poly_d
               (256, True): dict(q_stages=2, stages=2, exp2_poly=4, p_pack_merge=True,
                                 exp2_poly_half=True)}
 # (head dim, causal) -> overrides on top of TUNED and TUNED_MODE where the
-# caller does not ask for the LSE (runs 10 to 15, 18 and 19; the head dims
+# caller does not ask for the LSE (runs 10 to 15, 18 to 20; the head dims
 # not here: the LSE configuration).
-TUNED_NO_LSE = {(128, False): dict(row_sum_mma=True, row_sum_fold=True, exp2_poly=4,
+TUNED_NO_LSE = {(128, False): dict(row_sum_mma=True, row_sum_fold=True, exp2_poly=2,
                                     p_pack_merge=True, exp2_poly_half=True, p_early=3,
                                     hold_pv_on_e4m3=True),
                 (128, True): dict(row_sum_mma=True, exp2_poly_degree=2, p_pack_merge=True,
