@@ -365,7 +365,9 @@ FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
                               # (on its 5 of 16: causal's run 17 kernel).
                               "r17c": dict(HOLDS, exp2_poly=5),
                               # Since run 19 both modes hold so on 4 of 16
-                              # (nhp8e3p4); their kernels before: r18 full's
+                              # (nhp8e3p4; full on 2 of 16 since run 20,
+                              # nhp8e3p2, so nhp8e3p4 is full's kernel
+                              # before); run 19's kernels before: r18 full's
                               # (no hold, 6 of 16), r18c causal's (5 of 16).
                               "r18": dict(HOLDS, exp2_poly=6),
                               "r18c": dict(exp2_poly=5),
@@ -384,7 +386,9 @@ FP8_NOLSE_CANDIDATES = {128: {"nst4": dict(stages=4, q_stages=1),
                               # Run 20: the op's hold on 3 or 2 of 16
                               # (nhp8e3p3, nhp8e3p2), and the hold on 4
                               # k-slices on 3 of 16 (nhp8e4p3; nhp8e4 is
-                              # now on the op's 4 of 16).
+                              # on the mode's share: timed in run 20 on 4
+                              # of 16 in both modes, full's before it took
+                              # 2).
                               **{f"nhp8e3p{n}": dict(hold_pv_on_e4m3=True, p_early=3,
                                                      exp2_poly=n) for n in (2, 3)},
                               "nhp8e4p3": dict(hold_pv_on_e4m3=True, p_early=4, exp2_poly=3)}}
