@@ -30,6 +30,15 @@ picks before as a --variants list; ``--share-min-pieces`` and
 ``--margin-min-s`` set the rule's constants for the draw (the second run
 drew with 6 and 0: ``--changed 14 --seed 2929 --share-min-pieces 6
 --margin-min-s 0``).
+
+``--share1 V S P``: instead, a held-out draw for the one-arrival shared
+fix-up's rule (gemm_configs.choose_share1), the shapes already measured for
+it (``SHARE1_MEASURED``) dropped too: the first V whose pick the rule turns
+from 128x128_streamk into 128x128_streamk_share1v4 (4-7 pieces), the first
+S it turns from 128x128_streamk_share into 128x128_streamk_share1, and the
+first P it leaves at 128x128_streamk with 2 or 3 pieces (under
+``SHARE1_MIN_PIECES``), both dtypes alike (docs/gemm.md: ``--share1 12 8 6
+--seed 8181``).
 """
 
 import argparse
@@ -63,6 +72,58 @@ def classify(m, n, k, sms=132):
                          or (gc.cluster_of(tile) > 1 and n <= 512 and model >= B_MAX_S)):
         return "c"
     return None
+
+
+# the shapes measured when the one-arrival rule was fitted and first checked
+# (run18's nine class (b) shapes, and class b of seed 7272)
+SHARE1_MEASURED = [tuple(map(int, s.split("x"))) for s in (
+    "432x568x7312 144x1072x5752 408x592x4408 504x568x13056 864x360x14448 632x408x10464 "
+    "216x1384x6352 552x520x4344 584x712x4600 160x432x2240 1440x928x4632 2928x264x4912 "
+    "360x1616x2912 272x136x7384 312x280x9368 3832x344x5200 144x704x6928 744x1168x3752 "
+    "808x328x7408").split()]
+
+
+def share1_draw(counts, seed, seen, sms=132):
+    """``--share1``: {group: [(shape, pieces)]} for the groups ``v4``,
+    ``share1`` and ``pieces23`` (``counts`` of each, in that order)."""
+    import math
+
+    from pipeline_mlir.ops import gemm_configs as gc
+    from random_sweep import draw
+
+    def picks(m, n, k, dtype):
+        was = gc.AUTO_SHARE1
+        try:
+            gc.AUTO_SHARE1 = False
+            before = gc.choose(m, n, k, dtype, sms)
+            gc.AUTO_SHARE1 = True
+            return before, gc.choose(m, n, k, dtype, sms)
+        finally:
+            gc.AUTO_SHARE1 = was
+
+    want = dict(zip(("v4", "share1", "pieces23"), counts))
+    got = {g: [] for g in want}
+    seen, rng = set(seen), random.Random(seed)
+    olds = {"128x128_streamk", "128x128_streamk_share"}
+    while any(len(got[g]) < want[g] for g in want):
+        shape = draw(1, rng.randrange(1 << 30))[0]
+        if shape in seen:
+            continue
+        both = [picks(*shape, d) for d in ("bf16", "f16")]
+        before, after = {a for a, _ in both}, {b for _, b in both}
+        units, wave = gc.stream_k_units("128x128", shape[0], shape[1], sms)
+        pieces = min(wave // units, math.ceil(shape[2] / gc.K_BLOCK)) if units < wave else 0
+        group = None
+        if "128x128_streamk_share1v4" in after and before <= olds:
+            group = "v4"
+        elif "128x128_streamk_share1" in after:
+            group = "share1"
+        elif before <= olds and pieces in (2, 3):
+            group = "pieces23"
+        if group and len(got[group]) < want[group]:
+            got[group].append((shape, pieces))
+            seen.add(shape)
+    return got
 
 
 BEFORE = {"SHARE_MIN_PIECES": 8, "CLUSTER_STREAM_K_MARGIN": 0.9}
@@ -117,6 +178,8 @@ def main(argv=None):
     ap.add_argument("--count", type=int, default=7)
     ap.add_argument("--class", dest="classes", nargs="+", default=["a", "b", "c"])
     ap.add_argument("--changed", type=int, default=0)
+    ap.add_argument("--share1", type=int, nargs=3, default=None, metavar=("V", "S", "P"),
+                    help="a held-out draw for choose_share1 (the docstring)")
     ap.add_argument("--share-min-pieces", type=int, default=None,
                     help="with --changed: the rule's gemm_stream_k.SHARE_MIN_PIECES this")
     ap.add_argument("--margin-min-s", type=float, default=None,
@@ -132,6 +195,12 @@ def main(argv=None):
     from sweep import SHAPES
 
     seen = set(draw(DEFAULT_COUNT, DEFAULT_SEED)) | {s[:3] for s in SHAPES}
+    if args.share1:
+        found = share1_draw(args.share1, args.seed, seen | set(SHARE1_MEASURED))
+        for group, shapes in found.items():
+            print(group, " ".join(f"{m}x{n}x{k}" for (m, n, k), _ in shapes),
+                  "# pieces", " ".join(str(p) for _, p in shapes))
+        return 0
     if args.changed:
         found = changed(args.changed, args.seed, seen)
         for (m, n, k), picks in found:

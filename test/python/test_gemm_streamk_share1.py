@@ -214,3 +214,56 @@ def test_the_one_arrival_rules_bounds():
     assert c(432, 568, 7312, 132, "128x96c2x2_streamk") is None
     assert c(432, 568, 7312, 132, "128x128") is None
     assert c(432, 568, 7312, 132, "128x128_streamk_share1v4") is None
+
+
+# The held-out draw (class_shapes.py --share1 12 8 6 --seed 8181; docs/gemm.md,
+# "The one-arrival rule held out"), measured on an H200 after the rule was
+# fixed: 12 shapes it turns to _share1v4 (4-7 pieces; 0.86-0.98 of
+# 128x128_streamk's time in CUDA graphs, 24 of 24 runs faster), 8 it turns
+# to _share1 (8-33 pieces; 0.91-0.97 of _share's, 16 of 16), and 6 with 2-3
+# pieces it leaves alone (_share1v4 0.98-1.04 there, 2 of 12 faster).
+HELD_OUT_V4 = [(1072, 320, 12400), (144, 1920, 5360), (664, 576, 4856), (1056, 248, 6288),
+               (512, 608, 9840), (448, 760, 12816), (712, 464, 4672), (784, 320, 14176),
+               (968, 448, 4912), (184, 1616, 8480), (128, 2056, 5024), (128, 3128, 4312)]
+HELD_OUT_SHARE1 = [(144, 248, 10624), (560, 248, 10304), (904, 176, 4040), (240, 200, 11752),
+                   (216, 760, 7360), (272, 488, 4496), (272, 176, 9168), (208, 312, 5512)]
+HELD_OUT_PIECES23 = [(1088, 392, 8560), (208, 3680, 12640), (1672, 328, 15744),
+                     (1632, 368, 6352), (712, 888, 4760), (728, 656, 9744)]
+
+
+def test_the_pick_on_the_held_out_draw(monkeypatch):
+    for on in (True, False):
+        monkeypatch.setattr(gemm_configs, "AUTO_SHARE1", on)
+        for dtype in ("bf16", "f16"):
+            for shapes, before, now in (
+                    (HELD_OUT_V4, "128x128_streamk", "128x128_streamk_share1v4"),
+                    (HELD_OUT_SHARE1, "128x128_streamk_share", "128x128_streamk_share1"),
+                    (HELD_OUT_PIECES23, "128x128_streamk", "128x128_streamk")):
+                for shape in shapes:
+                    assert gemm_configs.choose(*shape, dtype) == (now if on else before), shape
+
+
+def test_the_held_out_draw_is_what_class_shapes_draws():
+    """The documented command draws these shapes (and none measured before)."""
+    import importlib.util
+    import os
+    import sys
+
+    here = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "gemm")
+    sys.path.insert(0, here)
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "class_shapes", os.path.join(here, "class_shapes.py"))
+        cs = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(cs)
+        from random_sweep import DEFAULT_COUNT, DEFAULT_SEED, draw
+        from sweep import SHAPES
+    finally:
+        sys.path.remove(here)
+    seen = set(draw(DEFAULT_COUNT, DEFAULT_SEED)) | {s[:3] for s in SHAPES}
+    got = cs.share1_draw((12, 8, 6), 8181, seen | set(cs.SHARE1_MEASURED))
+    assert [s for s, _ in got["v4"]] == HELD_OUT_V4
+    assert [s for s, _ in got["share1"]] == HELD_OUT_SHARE1
+    assert [s for s, _ in got["pieces23"]] == HELD_OUT_PIECES23
+    assert [p for _, p in got["pieces23"]] == [3, 2, 3, 3, 3, 3]
+    assert not set(FITTED) & {s for g in got.values() for s, _ in g}
