@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Time the op's default backward and its parts on the d 128 full rows (and
+"""Time the op's default backward (with the old preprocess) and its parts on the d 128 full rows (and
 d 64 full's), alternating rounds, median of each: the whole backward
 (``AttentionBwd.__call__``: the preprocess, the dQ accumulator zeroed, the
 main kernel, the dQ postprocess), the preprocess alone
@@ -65,16 +65,18 @@ def main():
         name, overrides = attention_configs.bwd_variant(
             d, causal, options=attention_configs.bwd_default_options(d, causal))
         image, meta = kernel_cache.get(name, overrides, "bf16", "sm_90a", kernel="attention_bwd")
+        convert = kernel_cache.get(*attention_configs.bwd_dq_convert_variant(
+            d, meta.get("block_m", 64)), "bf16", "sm_90a", kernel="attention_bwd")
+        # the old preprocess (a warp per row), whatever the op's default
+        bwd = AttentionBwd(image, meta, prep=kernel_cache.get(
+            *attention_configs.bwd_prep_variant(d), "bf16", "sm_90a", kernel="attention_bwd"),
+            dq_convert=convert)
         wide = {}
         for order, slots in (("bhs", 4), ("bsh", 4), ("bhs", 8)):
             prep = kernel_cache.get(*attention_configs.bwd_prep_wide_variant(
                 d, order=order, slots=slots), "bf16", "sm_90a", kernel="attention_bwd")
             order = order if slots == 4 else f"{order}{slots}"
-            wide[order] = AttentionBwd(image, meta, prep=prep,
-                                       dq_convert=kernel_cache.get(
-                                           *attention_configs.bwd_dq_convert_variant(
-                                               d, meta.get("block_m", 64)),
-                                           "bf16", "sm_90a", kernel="attention_bwd"))
+            wide[order] = AttentionBwd(image, meta, prep=prep, dq_convert=convert)
             want, got = bwd.prepare(o, lse, do), wide[order].prepare(o, lse, do)
             assert torch.equal(want[0], got[0]) and torch.equal(want[1], got[1]), order
             g2 = wide[order](q, k, v, o, lse, do)

@@ -49,6 +49,10 @@ def test_family_builds_the_variants():
         assert meta["rows_per_warp"] == ac.BWD_PREP_WIDE_SLOTS * 32 // (overrides["head_dim"] // 8)
     assert ac.bwd_prep_for(128, ac.bwd_default_options(128, False)) == ac.bwd_prep_variant(128)
     assert ac.bwd_prep_for(128, ("prep_wide",)) == ac.bwd_prep_wide_variant(128)
+    # d 64 runs it whatever its options (measured faster there), d 128 not
+    for opts in ((), ac.bwd_default_options(64, True)):
+        assert ac.bwd_prep_for(64, opts) == ac.bwd_prep_wide_variant(64)
+    assert ac.BWD_PREP_WIDE_HEAD_DIMS == (64,)
     # the option leaves the main kernel's overrides as the default's
     base = ac.bwd_variant(64, True, options=ac.bwd_default_options(64, True))
     wide = ac.bwd_variant(64, True, options=ac.bwd_default_options(64, True) + ("prep_wide",))

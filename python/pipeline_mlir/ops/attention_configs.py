@@ -195,10 +195,18 @@ def bwd_prep_wide_variant(head_dim, order=BWD_PREP_WIDE_ORDER, slots=BWD_PREP_WI
             dict(kernel="prep_wide", head_dim=head_dim, slots=slots, order=order))
 
 
+# The head dims whose backward runs the wide preprocess whatever its
+# options. Measured on an H200 (docs/attention.md, "The preprocess with
+# every lane loading"), two passes: d 64 backward 1.2-2.0% faster on the
+# full row and 3.1-4.1% on the causal one (now ahead of cuDNN there); d 128
+# not faster (4096 full 1.1% and 0.9% slower), so it keeps the old one.
+BWD_PREP_WIDE_HEAD_DIMS = (64,)
+
+
 def bwd_prep_for(head_dim, options):
     """The preprocess the backward with ``options`` runs: the wide one
-    with ``prep_wide``."""
-    if options and "prep_wide" in options:
+    with ``prep_wide`` or at ``BWD_PREP_WIDE_HEAD_DIMS``, else the old."""
+    if (options and "prep_wide" in options) or head_dim in BWD_PREP_WIDE_HEAD_DIMS:
         return bwd_prep_wide_variant(head_dim)
     return bwd_prep_variant(head_dim)
 
