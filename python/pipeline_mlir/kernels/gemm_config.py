@@ -107,6 +107,12 @@ class GemmConfig:
     # _sum_share_grouped), so a share of that many vectors a lane takes one
     # round trip per batch of contributors. The same sums, the same bits.
     sk_share_vectors: int = 1
+    # With sk_one_arrival: one arrival a consumer warpgroup instead of a
+    # warp (``<tile>_streamk_share1g``): the warpgroup's warps meet at its
+    # epilogue barrier after their partial stores, its first warp arrives
+    # (and resets, or polls), and they meet again before the share loads.
+    # The same sums, the same bits. A candidate, not measured.
+    sk_wg_arrival: bool = False
     # CTAs resident on one SM (1 or 2). With 2, each holds half the SM's
     # shared memory and registers (ptxas is told so: .minnctapersm; the
     # producer is then one warp, ``producer_last``) and the persistent grid
@@ -171,6 +177,7 @@ class GemmConfig:
                 f"{'_pf' if self.sk_prefetch else ''}"
                 f"{'_share' if self.sk_share else ''}"
                 f"{'1' if self.sk_one_arrival else ''}"
+                f"{'g' if self.sk_wg_arrival else ''}"
                 f"{f'v{self.sk_share_vectors}' if self.sk_share_vectors > 1 else ''}"
                 f"{f'_x{self.ctas_per_sm}' if self.ctas_per_sm > 1 else ''}"
                 f"{'_pp' if self.pingpong_m else ''}"
@@ -295,6 +302,9 @@ class GemmConfig:
         if self.sk_one_arrival and not self.sk_share:
             raise ValueError(f"{self.name}: sk_one_arrival is the shared fix-up's protocol; "
                              "build it with sk_share=True")
+        if self.sk_wg_arrival and not self.sk_one_arrival:
+            raise ValueError(f"{self.name}: sk_wg_arrival is one arrival a warpgroup of the "
+                             "one-arrival fix-up; build it with sk_one_arrival=True")
         if self.sk_share_vectors != 1 and (not self.sk_share
                                            or not 1 <= self.sk_share_vectors <= 8):
             raise ValueError(f"{self.name}: sk_share_vectors (1-8) groups the shared fix-up's "

@@ -250,7 +250,7 @@ def consumer(k, cfg, ring, sched, units, rank, k_blocks, warp, ring_a, ring_b, c
             # C through the TMA epilogue.
             partial = stream_k_share(k, cfg, split, part_of, out.ir_value, stream_args, cw,
                                      warp_in_wg, lane, c_ptr, m, n, m_blk, n_blk, rank,
-                                     times=(times, unit))
+                                     times=(times, unit), sync=epi_sync)
             with k.if_(~partial):
                 store_tile(k, cfg, out, ctx, store, epi_sync, c_buf, desc_c, c_tile, row0,
                            n_blk, cw, warp_in_wg, lane, leader)

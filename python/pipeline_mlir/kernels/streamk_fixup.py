@@ -138,7 +138,7 @@ def share_range(contributor, contributors, vectors):
 
 
 def stream_k_share(k, cfg, sched, part_of, whole, stream_args, cw, warp_in_wg, lane, c_ptr,
-                   m, n, m_blk, n_blk, rank=None, times=None):
+                   m, n, m_blk, n_blk, rank=None, times=None, sync=None):
     """The shared fix-up (``cfg.sk_share``), per consumer warp; returns
     whether the unit is partial (a whole tile is left to the TMA epilogue).
     Every run of the launch is one segment (the host's ``share`` launch),
@@ -160,7 +160,14 @@ def stream_k_share(k, cfg, sched, part_of, whole, stream_args, cw, warp_in_wg, l
     completes the count resets the counter (``release_reset``) and sums at
     once; the others poll for the full count or the reset
     (``wait_full_or_reset``). The sums are the same, in the same order:
-    the same bits as the two-arrival protocol's."""
+    the same bits as the two-arrival protocol's.
+
+    With ``cfg.sk_wg_arrival`` too, one arrival a consumer warpgroup: its
+    warps meet at ``sync`` (the warpgroup's epilogue barrier, indexed by
+    ``cw``) after their partial stores, its first warp arrives on the
+    warpgroup's counter (the first of its warps' counters) and resets or
+    polls as above, and the warps meet again: the stores are ordered before
+    that warp's release fence, its acquire before every warp's loads."""
     timeline, unit = times or (Timeline(k, None, cw, None), None)
     ws, counters = stream_args[:2]
     _, partial, slot, sk_tile = part_of
@@ -176,13 +183,13 @@ def stream_k_share(k, cfg, sched, part_of, whole, stream_args, cw, warp_in_wg, l
         store_partial_slot(Fragment(cfg.block_n, struct=whole), ws, own(slot), cfg, cw,
                            warp_in_wg, lane)
         timeline.stamp(unit, event("stored"))
-        if cfg.sk_one_arrival:
-            before = arrival_counter.warp_arrive(counters, counter, lane)
-            completes = before == contributors - 1
-            with k.if_(completes):
-                arrival_counter.release_reset(counters, counter, lane)
-            with k.if_(~completes):
-                arrival_counter.wait_full_or_reset(counters, counter, contributors, lane)
+        if cfg.sk_one_arrival and cfg.sk_wg_arrival:
+            sync.arrive_and_wait_w_index(cw)
+            with k.if_(warp_in_wg == 0):
+                _arrive_once(k, counters, counter, contributors, lane)
+            sync.arrive_and_wait_w_index(cw)
+        elif cfg.sk_one_arrival:
+            _arrive_once(k, counters, counter, contributors, lane)
         else:
             arrival_counter.warp_arrive(counters, counter, lane)
             arrival_counter.wait_at_least(counters, counter, contributors, lane)
@@ -201,6 +208,17 @@ def stream_k_share(k, cfg, sched, part_of, whole, stream_args, cw, warp_in_wg, l
             with k.if_(before == 2 * contributors - 1):
                 arrival_counter.reset(counters, counter, lane)
     return partial
+
+
+def _arrive_once(k, counters, counter, contributors, lane):
+    """One arrival (``sk_one_arrival``): the one that completes the count
+    resets the counter; the others poll for the full count or the reset."""
+    before = arrival_counter.warp_arrive(counters, counter, lane)
+    completes = before == contributors - 1
+    with k.if_(completes):
+        arrival_counter.release_reset(counters, counter, lane)
+    with k.if_(~completes):
+        arrival_counter.wait_full_or_reset(counters, counter, contributors, lane)
 
 
 def _sum_share(k, cfg, ws, own, first, last, lo, hi, cw, warp_in_wg, lane, c_ptr, m, n,
