@@ -49,9 +49,10 @@ slot and sends it to the other CTAs' slots with ``st.async`` (4 bytes,
 completing on their barrier), every thread waits for the others' bytes
 and folds the slots in rank order, so every CTA gets the same bits. A
 barrier and slots per row parity let a CTA run a row ahead of the others.
-The protocol checker and the simulator do not model these hand-driven
-barriers (the pipeline's are checked as before); the GPU suite checks the
-values. The grid is whole clusters (``rows_host.grid_for``: at most
+The protocol checker does not model these hand-driven barriers (the
+pipeline's are checked as before); the simulator does (``sim/rawbar.py``:
+the st.async bytes complete on the peers' barriers, and the exchange
+simulates clean on clusters of 2 and 4); the GPU suite checks the values. The grid is whole clusters (``rows_host.grid_for``: at most
 ``cuOccupancyMaxActiveClusters``).
 
 ``store="bulk"`` (measured, off by default): the consumers write a row's
@@ -212,9 +213,9 @@ def row_plan(n, dtype="bf16", threads=None, stages=None, most=None, parts=None):
 
 @contextlib.contextmanager
 def _unmodelled():
-    """The cluster exchange's barriers are driven by hand: neither the
-    protocol checker nor the simulator models them (an
-    UncheckedBarrierWarning would say so at the user's line). This module
+    """The cluster exchange's barriers are driven by hand: the protocol
+    checker does not model them (an UncheckedBarrierWarning would say so
+    at the user's line; the simulator follows them, sim/rawbar.py). This module
     owns them and keeps their protocol to one line of reasoning
     (:meth:`RowRing.exchange`: one arrive and ``cluster - 1`` four-byte
     copies per phase, a barrier per row parity); test/python/test_row_ring.py
