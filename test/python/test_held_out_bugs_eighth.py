@@ -11,7 +11,7 @@ when these ports were written) and now:
 | case                          | source                    | before | now  | simulator   |
 |-------------------------------|---------------------------|--------|------|-------------|
 | pair_mma_multicast_count      | triton-lang/triton#10196  | no     | yes* | deadlock    |
-| output_tile_in_input_stage    | uccl-project/mKernel#18   | no     | yes* | no (passes) |
+| output_tile_in_input_stage    | uccl-project/mKernel#18   | no     | yes* | smem-race*  |
 
 Before: the checker refused neither; the simulator found the first (a
 deadlock: the producer waits on an empty barrier that gets 2 of its 4
@@ -35,9 +35,11 @@ Every twin passed both tools.
   through state.index (the store of C reads the ring's first buffer at a
   fixed address, so the acquire before the refill saw nothing in flight).
 
-The simulator misses the second (its verdict is pinned as a pass): it
-does not order a TMA load's writes into a stage after a TMA store's reads
-of the same buffer by the same thread.
+(*) the simulator now finds the second (smem-race at the load's line,
+naming the store): a TMA load or bulk copy's writes into words a bulk or
+TMA store's read still covers (its group not retired by a wait_group.read
+before the copy) race it (smemrace.async_fill); before, it did not order a
+TMA load's writes after the same thread's store reads.
 """
 
 import pytest
@@ -173,7 +175,7 @@ CASES = [
      "expects 4 arrivals per phase, but the consumer role", {"deadlock"}),
     ("output_tile_in_input_stage", output_tile_in_input_stage, {},
      "refills a stage of pipeline 'ring' whose buffer a bulk store issued by this "
-     "thread may still read", None),
+     "thread may still read", {"smem-race"}),
 ]
 IDS = [c[0] for c in CASES]
 

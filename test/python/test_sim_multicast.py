@@ -128,7 +128,8 @@ def test_the_2x2_masks_swapped_are_found(monkeypatch):
 def test_the_multicast_box_bytes_doubled_are_found(monkeypatch):
     """The multicast loads say twice their box's bytes: the full barriers
     get more than they expect (a phase completes early or the bytes land
-    after it), found in every schedule."""
+    after it, or a copy runs past its slot into words another CTA's wgmma
+    still reads), found in every schedule."""
     real = tp.PipelineTmaAsync.tma_load
 
     def tma_load(self, state, desc, coords, dst, nbytes, mcast_mask=None):
@@ -139,4 +140,4 @@ def test_the_multicast_box_bytes_doubled_are_found(monkeypatch):
     k, ctas = _build(PAIR)
     res = _sim(k, ctas, PAIR_ARGS)
     assert sum(res[0].counts.values()) == 3, str(res)   # every schedule
-    assert set(res[0].counts) <= {"tx-count", "early-read", "overwrite"}, str(res)
+    assert set(res[0].counts) <= {"tx-count", "early-read", "overwrite", "smem-race"}, str(res)

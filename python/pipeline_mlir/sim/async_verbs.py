@@ -9,6 +9,7 @@ from __future__ import annotations
 from .engine import Agent, Event, Step, World
 from .model import SimError, source_location
 from .pipeline_types import PipeRef, State
+from .smemrace import async_fill
 from .stage_access import _buf, _key
 from .sync_verbs import _barrier
 
@@ -44,6 +45,9 @@ def copy_load(w: World, a: Agent, p: PipeRef, st: State, lanes: list[int], nbyte
         dests = [w.cta_of(a, d) for d in dests]
     targets = [spec.leader(d) if spec.cta_group == 2 else d for d in dests]
     src = f"{verb} of {who} into stage {idx}"
+    if dst is not None:  # after every asynchronous read of those bytes
+        for d in dests:
+            async_fill(w, a, d, dst, nbytes, f"pipeline.{verb}", loc)
 
     def issue():
         for _ in lanes:

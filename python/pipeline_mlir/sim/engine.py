@@ -209,6 +209,8 @@ class World:
         self.firing: Event | None = None
         self.clocks = Clocks(self)
         self.smem: dict = {}
+        # CTA -> the granules an asynchronous read covered (smemrace.async_fill).
+        self.smem_async_reads: dict = {}
         # (CTA, pipeline, stage) -> (phase of its full barrier, the byte
         # ranges copies landed in it then): async_verbs._land_bytes.
         self.stage_fills: dict = {}

@@ -240,12 +240,61 @@ def async_read(w, a, addr, op: str, loc: str | None, tile: bool = False) -> Asyn
         _check_read(w, a, g, s, op, loc, True)
     t = AsyncRead(a.id, op, loc)
     s.reads[a.id] = (t, op, loc)
+    read_at = _async_granules(w, a.cta)
+    read_at.add(g)
     if tile and s.w >= 0:
         entry = (t, op, loc)
         for h, sh in _tile(shadow, a, g, s):
             _check_read(w, a, h, sh, op, loc, True)
             sh.reads[a.id] = entry
+            read_at.add(h)
     return t
+
+
+def _async_granules(w, cta: int) -> set:
+    """The granules of CTA ``cta`` an asynchronous read has covered."""
+    m = w.smem_async_reads
+    got = m.get(cta)
+    if got is None:
+        got = m[cta] = set()
+    return got
+
+
+def async_fill(w, a, cta: int, dst: int, nbytes: int, op: str, loc: str | None) -> None:
+    """A TMA load or bulk copy issued by ``a`` that lands ``nbytes`` at
+    byte ``dst`` of CTA ``cta``: its async-proxy writes must follow the end
+    of every asynchronous read of those words (a bulk or TMA store's
+    source, a wgmma operand): the issuing thread's own read retired by a
+    wait (``cp.async.bulk.wait_group.read``) before this copy, another
+    warp's retiring wait ordered before it. A read in flight, or retired
+    but not ordered before the copy, is an ``smem-race`` at the copy naming
+    the read. Plain accesses and the copies' own writes are the pipelines'
+    checks (not shadowed here)."""
+    read_at = w.smem_async_reads.get(cta)
+    if not read_at:
+        return
+    lo, hi = dst >> GRANULE, (dst + nbytes - 1) >> GRANULE
+    hits = (sorted(g for g in read_at if lo <= g <= hi) if len(read_at) < hi - lo + 1
+            else [g for g in range(lo, hi + 1) if g in read_at])
+    shadow, vc, me = _shadow(w, cta), a.vc, a.id
+    for g in hits:
+        s = shadow.get(g)
+        if s is None:
+            continue
+        for r, (c, rop, rloc) in s.reads.items():
+            if type(c) is not AsyncRead:
+                continue
+            if c.epoch is None:
+                wait = ("cp.async.bulk.wait_group.read before the copy" if r == me else
+                        "its wait, ordered before the copy by a barrier")
+                raise _race(w, a, g, "writes", op, loc, r, rop, rloc,
+                            f"(through the async proxy, as the copy lands) while an "
+                            f"asynchronous read is still in flight (no wait retired it "
+                            f"yet; needs {wait}):", cta)
+            if r != me and vc[r] < c.epoch:
+                raise _race(w, a, g, "writes", op, loc, r, rop, rloc,
+                            "(through the async proxy, as the copy lands) while nothing "
+                            "orders it after the read (its end) by", cta)
 
 
 TILE_CAP = 1 << 16  # granules: 256 KiB, more than a CTA's shared memory
