@@ -26,7 +26,9 @@ with the hand-driven mbarriers it completes on and their one-try waits:
 :mod:`.rawbar`) are checked against that CTA's reads (:mod:`.smemrace`),
 as is the whole tile a bulk or TMA store reads; a stage's TMA copies land
 at their offset in every CTA of their multicast mask (two on the same
-bytes in one phase: a race, :mod:`.async_verbs`).
+bytes in one phase: a race, :mod:`.async_verbs`), after every
+asynchronous read of those bytes (a store's source still read, its wait
+not run or not ordered before the copy: a race, ``smemrace.async_fill``).
 
 The launch is one cluster, or a grid of several (``simulate(grid=)``,
 ``pipeline-sim --grid``: :mod:`.launch`): cluster barriers, multicast and

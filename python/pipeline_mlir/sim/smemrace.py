@@ -46,7 +46,11 @@ is ordered by the target's mbarrier (:mod:`.rawbar`). A pipeline's TMA
 copies land at their destination offset in every CTA of their multicast
 mask; two landing on the same bytes in one phase of a stage's full
 barrier are a finding (``async_verbs._land_bytes``), but their bytes are
-not written into the shadow.
+not written into the shadow. A copy is checked against the asynchronous
+reads of the words it lands on (:func:`async_fill`): a read in flight, or
+another warp's retiring wait not ordered before the copy, is a finding
+at the copy naming the read (uccl-project/mKernel#18: a load refilling
+the buffer the same thread's TMA store still reads).
 """
 
 from __future__ import annotations
