@@ -12,7 +12,11 @@
 // global the address starts from): a store of another buffer indexed by
 // the same state is not this one's (uccl-project/mKernel#18: one tile used
 // for an input stage and for the output C, the store's wait at a fixed
-// k-block rather than before the first load into it).
+// k-block rather than before the first load into it). Within one
+// allocation, by byte ranges where the offsets are known (constants and
+// `state.index` times a constant, every stage taken) and the copy's size
+// is (a tensor store's box is not: it runs to the allocation's end): a
+// store of bytes no copy writes is not overwritten.
 //
 // A release by another warp of the role: when the threads that release a
 // stage are fewer warps than the ones that read it (thread 0 releases for a
@@ -42,6 +46,7 @@
 
 #include "AsyncReadChecker.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
@@ -171,6 +176,113 @@ static const void *allocationOf(Value ptr) {
   return nullptr;
 }
 
+/// The byte offsets an integer may take, when a few constants bound it:
+/// constants, `pipeline.state.index` (0 .. stages - 1 of its state type),
+/// sums, differences, products and left shifts of such, width casts.
+/// nullopt otherwise (or past 64 values).
+static std::optional<SmallVector<int64_t, 8>> valuesOf(Value v, int depth) {
+  if (depth > 16)
+    return std::nullopt;
+  if (std::optional<int64_t> c = getConstantInt(v))
+    return SmallVector<int64_t, 8>{*c};
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (auto index = dyn_cast<StateIndexOp>(def)) {
+    auto type = dyn_cast<StateType>(index.getState().getType());
+    if (!type || type.getSimple() || type.getStages() <= 0 ||
+        type.getStages() > 64)
+      return std::nullopt;
+    SmallVector<int64_t, 8> out;
+    for (int64_t i = 0; i < type.getStages(); ++i)
+      out.push_back(i);
+    return out;
+  }
+  if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp, arith::IndexCastOp,
+          arith::IndexCastUIOp, LLVM::SExtOp, LLVM::ZExtOp, LLVM::TruncOp>(def))
+    return valuesOf(def->getOperand(0), depth + 1);
+  bool add = isa<arith::AddIOp, LLVM::AddOp>(def);
+  bool sub = isa<arith::SubIOp, LLVM::SubOp>(def);
+  bool mul = isa<arith::MulIOp, LLVM::MulOp>(def);
+  bool shl = isa<arith::ShLIOp, LLVM::ShlOp>(def);
+  if (!add && !sub && !mul && !shl)
+    return std::nullopt;
+  auto a = valuesOf(def->getOperand(0), depth + 1);
+  auto b = valuesOf(def->getOperand(1), depth + 1);
+  if (!a || !b || a->size() * b->size() > 64)
+    return std::nullopt;
+  SmallVector<int64_t, 8> out;
+  for (int64_t x : *a)
+    for (int64_t y : *b) {
+      if (shl && (y < 0 || y > 31))
+        return std::nullopt;
+      out.push_back(add ? x + y : sub ? x - y : mul ? x * y : x << y);
+    }
+  return out;
+}
+
+/// The byte offsets from its allocation (allocationOf) a shared-memory
+/// address may take: one-index getelementptrs of scalar elements with
+/// offsets valuesOf bounds, and casts. nullopt when not known.
+static std::optional<SmallVector<int64_t, 8>> offsetsOf(Value ptr) {
+  SmallVector<int64_t, 8> out{0};
+  for (int depth = 0; ptr && depth < 16; ++depth) {
+    Operation *def = ptr.getDefiningOp();
+    if (!def)
+      return std::nullopt;
+    if (def->hasAttr("pipeline.smem_bytes") || isa<LLVM::AddressOfOp>(def))
+      return out;
+    if (isa<LLVM::AddrSpaceCastOp, LLVM::BitcastOp>(def)) {
+      ptr = def->getOperand(0);
+      continue;
+    }
+    auto gep = dyn_cast<LLVM::GEPOp>(def);
+    if (!gep || gep.getIndices().size() != 1 ||
+        !gep.getElemType().isIntOrFloat())
+      return std::nullopt;
+    int64_t bytes = (gep.getElemType().getIntOrFloatBitWidth() + 7) / 8;
+    auto index = *gep.getIndices().begin();
+    std::optional<SmallVector<int64_t, 8>> values;
+    if (auto attr = dyn_cast<IntegerAttr>(index))
+      values = SmallVector<int64_t, 8>{attr.getInt()};
+    else
+      values = valuesOf(cast<Value>(index), 0);
+    if (!values || values->size() * out.size() > 64)
+      return std::nullopt;
+    SmallVector<int64_t, 8> next;
+    for (int64_t o : out)
+      for (int64_t v : *values)
+        next.push_back(o + v * bytes);
+    out = std::move(next);
+    ptr = gep.getBase();
+  }
+  return std::nullopt;
+}
+
+/// A constant integer operand or attribute of a copy or store: its bytes.
+static std::optional<int64_t> copyBytes(Operation *op) {
+  if (auto load = dyn_cast<TmaLoadOp>(op))
+    return load.getBytes();
+  if (auto bulk = dyn_cast<BulkLoadOp>(op))
+    return getConstantInt(bulk.getSize());
+  if (auto store = dyn_cast<NVVM::CpAsyncBulkSharedCTAToGlobalOp>(op))
+    return getConstantInt(store.getSize());
+  return std::nullopt; // a tensor store's box is in its descriptor
+}
+
+/// Whether a copy of `copyLen` bytes at any of `copyAt` and a store at any
+/// of `storeAt` (`storeLen` bytes, or up to the allocation's end when not
+/// known) may share a byte.
+static bool mayOverlap(ArrayRef<int64_t> copyAt, int64_t copyLen,
+                       ArrayRef<int64_t> storeAt,
+                       std::optional<int64_t> storeLen) {
+  for (int64_t c : copyAt)
+    for (int64_t s : storeAt)
+      if (s < c + copyLen && (!storeLen || c < s + *storeLen))
+        return true;
+  return false;
+}
+
 /// The shared-memory source of a bulk store (its first pointer operand in
 /// address space 3).
 static Value storeSource(Operation *op) {
@@ -208,6 +320,14 @@ void Checker::checkRefill(Operation *op, const VerbRef &verb, InFlight &f) {
     }
     Value src = storeSource(r.op);
     if (!src || allocationOf(src) != buffer)
+      return;
+    // Byte ranges where both are known: a store of a part of the
+    // allocation no copy writes is not overwritten.
+    std::optional<SmallVector<int64_t, 8>> copyAt = offsetsOf(dst);
+    std::optional<SmallVector<int64_t, 8>> storeAt = offsetsOf(src);
+    std::optional<int64_t> copyLen = copyBytes(op);
+    if (copyAt && storeAt && copyLen && *copyLen > 0 &&
+        !mayOverlap(*copyAt, *copyLen, *storeAt, copyBytes(r.op)))
       return;
     reported.insert(op);
     failedAny = true;

@@ -524,3 +524,144 @@ func.func @refill_beside_other_buffer_store(%desc: !llvm.ptr, %out: !llvm.ptr, %
   pipeline.producer.tail %p, %sN : !P, !ps
   return
 }
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 1024>
+!ps = !pipeline.state<2, producer>
+
+llvm.mlir.global internal @ring() {addr_space = 3 : i32} : !llvm.array<3072 x i8>
+
+// Boundary, correct: one allocation holds the two stages (bytes 0 to 2047)
+// and, after them, the output tile the store reads (from byte 2048; a
+// tensor store's box is taken to run to the allocation's end): the copies
+// into the stages write no byte of it, adjacent as they are.
+func.func @refill_beside_store_in_same_allocation(%desc: !llvm.ptr, %out: !llvm.ptr, %n: index, %x: i32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %bytes = arith.constant 1024 : i32
+  %p = pipeline.create {name = "ring"} : !P
+  %ring = llvm.mlir.addressof @ring : !llvm.ptr<3>
+  %ctile = llvm.getelementptr %ring[2048] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+  %s0 = pipeline.state.make : !ps
+  %sN = scf.for %t = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+    pipeline.producer.acquire %p, %s : !P, !ps
+    %i = pipeline.state.index %s : !ps
+    %off = arith.muli %i, %bytes : i32
+    %dst = llvm.getelementptr %ring[%off] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %dst {bytes = 1024 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+    pipeline.copy.tma_store %out[%x, %x] from %ctile : !llvm.ptr, !llvm.ptr<3>
+    pipeline.bulk_group.commit
+    %next = pipeline.state.advance %s : !ps
+    scf.yield %next : !ps
+  }
+  pipeline.bulk_group.wait {read}
+  pipeline.producer.tail %p, %sN : !P, !ps
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 1024>
+!ps = !pipeline.state<2, producer>
+
+llvm.mlir.global internal @ring() {addr_space = 3 : i32} : !llvm.array<3072 x i8>
+
+// Bug: the output tile starts one byte inside the second stage (byte
+// 2047): the copy into that stage overwrites a byte the store may still
+// read.
+func.func @refill_one_byte_into_store(%desc: !llvm.ptr, %out: !llvm.ptr, %n: index, %x: i32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %bytes = arith.constant 1024 : i32
+  %p = pipeline.create {name = "ring"} : !P
+  %ring = llvm.mlir.addressof @ring : !llvm.ptr<3>
+  %ctile = llvm.getelementptr %ring[2047] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+  %s0 = pipeline.state.make : !ps
+  %sN = scf.for %t = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+    pipeline.producer.acquire %p, %s : !P, !ps
+    %i = pipeline.state.index %s : !ps
+    %off = arith.muli %i, %bytes : i32
+    %dst = llvm.getelementptr %ring[%off] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    // expected-error @+1 {{pipeline.copy.tma_load refills a stage of pipeline 'ring' whose buffer a bulk store issued by this thread may still read}}
+    pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %dst {bytes = 1024 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+    // expected-note @+1 {{the bulk store of that buffer, still in flight at the copy}}
+    pipeline.copy.tma_store %out[%x, %x] from %ctile : !llvm.ptr, !llvm.ptr<3>
+    pipeline.bulk_group.commit
+    %next = pipeline.state.advance %s : !ps
+    scf.yield %next : !ps
+  }
+  pipeline.bulk_group.wait {read}
+  pipeline.producer.tail %p, %sN : !P, !ps
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 1024>
+!ps = !pipeline.state<2, producer>
+
+llvm.mlir.global internal @ring() {addr_space = 3 : i32} : !llvm.array<3072 x i8>
+
+// Boundary, correct: the output tile sits before the stages (bytes 0 to
+// 1023, the stages from byte 1024) and a bulk copy of exactly its 1024
+// bytes stores it: adjacent to the first stage, not in it.
+func.func @refill_after_sized_store_before_stages(%desc: !llvm.ptr, %out: !llvm.ptr<1>, %n: index, %x: i32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %bytes = arith.constant 1024 : i32
+  %p = pipeline.create {name = "ring"} : !P
+  %ring = llvm.mlir.addressof @ring : !llvm.ptr<3>
+  %stages = llvm.getelementptr %ring[1024] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+  %s0 = pipeline.state.make : !ps
+  %sN = scf.for %t = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+    pipeline.producer.acquire %p, %s : !P, !ps
+    %i = pipeline.state.index %s : !ps
+    %off = arith.muli %i, %bytes : i32
+    %dst = llvm.getelementptr %stages[%off] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %dst {bytes = 1024 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+    nvvm.cp.async.bulk.global.shared.cta %out, %ring, %bytes : !llvm.ptr<1>, !llvm.ptr<3>
+    pipeline.bulk_group.commit
+    %next = pipeline.state.advance %s : !ps
+    scf.yield %next : !ps
+  }
+  pipeline.bulk_group.wait {read}
+  pipeline.producer.tail %p, %sN : !P, !ps
+  return
+}
+
+// -----
+
+!P = !pipeline.pipeline<tma_async, stages = 2, producer = #pipeline.group<thread, 1>, consumer = #pipeline.group<thread, 1>, tx_count = 1024>
+!ps = !pipeline.state<2, producer>
+
+llvm.mlir.global internal @ring() {addr_space = 3 : i32} : !llvm.array<3072 x i8>
+
+// Bug: the same bulk copy stores 1025 bytes: its last byte is the first
+// stage's first, which the copy into that stage overwrites.
+func.func @refill_under_sized_store_one_byte_long(%desc: !llvm.ptr, %out: !llvm.ptr<1>, %n: index, %x: i32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %bytes = arith.constant 1024 : i32
+  %long = arith.constant 1025 : i32
+  %p = pipeline.create {name = "ring"} : !P
+  %ring = llvm.mlir.addressof @ring : !llvm.ptr<3>
+  %stages = llvm.getelementptr %ring[1024] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+  %s0 = pipeline.state.make : !ps
+  %sN = scf.for %t = %c0 to %n step %c1 iter_args(%s = %s0) -> (!ps) {
+    pipeline.producer.acquire %p, %s : !P, !ps
+    %i = pipeline.state.index %s : !ps
+    %off = arith.muli %i, %bytes : i32
+    %dst = llvm.getelementptr %stages[%off] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    // expected-error @+1 {{pipeline.copy.tma_load refills a stage of pipeline 'ring' whose buffer a bulk store issued by this thread may still read}}
+    pipeline.copy.tma_load %p, %s, %desc[%x, %x] to %dst {bytes = 1024 : i64} : !P, !ps, !llvm.ptr, !llvm.ptr<3>
+    // expected-note @+1 {{the bulk store of that buffer, still in flight at the copy}}
+    nvvm.cp.async.bulk.global.shared.cta %out, %ring, %long : !llvm.ptr<1>, !llvm.ptr<3>
+    pipeline.bulk_group.commit
+    %next = pipeline.state.advance %s : !ps
+    scf.yield %next : !ps
+  }
+  pipeline.bulk_group.wait {read}
+  pipeline.producer.tail %p, %sN : !P, !ps
+  return
+}
