@@ -6,8 +6,9 @@ role whose loop differs from the reader's by a peel. The checker's verdicts
 are the lit files' expected-* lines; here each chunk also runs in the
 simulator, which must agree: the correct chunks run clean, the bugs are
 found (the arrive-only role's extra arrivals, the wgmma read in flight at
-the release of the peeled loop, the missing peel's deadlock). The peel the
-checker only warns about (a tail met inside a loop after the loop) and the
+the release of the peeled loop, also where the releasing role has the
+tail, the missing peel's deadlock). The peels the checker only warns
+about (a tail met inside a loop after the loop) and the
 roles set by a count that may differ between warps are correct: the
 simulator runs them clean."""
 
@@ -41,6 +42,9 @@ EXPECTED = {
     "back_peel_wgmma_in_flight": ("error", {"async-read"}),
     "back_peel_in_branch": ("warning", None),
     "front_peel_missing": ("error", {"deadlock"}),
+    "release_tail_explicit": (None, None),
+    "release_tail_wgmma_in_flight": ("error", {"async-read"}),
+    "release_tail_in_loop": ("warning", None),
     "producer_warps_loaded_two_stage_ring": ("error", {"deadlock"}),
     "producer_warps_loaded_one_stage_ring": (None, None),
     "producer_warps_loaded_per_thread": ("warning", None),

@@ -59,6 +59,13 @@ struct InFlight {
     // release after this barrier there is not checked against its reads
     // (a warning says so).
     bool unproven = false;
+    // Set: met in each iteration of another role's loop that ends later
+    // than this role's loop `tailOf`, whose releases after it (a peeled
+    // tail, straight-line) meet those last iterations; the reads' stages
+    // as (a result of `tailOf`, offset) at its first meet after it, one
+    // `step` more at each later meet (see visitLoop, checkOtherRole).
+    Operation *tailOf = nullptr;
+    int64_t tailMeets = 0;
   };
   SmallVector<AtNamed, 2> named;
   SmallVector<AtNamed, 2> handed;

@@ -368,7 +368,7 @@ void Checker::visitLoop(scf::ForOp loop, InFlight &f) {
     SmallVector<InFlight::AtNamed, 2> kept;
     for (InFlight::AtNamed &n : g.handed) {
       if (!n.loop) {
-        kept.push_back(mapTail(loop, n));
+        kept.push_back(n.tailOf ? n : mapTail(loop, n));
         continue;
       }
       auto other = dyn_cast<scf::ForOp>(n.loop);
@@ -376,11 +376,10 @@ void Checker::visitLoop(scf::ForOp loop, InFlight &f) {
         continue;
       // The same range, or peels made explicit before the later loop
       // (`other` starts `shift` iterations after this loop) or after the
-      // loop that ends earlier. A tail of this loop's role (its releases
-      // after the loop, in the generations of `other`'s last iterations)
-      // is not followed: said, not passed silently.
+      // loop that ends earlier (a tail of this loop's role: its releases
+      // after the loop meet `other`'s last iterations, mapped at the exit).
       LoopRelation rel = relateLoops(loop, other, n.barrier);
-      if (rel.kind != LoopRelation::Related || rel.tail > 0) {
+      if (rel.kind != LoopRelation::Related) {
         InFlight::AtNamed in = n;
         in.unproven = true;
         kept.push_back(in);
@@ -488,6 +487,41 @@ void Checker::visitLoop(scf::ForOp loop, InFlight &f) {
   }
   exit.named = outerNamed;
   exit.handed = outerHanded;
+  // This role's tail: where `other` (another role's loop) ends `tail`
+  // iterations after this one and this role meets the barrier `tail` more
+  // times after its loop, straight-line (relateLoops), its m-th meet there
+  // is in the generation of `other`'s iteration trips(loop) - shift + m:
+  // a read of `other` at (start root, o) names the stage (result, o -
+  // init.offset - shift * step) of this loop's leader iter arg, plus m
+  // steps (checkOtherRole adds them).
+  for (const InFlight::AtNamed &n : outerHanded) {
+    auto other = dyn_cast_or_null<scf::ForOp>(n.loop);
+    if (!other || other == loop || n.unproven || n.tailOf)
+      continue;
+    LoopRelation rel = relateLoops(loop, other, n.barrier);
+    if (rel.kind != LoopRelation::Related || rel.tail <= 0)
+      continue;
+    InFlight::AtNamed t = n;
+    t.loop = nullptr;
+    t.tailOf = loop;
+    t.tailMeets = rel.tail;
+    for (Read &r : t.reads) {
+      Canon mapped{};
+      for (BlockArgument arg : loop.getRegionIterArgs()) {
+        if (!isa<StateType>(arg.getType()) || canon.get(arg).root != arg)
+          continue;
+        Canon init = canon.get(loop.getInitArgs()[arg.getArgNumber() - 1]);
+        if (r.stage.root && StateCanon::sameRoot(init.root, r.stage.root) &&
+            canon.constantStep(arg) == n.step) {
+          mapped = Canon{loop.getResult(arg.getArgNumber() - 1),
+                         r.stage.offset - init.offset - rel.shift * n.step};
+          break;
+        }
+      }
+      r.stage = mapped;
+    }
+    exit.handed.push_back(t);
+  }
   // (A loop that may run zero times is taken to run at least once.)
   f = exit;
 }

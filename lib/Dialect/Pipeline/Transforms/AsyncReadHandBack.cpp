@@ -453,7 +453,21 @@ void Checker::checkOtherRole(Operation *op, const VerbRef &verb,
     }
     if (n.loop || namedBarrierId(n.barrier) != id)
       continue;
-    for (Read &r : n.reads) {
+    // A tail of this role after its loop: the m-th meet after it names
+    // the stages m steps on; past the other loop's last iteration, none.
+    int64_t shift = 0;
+    if (n.tailOf) {
+      auto mine = cast<scf::ForOp>(n.tailOf);
+      std::optional<int64_t> m = meetIndexAfter(mine, f.barrier);
+      if (!m || *m >= n.tailMeets ||
+          f.barrier->getParentOfType<scf::ForOp>() !=
+              mine->getParentOfType<scf::ForOp>())
+        continue;
+      shift = *m * n.step;
+    }
+    for (Read r : n.reads) {
+      if (r.stage.root)
+        r.stage.offset += shift;
       if (!sameStage(r))
         continue;
       std::optional<llvm::BitVector> readers = warpsOf(r.op);

@@ -231,7 +231,7 @@ void protocol::warnHandOverNotProven(Operation *release, int64_t id,
          "differ other than by peels this checker follows (the same step; "
          "lower bounds k steps apart and k more meets of this barrier before "
          "the later loop; upper bounds k steps apart and k more meets after "
-         "the loop that ends earlier, straight-line, in the reading role), so "
+         "the loop that ends earlier, straight-line, in either role), so "
          "the release is not checked against those reads; give both loops "
          "the same range or peel the iterations explicitly";
   diag.attachNote(otherLoop->getLoc()) << "the other role's loop";
