@@ -131,6 +131,13 @@ _WRITE_AFTER_REDUCE = (r"warp ([4-9]|1[01]) of CTA 0 writes shared memory at byt
 _READ_BEFORE_WRITE = (r"warp 1 of CTA 0 reads shared memory at byte \d+ of CTA 0 with "
                       r"nvvm.cp.async.bulk.tensor.reduce at \S+ while nothing orders it after "
                       r"the write by warp ([4-9]|1[01]) of CTA 0's llvm.store at ")
+# The write found while the reduce-add still reads the words it lands on
+# (the simulator follows a bulk read over the tile the store's source line
+# wrote, not only its first word).
+_WRITE_DURING_REDUCE = (r"warp ([4-9]|1[01]) of CTA 0 writes shared memory at byte \d+ "
+                        r"of CTA 0 with llvm.store at \S+ while its asynchronous read is still "
+                        r"in flight \(no wait retired it yet\): warp 1 of CTA 0's "
+                        r"nvvm.cp.async.bulk.tensor.reduce at ")
 RACE_CAUGHT = {
     # The reduce-add before the wait on "dQ full".
     "reduce_warp_issues_before_dq_full": _WRITE_AFTER_REDUCE,
@@ -138,8 +145,10 @@ RACE_CAUGHT = {
     "reduce_warp_gives_back_before_read": _WRITE_AFTER_REDUCE,
     # The consumer's wait on "dQ empty" after its writes of the tile: the
     # same race, reported from either side (with LSE and dPsum on the
-    # tiles' stages at d 128, from the reduce-add's read).
-    "consumer_writes_before_dq_empty": _WRITE_AFTER_REDUCE + "|" + _READ_BEFORE_WRITE,
+    # tiles' stages at d 128, from the reduce-add's read; in FA4's order at
+    # d 64 causal, while the reduce-add is still reading).
+    "consumer_writes_before_dq_empty": "|".join((_WRITE_AFTER_REDUCE, _READ_BEFORE_WRITE,
+                                                 _WRITE_DURING_REDUCE)),
     # The consumer's fence.proxy.async dropped (the checker's proxy-fence
     # rule does not see it: the reduce-add is another warp's).
     "consumer_drops_dq_fence":
