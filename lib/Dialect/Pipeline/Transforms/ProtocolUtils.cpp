@@ -307,6 +307,30 @@ std::string protocol::describeWarps(const llvm::BitVector &warps) {
 /// and depends on the real size.
 static constexpr int64_t kMaxBlockThreads = 1024;
 
+/// The executors of a set of threads (the first `limit` of `threads`), by
+/// warp: every warp all 32 lanes or one (elect, lane == c, tid == c), all
+/// alike. No warp at all is dead code (or an out-of-range constant): not
+/// counted. Shared by getExecutorsWith and getWarpExecutors.
+static std::optional<Executors> warpsOf(llvm::BitVector threads,
+                                        int64_t limit) {
+  int64_t warps = 0, whole = 0;
+  for (int64_t w = 0; w < limit / 32; ++w) {
+    int64_t lanes = 0;
+    for (int64_t l = 0; l < 32; ++l)
+      lanes += threads.test(w * 32 + l);
+    if (lanes == 0)
+      continue;
+    if (lanes != 32 && lanes != 1)
+      return std::nullopt;
+    ++warps;
+    whole += lanes == 32;
+  }
+  if (warps == 0 || (whole != 0 && whole != warps))
+    return std::nullopt;
+  return Executors{warps, whole == warps, std::move(threads)};
+}
+
+
 std::optional<Executors> protocol::getExecutors(Operation *op,
                                                 int64_t blockDim) {
   return getExecutorsWith(op, blockDim, Value(), 0);
@@ -360,23 +384,7 @@ std::optional<Executors> protocol::getExecutorsWith(Operation *op,
   }
   if (blockDim <= 0 && threads.find_next(limit - 33) >= 0)
     return std::nullopt;
-  // Per warp: all 32 lanes, or one (elect, lane == c, tid == c).
-  int64_t warps = 0, whole = 0;
-  for (int64_t w = 0; w < limit / 32; ++w) {
-    int64_t lanes = 0;
-    for (int64_t l = 0; l < 32; ++l)
-      lanes += threads.test(w * 32 + l);
-    if (lanes == 0)
-      continue;
-    if (lanes != 32 && lanes != 1)
-      return std::nullopt;
-    ++warps;
-    whole += lanes == 32;
-  }
-  // No warp at all is dead code (or an out-of-range constant): not counted.
-  if (warps == 0 || (whole != 0 && whole != warps))
-    return std::nullopt;
-  return Executors{warps, whole == warps, std::move(threads)};
+  return warpsOf(std::move(threads), limit);
 }
 
 bool protocol::isEmptyBlock(Block *block) {
@@ -718,19 +726,5 @@ protocol::getWarpExecutors(Operation *op, int64_t blockDim,
     if (runs)
       threads.set(tid);
   }
-  int64_t warps = 0, whole = 0;
-  for (int64_t w = 0; w < blockDim / 32; ++w) {
-    int64_t lanes = 0;
-    for (int64_t l = 0; l < 32; ++l)
-      lanes += threads.test(w * 32 + l);
-    if (lanes == 0)
-      continue;
-    if (lanes != 32 && lanes != 1)
-      return std::nullopt;
-    ++warps;
-    whole += lanes == 32;
-  }
-  if (warps == 0 || (whole != 0 && whole != warps))
-    return std::nullopt;
-  return Executors{warps, whole == warps, std::move(threads)};
+  return warpsOf(std::move(threads), blockDim);
 }
