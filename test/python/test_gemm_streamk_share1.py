@@ -50,6 +50,34 @@ def _sim(k, ctas, m, n, kdim, schedules=2):
                     cluster=(ctas, 1, 1), schedules=schedules, check=False)
 
 
+def one_tile_world(k, tile=ONE_TILE, seed=1):
+    """One simulated run of ``tile`` (CTAs, m, n, k) in a seeded schedule:
+    the world at its end, for reading global memory's words."""
+    from pipeline_mlir.sim.engine import run_one
+    from pipeline_mlir.sim.frontend import kernels as sim_kernels
+    from pipeline_mlir.sim.interp import Launch, make_world_factory
+
+    ctas, m, n, kdim = tile
+    with k.module.context:
+        sk, = sim_kernels(k.module)
+    make = make_world_factory(sk, Launch(sk.block_dim, (ctas, 1, 1), None,
+                                         {4: m, 5: n, 6: kdim, 9: ctas, 10: 0}))
+    rng = random.Random(seed)
+    return run_one(make, lambda n_, cont: rng.randrange(n_), 0)
+
+
+def cross_cta_readers(w):
+    """CTA -> the agents of it that read a workspace word (argument 7)
+    another CTA wrote: who took partials from whom."""
+    readers = {}
+    for key, wd in w.gmem.words.items():
+        if key[0] == 7 and wd.w >= 0:
+            for r in wd.reads:
+                if w.agents[r].cta != w.agents[wd.w].cta:
+                    readers.setdefault(w.agents[r].cta, set()).add(r)
+    return readers
+
+
 def test_the_variants_are_the_share_variants_with_one_arrival():
     share = set(gemm_configs.STREAM_K_SHARE_VARIANTS) | {"64x128_streamk_share"}
     one = {v for v in gemm_configs.STREAM_K_SHARE1_VARIANTS if v.endswith("_share1")}
@@ -106,29 +134,14 @@ def test_share1_simulates_clean_and_resets_its_counters(share1):
     every counter (argument 8) the launch touched reads 0 at its end,
     every CTA reads partials another CTA wrote, all 24 consumer warps
     acquired through global memory, and C is written whole."""
-    from pipeline_mlir.sim.engine import run_one
-    from pipeline_mlir.sim.frontend import kernels as sim_kernels
-    from pipeline_mlir.sim.interp import Launch, make_world_factory
-
     res = _sim(share1, *ONE_TILE)
     assert res.ok, str(res)
     ctas, m, n, kdim = ONE_TILE
-    with share1.module.context:
-        sk, = sim_kernels(share1.module)
-    make = make_world_factory(sk, Launch(sk.block_dim, (ctas, 1, 1), None,
-                                         {4: m, 5: n, 6: kdim, 9: ctas, 10: 0}))
-    rng = random.Random(1)
-    w = run_one(make, lambda n_, cont: rng.randrange(n_), 0)
+    w = one_tile_world(share1)
     g = w.gmem
     counters = [wd for key, wd in g.words.items() if key[0] == 8 and wd.written]
     assert len(counters) == 8 and all(wd.value == 0 for wd in counters)
-    readers = {}
-    for key, wd in g.words.items():
-        if key[0] == 7 and wd.w >= 0:
-            for r in wd.reads:
-                if w.agents[r].cta != w.agents[wd.w].cta:
-                    readers.setdefault(w.agents[r].cta, set()).add(r)
-    assert set(readers) == {0, 1, 2}
+    assert set(cross_cta_readers(w)) == {0, 1, 2}
     assert sum(g.warp(a).acquired for a in w.agents) == 24
     # every word of C (bf16, argument 3) written once: a second writer
     # would be a gmem-race above

@@ -13,7 +13,6 @@ warpgroup counters back at 0, and finds either meeting left out as a race
 on the workspace (a partial stored after the arrival's release, or a share
 read before the poll's acquire)."""
 
-import random
 from dataclasses import replace
 
 import pytest
@@ -22,11 +21,9 @@ from _ptxas import spill_bytes
 
 from pipeline_mlir.kernels import hopper_gemm as hg
 from pipeline_mlir.ops import gemm_configs
-from pipeline_mlir.sim import simulate
+from test_gemm_streamk_share1 import ONE_TILE, _sim, cross_cta_readers, one_tile_world
 
 BASE = "128x128_streamk_share1v4"
-# (CTAs, m, n, k): one 128 x 128 tile shared by three CTAs (k = 4 K blocks).
-ONE_TILE = (3, 128, 128, 512)
 
 
 def _build(variant=BASE, dtype="bf16"):
@@ -38,11 +35,6 @@ def _build(variant=BASE, dtype="bf16"):
 @pytest.fixture(scope="module")
 def share1g():
     return _build()
-
-
-def _sim(k, ctas, m, n, kdim, schedules=2):
-    return simulate(k.module, args={4: m, 5: n, 6: kdim, 9: ctas, 10: 0},
-                    cluster=(ctas, 1, 1), schedules=schedules, check=False)
 
 
 def test_it_needs_the_one_arrival_fixup():
@@ -71,30 +63,15 @@ def test_simulates_clean_and_resets_its_counters(share1g):
     """One tile over three CTAs, clean over two schedules; in one run, the
     two warpgroup counters of the tile (argument 8) read 0 at the end, every
     CTA reads partials another CTA wrote, and C is written whole."""
-    from pipeline_mlir.sim.engine import run_one
-    from pipeline_mlir.sim.frontend import kernels as sim_kernels
-    from pipeline_mlir.sim.interp import Launch, make_world_factory
-
     k = share1g[1]
     res = _sim(k, *ONE_TILE)
     assert res.ok, str(res)
     ctas, m, n, kdim = ONE_TILE
-    with k.module.context:
-        sk, = sim_kernels(k.module)
-    make = make_world_factory(sk, Launch(sk.block_dim, (ctas, 1, 1), None,
-                                         {4: m, 5: n, 6: kdim, 9: ctas, 10: 0}))
-    rng = random.Random(1)
-    w = run_one(make, lambda n_, cont: rng.randrange(n_), 0)
+    w = one_tile_world(k)
     g = w.gmem
     counters = [wd for key, wd in g.words.items() if key[0] == 8 and wd.written]
     assert len(counters) == 2 and all(wd.value == 0 for wd in counters)
-    readers = {}
-    for key, wd in g.words.items():
-        if key[0] == 7 and wd.w >= 0:
-            for r in wd.reads:
-                if w.agents[r].cta != w.agents[wd.w].cta:
-                    readers.setdefault(w.agents[r].cta, set()).add(r)
-    assert set(readers) == {0, 1, 2}
+    assert set(cross_cta_readers(w)) == {0, 1, 2}
     c = [wd for key, wd in g.words.items() if key[0] == 3 and wd.written]
     assert len(c) == m * n * 2 // 4
 
