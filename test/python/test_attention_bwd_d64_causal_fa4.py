@@ -22,9 +22,9 @@ import pytest
 from _attention_bwd_builds import cfg_of, ptx_of  # noqa: F401  (a fixture)
 from _attention_bwd_mistakes import build_with_mistake
 from _ptxas import report as ptxas_report, spill_bytes
-from test_attention_bwd import CAUGHT, SCHEDULES, SIM_ARGS, assert_caught
+from test_attention_bwd import CAUGHT, SCHEDULES, SIM_ARGS
 from test_attention_bwd_reduce_warp import HAND_OFF_CAUGHT, RACE_CAUGHT
-from test_attention_bwd_stats_with_tiles import LSE_ON_Q_CAUGHT
+from test_attention_bwd_shuffle_imm import assert_planted_mistake_caught
 from pipeline_mlir.chip_limits import SMEM_PER_BLOCK
 from pipeline_mlir.ops import attention_configs
 from pipeline_mlir.kernels import attention_bwd as ab
@@ -107,21 +107,4 @@ def test_mistakes_are_rejected(mistake):
     the LSE row read from Q's released stage (checker), the epilogue race
     (simulator), the reduce warp's dropped waits (checker), its misplaced
     waits and dropped proxy fence (race detector, every schedule)."""
-    from pipeline_mlir.compiler import CompileError
-
-    k = build_with_mistake(mistake, cfg_of(64, True, FA4))
-    if mistake in CAUGHT:
-        who, pattern = CAUGHT[mistake]
-        if mistake == "lse_read_after_release":
-            pattern = LSE_ON_Q_CAUGHT.replace("consumer_release", "consumer[._]release")
-        assert_caught(k, who, pattern)
-    elif mistake in HAND_OFF_CAUGHT:
-        with pytest.raises(CompileError) as err:
-            k.to_ptx()
-        assert re.search(HAND_OFF_CAUGHT[mistake], str(err.value)), str(err.value)
-    else:
-        k.to_ptx()
-        (report,) = k.simulate(SIM_ARGS, schedules=SCHEDULES, check=False)
-        assert report.counts == {"smem-race": SCHEDULES}, report
-        assert re.search(RACE_CAUGHT[mistake], report.findings[0].message), \
-            report.findings[0].message
+    assert_planted_mistake_caught(build_with_mistake(mistake, cfg_of(64, True, FA4)), mistake)

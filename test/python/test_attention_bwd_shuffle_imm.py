@@ -124,16 +124,13 @@ def test_checks_simulates_and_spills_less(causal, opts, bound, ptx_of):
 PLANT = D64_FULL + SHI
 
 
-@pytest.mark.parametrize("mistake", sorted(set(CAUGHT) - {"dq_reduce_before_fence"})
-                         + sorted(HAND_OFF_CAUGHT) + sorted(RACE_CAUGHT))
-def test_mistakes_are_rejected(mistake):
-    """The dO release before dP^T retired, the LSE row read from Q's
-    released stage (checker), the epilogue race (simulator), the reduce
-    warp's dropped waits (checker), its misplaced waits and dropped proxy
-    fence (race detector, every schedule)."""
+def assert_planted_mistake_caught(k, mistake):
+    """A planted backward mistake on a set with LSE and dPsum on Q's and
+    dO's stages and the dQ reduce warp: the checker's patterns (CAUGHT,
+    the LSE read from Q's released stage, the reduce warp's dropped waits)
+    or the simulator's race detector in every schedule (RACE_CAUGHT)."""
     from pipeline_mlir.compiler import CompileError
 
-    k = build_with_mistake(mistake, cfg_of(64, False, PLANT))
     if mistake in CAUGHT:
         who, pattern = CAUGHT[mistake]
         if mistake == "lse_read_after_release":
@@ -149,3 +146,14 @@ def test_mistakes_are_rejected(mistake):
         assert report.counts == {"smem-race": SCHEDULES}, report
         assert re.search(RACE_CAUGHT[mistake], report.findings[0].message), \
             report.findings[0].message
+
+
+@pytest.mark.parametrize("mistake", sorted(set(CAUGHT) - {"dq_reduce_before_fence"})
+                         + sorted(HAND_OFF_CAUGHT) + sorted(RACE_CAUGHT))
+def test_mistakes_are_rejected(mistake):
+    """The dO release before dP^T retired, the LSE row read from Q's
+    released stage (checker), the epilogue race (simulator), the reduce
+    warp's dropped waits (checker), its misplaced waits and dropped proxy
+    fence (race detector, every schedule)."""
+    assert_planted_mistake_caught(build_with_mistake(mistake, cfg_of(64, False, PLANT)),
+                                  mistake)
